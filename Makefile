@@ -1,0 +1,140 @@
+# Lava's build. `make help` lists the targets. `make test` is what CI runs (.ci/run calls it).
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+##@ Tool versions (pinned; built from the Go module proxy into TOOLS_DIR, outside the repo)
+BUF_VERSION            := v1.75.0
+NATS_SERVER_VERSION    := v2.15.2
+KUBE_VERSION           := v1.37.2
+TOFU_VERSION           := v1.12.6
+HELM_VERSION           := v3.22.0
+TERRAFORM_VERSION      := v1.8.5
+CONTROLLER_GEN_VERSION := v0.23.0
+
+TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
+BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
+NATS_DIR       := $(TOOLS_DIR)/nats-server-$(NATS_SERVER_VERSION)
+KUBE_DIR       := $(TOOLS_DIR)/kube-$(KUBE_VERSION)
+TOFU_DIR       := $(TOOLS_DIR)/tofu-$(TOFU_VERSION)
+HELM_DIR       := $(TOOLS_DIR)/helm-$(HELM_VERSION)
+TERRAFORM_DIR  := $(TOOLS_DIR)/terraform-$(TERRAFORM_VERSION)
+CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+BUF            := $(BUF_DIR)/buf
+
+# What tests read to find the real binaries. A test whose binary is missing fails and names the
+# `make tools` target that builds it.
+export KUBEBUILDER_ASSETS    := $(KUBE_DIR)
+export LAVA_NATS_SERVER_BIN  := $(NATS_DIR)/nats-server
+export LAVA_TOFU_DIR         := $(TOFU_DIR)
+export LAVA_TERRAFORM_BIN    := $(TERRAFORM_DIR)/terraform
+export LAVA_HELM_BIN         := $(HELM_DIR)/helm
+# This machine's environment points TF_CLI_CONFIG_FILE at a file that does not exist.
+export TF_CLI_CONFIG_FILE    := $(TOFU_DIR)/tofurc
+export CHECKPOINT_DISABLE    := 1
+export GOTOOLCHAIN           := local
+
+# Every module of the workspace (the root and services/*).
+MODULE_DIRS = $(shell go list -m -f '{{.Dir}}')
+# Packages of every module, for go vet and go test.
+PKGS = $(foreach d,$(MODULE_DIRS),$(d)/...)
+
+GO_TEST_FLAGS ?= -count=1 -timeout=20m
+FUZZTIME      ?= 10s
+
+##@ General
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_.-]+:.*?##/ { printf "  %-22s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the lava CLI into bin/lava.
+	go build -o bin/lava ./cmd/lava
+
+##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
+.PHONY: tools
+tools: tools-buf tools-nats tools-kube tools-tofu tools-controller-gen ## Build every tool the tests need.
+
+.PHONY: tools-buf
+tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
+	hack/tools/build-buf.sh $(BUF_DIR)
+
+.PHONY: tools-nats
+tools-nats: ## nats-server for multi-process tests.
+	NATS_SERVER_VERSION=$(NATS_SERVER_VERSION) hack/tools/build-nats.sh $(NATS_DIR)
+
+.PHONY: tools-kube
+tools-kube: ## kube-apiserver, etcd, kube-controller-manager for envtest and e2e.
+	KUBE_VERSION=$(KUBE_VERSION) hack/tools/build-kube-testbin.sh $(KUBE_DIR)
+
+.PHONY: tools-tofu
+tools-tofu: ## OpenTofu and the offline provider mirror.
+	TOFU_VERSION=$(TOFU_VERSION) hack/tools/build-tofu.sh $(TOFU_DIR)
+
+.PHONY: tools-helm
+tools-helm: ## helm, for the chart checks.
+	HELM_VERSION=$(HELM_VERSION) hack/tools/build-helm.sh $(HELM_DIR)
+
+.PHONY: tools-controller-gen
+tools-controller-gen: ## controller-gen for CRDs and deepcopy.
+	@if [ -x $(CONTROLLER_GEN) ]; then echo "[tools] controller-gen $(CONTROLLER_GEN_VERSION) present, skipping" >&2; \
+	else cd "$${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dir $(CONTROLLER_GEN)) \
+	  go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION); fi
+
+##@ Generated code
+.PHONY: generate
+generate: tools-buf tools-controller-gen ## Regenerate protobuf code, deepcopy and CRDs; tidy modules.
+	@if [ -d proto ]; then \
+	  PATH=$(BUF_DIR):$$PATH $(BUF) format -w && \
+	  PATH=$(BUF_DIR):$$PATH $(BUF) generate; fi
+	@if [ -d api ]; then \
+	  $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/... && \
+	  $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases; fi
+	@for d in $(MODULE_DIRS); do (cd $$d && go mod tidy); done
+	go work sync
+
+.PHONY: check-generate
+check-generate: generate ## Fail if regenerating changes anything.
+	@git add -N . && if ! git diff --exit-code --stat; then \
+	  echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; fi
+
+##@ Checks
+.PHONY: lint
+lint: tools-buf ## go vet, gofmt, buf lint/format/breaking, module dependency rules.
+	go vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
+	@if [ -d proto ]; then \
+	  $(BUF) lint && $(BUF) format -d --exit-code && \
+	  if git cat-file -e HEAD~1:proto 2>/dev/null; then $(BUF) breaking --against '.git#ref=HEAD~1'; \
+	  else echo "[lint] buf breaking: no previous commit with proto/, skipped" >&2; fi; fi
+	hack/depcheck.sh
+
+##@ Tests
+.PHONY: test
+test: tools check-generate lint test-all bench-smoke fuzz-smoke ## Everything CI runs.
+
+.PHONY: test-all
+test-all: ## Unit and integration tests (real NATS, real API server, real tofu) of every module.
+	go test -tags integration $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: test-unit
+test-unit: ## The quick loop: tests that need no built binary.
+	go test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: bench-smoke
+bench-smoke: ## Every benchmark once (-benchtime=1x).
+	go test -run '^$$' -bench . -benchtime=1x $(PKGS)
+
+# Fuzz targets: package:FuzzName, each run for FUZZTIME.
+FUZZ_TARGETS ?=
+.PHONY: fuzz-smoke
+fuzz-smoke: ## Every fuzz target for FUZZTIME.
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "[fuzz] $$pkg $$name $(FUZZTIME)"; \
+	  go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; done
+
+.PHONY: bench
+bench: ## The long benchmarks, with figures.
+	go test -run '^$$' -bench . -benchmem -count=5 $(PKGS)

@@ -1,0 +1,59 @@
+package arch
+
+// Architecture is an evaluated deflava-architecture: everything Terraform JSON is rendered
+// from. Resources and DataSources keep source order (loop expansion in list order).
+type Architecture struct {
+	// Name is the architecture's symbol ("anonymous" when the form has none).
+	Name        string
+	Resources   []Resource
+	DataSources []Resource
+	// Outputs maps an output name (verbatim, e.g. "vpc-id") to its value.
+	Outputs   Map
+	Providers []ProviderRef
+	// Locals maps a local name (dashes already turned into underscores) to its value.
+	Locals  Map
+	Imports []Import
+}
+
+// Resource is one resource or data source block.
+type Resource struct {
+	// Type is the Terraform type, dashes turned into underscores ("aws_vpc").
+	Type string
+	// Name is the Terraform resource name after interpolation and sanitizing.
+	Name string
+	// Attributes in source order; keys already turned from kebab to snake case.
+	Attributes Map
+	// DependsOn lists explicit dependencies; rendered as "type.name" strings.
+	DependsOn []ResourceRef
+	// Provider, when set, selects a provider configuration (rendered "name.alias").
+	Provider *ProviderRef
+	// Count, when set, is rendered as the count meta-argument. At most one of Count and
+	// ForEach is set.
+	Count *int64
+	// ForEach, when set, is rendered as the for_each meta-argument.
+	ForEach *Map
+	// Pos is where the resource form starts in the source (zero when built in code).
+	Pos Pos
+}
+
+// Address returns "type.name".
+func (r *Resource) Address() string { return r.Type + "." + r.Name }
+
+// ProviderRef is a provider configuration from :providers.
+type ProviderRef struct {
+	// Source is the registry source ("hashicorp/aws"); never rendered into the synthesized
+	// JSON, but engines use it for required_providers.
+	Source string
+	// Name is the provider's local name, verbatim ("aws").
+	Name string
+	// Alias is the optional alias ("" when absent).
+	Alias string
+	// Config holds the other settings, keys turned from kebab to snake case.
+	Config Map
+}
+
+// Import is a Terraform import block: To is the resource address, ID the provider's id.
+type Import struct {
+	To string
+	ID string
+}
