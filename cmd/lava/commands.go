@@ -1,0 +1,8 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// subcommands lists every lava subcommand; add one line per command.
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{}
+}
