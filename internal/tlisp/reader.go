@@ -1,0 +1,309 @@
+package tlisp
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Limits on what the reader and evaluator accept.
+const (
+	// MaxSourceBytes is the largest source accepted (1 MiB).
+	MaxSourceBytes = 1 << 20
+	// MaxDepth is the deepest list nesting accepted.
+	MaxDepth = 256
+	// MaxResources is the most resource, data and import expansions one evaluation performs
+	// (loop iterations included, whether or not :when keeps them).
+	MaxResources = 10000
+)
+
+// Options configure reading and evaluation.
+type Options struct {
+	// File is the name used in positions and diagnostics ("" leaves it out).
+	File string
+}
+
+// Parse reads every top-level form of src (UPSTREAM.md 1.1). On an error it returns the forms
+// read so far and the diagnostics.
+func Parse(src []byte, opts Options) (forms []*Node, diags Diagnostics) {
+	forms, diags, _ = parse(src, opts)
+	return forms, diags
+}
+
+// parse is Parse that also tells whether the forms are complete enough to evaluate despite
+// errors: true when every error was an unexpected top-level ")" or lists left unclosed at the
+// end of input (closed there), so evaluation can report further errors.
+func parse(src []byte, opts Options) (forms []*Node, diags Diagnostics, usable bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			forms, usable = nil, false
+			diags = append(diags, internalError(opts.File, r))
+		}
+	}()
+	r := &reader{src: src, file: opts.File, line: 1, col: 1}
+	if len(src) > MaxSourceBytes {
+		r.errorf(r.pos(), "source is %d bytes, larger than the %d-byte (1 MiB) limit", len(src), MaxSourceBytes)
+		return nil, r.diags, false
+	}
+	for !r.stop {
+		r.skipSpace()
+		if r.i >= len(r.src) {
+			break
+		}
+		if r.src[r.i] == ')' {
+			r.errorf(r.pos(), "unexpected close paren at offset %d", r.i)
+			r.advance()
+			continue
+		}
+		n := r.read(0)
+		if n != nil {
+			forms = append(forms, n)
+		}
+	}
+	return forms, r.diags, !r.fatal
+}
+
+func internalError(file string, r any) Diagnostic {
+	return Diagnostic{
+		Pos:      Pos{File: file, Line: 1, Col: 1},
+		Severity: SeverityError,
+		Message:  fmt.Sprintf("internal error: %v (please report this source)", r),
+	}
+}
+
+type reader struct {
+	src   []byte
+	file  string
+	i     int
+	line  int
+	col   int
+	diags Diagnostics
+	stop  bool // no further reading (end of input inside a list, or a fatal error)
+	fatal bool // an error that leaves the forms unusable for evaluation
+}
+
+func (r *reader) pos() Pos { return Pos{File: r.file, Line: r.line, Col: r.col, Offset: r.i} }
+
+// fatalf reports an error after which the forms cannot be evaluated.
+func (r *reader) fatalf(p Pos, format string, args ...any) {
+	r.fatal = true
+	r.errorf(p, format, args...)
+}
+
+func (r *reader) errorf(p Pos, format string, args ...any) {
+	if len(r.diags) >= MaxDiagnostics {
+		r.stop, r.fatal = true, true
+		return
+	}
+	r.diags = append(r.diags, Diagnostic{Pos: p, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
+}
+
+// advance consumes one byte, keeping line and rune column.
+func (r *reader) advance() {
+	c := r.src[r.i]
+	r.i++
+	switch {
+	case c == '\n':
+		r.line++
+		r.col = 1
+	case c&0xC0 != 0x80:
+		// The first byte of a rune (ASCII or a UTF-8 leading byte): next rune's column.
+		r.col++
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' }
+
+// isDelim reports whether c ends an atom body.
+func isDelim(c byte) bool { return isSpace(c) || c == '(' || c == ')' || c == ';' }
+
+func (r *reader) skipSpace() {
+	for r.i < len(r.src) {
+		c := r.src[r.i]
+		switch {
+		case isSpace(c):
+			r.advance()
+		case c == ';':
+			for r.i < len(r.src) && r.src[r.i] != '\n' {
+				r.advance()
+			}
+		default:
+			return
+		}
+	}
+}
+
+// read reads one datum starting at a non-space byte. It returns nil after reporting an error.
+func (r *reader) read(depth int) *Node {
+	p := r.pos()
+	switch c := r.src[r.i]; c {
+	case '(':
+		return r.readList(p, depth+1)
+	case '"':
+		return r.readString(p)
+	case '#':
+		r.advance()
+		if r.i >= len(r.src) {
+			r.fatalf(p, "unexpected end of input after '#' at offset %d (expected #t or #f)", p.Offset)
+			r.stop = true
+			return nil
+		}
+		c2 := r.src[r.i]
+		switch c2 {
+		case 't', 'f':
+			r.advance()
+			return &Node{Kind: NodeBool, Pos: p, Bool: c2 == 't'}
+		}
+		ch, _ := utf8.DecodeRune(r.src[r.i:])
+		r.fatalf(p, "unexpected character %q at offset %d (expected #t or #f)", ch, r.i)
+		r.advance()
+		return nil
+	case ':':
+		r.advance()
+		body, ok := r.atomBody(p)
+		if !ok {
+			return nil
+		}
+		return &Node{Kind: NodeKeyword, Pos: p, Text: body}
+	default:
+		body, ok := r.atomBody(p)
+		if !ok {
+			return nil
+		}
+		if n, err := strconv.ParseInt(body, 10, 64); err == nil {
+			return &Node{Kind: NodeInt, Pos: p, Int: n}
+		}
+		return &Node{Kind: NodeSymbol, Pos: p, Text: body}
+	}
+}
+
+func (r *reader) atomBody(p Pos) (string, bool) {
+	start := r.i
+	for r.i < len(r.src) && !isDelim(r.src[r.i]) {
+		r.advance()
+	}
+	b := r.src[start:r.i]
+	if !utf8.Valid(b) {
+		r.fatalf(p, "atom starting at offset %d is not valid UTF-8", p.Offset)
+		return "", false
+	}
+	return string(b), true
+}
+
+func (r *reader) readList(p Pos, depth int) *Node {
+	if depth > MaxDepth {
+		r.fatalf(p, "list nesting deeper than %d levels at offset %d", MaxDepth, p.Offset)
+		r.stop = true
+		return nil
+	}
+	r.advance() // (
+	n := &Node{Kind: NodeList, Pos: p, List: []*Node{}}
+	for !r.stop {
+		r.skipSpace()
+		if r.i >= len(r.src) {
+			// Reported where it is detected, the end of input; the list is closed there so
+			// evaluation can still point at later mistakes. Only the innermost is reported.
+			if !r.stop {
+				r.errorf(r.pos(), "unclosed list starting at offset %d (line %d, column %d): missing `)` at end of input", p.Offset, p.Line, p.Col)
+			}
+			r.stop = true
+			return n
+		}
+		if r.src[r.i] == ')' {
+			r.advance()
+			return n
+		}
+		if e := r.read(depth); e != nil {
+			n.List = append(n.List, e)
+		}
+	}
+	if r.fatal {
+		return nil
+	}
+	return n // an inner list reached the end of input
+}
+
+func (r *reader) readString(p Pos) *Node {
+	r.advance() // opening quote
+	start := r.i
+	var buf []byte // nil while the string has no escape: the text is src[start:r.i]
+	for r.i < len(r.src) {
+		c := r.src[r.i]
+		switch c {
+		case '"':
+			var text []byte
+			if buf == nil {
+				text = r.src[start:r.i]
+			} else {
+				text = buf
+			}
+			r.advance()
+			if !utf8.Valid(text) {
+				r.fatalf(p, "string starting at offset %d is not valid UTF-8", p.Offset)
+				return nil
+			}
+			return &Node{Kind: NodeString, Pos: p, Text: string(text)}
+		case '\\':
+			if buf == nil {
+				buf = append([]byte{}, r.src[start:r.i]...)
+			}
+			r.advance()
+			if r.i >= len(r.src) {
+				continue // unterminated
+			}
+			e := r.src[r.i]
+			r.advance()
+			switch e {
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			default: // \\, \" and any other byte: taken literally
+				buf = append(buf, e)
+			}
+		default:
+			if buf != nil {
+				buf = append(buf, c)
+			}
+			r.advance()
+		}
+	}
+	r.fatalf(p, "unterminated string starting at offset %d", p.Offset)
+	r.stop = true
+	return nil
+}
+
+// posInString returns the position of the decoded byte k of the string literal starting at
+// quote (the opening quote's position), re-scanning the raw source for escapes and newlines.
+func posInString(src []byte, quote Pos, k int) Pos {
+	p := quote
+	i := quote.Offset
+	if i < 0 || i >= len(src) || src[i] != '"' {
+		return quote
+	}
+	step := func() {
+		c := src[i]
+		i++
+		switch {
+		case c == '\n':
+			p.Line++
+			p.Col = 1
+		case c&0xC0 != 0x80:
+			p.Col++
+		}
+	}
+	step() // the quote
+	for d := 0; d < k && i < len(src) && src[i] != '"'; d++ {
+		if src[i] == '\\' {
+			step()
+			if i >= len(src) {
+				break
+			}
+		}
+		step()
+	}
+	p.Offset = i
+	return p
+}
