@@ -1,0 +1,9 @@
+// Package state keeps Terraform state durably for the tofu and terraform engines: the state
+// body (Terraform state format v4 JSON) in the content-addressed artifact store, and per
+// resource a small record in the JetStream KV bucket "lava-state" (serial, lineage, body
+// digest and the lock), updated with compare-and-set on KV revisions. [Handler] serves it to
+// the Terraform CLI as an `http` backend (GET/POST state, LOCK/UNLOCK).
+//
+// State is never deleted because a spec changed: the only removal is [Store.Forget], called
+// after a successful destroy, and it keeps a history key.
+package state

@@ -1,0 +1,465 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Bucket is the JetStream KV bucket holding one [Record] per resource (DESIGN section 3). The
+// bus topology declares it; [BucketConfig] is its configuration.
+const Bucket = "lava-state"
+
+// BucketConfig returns the KV configuration of [Bucket] with the given replica count. History
+// is kept (16 revisions per key) so a record's past serials and locks can be inspected.
+func BucketConfig(replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      Bucket,
+		Description: "Lava Terraform state records: serial, lineage, body digest, lock",
+		History:     16,
+		Replicas:    replicas,
+	}
+}
+
+// Default limits.
+const (
+	// DefaultLockTTL is how long a lock is honoured before it may be taken over, when its
+	// holder is also gone.
+	DefaultLockTTL = 15 * time.Minute
+	// DefaultMaxStateBytes bounds a state body read from the backend or the artifact store.
+	DefaultMaxStateBytes = 64 << 20
+	// casAttempts bounds the compare-and-set retry loop of one update.
+	casAttempts = 16
+)
+
+var (
+	// ErrNotFound reports a resource that has no state (no record, or a record without a body).
+	ErrNotFound = errors.New("state: not found")
+	// ErrLocked reports a state locked by someone else; the error is a *[LockedError].
+	ErrLocked = errors.New("state: locked")
+	// ErrConflict reports a state write that would change the lineage of an existing state or
+	// move its serial backwards.
+	ErrConflict = errors.New("state: conflicting write")
+	// ErrInvalidState reports a body that is not Terraform state format v4 JSON.
+	ErrInvalidState = errors.New("state: invalid state body")
+)
+
+// LockedError is returned (wrapping [ErrLocked]) when a lock is held by someone else; Lock is
+// the current holder's lock, Key the resource.
+type LockedError struct {
+	Key  Key
+	Lock Lock
+}
+
+// Error names the holder and when the lock was taken.
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("state %s is locked by %q (lock %s, %s since %s)", e.Key, e.Lock.Holder,
+		e.Lock.ID, e.Lock.Operation, e.Lock.Created.UTC().Format(time.RFC3339))
+}
+
+// Unwrap returns [ErrLocked].
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// Artifacts is the content-addressed artifact store (the object store "lava-artifacts";
+// internal/bus implements it). Put stores the reader's bytes and returns their digest (an
+// opaque string, BLAKE3 hex in bus); Get returns the bytes stored under a digest, or an error
+// when there are none.
+type Artifacts interface {
+	Put(ctx context.Context, r io.Reader) (digest string, err error)
+	Get(ctx context.Context, digest string) (io.ReadCloser, error)
+}
+
+// Record is a resource's entry in [Bucket]. Digest is empty while no state body was ever
+// written (a lock can exist before the first state).
+type Record struct {
+	// Serial and Lineage are copied from the state body (Terraform's monotonically increasing
+	// serial and the lineage UUID fixed when the state was first created).
+	Serial  uint64 `json:"serial"`
+	Lineage string `json:"lineage,omitempty"`
+	// Digest is the artifact digest of the state body; Size its length in bytes.
+	Digest string `json:"digest,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	// UpdatedAt is when the body was last written (UTC).
+	UpdatedAt time.Time `json:"updatedAt,omitzero"`
+	// Lock is the current lock, nil when unlocked.
+	Lock *Lock `json:"lock,omitempty"`
+	// Revision is the KV revision the record was read at (not stored).
+	Revision uint64 `json:"-"`
+}
+
+// HasState reports whether a state body exists.
+func (r Record) HasState() bool { return r.Digest != "" }
+
+// Lock is a state lock. ID, Operation, Who, Info, Version and Path come from the Terraform
+// CLI's lock info (statemgr.LockInfo); Holder names the process that asked for it (the http
+// backend's username, e.g. the applier replica and operation); Created is the server's clock.
+type Lock struct {
+	ID        string    `json:"id"`
+	Holder    string    `json:"holder"`
+	Created   time.Time `json:"created"`
+	Operation string    `json:"operation,omitempty"`
+	Who       string    `json:"who,omitempty"`
+	Info      string    `json:"info,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	Path      string    `json:"path,omitempty"`
+}
+
+// HolderAlive reports whether a lock holder still exists (e.g. its work lease in
+// "lava-leases" is live). Errors make the lock count as held.
+type HolderAlive func(ctx context.Context, holder string) (bool, error)
+
+// Options configures a [Store]. Zero values take the defaults.
+type Options struct {
+	// LockTTL: a lock older than this whose holder is gone can be taken over (DefaultLockTTL).
+	LockTTL time.Duration
+	// HolderAlive checks a holder; nil means a holder is gone once its lock outlived LockTTL.
+	HolderAlive HolderAlive
+	// MaxStateBytes bounds a state body (DefaultMaxStateBytes).
+	MaxStateBytes int64
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	// Logger receives lock take-overs and forced unlocks (slog.DiscardHandler when nil).
+	Logger *slog.Logger
+}
+
+// Store is the durable state of every resource: records in [Bucket], bodies in [Artifacts].
+// It is safe for concurrent use by any number of replicas: every change is a compare-and-set
+// on the record's KV revision.
+type Store struct {
+	kv   jetstream.KeyValue
+	art  Artifacts
+	opts Options
+}
+
+// NewStore returns a Store over the "lava-state" KV bucket and the artifact store.
+func NewStore(kv jetstream.KeyValue, art Artifacts, opts Options) *Store {
+	if opts.LockTTL <= 0 {
+		opts.LockTTL = DefaultLockTTL
+	}
+	if opts.MaxStateBytes <= 0 {
+		opts.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{kv: kv, art: art, opts: opts}
+}
+
+// MaxStateBytes is the configured bound on a state body.
+func (s *Store) MaxStateBytes() int64 { return s.opts.MaxStateBytes }
+
+// Get returns the resource's record; [ErrNotFound] when there is none.
+func (s *Store) Get(ctx context.Context, key Key) (Record, error) {
+	if err := key.Validate(); err != nil {
+		return Record{}, err
+	}
+	r, err := s.get(ctx, key)
+	if err != nil {
+		return Record{}, err
+	}
+	if r == nil {
+		return Record{}, fmt.Errorf("state %s: %w", key, ErrNotFound)
+	}
+	return *r, nil
+}
+
+// get returns nil (and no error) when the key has no record.
+func (s *Store) get(ctx context.Context, key Key) (*Record, error) {
+	e, err := s.kv.Get(ctx, key.kvKey())
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state %s: read record: %w", key, err)
+	}
+	var r Record
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, fmt.Errorf("state %s: decode record: %w", key, err)
+	}
+	r.Revision = e.Revision()
+	return &r, nil
+}
+
+// Body returns the record and the state body; [ErrNotFound] when no body was ever written.
+func (s *Store) Body(ctx context.Context, key Key) (Record, []byte, error) {
+	r, err := s.Get(ctx, key)
+	if err != nil {
+		return Record{}, nil, err
+	}
+	if !r.HasState() {
+		return r, nil, fmt.Errorf("state %s: %w", key, ErrNotFound)
+	}
+	rc, err := s.art.Get(ctx, r.Digest)
+	if err != nil {
+		return r, nil, fmt.Errorf("state %s: read body %s: %w", key, r.Digest, err)
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(io.LimitReader(rc, s.opts.MaxStateBytes+1))
+	if err != nil {
+		return r, nil, fmt.Errorf("state %s: read body %s: %w", key, r.Digest, err)
+	}
+	if int64(len(body)) > s.opts.MaxStateBytes {
+		return r, nil, fmt.Errorf("state %s: body exceeds %d bytes", key, s.opts.MaxStateBytes)
+	}
+	return r, body, nil
+}
+
+// Header is the part of a Terraform state v4 body the store checks.
+type Header struct {
+	Version int    `json:"version"`
+	Serial  uint64 `json:"serial"`
+	Lineage string `json:"lineage"`
+}
+
+// ParseHeader reads version, serial and lineage from a state body; the error wraps
+// [ErrInvalidState] unless it is version 4 JSON with a lineage.
+func ParseHeader(body []byte) (Header, error) {
+	var h Header
+	if err := json.Unmarshal(body, &h); err != nil {
+		return h, fmt.Errorf("%w: %w", ErrInvalidState, err)
+	}
+	if h.Version != 4 {
+		return h, fmt.Errorf("%w: format version %d, want 4", ErrInvalidState, h.Version)
+	}
+	if h.Lineage == "" {
+		return h, fmt.Errorf("%w: no lineage", ErrInvalidState)
+	}
+	return h, nil
+}
+
+// Put stores a new state body. lockID is the lock the writer holds ("" when it holds none):
+// a locked state accepts only its lock's writes. The body must be state v4 JSON; for an
+// existing state its lineage must be the same and its serial must not go backwards, else the
+// error wraps [ErrConflict]. A lock held by another ID gives a *[LockedError].
+func (s *Store) Put(ctx context.Context, key Key, body []byte, lockID string) (Record, error) {
+	if err := key.Validate(); err != nil {
+		return Record{}, err
+	}
+	if int64(len(body)) > s.opts.MaxStateBytes {
+		return Record{}, fmt.Errorf("state %s: %w: body exceeds %d bytes", key, ErrInvalidState, s.opts.MaxStateBytes)
+	}
+	h, err := ParseHeader(body)
+	if err != nil {
+		return Record{}, fmt.Errorf("state %s: %w", key, err)
+	}
+	var digest string
+	for range casAttempts {
+		cur, err := s.get(ctx, key)
+		if err != nil {
+			return Record{}, err
+		}
+		next := Record{}
+		if cur != nil {
+			next = *cur
+			if cur.Lock != nil && cur.Lock.ID != lockID {
+				return Record{}, &LockedError{Key: key, Lock: *cur.Lock}
+			}
+			if cur.HasState() {
+				if cur.Lineage != h.Lineage {
+					return Record{}, fmt.Errorf("state %s: %w: lineage %s would replace %s", key, ErrConflict, h.Lineage, cur.Lineage)
+				}
+				if h.Serial < cur.Serial {
+					return Record{}, fmt.Errorf("state %s: %w: serial %d is older than %d", key, ErrConflict, h.Serial, cur.Serial)
+				}
+			}
+		}
+		if digest == "" {
+			if digest, err = s.art.Put(ctx, bytes.NewReader(body)); err != nil {
+				return Record{}, fmt.Errorf("state %s: store body: %w", key, err)
+			}
+		}
+		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, digest, int64(len(body))
+		next.UpdatedAt = s.opts.Now().UTC()
+		rev, err := s.write(ctx, key, cur, next)
+		if errors.Is(err, errCAS) {
+			continue
+		}
+		if err != nil {
+			return Record{}, err
+		}
+		next.Revision = rev
+		return next, nil
+	}
+	return Record{}, fmt.Errorf("state %s: write: too many concurrent updates", key)
+}
+
+// errCAS is a lost compare-and-set race; the caller re-reads and retries.
+var errCAS = errors.New("state: revision changed")
+
+// write stores next where cur (nil: no record) was read.
+func (s *Store) write(ctx context.Context, key Key, cur *Record, next Record) (uint64, error) {
+	b, err := json.Marshal(next)
+	if err != nil {
+		return 0, fmt.Errorf("state %s: encode record: %w", key, err)
+	}
+	var rev uint64
+	if cur == nil {
+		rev, err = s.kv.Create(ctx, key.kvKey(), b)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, errCAS
+		}
+	} else {
+		rev, err = s.kv.Update(ctx, key.kvKey(), b, cur.Revision)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, errCAS
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state %s: write record: %w", key, err)
+	}
+	return rev, nil
+}
+
+// Lock takes the state lock described by l (ID and Holder required; Created is set here). It
+// succeeds when the state is unlocked, already locked with the same ID, or locked by a lock
+// older than LockTTL whose holder is gone (a take-over, logged). Otherwise the error is a
+// *[LockedError] describing the current lock.
+func (s *Store) Lock(ctx context.Context, key Key, l Lock) (Lock, error) {
+	if err := key.Validate(); err != nil {
+		return Lock{}, err
+	}
+	if l.ID == "" {
+		return Lock{}, fmt.Errorf("state %s: lock: empty lock id", key)
+	}
+	for range casAttempts {
+		cur, err := s.get(ctx, key)
+		if err != nil {
+			return Lock{}, err
+		}
+		next := Record{}
+		if cur != nil {
+			next = *cur
+			if held := cur.Lock; held != nil {
+				if held.ID == l.ID {
+					return *held, nil
+				}
+				if !s.expired(ctx, *held) {
+					return Lock{}, &LockedError{Key: key, Lock: *held}
+				}
+				s.opts.Logger.WarnContext(ctx, "state lock taken over", "resource", key.String(),
+					"lock_id", held.ID, "holder", held.Holder, "created", held.Created, "new_holder", l.Holder)
+			}
+		}
+		l.Created = s.opts.Now().UTC()
+		next.Lock = &l
+		if _, err := s.write(ctx, key, cur, next); errors.Is(err, errCAS) {
+			continue
+		} else if err != nil {
+			return Lock{}, err
+		}
+		return l, nil
+	}
+	return Lock{}, fmt.Errorf("state %s: lock: too many concurrent updates", key)
+}
+
+// expired reports whether a lock may be taken over: older than LockTTL and its holder gone.
+func (s *Store) expired(ctx context.Context, l Lock) bool {
+	if s.opts.Now().Sub(l.Created) < s.opts.LockTTL {
+		return false
+	}
+	if s.opts.HolderAlive == nil {
+		return true
+	}
+	alive, err := s.opts.HolderAlive(ctx, l.Holder)
+	return err == nil && !alive
+}
+
+// Unlock releases the lock with the given ID. With force the current lock is released
+// whatever its ID (`lava state unlock NS/NAME`; logged). Unlocking an unlocked state succeeds;
+// a lock held under another ID (without force) gives a *[LockedError].
+func (s *Store) Unlock(ctx context.Context, key Key, id string, force bool) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	for range casAttempts {
+		cur, err := s.get(ctx, key)
+		if err != nil {
+			return err
+		}
+		if cur == nil || cur.Lock == nil {
+			return nil
+		}
+		if !force && cur.Lock.ID != id {
+			return &LockedError{Key: key, Lock: *cur.Lock}
+		}
+		if force {
+			s.opts.Logger.WarnContext(ctx, "state lock force-released", "resource", key.String(),
+				"lock_id", cur.Lock.ID, "holder", cur.Lock.Holder, "created", cur.Lock.Created)
+		}
+		next := *cur
+		next.Lock = nil
+		if _, err := s.write(ctx, key, cur, next); errors.Is(err, errCAS) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("state %s: unlock: too many concurrent updates", key)
+}
+
+// Forgotten is what [Store.Forget] keeps under "forgotten.<namespace>.<name>": the last record
+// and when it was forgotten.
+type Forgotten struct {
+	Record      Record    `json:"record"`
+	ForgottenAt time.Time `json:"forgottenAt"`
+}
+
+// Forget removes a resource's record. Call it only after a successful destroy of a resource
+// whose deletionPolicy is Destroy. The last record is kept under the history key
+// "forgotten.<namespace>.<name>", the record's KV history stays (a delete marker, not a
+// purge) and the state bodies stay in the artifact store. A locked state gives a
+// *[LockedError]; a missing one succeeds.
+func (s *Store) Forget(ctx context.Context, key Key) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	cur, err := s.get(ctx, key)
+	if err != nil || cur == nil {
+		return err
+	}
+	if cur.Lock != nil {
+		return &LockedError{Key: key, Lock: *cur.Lock}
+	}
+	b, err := json.Marshal(Forgotten{Record: *cur, ForgottenAt: s.opts.Now().UTC()})
+	if err != nil {
+		return fmt.Errorf("state %s: encode history: %w", key, err)
+	}
+	if _, err := s.kv.Put(ctx, key.historyKey(), b); err != nil {
+		return fmt.Errorf("state %s: write history: %w", key, err)
+	}
+	if err := s.kv.Delete(ctx, key.kvKey(), jetstream.LastRevision(cur.Revision)); err != nil {
+		return fmt.Errorf("state %s: forget: %w", key, err)
+	}
+	return nil
+}
+
+// History returns what [Store.Forget] kept for a resource; [ErrNotFound] when it was never
+// forgotten.
+func (s *Store) History(ctx context.Context, key Key) (Forgotten, error) {
+	if err := key.Validate(); err != nil {
+		return Forgotten{}, err
+	}
+	e, err := s.kv.Get(ctx, key.historyKey())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Forgotten{}, fmt.Errorf("state %s history: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return Forgotten{}, fmt.Errorf("state %s: read history: %w", key, err)
+	}
+	var f Forgotten
+	if err := json.Unmarshal(e.Value(), &f); err != nil {
+		return Forgotten{}, fmt.Errorf("state %s: decode history: %w", key, err)
+	}
+	return f, nil
+}
