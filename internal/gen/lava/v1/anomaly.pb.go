@@ -110,7 +110,7 @@ func (AnomalyKind) EnumDescriptor() ([]byte, []int) {
 // per window and again when the window reopens.
 type AnomalyDetected struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; trigger is "<fingerprint>:<count>".
+	// Envelope; trigger is "anomaly:<fingerprint>:<count>".
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// The kind.
 	Kind AnomalyKind `protobuf:"varint,2,opt,name=kind,proto3,enum=lava.v1.AnomalyKind" json:"kind,omitempty"`

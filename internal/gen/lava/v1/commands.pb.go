@@ -27,8 +27,8 @@ const (
 // by the applier, which re-plans against the current state and applies.
 type ReapplyRequested struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; correlation_id is new (a new pass); trigger is the event_id of the DriftScanned
-	// decided on.
+	// Envelope; correlation_id is new (a new pass); trigger is "cause:<event_id>" of the
+	// DriftScanned decided on.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// Why: CamelCase ("DriftAutoCorrect", "PlanApproved").
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`

@@ -132,7 +132,8 @@ func (x *DriftFinding) GetSeverity() Severity {
 // consumed by viggy and the watcher (condition Drifted).
 type DriftScanned struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; trigger is "drift:<scanned_at RFC 3339>" so each scan is a distinct event.
+	// Envelope; trigger is "drift:<scanned_at, RFC 3339 nanoseconds>", so each scan is a
+	// distinct event.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// Findings, sorted by address then attribute; empty when clean.
 	Findings []*DriftFinding `protobuf:"bytes,2,rep,name=findings,proto3" json:"findings,omitempty"`

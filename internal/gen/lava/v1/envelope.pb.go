@@ -114,10 +114,11 @@ type Envelope struct {
 	// into every event and command caused by it. Viggy starts a new correlation for a
 	// ReapplyRequested or RetryRequested it decides on.
 	CorrelationId string `protobuf:"bytes,6,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
-	// What caused the event, an input of event_id (DESIGN section 3): "generation:<n>",
-	// "reconcile:<reconcile-requested-at annotation value>", "policy:<resourceVersion>",
-	// "dependency:<namespace>/<name>", "retry:<stage>:<attempt>", "drift:<scan time>", ...
-	// Opaque to consumers; only its equality matters.
+	// What caused the event, an input of event_id (DESIGN section 3), built by the
+	// internal/eventid *Trigger functions: "generation:<n>", "reconcile:<annotation value>",
+	// "policy:<resourceVersion>", "dependency:<ns>/<name>@<uid>", "retry:<stage>:<attempt>",
+	// "drift:<scan time>", "anomaly:<fingerprint>:<count>", or "cause:<event_id>" for an event
+	// that follows from one earlier event. Opaque to consumers; only its equality matters.
 	Trigger       string `protobuf:"bytes,7,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

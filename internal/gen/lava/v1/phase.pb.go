@@ -170,7 +170,7 @@ func (x *ChangeSummary) GetDestroy() int32 {
 // detection) and drift (the schedule).
 type PhaseChanged struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; event_id is derived from the causing event's event_id as trigger, so a replayed
+	// Envelope; trigger is "cause:<event_id>" of the folded phase event, so a replayed
 	// cause yields the same PhaseChanged id.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// Phase before the transition (UNSPECIFIED for a new resource).

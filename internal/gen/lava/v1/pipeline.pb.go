@@ -483,7 +483,8 @@ func (x *ProviderRequirement) GetVersion() string {
 // consumed by the applier (which plans) and the watcher (status.render).
 type Synthesized struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; correlation_id is the ResourceObserved's.
+	// Envelope; correlation_id is the ResourceObserved's; trigger is "cause:<event_id>" of the
+	// ResourceObserved or RetryRequested rendered.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// The render.
 	Render *RenderRecord `protobuf:"bytes,2,opt,name=render,proto3" json:"render,omitempty"`
@@ -650,7 +651,8 @@ func (x *ResourceChange) GetAction() ChangeKind {
 // watcher (status.plan, AwaitingApproval) and viggy.
 type Planned struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope.
+	// Envelope; trigger is "cause:<event_id>" of the Synthesized, ReapplyRequested or
+	// RetryRequested planned.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// Plan id: BLAKE3 over the rendered JSON digest, bindings digest, engine and provider
 	// versions, and the state serial and lineage; 64 lowercase hex digits.
@@ -781,7 +783,7 @@ func (x *Planned) GetTerraformJsonDigest() string {
 // drift (schedules scans) and viggy.
 type Applied struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope.
+	// Envelope; trigger is "cause:<event_id>" of the Planned (or approval) applied.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// The plan id applied.
 	PlanId string `protobuf:"bytes,2,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
@@ -885,7 +887,8 @@ func (x *Applied) GetSummary() *ChangeSummary {
 // backoff) and anomaly.
 type Failed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; trigger includes the attempt so each retry's failure is a distinct event.
+	// Envelope; trigger is "cause:<event_id>" of the event whose handling failed, so each
+	// attempt's failure is a distinct event.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// The stage that failed.
 	Stage Stage `protobuf:"varint,2,opt,name=stage,proto3,enum=lava.v1.Stage" json:"stage,omitempty"`
@@ -990,7 +993,7 @@ func (x *Failed) GetPlanId() string {
 // which removes the finalizer, and drift (unschedules).
 type Destroyed struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope.
+	// Envelope; trigger is "cause:<event_id>" of the DeletionRequested.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// True when deletionPolicy was ORPHAN: nothing was destroyed and the state is kept.
 	Orphaned bool `protobuf:"varint,2,opt,name=orphaned,proto3" json:"orphaned,omitempty"`

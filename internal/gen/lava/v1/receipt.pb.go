@@ -492,7 +492,7 @@ func (x *Signature) GetKeyId() string {
 // chain head).
 type ReceiptAppended struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; trigger is the event_id of the attested event.
+	// Envelope; trigger is "cause:<event_id>" of the attested event.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// Receipt.sequence of the new head.
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`

@@ -322,7 +322,8 @@ func (x *Decision) GetPlanId() string {
 // attest and for observability.
 type TickReported struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Envelope; trigger is the event_id of the DriftScanned or Failed the pass acted on.
+	// Envelope; trigger is "cause:<event_id>" of the DriftScanned or Failed the pass
+	// acted on.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// Every beat, in Beat order (seven entries).
 	Beats []*BeatReport `protobuf:"bytes,2,rep,name=beats,proto3" json:"beats,omitempty"`
