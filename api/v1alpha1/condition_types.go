@@ -1,0 +1,136 @@
+package v1alpha1
+
+// Condition types of a LavaArchitecture's status.conditions ([]metav1.Condition, one per type).
+//
+// Polarity: a "normal-true" condition is True when things are as they should be; an
+// "abnormal-true" condition is True when something needs attention and False (or absent)
+// otherwise. Every condition carries observedGeneration, the generation it was computed for,
+// and its lastTransitionTime moves only when its status flips.
+//
+// Ready, Reconciling and Stalled follow kstatus (sigs.k8s.io/cli-utils/pkg/kstatus), so Flux
+// and Argo CD health checks read a LavaArchitecture without a custom script: Ready is True only
+// in phase Applied for the current generation; Reconciling is True while work is in progress
+// (including a retry that will come); Stalled is True when a failure will not be retried until
+// the spec changes.
+const (
+	// ConditionSynthesized (normal-true): the source of observedGeneration rendered to
+	// Terraform JSON. False with ReasonSynthesisFailed, ReasonSourceUnsupported or
+	// ReasonGateRejected.
+	ConditionSynthesized = "Synthesized"
+
+	// ConditionGated (normal-true): the bindings satisfied spec.gate. Absent when no gate is
+	// configured. False with ReasonGateRejected.
+	ConditionGated = "Gated"
+
+	// ConditionPlanned (normal-true): a plan exists for the rendered JSON (status.plan). False
+	// with ReasonPlanFailed.
+	ConditionPlanned = "Planned"
+
+	// ConditionApplied (normal-true): the last plan was applied. False with ReasonApplyFailed
+	// or ReasonProviderUnavailable.
+	ConditionApplied = "Applied"
+
+	// ConditionDrifted (abnormal-true): the last drift scan found differences between the
+	// infrastructure and the last apply. The reason names the severity handling
+	// (ReasonDriftDetected, ReasonReconverging); False with ReasonNoDrift.
+	ConditionDrifted = "Drifted"
+
+	// ConditionDependenciesReady (normal-true): every BlocksOn dependency (spec.dependsOn and
+	// LavaArchitectureDependency objects) reached its required phase. Absent without
+	// dependencies. False with ReasonDependencyNotReady (the message names what it waits for)
+	// or ReasonDependencyCycle.
+	ConditionDependenciesReady = "DependenciesReady"
+
+	// ConditionSuspended (abnormal-true): spec.suspend is set; no new work is published.
+	ConditionSuspended = "Suspended"
+
+	// ConditionAwaitingApproval (abnormal-true): a plan waits for spec.approvePlan to name its
+	// id (the message names it).
+	ConditionAwaitingApproval = "AwaitingApproval"
+
+	// ConditionReady (normal-true, kstatus): phase Applied and observedGeneration current.
+	ConditionReady = "Ready"
+
+	// ConditionReconciling (abnormal-true, kstatus): work for observedGeneration is in
+	// progress or a retry is scheduled (ReasonProgressingWithRetry).
+	ConditionReconciling = "Reconciling"
+
+	// ConditionStalled (abnormal-true, kstatus): a failure that will not be retried until the
+	// spec changes.
+	ConditionStalled = "Stalled"
+)
+
+// ConditionTypes lists every condition type in the order `kubectl describe` should show them.
+func ConditionTypes() []string {
+	return []string{
+		ConditionReady, ConditionReconciling, ConditionStalled,
+		ConditionSynthesized, ConditionGated, ConditionPlanned, ConditionApplied,
+		ConditionDrifted, ConditionDependenciesReady, ConditionSuspended, ConditionAwaitingApproval,
+	}
+}
+
+// Condition reasons (CamelCase, as metav1.Condition requires). Failed events may carry other
+// CamelCase reasons; these are the ones Lava's services use.
+const (
+	// ReasonProgressing: work for the generation is under way (Reconciling True, Ready False).
+	ReasonProgressing = "Progressing"
+	// ReasonProgressingWithRetry: a stage failed and will be retried (Reconciling True).
+	ReasonProgressingWithRetry = "ProgressingWithRetry"
+	// ReasonSucceeded: Ready True, or a condition cleared after success.
+	ReasonSucceeded = "Succeeded"
+
+	// ReasonSynthesisSucceeded: the source rendered.
+	ReasonSynthesisSucceeded = "SynthesisSucceeded"
+	// ReasonSynthesisFailed: the source did not parse or evaluate.
+	ReasonSynthesisFailed = "SynthesisFailed"
+	// ReasonSourceUnsupported: the source kind cannot be resolved (e.g. an unknown bundled name).
+	ReasonSourceUnsupported = "SourceUnsupported"
+	// ReasonGatePassed: the bindings satisfied the gate.
+	ReasonGatePassed = "GatePassed"
+	// ReasonGateRejected: the bindings failed the gate.
+	ReasonGateRejected = "GateRejected"
+
+	// ReasonPlanSucceeded: a plan was computed.
+	ReasonPlanSucceeded = "PlanSucceeded"
+	// ReasonPlanFailed: planning failed.
+	ReasonPlanFailed = "PlanFailed"
+	// ReasonApprovalRequired: the plan waits for approval (AwaitingApproval True).
+	ReasonApprovalRequired = "ApprovalRequired"
+	// ReasonApproved: no approval is pending (AwaitingApproval False).
+	ReasonApproved = "Approved"
+
+	// ReasonApplySucceeded: the plan was applied.
+	ReasonApplySucceeded = "ApplySucceeded"
+	// ReasonApplyFailed: applying failed.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonProviderUnavailable: a provider the architecture needs is not installed.
+	ReasonProviderUnavailable = "ProviderUnavailable"
+
+	// ReasonDriftDetected: drift found and recorded or held (Drifted True).
+	ReasonDriftDetected = "DriftDetected"
+	// ReasonReconverging: drift being corrected by a re-apply (Drifted True, Reconciling True).
+	ReasonReconverging = "Reconverging"
+	// ReasonNoDrift: the infrastructure matches the last apply (Drifted False).
+	ReasonNoDrift = "NoDrift"
+
+	// ReasonFinalizing: the object is being deleted.
+	ReasonFinalizing = "Finalizing"
+	// ReasonDestroyed: the infrastructure was destroyed (or orphaned); the finalizer goes next.
+	ReasonDestroyed = "Destroyed"
+	// ReasonDestroyFailed: destroying failed; the finalizer stays.
+	ReasonDestroyFailed = "DestroyFailed"
+
+	// ReasonSuspended: spec.suspend is true (Suspended True).
+	ReasonSuspended = "Suspended"
+	// ReasonResumed: spec.suspend is false again (Suspended False).
+	ReasonResumed = "Resumed"
+
+	// ReasonDependencyNotReady: a dependency has not reached its phase (DependenciesReady
+	// False; the message names it).
+	ReasonDependencyNotReady = "DependencyNotReady"
+	// ReasonDependencyCycle: the dependencies form a cycle (DependenciesReady False; the message
+	// lists it).
+	ReasonDependencyCycle = "DependencyCycle"
+	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
+	ReasonDependenciesSatisfied = "DependenciesSatisfied"
+)
