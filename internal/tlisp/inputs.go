@@ -3,7 +3,6 @@ package tlisp
 import (
 	"slices"
 	"strings"
-
 )
 
 // InputDecl is one entry of an architecture's :inputs clause.
@@ -187,4 +186,3 @@ func (e *evaluator) warnUndeclared(form, inputsKw *Node, declared map[string]boo
 		}
 	}
 }
-
