@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+// Engine plans and applies one resource's rendered Terraform JSON against its durable state.
+// Implementations are safe for concurrent use on different resources; callers serialise
+// operations on one resource (the applier's lease), and the state lock refuses overlaps.
+type Engine interface {
+	// Name is the engine's name as the CRD spells it: "tofu", "terraform" or "embedded".
+	Name() string
+	// Plan plans target against its current state and stores the plan artifact. The error
+	// wraps [ErrProviderUnavailable] when a provider cannot be installed and [ErrLocked] when
+	// the state is locked by someone else.
+	Plan(ctx context.Context, req PlanRequest) (*PlanRecord, error)
+	// Apply applies exactly the recorded plan, after checking that the state's serial and
+	// lineage are still those it was planned against (else [ErrPlanStale]).
+	Apply(ctx context.Context, req ApplyRequest) (*ApplyResult, error)
+	// Destroy destroys every object in the target's state. The state record stays (with no
+	// resources); removing it is the caller's decision ([state.Store.Forget]).
+	Destroy(ctx context.Context, req DestroyRequest) (*DestroyResult, error)
+	// ScanDrift refreshes the state against the real world and compares it with the
+	// configuration, attribute by attribute. It changes no state.
+	ScanDrift(ctx context.Context, req DriftRequest) (*DriftReport, error)
+	// Outputs reads the outputs recorded in the target's state; [state.ErrNotFound] when the
+	// resource has no state.
+	Outputs(ctx context.Context, key state.Key) (*Outputs, error)
+}
+
+// Target is what every operation works on: one resource's rendered Terraform JSON (by
+// artifact digest) and its state.
+type Target struct {
+	// Key names the resource whose state is used.
+	Key state.Key `json:"key"`
+	// RenderedDigest is the artifact digest of the rendered Terraform JSON (the exact bytes
+	// synth stored; written unchanged as main.tf.json).
+	RenderedDigest string `json:"renderedDigest"`
+	// ProviderSources maps a provider local name to its source address, from the
+	// architecture's :providers (e.g. "aws" -> "hashicorp/aws"). Local names used by the JSON
+	// without an entry default to "hashicorp/NAME" ([Requirements]).
+	ProviderSources map[string]string `json:"providerSources,omitempty"`
+	// Redact lists secret values (binding values from Secrets) that must not appear in any
+	// error text; engines add the sensitive values they learn themselves.
+	Redact []string `json:"-"`
+	// Holder names who takes the state lock: the replica and its work lease, so a lock left
+	// by a dead holder can be recognised and taken over.
+	Holder string `json:"-"`
+}
+
+// PlanRequest asks for a plan.
+type PlanRequest struct {
+	Target
+	// BindingsDigest is the digest of the bindings the JSON was rendered from; it enters the
+	// plan id only.
+	BindingsDigest string
+}
+
+// ApplyRequest asks to apply a recorded plan.
+type ApplyRequest struct {
+	// Plan is the record [Engine.Plan] returned.
+	Plan *PlanRecord
+	// Redact and Holder as in [Target].
+	Redact []string
+	Holder string
+}
+
+// DestroyRequest asks to destroy a target's objects.
+type DestroyRequest struct {
+	Target
+}
+
+// DriftRequest asks for a drift scan.
+type DriftRequest struct {
+	Target
+	// CosmeticPrefixes are attribute path prefixes whose updates are cosmetic
+	// (nil: [DefaultCosmeticPrefixes]).
+	CosmeticPrefixes []string
+}
+
+// Action is what a plan does to one resource: the Terraform plan's actions folded into one
+// word.
+type Action string
+
+// Actions.
+const (
+	ActionNoOp    Action = "no-op"
+	ActionCreate  Action = "create"
+	ActionUpdate  Action = "update"
+	ActionDelete  Action = "delete"
+	ActionReplace Action = "replace"
+	ActionRead    Action = "read"
+)
+
+// Summary counts a plan's changes the way Terraform's "Plan: N to add, N to change, N to
+// destroy" does (a replacement counts as one add and one destroy).
+type Summary struct {
+	Add     int `json:"add"`
+	Change  int `json:"change"`
+	Destroy int `json:"destroy"`
+}
+
+// ResourceAction is the planned action for one resource instance.
+type ResourceAction struct {
+	// Address is the instance address ("local_file.a", "aws_subnet.s[0]").
+	Address string `json:"address"`
+	// Type is the resource type; Mode "managed" or "data".
+	Type string `json:"type"`
+	Mode string `json:"mode"`
+	// Action is the folded action.
+	Action Action `json:"action"`
+}
+
+// PlanRecord is a recorded plan: what was planned, against which state, and where its
+// artifact is. It is JSON-serialisable so the applier can keep it between plan and apply.
+type PlanRecord struct {
+	// PlanID is [PlanID] over the fields below.
+	PlanID string `json:"planId"`
+	// Target is what was planned (Redact and Holder are not kept).
+	Target Target `json:"target"`
+	// BindingsDigest is the request's bindings digest.
+	BindingsDigest string `json:"bindingsDigest"`
+	// Engine and EngineVersion name the engine ("tofu", "1.12.6").
+	Engine        string `json:"engine"`
+	EngineVersion string `json:"engineVersion"`
+	// ProviderVersions maps each provider's full address
+	// ("registry.opentofu.org/hashicorp/local") to the version installed.
+	ProviderVersions map[string]string `json:"providerVersions"`
+	// StateSerial and StateLineage are the state planned against (0 and "" for no state).
+	StateSerial  uint64 `json:"stateSerial"`
+	StateLineage string `json:"stateLineage"`
+	// PlanDigest is the artifact digest of the opaque plan artifact (for tofu/terraform the
+	// saved plan file).
+	PlanDigest string `json:"planDigest"`
+	// HasChanges is false when applying would change nothing.
+	HasChanges bool             `json:"hasChanges"`
+	Summary    Summary          `json:"summary"`
+	Resources  []ResourceAction `json:"resources"`
+	// CreatedAt is when the plan was made (UTC).
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ApplyResult is the outcome of an apply.
+type ApplyResult struct {
+	PlanID string `json:"planId"`
+	// StateSerial, StateLineage and StateDigest describe the state written by the apply.
+	StateSerial  uint64 `json:"stateSerial"`
+	StateLineage string `json:"stateLineage"`
+	StateDigest  string `json:"stateDigest"`
+	// Summary is the applied plan's summary.
+	Summary Summary `json:"summary"`
+	// Outputs are the state's outputs after the apply.
+	Outputs *Outputs `json:"-"`
+}
+
+// DestroyResult is the outcome of a destroy.
+type DestroyResult struct {
+	// Destroyed is how many resource instances were destroyed.
+	Destroyed    int    `json:"destroyed"`
+	StateSerial  uint64 `json:"stateSerial"`
+	StateLineage string `json:"stateLineage"`
+}
+
+// Outputs are a state's root module outputs, split by sensitivity. Sensitive values go only
+// to the Secret "<name>-lava-outputs", never into events, status or logs.
+type Outputs struct {
+	// Values are the non-sensitive outputs, each as the JSON of its value.
+	Values map[string]json.RawMessage `json:"values"`
+	// Sensitive are the outputs Terraform marks sensitive.
+	Sensitive map[string]json.RawMessage `json:"-"`
+}

@@ -1,0 +1,190 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+func TestPlanID(t *testing.T) {
+	base := func() []any {
+		return []any{"r", "b", "tofu", "1.12.6", map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0"}, uint64(3), "L"}
+	}
+	id := func(a []any) string {
+		return engine.PlanID(a[0].(string), a[1].(string), a[2].(string), a[3].(string),
+			a[4].(map[string]string), a[5].(uint64), a[6].(string))
+	}
+	want := id(base())
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(want) {
+		t.Fatalf("PlanID = %q, want 64 lowercase hex", want)
+	}
+	if id(base()) != want {
+		t.Fatal("PlanID is not deterministic")
+	}
+	tests := []struct {
+		name   string
+		change func(a []any)
+	}{
+		{"rendered", func(a []any) { a[0] = "r2" }},
+		{"bindings", func(a []any) { a[1] = "b2" }},
+		{"engine", func(a []any) { a[2] = "terraform" }},
+		{"engine version", func(a []any) { a[3] = "1.12.7" }},
+		{"provider version", func(a []any) { a[4] = map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.1"} }},
+		{"extra provider", func(a []any) {
+			a[4] = map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0", "x": "1"}
+		}},
+		{"serial", func(a []any) { a[5] = uint64(4) }},
+		{"lineage", func(a []any) { a[6] = "L2" }},
+		// Length prefixes: moving bytes between adjacent fields changes the id.
+		{"shifted boundary", func(a []any) { a[0], a[1] = "rb", "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := base()
+			tt.change(a)
+			if id(a) == want {
+				t.Fatalf("changing the %s kept the plan id", tt.name)
+			}
+		})
+	}
+	rec := engine.PlanRecord{Target: engine.Target{RenderedDigest: "r"}, BindingsDigest: "b", Engine: "tofu",
+		EngineVersion: "1.12.6", ProviderVersions: map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0"},
+		StateSerial: 3, StateLineage: "L"}
+	if rec.ComputePlanID() != want {
+		t.Fatal("ComputePlanID differs from PlanID of the same fields")
+	}
+}
+
+func TestRequirements(t *testing.T) {
+	tests := []struct {
+		name    string
+		json    string
+		sources map[string]string
+		want    []engine.ProviderRequirement
+	}{
+		{"seed vpc", `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`, nil,
+			[]engine.ProviderRequirement{{Name: "aws", Source: "hashicorp/aws"}}},
+		{"terraform_data needs none", `{"resource":{"terraform_data":{"x":{"input":"a"}}}}`, nil,
+			[]engine.ProviderRequirement{}},
+		{"sources, provider blocks, meta-arguments and data", `{
+			"provider":{"cloudflare":{"api_token":"x"}},
+			"data":{"http_body":{"d":{}}},
+			"resource":{"testkit_file":{"a":{"filename":"f","content":"c"}},
+			            "local_file":{"b":{"provider":"files.alt","filename":"f","content":"c"}},
+			            "terraform_data":{"t":{}}}}`,
+			map[string]string{"testkit": "example/testkit", "files": "hashicorp/local", "extra": "acme/extra"},
+			[]engine.ProviderRequirement{
+				{Name: "cloudflare", Source: "hashicorp/cloudflare"},
+				{Name: "extra", Source: "acme/extra"},
+				{Name: "files", Source: "hashicorp/local"},
+				{Name: "http", Source: "hashicorp/http"},
+				{Name: "testkit", Source: "example/testkit"},
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := engine.Requirements([]byte(tt.json), tt.sources)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Fatalf("Requirements (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := engine.Requirements([]byte(`{`), nil); err == nil {
+		t.Fatal("Requirements of broken JSON succeeded")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	prefixes := engine.DefaultCosmeticPrefixes()
+	tests := []struct {
+		change    engine.Action
+		attribute string
+		prefixes  []string
+		want      engine.Severity
+	}{
+		{engine.ActionDelete, "*", prefixes, engine.SeverityCritical},
+		{engine.ActionReplace, "content", prefixes, engine.SeverityCritical},
+		{engine.ActionCreate, "*", prefixes, engine.SeverityFunctional},
+		{engine.ActionUpdate, "tags.Owner", prefixes, engine.SeverityCosmetic},
+		{engine.ActionUpdate, "labels.team", prefixes, engine.SeverityCosmetic},
+		{engine.ActionUpdate, "tags_all", prefixes, engine.SeverityFunctional},
+		{engine.ActionUpdate, "cidr_block", prefixes, engine.SeverityFunctional},
+		{engine.ActionUpdate, "labels.team", []string{"tags."}, engine.SeverityFunctional},
+		{engine.ActionNoOp, "x", prefixes, ""},
+	}
+	for _, tt := range tests {
+		if got := engine.Classify(tt.change, tt.attribute, tt.prefixes); got != tt.want {
+			t.Errorf("Classify(%s, %s, %v) = %q, want %q", tt.change, tt.attribute, tt.prefixes, got, tt.want)
+		}
+	}
+	r := &engine.DriftReport{Findings: []engine.Finding{
+		{Address: "b", Attribute: "x", Severity: engine.SeverityCosmetic},
+		{Address: "a", Attribute: "y", Severity: engine.SeverityCritical},
+		{Address: "a", Attribute: "x", Severity: engine.SeverityFunctional},
+	}}
+	r.Finish()
+	if r.MaxSeverity != engine.SeverityCritical || r.Findings[0].Attribute != "x" || r.Findings[0].Address != "a" {
+		t.Fatalf("Finish: %+v", r)
+	}
+	if n := len(r.AtOrAbove(engine.SeverityFunctional)); n != 2 {
+		t.Fatalf("AtOrAbove(functional) = %d findings, want 2", n)
+	}
+	clean := &engine.DriftReport{}
+	clean.Finish()
+	if !clean.Clean() || clean.MaxSeverity != "" {
+		t.Fatalf("empty report: %+v", clean)
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	r := engine.NewRedactor("hunter2", "", "hunter2-long")
+	got := r.Redact("pw=hunter2-long and hunter2")
+	if strings.Contains(got, "hunter") || got != "pw=(redacted) and (redacted)" {
+		t.Fatalf("Redact = %q", got)
+	}
+	if got := engine.Tail("line1\nline2\nline3", 8); got != "…line3" {
+		t.Fatalf("Tail = %q", got)
+	}
+}
+
+func TestOutputsFromState(t *testing.T) {
+	o, err := engine.OutputsFromState([]byte(`{"version":4,"outputs":{
+		"id":{"value":"abc","type":"string"},
+		"pw":{"value":{"user":"u","pass":"s3cret"},"type":["object",{}],"sensitive":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(o.Values["id"]) != `"abc"` || len(o.Values) != 1 || len(o.Sensitive) != 1 {
+		t.Fatalf("outputs %+v", o)
+	}
+	b, _ := json.Marshal(o)
+	if strings.Contains(string(b), "s3cret") {
+		t.Fatalf("sensitive output in JSON: %s", b)
+	}
+	if got := engine.NewRedactor(o.SensitiveStrings()...).Redact("user u pass s3cret"); strings.Contains(got, "s3cret") {
+		t.Fatalf("sensitive output not redacted: %q", got)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	err := error(&engine.ProviderUnavailableError{Sources: []string{"hashicorp/aws"}, Where: "/m"})
+	if !errors.Is(err, engine.ErrProviderUnavailable) || err.Error() != "provider hashicorp/aws is not available: not in the provider mirror /m" {
+		t.Fatalf("%v", err)
+	}
+	if !errors.Is(&engine.PlanStaleError{}, engine.ErrPlanStale) {
+		t.Fatal("PlanStaleError is not ErrPlanStale")
+	}
+	if !errors.Is(&state.LockedError{}, engine.ErrLocked) {
+		t.Fatal("state.LockedError is not engine.ErrLocked")
+	}
+}

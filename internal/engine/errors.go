@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+var (
+	// ErrProviderUnavailable reports a provider that cannot be installed from the configured
+	// mirror; the error is a *[ProviderUnavailableError].
+	ErrProviderUnavailable = errors.New("engine: provider not available")
+	// ErrPlanStale reports a plan whose state changed since it was planned; the error is a
+	// *[PlanStaleError]. Plan again.
+	ErrPlanStale = errors.New("engine: plan is stale")
+	// ErrLocked reports a state locked by someone else (the same sentinel as
+	// [state.ErrLocked]; errors.As finds the *[state.LockedError] with the holder).
+	ErrLocked = state.ErrLocked
+)
+
+// ProviderUnavailableError names the providers that cannot be installed.
+type ProviderUnavailableError struct {
+	// Sources are the provider source addresses ("hashicorp/aws").
+	Sources []string
+	// Where describes where providers are looked up (the mirror directory).
+	Where string
+}
+
+// Error reads "provider hashicorp/aws is not available: not in the provider mirror DIR".
+func (e *ProviderUnavailableError) Error() string {
+	what := "provider " + strings.Join(e.Sources, ", ") + " is"
+	if len(e.Sources) > 1 {
+		what = "providers " + strings.Join(e.Sources, ", ") + " are"
+	}
+	where := "cannot be installed"
+	if e.Where != "" {
+		where = "not in the provider mirror " + e.Where
+	}
+	return fmt.Sprintf("%s not available: %s", what, where)
+}
+
+// Unwrap returns [ErrProviderUnavailable].
+func (e *ProviderUnavailableError) Unwrap() error { return ErrProviderUnavailable }
+
+// PlanStaleError is a refused apply: the plan was made against one state and the state is now
+// another.
+type PlanStaleError struct {
+	PlanID                         string
+	PlannedSerial, CurrentSerial   uint64
+	PlannedLineage, CurrentLineage string
+}
+
+// Error names both states.
+func (e *PlanStaleError) Error() string {
+	return fmt.Sprintf("plan %s is stale: planned against state serial %d lineage %q, state is now serial %d lineage %q",
+		e.PlanID, e.PlannedSerial, e.PlannedLineage, e.CurrentSerial, e.CurrentLineage)
+}
+
+// Unwrap returns [ErrPlanStale].
+func (e *PlanStaleError) Unwrap() error { return ErrPlanStale }
+
+// StepError is a failed engine step (a CLI command, or a provider call). Tail holds the end of
+// the step's output with every secret redacted, fit for a Failed condition's message.
+type StepError struct {
+	// Step names the step: "init", "plan", "show", "apply", "destroy".
+	Step string
+	// Tail is the last lines of stdout and stderr, redacted.
+	Tail string
+	// Err is the underlying error (redacted text; wraps context errors).
+	Err error
+}
+
+// Error reads "STEP: ERR: TAIL".
+func (e *StepError) Error() string {
+	if e.Tail == "" {
+		return e.Step + ": " + e.Err.Error()
+	}
+	return e.Step + ": " + e.Err.Error() + ": " + e.Tail
+}
+
+// Unwrap returns the underlying error.
+func (e *StepError) Unwrap() error { return e.Err }
