@@ -141,7 +141,7 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 		decl = e.dataDecl
 	}
 	if prev, dup := decl[addr]; dup {
-		kind := "resource address"
+		kind := "resource address "
 		if inData {
 			kind = "data source address data."
 		}
