@@ -65,8 +65,8 @@ func TestReadInterfaces(t *testing.T) {
 	}, cmp.Ignore())); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if got.Inputs[0].Pos != p(6, 12, 171) {
-		t.Errorf("field position = %v", got.Inputs[0].Pos)
+	if got.Inputs[0].Pos != p(6, 12, 149) {
+		t.Errorf("field position = %v offset %d", got.Inputs[0].Pos, got.Inputs[0].Pos.Offset)
 	}
 }
 

@@ -20,7 +20,7 @@ func TestParse_atoms(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, src, want string
-		kinds            []NodeKind
+		kinds           []NodeKind
 	}{
 		{"symbol", "abc", "abc", []NodeKind{NodeSymbol}},
 		{"keyword", ":cidr-block", ":cidr-block", []NodeKind{NodeKeyword}},
