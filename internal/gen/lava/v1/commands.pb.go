@@ -37,9 +37,12 @@ type ReapplyRequested struct {
 	// Plan id to apply when the re-apply follows an approval; empty to re-plan freely.
 	PlanId string `protobuf:"bytes,4,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	// event_id of the DriftScanned that caused it.
-	DriftEventId  string `protobuf:"bytes,5,opt,name=drift_event_id,json=driftEventId,proto3" json:"drift_event_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DriftEventId string `protobuf:"bytes,5,opt,name=drift_event_id,json=driftEventId,proto3" json:"drift_event_id,omitempty"`
+	// When true (REQUIRE_APPROVAL) the applier re-plans and publishes Planned with
+	// awaiting_approval instead of applying; users approve that plan id with spec.approvePlan.
+	RequireApproval bool `protobuf:"varint,6,opt,name=require_approval,json=requireApproval,proto3" json:"require_approval,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ReapplyRequested) Reset() {
@@ -105,6 +108,13 @@ func (x *ReapplyRequested) GetDriftEventId() string {
 		return x.DriftEventId
 	}
 	return ""
+}
+
+func (x *ReapplyRequested) GetRequireApproval() bool {
+	if x != nil {
+		return x.RequireApproval
+	}
+	return false
 }
 
 // RetryRequested: viggy decided to retry a failed stage after backoff. Published by viggy on
@@ -214,13 +224,14 @@ var File_lava_v1_commands_proto protoreflect.FileDescriptor
 
 const file_lava_v1_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x16lava/v1/commands.proto\x12\alava.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16lava/v1/envelope.proto\x1a\x16lava/v1/pipeline.proto\x1a\x14lava/v1/policy.proto\"\xc7\x01\n" +
+	"\x16lava/v1/commands.proto\x12\alava.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16lava/v1/envelope.proto\x1a\x16lava/v1/pipeline.proto\x1a\x14lava/v1/policy.proto\"\xf2\x01\n" +
 	"\x10ReapplyRequested\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12-\n" +
 	"\bseverity\x18\x03 \x01(\x0e2\x11.lava.v1.SeverityR\bseverity\x12\x17\n" +
 	"\aplan_id\x18\x04 \x01(\tR\x06planId\x12$\n" +
-	"\x0edrift_event_id\x18\x05 \x01(\tR\fdriftEventId\"\x95\x02\n" +
+	"\x0edrift_event_id\x18\x05 \x01(\tR\fdriftEventId\x12)\n" +
+	"\x10require_approval\x18\x06 \x01(\bR\x0frequireApproval\"\x95\x02\n" +
 	"\x0eRetryRequested\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12&\n" +
 	"\x06target\x18\x02 \x01(\x0e2\x0e.lava.v1.StageR\x06target\x12\x18\n" +

@@ -798,7 +798,16 @@ type Applied struct {
 	// Terraform state lineage after the apply.
 	StateLineage string `protobuf:"bytes,6,opt,name=state_lineage,json=stateLineage,proto3" json:"state_lineage,omitempty"`
 	// What the apply changed.
-	Summary       *ChangeSummary `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	Summary *ChangeSummary `protobuf:"bytes,7,opt,name=summary,proto3" json:"summary,omitempty"`
+	// Engine that applied; drift scans with it.
+	Engine Engine `protobuf:"varint,8,opt,name=engine,proto3,enum=lava.v1.Engine" json:"engine,omitempty"`
+	// RenderRecord.terraform_json_digest of the configuration applied.
+	TerraformJsonDigest string `protobuf:"bytes,9,opt,name=terraform_json_digest,json=terraformJsonDigest,proto3" json:"terraform_json_digest,omitempty"`
+	// Object store key of the applied Terraform JSON in lava-artifacts (Synthesized.artifact_digest),
+	// so drift can rebuild the configuration without another event.
+	ArtifactDigest string `protobuf:"bytes,10,opt,name=artifact_digest,json=artifactDigest,proto3" json:"artifact_digest,omitempty"`
+	// Providers of the applied configuration (Synthesized.providers).
+	Providers     []*ProviderRequirement `protobuf:"bytes,11,rep,name=providers,proto3" json:"providers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -878,6 +887,34 @@ func (x *Applied) GetStateLineage() string {
 func (x *Applied) GetSummary() *ChangeSummary {
 	if x != nil {
 		return x.Summary
+	}
+	return nil
+}
+
+func (x *Applied) GetEngine() Engine {
+	if x != nil {
+		return x.Engine
+	}
+	return Engine_ENGINE_UNSPECIFIED
+}
+
+func (x *Applied) GetTerraformJsonDigest() string {
+	if x != nil {
+		return x.TerraformJsonDigest
+	}
+	return ""
+}
+
+func (x *Applied) GetArtifactDigest() string {
+	if x != nil {
+		return x.ArtifactDigest
+	}
+	return ""
+}
+
+func (x *Applied) GetProviders() []*ProviderRequirement {
+	if x != nil {
+		return x.Providers
 	}
 	return nil
 }
@@ -1105,7 +1142,7 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\rstate_lineage\x18\b \x01(\tR\fstateLineage\x12+\n" +
 	"\x11awaiting_approval\x18\t \x01(\bR\x10awaitingApproval\x122\n" +
 	"\x15terraform_json_digest\x18\n" +
-	" \x01(\tR\x13terraformJsonDigest\"\xe7\x02\n" +
+	" \x01(\tR\x13terraformJsonDigest\"\xa9\x04\n" +
 	"\aApplied\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x127\n" +
@@ -1113,7 +1150,12 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\x0eoutputs_secret\x18\x04 \x01(\tR\routputsSecret\x12!\n" +
 	"\fstate_serial\x18\x05 \x01(\x03R\vstateSerial\x12#\n" +
 	"\rstate_lineage\x18\x06 \x01(\tR\fstateLineage\x120\n" +
-	"\asummary\x18\a \x01(\v2\x16.lava.v1.ChangeSummaryR\asummary\x1a:\n" +
+	"\asummary\x18\a \x01(\v2\x16.lava.v1.ChangeSummaryR\asummary\x12'\n" +
+	"\x06engine\x18\b \x01(\x0e2\x0f.lava.v1.EngineR\x06engine\x122\n" +
+	"\x15terraform_json_digest\x18\t \x01(\tR\x13terraformJsonDigest\x12'\n" +
+	"\x0fartifact_digest\x18\n" +
+	" \x01(\tR\x0eartifactDigest\x12:\n" +
+	"\tproviders\x18\v \x03(\v2\x1c.lava.v1.ProviderRequirementR\tproviders\x1a:\n" +
 	"\fOutputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe0\x01\n" +
@@ -1202,14 +1244,16 @@ var file_lava_v1_pipeline_proto_depIdxs = []int32{
 	14, // 12: lava.v1.Applied.envelope:type_name -> lava.v1.Envelope
 	12, // 13: lava.v1.Applied.outputs:type_name -> lava.v1.Applied.OutputsEntry
 	16, // 14: lava.v1.Applied.summary:type_name -> lava.v1.ChangeSummary
-	14, // 15: lava.v1.Failed.envelope:type_name -> lava.v1.Envelope
-	0,  // 16: lava.v1.Failed.stage:type_name -> lava.v1.Stage
-	14, // 17: lava.v1.Destroyed.envelope:type_name -> lava.v1.Envelope
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	15, // 15: lava.v1.Applied.engine:type_name -> lava.v1.Engine
+	5,  // 16: lava.v1.Applied.providers:type_name -> lava.v1.ProviderRequirement
+	14, // 17: lava.v1.Failed.envelope:type_name -> lava.v1.Envelope
+	0,  // 18: lava.v1.Failed.stage:type_name -> lava.v1.Stage
+	14, // 19: lava.v1.Destroyed.envelope:type_name -> lava.v1.Envelope
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_lava_v1_pipeline_proto_init() }
