@@ -1,0 +1,151 @@
+package bus
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"lukechampine.com/blake3"
+)
+
+// Artifact errors.
+var (
+	// ErrArtifactNotFound: no artifact has that digest.
+	ErrArtifactNotFound = errors.New("bus: artifact not found")
+	// ErrBadDigest: a digest that is not 64 lowercase hex digits.
+	ErrBadDigest = errors.New("bus: bad artifact digest")
+	// ErrDigestMismatch: the stored content does not hash to its name (corruption).
+	ErrDigestMismatch = errors.New("bus: artifact content does not match its digest")
+)
+
+// Artifacts is the content-addressed store of Terraform JSON, plans and state bodies over the
+// lava-artifacts object store. An artifact's name is the lowercase hex BLAKE3-256 digest of
+// its content (64 characters), so events carry the digest, never the payload (the NATS
+// default payload limit is 1 MiB; artifacts have no size limit and are streamed in chunks).
+type Artifacts struct {
+	obs jetstream.ObjectStore
+}
+
+// NewArtifacts binds lava-artifacts (created by [EnsureTopology]).
+func NewArtifacts(ctx context.Context, js jetstream.JetStream) (*Artifacts, error) {
+	obs, err := js.ObjectStore(ctx, ObjectStoreArtifacts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: bind %s: %w", ObjectStoreArtifacts, err)
+	}
+	return &Artifacts{obs: obs}, nil
+}
+
+// Digest returns the artifact name of data: lowercase hex BLAKE3-256.
+func Digest(data []byte) string {
+	sum := blake3.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// ValidDigest reports whether s is 64 lowercase hex digits.
+func ValidDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if _, ok := unhex(s[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Put streams r into the store and returns its digest. The content is written once, under a
+// temporary name while it is hashed, then renamed to its digest; if an artifact with that
+// digest already exists the upload is discarded (content addressing makes Put idempotent).
+// Memory use is bounded by the object store's chunk size, whatever the content's size.
+func (a *Artifacts) Put(ctx context.Context, r io.Reader) (string, error) {
+	h := blake3.New(32, nil)
+	tmp := "tmp-" + rand.Text()
+	if _, err := a.obs.Put(ctx, jetstream.ObjectMeta{Name: tmp}, io.TeeReader(r, h)); err != nil {
+		return "", fmt.Errorf("bus: put artifact: %w", err)
+	}
+	digest := hex.EncodeToString(h.Sum(nil))
+	discard := func() {
+		// Cleanup must outlive a cancelled ctx, or temporary objects leak.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultCleanupTimeout)
+		defer cancel()
+		_ = a.obs.Delete(dctx, tmp)
+	}
+	has, err := a.Has(ctx, digest)
+	if err != nil {
+		discard()
+		return "", err
+	}
+	if has {
+		discard()
+		return digest, nil
+	}
+	err = a.obs.UpdateMeta(ctx, tmp, jetstream.ObjectMeta{Name: digest})
+	if errors.Is(err, jetstream.ErrObjectAlreadyExists) {
+		// A concurrent Put of the same content won.
+		discard()
+		return digest, nil
+	}
+	if err != nil {
+		discard()
+		return "", fmt.Errorf("bus: name artifact %s: %w", digest, err)
+	}
+	return digest, nil
+}
+
+// Has reports whether an artifact with this digest exists.
+func (a *Artifacts) Has(ctx context.Context, digest string) (bool, error) {
+	if !ValidDigest(digest) {
+		return false, fmt.Errorf("%w: %q", ErrBadDigest, digest)
+	}
+	_, err := a.obs.GetInfo(ctx, digest)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("bus: artifact %s: %w", digest, err)
+	}
+	return true, nil
+}
+
+// Get opens the artifact with this digest for streaming. The reader verifies the content
+// against the digest as it goes and returns [ErrDigestMismatch] instead of io.EOF if they
+// differ. ctx bounds the whole read. The caller closes the reader. A missing artifact is
+// [ErrArtifactNotFound] (wrapped).
+func (a *Artifacts) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
+	if !ValidDigest(digest) {
+		return nil, fmt.Errorf("%w: %q", ErrBadDigest, digest)
+	}
+	res, err := a.obs.Get(ctx, digest)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrArtifactNotFound, digest)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bus: get artifact %s: %w", digest, err)
+	}
+	return &verifyingReader{r: res, h: blake3.New(32, nil), want: digest}, nil
+}
+
+type verifyingReader struct {
+	r    jetstream.ObjectResult
+	h    hash.Hash
+	want string
+}
+
+func (v *verifyingReader) Read(p []byte) (int, error) {
+	n, err := v.r.Read(p)
+	v.h.Write(p[:n])
+	if errors.Is(err, io.EOF) {
+		if got := hex.EncodeToString(v.h.Sum(nil)); got != v.want {
+			return n, fmt.Errorf("%w: %s hashes to %s", ErrDigestMismatch, v.want, got)
+		}
+	}
+	return n, err
+}
+
+func (v *verifyingReader) Close() error { return v.r.Close() }

@@ -1,0 +1,392 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+)
+
+// Message is one delivery handed to a [Handler].
+type Message struct {
+	// Subject the event was published on; [ParseSubject] recovers the resource.
+	Subject string
+	// Header is the NATS header ([HeaderSchema], Nats-Msg-Id, ...).
+	Header nats.Header
+	// Data is the raw body (binary protobuf, or protojson on the anomaly subjects).
+	Data []byte
+	// Schema is the [HeaderSchema] value, the event's protobuf full name.
+	Schema string
+	// Event is the decoded body.
+	Event Event
+	// Envelope is Event's envelope (never nil).
+	Envelope *lavav1.Envelope
+	// Stream and Consumer the message came from.
+	Stream, Consumer string
+	// StreamSeq is the message's sequence in its stream.
+	StreamSeq uint64
+	// NumDelivered counts deliveries of this message to the consumer, from 1.
+	NumDelivered uint64
+	// Published is when the stream stored the message.
+	Published time.Time
+}
+
+// Handler handles one message. Returning nil acks it; a [Permanent] error terminates it
+// (poison); any other error naks it for redelivery with exponential delay, until the
+// consumer's MaxDeliver, where it is terminated as poison. ctx is cancelled only when a
+// graceful drain times out. Handlers must be idempotent: a message can be delivered again.
+type Handler func(ctx context.Context, m *Message) error
+
+// PoisonReason says why a message was terminated.
+type PoisonReason string
+
+// Poison reasons; also the TermWithReason text (prefixed "lava: ").
+const (
+	PoisonPermanent     PoisonReason = "permanent"
+	PoisonUndecodable   PoisonReason = "undecodable"
+	PoisonMaxDeliveries PoisonReason = "max_deliveries"
+)
+
+// PoisonReport describes a terminated message, for the anomaly service.
+type PoisonReport struct {
+	Stream, Consumer, Subject string
+	StreamSeq                 uint64
+	NumDelivered              uint64
+	Reason                    PoisonReason
+	// Err is the handler's or the decoder's error. It may carry input details: sanitize
+	// before it leaves the process.
+	Err error
+	// Schema is the Lava-Schema header ("" if absent).
+	Schema string
+	// Envelope is the decoded envelope, nil when the body was undecodable.
+	Envelope *lavav1.Envelope
+}
+
+// Backoff is an exponential delay: Base * 2^(n-1) for the n-th delivery, capped at Max, with
+// ±20% jitter.
+type Backoff struct {
+	Base, Max time.Duration
+}
+
+// Delay is the delay before the delivery after the n-th (n counts from 1).
+func (b Backoff) Delay(n uint64) time.Duration {
+	d := b.Base
+	for i := uint64(1); i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	d = min(d, b.Max)
+	jitter := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * jitter)
+}
+
+// ConsumeOptions configures [Consume]. Stream and Consumer are required.
+type ConsumeOptions struct {
+	// Stream and Consumer name the durable pull consumer (the consumer is the service name;
+	// see [Declare]). It must exist ([EnsureTopology]).
+	Stream, Consumer string
+	// Concurrency bounds handlers running at once in this process (and messages buffered
+	// client-side). Default 8.
+	Concurrency int
+	// NakBackoff is the redelivery delay after a transient error. Default 1s doubling to 1m.
+	NakBackoff Backoff
+	// DrainTimeout is how long in-flight handlers may run after ctx is cancelled before their
+	// context is cancelled too. Default 30s.
+	DrainTimeout time.Duration
+	// HeartbeatInterval is how often a running handler's message gets an InProgress (resets
+	// the server's ack wait). Default a third of the consumer's AckWait.
+	HeartbeatInterval time.Duration
+	// OnPoison, if set, is called once per terminated message, after Term.
+	OnPoison func(ctx context.Context, r PoisonReport)
+	// Types resolves Lava-Schema names. Default protoregistry.GlobalTypes (every generated
+	// lavav1 message registers itself there).
+	Types protoregistry.MessageTypeResolver
+	// Logger receives per-message Debug logs and Warn logs for nak, term and ack failures.
+	// Default: discard.
+	Logger *slog.Logger
+	// Metrics, if set, counts outcomes.
+	Metrics *Metrics
+}
+
+func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOptions {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.NakBackoff.Base <= 0 {
+		o.NakBackoff.Base = time.Second
+	}
+	if o.NakBackoff.Max < o.NakBackoff.Base {
+		o.NakBackoff.Max = max(time.Minute, o.NakBackoff.Base)
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 30 * time.Second
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = max(info.Config.AckWait/3, 10*time.Millisecond)
+	}
+	if o.Types == nil {
+		o.Types = protoregistry.GlobalTypes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// Consume runs the handler on the durable pull consumer opts.Consumer of opts.Stream until ctx
+// is cancelled, then drains: it stops pulling, naks buffered messages that were not started so
+// another replica takes them at once, lets running handlers finish (up to DrainTimeout, then
+// cancels their context and naks what did not succeed), and returns nil. Every replica of a
+// service runs Consume on the same durable; JetStream spreads the messages between them.
+//
+// At most Concurrency handlers run at once, on a fixed pool of goroutines. A message is acked
+// (and the ack confirmed by the server) only after its handler returned nil. It returns an
+// error if the consumer cannot be found or the pull subscription fails to start.
+func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h Handler) error {
+	cons, err := js.Consumer(ctx, opts.Stream, opts.Consumer)
+	if err != nil {
+		return fmt.Errorf("bus: consumer %s on %s: %w", opts.Consumer, opts.Stream, err)
+	}
+	info := cons.CachedInfo()
+	o := opts.withDefaults(info)
+	c := &consumer{opts: o, handler: h, maxDeliver: info.Config.MaxDeliver, inflight: map[jetstream.Msg]struct{}{}}
+
+	it, err := cons.Messages(jetstream.PullMaxMessages(o.Concurrency))
+	if err != nil {
+		return fmt.Errorf("bus: pull from %s on %s: %w", opts.Consumer, opts.Stream, err)
+	}
+
+	// Handler context: survives ctx for DrainTimeout so in-flight work can finish.
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+
+	work := make(chan jetstream.Msg)
+	var workers sync.WaitGroup
+	for range o.Concurrency {
+		workers.Go(func() {
+			for m := range work {
+				c.handle(hctx, m)
+			}
+		})
+	}
+	hbDone := make(chan struct{})
+	var hb sync.WaitGroup
+	hb.Go(func() { c.heartbeat(hbDone) })
+
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			it.Drain()
+		case <-stopped:
+		}
+	}()
+
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				break
+			}
+			if ctx.Err() == nil {
+				o.Logger.Warn("bus: pull", "stream", o.Stream, "consumer", o.Consumer, "error", err)
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			c.drainNak(m)
+			continue
+		}
+		select {
+		case work <- m:
+		case <-ctx.Done():
+			c.drainNak(m)
+		}
+	}
+	close(stopped)
+	close(work)
+
+	drained := make(chan struct{})
+	go func() { workers.Wait(); close(drained) }()
+	if ctx.Err() != nil {
+		select {
+		case <-drained:
+		case <-time.After(o.DrainTimeout):
+			hcancel()
+			<-drained
+		}
+	} else {
+		<-drained
+	}
+	close(hbDone)
+	hb.Wait()
+	return nil
+}
+
+type consumer struct {
+	opts       ConsumeOptions
+	handler    Handler
+	maxDeliver int
+
+	mu       sync.Mutex
+	inflight map[jetstream.Msg]struct{}
+}
+
+// heartbeat sends InProgress for every running handler's message each HeartbeatInterval.
+func (c *consumer) heartbeat(done <-chan struct{}) {
+	t := time.NewTicker(c.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			c.mu.Lock()
+			msgs := make([]jetstream.Msg, 0, len(c.inflight))
+			for m := range c.inflight {
+				msgs = append(msgs, m)
+			}
+			c.mu.Unlock()
+			for _, m := range msgs {
+				if err := m.InProgress(); err != nil {
+					c.opts.Logger.Warn("bus: in-progress", "stream", c.opts.Stream, "consumer", c.opts.Consumer, "error", err)
+				}
+			}
+		}
+	}
+}
+
+func (c *consumer) drainNak(m jetstream.Msg) {
+	if err := m.Nak(); err != nil {
+		c.opts.Logger.Warn("bus: nak on drain", "stream", c.opts.Stream, "consumer", c.opts.Consumer, "error", err)
+	}
+	c.opts.Metrics.message(c.opts.Stream, c.opts.Consumer, ResultDrained)
+}
+
+// decode builds the Message for a delivery.
+func (c *consumer) decode(m jetstream.Msg) (*Message, error) {
+	msg := &Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Stream: c.opts.Stream, Consumer: c.opts.Consumer}
+	if md, err := m.Metadata(); err == nil {
+		msg.StreamSeq, msg.NumDelivered, msg.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
+	}
+	msg.Schema = msg.Header.Get(HeaderSchema)
+	if msg.Schema == "" {
+		return msg, errors.New("bus: no Lava-Schema header")
+	}
+	mt, err := c.opts.Types.FindMessageByName(protoreflect.FullName(msg.Schema))
+	if err != nil {
+		return msg, fmt.Errorf("bus: schema %q: %w", msg.Schema, err)
+	}
+	pm := mt.New().Interface()
+	if msg.Header.Get(HeaderContentType) == ContentTypeJSON || strings.HasPrefix(msg.Subject, PrefixAnomaly) {
+		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(msg.Data, pm)
+	} else {
+		err = proto.Unmarshal(msg.Data, pm)
+	}
+	if err != nil {
+		return msg, fmt.Errorf("bus: decode %s: %w", msg.Schema, err)
+	}
+	ev, ok := pm.(Event)
+	if !ok {
+		return msg, fmt.Errorf("bus: %s has no envelope", msg.Schema)
+	}
+	msg.Event = ev
+	msg.Envelope = ev.GetEnvelope()
+	if msg.Envelope.GetEventId() == "" {
+		return msg, fmt.Errorf("bus: %s without envelope.event_id", msg.Schema)
+	}
+	return msg, nil
+}
+
+// handle runs the handler on one message and settles it.
+func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
+	o := c.opts
+	log := o.Logger.With("stream", o.Stream, "consumer", o.Consumer, "subject", m.Subject())
+	msg, err := c.decode(m)
+	if msg.StreamSeq != 0 {
+		log = log.With("stream_seq", msg.StreamSeq)
+	}
+	if err != nil {
+		c.term(ctx, m, msg, PoisonUndecodable, err, log)
+		return
+	}
+	log = log.With("event_id", msg.Envelope.GetEventId())
+
+	c.mu.Lock()
+	c.inflight[m] = struct{}{}
+	c.mu.Unlock()
+	start := time.Now()
+	err = c.run(ctx, msg)
+	o.Metrics.handled(o.Stream, o.Consumer, time.Since(start).Seconds())
+	c.mu.Lock()
+	delete(c.inflight, m)
+	c.mu.Unlock()
+
+	switch {
+	case err == nil:
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if aerr := m.DoubleAck(actx); aerr != nil {
+			// The message will be redelivered; the handler is idempotent.
+			log.Warn("bus: ack", "error", aerr)
+			return
+		}
+		o.Metrics.message(o.Stream, o.Consumer, ResultAck)
+		log.Debug("bus: acked")
+	case IsPermanent(err):
+		c.term(ctx, m, msg, PoisonPermanent, err, log)
+	case ctx.Err() != nil:
+		// Drain timed out: hand the message to another replica now.
+		c.drainNak(m)
+	case c.maxDeliver > 0 && msg.NumDelivered >= uint64(c.maxDeliver):
+		c.term(ctx, m, msg, PoisonMaxDeliveries, err, log)
+	default:
+		d := o.NakBackoff.Delay(msg.NumDelivered)
+		if nerr := m.NakWithDelay(d); nerr != nil {
+			log.Warn("bus: nak", "error", nerr)
+		}
+		o.Metrics.message(o.Stream, o.Consumer, ResultNak)
+		log.Warn("bus: handler failed, redelivering", "delivery", msg.NumDelivered, "delay", d, "error", err)
+	}
+}
+
+// run calls the handler, turning a panic into a transient error.
+func (c *consumer) run(ctx context.Context, msg *Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bus: handler panic: %v", r)
+		}
+	}()
+	return c.handler(ctx, msg)
+}
+
+func (c *consumer) term(ctx context.Context, m jetstream.Msg, msg *Message, reason PoisonReason, err error, log *slog.Logger) {
+	o := c.opts
+	if terr := m.TermWithReason("lava: " + string(reason)); terr != nil {
+		log.Warn("bus: term", "error", terr)
+	}
+	result := map[PoisonReason]string{
+		PoisonPermanent: ResultTermPermanent, PoisonUndecodable: ResultTermUndecodable, PoisonMaxDeliveries: ResultTermMaxDeliveries,
+	}[reason]
+	o.Metrics.message(o.Stream, o.Consumer, result)
+	log.Warn("bus: poison message terminated", "reason", string(reason), "delivery", msg.NumDelivered, "error", err)
+	if o.OnPoison != nil {
+		o.OnPoison(ctx, PoisonReport{
+			Stream: o.Stream, Consumer: o.Consumer, Subject: msg.Subject, StreamSeq: msg.StreamSeq,
+			NumDelivered: msg.NumDelivered, Reason: reason, Err: err, Schema: msg.Schema, Envelope: msg.Envelope,
+		})
+	}
+}

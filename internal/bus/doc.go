@@ -1,0 +1,21 @@
+// Package bus is Lava's JetStream layer: the one declaration of every stream, subject, durable
+// consumer, KV bucket and object store (DESIGN section 3), the reversible escaping of Kubernetes
+// names into subject tokens and KV keys, typed publishing of protobuf events, the bounded,
+// at-least-once consume loop every service runs, the generation watermarks and per-resource
+// leases that make redelivery and replica races harmless, and the BLAKE3-addressed artifact
+// store that keeps large payloads out of messages.
+//
+// # Subjects and keys
+//
+// Subject and key layouts are a public contract, written down in docs/events.md ("Subjects and
+// the escaping of names"). [EscapeToken] and [UnescapeToken] are total and inverse: every string
+// becomes a non-empty token of [-0-9A-Za-z_=] and comes back unchanged.
+//
+// # Delivery
+//
+// [Consume] runs a service's durable pull consumer with bounded concurrency. A message is acked
+// only after its handler returned nil; a transient error naks it with exponential delay; a
+// [Permanent] error, an undecodable body or the last allowed delivery terminates it and reports
+// it to the poison callback. Handlers must be idempotent: take the resource's lease
+// ([Leases]), check the generation ([Watermarks]), then act.
+package bus

@@ -1,0 +1,286 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stream names (DESIGN section 3).
+const (
+	// StreamResources holds ResourceObserved and DeletionRequested (written by the watcher).
+	StreamResources = "LAVA_RESOURCES"
+	// StreamPhases holds the pipeline's phase events (written by every service).
+	StreamPhases = "LAVA_PHASES"
+	// StreamCommands is the work queue of ReapplyRequested and RetryRequested (written by viggy).
+	StreamCommands = "LAVA_COMMANDS"
+	// StreamAnomalies holds AnomalyDetected as protojson (written by anomaly; public).
+	StreamAnomalies = "LAVA_ANOMALIES"
+	// StreamReceipts holds the per-resource receipt chains (written by attest; never discards).
+	StreamReceipts = "LAVA_RECEIPTS"
+)
+
+// KV bucket and object store names (DESIGN section 3).
+const (
+	// BucketState holds per resource ([ResourceKey]) the state serial, lineage, digest and lock;
+	// the state body is an artifact.
+	BucketState = "lava-state"
+	// BucketLeases holds per-resource work leases ([ResourceKey]); entries expire after
+	// [TopologyOptions].LeaseTTL unless renewed. See [Leases].
+	BucketLeases = "lava-leases"
+	// BucketWatermarks holds the newest generation each service has seen per resource
+	// ([WatermarkKey]). See [Watermarks].
+	BucketWatermarks = "lava-watermarks"
+	// BucketDriftSchedule holds drift's per-resource scan schedule ([ResourceKey]).
+	BucketDriftSchedule = "lava-drift-schedule"
+	// ObjectStoreArtifacts holds Terraform JSON, plans and state bodies by BLAKE3 digest. See
+	// [Artifacts].
+	ObjectStoreArtifacts = "lava-artifacts"
+)
+
+// Service names: each consuming service has one durable pull consumer of this name on every
+// stream it reads, shared by all its replicas. Consumer names never contain resource names.
+const (
+	ServiceWatcher = "watcher"
+	ServiceSynth   = "synth"
+	ServiceApplier = "applier"
+	ServiceDrift   = "drift"
+	ServiceViggy   = "viggy"
+	ServiceAnomaly = "anomaly"
+	ServiceAttest  = "attest"
+)
+
+// Services lists every service name, in pipeline order.
+func Services() []string {
+	return []string{ServiceWatcher, ServiceSynth, ServiceApplier, ServiceDrift, ServiceViggy, ServiceAnomaly, ServiceAttest}
+}
+
+// Retention figures of the topology.
+const (
+	// ResourceHistoryPerSubject is how many ResourceObserved/DeletionRequested messages
+	// LAVA_RESOURCES keeps per subject (per resource and event).
+	ResourceHistoryPerSubject = 16
+	// PhaseHistoryPerSubject is how many messages LAVA_PHASES keeps per subject (per resource
+	// and event): enough to replay a resource's recent history, bounded by the number of
+	// resources.
+	PhaseHistoryPerSubject = 64
+	// AnomalyMaxAge is how long LAVA_ANOMALIES keeps an anomaly.
+	AnomalyMaxAge = 30 * 24 * time.Hour
+	// StateHistory is how many revisions lava-state keeps per key.
+	StateHistory = 8
+)
+
+// TopologyOptions tunes [Declare]. The zero value is valid: every field has a default.
+type TopologyOptions struct {
+	// Replicas is the replica count of every stream, bucket and object store: 1 in tests and
+	// `lava up`, 3 on a production NATS cluster. Default 1.
+	Replicas int
+	// Storage is file (default) or memory storage.
+	Storage jetstream.StorageType
+	// DuplicateWindow is how long a stream remembers Nats-Msg-Id values (event ids) to drop a
+	// re-published event. Default 10m.
+	DuplicateWindow time.Duration
+	// LeaseTTL is how long a lease in lava-leases lives without renewal (the bucket's TTL).
+	// Default 30s.
+	LeaseTTL time.Duration
+	// MaxDeliver is how many times a consumer delivers one message before [Consume]
+	// terminates it as poison. Default 10.
+	MaxDeliver int
+	// BackOff is the server's redelivery schedule for messages whose handler neither acked nor
+	// naked (a crashed or hung replica): the first value is the ack wait, later values apply to
+	// later deliveries. Must not be longer than MaxDeliver. Default 30s, 1m, 2m, 5m.
+	// [Consume] sends InProgress heartbeats so a long handler is never redelivered.
+	BackOff []time.Duration
+	// MaxAckPending bounds unacknowledged messages per consumer across all replicas.
+	// Default 1000.
+	MaxAckPending int
+}
+
+func (o TopologyOptions) withDefaults() TopologyOptions {
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.DuplicateWindow <= 0 {
+		o.DuplicateWindow = 10 * time.Minute
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.MaxDeliver <= 0 {
+		o.MaxDeliver = 10
+	}
+	if len(o.BackOff) == 0 {
+		o.BackOff = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
+	}
+	if len(o.BackOff) > o.MaxDeliver {
+		o.BackOff = o.BackOff[:o.MaxDeliver]
+	}
+	if o.MaxAckPending <= 0 {
+		o.MaxAckPending = 1000
+	}
+	return o
+}
+
+// ConsumerSpec is one durable pull consumer: the stream it reads and its configuration
+// (Durable is the service name).
+type ConsumerSpec struct {
+	Stream string
+	Config jetstream.ConsumerConfig
+}
+
+// Topology is every stream, consumer, KV bucket and object store Lava uses.
+type Topology struct {
+	Streams      []jetstream.StreamConfig
+	Consumers    []ConsumerSpec
+	KeyValues    []jetstream.KeyValueConfig
+	ObjectStores []jetstream.ObjectStoreConfig
+}
+
+// Consumer returns the spec of service's consumer on stream, and false if there is none.
+func (t Topology) Consumer(stream, service string) (ConsumerSpec, bool) {
+	for _, c := range t.Consumers {
+		if c.Stream == stream && c.Config.Durable == service {
+			return c, true
+		}
+	}
+	return ConsumerSpec{}, false
+}
+
+// phaseFilter is the LAVA_PHASES filter for one event of every resource.
+func phaseFilter(event string) string { return PrefixPhase + "*.*." + event }
+
+// Declare is THE declaration of Lava's JetStream topology (DESIGN section 3). Everything that
+// creates, reads or documents a stream, consumer or bucket starts here.
+func Declare(opts TopologyOptions) Topology {
+	o := opts.withDefaults()
+	stream := func(name, desc string, subjects []string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:        name,
+			Description: desc,
+			Subjects:    subjects,
+			Retention:   jetstream.LimitsPolicy,
+			Discard:     jetstream.DiscardOld,
+			MaxMsgs:     -1,
+			MaxBytes:    -1,
+			MaxAge:      0,
+			Storage:     o.Storage,
+			Replicas:    o.Replicas,
+			Duplicates:  o.DuplicateWindow,
+		}
+	}
+	resources := stream(StreamResources, "ResourceObserved and DeletionRequested, per resource (watcher)",
+		[]string{PrefixResource + ">"})
+	resources.MaxMsgsPerSubject = ResourceHistoryPerSubject
+	resources.AllowDirect = true
+
+	phases := stream(StreamPhases, "Pipeline phase events, per resource (all services)", []string{PrefixPhase + ">"})
+	phases.MaxMsgsPerSubject = PhaseHistoryPerSubject
+
+	commands := stream(StreamCommands, "ReapplyRequested and RetryRequested, a work queue (viggy)",
+		[]string{PrefixCommand + ">"})
+	commands.Retention = jetstream.WorkQueuePolicy
+
+	anomalies := stream(StreamAnomalies, "AnomalyDetected as protojson with a Lava-Schema header (anomaly; public)",
+		[]string{PrefixAnomaly + ">"})
+	anomalies.MaxAge = AnomalyMaxAge
+
+	receipts := stream(StreamReceipts, "Per-resource receipt chains (attest); never discards", []string{PrefixReceipt + ">"})
+	receipts.DenyDelete = true
+	receipts.DenyPurge = true
+	receipts.AllowDirect = true
+
+	consumer := func(streamName, service string, filters ...string) ConsumerSpec {
+		return ConsumerSpec{Stream: streamName, Config: jetstream.ConsumerConfig{
+			Durable:        service,
+			Name:           service,
+			Description:    "lava " + service + " (shared by its replicas)",
+			DeliverPolicy:  jetstream.DeliverAllPolicy,
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        o.BackOff[0],
+			BackOff:        o.BackOff,
+			MaxDeliver:     o.MaxDeliver,
+			MaxAckPending:  o.MaxAckPending,
+			FilterSubjects: filters,
+		}}
+	}
+	consumers := []ConsumerSpec{
+		consumer(StreamResources, ServiceSynth, ResourceSubjectFilter(EventObserved)),
+		consumer(StreamResources, ServiceApplier, ResourceSubjectFilter(EventDeletionRequested)),
+
+		// The watcher folds every phase event into status; it ignores its own phase_changed.
+		consumer(StreamPhases, ServiceWatcher, PrefixPhase+">"),
+		consumer(StreamPhases, ServiceApplier, phaseFilter(EventSynthesized)),
+		consumer(StreamPhases, ServiceDrift, phaseFilter(EventApplied), phaseFilter(EventDestroyed)),
+		consumer(StreamPhases, ServiceViggy, phaseFilter(EventDriftScanned), phaseFilter(EventFailed)),
+		consumer(StreamPhases, ServiceAnomaly, phaseFilter(EventFailed), phaseFilter(EventDriftScanned), phaseFilter(EventPhaseChanged)),
+		consumer(StreamPhases, ServiceAttest, phaseFilter(EventPhaseChanged)),
+
+		// Work queue: the filters of its consumers must not overlap.
+		consumer(StreamCommands, ServiceSynth, PrefixCommand+StageSynth+".>"),
+		consumer(StreamCommands, ServiceApplier, PrefixCommand+StagePlan+".>", PrefixCommand+StageApply+".>", PrefixCommand+StageDestroy+".>"),
+
+		consumer(StreamAnomalies, ServiceAttest, PrefixAnomaly+">"),
+	}
+
+	kv := func(bucket, desc string) jetstream.KeyValueConfig {
+		return jetstream.KeyValueConfig{Bucket: bucket, Description: desc, History: 1, Storage: o.Storage, Replicas: o.Replicas}
+	}
+	state := kv(BucketState, "Per-resource state serial, lineage, digest and lock")
+	state.History = StateHistory
+	leases := kv(BucketLeases, "Per-resource work leases")
+	leases.TTL = o.LeaseTTL
+
+	return Topology{
+		Streams:   []jetstream.StreamConfig{resources, phases, commands, anomalies, receipts},
+		Consumers: consumers,
+		KeyValues: []jetstream.KeyValueConfig{
+			state,
+			leases,
+			kv(BucketWatermarks, "Newest generation seen, per service and resource"),
+			kv(BucketDriftSchedule, "Per-resource drift scan schedule"),
+		},
+		ObjectStores: []jetstream.ObjectStoreConfig{{
+			Bucket:      ObjectStoreArtifacts,
+			Description: "Terraform JSON, plans and state bodies by BLAKE3 digest",
+			Storage:     o.Storage,
+			Replicas:    o.Replicas,
+		}},
+	}
+}
+
+// ResourceSubjectFilter is the LAVA_RESOURCES filter for one event of every resource.
+func ResourceSubjectFilter(event string) string { return PrefixResource + "*.*." + event }
+
+// EnsureTopology creates every stream, consumer, KV bucket and object store of
+// [Declare](opts), or updates it in place when its configuration changed. It is idempotent and
+// safe to run from every replica at start-up. A change JetStream cannot make in place
+// (retention, storage type) fails with the server's error, wrapped.
+func EnsureTopology(ctx context.Context, js jetstream.JetStream, opts TopologyOptions) error {
+	t := Declare(opts)
+	for _, cfg := range t.Streams {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("bus: ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	for _, c := range t.Consumers {
+		if _, err := js.CreateOrUpdateConsumer(ctx, c.Stream, c.Config); err != nil {
+			return fmt.Errorf("bus: ensure consumer %s on %s: %w", c.Config.Durable, c.Stream, err)
+		}
+	}
+	for _, cfg := range t.KeyValues {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return fmt.Errorf("bus: ensure kv bucket %s: %w", cfg.Bucket, err)
+		}
+	}
+	for _, cfg := range t.ObjectStores {
+		if _, err := js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
+			return fmt.Errorf("bus: ensure object store %s: %w", cfg.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// defaultCleanupTimeout bounds best-effort cleanup done after the caller's context ended.
+const defaultCleanupTimeout = 5 * time.Second

@@ -1,0 +1,232 @@
+package natstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EnvServerBin names the environment variable holding the nats-server binary's path (set by
+// the Makefile; built by `make tools-nats`).
+const EnvServerBin = "LAVA_NATS_SERVER_BIN"
+
+// startTimeout bounds how long a server may take to accept connections.
+const startTimeout = 20 * time.Second
+
+// Server is an in-process nats-server with JetStream, and one client connection to it.
+type Server struct {
+	srv  *server.Server
+	conn *nats.Conn
+	js   jetstream.JetStream
+}
+
+// RunJetStream starts an in-process nats-server with JetStream on a random loopback port, its
+// store in tb.TempDir(), connects to it, and registers a cleanup that closes the connection and
+// shuts the server down. A failure to start fails the test.
+func RunJetStream(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := StartJetStream(tb.TempDir())
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	tb.Cleanup(s.Shutdown)
+	return s
+}
+
+// StartJetStream is [RunJetStream] for programs without a testing.TB (benchmark mains): it
+// starts the server with its store in storeDir and connects. The caller calls Shutdown.
+func StartJetStream(storeDir string) (*Server, error) {
+	opts := &server.Options{
+		ServerName: "lava-test",
+		Host:       "127.0.0.1",
+		Port:       server.RANDOM_PORT,
+		JetStream:  true,
+		StoreDir:   storeDir,
+		NoLog:      true,
+		NoSigs:     true,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("new nats-server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(startTimeout) {
+		srv.Shutdown()
+		return nil, errors.New("nats-server not ready for connections")
+	}
+	nc, err := nats.Connect(srv.ClientURL(), nats.Name("natstest"))
+	if err != nil {
+		srv.Shutdown()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		srv.Shutdown()
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &Server{srv: srv, conn: nc, js: js}, nil
+}
+
+// URL is the client URL (nats://127.0.0.1:PORT).
+func (s *Server) URL() string { return s.srv.ClientURL() }
+
+// Conn is the connection opened by RunJetStream.
+func (s *Server) Conn() *nats.Conn { return s.conn }
+
+// JetStream is a JetStream context on [Server.Conn].
+func (s *Server) JetStream() jetstream.JetStream { return s.js }
+
+// Connect opens another connection (a second "replica"), closed at the end of the test.
+func (s *Server) Connect(tb testing.TB) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	return connect(tb, s.URL())
+}
+
+// Shutdown closes the connection and stops the server. Safe to call twice.
+func (s *Server) Shutdown() {
+	s.conn.Close()
+	s.srv.Shutdown()
+	s.srv.WaitForShutdown()
+}
+
+func connect(tb testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		tb.Fatalf("natstest: connect %s: %v", url, err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatalf("natstest: jetstream: %v", err)
+	}
+	return nc, js
+}
+
+// Binary is a nats-server process started from the binary named by $LAVA_NATS_SERVER_BIN, on a
+// fixed loopback port chosen at start, so clients reconnect to the same URL after [Binary.Restart].
+type Binary struct {
+	tb       testing.TB
+	bin      string
+	storeDir string
+	port     int
+	logPath  string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// RunBinary starts nats-server -js with its store in storeDir and registers a cleanup that
+// stops it. A missing $LAVA_NATS_SERVER_BIN or binary fails the test, naming `make tools-nats`.
+func RunBinary(tb testing.TB, storeDir string) *Binary {
+	tb.Helper()
+	bin := os.Getenv(EnvServerBin)
+	if bin == "" {
+		tb.Fatalf("natstest: $%s is not set: build nats-server with `make tools-nats` and run tests through make (or export %s=~/.cache/lava/tools/nats-server-v2.15.2/nats-server)", EnvServerBin, EnvServerBin)
+	}
+	if st, err := os.Stat(bin); err != nil || st.IsDir() {
+		tb.Fatalf("natstest: nats-server binary %s missing (%v): build it with `make tools-nats`", bin, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("natstest: pick a port: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		tb.Fatalf("natstest: release port: %v", err)
+	}
+	b := &Binary{tb: tb, bin: bin, storeDir: storeDir, port: port, logPath: filepath.Join(tb.TempDir(), "nats-server.log")}
+	tb.Cleanup(b.Stop)
+	b.start()
+	return b
+}
+
+// URL is the client URL, the same across restarts.
+func (b *Binary) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(b.port) }
+
+// Connect opens a connection that reconnects forever (every 50ms) across restarts, and a
+// JetStream context on it; both are closed at the end of the test.
+func (b *Binary) Connect(tb testing.TB) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	return connect(tb, b.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
+		nats.RetryOnFailedConnect(true))
+}
+
+func (b *Binary) start() {
+	b.tb.Helper()
+	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		b.tb.Fatalf("natstest: open log: %v", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(b.bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(b.port), "--store_dir", b.storeDir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		b.tb.Fatalf("natstest: start %s: %v", b.bin, err)
+	}
+	b.mu.Lock()
+	b.cmd = cmd
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(b.tb.Context(), startTimeout)
+	defer cancel()
+	for {
+		nc, err := nats.Connect(b.URL(), nats.Timeout(time.Second))
+		if err == nil {
+			js, jerr := jetstream.New(nc)
+			if jerr == nil {
+				_, jerr = js.AccountInfo(ctx)
+			}
+			nc.Close()
+			if jerr == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			log, _ := os.ReadFile(b.logPath)
+			b.tb.Fatalf("natstest: nats-server on port %d not ready: %v\n%s", b.port, err, log)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL after 10s) and waits for it. Safe to call when
+// already stopped.
+func (b *Binary) Stop() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.cmd = nil
+	b.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Restart stops the server and starts it again on the same port and store.
+func (b *Binary) Restart() {
+	b.tb.Helper()
+	b.Stop()
+	b.start()
+}
