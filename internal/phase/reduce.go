@@ -1,0 +1,337 @@
+package phase
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+)
+
+// Transition describes what [Reduce] did with one event.
+type Transition struct {
+	// Event is the type of the event reduced.
+	Event EventType
+	// Generation is the event's generation.
+	Generation int64
+	// From and To are the phases before and after (equal for self-loops, condition-only
+	// events and ignored events). The empty phase of a fresh status reads as Pending.
+	From, To Phase
+	// Stale is true when the event was ignored because its generation is older than
+	// status.observedGeneration.
+	Stale bool
+	// Changed is true when the returned status differs from the input. Patch the status
+	// subresource only then (and only if it also differs from the last value patched).
+	Changed bool
+	// Publish is true when the transition should be published as PhaseChanged (and so
+	// receipted): the status changed and the event is not ReceiptAppended, whose own
+	// bookkeeping must not produce another receipt.
+	Publish bool
+	// RemoveFinalizer is true after Destroyed: the watcher may remove
+	// [v1alpha1.Finalizer].
+	RemoveFinalizer bool
+}
+
+// Reduce folds ev into status and returns the new status and what happened. It is pure: it
+// does not modify status, read the clock or do I/O.
+//
+// Rules, in order: a malformed event is an error wrapping [ErrInvalidEvent]. ReceiptAppended
+// moves status.receipt forward only to a higher sequence. Any other event whose generation is
+// older than status.observedGeneration is ignored (Stale). An Observed event for the current
+// generation without Force is a no-op. A lifecycle event (not condition-only, not deletion)
+// for a newer generation first observes that generation (as an Observed event would) and is
+// then applied. The event must then be allowed in the current phase by [Table], otherwise the
+// result is an [*IllegalTransitionError] and the input status unchanged.
+func Reduce(status v1alpha1.LavaArchitectureStatus, ev Event) (v1alpha1.LavaArchitectureStatus, Transition, error) {
+	from := current(status.Phase)
+	tr := Transition{Event: ev.Type, Generation: ev.Generation, From: from, To: from}
+	if err := ev.validate(); err != nil {
+		return status, tr, fmt.Errorf("phase: reduce: %w", err)
+	}
+	out := *status.DeepCopy()
+	r := reducer{out: &out, ev: ev, at: metav1.NewTime(ev.Time.UTC().Truncate(time.Second)), msg: truncate(ev.Message)}
+
+	switch {
+	case ev.Type == EventReceiptAppended:
+		if status.Receipt == nil || ev.Receipt.Sequence > status.Receipt.Sequence {
+			h := *ev.Receipt
+			out.Receipt = &h
+		}
+		out.Phase = from
+		return finish(status, out, tr)
+	case ev.Generation < status.ObservedGeneration:
+		tr.Stale = true
+		return status, tr, nil
+	case ev.Type == EventObserved && ev.Generation == status.ObservedGeneration && !ev.Force && status.Phase != "":
+		return status, tr, nil
+	}
+
+	newer := ev.Generation > status.ObservedGeneration
+	cur := from
+	if newer && ev.Type != EventObserved && !ev.Type.conditionOnly() &&
+		ev.Type != EventDeletionRequested && ev.Type != EventDestroyed {
+		if _, ok := Next(cur, EventObserved); !ok {
+			return status, tr, &IllegalTransitionError{From: from, Event: ev.Type, Generation: ev.Generation}
+		}
+		r.observe()
+		cur = Pending
+	}
+	to, ok := Next(cur, ev.Type)
+	if !ok {
+		return status, tr, &IllegalTransitionError{From: cur, Event: ev.Type, Generation: ev.Generation}
+	}
+	r.apply(to)
+	out.Phase = to
+	tr.To = to
+	tr.RemoveFinalizer = ev.Type == EventDestroyed
+	return finish(status, out, tr)
+}
+
+// finish fills in Changed and Publish by comparing in and out.
+func finish(in, out v1alpha1.LavaArchitectureStatus, tr Transition) (v1alpha1.LavaArchitectureStatus, Transition, error) {
+	tr.Changed = !equality.Semantic.DeepEqual(in, out)
+	tr.Publish = tr.Changed && tr.Event != EventReceiptAppended
+	if !tr.Changed {
+		return in, tr, nil
+	}
+	return out, tr, nil
+}
+
+// reducer applies one event's effects to out.
+type reducer struct {
+	out *v1alpha1.LavaArchitectureStatus
+	ev  Event
+	at  metav1.Time
+	msg string
+}
+
+// set sets condition typ with the event's generation and time.
+func (r reducer) set(typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&r.out.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: r.ev.Generation,
+		LastTransitionTime: r.at,
+	})
+}
+
+// clear sets condition typ False, but only if it is present: conditions that never applied
+// stay absent.
+func (r reducer) clear(typ, reason, message string) {
+	if meta.FindStatusCondition(r.out.Conditions, typ) != nil {
+		r.set(typ, metav1.ConditionFalse, reason, message)
+	}
+}
+
+// reason is the event's reason, or def when it has none.
+func (r reducer) reason(def string) string {
+	if r.ev.Reason != "" {
+		return r.ev.Reason
+	}
+	return def
+}
+
+// message is the event's message, or def when it has none.
+func (r reducer) message(def string) string {
+	if r.msg != "" {
+		return r.msg
+	}
+	return def
+}
+
+// progressing marks work in progress: Reconciling True, Ready False, Stalled False.
+func (r reducer) progressing(reason, message string) {
+	r.set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, message)
+	r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "")
+}
+
+// observe starts a pass for the event's generation: phase Pending's conditions.
+func (r reducer) observe() {
+	r.out.ObservedGeneration = r.ev.Generation
+	r.progressing(v1alpha1.ReasonProgressing, fmt.Sprintf("reconciling generation %d", r.ev.Generation))
+	r.clear(v1alpha1.ConditionAwaitingApproval, v1alpha1.ReasonProgressing, "")
+}
+
+// apply sets the status fields and conditions of the event, which leads to phase to.
+func (r reducer) apply(to Phase) {
+	ev := r.ev
+	switch ev.Type {
+	case EventObserved:
+		r.observe()
+
+	case EventSynthesized:
+		rec := *ev.Render
+		r.out.Render = &rec
+		r.set(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, r.reason(v1alpha1.ReasonSynthesisSucceeded),
+			r.message(fmt.Sprintf("rendered %s: %d resources", nameOr(rec.ArchitectureName, "architecture"), rec.ResourceCount)))
+		if rec.Gate != "" {
+			r.set(v1alpha1.ConditionGated, metav1.ConditionTrue, v1alpha1.ReasonGatePassed,
+				fmt.Sprintf("bindings satisfy interface %s", rec.Gate))
+		} else {
+			meta.RemoveStatusCondition(&r.out.Conditions, v1alpha1.ConditionGated)
+		}
+		r.progressing(v1alpha1.ReasonProgressing, "synthesized; planning")
+
+	case EventPlanned, EventAwaitingApproval:
+		p := *ev.Plan
+		r.out.Plan = &p
+		r.set(v1alpha1.ConditionPlanned, metav1.ConditionTrue, v1alpha1.ReasonPlanSucceeded, planMessage(p))
+		reason, msg := v1alpha1.ReasonProgressing, "planned; applying"
+		if to == Reconverging {
+			reason, msg = v1alpha1.ReasonReconverging, "planned; re-applying to correct drift"
+		}
+		if ev.Type == EventAwaitingApproval {
+			reason = v1alpha1.ReasonApprovalRequired
+			msg = r.message(fmt.Sprintf("plan %s awaits approval: set spec.approvePlan to %s", p.ID, p.ID))
+			r.set(v1alpha1.ConditionAwaitingApproval, metav1.ConditionTrue, reason, msg)
+		}
+		r.progressing(reason, msg)
+
+	case EventApplied:
+		if ev.Plan != nil {
+			p := *ev.Plan
+			r.out.Plan = &p
+		}
+		r.out.Outputs = maps.Clone(ev.Outputs)
+		for k, v := range r.out.Outputs {
+			r.out.Outputs[k] = *v.DeepCopy()
+		}
+		r.out.OutputsSecret = ev.OutputsSecret
+		at := r.at
+		r.out.LastAppliedAt = &at
+		planID := ""
+		if r.out.Plan != nil {
+			planID = r.out.Plan.ID
+		}
+		r.set(v1alpha1.ConditionApplied, metav1.ConditionTrue, r.reason(v1alpha1.ReasonApplySucceeded),
+			r.message(strings.TrimSpace("applied plan "+planID)))
+		r.clear(v1alpha1.ConditionAwaitingApproval, v1alpha1.ReasonApproved, "")
+		r.clear(v1alpha1.ConditionDrifted, v1alpha1.ReasonNoDrift, "applied")
+		r.ready(fmt.Sprintf("applied generation %d", ev.Generation))
+
+	case EventFailed:
+		reason := r.reason(defaultFailReason(ev.Stage))
+		msg := r.message(strings.ToLower(nameOr(string(ev.Stage), "reconcile")) + " failed")
+		switch ev.Stage {
+		case StageSynthesis:
+			r.set(v1alpha1.ConditionSynthesized, metav1.ConditionFalse, reason, msg)
+		case StageGate:
+			r.set(v1alpha1.ConditionGated, metav1.ConditionFalse, reason, msg)
+			r.set(v1alpha1.ConditionSynthesized, metav1.ConditionFalse, reason, msg)
+		case StagePlan:
+			r.set(v1alpha1.ConditionPlanned, metav1.ConditionFalse, reason, msg)
+		case StageApply:
+			r.set(v1alpha1.ConditionApplied, metav1.ConditionFalse, reason, msg)
+		}
+		r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		if ev.Terminal {
+			r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+			r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
+		} else {
+			r.set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonProgressingWithRetry, msg)
+			r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonProgressingWithRetry, "")
+		}
+
+	case EventDriftClean:
+		r.set(v1alpha1.ConditionDrifted, metav1.ConditionFalse, r.reason(v1alpha1.ReasonNoDrift), r.message("no drift"))
+		r.ready(fmt.Sprintf("applied generation %d", r.out.ObservedGeneration))
+
+	case EventDrifted:
+		reason, msg := r.reason(v1alpha1.ReasonDriftDetected), r.message("drift detected")
+		r.set(v1alpha1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
+		r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
+		r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "")
+
+	case EventReconverging:
+		reason, msg := r.reason(v1alpha1.ReasonReconverging), r.message("re-applying to correct drift")
+		r.set(v1alpha1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
+		r.progressing(reason, msg)
+
+	case EventDeletionRequested:
+		if ev.Generation > r.out.ObservedGeneration {
+			r.out.ObservedGeneration = ev.Generation
+		}
+		r.progressing(v1alpha1.ReasonFinalizing, r.message("deleting"))
+
+	case EventDestroyed:
+		if ev.Generation > r.out.ObservedGeneration {
+			r.out.ObservedGeneration = ev.Generation
+		}
+		msg := r.message("infrastructure released")
+		r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, msg)
+		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, "")
+		r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, "")
+
+	case EventSuspended:
+		r.set(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended,
+			r.message("spec.suspend is true: no new work is started"))
+
+	case EventResumed:
+		r.clear(v1alpha1.ConditionSuspended, v1alpha1.ReasonResumed, r.message("spec.suspend is false"))
+
+	case EventDependenciesBlocked:
+		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse,
+			r.reason(v1alpha1.ReasonDependencyNotReady), r.message("waiting for dependencies"))
+
+	case EventDependenciesSatisfied:
+		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionTrue,
+			r.reason(v1alpha1.ReasonDependenciesSatisfied), r.message("every dependency reached its phase"))
+	}
+}
+
+// ready marks the resource current: Ready True when the event is for status.observedGeneration,
+// Reconciling and Stalled False.
+func (r reducer) ready(message string) {
+	if r.ev.Generation == r.out.ObservedGeneration {
+		r.set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded, message)
+	}
+	r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, "")
+	r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, "")
+}
+
+// defaultFailReason is the reason of a Failed event without one.
+func defaultFailReason(s Stage) string {
+	switch s {
+	case StageSynthesis:
+		return v1alpha1.ReasonSynthesisFailed
+	case StageGate:
+		return v1alpha1.ReasonGateRejected
+	case StagePlan:
+		return v1alpha1.ReasonPlanFailed
+	case StageApply:
+		return v1alpha1.ReasonApplyFailed
+	case StageDestroy:
+		return v1alpha1.ReasonDestroyFailed
+	}
+	return "Failed"
+}
+
+// planMessage summarizes a plan like Terraform: "plan ID: 1 to add, 0 to change, 0 to destroy".
+func planMessage(p v1alpha1.PlanSummary) string {
+	return fmt.Sprintf("plan %s: %d to add, %d to change, %d to destroy", p.ID, p.Add, p.Change, p.Destroy)
+}
+
+// nameOr returns s, or def when s is empty.
+func nameOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// truncate cuts s to metav1.Condition's message limit without splitting a UTF-8 sequence.
+func truncate(s string) string {
+	if len(s) <= maxMessageLen {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessageLen], "")
+}
