@@ -4,5 +4,9 @@ import "github.com/spf13/cobra"
 
 // subcommands lists every lava subcommand; add one line per command.
 func subcommands() []*cobra.Command {
-	return []*cobra.Command{}
+	return []*cobra.Command{
+		newRenderCmd(),
+		newValidateCmd(),
+		newCatalogCmd(),
+	}
 }

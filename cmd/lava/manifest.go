@@ -1,0 +1,382 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/lava-operator/lava/internal/arch"
+	"github.com/lava-operator/lava/internal/tlisp"
+)
+
+// manifestKind and manifestGroup identify a LavaArchitecture document.
+const (
+	manifestKind  = "LavaArchitecture"
+	manifestGroup = "lava.pleme.io/"
+)
+
+// lavaManifest is the part of a LavaArchitecture the CLI reads (field names as in the CRD).
+type lavaManifest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		Source struct {
+			Inline string `json:"inline"`
+			Name   string `json:"name"`
+			URL    string `json:"url"`
+			Rev    string `json:"rev"`
+			Path   string `json:"path"`
+		} `json:"source"`
+		Bindings       map[string]string              `json:"bindings"`
+		ListBindings   map[string][]string            `json:"listBindings"`
+		RecordBindings map[string][]map[string]string `json:"recordBindings"`
+		BindingsFrom   []any                          `json:"bindingsFrom"`
+		Gate           string                         `json:"gate"`
+	} `json:"spec"`
+}
+
+// unit is one thing to synthesize: a .tlisp file, or one LavaArchitecture document of a manifest.
+type unit struct {
+	// File is the display name of the file ("<stdin>" for standard input).
+	File string
+	// Label names the unit in messages: the file, plus "#N (name)" for a manifest document.
+	Label      string
+	SourceKind string // "inline", "name" or "file"
+	SourceName string
+	SourceText []byte
+	Bindings   tlisp.Bindings
+	Gate       string
+	// MapPos maps a position inside SourceText to the file (nil: identity).
+	MapPos     func(arch.Pos) arch.Pos
+	BindingPos map[string]arch.Pos
+	GatePos    arch.Pos
+	// Pos is where the document starts (the whole file for a .tlisp file).
+	Pos arch.Pos
+	// Diags are problems found while reading the manifest itself.
+	Diags tlisp.Diagnostics
+}
+
+// isTlisp reports whether data read from name is a .tlisp source rather than a manifest: by
+// extension (.tlisp; .yaml, .yml and .json are manifests), else by its first significant
+// character (an opening parenthesis).
+func isTlisp(name string, data []byte) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".tlisp":
+		return true
+	case ".yaml", ".yml", ".json":
+		return false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, ";") || strings.HasPrefix(t, "#") {
+			continue
+		}
+		return strings.HasPrefix(t, "(")
+	}
+	return false
+}
+
+// loadUnits turns the content of one file into units: a single unit for a .tlisp source, one
+// per LavaArchitecture document for a manifest. Documents of another kind are skipped with a
+// warning; empty documents silently. A file with no LavaArchitecture at all is an error.
+func loadUnits(name string, data []byte) ([]unit, tlisp.Diagnostics) {
+	start := arch.Pos{File: name, Line: 1, Col: 1}
+	if isTlisp(name, data) {
+		return []unit{{File: name, Label: name, SourceKind: "file", SourceName: name, SourceText: data, Pos: start}}, nil
+	}
+	var units []unit
+	var diags tlisp.Diagnostics
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for i := 0; ; i++ {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			diags = append(diags, diagnostic(yamlErrorPos(name, err, start), tlisp.SeverityError,
+				"invalid YAML: %s", yamlErrorMessage(err)))
+			break
+		}
+		u, ds, ok := loadDocument(name, data, i, &doc)
+		diags = append(diags, ds...)
+		if ok {
+			units = append(units, u)
+		}
+	}
+	if len(units) == 0 && !diags.HasErrors() {
+		diags = append(diags, diagnostic(start, tlisp.SeverityError,
+			"no %s document found (a .tlisp file needs the .tlisp extension or must start with \"(\")", manifestKind))
+	}
+	return units, diags
+}
+
+// loadDocument reads one YAML document; ok is false when it is not a LavaArchitecture.
+func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tlisp.Diagnostics, bool) {
+	var diags tlisp.Diagnostics
+	root := doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return unit{}, nil, false
+		}
+		root = root.Content[0]
+	}
+	docPos := nodePos(name, root)
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return unit{}, nil, false
+	}
+	if root.Kind != yaml.MappingNode {
+		return unit{}, tlisp.Diagnostics{diagnostic(docPos, tlisp.SeverityError,
+			"document %d is not a mapping: a LavaArchitecture manifest is expected", index+1)}, false
+	}
+	raw, err := yaml.Marshal(root)
+	if err != nil {
+		return unit{}, tlisp.Diagnostics{diagnostic(docPos, tlisp.SeverityError, "document %d: %v", index+1, err)}, false
+	}
+	var m lavaManifest
+	if err := sigsyaml.Unmarshal(raw, &m); err != nil {
+		return unit{}, tlisp.Diagnostics{diagnostic(docPos, tlisp.SeverityError,
+			"document %d is not a valid %s: %s", index+1, manifestKind, strings.TrimPrefix(err.Error(), "error unmarshaling JSON: "))}, false
+	}
+	if m.Kind != manifestKind || !strings.HasPrefix(m.APIVersion, manifestGroup) {
+		return unit{}, tlisp.Diagnostics{diagnostic(docPos, tlisp.SeverityWarning,
+			"document %d (kind %q, apiVersion %q) is not a %s; skipped", index+1, m.Kind, m.APIVersion, manifestKind)}, false
+	}
+	label := fmt.Sprintf("%s#%d", name, index+1)
+	if m.Metadata.Name != "" {
+		label += " (" + m.Metadata.Name + ")"
+	}
+	u := unit{
+		File:  name,
+		Label: label,
+		Bindings: tlisp.Bindings{
+			Scalars: m.Spec.Bindings,
+			Lists:   m.Spec.ListBindings,
+			Records: m.Spec.RecordBindings,
+		},
+		Gate:       m.Spec.Gate,
+		Pos:        docPos,
+		BindingPos: map[string]arch.Pos{},
+	}
+	spec := mapValue(root, "spec")
+	source := mapValue(spec, "source")
+	for _, field := range []string{"bindings", "listBindings", "recordBindings"} {
+		if bs := mapValue(spec, field); bs != nil && bs.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(bs.Content); j += 2 {
+				if _, seen := u.BindingPos[bs.Content[j].Value]; !seen {
+					u.BindingPos[bs.Content[j].Value] = nodePos(name, bs.Content[j])
+				}
+			}
+		}
+	}
+	if g := mapValue(spec, "gate"); g != nil {
+		u.GatePos = nodePos(name, g)
+	} else if spec != nil {
+		u.GatePos = nodePos(name, spec)
+	} else {
+		u.GatePos = docPos
+	}
+	if len(m.Spec.BindingsFrom) > 0 {
+		diags = append(diags, diagnostic(nodePos(name, mapKey(spec, "bindingsFrom")), tlisp.SeverityWarning,
+			"spec.bindingsFrom is not read by the CLI (it needs the cluster's ConfigMaps and Secrets); use --set"))
+	}
+	src := m.Spec.Source
+	kinds := 0
+	for _, s := range []string{src.Inline, src.Name, src.URL} {
+		if s != "" {
+			kinds++
+		}
+	}
+	srcPos := docPos
+	if source != nil {
+		srcPos = nodePos(name, source)
+	}
+	switch {
+	case kinds != 1:
+		diags = append(diags, diagnostic(srcPos, tlisp.SeverityError,
+			"spec.source must set exactly one of inline, name and url (%d set)", kinds))
+	case src.Inline != "":
+		u.SourceKind = "inline"
+		u.SourceText = []byte(src.Inline)
+		u.MapPos = inlineMapper(name, data, mapValue(source, "inline"))
+	case src.Name != "":
+		u.SourceKind = "name"
+		u.SourceName = src.Name
+	default:
+		diags = append(diags, diagnostic(nodePos(name, mapValue(source, "url")), tlisp.SeverityError,
+			"spec.source.url (a git source) is not supported by the CLI; render the file at %s with `lava render PATH`", src.Path))
+	}
+	u.Diags = diags
+	return u, nil, true
+}
+
+// mapKey returns the key node of key in a mapping node, or nil.
+func mapKey(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i]
+		}
+	}
+	return nil
+}
+
+// mapValue returns the value node of key in a mapping node, or nil.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func nodePos(file string, n *yaml.Node) arch.Pos {
+	if n == nil {
+		return arch.Pos{}
+	}
+	return arch.Pos{File: file, Line: n.Line, Col: n.Column}
+}
+
+// inlineMapper returns the function that maps a position inside the inline source held by
+// node n back to the manifest file:
+//   - a literal block scalar ("|", "|-", "|+", "|2"): content line k is file line n.Line+k and
+//     every column moves right by the block's indentation, so the mapping is exact;
+//   - a single-line plain or quoted scalar without escapes: same line, columns shifted to the
+//     value's start;
+//   - anything else (folded ">" blocks, escapes, multi-line flow scalars): the text was
+//     rewritten by YAML, so every position maps to the start of the value.
+func inlineMapper(file string, data []byte, n *yaml.Node) func(arch.Pos) arch.Pos {
+	if n == nil {
+		return nil
+	}
+	start := nodePos(file, n)
+	lines := strings.Split(string(data), "\n")
+	fallback := func(p arch.Pos) arch.Pos {
+		if !p.IsValid() {
+			return p
+		}
+		return start
+	}
+	switch {
+	case n.Style&yaml.LiteralStyle != 0:
+		indent, ok := blockIndent(lines, n)
+		if !ok {
+			return fallback
+		}
+		return func(p arch.Pos) arch.Pos {
+			if !p.IsValid() {
+				return p
+			}
+			return arch.Pos{File: file, Line: n.Line + p.Line, Col: indent + p.Col}
+		}
+	case n.Style&(yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n"):
+		return fallback
+	default:
+		shift := 0
+		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+			shift = 1
+		}
+		if n.Line-1 >= len(lines) {
+			return fallback
+		}
+		line := []rune(lines[n.Line-1])
+		from := n.Column - 1 + shift
+		if from < 0 || from+utf8.RuneCountInString(n.Value) > len(line) ||
+			string(line[from:from+utf8.RuneCountInString(n.Value)]) != n.Value {
+			return fallback
+		}
+		return func(p arch.Pos) arch.Pos {
+			if !p.IsValid() {
+				return p
+			}
+			return arch.Pos{File: file, Line: n.Line, Col: from + p.Col}
+		}
+	}
+}
+
+// blockIndent finds the content indentation of the literal block scalar n (its indicator on
+// line n.Line): with an explicit indentation indicator ("|2") the indentation of the line that
+// holds the indicator plus the digit, else the leading spaces of the first non-blank content
+// line (YAML's auto-detection).
+func blockIndent(lines []string, n *yaml.Node) (int, bool) {
+	if n.Line < 1 || n.Line > len(lines) {
+		return 0, false
+	}
+	header := lines[n.Line-1]
+	lead := len(header) - len(strings.TrimLeft(header, " "))
+	if h := []rune(header); n.Column-1 < len(h) {
+		for _, r := range h[n.Column-1:] {
+			if r >= '1' && r <= '9' {
+				return lead + int(r-'0'), true
+			}
+			if r == ' ' || r == '#' {
+				break
+			}
+		}
+	}
+	for _, l := range lines[n.Line:] {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		return len(l) - len(strings.TrimLeft(l, " ")), true
+	}
+	return 0, false
+}
+
+// yamlParserProblems are the messages of go.yaml.in/yaml/v3's parser (not scanner) errors,
+// whose "line N" is 0-based (the decoder adds 1 only for scanner errors).
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// yamlErrorPos extracts the 1-based line from a YAML decoder error ("yaml: line N: ...").
+func yamlErrorPos(file string, err error, fallback arch.Pos) arch.Pos {
+	var line int
+	if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); scanErr == nil && line > 0 {
+		if slices.Contains(yamlParserProblems, yamlErrorMessage(err)) {
+			line++
+		}
+		return arch.Pos{File: file, Line: line, Col: 1}
+	}
+	return fallback
+}
+
+func yamlErrorMessage(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "line ") && i > 0 {
+		msg = msg[i+2:]
+	}
+	return msg
+}
+
+func diagnostic(p arch.Pos, sev tlisp.Severity, format string, args ...any) tlisp.Diagnostic {
+	return tlisp.Diagnostic{Pos: p, Severity: sev, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,218 @@
+package synth
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lava-operator/lava/internal/arch"
+	"github.com/lava-operator/lava/internal/tlisp"
+)
+
+// seedSource is the inline source of shared/cases/seed-prod-vpc.yaml.
+const seedSource = `(deflava-architecture demo-vpc
+  :inputs ((:cidr "10.42.0.0/16"))
+  :resources ((aws-vpc "main" :cidr-block "{cidr}")))
+`
+
+func errorsOf(ds tlisp.Diagnostics) []string {
+	var out []string
+	for _, d := range ds.Errors() {
+		out = append(out, d.String())
+	}
+	return out
+}
+
+// TestSynthesize_seed is the seed manifest: inline source, bindings name+cidr, gate
+// aws-vpc-network. It passes the gate, renders the one VPC, and warns about `name`.
+func TestSynthesize_seed(t *testing.T) {
+	t.Parallel()
+	out, diags := Synthesize(Input{
+		SourceKind: SourceInline,
+		SourceText: []byte(seedSource),
+		File:       "seed.tlisp",
+		Bindings:   tlisp.Bindings{Scalars: map[string]string{"name": "prod", "cidr": "10.42.0.0/16"}},
+		Gate:       "aws-vpc-network",
+	})
+	if out == nil || diags.HasErrors() {
+		t.Fatalf("Synthesize failed: %v", diags)
+	}
+	if got, want := string(out.Compact), `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`; got != want {
+		t.Errorf("Compact = %s, want %s", got, want)
+	}
+	if got, want := string(out.JSON), "{\n  \"resource\": {\n    \"aws_vpc\": {\n      \"main\": {\n        \"cidr_block\": \"10.42.0.0/16\"\n      }\n    }\n  }\n}\n"; got != want {
+		t.Errorf("JSON = %q, want %q", got, want)
+	}
+	var undeclared bool
+	for _, w := range out.Warnings {
+		if strings.Contains(w.Message, `"name"`) && strings.Contains(w.Message, "not declared") {
+			undeclared = true
+		}
+	}
+	if !undeclared {
+		t.Errorf("no warning about the undeclared `name` binding in %v", out.Warnings)
+	}
+	r := out.Record
+	if r.SourceKind != "inline" || r.Gate != "aws-vpc-network" || r.ArchitectureName != "demo-vpc" || r.ResourceCount != 1 ||
+		r.EvaluatorVersion != tlisp.EvaluatorVersion || len(r.SourceDigest) != 64 || len(r.BindingsDigest) != 64 || len(r.TerraformJSONDigest) != 64 {
+		t.Errorf("Record = %+v", r)
+	}
+	if r.SourceDigest != SourceDigest(seedSource) {
+		t.Errorf("SourceDigest %s is not the digest of the inline text", r.SourceDigest)
+	}
+	if d, _ := DigestJSON(out.JSON); d != r.TerraformJSONDigest {
+		t.Errorf("TerraformJSONDigest %s differs from the pretty JSON's digest %s", r.TerraformJSONDigest, d)
+	}
+}
+
+func TestSynthesize_errors(t *testing.T) {
+	t.Parallel()
+	gatePos := arch.Pos{File: "m.yaml", Line: 9, Col: 9}
+	tests := []struct {
+		name string
+		in   Input
+		want []string
+	}{
+		{
+			name: "unknown gate",
+			in:   Input{SourceKind: SourceInline, SourceText: []byte(seedSource), Gate: "nope", GatePos: gatePos},
+			want: []string{"m.yaml:9:9: unknown bundled interface \"nope\""},
+		},
+		{
+			name: "unknown bundled name",
+			in:   Input{SourceKind: SourceName, SourceName: "nope"},
+			want: []string{"unknown bundled architecture \"nope\""},
+		},
+		{
+			name: "unknown source kind",
+			in:   Input{SourceKind: "git"},
+			want: []string{"unknown source kind \"git\" (want inline, name or file)"},
+		},
+		{
+			name: "gate rejects a bad CIDR before evaluation: summary then each field at its binding",
+			in: Input{
+				SourceKind: SourceInline, SourceText: []byte(seedSource), File: "s.tlisp",
+				Bindings: tlisp.Bindings{Scalars: map[string]string{"cidr": "10.0.0.0/33", "zone": "x"}},
+				Gate:     "aws-vpc-network", GatePos: gatePos,
+				BindingPos: map[string]arch.Pos{"cidr": {File: "m.yaml", Line: 12, Col: 5}},
+			},
+			want: []string{
+				"m.yaml:9:9: interface `aws-vpc-network` rejected 2 field(s): type error on input `cidr`: `10.0.0.0/33` is not a valid IPv4 CIDR block (expected like 10.0.0.0/16)",
+				"m.yaml:12:5: type error on input `cidr`: `10.0.0.0/33` is not a valid IPv4 CIDR block (expected like 10.0.0.0/16)",
+				"m.yaml:9:9: unknown input `zone` (no loose-fields slot declared)",
+			},
+		},
+		{
+			name: "gate with 3 missing required inputs (UPSTREAM 3.1 B)",
+			in:   Input{SourceKind: SourceName, SourceName: "dns-record-set", Gate: "dns-record-set"},
+			want: []string{
+				"interface `dns-record-set` rejected 3 field(s): missing required input `zone-id`",
+				"missing required input `zone-id`",
+				"missing required input `name`",
+				"missing required input `domain`",
+			},
+		},
+		{
+			name: "gate requires an input the architecture does not declare",
+			in: Input{
+				SourceKind: SourceInline, SourceText: []byte(seedSource), File: "s.tlisp",
+				Bindings: tlisp.Bindings{Scalars: map[string]string{"zone-id": "Z1", "name": "n", "domain": "example.com"}},
+				Gate:     "dns-record-set",
+			},
+			want: []string{
+				"interface `dns-record-set` requires input `zone-id`, which the architecture does not declare in :inputs",
+				"interface `dns-record-set` requires input `name`, which the architecture does not declare in :inputs",
+				"interface `dns-record-set` requires input `domain`, which the architecture does not declare in :inputs",
+			},
+		},
+		{
+			name: "evaluation errors are mapped with MapPos",
+			in: Input{
+				SourceKind: SourceInline, File: "m.yaml",
+				SourceText: []byte("(deflava-architecture kw\n  :resources ((aws-vpc \"v\" :cidr-block :oops)))\n"),
+				MapPos:     func(p arch.Pos) arch.Pos { p.Line += 10; p.Col += 6; return p },
+			},
+			want: []string{"m.yaml:12:46: type mismatch: expected value (not kw), got :oops (write a string like \"oops\")"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, diags := Synthesize(tt.in)
+			if out != nil {
+				t.Fatalf("Synthesize succeeded, want errors %v", tt.want)
+			}
+			got := errorsOf(diags)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSynthesize_bundled(t *testing.T) {
+	t.Parallel()
+	out, diags := Synthesize(Input{
+		SourceKind: SourceName,
+		SourceName: "aws-vpc-network",
+		Bindings: tlisp.Bindings{
+			Scalars: map[string]string{"name": "preview"},
+			Lists:   map[string][]string{"availability-zones": {"us-west-2a", "us-west-2b"}},
+		},
+		Gate:        "aws-vpc-network",
+		SecretKeys:  []string{"name"},
+		BindingsKey: make([]byte, BindingsKeySize),
+	})
+	if out == nil {
+		t.Fatalf("Synthesize failed: %v", diags)
+	}
+	var names []string
+	for _, r := range out.Architecture.Resources {
+		names = append(names, r.Address())
+	}
+	want := []string{
+		"aws_vpc.preview-vpc", "aws_internet_gateway.preview-igw",
+		"aws_subnet.preview-public-0", "aws_subnet.preview-public-1",
+		"aws_subnet.preview-private-0", "aws_subnet.preview-private-1",
+		"aws_eip.preview-nat-eip", "aws_nat_gateway.preview-nat", "aws_security_group.preview-default-sg",
+	}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	if out.Record.SourceKind != "name" || out.Record.ResourceCount != 9 {
+		t.Errorf("Record = %+v", out.Record)
+	}
+	// A secret binding needs the key: without it the record cannot be made.
+	_, diags = Synthesize(Input{
+		SourceKind: SourceName, SourceName: "aws-vpc-network",
+		Bindings:   tlisp.Bindings{Scalars: map[string]string{"name": "preview"}},
+		SecretKeys: []string{"name"},
+	})
+	if !diags.HasErrors() {
+		t.Error("a secret binding without a BindingsKey must fail")
+	}
+}
+
+// TestSynthesize_bindingsDigest checks that the digest moves with a secret value but does not
+// reveal it: two different keys give different digests for the same bindings.
+func TestSynthesize_bindingsDigest(t *testing.T) {
+	t.Parallel()
+	digest := func(cidr string, key byte) string {
+		k := make([]byte, BindingsKeySize)
+		k[0] = key
+		out, diags := Synthesize(Input{
+			SourceKind: SourceInline, SourceText: []byte(seedSource),
+			Bindings:   tlisp.Bindings{Scalars: map[string]string{"cidr": cidr}},
+			SecretKeys: []string{"cidr"}, BindingsKey: k,
+		})
+		if out == nil {
+			t.Fatalf("Synthesize: %v", diags)
+		}
+		return out.Record.BindingsDigest
+	}
+	a, b, c := digest("10.1.0.0/16", 1), digest("10.2.0.0/16", 1), digest("10.1.0.0/16", 2)
+	if a == b || a == c {
+		t.Errorf("digests must differ: %s %s %s", a, b, c)
+	}
+}
