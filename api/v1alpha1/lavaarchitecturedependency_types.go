@@ -39,7 +39,7 @@ type LavaArchitectureDependency struct {
 
 // LavaArchitectureDependencySpec is one dependency edge.
 //
-// +kubebuilder:validation:XValidation:rule="!(self.from.name == self.to.name && (has(self.from.namespace) ? self.from.namespace : ”) == (has(self.to.namespace) ? self.to.namespace : ”) && (has(self.from.cluster) ? self.from.cluster : ”) == (has(self.to.cluster) ? self.to.cluster : ”))",message="spec.from and spec.to must name different LavaArchitectures"
+// +kubebuilder:validation:XValidation:rule="!(self.from.name == self.to.name && has(self.from.namespace) == has(self.to.namespace) && (!has(self.from.namespace) || self.from.namespace == self.to.namespace) && has(self.from.cluster) == has(self.to.cluster) && (!has(self.from.cluster) || self.from.cluster == self.to.cluster))",message="spec.from and spec.to must name different LavaArchitectures"
 type LavaArchitectureDependencySpec struct {
 	// from is the dependent: the LavaArchitecture held back.
 	// +required
