@@ -1,0 +1,137 @@
+package tofu
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+// Timeouts bound each CLI step; zero values take the defaults in brackets.
+type Timeouts struct {
+	Init    time.Duration // [2m]
+	Plan    time.Duration // [10m]
+	Show    time.Duration // [2m]
+	Apply   time.Duration // [30m]
+	Destroy time.Duration // [30m]
+}
+
+func (t *Timeouts) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.Init, 2*time.Minute)
+	def(&t.Plan, 10*time.Minute)
+	def(&t.Show, 2*time.Minute)
+	def(&t.Apply, 30*time.Minute)
+	def(&t.Destroy, 30*time.Minute)
+}
+
+// Config configures an [Engine].
+type Config struct {
+	// Name is the engine name, "tofu" or "terraform" (default: the binary's base name).
+	Name string
+	// Bin is the tofu or terraform binary.
+	Bin string
+	// CLIConfigFile is the CLI configuration (TF_CLI_CONFIG_FILE), e.g. a tool directory's
+	// tofurc. When empty, one is generated that installs providers only from MirrorDir.
+	CLIConfigFile string
+	// MirrorDir is the filesystem provider mirror (<host>/<namespace>/<type>/<version>/<os_arch>/).
+	// When set, providers are checked against it before init, so a missing provider fails fast
+	// with [engine.ErrProviderUnavailable].
+	MirrorDir string
+	// PluginCacheDir is the provider plugin cache shared by every operation of the process
+	// (TF_PLUGIN_CACHE_DIR). Required.
+	PluginCacheDir string
+	// WorkDir is where per-operation workspaces are created (os.TempDir() when empty).
+	WorkDir string
+	// BackendURL is the base URL of the [state.Handler] ("http://127.0.0.1:7070").
+	BackendURL string
+	// BackendPassword is the handler's password (sent as TF_HTTP_PASSWORD, never written to
+	// a file or a plan).
+	BackendPassword string
+	// Store is the state store behind the handler; the engine reads records from it directly
+	// (serial and lineage checks, outputs, lock details).
+	Store *state.Store
+	// Artifacts holds rendered JSON, plan files and state bodies.
+	Artifacts state.Artifacts
+	// Timeouts per step.
+	Timeouts Timeouts
+	// LockTimeout is how long the CLI retries a held state lock (-lock-timeout; 0: fail at once).
+	LockTimeout time.Duration
+	// TailBytes bounds the output tail kept in errors (default 2048).
+	TailBytes int
+	// Env adds environment variables for the CLI and providers (e.g. cloud credentials); the
+	// process environment is inherited.
+	Env map[string]string
+	// Logger receives step timings at debug level (slog.DiscardHandler when nil).
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Bin == "" {
+		errs = append(errs, errors.New("no binary"))
+	}
+	if c.CLIConfigFile == "" && c.MirrorDir == "" {
+		errs = append(errs, errors.New("neither a CLI config file nor a provider mirror"))
+	}
+	if c.PluginCacheDir == "" {
+		errs = append(errs, errors.New("no plugin cache directory"))
+	}
+	if c.BackendURL == "" {
+		errs = append(errs, errors.New("no state backend URL"))
+	}
+	if c.Store == nil || c.Artifacts == nil {
+		errs = append(errs, errors.New("no state store or artifact store"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tofu engine config: %w", err)
+	}
+	if c.Name == "" {
+		c.Name = filepath.Base(c.Bin)
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = os.TempDir()
+	}
+	if c.TailBytes <= 0 {
+		c.TailBytes = 2048
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.Timeouts.defaults()
+	return nil
+}
+
+// writeCLIConfig writes a CLI config that installs providers only from mirror.
+func writeCLIConfig(dir, mirror string) (string, error) {
+	abs, err := filepath.Abs(mirror)
+	if err != nil {
+		return "", fmt.Errorf("tofu engine: mirror path: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "lava-cli-*.tfrc")
+	if err != nil {
+		return "", fmt.Errorf("tofu engine: write CLI config: %w", err)
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, `# Written by Lava: providers only from the filesystem mirror, never online.
+provider_installation {
+  filesystem_mirror {
+    path    = %q
+    include = ["*/*/*"]
+  }
+}
+disable_checkpoint = true
+`, abs)
+	if err != nil {
+		return "", fmt.Errorf("tofu engine: write CLI config: %w", err)
+	}
+	return f.Name(), nil
+}

@@ -1,0 +1,12 @@
+// Package tofu is the engine for the OpenTofu and Terraform CLIs (one implementation for both
+// binaries), built on hashicorp/terraform-exec and hashicorp/terraform-json.
+//
+// Every operation runs in a fresh workspace directory, rebuilt from the artifact store (the
+// rendered JSON by digest, the saved plan file) and the state backend, and removed afterwards,
+// so nothing on a pod's disk matters and any replica can continue another's work. The
+// workspace holds the rendered JSON unchanged as main.tf.json and an override file,
+// lava_override.tf.json, with a `terraform` block: `required_providers` ([engine.Requirements])
+// and the `http` backend pointing at the applier's loopback [state.Handler]. Providers come
+// from a filesystem mirror through a CLI config file, with a plugin cache shared by the
+// process.
+package tofu

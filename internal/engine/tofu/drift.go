@@ -1,0 +1,238 @@
+package tofu
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/lava-operator/lava/internal/engine"
+)
+
+// ScanDrift implements [engine.Engine] (UPSTREAM 6.2): `plan -refresh=true -out` without
+// taking the state lock (a scan writes nothing), then `show -json`, and compares each
+// resource's before and after attribute by attribute.
+func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
+	if err := req.Key.Validate(); err != nil {
+		return nil, err
+	}
+	serial, lineage, secrets, err := e.stateOf(ctx, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.newRun("drift", req.Key, req.Holder, append(secrets, req.Redact...))
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	reqs, err := e.prepare(ctx, r, req.Target)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.init(ctx, r, reqs); err != nil {
+		return nil, err
+	}
+	if err := r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
+		_, err := r.tf.Plan(ctx, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(false))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	var plan *tfjson.Plan
+	if err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
+		var err error
+		plan, err = r.tf.ShowPlanFile(ctx, PlanFile)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	prefixes := req.CosmeticPrefixes
+	if prefixes == nil {
+		prefixes = engine.DefaultCosmeticPrefixes()
+	}
+	rep := &engine.DriftReport{Findings: Findings(plan, prefixes), StateSerial: serial, StateLineage: lineage,
+		ScannedAt: time.Now().UTC()}
+	rep.Finish()
+	return rep, nil
+}
+
+// Findings compares a plan's resource changes attribute by attribute (UPSTREAM 6.2). A
+// resource the refresh found deleted or changed out of band (resource_drift "delete") that the
+// plan creates again is a replacement. Sensitive values are [engine.Redacted]; values known
+// only after apply are not findings by themselves.
+func Findings(p *tfjson.Plan, prefixes []string) []engine.Finding {
+	if p == nil {
+		return nil
+	}
+	goneOutOfBand := map[string]*tfjson.ResourceChange{}
+	for _, d := range p.ResourceDrift {
+		if d.Change != nil && d.Change.Actions.Delete() {
+			goneOutOfBand[d.Address] = d
+		}
+	}
+	var out []engine.Finding
+	for _, rc := range p.ResourceChanges {
+		if rc.Mode != tfjson.ManagedResourceMode || rc.Change == nil {
+			continue
+		}
+		ch := rc.Change
+		kind := fold(ch.Actions)
+		before, beforeSens := ch.Before, ch.BeforeSensitive
+		if d, ok := goneOutOfBand[rc.Address]; ok && kind == engine.ActionCreate {
+			kind = engine.ActionReplace
+			before, beforeSens = d.Change.Before, d.Change.BeforeSensitive
+		}
+		switch kind {
+		case engine.ActionNoOp, engine.ActionRead:
+			continue
+		case engine.ActionCreate, engine.ActionDelete:
+			out = append(out, engine.Finding{Address: rc.Address, Attribute: "*", Change: kind,
+				Severity: engine.Classify(kind, "*", prefixes)})
+			continue
+		}
+		fs := attributeFindings(rc.Address, kind, before, beforeSens, ch.After, ch.AfterSensitive, ch.AfterUnknown, prefixes)
+		if len(fs) == 0 {
+			fs = []engine.Finding{{Address: rc.Address, Attribute: "*", Change: kind,
+				Severity: engine.Classify(kind, "*", prefixes)}}
+		}
+		out = append(out, fs...)
+	}
+	return out
+}
+
+func attributeFindings(addr string, kind engine.Action, before, beforeSens, after, afterSens, afterUnknown any,
+	prefixes []string) []engine.Finding {
+	b, a := map[string]any{}, map[string]any{}
+	flatten("", before, b)
+	flatten("", after, a)
+	bs, as, au := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	flattenMarks("", beforeSens, bs)
+	flattenMarks("", afterSens, as)
+	flattenMarks("", afterUnknown, au)
+	paths := map[string]bool{}
+	for p := range b {
+		paths[p] = true
+	}
+	for p := range a {
+		paths[p] = true
+	}
+	for p := range au {
+		paths[p] = true
+	}
+	sorted := make([]string, 0, len(paths))
+	for p := range paths {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	var out []engine.Finding
+	for _, p := range sorted {
+		if marked(au, p) {
+			continue // known after apply: a consequence, not a drifted value
+		}
+		bv, inB := b[p]
+		av, inA := a[p]
+		if inB && inA && render(bv) == render(av) {
+			continue
+		}
+		if !inB && !inA {
+			continue
+		}
+		f := engine.Finding{Address: addr, Attribute: p, Change: kind, Severity: engine.Classify(kind, p, prefixes)}
+		if inB {
+			f.Observed = value(bv, marked(bs, p))
+		}
+		if inA {
+			f.Declared = value(av, marked(as, p))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// flatten maps each leaf of v to its dotted path ("tags.Owner", "ingress.0.cidr"). Empty
+// objects and lists are leaves; nulls are absent.
+func flatten(prefix string, v any, out map[string]any) {
+	switch t := v.(type) {
+	case nil:
+	case map[string]any:
+		if len(t) == 0 && prefix != "" {
+			out[prefix] = t
+		}
+		for k, e := range t {
+			flatten(join(prefix, k), e, out)
+		}
+	case []any:
+		if len(t) == 0 && prefix != "" {
+			out[prefix] = t
+		}
+		for i, e := range t {
+			flatten(join(prefix, strconv.Itoa(i)), e, out)
+		}
+	default:
+		if prefix != "" {
+			out[prefix] = t
+		}
+	}
+}
+
+// flattenMarks collects the paths marked true in a sensitivity or unknown structure.
+func flattenMarks(prefix string, v any, out map[string]bool) {
+	switch t := v.(type) {
+	case bool:
+		if t {
+			out[prefix] = true
+		}
+	case map[string]any:
+		for k, e := range t {
+			flattenMarks(join(prefix, k), e, out)
+		}
+	case []any:
+		for i, e := range t {
+			flattenMarks(join(prefix, strconv.Itoa(i)), e, out)
+		}
+	}
+}
+
+// marked reports whether p or one of its ancestors is marked ("" marks the whole object).
+func marked(m map[string]bool, p string) bool {
+	if m[""] || m[p] {
+		return true
+	}
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '.' && m[p[:i]] {
+			return true
+		}
+	}
+	return false
+}
+
+func join(prefix, k string) string {
+	if prefix == "" {
+		return k
+	}
+	return prefix + "." + k
+}
+
+func render(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func value(v any, sensitive bool) *string {
+	s := render(v)
+	if sensitive {
+		s = engine.Redacted
+	}
+	return &s
+}

@@ -1,0 +1,591 @@
+package tofu
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+// File names in a workspace.
+const (
+	// MainFile holds the rendered JSON, byte for byte.
+	MainFile = "main.tf.json"
+	// OverrideFile holds the terraform block Lava adds (outside the rendered JSON's digest).
+	OverrideFile = "lava_override.tf.json"
+	// PlanFile is the saved plan.
+	PlanFile = "lava.tfplan"
+	lockFile = ".terraform.lock.hcl"
+)
+
+// maxArtifactBytes bounds a rendered JSON or plan file read from the artifact store.
+const maxArtifactBytes = 256 << 20
+
+// Engine runs the tofu or terraform CLI. It implements [engine.Engine].
+type Engine struct {
+	cfg       Config
+	cliConfig string
+	generated bool
+
+	mu      sync.Mutex
+	version string
+	// cached records provider sources already in the plugin cache; inits that would fill the
+	// cache are serialised (the cache is not safe for concurrent installs).
+	cached  map[string]bool
+	cacheMu sync.Mutex
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns an engine for cfg. Call Close when done (it removes a generated CLI config).
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.PluginCacheDir, 0o755); err != nil {
+		return nil, fmt.Errorf("tofu engine: plugin cache: %w", err)
+	}
+	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, cached: map[string]bool{}}
+	if e.cliConfig == "" {
+		p, err := writeCLIConfig(cfg.WorkDir, cfg.MirrorDir)
+		if err != nil {
+			return nil, err
+		}
+		e.cliConfig, e.generated = p, true
+	}
+	return e, nil
+}
+
+// Close removes what New created.
+func (e *Engine) Close() error {
+	if e.generated {
+		return os.Remove(e.cliConfig)
+	}
+	return nil
+}
+
+// Name is the configured engine name ("tofu" or "terraform").
+func (e *Engine) Name() string { return e.cfg.Name }
+
+// defaultHost is where a two-part source ("hashicorp/aws") is looked up.
+func (e *Engine) defaultHost() string {
+	if e.cfg.Name == "terraform" {
+		return "registry.terraform.io"
+	}
+	return "registry.opentofu.org"
+}
+
+// checkMirror fails fast with ErrProviderUnavailable for providers absent from the mirror.
+func (e *Engine) checkMirror(reqs []engine.ProviderRequirement) error {
+	if e.cfg.MirrorDir == "" {
+		return nil
+	}
+	var missing []string
+	for _, r := range reqs {
+		parts := strings.Split(r.Source, "/")
+		if len(parts) == 2 {
+			parts = append([]string{e.defaultHost()}, parts...)
+		}
+		if len(parts) != 3 {
+			missing = append(missing, r.Source)
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(e.cfg.MirrorDir, parts[0], parts[1], parts[2])); err != nil || !fi.IsDir() {
+			missing = append(missing, r.Source)
+		}
+	}
+	if len(missing) > 0 {
+		return &engine.ProviderUnavailableError{Sources: missing, Where: e.cfg.MirrorDir}
+	}
+	return nil
+}
+
+// getArtifact reads a whole artifact.
+func (e *Engine) getArtifact(ctx context.Context, digest, what string) ([]byte, error) {
+	rc, err := e.cfg.Artifacts.Get(ctx, digest)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s %s: %w", e.cfg.Name, what, digest, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxArtifactBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s %s: %w", e.cfg.Name, what, digest, err)
+	}
+	if len(b) > maxArtifactBytes {
+		return nil, fmt.Errorf("%s: %s %s exceeds %d bytes", e.cfg.Name, what, digest, maxArtifactBytes)
+	}
+	return b, nil
+}
+
+// override is the terraform block Lava adds.
+func (e *Engine) override(key state.Key, reqs []engine.ProviderRequirement) ([]byte, error) {
+	rp := map[string]map[string]string{}
+	for _, r := range reqs {
+		rp[r.Name] = map[string]string{"source": r.Source}
+	}
+	addr := state.Address(e.cfg.BackendURL, key)
+	doc := map[string]any{"terraform": map[string]any{
+		"required_providers": rp,
+		"backend": map[string]any{"http": map[string]any{
+			"address":        addr,
+			"lock_address":   addr,
+			"unlock_address": addr,
+			"lock_method":    "LOCK",
+			"unlock_method":  "UNLOCK",
+			"update_method":  "POST",
+		}},
+	}}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+// prepare fetches the rendered JSON, checks providers, and writes the workspace files.
+func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) ([]engine.ProviderRequirement, error) {
+	rendered, err := e.getArtifact(ctx, t.RenderedDigest, "rendered JSON")
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := engine.Requirements(rendered, t.ProviderSources)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkMirror(reqs); err != nil {
+		return nil, err
+	}
+	ov, err := e.override(t.Key, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: override file: %w", e.cfg.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, MainFile), rendered, 0o600); err != nil {
+		return nil, fmt.Errorf("%s: workspace: %w", e.cfg.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, OverrideFile), ov, 0o600); err != nil {
+		return nil, fmt.Errorf("%s: workspace: %w", e.cfg.Name, err)
+	}
+	return reqs, nil
+}
+
+// init runs `init -input=false`, serialising inits that would fill the plugin cache.
+func (e *Engine) init(ctx context.Context, r *run, reqs []engine.ProviderRequirement) error {
+	warm := true
+	e.cacheMu.Lock()
+	for _, q := range reqs {
+		warm = warm && e.cached[q.Source]
+	}
+	e.cacheMu.Unlock()
+	if !warm {
+		e.cacheMu.Lock()
+		defer e.cacheMu.Unlock()
+	}
+	err := r.step(ctx, "init", e.cfg.Timeouts.Init, func(ctx context.Context) error {
+		return r.tf.Init(ctx, tfexec.Upgrade(false))
+	})
+	if err == nil && !warm {
+		for _, q := range reqs {
+			e.cached[q.Source] = true
+		}
+	}
+	return err
+}
+
+// engineVersion returns the CLI's version (cached for the process).
+func (e *Engine) engineVersion(ctx context.Context, r *run) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.version != "" {
+		return e.version, nil
+	}
+	v, _, err := r.tf.Version(ctx, false)
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w", e.cfg.Name, err)
+	}
+	e.version = v.String()
+	return e.version, nil
+}
+
+// stateOf returns the serial and lineage of the resource's state (0 and "" without one),
+// and the state's sensitive output values for redaction.
+func (e *Engine) stateOf(ctx context.Context, key state.Key) (uint64, string, []string, error) {
+	rec, body, err := e.cfg.Store.Body(ctx, key)
+	if errors.Is(err, state.ErrNotFound) {
+		return 0, "", nil, nil
+	}
+	if err != nil {
+		return 0, "", nil, err
+	}
+	var secrets []string
+	if o, err := engine.OutputsFromState(body); err == nil {
+		secrets = o.SensitiveStrings()
+	}
+	return rec.Serial, rec.Lineage, secrets, nil
+}
+
+// Plan implements [engine.Engine]: init, `plan -out` (detailed exit code), `show -json`; the
+// plan file goes to the artifact store.
+func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.PlanRecord, error) {
+	if err := req.Key.Validate(); err != nil {
+		return nil, err
+	}
+	serial, lineage, secrets, err := e.stateOf(ctx, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...))
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	reqs, err := e.prepare(ctx, r, req.Target)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.init(ctx, r, reqs); err != nil {
+		return nil, err
+	}
+	version, err := e.engineVersion(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	planPath := filepath.Join(r.dir, PlanFile)
+	var changes bool
+	err = r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
+		var err error
+		changes, err = r.tf.Plan(ctx, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),
+			tfexec.LockTimeout(e.cfg.LockTimeout.String()))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var plan *tfjson.Plan
+	if err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
+		var err error
+		plan, err = r.tf.ShowPlanFile(ctx, PlanFile)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	planBytes, err := os.ReadFile(planPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s plan: read plan file: %w", e.cfg.Name, err)
+	}
+	// The plan file's prior state is exactly what was planned against.
+	if h, ok := priorState(planBytes); ok {
+		serial, lineage = h.Serial, h.Lineage
+	}
+	digest, err := e.cfg.Artifacts.Put(ctx, bytes.NewReader(planBytes))
+	if err != nil {
+		return nil, fmt.Errorf("%s plan: store plan file: %w", e.cfg.Name, err)
+	}
+	versions, err := providerVersions(filepath.Join(r.dir, lockFile))
+	if err != nil {
+		return nil, err
+	}
+	t := req.Target
+	t.Redact, t.Holder = nil, ""
+	rec := &engine.PlanRecord{
+		Target:           t,
+		BindingsDigest:   req.BindingsDigest,
+		Engine:           e.cfg.Name,
+		EngineVersion:    version,
+		ProviderVersions: versions,
+		StateSerial:      serial,
+		StateLineage:     lineage,
+		PlanDigest:       digest,
+		HasChanges:       changes,
+		CreatedAt:        time.Now().UTC(),
+	}
+	rec.Summary, rec.Resources = summarize(plan)
+	rec.PlanID = rec.ComputePlanID()
+	return rec, nil
+}
+
+// priorState reads serial and lineage from the "tfstate" entry of a saved plan (a zip file).
+// It reports false for a plan made without a prior state.
+func priorState(plan []byte) (state.Header, bool) {
+	zr, err := zip.NewReader(bytes.NewReader(plan), int64(len(plan)))
+	if err != nil {
+		return state.Header{}, false
+	}
+	for _, f := range zr.File {
+		if f.Name != "tfstate" {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return state.Header{}, false
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(io.LimitReader(rc, maxArtifactBytes))
+		if err != nil {
+			return state.Header{}, false
+		}
+		h, err := state.ParseHeader(b)
+		return h, err == nil
+	}
+	return state.Header{}, false
+}
+
+// extractLockFile writes the saved plan's dependency lock file into the workspace, so init
+// installs exactly the planned provider versions.
+func extractLockFile(plan []byte, dir string) error {
+	zr, err := zip.NewReader(bytes.NewReader(plan), int64(len(plan)))
+	if err != nil {
+		return fmt.Errorf("read plan file: %w", err)
+	}
+	for _, f := range zr.File {
+		if f.Name != lockFile {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, lockFile), b, 0o600)
+	}
+	return nil
+}
+
+var lockProviderRe = regexp.MustCompile(`(?m)^provider "([^"]+)" \{\s*\n\s*version\s*=\s*"([^"]+)"`)
+
+// providerVersions reads the installed provider versions from the dependency lock file.
+func providerVersions(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", lockFile, err)
+	}
+	out := map[string]string{}
+	for _, m := range lockProviderRe.FindAllStringSubmatch(string(b), -1) {
+		out[m[1]] = m[2]
+	}
+	return out, nil
+}
+
+// fold turns Terraform's action list into one Action.
+func fold(a tfjson.Actions) engine.Action {
+	switch {
+	case a.Replace():
+		return engine.ActionReplace
+	case a.Create():
+		return engine.ActionCreate
+	case a.Update():
+		return engine.ActionUpdate
+	case a.Delete():
+		return engine.ActionDelete
+	case a.Read():
+		return engine.ActionRead
+	}
+	return engine.ActionNoOp
+}
+
+// summarize counts a plan's changes and lists each resource's action.
+func summarize(p *tfjson.Plan) (engine.Summary, []engine.ResourceAction) {
+	var s engine.Summary
+	res := []engine.ResourceAction{}
+	if p == nil {
+		return s, res
+	}
+	for _, rc := range p.ResourceChanges {
+		if rc.Change == nil {
+			continue
+		}
+		act := fold(rc.Change.Actions)
+		if rc.Mode == tfjson.ManagedResourceMode {
+			switch act {
+			case engine.ActionCreate:
+				s.Add++
+			case engine.ActionUpdate:
+				s.Change++
+			case engine.ActionDelete:
+				s.Destroy++
+			case engine.ActionReplace:
+				s.Add++
+				s.Destroy++
+			}
+		} else if act == engine.ActionNoOp {
+			continue
+		}
+		res = append(res, engine.ResourceAction{Address: rc.Address, Type: rc.Type, Mode: string(rc.Mode), Action: act})
+	}
+	return s, res
+}
+
+// Apply implements [engine.Engine]: it checks the state's serial and lineage against the plan,
+// rebuilds a fresh workspace from the artifact store (rendered JSON, plan file, its dependency
+// lock file), inits, and applies exactly the saved plan file.
+func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.ApplyResult, error) {
+	p := req.Plan
+	if p == nil {
+		return nil, fmt.Errorf("%s apply: no plan", e.cfg.Name)
+	}
+	if err := p.Target.Key.Validate(); err != nil {
+		return nil, err
+	}
+	if err := e.checkFresh(ctx, p); err != nil {
+		return nil, err
+	}
+	res := &engine.ApplyResult{PlanID: p.PlanID, Summary: p.Summary}
+	if p.HasChanges {
+		_, _, secrets, err := e.stateOf(ctx, p.Target.Key)
+		if err != nil {
+			return nil, err
+		}
+		r, err := e.newRun("apply", p.Target.Key, req.Holder, append(secrets, req.Redact...))
+		if err != nil {
+			return nil, err
+		}
+		defer r.close()
+		reqs, err := e.prepare(ctx, r, p.Target)
+		if err != nil {
+			return nil, err
+		}
+		planBytes, err := e.getArtifact(ctx, p.PlanDigest, "plan file")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(r.dir, PlanFile), planBytes, 0o600); err != nil {
+			return nil, fmt.Errorf("%s apply: workspace: %w", e.cfg.Name, err)
+		}
+		if err := extractLockFile(planBytes, r.dir); err != nil {
+			return nil, fmt.Errorf("%s apply: %w", e.cfg.Name, err)
+		}
+		if err := e.init(ctx, r, reqs); err != nil {
+			return nil, err
+		}
+		err = r.step(ctx, "apply", e.cfg.Timeouts.Apply, func(ctx context.Context) error {
+			return r.tf.Apply(ctx, tfexec.DirOrPlan(PlanFile), tfexec.Lock(true),
+				tfexec.LockTimeout(e.cfg.LockTimeout.String()))
+		})
+		if errors.Is(err, engine.ErrPlanStale) {
+			// The CLI's own check caught a change between our check and its lock.
+			return nil, e.staleError(ctx, p, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	rec, body, err := e.cfg.Store.Body(ctx, p.Target.Key)
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		return nil, err
+	}
+	res.StateSerial, res.StateLineage, res.StateDigest = rec.Serial, rec.Lineage, rec.Digest
+	res.Outputs = &engine.Outputs{Values: map[string]json.RawMessage{}, Sensitive: map[string]json.RawMessage{}}
+	if body != nil {
+		if res.Outputs, err = engine.OutputsFromState(body); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// checkFresh refuses a plan whose state moved on.
+func (e *Engine) checkFresh(ctx context.Context, p *engine.PlanRecord) error {
+	rec, err := e.cfg.Store.Get(ctx, p.Target.Key)
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	if rec.Serial != p.StateSerial || rec.Lineage != p.StateLineage {
+		return &engine.PlanStaleError{PlanID: p.PlanID, PlannedSerial: p.StateSerial, PlannedLineage: p.StateLineage,
+			CurrentSerial: rec.Serial, CurrentLineage: rec.Lineage}
+	}
+	return nil
+}
+
+func (e *Engine) staleError(ctx context.Context, p *engine.PlanRecord, cause error) error {
+	if err := e.checkFresh(ctx, p); err != nil {
+		return err
+	}
+	return cause
+}
+
+// Destroy implements [engine.Engine]: init and `destroy -auto-approve` against the state.
+func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engine.DestroyResult, error) {
+	if err := req.Key.Validate(); err != nil {
+		return nil, err
+	}
+	rec, body, err := e.cfg.Store.Body(ctx, req.Key)
+	if errors.Is(err, state.ErrNotFound) {
+		return &engine.DestroyResult{StateSerial: rec.Serial, StateLineage: rec.Lineage}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := countInstances(body)
+	var secrets []string
+	if o, err := engine.OutputsFromState(body); err == nil {
+		secrets = o.SensitiveStrings()
+	}
+	r, err := e.newRun("destroy", req.Key, req.Holder, append(secrets, req.Redact...))
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	reqs, err := e.prepare(ctx, r, req.Target)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.init(ctx, r, reqs); err != nil {
+		return nil, err
+	}
+	if err := r.step(ctx, "destroy", e.cfg.Timeouts.Destroy, func(ctx context.Context) error {
+		return r.tf.Destroy(ctx, tfexec.Lock(true), tfexec.LockTimeout(e.cfg.LockTimeout.String()), tfexec.Refresh(true))
+	}); err != nil {
+		return nil, err
+	}
+	after, err := e.cfg.Store.Get(ctx, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &engine.DestroyResult{Destroyed: n, StateSerial: after.Serial, StateLineage: after.Lineage}, nil
+}
+
+// countInstances counts managed resource instances in a state v4 body.
+func countInstances(body []byte) int {
+	var st struct {
+		Resources []struct {
+			Mode      string            `json:"mode"`
+			Instances []json.RawMessage `json:"instances"`
+		} `json:"resources"`
+	}
+	if json.Unmarshal(body, &st) != nil {
+		return 0
+	}
+	n := 0
+	for _, r := range st.Resources {
+		if r.Mode == "managed" {
+			n += len(r.Instances)
+		}
+	}
+	return n
+}
+
+// Outputs implements [engine.Engine] from the stored state (no CLI run).
+func (e *Engine) Outputs(ctx context.Context, key state.Key) (*engine.Outputs, error) {
+	_, body, err := e.cfg.Store.Body(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return engine.OutputsFromState(body)
+}

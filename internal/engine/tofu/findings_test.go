@@ -1,0 +1,78 @@
+package tofu
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/lava-operator/lava/internal/engine"
+)
+
+func ptr(s string) *string { return &s }
+
+func TestFindings(t *testing.T) {
+	plan := `{
+	  "format_version": "1.2",
+	  "resource_drift": [
+	    {"address": "local_file.gone", "mode": "managed", "type": "local_file", "name": "gone",
+	     "change": {"actions": ["delete"], "before": {"content": "old", "filename": "/x"}, "after": null}}
+	  ],
+	  "resource_changes": [
+	    {"address": "aws_vpc.main", "mode": "managed", "type": "aws_vpc", "name": "main",
+	     "change": {"actions": ["update"],
+	       "before": {"cidr_block": "10.0.0.0/16", "tags": {"Owner": "bob", "Env": "prod"}, "password": "old-secret", "arn": "a"},
+	       "after":  {"cidr_block": "10.1.0.0/16", "tags": {"Owner": "alice", "Env": "prod"}, "password": "new-secret"},
+	       "after_unknown": {"arn": true},
+	       "before_sensitive": {"password": true}, "after_sensitive": {"password": true}}},
+	    {"address": "local_file.gone", "mode": "managed", "type": "local_file", "name": "gone",
+	     "change": {"actions": ["create"], "before": null, "after": {"content": "old", "filename": "/x"}, "after_unknown": {"id": true}}},
+	    {"address": "local_file.extra", "mode": "managed", "type": "local_file", "name": "extra",
+	     "change": {"actions": ["delete"], "before": {"content": "c"}, "after": null}},
+	    {"address": "testkit_file.r", "mode": "managed", "type": "testkit_file", "name": "r",
+	     "change": {"actions": ["delete", "create"], "before": {"content": "a", "id": "x"}, "after": {"content": "b"}, "after_unknown": {"id": true}}},
+	    {"address": "terraform_data.same", "mode": "managed", "type": "terraform_data", "name": "same",
+	     "change": {"actions": ["no-op"], "before": {"input": "a"}, "after": {"input": "a"}}},
+	    {"address": "data.x.y", "mode": "data", "type": "x", "name": "y", "change": {"actions": ["read"]}}
+	  ]
+	}`
+	var p tfjson.Plan
+	if err := json.Unmarshal([]byte(plan), &p); err != nil {
+		t.Fatal(err)
+	}
+	got := Findings(&p, engine.DefaultCosmeticPrefixes())
+	rep := &engine.DriftReport{Findings: got}
+	rep.Finish()
+	want := []engine.Finding{
+		{Address: "aws_vpc.main", Attribute: "cidr_block", Change: "update", Observed: ptr("10.0.0.0/16"), Declared: ptr("10.1.0.0/16"), Severity: "functional"},
+		{Address: "aws_vpc.main", Attribute: "password", Change: "update", Observed: ptr(engine.Redacted), Declared: ptr(engine.Redacted), Severity: "functional"},
+		{Address: "aws_vpc.main", Attribute: "tags.Owner", Change: "update", Observed: ptr("bob"), Declared: ptr("alice"), Severity: "cosmetic"},
+		{Address: "local_file.extra", Attribute: "*", Change: "delete", Severity: "critical"},
+		{Address: "local_file.gone", Attribute: "*", Change: "replace", Severity: "critical"},
+		{Address: "testkit_file.r", Attribute: "content", Change: "replace", Observed: ptr("a"), Declared: ptr("b"), Severity: "critical"},
+	}
+	if diff := cmp.Diff(want, rep.Findings); diff != "" {
+		t.Fatalf("Findings (-want +got):\n%s", diff)
+	}
+	if rep.MaxSeverity != engine.SeverityCritical {
+		t.Fatalf("max severity %q", rep.MaxSeverity)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var p tfjson.Plan
+	if err := json.Unmarshal([]byte(`{"format_version":"1.2","resource_changes":[
+	  {"address":"a.b","mode":"managed","type":"a","change":{"actions":["create"]}},
+	  {"address":"a.c","mode":"managed","type":"a","change":{"actions":["create","delete"]}},
+	  {"address":"a.d","mode":"managed","type":"a","change":{"actions":["update"]}},
+	  {"address":"a.e","mode":"managed","type":"a","change":{"actions":["no-op"]}},
+	  {"address":"a.f","mode":"managed","type":"a","change":{"actions":["delete"]}},
+	  {"address":"data.a.g","mode":"data","type":"a","change":{"actions":["read"]}}]}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	s, res := summarize(&p)
+	if s != (engine.Summary{Add: 2, Change: 1, Destroy: 2}) || len(res) != 6 || res[1].Action != engine.ActionReplace {
+		t.Fatalf("summarize = %+v %+v", s, res)
+	}
+}

@@ -1,0 +1,177 @@
+package tofu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+// tailBuffer keeps the last max bytes written to it (stdout and stderr of one step).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+func (t *tailBuffer) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = t.b[:0]
+}
+
+// outputKeep is how much of a step's output is kept for classification and the tail.
+const outputKeep = 64 << 10
+
+// run is one operation in one workspace.
+type run struct {
+	e   *Engine
+	key state.Key
+	dir string
+	tf  *tfexec.Terraform
+	out *tailBuffer
+	red *engine.Redactor
+}
+
+// newRun creates a fresh workspace directory and a CLI handle on it.
+func (e *Engine) newRun(op string, key state.Key, holder string, redact []string) (*run, error) {
+	dir, err := os.MkdirTemp(e.cfg.WorkDir, "lava-"+op+"-")
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: workspace: %w", e.cfg.Name, op, err)
+	}
+	tf, err := tfexec.NewTerraform(dir, e.cfg.Bin)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
+	}
+	if holder == "" {
+		holder = "lava"
+	}
+	env := tfexec.CleanEnv(envMap(os.Environ()))
+	for k, v := range e.cfg.Env {
+		env[k] = v
+	}
+	env["TF_CLI_CONFIG_FILE"] = e.cliConfig
+	env["TF_PLUGIN_CACHE_DIR"] = e.cfg.PluginCacheDir
+	env["CHECKPOINT_DISABLE"] = "1"
+	env["TF_HTTP_USERNAME"] = holder
+	env["TF_HTTP_PASSWORD"] = e.cfg.BackendPassword
+	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("%s %s: environment: %w", e.cfg.Name, op, err)
+	}
+	out := &tailBuffer{max: outputKeep}
+	tf.SetStdout(out)
+	tf.SetStderr(out)
+	red := engine.NewRedactor(redact...)
+	if e.cfg.BackendPassword != "" {
+		red.Add(e.cfg.BackendPassword)
+	}
+	return &run{e: e, key: key, dir: dir, tf: tf, out: out, red: red}, nil
+}
+
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func (r *run) close() { _ = os.RemoveAll(r.dir) }
+
+// step runs f with a timeout, classifying a failure.
+func (r *run) step(ctx context.Context, name string, timeout time.Duration, f func(ctx context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r.out.Reset()
+	start := time.Now()
+	err := f(sctx)
+	r.e.cfg.Logger.DebugContext(ctx, "engine step", "engine", r.e.cfg.Name, "resource", r.key.String(),
+		"step", name, "duration", time.Since(start), "ok", err == nil)
+	if err == nil {
+		return nil
+	}
+	return r.classify(ctx, name, timeout, sctx, err)
+}
+
+var (
+	notFoundRe   = regexp.MustCompile(`provider ((?:[\w.-]+/)?[\w.-]+/[\w.-]+) was not found`)
+	forProvider  = regexp.MustCompile(`(?:for|of) provider ((?:[\w.-]+/)?[\w.-]+/[\w.-]+)`)
+	lockErrText  = "Error acquiring the state lock"
+	staleErrText = "Saved plan is stale"
+)
+
+// classify turns a step failure into a typed error with a redacted output tail.
+func (r *run) classify(ctx context.Context, name string, timeout time.Duration, sctx context.Context, err error) error {
+	text := r.out.String() + "\n" + err.Error()
+	tail := engine.Tail(r.red.Redact(r.out.String()), r.e.cfg.TailBytes)
+	switch {
+	case errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return &engine.StepError{Step: name, Tail: tail,
+			Err: fmt.Errorf("%s %s timed out after %s: %w", r.e.cfg.Name, name, timeout, context.DeadlineExceeded)}
+	case ctx.Err() != nil:
+		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, ctx.Err())}
+	case strings.Contains(text, "Failed to query available provider packages") ||
+		strings.Contains(text, "Failed to install provider") || notFoundRe.MatchString(text):
+		return &engine.ProviderUnavailableError{Sources: providerSources(text), Where: r.e.cfg.MirrorDir}
+	case strings.Contains(text, lockErrText):
+		if rec, gerr := r.e.cfg.Store.Get(ctx, r.key); gerr == nil && rec.Lock != nil {
+			return fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, &state.LockedError{Key: r.key, Lock: *rec.Lock})
+		}
+		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, engine.ErrLocked)}
+	case strings.Contains(text, staleErrText):
+		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, engine.ErrPlanStale)}
+	}
+	msg := strings.TrimSpace(strings.SplitN(err.Error(), "\n", 2)[0])
+	return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %s", r.e.cfg.Name, name, r.red.Redact(msg))}
+}
+
+// providerSources extracts "hashicorp/aws" style sources from init output.
+func providerSources(text string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, re := range []*regexp.Regexp{notFoundRe, forProvider} {
+		for _, m := range re.FindAllStringSubmatch(text, -1) {
+			src := m[1]
+			if parts := strings.Split(src, "/"); len(parts) == 3 {
+				src = parts[1] + "/" + parts[2]
+			}
+			if !seen[src] {
+				seen[src] = true
+				out = append(out, src)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"(unknown)"}
+	}
+	return out
+}
