@@ -8,5 +8,6 @@ func subcommands() []*cobra.Command {
 		newRenderCmd(),
 		newValidateCmd(),
 		newCatalogCmd(),
+		newCRDsCmd(), newCRDCmd(),
 	}
 }
