@@ -62,6 +62,7 @@ type unit struct {
 	MapPos     func(arch.Pos) arch.Pos
 	BindingPos map[string]arch.Pos
 	GatePos    arch.Pos
+	SourcePos  arch.Pos
 	// Pos is where the document starts (the whole file for a .tlisp file).
 	Pos arch.Pos
 	// Diags are problems found while reading the manifest itself.
@@ -214,6 +215,7 @@ func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tl
 	case src.Name != "":
 		u.SourceKind = "name"
 		u.SourceName = src.Name
+		u.SourcePos = nodePos(name, mapValue(source, "name"))
 	default:
 		diags = append(diags, diagnostic(nodePos(name, mapValue(source, "url")), tlisp.SeverityError,
 			"spec.source.url (a git source) is not supported by the CLI; render the file at %s with `lava render PATH`", src.Path))

@@ -309,6 +309,7 @@ func synthesizeUnit(u unit, srcs sources) (*synth.Output, tlisp.Diagnostics) {
 		Gate:       u.Gate,
 		BindingPos: u.BindingPos,
 		GatePos:    u.GatePos,
+		SourcePos:  u.SourcePos,
 	})
 	return out, append(diags, ds...)
 }

@@ -99,6 +99,11 @@ func TestRender(t *testing.T) {
 			stderr: []string{`testdata/multi.yaml:1:1: warning: document 1 (kind "Namespace", apiVersion "v1") is not a LavaArchitecture; skipped`},
 		},
 		{
+			name:   "a bundled architecture renders without warnings about its own :result",
+			args:   []string{"render", "-o", "compact", "../../examples/aws-vpc-network.yaml"},
+			stderr: []string{},
+		},
+		{
 			name:   "unknown gate",
 			args:   []string{"render", "--gate", "nope", "../../examples/greeting.tlisp"},
 			code:   exitInvalid,
@@ -136,6 +141,9 @@ func TestRender(t *testing.T) {
 			}
 			if tt.code != exitOK && stdout != "" {
 				t.Errorf("a failed render printed on stdout: %q", stdout)
+			}
+			if tt.stderr != nil && len(tt.stderr) == 0 && stderr != "" {
+				t.Errorf("stderr is not empty:\n%s", stderr)
 			}
 			for _, s := range tt.stderr {
 				if !strings.Contains(stderr, s) {

@@ -58,7 +58,7 @@ func newValidateCmd() *cobra.Command {
 					}
 					nerr += len(ds.Errors())
 					if out != nil {
-						fmt.Fprintf(stdout, "%s: ok (%d resources)\n", units[i].Label, len(out.Architecture.Resources))
+						fmt.Fprintf(stdout, "%s: ok (%s)\n", units[i].Label, plural(len(out.Architecture.Resources), "resource"))
 					}
 				}
 			}
@@ -70,6 +70,14 @@ func newValidateCmd() *cobra.Command {
 	}
 	flags.register(cmd)
 	return cmd
+}
+
+// plural returns "1 resource" or "N resources".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // sources holds the text of every file a command read, by display name, so diagnostics can

@@ -75,6 +75,7 @@ func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
 		args   []string
+		stdin  string
 		code   int
 		stdout []string
 		stderr []string
@@ -82,7 +83,7 @@ func TestValidate(t *testing.T) {
 		{
 			name:   "examples pass, warnings are not failures",
 			args:   []string{"validate", "../../examples/prod-vpc.yaml", "../../examples/greeting.tlisp"},
-			stdout: []string{"../../examples/prod-vpc.yaml#1 (prod-vpc): ok (1 resources)", "../../examples/greeting.tlisp: ok (1 resources)"},
+			stdout: []string{"../../examples/prod-vpc.yaml#1 (prod-vpc): ok (1 resource)", "../../examples/greeting.tlisp: ok (1 resource)"},
 			stderr: []string{"../../examples/prod-vpc.yaml:12:9: warning: binding \"name\" is not declared", "\n          :inputs ((:cidr \"10.42.0.0/16\"))\n          ^\n"},
 		},
 		{
@@ -114,13 +115,25 @@ func TestValidate(t *testing.T) {
 			code:   exitInvalid,
 			stderr: []string{"testdata/not-yaml.yaml:3:1: error: invalid YAML:"},
 		},
+		{
+			name:   "unknown bundled name and unknown gate, each at its manifest position",
+			args:   []string{"validate", "testdata/unknown-names.yaml"},
+			code:   exitInvalid,
+			stderr: []string{"testdata/unknown-names.yaml:6:18: error: unknown bundled architecture \"nope\"", "testdata/unknown-names.yaml:7:9: error: unknown bundled interface \"nah\""},
+		},
+		{
+			name:   "errors inside a bundled architecture quote the bundled file",
+			args:   []string{"validate", "-"},
+			stdin:  "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nspec:\n  source:\n    name: dns-record-set\n",
+			stdout: []string{"<stdin>#1: ok (2 resources)"},
+		},
 		{name: "missing file", args: []string{"validate", "testdata/nope.tlisp"}, code: exitInvalid, stderr: []string{"testdata/nope.tlisp: error: read testdata/nope.tlisp:"}},
 		{name: "no file", args: []string{"validate"}, code: exitUsage, stderr: []string{"requires at least 1 arg(s)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			code, stdout, stderr := runLava(t, "", tt.args...)
+			code, stdout, stderr := runLava(t, tt.stdin, tt.args...)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
 			}

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lava-operator/lava/internal/arch"
 	"github.com/lava-operator/lava/internal/catalog"
@@ -44,9 +45,11 @@ type Input struct {
 	// none).
 	Gate string
 	// BindingPos optionally gives the position of each binding (a manifest's key) for gate
-	// diagnostics; GatePos the position of the gate's name.
+	// diagnostics; GatePos the position of the gate's name; SourcePos the position of the
+	// source (a manifest's spec.source.name), for an unknown bundled name. None is mapped.
 	BindingPos map[string]arch.Pos
 	GatePos    arch.Pos
+	SourcePos  arch.Pos
 }
 
 // Output is a successful synthesis.
@@ -94,14 +97,23 @@ func Synthesize(in Input) (*Output, tlisp.Diagnostics) {
 	switch in.SourceKind {
 	case SourceInline, SourceFile:
 	case SourceName:
-		e, ok := catalog.Get(in.SourceName)
-		if !ok {
-			errorf(in.GatePos, "unknown bundled architecture %q", in.SourceName)
-			return nil, diags
+		if e, ok := catalog.Get(in.SourceName); ok {
+			src, file = e.Source, BundledFile(in.SourceName)
+		} else {
+			errorf(in.SourcePos, "unknown bundled architecture %q", in.SourceName)
 		}
-		src, file = e.Source, BundledFile(in.SourceName)
 	default:
 		errorf(arch.Pos{}, "unknown source kind %q (want %s, %s or %s)", in.SourceKind, SourceInline, SourceName, SourceFile)
+	}
+	var iface *arch.Interface
+	if in.Gate != "" {
+		if e, ok := catalog.Get(in.Gate); ok && e.Interface != nil {
+			iface = e.Interface
+		} else {
+			errorf(in.GatePos, "unknown bundled interface %q", in.Gate)
+		}
+	}
+	if diags.HasErrors() {
 		return nil, diags
 	}
 	opts := tlisp.Options{File: file}
@@ -112,13 +124,7 @@ func Synthesize(in Input) (*Output, tlisp.Diagnostics) {
 		return mapPos(ds)
 	}
 
-	if in.Gate != "" {
-		e, ok := catalog.Get(in.Gate)
-		if !ok || e.Interface == nil {
-			errorf(in.GatePos, "unknown bundled interface %q", in.Gate)
-			return nil, diags
-		}
-		iface := e.Interface
+	if iface != nil {
 		decls, ds := tlisp.DeclaredInputs(src, opts)
 		diags = append(diags, srcDiags(ds.Errors())...)
 		if diags.HasErrors() {
@@ -158,6 +164,9 @@ func Synthesize(in Input) (*Output, tlisp.Diagnostics) {
 	}
 
 	a, ds := tlisp.EvalArchitecture(src, in.Bindings, opts)
+	if in.SourceKind == SourceName {
+		ds = dropBundledResultWarnings(ds)
+	}
 	diags = append(diags, srcDiags(ds)...)
 	if a == nil || diags.HasErrors() {
 		return nil, diags
@@ -217,4 +226,18 @@ func newRecord(in Input, src []byte, a *arch.Architecture, compact []byte) (Rend
 		TerraformJSONDigest: jd,
 		EvaluatorVersion:    tlisp.EvaluatorVersion,
 	}, nil
+}
+
+// dropBundledResultWarnings removes the ":result is not rendered" warnings of a bundled
+// architecture: most of the catalog declares only :result, as upstream's files do, by design,
+// and the user rendering it cannot act on the warning.
+func dropBundledResultWarnings(ds tlisp.Diagnostics) tlisp.Diagnostics {
+	out := ds[:0:0]
+	for _, d := range ds {
+		if d.Severity == tlisp.SeverityWarning && strings.HasPrefix(d.Message, ":result is not rendered") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
