@@ -137,7 +137,7 @@ func TestPlemeIOServer(t *testing.T) {
 		}
 		const (
 			createInvite, kick, ban, admin, manageChannels = 0, 1, 2, 3, 4
-			addReactions, viewAuditLog, view, send          = 6, 7, 10, 11
+			addReactions, viewAuditLog, view, send         = 6, 7, 10, 11
 			manageMessages, embed, attach, history         = 13, 14, 15, 16
 			mentionEveryone, extEmoji, connect, speak      = 17, 18, 20, 21
 			mute, move, manageWebhooks, manageThreads      = 22, 24, 29, 34
