@@ -7,7 +7,6 @@
 package deps
 
 import (
-	_ "connectrpc.com/connect"
 	_ "github.com/google/go-cmp/cmp"
 	_ "github.com/gowebpki/jcs"
 	_ "github.com/hashicorp/go-plugin"
@@ -21,7 +20,6 @@ import (
 	_ "github.com/zclconf/go-cty/cty"
 	_ "golang.org/x/sync/errgroup"
 	_ "google.golang.org/grpc"
-	_ "google.golang.org/protobuf/proto"
 	_ "k8s.io/api/core/v1"
 	_ "k8s.io/apimachinery/pkg/apis/meta/v1"
 	_ "k8s.io/client-go/kubernetes"
