@@ -107,3 +107,25 @@ func CheckArchitecture(iface *arch.Interface, inputs []ArchInput) []Finding {
 	}
 	return out
 }
+
+// MissingOutputs returns the names in required that iface does not declare as outputs, in the
+// order given (upstream's InterfaceRegistry.provides, for typed composition). A nil iface
+// provides nothing.
+func MissingOutputs(iface *arch.Interface, required []string) []string {
+	var missing []string
+	for _, name := range required {
+		found := false
+		if iface != nil {
+			for _, f := range iface.Outputs {
+				if f.Name == name {
+					found = true
+					break
+				}
+			}
+		}
+		if !found {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}

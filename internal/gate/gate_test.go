@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -207,5 +208,41 @@ func TestCheckArchitecture(t *testing.T) {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMissingOutputs is lava-schema's registry_provides_check_finds_missing_outputs.
+func TestMissingOutputs(t *testing.T) {
+	t.Parallel()
+	iface := vpcInterface()
+	iface.Outputs = []arch.Field{{Name: "vpc-id", Type: kw(arch.TypeString)}, {Name: "public-subnet-ids", Type: arch.Type{Kind: arch.TypeListOf, Elem: ptr(kw(arch.TypeString))}}}
+	got := MissingOutputs(iface, []string{"vpc-id", "public-subnet-ids", "kubeconfig"})
+	if diff := cmp.Diff([]string{"kubeconfig"}, got); diff != "" {
+		t.Errorf("MissingOutputs (-want +got):\n%s", diff)
+	}
+	if got := MissingOutputs(nil, []string{"a"}); len(got) != 1 {
+		t.Errorf("nil interface provides %v", got)
+	}
+}
+
+// TestInterface_roundTrip is lava-schema's interface_round_trips_through_serde: an interface
+// survives JSON and still validates the same way.
+func TestInterface_roundTrip(t *testing.T) {
+	t.Parallel()
+	iface := vpcInterface()
+	b, err := json.Marshal(iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back arch.Interface
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(iface, &back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	bag := Bag{Scalars: map[string]string{"env": "preview"}}
+	if diff := cmp.Diff(messages(Validate(iface, bag).Errors), messages(Validate(&back, bag).Errors)); diff != "" {
+		t.Errorf("validation differs after the round trip: %s", diff)
 	}
 }

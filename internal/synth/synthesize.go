@@ -2,6 +2,8 @@ package synth
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lava-operator/lava/internal/arch"
@@ -78,7 +80,20 @@ func BundledFile(name string) string { return catalog.File(name) }
 // followed by one error per field at the binding's position; evaluation does not run then.
 // An unknown bundled name or gate is an error (`unknown bundled architecture "NAME"`,
 // `unknown bundled interface "NAME"`).
+//
+// No diagnostic carries the value of a binding named in SecretKeys: each such value is replaced
+// by "<redacted>" in every message (a value shorter than 4 bytes only where it stands quoted,
+// in backticks or after "value ", so short secrets do not mangle the text).
 func Synthesize(in Input) (*Output, tlisp.Diagnostics) {
+	out, diags := synthesize(in)
+	diags = redactSecrets(diags, in)
+	if out != nil {
+		out.Warnings = diags.Warnings()
+	}
+	return out, diags
+}
+
+func synthesize(in Input) (*Output, tlisp.Diagnostics) {
 	var diags tlisp.Diagnostics
 	errorf := func(p arch.Pos, format string, args ...any) {
 		diags = append(diags, tlisp.Diagnostic{Pos: p, Severity: tlisp.SeverityError, Message: fmt.Sprintf(format, args...)})
@@ -240,4 +255,54 @@ func dropBundledResultWarnings(ds tlisp.Diagnostics) tlisp.Diagnostics {
 		out = append(out, d)
 	}
 	return out
+}
+
+// redactSecrets removes the values of secret bindings from every diagnostic message.
+func redactSecrets(ds tlisp.Diagnostics, in Input) tlisp.Diagnostics {
+	var values []string
+	for _, k := range in.SecretKeys {
+		if v, ok := in.Bindings.Scalars[k]; ok {
+			values = append(values, v)
+		}
+		values = append(values, in.Bindings.Lists[k]...)
+		for _, row := range in.Bindings.Records[k] {
+			for _, v := range row {
+				values = append(values, v)
+			}
+		}
+		if l, ok := in.Bindings.Lists[k]; ok {
+			values = append(values, strings.Join(l, ","))
+		}
+	}
+	// Longest first, so a value that contains another is replaced whole.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	if len(values) == 0 {
+		return ds
+	}
+	for i := range ds {
+		ds[i].Message = redact(ds[i].Message, values)
+	}
+	return ds
+}
+
+const redacted = "<redacted>"
+
+func redact(msg string, values []string) string {
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		quoted := strconv.Quote(v)
+		inner := quoted[1 : len(quoted)-1]
+		if len(v) >= 4 {
+			msg = strings.ReplaceAll(msg, v, redacted)
+			msg = strings.ReplaceAll(msg, inner, redacted)
+			continue
+		}
+		for _, form := range []string{quoted, "`" + v + "`", "'" + v + "'"} {
+			msg = strings.ReplaceAll(msg, form, form[:1]+redacted+form[len(form)-1:])
+		}
+		msg = strings.ReplaceAll(msg, "value "+v+" ", "value "+redacted+" ")
+	}
+	return msg
 }

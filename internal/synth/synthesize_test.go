@@ -216,3 +216,90 @@ func TestSynthesize_bindingsDigest(t *testing.T) {
 		t.Errorf("digests must differ: %s %s %s", a, b, c)
 	}
 }
+
+// TestSynthesize_secretsRedacted checks that no diagnostic carries a secret binding's value,
+// long or short, from the gate or from the evaluator.
+func TestSynthesize_secretsRedacted(t *testing.T) {
+	t.Parallel()
+	const whenSrc = `(deflava-architecture w
+  :inputs ((:flag "true") (:token "x"))
+  :resources ((terraform-data "d" :when "{flag}" :input "{token}")))`
+	tests := []struct {
+		name    string
+		in      Input
+		secrets []string
+		want    string
+	}{
+		{
+			name: "gate type errors",
+			in: Input{
+				SourceKind: SourceName, SourceName: "dns-record-set", Gate: "dns-record-set",
+				Bindings: tlisp.Bindings{Scalars: map[string]string{
+					"zone-id": "Z1", "name": "n", "domain": "-x", "apex-target": "hunter2-not-an-ip",
+				}},
+				SecretKeys: []string{"domain", "apex-target"},
+			},
+			secrets: []string{"hunter2-not-an-ip", "`-x`"},
+			want:    "type error on input `apex-target`: `<redacted>` is not a valid IPv4 address",
+		},
+		{
+			name: "evaluator errors",
+			in: Input{
+				SourceKind: SourceInline, SourceText: []byte(whenSrc),
+				Bindings:   tlisp.Bindings{Scalars: map[string]string{"flag": "maybe-secret"}},
+				SecretKeys: []string{"flag"},
+			},
+			secrets: []string{"maybe-secret"},
+			want:    "<redacted>",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, diags := Synthesize(tt.in)
+			if !diags.HasErrors() {
+				t.Fatal("want errors")
+			}
+			var all strings.Builder
+			for _, d := range diags {
+				all.WriteString(d.String() + "\n")
+			}
+			for _, s := range tt.secrets {
+				if strings.Contains(all.String(), s) {
+					t.Errorf("a diagnostic reveals %q:\n%s", s, all.String())
+				}
+			}
+			if !strings.Contains(all.String(), tt.want) {
+				t.Errorf("diagnostics lack %q:\n%s", tt.want, all.String())
+			}
+		})
+	}
+}
+
+// TestSynthesize_runtime covers magma-lava's dispatch behaviours (UPSTREAM.md 11): a bundled
+// architecture renders with its defaults and with scalar overrides, and a gate whose required
+// input is missing rejects the bindings before evaluation.
+func TestSynthesize_runtime(t *testing.T) {
+	t.Parallel()
+	out, diags := Synthesize(Input{SourceKind: SourceName, SourceName: "aws-vpc-network"})
+	if out == nil {
+		t.Fatalf("defaults: %v", diags)
+	}
+	if len(out.Architecture.Resources) != 11 || out.Architecture.Resources[0].Name != "main-vpc" {
+		t.Errorf("defaults render %d resources, first %q", len(out.Architecture.Resources), out.Architecture.Resources[0].Name)
+	}
+	out, diags = Synthesize(Input{
+		SourceKind: SourceName, SourceName: "aws-vpc-network",
+		Bindings: tlisp.Bindings{Scalars: map[string]string{"name": "edge", "cidr": "10.7.0.0/16"}},
+	})
+	if out == nil {
+		t.Fatalf("overrides: %v", diags)
+	}
+	if !strings.Contains(string(out.Compact), `"edge-vpc":{"cidr_block":"10.7.0.0/16"`) {
+		t.Errorf("overrides not rendered: %s", out.Compact)
+	}
+	_, diags = Synthesize(Input{SourceKind: SourceName, SourceName: "cloudflare-dns-records", Gate: "cloudflare-dns-records"})
+	if errs := diags.Errors(); len(errs) == 0 || !strings.Contains(errs[0].Message, "missing required input `zone-id`") {
+		t.Errorf("cloudflare gate without zone-id: %v", diags)
+	}
+}
