@@ -1,0 +1,311 @@
+//go:build integration
+
+package tofu_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+// filesJSON renders terraform_data, a hashicorp/local local_file and an example/testkit
+// testkit_file under dir, with outputs (one sensitive).
+func filesJSON(dir, input string, delayMS int) string {
+	return fmt.Sprintf(`{
+  "resource": {
+    "terraform_data": {"marker": {"input": %q}},
+    "local_file": {"readme": {"filename": %q, "content": "hello from lava\n"}},
+    "testkit_file": {"kit": {"filename": %q, "content": "kit\n", "create_delay_ms": %d}}
+  },
+  "output": {
+    "marker": {"value": "${terraform_data.marker.output}"},
+    "kit_id": {"value": "${testkit_file.kit.id}", "sensitive": true}
+  }
+}`, input, filepath.Join(dir, "readme.txt"), filepath.Join(dir, "kit.txt"), delayMS)
+}
+
+func TestEngine_createUpdateDestroy(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx := t.Context()
+	dir := t.TempDir()
+
+	// Create: plan, then apply exactly that plan.
+	p := h.plan(filesJSON(dir, "v1", 0))
+	if p.Summary != (engine.Summary{Add: 3}) || !p.HasChanges {
+		t.Fatalf("first plan summary %+v (changes %v), want 3 to add", p.Summary, p.HasChanges)
+	}
+	if p.StateSerial != 0 || p.StateLineage != "" {
+		t.Fatalf("first plan against serial %d lineage %q, want no state", p.StateSerial, p.StateLineage)
+	}
+	if p.Engine != "tofu" || p.EngineVersion != "1.12.6" ||
+		p.ProviderVersions["registry.opentofu.org/hashicorp/local"] != "1.4.0" ||
+		p.ProviderVersions["registry.opentofu.org/example/testkit"] != "0.1.0" {
+		t.Fatalf("plan engine %s %s providers %v", p.Engine, p.EngineVersion, p.ProviderVersions)
+	}
+	if p.PlanID != p.ComputePlanID() || len(p.PlanID) != 64 {
+		t.Fatalf("plan id %q", p.PlanID)
+	}
+	res := h.apply(p)
+	if got := fileContent(t, filepath.Join(dir, "readme.txt")); got != "hello from lava\n" {
+		t.Fatalf("readme.txt = %q", got)
+	}
+	if got := fileContent(t, filepath.Join(dir, "kit.txt")); got != "kit\n" {
+		t.Fatalf("kit.txt = %q", got)
+	}
+	rec := h.record()
+	if res.StateSerial == 0 || res.StateSerial != rec.Serial || rec.Lineage == "" || rec.Lock != nil {
+		t.Fatalf("after create: result %+v record %+v", res, rec)
+	}
+	if string(res.Outputs.Values["marker"]) != `"v1"` || len(res.Outputs.Sensitive) != 1 || res.Outputs.Values["kit_id"] != nil {
+		t.Fatalf("outputs %+v", res.Outputs)
+	}
+	out, err := h.eng.Outputs(ctx, h.key)
+	if err != nil || string(out.Values["marker"]) != `"v1"` {
+		t.Fatalf("Outputs = %+v, %v", out, err)
+	}
+	kitInfo, err := os.Stat(filepath.Join(dir, "kit.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Planning the same JSON again changes nothing.
+	again := h.plan(filesJSON(dir, "v1", 0))
+	if again.HasChanges || again.Summary != (engine.Summary{}) || again.StateSerial != rec.Serial || again.StateLineage != rec.Lineage {
+		t.Fatalf("re-plan: changes %v summary %+v against %d/%s", again.HasChanges, again.Summary, again.StateSerial, again.StateLineage)
+	}
+	if again.PlanID == p.PlanID {
+		t.Fatal("a plan against another state kept the plan id")
+	}
+
+	// A change updates in place: the state serial grows, nothing is recreated.
+	up := h.plan(filesJSON(dir, "v2", 1))
+	want := map[string]engine.Action{"terraform_data.marker": engine.ActionUpdate,
+		"testkit_file.kit": engine.ActionUpdate, "local_file.readme": engine.ActionNoOp}
+	if got := actions(up); fmt.Sprint(got) != fmt.Sprint(want) || up.Summary != (engine.Summary{Change: 2}) {
+		t.Fatalf("update plan actions %v summary %+v, want %v and 2 to change", got, up.Summary, want)
+	}
+	res2 := h.apply(up)
+	if res2.StateSerial <= res.StateSerial || res2.StateLineage != res.StateLineage {
+		t.Fatalf("update: serial %d -> %d lineage %s -> %s", res.StateSerial, res2.StateSerial, res.StateLineage, res2.StateLineage)
+	}
+	if string(res2.Outputs.Values["marker"]) != `"v2"` {
+		t.Fatalf("outputs after update %+v", res2.Outputs.Values)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "kit.txt")); err != nil || !fi.ModTime().Equal(kitInfo.ModTime()) {
+		t.Fatalf("kit.txt was rewritten by an in-place update (%v)", err)
+	}
+
+	// Destroy removes the files; the record stays until Forget.
+	d, err := h.eng.Destroy(ctx, engine.DestroyRequest{Target: h.target(filesJSON(dir, "v2", 1))})
+	if err != nil {
+		t.Fatalf("Destroy: %v", err)
+	}
+	if d.Destroyed != 3 || d.StateSerial <= res2.StateSerial {
+		t.Fatalf("destroy result %+v", d)
+	}
+	for _, f := range []string{"readme.txt", "kit.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s still exists after destroy (%v)", f, err)
+		}
+	}
+	if err := h.store.Forget(ctx, h.key); err != nil {
+		t.Fatal(err)
+	}
+	if hist, err := h.store.History(ctx, h.key); err != nil || hist.Record.Serial != d.StateSerial {
+		t.Fatalf("history after forget: %+v, %v", hist, err)
+	}
+}
+
+func TestEngine_Apply_stalePlan(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	dir := t.TempDir()
+	h.apply(h.plan(filesJSON(dir, "v1", 0)))
+	old := h.plan(filesJSON(dir, "v2", 0))
+	newer := h.plan(filesJSON(dir, "v3", 0))
+	if old.PlanID == newer.PlanID {
+		t.Fatal("two different plans share an id")
+	}
+	h.apply(newer)
+	serial := h.record().Serial
+	_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: old})
+	var se *engine.PlanStaleError
+	if !errors.Is(err, engine.ErrPlanStale) || !errors.As(err, &se) || se.CurrentSerial != serial || se.PlannedSerial != old.StateSerial {
+		t.Fatalf("apply of a stale plan: %v, want ErrPlanStale naming serials %d and %d", err, old.StateSerial, serial)
+	}
+	if r := h.record(); r.Serial != serial {
+		t.Fatalf("a refused apply changed the state: serial %d -> %d", serial, r.Serial)
+	}
+	// The recorded plan of a resource that never had state is stale once a state exists.
+	h2 := newHarness(t, harnessOpts{})
+	first := h2.plan(filesJSON(t.TempDir(), "a", 0))
+	h2.apply(h2.plan(filesJSON(t.TempDir(), "b", 0)))
+	if _, err := h2.eng.Apply(t.Context(), engine.ApplyRequest{Plan: first}); !errors.Is(err, engine.ErrPlanStale) {
+		t.Fatalf("apply of a plan made before the first state: %v, want ErrPlanStale", err)
+	}
+}
+
+func TestEngine_Apply_killedLeavesLockThatExpires(t *testing.T) {
+	const ttl = 4 * time.Second
+	h := newHarness(t, harnessOpts{lockTTL: ttl})
+	dir := t.TempDir()
+	slow := fmt.Sprintf(`{"resource":{
+	  "local_file":{"fast":{"filename":%q,"content":"fast\n"}},
+	  "testkit_file":{"slow":{"filename":%q,"content":"slow\n","create_delay_ms":60000,"depends_on":["local_file.fast"]}}}}`,
+		filepath.Join(dir, "fast.txt"), filepath.Join(dir, "slow.txt"))
+	p := h.plan(slow)
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "replica-that-dies"})
+		errc <- err
+	}()
+	waitFor(t, time.Minute, "the apply to lock the state and create fast.txt", func() bool {
+		r, err := h.store.Get(t.Context(), h.key)
+		_, ferr := os.Stat(filepath.Join(dir, "fast.txt"))
+		return err == nil && r.Lock != nil && ferr == nil
+	})
+	pids := childProcesses("tofu")
+	if len(pids) == 0 {
+		t.Fatal("no tofu child process to kill")
+	}
+	kill(pids)
+	if err := <-errc; err == nil {
+		t.Fatal("a killed apply reported success")
+	}
+	lock := h.record().Lock
+	if lock == nil || lock.Holder != "replica-that-dies" {
+		t.Fatalf("after the kill the lock is %+v, want it left by replica-that-dies", lock)
+	}
+
+	// While the lock is young, planning is refused with ErrLocked naming the holder.
+	_, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(slow)})
+	var le *state.LockedError
+	if !errors.Is(err, engine.ErrLocked) || !errors.As(err, &le) || le.Lock.Holder != "replica-that-dies" {
+		t.Fatalf("plan under a live lock: %v, want ErrLocked naming the holder", err)
+	}
+
+	// Once the lock outlived its TTL (its holder is gone), the next plan and apply take it over.
+	waitFor(t, 2*ttl, "the lock to expire", func() bool { return time.Since(lock.Created) > ttl })
+	fast := strings.Replace(slow, "60000", "0", 1)
+	p2 := h.plan(fast)
+	if a := actions(p2); a["testkit_file.slow"] != engine.ActionCreate {
+		t.Fatalf("plan after take-over: %v", a)
+	}
+	created := p2.Summary.Add
+	h.apply(p2)
+	if got := fileContent(t, filepath.Join(dir, "slow.txt")); got != "slow\n" {
+		t.Fatalf("slow.txt = %q", got)
+	}
+	// Nothing exists twice: the state holds exactly the two resources and a new plan is empty.
+	final := h.plan(fast)
+	if final.HasChanges || len(final.Resources) != 2 {
+		t.Fatalf("after recovery: changes %v resources %+v", final.HasChanges, final.Resources)
+	}
+	t.Logf("after the kill the recovery plan created %d resource(s): %v", created, actions(p2))
+	if r := h.record(); r.Lock != nil {
+		t.Fatalf("lock left after a successful apply: %+v", r.Lock)
+	}
+}
+
+func TestEngine_ScanDrift(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	dir := t.TempDir()
+	js := filesJSON(dir, "v1", 0)
+	h.apply(h.plan(js))
+	target := h.target(js)
+
+	rep, err := h.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Clean() || rep.MaxSeverity != "" {
+		t.Fatalf("scan right after apply: %+v, want clean", rep.Findings)
+	}
+	serial := h.record().Serial
+
+	// Out of band: the file's content changes.
+	if err := os.WriteFile(filepath.Join(dir, "readme.txt"), []byte("edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = h.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(rep)
+	t.Logf("drift report: %s", b)
+	found := false
+	for _, f := range rep.Findings {
+		if f.Address == "local_file.readme" {
+			found = true
+			if f.Change != engine.ActionReplace || f.Severity != engine.SeverityCritical {
+				t.Fatalf("finding %+v, want replace/critical", f)
+			}
+		}
+	}
+	if !found || rep.MaxSeverity != engine.SeverityCritical {
+		t.Fatalf("no critical finding for local_file.readme: %+v", rep)
+	}
+	if r := h.record(); r.Serial != serial || r.Lock != nil {
+		t.Fatalf("a drift scan changed the state: serial %d -> %d, lock %+v", serial, r.Serial, r.Lock)
+	}
+}
+
+func TestEngine_providerUnavailable(t *testing.T) {
+	seed := `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`
+	for _, tt := range []struct {
+		name     string
+		noMirror bool
+	}{{"mirror pre-check", false}, {"init failure", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{noMirror: tt.noMirror})
+			start := time.Now()
+			_, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(seed)})
+			var pe *engine.ProviderUnavailableError
+			if !errors.Is(err, engine.ErrProviderUnavailable) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "hashicorp/aws") {
+				t.Fatalf("plan of aws_vpc: %v, want ErrProviderUnavailable naming hashicorp/aws", err)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Fatalf("provider failure took %s", d)
+			}
+			t.Logf("%s in %s: %v", tt.name, time.Since(start).Round(time.Millisecond), err)
+			if _, err := h.store.Get(t.Context(), h.key); !errors.Is(err, state.ErrNotFound) {
+				t.Fatalf("a failed plan left a state record: %v", err)
+			}
+		})
+	}
+}
+
+func TestEngine_failureTailIsRedacted(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	secret := "s3cr3t-binding-value"
+	js := fmt.Sprintf(`{"resource":{"testkit_file":{"boom":{"filename":%q,"content":"x","fail_on_create":true}}}}`,
+		filepath.Join(t.TempDir(), secret+".txt"))
+	tgt := h.target(js)
+	tgt.Redact = []string{secret}
+	p, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: tgt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Redact: []string{secret}})
+	var se *engine.StepError
+	if !errors.As(err, &se) || se.Step != "apply" {
+		t.Fatalf("apply of a failing resource: %v, want a StepError of apply", err)
+	}
+	if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "backend-pw") {
+		t.Fatalf("secret in the error: %v", err)
+	}
+	if !strings.Contains(se.Tail, "fail_on_create") || !strings.Contains(se.Tail, engine.RedactedText) {
+		t.Fatalf("tail %q should show the provider's error with the secret redacted", se.Tail)
+	}
+	if r := h.record(); r.Lock != nil {
+		t.Fatalf("a failed apply left the lock %+v", r.Lock)
+	}
+}

@@ -1,0 +1,189 @@
+//go:build integration || terraform
+
+package tofu_test
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/engine/tofu"
+	"github.com/lava-operator/lava/internal/testutil/tofutest"
+)
+
+// harness is a real engine: tofu (or terraform) from the tool directory, state in an
+// in-process JetStream, the http backend on loopback.
+type harness struct {
+	t     testing.TB
+	eng   *tofu.Engine
+	store *state.Store
+	art   *tofutest.ObjectArtifacts
+	tools tofutest.Tools
+	key   state.Key
+}
+
+type harnessOpts struct {
+	bin         string // default: the tool directory's tofu
+	name        string
+	lockTTL     time.Duration
+	noMirror    bool // rely on the CLI config alone (no mirror pre-check)
+	lockTimeout time.Duration
+}
+
+func newHarness(t testing.TB, o harnessOpts) *harness {
+	t.Helper()
+	tools := tofutest.Tofu(t)
+	_, js := tofutest.JetStream(t)
+	kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := tofutest.NewArtifacts(t, js)
+	store := state.NewStore(kv, art, state.Options{LockTTL: o.lockTTL})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: "backend-pw"}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	cfg := tofu.Config{
+		Name:            o.name,
+		Bin:             tools.Bin,
+		CLIConfigFile:   tools.CLIConfig,
+		MirrorDir:       tools.Mirror,
+		PluginCacheDir:  filepath.Join(t.TempDir(), "plugins"),
+		WorkDir:         t.TempDir(),
+		BackendURL:      "http://" + ln.Addr().String(),
+		BackendPassword: "backend-pw",
+		Store:           store,
+		Artifacts:       art,
+		LockTimeout:     o.lockTimeout,
+		Timeouts:        tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+	}
+	if o.bin != "" {
+		cfg.Bin = o.bin
+	}
+	if o.noMirror {
+		cfg.MirrorDir = ""
+	}
+	eng, err := tofu.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	return &harness{t: t, eng: eng, store: store, art: art, tools: tools,
+		key: state.Key{Namespace: "default", Name: "files"}}
+}
+
+// target stores the rendered JSON and returns a target for it.
+func (h *harness) target(rendered string) engine.Target {
+	h.t.Helper()
+	d, err := h.art.Put(h.t.Context(), strings.NewReader(rendered))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return engine.Target{Key: h.key, RenderedDigest: d, Holder: "test-replica",
+		ProviderSources: map[string]string{"testkit": "example/testkit"}}
+}
+
+func (h *harness) plan(rendered string) *engine.PlanRecord {
+	h.t.Helper()
+	p, err := h.eng.Plan(h.t.Context(), engine.PlanRequest{Target: h.target(rendered), BindingsDigest: "b0"})
+	if err != nil {
+		h.t.Fatalf("Plan: %v", err)
+	}
+	return p
+}
+
+func (h *harness) apply(p *engine.PlanRecord) *engine.ApplyResult {
+	h.t.Helper()
+	r, err := h.eng.Apply(h.t.Context(), engine.ApplyRequest{Plan: p, Holder: "test-replica"})
+	if err != nil {
+		h.t.Fatalf("Apply: %v", err)
+	}
+	return r
+}
+
+func (h *harness) record() state.Record {
+	h.t.Helper()
+	r, err := h.store.Get(h.t.Context(), h.key)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+func actions(p *engine.PlanRecord) map[string]engine.Action {
+	m := map[string]engine.Action{}
+	for _, r := range p.Resources {
+		m[r.Address] = r.Action
+	}
+	return m
+}
+
+func fileContent(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return string(b)
+}
+
+// childProcesses returns the pids of this process's children whose command name is comm.
+func childProcesses(comm string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	me := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		open, closeIdx := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || closeIdx < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[closeIdx+1:]))
+		if len(fields) < 2 || string(b[open+1:closeIdx]) != comm {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == me {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func kill(pids []int) {
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// waitFor polls cond every 50ms until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

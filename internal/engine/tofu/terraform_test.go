@@ -1,0 +1,51 @@
+//go:build terraform
+
+package tofu_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/testutil/tofutest"
+)
+
+// TestEngine_terraform runs the same engine with a real Terraform 1.8.5 binary
+// ($LAVA_TERRAFORM_BIN, `make tools-terraform`) against the same provider mirror: create,
+// update in place, destroy. It fails when the binary is missing.
+func TestEngine_terraform(t *testing.T) {
+	bin := tofutest.Terraform(t)
+	h := newHarness(t, harnessOpts{bin: bin, name: "terraform"})
+	dir := t.TempDir()
+	js := `{"resource":{
+	  "terraform_data":{"marker":{"input":"v1"}},
+	  "local_file":{"readme":{"filename":"` + filepath.Join(dir, "readme.txt") + `","content":"hello\n"}},
+	  "testkit_file":{"kit":{"filename":"` + filepath.Join(dir, "kit.txt") + `","content":"kit\n"}}}}`
+	p := h.plan(js)
+	if p.Engine != "terraform" || p.EngineVersion != "1.8.5" || p.Summary != (engine.Summary{Add: 3}) ||
+		p.ProviderVersions["registry.terraform.io/hashicorp/local"] != "1.4.0" {
+		t.Fatalf("terraform plan %+v", p)
+	}
+	res := h.apply(p)
+	for _, f := range []string{"readme.txt", "kit.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("%s not created: %v", f, err)
+		}
+	}
+	up := h.plan(strings.Replace(js, `"v1"`, `"v2"`, 1))
+	if up.Summary != (engine.Summary{Change: 1}) {
+		t.Fatalf("update plan %+v", up.Summary)
+	}
+	res2 := h.apply(up)
+	if res2.StateSerial <= res.StateSerial || res2.StateLineage != res.StateLineage {
+		t.Fatalf("serial %d -> %d", res.StateSerial, res2.StateSerial)
+	}
+	if _, err := h.eng.Destroy(t.Context(), engine.DestroyRequest{Target: h.target(js)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "readme.txt")); !os.IsNotExist(err) {
+		t.Fatalf("readme.txt survived destroy: %v", err)
+	}
+}
