@@ -239,3 +239,30 @@ func TestInlineMapper(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLoadUnits feeds arbitrary files to the manifest reader and the synthesis of what it
+// finds: nothing may panic, and a position inside an inline source maps to a valid position.
+func FuzzLoadUnits(f *testing.F) {
+	for _, seed := range []string{
+		"../../examples/prod-vpc.yaml", "../../examples/subnets.yaml", "../../examples/repos.yaml",
+		"testdata/multi.yaml", "testdata/inline-error.yaml", "testdata/not-yaml.yaml",
+	} {
+		data, err := os.ReadFile(seed)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data))
+	}
+	f.Add("spec:\n  source:\n    inline: |2\n  x\n")
+	f.Fuzz(func(t *testing.T, data string) {
+		units, _ := loadUnits("f.yaml", []byte(data))
+		for _, u := range units {
+			if u.MapPos != nil {
+				if p := u.MapPos(arch.Pos{Line: 1, Col: 1}); !p.IsValid() {
+					t.Errorf("MapPos(1:1) = %v", p)
+				}
+			}
+			synthesizeUnit(u, sources{})
+		}
+	})
+}
