@@ -1,0 +1,556 @@
+package embedded
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// Runner plans and applies configurations with providers from a [Pool]. Safe for concurrent
+// use on different states.
+type Runner struct {
+	pool        *Pool
+	parallelism int
+	log         *slog.Logger
+}
+
+// NewRunner returns a runner. parallelism bounds concurrent provider calls per operation
+// (<= 0 means 10, Terraform's default); log receives addresses and actions only, never values.
+func NewRunner(pool *Pool, parallelism int, log *slog.Logger) *Runner {
+	if parallelism <= 0 {
+		parallelism = 10
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{pool: pool, parallelism: parallelism, log: log}
+}
+
+// MissingProvidersError lists providers the mirror does not have.
+type MissingProvidersError struct {
+	Sources []string
+	Dir     string
+}
+
+func (e *MissingProvidersError) Error() string {
+	return fmt.Sprintf("providers %v not in the provider mirror %s", e.Sources, e.Dir)
+}
+
+// Unwrap returns [ErrProviderNotFound].
+func (e *MissingProvidersError) Unwrap() error { return ErrProviderNotFound }
+
+// Plan plans cfg against prior (nil: no state). sources maps provider local names to source
+// addresses (default hashicorp/NAME). With destroy, every object in prior is planned for
+// deletion. secrets receives the text of sensitive values seen (may be nil).
+func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources map[string]string, destroy bool, secrets map[string]bool) (*Plan, error) {
+	sess := newSession(r.pool, cfg, sources)
+	defer sess.close()
+	if missing := sess.missing(prior); len(missing) > 0 {
+		return nil, &MissingProvidersError{Sources: missing, Dir: r.pool.mirror.Dir}
+	}
+	if secrets == nil {
+		secrets = map[string]bool{}
+	}
+	p := &planner{r: r, cfg: cfg, prior: prior, sess: sess, ev: newEvalState(cfg), secrets: secrets}
+	return p.run(ctx, destroy)
+}
+
+// Persist saves a state snapshot durably; Apply calls it after every change.
+type Persist func(ctx context.Context, st *State) error
+
+// applier carries out a plan.
+type applier struct {
+	r       *Runner
+	cfg     *Config
+	plan    *Plan
+	sess    *session
+	ev      *evalState
+	persist Persist
+
+	mu      sync.Mutex
+	st      *State
+	secrets map[string]bool
+
+	saveMu sync.Mutex
+	saved  uint64 // version written
+	ver    uint64 // version of st
+}
+
+// Apply carries out plan on prior (the state the plan was made against), saving the state
+// through persist after every resource instance, so that a failure keeps everything done
+// before it. It returns the final state; on error the state returned (and persisted) holds
+// every change that succeeded. cfg must be the configuration the plan was made from.
+func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *State, sources map[string]string, persist Persist, secrets map[string]bool) (*State, error) {
+	st := NewState()
+	if prior != nil {
+		b, err := prior.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		if st, err = ParseState(b); err != nil {
+			return nil, err
+		}
+	}
+	st.TerraformVersion = TerraformVersion
+	if secrets == nil {
+		secrets = map[string]bool{}
+	}
+	sess := newSession(r.pool, cfg, sources)
+	defer sess.close()
+	a := &applier{r: r, cfg: cfg, plan: plan, sess: sess, ev: newEvalState(cfg), persist: persist, st: st, secrets: secrets}
+	err := a.run(ctx)
+	if perr := a.save(context.WithoutCancel(ctx)); perr != nil {
+		err = errors.Join(err, perr)
+	}
+	return a.st, err
+}
+
+func (a *applier) run(ctx context.Context) error {
+	byRes := map[string][]*Change{}
+	var nodes []string
+	for _, c := range a.plan.Changes {
+		if _, ok := byRes[c.Res]; !ok {
+			nodes = append(nodes, c.Res)
+		}
+		byRes[c.Res] = append(byRes[c.Res], c)
+	}
+	// Resources whose count or for_each expands to nothing still need a value.
+	if !a.plan.Destroy {
+		for _, rc := range a.cfg.Resources {
+			if _, ok := byRes[rc.Address()]; !ok {
+				nodes = append(nodes, rc.Address())
+			}
+		}
+	}
+	sort.Strings(nodes)
+	deps := a.plan.Deps
+	// Phase 1: deletions (and the destroy half of delete-then-create replacements),
+	// dependents first.
+	err := walk(ctx, nodes, reverseDeps(nodes, deps), a.r.parallelism, func(ctx context.Context, res string) error {
+		for _, c := range byRes[res] {
+			switch {
+			case c.Action == Delete, c.Action == Replace && !c.CreateBeforeDestroy:
+				if err := a.destroy(ctx, c, ""); err != nil {
+					return err
+				}
+			case c.Action == Forget:
+				a.removeInstance(c, "")
+				if err := a.save(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil || a.plan.Destroy {
+		if err == nil {
+			a.mu.Lock()
+			a.st.Outputs = map[string]StateOutput{}
+			a.ver++
+			a.mu.Unlock()
+		}
+		return err
+	}
+	// Phase 2: creations, updates, reads, in dependency order.
+	var deposed []*Change
+	var depMu sync.Mutex
+	err = walk(ctx, nodes, deps, a.r.parallelism, func(ctx context.Context, res string) error {
+		rc := a.resourceConfig(res)
+		if rc == nil {
+			return nil
+		}
+		dk, err := a.applyResource(ctx, rc, byRes[res])
+		depMu.Lock()
+		deposed = append(deposed, dk...)
+		depMu.Unlock()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// Phase 3: the old objects of create-before-destroy replacements, dependents first.
+	depRes := map[string][]*Change{}
+	var depNodes []string
+	for _, c := range deposed {
+		if _, ok := depRes[c.Res]; !ok {
+			depNodes = append(depNodes, c.Res)
+		}
+		depRes[c.Res] = append(depRes[c.Res], c)
+	}
+	err = walk(ctx, depNodes, reverseDeps(depNodes, deps), a.r.parallelism, func(ctx context.Context, res string) error {
+		for _, c := range depRes[res] {
+			if err := a.destroy(ctx, c, c.deposedKey); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sc := instanceScope{ev: a.ev}
+	outs := map[string]StateOutput{}
+	for name, o := range a.cfg.Outputs {
+		v, err := evalJSON(o.Value, sc)
+		if err != nil {
+			return fmt.Errorf("output %s: %w", name, err)
+		}
+		if !v.IsWhollyKnown() {
+			return fmt.Errorf("output %s: value still unknown after apply", name)
+		}
+		vb, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return fmt.Errorf("output %s: %w", name, err)
+		}
+		tb, err := ctyjson.MarshalType(v.Type())
+		if err != nil {
+			return fmt.Errorf("output %s: %w", name, err)
+		}
+		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive}
+	}
+	a.mu.Lock()
+	a.st.Outputs = outs
+	a.ver++
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *applier) resourceConfig(addr string) *ResourceConfig {
+	for _, rc := range a.cfg.Resources {
+		if rc.Address() == addr {
+			return rc
+		}
+	}
+	return nil
+}
+
+// destroy deletes one object (the current one, or a deposed one when deposedKey is set).
+func (a *applier) destroy(ctx context.Context, c *Change, deposedKey string) error {
+	client, _, err := a.sess.provider(ctx, c.ProviderKey)
+	if err != nil {
+		return err
+	}
+	ps, err := client.Schema(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := resourceSchema(ps, c.Type)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Addr, err)
+	}
+	null := cty.NullVal(s.Block.ImpliedType())
+	priv := c.PriorPrivate
+	if ps.PlanDestroy {
+		res, err := client.PlanResourceChange(ctx, c.Type, c.Prior, null, null, c.PriorPrivate)
+		if err != nil {
+			return a.fail(c, err)
+		}
+		priv = res.PlannedPrivate
+	}
+	a.r.log.Info("apply", slog.String("resource", c.Addr), slog.String("action", "delete"))
+	newVal, _, err := client.ApplyResourceChange(ctx, c.Type, c.Prior, null, null, priv)
+	if err != nil {
+		if newVal != cty.NilVal && newVal.IsNull() {
+			a.removeInstance(c, deposedKey)
+		}
+		_ = a.save(ctx)
+		return a.fail(c, err)
+	}
+	a.removeInstance(c, deposedKey)
+	return a.save(ctx)
+}
+
+// fail wraps a provider error with the address and, when the process died, says so.
+func (a *applier) fail(c *Change, err error) error {
+	if a.sess.crashed(c.ProviderKey) {
+		return &ProviderCrashedError{Provider: c.ProviderKey, Address: c.Addr, Err: err}
+	}
+	return fmt.Errorf("%s: %w", c.Addr, err)
+}
+
+// applyResource applies every non-delete change of one resource, sets its value for
+// references, and returns create-before-destroy changes whose old object awaits deletion.
+func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes []*Change) ([]*Change, error) {
+	client, _, err := a.sess.provider(ctx, rc.ProviderKey)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := client.Schema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var schema *Schema
+	if rc.Mode == "data" {
+		schema, err = dataSchema(ps, rc.Type)
+	} else {
+		schema, err = resourceSchema(ps, rc.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rc.Address(), err)
+	}
+	ty := schema.Block.ImpliedType()
+	exp, err := expand(rc, a.ev)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string]*Change{}
+	for _, c := range changes {
+		byKey[keyString(c.Key)] = c
+	}
+	vals := map[string]cty.Value{}
+	var deposed []*Change
+	for _, key := range exp.keys {
+		ks := keyString(key)
+		c := byKey[ks]
+		if c == nil {
+			return deposed, fmt.Errorf("%s%s: not in the plan (the configuration changed since planning)", rc.Address(), ks)
+		}
+		config, err := decodeBlock(schema.Block, rc.Body, exp.scope(a.ev, key), c.Addr)
+		if err != nil {
+			return deposed, err
+		}
+		if rc.Mode == "data" {
+			v := c.Planned
+			if c.Action == Read || !v.IsWhollyKnown() {
+				a.r.log.Info("apply", slog.String("resource", c.Addr), slog.String("action", "read"))
+				if v, err = client.ReadDataSource(ctx, rc.Type, config); err != nil {
+					return deposed, a.fail(c, err)
+				}
+			}
+			if err := a.setInstance(c, v, nil, schema, nil); err != nil {
+				return deposed, err
+			}
+			vals[ks] = v
+			continue
+		}
+		switch c.Action {
+		case NoOp:
+			if err := a.setInstance(c, c.Prior, c.PriorPrivate, schema, a.depsOf(rc)); err != nil {
+				return deposed, err
+			}
+			vals[ks] = c.Prior
+			continue
+		case Create, Update, Replace:
+		default:
+			return deposed, fmt.Errorf("%s: unexpected action %s", c.Addr, c.Action)
+		}
+		prior := c.Prior
+		if c.Action != Update {
+			prior = cty.NullVal(ty)
+		}
+		// Plan again with the values now known, as Terraform core does before applying.
+		cfg := applyIgnoreChanges(rc.IgnoreChanges, prior, config)
+		privIn := c.PriorPrivate
+		if c.Action != Update {
+			privIn = nil
+		}
+		res, err := client.PlanResourceChange(ctx, rc.Type, prior, proposedNew(schema.Block, prior, cfg), config, privIn)
+		if err != nil {
+			return deposed, a.fail(c, err)
+		}
+		if c.Action == Update {
+			if rep := changedReplacePaths(res.RequiresReplace, prior, res.Planned); len(rep) > 0 {
+				return deposed, fmt.Errorf("%s: provider produced an inconsistent final plan: replacement of %s required at apply, not planned", c.Addr, pathString(rep[0]))
+			}
+		}
+		if c.Action == Replace && c.CreateBeforeDestroy {
+			dk := newDeposedKey()
+			a.depose(c, dk)
+			cp := *c
+			cp.deposedKey = dk
+			deposed = append(deposed, &cp)
+		}
+		a.r.log.Info("apply", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
+		newVal, newPriv, aerr := client.ApplyResourceChange(ctx, rc.Type, prior, res.Planned, config, res.PlannedPrivate)
+		if aerr != nil {
+			if newVal != cty.NilVal && !newVal.IsNull() && newVal.IsWhollyKnown() {
+				// The object exists in some state: keep it, tainted if it was being created.
+				_ = a.setInstanceStatus(c, newVal, newPriv, schema, a.depsOf(rc), c.Action != Update)
+			} else if c.Action == Update {
+				_ = a.setInstance(c, c.Prior, c.PriorPrivate, schema, a.depsOf(rc))
+			}
+			_ = a.save(ctx)
+			return deposed, a.fail(c, aerr)
+		}
+		if newVal.IsNull() || !newVal.IsWhollyKnown() {
+			return deposed, fmt.Errorf("%s: provider returned an incomplete state after apply", c.Addr)
+		}
+		if err := a.setInstance(c, newVal, newPriv, schema, a.depsOf(rc)); err != nil {
+			return deposed, err
+		}
+		if err := a.save(ctx); err != nil {
+			return deposed, err
+		}
+		vals[ks] = newVal
+	}
+	a.ev.set(rc.Address(), exp.assemble(vals, ty))
+	return deposed, nil
+}
+
+func (a *applier) depsOf(rc *ResourceConfig) []string {
+	return a.plan.Deps[rc.Address()]
+}
+
+func newDeposedKey() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// setInstance records an instance's new value in the working state.
+func (a *applier) setInstance(c *Change, v cty.Value, priv []byte, schema *Schema, deps []string) error {
+	return a.setInstanceStatus(c, v, priv, schema, deps, false)
+}
+
+func (a *applier) setInstanceStatus(c *Change, v cty.Value, priv []byte, schema *Schema, deps []string, tainted bool) error {
+	attrs, err := marshalAttributes(v, schema.Block.ImpliedType())
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Addr, err)
+	}
+	paths := schema.Block.SensitivePaths(v)
+	collectSecrets(v, paths, &a.mu, a.secrets)
+	in := StateInstance{
+		IndexKey: c.Key, SchemaVersion: schema.Version, Attributes: attrs, SensitiveAttributes: marshalPaths(paths),
+		Private: priv, Dependencies: deps, CreateBeforeDestroy: c.CreateBeforeDestroy,
+	}
+	if tainted {
+		in.Status = "tainted"
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.resource(c)
+	replaced := false
+	for i := range r.Instances {
+		if r.Instances[i].Deposed == "" && keyString(normalizeKey(r.Instances[i].IndexKey)) == keyString(c.Key) {
+			if sameInstance(r.Instances[i], in) {
+				return nil
+			}
+			r.Instances[i] = in
+			replaced = true
+			break
+		}
+	}
+	if !replaced {
+		r.Instances = append(r.Instances, in)
+		sort.SliceStable(r.Instances, func(i, j int) bool {
+			return lessKey(normalizeKey(r.Instances[i].IndexKey), normalizeKey(r.Instances[j].IndexKey))
+		})
+	}
+	a.ver++
+	return nil
+}
+
+func lessKey(a, b instanceKey) bool {
+	ai, aok := a.(int64)
+	bi, bok := b.(int64)
+	if aok && bok {
+		return ai < bi
+	}
+	return keyString(a) < keyString(b)
+}
+
+// resource returns (creating) the working state's resource for a change; a.mu held.
+func (a *applier) resource(c *Change) *StateResource {
+	for i := range a.st.Resources {
+		r := &a.st.Resources[i]
+		if r.Mode == c.Mode && r.Type == c.Type && r.Name == c.Name {
+			r.Provider, r.Each = c.Provider, c.Each
+			return r
+		}
+	}
+	a.st.Resources = append(a.st.Resources, StateResource{Mode: c.Mode, Type: c.Type, Name: c.Name, Each: c.Each, Provider: c.Provider})
+	return &a.st.Resources[len(a.st.Resources)-1]
+}
+
+// depose marks the current object of c as deposed under key dk.
+func (a *applier) depose(c *Change, dk string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.resource(c)
+	for i := range r.Instances {
+		if r.Instances[i].Deposed == "" && keyString(normalizeKey(r.Instances[i].IndexKey)) == keyString(c.Key) {
+			r.Instances[i].Deposed = dk
+		}
+	}
+	a.ver++
+}
+
+// removeInstance drops an object from the working state (deposed one when dk is set), and
+// the resource when it has no instances left.
+func (a *applier) removeInstance(c *Change, dk string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.st.Resources {
+		r := &a.st.Resources[i]
+		if r.Mode != c.Mode || r.Type != c.Type || r.Name != c.Name {
+			continue
+		}
+		kept := r.Instances[:0]
+		for _, in := range r.Instances {
+			if in.Deposed == dk && keyString(normalizeKey(in.IndexKey)) == keyString(c.Key) {
+				continue
+			}
+			kept = append(kept, in)
+		}
+		r.Instances = kept
+		if len(r.Instances) == 0 {
+			a.st.Resources = append(a.st.Resources[:i], a.st.Resources[i+1:]...)
+		}
+		break
+	}
+	a.ver++
+}
+
+// save persists the working state if it changed since the last save. Concurrent callers
+// queue; a caller finding its change already written returns at once.
+func (a *applier) save(ctx context.Context) error {
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
+	a.mu.Lock()
+	if a.ver == a.saved {
+		a.mu.Unlock()
+		return nil
+	}
+	ver := a.ver
+	a.st.Serial++
+	b, err := a.st.Marshal()
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	snap, err := ParseState(b)
+	if err != nil {
+		return err
+	}
+	if err := a.persist(ctx, snap); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	a.saved = ver
+	return nil
+}
+
+// sameInstance reports whether two instance objects would be written identically.
+func sameInstance(a, b StateInstance) bool {
+	a.IndexKey, b.IndexKey = nil, nil
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	var x, y any
+	if json.Unmarshal(ja, &x) != nil || json.Unmarshal(jb, &y) != nil {
+		return false
+	}
+	ca, _ := json.Marshal(x)
+	cb, _ := json.Marshal(y)
+	return string(ca) == string(cb)
+}

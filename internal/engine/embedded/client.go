@@ -1,0 +1,163 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+	"github.com/zclconf/go-cty/cty/msgpack"
+)
+
+// TerraformVersion is the version Lava reports to providers (ConfigureProvider) and writes as
+// terraform_version in state. It is the OpenTofu release the tofu engine is tested with, so
+// either engine reads the other's state.
+const TerraformVersion = "1.12.6"
+
+// Diagnostic is one warning or error from a provider. Summary and Detail are the provider's
+// own words; Lava never puts attribute values in them.
+type Diagnostic struct {
+	Error   bool
+	Summary string
+	Detail  string
+	// Attribute is the dotted path the diagnostic is about, if any.
+	Attribute string
+}
+
+// DiagnosticsError is the error a provider call returns when the provider reported errors.
+type DiagnosticsError struct {
+	// Op is the RPC: "PlanResourceChange", ...
+	Op    string
+	Diags []Diagnostic
+}
+
+func (e *DiagnosticsError) Error() string {
+	var parts []string
+	for _, d := range e.Diags {
+		if !d.Error {
+			continue
+		}
+		s := d.Summary
+		if d.Detail != "" {
+			s += ": " + d.Detail
+		}
+		if d.Attribute != "" {
+			s += " (attribute " + d.Attribute + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.ToLower(e.Op[:1]) + e.Op[1:] + ": " + strings.Join(parts, "; ")
+}
+
+func diagsErr(op string, diags []Diagnostic) error {
+	for _, d := range diags {
+		if d.Error {
+			return &DiagnosticsError{Op: op, Diags: diags}
+		}
+	}
+	return nil
+}
+
+// PlanResult is what PlanResourceChange answers.
+type PlanResult struct {
+	Planned         cty.Value
+	RequiresReplace []cty.Path
+	PlannedPrivate  []byte
+	// LegacyTypeSystem is set by SDKv2 providers, whose plans may be inconsistent in ways
+	// Terraform tolerates.
+	LegacyTypeSystem bool
+}
+
+// Client is a started provider, version independent. Values passed in and returned are of
+// the implied type of the schema named by typeName (the provider schema for config calls).
+// Every method is safe for concurrent use, as the protocol allows.
+type Client interface {
+	// Schema returns the provider's schemas (cached after the first call).
+	Schema(ctx context.Context) (*ProviderSchema, error)
+	// ValidateProviderConfig checks the provider configuration and returns it (protocol 5
+	// providers may fill in defaults).
+	ValidateProviderConfig(ctx context.Context, config cty.Value) (cty.Value, error)
+	// Configure configures the provider; it must precede resource calls.
+	Configure(ctx context.Context, config cty.Value) error
+	ValidateResourceConfig(ctx context.Context, typeName string, config cty.Value) error
+	ValidateDataResourceConfig(ctx context.Context, typeName string, config cty.Value) error
+	// UpgradeResourceState converts a stored JSON state of schema version `version`.
+	UpgradeResourceState(ctx context.Context, typeName string, version int64, rawJSON []byte) (cty.Value, error)
+	// ReadResource refreshes; a null result means the object no longer exists.
+	ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error)
+	PlanResourceChange(ctx context.Context, typeName string, prior, proposed, config cty.Value, priorPrivate []byte) (PlanResult, error)
+	// ApplyResourceChange applies; on error the returned state (possibly non-null) is what
+	// the provider says exists now.
+	ApplyResourceChange(ctx context.Context, typeName string, prior, planned, config cty.Value, plannedPrivate []byte) (cty.Value, []byte, error)
+	ReadDataSource(ctx context.Context, typeName string, config cty.Value) (cty.Value, error)
+	// Stop asks the provider to cancel in-flight work.
+	Stop(ctx context.Context) error
+	// ProtocolVersion is 5 or 6.
+	ProtocolVersion() int
+}
+
+// ErrUnknownType reports a resource or data source type the provider does not have.
+var ErrUnknownType = errors.New("provider has no such type")
+
+func encode(v cty.Value, ty cty.Type) ([]byte, error) {
+	if v == cty.NilVal {
+		v = cty.NullVal(ty)
+	}
+	b, err := msgpack.Marshal(v, ty)
+	if err != nil {
+		return nil, fmt.Errorf("encode value: %w", err)
+	}
+	return b, nil
+}
+
+func decode(mp, js []byte, ty cty.Type) (cty.Value, error) {
+	switch {
+	case len(mp) > 0:
+		v, err := msgpack.Unmarshal(mp, ty)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("decode msgpack value: %w", err)
+		}
+		return v, nil
+	case len(js) > 0:
+		v, err := ctyjson.Unmarshal(js, ty)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("decode json value: %w", err)
+		}
+		return v, nil
+	default:
+		return cty.NullVal(ty), nil
+	}
+}
+
+func pathFromSteps(names []string, strKeys []*string, intKeys []*int64) cty.Path {
+	var p cty.Path
+	for i := range names {
+		switch {
+		case strKeys[i] != nil:
+			p = append(p, cty.IndexStep{Key: cty.StringVal(*strKeys[i])})
+		case intKeys[i] != nil:
+			p = append(p, cty.IndexStep{Key: cty.NumberIntVal(*intKeys[i])})
+		default:
+			p = append(p, cty.GetAttrStep{Name: names[i]})
+		}
+	}
+	return p
+}
+
+func resourceSchema(ps *ProviderSchema, typeName string) (*Schema, error) {
+	s, ok := ps.Resources[typeName]
+	if !ok {
+		return nil, fmt.Errorf("resource type %q: %w", typeName, ErrUnknownType)
+	}
+	return s, nil
+}
+
+func dataSchema(ps *ProviderSchema, typeName string) (*Schema, error) {
+	s, ok := ps.DataSources[typeName]
+	if !ok {
+		return nil, fmt.Errorf("data source type %q: %w", typeName, ErrUnknownType)
+	}
+	return s, nil
+}

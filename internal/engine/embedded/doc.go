@@ -1,0 +1,30 @@
+// Package embedded is Lava's default engine: it plans, applies and destroys Terraform JSON
+// configurations in process, with no Terraform or OpenTofu binary, by speaking the Terraform
+// provider plugin protocol (versions 5 and 6, gRPC, hashicorp/go-plugin) to provider binaries
+// found in a directory laid out like OpenTofu's filesystem mirror.
+//
+// # Protocol
+//
+// The tfplugin5 and tfplugin6 subpackages are generated from this directory's own buf module
+// (proto/, the client subset of the published protocol, field numbers as published). [Client]
+// hides the version differences; values cross the wire as MessagePack encoded by go-cty from
+// the cty types this package derives from the provider's schema.
+//
+// # Semantics
+//
+// Planning follows Terraform core: refresh (ReadResource) the prior state after upgrading it
+// (UpgradeResourceState), propose the configuration merged with prior computed values, ask the
+// provider (PlanResourceChange), replace when a changed path requires it. References
+// ("${type.name.attr}") order the work; a reference to a value not yet known is unknown until
+// apply, where every resource is planned again with its dependencies' new values before
+// ApplyResourceChange. The built-in terraform_data resource needs no provider.
+//
+// # State
+//
+// State is Terraform state format version 4 JSON, so tofu and terraform can read what this
+// engine writes and the other way round; it is saved after every resource, so a failure
+// mid-apply loses nothing already created.
+//
+// Sensitive values (attributes the schema marks sensitive) are never logged and are redacted
+// from drift findings.
+package embedded

@@ -1,0 +1,126 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// walk runs fn for every node once all of its dependencies (deps[node], restricted to nodes)
+// have finished without error, at most limit at a time. When fn fails, nothing new starts,
+// running calls finish, and the errors are returned joined; nodes never run because a
+// dependency failed are not reported. A cycle is an error before anything runs.
+func walk(ctx context.Context, nodes []string, deps map[string][]string, limit int, fn func(context.Context, string) error) error {
+	if limit <= 0 {
+		limit = 1
+	}
+	in := map[string]bool{}
+	for _, n := range nodes {
+		in[n] = true
+	}
+	pending := map[string]int{}
+	dependents := map[string][]string{}
+	for _, n := range nodes {
+		seen := map[string]bool{}
+		for _, d := range deps[n] {
+			if in[d] && d != n && !seen[d] {
+				seen[d] = true
+				pending[n]++
+				dependents[d] = append(dependents[d], n)
+			}
+		}
+	}
+	if err := checkCycle(nodes, pending, dependents); err != nil {
+		return err
+	}
+	var ready []string
+	for _, n := range nodes {
+		if pending[n] == 0 {
+			ready = append(ready, n)
+		}
+	}
+	sort.Strings(ready)
+	type result struct {
+		node string
+		err  error
+	}
+	done := make(chan result)
+	running := 0
+	var errs []error
+	failed := false
+	for len(ready) > 0 || running > 0 {
+		for !failed && len(ready) > 0 && running < limit && ctx.Err() == nil {
+			n := ready[0]
+			ready = ready[1:]
+			running++
+			go func() { done <- result{n, fn(ctx, n)} }()
+		}
+		if running == 0 {
+			break
+		}
+		r := <-done
+		running--
+		if r.err != nil {
+			errs = append(errs, r.err)
+			failed = true
+			continue
+		}
+		for _, d := range dependents[r.node] {
+			pending[d]--
+			if pending[d] == 0 {
+				ready = append(ready, d)
+			}
+		}
+	}
+	if len(errs) == 0 && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+func checkCycle(nodes []string, pending map[string]int, dependents map[string][]string) error {
+	left := map[string]int{}
+	var queue []string
+	for _, n := range nodes {
+		left[n] = pending[n]
+		if left[n] == 0 {
+			queue = append(queue, n)
+		}
+	}
+	seen := 0
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		seen++
+		for _, d := range dependents[n] {
+			left[d]--
+			if left[d] == 0 {
+				queue = append(queue, d)
+			}
+		}
+	}
+	if seen == len(nodes) {
+		return nil
+	}
+	var cyc []string
+	for _, n := range nodes {
+		if left[n] > 0 {
+			cyc = append(cyc, n)
+		}
+	}
+	sort.Strings(cyc)
+	return fmt.Errorf("dependency cycle between %v", cyc)
+}
+
+// reverseDeps inverts a dependency map over nodes: a node's dependents become its
+// dependencies (destroy order).
+func reverseDeps(nodes []string, deps map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for _, n := range nodes {
+		for _, d := range deps[n] {
+			out[d] = append(out[d], n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// Registry hosts searched, in order, when a provider source names no host.
+var defaultHosts = []string{"registry.opentofu.org", "registry.terraform.io"}
+
+// ErrProviderNotFound reports a provider that is not in the mirror directory.
+var ErrProviderNotFound = errors.New("provider not found in the mirror")
+
+// ProviderAddr is a provider's registry address: host/namespace/type.
+type ProviderAddr struct {
+	Host, Namespace, Type string
+}
+
+// String is "registry.opentofu.org/hashicorp/local".
+func (a ProviderAddr) String() string { return a.Host + "/" + a.Namespace + "/" + a.Type }
+
+// StateString is the provider reference state v4 stores:
+// provider["registry.opentofu.org/hashicorp/local"].
+func (a ProviderAddr) StateString() string { return `provider["` + a.String() + `"]` }
+
+// BuiltinAddr is the address of Terraform's built-in provider (terraform_data).
+var BuiltinAddr = ProviderAddr{Host: "terraform.io", Namespace: "builtin", Type: "terraform"}
+
+// ParseProviderSource parses "local", "hashicorp/local" or "registry.terraform.io/hashicorp/local";
+// a missing namespace is "hashicorp" and a missing host is registry.opentofu.org.
+func ParseProviderSource(src string) (ProviderAddr, error) {
+	parts := strings.Split(strings.ToLower(strings.TrimSpace(src)), "/")
+	for _, p := range parts {
+		if p == "" {
+			return ProviderAddr{}, fmt.Errorf("provider source %q: empty part", src)
+		}
+	}
+	switch len(parts) {
+	case 1:
+		return ProviderAddr{Host: defaultHosts[0], Namespace: "hashicorp", Type: parts[0]}, nil
+	case 2:
+		return ProviderAddr{Host: defaultHosts[0], Namespace: parts[0], Type: parts[1]}, nil
+	case 3:
+		return ProviderAddr{Host: parts[0], Namespace: parts[1], Type: parts[2]}, nil
+	default:
+		return ProviderAddr{}, fmt.Errorf("provider source %q: want [HOST/]NAMESPACE/TYPE", src)
+	}
+}
+
+// Mirror is a provider directory laid out like OpenTofu's filesystem mirror (unpacked layout):
+// <dir>/<host>/<namespace>/<type>/<version>/<os>_<arch>/terraform-provider-<type>[_v<version>].
+type Mirror struct {
+	Dir string
+}
+
+// Find returns the executable and version of the provider. version "" picks the newest;
+// otherwise it must match exactly (an optional leading "=" or "v" is ignored). When addr's
+// host has no copy, the other well-known registry host is tried, since mirrors often hold
+// both. The error wraps [ErrProviderNotFound].
+func (m Mirror) Find(addr ProviderAddr, version string) (path, found string, err error) {
+	if m.Dir == "" {
+		return "", "", fmt.Errorf("%s: no provider directory configured: %w", addr, ErrProviderNotFound)
+	}
+	want := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(version), "="), "v")
+	hosts := []string{addr.Host}
+	for _, h := range defaultHosts {
+		if h != addr.Host {
+			hosts = append(hosts, h)
+		}
+	}
+	platform := runtime.GOOS + "_" + runtime.GOARCH
+	for _, h := range hosts {
+		base := filepath.Join(m.Dir, h, addr.Namespace, addr.Type)
+		entries, err := os.ReadDir(base)
+		if err != nil {
+			continue
+		}
+		best := ""
+		bestPath := ""
+		for _, e := range entries {
+			v := e.Name()
+			if want != "" && v != want {
+				continue
+			}
+			exe := findExecutable(filepath.Join(base, v, platform), addr.Type)
+			if exe == "" {
+				continue
+			}
+			if best == "" || compareVersions(v, best) > 0 {
+				best, bestPath = v, exe
+			}
+		}
+		if best != "" {
+			return bestPath, best, nil
+		}
+	}
+	v := ""
+	if want != "" {
+		v = " version " + want
+	}
+	return "", "", fmt.Errorf("%s%s for %s not in %s: %w", addr, v, platform, m.Dir, ErrProviderNotFound)
+}
+
+func findExecutable(dir, typ string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), "terraform-provider-"+typ) {
+			continue
+		}
+		info, err := e.Info()
+		if err == nil && info.Mode()&0o111 != 0 {
+			return filepath.Join(dir, e.Name())
+		}
+	}
+	return ""
+}
+
+// compareVersions compares dotted numeric versions ("1.4.0" < "1.10.0"); a non-numeric part
+// (pre-release) compares as text.
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) || i < len(pb); i++ {
+		var x, y string
+		if i < len(pa) {
+			x = pa[i]
+		}
+		if i < len(pb) {
+			y = pb[i]
+		}
+		nx, ex := strconv.Atoi(x)
+		ny, ey := strconv.Atoi(y)
+		switch {
+		case ex == nil && ey == nil && nx != ny:
+			if nx < ny {
+				return -1
+			}
+			return 1
+		case (ex != nil || ey != nil) && x != y:
+			return strings.Compare(x, y)
+		}
+	}
+	return 0
+}

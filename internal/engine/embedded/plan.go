@@ -1,0 +1,605 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"sort"
+	"sync"
+
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// Action is what a change does to one resource instance.
+type Action string
+
+// Actions (the same words as the engine package's).
+const (
+	NoOp    Action = "no-op"
+	Create  Action = "create"
+	Update  Action = "update"
+	Delete  Action = "delete"
+	Replace Action = "replace"
+	Read    Action = "read"
+	// Forget drops an instance whose object no longer exists from state; no provider call.
+	Forget Action = "forget"
+)
+
+// Change is the planned change of one resource instance.
+type Change struct {
+	// Addr is the instance address ("local_file.a", "local_file.b[0]", `x.y["k"]`).
+	Addr string
+	// Res is the resource's configuration address ("local_file.b", "data.x.y").
+	Res              string
+	Mode, Type, Name string
+	Key              instanceKey
+	Action           Action
+	// ProviderKey is the provider configuration ("local", "aws.west"); Provider the state
+	// reference (provider["registry.opentofu.org/hashicorp/local"]).
+	ProviderKey, Provider string
+	// Prior is the refreshed prior value (null for a create), Planned the planned value
+	// (null for a delete; may hold unknowns).
+	Prior, Planned               cty.Value
+	PriorPrivate, PlannedPrivate []byte
+	// CreateBeforeDestroy orders a replacement's create first.
+	CreateBeforeDestroy bool
+	// ReplacePaths are the changed attributes that force replacement, dotted.
+	ReplacePaths []string
+	// Each is the resource's state "each" mode: "", "list" or "map".
+	Each string
+	// deposedKey names the old object of a create-before-destroy replacement.
+	deposedKey string
+	// Sensitive are the paths of Planned (or Prior) the schema marks sensitive.
+	Sensitive []cty.Path
+}
+
+// Plan is a computed plan: every instance's change (no-ops included), in address order.
+type Plan struct {
+	Changes []*Change
+	// Deps maps each resource address to the addresses it depends on.
+	Deps map[string][]string
+	// Outputs are the planned output values (unknown where not known until apply).
+	Outputs map[string]cty.Value
+	// OutputsChanged reports an output value that differs from the state's.
+	OutputsChanged bool
+	// ProviderVersions maps provider addresses to the versions used.
+	ProviderVersions map[string]string
+	// Destroy marks a plan that destroys everything.
+	Destroy bool
+}
+
+// HasChanges reports whether applying the plan would change anything.
+func (p *Plan) HasChanges() bool {
+	if p.OutputsChanged {
+		return true
+	}
+	for _, c := range p.Changes {
+		if c.Action != NoOp && c.Action != Read {
+			return true
+		}
+	}
+	return false
+}
+
+// planner computes a plan.
+type planner struct {
+	r     *Runner
+	cfg   *Config
+	prior *State
+	sess  *session
+	ev    *evalState
+	deps  map[string][]string
+
+	mu      sync.Mutex
+	changes []*Change
+	secrets map[string]bool
+}
+
+// stateIndex finds a resource's state by address.
+func stateIndex(st *State) map[string]*StateResource {
+	out := map[string]*StateResource{}
+	if st == nil {
+		return out
+	}
+	for i := range st.Resources {
+		r := &st.Resources[i]
+		addr := r.Type + "." + r.Name
+		if r.Mode == "data" {
+			addr = "data." + addr
+		}
+		out[addr] = r
+	}
+	return out
+}
+
+func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
+	deps, err := p.cfg.dependencies()
+	if err != nil {
+		return nil, err
+	}
+	p.deps = deps
+	byAddr := map[string]*ResourceConfig{}
+	for _, rc := range p.cfg.Resources {
+		byAddr[rc.Address()] = rc
+	}
+	states := stateIndex(p.prior)
+	nodes := []string{}
+	allDeps := map[string][]string{}
+	if !destroy {
+		for _, rc := range p.cfg.Resources {
+			nodes = append(nodes, rc.Address())
+			allDeps[rc.Address()] = deps[rc.Address()]
+		}
+	}
+	for addr, sr := range states {
+		if _, inCfg := byAddr[addr]; inCfg && !destroy {
+			continue
+		}
+		nodes = append(nodes, addr)
+		set := map[string]bool{}
+		for _, in := range sr.Instances {
+			for _, d := range in.Dependencies {
+				set[stripIndex(d)] = true
+			}
+		}
+		allDeps[addr] = setKeys(set)
+	}
+	sort.Strings(nodes)
+	err = walk(ctx, nodes, allDeps, p.r.parallelism, func(ctx context.Context, addr string) error {
+		rc := byAddr[addr]
+		if destroy || rc == nil {
+			return p.planOrphan(ctx, addr, states[addr])
+		}
+		return p.planResource(ctx, rc, states[addr])
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{Deps: allDeps, ProviderVersions: p.sess.providerVersions(), Destroy: destroy, Outputs: map[string]cty.Value{}}
+	sort.Slice(p.changes, func(i, j int) bool { return p.changes[i].Addr < p.changes[j].Addr })
+	plan.Changes = p.changes
+	if !destroy {
+		sc := instanceScope{ev: p.ev}
+		for name, o := range p.cfg.Outputs {
+			v, err := evalJSON(o.Value, sc)
+			if err != nil {
+				return nil, fmt.Errorf("output %s: %w", name, err)
+			}
+			plan.Outputs[name] = v
+		}
+	}
+	plan.OutputsChanged = outputsDiffer(plan.Outputs, p.prior)
+	return plan, nil
+}
+
+// outputsDiffer compares planned outputs with the state's.
+func outputsDiffer(planned map[string]cty.Value, st *State) bool {
+	var have map[string]StateOutput
+	if st != nil {
+		have = st.Outputs
+	}
+	if len(have) != len(planned) {
+		return true
+	}
+	for name, v := range planned {
+		o, ok := have[name]
+		if !ok || !v.IsWhollyKnown() {
+			return true
+		}
+		b, err := ctyjson.Marshal(v, v.Type())
+		if err != nil || !jsonEqual(b, o.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+func (p *planner) add(c *Change) {
+	p.mu.Lock()
+	p.changes = append(p.changes, c)
+	p.mu.Unlock()
+	p.r.log.Debug("plan", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
+}
+
+// priorObject decodes, upgrades and refreshes one state instance. A nil result value means
+// the object no longer exists.
+func (p *planner) priorObject(ctx context.Context, c Client, typ, addr string, in StateInstance) (cty.Value, []byte, error) {
+	ps, err := c.Schema(ctx)
+	if err != nil {
+		return cty.NilVal, nil, err
+	}
+	s, err := resourceSchema(ps, typ)
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	attrs := in.Attributes
+	if len(attrs) == 0 {
+		attrs = []byte("{}")
+	}
+	v, err := c.UpgradeResourceState(ctx, typ, in.SchemaVersion, attrs)
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	if v.IsNull() {
+		return v, in.Private, nil
+	}
+	nv, priv, err := c.ReadResource(ctx, typ, v, in.Private)
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	_ = s
+	return nv, priv, nil
+}
+
+func (p *planner) planOrphan(ctx context.Context, addr string, sr *StateResource) error {
+	if sr == nil {
+		return nil
+	}
+	pkey := localFromStateProvider(sr.Provider)
+	if alias := stateProviderAlias(sr.Provider); alias != "" {
+		pkey += "." + alias
+	}
+	for _, in := range sr.Instances {
+		key := normalizeKey(in.IndexKey)
+		c := &Change{Addr: addr + keyString(key), Res: addr, Mode: sr.Mode, Type: sr.Type, Name: sr.Name, Key: key,
+			ProviderKey: pkey, Provider: sr.Provider, Each: sr.Each, Action: Delete}
+		if sr.Mode == "data" {
+			c.Action = Forget
+			p.add(c)
+			continue
+		}
+		if in.Deposed != "" {
+			return fmt.Errorf("%s: deposed objects in state are not supported by the embedded engine", c.Addr)
+		}
+		client, _, err := p.sess.provider(ctx, pkey)
+		if err != nil {
+			return err
+		}
+		prior, priv, err := p.priorObject(ctx, client, sr.Type, c.Addr, in)
+		if err != nil {
+			return err
+		}
+		c.Prior, c.PriorPrivate = prior, priv
+		if prior.IsNull() {
+			c.Action = Forget
+		}
+		ps, _ := client.Schema(ctx)
+		c.Planned = cty.NullVal(ps.Resources[sr.Type].Block.ImpliedType())
+		c.Sensitive = ps.Resources[sr.Type].Block.SensitivePaths(prior)
+		p.noteSecrets(prior, c.Sensitive)
+		p.add(c)
+	}
+	return nil
+}
+
+// stateProviderAlias returns the alias of provider["..."].alias, if any.
+func stateProviderAlias(p string) string {
+	if i := len(p) - 1; i > 0 && p[i] != ']' {
+		for j := len(p) - 1; j >= 0; j-- {
+			if p[j] == ']' && j+2 < len(p) && p[j+1] == '.' {
+				return p[j+2:]
+			}
+		}
+	}
+	return ""
+}
+
+// expansion is the instances a resource's count or for_each yields.
+type expansion struct {
+	each   string // "", "list", "map"
+	keys   []instanceKey
+	values map[string]cty.Value // for_each values by key
+}
+
+func expand(rc *ResourceConfig, ev *evalState) (expansion, error) {
+	sc := instanceScope{ev: ev}
+	switch {
+	case rc.Count != nil:
+		v, err := evalJSON(rc.Count, sc)
+		if err != nil {
+			return expansion{}, fmt.Errorf("%s: count: %w", rc.Address(), err)
+		}
+		if !v.IsWhollyKnown() {
+			return expansion{}, fmt.Errorf("%s: count depends on values known only after apply", rc.Address())
+		}
+		n, err := convert.Convert(v, cty.Number)
+		if err != nil || n.IsNull() {
+			return expansion{}, fmt.Errorf("%s: count must be a whole number", rc.Address())
+		}
+		i, acc := n.AsBigFloat().Int64()
+		if acc != big.Exact || i < 0 {
+			return expansion{}, fmt.Errorf("%s: count must be a whole number >= 0", rc.Address())
+		}
+		e := expansion{each: "list"}
+		for k := int64(0); k < i; k++ {
+			e.keys = append(e.keys, k)
+		}
+		return e, nil
+	case rc.ForEach != nil:
+		v, err := evalJSON(rc.ForEach, sc)
+		if err != nil {
+			return expansion{}, fmt.Errorf("%s: for_each: %w", rc.Address(), err)
+		}
+		if !v.IsWhollyKnown() {
+			return expansion{}, fmt.Errorf("%s: for_each depends on values known only after apply", rc.Address())
+		}
+		if v.IsNull() {
+			return expansion{}, fmt.Errorf("%s: for_each is null", rc.Address())
+		}
+		e := expansion{each: "map", values: map[string]cty.Value{}}
+		ty := v.Type()
+		switch {
+		case ty.IsObjectType() || ty.IsMapType():
+			for it := v.ElementIterator(); it.Next(); {
+				k, ev := it.Element()
+				e.values[k.AsString()] = ev
+			}
+		case ty.IsSetType() || ty.IsTupleType() || ty.IsListType():
+			if !ty.IsSetType() {
+				// Terraform accepts only sets of strings; JSON arrays of strings are converted.
+				sv, err := convert.Convert(v, cty.Set(cty.String))
+				if err != nil {
+					return expansion{}, fmt.Errorf("%s: for_each must be a map or a set of strings", rc.Address())
+				}
+				v = sv
+			}
+			for it := v.ElementIterator(); it.Next(); {
+				_, ev := it.Element()
+				if ev.Type() != cty.String || ev.IsNull() {
+					return expansion{}, fmt.Errorf("%s: for_each set elements must be strings", rc.Address())
+				}
+				e.values[ev.AsString()] = ev
+			}
+		default:
+			return expansion{}, fmt.Errorf("%s: for_each must be a map or a set of strings", rc.Address())
+		}
+		for _, k := range sortedKeys(e.values) {
+			e.keys = append(e.keys, k)
+		}
+		return e, nil
+	}
+	return expansion{keys: []instanceKey{nil}}, nil
+}
+
+// instanceScopeFor returns the scope of one instance.
+func (e expansion) scope(ev *evalState, key instanceKey) instanceScope {
+	sc := instanceScope{ev: ev}
+	switch k := key.(type) {
+	case int64:
+		sc.countIndex = cty.NumberIntVal(k)
+	case string:
+		sc.eachKey, sc.eachValue = cty.StringVal(k), e.values[k]
+	}
+	return sc
+}
+
+// assemble builds the value references to a resource see from its instances' values.
+func (e expansion) assemble(vals map[string]cty.Value, ty cty.Type) cty.Value {
+	switch e.each {
+	case "list":
+		if len(e.keys) == 0 {
+			return cty.EmptyTupleVal
+		}
+		out := make([]cty.Value, len(e.keys))
+		for i, k := range e.keys {
+			out[i] = vals[keyString(k)]
+		}
+		return cty.TupleVal(out)
+	case "map":
+		out := map[string]cty.Value{}
+		for _, k := range e.keys {
+			out[k.(string)] = vals[keyString(k)]
+		}
+		return cty.ObjectVal(out)
+	}
+	if v, ok := vals[""]; ok {
+		return v
+	}
+	return cty.NullVal(ty)
+}
+
+func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *StateResource) error {
+	addr := rc.Address()
+	client, paddr, err := p.sess.provider(ctx, rc.ProviderKey)
+	if err != nil {
+		return err
+	}
+	ps, err := client.Schema(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	var schema *Schema
+	if rc.Mode == "data" {
+		schema, err = dataSchema(ps, rc.Type)
+	} else {
+		schema, err = resourceSchema(ps, rc.Type)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", addr, err)
+	}
+	ty := schema.Block.ImpliedType()
+	exp, err := expand(rc, p.ev)
+	if err != nil {
+		return err
+	}
+	priors := map[string]StateInstance{}
+	if sr != nil {
+		for _, in := range sr.Instances {
+			if in.Deposed != "" {
+				return fmt.Errorf("%s: deposed objects in state are not supported by the embedded engine", addr)
+			}
+			priors[keyString(normalizeKey(in.IndexKey))] = in
+		}
+	}
+	provider := paddr.StateString()
+	if alias := providerAliasOf(rc.ProviderKey); alias != "" {
+		provider += "." + alias
+	}
+	vals := map[string]cty.Value{}
+	for _, key := range exp.keys {
+		ks := keyString(key)
+		c := &Change{Addr: addr + ks, Res: addr, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: key,
+			ProviderKey: rc.ProviderKey, Provider: provider, Each: exp.each, CreateBeforeDestroy: rc.CreateBeforeDestroy}
+		config, err := decodeBlock(schema.Block, rc.Body, exp.scope(p.ev, key), c.Addr)
+		if err != nil {
+			return err
+		}
+		if rc.Mode == "data" {
+			if err := client.ValidateDataResourceConfig(ctx, rc.Type, config); err != nil {
+				return fmt.Errorf("%s: %w", c.Addr, err)
+			}
+			c.Prior = cty.NullVal(ty)
+			if config.IsWhollyKnown() {
+				v, err := client.ReadDataSource(ctx, rc.Type, config)
+				if err != nil {
+					return fmt.Errorf("%s: %w", c.Addr, err)
+				}
+				c.Action, c.Planned = NoOp, v
+			} else {
+				c.Action, c.Planned = Read, cty.UnknownVal(ty)
+			}
+			c.Sensitive = schema.Block.SensitivePaths(c.Planned)
+			p.noteSecrets(c.Planned, c.Sensitive)
+			vals[ks] = c.Planned
+			p.add(c)
+			continue
+		}
+		if err := client.ValidateResourceConfig(ctx, rc.Type, config); err != nil {
+			return fmt.Errorf("%s: %w", c.Addr, err)
+		}
+		prior := cty.NullVal(ty)
+		tainted := false
+		if in, ok := priors[ks]; ok {
+			delete(priors, ks)
+			prior, c.PriorPrivate, err = p.priorObject(ctx, client, rc.Type, c.Addr, in)
+			if err != nil {
+				return err
+			}
+			tainted = in.Status == "tainted" && !prior.IsNull()
+		}
+		c.Prior = prior
+		if err := planInstance(ctx, client, schema, rc, c, config, tainted); err != nil {
+			return err
+		}
+		c.Sensitive = schema.Block.SensitivePaths(c.Planned)
+		p.noteSecrets(c.Planned, c.Sensitive)
+		p.noteSecrets(c.Prior, schema.Block.SensitivePaths(c.Prior))
+		vals[ks] = c.Planned
+		p.add(c)
+	}
+	for ks, in := range priors {
+		c := &Change{Addr: addr + ks, Res: addr, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: normalizeKey(in.IndexKey),
+			ProviderKey: rc.ProviderKey, Provider: provider, Each: exp.each, Action: Delete, Planned: cty.NullVal(ty)}
+		if rc.Mode == "data" {
+			c.Action = Forget
+			p.add(c)
+			continue
+		}
+		prior, priv, err := p.priorObject(ctx, client, rc.Type, c.Addr, in)
+		if err != nil {
+			return err
+		}
+		c.Prior, c.PriorPrivate = prior, priv
+		if prior.IsNull() {
+			c.Action = Forget
+		}
+		p.add(c)
+	}
+	p.ev.set(addr, exp.assemble(vals, ty))
+	return nil
+}
+
+func providerAliasOf(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '.' {
+			return key[i+1:]
+		}
+	}
+	return ""
+}
+
+// planInstance asks the provider for a managed instance's plan and folds it into an action.
+func planInstance(ctx context.Context, client Client, schema *Schema, rc *ResourceConfig, c *Change, config cty.Value, tainted bool) error {
+	ty := schema.Block.ImpliedType()
+	prior := c.Prior
+	planPrior := prior
+	if tainted {
+		planPrior = cty.NullVal(ty)
+	}
+	cfg := applyIgnoreChanges(rc.IgnoreChanges, planPrior, config)
+	res, err := client.PlanResourceChange(ctx, rc.Type, planPrior, proposedNew(schema.Block, planPrior, cfg), config, c.PriorPrivate)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Addr, err)
+	}
+	switch {
+	case prior.IsNull():
+		c.Action = Create
+	case tainted:
+		c.Action = Replace
+	default:
+		rep := changedReplacePaths(res.RequiresReplace, prior, res.Planned)
+		switch {
+		case len(rep) > 0:
+			c.Action = Replace
+			for _, rp := range rep {
+				c.ReplacePaths = append(c.ReplacePaths, pathString(rp))
+			}
+			null := cty.NullVal(ty)
+			res, err = client.PlanResourceChange(ctx, rc.Type, null, proposedNew(schema.Block, null, config), config, nil)
+			if err != nil {
+				return fmt.Errorf("%s: plan replacement: %w", c.Addr, err)
+			}
+		case valuesEqual(prior, res.Planned):
+			c.Action = NoOp
+		default:
+			c.Action = Update
+		}
+	}
+	c.Planned, c.PlannedPrivate = res.Planned, res.PlannedPrivate
+	if c.Action == NoOp {
+		c.Planned = prior
+	}
+	return nil
+}
+
+// noteSecrets remembers the text of sensitive values, to redact them from errors.
+func (p *planner) noteSecrets(v cty.Value, paths []cty.Path) {
+	collectSecrets(v, paths, &p.mu, p.secrets)
+}
+
+func collectSecrets(v cty.Value, paths []cty.Path, mu *sync.Mutex, into map[string]bool) {
+	if v == cty.NilVal || v.IsNull() || !v.IsKnown() || len(paths) == 0 {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range paths {
+		sv, err := p.Apply(v)
+		if err != nil || !sv.IsWhollyKnown() || sv.IsNull() {
+			continue
+		}
+		if sv.Type() == cty.String {
+			if s := sv.AsString(); s != "" {
+				into[s] = true
+			}
+			continue
+		}
+		if b, err := ctyjson.Marshal(sv, sv.Type()); err == nil {
+			into[string(b)] = true
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/lava-operator/lava/internal/engine/embedded/tfplugin5"
+	"github.com/lava-operator/lava/internal/engine/embedded/tfplugin6"
+)
+
+// The go-plugin handshake every Terraform provider expects.
+const (
+	magicCookieKey   = "TF_PLUGIN_MAGIC_COOKIE"
+	magicCookieValue = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
+	pluginName       = "provider"
+)
+
+// providerPlugin is the go-plugin glue for one protocol version; Lava is only ever a client.
+type providerPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	version int
+}
+
+func (p providerPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error {
+	return errors.New("embedded: lava does not serve providers")
+}
+
+func (p providerPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	if p.version == 5 {
+		return &client5{rpc: tfplugin5.NewProviderClient(conn)}, nil
+	}
+	return &client6{rpc: tfplugin6.NewProviderClient(conn)}, nil
+}
+
+// process is a running provider plugin.
+type process struct {
+	Client
+	pc *plugin.Client
+}
+
+// startProvider launches the provider executable and negotiates protocol 6 or 5. Its log
+// output is discarded: providers may log attribute values, which can be secrets.
+func startProvider(exe string, startTimeout time.Duration) (*process, error) {
+	pc := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: plugin.HandshakeConfig{MagicCookieKey: magicCookieKey, MagicCookieValue: magicCookieValue},
+		VersionedPlugins: map[int]plugin.PluginSet{
+			5: {pluginName: providerPlugin{version: 5}},
+			6: {pluginName: providerPlugin{version: 6}},
+		},
+		Cmd:              exec.Command(exe),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Managed:          false,
+		StartTimeout:     startTimeout,
+		Logger:           hclog.NewNullLogger(),
+		Stderr:           io.Discard,
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	})
+	rpc, err := pc.Client()
+	if err != nil {
+		pc.Kill()
+		return nil, fmt.Errorf("start provider %s: %w", exe, err)
+	}
+	raw, err := rpc.Dispense(pluginName)
+	if err != nil {
+		pc.Kill()
+		return nil, fmt.Errorf("start provider %s: dispense: %w", exe, err)
+	}
+	c, ok := raw.(Client)
+	if !ok {
+		pc.Kill()
+		return nil, fmt.Errorf("start provider %s: unexpected plugin client %T", exe, raw)
+	}
+	return &process{Client: c, pc: pc}, nil
+}
+
+// exited reports whether the provider process has ended (crashed or killed).
+func (p *process) exited() bool { return p.pc.Exited() }
+
+// kill shuts the provider down gracefully, forcefully after go-plugin's grace period.
+func (p *process) kill() { p.pc.Kill() }

@@ -1,0 +1,203 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrPoolClosed is returned by [Pool.Get] after [Pool.Close].
+var ErrPoolClosed = errors.New("embedded: provider pool closed")
+
+// Pool keeps configured provider processes warm between operations, keyed by provider
+// address, version and configuration digest (a provider process is configured once). At most
+// MaxWarm idle processes are kept; the least recently used idle ones beyond that are shut
+// down. Processes in use are never stopped, so the bound is soft while work is in flight.
+// Safe for concurrent use.
+type Pool struct {
+	mirror       Mirror
+	maxWarm      int
+	startTimeout time.Duration
+
+	mu      sync.Mutex
+	closed  bool
+	entries map[string]*poolEntry
+	// starts counts processes launched, for tests and metrics.
+	starts int
+}
+
+type poolEntry struct {
+	key     string
+	ready   chan struct{}
+	proc    *process
+	err     error
+	refs    int
+	lastUse time.Time
+}
+
+// NewPool returns a pool over the mirror directory. maxWarm <= 0 means 8.
+func NewPool(mirror Mirror, maxWarm int) *Pool {
+	if maxWarm <= 0 {
+		maxWarm = 8
+	}
+	return &Pool{mirror: mirror, maxWarm: maxWarm, startTimeout: time.Minute, entries: map[string]*poolEntry{}}
+}
+
+// Lease is a provider process lent by the pool; call Release when done with it.
+type Lease struct {
+	Client
+	// Addr and Version identify the provider.
+	Addr    ProviderAddr
+	Version string
+	pool    *Pool
+	entry   *poolEntry
+	once    sync.Once
+}
+
+// Release returns the process to the pool.
+func (l *Lease) Release() { l.once.Do(func() { l.pool.release(l.entry) }) }
+
+// Exited reports whether the process behind the lease has died.
+func (l *Lease) Exited() bool { return l.entry.proc != nil && l.entry.proc.exited() }
+
+// Get returns a configured provider process: a warm one if the pool has one for
+// (addr, version, configKey), else a new one on which configure runs once. version ""
+// means the newest in the mirror. The error wraps [ErrProviderNotFound] when the mirror has no
+// such provider.
+func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey string, configure func(context.Context, Client) error) (*Lease, error) {
+	exe, found, err := p.mirror.Find(addr, version)
+	if err != nil {
+		return nil, err
+	}
+	key := addr.String() + "@" + found + "#" + configKey
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrPoolClosed
+		}
+		e, ok := p.entries[key]
+		if ok {
+			e.refs++
+			p.mu.Unlock()
+			select {
+			case <-e.ready:
+			case <-ctx.Done():
+				p.release(e)
+				return nil, ctx.Err()
+			}
+			if e.err != nil {
+				p.release(e)
+				return nil, e.err
+			}
+			if e.proc.exited() {
+				p.drop(e)
+				p.release(e)
+				continue
+			}
+			return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e}, nil
+		}
+		e = &poolEntry{key: key, ready: make(chan struct{}), refs: 1}
+		p.entries[key] = e
+		p.starts++
+		p.mu.Unlock()
+
+		e.proc, e.err = startProvider(exe, p.startTimeout)
+		if e.err == nil {
+			if cerr := configure(ctx, e.proc); cerr != nil {
+				e.proc.kill()
+				e.proc, e.err = nil, fmt.Errorf("%s: %w", addr, cerr)
+			}
+		}
+		if e.err != nil {
+			p.drop(e)
+		}
+		close(e.ready)
+		if e.err != nil {
+			p.release(e)
+			return nil, e.err
+		}
+		return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e}, nil
+	}
+}
+
+// drop removes the entry from the map (it is no longer handed out).
+func (p *Pool) drop(e *poolEntry) {
+	p.mu.Lock()
+	if p.entries[e.key] == e {
+		delete(p.entries, e.key)
+	}
+	p.mu.Unlock()
+}
+
+func (p *Pool) release(e *poolEntry) {
+	p.mu.Lock()
+	e.refs--
+	e.lastUse = time.Now()
+	var kill []*process
+	if e.refs == 0 && (p.closed || p.entries[e.key] != e) && e.proc != nil {
+		kill = append(kill, e.proc)
+		e.proc = nil
+	}
+	var idle []*poolEntry
+	for _, x := range p.entries {
+		if x.refs == 0 && x.proc != nil {
+			idle = append(idle, x)
+		}
+	}
+	if len(idle) > p.maxWarm {
+		sort.Slice(idle, func(i, j int) bool { return idle[i].lastUse.Before(idle[j].lastUse) })
+		for _, x := range idle[:len(idle)-p.maxWarm] {
+			delete(p.entries, x.key)
+			kill = append(kill, x.proc)
+			x.proc = nil
+		}
+	}
+	p.mu.Unlock()
+	for _, k := range kill {
+		k.kill()
+	}
+}
+
+// Starts is how many provider processes the pool has launched.
+func (p *Pool) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// Warm is how many provider processes are running now.
+func (p *Pool) Warm() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, e := range p.entries {
+		if e.proc != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Close shuts every idle provider down and makes later Gets fail; processes still leased
+// are shut down when released.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	var kill []*process
+	for k, e := range p.entries {
+		if e.refs == 0 && e.proc != nil {
+			kill = append(kill, e.proc)
+			e.proc = nil
+		}
+		delete(p.entries, k)
+	}
+	p.mu.Unlock()
+	for _, k := range kill {
+		k.kill()
+	}
+	return nil
+}

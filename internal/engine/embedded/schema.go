@@ -1,0 +1,238 @@
+package embedded
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Nesting is how a nested block type (or an attribute with nested attributes) nests, as the
+// plugin protocol's NestingMode enums define it.
+type Nesting int
+
+// The nesting modes of the plugin protocol.
+const (
+	NestingSingle Nesting = iota + 1
+	NestingList
+	NestingSet
+	NestingMap
+	NestingGroup
+)
+
+// Block is a configuration block of a provider, resource or data source schema.
+type Block struct {
+	// Attributes by name.
+	Attributes map[string]*Attribute
+	// BlockTypes are the nested block types by name.
+	BlockTypes map[string]*NestedBlock
+}
+
+// Attribute is one attribute of a [Block].
+type Attribute struct {
+	// Type is the attribute's cty type; cty.NilType when NestedType is set.
+	Type cty.Type
+	// NestedType describes attributes with nested attributes (protocol 6 only).
+	NestedType                                         *Object
+	Required, Optional, Computed, Sensitive, WriteOnly bool
+}
+
+// Object is the nested attributes of an [Attribute] and how they nest.
+type Object struct {
+	Attributes map[string]*Attribute
+	Nesting    Nesting
+}
+
+// NestedBlock is a nested block type.
+type NestedBlock struct {
+	Block
+	Nesting            Nesting
+	MinItems, MaxItems int64
+}
+
+// Schema is a versioned resource, data source or provider schema.
+type Schema struct {
+	// Version is the resource schema version recorded in state (schema_version).
+	Version int64
+	Block   *Block
+}
+
+// ProviderSchema is everything GetProviderSchema returns that Lava uses.
+type ProviderSchema struct {
+	Provider    *Schema
+	Resources   map[string]*Schema
+	DataSources map[string]*Schema
+	// PlanDestroy reports the provider wants PlanResourceChange before a destroy.
+	PlanDestroy bool
+}
+
+// ImpliedType is the cty object type of values conforming to the block.
+func (b *Block) ImpliedType() cty.Type {
+	if b == nil {
+		return cty.EmptyObject
+	}
+	atys := make(map[string]cty.Type, len(b.Attributes)+len(b.BlockTypes))
+	for name, a := range b.Attributes {
+		atys[name] = a.ImpliedType()
+	}
+	for name, nb := range b.BlockTypes {
+		atys[name] = nb.ImpliedType()
+	}
+	return cty.Object(atys)
+}
+
+// ImpliedType is the attribute's type, derived from its nested attributes when it has them.
+func (a *Attribute) ImpliedType() cty.Type {
+	if a.NestedType == nil {
+		return a.Type
+	}
+	return a.NestedType.ImpliedType()
+}
+
+// ImpliedType is the type of an attribute with these nested attributes.
+func (o *Object) ImpliedType() cty.Type {
+	atys := make(map[string]cty.Type, len(o.Attributes))
+	for name, a := range o.Attributes {
+		atys[name] = a.ImpliedType()
+	}
+	obj := cty.Object(atys)
+	switch o.Nesting {
+	case NestingList:
+		return cty.List(obj)
+	case NestingSet:
+		return cty.Set(obj)
+	case NestingMap:
+		return cty.Map(obj)
+	default:
+		return obj
+	}
+}
+
+// ImpliedType is the type of the nested block type's value in its parent object.
+func (nb *NestedBlock) ImpliedType() cty.Type {
+	obj := nb.Block.ImpliedType()
+	switch nb.Nesting {
+	case NestingList:
+		return cty.List(obj)
+	case NestingSet:
+		return cty.Set(obj)
+	case NestingMap:
+		return cty.Map(obj)
+	default:
+		return obj
+	}
+}
+
+// SensitivePaths lists the paths of val (a value of the block's type) that the schema marks
+// sensitive, in a stable order. Collections are walked, so a sensitive attribute inside a
+// list block yields one path per element.
+func (b *Block) SensitivePaths(val cty.Value) []cty.Path {
+	var out []cty.Path
+	b.sensitivePaths(val, nil, &out)
+	return out
+}
+
+func (b *Block) sensitivePaths(val cty.Value, prefix cty.Path, out *[]cty.Path) {
+	if b == nil || val.IsNull() || !val.IsKnown() {
+		return
+	}
+	for _, name := range sortedKeys(b.Attributes) {
+		a := b.Attributes[name]
+		p := append(prefix.Copy(), cty.GetAttrStep{Name: name})
+		if a.Sensitive {
+			*out = append(*out, p)
+			continue
+		}
+		if a.NestedType != nil && val.Type().HasAttribute(name) {
+			a.NestedType.sensitivePaths(val.GetAttr(name), p, out)
+		}
+	}
+	for _, name := range sortedKeys(b.BlockTypes) {
+		nb := b.BlockTypes[name]
+		if !val.Type().HasAttribute(name) {
+			continue
+		}
+		v := val.GetAttr(name)
+		p := append(prefix.Copy(), cty.GetAttrStep{Name: name})
+		switch nb.Nesting {
+		case NestingSingle, NestingGroup:
+			nb.Block.sensitivePaths(v, p, out)
+		default:
+			forEachElement(v, p, func(ev cty.Value, ep cty.Path) { nb.Block.sensitivePaths(ev, ep, out) })
+		}
+	}
+}
+
+func (o *Object) sensitivePaths(val cty.Value, prefix cty.Path, out *[]cty.Path) {
+	each := func(v cty.Value, p cty.Path) {
+		if v.IsNull() || !v.IsKnown() {
+			return
+		}
+		for _, name := range sortedKeys(o.Attributes) {
+			a := o.Attributes[name]
+			ap := append(p.Copy(), cty.GetAttrStep{Name: name})
+			if a.Sensitive {
+				*out = append(*out, ap)
+			} else if a.NestedType != nil {
+				a.NestedType.sensitivePaths(v.GetAttr(name), ap, out)
+			}
+		}
+	}
+	if o.Nesting == NestingSingle {
+		each(val, prefix)
+		return
+	}
+	forEachElement(val, prefix, each)
+}
+
+// forEachElement calls fn for every element of a known, non-null collection with its path.
+func forEachElement(v cty.Value, p cty.Path, fn func(cty.Value, cty.Path)) {
+	if v.IsNull() || !v.IsKnown() || !v.CanIterateElements() {
+		return
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		var step cty.PathStep
+		if v.Type().IsSetType() {
+			step = cty.IndexStep{Key: ev}
+		} else {
+			step = cty.IndexStep{Key: k}
+		}
+		fn(ev, append(p.Copy(), step))
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// pathString renders a cty path in Lava's dotted form: "tags.Owner", "rule[0].port".
+func pathString(p cty.Path) string {
+	s := ""
+	for _, step := range p {
+		switch st := step.(type) {
+		case cty.GetAttrStep:
+			if s != "" {
+				s += "."
+			}
+			s += st.Name
+		case cty.IndexStep:
+			switch {
+			case st.Key.IsNull() || !st.Key.IsKnown():
+				s += "[?]"
+			case st.Key.Type() == cty.String:
+				s += fmt.Sprintf("[%q]", st.Key.AsString())
+			case st.Key.Type() == cty.Number:
+				s += "[" + st.Key.AsBigFloat().Text('f', -1) + "]"
+			default:
+				s += "[?]"
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,217 @@
+package embedded
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// session holds one operation's providers: leased lazily from the pool, configured from the
+// configuration's provider blocks, released together.
+type session struct {
+	pool    *Pool
+	cfg     *Config
+	sources map[string]string
+
+	mu       sync.Mutex
+	leases   map[string]*Lease
+	versions map[string]string // provider address -> version
+}
+
+func newSession(pool *Pool, cfg *Config, sources map[string]string) *session {
+	return &session{pool: pool, cfg: cfg, sources: sources, leases: map[string]*Lease{}, versions: map[string]string{}}
+}
+
+// addrOf returns the provider address of a local name.
+func (s *session) addrOf(local string) (ProviderAddr, error) {
+	if local == "terraform" {
+		return BuiltinAddr, nil
+	}
+	src := s.sources[local]
+	if src == "" {
+		src = "hashicorp/" + local
+	}
+	return ParseProviderSource(src)
+}
+
+// missing returns the sources of every provider the configuration (and the given state)
+// needs that the mirror does not have.
+func (s *session) missing(st *State) []string {
+	locals := map[string]bool{}
+	for _, rc := range s.cfg.Resources {
+		locals[rc.ProviderLocalName()] = true
+	}
+	for key := range s.cfg.Providers {
+		locals[providerLocal(key)] = true
+	}
+	if st != nil {
+		for _, r := range st.Resources {
+			if l := localFromStateProvider(r.Provider); l != "" {
+				locals[l] = true
+			}
+		}
+	}
+	var out []string
+	for l := range locals {
+		if l == "terraform" {
+			continue
+		}
+		addr, err := s.addrOf(l)
+		if err != nil {
+			out = append(out, l)
+			continue
+		}
+		if _, _, err := s.pool.mirror.Find(addr, ""); err != nil {
+			src := s.sources[l]
+			if src == "" {
+				src = "hashicorp/" + l
+			}
+			out = append(out, src)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func providerLocal(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '.' {
+			return key[:i]
+		}
+	}
+	return key
+}
+
+// localFromStateProvider extracts the type from provider["host/ns/type"] (optionally .alias).
+func localFromStateProvider(p string) string {
+	const pre = `provider["`
+	if len(p) < len(pre) || p[:len(pre)] != pre {
+		return ""
+	}
+	rest := p[len(pre):]
+	end := -1
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '"' {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return ""
+	}
+	addr := rest[:end]
+	last := addr
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == '/' {
+			last = addr[i+1:]
+			break
+		}
+	}
+	return last
+}
+
+// provider returns the configured client for a provider key ("local" or "local.alias").
+func (s *session) provider(ctx context.Context, key string) (Client, ProviderAddr, error) {
+	local := providerLocal(key)
+	addr, err := s.addrOf(local)
+	if err != nil {
+		return nil, ProviderAddr{}, err
+	}
+	if addr == BuiltinAddr {
+		return builtinClient{}, addr, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.leases[key]; ok {
+		return l, addr, nil
+	}
+	body, ok := s.cfg.Providers[key]
+	if !ok && key != local {
+		return nil, addr, fmt.Errorf("provider configuration %q is not declared", key)
+	}
+	if body == nil {
+		body = map[string]any{}
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, addr, fmt.Errorf("provider %s: %w", key, err)
+	}
+	sum := sha256.Sum256(raw)
+	configure := func(ctx context.Context, c Client) error {
+		ps, err := c.Schema(ctx)
+		if err != nil {
+			return err
+		}
+		cfgVal, err := decodeBlock(ps.Provider.Block, body, staticScope{}, "provider "+key)
+		if err != nil {
+			return err
+		}
+		if cfgVal, err = c.ValidateProviderConfig(ctx, cfgVal); err != nil {
+			return err
+		}
+		return c.Configure(ctx, cfgVal)
+	}
+	l, err := s.pool.Get(ctx, addr, "", hex.EncodeToString(sum[:]), configure)
+	if err != nil {
+		return nil, addr, err
+	}
+	s.leases[key] = l
+	s.versions[addr.String()] = l.Version
+	return l, addr, nil
+}
+
+// crashed reports whether the provider of key has died.
+func (s *session) crashed(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.leases[key]
+	return ok && l.Exited()
+}
+
+func (s *session) providerVersions() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.versions))
+	for k, v := range s.versions {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *session) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, l := range s.leases {
+		l.Release()
+		delete(s.leases, k)
+	}
+}
+
+// staticScope refuses every reference (provider configurations must be static).
+type staticScope struct{}
+
+func (staticScope) resolve(r *ref) (cty.Value, error) {
+	return cty.NilVal, fmt.Errorf("reference ${%s} is not allowed here", r.text)
+}
+
+// ProviderCrashedError reports a provider process that died during an operation.
+type ProviderCrashedError struct {
+	Provider string
+	Address  string
+	Err      error
+}
+
+func (e *ProviderCrashedError) Error() string {
+	return fmt.Sprintf("%s: provider %s crashed (its process exited): %v", e.Address, e.Provider, e.Err)
+}
+
+func (e *ProviderCrashedError) Unwrap() error { return e.Err }
+
+var errSkipped = errors.New("skipped")
