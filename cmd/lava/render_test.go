@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -17,23 +18,32 @@ func runLava(t *testing.T, stdin string, args ...string) (int, string, string) {
 
 // TestRender_seedCompact is the issue's acceptance line: the exact compact JSON on stdout and
 // the warning about the undeclared `name` binding on stderr.
+// testdata/seed-prod-vpc.yaml is shared/cases/seed-prod-vpc.yaml, of which
+// examples/prod-vpc.yaml must be a copy.
 func TestRender_seedCompact(t *testing.T) {
 	t.Parallel()
-	code, stdout, stderr := runLava(t, "", "render", "-o", "compact", "../../examples/prod-vpc.yaml")
-	if code != exitOK {
-		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	for _, f := range []string{"../../examples/prod-vpc.yaml", "testdata/seed-prod-vpc.yaml"} {
+		code, stdout, stderr := runLava(t, "", "render", "-o", "compact", f)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d, stderr:\n%s", f, code, stderr)
+		}
+		if want := `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}` + "\n"; stdout != want {
+			t.Errorf("%s: stdout = %q, want %q", f, stdout, want)
+		}
+		// The warning points at :inputs inside the inline source, mapped into the manifest
+		// (line 12, column 9 = 6 spaces of block indentation + column 3 of the source line).
+		want := f + `:12:9: warning: binding "name" is not declared in the :inputs of demo-vpc (ignored)`
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+		if strings.Contains(stderr, "error") {
+			t.Errorf("stderr has an error:\n%s", stderr)
+		}
 	}
-	if want := `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}` + "\n"; stdout != want {
-		t.Errorf("stdout = %q, want %q", stdout, want)
-	}
-	// The warning points at :inputs inside the inline source, mapped into the manifest (line
-	// 12, column 9 = 6 spaces of block indentation + column 3 of the source line).
-	want := `../../examples/prod-vpc.yaml:12:9: warning: binding "name" is not declared in the :inputs of demo-vpc (ignored)`
-	if !strings.Contains(stderr, want) {
-		t.Errorf("stderr lacks %q:\n%s", want, stderr)
-	}
-	if strings.Contains(stderr, "error") {
-		t.Errorf("stderr has an error:\n%s", stderr)
+	example, _ := os.ReadFile("../../examples/prod-vpc.yaml")
+	seed, _ := os.ReadFile("testdata/seed-prod-vpc.yaml")
+	if len(seed) == 0 || !bytes.Equal(example, seed) {
+		t.Error("examples/prod-vpc.yaml is not a copy of the seed manifest")
 	}
 }
 
