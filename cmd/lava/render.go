@@ -225,7 +225,7 @@ func newRenderCmd() *cobra.Command {
 				}
 			}
 			for _, d := range diags {
-				writeDiag(stderr, d, path, srcs, d.Severity == tlisp.SeverityError)
+				writeDiag(stderr, d, displayName(path), srcs, d.Severity == tlisp.SeverityError)
 			}
 			if failed {
 				return invalidInputPrinted(fmt.Errorf("%s: %d error(s)", displayName(path), len(diags.Errors())))
