@@ -83,9 +83,17 @@ func BundledFile(name string) string { return catalog.File(name) }
 //
 // No diagnostic carries the value of a binding named in SecretKeys: each such value is replaced
 // by "<redacted>" in every message (a value shorter than 4 bytes only where it stands quoted,
-// in backticks or after "value ", so short secrets do not mangle the text).
-func Synthesize(in Input) (*Output, tlisp.Diagnostics) {
-	out, diags := synthesize(in)
+// in backticks or after "value ", so short secrets do not mangle the text). The catalog's own
+// ":result is not rendered" warnings are dropped for a bundled source (the user cannot act on
+// them). A panic inside the pipeline becomes an error diagnostic; it never reaches the caller.
+func Synthesize(in Input) (out *Output, diags tlisp.Diagnostics) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = nil
+			diags = append(diags, tlisp.Diagnostic{Severity: tlisp.SeverityError, Message: fmt.Sprintf("internal error in synthesis: %v", r)})
+		}
+	}()
+	out, diags = synthesize(in)
 	diags = redactSecrets(diags, in)
 	if out != nil {
 		out.Warnings = diags.Warnings()
