@@ -90,7 +90,8 @@ func Synthesize(in Input) (out *Output, diags tlisp.Diagnostics) {
 	defer func() {
 		if r := recover(); r != nil {
 			out = nil
-			diags = append(diags, tlisp.Diagnostic{Severity: tlisp.SeverityError, Message: fmt.Sprintf("internal error in synthesis: %v", r)})
+			diags = redactSecrets(append(diags, tlisp.Diagnostic{Severity: tlisp.SeverityError,
+				Message: fmt.Sprintf("internal error in synthesis: %v", r)}), in)
 		}
 	}()
 	out, diags = synthesize(in)
