@@ -218,10 +218,25 @@ func (a *applier) run(ctx context.Context) error {
 		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive}
 	}
 	a.mu.Lock()
-	a.st.Outputs = outs
-	a.ver++
+	if !sameOutputs(a.st.Outputs, outs) {
+		a.st.Outputs = outs
+		a.ver++
+	}
 	a.mu.Unlock()
 	return nil
+}
+
+func sameOutputs(a, b map[string]StateOutput) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || x.Sensitive != y.Sensitive || !jsonEqual(x.Value, y.Value) || !jsonEqual(x.Type, y.Type) {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *applier) resourceConfig(addr string) *ResourceConfig {

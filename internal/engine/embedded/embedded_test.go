@@ -1,0 +1,301 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/zclconf/go-cty/cty"
+)
+
+func TestParseTemplate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		want    []string // "lit:" or "ref:kind:address:rest-len"
+		wantErr string
+	}{
+		{name: "literal", in: "hello", want: []string{"lit:hello"}},
+		{name: "whole ref", in: "${aws_vpc.main.id}", want: []string{"ref:resource:aws_vpc.main:1"}},
+		{name: "embedded", in: "a-${local_file.f[0].id}-b", want: []string{"lit:a-", "ref:resource:local_file.f:2", "lit:-b"}},
+		{name: "for_each key", in: `${x.y["k"].attr}`, want: []string{"ref:resource:x.y:2"}},
+		{name: "data", in: "${data.t.n.v}", want: []string{"ref:data:data.t.n:1"}},
+		{name: "local", in: "${ local.z }", want: []string{"ref:local:local.z:0"}},
+		{name: "escape", in: "$${not} %%{x}", want: []string{"lit:${not} %{x}"}},
+		{name: "function call", in: "${upper(x)}", wantErr: "not supported"},
+		{name: "variable", in: "${var.x}", wantErr: "not supported"},
+		{name: "unterminated", in: "${a.b", wantErr: "unterminated"},
+		{name: "directive", in: "%{if x}", wantErr: "directive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			parts, err := parseTemplate(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range parts {
+				if p.ref == nil {
+					got = append(got, "lit:"+p.lit)
+				} else {
+					got = append(got, "ref:"+p.ref.kind+":"+p.ref.address()+":"+string(rune('0'+len(p.ref.rest))))
+				}
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("parts (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestProposedNew(t *testing.T) {
+	t.Parallel()
+	b := &Block{Attributes: map[string]*Attribute{
+		"id":      {Type: cty.String, Computed: true},
+		"name":    {Type: cty.String, Required: true},
+		"opt":     {Type: cty.String, Optional: true, Computed: true},
+		"content": {Type: cty.String, Optional: true},
+	}, BlockTypes: map[string]*NestedBlock{
+		"rule": {Nesting: NestingList, Block: Block{Attributes: map[string]*Attribute{
+			"port": {Type: cty.Number, Required: true},
+			"arn":  {Type: cty.String, Computed: true},
+		}}},
+	}}
+	rule := func(port int64, arn cty.Value) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(port), "arn": arn})
+	}
+	prior := cty.ObjectVal(map[string]cty.Value{
+		"id": cty.StringVal("i-1"), "name": cty.StringVal("a"), "opt": cty.StringVal("default"), "content": cty.StringVal("x"),
+		"rule": cty.ListVal([]cty.Value{rule(80, cty.StringVal("arn:80"))}),
+	})
+	config := cty.ObjectVal(map[string]cty.Value{
+		"id": cty.NullVal(cty.String), "name": cty.StringVal("b"), "opt": cty.NullVal(cty.String), "content": cty.NullVal(cty.String),
+		"rule": cty.ListVal([]cty.Value{rule(80, cty.NullVal(cty.String)), rule(443, cty.NullVal(cty.String))}),
+	})
+	got := proposedNew(b, prior, config)
+	want := cty.ObjectVal(map[string]cty.Value{
+		"id": cty.StringVal("i-1"), "name": cty.StringVal("b"), "opt": cty.StringVal("default"), "content": cty.NullVal(cty.String),
+		"rule": cty.ListVal([]cty.Value{rule(80, cty.StringVal("arn:80")), rule(443, cty.NullVal(cty.String))}),
+	})
+	if !got.RawEquals(want) {
+		t.Errorf("proposedNew = %#v, want %#v", got, want)
+	}
+	create := proposedNew(b, cty.NullVal(b.ImpliedType()), config)
+	if !create.GetAttr("id").IsNull() || !create.GetAttr("opt").IsNull() {
+		t.Errorf("create: computed attributes should stay null for the provider to fill, got %#v", create)
+	}
+}
+
+// memHarness runs plans and applies against in-memory state with the built-in provider only.
+type memHarness struct {
+	r     *Runner
+	mu    sync.Mutex
+	state *State
+	saves int
+}
+
+func newMemHarness(t *testing.T, dir string) *memHarness {
+	t.Helper()
+	pool := NewPool(Mirror{Dir: dir}, 4)
+	t.Cleanup(func() { _ = pool.Close() })
+	return &memHarness{r: NewRunner(pool, 4, nil)}
+}
+
+func (h *memHarness) persist(_ context.Context, st *State) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state = st
+	h.saves++
+	return nil
+}
+
+// apply plans and applies doc, returning the plan.
+func (h *memHarness) apply(t *testing.T, doc string, sources map[string]string) (*Plan, error) {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	p, err := h.r.Plan(t.Context(), cfg, h.state, sources, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	_, err = h.r.Apply(t.Context(), cfg, p, h.state, sources, h.persist, nil)
+	return p, err
+}
+
+func (h *memHarness) destroy(t *testing.T) (*Plan, error) {
+	t.Helper()
+	cfg := &Config{Providers: map[string]map[string]any{}}
+	p, err := h.r.Plan(t.Context(), cfg, h.state, nil, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	_, err = h.r.Apply(t.Context(), cfg, p, h.state, nil, h.persist, nil)
+	return p, err
+}
+
+func actions(p *Plan) map[string]Action {
+	out := map[string]Action{}
+	for _, c := range p.Changes {
+		out[c.Addr] = c.Action
+	}
+	return out
+}
+
+// attr reads a top-level attribute of an instance in state as JSON.
+func (h *memHarness) attr(t *testing.T, addr, name string) string {
+	t.Helper()
+	for _, r := range h.state.Resources {
+		for _, in := range r.Instances {
+			if r.Type+"."+r.Name+keyString(normalizeKey(in.IndexKey)) == addr {
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal(in.Attributes, &m); err != nil {
+					t.Fatal(err)
+				}
+				var v any
+				if err := json.Unmarshal(m[name], &v); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := json.Marshal(v)
+				return string(b)
+			}
+		}
+	}
+	t.Fatalf("%s not in state", addr)
+	return ""
+}
+
+func TestRunner_terraformData_lifecycle(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	v1 := `{"resource":{"terraform_data":{
+	  "a":{"input":"one"},
+	  "b":{"input":"${terraform_data.a.output}-b","triggers_replace":"${terraform_data.a.id}"},
+	  "n":{"count":2,"input":"n-${count.index}"},
+	  "m":{"for_each":{"x":"1","y":"2"},"input":"${each.key}=${each.value}"}}},
+	  "output":{"b":{"value":"${terraform_data.b.output}"}}}`
+	p, err := h.apply(t, v1, nil)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	want := map[string]Action{"terraform_data.a": Create, "terraform_data.b": Create, "terraform_data.n[0]": Create,
+		"terraform_data.n[1]": Create, `terraform_data.m["x"]`: Create, `terraform_data.m["y"]`: Create}
+	if d := cmp.Diff(want, actions(p)); d != "" {
+		t.Fatalf("create actions (-want +got):\n%s", d)
+	}
+	// The unknown output of a resolved at apply into b's input.
+	if got := h.attr(t, "terraform_data.b", "output"); got != `{"type":"string","value":"one-b"}` {
+		t.Errorf("b.output = %s", got)
+	}
+	if got := h.attr(t, `terraform_data.m["y"]`, "input"); got != `{"type":"string","value":"y=2"}` {
+		t.Errorf(`m["y"].input = %s`, got)
+	}
+	if got := string(h.state.Outputs["b"].Value); got != `"one-b"` {
+		t.Errorf("output b = %s", got)
+	}
+	lineage, serial := h.state.Lineage, h.state.Serial
+	idA := h.attr(t, "terraform_data.a", "id")
+
+	// Unchanged: all no-op, nothing written.
+	saves := h.saves
+	p, err = h.apply(t, v1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasChanges() || h.saves != saves || h.state.Serial != serial {
+		t.Errorf("second plan has changes: %v (serial %d -> %d)", actions(p), serial, h.state.Serial)
+	}
+
+	// Update a in place: b's trigger (a.id) is unchanged, only its input changes -> update.
+	v2 := strings.Replace(v1, `"input":"one"`, `"input":"two"`, 1)
+	v2 = strings.Replace(v2, `"count":2`, `"count":1`, 1)
+	p, err = h.apply(t, v2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]Action{"terraform_data.a": Update, "terraform_data.b": Update, "terraform_data.n[0]": NoOp,
+		"terraform_data.n[1]": Delete, `terraform_data.m["x"]`: NoOp, `terraform_data.m["y"]`: NoOp}
+	if d := cmp.Diff(want, actions(p)); d != "" {
+		t.Fatalf("update actions (-want +got):\n%s", d)
+	}
+	if got := h.attr(t, "terraform_data.a", "id"); got != idA {
+		t.Errorf("update in place changed id %s -> %s", idA, got)
+	}
+	if got := h.attr(t, "terraform_data.b", "output"); got != `{"type":"string","value":"two-b"}` {
+		t.Errorf("b.output after update = %s", got)
+	}
+	if h.state.Lineage != lineage || h.state.Serial <= serial {
+		t.Errorf("lineage/serial: %s/%d after %s/%d", h.state.Lineage, h.state.Serial, lineage, serial)
+	}
+
+	// Replace: a new trigger on a forces replacement.
+	v3 := strings.Replace(v2, `"input":"two"`, `"input":"two","triggers_replace":"r1"`, 1)
+	p, err = h.apply(t, v3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p)["terraform_data.a"]; got != Replace {
+		t.Fatalf("a action = %s, want replace", got)
+	}
+	// b's trigger references a.id, unknown until a is replaced: b is replaced too.
+	if got := actions(p)["terraform_data.b"]; got != Replace {
+		t.Errorf("b action = %s, want replace", got)
+	}
+	if got := h.attr(t, "terraform_data.a", "id"); got == idA {
+		t.Errorf("replace kept id %s", got)
+	}
+
+	// Destroy everything.
+	p, err = h.destroy(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.state.Resources) != 0 || len(h.state.Outputs) != 0 {
+		t.Errorf("state after destroy: %d resources, %d outputs", len(h.state.Resources), len(h.state.Outputs))
+	}
+	for addr, a := range actions(p) {
+		if a != Delete {
+			t.Errorf("destroy: %s action %s", addr, a)
+		}
+	}
+}
+
+func TestRunner_errors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, doc, want string
+		sentinel        error
+	}{
+		{name: "missing provider", doc: `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`, want: "hashicorp/aws", sentinel: ErrProviderNotFound},
+		{name: "undeclared reference", doc: `{"resource":{"terraform_data":{"a":{"input":"${terraform_data.zz.id}"}}}}`, want: "undeclared terraform_data.zz"},
+		{name: "cycle", doc: `{"resource":{"terraform_data":{"a":{"input":"${terraform_data.b.id}"},"b":{"input":"${terraform_data.a.id}"}}}}`, want: "cycle"},
+		{name: "unknown argument", doc: `{"resource":{"terraform_data":{"a":{"bogus":1}}}}`, want: `unsupported argument "bogus"`},
+		{name: "count unknown", doc: `{"resource":{"terraform_data":{"a":{},"b":{"count":"${terraform_data.a.id}"}}}}`, want: "known only after apply"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newMemHarness(t, t.TempDir())
+			_, err := h.apply(t, tt.doc, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want containing %q", err, tt.want)
+			}
+			if tt.sentinel != nil && !errors.Is(err, tt.sentinel) {
+				t.Errorf("error %v does not wrap %v", err, tt.sentinel)
+			}
+		})
+	}
+}
