@@ -128,7 +128,7 @@ bench-smoke: ## Every benchmark once (-benchtime=1x).
 	go test -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
-FUZZ_TARGETS ?= ./internal/eventid:FuzzEncodeInjective
+FUZZ_TARGETS ?= ./internal/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Every fuzz target for FUZZTIME.
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
