@@ -1,0 +1,402 @@
+//go:build integration
+
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/testutil/tofutest"
+)
+
+// env is an embedded engine over a real JetStream state store and the real provider mirror.
+type env struct {
+	t     *testing.T
+	tools tofutest.Tools
+	store *state.Store
+	art   *tofutest.ObjectArtifacts
+	eng   *Engine
+	logs  *syncBuffer
+	key   state.Key
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	tools := tofutest.Tofu(t)
+	_, js := tofutest.JetStream(t)
+	kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := tofutest.NewArtifacts(t, js)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	store := state.NewStore(kv, art, state.Options{Logger: log})
+	eng := New(Options{Store: store, Artifacts: art, ProviderDir: tools.Mirror, Logger: log})
+	t.Cleanup(func() { _ = eng.Close() })
+	return &env{t: t, tools: tools, store: store, art: art, eng: eng, logs: logs, key: state.Key{Namespace: "demo", Name: "files"}}
+}
+
+func (e *env) target(doc string) engine.Target {
+	e.t.Helper()
+	d, err := e.art.Put(e.t.Context(), strings.NewReader(doc))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return engine.Target{Key: e.key, RenderedDigest: d, ProviderSources: map[string]string{"testkit": "example/testkit"}, Holder: "test"}
+}
+
+// planApply plans doc and applies the plan.
+func (e *env) planApply(doc string) (*engine.PlanRecord, error) {
+	e.t.Helper()
+	rec, err := e.eng.Plan(e.t.Context(), engine.PlanRequest{Target: e.target(doc)})
+	if err != nil {
+		return nil, err
+	}
+	_, err = e.eng.Apply(e.t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"})
+	return rec, err
+}
+
+func (e *env) state() *State {
+	e.t.Helper()
+	_, body, err := e.store.Body(e.t.Context(), e.key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	st, err := ParseState(body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+func addresses(st *State) []string {
+	var out []string
+	for _, r := range st.Resources {
+		for _, in := range r.Instances {
+			out = append(out, r.Type+"."+r.Name+keyString(normalizeKey(in.IndexKey)))
+		}
+	}
+	return out
+}
+
+func actionsOf(rec *engine.PlanRecord) map[string]engine.Action {
+	out := map[string]engine.Action{}
+	for _, r := range rec.Resources {
+		out[r.Address] = r.Action
+	}
+	return out
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	return string(b)
+}
+
+func jsonDoc(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// filesDoc is the test architecture: terraform_data feeding local_file (protocol 5) feeding
+// testkit_file (protocol 6); the chain has values known only after apply.
+func filesDoc(t *testing.T, dir, greeting string, delay int) string {
+	return jsonDoc(t, map[string]any{
+		"resource": map[string]any{
+			"terraform_data": map[string]any{"seed": map[string]any{"input": greeting}},
+			"local_file": map[string]any{"a": map[string]any{
+				"filename": dir + "/a.txt",
+				"content":  "${terraform_data.seed.output} from a",
+			}},
+			"testkit_file": map[string]any{"b": map[string]any{
+				"filename":        dir + "/b.txt",
+				"content":         "b after ${local_file.a.id}",
+				"create_delay_ms": delay,
+			}},
+		},
+		"output": map[string]any{"b_id": map[string]any{"value": "${testkit_file.b.id}"}},
+	})
+}
+
+func TestEngine_lifecycle(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+
+	// Create, in dependency order, with unknown values resolved at apply.
+	rec, err := e.planApply(filesDoc(t, dir, "hello", 0))
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if rec.Summary != (engine.Summary{Add: 3}) || !rec.HasChanges {
+		t.Errorf("create summary = %+v (changes %v)", rec.Summary, rec.HasChanges)
+	}
+	if got := readFile(t, dir+"/a.txt"); got != "hello from a" {
+		t.Errorf("a.txt = %q", got)
+	}
+	st := e.state()
+	var aID string
+	for _, r := range st.Resources {
+		if r.Type == "local_file" {
+			var attrs map[string]any
+			_ = json.Unmarshal(r.Instances[0].Attributes, &attrs)
+			aID, _ = attrs["id"].(string)
+			if r.Provider != `provider["registry.opentofu.org/hashicorp/local"]` {
+				t.Errorf("local_file provider = %s", r.Provider)
+			}
+		}
+	}
+	if got := readFile(t, dir+"/b.txt"); got != "b after "+aID || aID == "" {
+		t.Errorf("b.txt = %q, want b after %q", got, aID)
+	}
+	out, err := e.eng.Outputs(t.Context(), e.key)
+	if err != nil || len(out.Values["b_id"]) == 0 {
+		t.Errorf("outputs = %+v, %v", out, err)
+	}
+
+	// No changes.
+	rec, err = e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(filesDoc(t, dir, "hello", 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.HasChanges {
+		t.Errorf("re-plan has changes: %v", actionsOf(rec))
+	}
+
+	// Update in place (testkit's create_delay_ms is not a replacing attribute).
+	rec, err = e.planApply(filesDoc(t, dir, "hello", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actionsOf(rec); got["testkit_file.b"] != engine.ActionUpdate || got["local_file.a"] != engine.ActionNoOp {
+		t.Errorf("update actions = %v", got)
+	}
+
+	// Replace: a new greeting changes terraform_data in place, and local_file's content
+	// (ForceNew) through it, which replaces b (its content references a's new id).
+	rec, err = e.planApply(filesDoc(t, dir, "bonjour", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]engine.Action{"terraform_data.seed": engine.ActionUpdate, "local_file.a": engine.ActionReplace, "testkit_file.b": engine.ActionReplace}
+	for a, w := range want {
+		if got := actionsOf(rec)[a]; got != w {
+			t.Errorf("%s action = %s, want %s", a, got, w)
+		}
+	}
+	if got := readFile(t, dir+"/a.txt"); got != "bonjour from a" {
+		t.Errorf("a.txt after replace = %q", got)
+	}
+
+	// Plan ids: a stale plan is refused.
+	stale, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(filesDoc(t, dir, "hola", 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.planApply(filesDoc(t, dir, "ciao", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.Apply(t.Context(), engine.ApplyRequest{Plan: stale}); !errors.Is(err, engine.ErrPlanStale) {
+		t.Errorf("apply of a stale plan: %v, want ErrPlanStale", err)
+	}
+
+	// Destroy in reverse order.
+	res, err := e.eng.Destroy(t.Context(), engine.DestroyRequest{Target: e.target(filesDoc(t, dir, "ciao", 1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Destroyed != 3 {
+		t.Errorf("destroyed %d, want 3", res.Destroyed)
+	}
+	if got := addresses(e.state()); len(got) != 0 {
+		t.Errorf("state after destroy holds %v", got)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s still exists after destroy (%v)", f, err)
+		}
+	}
+}
+
+func TestEngine_providerUnavailable(t *testing.T) {
+	e := newEnv(t)
+	start := time.Now()
+	_, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(`{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`)})
+	var pu *engine.ProviderUnavailableError
+	if !errors.As(err, &pu) || !errors.Is(err, engine.ErrProviderUnavailable) {
+		t.Fatalf("error = %v, want a ProviderUnavailableError", err)
+	}
+	if !strings.Contains(err.Error(), "hashicorp/aws") {
+		t.Errorf("error %q does not name hashicorp/aws", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("provider-unavailable took %v", d)
+	}
+}
+
+func TestEngine_failMidApply(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	doc := func(fail bool) string {
+		return jsonDoc(t, map[string]any{"resource": map[string]any{
+			"local_file": map[string]any{"ok": map[string]any{"filename": dir + "/ok.txt", "content": "fine"}},
+			"testkit_file": map[string]any{
+				"first": map[string]any{"filename": dir + "/first.txt", "content": "1"},
+				"bad":   map[string]any{"filename": dir + "/bad.txt", "content": "${testkit_file.first.id}", "fail_on_create": fail},
+				"after": map[string]any{"filename": dir + "/after.txt", "content": "${testkit_file.bad.id}"},
+			},
+		}})
+	}
+	_, err := e.planApply(doc(true))
+	if err == nil || !strings.Contains(err.Error(), "testkit_file.bad") || !strings.Contains(err.Error(), "fail_on_create") {
+		t.Fatalf("error = %v, want testkit_file.bad's fail_on_create", err)
+	}
+	got := strings.Join(addresses(e.state()), " ")
+	for _, a := range []string{"local_file.ok", "testkit_file.first"} {
+		if !strings.Contains(got, a) {
+			t.Errorf("state %q lost %s", got, a)
+		}
+	}
+	if strings.Contains(got, "testkit_file.after") {
+		t.Errorf("state %q holds a resource that depends on the failure", got)
+	}
+	// The failure fixed, the next apply completes what is left.
+	rec, err := e.planApply(doc(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Summary.Add != 2 {
+		t.Errorf("retry summary = %+v, want 2 to add", rec.Summary)
+	}
+}
+
+func TestEngine_providerCrash(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	doc := jsonDoc(t, map[string]any{"resource": map[string]any{
+		"testkit_file": map[string]any{
+			"quick": map[string]any{"filename": dir + "/quick.txt", "content": "q"},
+			"slow":  map[string]any{"filename": dir + "/slow.txt", "content": "s", "create_delay_ms": 20000},
+		},
+	}})
+	rec, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill the provider once quick is saved (slow is then waiting in its delay).
+	go func() {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, body, err := e.store.Body(context.WithoutCancel(t.Context()), e.key); err == nil && strings.Contains(string(body), `"quick"`) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		e.eng.pool.mu.Lock()
+		for _, en := range e.eng.pool.entries {
+			if en.proc != nil && strings.Contains(en.key, "testkit") {
+				if rc := en.proc.pc.ReattachConfig(); rc != nil {
+					_ = syscall.Kill(rc.Pid, syscall.SIGKILL)
+				}
+			}
+		}
+		e.eng.pool.mu.Unlock()
+	}()
+	start := time.Now()
+	_, err = e.eng.Apply(t.Context(), engine.ApplyRequest{Plan: rec})
+	var crashed *ProviderCrashedError
+	if !errors.As(err, &crashed) || !strings.Contains(err.Error(), "crashed") || !strings.Contains(err.Error(), "testkit_file.slow") {
+		t.Fatalf("error = %v, want a provider crash on testkit_file.slow", err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("crash detected after %v", d)
+	}
+	if got := addresses(e.state()); len(got) != 1 || got[0] != "testkit_file.quick" {
+		t.Errorf("state after crash = %v, want [testkit_file.quick]", got)
+	}
+	// A new process serves the next operation.
+	if _, err := e.planApply(strings.Replace(doc, "20000", "0", 1)); err != nil {
+		t.Fatalf("apply after crash: %v", err)
+	}
+}
+
+func TestEngine_sensitiveAndDrift(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	const secret = "s3cr3t-Value-7f2a"
+	doc := jsonDoc(t, map[string]any{"resource": map[string]any{
+		"local_file": map[string]any{
+			"secret": map[string]any{"filename": dir + "/secret.txt", "sensitive_content": secret},
+			"plain":  map[string]any{"filename": dir + "/plain.txt", "content": "plain"},
+		},
+	}})
+	if _, err := e.planApply(doc); err != nil {
+		t.Fatal(err)
+	}
+	if readFile(t, dir+"/secret.txt") != secret {
+		t.Fatal("secret file not written")
+	}
+	st := e.state()
+	for _, r := range st.Resources {
+		if r.Name == "secret" && !strings.Contains(string(r.Instances[0].SensitiveAttributes), "sensitive_content") {
+			t.Errorf("sensitive_attributes = %s", r.Instances[0].SensitiveAttributes)
+		}
+	}
+	// Drift: remove a file out of band.
+	if err := os.Remove(dir + "/plain.txt"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: e.target(doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Address != "local_file.plain" || rep.Findings[0].Change != engine.ActionCreate ||
+		rep.MaxSeverity != engine.SeverityFunctional {
+		t.Errorf("drift = %+v", rep)
+	}
+	b, _ := json.Marshal(rep)
+	for name, text := range map[string]string{"logs": e.logs.String(), "drift report": string(b)} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s contain the sensitive value", name)
+		}
+	}
+	if !strings.Contains(e.logs.String(), "local_file.secret") {
+		t.Errorf("logs do not mention the resource at all; the test would prove nothing:\n%s", e.logs.String())
+	}
+}
