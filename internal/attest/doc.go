@@ -1,0 +1,29 @@
+// Package attest keeps Lava's receipts: per resource, an append-only, hash-linked and Ed25519
+// signed chain of what happened to it (DESIGN section 6, UPSTREAM 8), stored in the JetStream
+// stream LAVA_RECEIPTS on the subject lava.v1.receipt.<ns>.<name>.
+//
+// # Receipts
+//
+// A receipt ([lavav1.Receipt]) has a sequence (0, 1, 2 ... per resource), a timestamp, a kind
+// ([KindOutcome] for a PhaseChanged, [KindAnomaly] for an AnomalyDetected), the content hash
+// of the previous receipt ([Genesis] for the first), a payload, its own content hash and a
+// signature. The content hash is BLAKE3-256 over the canonical encoding [Canonical] (version
+// [EncodingV1], docs/design/0002-receipt-encoding.md); the signature is Ed25519 over the 32
+// raw content-hash bytes ([Signer]).
+//
+// # Appending
+//
+// [Store.Append] reads the chain's tail and publishes the next receipt with JetStream's
+// expected-last-subject-sequence check, retrying on a conflict, so any number of attest
+// replicas append to one chain without ever forking it. The receipt id ([ReceiptID], derived
+// from the attested event's event_id) is the Nats-Msg-Id, and the recent tail is searched for
+// the event id, so a redelivered event is recorded once.
+//
+// # Verifying
+//
+// [Verify] checks a chain exactly as upstream's verify_chain does (sequence, links, hashes,
+// signatures, time order) with upstream's failure messages, plus a require-signatures mode.
+// [Service] consumes PhaseChanged and AnomalyDetected, appends one receipt for each and
+// publishes ReceiptAppended; [Handler] serves ReceiptService (GetChain, VerifyChain) over
+// connect.
+package attest

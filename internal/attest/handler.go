@@ -1,0 +1,96 @@
+package attest
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"github.com/nats-io/nats.go/jetstream"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+)
+
+// Handler serves lava.v1.ReceiptService over connect: GetChain and VerifyChain read the chain
+// from LAVA_RECEIPTS ([ReadChain]) and [Verify] it. It is the connect edge of this package:
+// domain errors become connect codes here (InvalidArgument for a bad request, Unavailable
+// when JetStream cannot be read, DataLoss for a message that is not a receipt).
+type Handler struct {
+	js      jetstream.JetStream
+	metrics *Metrics
+}
+
+var _ lavav1connect.ReceiptServiceHandler = (*Handler)(nil)
+
+// NewHandler returns a Handler reading chains through js; metrics may be nil.
+func NewHandler(js jetstream.JetStream, metrics *Metrics) *Handler {
+	return &Handler{js: js, metrics: metrics}
+}
+
+// Mount returns the path prefix and the HTTP handler of the service ("/lava.v1.ReceiptService/").
+func (h *Handler) Mount(opts ...connect.HandlerOption) (string, http.Handler) {
+	return lavav1connect.NewReceiptServiceHandler(h, opts...)
+}
+
+// GetChain returns the receipts of a resource from from_sequence on; an unknown resource has an
+// empty chain.
+func (h *Handler) GetChain(ctx context.Context, req *connect.Request[lavav1.GetChainRequest]) (*connect.Response[lavav1.GetChainResponse], error) {
+	chain, err := h.read(ctx, req.Msg.GetNamespace(), req.Msg.GetName())
+	if err != nil {
+		return nil, err
+	}
+	from := req.Msg.GetFromSequence()
+	out := make([]*lavav1.Receipt, 0, len(chain))
+	for _, r := range chain {
+		if r.GetSequence() >= from {
+			out = append(out, r)
+		}
+	}
+	return connect.NewResponse(&lavav1.GetChainResponse{Receipts: out}), nil
+}
+
+// VerifyChain verifies a resource's chain ([Verify]); violations are in the response, not
+// errors. A public_key that is not 32 bytes is InvalidArgument.
+func (h *Handler) VerifyChain(ctx context.Context, req *connect.Request[lavav1.VerifyChainRequest]) (*connect.Response[lavav1.VerifyChainResponse], error) {
+	opts := VerifyOptions{RequireSignatures: req.Msg.GetRequireSignatures()}
+	if pk := req.Msg.GetPublicKey(); len(pk) > 0 {
+		if len(pk) != ed25519.PublicKeySize {
+			return nil, connect.NewError(connect.CodeInvalidArgument,
+				fmt.Errorf("public_key is %d bytes, want %d", len(pk), ed25519.PublicKeySize))
+		}
+		opts.PublicKey = ed25519.PublicKey(pk)
+	}
+	chain, err := h.read(ctx, req.Msg.GetNamespace(), req.Msg.GetName())
+	if err != nil {
+		return nil, err
+	}
+	res := Verify(chain, opts)
+	h.metrics.verified(res)
+	return connect.NewResponse(VerifyResponse(res)), nil
+}
+
+// VerifyResponse converts a [Result] to its wire form.
+func VerifyResponse(res Result) *lavav1.VerifyChainResponse {
+	out := &lavav1.VerifyChainResponse{Ok: res.OK(), Length: res.Length, HeadHash: res.HeadHash}
+	for _, f := range res.Failures {
+		out.Failures = append(out.Failures, &lavav1.VerifyFailure{Index: f.Index, Message: f.Message})
+	}
+	return out
+}
+
+func (h *Handler) read(ctx context.Context, namespace, name string) ([]*lavav1.Receipt, error) {
+	if namespace == "" || name == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("namespace and name are required"))
+	}
+	chain, err := ReadChain(ctx, h.js, namespace, name)
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return nil, connect.NewError(connect.CodeDataLoss, err)
+	case err != nil:
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	return chain, nil
+}

@@ -1,0 +1,156 @@
+package attest
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"lukechampine.com/blake3"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+)
+
+// Signature algorithms (Signature.algo, UPSTREAM 8.3).
+const (
+	// AlgoNone marks an unsigned receipt.
+	AlgoNone = "none"
+	// AlgoEd25519 marks an Ed25519 signature over the 32 raw content-hash bytes.
+	AlgoEd25519 = "ed25519"
+)
+
+// KeyIDLen is the length of a key id: the first 16 lowercase hex digits of BLAKE3(public key).
+const KeyIDLen = 16
+
+// ErrInvalidKey reports a key that is not 64 hex digits (32 bytes).
+var ErrInvalidKey = errors.New("attest: invalid key")
+
+// Signer signs receipts with an Ed25519 key. Its String and GoString show only the key id, so
+// the secret never reaches a log or an error by accident. A nil *Signer signs nothing: every
+// receipt gets algo "none".
+type Signer struct {
+	priv  ed25519.PrivateKey
+	pub   ed25519.PublicKey
+	keyID string
+}
+
+// NewSigner returns a Signer for a 32-byte Ed25519 seed (UPSTREAM 8.3: the key is the seed).
+func NewSigner(seed []byte) (*Signer, error) {
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("%w: seed is %d bytes, want %d", ErrInvalidKey, len(seed), ed25519.SeedSize)
+	}
+	priv := ed25519.NewKeyFromSeed(seed)
+	pub := priv.Public().(ed25519.PublicKey)
+	return &Signer{priv: priv, pub: pub, keyID: KeyID(pub)}, nil
+}
+
+// ParseSigner parses a seed written as 64 hex digits (surrounding whitespace ignored), the
+// format of the signing-key file and of `lava receipts keygen`'s SECRET line.
+func ParseSigner(seedHex string) (*Signer, error) {
+	seed, err := ParseHash(seedHex)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	}
+	return NewSigner(seed)
+}
+
+// LoadSigner reads a signing-key file (64 hex digits, the Ed25519 seed; in a cluster mounted
+// from a Kubernetes Secret). Errors never quote the file's content.
+func LoadSigner(path string) (*Signer, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("attest: read signing key: %w", err)
+	}
+	s, err := ParseSigner(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("attest: signing key %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// GenerateSigner returns a Signer with a new random seed read from r (crypto/rand.Reader when
+// nil) and the seed itself, for `lava receipts keygen`.
+func GenerateSigner(r io.Reader) (*Signer, []byte, error) {
+	if r == nil {
+		r = rand.Reader
+	}
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := io.ReadFull(r, seed); err != nil {
+		return nil, nil, fmt.Errorf("attest: generate key: %w", err)
+	}
+	s, err := NewSigner(seed)
+	return s, seed, err
+}
+
+// PublicKey returns the 32-byte public key; nil for a nil Signer.
+func (s *Signer) PublicKey() ed25519.PublicKey {
+	if s == nil {
+		return nil
+	}
+	return s.pub
+}
+
+// KeyID returns the key id ([KeyID] of the public key); "" for a nil Signer.
+func (s *Signer) KeyID() string {
+	if s == nil {
+		return ""
+	}
+	return s.keyID
+}
+
+// String shows the key id only.
+func (s *Signer) String() string {
+	if s == nil {
+		return "attest.Signer(none)"
+	}
+	return "attest.Signer(ed25519, key_id " + s.keyID + ", secret redacted)"
+}
+
+// GoString shows the key id only (for %#v).
+func (s *Signer) GoString() string { return s.String() }
+
+// Sign returns the signature of a content hash: algo "none" for a nil Signer, otherwise
+// Ed25519 over the 32 raw digest bytes with the public key and key id.
+func (s *Signer) Sign(contentHash []byte) *lavav1.Signature {
+	if s == nil {
+		return &lavav1.Signature{Algo: AlgoNone}
+	}
+	return &lavav1.Signature{
+		Algo:      AlgoEd25519,
+		Sig:       ed25519.Sign(s.priv, contentHash),
+		PublicKey: append([]byte(nil), s.pub...),
+		KeyId:     s.keyID,
+	}
+}
+
+// KeyID returns the key id of an Ed25519 public key: the first 16 lowercase hex digits of its
+// BLAKE3-256 digest.
+func KeyID(pub []byte) string {
+	sum := blake3.Sum256(pub)
+	return Hex(sum[:])[:KeyIDLen]
+}
+
+// ParsePublicKey parses a public key written as 64 hex digits (surrounding whitespace
+// ignored), the format of `lava receipts keygen`'s PUBLIC line.
+func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	b, err := ParseHash(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// LoadPublicKey reads a public-key file (64 hex digits).
+func LoadPublicKey(path string) (ed25519.PublicKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("attest: read public key: %w", err)
+	}
+	k, err := ParsePublicKey(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("attest: public key %s: %w", path, err)
+	}
+	return k, nil
+}
