@@ -158,22 +158,54 @@ func appendJSONString(buf *bytes.Buffer, s string) {
 // Map is an ordered string-keyed map. Set on an existing key replaces the value and keeps the
 // key's first position ("last wins, position of first kept"). The zero Map is empty and ready.
 type Map struct {
-	keys []string
-	vals map[string]Value
+	entries []mapEntry
+	// index maps a key to its position in entries; built only once the map grows past
+	// mapIndexMin entries (small maps, the common case, are scanned).
+	index map[string]int
 }
+
+type mapEntry struct {
+	key string
+	val Value
+}
+
+// mapIndexMin is the size from which a Map keeps a hash index.
+const mapIndexMin = 8
 
 // NewMap returns an empty map.
 func NewMap() *Map { return &Map{} }
 
+func (m *Map) find(k string) int {
+	if m.index != nil {
+		if i, ok := m.index[k]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range m.entries {
+		if m.entries[i].key == k {
+			return i
+		}
+	}
+	return -1
+}
+
 // Set stores v under k.
 func (m *Map) Set(k string, v Value) {
-	if m.vals == nil {
-		m.vals = make(map[string]Value)
+	if i := m.find(k); i >= 0 {
+		m.entries[i].val = v
+		return
 	}
-	if _, ok := m.vals[k]; !ok {
-		m.keys = append(m.keys, k)
+	m.entries = append(m.entries, mapEntry{key: k, val: v})
+	switch {
+	case m.index != nil:
+		m.index[k] = len(m.entries) - 1
+	case len(m.entries) > mapIndexMin:
+		m.index = make(map[string]int, 2*len(m.entries))
+		for i, e := range m.entries {
+			m.index[e.key] = i
+		}
 	}
-	m.vals[k] = v
 }
 
 // Get returns the value under k and whether it is present. A nil Map is empty.
@@ -181,8 +213,10 @@ func (m *Map) Get(k string) (Value, bool) {
 	if m == nil {
 		return Value{}, false
 	}
-	v, ok := m.vals[k]
-	return v, ok
+	if i := m.find(k); i >= 0 {
+		return m.entries[i].val, true
+	}
+	return Value{}, false
 }
 
 // Len returns the number of keys. A nil Map has length 0.
@@ -190,7 +224,7 @@ func (m *Map) Len() int {
 	if m == nil {
 		return 0
 	}
-	return len(m.keys)
+	return len(m.entries)
 }
 
 // Keys returns the keys in insertion order (a copy).
@@ -198,7 +232,11 @@ func (m *Map) Keys() []string {
 	if m == nil {
 		return nil
 	}
-	return append([]string(nil), m.keys...)
+	keys := make([]string, len(m.entries))
+	for i, e := range m.entries {
+		keys[i] = e.key
+	}
+	return keys
 }
 
 // All iterates over the entries in insertion order.
@@ -207,8 +245,8 @@ func (m *Map) All() func(yield func(string, Value) bool) {
 		if m == nil {
 			return
 		}
-		for _, k := range m.keys {
-			if !yield(k, m.vals[k]) {
+		for _, e := range m.entries {
+			if !yield(e.key, e.val) {
 				return
 			}
 		}
@@ -226,13 +264,13 @@ func (m *Map) MarshalJSON() ([]byte, error) {
 
 func (m *Map) appendJSON(buf *bytes.Buffer) error {
 	buf.WriteByte('{')
-	for i, k := range m.Keys() {
+	for i, e := range m.entries {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		appendJSONString(buf, k)
+		appendJSONString(buf, e.key)
 		buf.WriteByte(':')
-		if err := m.vals[k].appendJSON(buf); err != nil {
+		if err := e.val.appendJSON(buf); err != nil {
 			return err
 		}
 	}

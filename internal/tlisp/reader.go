@@ -72,14 +72,30 @@ func internalError(file string, r any) Diagnostic {
 }
 
 type reader struct {
-	src   []byte
-	file  string
-	i     int
-	line  int
-	col   int
-	diags Diagnostics
-	stop  bool // no further reading (end of input inside a list, or a fatal error)
-	fatal bool // an error that leaves the forms unusable for evaluation
+	slab   []Node            // nodes are carved from slabs to allocate less
+	stack  []*Node           // children of the lists being read, copied out when a list closes
+	intern map[string]string // atom texts seen in this parse (symbols and keywords repeat)
+	src    []byte
+	file   string
+	i      int
+	line   int
+	col    int
+	diags  Diagnostics
+	stop   bool // no further reading (end of input inside a list, or a fatal error)
+	fatal  bool // an error that leaves the forms unusable for evaluation
+}
+
+// node returns a fresh node from the current slab.
+func (r *reader) node(n Node) *Node {
+	if len(r.slab) == cap(r.slab) {
+		size := 64
+		if len(r.src) > 4096 {
+			size = 256
+		}
+		r.slab = make([]Node, 0, size)
+	}
+	r.slab = append(r.slab, n)
+	return &r.slab[len(r.slab)-1]
 }
 
 func (r *reader) pos() Pos { return Pos{File: r.file, Line: r.line, Col: r.col, Offset: r.i} }
@@ -152,7 +168,7 @@ func (r *reader) read(depth int) *Node {
 		switch c2 {
 		case 't', 'f':
 			r.advance()
-			return &Node{Kind: NodeBool, Pos: p, Bool: c2 == 't'}
+			return r.node(Node{Kind: NodeBool, Pos: p, Bool: c2 == 't'})
 		}
 		ch, _ := utf8.DecodeRune(r.src[r.i:])
 		r.fatalf(p, "unexpected character %q at offset %d (expected #t or #f)", ch, r.i)
@@ -164,16 +180,18 @@ func (r *reader) read(depth int) *Node {
 		if !ok {
 			return nil
 		}
-		return &Node{Kind: NodeKeyword, Pos: p, Text: body}
+		return r.node(Node{Kind: NodeKeyword, Pos: p, Text: body})
 	default:
 		body, ok := r.atomBody(p)
 		if !ok {
 			return nil
 		}
-		if n, err := strconv.ParseInt(body, 10, 64); err == nil {
-			return &Node{Kind: NodeInt, Pos: p, Int: n}
+		if maybeInt(body) {
+			if n, err := strconv.ParseInt(body, 10, 64); err == nil {
+				return r.node(Node{Kind: NodeInt, Pos: p, Int: n})
+			}
 		}
-		return &Node{Kind: NodeSymbol, Pos: p, Text: body}
+		return r.node(Node{Kind: NodeSymbol, Pos: p, Text: body})
 	}
 }
 
@@ -187,7 +205,24 @@ func (r *reader) atomBody(p Pos) (string, bool) {
 		r.fatalf(p, "atom starting at offset %d is not valid UTF-8", p.Offset)
 		return "", false
 	}
-	return string(b), true
+	if s, ok := r.intern[string(b)]; ok {
+		return s, true
+	}
+	if r.intern == nil {
+		r.intern = make(map[string]string)
+	}
+	s := string(b)
+	r.intern[s] = s
+	return s, true
+}
+
+// maybeInt reports whether s could parse as a base-10 integer (an optional sign, then a digit),
+// so most symbols skip strconv.
+func maybeInt(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return s != "" && '0' <= s[0] && s[0] <= '9'
 }
 
 func (r *reader) readList(p Pos, depth int) *Node {
@@ -197,7 +232,13 @@ func (r *reader) readList(p Pos, depth int) *Node {
 		return nil
 	}
 	r.advance() // (
-	n := &Node{Kind: NodeList, Pos: p, List: []*Node{}}
+	n := r.node(Node{Kind: NodeList, Pos: p})
+	base := len(r.stack)
+	defer func() {
+		n.List = append(make([]*Node, 0, len(r.stack)-base), r.stack[base:]...)
+		clear(r.stack[base:])
+		r.stack = r.stack[:base]
+	}()
 	for !r.stop {
 		r.skipSpace()
 		if r.i >= len(r.src) {
@@ -214,7 +255,7 @@ func (r *reader) readList(p Pos, depth int) *Node {
 			return n
 		}
 		if e := r.read(depth); e != nil {
-			n.List = append(n.List, e)
+			r.stack = append(r.stack, e)
 		}
 	}
 	if r.fatal {
@@ -242,7 +283,7 @@ func (r *reader) readString(p Pos) *Node {
 				r.fatalf(p, "string starting at offset %d is not valid UTF-8", p.Offset)
 				return nil
 			}
-			return &Node{Kind: NodeString, Pos: p, Text: string(text)}
+			return r.node(Node{Kind: NodeString, Pos: p, Text: string(text)})
 		case '\\':
 			if buf == nil {
 				buf = append([]byte{}, r.src[start:r.i]...)
