@@ -286,7 +286,7 @@ func (a *applier) destroy(ctx context.Context, c *Change, deposedKey string) err
 
 // fail wraps a provider error with the address and, when the process died, says so.
 func (a *applier) fail(c *Change, err error) error {
-	if a.sess.crashed(c.ProviderKey) {
+	if a.sess.crashed(c.ProviderKey, err) {
 		return &ProviderCrashedError{Provider: c.ProviderKey, Address: c.Addr, Err: err}
 	}
 	return fmt.Errorf("%s: %w", c.Addr, err)
@@ -411,8 +411,21 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 	return deposed, nil
 }
 
+// depsOf returns the resource's transitive dependencies, as Terraform records them in state.
 func (a *applier) depsOf(rc *ResourceConfig) []string {
-	return a.plan.Deps[rc.Address()]
+	set := map[string]bool{}
+	var visit func(string)
+	visit = func(addr string) {
+		for _, d := range a.plan.Deps[addr] {
+			if !set[d] {
+				set[d] = true
+				visit(d)
+			}
+		}
+	}
+	visit(rc.Address())
+	delete(set, rc.Address())
+	return setKeys(set)
 }
 
 func newDeposedKey() string {
@@ -478,11 +491,12 @@ func (a *applier) resource(c *Change) *StateResource {
 	for i := range a.st.Resources {
 		r := &a.st.Resources[i]
 		if r.Mode == c.Mode && r.Type == c.Type && r.Name == c.Name {
-			r.Provider, r.Each = c.Provider, c.Each
+			// OpenTofu and Terraform no longer write "each"; neither do we.
+			r.Provider, r.Each = c.Provider, ""
 			return r
 		}
 	}
-	a.st.Resources = append(a.st.Resources, StateResource{Mode: c.Mode, Type: c.Type, Name: c.Name, Each: c.Each, Provider: c.Provider})
+	a.st.Resources = append(a.st.Resources, StateResource{Mode: c.Mode, Type: c.Type, Name: c.Name, Provider: c.Provider})
 	return &a.st.Resources[len(a.st.Resources)-1]
 }
 

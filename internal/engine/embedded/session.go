@@ -8,9 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"io"
 	"sync"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // session holds one operation's providers: leased lazily from the pool, configured from the
@@ -167,12 +171,25 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 	return l, addr, nil
 }
 
-// crashed reports whether the provider of key has died.
-func (s *session) crashed(key string) bool {
+// crashed reports whether the provider of key has died. When the call failed with
+// Unavailable (the connection broke) it waits a moment for go-plugin to notice the exit.
+func (s *session) crashed(key string, callErr error) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	l, ok := s.leases[key]
-	return ok && l.Exited()
+	s.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if status.Code(callErr) != codes.Unavailable && !errors.Is(callErr, io.EOF) {
+		return l.Exited()
+	}
+	for range 100 {
+		if l.Exited() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }
 
 func (s *session) providerVersions() map[string]string {

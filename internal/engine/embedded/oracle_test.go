@@ -1,0 +1,129 @@
+//go:build integration
+
+package embedded
+
+import (
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/engine/tofu"
+)
+
+// tofuEngine returns the tofu engine over the same state store and artifacts as e, so a
+// resource's state moves between the two engines.
+func (e *env) tofuEngine() *tofu.Engine {
+	e.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	srv := &http.Server{Handler: state.NewHandler(e.store, state.HandlerOptions{Password: "pw"}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	e.t.Cleanup(func() { _ = srv.Close() })
+	eng, err := tofu.New(tofu.Config{
+		Bin: e.tools.Bin, CLIConfigFile: e.tools.CLIConfig, MirrorDir: e.tools.Mirror,
+		PluginCacheDir: filepath.Join(e.t.TempDir(), "plugins"), WorkDir: e.t.TempDir(),
+		BackendURL: "http://" + ln.Addr().String(), BackendPassword: "pw",
+		Store: e.store, Artifacts: e.art,
+		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = eng.Close() })
+	return eng
+}
+
+// oracleInstances is how many resource instances oracleDoc has.
+const oracleInstances = 7
+
+// oracleDoc exercises what the embedded engine must encode exactly as Terraform does:
+// dynamic values, count and for_each instances, sensitive attributes, outputs, both
+// protocol versions.
+func oracleDoc(t *testing.T, dir string) string {
+	return jsonDoc(t, map[string]any{
+		"resource": map[string]any{
+			"terraform_data": map[string]any{
+				"seed":  map[string]any{"input": map[string]any{"name": "lava", "n": 3, "tags": []any{"a", "b"}}},
+				"count": map[string]any{"count": 2, "input": "n-${count.index}", "triggers_replace": "${terraform_data.seed.id}"},
+			},
+			"local_file": map[string]any{
+				"each": map[string]any{"for_each": map[string]any{"x": "1", "y": "2"},
+					"filename": dir + "/each-${each.key}.txt", "content": "${each.value} ${terraform_data.seed.output.name}"},
+				"secret": map[string]any{"filename": dir + "/secret.txt", "sensitive_content": "hush"},
+			},
+			"testkit_file": map[string]any{"t": map[string]any{"filename": dir + "/t.txt", "content": "${local_file.each[\"x\"].id}"}},
+		},
+		"output": map[string]any{
+			"seed": map[string]any{"value": "${terraform_data.seed.output}"},
+			"t":    map[string]any{"value": "${testkit_file.t.id}"},
+		},
+	})
+}
+
+// TestEngine_tofuOracle is the correctness oracle: what the embedded engine applies, tofu
+// plans as unchanged; and what tofu applies, the embedded engine plans as unchanged.
+func TestEngine_tofuOracle(t *testing.T) {
+	e := newEnv(t)
+	tf := e.tofuEngine()
+
+	t.Run("embedded then tofu", func(t *testing.T) {
+		e.key = state.Key{Namespace: "demo", Name: "embedded-first"}
+		doc := oracleDoc(t, t.TempDir())
+		if _, err := e.planApply(doc); err != nil {
+			t.Fatalf("embedded apply: %v", err)
+		}
+		rec, err := tf.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+		if err != nil {
+			t.Fatalf("tofu plan: %v", err)
+		}
+		if rec.HasChanges {
+			t.Errorf("tofu plans changes after the embedded apply: %+v %v", rec.Summary, actionsOf(rec))
+		}
+		if n := len(actionsOf(rec)); n != oracleInstances {
+			t.Errorf("tofu planned %d instances, want %d: %v", n, oracleInstances, actionsOf(rec))
+		}
+		// And tofu can destroy what the embedded engine created.
+		res, err := tf.Destroy(t.Context(), engine.DestroyRequest{Target: e.target(doc)})
+		if err != nil {
+			t.Fatalf("tofu destroy: %v", err)
+		}
+		if res.Destroyed != oracleInstances {
+			t.Errorf("tofu destroyed %d, want %d", res.Destroyed, oracleInstances)
+		}
+	})
+
+	t.Run("tofu then embedded", func(t *testing.T) {
+		e.key = state.Key{Namespace: "demo", Name: "tofu-first"}
+		doc := oracleDoc(t, t.TempDir())
+		rec, err := tf.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+		if err != nil {
+			t.Fatalf("tofu plan: %v", err)
+		}
+		if _, err := tf.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"}); err != nil {
+			t.Fatalf("tofu apply: %v", err)
+		}
+		rec, err = e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+		if err != nil {
+			t.Fatalf("embedded plan: %v", err)
+		}
+		if rec.HasChanges {
+			t.Errorf("embedded plans changes after the tofu apply: %+v %v", rec.Summary, actionsOf(rec))
+		}
+		if n := len(actionsOf(rec)); n != oracleInstances {
+			t.Errorf("embedded planned %d instances, want %d: %v", n, oracleInstances, actionsOf(rec))
+		}
+		res, err := e.eng.Destroy(t.Context(), engine.DestroyRequest{Target: e.target(doc)})
+		if err != nil {
+			t.Fatalf("embedded destroy: %v", err)
+		}
+		if res.Destroyed != oracleInstances {
+			t.Errorf("embedded destroyed %d, want %d", res.Destroyed, oracleInstances)
+		}
+	})
+}
