@@ -6,7 +6,8 @@
 // so nothing on a pod's disk matters and any replica can continue another's work. The
 // workspace holds the rendered JSON unchanged as main.tf.json and an override file,
 // lava_override.tf.json, with a `terraform` block: `required_providers` ([engine.Requirements])
-// and the `http` backend pointing at the applier's loopback [state.Handler]. Providers come
+// and the `http` backend, whose addresses (the applier's loopback [state.Handler]) and
+// credentials come from TF_HTTP_* variables so that a saved plan names no replica. Providers come
 // from a filesystem mirror through a CLI config file, with a plugin cache shared by the
 // process.
 package tofu

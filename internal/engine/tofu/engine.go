@@ -133,21 +133,20 @@ func (e *Engine) getArtifact(ctx context.Context, digest, what string) ([]byte, 
 }
 
 // override is the terraform block Lava adds.
-func (e *Engine) override(key state.Key, reqs []engine.ProviderRequirement) ([]byte, error) {
+func (e *Engine) override(reqs []engine.ProviderRequirement) ([]byte, error) {
 	rp := map[string]map[string]string{}
 	for _, r := range reqs {
 		rp[r.Name] = map[string]string{"source": r.Source}
 	}
-	addr := state.Address(e.cfg.BackendURL, key)
+	// The addresses and credentials come from the environment (TF_HTTP_*, see newRun): a saved
+	// plan records the backend configuration written here, and an apply must reach the state
+	// through whichever replica runs it, not the one that planned.
 	doc := map[string]any{"terraform": map[string]any{
 		"required_providers": rp,
 		"backend": map[string]any{"http": map[string]any{
-			"address":        addr,
-			"lock_address":   addr,
-			"unlock_address": addr,
-			"lock_method":    "LOCK",
-			"unlock_method":  "UNLOCK",
-			"update_method":  "POST",
+			"lock_method":   "LOCK",
+			"unlock_method": "UNLOCK",
+			"update_method": "POST",
 		}},
 	}}
 	return json.MarshalIndent(doc, "", "  ")
@@ -166,7 +165,7 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) ([]engine
 	if err := e.checkMirror(reqs); err != nil {
 		return nil, err
 	}
-	ov, err := e.override(t.Key, reqs)
+	ov, err := e.override(reqs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: override file: %w", e.cfg.Name, err)
 	}

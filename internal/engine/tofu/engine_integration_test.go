@@ -3,12 +3,14 @@
 package tofu_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,25 +154,38 @@ func TestEngine_Apply_stalePlan(t *testing.T) {
 	}
 }
 
+// TestEngine_Apply_killedLeavesLockThatExpires kills tofu (SIGKILL, as an OOM kill or a lost
+// node would) in the middle of an apply. The CLI persists state to a remote backend at most
+// every 20 seconds, on a resource's completion (TF_STATE_PERSIST_INTERVAL cannot go lower), so
+// the chain is: fast (immediate), mid (21 s: its completion persists fast and mid), slow
+// (killed). The lock stays, refuses a plan while young, is taken over once older than its TTL,
+// and the recovery plan creates only slow: nothing is created twice.
 func TestEngine_Apply_killedLeavesLockThatExpires(t *testing.T) {
 	const ttl = 4 * time.Second
-	h := newHarness(t, harnessOpts{lockTTL: ttl})
+	// The dying replica's work lease outlives the kill until the test declares it gone.
+	var leaseGone atomic.Bool
+	h := newHarness(t, harnessOpts{lockTTL: ttl, holderAlive: func(_ context.Context, holder string) (bool, error) {
+		return holder != "replica-that-dies" || !leaseGone.Load(), nil
+	}})
 	dir := t.TempDir()
-	slow := fmt.Sprintf(`{"resource":{
+	chain := func(slowDelay int) string {
+		return fmt.Sprintf(`{"resource":{
 	  "local_file":{"fast":{"filename":%q,"content":"fast\n"}},
-	  "testkit_file":{"slow":{"filename":%q,"content":"slow\n","create_delay_ms":60000,"depends_on":["local_file.fast"]}}}}`,
-		filepath.Join(dir, "fast.txt"), filepath.Join(dir, "slow.txt"))
-	p := h.plan(slow)
+	  "testkit_file":{
+	    "mid":{"filename":%q,"content":"mid\n","create_delay_ms":21000,"depends_on":["local_file.fast"]},
+	    "slow":{"filename":%q,"content":"slow\n","create_delay_ms":%d,"depends_on":["testkit_file.mid"]}}}}`,
+			filepath.Join(dir, "fast.txt"), filepath.Join(dir, "mid.txt"), filepath.Join(dir, "slow.txt"), slowDelay)
+	}
+	p := h.plan(chain(120000))
 
 	errc := make(chan error, 1)
 	go func() {
 		_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "replica-that-dies"})
 		errc <- err
 	}()
-	waitFor(t, time.Minute, "the apply to lock the state and create fast.txt", func() bool {
+	waitFor(t, time.Minute, "the apply to persist fast and mid while holding the lock", func() bool {
 		r, err := h.store.Get(t.Context(), h.key)
-		_, ferr := os.Stat(filepath.Join(dir, "fast.txt"))
-		return err == nil && r.Lock != nil && ferr == nil
+		return err == nil && r.Lock != nil && r.HasState()
 	})
 	pids := childProcesses("tofu")
 	if len(pids) == 0 {
@@ -184,34 +199,65 @@ func TestEngine_Apply_killedLeavesLockThatExpires(t *testing.T) {
 	if lock == nil || lock.Holder != "replica-that-dies" {
 		t.Fatalf("after the kill the lock is %+v, want it left by replica-that-dies", lock)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "slow.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("slow.txt exists after the kill (%v)", err)
+	}
+	midInfo, err := os.Stat(filepath.Join(dir, "mid.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	// While the lock is young, planning is refused with ErrLocked naming the holder.
-	_, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(slow)})
+	// While the lock's holder is alive, planning is refused with ErrLocked naming the holder.
+	_, err = h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(chain(0))})
 	var le *state.LockedError
 	if !errors.Is(err, engine.ErrLocked) || !errors.As(err, &le) || le.Lock.Holder != "replica-that-dies" {
 		t.Fatalf("plan under a live lock: %v, want ErrLocked naming the holder", err)
 	}
 
-	// Once the lock outlived its TTL (its holder is gone), the next plan and apply take it over.
+	// Once the lock outlived its TTL and its holder is gone, another replica takes it over.
 	waitFor(t, 2*ttl, "the lock to expire", func() bool { return time.Since(lock.Created) > ttl })
-	fast := strings.Replace(slow, "60000", "0", 1)
-	p2 := h.plan(fast)
-	if a := actions(p2); a["testkit_file.slow"] != engine.ActionCreate {
-		t.Fatalf("plan after take-over: %v", a)
+	leaseGone.Store(true)
+	other := h.replica()
+	p2, err := other.Plan(t.Context(), engine.PlanRequest{Target: h.target(chain(0))})
+	if err != nil {
+		t.Fatalf("plan after the lock expired: %v", err)
 	}
-	created := p2.Summary.Add
-	h.apply(p2)
+	want := map[string]engine.Action{"local_file.fast": engine.ActionNoOp, "testkit_file.mid": engine.ActionNoOp,
+		"testkit_file.slow": engine.ActionCreate}
+	if got := actions(p2); fmt.Sprint(got) != fmt.Sprint(want) || p2.Summary != (engine.Summary{Add: 1}) {
+		t.Fatalf("recovery plan %v %+v, want only slow created: %v", got, p2.Summary, want)
+	}
+	if _, err := other.Apply(t.Context(), engine.ApplyRequest{Plan: p2, Holder: "replica-2"}); err != nil {
+		t.Fatalf("recovery apply: %v", err)
+	}
 	if got := fileContent(t, filepath.Join(dir, "slow.txt")); got != "slow\n" {
 		t.Fatalf("slow.txt = %q", got)
 	}
-	// Nothing exists twice: the state holds exactly the two resources and a new plan is empty.
-	final := h.plan(fast)
-	if final.HasChanges || len(final.Resources) != 2 {
+	if fi, err := os.Stat(filepath.Join(dir, "mid.txt")); err != nil || !fi.ModTime().Equal(midInfo.ModTime()) {
+		t.Fatalf("mid.txt was written again (%v)", err)
+	}
+	if final := h.plan(chain(0)); final.HasChanges || len(final.Resources) != 3 {
 		t.Fatalf("after recovery: changes %v resources %+v", final.HasChanges, final.Resources)
 	}
-	t.Logf("after the kill the recovery plan created %d resource(s): %v", created, actions(p2))
 	if r := h.record(); r.Lock != nil {
 		t.Fatalf("lock left after a successful apply: %+v", r.Lock)
+	}
+}
+
+// TestEngine_Apply_onAnotherReplica plans on one replica and applies the recorded plan on
+// another with its own backend address: the saved plan names no replica.
+func TestEngine_Apply_onAnotherReplica(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	dir := t.TempDir()
+	p := h.plan(filesJSON(dir, "v1", 0))
+	// The planning replica goes away; a new one with another address applies.
+	other := h.replica()
+	res, err := other.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "replica-2"})
+	if err != nil {
+		t.Fatalf("apply on another replica: %v", err)
+	}
+	if res.StateSerial == 0 || fileContent(t, filepath.Join(dir, "kit.txt")) != "kit\n" {
+		t.Fatalf("apply on another replica: %+v", res)
 	}
 }
 

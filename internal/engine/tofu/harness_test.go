@@ -28,6 +28,7 @@ type harness struct {
 	store *state.Store
 	art   *tofutest.ObjectArtifacts
 	tools tofutest.Tools
+	opts  harnessOpts
 	key   state.Key
 }
 
@@ -37,6 +38,7 @@ type harnessOpts struct {
 	lockTTL     time.Duration
 	noMirror    bool // rely on the CLI config alone (no mirror pre-check)
 	lockTimeout time.Duration
+	holderAlive state.HolderAlive
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -48,25 +50,35 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	art := tofutest.NewArtifacts(t, js)
-	store := state.NewStore(kv, art, state.Options{LockTTL: o.lockTTL})
+	store := state.NewStore(kv, art, state.Options{LockTTL: o.lockTTL, HolderAlive: o.holderAlive})
+	h := &harness{t: t, store: store, art: art, tools: tools, opts: o,
+		key: state.Key{Namespace: "default", Name: "files"}}
+	h.eng = h.replica()
+	return h
+}
+
+// replica returns another engine on the same state and artifact stores, with its own
+// loopback backend server, plugin cache and work directory: another applier replica.
+func (h *harness) replica() *tofu.Engine {
+	t, o := h.t, h.opts
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: "backend-pw"}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: state.NewHandler(h.store, state.HandlerOptions{Password: "backend-pw"}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := tofu.Config{
 		Name:            o.name,
-		Bin:             tools.Bin,
-		CLIConfigFile:   tools.CLIConfig,
-		MirrorDir:       tools.Mirror,
+		Bin:             h.tools.Bin,
+		CLIConfigFile:   h.tools.CLIConfig,
+		MirrorDir:       h.tools.Mirror,
 		PluginCacheDir:  filepath.Join(t.TempDir(), "plugins"),
 		WorkDir:         t.TempDir(),
 		BackendURL:      "http://" + ln.Addr().String(),
 		BackendPassword: "backend-pw",
-		Store:           store,
-		Artifacts:       art,
+		Store:           h.store,
+		Artifacts:       h.art,
 		LockTimeout:     o.lockTimeout,
 		Timeouts:        tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 	}
@@ -81,8 +93,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	return &harness{t: t, eng: eng, store: store, art: art, tools: tools,
-		key: state.Key{Namespace: "default", Name: "files"}}
+	return eng
 }
 
 // target stores the rendered JSON and returns a target for it.

@@ -79,6 +79,10 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	env["TF_CLI_CONFIG_FILE"] = e.cliConfig
 	env["TF_PLUGIN_CACHE_DIR"] = e.cfg.PluginCacheDir
 	env["CHECKPOINT_DISABLE"] = "1"
+	addr := state.Address(e.cfg.BackendURL, key)
+	env["TF_HTTP_ADDRESS"] = addr
+	env["TF_HTTP_LOCK_ADDRESS"] = addr
+	env["TF_HTTP_UNLOCK_ADDRESS"] = addr
 	env["TF_HTTP_USERNAME"] = holder
 	env["TF_HTTP_PASSWORD"] = e.cfg.BackendPassword
 	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
