@@ -23,7 +23,7 @@ import (
 
 // env is an embedded engine over a real JetStream state store and the real provider mirror.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	tools tofutest.Tools
 	store *state.Store
 	art   *tofutest.ObjectArtifacts
@@ -49,7 +49,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	tools := tofutest.Tofu(t)
 	_, js := tofutest.JetStream(t)
@@ -126,7 +126,7 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
-func jsonDoc(t *testing.T, v any) string {
+func jsonDoc(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
