@@ -271,7 +271,7 @@ func (a *applier) destroy(ctx context.Context, c *Change, deposedKey string) err
 		}
 		priv = res.PlannedPrivate
 	}
-	a.r.log.Info("apply", slog.String("resource", c.Addr), slog.String("action", "delete"))
+	a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", "delete"))
 	newVal, _, err := client.ApplyResourceChange(ctx, c.Type, c.Prior, null, null, priv)
 	if err != nil {
 		if newVal != cty.NilVal && newVal.IsNull() {
@@ -336,7 +336,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		if rc.Mode == "data" {
 			v := c.Planned
 			if c.Action == Read || !v.IsWhollyKnown() {
-				a.r.log.Info("apply", slog.String("resource", c.Addr), slog.String("action", "read"))
+				a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", "read"))
 				if v, err = client.ReadDataSource(ctx, rc.Type, config); err != nil {
 					return deposed, a.fail(c, err)
 				}
@@ -384,7 +384,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			cp.deposedKey = dk
 			deposed = append(deposed, &cp)
 		}
-		a.r.log.Info("apply", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
+		a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
 		newVal, newPriv, aerr := client.ApplyResourceChange(ctx, rc.Type, prior, res.Planned, config, res.PlannedPrivate)
 		if aerr != nil {
 			if newVal != cty.NilVal && !newVal.IsNull() && newVal.IsWhollyKnown() {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +300,123 @@ func TestRunner_errors(t *testing.T) {
 				t.Errorf("error %v does not wrap %v", err, tt.sentinel)
 			}
 		})
+	}
+}
+
+func TestDriftFindings(t *testing.T) {
+	t.Parallel()
+	obj := func(m map[string]cty.Value) cty.Value { return cty.ObjectVal(m) }
+	observed := obj(map[string]cty.Value{
+		"name":     cty.StringVal("web"),
+		"password": cty.StringVal("old-secret"),
+		"size":     cty.NumberIntVal(2),
+		"tags":     cty.MapVal(map[string]cty.Value{"Owner": cty.StringVal("ops"), "Env": cty.StringVal("prod")}),
+	})
+	declared := obj(map[string]cty.Value{
+		"name":     cty.StringVal("web"),
+		"password": cty.StringVal("new-secret"),
+		"size":     cty.NumberIntVal(3),
+		"tags":     cty.MapVal(map[string]cty.Value{"Owner": cty.StringVal("dev"), "Env": cty.StringVal("prod")}),
+	})
+	p := &Plan{Changes: []*Change{
+		{Addr: "x.a", Action: Update, Prior: observed, Planned: declared, Sensitive: []cty.Path{cty.GetAttrPath("password")}},
+		{Addr: "x.gone", Action: Create},
+		{Addr: "x.same", Action: NoOp},
+	}}
+	str := func(s string) *string { return &s }
+	got := driftFindings(p, []string{"tags."})
+	want := []struct {
+		addr, attr, sev    string
+		observed, declared *string
+	}{
+		{"x.a", "password", "functional", str("(sensitive)"), str("(sensitive)")},
+		{"x.a", "size", "functional", str("2"), str("3")},
+		{"x.a", "tags.Owner", "cosmetic", str("ops"), str("dev")},
+		{"x.gone", "*", "functional", nil, nil},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("findings = %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Address != w.addr || g.Attribute != w.attr || string(g.Severity) != w.sev ||
+			!cmp.Equal(g.Observed, w.observed) || !cmp.Equal(g.Declared, w.declared) {
+			t.Errorf("finding %d = %+v (observed %v declared %v), want %+v", i, g, deref(g.Observed), deref(g.Declared), w)
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
+
+func TestMirror_Find(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mk := func(host, ver string) {
+		d := filepath.Join(dir, host, "hashicorp", "local", ver, runtime.GOOS+"_"+runtime.GOARCH)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "terraform-provider-local_v"+ver), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("registry.terraform.io", "1.4.0")
+	mk("registry.terraform.io", "1.10.0")
+	m := Mirror{Dir: dir}
+	addr, err := ParseProviderSource("hashicorp/local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, v, err := m.Find(addr, ""); err != nil || v != "1.10.0" {
+		t.Errorf("newest = %q, %v; want 1.10.0 (found under the other registry host)", v, err)
+	}
+	if _, v, err := m.Find(addr, "=1.4.0"); err != nil || v != "1.4.0" {
+		t.Errorf("pinned = %q, %v", v, err)
+	}
+	aws, _ := ParseProviderSource("aws")
+	if _, _, err := m.Find(aws, ""); !errors.Is(err, ErrProviderNotFound) {
+		t.Errorf("aws: %v, want ErrProviderNotFound", err)
+	}
+}
+
+func TestRunner_createBeforeDestroy(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	doc := func(trigger string) string {
+		return `{"resource":{"terraform_data":{"a":{"input":"x","triggers_replace":"` + trigger + `","lifecycle":{"create_before_destroy":true}},
+		  "b":{"input":"${terraform_data.a.id}"}}}}`
+	}
+	if _, err := h.apply(t, doc("1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	oldID := h.attr(t, "terraform_data.a", "id")
+	p, err := h.apply(t, doc("2"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p); got["terraform_data.a"] != Replace || got["terraform_data.b"] != Update {
+		t.Errorf("actions = %v", got)
+	}
+	newID := h.attr(t, "terraform_data.a", "id")
+	if newID == oldID {
+		t.Errorf("id unchanged after replacement")
+	}
+	if got := h.attr(t, "terraform_data.b", "input"); !strings.Contains(got, strings.Trim(newID, `"`)) {
+		t.Errorf("b.input = %s, want the new id %s", got, newID)
+	}
+	for _, r := range h.state.Resources {
+		for _, in := range r.Instances {
+			if in.Deposed != "" {
+				t.Errorf("deposed object left in state: %s.%s %s", r.Type, r.Name, in.Deposed)
+			}
+			if r.Name == "a" && !in.CreateBeforeDestroy {
+				t.Errorf("create_before_destroy not recorded")
+			}
+		}
 	}
 }

@@ -99,6 +99,18 @@ func (e *env) state() *State {
 	return st
 }
 
+// applied returns, in log order, the addresses of the apply steps with the given action.
+func (e *env) applied(action string) []string {
+	var out []string
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		var rec struct{ Msg, Resource, Action string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "apply" && rec.Action == action {
+			out = append(out, rec.Resource)
+		}
+	}
+	return out
+}
+
 func addresses(st *State) []string {
 	var out []string
 	for _, r := range st.Resources {
@@ -169,6 +181,9 @@ func TestEngine_lifecycle(t *testing.T) {
 	}
 	if got := readFile(t, dir+"/a.txt"); got != "hello from a" {
 		t.Errorf("a.txt = %q", got)
+	}
+	if got := e.applied("create"); strings.Join(got, " ") != "terraform_data.seed local_file.a testkit_file.b" {
+		t.Errorf("create order = %v, want dependencies first", got)
 	}
 	st := e.state()
 	var aID string
@@ -243,6 +258,9 @@ func TestEngine_lifecycle(t *testing.T) {
 	}
 	if res.Destroyed != 3 {
 		t.Errorf("destroyed %d, want 3", res.Destroyed)
+	}
+	if got := e.applied("delete"); strings.Join(got[len(got)-3:], " ") != "testkit_file.b local_file.a terraform_data.seed" {
+		t.Errorf("delete order = %v, want dependents first", got)
 	}
 	if got := addresses(e.state()); len(got) != 0 {
 		t.Errorf("state after destroy holds %v", got)
