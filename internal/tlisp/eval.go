@@ -75,6 +75,7 @@ type evaluator struct {
 	loop    []loopVar
 
 	expanded  int
+	iters     int
 	declared  map[string]Pos // resource address -> position of its form
 	dataDecl  map[string]Pos // data source address ("type.name") -> position
 	omitted   map[string]Pos // resource addresses a false :when dropped

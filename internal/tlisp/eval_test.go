@@ -394,6 +394,16 @@ func TestEval_limits(t *testing.T) {
 		t.Errorf("diags = %v", errs)
 	}
 
+	// Nested loops over empty lists expand nothing but are bounded too.
+	src = "(deflava-architecture a :inputs ((:xs (a b)) (:empty ())) :resources (" +
+		strings.Repeat("(for-each ((i x) (enumerate xs)) ", 40) + "(for-each ((i x) (enumerate empty)) (r \"x\"))" +
+		strings.Repeat(")", 40) + "))"
+	_, diags = EvalArchitecture([]byte(src), Bindings{}, Options{})
+	errs = diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "more than 100000 for-each iterations") {
+		t.Errorf("diags = %v", errs)
+	}
+
 	// Errors stop at MaxDiagnostics.
 	var b strings.Builder
 	b.WriteString("(deflava-architecture many :resources (")

@@ -15,6 +15,9 @@ const (
 	// MaxResources is the most resource, data and import expansions one evaluation performs
 	// (loop iterations included, whether or not :when keeps them).
 	MaxResources = 10000
+	// MaxIterations is the most for-each iterations one evaluation performs (nested loops over
+	// empty lists expand nothing but still iterate).
+	MaxIterations = 100000
 )
 
 // Options configure reading and evaluation.

@@ -170,6 +170,20 @@ func (e *evaluator) countExpansion(p Pos) bool {
 	return true
 }
 
+// countIteration counts one for-each iteration against MaxIterations.
+func (e *evaluator) countIteration(p Pos) bool {
+	e.iters++
+	if e.iters > MaxIterations {
+		if !e.limitd {
+			e.limitd = true
+			e.errorf(p, "more than %d for-each iterations (limit reached here)", MaxIterations)
+		}
+		e.full = true
+		return false
+	}
+	return true
+}
+
 // resourceName validates an interpolated resource name, sanitizing it when it is not a valid
 // Terraform identifier. warn reports the sanitizing (refs apply the rule silently).
 func (e *evaluator) resourceName(name string, p Pos, warn bool) (string, bool) {
@@ -340,7 +354,7 @@ func (e *evaluator) evalForEach(n *Node) {
 	defer func() { e.loop = e.loop[:mark] }()
 	if rows, ok := e.records[name]; ok && !e.shadowed(name) {
 		for i, row := range rows {
-			if e.full {
+			if e.full || !e.countIteration(n.Pos) {
 				return
 			}
 			e.loop = append(e.loop[:mark], loopVar{idxVar, strconv.Itoa(i)})
@@ -353,7 +367,7 @@ func (e *evaluator) evalForEach(n *Node) {
 	}
 	if items, ok := e.lists[name]; ok && !e.shadowed(name) {
 		for i, it := range items {
-			if e.full {
+			if e.full || !e.countIteration(n.Pos) {
 				return
 			}
 			e.loop = append(e.loop[:mark], loopVar{idxVar, strconv.Itoa(i)}, loopVar{itemVar, it})
