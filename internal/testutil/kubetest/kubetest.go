@@ -1,0 +1,152 @@
+package kubetest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/config/crd"
+)
+
+// AssetsEnv is the environment variable naming the directory with kube-apiserver and etcd.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// Env is a running API server with Lava's CRDs installed.
+type Env struct {
+	// Config reaches the API server as a system:masters user.
+	Config *rest.Config
+	// Client is a controller-runtime client (no cache) using Scheme.
+	Client client.Client
+	// Scheme holds the client-go built-in types, apiextensions/v1 and lava.pleme.io/v1alpha1.
+	Scheme *runtime.Scheme
+	// CRDs are the installed CustomResourceDefinitions, as the API server returned them.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+}
+
+// NewScheme returns a scheme with the client-go built-in types, apiextensions.k8s.io/v1 and
+// lava.pleme.io/v1alpha1.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("kubetest: build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// CRDs decodes the CRDs embedded by package config/crd (the committed controller-gen output).
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for i, doc := range crd.All() {
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(doc, c); err != nil {
+			return nil, fmt.Errorf("kubetest: decode embedded CRD %d: %w", i, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("kubetest: no CRDs embedded in config/crd")
+	}
+	return out, nil
+}
+
+// Start starts etcd and kube-apiserver from $KUBEBUILDER_ASSETS, installs Lava's CRDs (and
+// waits until they are established) and stops everything on t.Cleanup. It fails the test when
+// the binaries are missing or the control plane does not come up. Each call starts its own
+// control plane (about 5 s), so start one per test binary or per top-level test and share it
+// through subtests.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	assets, err := Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	useExisting := false
+	te := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		UseExistingCluster:       &useExisting,
+		Scheme:                   scheme,
+		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme},
+		ControlPlaneStartTimeout: 90 * time.Second,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	// kube-apiserver 1.37 refuses a loopback advertise address with the default endpoint
+	// reconciler (shared/tools/README.md).
+	te.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
+
+	cfg, err := te.Start()
+	if err != nil {
+		// Start may have launched etcd before the API server failed.
+		_ = te.Stop()
+		t.Fatalf("kubetest: start envtest (kube-apiserver and etcd from %s=%s; rebuild with `make tools-kube`): %v", AssetsEnv, assets, err)
+	}
+	t.Cleanup(func() {
+		if err := te.Stop(); err != nil {
+			t.Errorf("kubetest: stop envtest: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("kubetest: client: %v", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, CRDs: te.CRDs}
+}
+
+// Assets returns $KUBEBUILDER_ASSETS after checking that it holds executable kube-apiserver and
+// etcd binaries; the error names `make tools-kube`.
+func Assets() (string, error) {
+	dir := os.Getenv(AssetsEnv)
+	if dir == "" {
+		return "", fmt.Errorf("kubetest: %s is not set: build kube-apiserver and etcd with `make tools-kube` and run the tests through make (or export %s=$HOME/.cache/lava/tools/kube-v1.37.2)", AssetsEnv, AssetsEnv)
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		p := filepath.Join(dir, bin)
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", fmt.Errorf("kubetest: %s missing (%s=%s): build it with `make tools-kube`: %w", bin, AssetsEnv, dir, err)
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("kubetest: %s is not an executable file: rebuild with `make tools-kube`", p)
+		}
+	}
+	return dir, nil
+}
+
+// Namespace creates a namespace with a fresh random name (prefix "test-") and returns its
+// name. Namespaces are not deleted: envtest has no namespace controller to finish the job.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("kubetest: random namespace name: %v", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "test-" + hex.EncodeToString(b[:])}}
+	if err := e.Client.Create(t.Context(), ns); err != nil {
+		t.Fatalf("kubetest: create namespace %s: %v", ns.Name, err)
+	}
+	return ns.Name
+}
