@@ -93,6 +93,14 @@ func (b Backoff) Delay(n uint64) time.Duration {
 	return time.Duration(float64(d) * jitter)
 }
 
+// Pull request settings: a pull request lives pullExpiry; the server sends an idle heartbeat
+// every pullHeartbeat, and two missed heartbeats (a restarted or failed-over server) make the
+// client pull again, so a consumer resumes within about 2s of the server coming back.
+const (
+	pullExpiry    = 10 * time.Second
+	pullHeartbeat = time.Second
+)
+
 // ConsumeOptions configures [Consume]. Stream and Consumer are required.
 type ConsumeOptions struct {
 	// Stream and Consumer name the durable pull consumer (the consumer is the service name;
@@ -119,7 +127,16 @@ type ConsumeOptions struct {
 	Logger *slog.Logger
 	// Metrics, if set, counts outcomes.
 	Metrics *Metrics
+	// AckSync makes each ack wait for the server's confirmation (up to 2s) before the worker
+	// takes the next message. By default acks are sent without waiting (and flushed before
+	// Consume returns): faster, and a lost ack only means a redelivery the idempotent handler
+	// absorbs. While the connection is down a synchronous ack blocks its worker until the
+	// timeout.
+	AckSync bool
 }
+
+// ackSyncTimeout bounds a synchronous ack.
+const ackSyncTimeout = 2 * time.Second
 
 func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOptions {
 	if o.Concurrency <= 0 {
@@ -153,8 +170,9 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 // service runs Consume on the same durable; JetStream spreads the messages between them.
 //
 // At most Concurrency handlers run at once, on a fixed pool of goroutines. A message is acked
-// (and the ack confirmed by the server) only after its handler returned nil. It returns an
-// error if the consumer cannot be found or the pull subscription fails to start.
+// only after its handler returned nil. It returns an
+// error if the consumer cannot be found, the pull subscription fails to start, or it ends
+// before ctx (the consumer was deleted or the connection closed).
 func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h Handler) error {
 	cons, err := js.Consumer(ctx, opts.Stream, opts.Consumer)
 	if err != nil {
@@ -163,11 +181,6 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	info := cons.CachedInfo()
 	o := opts.withDefaults(info)
 	c := &consumer{opts: o, handler: h, maxDeliver: info.Config.MaxDeliver, inflight: map[jetstream.Msg]struct{}{}}
-
-	it, err := cons.Messages(jetstream.PullMaxMessages(o.Concurrency))
-	if err != nil {
-		return fmt.Errorf("bus: pull from %s on %s: %w", opts.Consumer, opts.Stream, err)
-	}
 
 	// Handler context: survives ctx for DrainTimeout so in-flight work can finish.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -186,53 +199,67 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	var hb sync.WaitGroup
 	hb.Go(func() { c.heartbeat(hbDone) })
 
-	stopped := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			it.Drain()
-		case <-stopped:
-		}
-	}()
-
-	for {
-		m, err := it.Next()
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				break
-			}
-			if ctx.Err() == nil {
-				o.Logger.Warn("bus: pull", "stream", o.Stream, "consumer", o.Consumer, "error", err)
-			}
-			continue
-		}
-		if ctx.Err() != nil {
+	// The callback runs on one goroutine and blocks while every worker is busy; the client
+	// then holds at most Concurrency pulled messages (PullMaxMessages), queued without loss.
+	var gate sync.RWMutex
+	closed := false
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		gate.RLock()
+		defer gate.RUnlock()
+		if closed || ctx.Err() != nil {
 			c.drainNak(m)
-			continue
+			return
 		}
 		select {
 		case work <- m:
 		case <-ctx.Done():
 			c.drainNak(m)
 		}
+	}, jetstream.PullMaxMessages(o.Concurrency), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if ctx.Err() == nil {
+				o.Logger.Warn("bus: pull", "stream", o.Stream, "consumer", o.Consumer, "error", err)
+			}
+		}))
+	if err != nil {
+		close(work)
+		workers.Wait()
+		close(hbDone)
+		hb.Wait()
+		return fmt.Errorf("bus: pull from %s on %s: %w", opts.Consumer, opts.Stream, err)
 	}
-	close(stopped)
+
+	select {
+	case <-ctx.Done():
+		// Stop pulling; messages already received reach the callback, which naks them.
+		cc.Drain()
+		select {
+		case <-cc.Closed():
+		case <-time.After(o.DrainTimeout):
+			cc.Stop()
+		}
+	case <-cc.Closed():
+	}
+	gate.Lock()
+	closed = true
 	close(work)
+	gate.Unlock()
 
 	drained := make(chan struct{})
 	go func() { workers.Wait(); close(drained) }()
-	if ctx.Err() != nil {
-		select {
-		case <-drained:
-		case <-time.After(o.DrainTimeout):
-			hcancel()
-			<-drained
-		}
-	} else {
+	select {
+	case <-drained:
+	case <-time.After(o.DrainTimeout):
+		hcancel()
 		<-drained
 	}
 	close(hbDone)
 	hb.Wait()
+	// Send the acks of the last handlers before the caller closes the connection.
+	_ = js.Conn().FlushTimeout(ackSyncTimeout)
+	if ctx.Err() == nil {
+		return fmt.Errorf("bus: consumer %s on %s stopped by the server or connection", opts.Consumer, opts.Stream)
+	}
 	return nil
 }
 
@@ -337,9 +364,15 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 
 	switch {
 	case err == nil:
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if aerr := m.DoubleAck(actx); aerr != nil {
+		var aerr error
+		if o.AckSync {
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackSyncTimeout)
+			aerr = m.DoubleAck(actx)
+			cancel()
+		} else {
+			aerr = m.Ack()
+		}
+		if aerr != nil {
 			// The message will be redelivered; the handler is idempotent.
 			log.Warn("bus: ack", "error", aerr)
 			return

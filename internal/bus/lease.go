@@ -174,12 +174,14 @@ func (ls *Lease) Release(ctx context.Context) error {
 }
 
 // Hold acquires the resource's lease, runs fn while renewing it every TTL/3, and releases it
-// when fn returns. fn's context is cancelled if the lease is lost or its deadline passes
-// without a renewal, so fn must stop acting when its context is done. Hold returns
-// [ErrLeaseHeld] (wrapped) without running fn if another holder has the lease, fn's error
-// otherwise, or [ErrLeaseLost] (wrapped) if fn succeeded but the lease was lost while it ran.
+// when fn returns. If another holder has the lease, Hold polls for it (5ms doubling to 250ms)
+// for up to one TTL before giving up with [ErrLeaseHeld] (wrapped) without running fn; a
+// handler returns that error so the message is redelivered later. fn's context is cancelled
+// if the lease is lost or its deadline passes without a renewal, so fn must stop acting when
+// its context is done. Hold returns fn's error, or [ErrLeaseLost] (wrapped) if fn succeeded but
+// the lease was lost while it ran.
 func (l *Leases) Hold(ctx context.Context, namespace, name string, fn func(ctx context.Context) error) error {
-	lease, err := l.Acquire(ctx, namespace, name)
+	lease, err := l.acquireWait(ctx, namespace, name)
 	if err != nil {
 		return err
 	}
@@ -226,4 +228,24 @@ func (l *Leases) Hold(ctx context.Context, namespace, name string, fn func(ctx c
 		return rerr
 	}
 	return nil
+}
+
+// acquireWait is Acquire, retried while the lease is held, for up to one TTL.
+func (l *Leases) acquireWait(ctx context.Context, namespace, name string) (*Lease, error) {
+	giveUp := time.Now().Add(l.ttl)
+	delay := 5 * time.Millisecond
+	for {
+		lease, err := l.Acquire(ctx, namespace, name)
+		if err == nil || !errors.Is(err, ErrLeaseHeld) || time.Now().Add(delay).After(giveUp) {
+			return lease, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("bus: wait for lease %s: %w", ResourceKey(namespace, name), ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 250*time.Millisecond)
+	}
 }

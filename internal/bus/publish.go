@@ -89,3 +89,12 @@ func (p *Publisher) Publish(ctx context.Context, subject string, ev Event, opts 
 	}
 	return ack, nil
 }
+
+// PublishEvent publishes ev on [SubjectFor](ev), as [Publisher.Publish] does.
+func (p *Publisher) PublishEvent(ctx context.Context, ev Event, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	subject, err := SubjectFor(ev)
+	if err != nil {
+		return nil, err
+	}
+	return p.Publish(ctx, subject, ev, opts...)
+}

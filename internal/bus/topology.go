@@ -165,9 +165,13 @@ func Declare(opts TopologyOptions) Topology {
 			MaxMsgs:     -1,
 			MaxBytes:    -1,
 			MaxAge:      0,
-			Storage:     o.Storage,
-			Replicas:    o.Replicas,
-			Duplicates:  o.DuplicateWindow,
+			// -1 (unlimited), as the server reports them, so the declaration compares equal.
+			MaxMsgsPerSubject: -1,
+			MaxMsgSize:        -1,
+			MaxConsumers:      -1,
+			Storage:           o.Storage,
+			Replicas:          o.Replicas,
+			Duplicates:        o.DuplicateWindow,
 		}
 	}
 	resources := stream(StreamResources, "ResourceObserved and DeletionRequested, per resource (watcher)",
