@@ -30,11 +30,11 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 		return nil, err
 	}
 	defer r.close()
-	reqs, err := e.prepare(ctx, r, req.Target)
+	ws, err := e.prepare(ctx, r, req.Target)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.init(ctx, r, reqs); err != nil {
+	if err := e.init(ctx, r, ws); err != nil {
 		return nil, err
 	}
 	if err := r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {

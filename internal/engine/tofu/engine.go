@@ -40,19 +40,21 @@ const maxArtifactBytes = 256 << 20
 type Engine struct {
 	cfg       Config
 	cliConfig string
-	generated bool
+	// home is this engine's private directory under WorkDir: a generated CLI config and the
+	// init templates. Close removes it.
+	home string
 
 	mu      sync.Mutex
 	version string
 	// cached records provider sources already in the plugin cache; inits that would fill the
-	// cache are serialised (the cache is not safe for concurrent installs).
+	// cache are serialised (the cache is not safe for concurrent installs in every CLI).
 	cached  map[string]bool
 	cacheMu sync.Mutex
 }
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns an engine for cfg. Call Close when done (it removes a generated CLI config).
+// New returns an engine for cfg. Call Close when done.
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -60,23 +62,25 @@ func New(cfg Config) (*Engine, error) {
 	if err := os.MkdirAll(cfg.PluginCacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("tofu engine: plugin cache: %w", err)
 	}
-	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, cached: map[string]bool{}}
+	home, err := os.MkdirTemp(cfg.WorkDir, "lava-engine-")
+	if err != nil {
+		return nil, fmt.Errorf("tofu engine: %w", err)
+	}
+	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, home: home, cached: map[string]bool{}}
 	if e.cliConfig == "" {
-		p, err := writeCLIConfig(cfg.WorkDir, cfg.MirrorDir)
+		p, err := writeCLIConfig(home, cfg.MirrorDir)
 		if err != nil {
+			_ = os.RemoveAll(home)
 			return nil, err
 		}
-		e.cliConfig, e.generated = p, true
+		e.cliConfig = p
 	}
 	return e, nil
 }
 
-// Close removes what New created.
+// Close removes the engine's private directory (a generated CLI config, init templates).
 func (e *Engine) Close() error {
-	if e.generated {
-		return os.Remove(e.cliConfig)
-	}
-	return nil
+	return os.RemoveAll(e.home)
 }
 
 // Name is the configured engine name ("tofu" or "terraform").
@@ -153,7 +157,7 @@ func (e *Engine) override(reqs []engine.ProviderRequirement) ([]byte, error) {
 }
 
 // prepare fetches the rendered JSON, checks providers, and writes the workspace files.
-func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) ([]engine.ProviderRequirement, error) {
+func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspace, error) {
 	rendered, err := e.getArtifact(ctx, t.RenderedDigest, "rendered JSON")
 	if err != nil {
 		return nil, err
@@ -175,14 +179,27 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) ([]engine
 	if err := os.WriteFile(filepath.Join(r.dir, OverrideFile), ov, 0o600); err != nil {
 		return nil, fmt.Errorf("%s: workspace: %w", e.cfg.Name, err)
 	}
-	return reqs, nil
+	return &workspace{reqs: reqs, override: ov}, nil
 }
 
-// init runs `init -input=false`, serialising inits that would fill the plugin cache.
-func (e *Engine) init(ctx context.Context, r *run, reqs []engine.ProviderRequirement) error {
+// workspace is what prepare wrote; lock is the dependency lock file a saved plan brought.
+type workspace struct {
+	reqs     []engine.ProviderRequirement
+	override []byte
+	lock     []byte
+}
+
+// init prepares the workspace's .terraform directory: from an init template when one matches
+// (see template.go), else with `init -input=false`, serialising inits that would fill the
+// plugin cache, and then saves a template.
+func (e *Engine) init(ctx context.Context, r *run, ws *workspace) error {
+	tkey := templateKey(ws.override)
+	if e.useTemplate(r, tkey, ws.lock) {
+		return nil
+	}
 	warm := true
 	e.cacheMu.Lock()
-	for _, q := range reqs {
+	for _, q := range ws.reqs {
 		warm = warm && e.cached[q.Source]
 	}
 	e.cacheMu.Unlock()
@@ -193,12 +210,16 @@ func (e *Engine) init(ctx context.Context, r *run, reqs []engine.ProviderRequire
 	err := r.step(ctx, "init", e.cfg.Timeouts.Init, func(ctx context.Context) error {
 		return r.tf.Init(ctx, tfexec.Upgrade(false))
 	})
-	if err == nil && !warm {
-		for _, q := range reqs {
+	if err != nil {
+		return err
+	}
+	if !warm {
+		for _, q := range ws.reqs {
 			e.cached[q.Source] = true
 		}
 	}
-	return err
+	e.saveTemplate(r, tkey)
+	return nil
 }
 
 // engineVersion returns the CLI's version (cached for the process).
@@ -248,11 +269,11 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		return nil, err
 	}
 	defer r.close()
-	reqs, err := e.prepare(ctx, r, req.Target)
+	ws, err := e.prepare(ctx, r, req.Target)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.init(ctx, r, reqs); err != nil {
+	if err := e.init(ctx, r, ws); err != nil {
 		return nil, err
 	}
 	version, err := e.engineVersion(ctx, r)
@@ -340,11 +361,11 @@ func priorState(plan []byte) (state.Header, bool) {
 }
 
 // extractLockFile writes the saved plan's dependency lock file into the workspace, so init
-// installs exactly the planned provider versions.
-func extractLockFile(plan []byte, dir string) error {
+// installs exactly the planned provider versions, and returns it (nil when the plan has none).
+func extractLockFile(plan []byte, dir string) ([]byte, error) {
 	zr, err := zip.NewReader(bytes.NewReader(plan), int64(len(plan)))
 	if err != nil {
-		return fmt.Errorf("read plan file: %w", err)
+		return nil, fmt.Errorf("read plan file: %w", err)
 	}
 	for _, f := range zr.File {
 		if f.Name != lockFile {
@@ -352,16 +373,16 @@ func extractLockFile(plan []byte, dir string) error {
 		}
 		rc, err := f.Open()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer rc.Close()
 		b, err := io.ReadAll(io.LimitReader(rc, 1<<20))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return os.WriteFile(filepath.Join(dir, lockFile), b, 0o600)
+		return b, os.WriteFile(filepath.Join(dir, lockFile), b, 0o600)
 	}
-	return nil
+	return nil, nil
 }
 
 var lockProviderRe = regexp.MustCompile(`(?m)^provider "([^"]+)" \{\s*\n\s*version\s*=\s*"([^"]+)"`)
@@ -456,7 +477,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 			return nil, err
 		}
 		defer r.close()
-		reqs, err := e.prepare(ctx, r, p.Target)
+		ws, err := e.prepare(ctx, r, p.Target)
 		if err != nil {
 			return nil, err
 		}
@@ -467,10 +488,10 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 		if err := os.WriteFile(filepath.Join(r.dir, PlanFile), planBytes, 0o600); err != nil {
 			return nil, fmt.Errorf("%s apply: workspace: %w", e.cfg.Name, err)
 		}
-		if err := extractLockFile(planBytes, r.dir); err != nil {
+		if ws.lock, err = extractLockFile(planBytes, r.dir); err != nil {
 			return nil, fmt.Errorf("%s apply: %w", e.cfg.Name, err)
 		}
-		if err := e.init(ctx, r, reqs); err != nil {
+		if err := e.init(ctx, r, ws); err != nil {
 			return nil, err
 		}
 		err = r.step(ctx, "apply", e.cfg.Timeouts.Apply, func(ctx context.Context) error {
@@ -541,11 +562,11 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 		return nil, err
 	}
 	defer r.close()
-	reqs, err := e.prepare(ctx, r, req.Target)
+	ws, err := e.prepare(ctx, r, req.Target)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.init(ctx, r, reqs); err != nil {
+	if err := e.init(ctx, r, ws); err != nil {
 		return nil, err
 	}
 	if err := r.step(ctx, "destroy", e.cfg.Timeouts.Destroy, func(ctx context.Context) error {

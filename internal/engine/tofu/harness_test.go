@@ -4,6 +4,7 @@ package tofu_test
 
 import (
 	"bytes"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -33,12 +34,13 @@ type harness struct {
 }
 
 type harnessOpts struct {
-	bin         string // default: the tool directory's tofu
-	name        string
-	lockTTL     time.Duration
-	noMirror    bool // rely on the CLI config alone (no mirror pre-check)
-	lockTimeout time.Duration
-	holderAlive state.HolderAlive
+	bin          string // default: the tool directory's tofu
+	name         string
+	lockTTL      time.Duration
+	noMirror     bool // rely on the CLI config alone (no mirror pre-check)
+	lockTimeout  time.Duration
+	holderAlive  state.HolderAlive
+	applyTimeout time.Duration
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -84,6 +86,12 @@ func (h *harness) replica() *tofu.Engine {
 	}
 	if o.bin != "" {
 		cfg.Bin = o.bin
+	}
+	if o.applyTimeout > 0 {
+		cfg.Timeouts.Apply = o.applyTimeout
+	}
+	if os.Getenv("LAVA_ENGINE_DEBUG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	if o.noMirror {
 		cfg.MirrorDir = ""
