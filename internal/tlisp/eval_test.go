@@ -358,6 +358,9 @@ func TestEval_errorsWithPositions(t *testing.T) {
 		{"keyword map odd", `(deflava-architecture a :resources ((r "r" :m (:a 1 :b))))`, Bindings{}, []string{
 			"t.tlisp:1:53: keyword map: odd number of elements (:b has no value)",
 		}},
+		{"columns count characters, not bytes", "(deflava-architecture a :resources ((r \"x\" :d \"é✓\\n{nope}\")))", Bindings{}, []string{
+			"t.tlisp:1:52: interpolation: unknown var `nope`",
+		}},
 		{"empty name", `(deflava-architecture a :inputs ((:p "")) :resources ((r "{p}")))`, Bindings{}, []string{
 			"t.tlisp:1:58: resource name is empty after interpolation",
 		}},
