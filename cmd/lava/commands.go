@@ -9,5 +9,7 @@ func subcommands() []*cobra.Command {
 		newValidateCmd(),
 		newCatalogCmd(),
 		newCRDsCmd(), newCRDCmd(),
+		newStateCmd(),
+		newReceiptsCmd(),
 	}
 }

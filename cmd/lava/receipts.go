@@ -1,0 +1,260 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/lava-operator/lava/internal/attest"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+)
+
+// defaultNATSURL is the --nats-url default when $LAVA_NATS_URL is not set.
+const defaultNATSURL = "nats://127.0.0.1:4222"
+
+const receiptsVerifyLong = `Verify reads the receipt chain of the LavaArchitecture NS/NAME from the JetStream stream
+LAVA_RECEIPTS and checks, for every receipt in order: its sequence, its link to the previous
+receipt (prev_hash), its content hash (recomputed from the canonical encoding), its signature
+and the time order. Each violation is printed on stderr in upstream's format, e.g.
+
+  receipt 2: content_hash expected <hex>, got <hex>
+
+With --public-key FILE (64 hex digits, the PUBLIC line of "lava receipts keygen") every
+signature must be made with that key; without it the key embedded in each receipt is used.
+With --require-signatures an unsigned receipt is a failure (otherwise a stripped signature
+goes unnoticed). Exit code 0 when the chain verifies (an empty chain does), 1 when it does not,
+2 for a usage error or when NATS cannot be read.`
+
+// natsFlags are the connection flags of the receipts commands.
+type natsFlags struct {
+	url, creds string
+}
+
+func (f *natsFlags) register(cmd *cobra.Command) {
+	url := os.Getenv("LAVA_NATS_URL")
+	if url == "" {
+		url = defaultNATSURL
+	}
+	cmd.Flags().StringVar(&f.url, "nats-url", url, "NATS server URL (default from $LAVA_NATS_URL)")
+	cmd.Flags().StringVar(&f.creds, "nats-creds", os.Getenv("LAVA_NATS_CREDS"), "NATS credentials file (default from $LAVA_NATS_CREDS)")
+}
+
+// connect opens a connection and a JetStream context; close the connection when done.
+func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
+	opts := []nats.Option{nats.Name("lava-cli")}
+	if f.creds != "" {
+		opts = append(opts, nats.UserCredentials(f.creds))
+	}
+	nc, err := nats.Connect(f.url, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", f.url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
+}
+
+func newReceiptsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "receipts",
+		Short: "Read, verify and sign the per-resource receipt chains",
+	}
+	cmd.AddCommand(newReceiptsVerifyCmd(), newReceiptsShowCmd(), newReceiptsKeygenCmd())
+	return cmd
+}
+
+// parseResource splits "NS/NAME".
+func parseResource(arg string) (string, string, error) {
+	ns, name, ok := strings.Cut(arg, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("resource %q: want NAMESPACE/NAME", arg)
+	}
+	return ns, name, nil
+}
+
+func newReceiptsVerifyCmd() *cobra.Command {
+	var (
+		nf         natsFlags
+		publicKey  string
+		requireSig bool
+	)
+	cmd := &cobra.Command{
+		Use:     "verify NS/NAME",
+		Short:   "Verify a resource's receipt chain (sequence, links, hashes, signatures, time order)",
+		Long:    receiptsVerifyLong,
+		Example: "  lava receipts verify infra/prod-vpc --nats-url nats://nats:4222 --public-key lava.pub --require-signatures",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, name, err := parseResource(args[0])
+			if err != nil {
+				return err
+			}
+			opts := attest.VerifyOptions{RequireSignatures: requireSig}
+			if publicKey != "" {
+				if opts.PublicKey, err = attest.LoadPublicKey(publicKey); err != nil {
+					return err
+				}
+			}
+			nc, js, err := nf.connect()
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			chain, err := attest.ReadChain(cmd.Context(), js, ns, name)
+			if err != nil {
+				return err
+			}
+			res := attest.Verify(chain, opts)
+			for _, f := range res.Failures {
+				fmt.Fprintln(cmd.ErrOrStderr(), f.Message)
+			}
+			if !res.OK() {
+				return invalidInputPrinted(fmt.Errorf("%s/%s: %d failure(s)", ns, name, len(res.Failures)))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: ok (%s%s)\n", ns, name, plural(int(res.Length), "receipt"), describeHead(chain))
+			return nil
+		},
+	}
+	nf.register(cmd)
+	cmd.Flags().StringVar(&publicKey, "public-key", "", "file with the Ed25519 public key (64 hex digits) every signature must verify with")
+	cmd.Flags().BoolVar(&requireSig, "require-signatures", false, "fail on unsigned receipts")
+	return cmd
+}
+
+// describeHead is ", head <hash>, keys <ids>" for a non-empty chain.
+func describeHead(chain []*lavav1.Receipt) string {
+	if len(chain) == 0 {
+		return ""
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for _, r := range chain {
+		id := r.GetSignature().GetKeyId()
+		if id == "" {
+			id = attest.AlgoNone
+		}
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, id)
+		}
+	}
+	return fmt.Sprintf(", head %s, keys %s", attest.Hex(chain[len(chain)-1].GetContentHash()), strings.Join(keys, ","))
+}
+
+func newReceiptsShowCmd() *cobra.Command {
+	var (
+		nf     natsFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "show NS/NAME",
+		Short: "Print a resource's receipt chain",
+		Long: `Show prints the receipt chain of NS/NAME from LAVA_RECEIPTS: with -o text (the default) one
+line per receipt (sequence, timestamp, kind, what it attests, content hash, signing key id);
+with -o json the chain as a lava.v1.GetChainResponse in protojson. It does not verify the
+chain; use "lava receipts verify".`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, name, err := parseResource(args[0])
+			if err != nil {
+				return err
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o %q: want text or json", output)
+			}
+			nc, js, err := nf.connect()
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			chain, err := attest.ReadChain(cmd.Context(), js, ns, name)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				b, err := protojson.MarshalOptions{Multiline: true}.Marshal(&lavav1.GetChainResponse{Receipts: chain})
+				if err != nil {
+					return fmt.Errorf("encode: %w", err)
+				}
+				_, err = fmt.Fprintln(out, string(b))
+				return err
+			}
+			writeChain(out, chain)
+			return nil
+		},
+	}
+	nf.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// writeChain prints one line per receipt.
+func writeChain(w io.Writer, chain []*lavav1.Receipt) {
+	for _, r := range chain {
+		what := ""
+		if o := r.GetPayload().GetOutcome(); o != nil {
+			what = strings.TrimPrefix(o.GetPhase().String(), "PHASE_")
+			if o.GetReason() != "" {
+				what += "/" + o.GetReason()
+			}
+		} else if a := r.GetPayload().GetAnomaly().GetAnomaly(); a != nil {
+			what = strings.TrimPrefix(a.GetKind().String(), "ANOMALY_KIND_") + "/" + strings.TrimPrefix(a.GetSeverity().String(), "SEVERITY_")
+		}
+		key := r.GetSignature().GetKeyId()
+		if key == "" {
+			key = attest.AlgoNone
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", r.GetSequence(), attest.FormatTimestamp(r.GetTimestamp().AsTime()),
+			r.GetKind(), what, attest.Hex(r.GetContentHash()), key)
+	}
+}
+
+func newReceiptsKeygenCmd() *cobra.Command {
+	var secretFile string
+	cmd := &cobra.Command{
+		Use:   "keygen",
+		Short: "Generate an Ed25519 receipt signing key",
+		Long: `Keygen generates an Ed25519 key for attest and prints, as upstream's keygen does,
+
+  SECRET <64 hex digits: the seed attest signs with>
+  PUBLIC <64 hex digits: the key "lava receipts verify --public-key" takes>
+
+With --secret-file FILE the seed is written to FILE (mode 0600, which must not exist) instead
+of stdout, ready for "kubectl create secret generic lava-attest-signing-key --from-file=key=FILE".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, seed, err := attest.GenerateSigner(nil)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if secretFile != "" {
+				f, err := os.OpenFile(secretFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+				if err != nil {
+					return fmt.Errorf("secret file: %w", err)
+				}
+				_, werr := fmt.Fprintln(f, attest.Hex(seed))
+				if err := errors.Join(werr, f.Close()); err != nil {
+					return fmt.Errorf("secret file: %w", err)
+				}
+			} else {
+				fmt.Fprintf(out, "SECRET %s\n", attest.Hex(seed))
+			}
+			fmt.Fprintf(out, "PUBLIC %s\n", attest.Hex(s.PublicKey()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&secretFile, "secret-file", "", "write the seed to this new file instead of stdout")
+	return cmd
+}

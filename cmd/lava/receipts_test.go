@@ -1,0 +1,275 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lava-operator/lava/internal/attest"
+	"github.com/lava-operator/lava/internal/bus"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/testutil/natstest"
+)
+
+// receiptsFixture is a JetStream server holding a signed lifecycle chain for infra/vpc.
+type receiptsFixture struct {
+	srv     *natstest.Server
+	chain   []*lavav1.Receipt
+	pubFile string
+	signer  *attest.Signer
+}
+
+func newReceiptsFixture(t *testing.T) receiptsFixture {
+	t.Helper()
+	srv := natstest.RunJetStream(t)
+	js := srv.JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := attest.ParseSigner(strings.Repeat("5a", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := attest.NewStore(js, attest.StoreOptions{Signer: signer})
+	phases := []lavav1.Phase{lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, lavav1.Phase_PHASE_PLANNED,
+		lavav1.Phase_PHASE_APPLIED, lavav1.Phase_PHASE_FINALIZING}
+	ref := &lavav1.ResourceRef{Namespace: "infra", Name: "vpc", Uid: "u-1"}
+	var chain []*lavav1.Receipt
+	for i, p := range phases {
+		pc := &lavav1.PhaseChanged{
+			Envelope: &lavav1.Envelope{EventId: fmt.Sprintf("%064x", i+1), Resource: ref, Generation: 1},
+			To:       p, Reason: "Test", PlanId: strings.Repeat("c", 64),
+		}
+		a, err := store.Append(t.Context(), attest.AppendRequest{
+			Resource: ref, Generation: 1, EventID: pc.GetEnvelope().GetEventId(),
+			Kind: attest.KindOutcome, Payload: attest.OutcomeFromPhaseChanged(pc),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain = append(chain, a.Receipt)
+	}
+	pubFile := filepath.Join(t.TempDir(), "lava.pub")
+	if err := os.WriteFile(pubFile, []byte(attest.Hex(signer.PublicKey())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return receiptsFixture{srv: srv, chain: chain, pubFile: pubFile, signer: signer}
+}
+
+// publishCopy writes chain as resource ns/name's chain, receipt by receipt, as a tamperer with
+// write access to the stream could.
+func publishCopy(t *testing.T, js jetstream.JetStream, ns, name string, chain []*lavav1.Receipt) {
+	t.Helper()
+	for _, r := range chain {
+		data, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := nats.NewMsg(bus.ReceiptSubject(ns, name))
+		m.Data = data
+		m.Header.Set(bus.HeaderSchema, "lava.v1.Receipt")
+		if _, err := js.PublishMsg(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func cloneChain(chain []*lavav1.Receipt) []*lavav1.Receipt {
+	out := make([]*lavav1.Receipt, len(chain))
+	for i, r := range chain {
+		out[i] = proto.Clone(r).(*lavav1.Receipt)
+	}
+	return out
+}
+
+// TestReceiptsVerify: `lava receipts verify` exits 0 on the real chain and 1, printing each
+// failure in upstream's format, on a tampered payload, a forged link, a removed receipt, a
+// wrong key and a stripped signature under --require-signatures; 2 on usage errors.
+func TestReceiptsVerify(t *testing.T) {
+	t.Parallel()
+	fx := newReceiptsFixture(t)
+	js := fx.srv.JetStream()
+	url := fx.srv.URL()
+	other, err := attest.ParseSigner(strings.Repeat("77", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPub := filepath.Join(t.TempDir(), "other.pub")
+	if err := os.WriteFile(otherPub, []byte(attest.Hex(other.PublicKey())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badKey := filepath.Join(t.TempDir(), "bad.pub")
+	if err := os.WriteFile(badKey, []byte("not hex"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	payload := cloneChain(fx.chain)
+	payload[2].GetPayload().GetOutcome().Phase = lavav1.Phase_PHASE_FAILED
+	publishCopy(t, js, "tamper", "payload", payload)
+	link := cloneChain(fx.chain)
+	link[3].PrevHash = make([]byte, 32)
+	publishCopy(t, js, "tamper", "link", link)
+	publishCopy(t, js, "tamper", "sequence", append(cloneChain(fx.chain[:1]), cloneChain(fx.chain[2:])...))
+	stripped := cloneChain(fx.chain)
+	stripped[4].Signature = &lavav1.Signature{Algo: attest.AlgoNone}
+	publishCopy(t, js, "tamper", "stripped", stripped)
+
+	hashOf := func(r *lavav1.Receipt) string {
+		h, err := attest.ContentHash(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return attest.Hex(h)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{
+			name:   "valid, required signatures, signer's key",
+			args:   []string{"infra/vpc", "--require-signatures", "--public-key", fx.pubFile},
+			code:   exitOK,
+			stdout: fmt.Sprintf("infra/vpc: ok (5 receipts, head %s, keys %s)\n", attest.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
+		},
+		{name: "valid, embedded keys", args: []string{"infra/vpc"}, code: exitOK, stdout: "infra/vpc: ok (5 receipts"},
+		{name: "empty chain", args: []string{"infra/none"}, code: exitOK, stdout: "infra/none: ok (0 receipts)\n"},
+		{
+			name:   "tampered payload",
+			args:   []string{"tamper/payload"},
+			code:   exitInvalid,
+			stderr: []string{fmt.Sprintf("receipt 2: content_hash expected %s, got %s\n", hashOf(payload[2]), attest.Hex(fx.chain[2].GetContentHash()))},
+		},
+		{
+			name: "forged link",
+			args: []string{"tamper/link"},
+			code: exitInvalid,
+			stderr: []string{
+				fmt.Sprintf("receipt 3: prev_hash expected %s, got %s\n", attest.Hex(fx.chain[2].GetContentHash()), strings.Repeat("0", 64)),
+				"receipt 3: content_hash expected ",
+			},
+		},
+		{
+			name:   "removed receipt",
+			args:   []string{"tamper/sequence"},
+			code:   exitInvalid,
+			stderr: []string{"receipt 1: sequence expected 1, got 2\n", "receipt 1: prev_hash expected ", "receipt 3: sequence expected 3, got 4\n"},
+		},
+		{
+			name:   "wrong key",
+			args:   []string{"infra/vpc", "--public-key", otherPub},
+			code:   exitInvalid,
+			stderr: []string{fmt.Sprintf("receipt 0: signature: signature scheme mismatch: signed with key %s, verifier's key is %s\n", fx.signer.KeyID(), other.KeyID())},
+		},
+		{name: "stripped signature passes by default", args: []string{"tamper/stripped", "--public-key", fx.pubFile}, code: exitOK, stdout: "tamper/stripped: ok (5 receipts"},
+		{
+			name:   "stripped signature under --require-signatures",
+			args:   []string{"tamper/stripped", "--require-signatures"},
+			code:   exitInvalid,
+			stderr: []string{"receipt 4: signature: unsigned (algo none) but signatures are required\n"},
+		},
+		{name: "no slash", args: []string{"vpc"}, code: exitUsage, stderr: []string{`resource "vpc": want NAMESPACE/NAME`}},
+		{name: "no resource", args: nil, code: exitUsage},
+		{name: "bad key file", args: []string{"infra/vpc", "--public-key", badKey}, code: exitUsage, stderr: []string{"invalid key"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"receipts", "verify", "--nats-url", url}, tt.args...)
+			code, stdout, stderr := runLava(t, "", args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			if !strings.HasPrefix(stdout, tt.stdout) {
+				t.Errorf("stdout %q, want prefix %q", stdout, tt.stdout)
+			}
+			for _, want := range tt.stderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestReceiptsVerify_unreachable: a NATS server that cannot be reached is exit 2, not a
+// verification result.
+func TestReceiptsVerify_unreachable(t *testing.T) {
+	t.Parallel()
+	srv := natstest.RunJetStream(t)
+	url := srv.URL()
+	srv.Shutdown()
+	code, _, stderr := runLava(t, "", "receipts", "verify", "a/b", "--nats-url", url)
+	if code != exitUsage || !strings.Contains(stderr, "connect to") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestReceiptsShow prints one line per receipt in text, and the chain as protojson.
+func TestReceiptsShow(t *testing.T) {
+	t.Parallel()
+	fx := newReceiptsFixture(t)
+	code, stdout, stderr := runLava(t, "", "receipts", "show", "infra/vpc", "--nats-url", fx.srv.URL())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines:\n%s", len(lines), stdout)
+	}
+	want := fmt.Sprintf("3\t%s\tlava.outcome\tAPPLIED/Test\t%s\t%s", attest.FormatTimestamp(fx.chain[3].GetTimestamp().AsTime()),
+		attest.Hex(fx.chain[3].GetContentHash()), fx.signer.KeyID())
+	if lines[3] != want {
+		t.Fatalf("line 3 %q, want %q", lines[3], want)
+	}
+	code, stdout, stderr = runLava(t, "", "receipts", "show", "-o", "json", "infra/vpc", "--nats-url", fx.srv.URL())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, w := range []string{`"receipts"`, `"kind": "lava.outcome"`, `"phase": "PHASE_FINALIZING"`, `"algo": "ed25519"`} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("json lacks %s", w)
+		}
+	}
+}
+
+// TestReceiptsKeygen: keygen prints SECRET and PUBLIC lines that belong together (a signer from
+// the secret has that public key) and --secret-file keeps the seed off stdout.
+func TestReceiptsKeygen(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runLava(t, "", "receipts", "keygen")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var secret, public string
+	if _, err := fmt.Sscanf(stdout, "SECRET %s\nPUBLIC %s\n", &secret, &public); err != nil {
+		t.Fatalf("output %q: %v", stdout, err)
+	}
+	s, err := attest.ParseSigner(secret)
+	if err != nil || attest.Hex(s.PublicKey()) != public {
+		t.Fatalf("SECRET does not yield PUBLIC: %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "seed")
+	code, stdout, stderr = runLava(t, "", "receipts", "keygen", "--secret-file", file)
+	if code != exitOK || strings.Contains(stdout, "SECRET") || !strings.HasPrefix(stdout, "PUBLIC ") {
+		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+	}
+	s2, err := attest.LoadSigner(file)
+	if err != nil || "PUBLIC "+attest.Hex(s2.PublicKey())+"\n" != stdout {
+		t.Fatalf("secret file: %v", err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file mode: %v %v", st, err)
+	}
+	if code, _, _ := runLava(t, "", "receipts", "keygen", "--secret-file", file); code != exitUsage {
+		t.Fatalf("overwriting an existing secret file: exit %d", code)
+	}
+}
