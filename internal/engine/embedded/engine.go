@@ -201,6 +201,9 @@ func summarize(p *Plan) (engine.Summary, []engine.ResourceAction) {
 		case Forget:
 			continue
 		}
+		if c.Mode == "data" && c.Action != Read {
+			continue // read during planning, as Terraform does; not a change
+		}
 		out = append(out, engine.ResourceAction{Address: c.Addr, Type: c.Type, Mode: c.Mode, Action: engine.Action(c.Action)})
 	}
 	return s, out

@@ -5,6 +5,7 @@ package embedded
 import (
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -40,12 +41,15 @@ func (e *env) tofuEngine() *tofu.Engine {
 }
 
 // oracleInstances is how many resource instances oracleDoc has.
-const oracleInstances = 7
+const oracleInstances = 8
 
 // oracleDoc exercises what the embedded engine must encode exactly as Terraform does:
 // dynamic values, count and for_each instances, sensitive attributes, outputs, both
 // protocol versions.
 func oracleDoc(t *testing.T, dir string) string {
+	if err := os.WriteFile(dir+"/in.txt", []byte("read by a data source\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return jsonDoc(t, map[string]any{
 		"resource": map[string]any{
 			"terraform_data": map[string]any{
@@ -56,10 +60,13 @@ func oracleDoc(t *testing.T, dir string) string {
 				"each": map[string]any{"for_each": map[string]any{"x": "1", "y": "2"},
 					"filename": dir + "/each-${each.key}.txt", "content": "${each.value} ${terraform_data.seed.output.name}"},
 				"secret": map[string]any{"filename": dir + "/secret.txt", "sensitive_content": "hush"},
+				"copy":   map[string]any{"filename": dir + "/copy.txt", "content": "${data.local_file.in.content}"},
 			},
 			"testkit_file": map[string]any{"t": map[string]any{"filename": dir + "/t.txt", "content": "${local_file.each[\"x\"].id}"}},
 		},
+		"data": map[string]any{"local_file": map[string]any{"in": map[string]any{"filename": dir + "/in.txt"}}},
 		"output": map[string]any{
+			"in":   map[string]any{"value": "${data.local_file.in.content}"},
 			"seed": map[string]any{"value": "${terraform_data.seed.output}"},
 			"t":    map[string]any{"value": "${testkit_file.t.id}"},
 		},

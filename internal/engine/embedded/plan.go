@@ -72,13 +72,16 @@ type Plan struct {
 	Destroy bool
 }
 
-// HasChanges reports whether applying the plan would change anything.
+// HasChanges reports whether applying the plan would change anything real: reading data
+// sources and dropping objects already gone from state do not count.
 func (p *Plan) HasChanges() bool {
 	if p.OutputsChanged {
 		return true
 	}
 	for _, c := range p.Changes {
-		if c.Action != NoOp && c.Action != Read {
+		switch c.Action {
+		case NoOp, Read, Forget:
+		default:
 			return true
 		}
 	}
@@ -459,6 +462,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			return err
 		}
 		if rc.Mode == "data" {
+			delete(priors, ks)
 			if err := client.ValidateDataResourceConfig(ctx, rc.Type, config); err != nil {
 				return fmt.Errorf("%s: %w", c.Addr, err)
 			}
