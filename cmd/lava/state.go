@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/lava-operator/lava/internal/applier"
+	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/engine/state"
+)
+
+// stateFlags are the connection flags of the state subcommands.
+type stateFlags struct {
+	natsURL   string
+	natsCreds string
+	timeout   time.Duration
+}
+
+func (f *stateFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server `URL` holding lava-state")
+	fs.StringVar(&f.natsCreds, "nats-creds", "", "NATS credentials `FILE` (optional)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this long")
+}
+
+// open connects and returns the state store (records in lava-state, bodies in lava-artifacts).
+func (f *stateFlags) open(ctx context.Context) (*nats.Conn, jetstream.JetStream, *state.Store, error) {
+	opts := []nats.Option{nats.Name("lava-cli")}
+	if f.natsCreds != "" {
+		opts = append(opts, nats.UserCredentials(f.natsCreds))
+	}
+	nc, err := nats.Connect(f.natsURL, opts...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("connect to NATS %s: %w", f.natsURL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	kv, err := js.KeyValue(ctx, bus.BucketState)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, fmt.Errorf("bucket %s: %w", bus.BucketState, err)
+	}
+	art, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	return nc, js, state.NewStore(kv, art, state.Options{}), nil
+}
+
+func newStateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "state",
+		Short: "Inspect a LavaArchitecture's Terraform state record and force its lock off",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd())
+	return cmd
+}
+
+// stateView is what `lava state show` prints: never a state body or a secret.
+type stateView struct {
+	Resource string          `json:"resource"`
+	State    *state.Record   `json:"state"`
+	Applier  *applierSummary `json:"applier,omitempty"`
+}
+
+type applierSummary struct {
+	HeldPlan       string               `json:"heldPlan,omitempty"`
+	HeldGeneration int64                `json:"heldGeneration,omitempty"`
+	AppliedPlans   []string             `json:"appliedPlans,omitempty"`
+	Last           *applier.LastApplied `json:"lastApplied,omitempty"`
+}
+
+func newStateShowCmd() *cobra.Command {
+	var f stateFlags
+	cmd := &cobra.Command{
+		Use:   "show NAMESPACE/NAME",
+		Short: "Print the state record (serial, lineage, body digest, lock) and the applier's record as JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := state.ParseKey(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			nc, js, store, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			view := stateView{Resource: key.String()}
+			rec, err := store.Get(ctx, key)
+			switch {
+			case errors.Is(err, state.ErrNotFound):
+			case err != nil:
+				return err
+			default:
+				view.State = &rec
+			}
+			ar, err := applier.Load(ctx, js, key.Namespace, key.Name)
+			if err != nil {
+				return err
+			}
+			if ar.UID != "" {
+				view.Applier = &applierSummary{AppliedPlans: ar.Applied, Last: ar.Last, HeldGeneration: ar.HeldGeneration}
+				if ar.Held != nil {
+					view.Applier.HeldPlan = ar.Held.PlanID
+				}
+			}
+			if view.State == nil && view.Applier == nil {
+				return invalidInput(fmt.Errorf("no state for %s", key))
+			}
+			b, err := json.MarshalIndent(view, "", "  ")
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return err
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newStateUnlockCmd() *cobra.Command {
+	var f stateFlags
+	cmd := &cobra.Command{
+		Use:   "unlock NAMESPACE/NAME",
+		Short: "Force the state lock of a LavaArchitecture off, whoever holds it",
+		Long: `Unlock releases the Terraform state lock of NAMESPACE/NAME whatever its holder, for a lock
+left by an applier that died before its lease-based expiry (the lock normally expires once its
+holder lost the resource's lease and the lock outlived --lock-ttl). It prints the lock it
+released. Only use it when no apply is running: the state could otherwise be written by two
+operations.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := state.ParseKey(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			nc, _, store, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			rec, err := store.Get(ctx, key)
+			if err != nil && !errors.Is(err, state.ErrNotFound) {
+				return err
+			}
+			if rec.Lock == nil {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s is not locked\n", key)
+				return err
+			}
+			if err := store.Unlock(ctx, key, "", true); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "unlocked %s (lock %s held by %q for %s since %s)\n", key, rec.Lock.ID,
+				rec.Lock.Holder, rec.Lock.Operation, rec.Lock.Created.UTC().Format(time.RFC3339))
+			return err
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/testutil/natstest"
+)
+
+func TestStateCmd(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	js := srv.JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), bus.BucketState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := bus.NewArtifacts(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := state.NewStore(kv, art, state.Options{})
+	key := state.Key{Namespace: "infra", Name: "prod-vpc"}
+	if _, err := store.Lock(t.Context(), key, state.Lock{ID: "lock-1", Holder: "applier-dead/x@infra.prod-vpc", Operation: "OperationTypeApply"}); err != nil {
+		t.Fatal(err)
+	}
+	lava := func(args ...string) (int, string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), append(args, "--nats-url", srv.URL()), strings.NewReader(""), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{"show locked", []string{"state", "show", "infra/prod-vpc"}, exitOK, `"holder": "applier-dead/x@infra.prod-vpc"`, ""},
+		{"unlock", []string{"state", "unlock", "infra/prod-vpc"}, exitOK, `unlocked infra/prod-vpc (lock lock-1 held by "applier-dead/x@infra.prod-vpc"`, ""},
+		{"unlock again", []string{"state", "unlock", "infra/prod-vpc"}, exitOK, "infra/prod-vpc is not locked", ""},
+		{"show unlocked", []string{"state", "show", "infra/prod-vpc"}, exitOK, `"resource": "infra/prod-vpc"`, ""},
+		{"show unknown", []string{"state", "show", "infra/none"}, exitInvalid, "", "no state for infra/none"},
+		{"bad key", []string{"state", "unlock", "no-slash"}, exitUsage, "", "is not NAMESPACE/NAME"},
+	}
+	for _, tt := range tests {
+		// Sequential: each step sees the previous one's effect.
+		code, out, errOut := lava(tt.args...)
+		if code != tt.wantCode || !strings.Contains(out, tt.wantOut) || !strings.Contains(errOut, tt.wantErr) {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q; want exit %d, stdout containing %q, stderr containing %q",
+				tt.name, code, out, errOut, tt.wantCode, tt.wantOut, tt.wantErr)
+		}
+	}
+	rec, err := store.Get(t.Context(), key)
+	if err != nil || rec.Lock != nil {
+		t.Fatalf("after unlock: record %+v, %v; want no lock", rec, err)
+	}
+	if _, out, _ := lava("state", "show", "infra/prod-vpc"); strings.Contains(out, `"lock"`) {
+		t.Fatalf("show after unlock still prints a lock: %s", out)
+	}
+}
