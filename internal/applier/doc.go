@@ -1,0 +1,40 @@
+// Package applier is the applier service's logic (DESIGN section 2 and 5): it consumes
+// Synthesized (LAVA_PHASES), ReapplyRequested and plan/apply/destroy RetryRequested
+// (LAVA_COMMANDS) and DeletionRequested (LAVA_RESOURCES) with the durable consumer "applier",
+// plans with the engine the event names, applies exactly the recorded plan when approvePlan
+// allows it, and destroys or orphans on deletion.
+//
+// # Exclusion and idempotency
+//
+// Every handler runs under the resource's lease in lava-leases, taken without waiting: a lease
+// held by another replica naks the message with delay, so two replicas never plan, apply or
+// destroy one resource at once. Generations older than the applier's watermark are dropped.
+// Per resource the applier keeps a [Record] in lava-state (key "applier.<ns>.<name>"): the
+// plan held for approval, recent plan ids, the applied plan ids, the event ids already handled
+// and what a later destroy needs (the last applied configuration's artifact digest, engine and
+// providers). A redelivered message whose outcome was published is acknowledged without
+// acting, and an applied plan id is never applied again. State is never deleted because a
+// spec changed; only a successful destroy forgets it (state.Store.Forget keeps history).
+//
+// # Approval
+//
+// approvePlan "auto" applies every plan; "manual" holds every plan that changes something
+// (Planned with awaiting_approval, which the watcher turns into the AwaitingApproval
+// condition naming the plan id); a plan id applies the plan with that id. A later Synthesized
+// whose approvePlan equals the held plan's id applies the held plan itself, after checking
+// that its inputs (rendered JSON, bindings, engine) and the state it was planned against are
+// unchanged. When they changed the approved id is superseded: the applier publishes Planned
+// (awaiting approval) for the new plan id and then Failed (stage PLAN, reason PlanSuperseded,
+// not retryable, plan_id the refused id, a message naming the new id). The watcher folds that
+// into phase Failed with Planned=False/PlanSuperseded and AwaitingApproval naming the new id,
+// and the Failed becomes a Kubernetes Event and an anomaly. A plan that changes nothing is
+// applied without approval (nothing can change).
+//
+// # Failures
+//
+// Engine failures are published as Failed with the stage (PLAN, APPLY, DESTROY), a CamelCase
+// reason (ProviderUnavailable, PlanFailed, ApplyFailed, DestroyFailed, PlanStale, Locked,
+// EngineUnavailable), the redacted output tail as message and whether a retry may succeed.
+// Infrastructure errors (NATS, KV) nak the message instead. Sensitive outputs go only to the
+// Secret "<name>-lava-outputs" in the resource's namespace, never into events or logs.
+package applier

@@ -1,0 +1,77 @@
+package applier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lava-operator/lava/internal/engine"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+)
+
+// OutputsSecretName is the Secret holding a resource's sensitive outputs: "<name>-lava-outputs".
+func OutputsSecretName(name string) string { return name + "-lava-outputs" }
+
+// secretValue is the Secret data of one output: a string's text, else the value's compact JSON.
+func secretValue(v json.RawMessage) []byte {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return []byte(s)
+	}
+	return []byte(compactJSON(v))
+}
+
+// writeOutputs stores the sensitive outputs in the Secret "<name>-lava-outputs" (created owned
+// by the LavaArchitecture, so it goes when the object goes; updated in place) and returns its
+// name, or "" when there are no sensitive outputs or no Kubernetes client.
+func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, outs *engine.Outputs, log *slog.Logger) (string, error) {
+	if outs == nil || len(outs.Sensitive) == 0 {
+		return "", nil
+	}
+	if s.cfg.Kube == nil {
+		log.Warn("sensitive outputs not stored: the applier has no Kubernetes access", "outputs", len(outs.Sensitive))
+		return "", nil
+	}
+	name := OutputsSecretName(res.GetName())
+	data := map[string][]byte{}
+	for k, v := range outs.Sensitive {
+		data[k] = secretValue(v)
+	}
+	sec := &corev1.Secret{}
+	err := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
+	switch {
+	case apierrors.IsNotFound(err):
+		sec = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: res.GetNamespace(), Name: name,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "lava", "lava.pleme.io/architecture": res.GetName()},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "lava.pleme.io/v1alpha1", Kind: "LavaArchitecture",
+					Name: res.GetName(), UID: types.UID(res.GetUid())}},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: data,
+		}
+		if err := s.cfg.Kube.Create(ctx, sec); err != nil {
+			return "", fmt.Errorf("applier: create Secret %s/%s: %w", res.GetNamespace(), name, err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("applier: get Secret %s/%s: %w", res.GetNamespace(), name, err)
+	default:
+		if maps.EqualFunc(sec.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) {
+			return name, nil
+		}
+		sec.Data = data
+		if err := s.cfg.Kube.Update(ctx, sec); err != nil {
+			return "", fmt.Errorf("applier: update Secret %s/%s: %w", res.GetNamespace(), name, err)
+		}
+	}
+	return name, nil
+}
