@@ -73,11 +73,10 @@ func AnomalyKindToken(k lavav1.AnomalyKind, extension string) (string, error) {
 // SubjectFor is the subject ev is published on (DESIGN section 3), from its type and envelope:
 //
 //	ResourceObserved, DeletionRequested     lava.v1.resource.<ns>.<name>.observed|deletion_requested
-//	Synthesized ... TickReported            lava.v1.phase.<ns>.<name>.<snake case of the type>
+//	Synthesized ... ReceiptAppended         lava.v1.phase.<ns>.<name>.<snake case of the type>
 //	ReapplyRequested                        lava.v1.command.plan.<ns>.<name>.reapply
 //	RetryRequested                          lava.v1.command.<target stage>.<ns>.<name>.retry
 //	AnomalyDetected                         lava.anomaly.<severity>.<kind>
-//	ReceiptAppended                         lava.v1.receipt.<ns>.<name>
 //
 // It fails for an event without envelope.resource (except anomalies) or with an unspecified
 // stage, severity or kind.
@@ -113,8 +112,6 @@ func SubjectFor(ev Event) (string, error) {
 			return "", err
 		}
 		return CommandSubject(stage, ns, name, VerbRetry), needRes()
-	case *lavav1.ReceiptAppended:
-		return ReceiptSubject(ns, name), needRes()
 	}
 	return PhaseSubject(ns, name, SnakeCase(string(ev.ProtoReflect().Descriptor().Name()))), needRes()
 }

@@ -45,31 +45,41 @@ type Publisher struct {
 // NewPublisher returns a Publisher on js.
 func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js} }
 
-// Encode returns the body and headers Lava publishes ev with on subject: protojson on
-// "lava.anomaly." subjects, binary protobuf elsewhere; [HeaderSchema] and [HeaderContentType]
-// always; "Nats-Msg-Id" set to the envelope's event_id. Errors: [ErrNoEventID], an invalid
-// subject (wrapping [ErrInvalidSubject]), or a marshal failure.
+// Encode returns the NATS message Lava publishes ev as on subject: [EncodeMessage] with the
+// envelope's event_id as the message id. Errors: [ErrNoEventID], and those of EncodeMessage.
 func Encode(subject string, ev Event) (*nats.Msg, error) {
-	if _, err := ParseSubject(subject); err != nil {
-		return nil, err
-	}
 	id := ev.GetEnvelope().GetEventId()
 	if id == "" {
 		return nil, fmt.Errorf("%w (%s on %s)", ErrNoEventID, ev.ProtoReflect().Descriptor().FullName(), subject)
 	}
+	return EncodeMessage(subject, ev, id)
+}
+
+// EncodeMessage returns the NATS message for any protobuf message: protojson on
+// "lava.anomaly." subjects, binary protobuf elsewhere; [HeaderSchema] and [HeaderContentType]
+// always; "Nats-Msg-Id" set to msgID. It fails for an invalid subject (wrapping
+// [ErrInvalidSubject]), an empty msgID (wrapping [ErrNoEventID]) or a marshal failure.
+func EncodeMessage(subject string, msg proto.Message, msgID string) (*nats.Msg, error) {
+	if _, err := ParseSubject(subject); err != nil {
+		return nil, err
+	}
+	name := msg.ProtoReflect().Descriptor().FullName()
+	if msgID == "" {
+		return nil, fmt.Errorf("%w: no message id for %s on %s", ErrNoEventID, name, subject)
+	}
 	m := nats.NewMsg(subject)
-	m.Header.Set(HeaderSchema, string(ev.ProtoReflect().Descriptor().FullName()))
-	m.Header.Set(jetstream.MsgIDHeader, id)
+	m.Header.Set(HeaderSchema, string(name))
+	m.Header.Set(jetstream.MsgIDHeader, msgID)
 	var err error
 	if strings.HasPrefix(subject, PrefixAnomaly) {
 		m.Header.Set(HeaderContentType, ContentTypeJSON)
-		m.Data, err = protojson.Marshal(ev)
+		m.Data, err = protojson.Marshal(msg)
 	} else {
 		m.Header.Set(HeaderContentType, ContentTypeProto)
-		m.Data, err = proto.Marshal(ev)
+		m.Data, err = proto.Marshal(msg)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bus: marshal %s: %w", ev.ProtoReflect().Descriptor().FullName(), err)
+		return nil, fmt.Errorf("bus: marshal %s: %w", name, err)
 	}
 	return m, nil
 }
@@ -97,4 +107,20 @@ func (p *Publisher) PublishEvent(ctx context.Context, ev Event, opts ...jetstrea
 		return nil, err
 	}
 	return p.Publish(ctx, subject, ev, opts...)
+}
+
+// PublishMessage publishes a message that has no envelope (a lava.v1.Receipt on
+// [ReceiptSubject]) as [EncodeMessage] encodes it, with msgID as its de-duplication id, and
+// waits for the stream's ack. opts pass through (attest appends with
+// jetstream.WithExpectLastSequencePerSubject so a chain never forks).
+func (p *Publisher) PublishMessage(ctx context.Context, subject string, msg proto.Message, msgID string, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	m, err := EncodeMessage(subject, msg, msgID)
+	if err != nil {
+		return nil, err
+	}
+	ack, err := p.js.PublishMsg(ctx, m, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: publish %s: %w", subject, err)
+	}
+	return ack, nil
 }

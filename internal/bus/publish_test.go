@@ -169,7 +169,7 @@ func TestSubjectFor(t *testing.T) {
 		{&lavav1.ReapplyRequested{Envelope: env}, "lava.v1.command.plan.infra.web_prod.reapply"},
 		{&lavav1.RetryRequested{Envelope: env, Target: lavav1.Stage_STAGE_SYNTH}, "lava.v1.command.synth.infra.web_prod.retry"},
 		{&lavav1.RetryRequested{Envelope: env, Target: lavav1.Stage_STAGE_DESTROY}, "lava.v1.command.destroy.infra.web_prod.retry"},
-		{&lavav1.ReceiptAppended{Envelope: env}, "lava.v1.receipt.infra.web_prod"},
+		{&lavav1.ReceiptAppended{Envelope: env}, "lava.v1.phase.infra.web_prod.receipt_appended"},
 		{&lavav1.AnomalyDetected{Envelope: env, Kind: lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, Severity: lavav1.Severity_SEVERITY_COSMETIC}, "lava.anomaly.cosmetic.drift_detected"},
 		{&lavav1.AnomalyDetected{Envelope: env, Kind: lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM, ExtensionKind: "quota_exceeded", Severity: lavav1.Severity_SEVERITY_FUNCTIONAL}, "lava.anomaly.functional.quota_exceeded"},
 	}
@@ -187,5 +187,43 @@ func TestSubjectFor(t *testing.T) {
 		if got, err := bus.SubjectFor(bad); !errors.Is(err, bus.ErrInvalidSubject) {
 			t.Errorf("SubjectFor(%v) = %q, %v; want ErrInvalidSubject", bad, got, err)
 		}
+	}
+}
+
+// A receipt has no envelope: PublishMessage takes the id, and the expected-last-subject-
+// sequence option refuses a forked chain.
+func TestPublishMessage_receiptChainNeverForks(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	pub := bus.NewPublisher(js)
+	subject := bus.ReceiptSubject("infra", "web.prod")
+	r0 := &lavav1.Receipt{Sequence: 0, Kind: "lava.outcome"}
+	if _, err := pub.PublishMessage(ctx, subject, r0, "infra/web.prod/0", jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
+		t.Fatal(err)
+	}
+	// A second attest replica that also saw an empty chain loses.
+	fork := &lavav1.Receipt{Sequence: 0, Kind: "lava.anomaly"}
+	if _, err := pub.PublishMessage(ctx, subject, fork, "infra/web.prod/0-fork", jetstream.WithExpectLastSequencePerSubject(0)); err == nil {
+		t.Fatal("a forked receipt was appended")
+	}
+	if _, err := pub.PublishMessage(ctx, subject, r0, ""); !errors.Is(err, bus.ErrNoEventID) {
+		t.Fatalf("empty id: %v", err)
+	}
+	s, err := js.Stream(ctx, bus.StreamReceipts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got lavav1.Receipt
+	if err := proto.Unmarshal(raw.Data, &got); err != nil || got.GetKind() != "lava.outcome" || raw.Header.Get(bus.HeaderSchema) != "lava.v1.Receipt" {
+		t.Fatalf("head %v (%v), header %v", &got, err, raw.Header)
+	}
+	// Receipts cannot be deleted.
+	if err := s.DeleteMsg(ctx, raw.Sequence); err == nil {
+		t.Fatal("deleted a receipt from LAVA_RECEIPTS")
 	}
 }

@@ -42,6 +42,9 @@ const (
 	EventDriftScanned = "drift_scanned"
 	EventPhaseChanged = "phase_changed"
 	EventTickReported = "tick_reported"
+	// EventReceiptAppended announces a new receipt chain head (the receipt itself is on
+	// [ReceiptSubject]).
+	EventReceiptAppended = "receipt_appended"
 )
 
 // Stage tokens of LAVA_COMMANDS subjects: the pipeline stage a command targets. StageSynth goes
@@ -86,7 +89,9 @@ func AnomalySubject(severity, kind string) string {
 	return PrefixAnomaly + severity + "." + kind
 }
 
-// ReceiptSubject is "lava.v1.receipt.<ns>.<name>"; ns and name are escaped with [EscapeToken].
+// ReceiptSubject is "lava.v1.receipt.<ns>.<name>", the subject of a resource's receipt chain
+// (lava.v1.Receipt messages, published with [Publisher.PublishMessage]); ns and name are
+// escaped with [EscapeToken].
 func ReceiptSubject(namespace, name string) string {
 	return PrefixReceipt + EscapeToken(namespace) + "." + EscapeToken(name)
 }

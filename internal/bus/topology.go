@@ -209,21 +209,28 @@ func Declare(opts TopologyOptions) Topology {
 			FilterSubjects: filters,
 		}}
 	}
+	// Who reads what follows the event catalogue of docs/events.md.
 	consumers := []ConsumerSpec{
 		consumer(StreamResources, ServiceSynth, ResourceSubjectFilter(EventObserved)),
 		consumer(StreamResources, ServiceApplier, ResourceSubjectFilter(EventDeletionRequested)),
+		consumer(StreamResources, ServiceDrift, ResourceSubjectFilter(EventObserved)),
+		consumer(StreamResources, ServiceViggy, ResourceSubjectFilter(EventObserved)),
 
-		// The watcher folds every phase event into status; it ignores its own phase_changed.
-		consumer(StreamPhases, ServiceWatcher, PrefixPhase+">"),
+		consumer(StreamPhases, ServiceWatcher, phaseFilter(EventSynthesized), phaseFilter(EventPlanned),
+			phaseFilter(EventApplied), phaseFilter(EventFailed), phaseFilter(EventDestroyed),
+			phaseFilter(EventDriftScanned), phaseFilter(EventReceiptAppended)),
 		consumer(StreamPhases, ServiceApplier, phaseFilter(EventSynthesized)),
-		consumer(StreamPhases, ServiceDrift, phaseFilter(EventApplied), phaseFilter(EventDestroyed)),
-		consumer(StreamPhases, ServiceViggy, phaseFilter(EventDriftScanned), phaseFilter(EventFailed)),
-		consumer(StreamPhases, ServiceAnomaly, phaseFilter(EventFailed), phaseFilter(EventDriftScanned), phaseFilter(EventPhaseChanged)),
-		consumer(StreamPhases, ServiceAttest, phaseFilter(EventPhaseChanged)),
+		consumer(StreamPhases, ServiceDrift, phaseFilter(EventApplied), phaseFilter(EventDestroyed), phaseFilter(EventPhaseChanged)),
+		consumer(StreamPhases, ServiceViggy, phaseFilter(EventPlanned), phaseFilter(EventApplied), phaseFilter(EventFailed),
+			phaseFilter(EventDriftScanned)),
+		consumer(StreamPhases, ServiceAnomaly, phaseFilter(EventFailed), phaseFilter(EventDriftScanned),
+			phaseFilter(EventPhaseChanged), phaseFilter(EventTickReported)),
+		consumer(StreamPhases, ServiceAttest, phaseFilter(EventPhaseChanged), phaseFilter(EventTickReported)),
 
 		// Work queue: the filters of its consumers must not overlap.
 		consumer(StreamCommands, ServiceSynth, PrefixCommand+StageSynth+".>"),
-		consumer(StreamCommands, ServiceApplier, PrefixCommand+StagePlan+".>", PrefixCommand+StageApply+".>", PrefixCommand+StageDestroy+".>"),
+		consumer(StreamCommands, ServiceApplier, PrefixCommand+StagePlan+".>", PrefixCommand+StageApply+".>",
+			PrefixCommand+StageDestroy+".>"),
 
 		consumer(StreamAnomalies, ServiceAttest, PrefixAnomaly+">"),
 	}

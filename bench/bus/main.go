@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"time"
+
+	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/testutil/natstest"
+)
+
+func main() {
+	n := flag.Int("n", 100000, "events for the throughput run")
+	publishers := flag.Int("publishers", 8, "concurrent publishers in the throughput run")
+	concurrency := flag.Int("concurrency", 64, "handler concurrency of the consumer in the throughput run")
+	rate := flag.Int("rate", 1000, "events per second in the latency run")
+	duration := flag.Duration("duration", 10*time.Second, "length of the latency run")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *n, *publishers, *concurrency, *rate, *duration); err != nil {
+		fmt.Fprintln(os.Stderr, "bench/bus:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, n, publishers, concurrency, rate int, duration time.Duration) error {
+	dir, err := os.MkdirTemp("", "lava-bench-bus-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := natstest.StartJetStream(dir)
+	if err != nil {
+		return err
+	}
+	defer srv.Shutdown()
+	js := srv.JetStream()
+	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{}); err != nil {
+		return err
+	}
+	fmt.Printf("bench/bus: in-process nats-server (file storage), GOMAXPROCS=%d, %s\n", runtime.GOMAXPROCS(0), runtime.Version())
+
+	tp, err := measureThroughput(ctx, js, "throughput", n, publishers, concurrency)
+	if err != nil {
+		return fmt.Errorf("throughput: %w", err)
+	}
+	fmt.Printf("throughput: %d events published and consumed in %v: %.0f events/s (%d publishers, consumer concurrency %d)\n",
+		tp.Events, tp.Elapsed.Round(time.Millisecond), tp.PerSec, publishers, concurrency)
+
+	lat, err := measureLatency(ctx, js, "latency", rate, duration)
+	if err != nil {
+		return fmt.Errorf("latency: %w", err)
+	}
+	fmt.Printf("latency at %d events/s for %v (%d events), publish to handler: p50 %v  p99 %v  p99.9 %v  max %v\n",
+		lat.Rate, duration, lat.Events, lat.P50.Round(time.Microsecond), lat.P99.Round(time.Microsecond),
+		lat.P999.Round(time.Microsecond), lat.Max.Round(time.Microsecond))
+	return nil
+}
