@@ -55,7 +55,7 @@ build: ## Build the lava CLI into bin/lava.
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-controller-gen ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-controller-gen ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -72,6 +72,10 @@ tools-kube: ## kube-apiserver, etcd, kube-controller-manager for envtest and e2e
 .PHONY: tools-tofu
 tools-tofu: ## OpenTofu and the offline provider mirror.
 	TOFU_VERSION=$(TOFU_VERSION) hack/tools/build-tofu.sh $(TOFU_DIR)
+
+.PHONY: tools-terraform
+tools-terraform: ## Terraform 1.8.5 for the terraform engine's tests.
+	TERRAFORM_VERSION=$(TERRAFORM_VERSION) hack/tools/build-terraform.sh $(TERRAFORM_DIR)
 
 .PHONY: tools-helm
 tools-helm: ## helm, for the chart checks.
