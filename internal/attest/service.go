@@ -70,7 +70,7 @@ func (s *Service) Run(ctx context.Context) error {
 			}, s.Handle)
 		})
 	}
-	if err := g.Wait(); err != nil {
+	if err := g.Wait(); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("attest: consume: %w", err)
 	}
 	return nil

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lava-operator/lava/internal/attest"
+	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/envflag"
+	"github.com/lava-operator/lava/internal/telemetry"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run parses the configuration from args and the environment, runs the service until ctx is
+// done, and returns the exit code: 0 after a clean shutdown, 1 when the service failed, 2 for
+// a configuration error.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) int {
+	fs := pflag.NewFlagSet("attest", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		cfg                 attest.Config
+		logFormat, logLevel string
+	)
+	fs.StringVar(&cfg.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "NATS credentials file")
+	fs.StringVar(&cfg.SigningKeyFile, "signing-key-file", "", "Ed25519 seed file, 64 hex digits (empty: unsigned receipts)")
+	fs.IntVar(&cfg.Topology.Replicas, "stream-replicas", 1, "replicas of every stream and bucket (3 on a NATS cluster)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "events handled at once per consumer")
+	fs.StringVar(&cfg.ListenAddr, "listen-addr", ":8080", "ReceiptService (connect, gRPC, gRPC-Web) address")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", ":9090", "/metrics address (empty disables)")
+	fs.StringVar(&cfg.HealthAddr, "health-addr", ":9091", "/healthz and /readyz address (empty disables)")
+	fs.StringVar(&logFormat, "log-format", "json", "log format: json or text")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "attest:", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "attest: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
+		fmt.Fprintln(stderr, "attest:", err)
+		return 2
+	}
+	log, err := telemetry.NewLogger(stderr, logFormat, logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "attest:", err)
+		return 2
+	}
+	cfg.Logger = log.With("service", bus.ServiceAttest)
+	if err := attest.Run(ctx, cfg); err != nil {
+		cfg.Logger.Error("attest: stopped", "error", err)
+		return 1
+	}
+	return 0
+}
