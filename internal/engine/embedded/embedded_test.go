@@ -420,3 +420,55 @@ func TestRunner_createBeforeDestroy(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeBlock_nesting(t *testing.T) {
+	t.Parallel()
+	inner := Block{Attributes: map[string]*Attribute{"port": {Type: cty.Number, Required: true}}}
+	b := &Block{
+		Attributes: map[string]*Attribute{
+			"name": {Type: cty.String, Required: true},
+			"tags": {Type: cty.Map(cty.String), Optional: true},
+			"ports": {NestedType: &Object{Nesting: NestingList, Attributes: map[string]*Attribute{
+				"n": {Type: cty.Number, Optional: true}}}, Optional: true},
+		},
+		BlockTypes: map[string]*NestedBlock{
+			"single": {Nesting: NestingSingle, Block: inner},
+			"group":  {Nesting: NestingGroup, Block: inner},
+			"list":   {Nesting: NestingList, Block: inner},
+			"set":    {Nesting: NestingSet, Block: inner},
+			"map":    {Nesting: NestingMap, Block: inner},
+		},
+	}
+	x, err := decodeJSON([]byte(`{"name":"n","tags":{"a":"1"},"ports":[{"n":1}],
+	  "list":[{"port":1},{"port":"2"}],"set":{"port":3},"map":{"k":{"port":4}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := decodeBlock(b, x.(map[string]any), staticScope{}, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Type().Equals(b.ImpliedType()) {
+		t.Fatalf("type %#v, want %#v", v.Type(), b.ImpliedType())
+	}
+	port := func(n int64) cty.Value { return cty.ObjectVal(map[string]cty.Value{"port": cty.NumberIntVal(n)}) }
+	checks := map[string]cty.Value{
+		"single": cty.NullVal(inner.ImpliedType()),
+		"group":  cty.ObjectVal(map[string]cty.Value{"port": cty.NullVal(cty.Number)}),
+		"list":   cty.ListVal([]cty.Value{port(1), port(2)}),
+		"set":    cty.SetVal([]cty.Value{port(3)}),
+		"map":    cty.MapVal(map[string]cty.Value{"k": port(4)}),
+		"tags":   cty.MapVal(map[string]cty.Value{"a": cty.StringVal("1")}),
+	}
+	for name, want := range checks {
+		if got := v.GetAttr(name); !got.RawEquals(want) {
+			t.Errorf("%s = %#v, want %#v", name, got, want)
+		}
+	}
+	if _, err := decodeBlock(b, map[string]any{"name": "n", "single": []any{map[string]any{}, map[string]any{}}}, staticScope{}, "r"); err == nil {
+		t.Error("two single blocks accepted")
+	}
+	if _, err := decodeBlock(b, map[string]any{"name": []any{"not", "a", "string"}}, staticScope{}, "r"); err == nil {
+		t.Error("a list accepted for a string attribute")
+	}
+}

@@ -418,3 +418,51 @@ func TestEngine_sensitiveAndDrift(t *testing.T) {
 		t.Errorf("logs do not mention the resource at all; the test would prove nothing:\n%s", e.logs.String())
 	}
 }
+
+func TestPool_warmAndBounded(t *testing.T) {
+	tools := tofutest.Tofu(t)
+	pool := NewPool(Mirror{Dir: tools.Mirror}, 1)
+	configure := func(ctx context.Context, c Client) error {
+		ps, err := c.Schema(ctx)
+		if err != nil {
+			return err
+		}
+		return c.Configure(ctx, allNull(ps.Provider.Block))
+	}
+	local, _ := ParseProviderSource("hashicorp/local")
+	kit, _ := ParseProviderSource("example/testkit")
+	get := func(addr ProviderAddr) *Lease {
+		l, err := pool.Get(t.Context(), addr, "", "cfg", configure)
+		if err != nil {
+			t.Fatalf("get %s: %v", addr, err)
+		}
+		return l
+	}
+	l1 := get(local)
+	if l1.ProtocolVersion() != 5 || l1.Version != "1.4.0" {
+		t.Errorf("local: protocol %d version %s", l1.ProtocolVersion(), l1.Version)
+	}
+	l1.Release()
+	l2 := get(local) // warm: no new process
+	l2.Release()
+	if pool.Starts() != 1 {
+		t.Errorf("starts = %d after reusing a warm provider, want 1", pool.Starts())
+	}
+	l3 := get(kit)
+	if l3.ProtocolVersion() != 6 {
+		t.Errorf("testkit protocol %d, want 6", l3.ProtocolVersion())
+	}
+	l3.Release()
+	if w := pool.Warm(); w != 1 {
+		t.Errorf("warm = %d with MaxWarm 1", w)
+	}
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w := pool.Warm(); w != 0 || !l3.Exited() {
+		t.Errorf("after Close: warm %d, testkit exited %v", w, l3.Exited())
+	}
+	if _, err := pool.Get(t.Context(), local, "", "cfg", configure); !errors.Is(err, ErrPoolClosed) {
+		t.Errorf("get after close: %v", err)
+	}
+}

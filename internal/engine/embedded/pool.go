@@ -54,6 +54,7 @@ type Lease struct {
 	Version string
 	pool    *Pool
 	entry   *poolEntry
+	proc    *process
 	once    sync.Once
 }
 
@@ -61,7 +62,7 @@ type Lease struct {
 func (l *Lease) Release() { l.once.Do(func() { l.pool.release(l.entry) }) }
 
 // Exited reports whether the process behind the lease has died.
-func (l *Lease) Exited() bool { return l.entry.proc != nil && l.entry.proc.exited() }
+func (l *Lease) Exited() bool { return l.proc.exited() }
 
 // Get returns a configured provider process: a warm one if the pool has one for
 // (addr, version, configKey), else a new one on which configure runs once. version ""
@@ -98,7 +99,7 @@ func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey st
 				p.release(e)
 				continue
 			}
-			return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e}, nil
+			return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e, proc: e.proc}, nil
 		}
 		e = &poolEntry{key: key, ready: make(chan struct{}), refs: 1}
 		p.entries[key] = e
@@ -120,7 +121,7 @@ func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey st
 			p.release(e)
 			return nil, e.err
 		}
-		return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e}, nil
+		return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e, proc: e.proc}, nil
 	}
 }
 
