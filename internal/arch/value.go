@@ -219,6 +219,13 @@ func (m *Map) Get(k string) (Value, bool) {
 	return Value{}, false
 }
 
+// Grow makes room for n more entries without reallocating (an allocation hint; optional).
+func (m *Map) Grow(n int) {
+	if n > 0 && cap(m.entries)-len(m.entries) < n {
+		m.entries = append(make([]mapEntry, 0, len(m.entries)+n), m.entries...)
+	}
+}
+
 // Len returns the number of keys. A nil Map has length 0.
 func (m *Map) Len() int {
 	if m == nil {

@@ -14,7 +14,7 @@ import (
 // insertion order (see the package doc). An empty architecture renders "{}\n". The only error
 // is a Value that cannot be represented (an unknown kind, a NaN or infinite float).
 func JSON(a *arch.Architecture) ([]byte, error) {
-	w := emitter{pretty: true, b: make([]byte, 0, 4096)}
+	w := emitter{pretty: true, b: make([]byte, 0, 8192)}
 	if err := w.architecture(a); err != nil {
 		return nil, err
 	}
@@ -25,7 +25,7 @@ func JSON(a *arch.Architecture) ([]byte, error) {
 // CompactJSON renders a like [JSON] on one line without insignificant whitespace and without
 // a trailing newline.
 func CompactJSON(a *arch.Architecture) ([]byte, error) {
-	w := emitter{b: make([]byte, 0, 2048)}
+	w := emitter{b: make([]byte, 0, 4096)}
 	if err := w.architecture(a); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,8 @@ type evaluator struct {
 	bad     map[string]bool // inputs whose resolution already reported an error
 	loop    []loopVar
 
+	snakeCache map[string]string
+
 	expanded  int
 	iters     int
 	declared  map[string]Pos // resource address -> position of its form
@@ -87,15 +89,16 @@ type evaluator struct {
 
 func newEvaluator(src []byte, opts Options) *evaluator {
 	return &evaluator{
-		src:      src,
-		file:     opts.File,
-		scalars:  map[string]string{},
-		lists:    map[string][]string{},
-		records:  map[string][]map[string]string{},
-		bad:      map[string]bool{},
-		declared: map[string]Pos{},
-		dataDecl: map[string]Pos{},
-		omitted:  map[string]Pos{},
+		resources: make([]arch.Resource, 0, 16),
+		src:       src,
+		file:      opts.File,
+		scalars:   map[string]string{},
+		lists:     map[string][]string{},
+		records:   map[string][]map[string]string{},
+		bad:       map[string]bool{},
+		declared:  map[string]Pos{},
+		dataDecl:  map[string]Pos{},
+		omitted:   map[string]Pos{},
 	}
 }
 

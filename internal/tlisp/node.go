@@ -6,7 +6,7 @@ import (
 )
 
 // NodeKind tells what a [Node] holds.
-type NodeKind int
+type NodeKind uint8
 
 // The node kinds of the reader (UPSTREAM.md 1.1).
 const (
@@ -22,7 +22,7 @@ var nodeKindNames = [...]string{"list", "symbol", "keyword", "string", "integer"
 
 // String returns the lower-case kind name ("list", "symbol", ...).
 func (k NodeKind) String() string {
-	if k < 0 || int(k) >= len(nodeKindNames) {
+	if int(k) >= len(nodeKindNames) {
 		return "NodeKind(" + strconv.Itoa(int(k)) + ")"
 	}
 	return nodeKindNames[k]
@@ -40,10 +40,10 @@ func (k NodeKind) String() string {
 // a keyword.
 type Node struct {
 	Kind NodeKind
+	Bool bool
 	Pos  Pos
 	Text string
 	Int  int64
-	Bool bool
 	List []*Node
 }
 

@@ -91,9 +91,11 @@ type reader struct {
 // node returns a fresh node from the current slab.
 func (r *reader) node(n Node) *Node {
 	if len(r.slab) == cap(r.slab) {
+		// About one node per 12 source bytes in typical architectures: the first slab usually
+		// holds them all; later ones are smaller.
 		size := 64
-		if len(r.src) > 4096 {
-			size = 256
+		if r.slab == nil {
+			size = max(size, min(len(r.src)/12, 1<<14))
 		}
 		r.slab = make([]Node, 0, size)
 	}

@@ -15,6 +15,22 @@ func kebabToSnake(s string) string {
 	return strings.ReplaceAll(s, "-", "_")
 }
 
+// snake is kebabToSnake cached for the evaluation (loops convert the same keys repeatedly).
+func (e *evaluator) snake(s string) string {
+	if strings.IndexByte(s, '-') < 0 {
+		return s
+	}
+	if c, ok := e.snakeCache[s]; ok {
+		return c
+	}
+	if e.snakeCache == nil {
+		e.snakeCache = map[string]string{}
+	}
+	c := strings.ReplaceAll(s, "-", "_")
+	e.snakeCache[s] = c
+	return c
+}
+
 // evalEntry evaluates one element of :resources (resource, for-each or import) or of :data.
 func (e *evaluator) evalEntry(n *Node, inData bool) {
 	what := "resource"
@@ -48,7 +64,8 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 	if !e.countExpansion(n.Pos) {
 		return
 	}
-	r := arch.Resource{Type: kebabToSnake(n.List[0].Text), Pos: n.Pos}
+	r := arch.Resource{Type: e.snake(n.List[0].Text), Pos: n.Pos}
+	r.Attributes.Grow((len(n.List) - 2) / 2)
 	refMark := len(e.refs)
 	nameOK := false
 	if len(n.List) < 2 || n.List[1].Kind != NodeString {
@@ -89,7 +106,7 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 			forEach = v
 			continue
 		}
-		key := kebabToSnake(k.Text)
+		key := e.snake(k.Text)
 		val, ok := e.evalValue(v)
 		if !ok {
 			continue

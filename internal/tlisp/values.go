@@ -73,6 +73,7 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 	}
 	if isTagPairs(xs) {
 		m := &arch.Map{}
+		m.Grow(len(xs))
 		ok := true
 		for _, p := range xs {
 			v, vok := e.evalValue(p.List[1])
@@ -306,7 +307,7 @@ func (e *evaluator) evalRef(n *Node) (arch.Value, bool) {
 	if !ok {
 		return arch.Value{}, false
 	}
-	ref := arch.ResourceRef{Type: kebabToSnake(xs[1].Text), Name: name, Attribute: xs[3].Text}
+	ref := arch.ResourceRef{Type: e.snake(xs[1].Text), Name: name, Attribute: xs[3].Text}
 	e.refs = append(e.refs, pendingRef{ref: ref, pos: n.Pos})
 	return arch.RefValue(ref), true
 }
