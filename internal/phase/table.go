@@ -18,7 +18,8 @@ type Edge struct {
 func Table() []Edge {
 	// Every phase that is not Finalizing: the object is alive.
 	alive := []Phase{Pending, Synthesized, Planned, Applied, Drifted, Reconverging, Failed}
-	t := []Edge{
+	t := make([]Edge, 0, 96)
+	t = append(t, []Edge{
 		// The pipeline.
 		{Pending, EventSynthesized, Synthesized},
 		{Synthesized, EventSynthesized, Synthesized},
@@ -56,7 +57,7 @@ func Table() []Edge {
 		{Finalizing, EventDestroyed, Finalizing},
 		{Finalizing, EventFailed, Failed},
 		{Failed, EventDestroyed, Finalizing},
-	}
+	}...)
 	for _, p := range alive {
 		t = append(t,
 			// A new generation (or a forced pass) restarts the pipeline.
