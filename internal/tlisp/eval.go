@@ -35,6 +35,7 @@ func EvalArchitecture(src []byte, b Bindings, opts Options) (a *arch.Architectur
 	}
 	e := newEvaluator(src, opts)
 	e.diags, e.nerr = pdiags, len(pdiags.Errors())
+	e.secret = opts.SecretInputs
 	form := e.findArchitecture(forms)
 	if form == nil {
 		return nil, e.diags
@@ -47,7 +48,10 @@ func EvalArchitecture(src []byte, b Bindings, opts Options) (a *arch.Architectur
 	return a, e.diags
 }
 
-type loopVar struct{ name, value string }
+type loopVar struct {
+	name, value string
+	secret      bool // bound from a secret input
+}
 
 type pendingRef struct {
 	ref arch.ResourceRef
@@ -75,6 +79,7 @@ type evaluator struct {
 	loop    []loopVar
 
 	snakeCache map[string]string
+	secret     map[string]bool // Options.SecretInputs
 
 	expanded  int
 	iters     int

@@ -486,3 +486,39 @@ func TestDeclaredInputs(t *testing.T) {
 		t.Errorf("list default String() = %q", s)
 	}
 }
+
+func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture s
+  :inputs ((:token "") (:tokens ()) (:name "x"))
+  :resources ((r "a" :when "{token}")
+              (r "b-{token+1}")
+              (for-each ((i tk) (enumerate tokens)) (r "c-{i}" :when "{tk}"))
+              (r "{token}.x")
+              (import "{token}" "id")))`
+	b := Bindings{
+		Scalars: map[string]string{"token": "hunter2"},
+		Lists:   map[string][]string{"tokens": {"hunter3"}},
+	}
+	opts := Options{File: "s", SecretInputs: map[string]bool{"token": true, "tokens": true}}
+	_, diags := EvalArchitecture([]byte(src), b, opts)
+	if n := len(diags.Errors()); n != 4 {
+		t.Errorf("%d errors, want 4: %v", n, diags)
+	}
+	if len(diags.Warnings()) != 1 {
+		t.Errorf("want the sanitize warning: %v", diags)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Message, "hunter") {
+			t.Errorf("secret value in diagnostic: %s", d)
+		}
+		if !strings.Contains(d.Message, "<redacted>") {
+			t.Errorf("diagnostic does not say it redacted: %s", d)
+		}
+	}
+	// Without SecretInputs the value is shown.
+	_, diags = EvalArchitecture([]byte(src), b, Options{File: "s"})
+	if !strings.Contains(diags.Errors()[0].Message, `got "hunter2"`) {
+		t.Errorf("plain value not shown: %v", diags.Errors()[0])
+	}
+}

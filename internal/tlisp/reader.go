@@ -24,6 +24,11 @@ const (
 type Options struct {
 	// File is the name used in positions and diagnostics ("" leaves it out).
 	File string
+	// SecretInputs names the inputs whose bound values come from Secrets. A diagnostic that
+	// would quote a value interpolated from one of them (directly, or through a for-each
+	// variable over it) shows the template and "<redacted>" instead, so no secret reaches a
+	// status, event or log through a diagnostic.
+	SecretInputs map[string]bool
 }
 
 // Parse reads every top-level form of src (UPSTREAM.md 1.1). On an error it returns the forms

@@ -75,7 +75,7 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 		}
 		e.errorf(p, "expected deflava-architecture form, got %s name not string (expected a quoted name like \"main\", got %s)", what, got)
 	} else if name, ok := e.interp(n.List[1]); ok {
-		r.Name, nameOK = e.resourceName(name, n.List[1].Pos, true)
+		r.Name, nameOK = e.resourceName(name, n.List[1], true)
 	}
 
 	include := true
@@ -203,14 +203,18 @@ func (e *evaluator) countIteration(p Pos) bool {
 
 // resourceName validates an interpolated resource name, sanitizing it when it is not a valid
 // Terraform identifier. warn reports the sanitizing (refs apply the rule silently).
-func (e *evaluator) resourceName(name string, p Pos, warn bool) (string, bool) {
+func (e *evaluator) resourceName(name string, n *Node, warn bool) (string, bool) {
 	if name == "" {
-		e.errorf(p, "resource name is empty after interpolation")
+		e.errorf(n.Pos, "resource name is empty after interpolation")
 		return "", false
 	}
 	s := SanitizeName(name)
 	if s != name && warn {
-		e.warnf(p, "resource name %q is not a valid Terraform identifier (letters, digits, _ and -, starting with a letter or _); using %q", name, s)
+		if e.tainted(n) {
+			e.warnf(n.Pos, "resource name %s is not a valid Terraform identifier (letters, digits, _ and -, starting with a letter or _); sanitized", e.quoteValue(n, name))
+		} else {
+			e.warnf(n.Pos, "resource name %q is not a valid Terraform identifier (letters, digits, _ and -, starting with a letter or _); using %q", name, s)
+		}
 	}
 	return s, true
 }
@@ -279,7 +283,7 @@ func (e *evaluator) truthy(v *Node) (bool, bool) {
 				hint = " (to use the input write \"{" + v.Text + "}\")"
 			}
 		}
-		e.errorf(v.Pos, "type mismatch: expected boolean (true|false|#t|#f|1|0), got %q%s", s, hint)
+		e.errorf(v.Pos, "type mismatch: expected boolean (true|false|#t|#f|1|0), got %s%s", e.quoteValue(v, s), hint)
 		return false, false
 	default:
 		e.errorf(v.Pos, "type mismatch: expected boolean (true|false|#t|#f|1|0), got %s", describe(v))
@@ -369,14 +373,15 @@ func (e *evaluator) evalForEach(n *Node) {
 	name := src.Text
 	mark := len(e.loop)
 	defer func() { e.loop = e.loop[:mark] }()
+	secret := e.secret[name]
 	if rows, ok := e.records[name]; ok && !e.shadowed(name) {
 		for i, row := range rows {
 			if e.full || !e.countIteration(n.Pos) {
 				return
 			}
-			e.loop = append(e.loop[:mark], loopVar{idxVar, strconv.Itoa(i)})
+			e.loop = append(e.loop[:mark], loopVar{name: idxVar, value: strconv.Itoa(i)})
 			for f, v := range row {
-				e.loop = append(e.loop, loopVar{itemVar + "_" + f, v})
+				e.loop = append(e.loop, loopVar{name: itemVar + "_" + f, value: v, secret: secret})
 			}
 			e.evalEntry(body, false)
 		}
@@ -387,7 +392,7 @@ func (e *evaluator) evalForEach(n *Node) {
 			if e.full || !e.countIteration(n.Pos) {
 				return
 			}
-			e.loop = append(e.loop[:mark], loopVar{idxVar, strconv.Itoa(i)}, loopVar{itemVar, it})
+			e.loop = append(e.loop[:mark], loopVar{name: idxVar, value: strconv.Itoa(i)}, loopVar{name: itemVar, value: it, secret: secret})
 			e.evalEntry(body, false)
 		}
 		return
@@ -446,7 +451,7 @@ func (e *evaluator) evalImport(n *Node) {
 	}
 	typ, name, found := strings.Cut(to, ".")
 	if !found || typ == "" || name == "" {
-		e.errorf(xs[1].Pos, "import address %q is not TYPE.NAME", to)
+		e.errorf(xs[1].Pos, "import address %s is not TYPE.NAME", e.quoteValue(xs[1], to))
 		return
 	}
 	if !strings.ContainsAny(name, "[") {

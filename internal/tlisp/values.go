@@ -18,6 +18,57 @@ func (e *evaluator) scalar(name string) (string, bool) {
 	return s, ok
 }
 
+// secretVar reports whether the variable name resolves to a value from a secret input.
+func (e *evaluator) secretVar(name string) bool {
+	for i := len(e.loop) - 1; i >= 0; i-- {
+		if e.loop[i].name == name {
+			return e.loop[i].secret
+		}
+	}
+	return e.secret[name]
+}
+
+// tainted reports whether the string or symbol node n interpolates a secret input.
+func (e *evaluator) tainted(n *Node) bool {
+	if len(e.secret) == 0 || n == nil {
+		return false
+	}
+	t := n.Text
+	for {
+		j := strings.IndexByte(t, '{')
+		if j < 0 {
+			return false
+		}
+		k := strings.IndexByte(t[j+1:], '}')
+		if k < 0 {
+			return false
+		}
+		expr := strings.TrimSpace(t[j+1 : j+1+k])
+		t = t[j+1+k+1:]
+		if !isTemplateExpr(expr) {
+			continue
+		}
+		if e.secretVar(expr) {
+			return true
+		}
+		if l, _, ok := strings.Cut(expr, "+"); ok && e.secretVar(strings.TrimSpace(l)) {
+			return true
+		}
+		if i := strings.LastIndexByte(expr, '-'); i > 0 && e.secretVar(expr[:i]) {
+			return true
+		}
+	}
+}
+
+// quoteValue quotes the value v interpolated from node n for a message, or shows the template
+// with "<redacted>" when n uses a secret input.
+func (e *evaluator) quoteValue(n *Node, v string) string {
+	if e.tainted(n) {
+		return strconv.Quote(n.Text) + " (<redacted>: it uses a secret binding)"
+	}
+	return strconv.Quote(v)
+}
+
 // unknownVar reports an unknown variable unless its input already failed.
 func (e *evaluator) unknownVar(p Pos, name string) {
 	if e.bad[name] && !e.shadowed(name) {
@@ -265,7 +316,11 @@ func (e *evaluator) arith(name string, delta int64, n *Node, off int, t string) 
 	}
 	iv, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		e.errorf(e.exprPos(n, off), "type mismatch: expected int var (`%s` is %q in {%s})", name, v, t)
+		shown := strconv.Quote(v)
+		if e.secretVar(name) {
+			shown = "<redacted>"
+		}
+		e.errorf(e.exprPos(n, off), "type mismatch: expected int var (`%s` is %s in {%s})", name, shown, t)
 		return "", false
 	}
 	return e.sum(iv, delta, n, off, t)
@@ -303,7 +358,7 @@ func (e *evaluator) evalRef(n *Node) (arch.Value, bool) {
 	if !ok {
 		return arch.Value{}, false
 	}
-	name, ok = e.resourceName(name, xs[2].Pos, false)
+	name, ok = e.resourceName(name, xs[2], false)
 	if !ok {
 		return arch.Value{}, false
 	}
