@@ -231,14 +231,15 @@ func (w *statusWriter) record(obj *v1alpha1.LavaArchitecture, tr phase.Transitio
 		typ = corev1.EventTypeWarning
 	}
 	reason, msg := transitionReason(obj.Status, ev)
-	note := fmt.Sprintf("%s -> %s (generation %d)", nameOrPending(tr.From), tr.To, ev.Generation)
+	note := fmt.Sprintf("%s -> %s (generation %d): %s", nameOrPending(tr.From), tr.To, ev.Generation, reason)
 	if msg != "" {
 		note += ": " + msg
 	}
 	if len(note) > 1024 {
 		note = note[:1024]
 	}
-	w.rec.Eventf(obj, nil, typ, reason, "Transition", "%s", note)
+	// The Event reason is the event type (Synthesized, Failed, DependenciesBlocked, ...).
+	w.rec.Eventf(obj, nil, typ, string(ev.Type), "Transition", "%s", note)
 }
 
 func nameOrPending(p v1alpha1.Phase) v1alpha1.Phase {
