@@ -472,3 +472,21 @@ func TestDecodeBlock_nesting(t *testing.T) {
 		t.Error("a list accepted for a string attribute")
 	}
 }
+
+func TestSameProviderOtherHost(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{`provider["registry.terraform.io/hashicorp/local"]`, `provider["registry.opentofu.org/hashicorp/local"]`, true},
+		{`provider["registry.terraform.io/hashicorp/local"].west`, `provider["registry.opentofu.org/hashicorp/local"].west`, true},
+		{`provider["registry.terraform.io/hashicorp/local"]`, `provider["registry.opentofu.org/example/local"]`, false},
+		{`provider["registry.terraform.io/hashicorp/local"].a`, `provider["registry.opentofu.org/hashicorp/local"]`, false},
+	}
+	for _, tt := range tests {
+		if got := sameProviderOtherHost(tt.a, tt.b); got != tt.want {
+			t.Errorf("sameProviderOtherHost(%s, %s) = %v", tt.a, tt.b, got)
+		}
+	}
+}

@@ -301,9 +301,17 @@ func TestEngine_failMidApply(t *testing.T) {
 			},
 		}})
 	}
-	_, err := e.planApply(doc(true))
+	// The directory stands for a secret binding value: it must be redacted from the error.
+	rec, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc(true))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.eng.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test", Redact: []string{dir}})
 	if err == nil || !strings.Contains(err.Error(), "testkit_file.bad") || !strings.Contains(err.Error(), "fail_on_create") {
 		t.Fatalf("error = %v, want testkit_file.bad's fail_on_create", err)
+	}
+	if strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), engine.RedactedText) {
+		t.Errorf("error %q does not redact %q", err, dir)
 	}
 	got := strings.Join(addresses(e.state()), " ")
 	for _, a := range []string{"local_file.ok", "testkit_file.first"} {
@@ -315,7 +323,7 @@ func TestEngine_failMidApply(t *testing.T) {
 		t.Errorf("state %q holds a resource that depends on the failure", got)
 	}
 	// The failure fixed, the next apply completes what is left.
-	rec, err := e.planApply(doc(false))
+	rec, err = e.planApply(doc(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,5 +472,64 @@ func TestPool_warmAndBounded(t *testing.T) {
 	}
 	if _, err := pool.Get(t.Context(), local, "", "cfg", configure); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("get after close: %v", err)
+	}
+}
+
+// TestEngine_demoArchitectures applies what synth renders for the demo manifests
+// (shared/cases/local-files.yaml, examples/greeting.tlisp), with the directory moved into the
+// test's, and checks the files, then destroys them.
+func TestEngine_demoArchitectures(t *testing.T) {
+	tests := []struct {
+		name, rendered string
+		files          map[string]string
+		outputs        []string
+	}{
+		{
+			name: "local-files",
+			rendered: `{"resource":{"terraform_data":{"run":{"input":"DIR"}},"local_file":{
+			  "hello-0":{"filename":"DIR/hello-ana.txt","content":"hello ana\n"},
+			  "hello-1":{"filename":"DIR/hello-bo.txt","content":"hello bo\n"}}}}`,
+			files: map[string]string{"hello-ana.txt": "hello ana\n", "hello-bo.txt": "hello bo\n"},
+		},
+		{
+			name: "greeting",
+			rendered: `{"resource":{"local_file":{"greeting":{"filename":"DIR/greeting.txt","content":"hello lava\n"}}},
+			  "output":{"greeting-file":{"value":"${local_file.greeting.filename}"}}}`,
+			files:   map[string]string{"greeting.txt": "hello lava\n"},
+			outputs: []string{"greeting-file"},
+		},
+	}
+	e := newEnv(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e.key = state.Key{Namespace: "demo", Name: tt.name}
+			doc := strings.ReplaceAll(tt.rendered, "DIR", dir)
+			if _, err := e.planApply(doc); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			for f, want := range tt.files {
+				if got := readFile(t, filepath.Join(dir, f)); got != want {
+					t.Errorf("%s = %q, want %q", f, got, want)
+				}
+			}
+			out, err := e.eng.Outputs(t.Context(), e.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range tt.outputs {
+				if len(out.Values[o]) == 0 {
+					t.Errorf("output %s missing: %v", o, out.Values)
+				}
+			}
+			if _, err := e.eng.Destroy(t.Context(), engine.DestroyRequest{Target: e.target(doc)}); err != nil {
+				t.Fatal(err)
+			}
+			for f := range tt.files {
+				if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+					t.Errorf("%s survived destroy", f)
+				}
+			}
+		})
 	}
 }

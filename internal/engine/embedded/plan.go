@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/big"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/zclconf/go-cty/cty"
@@ -452,6 +453,11 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 	if alias := providerAliasOf(rc.ProviderKey); alias != "" {
 		provider += "." + alias
 	}
+	if sr != nil && sameProviderOtherHost(sr.Provider, provider) {
+		// Keep the registry host the state already names (a state written by terraform says
+		// registry.terraform.io), so the engines never fight over it.
+		provider = sr.Provider
+	}
 	vals := map[string]cty.Value{}
 	for _, key := range exp.keys {
 		ks := keyString(key)
@@ -606,4 +612,21 @@ func collectSecrets(v cty.Value, paths []cty.Path, mu *sync.Mutex, into map[stri
 			into[string(b)] = true
 		}
 	}
+}
+
+// sameProviderOtherHost reports whether two state provider references name the same
+// namespace/type (and alias) on possibly different registry hosts.
+func sameProviderOtherHost(a, b string) bool {
+	strip := func(s string) string {
+		const pre = `provider["`
+		if !strings.HasPrefix(s, pre) {
+			return s
+		}
+		rest := s[len(pre):]
+		if i := strings.IndexByte(rest, '/'); i >= 0 && strings.Count(rest[:strings.IndexByte(rest, '"')+1], "/") == 2 {
+			return rest[i+1:]
+		}
+		return rest
+	}
+	return strip(a) == strip(b)
 }
