@@ -37,6 +37,13 @@ func FuzzRender(f *testing.F) {
 			Lists:   map[string][]string{"azs": {val, val + "b"}},
 			Records: map[string][]map[string]string{"repos": {{"slug": val}}},
 		}
+		// Bind every input that has no default, so required inputs do not stop evaluation early.
+		decls, _ := tlisp.DeclaredInputs(src, tlisp.Options{})
+		for _, d := range decls {
+			if d.Default == nil {
+				b.Scalars[d.Name] = val
+			}
+		}
 		a, diags := tlisp.EvalArchitecture(src, b, tlisp.Options{File: "f"})
 		for _, d := range diags {
 			if strings.HasPrefix(d.Message, "internal error") {
