@@ -133,6 +133,10 @@ func (e *evaluator) startPos() Pos { return Pos{File: e.file, Line: 1, Col: 1} }
 func (e *evaluator) findArchitecture(forms []*Node) *Node {
 	var first *Node
 	for _, f := range forms {
+		if f.Head() == "deflava-import" {
+			e.warnf(f.Pos, "deflava-import is read but not composed: the imported architecture is not rendered")
+			continue
+		}
 		if f.Head() != "deflava-architecture" {
 			continue
 		}
