@@ -17,17 +17,24 @@ func startBench(b *testing.B) *natstest.Server {
 	return srv
 }
 
-// BenchmarkThroughput publishes b.N events (8 synchronous publishers) and consumes them with
-// one Consume (concurrency 64); it reports events/s from the first publish to the last
-// handled message.
+// BenchmarkThroughput publishes b.N events and consumes them with one Consume (concurrency
+// 64); it reports events/s from the first publish to the last handled message. "sync": 8
+// publishers each waiting for every ack; "batch": 2 publishers with PublishBatch of 256.
 func BenchmarkThroughput(b *testing.B) {
-	srv := startBench(b)
-	b.ResetTimer()
-	tp, err := measureThroughput(b.Context(), srv.JetStream(), "b", b.N, 8, 64)
-	if err != nil {
-		b.Fatal(err)
+	for _, bc := range []struct {
+		name              string
+		publishers, batch int
+	}{{"sync", 8, 0}, {"batch", 2, 256}} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv := startBench(b)
+			b.ResetTimer()
+			tp, err := measureThroughput(b.Context(), srv.JetStream(), "b", b.N, bc.publishers, 64, bc.batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(tp.PerSec, "events/s")
+		})
 	}
-	b.ReportMetric(tp.PerSec, "events/s")
 }
 
 // BenchmarkLatency1000 publishes max(b.N, 200) events at a steady 1,000 events/s and reports

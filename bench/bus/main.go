@@ -17,18 +17,19 @@ func main() {
 	n := flag.Int("n", 100000, "events for the throughput run")
 	publishers := flag.Int("publishers", 8, "concurrent publishers in the throughput run")
 	concurrency := flag.Int("concurrency", 64, "handler concurrency of the consumer in the throughput run")
+	batch := flag.Int("batch", 256, "events per PublishBatch in the batched throughput run")
 	rate := flag.Int("rate", 1000, "events per second in the latency run")
 	duration := flag.Duration("duration", 10*time.Second, "length of the latency run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *n, *publishers, *concurrency, *rate, *duration); err != nil {
+	if err := run(ctx, *n, *publishers, *concurrency, *batch, *rate, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/bus:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, n, publishers, concurrency, rate int, duration time.Duration) error {
+func run(ctx context.Context, n, publishers, concurrency, batch, rate int, duration time.Duration) error {
 	dir, err := os.MkdirTemp("", "lava-bench-bus-")
 	if err != nil {
 		return err
@@ -45,12 +46,18 @@ func run(ctx context.Context, n, publishers, concurrency, rate int, duration tim
 	}
 	fmt.Printf("bench/bus: in-process nats-server (file storage), GOMAXPROCS=%d, %s\n", runtime.GOMAXPROCS(0), runtime.Version())
 
-	tp, err := measureThroughput(ctx, js, "throughput", n, publishers, concurrency)
-	if err != nil {
-		return fmt.Errorf("throughput: %w", err)
+	for _, b := range []int{0, batch} {
+		tp, err := measureThroughput(ctx, js, fmt.Sprintf("throughput-%d", b), n, publishers, concurrency, b)
+		if err != nil {
+			return fmt.Errorf("throughput: %w", err)
+		}
+		how := fmt.Sprintf("%d publishers, each waiting for every ack", publishers)
+		if b > 0 {
+			how = fmt.Sprintf("%d publishers, PublishBatch of %d", publishers, b)
+		}
+		fmt.Printf("throughput: %d events published and consumed in %v: %.0f events/s (%s; consumer concurrency %d)\n",
+			tp.Events, tp.Elapsed.Round(time.Millisecond), tp.PerSec, how, concurrency)
 	}
-	fmt.Printf("throughput: %d events published and consumed in %v: %.0f events/s (%d publishers, consumer concurrency %d)\n",
-		tp.Events, tp.Elapsed.Round(time.Millisecond), tp.PerSec, publishers, concurrency)
 
 	lat, err := measureLatency(ctx, js, "latency", rate, duration)
 	if err != nil {

@@ -61,11 +61,12 @@ type Throughput struct {
 	Failures int
 }
 
-// measureThroughput publishes n events from publishers goroutines (synchronous publishes,
-// each waiting for the stream's ack) while one [bus.Consume] with the given concurrency
-// consumes them, and reports events per second from the first publish to the last handled
-// message.
-func measureThroughput(ctx context.Context, js jetstream.JetStream, run string, n, publishers, concurrency int) (Throughput, error) {
+// measureThroughput publishes n events from publishers goroutines while one [bus.Consume] with
+// the given concurrency consumes them, and reports events per second from the first publish to
+// the last handled message. With batch 0 every publish waits for its ack
+// ([bus.Publisher.PublishEvent]); otherwise events go out batch at a time
+// ([bus.Publisher.PublishBatch]).
+func measureThroughput(ctx context.Context, js jetstream.JetStream, run string, n, publishers, concurrency, batch int) (Throughput, error) {
 	if err := resetConsumer(ctx, js); err != nil {
 		return Throughput{}, err
 	}
@@ -91,6 +92,22 @@ func measureThroughput(ctx context.Context, js jetstream.JetStream, run string, 
 	var wg sync.WaitGroup
 	for range publishers {
 		wg.Go(func() {
+			if batch > 0 {
+				evs := make([]bus.Event, 0, batch)
+				for {
+					first := int(next.Add(int64(batch))) - batch
+					if first >= n {
+						return
+					}
+					evs = evs[:0]
+					for i := first; i < min(first+batch, n); i++ {
+						evs = append(evs, event(run, i))
+					}
+					if _, err := pub.PublishBatch(ctx, evs); err != nil {
+						failures.Add(1)
+					}
+				}
+			}
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {

@@ -341,16 +341,19 @@ func (c *consumer) decode(m jetstream.Msg) (*Message, error) {
 // handle runs the handler on one message and settles it.
 func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 	o := c.opts
-	log := o.Logger.With("stream", o.Stream, "consumer", o.Consumer, "subject", m.Subject())
 	msg, err := c.decode(m)
-	if msg.StreamSeq != 0 {
-		log = log.With("stream_seq", msg.StreamSeq)
+	// Built only when something is logged: this is the per-message hot path.
+	log := func() *slog.Logger {
+		l := o.Logger.With("stream", o.Stream, "consumer", o.Consumer, "subject", msg.Subject, "stream_seq", msg.StreamSeq)
+		if id := msg.Envelope.GetEventId(); id != "" {
+			l = l.With("event_id", id)
+		}
+		return l
 	}
 	if err != nil {
-		c.term(ctx, m, msg, PoisonUndecodable, err, log)
+		c.term(ctx, m, msg, PoisonUndecodable, err, log())
 		return
 	}
-	log = log.With("event_id", msg.Envelope.GetEventId())
 
 	c.mu.Lock()
 	c.inflight[m] = struct{}{}
@@ -374,25 +377,27 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 		}
 		if aerr != nil {
 			// The message will be redelivered; the handler is idempotent.
-			log.Warn("bus: ack", "error", aerr)
+			log().Warn("bus: ack", "error", aerr)
 			return
 		}
 		o.Metrics.message(o.Stream, o.Consumer, ResultAck)
-		log.Debug("bus: acked")
+		if o.Logger.Enabled(ctx, slog.LevelDebug) {
+			log().Debug("bus: acked")
+		}
 	case IsPermanent(err):
-		c.term(ctx, m, msg, PoisonPermanent, err, log)
+		c.term(ctx, m, msg, PoisonPermanent, err, log())
 	case ctx.Err() != nil:
 		// Drain timed out: hand the message to another replica now.
 		c.drainNak(m)
 	case c.maxDeliver > 0 && msg.NumDelivered >= uint64(c.maxDeliver):
-		c.term(ctx, m, msg, PoisonMaxDeliveries, err, log)
+		c.term(ctx, m, msg, PoisonMaxDeliveries, err, log())
 	default:
 		d := o.NakBackoff.Delay(msg.NumDelivered)
 		if nerr := m.NakWithDelay(d); nerr != nil {
-			log.Warn("bus: nak", "error", nerr)
+			log().Warn("bus: nak", "error", nerr)
 		}
 		o.Metrics.message(o.Stream, o.Consumer, ResultNak)
-		log.Warn("bus: handler failed, redelivering", "delivery", msg.NumDelivered, "delay", d, "error", err)
+		log().Info("bus: handler failed, redelivering", "delivery", msg.NumDelivered, "delay", d, "error", err)
 	}
 }
 
