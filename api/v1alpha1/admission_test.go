@@ -134,9 +134,9 @@ func testInvalidRejected(t *testing.T, env *kubetest.Env) {
 		{"driftInterval not a duration", lava(ns, "drift-soon", inlineSource+"  driftInterval: soon\n"),
 			[]string{"spec.driftInterval"}},
 		{"remediation and remediationPolicyRef", lava(ns, "both-remediations", inlineSource+"  remediation:\n    critical: Alert\n  remediationPolicyRef:\n    name: strict\n"),
-			[]string{"spec.remediation and spec.remediationPolicyRef are mutually exclusive"}},
+			[]string{"spec.remediationPolicyRef: Invalid value", "spec.remediation and spec.remediationPolicyRef are mutually exclusive"}},
 		{"inline Escalate without a ladder", lava(ns, "inline-escalate", inlineSource+"  remediation:\n    critical: Escalate\n"),
-			[]string{"spec.remediation: Escalate needs an escalation ladder"}},
+			[]string{"spec.remediation: Invalid value", "spec.remediation: Escalate needs an escalation ladder"}},
 		{"bad remediation action", lava(ns, "bad-action", inlineSource+"  remediation:\n    cosmetic: Ignore\n"),
 			[]string{"spec.remediation.cosmetic", "Unsupported value"}},
 		{"bad engine", lava(ns, "bad-engine", inlineSource+"  engine: pulumi\n"),
@@ -151,14 +151,16 @@ func testInvalidRejected(t *testing.T, env *kubetest.Env) {
 			[]string{"spec.bindingsFrom[0]", "exactly one of configMapRef or secretRef"}},
 		{"dependsOn a bad phase", lava(ns, "bad-dep-phase", inlineSource+"  dependsOn:\n  - name: network\n    phase: Failed\n"),
 			[]string{"spec.dependsOn[0].phase", "Unsupported value"}},
+		{"dependsOn itself", lava(ns, "selfish", inlineSource+"  dependsOn:\n  - name: other\n  - name: selfish\n"),
+			[]string{"spec.dependsOn: Invalid value", "spec.dependsOn must not name the LavaArchitecture itself"}},
 		{"policy Escalate without tiers", policy("no-tiers", "  critical: Escalate\n"),
-			[]string{"spec.escalation.tiers must not be empty when an action is Escalate"}},
+			[]string{"spec.escalation: Invalid value", "spec.escalation.tiers must not be empty when an action is Escalate"}},
 		{"policy slack target without secret", policy("slack-no-secret", "  critical: Escalate\n  escalation:\n    tiers:\n    - target: {kind: slack}\n"),
 			[]string{"spec.escalation.tiers[0].target", "target.webhookSecretRef is required when target.kind is slack"}},
 		{"policy bad waitBeforeNext", policy("bad-wait", "  escalation:\n    tiers:\n    - target: {kind: ntfy, topic: ops}\n      waitBeforeNext: 15m\n"),
 			[]string{"spec.escalation.tiers[0].waitBeforeNext"}},
 		{"dependency onto itself", dep("self", "  from: {name: a}\n  to: {name: a}\n"),
-			[]string{"spec.from and spec.to must name different LavaArchitectures"}},
+			[]string{"spec.to: Invalid value", "spec.from and spec.to must name different LavaArchitectures"}},
 		{"dependency bad kind", dep("bad-kind", "  from: {name: a}\n  to: {name: b}\n  kind: Requires\n"),
 			[]string{"spec.kind", "Unsupported value"}},
 	}
@@ -212,6 +214,8 @@ func testValidAdmitted(t *testing.T, env *kubetest.Env) {
   - name: dns
     namespace: other
     phase: Synthesized
+  - name: everything
+    namespace: elsewhere
   approvePlan: "blake3:0f3a9c"
 `)},
 		{"policy ref", lava(ns, "policy-ref", inlineSource+"  remediationPolicyRef: {name: strict}\n  approvePlan: manual\n  driftInterval: 1h30m\n")},

@@ -80,6 +80,7 @@ const (
 // +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`,description="Engine that plans and applies"
 // +kubebuilder:printcolumn:name="Resources",type=integer,JSONPath=`.status.render.resourceCount`,description="Resources in the last render"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.dependsOn) || self.spec.dependsOn.all(d, d.name != self.metadata.name || has(d.__namespace__))",message="spec.dependsOn must not name the LavaArchitecture itself",fieldPath=".spec.dependsOn"
 type LavaArchitecture struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -96,8 +97,8 @@ type LavaArchitecture struct {
 // LavaArchitectureSpec is the desired state: upstream's fields (source, bindings, gate,
 // engine) plus Lava's additive ones.
 //
-// +kubebuilder:validation:XValidation:rule="!(has(self.remediation) && has(self.remediationPolicyRef))",message="spec.remediation and spec.remediationPolicyRef are mutually exclusive: set at most one"
-// +kubebuilder:validation:XValidation:rule="!has(self.remediation) || !((has(self.remediation.cosmetic) && self.remediation.cosmetic == 'Escalate') || (has(self.remediation.functional) && self.remediation.functional == 'Escalate') || (has(self.remediation.critical) && self.remediation.critical == 'Escalate'))",message="spec.remediation: Escalate needs an escalation ladder; use spec.remediationPolicyRef to a RemediationPolicy with spec.escalation.tiers"
+// +kubebuilder:validation:XValidation:rule="!(has(self.remediation) && has(self.remediationPolicyRef))",message="spec.remediation and spec.remediationPolicyRef are mutually exclusive: set at most one",fieldPath=".remediationPolicyRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.remediation) || !((has(self.remediation.cosmetic) && self.remediation.cosmetic == 'Escalate') || (has(self.remediation.functional) && self.remediation.functional == 'Escalate') || (has(self.remediation.critical) && self.remediation.critical == 'Escalate'))",message="spec.remediation: Escalate needs an escalation ladder; use spec.remediationPolicyRef to a RemediationPolicy with spec.escalation.tiers",fieldPath=".remediation"
 type LavaArchitectureSpec struct {
 	// source is where the architecture comes from: exactly one of inline, name or url.
 	// +required

@@ -40,7 +40,7 @@ type LavaArchitectureDependency struct {
 // LavaArchitectureDependencySpec is one dependency edge. (In CEL, `namespace` is a reserved
 // word: the field is spelled __namespace__.)
 //
-// +kubebuilder:validation:XValidation:rule="!(self.from.name == self.to.name && has(self.from.__namespace__) == has(self.to.__namespace__) && (!has(self.from.__namespace__) || self.from.__namespace__ == self.to.__namespace__) && has(self.from.cluster) == has(self.to.cluster) && (!has(self.from.cluster) || self.from.cluster == self.to.cluster))",message="spec.from and spec.to must name different LavaArchitectures"
+// +kubebuilder:validation:XValidation:rule="!(self.from.name == self.to.name && has(self.from.__namespace__) == has(self.to.__namespace__) && (!has(self.from.__namespace__) || self.from.__namespace__ == self.to.__namespace__) && has(self.from.cluster) == has(self.to.cluster) && (!has(self.from.cluster) || self.from.cluster == self.to.cluster))",message="spec.from and spec.to must name different LavaArchitectures",fieldPath=".to"
 type LavaArchitectureDependencySpec struct {
 	// from is the dependent: the LavaArchitecture held back.
 	// +required

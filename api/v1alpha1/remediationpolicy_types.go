@@ -76,7 +76,7 @@ type RemediationPolicy struct {
 // RemediationPolicySpec is the action per drift severity plus an optional escalation ladder
 // (UPSTREAM.md section 5.2).
 //
-// +kubebuilder:validation:XValidation:rule="!((has(self.cosmetic) && self.cosmetic == 'Escalate') || (has(self.functional) && self.functional == 'Escalate') || (has(self.critical) && self.critical == 'Escalate')) || (has(self.escalation) && size(self.escalation.tiers) > 0)",message="spec.escalation.tiers must not be empty when an action is Escalate"
+// +kubebuilder:validation:XValidation:rule="!((has(self.cosmetic) && self.cosmetic == 'Escalate') || (has(self.functional) && self.functional == 'Escalate') || (has(self.critical) && self.critical == 'Escalate')) || (has(self.escalation) && size(self.escalation.tiers) > 0)",message="spec.escalation.tiers must not be empty when an action is Escalate",fieldPath=".escalation"
 type RemediationPolicySpec struct {
 	DriftRemediation `json:",inline"`
 
