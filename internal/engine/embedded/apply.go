@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -215,7 +216,9 @@ func (a *applier) run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("output %s: %w", name, err)
 		}
-		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive}
+		// An output showing a sensitive attribute's value is sensitive even when the
+		// configuration does not say so (Terraform refuses such outputs; Lava hides them).
+		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive || a.revealsSecret(vb)}
 	}
 	a.mu.Lock()
 	if !sameOutputs(a.st.Outputs, outs) {
@@ -582,4 +585,16 @@ func sameInstance(a, b StateInstance) bool {
 	ca, _ := json.Marshal(x)
 	cb, _ := json.Marshal(y)
 	return string(ca) == string(cb)
+}
+
+// revealsSecret reports whether rendered JSON contains a sensitive value seen in this apply.
+func (a *applier) revealsSecret(b []byte) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for sec := range a.secrets {
+		if len(sec) >= 3 && bytes.Contains(b, []byte(sec)) {
+			return true
+		}
+	}
+	return false
 }

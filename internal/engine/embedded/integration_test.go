@@ -391,12 +391,19 @@ func TestEngine_sensitiveAndDrift(t *testing.T) {
 			"secret": map[string]any{"filename": dir + "/secret.txt", "sensitive_content": secret},
 			"plain":  map[string]any{"filename": dir + "/plain.txt", "content": "plain"},
 		},
-	}})
+	}, "output": map[string]any{"leak": map[string]any{"value": "${local_file.secret.sensitive_content}"}}})
 	if _, err := e.planApply(doc); err != nil {
 		t.Fatal(err)
 	}
 	if readFile(t, dir+"/secret.txt") != secret {
 		t.Fatal("secret file not written")
+	}
+	out, err := e.eng.Outputs(t.Context(), e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, leaked := out.Values["leak"]; leaked || len(out.Sensitive["leak"]) == 0 {
+		t.Errorf("an output showing a sensitive attribute is not sensitive: %+v", out)
 	}
 	st := e.state()
 	for _, r := range st.Resources {
@@ -531,5 +538,36 @@ func TestEngine_demoArchitectures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEngine_dataSourceDeferred reads a data source whose configuration is known only after
+// apply: it is read during apply, after its dependency, and feeds a resource.
+func TestEngine_dataSourceDeferred(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/in.txt", []byte("from disk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := jsonDoc(t, map[string]any{
+		"resource": map[string]any{
+			"terraform_data": map[string]any{"path": map[string]any{"input": dir + "/in.txt"}},
+			"local_file":     map[string]any{"out": map[string]any{"filename": dir + "/out.txt", "content": "${data.local_file.in.content}!"}},
+		},
+		"data": map[string]any{"local_file": map[string]any{"in": map[string]any{"filename": "${terraform_data.path.output}"}}},
+	})
+	rec, err := e.planApply(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actionsOf(rec)["data.local_file.in"]; got != engine.ActionRead {
+		t.Errorf("data source action = %q, want read (deferred to apply)", got)
+	}
+	if got := readFile(t, dir+"/out.txt"); got != "from disk!" {
+		t.Errorf("out.txt = %q", got)
+	}
+	rec, err = e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+	if err != nil || rec.HasChanges {
+		t.Errorf("re-plan: %v, changes %v", err, rec != nil && rec.HasChanges)
 	}
 }
