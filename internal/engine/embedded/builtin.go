@@ -13,22 +13,25 @@ import (
 // one managed resource, terraform_data, served in process.
 type builtinClient struct{}
 
-var terraformDataSchema = &Schema{Block: &Block{
-	Attributes: map[string]*Attribute{
-		"id":               {Type: cty.String, Computed: true},
-		"input":            {Type: cty.DynamicPseudoType, Optional: true},
-		"output":           {Type: cty.DynamicPseudoType, Computed: true},
-		"triggers_replace": {Type: cty.DynamicPseudoType, Optional: true},
-	},
-	BlockTypes: map[string]*NestedBlock{},
-}}
+// terraformDataSchema is the schema of terraform_data (as Terraform defines it).
+func terraformDataSchema() *Schema {
+	return &Schema{Block: &Block{
+		Attributes: map[string]*Attribute{
+			"id":               {Type: cty.String, Computed: true},
+			"input":            {Type: cty.DynamicPseudoType, Optional: true},
+			"output":           {Type: cty.DynamicPseudoType, Computed: true},
+			"triggers_replace": {Type: cty.DynamicPseudoType, Optional: true},
+		},
+		BlockTypes: map[string]*NestedBlock{},
+	}}
+}
 
 func (builtinClient) ProtocolVersion() int { return 6 }
 
 func (builtinClient) Schema(context.Context) (*ProviderSchema, error) {
 	return &ProviderSchema{
 		Provider:    &Schema{Block: &Block{Attributes: map[string]*Attribute{}, BlockTypes: map[string]*NestedBlock{}}},
-		Resources:   map[string]*Schema{"terraform_data": terraformDataSchema},
+		Resources:   map[string]*Schema{"terraform_data": terraformDataSchema()},
 		DataSources: map[string]*Schema{},
 	}, nil
 }
@@ -51,7 +54,7 @@ func (builtinClient) ValidateDataResourceConfig(_ context.Context, typeName stri
 }
 
 func (builtinClient) UpgradeResourceState(_ context.Context, _ string, _ int64, raw []byte) (cty.Value, error) {
-	v, err := ctyjson.Unmarshal(raw, terraformDataSchema.Block.ImpliedType())
+	v, err := ctyjson.Unmarshal(raw, terraformDataSchema().Block.ImpliedType())
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("upgradeResourceState: terraform_data: %w", err)
 	}

@@ -19,7 +19,8 @@ type client5 struct {
 	schema *ProviderSchema
 }
 
-var caps5 = &tfplugin5.ClientCapabilities{}
+// caps5 is what Lava tells providers it supports: neither deferrals nor write-only attributes.
+func caps5() *tfplugin5.ClientCapabilities { return &tfplugin5.ClientCapabilities{} }
 
 func (c *client5) ProtocolVersion() int { return 5 }
 
@@ -88,7 +89,7 @@ func (c *client5) Configure(ctx context.Context, config cty.Value) error {
 		return err
 	}
 	resp, err := c.rpc.Configure(ctx, &tfplugin5.Configure_Request{
-		TerraformVersion: TerraformVersion, Config: dv, ClientCapabilities: caps5,
+		TerraformVersion: TerraformVersion, Config: dv, ClientCapabilities: caps5(),
 	})
 	if err != nil {
 		return fmt.Errorf("configure: %w", err)
@@ -105,7 +106,7 @@ func (c *client5) ValidateResourceConfig(ctx context.Context, typeName string, c
 	if err != nil {
 		return err
 	}
-	resp, err := c.rpc.ValidateResourceTypeConfig(ctx, &tfplugin5.ValidateResourceTypeConfig_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps5})
+	resp, err := c.rpc.ValidateResourceTypeConfig(ctx, &tfplugin5.ValidateResourceTypeConfig_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps5()})
 	if err != nil {
 		return fmt.Errorf("validateResourceTypeConfig: %w", err)
 	}
@@ -159,7 +160,7 @@ func (c *client5) ReadResource(ctx context.Context, typeName string, state cty.V
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	resp, err := c.rpc.ReadResource(ctx, &tfplugin5.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps5})
+	resp, err := c.rpc.ReadResource(ctx, &tfplugin5.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps5()})
 	if err != nil {
 		return cty.NilVal, nil, fmt.Errorf("readResource: %w", err)
 	}
@@ -179,7 +180,7 @@ func (c *client5) PlanResourceChange(ctx context.Context, typeName string, prior
 		return PlanResult{}, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin5.PlanResourceChange_Request{TypeName: typeName, PriorPrivate: priorPrivate, ClientCapabilities: caps5}
+	req := &tfplugin5.PlanResourceChange_Request{TypeName: typeName, PriorPrivate: priorPrivate, ClientCapabilities: caps5()}
 	if req.PriorState, err = dyn5(prior, ty); err != nil {
 		return PlanResult{}, err
 	}
@@ -216,7 +217,7 @@ func (c *client5) ApplyResourceChange(ctx context.Context, typeName string, prio
 		return cty.NilVal, nil, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin5.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps5}
+	req := &tfplugin5.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps5()}
 	if req.PriorState, err = dyn5(prior, ty); err != nil {
 		return cty.NilVal, nil, err
 	}
@@ -251,7 +252,7 @@ func (c *client5) ReadDataSource(ctx context.Context, typeName string, config ct
 	if err != nil {
 		return cty.NilVal, err
 	}
-	resp, err := c.rpc.ReadDataSource(ctx, &tfplugin5.ReadDataSource_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps5})
+	resp, err := c.rpc.ReadDataSource(ctx, &tfplugin5.ReadDataSource_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps5()})
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("readDataSource: %w", err)
 	}

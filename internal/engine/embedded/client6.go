@@ -19,7 +19,8 @@ type client6 struct {
 	schema *ProviderSchema
 }
 
-var caps6 = &tfplugin6.ClientCapabilities{}
+// caps6 is what Lava tells providers it supports: neither deferrals nor write-only attributes.
+func caps6() *tfplugin6.ClientCapabilities { return &tfplugin6.ClientCapabilities{} }
 
 func (c *client6) ProtocolVersion() int { return 6 }
 
@@ -81,7 +82,7 @@ func (c *client6) Configure(ctx context.Context, config cty.Value) error {
 		return err
 	}
 	resp, err := c.rpc.ConfigureProvider(ctx, &tfplugin6.ConfigureProvider_Request{
-		TerraformVersion: TerraformVersion, Config: dv, ClientCapabilities: caps6,
+		TerraformVersion: TerraformVersion, Config: dv, ClientCapabilities: caps6(),
 	})
 	if err != nil {
 		return fmt.Errorf("configureProvider: %w", err)
@@ -98,7 +99,7 @@ func (c *client6) ValidateResourceConfig(ctx context.Context, typeName string, c
 	if err != nil {
 		return err
 	}
-	resp, err := c.rpc.ValidateResourceConfig(ctx, &tfplugin6.ValidateResourceConfig_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps6})
+	resp, err := c.rpc.ValidateResourceConfig(ctx, &tfplugin6.ValidateResourceConfig_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps6()})
 	if err != nil {
 		return fmt.Errorf("validateResourceConfig: %w", err)
 	}
@@ -152,7 +153,7 @@ func (c *client6) ReadResource(ctx context.Context, typeName string, state cty.V
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	resp, err := c.rpc.ReadResource(ctx, &tfplugin6.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps6})
+	resp, err := c.rpc.ReadResource(ctx, &tfplugin6.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps6()})
 	if err != nil {
 		return cty.NilVal, nil, fmt.Errorf("readResource: %w", err)
 	}
@@ -172,7 +173,7 @@ func (c *client6) PlanResourceChange(ctx context.Context, typeName string, prior
 		return PlanResult{}, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin6.PlanResourceChange_Request{TypeName: typeName, PriorPrivate: priorPrivate, ClientCapabilities: caps6}
+	req := &tfplugin6.PlanResourceChange_Request{TypeName: typeName, PriorPrivate: priorPrivate, ClientCapabilities: caps6()}
 	if req.PriorState, err = dyn6(prior, ty); err != nil {
 		return PlanResult{}, err
 	}
@@ -209,7 +210,7 @@ func (c *client6) ApplyResourceChange(ctx context.Context, typeName string, prio
 		return cty.NilVal, nil, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin6.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps6}
+	req := &tfplugin6.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps6()}
 	if req.PriorState, err = dyn6(prior, ty); err != nil {
 		return cty.NilVal, nil, err
 	}
@@ -244,7 +245,7 @@ func (c *client6) ReadDataSource(ctx context.Context, typeName string, config ct
 	if err != nil {
 		return cty.NilVal, err
 	}
-	resp, err := c.rpc.ReadDataSource(ctx, &tfplugin6.ReadDataSource_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps6})
+	resp, err := c.rpc.ReadDataSource(ctx, &tfplugin6.ReadDataSource_Request{TypeName: typeName, Config: dv, ClientCapabilities: caps6()})
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("readDataSource: %w", err)
 	}

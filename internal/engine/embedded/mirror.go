@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// Registry hosts searched, in order, when a provider source names no host.
-var defaultHosts = []string{"registry.opentofu.org", "registry.terraform.io"}
+// defaultHosts are the registry hosts searched, in order; the first is the default host.
+func defaultHosts() []string { return []string{"registry.opentofu.org", "registry.terraform.io"} }
 
 // ErrProviderNotFound reports a provider that is not in the mirror directory.
 var ErrProviderNotFound = errors.New("provider not found in the mirror")
@@ -28,8 +28,10 @@ func (a ProviderAddr) String() string { return a.Host + "/" + a.Namespace + "/" 
 // provider["registry.opentofu.org/hashicorp/local"].
 func (a ProviderAddr) StateString() string { return `provider["` + a.String() + `"]` }
 
-// BuiltinAddr is the address of Terraform's built-in provider (terraform_data).
-var BuiltinAddr = ProviderAddr{Host: "terraform.io", Namespace: "builtin", Type: "terraform"}
+// BuiltinAddr returns the address of Terraform's built-in provider (terraform_data).
+func BuiltinAddr() ProviderAddr {
+	return ProviderAddr{Host: "terraform.io", Namespace: "builtin", Type: "terraform"}
+}
 
 // ParseProviderSource parses "local", "hashicorp/local" or "registry.terraform.io/hashicorp/local";
 // a missing namespace is "hashicorp" and a missing host is registry.opentofu.org.
@@ -42,9 +44,9 @@ func ParseProviderSource(src string) (ProviderAddr, error) {
 	}
 	switch len(parts) {
 	case 1:
-		return ProviderAddr{Host: defaultHosts[0], Namespace: "hashicorp", Type: parts[0]}, nil
+		return ProviderAddr{Host: defaultHosts()[0], Namespace: "hashicorp", Type: parts[0]}, nil
 	case 2:
-		return ProviderAddr{Host: defaultHosts[0], Namespace: parts[0], Type: parts[1]}, nil
+		return ProviderAddr{Host: defaultHosts()[0], Namespace: parts[0], Type: parts[1]}, nil
 	case 3:
 		return ProviderAddr{Host: parts[0], Namespace: parts[1], Type: parts[2]}, nil
 	default:
@@ -68,7 +70,7 @@ func (m Mirror) Find(addr ProviderAddr, version string) (path, found string, err
 	}
 	want := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(version), "="), "v")
 	hosts := []string{addr.Host}
-	for _, h := range defaultHosts {
+	for _, h := range defaultHosts() {
 		if h != addr.Host {
 			hosts = append(hosts, h)
 		}

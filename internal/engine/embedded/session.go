@@ -36,7 +36,7 @@ func newSession(pool *Pool, cfg *Config, sources map[string]string) *session {
 // addrOf returns the provider address of a local name.
 func (s *session) addrOf(local string) (ProviderAddr, error) {
 	if local == "terraform" {
-		return BuiltinAddr, nil
+		return BuiltinAddr(), nil
 	}
 	src := s.sources[local]
 	if src == "" {
@@ -128,7 +128,7 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 	if err != nil {
 		return nil, ProviderAddr{}, err
 	}
-	if addr == BuiltinAddr {
+	if addr == BuiltinAddr() {
 		return builtinClient{}, addr, nil
 	}
 	s.mu.Lock()
@@ -230,5 +230,3 @@ func (e *ProviderCrashedError) Error() string {
 }
 
 func (e *ProviderCrashedError) Unwrap() error { return e.Err }
-
-var errSkipped = errors.New("skipped")
