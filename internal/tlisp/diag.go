@@ -2,6 +2,7 @@ package tlisp
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"strings"
 
@@ -94,7 +95,8 @@ func (ds Diagnostics) Warnings() Diagnostics {
 }
 
 // Error returns the first error's String (or the first diagnostic's when there is no error),
-// so Diagnostics satisfies the error interface.
+// so Diagnostics satisfies the error interface. Because of it fmt's %v prints only that line:
+// use [Diagnostics.String] for all of them, and [Diagnostics.Err] for an error value.
 func (ds Diagnostics) Error() string {
 	for _, d := range ds {
 		if d.Severity == SeverityError {
@@ -107,20 +109,22 @@ func (ds Diagnostics) Error() string {
 	return "no diagnostics"
 }
 
-// Unwrap returns each error diagnostic as an error, so errors.As(err, &diag) finds the first.
-func (ds Diagnostics) Unwrap() []error {
-	var out []error
-	for _, d := range ds {
-		if d.Severity == SeverityError {
-			out = append(out, d)
+// String returns every diagnostic's String, one per line.
+func (ds Diagnostics) String() string {
+	var b strings.Builder
+	for i, d := range ds {
+		if i > 0 {
+			b.WriteByte('\n')
 		}
+		b.WriteString(d.String())
 	}
-	return out
+	return b.String()
 }
 
 // Err returns nil when ds has no error. Otherwise it returns an *[ErrorList] whose message is
-// the first error's String and which unwraps to the whole list (errors.As(err, &ds) with a
-// Diagnostics target, or &el with an *ErrorList target, both work).
+// the first error's String and which unwraps to the list: errors.As(err, &el) with an
+// *ErrorList target gives every diagnostic, errors.As(err, &d) with a Diagnostic target the
+// first error (see also [AsDiagnostics]).
 func (ds Diagnostics) Err() error {
 	if !ds.HasErrors() {
 		return nil
@@ -135,10 +139,35 @@ type ErrorList struct {
 }
 
 // Error returns the first error's "file:line:col: message".
-func (e *ErrorList) Error() string { return e.Diags.Error() }
+func (e *ErrorList) Error() string {
+	for _, d := range e.Diags {
+		if d.Severity == SeverityError {
+			return d.String()
+		}
+	}
+	return "no error"
+}
 
-// Unwrap returns the diagnostics list.
-func (e *ErrorList) Unwrap() error { return e.Diags }
+// Unwrap returns each error diagnostic as an error.
+func (e *ErrorList) Unwrap() []error {
+	var out []error
+	for _, d := range e.Diags {
+		if d.Severity == SeverityError {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// AsDiagnostics returns the diagnostics an error from [Diagnostics.Err] carries (also through
+// wrapping); ok is false for any other error.
+func AsDiagnostics(err error) (ds Diagnostics, ok bool) {
+	var el *ErrorList
+	if errors.As(err, &el) {
+		return el.Diags, true
+	}
+	return nil, false
+}
 
 // sortDiags orders diagnostics by byte offset (diagnostics without a position last), keeping
 // the evaluation order of equal positions.

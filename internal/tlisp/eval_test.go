@@ -450,12 +450,18 @@ func TestDiagnostics_Err(t *testing.T) {
 	if err == nil || err.Error() != "f:3:4: e1" {
 		t.Fatalf("Err() = %v", err)
 	}
-	var list Diagnostics
-	if !errorsAs(err, &list) || len(list) != 3 {
-		t.Errorf("errors.As Diagnostics: %v", list)
+	wrapped := fmt.Errorf("render: %w", err)
+	if list, ok := AsDiagnostics(wrapped); !ok || len(list) != 3 {
+		t.Errorf("AsDiagnostics: %v", list)
+	}
+	if _, ok := AsDiagnostics(fmt.Errorf("other")); ok {
+		t.Error("AsDiagnostics accepted another error")
+	}
+	if got := ds.String(); got != "f:1:2: warning: w\nf:3:4: e1\nf:5:6: e2" {
+		t.Errorf("Diagnostics.String() = %q", got)
 	}
 	var d Diagnostic
-	if !errorsAs(err, &d) || d.Message != "e1" {
+	if !errorsAs(wrapped, &d) || d.Message != "e1" {
 		t.Errorf("errors.As Diagnostic: %v", d)
 	}
 	if got := ds[0].String(); got != "f:1:2: warning: w" {
