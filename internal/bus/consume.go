@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -117,7 +118,9 @@ type ConsumeOptions struct {
 	// HeartbeatInterval is how often a running handler's message gets an InProgress (resets
 	// the server's ack wait). Default a third of the consumer's AckWait.
 	HeartbeatInterval time.Duration
-	// OnPoison, if set, is called once per terminated message, after Term.
+	// OnPoison, if set, is called once per terminated message, after Term, and once per
+	// message whose last allowed delivery expired without an ack (a crashed or hung replica;
+	// the server's max-deliveries advisory, received by one replica).
 	OnPoison func(ctx context.Context, r PoisonReport)
 	// Types resolves Lava-Schema names. Default protoregistry.GlobalTypes (every generated
 	// lavav1 message registers itself there).
@@ -198,6 +201,17 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	hbDone := make(chan struct{})
 	var hb sync.WaitGroup
 	hb.Go(func() { c.heartbeat(hbDone) })
+	if o.OnPoison != nil {
+		sub, err := c.watchMaxDeliveries(ctx, js)
+		if err != nil {
+			close(work)
+			workers.Wait()
+			close(hbDone)
+			hb.Wait()
+			return err
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
 
 	// The callback runs on one goroutine and blocks while every worker is busy; the client
 	// then holds at most Concurrency pulled messages (PullMaxMessages), queued without loss.
@@ -309,13 +323,18 @@ func (c *consumer) decode(m jetstream.Msg) (*Message, error) {
 	if md, err := m.Metadata(); err == nil {
 		msg.StreamSeq, msg.NumDelivered, msg.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
 	}
+	return msg, c.decodeBody(msg)
+}
+
+// decodeBody fills msg.Schema, msg.Event and msg.Envelope from its header and data.
+func (c *consumer) decodeBody(msg *Message) error {
 	msg.Schema = msg.Header.Get(HeaderSchema)
 	if msg.Schema == "" {
-		return msg, errors.New("bus: no Lava-Schema header")
+		return errors.New("bus: no Lava-Schema header")
 	}
 	mt, err := c.opts.Types.FindMessageByName(protoreflect.FullName(msg.Schema))
 	if err != nil {
-		return msg, fmt.Errorf("bus: schema %q: %w", msg.Schema, err)
+		return fmt.Errorf("bus: schema %q: %w", msg.Schema, err)
 	}
 	pm := mt.New().Interface()
 	if msg.Header.Get(HeaderContentType) == ContentTypeJSON || strings.HasPrefix(msg.Subject, PrefixAnomaly) {
@@ -324,18 +343,64 @@ func (c *consumer) decode(m jetstream.Msg) (*Message, error) {
 		err = proto.Unmarshal(msg.Data, pm)
 	}
 	if err != nil {
-		return msg, fmt.Errorf("bus: decode %s: %w", msg.Schema, err)
+		return fmt.Errorf("bus: decode %s: %w", msg.Schema, err)
 	}
 	ev, ok := pm.(Event)
 	if !ok {
-		return msg, fmt.Errorf("bus: %s has no envelope", msg.Schema)
+		return fmt.Errorf("bus: %s has no envelope", msg.Schema)
 	}
 	msg.Event = ev
 	msg.Envelope = ev.GetEnvelope()
 	if msg.Envelope.GetEventId() == "" {
-		return msg, fmt.Errorf("bus: %s without envelope.event_id", msg.Schema)
+		return fmt.Errorf("bus: %s without envelope.event_id", msg.Schema)
 	}
-	return msg, nil
+	return nil
+}
+
+// advisoryMaxDeliveries prefixes the server's advisory subject for a message that reached
+// MaxDeliver without an ack: "<prefix>.<stream>.<consumer>".
+const advisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
+
+// maxDeliveriesAdvisory is the part of the server's advisory Lava reads.
+type maxDeliveriesAdvisory struct {
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// watchMaxDeliveries reports messages whose last allowed delivery expired without an ack (a
+// replica crashed or hung on it), which Consume could not terminate itself. One replica of
+// the service receives each advisory (a queue group named after the consumer).
+func (c *consumer) watchMaxDeliveries(ctx context.Context, js jetstream.JetStream) (*nats.Subscription, error) {
+	o := c.opts
+	stream, err := js.Stream(ctx, o.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", o.Stream, err)
+	}
+	subject := advisoryMaxDeliveries + "." + o.Stream + "." + o.Consumer
+	return js.Conn().QueueSubscribe(subject, "lava-poison-"+o.Consumer, func(am *nats.Msg) {
+		var adv maxDeliveriesAdvisory
+		if err := json.Unmarshal(am.Data, &adv); err != nil {
+			o.Logger.Warn("bus: max deliveries advisory", "stream", o.Stream, "consumer", o.Consumer, "error", err)
+			return
+		}
+		msg := &Message{Stream: o.Stream, Consumer: o.Consumer, StreamSeq: adv.StreamSeq, NumDelivered: adv.Deliveries}
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackSyncTimeout)
+		raw, err := stream.GetMsg(gctx, adv.StreamSeq)
+		cancel()
+		if err == nil {
+			msg.Subject, msg.Header, msg.Data, msg.Published = raw.Subject, raw.Header, raw.Data, raw.Time
+			_ = c.decodeBody(msg) // best effort: the report carries what could be decoded
+		}
+		o.Metrics.message(o.Stream, o.Consumer, ResultMaxDeliveriesExpired)
+		o.Logger.Warn("bus: message reached max deliveries without an ack", "stream", o.Stream, "consumer", o.Consumer,
+			"subject", msg.Subject, "stream_seq", adv.StreamSeq)
+		o.OnPoison(ctx, PoisonReport{
+			Stream: o.Stream, Consumer: o.Consumer, Subject: msg.Subject, StreamSeq: adv.StreamSeq,
+			NumDelivered: adv.Deliveries, Reason: PoisonMaxDeliveries,
+			Err:    errors.New("bus: delivery limit reached without an ack (a handler crashed or hung)"),
+			Schema: msg.Schema, Envelope: msg.Envelope,
+		})
+	})
 }
 
 // handle runs the handler on one message and settles it.

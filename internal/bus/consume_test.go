@@ -365,3 +365,57 @@ func natsConnect(t *testing.T, js jetstream.JetStream) (*nats.Conn, jetstream.Je
 	}
 	return nc, rjs
 }
+
+// A replica that crashes on a message's last allowed delivery cannot terminate it; the server's
+// max-deliveries advisory reaches one running replica, which reports it as poison.
+func TestConsume_lastDeliveryLostToACrashIsReported(t *testing.T) {
+	t.Parallel()
+	opts := testTopology
+	opts.MaxDeliver = 2
+	opts.BackOff = []time.Duration{200 * time.Millisecond}
+	_, js := startBus(t, opts)
+	ctx := t.Context()
+	ev := synthesized("infra", "crashy", 1, genTrigger(1))
+	if _, err := bus.NewPublisher(js).PublishEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	// A "replica" takes both allowed deliveries and dies without acking either.
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := uint64(1); want <= 2; want++ {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got uint64
+		for m := range batch.Messages() {
+			md, _ := m.Metadata()
+			got = md.NumDelivered
+		}
+		if got != want {
+			t.Fatalf("crashing replica got delivery %d, want %d", got, want)
+		}
+	}
+	reports := make(chan bus.PoisonReport, 2)
+	var calls atomic.Int32
+	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
+		o.OnPoison = func(_ context.Context, r bus.PoisonReport) { reports <- r }
+	}), func(context.Context, *bus.Message) error {
+		calls.Add(1)
+		return nil
+	})
+	select {
+	case r := <-reports:
+		if r.Reason != bus.PoisonMaxDeliveries || r.StreamSeq != 1 || r.Envelope.GetEventId() != ev.GetEnvelope().GetEventId() ||
+			r.Subject != "lava.v1.phase.infra.crashy.synthesized" {
+			t.Fatalf("report %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no poison report for the message lost to the crash")
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("the handler ran %d times on a message past MaxDeliver", calls.Load())
+	}
+}

@@ -15,6 +15,9 @@ const (
 	ResultTermPermanent     = "term_permanent"
 	ResultTermUndecodable   = "term_undecodable"
 	ResultTermMaxDeliveries = "term_max_deliveries"
+	// ResultMaxDeliveriesExpired: the last allowed delivery expired unacked (reported from
+	// the server's advisory).
+	ResultMaxDeliveriesExpired = "max_deliveries_expired"
 )
 
 // Metrics are the bus's Prometheus metrics. One Metrics may be shared by every consumer and
