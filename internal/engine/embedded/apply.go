@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -275,7 +276,9 @@ func (a *applier) destroy(ctx context.Context, c *Change, deposedKey string) err
 		priv = res.PlannedPrivate
 	}
 	a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", "delete"))
-	newVal, _, err := client.ApplyResourceChange(ctx, c.Type, c.Prior, null, null, priv)
+	callCtx, done := stopOnCancel(ctx, client)
+	newVal, _, err := client.ApplyResourceChange(callCtx, c.Type, c.Prior, null, null, priv)
+	done()
 	if err != nil {
 		if newVal != cty.NilVal && newVal.IsNull() {
 			a.removeInstance(c, deposedKey)
@@ -388,7 +391,9 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			deposed = append(deposed, &cp)
 		}
 		a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
-		newVal, newPriv, aerr := client.ApplyResourceChange(ctx, rc.Type, prior, res.Planned, config, res.PlannedPrivate)
+		callCtx, done := stopOnCancel(ctx, client)
+		newVal, newPriv, aerr := client.ApplyResourceChange(callCtx, rc.Type, prior, res.Planned, config, res.PlannedPrivate)
+		done()
 		if aerr != nil {
 			if newVal != cty.NilVal && !newVal.IsNull() && newVal.IsWhollyKnown() {
 				// The object exists in some state: keep it, tainted if it was being created.
@@ -597,4 +602,23 @@ func (a *applier) revealsSecret(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// stopOnCancel returns a context for an ApplyResourceChange call that is not cancelled with
+// ctx: when ctx ends, the provider is asked to stop (StopProvider) instead, so that it returns
+// what it has done and the state records it, as Terraform does. Call done when the call
+// returns.
+func stopOnCancel(ctx context.Context, client Client) (context.Context, func()) {
+	callCtx := context.WithoutCancel(ctx)
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			stopCtx, cancel := context.WithTimeout(callCtx, 10*time.Second)
+			_ = client.Stop(stopCtx)
+			cancel()
+		case <-finished:
+		}
+	}()
+	return callCtx, func() { close(finished) }
 }

@@ -571,3 +571,43 @@ func TestEngine_dataSourceDeferred(t *testing.T) {
 		t.Errorf("re-plan: %v, changes %v", err, rec != nil && rec.HasChanges)
 	}
 }
+
+// TestEngine_cancelStopsProvider cancels an apply while a provider is busy: the provider is
+// told to stop (StopProvider), the apply returns promptly, and what was done is in state.
+func TestEngine_cancelStopsProvider(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	doc := jsonDoc(t, map[string]any{"resource": map[string]any{"testkit_file": map[string]any{
+		"quick": map[string]any{"filename": dir + "/quick.txt", "content": "q"},
+		"slow":  map[string]any{"filename": dir + "/slow.txt", "content": "s", "create_delay_ms": 30000},
+	}}})
+	rec, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, body, err := e.store.Body(ctx, e.key); err == nil && strings.Contains(string(body), `"quick"`) {
+				time.Sleep(100 * time.Millisecond)
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	if _, err := e.eng.Apply(ctx, engine.ApplyRequest{Plan: rec}); err == nil {
+		t.Fatal("cancelled apply succeeded")
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("cancelled apply returned after %v", d)
+	}
+	if got := addresses(e.state()); len(got) != 1 || got[0] != "testkit_file.quick" {
+		t.Errorf("state after cancel = %v", got)
+	}
+	if _, err := os.Stat(dir + "/slow.txt"); !os.IsNotExist(err) {
+		t.Errorf("slow.txt written although the provider was stopped (%v)", err)
+	}
+}
