@@ -24,7 +24,9 @@ const seedSource = `(deflava-architecture demo-vpc
   :resources ((aws-vpc "main" :cidr-block "{cidr}")))
 `
 
-func inline(src string) *lavav1.Source { return &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}} }
+func inline(src string) *lavav1.Source {
+	return &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}}
+}
 
 // TestSynth_outcomes drives synth through the bus exactly as the watcher would and checks the
 // outcome of each kind of spec.
@@ -93,8 +95,8 @@ func TestSynth_outcomes(t *testing.T) {
 			wantMsg:    regexp.MustCompile(`^inline:2:\d+: .*integer`),
 		},
 		{
-			name: "gate rejection",
-			spec: &lavav1.ArchitectureSpec{Source: inline(seedSource), Bindings: map[string]string{"cidr": "banana"}, Gate: "aws-vpc-network"},
+			name:       "gate rejection",
+			spec:       &lavav1.ArchitectureSpec{Source: inline(seedSource), Bindings: map[string]string{"cidr": "banana"}, Gate: "aws-vpc-network"},
 			wantReason: "GateRejected",
 			wantMsg:    regexp.MustCompile("interface `aws-vpc-network` rejected 1 field\\(s\\): type error on input `cidr`"),
 		},
