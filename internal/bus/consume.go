@@ -173,9 +173,9 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 // service runs Consume on the same durable; JetStream spreads the messages between them.
 //
 // At most Concurrency handlers run at once, on a fixed pool of goroutines. A message is acked
-// only after its handler returned nil. It returns an
-// error if the consumer cannot be found, the pull subscription fails to start, or it ends
-// before ctx (the consumer was deleted or the connection closed).
+// only after its handler returned nil. Consume returns an error if the consumer cannot be
+// found, the pull subscription fails to start, or it ends before ctx (the consumer was deleted
+// or the connection closed).
 func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h Handler) error {
 	cons, err := js.Consumer(ctx, opts.Stream, opts.Consumer)
 	if err != nil {
@@ -201,13 +201,16 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	hbDone := make(chan struct{})
 	var hb sync.WaitGroup
 	hb.Go(func() { c.heartbeat(hbDone) })
+	abort := func() {
+		close(work)
+		workers.Wait()
+		close(hbDone)
+		hb.Wait()
+	}
 	if o.OnPoison != nil {
 		sub, err := c.watchMaxDeliveries(ctx, js)
 		if err != nil {
-			close(work)
-			workers.Wait()
-			close(hbDone)
-			hb.Wait()
+			abort()
 			return err
 		}
 		defer func() { _ = sub.Unsubscribe() }()
@@ -236,10 +239,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 			}
 		}))
 	if err != nil {
-		close(work)
-		workers.Wait()
-		close(hbDone)
-		hb.Wait()
+		abort()
 		return fmt.Errorf("bus: pull from %s on %s: %w", opts.Consumer, opts.Stream, err)
 	}
 
