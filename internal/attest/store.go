@@ -189,7 +189,14 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error
 		cutoff = req.NotBefore.Add(-s.opts.MaxClockSkew)
 	}
 	for attempt := 0; attempt < s.opts.MaxAttempts; attempt++ {
-		t, err := s.refresh(ctx, stream, subject, cutoff)
+		// Optimistic: trust this process's view of the tail first; if another appender moved
+		// it, the expected-sequence check fails and the next attempt reads the real tail.
+		var t *tail
+		if cached := s.cached(subject); attempt == 0 && cached != nil {
+			t, err = s.extend(ctx, stream, cached, cutoff)
+		} else {
+			t, err = s.refresh(ctx, stream, subject, cutoff)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -253,9 +260,7 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 	if err != nil {
 		return nil, fmt.Errorf("attest: read tail of %s: %w", subject, err)
 	}
-	s.mu.Lock()
-	cached := s.tails[subject]
-	s.mu.Unlock()
+	cached := s.cached(subject)
 	if cached != nil && cached.seq == last.Sequence {
 		return s.extend(ctx, stream, cached, cutoff)
 	}
@@ -346,6 +351,13 @@ func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *l
 		clear(s.tails)
 	}
 	s.tails[subject] = t
+}
+
+// cached returns this process's view of a chain's tail, nil if none.
+func (s *Store) cached(subject string) *tail {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tails[subject]
 }
 
 func (s *Store) forget(subject string) {
