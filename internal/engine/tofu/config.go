@@ -47,7 +47,12 @@ type Config struct {
 	// with [engine.ErrProviderUnavailable].
 	MirrorDir string
 	// PluginCacheDir is the provider plugin cache shared by every operation of the process
-	// (TF_PLUGIN_CACHE_DIR). Required.
+	// (TF_PLUGIN_CACHE_DIR), used when providers come from the CLI config alone (no MirrorDir);
+	// inits that fill it are serialised. With an (unpacked) MirrorDir no cache is used: init
+	// links each provider straight from the mirror, which is already a shared, read-only store,
+	// and OpenTofu 1.12's cache is not safe while another init writes to it (measured: plans
+	// failing to start a provider being re-installed, and init crashing in
+	// providercache.Dir.LinkFromOtherCache).
 	PluginCacheDir string
 	// WorkDir is where per-operation workspaces are created (os.TempDir() when empty).
 	WorkDir string
@@ -82,8 +87,8 @@ func (c *Config) validate() error {
 	if c.CLIConfigFile == "" && c.MirrorDir == "" {
 		errs = append(errs, errors.New("neither a CLI config file nor a provider mirror"))
 	}
-	if c.PluginCacheDir == "" {
-		errs = append(errs, errors.New("no plugin cache directory"))
+	if c.PluginCacheDir == "" && c.MirrorDir == "" {
+		errs = append(errs, errors.New("no plugin cache directory (required without a mirror)"))
 	}
 	if c.BackendURL == "" {
 		errs = append(errs, errors.New("no state backend URL"))

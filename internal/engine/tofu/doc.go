@@ -8,6 +8,6 @@
 // lava_override.tf.json, with a `terraform` block: `required_providers` ([engine.Requirements])
 // and the `http` backend, whose addresses (the applier's loopback [state.Handler]) and
 // credentials come from TF_HTTP_* variables so that a saved plan names no replica. Providers come
-// from a filesystem mirror through a CLI config file, with a plugin cache shared by the
-// process.
+// from a filesystem mirror through a CLI config file (linked straight from the mirror), or
+// from what the CLI config names through a plugin cache shared by the process.
 package tofu

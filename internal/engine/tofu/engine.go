@@ -46,10 +46,9 @@ type Engine struct {
 
 	mu      sync.Mutex
 	version string
-	// cached records provider sources already in the plugin cache; inits that would fill the
-	// cache are serialised (the cache is not safe for concurrent installs in every CLI).
-	cached  map[string]bool
-	cacheMu sync.Mutex
+	// cacheRW guards the plugin cache when one is used: an init holds it exclusively (it may
+	// replace cache entries), every other step shares it.
+	cacheRW sync.RWMutex
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -59,14 +58,16 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.PluginCacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("tofu engine: plugin cache: %w", err)
+	if cfg.PluginCacheDir != "" {
+		if err := os.MkdirAll(cfg.PluginCacheDir, 0o755); err != nil {
+			return nil, fmt.Errorf("tofu engine: plugin cache: %w", err)
+		}
 	}
 	home, err := os.MkdirTemp(cfg.WorkDir, "lava-engine-")
 	if err != nil {
 		return nil, fmt.Errorf("tofu engine: %w", err)
 	}
-	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, home: home, cached: map[string]bool{}}
+	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, home: home}
 	if e.cliConfig == "" {
 		p, err := writeCLIConfig(home, cfg.MirrorDir)
 		if err != nil {
@@ -190,37 +191,38 @@ type workspace struct {
 }
 
 // init prepares the workspace's .terraform directory: from an init template when one matches
-// (see template.go), else with `init -input=false`, serialising inits that would fill the
-// plugin cache, and then saves a template.
+// (see template.go), else with `init -input=false`, and then saves a template.
 func (e *Engine) init(ctx context.Context, r *run, ws *workspace) error {
 	tkey := templateKey(ws.override)
 	if e.useTemplate(r, tkey, ws.lock) {
 		return nil
 	}
-	warm := true
-	e.cacheMu.Lock()
-	for _, q := range ws.reqs {
-		warm = warm && e.cached[q.Source]
+	if e.usesCache() {
+		// An init may replace cache entries that running operations use: exclusive.
+		e.cacheRW.Lock()
+		defer e.cacheRW.Unlock()
+		if e.useTemplate(r, tkey, ws.lock) {
+			return nil
+		}
 	}
-	e.cacheMu.Unlock()
-	if !warm {
-		e.cacheMu.Lock()
-		defer e.cacheMu.Unlock()
+	initOnce := func(ctx context.Context) error { return r.tf.Init(ctx, tfexec.Upgrade(false)) }
+	err := r.step(ctx, "init", e.cfg.Timeouts.Init, initOnce)
+	if err != nil && strings.Contains(r.out.String(), "panic: ") {
+		// OpenTofu 1.12 can crash installing several providers into a cold plugin cache at
+		// once (a nil entry in providercache.Dir.LinkFromOtherCache); the first attempt fills
+		// the cache, so a second one links from it.
+		e.cfg.Logger.WarnContext(ctx, "init crashed, retrying once", "engine", e.cfg.Name, "resource", r.key.String())
+		err = r.step(ctx, "init", e.cfg.Timeouts.Init, initOnce)
 	}
-	err := r.step(ctx, "init", e.cfg.Timeouts.Init, func(ctx context.Context) error {
-		return r.tf.Init(ctx, tfexec.Upgrade(false))
-	})
 	if err != nil {
 		return err
-	}
-	if !warm {
-		for _, q := range ws.reqs {
-			e.cached[q.Source] = true
-		}
 	}
 	e.saveTemplate(r, tkey)
 	return nil
 }
+
+// usesCache reports whether operations use the plugin cache (see Config.PluginCacheDir).
+func (e *Engine) usesCache() bool { return e.cfg.PluginCacheDir != "" && e.cfg.MirrorDir == "" }
 
 // engineVersion returns the CLI's version (cached for the process).
 func (e *Engine) engineVersion(ctx context.Context, r *run) (string, error) {

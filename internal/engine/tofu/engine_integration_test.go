@@ -355,3 +355,69 @@ func TestEngine_failureTailIsRedacted(t *testing.T) {
 		t.Fatalf("a failed apply left the lock %+v", r.Lock)
 	}
 }
+
+// TestEngine_Apply_timeout bounds a wedged apply: the step times out with a StepError wrapping
+// context.DeadlineExceeded, the CLI is interrupted gracefully and releases the lock.
+func TestEngine_Apply_timeout(t *testing.T) {
+	h := newHarness(t, harnessOpts{applyTimeout: 3 * time.Second})
+	dir := t.TempDir()
+	p := h.plan(fmt.Sprintf(`{"resource":{"testkit_file":{"wedged":{"filename":%q,"content":"x","create_delay_ms":600000}}}}`,
+		filepath.Join(dir, "wedged.txt")))
+	start := time.Now()
+	_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p})
+	var se *engine.StepError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &se) || se.Step != "apply" {
+		t.Fatalf("wedged apply: %v, want a StepError of apply wrapping DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Fatalf("a 3s apply timeout returned after %s", d)
+	}
+	if r, err := h.store.Get(t.Context(), h.key); err == nil && r.Lock != nil {
+		t.Fatalf("an interrupted apply left the lock %+v", r.Lock)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "wedged.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("wedged.txt exists (%v)", err)
+	}
+}
+
+// TestEngine_concurrentResources runs plans and applies of several resources at once on one
+// fresh engine: providers linked from the mirror, or installed through the plugin cache.
+func TestEngine_concurrentResources(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		noMirror bool
+	}{{"mirror", false}, {"plugin cache", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{noMirror: tt.noMirror})
+			const n = 4
+			dirs := make([]string, n)
+			errs := make(chan error, n)
+			for i := range n {
+				dirs[i] = t.TempDir()
+				tgt := h.target(filesJSON(dirs[i], fmt.Sprint("v", i), 0))
+				tgt.Key = state.Key{Namespace: "default", Name: fmt.Sprintf("r%d", i)}
+				go func() {
+					p, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: tgt})
+					if err == nil {
+						_, err = h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p})
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			for i := range n {
+				if got := fileContent(t, filepath.Join(dirs[i], "kit.txt")); got != "kit\n" {
+					t.Fatalf("resource %d: kit.txt = %q", i, got)
+				}
+				r, err := h.store.Get(t.Context(), state.Key{Namespace: "default", Name: fmt.Sprintf("r%d", i)})
+				if err != nil || r.Serial == 0 || r.Lock != nil {
+					t.Fatalf("resource %d: record %+v, %v", i, r, err)
+				}
+			}
+		})
+	}
+}

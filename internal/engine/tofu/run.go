@@ -77,7 +77,9 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 		env[k] = v
 	}
 	env["TF_CLI_CONFIG_FILE"] = e.cliConfig
-	env["TF_PLUGIN_CACHE_DIR"] = e.cfg.PluginCacheDir
+	if e.usesCache() {
+		env["TF_PLUGIN_CACHE_DIR"] = e.cfg.PluginCacheDir
+	}
 	env["CHECKPOINT_DISABLE"] = "1"
 	addr := state.Address(e.cfg.BackendURL, key)
 	env["TF_HTTP_ADDRESS"] = addr
@@ -115,6 +117,10 @@ func (r *run) close() { _ = os.RemoveAll(r.dir) }
 func (r *run) step(ctx context.Context, name string, timeout time.Duration, f func(ctx context.Context) error) error {
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if name != "init" && r.e.usesCache() {
+		r.e.cacheRW.RLock()
+		defer r.e.cacheRW.RUnlock()
+	}
 	r.out.Reset()
 	start := time.Now()
 	err := f(sctx)
