@@ -137,7 +137,7 @@ func (a *applier) run(ctx context.Context) error {
 	deps := a.plan.Deps
 	// Phase 1: deletions (and the destroy half of delete-then-create replacements),
 	// dependents first.
-	err := walk(ctx, nodes, reverseDeps(nodes, deps), a.r.parallelism, func(ctx context.Context, res string) error {
+	err := walk(ctx, nodes, reverseDeps(nodes, deps), a.r.parallelism, true, func(ctx context.Context, res string) error {
 		for _, c := range byRes[res] {
 			switch {
 			case c.Action == Delete, c.Action == Replace && !c.CreateBeforeDestroy:
@@ -165,7 +165,7 @@ func (a *applier) run(ctx context.Context) error {
 	// Phase 2: creations, updates, reads, in dependency order.
 	var deposed []*Change
 	var depMu sync.Mutex
-	err = walk(ctx, nodes, deps, a.r.parallelism, func(ctx context.Context, res string) error {
+	err = walk(ctx, nodes, deps, a.r.parallelism, true, func(ctx context.Context, res string) error {
 		rc := a.resourceConfig(res)
 		if rc == nil {
 			return nil
@@ -188,7 +188,7 @@ func (a *applier) run(ctx context.Context) error {
 		}
 		depRes[c.Res] = append(depRes[c.Res], c)
 	}
-	err = walk(ctx, depNodes, reverseDeps(depNodes, deps), a.r.parallelism, func(ctx context.Context, res string) error {
+	err = walk(ctx, depNodes, reverseDeps(depNodes, deps), a.r.parallelism, true, func(ctx context.Context, res string) error {
 		for _, c := range depRes[res] {
 			if err := a.destroy(ctx, c, c.deposedKey); err != nil {
 				return err

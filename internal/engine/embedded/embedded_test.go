@@ -539,3 +539,42 @@ func TestRunner_orphanDeleted(t *testing.T) {
 		t.Errorf("state resources = %+v", h.state.Resources)
 	}
 }
+
+func TestWalk(t *testing.T) {
+	t.Parallel()
+	deps := map[string][]string{"b": {"a"}, "c": {"b"}, "x": nil, "y": {"x"}}
+	nodes := []string{"a", "b", "c", "x", "y"}
+	run := func(keepGoing bool, fail string) ([]string, error) {
+		var mu sync.Mutex
+		var ran []string
+		err := walk(t.Context(), nodes, deps, 1, keepGoing, func(_ context.Context, n string) error {
+			mu.Lock()
+			ran = append(ran, n)
+			mu.Unlock()
+			if n == fail {
+				return errors.New("boom " + n)
+			}
+			return nil
+		})
+		return ran, err
+	}
+	ran, err := run(false, "")
+	if err != nil || strings.Join(ran, "") != "abcxy" && strings.Join(ran, "") != "axbyc" && len(ran) != 5 {
+		t.Errorf("ran %v, %v", ran, err)
+	}
+	pos := map[string]int{}
+	for i, n := range ran {
+		pos[n] = i
+	}
+	if pos["a"] > pos["b"] || pos["b"] > pos["c"] || pos["x"] > pos["y"] {
+		t.Errorf("order %v breaks dependencies", ran)
+	}
+	ran, err = run(true, "a")
+	if err == nil || strings.Contains(strings.Join(ran, ""), "b") || !strings.Contains(strings.Join(ran, ""), "y") {
+		t.Errorf("keepGoing after a fails: ran %v, %v; want x and y, not b or c", ran, err)
+	}
+	if err := walk(t.Context(), []string{"p", "q"}, map[string][]string{"p": {"q"}, "q": {"p"}}, 2, false,
+		func(context.Context, string) error { return nil }); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("cycle: %v", err)
+	}
+}

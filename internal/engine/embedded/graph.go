@@ -8,10 +8,11 @@ import (
 )
 
 // walk runs fn for every node once all of its dependencies (deps[node], restricted to nodes)
-// have finished without error, at most limit at a time. When fn fails, nothing new starts,
-// running calls finish, and the errors are returned joined; nodes never run because a
-// dependency failed are not reported. A cycle is an error before anything runs.
-func walk(ctx context.Context, nodes []string, deps map[string][]string, limit int, fn func(context.Context, string) error) error {
+// have finished without error, at most limit at a time. When fn fails, the node's dependents
+// never run; with keepGoing the other nodes still do (Terraform's apply), without it nothing
+// new starts. Running calls always finish, and the errors are returned joined. A cycle is an
+// error before anything runs.
+func walk(ctx context.Context, nodes []string, deps map[string][]string, limit int, keepGoing bool, fn func(context.Context, string) error) error {
 	if limit <= 0 {
 		limit = 1
 	}
@@ -63,7 +64,7 @@ func walk(ctx context.Context, nodes []string, deps map[string][]string, limit i
 		running--
 		if r.err != nil {
 			errs = append(errs, r.err)
-			failed = true
+			failed = !keepGoing
 			continue
 		}
 		for _, d := range dependents[r.node] {

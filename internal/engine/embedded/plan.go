@@ -153,7 +153,7 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		allDeps[addr] = setKeys(set)
 	}
 	sort.Strings(nodes)
-	err = walk(ctx, nodes, allDeps, p.r.parallelism, func(ctx context.Context, addr string) error {
+	err = walk(ctx, nodes, allDeps, p.r.parallelism, false, func(ctx context.Context, addr string) error {
 		rc := byAddr[addr]
 		if destroy || rc == nil {
 			return p.planOrphan(ctx, addr, states[addr])
