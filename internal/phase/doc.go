@@ -28,4 +28,21 @@
 //
 // The package does not depend on the protobuf events: the watcher maps each consumed message
 // onto an [Event].
+//
+// # Using it from a controller
+//
+//   - Fold an Observed event when metadata.generation is newer than status.observedGeneration
+//     (or with Force for a reconcile-requested-at change or an edited RemediationPolicy), never
+//     for an object that has a deletionTimestamp: fold DeletionRequested instead, with the
+//     object's generation (the API server bumps it when it sets deletionTimestamp).
+//   - Hold-backs are conditions, not phases: fold Suspended / Resumed and DependenciesBlocked /
+//     DependenciesSatisfied next to Observed; the phase stays Pending until work is published.
+//   - Patch the status subresource only when [Transition].Changed and the result differs from
+//     the last status patched (compare with equality.Semantic: times round-trip through the API
+//     server at second precision and in another location).
+//   - Publish PhaseChanged when [Transition].Publish; remove the finalizer when
+//     [Transition].RemoveFinalizer.
+//   - A stale event (Transition.Stale) and an [*IllegalTransitionError] are final: acknowledge
+//     the message and log it at debug level; retrying cannot change the answer. An error
+//     wrapping [ErrInvalidEvent] is a producer bug: terminate the message.
 package phase
