@@ -107,6 +107,14 @@ func newEvaluator(src []byte, opts Options) *evaluator {
 	}
 }
 
+// setMap stores v under k in *m, making the map first when it is nil.
+func setMap[V any](m *map[string]V, k string, v V) {
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[k] = v
+}
+
 func (e *evaluator) errorf(p Pos, format string, args ...any) {
 	if e.nerr >= MaxDiagnostics {
 		e.full = true

@@ -141,9 +141,9 @@ func (e *evaluator) evalInputs(n *Node, b Bindings) map[string]bool {
 		} else if l, ok := b.Lists[d.Name]; ok {
 			e.lists[d.Name] = l
 		} else if r, ok := b.Records[d.Name]; ok {
-			e.records[d.Name] = r
+			setMap(&e.records, d.Name, r)
 		} else if d.bad {
-			e.bad[d.Name] = true // the default's error is already reported
+			setMap(&e.bad, d.Name, true) // the default's error is already reported
 		} else if d.Default != nil {
 			if d.Default.IsList {
 				e.lists[d.Name] = d.Default.Items
@@ -152,7 +152,7 @@ func (e *evaluator) evalInputs(n *Node, b Bindings) map[string]bool {
 			}
 		} else {
 			e.errorf(d.Pos, "missing input binding for %s", d.Name)
-			e.bad[d.Name] = true
+			setMap(&e.bad, d.Name, true)
 		}
 	}
 	return declared

@@ -49,6 +49,9 @@ func parse(src []byte, opts Options) (forms []*Node, diags Diagnostics, usable b
 		}
 	}()
 	r := &reader{src: src, file: opts.File, line: 1, col: 1}
+	if len(src) <= MaxSourceBytes {
+		r.text = string(src)
+	}
 	if len(src) > MaxSourceBytes {
 		r.errorf(r.pos(), "source is %d bytes, larger than the %d-byte (1 MiB) limit", len(src), MaxSourceBytes)
 		return nil, r.diags, false
@@ -80,17 +83,17 @@ func internalError(file string, r any) Diagnostic {
 }
 
 type reader struct {
-	slab   []Node            // nodes are carved from slabs to allocate less
-	stack  []*Node           // children of the lists being read, copied out when a list closes
-	intern map[string]string // atom texts seen in this parse (symbols and keywords repeat)
-	src    []byte
-	file   string
-	i      int
-	line   int
-	col    int
-	diags  Diagnostics
-	stop   bool // no further reading (end of input inside a list, or a fatal error)
-	fatal  bool // an error that leaves the forms unusable for evaluation
+	slab  []Node  // nodes are carved from slabs to allocate less
+	stack []*Node // children of the lists being read, copied out when a list closes
+	text  string  // the source as one string: atoms and escape-free strings slice it
+	src   []byte
+	file  string
+	i     int
+	line  int
+	col   int
+	diags Diagnostics
+	stop  bool // no further reading (end of input inside a list, or a fatal error)
+	fatal bool // an error that leaves the forms unusable for evaluation
 }
 
 // node returns a fresh node from the current slab.
@@ -215,15 +218,7 @@ func (r *reader) atomBody(p Pos) (string, bool) {
 		r.fatalf(p, "atom starting at offset %d is not valid UTF-8", p.Offset)
 		return "", false
 	}
-	if s, ok := r.intern[string(b)]; ok {
-		return s, true
-	}
-	if r.intern == nil {
-		r.intern = make(map[string]string)
-	}
-	s := string(b)
-	r.intern[s] = s
-	return s, true
+	return r.text[start:r.i], true
 }
 
 // maybeInt reports whether s could parse as a base-10 integer (an optional sign, then a digit),
@@ -282,18 +277,18 @@ func (r *reader) readString(p Pos) *Node {
 		c := r.src[r.i]
 		switch c {
 		case '"':
-			var text []byte
+			var text string
 			if buf == nil {
-				text = r.src[start:r.i]
+				text = r.text[start:r.i]
 			} else {
-				text = buf
+				text = string(buf)
 			}
 			r.advance()
-			if !utf8.Valid(text) {
+			if !utf8.ValidString(text) {
 				r.fatalf(p, "string starting at offset %d is not valid UTF-8", p.Offset)
 				return nil
 			}
-			return r.node(Node{Kind: NodeString, Pos: p, Text: string(text)})
+			return r.node(Node{Kind: NodeString, Pos: p, Text: text})
 		case '\\':
 			if buf == nil {
 				buf = append([]byte{}, r.src[start:r.i]...)

@@ -144,7 +144,7 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 	}
 	if !include {
 		if nameOK {
-			e.omitted[r.Address()] = n.Pos
+			setMap(&e.omitted, r.Address(), n.Pos)
 		}
 		e.refs = e.refs[:refMark]
 		return
@@ -153,11 +153,11 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 		return
 	}
 	addr := r.Address()
-	decl := e.declared
+	decl := &e.declared
 	if inData {
-		decl = e.dataDecl
+		decl = &e.dataDecl
 	}
-	if prev, dup := decl[addr]; dup {
+	if prev, dup := (*decl)[addr]; dup {
 		kind := "resource address "
 		if inData {
 			kind = "data source address data."
@@ -165,7 +165,7 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 		e.errorf(n.Pos, "duplicate %s%s (first declared at %s)", kind, addr, prev)
 		return
 	}
-	decl[addr] = n.Pos
+	setMap(decl, addr, n.Pos)
 	if inData {
 		e.data = append(e.data, r)
 	} else {
