@@ -578,3 +578,36 @@ func TestWalk(t *testing.T) {
 		t.Errorf("cycle: %v", err)
 	}
 }
+
+func TestRunner_localsAndDependsOn(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	doc := `{"locals":{"prefix":"p-${terraform_data.base.output}","both":"${local.prefix}/${terraform_data.base.id}"},
+	  "resource":{"terraform_data":{
+	    "base":{"input":"b"},
+	    "uses":{"input":"${local.both}"},
+	    "after":{"input":"z","depends_on":["terraform_data.uses"]}}},
+	  "output":{"prefix":{"value":"${local.prefix}"}}}`
+	cfg, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, err := cfg.dependencies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"terraform_data.base": {}, "terraform_data.uses": {"terraform_data.base"}, "terraform_data.after": {"terraform_data.uses"}}
+	if d := cmp.Diff(want, deps); d != "" {
+		t.Errorf("dependencies (-want +got):\n%s", d)
+	}
+	if _, err := h.apply(t, doc, nil); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.Trim(h.attr(t, "terraform_data.base", "id"), `"`)
+	if got := h.attr(t, "terraform_data.uses", "input"); !strings.Contains(got, "p-b/"+id) {
+		t.Errorf("uses.input = %s, want p-b/%s", got, id)
+	}
+	if got := string(h.state.Outputs["prefix"].Value); got != `"p-b"` {
+		t.Errorf("output prefix = %s", got)
+	}
+}

@@ -158,7 +158,11 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		if destroy || rc == nil {
 			return p.planOrphan(ctx, addr, states[addr])
 		}
-		return p.planResource(ctx, rc, states[addr])
+		err := p.planResource(ctx, rc, states[addr])
+		if err != nil && p.sess.crashed(rc.ProviderKey, err) {
+			return &ProviderCrashedError{Provider: rc.ProviderKey, Address: addr, Err: err}
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
