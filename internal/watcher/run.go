@@ -49,9 +49,11 @@ type Config struct {
 	ClusterName string
 }
 
-// Gatherer gathers reg (the watcher's and the bus's metrics, plus the Go and process
-// collectors from telemetry.NewRegistry) together with controller-runtime's registry
-// (controller_runtime_reconcile_total, work queue, leader election, client-go requests).
+// Gatherer gathers reg (the watcher's and the bus's metrics) together with controller-runtime's
+// registry sigs.k8s.io/controller-runtime/pkg/metrics.Registry, which holds
+// controller_runtime_reconcile_total, the work queue, leader election and client-go request
+// metrics, and already the Go and process collectors: reg must not hold those again (build it
+// with prometheus.NewRegistry, not telemetry.NewRegistry).
 func Gatherer(reg prometheus.Gatherer) prometheus.Gatherer {
 	return prometheus.Gatherers{reg, crmetrics.Registry}
 }
@@ -121,7 +123,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: cfg.StreamReplicas}); err != nil {
 		return err
 	}
-	reg := telemetry.NewRegistry()
+	reg := prometheus.NewRegistry()
 	w, err := New(ctx, Options{
 		RESTConfig: rc, Scheme: scheme, JetStream: js, Logger: log, Registry: reg,
 		Namespaces: cfg.Namespaces, ClusterName: cfg.ClusterName,

@@ -40,6 +40,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("two-resource cycle reported on both", e.testCycle)
 	t.Run("suspend publishes nothing", e.testSuspend)
 	t.Run("remediation policy and forced passes", e.testPolicy)
+	t.Run("service entry point serves metrics and health", e.testRun)
 }
 
 func (e *env) create(t *testing.T, obj client.Object) {

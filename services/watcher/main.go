@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lava-operator/lava/internal/envflag"
+	"github.com/lava-operator/lava/internal/watcher"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "watcher:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg watcher.Config
+	fs := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
+	fs.StringSliceVar(&cfg.Namespaces, "namespaces", nil, "namespaces to watch, comma-separated (default: all)")
+	fs.StringVar(&cfg.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
+	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "NATS credentials file (optional)")
+	fs.IntVar(&cfg.StreamReplicas, "stream-replicas", 1, "replicas of the JetStream streams and buckets the watcher ensures (3 on a NATS cluster)")
+	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "elect a leader among replicas (only the leader reconciles and consumes phase events)")
+	fs.StringVar(&cfg.LeaderElectionID, "leader-election-id", watcher.DefaultLeaderElectionID, "name of the leader election Lease")
+	fs.StringVar(&cfg.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", ":9090", "address serving /metrics (empty disables)")
+	fs.StringVar(&cfg.HealthAddr, "health-addr", ":9091", "address serving /healthz and /readyz (empty disables)")
+	fs.StringVar(&cfg.LogFormat, "log-format", "json", "log format: json or text")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&cfg.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := envflag.Apply(fs, "LAVA", os.LookupEnv); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return watcher.Run(ctx, cfg, os.Stderr)
+}
