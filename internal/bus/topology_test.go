@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/testutil/natstest"
 )
 
 func TestEnsureTopology_createsEverythingAsDeclared(t *testing.T) {
@@ -162,5 +163,30 @@ func TestEnsureTopology_idempotentAndUpdatesInPlace(t *testing.T) {
 	}
 	if st.TTL() != 45*time.Second {
 		t.Errorf("lava-leases TTL %v, want 45s", st.TTL())
+	}
+}
+
+// Every replica of every service runs EnsureTopology at start-up, at the same time.
+func TestEnsureTopology_concurrentReplicas(t *testing.T) {
+	t.Parallel()
+	srv := natstest.RunJetStream(t)
+	errs := make(chan error, 6)
+	for range 6 {
+		_, js := srv.Connect(t)
+		go func() { errs <- bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}) }()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent EnsureTopology: %v", err)
+		}
+	}
+	names := srv.JetStream().StreamNames(t.Context())
+	n := 0
+	for range names.Name() {
+		n++
+	}
+	// 5 streams, 4 KV buckets, 1 object store.
+	if n != 10 {
+		t.Errorf("%d streams after concurrent creation, want 10", n)
 	}
 }
