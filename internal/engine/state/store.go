@@ -11,19 +11,22 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/internal/bus"
 )
 
-// Bucket is the JetStream KV bucket holding one [Record] per resource (DESIGN section 3). The
-// bus topology declares it; [BucketConfig] is its configuration.
-const Bucket = "lava-state"
+// Bucket is the JetStream KV bucket holding one [Record] per resource (DESIGN section 3),
+// declared with the rest of the topology by bus.EnsureTopology.
+const Bucket = bus.BucketState
 
-// BucketConfig returns the KV configuration of [Bucket] with the given replica count. History
-// is kept (16 revisions per key) so a record's past serials and locks can be inspected.
+// BucketConfig returns the KV configuration of [Bucket] with the given replica count, as the
+// bus topology declares it (bus.StateHistory revisions per key), for tests that create the
+// bucket alone.
 func BucketConfig(replicas int) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:      Bucket,
 		Description: "Lava Terraform state records: serial, lineage, body digest, lock",
-		History:     16,
+		History:     bus.StateHistory,
 		Replicas:    replicas,
 	}
 }
