@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -89,6 +90,49 @@ func OutcomeFromPhaseChanged(pc *lavav1.PhaseChanged) *lavav1.ReceiptPayload {
 		Diagnostics:         diags,
 		EventId:             env.GetEventId(),
 	}}}
+}
+
+// OutcomeFromTick is the payload of the receipt of a TickReported (one viggy pass, UPSTREAM
+// 8.6): the resource and generation, the phase the pass leaves it in, the decided plan id, the
+// reason (the decided action in CamelCase, "AutoCorrect"; "Tick" when Decide did not run), one
+// diagnostic per beat in upstream's form ("Observe=Ok", "Decide=Ok (AutoCorrect)",
+// "Act=Failed (apply: timeout)", "Tick=Skipped") and the TickReported's event_id. A tick knows no
+// render digests or change summary; those stay empty.
+func OutcomeFromTick(tr *lavav1.TickReported) *lavav1.ReceiptPayload {
+	env := tr.GetEnvelope()
+	reason := "Tick"
+	if d := tr.GetDecision(); d != nil {
+		reason = camelCase(strings.TrimPrefix(d.GetAction().String(), "REMEDIATION_ACTION_"))
+	}
+	diags := make([]string, 0, len(tr.GetBeats()))
+	for _, b := range tr.GetBeats() {
+		d := camelCase(strings.TrimPrefix(b.GetBeat().String(), "BEAT_")) + "=" +
+			camelCase(strings.TrimPrefix(b.GetStatus().String(), "BEAT_STATUS_"))
+		if m := b.GetMessage(); m != "" {
+			d += " (" + m + ")"
+		}
+		diags = append(diags, d)
+	}
+	return &lavav1.ReceiptPayload{Kind: &lavav1.ReceiptPayload_Outcome{Outcome: &lavav1.OutcomePayload{
+		Resource:    cloneRef(env.GetResource()),
+		Generation:  env.GetGeneration(),
+		PlanId:      tr.GetDecision().GetPlanId(),
+		Phase:       tr.GetFinalPhase(),
+		Reason:      reason,
+		Diagnostics: diags,
+		EventId:     env.GetEventId(),
+	}}}
+}
+
+// camelCase turns an UPPER_SNAKE enum name into CamelCase ("AUTO_CORRECT" -> "AutoCorrect").
+func camelCase(s string) string {
+	var b strings.Builder
+	for _, w := range strings.Split(strings.ToLower(s), "_") {
+		if w != "" {
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
 }
 
 // AnomalyFromDetected is the payload of the receipt of an AnomalyDetected: the anomaly as

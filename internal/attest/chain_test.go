@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -586,5 +587,83 @@ func TestOutcomeFromPhaseChanged(t *testing.T) {
 	b, _ := proto.Marshal(r)
 	if bytes.Contains(b, []byte(pc.BindingsDigest)) {
 		t.Fatal("the keyed bindings digest reached the receipt")
+	}
+}
+
+// tick builds the n-th TickReported of a resource: a clean pass, a functional drift under
+// AutoCorrect, or a critical one held for approval.
+func tick(ns, name string, n int, final lavav1.Phase, action lavav1.RemediationAction, diff string) *lavav1.TickReported {
+	beats := []*lavav1.BeatReport{
+		{Beat: lavav1.Beat_BEAT_OBSERVE, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
+		{Beat: lavav1.Beat_BEAT_DIFF, Status: lavav1.BeatStatus_BEAT_STATUS_OK, Message: diff},
+		{Beat: lavav1.Beat_BEAT_CLASSIFY, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
+		{Beat: lavav1.Beat_BEAT_DECIDE, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
+		{Beat: lavav1.Beat_BEAT_ACT, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
+		{Beat: lavav1.Beat_BEAT_ATTEST, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
+		{Beat: lavav1.Beat_BEAT_TICK, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
+	}
+	tr := &lavav1.TickReported{
+		Envelope: &lavav1.Envelope{
+			EventId: fmt.Sprintf("%064x", n+9000), Source: "viggy", Generation: 1,
+			Resource: &lavav1.ResourceRef{Namespace: ns, Name: name, Uid: "uid-" + name},
+		},
+		Beats: beats, FinalPhase: final,
+	}
+	if action != lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED {
+		tr.Decision = &lavav1.Decision{Action: action}
+		beats[3].Message = strings.TrimPrefix(action.String(), "REMEDIATION_ACTION_")
+		if action == lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL {
+			tr.Decision.PlanId = strings.Repeat("d", 64)
+		}
+	}
+	return tr
+}
+
+// TestOutcomeFromTick: upstream's viggy loop receipts: a clean tick is recorded with phase
+// Applied, a functional drift under AutoCorrect with phase Reconverging, a critical drift held
+// for approval with phase Drifted, the decided action and the plan id; diagnostics name every
+// beat ("Decide=Ok (AUTO_CORRECT)"); three ticks form a verifying, linked chain.
+func TestOutcomeFromTick(t *testing.T) {
+	t.Parallel()
+	ticks := []*lavav1.TickReported{
+		tick("infra", "vpc", 0, lavav1.Phase_PHASE_APPLIED, 0, ""),
+		tick("infra", "vpc", 1, lavav1.Phase_PHASE_RECONVERGING, lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, "1 drifted field(s)"),
+		tick("infra", "vpc", 2, lavav1.Phase_PHASE_DRIFTED, lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, "1 drifted field(s)"),
+	}
+	want := []struct {
+		phase  lavav1.Phase
+		reason string
+		plan   string
+		diag   string
+	}{
+		{lavav1.Phase_PHASE_APPLIED, "Tick", "", "Observe=Ok"},
+		{lavav1.Phase_PHASE_RECONVERGING, "AutoCorrect", "", "Decide=Ok (AUTO_CORRECT)"},
+		{lavav1.Phase_PHASE_DRIFTED, "RequireApproval", strings.Repeat("d", 64), "Diff=Ok (1 drifted field(s))"},
+	}
+	var chain []*lavav1.Receipt
+	var head *lavav1.Receipt
+	for i, tr := range ticks {
+		p := attest.OutcomeFromTick(tr)
+		o := p.GetOutcome()
+		if o.GetPhase() != want[i].phase || o.GetReason() != want[i].reason || o.GetPlanId() != want[i].plan ||
+			len(o.GetDiagnostics()) != 7 || !slices.Contains(o.GetDiagnostics(), want[i].diag) || o.GetEventId() != tr.GetEnvelope().GetEventId() {
+			t.Fatalf("tick %d: %v", i, o)
+		}
+		r, err := attest.NewReceipt(head, attest.KindOutcome, p, t0.Add(time.Duration(i)*time.Minute), testSigner(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain, head = append(chain, r), r
+	}
+	if got := chain[0].GetPayload().GetOutcome().GetDiagnostics()[6]; got != "Tick=Ok" {
+		t.Fatalf("last diagnostic %q", got)
+	}
+	for i := 1; i < len(chain); i++ {
+		if !bytes.Equal(chain[i].GetPrevHash(), chain[i-1].GetContentHash()) {
+			t.Fatalf("tick %d does not link to tick %d", i, i-1)
+		}
+	}
+	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true}); !res.OK() {
+		t.Fatal(messages(res))
 	}
 }

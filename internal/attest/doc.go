@@ -5,9 +5,9 @@
 // # Receipts
 //
 // A receipt ([lavav1.Receipt]) has a sequence (0, 1, 2 ... per resource), a timestamp, a kind
-// ([KindOutcome] for a PhaseChanged, [KindAnomaly] for an AnomalyDetected), the content hash
-// of the previous receipt ([Genesis] for the first), a payload, its own content hash and a
-// signature. The content hash is BLAKE3-256 over the canonical encoding [Canonical] (version
+// ([KindOutcome] for a PhaseChanged or TickReported, [KindAnomaly] for an AnomalyDetected), the
+// content hash of the previous receipt ([Genesis] for the first), a payload, its own content
+// hash and a signature. The content hash is BLAKE3-256 over the canonical encoding [Canonical] (version
 // [EncodingV1], docs/design/0002-receipt-encoding.md); the signature is Ed25519 over the 32
 // raw content-hash bytes ([Signer]).
 //
@@ -23,7 +23,7 @@
 //
 // [Verify] checks a chain exactly as upstream's verify_chain does (sequence, links, hashes,
 // signatures, time order) with upstream's failure messages, plus a require-signatures mode.
-// [Service] consumes PhaseChanged and AnomalyDetected, appends one receipt for each and
-// publishes ReceiptAppended; [Handler] serves ReceiptService (GetChain, VerifyChain) over
-// connect.
+// [Service] consumes PhaseChanged, TickReported and AnomalyDetected, appends one receipt for
+// each and publishes ReceiptAppended; [Handler] serves ReceiptService (GetChain, VerifyChain)
+// over connect; [Run] wires it all for services/attest and `lava up`.
 package attest

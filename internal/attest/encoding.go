@@ -20,8 +20,8 @@ import (
 
 // Receipt kinds (Receipt.kind, UPSTREAM 8.1).
 const (
-	// KindOutcome is a receipt of a phase outcome (a PhaseChanged); its payload is an
-	// OutcomePayload.
+	// KindOutcome is a receipt of a phase outcome (a PhaseChanged or a TickReported); its
+	// payload is an OutcomePayload.
 	KindOutcome = "lava.outcome"
 	// KindAnomaly is a receipt of an anomaly (an AnomalyDetected); its payload is an
 	// AnomalyPayload.

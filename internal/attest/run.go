@@ -47,7 +47,7 @@ type Config struct {
 }
 
 // Run runs the attest service until ctx is cancelled: it connects to NATS, ensures the
-// topology, loads the signing key, consumes PhaseChanged and AnomalyDetected ([Service]),
+// topology, loads the signing key, consumes PhaseChanged, TickReported and AnomalyDetected ([Service]),
 // serves ReceiptService ([Handler]), metrics and health, and on cancellation drains in-flight
 // events and shuts the servers down. It returns nil after a clean shutdown.
 func Run(ctx context.Context, cfg Config) error {

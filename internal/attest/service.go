@@ -20,7 +20,7 @@ import (
 
 // EventReceiptAppended is the last token of the subject ReceiptAppended is published on:
 // lava.v1.phase.<ns>.<name>.receipt_appended (LAVA_PHASES, where the watcher reads it).
-const EventReceiptAppended = "receipt_appended"
+const EventReceiptAppended = bus.EventReceiptAppended
 
 // ServiceOptions configures a [Service]. The zero value is valid.
 type ServiceOptions struct {
@@ -36,8 +36,8 @@ type ServiceOptions struct {
 	Now func() time.Time
 }
 
-// Service is the attest service: it consumes PhaseChanged (failures included) from
-// LAVA_PHASES and AnomalyDetected from LAVA_ANOMALIES with the durable consumer "attest",
+// Service is the attest service: it consumes PhaseChanged (failures included) and
+// TickReported (one per viggy pass, failed ones included) from LAVA_PHASES and AnomalyDetected from LAVA_ANOMALIES with the durable consumer "attest",
 // appends one receipt per event to the resource's chain ([Store.Append]) and publishes
 // ReceiptAppended with the new head.
 type Service struct {
@@ -87,8 +87,8 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	return err
 }
 
-// Record appends the receipt of one event (a PhaseChanged or an AnomalyDetected; other types
-// wrap [ErrInvalidRequest]) and publishes ReceiptAppended. notBefore is when the event was
+// Record appends the receipt of one event (a PhaseChanged, a TickReported or an
+// AnomalyDetected; other types wrap [ErrInvalidRequest]) and publishes ReceiptAppended. notBefore is when the event was
 // stored in its stream (zero if unknown; see [AppendRequest]). Recording an event again
 // appends nothing and publishes the same ReceiptAppended (same event id) again.
 func (s *Service) Record(ctx context.Context, ev bus.Event, notBefore time.Time) (*Appended, error) {
@@ -102,6 +102,8 @@ func (s *Service) Record(ctx context.Context, ev bus.Event, notBefore time.Time)
 	switch e := ev.(type) {
 	case *lavav1.PhaseChanged:
 		req.Kind, req.Payload = KindOutcome, OutcomeFromPhaseChanged(e)
+	case *lavav1.TickReported:
+		req.Kind, req.Payload = KindOutcome, OutcomeFromTick(e)
 	case *lavav1.AnomalyDetected:
 		if req.Resource.GetName() == "" {
 			req.Resource = e.GetSource()

@@ -20,8 +20,8 @@ import (
 )
 
 // TestService_lifecycle runs the attest service on its durable consumers: a full lifecycle of
-// PhaseChanged events (a failure included), each published twice, and an anomaly give one
-// receipt each in the resource's chain, which verifies; each receipt is announced by a
+// PhaseChanged events (a failure included), each published twice, a viggy tick and an anomaly
+// give one receipt each in the resource's chain, which verifies; each receipt is announced by a
 // ReceiptAppended on the resource's phase subject.
 func TestService_lifecycle(t *testing.T) {
 	t.Parallel()
@@ -47,7 +47,11 @@ func TestService_lifecycle(t *testing.T) {
 	if _, err := pub.PublishEvent(t.Context(), an); err != nil {
 		t.Fatal(err)
 	}
-	want := len(phases) + 1
+	tr := tick("infra", "web.prod", 1, lavav1.Phase_PHASE_RECONVERGING, lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, "1 drifted field(s)")
+	if _, err := pub.PublishEvent(t.Context(), tr); err != nil {
+		t.Fatal(err)
+	}
+	want := len(phases) + 2
 	var chain []*lavav1.Receipt
 	eventually(t, 10*time.Second, "every event attested", func() bool {
 		chain = readChain(t, js, "infra", "web.prod")
@@ -60,7 +64,7 @@ func TestService_lifecycle(t *testing.T) {
 	for _, r := range chain {
 		kinds[r.GetKind()]++
 	}
-	if kinds[attest.KindOutcome] != len(phases) || kinds[attest.KindAnomaly] != 1 {
+	if kinds[attest.KindOutcome] != len(phases)+1 || kinds[attest.KindAnomaly] != 1 {
 		t.Fatalf("kinds %v", kinds)
 	}
 	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
