@@ -138,8 +138,8 @@ func measureThroughput(ctx context.Context, js jetstream.JetStream, run string, 
 
 // Latency is the result of [measureLatency].
 type Latency struct {
-	Events             int
-	Rate               int
+	Events              int
+	Rate                int
 	P50, P99, P999, Max time.Duration
 }
 
