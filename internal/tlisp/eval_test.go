@@ -407,6 +407,22 @@ func TestEval_limits(t *testing.T) {
 		t.Errorf("diags = %v", errs)
 	}
 
+	// Interpolation output is bounded.
+	big := strings.Repeat("x", 1<<20)
+	src = "(deflava-architecture a :inputs ((:big \"\")) :resources ((r \"r\" :a \"" + strings.Repeat("{big}", 20) + "\")))"
+	_, diags = EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"big": big}}, Options{})
+	errs = diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "interpolated strings exceed 16777216 bytes") {
+		t.Errorf("diags = %v", errs)
+	}
+
+	src = "(deflava-architecture a :inputs ((:big \"\")) :resources ((r \"r\" :a (" + strings.Repeat("big ", 20) + "))))"
+	_, diags = EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"big": big}}, Options{})
+	errs = diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "interpolated strings exceed 16777216 bytes") {
+		t.Errorf("bare symbols: diags = %v", errs)
+	}
+
 	// Errors stop at MaxDiagnostics.
 	var b strings.Builder
 	b.WriteString("(deflava-architecture many :resources (")

@@ -18,6 +18,9 @@ const (
 	// MaxIterations is the most for-each iterations one evaluation performs (nested loops over
 	// empty lists expand nothing but still iterate).
 	MaxIterations = 100000
+	// MaxInterpolatedBytes bounds the total size of the strings interpolation builds in one
+	// evaluation (16 MiB), so large bindings repeated many times cannot exhaust memory.
+	MaxInterpolatedBytes = 16 << 20
 )
 
 // Options configure reading and evaluation.

@@ -84,6 +84,30 @@ func (e *evaluator) unknownVar(p Pos, name string) {
 	e.errorf(p, "interpolation: unknown var `%s`%s", name, hint)
 }
 
+// charge counts size bytes of variable values copied into the output against
+// MaxInterpolatedBytes (a bare symbol repeated many times would otherwise multiply a large
+// binding in the rendered JSON).
+func (e *evaluator) charge(p Pos, size int) bool {
+	e.interpd += size
+	if e.interpd <= MaxInterpolatedBytes {
+		return true
+	}
+	if !e.limitd {
+		e.limitd = true
+		e.errorf(p, "interpolated strings exceed %d bytes (limit reached here)", MaxInterpolatedBytes)
+	}
+	e.full = true
+	return false
+}
+
+func listBytes(l []string) int {
+	n := 0
+	for _, s := range l {
+		n += len(s)
+	}
+	return n
+}
+
 // evalValue evaluates an attribute value (UPSTREAM.md 1.6).
 func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 	switch n.Kind {
@@ -91,7 +115,7 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 		if name, ok := wholeVar(n.Text); ok {
 			if _, isScalar := e.scalar(name); !isScalar {
 				if l, isList := e.lists[name]; isList {
-					return stringList(l), true
+					return stringList(l), e.charge(n.Pos, listBytes(l))
 				}
 			}
 		}
@@ -99,10 +123,10 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 		return arch.String(s), ok
 	case NodeSymbol:
 		if s, ok := e.scalar(n.Text); ok {
-			return arch.String(s), true
+			return arch.String(s), e.charge(n.Pos, len(s))
 		}
 		if l, ok := e.lists[n.Text]; ok {
-			return stringList(l), true
+			return stringList(l), e.charge(n.Pos, listBytes(l))
 		}
 		e.unknownVar(n.Pos, n.Text)
 		return arch.Value{}, false
@@ -266,9 +290,18 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 		if !vok {
 			ok = false
 		}
+		if e.interpd+b.Len()+len(v) > MaxInterpolatedBytes {
+			if !e.limitd {
+				e.limitd = true
+				e.errorf(e.exprPos(n, j), "interpolated strings exceed %d bytes (limit reached here)", MaxInterpolatedBytes)
+			}
+			e.full = true
+			return "", false
+		}
 		b.WriteString(v)
 		i = k + 1
 	}
+	e.interpd += b.Len()
 	return b.String(), ok
 }
 
