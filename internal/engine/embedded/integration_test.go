@@ -611,3 +611,37 @@ func TestEngine_cancelStopsProvider(t *testing.T) {
 		t.Errorf("slow.txt written although the provider was stopped (%v)", err)
 	}
 }
+
+// TestEngine_providerConfigurations configures providers from provider blocks, aliases
+// included, and rejects arguments a provider's schema does not have.
+func TestEngine_providerConfigurations(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	doc := jsonDoc(t, map[string]any{
+		"provider": map[string]any{"local": []any{map[string]any{}, map[string]any{"alias": "other"}}},
+		"resource": map[string]any{"local_file": map[string]any{
+			"a": map[string]any{"filename": dir + "/a.txt", "content": "a"},
+			"b": map[string]any{"filename": dir + "/b.txt", "content": "b", "provider": "local.other"},
+		}},
+	})
+	if _, err := e.planApply(doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range e.state().Resources {
+		want := `provider["registry.opentofu.org/hashicorp/local"]`
+		if r.Name == "b" {
+			want += ".other"
+		}
+		if r.Provider != want {
+			t.Errorf("%s provider = %s, want %s", r.Name, r.Provider, want)
+		}
+	}
+	e.key = state.Key{Namespace: "demo", Name: "bad-provider"}
+	bad := jsonDoc(t, map[string]any{
+		"provider": map[string]any{"local": map[string]any{"region": "nowhere"}},
+		"resource": map[string]any{"local_file": map[string]any{"a": map[string]any{"filename": dir + "/x.txt", "content": "x"}}},
+	})
+	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(bad)}); err == nil || !strings.Contains(err.Error(), `unsupported argument "region"`) {
+		t.Errorf("bad provider config: %v", err)
+	}
+}
