@@ -165,18 +165,23 @@ func TestConsume_drainFinishesInFlightAndNaksTheRest(t *testing.T) {
 	}
 	started, release := make(chan string, 3), make(chan struct{})
 	var finished atomic.Int32
-	stop := runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) { o.Concurrency = 1 }), func(_ context.Context, m *bus.Message) error {
-		started <- m.Envelope.GetResource().GetName()
-		<-release
-		finished.Add(1)
-		return nil
-	})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- bus.Consume(cctx, js, applierPhases(func(o *bus.ConsumeOptions) { o.Concurrency = 1 }), func(_ context.Context, m *bus.Message) error {
+			started <- m.Envelope.GetResource().GetName()
+			<-release
+			finished.Add(1)
+			return nil
+		})
+	}()
 	first := <-started
-	stopped := make(chan struct{})
-	go func() { stop(); close(stopped) }()
-	time.Sleep(50 * time.Millisecond) // let the drain begin while the handler is blocked
+	cancel() // shutdown begins while the only worker is busy
 	close(release)
-	<-stopped
+	if err := <-done; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
 	if finished.Load() != 1 {
 		t.Fatalf("%d handlers finished, want the 1 in flight", finished.Load())
 	}
@@ -207,14 +212,14 @@ func TestConsume_drainFinishesInFlightAndNaksTheRest(t *testing.T) {
 func TestConsume_longHandlerHeartbeats(t *testing.T) {
 	t.Parallel()
 	opts := testTopology
-	opts.BackOff = []time.Duration{600 * time.Millisecond} // ack wait
+	opts.BackOff = []time.Duration{time.Second} // ack wait
 	_, js := startBus(t, opts)
 	ctx := t.Context()
 	var calls atomic.Int32
 	done := make(chan uint64, 2)
 	runConsume(t, js, applierPhases(nil), func(ctx context.Context, m *bus.Message) error {
 		calls.Add(1)
-		time.Sleep(2 * time.Second) // more than three ack waits
+		time.Sleep(2500 * time.Millisecond) // two and a half ack waits
 		done <- m.NumDelivered
 		return nil
 	})
