@@ -24,8 +24,10 @@ var (
 type ProviderUnavailableError struct {
 	// Sources are the provider source addresses ("hashicorp/aws").
 	Sources []string
-	// Where describes where providers are looked up (the mirror directory).
+	// Where describes where providers are looked up (the mirror directory), when known.
 	Where string
+	// Detail is the engine's own reason (e.g. the CLI's error summary), when Where is unknown.
+	Detail string
 }
 
 // Error reads "provider hashicorp/aws is not available: not in the provider mirror DIR".
@@ -35,6 +37,9 @@ func (e *ProviderUnavailableError) Error() string {
 		what = "providers " + strings.Join(e.Sources, ", ") + " are"
 	}
 	where := "cannot be installed"
+	if e.Detail != "" {
+		where = "cannot be installed: " + e.Detail
+	}
 	if e.Where != "" {
 		where = "not in the provider mirror " + e.Where
 	}

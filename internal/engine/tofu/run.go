@@ -151,7 +151,8 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, ctx.Err())}
 	case strings.Contains(text, "Failed to query available provider packages") ||
 		strings.Contains(text, "Failed to install provider") || notFoundRe.MatchString(text):
-		return &engine.ProviderUnavailableError{Sources: providerSources(text), Where: r.e.cfg.MirrorDir}
+		return &engine.ProviderUnavailableError{Sources: providerSources(text), Where: r.e.cfg.MirrorDir,
+			Detail: r.red.Redact(errorSummary(text))}
 	case strings.Contains(text, lockErrText):
 		if rec, gerr := r.e.cfg.Store.Get(ctx, r.key); gerr == nil && rec.Lock != nil {
 			return fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, &state.LockedError{Key: r.key, Lock: *rec.Lock})
@@ -184,4 +185,20 @@ func providerSources(text string) []string {
 		out = []string{"(unknown)"}
 	}
 	return out
+}
+
+// errorSummary returns the first "Error: ..." line of CLI output, and the "not found in any
+// of the search locations" reason when the output has it.
+func errorSummary(text string) string {
+	var sum string
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "Error: "); ok {
+			sum = rest
+			break
+		}
+	}
+	if strings.Contains(strings.Join(strings.Fields(text), " "), "was not found in any of the search locations") {
+		sum += " (not found in any of the search locations)"
+	}
+	return strings.TrimSpace(sum)
 }
