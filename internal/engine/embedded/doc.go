@@ -25,6 +25,23 @@
 // engine writes and the other way round; it is saved after every resource, so a failure
 // mid-apply loses nothing already created.
 //
-// Sensitive values (attributes the schema marks sensitive) are never logged and are redacted
-// from drift findings.
+// Sensitive values (attributes the schema marks sensitive) are never logged, are redacted
+// from errors and drift findings, and make an output that shows them sensitive. Provider
+// processes' own log output is discarded for the same reason.
+//
+// # Use
+//
+// [New] returns an [Engine] (the engine.Engine interface) over the state store and artifact
+// store; it keeps provider processes warm in a [Pool] until [Engine.Close]. [Runner] is the
+// same machinery without the stores (configuration and state values in, state out).
+//
+// # Limits
+//
+// The configuration is the Terraform JSON synth renders: resources, data sources, providers
+// (with aliases), locals and outputs; count, for_each, depends_on and lifecycle
+// create_before_destroy and ignore_changes. Interpolations may only hold references
+// (type.name.attr, data., local., count.index, each.key/value, [N] and ["k"] steps): no
+// functions or operators. Modules, variables, import blocks, provisioners, provider version
+// constraints (the newest version in the mirror is used) and deposed objects left by another
+// tool are not supported and fail with a clear error.
 package embedded
