@@ -18,8 +18,8 @@ const (
 	// MaxIterations is the most for-each iterations one evaluation performs (nested loops over
 	// empty lists expand nothing but still iterate).
 	MaxIterations = 100000
-	// MaxInterpolatedBytes bounds the total size of the strings interpolation builds in one
-	// evaluation (16 MiB), so large bindings repeated many times cannot exhaust memory.
+	// MaxInterpolatedBytes bounds the total size of the strings one evaluation puts into the
+	// architecture (16 MiB): literals, interpolations and variable values, loops included.
 	MaxInterpolatedBytes = 16 << 20
 )
 

@@ -84,9 +84,9 @@ func (e *evaluator) unknownVar(p Pos, name string) {
 	e.errorf(p, "interpolation: unknown var `%s`%s", name, hint)
 }
 
-// charge counts size bytes of variable values copied into the output against
-// MaxInterpolatedBytes (a bare symbol repeated many times would otherwise multiply a large
-// binding in the rendered JSON).
+// charge counts size bytes of strings evaluated into the output (literal, interpolated or
+// variable values) against MaxInterpolatedBytes, so loops and repeated variables cannot
+// multiply a large string or binding into an unbounded rendered JSON.
 func (e *evaluator) charge(p Pos, size int) bool {
 	e.interpd += size
 	if e.interpd <= MaxInterpolatedBytes {
@@ -260,7 +260,7 @@ func isTemplateExpr(t string) bool {
 func (e *evaluator) interp(n *Node) (string, bool) {
 	t := n.Text
 	if strings.IndexByte(t, '{') < 0 {
-		return t, true
+		return t, e.charge(n.Pos, len(t))
 	}
 	var b strings.Builder
 	b.Grow(len(t) + 16)
@@ -301,8 +301,7 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 		b.WriteString(v)
 		i = k + 1
 	}
-	e.interpd += b.Len()
-	return b.String(), ok
+	return b.String(), e.charge(n.Pos, b.Len()) && ok
 }
 
 // exprPos is the position of byte off of n's text (inside a string literal when n is one).
