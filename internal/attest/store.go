@@ -463,17 +463,13 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 	}
 }
 
-// encodeReceipt builds the message of a receipt.
+// encodeReceipt builds the message of a receipt: bus.EncodeMessage (Lava-Schema, Content-Type,
+// Nats-Msg-Id) plus [HeaderEventID], [HeaderPrevSeq] and [HeaderReceiptSequence].
 func encodeReceipt(subject string, r *lavav1.Receipt, eventID, msgID string, prevSeq uint64) (*nats.Msg, error) {
-	data, err := proto.Marshal(r)
+	m, err := bus.EncodeMessage(subject, r, msgID)
 	if err != nil {
-		return nil, fmt.Errorf("attest: marshal receipt: %w", err)
+		return nil, fmt.Errorf("attest: encode receipt: %w", err)
 	}
-	m := nats.NewMsg(subject)
-	m.Data = data
-	m.Header.Set(bus.HeaderSchema, receiptType)
-	m.Header.Set(bus.HeaderContentType, bus.ContentTypeProto)
-	m.Header.Set(jetstream.MsgIDHeader, msgID)
 	m.Header.Set(HeaderEventID, eventID)
 	m.Header.Set(HeaderPrevSeq, strconv.FormatUint(prevSeq, 10))
 	m.Header.Set(HeaderReceiptSequence, strconv.FormatUint(r.GetSequence(), 10))
