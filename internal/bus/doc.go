@@ -18,4 +18,28 @@
 // [Permanent] error, an undecodable body or the last allowed delivery terminates it and reports
 // it to the poison callback. Handlers must be idempotent: take the resource's lease
 // ([Leases]), check the generation ([Watermarks]), then act.
+//
+// # Usage
+//
+// A service creates the topology at start-up, then publishes and consumes:
+//
+//	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: 3}); err != nil { ... }
+//	pub := bus.NewPublisher(js)
+//	_, err := pub.PublishEvent(ctx, &lavav1.Applied{Envelope: env, ...}) // lava.v1.phase.<ns>.<name>.applied
+//
+//	leases, _ := bus.NewLeases(ctx, js, podName, metrics)
+//	marks, _ := bus.NewWatermarks(ctx, js, bus.ServiceApplier, metrics)
+//	err = bus.Consume(ctx, js, bus.ConsumeOptions{
+//		Stream: bus.StreamPhases, Consumer: bus.ServiceApplier, Concurrency: 4,
+//		OnPoison: raiseAnomaly, Logger: log, Metrics: metrics,
+//	}, func(ctx context.Context, m *bus.Message) error {
+//		res := m.Envelope.GetResource()
+//		return leases.Hold(ctx, res.GetNamespace(), res.GetName(), func(ctx context.Context) error {
+//			current, err := marks.Advance(ctx, res.GetNamespace(), res.GetName(), m.Envelope.GetGeneration())
+//			if err != nil || !current {
+//				return err // nil for a stale event: ack and drop it
+//			}
+//			return apply(ctx, m.Event.(*lavav1.Synthesized)) // idempotent, keyed by event_id
+//		})
+//	})
 package bus
