@@ -412,14 +412,14 @@ func TestEval_limits(t *testing.T) {
 	src = "(deflava-architecture a :inputs ((:big \"\")) :resources ((r \"r\" :a \"" + strings.Repeat("{big}", 20) + "\")))"
 	_, diags = EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"big": big}}, Options{})
 	errs = diags.Errors()
-	if len(errs) != 1 || !strings.Contains(errs[0].Message, "interpolated strings exceed 16777216 bytes") {
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "strings exceed 16777216 bytes") {
 		t.Errorf("diags = %v", errs)
 	}
 
 	src = "(deflava-architecture a :inputs ((:big \"\")) :resources ((r \"r\" :a (" + strings.Repeat("big ", 20) + "))))"
 	_, diags = EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"big": big}}, Options{})
 	errs = diags.Errors()
-	if len(errs) != 1 || !strings.Contains(errs[0].Message, "interpolated strings exceed 16777216 bytes") {
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "strings exceed 16777216 bytes") {
 		t.Errorf("bare symbols: diags = %v", errs)
 	}
 

@@ -94,7 +94,7 @@ func (e *evaluator) charge(p Pos, size int) bool {
 	}
 	if !e.limitd {
 		e.limitd = true
-		e.errorf(p, "interpolated strings exceed %d bytes (limit reached here)", MaxInterpolatedBytes)
+		e.errorf(p, "the architecture's strings exceed %d bytes (limit reached here)", MaxInterpolatedBytes)
 	}
 	e.full = true
 	return false
@@ -293,7 +293,7 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 		if e.interpd+b.Len()+len(v) > MaxInterpolatedBytes {
 			if !e.limitd {
 				e.limitd = true
-				e.errorf(e.exprPos(n, j), "interpolated strings exceed %d bytes (limit reached here)", MaxInterpolatedBytes)
+				e.errorf(e.exprPos(n, j), "the architecture's strings exceed %d bytes (limit reached here)", MaxInterpolatedBytes)
 			}
 			e.full = true
 			return "", false
