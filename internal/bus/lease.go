@@ -180,7 +180,7 @@ func (ls *Lease) Release(ctx context.Context) error {
 // if the lease is lost or its deadline passes without a renewal, so fn must stop acting when
 // its context is done. Hold returns fn's error, or [ErrLeaseLost] (wrapped) if fn succeeded but
 // the lease was lost while it ran.
-func (l *Leases) Hold(ctx context.Context, namespace, name string, fn func(ctx context.Context) error) error {
+func (l *Leases) Hold(ctx context.Context, namespace, name string, fn func(ctx context.Context) error) (err error) {
 	lease, err := l.acquireWait(ctx, namespace, name)
 	if err != nil {
 		return err
@@ -213,21 +213,23 @@ func (l *Leases) Hold(ctx context.Context, namespace, name string, fn func(ctx c
 			}
 		}
 	})
-	ferr := fn(fctx)
-	close(stop)
-	wg.Wait()
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer rcancel()
-	rerr := lease.Release(rctx)
-	switch {
-	case ferr != nil:
-		return ferr
-	case lostErr != nil:
-		return lostErr
-	case rerr != nil && errors.Is(rerr, ErrLeaseLost):
-		return rerr
-	}
-	return nil
+	// Deferred, so that a panicking fn still stops the renewals and releases the lease.
+	defer func() {
+		close(stop)
+		wg.Wait()
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), defaultCleanupTimeout)
+		rerr := lease.Release(rctx)
+		rcancel()
+		if err == nil {
+			switch {
+			case lostErr != nil:
+				err = lostErr
+			case errors.Is(rerr, ErrLeaseLost):
+				err = rerr
+			}
+		}
+	}()
+	return fn(fctx)
 }
 
 // acquireWait is Acquire, retried while the lease is held, for up to one TTL.

@@ -221,3 +221,29 @@ func TestWatermarks_olderGenerationIsStaleAndSurvivesRebind(t *testing.T) {
 		t.Fatalf("after concurrent advances: %d, want 30", g)
 	}
 }
+
+// A panicking fn still releases the lease.
+func TestLeases_holdReleasesOnPanic(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	ls, err := bus.NewLeases(ctx, js, "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not propagate")
+			}
+		}()
+		_ = ls.Hold(ctx, "infra", "boom", func(context.Context) error { panic("handler bug") })
+	}()
+	lease, err := ls.Acquire(ctx, "infra", "boom")
+	if err != nil {
+		t.Fatalf("lease still held after the panic: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
