@@ -141,10 +141,11 @@ type applierOpts struct {
 
 // replica is a running applier.
 type replica struct {
-	svc   *applier.Service
-	store *state.Store
-	reg   *prometheus.Registry
-	stop  context.CancelFunc
+	svc     *applier.Service
+	store   *state.Store
+	backend *applier.Backend
+	reg     *prometheus.Registry
+	stop    context.CancelFunc
 }
 
 func (h *harness) startApplier(o applierOpts) *replica {
@@ -185,7 +186,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 		t.Fatal(err)
 	}
 	stop := h.run(t, "applier "+o.holder, svc.Run)
-	return &replica{svc: svc, store: store, reg: reg, stop: stop}
+	return &replica{svc: svc, store: store, backend: backend, reg: reg, stop: stop}
 }
 
 func envelope(ns, name, uid string, gen int64, typ, trigger string) *lavav1.Envelope {
