@@ -3,10 +3,13 @@
 package tofu_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +57,33 @@ func TestEngine_createUpdateDestroy(t *testing.T) {
 	}
 	if p.PlanID != p.ComputePlanID() || len(p.PlanID) != 64 {
 		t.Fatalf("plan id %q", p.PlanID)
+	}
+	// The saved plan's configuration snapshot holds the rendered JSON byte for byte, with the
+	// terraform block only in the override file.
+	rc, err := h.art.Get(ctx, p.PlanDigest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile, _ := io.ReadAll(rc)
+	rc.Close()
+	zr, err := zip.NewReader(bytes.NewReader(planFile), int64(len(planFile)))
+	if err != nil {
+		t.Fatalf("plan artifact is not a saved plan: %v", err)
+	}
+	snap := map[string]string{}
+	for _, f := range zr.File {
+		if r, err := f.Open(); err == nil {
+			b, _ := io.ReadAll(r)
+			r.Close()
+			snap[f.Name] = string(b)
+		}
+	}
+	if snap["tfconfig/m-/main.tf.json"] != filesJSON(dir, "v1", 0) {
+		t.Fatalf("main.tf.json in the plan differs from the rendered JSON:\n%s", snap["tfconfig/m-/main.tf.json"])
+	}
+	if ov := snap["tfconfig/m-/lava_override.tf.json"]; !strings.Contains(ov, `"example/testkit"`) || !strings.Contains(ov, `"http"`) ||
+		strings.Contains(ov, "127.0.0.1") || strings.Contains(ov, "backend-pw") {
+		t.Fatalf("override file in the plan: %s", ov)
 	}
 	res := h.apply(p)
 	if got := fileContent(t, filepath.Join(dir, "readme.txt")); got != "hello from lava\n" {
