@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -151,6 +152,9 @@ func TestRedactor(t *testing.T) {
 	got := r.Redact("pw=hunter2-long and hunter2")
 	if strings.Contains(got, "hunter") || got != "pw=(redacted) and (redacted)" {
 		t.Fatalf("Redact = %q", got)
+	}
+	if got := engine.Tail("ééé", 3); !utf8.ValidString(got) || got != "…é" {
+		t.Fatalf("Tail cut a rune: %q", got)
 	}
 	if got := engine.Tail("line1\nline2\nline3", 8); got != "…line3" {
 		t.Fatalf("Tail = %q", got)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // RedactedText replaces a secret in error text.
@@ -50,6 +51,9 @@ func Tail(s string, max int) string {
 		return s
 	}
 	s = s[len(s)-max:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
 	if i := strings.IndexByte(s, '\n'); i >= 0 && i < max/2 {
 		s = s[i+1:]
 	}
