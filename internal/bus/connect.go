@@ -1,0 +1,56 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Environment variables every service reads its NATS connection from (DESIGN section 8).
+const (
+	// EnvNATSURL is the server URL(s), comma-separated ("nats://nats:4222").
+	EnvNATSURL = "LAVA_NATS_URL"
+	// EnvNATSCreds is an optional NATS credentials file (JWT and nkey seed).
+	EnvNATSCreds = "LAVA_NATS_CREDS"
+)
+
+// ConnectOptions configures [Connect].
+type ConnectOptions struct {
+	// URL is one or more comma-separated server URLs. Required.
+	URL string
+	// CredsFile, if set, is a NATS credentials file.
+	CredsFile string
+	// Name is the connection name the server shows (the service and pod, for example).
+	Name string
+}
+
+// Connect opens a connection that reconnects forever (every second, jittered) after it was
+// first established, and a JetStream context on it. It fails if the first connection cannot
+// be made, so a service that starts without its broker exits and is restarted.
+func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
+	if opts.URL == "" {
+		return nil, nil, errors.New("bus: no NATS URL (set " + EnvNATSURL + ")")
+	}
+	nopts := []nats.Option{
+		nats.Name(opts.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+	}
+	if opts.CredsFile != "" {
+		nopts = append(nopts, nats.UserCredentials(opts.CredsFile))
+	}
+	nc, err := nats.Connect(opts.URL, nopts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bus: connect to %s: %w", opts.URL, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	return nc, js, nil
+}
