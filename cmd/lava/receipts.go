@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -183,11 +185,17 @@ chain; use "lava receipts verify".`,
 			}
 			out := cmd.OutOrStdout()
 			if output == "json" {
-				b, err := protojson.MarshalOptions{Multiline: true}.Marshal(&lavav1.GetChainResponse{Receipts: chain})
+				b, err := protojson.Marshal(&lavav1.GetChainResponse{Receipts: chain})
 				if err != nil {
 					return fmt.Errorf("encode: %w", err)
 				}
-				_, err = fmt.Fprintln(out, string(b))
+				// protojson's spacing is deliberately unstable; indent it ourselves.
+				var buf bytes.Buffer
+				if err := json.Indent(&buf, b, "", "  "); err != nil {
+					return fmt.Errorf("encode: %w", err)
+				}
+				buf.WriteByte('\n')
+				_, err = out.Write(buf.Bytes())
 				return err
 			}
 			writeChain(out, chain)
