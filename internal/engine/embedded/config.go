@@ -288,7 +288,10 @@ func decodeBlock(b *Block, body map[string]any, sc scope, where string) (cty.Val
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("%s.%s: %w", where, name, err)
 		}
-		cv, err := convert.Convert(v, ty)
+		cv, err := convert.Convert(v, a.configType())
+		if err == nil && !cv.Type().Equals(ty) {
+			cv, err = convert.Convert(cv, ty)
+		}
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("%s.%s: want %s: %w", where, name, ty.FriendlyName(), err)
 		}

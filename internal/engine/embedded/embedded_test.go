@@ -440,7 +440,7 @@ func TestDecodeBlock_nesting(t *testing.T) {
 			"map":    {Nesting: NestingMap, Block: inner},
 		},
 	}
-	x, err := decodeJSON([]byte(`{"name":"n","tags":{"a":"1"},"ports":[{"n":1}],
+	x, err := decodeJSON([]byte(`{"name":"n","tags":{"a":"1"},"ports":[{"n":1},{}],
 	  "list":[{"port":1},{"port":"2"}],"set":{"port":3},"map":{"k":{"port":4}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -460,6 +460,10 @@ func TestDecodeBlock_nesting(t *testing.T) {
 		"set":    cty.SetVal([]cty.Value{port(3)}),
 		"map":    cty.MapVal(map[string]cty.Value{"k": port(4)}),
 		"tags":   cty.MapVal(map[string]cty.Value{"a": cty.StringVal("1")}),
+		"ports": cty.ListVal([]cty.Value{
+			cty.ObjectVal(map[string]cty.Value{"n": cty.NumberIntVal(1)}),
+			cty.ObjectVal(map[string]cty.Value{"n": cty.NullVal(cty.Number)}),
+		}),
 	}
 	for name, want := range checks {
 		if got := v.GetAttr(name); !got.RawEquals(want) {
@@ -609,5 +613,22 @@ func TestRunner_localsAndDependsOn(t *testing.T) {
 	}
 	if got := string(h.state.Outputs["prefix"].Value); got != `"p-b"` {
 		t.Errorf("output prefix = %s", got)
+	}
+}
+
+func TestDecodeBlock_optionalObjectAttributes(t *testing.T) {
+	t.Parallel()
+	ty := cty.ObjectWithOptionalAttrs(map[string]cty.Type{"a": cty.String, "b": cty.String}, []string{"b"})
+	blk := &Block{Attributes: map[string]*Attribute{"o": {Type: ty, Optional: true}}}
+	v, err := decodeBlock(blk, map[string]any{"o": map[string]any{"a": "x"}}, staticScope{}, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x"), "b": cty.NullVal(cty.String)})
+	if got := v.GetAttr("o"); !got.RawEquals(want) {
+		t.Errorf("o = %#v, want %#v", got, want)
+	}
+	if _, err := encode(v, blk.ImpliedType()); err != nil {
+		t.Errorf("encode: %v", err)
 	}
 }

@@ -84,9 +84,39 @@ func (b *Block) ImpliedType() cty.Type {
 // ImpliedType is the attribute's type, derived from its nested attributes when it has them.
 func (a *Attribute) ImpliedType() cty.Type {
 	if a.NestedType == nil {
-		return a.Type
+		// Optional-attribute markers only guide conversion of configuration; values on the
+		// wire and in state have plain object types.
+		return a.Type.WithoutOptionalAttributesDeep()
 	}
 	return a.NestedType.ImpliedType()
+}
+
+// configType is the type a configured value converts to: the implied type, except that nested
+// attributes that are optional or computed may be left out (they become null).
+func (a *Attribute) configType() cty.Type {
+	if a.NestedType == nil {
+		return a.Type
+	}
+	o := a.NestedType
+	atys := make(map[string]cty.Type, len(o.Attributes))
+	var optional []string
+	for name, na := range o.Attributes {
+		atys[name] = na.configType()
+		if na.Optional || na.Computed {
+			optional = append(optional, name)
+		}
+	}
+	obj := cty.ObjectWithOptionalAttrs(atys, optional)
+	switch o.Nesting {
+	case NestingList:
+		return cty.List(obj)
+	case NestingSet:
+		return cty.Set(obj)
+	case NestingMap:
+		return cty.Map(obj)
+	default:
+		return obj
+	}
 }
 
 // ImpliedType is the type of an attribute with these nested attributes.
