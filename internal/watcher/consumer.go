@@ -21,6 +21,10 @@ import (
 	"github.com/lava-operator/lava/internal/telemetry/logattr"
 )
 
+// illegalDeliveries is how many deliveries an event the reducer calls illegal gets before it
+// is dropped: an event can arrive before its predecessor when that one was naked.
+const illegalDeliveries = 3
+
 // phaseConsumer folds LAVA_PHASES into status. It is a manager runnable that needs leader
 // election: only the leader consumes.
 type phaseConsumer struct {
@@ -55,9 +59,10 @@ func (p *phaseConsumer) Start(ctx context.Context) error {
 	}, p.handle)
 }
 
-// handle folds one phase event. Acked (nil) when folded, unchanged, stale, illegal (logged and
-// dropped: the reducer's table will never allow it in this phase), or about an object that is
-// gone; a transient error naks it for redelivery.
+// handle folds one phase event. Acked (nil) when folded, unchanged, stale, about an object that
+// is gone, or illegal on its third delivery (logged and dropped: the reducer's table does not
+// allow it in this phase; the first deliveries are naked in case it overtook its
+// predecessor); a transient error naks it for redelivery.
 func (p *phaseConsumer) handle(ctx context.Context, m *bus.Message) error {
 	env := m.Envelope
 	res := env.GetResource()
@@ -94,6 +99,12 @@ func (p *phaseConsumer) handle(ctx context.Context, m *bus.Message) error {
 		p.metrics.incPhaseEvent(resultGone)
 		log.Debug("watcher: phase event for an object that is gone")
 		return nil
+	case errors.As(err, &illegal) && m.NumDelivered < illegalDeliveries:
+		// Possibly out of order (its predecessor was naked and comes back later): retry a
+		// few times before dropping it.
+		p.metrics.incPhaseEvent(resultError)
+		log.Debug("watcher: phase event not allowed yet, redelivering", slog.Any("error", err))
+		return err
 	case errors.As(err, &illegal), errors.Is(err, phase.ErrInvalidEvent):
 		p.metrics.incPhaseEvent(resultIllegal)
 		log.Warn("watcher: phase event dropped", slog.Any("error", err))

@@ -74,14 +74,28 @@ func createNamespace(t *testing.T, c client.Client, name string) {
 
 // running is a started watcher.
 type running struct {
-	name string
-	reg  *prometheus.Registry
-	stop func()
+	name    string
+	reg     *prometheus.Registry
+	stop    func()
+	elected <-chan struct{}
 }
 
 // startWatcher starts a watcher on namespace ns with leader election, its own durable phase
 // consumer (filtered to ns) and its own controller name (so the reconcile counter is its own).
 func (e *env) startWatcher(t *testing.T, ns, name string) *running {
+	t.Helper()
+	r := e.startReplica(t, ns, name)
+	select {
+	case <-r.elected:
+	case <-time.After(60 * time.Second):
+		t.Fatal("watcher not elected within 60s")
+	}
+	return r
+}
+
+// startReplica starts a watcher like startWatcher but does not wait for it to be elected
+// (a second replica is a hot standby while the first one leads).
+func (e *env) startReplica(t *testing.T, ns, name string) *running {
 	t.Helper()
 	spec, ok := bus.Declare(bus.TopologyOptions{}).Consumer(bus.StreamPhases, bus.ServiceWatcher)
 	if !ok {
@@ -109,18 +123,9 @@ func (e *env) startWatcher(t *testing.T, ns, name string) *running {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- w.Start(ctx) }()
-	select {
-	case <-w.Elected():
-	case err := <-done:
-		cancel()
-		t.Fatalf("watcher stopped before it was elected: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatal("watcher not elected within 60s")
-	}
 	eventually(t, 30*time.Second, func() error { return w.Ready(t.Context()) })
 	var once sync.Once
-	r := &running{name: ctrlName, reg: reg}
+	r := &running{name: ctrlName, reg: reg, elected: w.Elected()}
 	r.stop = func() {
 		once.Do(func() {
 			cancel()

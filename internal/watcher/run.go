@@ -35,6 +35,10 @@ type Config struct {
 	NATSURL string
 	// NATSCreds is an optional NATS credentials file (JWT and NKey seed).
 	NATSCreds string
+	// PhaseConsumer is the durable consumer on LAVA_PHASES; empty means "watcher". Another
+	// name is created (or updated) at start, filtered to Namespaces, so watchers of disjoint
+	// namespace sets can share one NATS.
+	PhaseConsumer string
 	// StreamReplicas is the replica count of the streams and buckets the watcher ensures.
 	StreamReplicas int
 	// LeaderElect enables leader election.
@@ -123,10 +127,13 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: cfg.StreamReplicas}); err != nil {
 		return err
 	}
+	if err := ensurePhaseConsumer(ctx, js, cfg); err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	w, err := New(ctx, Options{
 		RESTConfig: rc, Scheme: scheme, JetStream: js, Logger: log, Registry: reg,
-		Namespaces: cfg.Namespaces, ClusterName: cfg.ClusterName,
+		Namespaces: cfg.Namespaces, ClusterName: cfg.ClusterName, PhaseConsumer: cfg.PhaseConsumer,
 		LeaderElection: cfg.LeaderElect, LeaderElectionID: cfg.LeaderElectionID,
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
 	})
@@ -156,6 +163,30 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	log.Info("watcher: started", "namespaces", cfg.Namespaces, "leader_election", cfg.LeaderElect)
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	return nil
+}
+
+// ensurePhaseConsumer creates cfg.PhaseConsumer when it is not the declared "watcher" consumer:
+// the watcher consumer's configuration, filtered to the phase subjects of cfg.Namespaces.
+func ensurePhaseConsumer(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	if cfg.PhaseConsumer == "" || cfg.PhaseConsumer == bus.ServiceWatcher {
+		return nil
+	}
+	spec, ok := bus.Declare(bus.TopologyOptions{Replicas: cfg.StreamReplicas}).Consumer(bus.StreamPhases, bus.ServiceWatcher)
+	if !ok {
+		return errors.New("watcher: bus.Declare has no watcher consumer")
+	}
+	c := spec.Config
+	c.Durable, c.Name = cfg.PhaseConsumer, cfg.PhaseConsumer
+	if len(cfg.Namespaces) > 0 {
+		c.FilterSubjects = nil
+		for _, ns := range cfg.Namespaces {
+			c.FilterSubjects = append(c.FilterSubjects, bus.PrefixPhase+bus.EscapeToken(ns)+".>")
+		}
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, bus.StreamPhases, c); err != nil {
+		return fmt.Errorf("watcher: ensure consumer %s: %w", cfg.PhaseConsumer, err)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func (e *env) testRun(t *testing.T) {
 	go func() {
 		done <- watcher.Run(ctx, watcher.Config{
 			Kubeconfig: writeKubeconfig(t, e.kube.Config), Namespaces: []string{ns}, NATSURL: e.nats.URL(),
-			LeaderElect: true, LeaderElectionID: "lava-run", LeaderElectionNamespace: leaseNamespace,
+			PhaseConsumer: "watcher-run", LeaderElect: true, LeaderElectionID: "lava-run", LeaderElectionNamespace: leaseNamespace,
 			MetricsAddr: metricsAddr, HealthAddr: healthAddr, LogFormat: "text", LogLevel: "error",
 		}, t.Output())
 	}()

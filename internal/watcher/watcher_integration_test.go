@@ -36,6 +36,8 @@ func TestWatcher(t *testing.T) {
 	e := newEnv(t)
 	t.Run("seed lifecycle", e.testSeedLifecycle)
 	t.Run("restart publishes nothing for an unchanged generation", e.testRestart)
+	t.Run("only the leader works; the standby takes over", e.testLeaderElection)
+	t.Run("a phase event ahead of its predecessor is retried", e.testOutOfOrder)
 	t.Run("dependencies hold back until their phase", e.testDependencies)
 	t.Run("two-resource cycle reported on both", e.testCycle)
 	t.Run("suspend publishes nothing", e.testSuspend)
@@ -498,4 +500,66 @@ func (e *env) testPolicy(t *testing.T) {
 	}
 	e.create(t, &v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"}})
 	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "q", bus.EventObserved), 1)
+}
+
+// testLeaderElection: a second replica is elected only when the first one stops; until then it
+// neither reconciles nor folds phase events, and afterwards it does both.
+func (e *env) testLeaderElection(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	leader := e.startWatcher(t, ns, "leader")
+	standby := e.startReplica(t, ns, "standby")
+	e.create(t, newArch(ns, "l", nil))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "l", bus.EventObserved), 1)
+	obj := e.get(t, ns, "l")
+	s := e.stageFor(obj, e.observed(t, ns, "l")[0])
+	s.synthesized(t)
+	e.waitStatus(t, ns, "l", phaseIs(v1alpha1.PhaseSynthesized, 1))
+	select {
+	case <-standby.elected:
+		t.Fatal("two replicas elected at once")
+	default:
+	}
+	if n := standby.reconciles(t) + standby.metric(t, "lava_watcher_phase_events_total", nil); n != 0 {
+		t.Errorf("the standby reconciled or consumed %v times", n)
+	}
+
+	leader.stop()
+	select {
+	case <-standby.elected:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the standby was not elected after the leader stopped")
+	}
+	s.planned(t)
+	e.waitStatus(t, ns, "l", phaseIs(v1alpha1.PhasePlanned, 1))
+	if n := standby.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"}); n != 1 {
+		t.Errorf("the new leader folded %v events, want 1", n)
+	}
+	if n := e.observedCount(t, ns, "l"); n != 1 {
+		t.Errorf("%d ResourceObserved after the failover, want 1", n)
+	}
+}
+
+// testOutOfOrder: Planned published before Synthesized is naked (an illegal transition that
+// may only have overtaken its predecessor) and folded after it.
+func (e *env) testOutOfOrder(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	w := e.startWatcher(t, ns, "order")
+	e.create(t, newArch(ns, "o", nil))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "o", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "o", phaseIs(v1alpha1.PhasePending, 1))
+	obj := e.get(t, ns, "o")
+	ro := e.observed(t, ns, "o")[0]
+	early := e.stageFor(obj, ro)
+	early.planned(t)
+	eventually(t, 10*time.Second, func() error {
+		if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "error"}); n < 1 {
+			return fmt.Errorf("the early Planned was not naked yet")
+		}
+		return nil
+	})
+	e.stageFor(obj, ro).synthesized(t)
+	e.waitStatus(t, ns, "o", all(phaseIs(v1alpha1.PhasePlanned, 1), conditionIs(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, "")))
+	if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "illegal"}); n != 0 {
+		t.Errorf("%v events dropped as illegal, want 0", n)
+	}
 }

@@ -28,6 +28,7 @@ func run() error {
 	fs.StringSliceVar(&cfg.Namespaces, "namespaces", nil, "namespaces to watch, comma-separated (default: all)")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "NATS credentials file (optional)")
+	fs.StringVar(&cfg.PhaseConsumer, "phase-consumer", "watcher", "durable consumer on LAVA_PHASES; another name is created filtered to --namespaces")
 	fs.IntVar(&cfg.StreamReplicas, "stream-replicas", 1, "replicas of the JetStream streams and buckets the watcher ensures (3 on a NATS cluster)")
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", true, "elect a leader among replicas (only the leader reconciles and consumes phase events)")
 	fs.StringVar(&cfg.LeaderElectionID, "leader-election-id", watcher.DefaultLeaderElectionID, "name of the leader election Lease")
