@@ -433,7 +433,7 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 		return nil, fmt.Errorf("attest: read %s: %w", subject, err)
 	}
 	var chain []*lavav1.Receipt
-	for {
+	for empty := 0; ; {
 		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			return nil, fmt.Errorf("attest: read %s: %w", subject, err)
@@ -457,8 +457,13 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 		if err := batch.Error(); err != nil {
 			return nil, fmt.Errorf("attest: read %s: %w", subject, err)
 		}
-		if got == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("attest: read %s: %w", subject, ctx.Err())
+		if got == 0 {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("attest: read %s: %w", subject, ctx.Err())
+			}
+			if empty++; empty >= 3 {
+				return nil, fmt.Errorf("attest: read %s: stream sequence %d never arrived", subject, last.Sequence)
+			}
 		}
 	}
 }

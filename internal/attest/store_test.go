@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lava-operator/lava/internal/attest"
@@ -258,4 +259,46 @@ func run(t *testing.T, f func(ctx context.Context) error) {
 			t.Errorf("background run: %v", err)
 		}
 	})
+}
+
+// TestReadChain_long: a chain longer than one fetch batch reads back whole and in order, and a
+// receipt survives a protojson round trip unchanged and still verifying (upstream: receipt JSON
+// round trip).
+func TestReadChain_long(t *testing.T) {
+	t.Parallel()
+	srv := startBus(t)
+	store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: testSigner(t)})
+	const n = 700
+	for i := range n {
+		if _, err := store.Append(t.Context(), request("long", "chain", lavav1.Phase_PHASE_APPLIED, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chain := readChain(t, srv.JetStream(), "long", "chain")
+	if len(chain) != n {
+		t.Fatalf("read %d receipts, want %d", len(chain), n)
+	}
+	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true}); !res.OK() {
+		t.Fatal(messages(res)[:1])
+	}
+	b, err := protojson.Marshal(chain[n-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := &lavav1.Receipt{}
+	if err := protojson.Unmarshal(b, back); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(back, chain[n-1]) {
+		t.Fatal("protojson round trip changed the receipt")
+	}
+	chain[n-1] = back
+	if res := attest.Verify(chain[n-2:], attest.VerifyOptions{}); len(res.Failures) != 3 {
+		// A suffix is not a chain: its sequences do not start at 0 and its first receipt links
+		// to one it does not hold.
+		t.Fatalf("suffix: %v", messages(res))
+	}
+	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true}); !res.OK() {
+		t.Fatal(messages(res))
+	}
 }
