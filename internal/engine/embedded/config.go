@@ -207,8 +207,24 @@ func (c *Config) parseResources(mode string, val any) error {
 	return nil
 }
 
+// validName reports whether s is a valid Terraform identifier (type or resource name).
+func validName(s string) bool {
+	if s == "" || !isIdentStart(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isIdentChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func parseResource(mode, typ, name string, body map[string]any) (*ResourceConfig, error) {
 	rc := &ResourceConfig{Mode: mode, Type: typ, Name: name, Body: map[string]any{}}
+	if !validName(typ) || !validName(name) {
+		return nil, fmt.Errorf("%s: invalid resource address: a type and name start with a letter or underscore and hold only letters, digits, underscores and dashes", rc.Address())
+	}
 	prov, _, _ := strings.Cut(typ, "_")
 	rc.ProviderKey = prov
 	for k, v := range body {
@@ -247,6 +263,8 @@ func parseResource(mode, typ, name string, body map[string]any) (*ResourceConfig
 					}
 				}
 			}
+		case "//":
+			// A comment, as Terraform's JSON syntax allows.
 		case "connection", "provisioner":
 			return nil, fmt.Errorf("%s: %s blocks are not supported by the embedded engine", rc.Address(), k)
 		default:

@@ -130,7 +130,7 @@ func (h *memHarness) apply(t *testing.T, doc string, sources map[string]string) 
 	t.Helper()
 	cfg, err := ParseConfig([]byte(doc))
 	if err != nil {
-		t.Fatalf("parse: %v", err)
+		return nil, err
 	}
 	p, err := h.r.Plan(t.Context(), cfg, h.state, sources, false, nil)
 	if err != nil {
@@ -287,6 +287,7 @@ func TestRunner_errors(t *testing.T) {
 		{name: "undeclared reference", doc: `{"resource":{"terraform_data":{"a":{"input":"${terraform_data.zz.id}"}}}}`, want: "undeclared terraform_data.zz"},
 		{name: "cycle", doc: `{"resource":{"terraform_data":{"a":{"input":"${terraform_data.b.id}"},"b":{"input":"${terraform_data.a.id}"}}}}`, want: "cycle"},
 		{name: "unknown argument", doc: `{"resource":{"terraform_data":{"a":{"bogus":1}}}}`, want: `unsupported argument "bogus"`},
+		{name: "dotted name", doc: `{"resource":{"terraform_data":{"a.b":{}}}}`, want: "invalid resource address"},
 		{name: "count unknown", doc: `{"resource":{"terraform_data":{"a":{},"b":{"count":"${terraform_data.a.id}"}}}}`, want: "known only after apply"},
 	}
 	for _, tt := range tests {
