@@ -64,10 +64,14 @@ const (
 
 // PoisonReport describes a terminated message, for the anomaly service.
 type PoisonReport struct {
+	// Stream, Consumer and Subject locate the message.
 	Stream, Consumer, Subject string
-	StreamSeq                 uint64
-	NumDelivered              uint64
-	Reason                    PoisonReason
+	// StreamSeq is its sequence in the stream.
+	StreamSeq uint64
+	// NumDelivered is how many times it was delivered.
+	NumDelivered uint64
+	// Reason says why it was terminated.
+	Reason PoisonReason
 	// Err is the handler's or the decoder's error. It may carry input details: sanitize
 	// before it leaves the process.
 	Err error

@@ -32,7 +32,8 @@ const (
 	EventDeletionRequested = "deletion_requested"
 )
 
-// Last tokens of LAVA_PHASES subjects: the snake case of the event message's name.
+// Last tokens of LAVA_PHASES subjects: the snake case of the event message's name
+// (EventApplied is lava.v1.Applied, ...).
 const (
 	EventSynthesized  = "synthesized"
 	EventPlanned      = "planned"
@@ -111,7 +112,9 @@ const (
 // Subject is a parsed Lava subject. Namespace and Name are unescaped (the raw Kubernetes
 // values); fields a kind does not have are empty.
 type Subject struct {
-	Kind      SubjectKind
+	// Kind is the stream family.
+	Kind SubjectKind
+	// Namespace and Name are the resource's (resource, phase, command and receipt subjects).
 	Namespace string
 	Name      string
 	// Event is the last token of resource and phase subjects.

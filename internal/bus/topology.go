@@ -126,15 +126,21 @@ func (o TopologyOptions) withDefaults() TopologyOptions {
 // ConsumerSpec is one durable pull consumer: the stream it reads and its configuration
 // (Durable is the service name).
 type ConsumerSpec struct {
+	// Stream is the stream the consumer reads.
 	Stream string
+	// Config is its configuration; Durable and Name are the service name.
 	Config jetstream.ConsumerConfig
 }
 
 // Topology is every stream, consumer, KV bucket and object store Lava uses.
 type Topology struct {
-	Streams      []jetstream.StreamConfig
-	Consumers    []ConsumerSpec
-	KeyValues    []jetstream.KeyValueConfig
+	// Streams: LAVA_RESOURCES, LAVA_PHASES, LAVA_COMMANDS, LAVA_ANOMALIES, LAVA_RECEIPTS.
+	Streams []jetstream.StreamConfig
+	// Consumers: one durable pull consumer per service and stream it reads.
+	Consumers []ConsumerSpec
+	// KeyValues: lava-state, lava-leases, lava-watermarks, lava-drift-schedule.
+	KeyValues []jetstream.KeyValueConfig
+	// ObjectStores: lava-artifacts.
 	ObjectStores []jetstream.ObjectStoreConfig
 }
 
