@@ -18,7 +18,7 @@ import (
 )
 
 // publishSynthesized stores rendered as the artifact and publishes Synthesized as synth does.
-func (h *harness) publishSynthesized(ns, name string, gen int64, rendered string, eng lavav1.Engine) {
+func (h *harness) publishSynthesized(ns, name string, gen int64, rendered string, eng lavav1.Engine, providers ...*lavav1.ProviderRequirement) {
 	h.t.Helper()
 	art, err := bus.NewArtifacts(h.t.Context(), h.js)
 	if err != nil {
@@ -32,7 +32,7 @@ func (h *harness) publishSynthesized(ns, name string, gen int64, rendered string
 		Envelope:       envelope(ns, name, "uid-"+name, gen, "lava.v1.Synthesized", eventid.CauseTrigger("test-"+name)),
 		Render:         &lavav1.RenderRecord{TerraformJsonDigest: digest, BindingsDigest: "b0", ObservedGeneration: gen},
 		Gate:           &lavav1.GateVerdict{Passed: true},
-		ArtifactDigest: digest, ArtifactSizeBytes: int64(len(rendered)), Engine: eng, ApprovePlan: "auto",
+		ArtifactDigest: digest, ArtifactSizeBytes: int64(len(rendered)), Engine: eng, ApprovePlan: "auto", Providers: providers,
 	}
 	if _, err := h.pub.PublishEvent(h.t.Context(), ev); err != nil {
 		h.t.Fatal(err)
