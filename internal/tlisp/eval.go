@@ -83,7 +83,7 @@ type evaluator struct {
 
 	expanded  int
 	iters     int
-	interpd   int // bytes built by interpolation so far
+	interpd   int            // bytes built by interpolation so far
 	declared  map[string]Pos // resource address -> position of its form
 	dataDecl  map[string]Pos // data source address ("type.name") -> position
 	omitted   map[string]Pos // resource addresses a false :when dropped

@@ -1,6 +1,7 @@
 package tlisp
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -88,6 +89,7 @@ func internalError(file string, r any) Diagnostic {
 type reader struct {
 	slab  []Node  // nodes are carved from slabs to allocate less
 	stack []*Node // children of the lists being read, copied out when a list closes
+	ptrs  []*Node // slab the lists' element slices are carved from
 	text  string  // the source as one string: atoms and escape-free strings slice it
 	src   []byte
 	file  string
@@ -97,6 +99,22 @@ type reader struct {
 	diags Diagnostics
 	stop  bool // no further reading (end of input inside a list, or a fatal error)
 	fatal bool // an error that leaves the forms unusable for evaluation
+}
+
+// children copies a list's elements into a slice carved from a shared slab (capped, so an
+// append by a caller reallocates instead of overwriting a neighbour).
+func (r *reader) children(elems []*Node) []*Node {
+	n := len(elems)
+	if n == 0 {
+		return []*Node{}
+	}
+	if cap(r.ptrs)-len(r.ptrs) < n {
+		size := max(n, 256, min(len(r.src)/12, 1<<14))
+		r.ptrs = make([]*Node, 0, size)
+	}
+	start := len(r.ptrs)
+	r.ptrs = append(r.ptrs, elems...)
+	return r.ptrs[start:len(r.ptrs):len(r.ptrs)]
 }
 
 // node returns a fresh node from the current slab.
@@ -144,6 +162,17 @@ func (r *reader) advance() {
 	}
 }
 
+// skipLine advances to byte end, which must not be past a newline: the column grows by the
+// number of runes skipped.
+func (r *reader) skipLine(end int) {
+	for _, c := range r.src[r.i:end] {
+		if c&0xC0 != 0x80 {
+			r.col++
+		}
+	}
+	r.i = end
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' }
 
 // isDelim reports whether c ends an atom body.
@@ -156,9 +185,12 @@ func (r *reader) skipSpace() {
 		case isSpace(c):
 			r.advance()
 		case c == ';':
-			for r.i < len(r.src) && r.src[r.i] != '\n' {
-				r.advance()
+			end := bytes.IndexByte(r.src[r.i:], '\n')
+			if end < 0 {
+				end = len(r.src) - r.i
 			}
+			r.skipLine(r.i + end) // the comment, not the newline
+
 		default:
 			return
 		}
@@ -213,9 +245,11 @@ func (r *reader) read(depth int) *Node {
 
 func (r *reader) atomBody(p Pos) (string, bool) {
 	start := r.i
-	for r.i < len(r.src) && !isDelim(r.src[r.i]) {
-		r.advance()
+	end := r.i
+	for end < len(r.src) && !isDelim(r.src[end]) {
+		end++
 	}
+	r.skipLine(end)
 	b := r.src[start:r.i]
 	if !utf8.Valid(b) {
 		r.fatalf(p, "atom starting at offset %d is not valid UTF-8", p.Offset)
@@ -243,7 +277,7 @@ func (r *reader) readList(p Pos, depth int) *Node {
 	n := r.node(Node{Kind: NodeList, Pos: p})
 	base := len(r.stack)
 	defer func() {
-		n.List = append(make([]*Node, 0, len(r.stack)-base), r.stack[base:]...)
+		n.List = r.children(r.stack[base:])
 		clear(r.stack[base:])
 		r.stack = r.stack[:base]
 	}()
