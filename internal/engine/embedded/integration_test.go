@@ -286,6 +286,12 @@ func TestEngine_providerUnavailable(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("provider-unavailable took %v", d)
 	}
+	if _, err := e.store.Get(t.Context(), e.key); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("a failed plan left a state record (or lock): %v", err)
+	}
+	if n := e.eng.Pool().Starts(); n != 0 {
+		t.Errorf("%d provider processes started for an unavailable provider", n)
+	}
 }
 
 func TestEngine_failMidApply(t *testing.T) {
