@@ -102,7 +102,11 @@ func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 			return nil, err
 		}
 	}
-	st.TerraformVersion = TerraformVersion
+	if st.TerraformVersion == "" {
+		// Keep the version a state already records: terraform refuses states that name a
+		// newer version than its own, so writing ours could lock out the engine that made it.
+		st.TerraformVersion = TerraformVersion
+	}
 	if secrets == nil {
 		secrets = map[string]bool{}
 	}
