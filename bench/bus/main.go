@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/testutil/natstest"
 )
@@ -20,16 +22,17 @@ func main() {
 	batch := flag.Int("batch", 256, "events per PublishBatch in the batched throughput run")
 	rate := flag.Int("rate", 1000, "events per second in the latency run")
 	duration := flag.Duration("duration", 10*time.Second, "length of the latency run")
+	memory := flag.Bool("memory", false, "memory instead of file storage for the streams")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *n, *publishers, *concurrency, *batch, *rate, *duration); err != nil {
+	if err := run(ctx, *n, *publishers, *concurrency, *batch, *rate, *duration, *memory); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/bus:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, n, publishers, concurrency, batch, rate int, duration time.Duration) error {
+func run(ctx context.Context, n, publishers, concurrency, batch, rate int, duration time.Duration, memory bool) error {
 	dir, err := os.MkdirTemp("", "lava-bench-bus-")
 	if err != nil {
 		return err
@@ -41,10 +44,14 @@ func run(ctx context.Context, n, publishers, concurrency, batch, rate int, durat
 	}
 	defer srv.Shutdown()
 	js := srv.JetStream()
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{}); err != nil {
+	topo, storage := bus.TopologyOptions{}, "file"
+	if memory {
+		topo.Storage, storage = jetstream.MemoryStorage, "memory"
+	}
+	if err := bus.EnsureTopology(ctx, js, topo); err != nil {
 		return err
 	}
-	fmt.Printf("bench/bus: in-process nats-server (file storage), GOMAXPROCS=%d, %s\n", runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Printf("bench/bus: in-process nats-server (%s storage), GOMAXPROCS=%d, %s\n", storage, runtime.GOMAXPROCS(0), runtime.Version())
 
 	for _, b := range []int{0, batch} {
 		tp, err := measureThroughput(ctx, js, fmt.Sprintf("throughput-%d", b), n, publishers, concurrency, b)
