@@ -428,10 +428,21 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 	if err != nil {
 		return nil, fmt.Errorf("attest: read tail of %s: %w", subject, err)
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	// The ordered consumer is ephemeral; the server removes it after 30s of inactivity, and
+	// it is deleted at once when the chain has been read.
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, InactiveThreshold: 30 * time.Second,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("attest: read %s: %w", subject, err)
 	}
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = stream.DeleteConsumer(dctx, info.Name) // best effort: it expires anyway
+		}
+	}()
 	var chain []*lavav1.Receipt
 	for empty := 0; ; {
 		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(5*time.Second))

@@ -278,6 +278,17 @@ func TestReadChain_long(t *testing.T) {
 	if len(chain) != n {
 		t.Fatalf("read %d receipts, want %d", len(chain), n)
 	}
+	stream, err := srv.JetStream().Stream(t.Context(), bus.StreamReceipts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Consumers != 0 {
+		t.Fatalf("reading left %d consumers on %s", info.State.Consumers, bus.StreamReceipts)
+	}
 	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true}); !res.OK() {
 		t.Fatal(messages(res)[:1])
 	}
