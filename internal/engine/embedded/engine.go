@@ -32,6 +32,8 @@ type Options struct {
 	ProviderDir string
 	// MaxWarm bounds idle provider processes kept warm (default 8).
 	MaxWarm int
+	// IdleTimeout stops provider processes idle for longer (0: keep them until evicted).
+	IdleTimeout time.Duration
 	// Parallelism bounds concurrent resource operations per plan or apply (default 10).
 	Parallelism int
 	// Logger receives resource addresses and actions, never values (default: discard).
@@ -59,6 +61,7 @@ func New(opts Options) *Engine {
 		opts.Now = time.Now
 	}
 	pool := NewPool(Mirror{Dir: opts.ProviderDir}, opts.MaxWarm)
+	pool.SetIdleTimeout(opts.IdleTimeout)
 	return &Engine{opts: opts, pool: pool, runner: NewRunner(pool, opts.Parallelism, opts.Logger)}
 }
 

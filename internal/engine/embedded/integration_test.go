@@ -477,11 +477,19 @@ func TestPool_warmAndBounded(t *testing.T) {
 	if w := pool.Warm(); w != 1 {
 		t.Errorf("warm = %d with MaxWarm 1", w)
 	}
+	pool.SetIdleTimeout(time.Nanosecond)
+	pool.Prune()
+	if w := pool.Warm(); w != 0 || !l3.Exited() {
+		t.Errorf("after Prune past the idle timeout: warm %d, testkit exited %v", w, l3.Exited())
+	}
+	l4 := get(local)
 	if err := pool.Close(); err != nil {
 		t.Fatal(err)
 	}
+	l4.Release()
+	l3 = l4
 	if w := pool.Warm(); w != 0 || !l3.Exited() {
-		t.Errorf("after Close: warm %d, testkit exited %v", w, l3.Exited())
+		t.Errorf("after Close and release: warm %d, local exited %v", w, l3.Exited())
 	}
 	if _, err := pool.Get(t.Context(), local, "", "cfg", configure); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("get after close: %v", err)

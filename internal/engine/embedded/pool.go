@@ -20,6 +20,7 @@ var ErrPoolClosed = errors.New("embedded: provider pool closed")
 type Pool struct {
 	mirror       Mirror
 	maxWarm      int
+	idleTimeout  time.Duration
 	startTimeout time.Duration
 
 	mu      sync.Mutex
@@ -143,6 +144,7 @@ func (p *Pool) release(e *poolEntry) {
 		kill = append(kill, e.proc)
 		e.proc = nil
 	}
+	kill = append(kill, p.pruneLocked(e.lastUse)...)
 	var idle []*poolEntry
 	for _, x := range p.entries {
 		if x.refs == 0 && x.proc != nil {
@@ -161,6 +163,41 @@ func (p *Pool) release(e *poolEntry) {
 	for _, k := range kill {
 		k.kill()
 	}
+}
+
+// SetIdleTimeout makes the pool stop processes idle for longer than d (checked whenever a
+// process is released and by [Pool.Prune]); 0, the default, keeps them until evicted.
+func (p *Pool) SetIdleTimeout(d time.Duration) {
+	p.mu.Lock()
+	p.idleTimeout = d
+	p.mu.Unlock()
+}
+
+// Prune stops the processes idle for longer than the idle timeout. Call it periodically when
+// an idle timeout is set and operations are rare.
+func (p *Pool) Prune() {
+	p.mu.Lock()
+	kill := p.pruneLocked(time.Now())
+	p.mu.Unlock()
+	for _, k := range kill {
+		k.kill()
+	}
+}
+
+// pruneLocked removes idle entries past the idle timeout; p.mu held.
+func (p *Pool) pruneLocked(now time.Time) []*process {
+	if p.idleTimeout <= 0 {
+		return nil
+	}
+	var kill []*process
+	for k, e := range p.entries {
+		if e.refs == 0 && e.proc != nil && now.Sub(e.lastUse) > p.idleTimeout {
+			delete(p.entries, k)
+			kill = append(kill, e.proc)
+			e.proc = nil
+		}
+	}
+	return kill
 }
 
 // Starts is how many provider processes the pool has launched.
