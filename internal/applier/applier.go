@@ -199,7 +199,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			*rec = Record{revision: rev, Last: rec.Last}
 		}
 		rec.UID = res.GetUid()
-		if slicesContains(rec.Handled, env.GetEventId()) {
+		if slicesContains(rec.Handled, env.GetEventId()) || rec.Deleted {
 			return nil
 		}
 		current, err := s.wm.Advance(ctx, ns, name, env.GetGeneration())

@@ -137,6 +137,16 @@ func TestApplier_lifecycle(t *testing.T) {
 	if hist, err := r.store.History(t.Context(), state.Key{Namespace: ns, Name: name}); err != nil || hist.Record.Serial < st2.Serial {
 		t.Errorf("history after destroy: %+v, %v", hist, err)
 	}
+
+	// The object is created again under the same name: generation 1 of the new uid is not
+	// stale, and it starts from empty state.
+	h.observeUID(ns, name, "uid-files-again", 1, filesSpec(dir, "v1", "auto", "ana"))
+	again := await(h, ns, name, 2*time.Minute, func(a *lavav1.Applied) bool {
+		return a.GetEnvelope().GetResource().GetUid() == "uid-files-again"
+	})
+	if again.GetSummary().GetAdd() != 2 || readFile(t, filepath.Join(dir, "ana.txt")) != "hello ana\n" {
+		t.Errorf("re-created object: Applied %v", again)
+	}
 }
 
 // TestApplier_orphan: deletionPolicy Orphan publishes Destroyed (orphaned) and keeps the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -181,13 +182,13 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 		}
 		in := input{engine: name, artifactDigest: last.ArtifactDigest, providers: last.Providers}
 		start := w.s.cfg.Now()
-		res, err := e.Destroy(ctx, engine.DestroyRequest{Target: in.target(w)})
+		res, err := e.Destroy(ctx, engine.DestroyRequest{Target: in.target(ctx, w)})
 		w.observe(OpDestroy, start, err)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
-			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, classify(lavav1.Stage_STAGE_DESTROY, err), attempt, "")
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, w.classify(ctx, lavav1.Stage_STAGE_DESTROY, err), attempt, "")
 		}
 		destroyed.DestroyedCount = int32(res.Destroyed)
 		if err := w.s.cfg.Store.Forget(ctx, w.key()); err != nil {
@@ -201,6 +202,15 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 func (w *work) publishDestroyed(ctx context.Context, ev *lavav1.Destroyed) error {
 	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
 		return err
+	}
+	// The object is gone: a new object of the same name starts from generation 1, so the
+	// generation watermarks of synth and the applier are reset. This record's Deleted flag
+	// keeps late events of the old object out.
+	w.rec.Deleted = true
+	for _, svc := range []string{bus.ServiceSynth, bus.ServiceApplier} {
+		if err := w.s.wmKV.Delete(ctx, bus.WatermarkKey(svc, w.ns, w.name)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("applier: reset %s watermark of %s/%s: %w", svc, w.ns, w.name, err)
+		}
 	}
 	w.log.Info("destroyed", "orphaned", ev.GetOrphaned(), "destroyed_count", ev.GetDestroyedCount())
 	return nil

@@ -74,7 +74,8 @@ type harness struct {
 	msgs []captured
 }
 
-func newHarness(t testing.TB) *harness {
+// newHarness starts the harness; kube, when given, is synth's read-only Kubernetes access.
+func newHarness(t testing.TB, kube ...client.Reader) *harness {
 	t.Helper()
 	tools := tofutest.Tofu(t)
 	srv := natstest.RunJetStream(t)
@@ -103,7 +104,11 @@ func newHarness(t testing.TB) *harness {
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 
 	key := []byte(rand.Text() + rand.Text())[:32]
-	svc, err := synthsvc.New(t.Context(), synthsvc.Config{JS: js, BindingsKey: key, Logger: h.log})
+	cfg := synthsvc.Config{JS: js, BindingsKey: key, Logger: h.log}
+	if len(kube) > 0 {
+		cfg.Kube = kube[0]
+	}
+	svc, err := synthsvc.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +203,14 @@ func envelope(ns, name, uid string, gen int64, typ, trigger string) *lavav1.Enve
 // observe publishes a ResourceObserved as the watcher does.
 func (h *harness) observe(ns, name string, gen int64, spec *lavav1.ArchitectureSpec) {
 	h.t.Helper()
+	h.observeUID(ns, name, "uid-"+name, gen, spec)
+}
+
+// observeUID is observe for an object with the given uid.
+func (h *harness) observeUID(ns, name, uid string, gen int64, spec *lavav1.ArchitectureSpec) {
+	h.t.Helper()
 	ev := &lavav1.ResourceObserved{
-		Envelope: envelope(ns, name, "uid-"+name, gen, "lava.v1.ResourceObserved", eventid.GenerationTrigger(gen)),
+		Envelope: envelope(ns, name, uid, gen, "lava.v1.ResourceObserved", eventid.GenerationTrigger(gen)),
 		Spec:     spec, Remediation: &lavav1.RemediationPolicy{}, Dependencies: &lavav1.DependencyState{Ready: true},
 	}
 	if _, err := h.pub.PublishEvent(h.t.Context(), ev); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/applier"
@@ -101,4 +102,39 @@ func TestApplier_contendedLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(h, "demo", "busy", time.Minute, gen[*lavav1.Applied](1))
+}
+
+// TestApplier_secretNeverLeaks: a Secret-backed binding that ends up in a provider's error text
+// (the file name of a failing create) is redacted from the Failed message; no published event
+// and no log line carries it.
+func TestApplier_secretNeverLeaks(t *testing.T) {
+	env := kubetest.Start(t)
+	ns := env.Namespace(t)
+	const token = "tok-1c2d3e4f-never-in-events"
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		Data: map[string][]byte{"token": []byte(token)}}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, env.Client)
+	h.startApplier(applierOpts{kube: env.Client})
+	const src = `(deflava-architecture leaky
+  :inputs ((:dir "/tmp") (:token "x"))
+  :providers ((testkit :source "example/testkit"))
+  :resources ((terraform-data "ok" :input "{token}")
+              (testkit-file "bad" :filename "{dir}/{token}.txt" :content "x" :fail-on-create "true")))`
+	h.observe(ns, "leaky", 1, &lavav1.ArchitectureSpec{
+		Source:       &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
+		Bindings:     map[string]string{"dir": t.TempDir()},
+		BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "creds"}}}},
+		Engine:       lavav1.Engine_ENGINE_TOFU,
+	})
+	f := await(h, ns, "leaky", 2*time.Minute, gen[*lavav1.Failed](1))
+	if f.GetStage() != lavav1.Stage_STAGE_APPLY || f.GetReason() != "ApplyFailed" || !f.GetRetryable() ||
+		!strings.Contains(f.GetMessage(), "fail_on_create") || !strings.Contains(f.GetMessage(), "(redacted)") {
+		t.Errorf("Failed %v %s retryable %v: %q, want a retryable ApplyFailed with the provider's error, the file name redacted",
+			f.GetStage(), f.GetReason(), f.GetRetryable(), f.GetMessage())
+	}
+	if where := h.leaks(token); len(where) > 0 {
+		t.Errorf("Secret value leaked into %v", where)
+	}
 }

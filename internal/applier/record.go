@@ -44,6 +44,9 @@ type Record struct {
 	// Last is the last applied configuration, what a destroy or a re-apply needs; nil before
 	// the first apply and after a destroy.
 	Last *LastApplied `json:"last,omitempty"`
+	// Deleted is set once Destroyed was published for UID: later events of that object are
+	// dropped (a late Synthesized must never resurrect it).
+	Deleted bool `json:"deleted,omitempty"`
 
 	revision uint64
 }

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
@@ -49,6 +52,57 @@ type work struct {
 	// cause is the envelope of the message handled.
 	cause *lavav1.Envelope
 	log   *slog.Logger
+
+	// redact holds the values of the Secrets the resource binds, read once per message.
+	redact     []string
+	redactRead bool
+}
+
+// minRedactBytes: Secret values shorter than this are not scrubbed by plain replacement (a
+// one-letter value would mangle every message); synth never lets them into a message anyway.
+const minRedactBytes = 4
+
+// secrets returns the values of the Secrets behind the resource's spec.bindingsFrom (from its
+// newest ResourceObserved), read with the applier's own access, so engine output that echoes
+// one (a provider error naming a file, say) is redacted before it reaches an event or a log.
+// Without Kubernetes access, or when they cannot be read, it returns none (logged).
+func (w *work) secrets(ctx context.Context) []string {
+	if w.redactRead || w.s.cfg.Kube == nil {
+		return w.redact
+	}
+	w.redactRead = true
+	obs := &lavav1.ResourceObserved{}
+	ok, err := lastEvent(ctx, w.s.cfg.JS, bus.StreamResources, bus.ResourceSubject(w.ns, w.name, bus.EventObserved), obs)
+	if err != nil || !ok {
+		if err != nil {
+			w.log.Warn("cannot read the resource's bindingsFrom for redaction", "error", err)
+		}
+		return nil
+	}
+	for _, ref := range obs.GetSpec().GetBindingsFrom() {
+		sr := ref.GetSecretRef()
+		if sr == nil {
+			continue
+		}
+		sec := &corev1.Secret{}
+		if err := w.s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: sr.GetName()}, sec); err != nil {
+			w.log.Warn("cannot read a bound Secret for redaction", "secret", sr.GetName(), "error", err)
+			continue
+		}
+		for _, v := range sec.Data {
+			if len(v) >= minRedactBytes {
+				w.redact = append(w.redact, string(v))
+			}
+		}
+	}
+	return w.redact
+}
+
+// classify is [classify] with the message redacted of the resource's Secret values.
+func (w *work) classify(ctx context.Context, stage lavav1.Stage, err error) *failure {
+	f := classify(stage, err)
+	f.message = engine.NewRedactor(w.secrets(ctx)...).Redact(f.message)
+	return f
 }
 
 // input is what a plan needs, from a Synthesized or from the last applied configuration.
@@ -80,13 +134,13 @@ func inputOf(ev *lavav1.Synthesized) input {
 	return in
 }
 
-func (in input) target(w *work) engine.Target {
+func (in input) target(ctx context.Context, w *work) engine.Target {
 	src := map[string]string{}
 	for _, p := range in.providers {
 		src[p.Name] = p.Source
 	}
 	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest,
-		ProviderSources: src, Holder: w.s.lockHolder(w.ns, w.name)}
+		ProviderSources: src, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)}
 }
 
 func (w *work) key() state.Key { return state.Key{Namespace: w.ns, Name: w.name} }
@@ -175,7 +229,7 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			if ctx.Err() != nil {
 				return err
 			}
-			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, classify(lavav1.Stage_STAGE_PLAN, err), attempt, "")
+			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
 		}
 	}
 	w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
@@ -228,7 +282,7 @@ func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error)
 // plan runs the engine's plan, observed.
 func (w *work) plan(ctx context.Context, eng engine.Engine, in input) (*engine.PlanRecord, error) {
 	start := w.s.cfg.Now()
-	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(w), BindingsDigest: in.bindingsDigest})
+	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest})
 	w.observe(OpPlan, start, err)
 	return p, err
 }
@@ -255,7 +309,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		return nil
 	}
 	start := w.s.cfg.Now()
-	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.s.lockHolder(w.ns, w.name)})
+	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)})
 	w.observe(OpApply, start, err)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -264,7 +318,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		if w.rec.Held != nil && w.rec.Held.PlanID == plan.PlanID {
 			w.rec.Held = nil
 		}
-		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, classify(lavav1.Stage_STAGE_APPLY, err), attempt, plan.PlanID)
+		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, w.classify(ctx, lavav1.Stage_STAGE_APPLY, err), attempt, plan.PlanID)
 	}
 	secretName, err := w.s.writeOutputs(ctx, w.cause.GetResource(), res.Outputs, w.log)
 	if err != nil {
