@@ -132,7 +132,7 @@ bench-smoke: ## Every benchmark once (-benchtime=1x).
 	go test -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
-FUZZ_TARGETS ?= ./internal/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits
+FUZZ_TARGETS ?= ./internal/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/synth:FuzzRender ./internal/tlisp:FuzzParse
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Every fuzz target for FUZZTIME.
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
