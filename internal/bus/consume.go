@@ -119,8 +119,10 @@ type ConsumeOptions struct {
 	// DrainTimeout is how long in-flight handlers may run after ctx is cancelled before their
 	// context is cancelled too. Default 30s.
 	DrainTimeout time.Duration
-	// HeartbeatInterval is how often a running handler's message gets an InProgress (resets
-	// the server's ack wait). Default a third of the consumer's AckWait.
+	// HeartbeatInterval is how often a running handler's message, and the message waiting for
+	// a free worker, gets an InProgress (resets the server's ack wait). Default a third of the
+	// consumer's AckWait. Up to Concurrency more messages can wait in the client's pull buffer
+	// without heartbeats.
 	HeartbeatInterval time.Duration
 	// OnPoison, if set, is called once per terminated message, after Term, and once per
 	// message whose last allowed delivery expired without an ack (a crashed or hung replica;
@@ -231,9 +233,12 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 			c.drainNak(m)
 			return
 		}
+		// Heartbeats start now: waiting for a worker counts against the ack wait too.
+		c.track(m)
 		select {
 		case work <- m:
 		case <-ctx.Done():
+			c.untrack(m)
 			c.drainNak(m)
 		}
 	}, jetstream.PullMaxMessages(o.Concurrency), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
@@ -290,7 +295,21 @@ type consumer struct {
 	inflight map[jetstream.Msg]struct{}
 }
 
-// heartbeat sends InProgress for every running handler's message each HeartbeatInterval.
+// track adds m to the messages that get InProgress heartbeats; untrack removes it.
+func (c *consumer) track(m jetstream.Msg) {
+	c.mu.Lock()
+	c.inflight[m] = struct{}{}
+	c.mu.Unlock()
+}
+
+func (c *consumer) untrack(m jetstream.Msg) {
+	c.mu.Lock()
+	delete(c.inflight, m)
+	c.mu.Unlock()
+}
+
+// heartbeat sends InProgress for every running handler's message (and the one waiting for a
+// worker) each HeartbeatInterval.
 func (c *consumer) heartbeat(done <-chan struct{}) {
 	t := time.NewTicker(c.opts.HeartbeatInterval)
 	defer t.Stop()
@@ -410,6 +429,7 @@ func (c *consumer) watchMaxDeliveries(ctx context.Context, js jetstream.JetStrea
 // handle runs the handler on one message and settles it.
 func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 	o := c.opts
+	defer c.untrack(m)
 	msg, err := c.decode(m)
 	// Built only when something is logged: this is the per-message hot path.
 	log := func() *slog.Logger {
@@ -424,15 +444,10 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 
-	c.mu.Lock()
-	c.inflight[m] = struct{}{}
-	c.mu.Unlock()
 	start := time.Now()
 	err = c.run(ctx, msg)
 	o.Metrics.handled(o.Stream, o.Consumer, time.Since(start).Seconds())
-	c.mu.Lock()
-	delete(c.inflight, m)
-	c.mu.Unlock()
+	c.untrack(m)
 
 	switch {
 	case err == nil:
