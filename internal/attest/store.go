@@ -61,7 +61,8 @@ type StoreOptions struct {
 	// LAVA_ANOMALIES and LAVA_RECEIPTS (different stream leaders in a cluster). The duplicate
 	// search goes back to AppendRequest.NotBefore minus this. Default 1m.
 	MaxClockSkew time.Duration
-	// MaxLookback bounds how many receipts back the duplicate search goes. Default 1024.
+	// MaxLookback bounds how many receipts back the duplicate search goes, and so how many a
+	// Store remembers per chain. Default 1024.
 	MaxLookback int
 	// MaxAttempts bounds the appends tried when another appender keeps winning the tail.
 	// Default 64.
@@ -110,6 +111,10 @@ type chainLock struct {
 	refs int
 }
 
+// unboundedLookback is how far back the duplicate search goes for an append without
+// AppendRequest.NotBefore (at most MaxLookback).
+const unboundedLookback = 32
+
 // tail is what a Store remembers of a chain's end.
 type tail struct {
 	seq  uint64          // stream sequence of head
@@ -141,8 +146,8 @@ type AppendRequest struct {
 	Kind    string
 	Payload *lavav1.ReceiptPayload
 	// NotBefore is when the attested event was stored in its stream (bus.Message.Published):
-	// no receipt of it can be older, which bounds the duplicate search. Zero searches back
-	// MaxLookback receipts.
+	// no receipt of it can be older, which bounds the duplicate search (to MaxLookback
+	// receipts). Zero searches only the newest 32 receipts (and JetStream's duplicate window).
 	NotBefore time.Time
 }
 
@@ -160,12 +165,14 @@ type Appended struct {
 }
 
 // Append appends the receipt of one event to its resource's chain, unless the event is
-// already recorded. It reads the tail, builds the next receipt ([NewReceipt]) and publishes it
-// with the expected last subject sequence of the tail and Nats-Msg-Id [ReceiptID]; when
-// another appender moved the tail first, it reads the new tail and tries again (up to
-// MaxAttempts, then [ErrConflict]). An event is already recorded when a receipt with its event
-// id is among the receipts stored since req.NotBefore (minus MaxClockSkew, at most
-// MaxLookback back), or when JetStream reports the receipt id as a duplicate.
+// already recorded. It takes the chain's tail (the one this Store last wrote, else read from
+// the stream), builds the next receipt ([NewReceipt]) and publishes it with the expected last
+// subject sequence of that tail and Nats-Msg-Id [ReceiptID]; when another appender moved the
+// tail first, it reads the real tail and tries again (up to MaxAttempts, then [ErrConflict]).
+// An event is already recorded when a receipt with its event id is among the receipts stored
+// since req.NotBefore minus MaxClockSkew (at most MaxLookback back; the newest 32 without
+// NotBefore), or when JetStream reports the receipt id as a duplicate; then Appended.Duplicate
+// is set and Appended.Receipt is the earlier receipt.
 func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error) {
 	ns, name := req.Resource.GetNamespace(), req.Resource.GetName()
 	if ns == "" || name == "" || req.EventID == "" {
@@ -252,6 +259,7 @@ func (s *Store) duplicate(ctx context.Context, stream jetstream.Stream, seq uint
 // refresh returns the chain's tail, covering the receipts stored since cutoff (or
 // MaxLookback receipts), from the cache where it is still current; nil for an empty chain.
 func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject string, cutoff time.Time) (*tail, error) {
+	lookback := s.lookback(cutoff)
 	last, err := stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		s.forget(subject)
@@ -276,7 +284,7 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 			known[e.seq] = i
 		}
 	}
-	for len(t.recent) < s.opts.MaxLookback {
+	for len(t.recent) < lookback {
 		prev := t.recent[len(t.recent)-1].prevSeq
 		if prev == 0 {
 			break
@@ -300,10 +308,20 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 	return s.extend(ctx, stream, t, cutoff)
 }
 
+// lookback is how many receipts back the duplicate search goes for cutoff (zero: unknown).
+func (s *Store) lookback(cutoff time.Time) int {
+	if cutoff.IsZero() {
+		return min(unboundedLookback, s.opts.MaxLookback)
+	}
+	return s.opts.MaxLookback
+}
+
 // extend walks t further back until its oldest remembered receipt is older than cutoff, the
-// chain's first receipt, or MaxLookback receipts.
+// chain's first receipt, or the lookback (MaxLookback receipts; 32 without a cutoff). The
+// receipts read stay remembered, so a chain that is appended to quickly is walked once.
 func (s *Store) extend(ctx context.Context, stream jetstream.Stream, t *tail, cutoff time.Time) (*tail, error) {
-	for len(t.recent) < s.opts.MaxLookback {
+	lookback := s.lookback(cutoff)
+	for len(t.recent) < lookback {
 		oldest := t.recent[len(t.recent)-1]
 		if oldest.prevSeq == 0 || oldest.stored.Before(cutoff) {
 			break
