@@ -145,11 +145,11 @@ func (a *applier) run(ctx context.Context) error {
 		for _, c := range byRes[res] {
 			switch {
 			case c.Action == Delete, c.Action == Replace && !c.CreateBeforeDestroy:
-				if err := a.destroy(ctx, c, ""); err != nil {
+				if err := a.destroy(ctx, c, c.Deposed); err != nil {
 					return err
 				}
 			case c.Action == Forget:
-				a.removeInstance(c, "")
+				a.removeInstance(c, c.Deposed)
 				if err := a.save(ctx); err != nil {
 					return err
 				}
@@ -194,7 +194,7 @@ func (a *applier) run(ctx context.Context) error {
 	}
 	err = walk(ctx, depNodes, reverseDeps(depNodes, deps), a.r.parallelism, true, func(ctx context.Context, res string) error {
 		for _, c := range depRes[res] {
-			if err := a.destroy(ctx, c, c.deposedKey); err != nil {
+			if err := a.destroy(ctx, c, c.Deposed); err != nil {
 				return err
 			}
 		}
@@ -329,7 +329,9 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 	}
 	byKey := map[string]*Change{}
 	for _, c := range changes {
-		byKey[keyString(c.Key)] = c
+		if c.Deposed == "" {
+			byKey[keyString(c.Key)] = c
+		}
 	}
 	vals := map[string]cty.Value{}
 	var deposed []*Change
@@ -391,7 +393,8 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			dk := newDeposedKey()
 			a.depose(c, dk)
 			cp := *c
-			cp.deposedKey = dk
+			cp.Deposed = dk
+			cp.Addr += " (deposed " + dk + ")"
 			deposed = append(deposed, &cp)
 		}
 		a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))

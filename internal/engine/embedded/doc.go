@@ -41,7 +41,8 @@
 // (with aliases), locals and outputs; count, for_each, depends_on and lifecycle
 // create_before_destroy and ignore_changes. Interpolations may only hold references
 // (type.name.attr, data., local., count.index, each.key/value, [N] and ["k"] steps): no
-// functions or operators. Modules, variables, import blocks, provisioners, provider version
-// constraints (the newest version in the mirror is used) and deposed objects left by another
-// tool are not supported and fail with a clear error.
+// functions or operators. Modules, variables, import blocks and provisioners are not
+// supported and fail with a clear error; provider version constraints are not read (the
+// newest version in the mirror is used). Deposed objects (left by an interrupted
+// create-before-destroy replacement) are deleted by the next apply, as Terraform does.
 package embedded

@@ -633,3 +633,27 @@ func TestDecodeBlock_optionalObjectAttributes(t *testing.T) {
 		t.Errorf("encode: %v", err)
 	}
 }
+
+func TestRunner_deposedObjectDeleted(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	doc := `{"resource":{"terraform_data":{"a":{"input":"x"}}}}`
+	if _, err := h.apply(t, doc, nil); err != nil {
+		t.Fatal(err)
+	}
+	// As an interrupted create-before-destroy replacement leaves it: the old object deposed.
+	old := h.state.Resources[0].Instances[0]
+	old.Deposed = "0badc0de"
+	h.state.Resources[0].Instances = append(h.state.Resources[0].Instances, old)
+	p, err := h.apply(t, doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Action{"terraform_data.a": NoOp, "terraform_data.a (deposed 0badc0de)": Delete}
+	if d := cmp.Diff(want, actions(p)); d != "" {
+		t.Errorf("actions (-want +got):\n%s", d)
+	}
+	if n := len(h.state.Resources[0].Instances); n != 1 || h.state.Resources[0].Instances[0].Deposed != "" {
+		t.Errorf("instances after apply = %+v", h.state.Resources[0].Instances)
+	}
+}

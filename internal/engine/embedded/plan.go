@@ -52,8 +52,8 @@ type Change struct {
 	ReplacePaths []string
 	// Each is the resource's state "each" mode: "", "list" or "map".
 	Each string
-	// deposedKey names the old object of a create-before-destroy replacement.
-	deposedKey string
+	// Deposed names an old object of a create-before-destroy replacement (a delete).
+	Deposed string
 	// Sensitive are the paths of Planned (or Prior) the schema marks sensitive.
 	Sensitive []cty.Path
 }
@@ -271,7 +271,8 @@ func (p *planner) planOrphan(ctx context.Context, addr string, sr *StateResource
 			continue
 		}
 		if in.Deposed != "" {
-			return fmt.Errorf("%s: deposed objects in state are not supported by the embedded engine", c.Addr)
+			c.Deposed = in.Deposed
+			c.Addr += " (deposed " + in.Deposed + ")"
 		}
 		client, _, err := p.sess.provider(ctx, pkey)
 		if err != nil {
@@ -445,10 +446,12 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		return err
 	}
 	priors := map[string]StateInstance{}
+	var deposed []StateInstance
 	if sr != nil {
 		for _, in := range sr.Instances {
 			if in.Deposed != "" {
-				return fmt.Errorf("%s: deposed objects in state are not supported by the embedded engine", addr)
+				deposed = append(deposed, in)
+				continue
 			}
 			priors[keyString(normalizeKey(in.IndexKey))] = in
 		}
@@ -513,6 +516,21 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		p.noteSecrets(c.Planned, c.Sensitive)
 		p.noteSecrets(c.Prior, schema.Block.SensitivePaths(c.Prior))
 		vals[ks] = c.Planned
+		p.add(c)
+	}
+	// Old objects left by an interrupted create-before-destroy replacement are deleted.
+	for _, in := range deposed {
+		c := &Change{Addr: addr + keyString(normalizeKey(in.IndexKey)) + " (deposed " + in.Deposed + ")", Res: addr, Mode: rc.Mode,
+			Type: rc.Type, Name: rc.Name, Key: normalizeKey(in.IndexKey), ProviderKey: rc.ProviderKey, Provider: provider,
+			Each: exp.each, Action: Delete, Planned: cty.NullVal(ty), Deposed: in.Deposed}
+		prior, priv, err := p.priorObject(ctx, client, rc.Type, c.Addr, in)
+		if err != nil {
+			return err
+		}
+		c.Prior, c.PriorPrivate = prior, priv
+		if prior.IsNull() {
+			c.Action = Forget
+		}
 		p.add(c)
 	}
 	for ks, in := range priors {
