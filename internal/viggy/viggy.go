@@ -34,7 +34,9 @@ const (
 
 // DefaultBackoff is the retry schedule when [Config].Backoff is zero: 10s doubling to 10m,
 // ±20% jitter.
-func DefaultBackoff() Backoff { return Backoff{Base: 10 * time.Second, Max: 10 * time.Minute, Jitter: 0.2} }
+func DefaultBackoff() Backoff {
+	return Backoff{Base: 10 * time.Second, Max: 10 * time.Minute, Jitter: 0.2}
+}
 
 // ReasonRetriesExhausted is the reason of the Failed viggy publishes when a stage failed
 // MaxAttempts times (the watcher folds it into Stalled=True).
@@ -235,17 +237,17 @@ type passKind interface {
 
 // passState is shared by the beats of one pass.
 type passState struct {
-	s        *Service
-	key      string
-	cause    *lavav1.Envelope
-	rec      *Record
-	policy   *lavav1.RemediationPolicy
-	sev      lavav1.Severity
-	action   lavav1.RemediationAction
-	phase    lavav1.Phase
-	requeue  time.Duration
-	tier     int32
-	planID   string
+	s       *Service
+	key     string
+	cause   *lavav1.Envelope
+	rec     *Record
+	policy  *lavav1.RemediationPolicy
+	sev     lavav1.Severity
+	action  lavav1.RemediationAction
+	phase   lavav1.Phase
+	requeue time.Duration
+	tier    int32
+	planID  string
 }
 
 // pass runs the seven beats for one event and publishes TickReported.
