@@ -93,6 +93,11 @@ generate: tools-buf tools-controller-gen ## Regenerate protobuf code, deepcopy a
 	@if [ -d proto ]; then \
 	  PATH=$(BUF_DIR):$$PATH $(BUF) format -w && \
 	  PATH=$(BUF_DIR):$$PATH $(BUF) generate; fi
+	@# The Terraform plugin protocol stubs: their own buf module, generated into the engine package.
+	@if [ -d internal/engine/embedded/proto ]; then cd internal/engine/embedded && \
+	  rm -rf tfplugin5 tfplugin6 && \
+	  PATH=$(BUF_DIR):$$PATH $(BUF) format -w && \
+	  PATH=$(BUF_DIR):$$PATH $(BUF) generate; fi
 	@if [ -d api ]; then \
 	  $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/... && \
 	  $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases; fi
@@ -113,6 +118,8 @@ lint: tools-buf ## go vet, gofmt, buf lint/format/breaking, module dependency ru
 	  $(BUF) lint && $(BUF) format -d --exit-code && \
 	  if git cat-file -e HEAD~1:proto 2>/dev/null; then $(BUF) breaking --against '.git#ref=HEAD~1'; \
 	  else echo "[lint] buf breaking: no previous commit with proto/, skipped" >&2; fi; fi
+	@if [ -d internal/engine/embedded/proto ]; then cd internal/engine/embedded && \
+	  $(BUF) lint && $(BUF) format -d --exit-code; fi
 	hack/depcheck.sh
 
 ##@ Tests
@@ -129,7 +136,7 @@ test-unit: ## The quick loop: tests that need no built binary.
 
 .PHONY: bench-smoke
 bench-smoke: ## Every benchmark once (-benchtime=1x).
-	go test -run '^$$' -bench . -benchtime=1x $(PKGS)
+	go test -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
 FUZZ_TARGETS ?= ./internal/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/synth:FuzzRender ./internal/tlisp:FuzzParse
@@ -141,4 +148,4 @@ fuzz-smoke: ## Every fuzz target for FUZZTIME.
 
 .PHONY: bench
 bench: ## The long benchmarks, with figures.
-	go test -run '^$$' -bench . -benchmem -count=5 $(PKGS)
+	go test -tags integration -run '^$$' -bench . -benchmem -count=5 $(PKGS)
