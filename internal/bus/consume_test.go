@@ -207,8 +207,8 @@ func TestConsume_drainFinishesInFlightAndNaksTheRest(t *testing.T) {
 	}
 }
 
-// A handler running longer than the ack wait is not redelivered: InProgress heartbeats
-// keep resetting the server's timer.
+// A handler running longer than the ack wait is not redelivered, nor is the message waiting
+// for the busy worker: InProgress heartbeats keep resetting the server's timer.
 func TestConsume_longHandlerHeartbeats(t *testing.T) {
 	t.Parallel()
 	opts := testTopology
@@ -216,33 +216,38 @@ func TestConsume_longHandlerHeartbeats(t *testing.T) {
 	_, js := startBus(t, opts)
 	ctx := t.Context()
 	var calls atomic.Int32
-	done := make(chan uint64, 2)
-	runConsume(t, js, applierPhases(nil), func(ctx context.Context, m *bus.Message) error {
+	done := make(chan uint64, 4)
+	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) { o.Concurrency = 1 }), func(ctx context.Context, m *bus.Message) error {
 		calls.Add(1)
-		time.Sleep(2500 * time.Millisecond) // two and a half ack waits
+		time.Sleep(2 * time.Second) // two ack waits
 		done <- m.NumDelivered
 		return nil
 	})
-	if _, err := bus.NewPublisher(js).PublishEvent(ctx, synthesized("a", "b", 1, genTrigger(1))); err != nil {
-		t.Fatal(err)
+	pub := bus.NewPublisher(js)
+	for _, name := range []string{"a", "b"} {
+		if _, err := pub.PublishEvent(ctx, synthesized("infra", name, 1, genTrigger(1))); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if n := <-done; n != 1 {
-		t.Fatalf("first completion was delivery %d", n)
+	for range 2 {
+		if n := <-done; n != 1 {
+			t.Fatalf("a completion was delivery %d, want 1", n)
+		}
 	}
 	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the ack", func() bool {
+	eventually(t, 5*time.Second, "the acks", func() bool {
 		ci, err := cons.Info(ctx)
-		return err == nil && ci.AckFloor.Stream == 1 && ci.NumAckPending == 0
+		return err == nil && ci.AckFloor.Stream == 2 && ci.NumAckPending == 0
 	})
 	ci, err := cons.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls.Load() != 1 || ci.NumRedelivered != 0 {
-		t.Fatalf("handler ran %d times, %d redelivered; want 1 and 0", calls.Load(), ci.NumRedelivered)
+	if calls.Load() != 2 || ci.NumRedelivered != 0 {
+		t.Fatalf("handler ran %d times, %d redelivered; want 2 and 0", calls.Load(), ci.NumRedelivered)
 	}
 }
 
