@@ -1,0 +1,88 @@
+package applier
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		stage         lavav1.Stage
+		err           error
+		wantReason    string
+		wantRetryable bool
+	}{
+		{"provider", lavav1.Stage_STAGE_PLAN, fmt.Errorf("plan: %w", &engine.ProviderUnavailableError{Sources: []string{"hashicorp/aws"}}), ReasonProviderUnavailable, false},
+		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, ReasonPlanStale, true},
+		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, ReasonLocked, true},
+		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), ReasonPlanFailed, true},
+		{"apply", lavav1.Stage_STAGE_APPLY, &engine.StepError{Step: "apply", Err: errors.New("boom"), Tail: "tail"}, ReasonApplyFailed, true},
+		{"destroy", lavav1.Stage_STAGE_DESTROY, errors.New("boom"), ReasonDestroyFailed, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := classify(tt.stage, tt.err)
+			if f.reason != tt.wantReason || f.retryable != tt.wantRetryable || f.message != tt.err.Error() {
+				t.Errorf("classify = %+v, want %s retryable %v", f, tt.wantReason, tt.wantRetryable)
+			}
+		})
+	}
+	long := classify(lavav1.Stage_STAGE_APPLY, errors.New(strings.Repeat("x", 3*maxMessageBytes)+"END"))
+	if len(long.message) > maxMessageBytes+len("…") || !strings.HasSuffix(long.message, "END") {
+		t.Errorf("a long message keeps %d bytes; want its tail", len(long.message))
+	}
+}
+
+func TestEngineNames(t *testing.T) {
+	t.Parallel()
+	for _, e := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU, lavav1.Engine_ENGINE_TERRAFORM} {
+		if got := EngineEnum(EngineName(e)); got != e {
+			t.Errorf("round trip of %v gives %v", e, got)
+		}
+	}
+	if EngineName(lavav1.Engine_ENGINE_UNSPECIFIED) != EngineEmbedded {
+		t.Error("an unspecified engine is not the CRD default, embedded")
+	}
+}
+
+func TestPush(t *testing.T) {
+	t.Parallel()
+	var l []string
+	for i := range 40 {
+		l = push(l, fmt.Sprint(i), 32)
+		l = push(l, fmt.Sprint(i), 32) // repeats are not added twice
+	}
+	if len(l) != 32 || l[0] != "8" || l[31] != "39" {
+		t.Errorf("push keeps %v", l)
+	}
+}
+
+func TestMetricsLint(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := newMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ops.WithLabelValues(OpPlan, ResultSuccess).Inc()
+	m.duration.WithLabelValues(OpPlan).Observe(1)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil || len(problems) > 0 {
+		t.Errorf("metric lint: %v %v", problems, err)
+	}
+	if _, err := newMetrics(reg); err == nil {
+		t.Error("registering twice succeeded")
+	}
+}
