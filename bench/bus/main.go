@@ -23,16 +23,17 @@ func main() {
 	rate := flag.Int("rate", 1000, "events per second in the latency run")
 	duration := flag.Duration("duration", 10*time.Second, "length of the latency run")
 	memory := flag.Bool("memory", false, "memory instead of file storage for the streams")
+	inProcess := flag.Bool("inprocess", false, "connect to the server in memory instead of over loopback TCP")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *n, *publishers, *concurrency, *batch, *rate, *duration, *memory); err != nil {
+	if err := run(ctx, *n, *publishers, *concurrency, *batch, *rate, *duration, *memory, *inProcess); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/bus:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, n, publishers, concurrency, batch, rate int, duration time.Duration, memory bool) error {
+func run(ctx context.Context, n, publishers, concurrency, batch, rate int, duration time.Duration, memory, inProcess bool) error {
 	dir, err := os.MkdirTemp("", "lava-bench-bus-")
 	if err != nil {
 		return err
@@ -43,7 +44,15 @@ func run(ctx context.Context, n, publishers, concurrency, batch, rate int, durat
 		return err
 	}
 	defer srv.Shutdown()
-	js := srv.JetStream()
+	js, conn := srv.JetStream(), "loopback TCP"
+	if inProcess {
+		nc, ijs, err := srv.DialInProcess()
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, conn = ijs, "in-process connection"
+	}
 	topo, storage := bus.TopologyOptions{}, "file"
 	if memory {
 		topo.Storage, storage = jetstream.MemoryStorage, "memory"
@@ -51,7 +60,7 @@ func run(ctx context.Context, n, publishers, concurrency, batch, rate int, durat
 	if err := bus.EnsureTopology(ctx, js, topo); err != nil {
 		return err
 	}
-	fmt.Printf("bench/bus: in-process nats-server (%s storage), GOMAXPROCS=%d, %s\n", storage, runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Printf("bench/bus: in-process nats-server (%s storage, %s), GOMAXPROCS=%d, %s\n", storage, conn, runtime.GOMAXPROCS(0), runtime.Version())
 
 	for _, b := range []int{0, batch} {
 		tp, err := measureThroughput(ctx, js, fmt.Sprintf("throughput-%d", b), n, publishers, concurrency, b)

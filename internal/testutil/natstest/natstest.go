@@ -95,6 +95,22 @@ func (s *Server) Connect(tb testing.TB) (*nats.Conn, jetstream.JetStream) {
 	return connect(tb, s.URL())
 }
 
+// DialInProcess opens a connection that talks to the server through memory instead of TCP
+// (as `lava up` may run every service next to its embedded server), and a JetStream context
+// on it. The caller closes the connection.
+func (s *Server) DialInProcess() (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect("", nats.InProcessServer(s.srv), nats.Name("natstest-inprocess"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("in-process connect: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
+}
+
 // Shutdown closes the connection and stops the server. Safe to call twice.
 func (s *Server) Shutdown() {
 	s.conn.Close()

@@ -24,3 +24,19 @@ func TestRunJetStream(t *testing.T) {
 		t.Fatalf("account info %+v, %v", info, err)
 	}
 }
+
+func TestServer_DialInProcess(t *testing.T) {
+	t.Parallel()
+	s := natstest.RunJetStream(t)
+	nc, js, err := s.DialInProcess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.JetStream().Publish(t.Context(), "t.x", []byte("x")); err != nil {
+		t.Fatalf("publish over TCP into a stream made in-process: %v", err)
+	}
+}
