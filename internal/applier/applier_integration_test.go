@@ -4,6 +4,7 @@ package applier_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/lava-operator/lava/internal/applier"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
 
@@ -223,5 +225,45 @@ func TestApplier_manualApproval(t *testing.T) {
 	applied4 := await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](4))
 	if applied4.GetPlanId() != fresh.GetPlanId() || readFile(t, filepath.Join(dir, "bo.txt")) != "hello bo\n" {
 		t.Errorf("Applied = %v", applied4)
+	}
+}
+
+// TestApplier_reapply: ReapplyRequested re-plans the last applied configuration against the
+// real world (a file removed out of band is created again); with require_approval the plan is
+// held instead.
+func TestApplier_reapply(t *testing.T) {
+	h := newHarness(t)
+	h.startApplier(applierOpts{})
+	const ns, name = "demo", "drifty"
+	dir := t.TempDir()
+	ana := filepath.Join(dir, "ana.txt")
+	h.observe(ns, name, 1, filesSpec(dir, "v1", "auto", "ana"))
+	await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](1))
+	reapply := func(n int, requireApproval bool) {
+		trig := eventid.CauseTrigger(fmt.Sprintf("drift-scan-%d", n))
+		ev := &lavav1.ReapplyRequested{Envelope: envelope(ns, name, "uid-"+name, 1, "lava.v1.ReapplyRequested", trig),
+			Reason: "DriftAutoCorrect", Severity: lavav1.Severity_SEVERITY_FUNCTIONAL, RequireApproval: requireApproval}
+		if _, err := h.pub.PublishEvent(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := os.Remove(ana); err != nil {
+		t.Fatal(err)
+	}
+	reapply(1, true)
+	held := await(h, ns, name, 2*time.Minute, func(p *lavav1.Planned) bool { return p.GetAwaitingApproval() })
+	if held.GetSummary().GetAdd() != 1 {
+		t.Errorf("re-plan under require_approval = %v, want the missing file planned", held.GetSummary())
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, err := os.Stat(ana); !os.IsNotExist(err) {
+		t.Fatal("a re-apply that requires approval was applied")
+	}
+
+	reapply(2, false)
+	await(h, ns, name, 2*time.Minute, func(a *lavav1.Applied) bool { return a.GetSummary().GetAdd() == 1 })
+	if got := readFile(t, ana); got != "hello ana\n" {
+		t.Errorf("ana.txt after the re-apply = %q", got)
 	}
 }

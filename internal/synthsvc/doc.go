@@ -11,6 +11,11 @@
 // bindingsDigest only through a BLAKE3 keyed with the installation's bindings key, and they are
 // redacted from every diagnostic, Failed message and log line.
 //
+// Synth takes no per-resource lease: its effect is a pure function of the event (plus the
+// bound objects it reads), so two replicas rendering one resource publish the same facts, and
+// the applier's lease and watermark order what happens next. Holding the shared lease would
+// only make synth wait for an apply of the same resource.
+//
 // Every event it publishes has a deterministic event_id (the cause's event_id as trigger), so a
 // redelivered ResourceObserved publishes the same facts again and JetStream stores them once.
 // [Service.RenderHandler] serves RenderService (a preview: nothing stored, nothing published).
