@@ -3,6 +3,7 @@
 package tofu_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,5 +48,18 @@ func TestEngine_terraform(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "readme.txt")); !os.IsNotExist(err) {
 		t.Fatalf("readme.txt survived destroy: %v", err)
+	}
+}
+
+// TestEngine_terraform_providerUnavailable: the seed architecture under Terraform fails fast
+// with ErrProviderUnavailable, through the mirror pre-check and through init alone.
+func TestEngine_terraform_providerUnavailable(t *testing.T) {
+	bin := tofutest.Terraform(t)
+	for _, noMirror := range []bool{false, true} {
+		h := newHarness(t, harnessOpts{bin: bin, name: "terraform", noMirror: noMirror})
+		_, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(`{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`)})
+		if !errors.Is(err, engine.ErrProviderUnavailable) || !strings.Contains(err.Error(), "hashicorp/aws") {
+			t.Fatalf("terraform plan of aws_vpc (no mirror check: %v): %v, want ErrProviderUnavailable naming hashicorp/aws", noMirror, err)
+		}
 	}
 }
