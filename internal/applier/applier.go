@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -199,7 +200,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			*rec = Record{revision: rev, Last: rec.Last}
 		}
 		rec.UID = res.GetUid()
-		if slicesContains(rec.Handled, env.GetEventId()) || rec.Deleted {
+		if slices.Contains(rec.Handled, env.GetEventId()) || rec.Deleted {
 			return nil
 		}
 		current, err := s.wm.Advance(ctx, ns, name, env.GetGeneration())
@@ -232,17 +233,8 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	})
 }
 
-func slicesContains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// lastPhaseEvent reads the newest event of a resource on a LAVA_PHASES or LAVA_RESOURCES
-// subject into m; false when there is none.
+// lastEvent reads the newest message on subject of stream (a resource's Synthesized,
+// ResourceObserved or DeletionRequested) into m; false when there is none.
 func lastEvent(ctx context.Context, js jetstream.JetStream, stream, subject string, m proto.Message) (bool, error) {
 	st, err := js.Stream(ctx, stream)
 	if err != nil {

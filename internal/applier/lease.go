@@ -14,17 +14,15 @@ import (
 	"github.com/lava-operator/lava/internal/bus"
 )
 
-// errContended is returned (wrapping bus.ErrLeaseHeld) when another replica holds the lease:
-// the message is naked and redelivered after the consumer's backoff.
-var errContended = bus.ErrLeaseHeld
-
 // withLease runs fn under the resource's lease, taken without waiting, renewing it every
-// TTL/3; fn's context ends if the lease is lost. A held lease is errContended (wrapped).
+// TTL/3; fn's context ends if the lease is lost. A lease held by another replica is
+// bus.ErrLeaseHeld (wrapped): the message is naked and redelivered after the consumer's
+// backoff.
 func (s *Service) withLease(ctx context.Context, namespace, name string, fn func(ctx context.Context) error) error {
 	lease, err := s.leases.Acquire(ctx, namespace, name)
 	if errors.Is(err, bus.ErrLeaseHeld) {
 		s.metrics.contended.Inc()
-		return fmt.Errorf("applier: %s/%s: %w", namespace, name, errContended)
+		return fmt.Errorf("applier: %s/%s: %w", namespace, name, bus.ErrLeaseHeld)
 	}
 	if err != nil {
 		return err

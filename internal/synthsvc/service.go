@@ -23,6 +23,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/synth"
 	"github.com/lava-operator/lava/internal/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/tlisp"
 )
 
 // Failure reasons of the SYNTH stage (Failed.reason).
@@ -313,10 +314,8 @@ func providers(out *synth.Output) []*lavav1.ProviderRequirement {
 }
 
 // diagMessage joins the error diagnostics as "file:line:col: message" lines.
-func diagMessage(diags interface {
-	Error() string
-}) string {
-	return truncate(diags.Error())
+func diagMessage(diags tlisp.Diagnostics) string {
+	return truncate(strings.TrimSpace(diags.Errors().String()))
 }
 
 func truncate(s string) string {
