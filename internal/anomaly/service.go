@@ -1,0 +1,353 @@
+package anomaly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/eventid"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/telemetry/logattr"
+)
+
+// Config configures a [Service]. JS is required.
+type Config struct {
+	// JS reaches JetStream; the topology must exist (bus.EnsureTopology).
+	JS jetstream.JetStream
+	// Routing holds the window, cluster name, sinks and rules; nil is the zero routing (bus
+	// only, default window).
+	Routing *Routing
+	// Kube creates Kubernetes Events; required when Routing has a kubernetesEvents sink.
+	Kube kubernetes.Interface
+	// Instance is the reportingInstance of Kubernetes Events (the pod name).
+	Instance string
+	// Replicas is the JetStream replica count of the windows bucket (default 1).
+	Replicas int
+	// Concurrency bounds handlers per consumer (default 8).
+	Concurrency int
+	// Logger receives Info logs per routed anomaly; default discard.
+	Logger *slog.Logger
+	// Registerer, if set, receives the service's metrics ([NewMetrics]).
+	Registerer prometheus.Registerer
+	// BusMetrics, if set, counts consumed messages.
+	BusMetrics *bus.Metrics
+	// OnPoison, if set, is called for terminated messages.
+	OnPoison func(ctx context.Context, r bus.PoisonReport)
+	// Router decides the routed action; default [PolicyRouter].
+	Router Router
+	// Now is the clock of sightings; default time.Now.
+	Now func() time.Time
+}
+
+// Service is the anomaly service ([doc] of this package).
+type Service struct {
+	cfg     Config
+	routing *Routing
+	windows *Windows
+	bus     *BusSink
+	sinks   map[string]Sink
+	metrics *Metrics
+}
+
+// ConsumerAnomalies is the durable consumer "anomaly" on LAVA_ANOMALIES (filter
+// lava.anomaly.>) through which the service reads the anomalies other services publish
+// directly; configured like the service's LAVA_PHASES consumer of [bus.Declare].
+func ConsumerAnomalies(replicas int) bus.ConsumerSpec {
+	t := bus.Declare(bus.TopologyOptions{Replicas: replicas})
+	if c, ok := t.Consumer(bus.StreamAnomalies, bus.ServiceAnomaly); ok {
+		return c
+	}
+	c, _ := t.Consumer(bus.StreamPhases, bus.ServiceAnomaly)
+	c.Stream = bus.StreamAnomalies
+	c.Config.FilterSubjects = []string{bus.PrefixAnomaly + ">"}
+	return c
+}
+
+// New ensures the windows bucket and the LAVA_ANOMALIES consumer, builds the sinks (reading
+// webhook key files) and returns the service.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.JS == nil {
+		return nil, errors.New("anomaly: no JetStream")
+	}
+	if cfg.Routing == nil {
+		cfg.Routing = &Routing{}
+	}
+	if err := cfg.Routing.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Router == nil {
+		cfg.Router = PolicyRouter{}
+	}
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	win, err := EnsureWindows(ctx, cfg.JS, cfg.Routing.Window.Duration, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	c := ConsumerAnomalies(cfg.Replicas)
+	if _, err := cfg.JS.CreateOrUpdateConsumer(ctx, c.Stream, c.Config); err != nil {
+		return nil, fmt.Errorf("anomaly: ensure consumer %s on %s: %w", c.Config.Durable, c.Stream, err)
+	}
+	s := &Service{cfg: cfg, routing: cfg.Routing, windows: win, bus: NewBusSink(bus.NewPublisher(cfg.JS)),
+		sinks: map[string]Sink{}, metrics: m}
+	for _, sc := range cfg.Routing.Sinks {
+		retry := func(string) { m.retries.WithLabelValues(sc.Name).Inc() }
+		switch sc.Type {
+		case SinkWebhook:
+			var key []byte
+			if sc.SecretFile != "" {
+				if key, err = ReadKeyFile(sc.SecretFile); err != nil {
+					return nil, fmt.Errorf("anomaly: sink %s: %w", sc.Name, err)
+				}
+			}
+			s.sinks[sc.Name] = NewWebhookSink(sc, key, retry)
+		case SinkAlertmanager:
+			s.sinks[sc.Name] = NewAlertmanagerSink(sc, retry)
+		case SinkKubernetesEvents:
+			if cfg.Kube == nil {
+				return nil, fmt.Errorf("%w: sink %s needs Kubernetes access", ErrConfig, sc.Name)
+			}
+			s.sinks[sc.Name] = NewKubeEventsSink(sc, cfg.Kube, cfg.Instance)
+		}
+	}
+	return s, nil
+}
+
+// Windows is the service's de-duplication state.
+func (s *Service) Windows() *Windows { return s.windows }
+
+// Run consumes LAVA_PHASES and LAVA_ANOMALIES with the durable "anomaly" until ctx is
+// cancelled, then drains and returns nil.
+func (s *Service) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
+		g.Go(func() error {
+			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
+				Stream: stream, Consumer: bus.ServiceAnomaly, Concurrency: s.cfg.Concurrency,
+				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, OnPoison: s.cfg.OnPoison,
+			}, s.Handle)
+		})
+	}
+	if err := g.Wait(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("anomaly: consume: %w", err)
+	}
+	return nil
+}
+
+// Handle is the bus.Handler of both consumers: it builds the anomaly of the event (if it is
+// one) and [Service.Process]es it. An undecodable foreign anomaly is permanent.
+func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
+	now := s.cfg.Now()
+	cluster := s.routing.Cluster
+	var (
+		a       LavaAnomaly
+		ok      bool
+		event   string
+		foreign *lavav1.AnomalyDetected
+	)
+	switch ev := m.Event.(type) {
+	case *lavav1.Failed:
+		event = eventFailed
+		a, ok = FromFailed(ev, cluster, now)
+	case *lavav1.DriftScanned:
+		event = eventDriftScanned
+		a, ok = FromDriftScanned(ev, cluster, now)
+	case *lavav1.PhaseChanged:
+		event = eventPhaseChanged
+		a, ok = FromPhaseChanged(ev, cluster, now)
+	case *lavav1.TickReported:
+		event = eventTickReported
+	case *lavav1.AnomalyDetected:
+		event = eventDetected
+		if ev.GetEnvelope().GetSource() == bus.ServiceAnomaly {
+			s.metrics.events.WithLabelValues(event, "own").Inc()
+			return nil
+		}
+		var err error
+		if a, err = FromDetected(ev, now); err != nil {
+			s.metrics.events.WithLabelValues(event, "ignored").Inc()
+			return bus.Permanent(err)
+		}
+		ok, foreign = true, ev
+	default:
+		event = eventOther
+	}
+	if !ok {
+		s.metrics.events.WithLabelValues(event, "ignored").Inc()
+		return nil
+	}
+	s.metrics.events.WithLabelValues(event, "anomaly").Inc()
+	return s.Process(ctx, a, m.Envelope, foreign)
+}
+
+// resource reads the labels and the effective remediation policy of a's resource from its
+// newest ResourceObserved (LAVA_RESOURCES); none (default policy) when there is none or it
+// is about another object of the same name.
+func (s *Service) resource(ctx context.Context, src Source) (map[string]string, *lavav1.RemediationPolicy, error) {
+	st, err := s.cfg.JS.Stream(ctx, bus.StreamResources)
+	if err != nil {
+		return nil, nil, fmt.Errorf("anomaly: stream %s: %w", bus.StreamResources, err)
+	}
+	raw, err := st.GetLastMsgForSubject(ctx, bus.ResourceSubject(src.Namespace, src.Name, bus.EventObserved))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("anomaly: read ResourceObserved: %w", err)
+	}
+	ro := &lavav1.ResourceObserved{}
+	if err := proto.Unmarshal(raw.Data, ro); err != nil {
+		return nil, nil, nil
+	}
+	if uid := ro.GetEnvelope().GetResource().GetUid(); src.UID != "" && uid != src.UID {
+		return nil, nil, nil
+	}
+	return ro.GetLabels(), ro.GetRemediation(), nil
+}
+
+// WindowKey is the [Windows] key of a: its fingerprint, or "<fingerprint>.escalation.<tier>"
+// for a foreign anomaly carrying metadata escalation_tier (each tier is its own alert).
+func WindowKey(a LavaAnomaly, foreign bool) string {
+	if t := a.Metadata["escalation_tier"]; foreign && t != "" {
+		if _, err := strconv.ParseUint(t, 10, 32); err == nil {
+			return a.Fingerprint + ".escalation." + t
+		}
+	}
+	return a.Fingerprint
+}
+
+// Process de-duplicates a (caused by the event of envelope cause) and routes it when it opens
+// a window: to the bus sink (not for a foreign anomaly, which is on the bus already) and to the
+// sinks the rules pick. Each sink that got the alert is recorded in the window, so a failure
+// (returned, for redelivery) retries only the sinks that lack it; a permanent failure is
+// logged and not retried.
+func (s *Service) Process(ctx context.Context, a LavaAnomaly, cause *lavav1.Envelope, foreign *lavav1.AnomalyDetected) error {
+	var policy *lavav1.RemediationPolicy
+	if foreign == nil {
+		labels, p, err := s.resource(ctx, a.Source)
+		if err != nil {
+			return err
+		}
+		a.Labels, policy = labels, p
+	}
+	key := WindowKey(a, foreign != nil)
+	id := cause.GetEventId()
+	win, verdict, err := s.windows.Observe(ctx, key, id, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	kindLabel, sevLabel := string(a.Kind), string(a.Severity)
+	switch verdict {
+	case Repeated:
+		s.metrics.sightings.WithLabelValues(kindLabel, sevLabel, "repeated").Inc()
+		s.cfg.Logger.Debug("anomaly: repeat within the window", "fingerprint", a.Fingerprint, "count", win.Count,
+			logattr.Resource(a.Source.Namespace, a.Source.Name))
+		return nil
+	case Redelivered:
+		s.metrics.sightings.WithLabelValues(kindLabel, sevLabel, "redelivered").Inc()
+		if win.OpenedBy != id {
+			return nil
+		}
+	default:
+		s.metrics.sightings.WithLabelValues(kindLabel, sevLabel, "opened").Inc()
+	}
+	msg := s.message(a, win, cause, policy, foreign)
+	var targets []Sink
+	if foreign == nil {
+		targets = append(targets, s.bus)
+	}
+	for _, name := range s.routing.Route(a) {
+		targets = append(targets, s.sinks[name])
+	}
+	var errs []error
+	for _, sink := range targets {
+		if slices.Contains(win.Delivered, sink.Name()) {
+			continue
+		}
+		start := time.Now()
+		err := sink.Send(ctx, msg)
+		s.metrics.deliveryTimes.WithLabelValues(sink.Name()).Observe(time.Since(start).Seconds())
+		switch {
+		case err == nil:
+			s.metrics.deliveries.WithLabelValues(sink.Name(), "ok").Inc()
+		case errors.Is(err, ErrPermanent):
+			s.metrics.deliveries.WithLabelValues(sink.Name(), "permanent").Inc()
+			s.cfg.Logger.Warn("anomaly: sink rejected the anomaly; not retried", "sink", sink.Name(),
+				"fingerprint", a.Fingerprint, "error", err)
+		default:
+			s.metrics.deliveries.WithLabelValues(sink.Name(), "failed").Inc()
+			errs = append(errs, err)
+			continue
+		}
+		if err := s.windows.MarkDelivered(ctx, key, win.Ordinal, sink.Name()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		s.cfg.Logger.Info("anomaly: routed", "kind", a.Kind, "severity", a.Severity, "fingerprint", a.Fingerprint,
+			logattr.Resource(a.Source.Namespace, a.Source.Name))
+	}
+	return errors.Join(errs...)
+}
+
+// message is the AnomalyDetected of a window's alert. For the service's own anomaly: a's
+// fields, count and sightings from the window, the routed action, and an envelope whose
+// trigger is "anomaly:<fingerprint>:<window ordinal>" (each window's alert is a new event;
+// the first one's id equals viggy's for the same fact, so JetStream stores one). A foreign
+// anomaly goes out as it came, with the window's count and sightings.
+func (s *Service) message(a LavaAnomaly, win *Window, cause *lavav1.Envelope, policy *lavav1.RemediationPolicy,
+	foreign *lavav1.AnomalyDetected) *lavav1.AnomalyDetected {
+	if foreign != nil {
+		out := proto.CloneOf(foreign)
+		out.Message, out.Metadata = a.Message, a.Metadata
+		return out
+	}
+	out := a.Proto()
+	out.Count = win.Count
+	out.FirstSeen, out.LastSeen = timestamppb.New(win.FirstSeen), timestamppb.New(win.LastSeen)
+	d, err := s.cfg.Router.Route(a, policy)
+	if err != nil {
+		s.cfg.Logger.Debug("anomaly: policy", "error", err, logattr.Resource(a.Source.Namespace, a.Source.Name))
+	}
+	out.Action = d.Action
+	trigger := eventid.AnomalyTrigger(a.Fingerprint, win.Ordinal)
+	res := cause.GetResource()
+	if res.GetName() == "" {
+		res = out.GetSource()
+	}
+	out.Envelope = &lavav1.Envelope{
+		EventId:       eventid.ID(res.GetUid(), cause.GetGeneration(), eventid.Type(out), trigger),
+		OccurredAt:    timestamppb.New(s.cfg.Now().UTC()),
+		Source:        bus.ServiceAnomaly,
+		Resource:      proto.CloneOf(res),
+		Generation:    cause.GetGeneration(),
+		CorrelationId: cause.GetCorrelationId(),
+		Trigger:       trigger,
+	}
+	return out
+}
