@@ -1,0 +1,2 @@
+// Command viggy runs Lava's viggy service, the autonomic loop (README.md in this directory).
+package main
