@@ -33,10 +33,10 @@ type Config struct {
 	Topology bus.TopologyOptions
 	// Concurrency bounds the events handled at once per consumer. Default 8.
 	Concurrency int
-	// ListenAddr serves ReceiptService (connect, gRPC and gRPC-Web; HTTP/1.1 and cleartext
+	// ConnectAddr serves ReceiptService (connect, gRPC and gRPC-Web; HTTP/1.1 and cleartext
 	// HTTP/2). Empty disables it.
-	ListenAddr string
-	// Listener, if set, is used instead of listening on ListenAddr (tests, `lava up`).
+	ConnectAddr string
+	// Listener, if set, is used instead of listening on ConnectAddr (tests, `lava up`).
 	Listener net.Listener
 	// MetricsAddr serves /metrics; HealthAddr serves /healthz and /readyz. Empty disables.
 	MetricsAddr, HealthAddr string
@@ -115,8 +115,8 @@ func Run(ctx context.Context, cfg Config) error {
 	g.Go(func() error { return svc.Run(gctx) })
 	g.Go(func() error { return telemetry.Serve(gctx, cfg.MetricsAddr, cfg.HealthAddr, reg, health) })
 	ln := cfg.Listener
-	if ln == nil && cfg.ListenAddr != "" {
-		if ln, err = telemetry.Listen(cfg.ListenAddr); err != nil {
+	if ln == nil && cfg.ConnectAddr != "" {
+		if ln, err = telemetry.Listen(cfg.ConnectAddr); err != nil {
 			return err
 		}
 	}

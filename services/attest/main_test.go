@@ -43,7 +43,7 @@ func TestRun_serves(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
 	env := map[string]string{
-		"LAVA_NATS_URL": srv.URL(), "LAVA_LISTEN_ADDR": "127.0.0.1:0",
+		"LAVA_NATS_URL": srv.URL(), "LAVA_CONNECT_ADDR": "127.0.0.1:0",
 		"LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
