@@ -60,7 +60,7 @@ func newEnv(t *testing.T) *env {
 	}
 	createNamespace(t, kube.Client, leaseNamespace)
 	// controller-runtime's process-wide logger (some of its packages log through it only).
-	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError})))
+	ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(testOutput(t), &slog.HandlerOptions{Level: slog.LevelError})))
 	return &env{kube: kube, nats: ns, js: js, pub: bus.NewPublisher(js)}
 }
 
@@ -109,8 +109,9 @@ func (e *env) startReplica(t *testing.T, ns, name string) *running {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctrlName := "lava-" + ns + "-" + name
+	log := slog.New(slog.NewTextHandler(testOutput(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Unique per process run: controller-runtime's counters are process-wide (-count=N).
+	ctrlName := fmt.Sprintf("lava-%s-%s-%d", ns, name, time.Now().UnixNano())
 	w, err := watcher.New(t.Context(), watcher.Options{
 		RESTConfig: e.kube.Config, Scheme: e.kube.Scheme, JetStream: e.js, Logger: log, Registry: reg,
 		Namespaces: []string{ns}, ControllerName: ctrlName, PhaseConsumer: durable,
@@ -427,4 +428,32 @@ func (e *env) eventReasons(t *testing.T, ns, name string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// guardedWriter writes to a test's output until the test's cleanup runs, then discards:
+// goroutines of a stopped manager may still log, and writing to a finished test's output
+// panics.
+type guardedWriter struct {
+	mu     sync.Mutex
+	t      *testing.T
+	closed bool
+}
+
+func testOutput(t *testing.T) *guardedWriter {
+	w := &guardedWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+	})
+	return w
+}
+
+func (w *guardedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return len(p), nil
+	}
+	return w.t.Output().Write(p)
 }

@@ -34,7 +34,7 @@ func (e *env) testRun(t *testing.T) {
 			Kubeconfig: writeKubeconfig(t, e.kube.Config), Namespaces: []string{ns}, NATSURL: e.nats.URL(),
 			PhaseConsumer: "watcher-run", LeaderElect: true, LeaderElectionID: "lava-run", LeaderElectionNamespace: leaseNamespace,
 			MetricsAddr: metricsAddr, HealthAddr: healthAddr, LogFormat: "text", LogLevel: "error",
-		}, t.Output())
+		}, testOutput(t))
 	}()
 	stopped := false
 	stop := func() {

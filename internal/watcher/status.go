@@ -136,9 +136,9 @@ func (w *statusWriter) conditionTrue(obj *v1alpha1.LavaArchitecture, typ string)
 
 // base returns the object to reduce from: the remembered snapshot on the first attempt (a
 // partial object: name, uid, resourceVersion and status, enough for a merge patch), or a
-// fresh read from the API server.
-func (w *statusWriter) base(ctx context.Context, key types.NamespacedName, useMemory bool) (*v1alpha1.LavaArchitecture, error) {
-	if s, ok := w.snapshot(key); ok && useMemory {
+// fresh read from the API server (also when the snapshot is of another incarnation than uid).
+func (w *statusWriter) base(ctx context.Context, key types.NamespacedName, uid types.UID, useMemory bool) (*v1alpha1.LavaArchitecture, error) {
+	if s, ok := w.snapshot(key); ok && useMemory && (uid == "" || s.uid == uid) {
 		obj := &v1alpha1.LavaArchitecture{}
 		obj.Namespace, obj.Name, obj.UID, obj.ResourceVersion = key.Namespace, key.Name, s.uid, s.rv
 		obj.Status = *s.status.DeepCopy()
@@ -175,7 +175,7 @@ func (w *statusWriter) foldLocked(ctx context.Context, key types.NamespacedName,
 	)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		attempt++
-		base, err := w.base(ctx, key, attempt == 1)
+		base, err := w.base(ctx, key, uid, attempt == 1)
 		if err != nil {
 			return err
 		}
