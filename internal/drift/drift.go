@@ -415,6 +415,8 @@ func (s *Service) scanKey(ctx context.Context, key string) {
 	switch {
 	case err != nil && result == resultPostponed:
 		log.Debug("drift: scan postponed: the resource's lease is held")
+	case err != nil && ctx.Err() != nil:
+		log.Debug("drift: scan cancelled by shutdown", "error", err)
 	case err != nil:
 		log.Warn("drift: scan failed", "error", err)
 	default:
