@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,14 +15,17 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "drift:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run(args []string) error {
+// run parses flags and LAVA_* variables (lookup) and runs the service until ctx ends. It
+// returns the exit code: 0 after a graceful shutdown, 2 for a configuration error, 1 otherwise.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) int {
 	fs := pflag.NewFlagSet("drift", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
 	o := drift.Options{}
 	fs.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
 	fs.StringVar(&o.NATSCreds, "nats-creds", "", "NATS credentials file (optional)")
@@ -45,12 +49,21 @@ func run(args []string) error {
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.IntVar(&o.Replicas, "replicas", 1, "JetStream replica count of the streams and buckets ensured at start")
 	if err := fs.Parse(args); err != nil {
-		return err
+		fmt.Fprintln(stderr, "drift:", err)
+		return 2
 	}
-	if err := envflag.Apply(fs, "LAVA", os.LookupEnv); err != nil {
-		return err
+	if fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "drift: unexpected arguments:", fs.Args())
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return drift.RunService(ctx, o)
+	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
+		fmt.Fprintln(stderr, "drift:", err)
+		return 2
+	}
+	o.Stderr = stderr
+	if err := drift.RunService(ctx, o); err != nil {
+		fmt.Fprintln(stderr, "drift:", err)
+		return 1
+	}
+	return 0
 }
