@@ -1,0 +1,359 @@
+{{/* Names, labels and the pieces every service's Deployment shares. */}}
+
+{{- define "lava.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "lava.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* lava.component: "<fullname>-<service>"; the name of a service's Deployment, ServiceAccount, Service and RBAC. Argument: dict root, svc. */}}
+{{- define "lava.component" -}}
+{{- printf "%s-%s" (include "lava.fullname" .root) .svc | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "lava.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "lava.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: lava
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* lava.componentLabels: the common labels plus the service's component label. Argument: dict root, svc. */}}
+{{- define "lava.componentLabels" -}}
+{{ include "lava.labels" .root }}
+app.kubernetes.io/component: {{ .svc }}
+{{- end -}}
+
+{{/* lava.selectorLabels: the immutable selector of a service's pods. Argument: dict root, svc. */}}
+{{- define "lava.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "lava.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .svc }}
+{{- end -}}
+
+{{/* lava.natsCredsSecret: the Secret holding the NATS credentials file, or "" for none. */}}
+{{- define "lava.natsCredsSecret" -}}
+{{- if .Values.nats.creds -}}
+{{- printf "%s-nats-creds" (include "lava.fullname" .) -}}
+{{- else -}}
+{{- .Values.nats.credsSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{/* lava.keySecret: the Secret name of a key block ({existingSecret, key, value}); fails when neither is set. Argument: dict root, svc, block, what, path. */}}
+{{- define "lava.keySecret" -}}
+{{- if .block.value -}}
+{{- printf "%s-%s" (include "lava.fullname" .root) .what -}}
+{{- else if .block.existingSecret -}}
+{{- .block.existingSecret -}}
+{{- else -}}
+{{- fail (printf "%s: set %s.existingSecret (an existing Secret) or %s.value (64 hex digits); the chart never generates keys (docs/install.md)" .path .path .path) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+lava.deployment renders a service's Deployment. Argument: dict
+  root      the top-level context
+  svc       the service name (watcher, synth, ...)
+  values    the service's values block
+  kube      true when the pod calls the Kubernetes API (mounts the ServiceAccount token)
+  replicasEnv  LAVA_REPLICAS or LAVA_STREAM_REPLICAS: the service's flag for nats.streamReplicas
+  env       extra container env (YAML list text), may be ""
+  ports     extra container ports (YAML list text), may be ""
+  mounts    extra volumeMounts (YAML list text), may be ""
+  volumes   extra volumes (YAML list text), may be ""
+  annotations  extra pod annotations (YAML map text), may be ""
+*/}}
+{{- define "lava.deployment" -}}
+{{- $root := .root -}}
+{{- $v := .values -}}
+{{- $ctx := dict "root" $root "svc" .svc -}}
+{{- $creds := include "lava.natsCredsSecret" $root -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "lava.component" $ctx }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "lava.componentLabels" $ctx | nindent 4 }}
+spec:
+  replicas: {{ $v.replicas }}
+  revisionHistoryLimit: 5
+  selector:
+    matchLabels:
+      {{- include "lava.selectorLabels" $ctx | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "lava.componentLabels" $ctx | nindent 8 }}
+        {{- with $v.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      {{- if or $v.podAnnotations .annotations }}
+      annotations:
+        {{- with .annotations }}
+        {{- . | nindent 8 }}
+        {{- end }}
+        {{- with $v.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      {{- end }}
+    spec:
+      serviceAccountName: {{ include "lava.component" $ctx }}
+      automountServiceAccountToken: {{ .kube }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
+      terminationGracePeriodSeconds: 60
+      containers:
+        - name: {{ .svc }}
+          image: {{ printf "%s:%s" $v.image.repository (default $root.Chart.AppVersion $v.image.tag) | quote }}
+          imagePullPolicy: {{ $v.image.pullPolicy }}
+          {{- with $v.extraArgs }}
+          args:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          env:
+            {{- if $root.Values.nats.urlSecret.name }}
+            - name: LAVA_NATS_URL
+              valueFrom:
+                secretKeyRef:
+                  name: {{ $root.Values.nats.urlSecret.name }}
+                  key: {{ $root.Values.nats.urlSecret.key }}
+            {{- else }}
+            - name: LAVA_NATS_URL
+              value: {{ $root.Values.nats.url | quote }}
+            {{- end }}
+            {{- if $creds }}
+            - name: LAVA_NATS_CREDS
+              value: /etc/lava/nats/creds
+            {{- end }}
+            {{- if $root.Values.nats.tls.secret }}
+            - name: SSL_CERT_DIR
+              value: /etc/lava/nats-tls
+            {{- end }}
+            - name: {{ .replicasEnv }}
+              value: {{ $root.Values.nats.streamReplicas | quote }}
+            - name: LAVA_LOG_FORMAT
+              value: {{ $root.Values.log.format | quote }}
+            - name: LAVA_LOG_LEVEL
+              value: {{ $root.Values.log.level | quote }}
+            {{- if $v.concurrency }}
+            - name: LAVA_CONCURRENCY
+              value: {{ $v.concurrency | quote }}
+            {{- end }}
+            {{- with .env }}
+            {{- . | nindent 12 }}
+            {{- end }}
+            {{- with $v.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          ports:
+            - name: metrics
+              containerPort: 9090
+              protocol: TCP
+            - name: health
+              containerPort: 9091
+              protocol: TCP
+            {{- with .ports }}
+            {{- . | nindent 12 }}
+            {{- end }}
+          livenessProbe:
+            httpGet:
+              path: /healthz
+              port: health
+            {{- toYaml $root.Values.probes.liveness | nindent 12 }}
+          readinessProbe:
+            httpGet:
+              path: /readyz
+              port: health
+            {{- toYaml $root.Values.probes.readiness | nindent 12 }}
+          resources:
+            {{- toYaml $v.resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+            {{- if $creds }}
+            - name: nats-creds
+              mountPath: /etc/lava/nats
+              readOnly: true
+            {{- end }}
+            {{- if $root.Values.nats.tls.secret }}
+            - name: nats-tls
+              mountPath: /etc/lava/nats-tls
+              readOnly: true
+            {{- end }}
+            {{- with .mounts }}
+            {{- . | nindent 12 }}
+            {{- end }}
+      volumes:
+        - name: tmp
+          emptyDir:
+            sizeLimit: 256Mi
+        {{- if $creds }}
+        - name: nats-creds
+          secret:
+            secretName: {{ $creds }}
+            defaultMode: 0440
+            items:
+              - key: {{ $root.Values.nats.credsSecretKey }}
+                path: creds
+        {{- end }}
+        {{- if $root.Values.nats.tls.secret }}
+        - name: nats-tls
+          secret:
+            secretName: {{ $root.Values.nats.tls.secret }}
+            defaultMode: 0444
+            items:
+              - key: {{ $root.Values.nats.tls.caKey }}
+                path: ca.crt
+        {{- end }}
+        {{- with .volumes }}
+        {{- . | nindent 8 }}
+        {{- end }}
+      {{- with $v.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}
+
+{{/* lava.serviceAccount renders a service's ServiceAccount. Argument: dict root, svc, values, kube. */}}
+{{- define "lava.serviceAccount" -}}
+{{- $ctx := dict "root" .root "svc" .svc -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "lava.component" $ctx }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "lava.componentLabels" $ctx | nindent 4 }}
+  {{- with .values.serviceAccountAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+automountServiceAccountToken: {{ .kube }}
+{{- end -}}
+
+{{/* lava.service renders a service's Service: metrics (9090) and, with connect, the connect port. Argument: dict root, svc, connect (the service values block with type and port, or nil). */}}
+{{- define "lava.service" -}}
+{{- $ctx := dict "root" .root "svc" .svc -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "lava.component" $ctx }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "lava.componentLabels" $ctx | nindent 4 }}
+    lava.pleme.io/metrics: "true"
+spec:
+  type: {{ if .connect }}{{ .connect.type }}{{ else }}ClusterIP{{ end }}
+  selector:
+    {{- include "lava.selectorLabels" $ctx | nindent 4 }}
+  ports:
+    - name: metrics
+      port: 9090
+      targetPort: metrics
+      protocol: TCP
+    {{- if .connect }}
+    - name: connect
+      port: {{ .connect.port }}
+      targetPort: connect
+      protocol: TCP
+      appProtocol: http
+    {{- end }}
+{{- end -}}
+
+{{/*
+lava.rbac renders a service's access to the namespaces that hold LavaArchitectures: one
+ClusterRole and ClusterRoleBinding when watchNamespaces is empty, else a Role and RoleBinding in
+each watched namespace. Argument: dict root, svc, rules (YAML list text).
+*/}}
+{{- define "lava.rbac" -}}
+{{- $root := .root -}}
+{{- $ctx := dict "root" $root "svc" .svc -}}
+{{- $name := include "lava.component" $ctx -}}
+{{- if not $root.Values.watchNamespaces }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "lava.componentLabels" $ctx | nindent 4 }}
+rules:
+  {{- .rules | nindent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "lava.componentLabels" $ctx | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $name }}
+    namespace: {{ $root.Release.Namespace }}
+{{- else }}
+{{- range $ns := $root.Values.watchNamespaces }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}
+  namespace: {{ $ns }}
+  labels:
+    {{- include "lava.componentLabels" $ctx | nindent 4 }}
+rules:
+  {{- $.rules | nindent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  namespace: {{ $ns }}
+  labels:
+    {{- include "lava.componentLabels" $ctx | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $name }}
+    namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- end }}
+{{- end -}}
