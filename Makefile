@@ -112,7 +112,7 @@ check-generate: generate ## Fail if regenerating changes anything.
 ##@ Checks
 .PHONY: lint
 lint: tools-buf ## go vet, gofmt, buf lint/format/breaking, module dependency rules.
-	go vet $(PKGS)
+	go vet -tags integration,terraform $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	@if [ -d proto ]; then \
 	  $(BUF) lint && $(BUF) format -d --exit-code && \
@@ -127,8 +127,8 @@ lint: tools-buf ## go vet, gofmt, buf lint/format/breaking, module dependency ru
 test: tools check-generate lint test-all bench-smoke fuzz-smoke ## Everything CI runs.
 
 .PHONY: test-all
-test-all: ## Unit and integration tests (real NATS, real API server, real tofu) of every module.
-	go test -tags integration $(GO_TEST_FLAGS) $(PKGS)
+test-all: ## Unit and integration tests (real NATS, real API server, real tofu and terraform) of every module.
+	go test -tags integration,terraform $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: test-unit
 test-unit: ## The quick loop: tests that need no built binary.
@@ -139,7 +139,7 @@ bench-smoke: ## Every benchmark once (-benchtime=1x).
 	go test -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
-FUZZ_TARGETS ?= ./internal/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/synth:FuzzRender ./internal/tlisp:FuzzParse ./internal/bus:FuzzEscapeToken ./internal/bus:FuzzUnescapeToken ./internal/bus:FuzzResourceSubject
+FUZZ_TARGETS ?= ./internal/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/synth:FuzzRender ./internal/tlisp:FuzzParse ./internal/bus:FuzzEscapeToken ./internal/bus:FuzzUnescapeToken ./internal/bus:FuzzResourceSubject ./internal/attest:FuzzVerifyTamper
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Every fuzz target for FUZZTIME.
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
