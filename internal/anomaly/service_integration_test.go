@@ -40,7 +40,7 @@ const (
 // clock is a settable test clock.
 type clock struct{ off atomic.Int64 }
 
-func (c *clock) now() time.Time            { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
 // webhook is a real HTTP receiver that verifies the signature of every request.
@@ -392,5 +392,5 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 
 type collectorFunc func(chan<- prometheus.Metric)
 
-func (f collectorFunc) Describe(chan<- *prometheus.Desc)  {}
+func (f collectorFunc) Describe(chan<- *prometheus.Desc)    {}
 func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }

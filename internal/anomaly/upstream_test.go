@@ -242,14 +242,14 @@ func TestBridge_mappings(t *testing.T) {
 		kind: anomaly.KindDriftDetected, severity: anomaly.SeverityCritical, action: approval,
 		metadata: map[string]string{"drifted_fields": "2"},
 	}, {
-		name:     "synthesis error",
-		ev:       &lavav1.Failed{Envelope: env("infra", "vpc"), Stage: lavav1.Stage_STAGE_SYNTH, Reason: "SynthesisFailed", Message: "inline:1:2: unexpected )"},
-		kind:     anomaly.KindSynthesisFailure, severity: anomaly.SeverityFunctional, action: autoFix,
+		name: "synthesis error",
+		ev:   &lavav1.Failed{Envelope: env("infra", "vpc"), Stage: lavav1.Stage_STAGE_SYNTH, Reason: "SynthesisFailed", Message: "inline:1:2: unexpected )"},
+		kind: anomaly.KindSynthesisFailure, severity: anomaly.SeverityFunctional, action: autoFix,
 		metadata: map[string]string{"stage": "synth", "reason": "SynthesisFailed"},
 	}, {
-		name:     "apply error",
-		ev:       &lavav1.Failed{Envelope: env("infra", "vpc"), Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Message: "boom"},
-		kind:     anomaly.KindApplyFailure, severity: anomaly.SeverityCritical, action: approval,
+		name: "apply error",
+		ev:   &lavav1.Failed{Envelope: env("infra", "vpc"), Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Message: "boom"},
+		kind: anomaly.KindApplyFailure, severity: anomaly.SeverityCritical, action: approval,
 		metadata: map[string]string{"stage": "apply", "reason": "ApplyFailed"},
 	}}
 	for _, tt := range tests {
