@@ -11,5 +11,6 @@ func subcommands() []*cobra.Command {
 		newCRDsCmd(), newCRDCmd(),
 		newStateCmd(),
 		newReceiptsCmd(),
+		newUpCmd(),
 	}
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lava-operator/lava/internal/up"
+)
+
+// newUpCmd is `lava up`: every Lava service in one process over an embedded NATS JetStream
+// server, fed by manifest files (or a cluster with --kubeconfig).
+func newUpCmd() *cobra.Command {
+	var o up.Options
+	cmd := &cobra.Command{
+		Use:   "up [-f DIR|FILE]... [--kubeconfig PATH] [--state-dir DIR]",
+		Short: "Run Lava locally: embedded NATS, every service, manifests from files",
+		Long: `lava up runs the whole pipeline in one process: an embedded NATS JetStream server (its
+store under --state-dir) and the synth, applier, drift, viggy, anomaly and attest services.
+
+Without --kubeconfig, LavaArchitecture manifests come from the files and directories given
+with -f (a directory's *.yaml, *.yml and *.json files, not its subdirectories; multi-document
+YAML), re-read every --interval: a new document is created, a changed spec becomes a new
+generation, a removed document is destroyed. Each resource is written with its status to
+<state-dir>/status/<namespace>/<name>.yaml. With --kubeconfig the watcher runs against that
+cluster instead and -f is not used.
+
+The state directory (default .lava) also holds the services' logs (lava.log), the NATS URL
+(nats.url), the bindings key and the receipt signing key (signing.pub for
+'lava receipts verify --public-key'). Running again with the same state directory resumes:
+nothing is planned again for an unchanged generation.
+
+The embedded engine starts providers from --providers (default $LAVA_TOFU_DIR/providers,
+else ~/.cache/lava/tools/tofu-v1.12.6/providers, built by 'make tools-tofu'); the tofu
+engine is offered when the tofu binary next to it exists.
+
+With --once, lava up exits when every resource settled (Applied, Failed, Drifted, awaiting
+approval or suspended) and every deletion finished, and prints the final table. Exit codes:
+0 when everything settled (a Failed resource is a reported outcome, not an error of
+lava up), 1 when --timeout ran out first or a service failed, 2 for a usage error.
+Ctrl-C stops every service cleanly and exits 0.`,
+		Example: `  lava up -f examples/
+  lava up --once -f examples/local-files.yaml --state-dir /tmp/lava-state
+  lava up --kubeconfig ~/.kube/config`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(o.Paths) == 0 && o.Kubeconfig == "" {
+				return errors.New("up: give -f DIR|FILE (manifests) or --kubeconfig PATH")
+			}
+			o.Stdout = cmd.OutOrStdout()
+			o.Terminal = up.IsTerminal(o.Stdout)
+			res, err := up.Run(cmd.Context(), o)
+			if err != nil {
+				return invalidInput(err)
+			}
+			if o.Once {
+				fmt.Fprintln(cmd.OutOrStdout(), summary(res))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.Paths, "filename", "f", nil, "manifest file or directory (repeatable)")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this cluster (the watcher) instead of files")
+	f.StringSliceVar(&o.Namespaces, "namespaces", nil, "with --kubeconfig: namespaces to watch (default all)")
+	f.StringVar(&o.StateDir, "state-dir", ".lava", "directory for the NATS store, resource status, keys and logs")
+	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
+	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, when present)")
+	f.StringVar(&o.TerraformBin, "terraform-bin", "", "Terraform binary for engine terraform (default $LAVA_TERRAFORM_BIN)")
+	f.StringVar(&o.NATSAddr, "nats-addr", "127.0.0.1:0", "address of the embedded NATS server (port 0: a free one, written to <state-dir>/nats.url)")
+	f.BoolVar(&o.Once, "once", false, "exit when every resource settled, printing the final table")
+	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "with --once: give up (exit 1) after this long")
+	f.DurationVar(&o.Interval, "interval", time.Second, "how often manifests are re-read")
+	f.StringVar(&o.LogLevel, "log-level", "info", "services' log level in <state-dir>/lava.log: debug, info, warn or error")
+	return cmd
+}
+
+// summary is the last line of a --once run: how many resources ended in each phase.
+func summary(res up.Result) string {
+	counts := map[string]int{}
+	var order []string
+	for _, o := range res.Objects {
+		p := string(o.Status.Phase)
+		if counts[p] == 0 {
+			order = append(order, p)
+		}
+		counts[p]++
+	}
+	s := fmt.Sprintf("lava up: %d resources settled", len(res.Objects))
+	for i, p := range order {
+		if i == 0 {
+			s += ":"
+		} else {
+			s += ","
+		}
+		s += fmt.Sprintf(" %d %s", counts[p], p)
+	}
+	if n := len(res.FileErrors); n > 0 {
+		s += fmt.Sprintf("; %d manifest files unreadable", n)
+	}
+	return s
+}

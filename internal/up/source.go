@@ -1,0 +1,588 @@
+package up
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/eventid"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/phase"
+	"github.com/lava-operator/lava/internal/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/watcher"
+)
+
+// AnnotationFile records, on an object the file source keeps, the manifest file it came from.
+const AnnotationFile = "lava.pleme.io/file"
+
+// illegalDeliveries is how many deliveries an event the reducer calls illegal gets before it
+// is dropped (as the watcher does: it may have overtaken its predecessor).
+const illegalDeliveries = 3
+
+// SourceConfig configures a [Source].
+type SourceConfig struct {
+	// JS is the JetStream context; the topology must exist.
+	JS jetstream.JetStream
+	// Paths are the manifest files and directories (-f).
+	Paths []string
+	// StatusDir holds one object file per resource: <StatusDir>/<namespace>/<name>.yaml.
+	StatusDir string
+	// Logger receives one line per publish and transition.
+	Logger *slog.Logger
+	// OnChange, if set, is called after any object changed (display refresh).
+	OnChange func()
+	// OnTransition, if set, is called for each accepted transition.
+	OnTransition func(key string, tr phase.Transition, ev phase.Event)
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Source plays the watcher's role for manifests in files: it turns them into objects with a
+// uid and a generation, publishes ResourceObserved and DeletionRequested, folds the phase
+// events into their status with [phase.Reduce], publishes PhaseChanged for every accepted
+// transition, and writes each object to its file under StatusDir.
+type Source struct {
+	cfg SourceConfig
+	pub *bus.Publisher
+	res jetstream.Stream
+
+	mu         sync.Mutex
+	objs       map[string]*v1alpha1.LavaArchitecture
+	fileErrors []*FileError
+	scanned    bool
+}
+
+// NewSource loads the objects kept in cfg.StatusDir (from a previous run) and binds
+// LAVA_RESOURCES.
+func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	res, err := cfg.JS.Stream(ctx, bus.StreamResources)
+	if err != nil {
+		return nil, fmt.Errorf("up: bind %s: %w", bus.StreamResources, err)
+	}
+	s := &Source{cfg: cfg, pub: bus.NewPublisher(cfg.JS), res: res, objs: map[string]*v1alpha1.LavaArchitecture{}}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads every object file of StatusDir.
+func (s *Source) load() error {
+	nss, err := os.ReadDir(s.cfg.StatusDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	for _, ns := range nss {
+		if !ns.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(s.cfg.StatusDir, ns.Name()))
+		if err != nil {
+			return fmt.Errorf("up: %w", err)
+		}
+		for _, f := range files {
+			if filepath.Ext(f.Name()) != ".yaml" {
+				continue
+			}
+			p := filepath.Join(s.cfg.StatusDir, ns.Name(), f.Name())
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("up: %w", err)
+			}
+			obj := &v1alpha1.LavaArchitecture{}
+			if err := sigsyaml.Unmarshal(data, obj); err != nil {
+				return fmt.Errorf("up: %s: %w", p, err)
+			}
+			if obj.Name == "" || obj.UID == "" {
+				return fmt.Errorf("up: %s: not an object written by lava up", p)
+			}
+			s.objs[obj.Namespace+"/"+obj.Name] = obj
+		}
+	}
+	return nil
+}
+
+// Objects returns deep copies of the objects, sorted by namespace/name.
+func (s *Source) Objects() []v1alpha1.LavaArchitecture {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]v1alpha1.LavaArchitecture, 0, len(s.objs))
+	for _, o := range s.objs {
+		out = append(out, *o.DeepCopy())
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.LavaArchitecture) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out
+}
+
+// FileErrors returns the files that failed to read at the last scan, and whether a scan has
+// completed at all.
+func (s *Source) FileErrors() ([]*FileError, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.fileErrors), s.scanned
+}
+
+// Run scans the manifests every interval until ctx is done. A scan error (a -f path that
+// vanished) is logged and retried.
+func (s *Source) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	first := true
+	for {
+		if err := s.Scan(ctx, first); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.cfg.Logger.Warn("up: scan manifests", slog.Any("error", err))
+		} else {
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Scan reads the manifests once and reconciles the objects with them: a new document creates
+// an object (a new uid, generation 1); a changed spec bumps the generation; either publishes
+// ResourceObserved. A document that is gone (and whose file read cleanly) starts deletion:
+// DeletionRequested. With all set, every object is observed again (a restarted process
+// publishes nothing for a generation already published: the event id is the same).
+func (s *Source) Scan(ctx context.Context, all bool) error {
+	ms, ferrs, err := ReadManifests(s.cfg.Paths)
+	if err != nil {
+		return err
+	}
+	broken := map[string]bool{}
+	for _, fe := range ferrs {
+		broken[fe.File] = true
+	}
+	s.mu.Lock()
+	s.fileErrors, s.scanned = ferrs, true
+	s.mu.Unlock()
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange()
+	}
+
+	var errs []error
+	want := map[string]bool{}
+	for _, m := range ms {
+		want[m.Key()] = true
+		if err := s.upsert(ctx, m, all); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, obj := range s.Objects() {
+		key := obj.Namespace + "/" + obj.Name
+		if want[key] || broken[obj.Annotations[AnnotationFile]] {
+			continue
+		}
+		if err := s.remove(ctx, key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// upsert creates or updates the object of m and observes it when it is new or changed (or
+// always when all is set).
+func (s *Source) upsert(ctx context.Context, m Manifest, all bool) error {
+	key := m.Key()
+	s.mu.Lock()
+	cur := s.objs[key]
+	var obj *v1alpha1.LavaArchitecture
+	changed := false
+	switch {
+	case cur != nil && cur.DeletionTimestamp != nil:
+		// Being deleted: it comes back as a new incarnation once Destroyed.
+		s.mu.Unlock()
+		return nil
+	case cur == nil:
+		obj = m.Object.DeepCopy()
+		obj.UID = types.UID(newUID())
+		obj.Generation = 1
+		obj.CreationTimestamp = metav1.NewTime(s.cfg.Now().UTC().Truncate(time.Second))
+		changed = true
+	default:
+		obj = cur.DeepCopy()
+		if !equality.Semantic.DeepEqual(cur.Spec, m.Object.Spec) {
+			obj.Spec = m.Object.Spec
+			obj.Generation++
+			changed = true
+		}
+		if !equality.Semantic.DeepEqual(cur.Labels, m.Object.Labels) || !equality.Semantic.DeepEqual(userAnnotations(cur.Annotations), userAnnotations(m.Object.Annotations)) {
+			obj.Labels = m.Object.Labels
+			obj.Annotations = m.Object.Annotations
+			changed = true
+		}
+	}
+	if obj.Annotations == nil {
+		obj.Annotations = map[string]string{}
+	}
+	if obj.Annotations[AnnotationFile] != m.File {
+		obj.Annotations[AnnotationFile] = m.File
+		changed = true
+	}
+	if changed {
+		if err := s.writeLocked(obj); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	s.mu.Unlock()
+	if !changed && !all {
+		return nil
+	}
+	if changed && s.cfg.OnChange != nil {
+		s.cfg.OnChange()
+	}
+	return s.observe(ctx, obj)
+}
+
+// userAnnotations is annotations without the ones the file source sets.
+func userAnnotations(a map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		if k != AnnotationFile {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// observe publishes the ResourceObserved of obj's current state unless the last one stored for
+// the resource already has its id, folding Observed first (as the watcher does).
+func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
+	if obj.Spec.Suspend {
+		return s.foldLocal(ctx, obj, phase.Event{Type: phase.EventSuspended})
+	}
+	if meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionSuspended) {
+		if err := s.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
+			return err
+		}
+	}
+	policy, err := watcher.EffectivePolicy(obj.Spec, nil)
+	if err != nil {
+		return fmt.Errorf("up: %s/%s: %w", obj.Namespace, obj.Name, err)
+	}
+	ro := &lavav1.ResourceObserved{Spec: watcher.SpecMirror(obj.Spec), Remediation: policy, Labels: obj.Labels}
+	trigger := watcher.ObservedTrigger(obj, "")
+	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
+	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
+	if last, err := s.lastEventID(ctx, subject); err != nil || last == id {
+		return err
+	}
+	at := s.cfg.Now()
+	key := obj.Namespace + "/" + obj.Name
+	if _, err := s.fold(ctx, key, obj.UID, phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation},
+		id, id, nil); err != nil && !errors.Is(err, errGone) {
+		return err
+	}
+	ro.Envelope = envelope(obj, id, trigger, at)
+	if _, err := s.pub.Publish(ctx, subject, ro); err != nil {
+		return fmt.Errorf("up: publish ResourceObserved: %w", err)
+	}
+	s.cfg.Logger.Info("up: published ResourceObserved", logattr.Resource(obj.Namespace, obj.Name),
+		logattr.Generation(obj.Generation), logattr.EventID(id))
+	return nil
+}
+
+// remove starts the deletion of key: deletionTimestamp, DeletionRequested (once per
+// generation).
+func (s *Source) remove(ctx context.Context, key string) error {
+	s.mu.Lock()
+	cur := s.objs[key]
+	if cur == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	obj := cur.DeepCopy()
+	if obj.DeletionTimestamp == nil {
+		t := metav1.NewTime(s.cfg.Now().UTC().Truncate(time.Second))
+		obj.DeletionTimestamp = &t
+		if err := s.writeLocked(obj); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	s.mu.Unlock()
+	dr := &lavav1.DeletionRequested{DeletionPolicy: watcher.DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: watcher.EngineProto(obj.Spec.Engine)}
+	trigger := eventid.GenerationTrigger(obj.Generation)
+	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(dr), trigger)
+	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventDeletionRequested)
+	if last, err := s.lastEventID(ctx, subject); err != nil || last == id {
+		return err
+	}
+	at := s.cfg.Now()
+	msg := "deleting: destroying the infrastructure"
+	if dr.DeletionPolicy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
+		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
+	}
+	if _, err := s.fold(ctx, key, obj.UID, phase.Event{Type: phase.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
+		id, id, nil); err != nil && !errors.Is(err, errGone) {
+		return err
+	}
+	dr.Envelope = envelope(obj, id, trigger, at)
+	if _, err := s.pub.Publish(ctx, subject, dr); err != nil {
+		return fmt.Errorf("up: publish DeletionRequested: %w", err)
+	}
+	s.cfg.Logger.Info("up: published DeletionRequested", logattr.Resource(obj.Namespace, obj.Name),
+		logattr.Generation(obj.Generation), logattr.EventID(id))
+	return nil
+}
+
+// foldLocal folds an event the source derives itself (suspend), with a cause id derived from
+// its type and message.
+func (s *Source) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
+	ev.Generation, ev.Time = obj.Generation, s.cfg.Now()
+	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
+	_, err := s.fold(ctx, obj.Namespace+"/"+obj.Name, obj.UID, ev, id, id, nil)
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	return err
+}
+
+// lastEventID is the event id of the last message stored on subject in LAVA_RESOURCES ("" when
+// none).
+func (s *Source) lastEventID(ctx context.Context, subject string) (string, error) {
+	m, err := s.res.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("up: last message on %s: %w", subject, err)
+	}
+	return m.Header.Get(jetstream.MsgIDHeader), nil
+}
+
+// errGone: the object, or the incarnation an event is about, no longer exists.
+var errGone = errors.New("up: object gone")
+
+// fold reduces ev into the status of key (of incarnation uid when set), publishes PhaseChanged
+// for an accepted transition and writes the object file. After Destroyed the object and its
+// file are removed. Objects are folded one at a time.
+func (s *Source) fold(ctx context.Context, key string, uid types.UID, ev phase.Event, causeID, correlationID string, diags []string) (phase.Transition, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.objs[key]
+	if cur == nil || (uid != "" && cur.UID != uid) {
+		return phase.Transition{}, errGone
+	}
+	next, tr, err := phase.Reduce(cur.Status, ev)
+	if err != nil || !tr.Changed {
+		return tr, err
+	}
+	if tr.Publish {
+		if err := s.publishPhaseChanged(ctx, cur, next, ev, causeID, correlationID, diags); err != nil {
+			return tr, err
+		}
+	}
+	obj := cur.DeepCopy()
+	obj.Status = next
+	if tr.RemoveFinalizer && !tr.Stale {
+		if err := os.Remove(s.objectPath(key)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return tr, fmt.Errorf("up: %w", err)
+		}
+		delete(s.objs, key)
+	} else if err := s.writeLocked(obj); err != nil {
+		return tr, err
+	}
+	if tr.Publish && s.cfg.OnTransition != nil {
+		s.cfg.OnTransition(key, tr, ev)
+	}
+	if s.cfg.OnChange != nil {
+		s.cfg.OnChange()
+	}
+	return tr, nil
+}
+
+// publishPhaseChanged publishes the PhaseChanged of a transition from base's status to next,
+// as the watcher does.
+func (s *Source) publishPhaseChanged(ctx context.Context, base *v1alpha1.LavaArchitecture, next v1alpha1.LavaArchitectureStatus,
+	ev phase.Event, causeID, correlationID string, diags []string) error {
+	trigger := eventid.CauseTrigger(causeID)
+	pc := &lavav1.PhaseChanged{
+		From:         watcher.PhaseProto(base.Status.Phase),
+		To:           watcher.PhaseProto(next.Phase),
+		Diagnostics:  diags,
+		CauseEventId: causeID,
+	}
+	pc.Envelope = &lavav1.Envelope{
+		EventId:       eventid.ID(string(base.UID), ev.Generation, eventid.Type(pc), trigger),
+		OccurredAt:    timestamppb.New(ev.Time),
+		Source:        bus.ServiceWatcher,
+		Resource:      &lavav1.ResourceRef{Namespace: base.Namespace, Name: base.Name, Uid: string(base.UID)},
+		Generation:    ev.Generation,
+		CorrelationId: correlationID,
+		Trigger:       trigger,
+	}
+	pc.Reason, pc.Message = transitionReason(next, ev)
+	if r := next.Render; r != nil {
+		pc.SourceDigest, pc.BindingsDigest, pc.TerraformJsonDigest = r.SourceDigest, r.BindingsDigest, r.TerraformJSONDigest
+	}
+	if p := next.Plan; p != nil {
+		pc.PlanId = p.ID
+		pc.ChangeSummary = &lavav1.ChangeSummary{Add: p.Add, Change: p.Change, Destroy: p.Destroy}
+	}
+	if _, err := s.pub.PublishEvent(ctx, pc); err != nil {
+		return fmt.Errorf("up: publish PhaseChanged: %w", err)
+	}
+	s.cfg.Logger.Info("up: phase transition", logattr.Resource(base.Namespace, base.Name), logattr.Generation(ev.Generation),
+		slog.String("event", string(ev.Type)), slog.String("from", string(base.Status.Phase)), slog.String("to", string(next.Phase)))
+	return nil
+}
+
+// conditionOf is the condition an event type sets ("" for kstatus Ready), as in the watcher.
+func conditionOf(t phase.EventType) string {
+	switch t {
+	case phase.EventSuspended, phase.EventResumed:
+		return v1alpha1.ConditionSuspended
+	case phase.EventDependenciesBlocked, phase.EventDependenciesSatisfied:
+		return v1alpha1.ConditionDependenciesReady
+	case phase.EventDrifted, phase.EventReconverging, phase.EventDriftClean:
+		return v1alpha1.ConditionDrifted
+	}
+	return v1alpha1.ConditionReady
+}
+
+// transitionReason is the reason and message of a transition: the event's, else those of the
+// condition it sets.
+func transitionReason(st v1alpha1.LavaArchitectureStatus, ev phase.Event) (string, string) {
+	reason, msg := ev.Reason, ev.Message
+	if c := meta.FindStatusCondition(st.Conditions, conditionOf(ev.Type)); c != nil {
+		if reason == "" {
+			reason = c.Reason
+		}
+		if msg == "" {
+			msg = c.Message
+		}
+	}
+	if reason == "" {
+		reason = string(ev.Type)
+	}
+	return reason, msg
+}
+
+// HandlePhase folds one LAVA_PHASES message (the watcher's phase consumer, one at a time).
+func (s *Source) HandlePhase(ctx context.Context, m *bus.Message) error {
+	env := m.Envelope
+	res := env.GetResource()
+	ns, name := res.GetNamespace(), res.GetName()
+	if ns == "" || name == "" {
+		sub, err := bus.ParseSubject(m.Subject)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("up: %s without envelope.resource: %w", m.Schema, err))
+		}
+		ns, name = sub.Namespace, sub.Name
+	}
+	ev, diags, ok, err := watcher.PhaseEvent(m.Event, m.Published)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	if !ok {
+		return nil
+	}
+	_, err = s.fold(ctx, ns+"/"+name, types.UID(res.GetUid()), ev, env.GetEventId(), env.GetCorrelationId(), diags)
+	var illegal *phase.IllegalTransitionError
+	switch {
+	case errors.Is(err, errGone):
+		return nil
+	case errors.As(err, &illegal) && m.NumDelivered < illegalDeliveries:
+		return err
+	case errors.As(err, &illegal), errors.Is(err, phase.ErrInvalidEvent):
+		s.cfg.Logger.Warn("up: phase event dropped", logattr.Resource(ns, name), slog.Any("error", err))
+		return nil
+	}
+	return err
+}
+
+// RunPhases consumes LAVA_PHASES with the durable consumer "watcher" until ctx is done.
+func (s *Source) RunPhases(ctx context.Context, bm *bus.Metrics) error {
+	return bus.Consume(ctx, s.cfg.JS, bus.ConsumeOptions{
+		Stream: bus.StreamPhases, Consumer: bus.ServiceWatcher, Concurrency: 1, Logger: s.cfg.Logger, Metrics: bm,
+	}, s.HandlePhase)
+}
+
+func (s *Source) objectPath(key string) string {
+	ns, name, _ := strings.Cut(key, "/")
+	return filepath.Join(s.cfg.StatusDir, ns, name+".yaml")
+}
+
+// writeLocked stores obj in memory and writes its file (atomically). s.mu is held.
+func (s *Source) writeLocked(obj *v1alpha1.LavaArchitecture) error {
+	key := obj.Namespace + "/" + obj.Name
+	out := obj.DeepCopy()
+	out.APIVersion, out.Kind = v1alpha1.GroupVersion.String(), "LavaArchitecture"
+	data, err := sigsyaml.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("up: encode %s: %w", key, err)
+	}
+	p := s.objectPath(key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	s.objs[key] = obj
+	return nil
+}
+
+func envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) *lavav1.Envelope {
+	return &lavav1.Envelope{
+		EventId:       id,
+		OccurredAt:    timestamppb.New(at),
+		Source:        bus.ServiceWatcher,
+		Resource:      &lavav1.ResourceRef{Namespace: obj.Namespace, Name: obj.Name, Uid: string(obj.UID)},
+		Generation:    obj.Generation,
+		CorrelationId: id,
+		Trigger:       trigger,
+	}
+}
+
+// newUID is a random RFC 4122 version 4 UUID, as the API server assigns.
+func newUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}

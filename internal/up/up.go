@@ -1,0 +1,430 @@
+package up
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/anomaly"
+	"github.com/lava-operator/lava/internal/applier"
+	"github.com/lava-operator/lava/internal/attest"
+	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/drift"
+	"github.com/lava-operator/lava/internal/synth"
+	"github.com/lava-operator/lava/internal/synthsvc"
+	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/viggy"
+	"github.com/lava-operator/lava/internal/watcher"
+)
+
+// Files under the state directory.
+const (
+	// DirNATS is the JetStream file store.
+	DirNATS = "nats"
+	// DirStatus holds one object file per resource (<namespace>/<name>.yaml).
+	DirStatus = "status"
+	// DirWork holds the engines' workspaces and plugin caches.
+	DirWork = "work"
+	// FileBindingsKey is the installation's 32-byte bindings key (hex), created once.
+	FileBindingsKey = "bindings.key"
+	// FileSigningKey is attest's Ed25519 seed (hex), created once; FilePublicKey its public
+	// key (hex), for `lava receipts verify --public-key`.
+	FileSigningKey = "signing.key"
+	FilePublicKey  = "signing.pub"
+	// FileNATSURL holds the client URL of the running server (`nats sub -s $(cat ...)`).
+	FileNATSURL = "nats.url"
+	// FileLog receives every service's logs (text).
+	FileLog = "lava.log"
+)
+
+// DefaultToolsDir is the OpenTofu tool directory `make tools-tofu` builds, relative to the home
+// directory; $LAVA_TOFU_DIR overrides it.
+const DefaultToolsDir = ".cache/lava/tools/tofu-v1.12.6"
+
+// Options configures [Run].
+type Options struct {
+	// Paths are the manifest files and directories (-f). Required without Kubeconfig.
+	Paths []string
+	// Kubeconfig, when set, runs the watcher against that cluster instead of the file source.
+	Kubeconfig string
+	// Namespaces limits the watcher to these namespaces (Kubeconfig only; empty: all).
+	Namespaces []string
+	// StateDir holds the JetStream store, the object files, keys and logs (default ".lava").
+	StateDir string
+	// ProviderDir is the provider mirror (default [DefaultProviderDir]).
+	ProviderDir string
+	// TofuBin enables the tofu engine ("" : the tofu next to the mirror, when it exists).
+	// TerraformBin enables the terraform engine ("" : $LAVA_TERRAFORM_BIN when set).
+	TofuBin, TerraformBin string
+	// NATSAddr is the host:port the embedded NATS server listens on (default
+	// "127.0.0.1:0", a free port; the URL is written to <state-dir>/nats.url).
+	NATSAddr string
+	// Once exits when every resource settled ([Settled]) and every deletion finished.
+	Once bool
+	// Timeout bounds a run with Once (default 10m); running out is an error.
+	Timeout time.Duration
+	// Interval is how often manifests are re-read (default 1s).
+	Interval time.Duration
+	// Stdout receives the table; Terminal selects in-place redraws.
+	Stdout   io.Writer
+	Terminal bool
+	// Log receives every service's logs (default <state-dir>/lava.log).
+	Log io.Writer
+	// LogLevel is the services' log level (default info).
+	LogLevel string
+}
+
+// Result is what a run ended with.
+type Result struct {
+	// Objects are the resources at the end (file source), sorted.
+	Objects []v1alpha1.LavaArchitecture
+	// FileErrors are the manifest files that failed to read at the last scan.
+	FileErrors []*FileError
+}
+
+// DefaultProviderDir is $LAVA_TOFU_DIR/providers, else ~/.cache/lava/tools/tofu-v1.12.6/providers.
+func DefaultProviderDir() string {
+	if d := os.Getenv("LAVA_TOFU_DIR"); d != "" {
+		return filepath.Join(d, "providers")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, DefaultToolsDir, "providers")
+}
+
+// ErrNotSettled is returned by a run with Once that timed out.
+var ErrNotSettled = errors.New("up: resources did not settle in time")
+
+// Run runs `lava up` until ctx is done (or, with Once, until every resource settled). It
+// returns after every service drained and the NATS server stopped.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.defaults(); err != nil {
+		return Result{}, err
+	}
+	if len(o.Paths) == 0 && o.Kubeconfig == "" {
+		return Result{}, errors.New("up: no manifests: give -f DIR|FILE or --kubeconfig")
+	}
+	if _, err := ListFiles(o.Paths); err != nil {
+		return Result{}, err
+	}
+	for _, d := range []string{o.StateDir, filepath.Join(o.StateDir, DirNATS), filepath.Join(o.StateDir, DirWork)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Result{}, fmt.Errorf("up: state dir: %w", err)
+		}
+	}
+	if o.Log == nil {
+		f, err := os.OpenFile(filepath.Join(o.StateDir, FileLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return Result{}, fmt.Errorf("up: log: %w", err)
+		}
+		defer f.Close()
+		o.Log = f
+	}
+	log, err := telemetry.NewLogger(o.Log, "text", o.LogLevel)
+	if err != nil {
+		return Result{}, err
+	}
+	keyFile, err := ensureKey(filepath.Join(o.StateDir, FileBindingsKey), func() (string, error) {
+		k := make([]byte, synth.BindingsKeySize)
+		_, err := rand.Read(k)
+		return hex.EncodeToString(k), err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	signingKey, err := ensureKey(filepath.Join(o.StateDir, FileSigningKey), func() (string, error) {
+		_, seed, err := attest.GenerateSigner(nil)
+		return hex.EncodeToString(seed), err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	signer, err := attest.LoadSigner(signingKey)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := os.WriteFile(filepath.Join(o.StateDir, FilePublicKey), []byte(hex.EncodeToString(signer.PublicKey())+"\n"), 0o644); err != nil {
+		return Result{}, fmt.Errorf("up: %w", err)
+	}
+
+	srv, err := startNATS(filepath.Join(o.StateDir, DirNATS), o.NATSAddr)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	url := srv.ClientURL()
+	if err := os.WriteFile(filepath.Join(o.StateDir, FileNATSURL), []byte(url+"\n"), 0o644); err != nil {
+		return Result{}, fmt.Errorf("up: %w", err)
+	}
+	nc, err := nats.Connect(url, nats.Name("lava-up"), nats.MaxReconnects(-1))
+	if err != nil {
+		return Result{}, fmt.Errorf("up: connect to %s: %w", url, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return Result{}, fmt.Errorf("up: jetstream: %w", err)
+	}
+	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: 1}); err != nil {
+		return Result{}, err
+	}
+
+	display := NewDisplay(o.Stdout, o.Terminal, nil)
+	mode := "manifests from " + fmt.Sprint(o.Paths)
+	if o.Kubeconfig != "" {
+		mode = "cluster " + o.Kubeconfig
+	}
+	display.Println(fmt.Sprintf("lava up: %s · state %s · NATS %s · logs %s", mode, o.StateDir, url, filepath.Join(o.StateDir, FileLog)))
+	if st, err := os.Stat(o.ProviderDir); err != nil || !st.IsDir() {
+		display.Println(fmt.Sprintf("lava up: provider mirror %s is missing: run `make tools-tofu` (only terraform_data can apply without it)", o.ProviderDir))
+	}
+
+	var kube *rest.Config
+	if o.Kubeconfig != "" {
+		if kube, err = watcher.RESTConfig(o.Kubeconfig); err != nil {
+			return Result{}, err
+		}
+	}
+
+	// Every service runs until svcCtx is cancelled; the driver below cancels it when ctx is
+	// done or, with Once, when everything settled.
+	svcCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	g, gctx := errgroup.WithContext(svcCtx)
+	runSvc := func(name string, f func(context.Context) error) {
+		g.Go(func() error {
+			if err := f(gctx); err != nil {
+				return fmt.Errorf("up: %s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	workDir := filepath.Join(o.StateDir, DirWork)
+	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
+		return synthsvc.RunService(ctx, synthsvc.Options{NATSURL: url, BindingsKeyFile: keyFile, LogFormat: "text", LogLevel: o.LogLevel,
+			Replicas: 1, Concurrency: 8, Kube: kube, Stderr: o.Log})
+	})
+	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
+		return applier.RunService(ctx, applier.Options{NATSURL: url, Holder: "lava-up",
+			Engines: applier.EngineOptions{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
+				WorkDir: filepath.Join(workDir, "applier")},
+			BackendAddr: "127.0.0.1:0", LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Concurrency: 4, Kube: kube, Stderr: o.Log})
+	})
+	runSvc(bus.ServiceDrift, func(ctx context.Context) error {
+		return drift.RunService(ctx, drift.Options{NATSURL: url, Holder: "lava-up",
+			Engines: drift.EngineOptions{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
+				WorkDir: filepath.Join(workDir, "drift")},
+			LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Stderr: o.Log})
+	})
+	runSvc(bus.ServiceViggy, func(ctx context.Context) error {
+		return viggy.RunService(ctx, viggy.Options{NATSURL: url, MaxAttempts: viggy.DefaultMaxAttempts, Backoff: viggy.DefaultBackoff(),
+			Concurrency: viggy.DefaultConcurrency, LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Stderr: o.Log})
+	})
+	runSvc(bus.ServiceAnomaly, func(ctx context.Context) error {
+		svc, err := anomaly.New(ctx, anomaly.Config{JS: js, Replicas: 1, Logger: log.With("service", bus.ServiceAnomaly)})
+		if err != nil {
+			return err
+		}
+		return svc.Run(ctx)
+	})
+	runSvc(bus.ServiceAttest, func(ctx context.Context) error {
+		return attest.Run(ctx, attest.Config{NATSURL: url, SigningKeyFile: signingKey, Topology: bus.TopologyOptions{Replicas: 1},
+			Logger: log.With("service", bus.ServiceAttest)})
+	})
+
+	var snapshot func() Snapshot
+	var src *Source
+	if o.Kubeconfig != "" {
+		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
+			return watcher.Run(ctx, watcher.Config{Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, NATSURL: url,
+				StreamReplicas: 1, LogFormat: "text", LogLevel: o.LogLevel}, o.Log)
+		})
+		kv, err := newKubeView(kube, o.Namespaces)
+		if err != nil {
+			return Result{}, err
+		}
+		snapshot = func() Snapshot { return kv.Snapshot(gctx) }
+	} else {
+		src, err = NewSource(ctx, SourceConfig{JS: js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus),
+			Logger: log.With("service", "file-source")})
+		if err != nil {
+			return Result{}, err
+		}
+		runSvc("file source", func(ctx context.Context) error { return src.Run(ctx, o.Interval) })
+		runSvc("phase consumer", func(ctx context.Context) error { return src.RunPhases(ctx, nil) })
+		snapshot = func() Snapshot {
+			fe, _ := src.FileErrors()
+			return Snapshot{Objects: src.Objects(), FileErrors: fe}
+		}
+	}
+
+	var driverErr error
+	g.Go(func() error {
+		defer stop()
+		tick := 250 * time.Millisecond
+		if !o.Terminal {
+			tick = 100 * time.Millisecond
+		}
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		var deadline <-chan time.Time
+		if o.Once {
+			tm := time.NewTimer(o.Timeout)
+			defer tm.Stop()
+			deadline = tm.C
+		}
+		settledSince := time.Time{}
+		for {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-deadline:
+				driverErr = fmt.Errorf("%w (%s)", ErrNotSettled, o.Timeout)
+				return nil
+			case <-t.C:
+			}
+			snap := snapshot()
+			display.Update(snap)
+			if !o.Once {
+				continue
+			}
+			if ready(src, snap) {
+				// Settled twice in a row a moment apart: a scan in between saw no change.
+				if settledSince.IsZero() {
+					settledSince = time.Now()
+				} else if time.Since(settledSince) >= o.Interval+250*time.Millisecond {
+					return nil
+				}
+			} else {
+				settledSince = time.Time{}
+			}
+		}
+	})
+	err = g.Wait()
+	snap := snapshot()
+	display.Final(snap)
+	res := Result{Objects: snap.Objects, FileErrors: snap.FileErrors}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return res, err
+	}
+	return res, driverErr
+}
+
+// ready reports whether a --once run may stop: the file source scanned at least once and
+// every object settled.
+func ready(src *Source, snap Snapshot) bool {
+	if src != nil {
+		if _, scanned := src.FileErrors(); !scanned {
+			return false
+		}
+	}
+	for _, o := range snap.Objects {
+		if !Settled(o) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *Options) defaults() error {
+	if o.StateDir == "" {
+		o.StateDir = ".lava"
+	}
+	if o.ProviderDir == "" {
+		o.ProviderDir = DefaultProviderDir()
+	}
+	if o.TofuBin == "" {
+		if p := filepath.Join(filepath.Dir(o.ProviderDir), "bin", "tofu"); fileExists(p) {
+			o.TofuBin = p
+		}
+	}
+	if o.TerraformBin == "" {
+		if p := os.Getenv("LAVA_TERRAFORM_BIN"); p != "" && fileExists(p) {
+			o.TerraformBin = p
+		}
+	}
+	if o.NATSAddr == "" {
+		o.NATSAddr = "127.0.0.1:0"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	return nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// ensureKey returns path, creating it (mode 0600) with gen's content when it does not exist.
+func ensureKey(path string, gen func() (string, error)) (string, error) {
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	v, err := gen()
+	if err != nil {
+		return "", fmt.Errorf("up: generate %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("up: %w", err)
+	}
+	return path, nil
+}
+
+// startNATS starts the embedded nats-server with JetStream, its store in storeDir, listening
+// on addr (host:port, port 0 for a free one).
+func startNATS(storeDir, addr string) (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("up: --nats-addr %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("up: --nats-addr %q: bad port", addr)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	srv, err := server.NewServer(&server.Options{
+		ServerName: "lava-up", Host: host, Port: port, JetStream: true, StoreDir: storeDir, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("up: nats-server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("up: nats-server on %s not ready (is the port in use?)", addr)
+	}
+	return srv, nil
+}
