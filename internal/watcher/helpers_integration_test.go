@@ -354,12 +354,14 @@ type stage struct {
 	gen     int64
 	corr    string
 	prev    string
-	service string
+	// at is every event's occurred_at, so the same fact published twice is identical.
+	at time.Time
 }
 
 func (e *env) stageFor(obj *v1alpha1.LavaArchitecture, ro *lavav1.ResourceObserved) *stage {
 	return &stage{e: e, ref: &lavav1.ResourceRef{Namespace: obj.Namespace, Name: obj.Name, Uid: string(obj.UID)},
-		gen: ro.GetEnvelope().GetGeneration(), corr: ro.GetEnvelope().GetEventId(), prev: ro.GetEnvelope().GetEventId()}
+		gen: ro.GetEnvelope().GetGeneration(), corr: ro.GetEnvelope().GetEventId(), prev: ro.GetEnvelope().GetEventId(),
+		at: time.Now().Truncate(time.Second)}
 }
 
 // publish fills ev's envelope and publishes it; it returns the event id.
@@ -368,7 +370,7 @@ func (s *stage) publish(t *testing.T, source string, ev bus.Event, setEnv func(*
 	trigger := eventid.CauseTrigger(s.prev)
 	env := &lavav1.Envelope{
 		EventId:    eventid.ID(s.ref.GetUid(), s.gen, eventid.Type(ev), trigger),
-		OccurredAt: timestamppb.Now(), Source: source, Resource: s.ref, Generation: s.gen,
+		OccurredAt: timestamppb.New(s.at), Source: source, Resource: s.ref, Generation: s.gen,
 		CorrelationId: s.corr, Trigger: trigger,
 	}
 	setEnv(env)

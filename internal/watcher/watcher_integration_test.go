@@ -172,7 +172,8 @@ func (e *env) testSeedLifecycle(t *testing.T) {
 		t.Errorf("last PhaseChanged %v", last)
 	}
 
-	// The same fact again (a new id, nothing new in it) changes nothing: no patch, no PhaseChanged.
+	// The same fact again (a new id, the same content and time) changes nothing: no patch, no
+	// PhaseChanged.
 	patches := w.metric(t, "lava_watcher_status_patches_total", nil)
 	s.applied(t)
 	eventually(t, 10*time.Second, func() error {
@@ -247,7 +248,7 @@ func (e *env) testSeedLifecycle(t *testing.T) {
 		return phaseIs(v1alpha1.PhaseFinalizing, dr.GetEnvelope().GetGeneration())(o)
 	})
 	ds := &stage{e: e, ref: dr.GetEnvelope().GetResource(), gen: dr.GetEnvelope().GetGeneration(),
-		corr: dr.GetEnvelope().GetEventId(), prev: dr.GetEnvelope().GetEventId()}
+		corr: dr.GetEnvelope().GetEventId(), prev: dr.GetEnvelope().GetEventId(), at: time.Now()}
 	ds.destroyed(t)
 	eventually(t, 30*time.Second, func() error {
 		err := e.kube.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.LavaArchitecture{})
@@ -561,5 +562,32 @@ func (e *env) testOutOfOrder(t *testing.T) {
 	e.waitStatus(t, ns, "o", all(phaseIs(v1alpha1.PhasePlanned, 1), conditionIs(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, "")))
 	if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "illegal"}); n != 0 {
 		t.Errorf("%v events dropped as illegal, want 0", n)
+	}
+
+	// A terminal apply failure stalls (kstatus Stalled); a receipt moves status.receipt
+	// without a PhaseChanged (ReceiptAppended on its phase subject, docs/events.md).
+	s := e.stageFor(obj, ro)
+	s.prev = early.prev
+	failed := &lavav1.Failed{Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Message: "provider aws not installed", Attempt: 1}
+	s.publish(t, bus.ServiceApplier, failed, func(env *lavav1.Envelope) { failed.Envelope = env })
+	e.waitStatus(t, ns, "o", all(phaseIs(v1alpha1.PhaseFailed, 1),
+		conditionIs(v1alpha1.ConditionStalled, metav1.ConditionTrue, "ApplyFailed"),
+		conditionIs(v1alpha1.ConditionApplied, metav1.ConditionFalse, "ApplyFailed"),
+		conditionIs(v1alpha1.ConditionReady, metav1.ConditionFalse, "ApplyFailed")))
+	pcs := e.phaseChangedCount(t, ns, "o")
+	receipt := &lavav1.ReceiptAppended{Sequence: 3, ContentHash: []byte{0xde, 0xad}, Kind: "lava.outcome"}
+	receipt.Envelope = &lavav1.Envelope{EventId: eventid.ID(string(obj.UID), 1, eventid.Type(receipt), eventid.CauseTrigger("x")),
+		Source: bus.ServiceAttest, Resource: s.ref, Generation: 1, Trigger: eventid.CauseTrigger("x")}
+	if _, err := e.pub.Publish(t.Context(), bus.PhaseSubject(ns, "o", "receipt_appended"), receipt); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(t, ns, "o", func(o *v1alpha1.LavaArchitecture) error {
+		if r := o.Status.Receipt; r == nil || r.Sequence != 3 || r.Hash != "dead" {
+			return fmt.Errorf("status.receipt %+v", r)
+		}
+		return nil
+	})
+	if n := e.phaseChangedCount(t, ns, "o"); n != pcs {
+		t.Errorf("a receipt published PhaseChanged: %d, want %d", n, pcs)
 	}
 }
