@@ -349,11 +349,11 @@ func all(checks ...func(*v1alpha1.LavaArchitecture) error) func(*v1alpha1.LavaAr
 // stage publishes pipeline events for one resource as synth and the applier would: each
 // event's trigger is "cause:<id of the previous event>", its correlation the ResourceObserved.
 type stage struct {
-	e       *env
-	ref     *lavav1.ResourceRef
-	gen     int64
-	corr    string
-	prev    string
+	e    *env
+	ref  *lavav1.ResourceRef
+	gen  int64
+	corr string
+	prev string
 	// at is every event's occurred_at, so the same fact published twice is identical.
 	at time.Time
 }
