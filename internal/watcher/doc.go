@@ -40,5 +40,12 @@
 //
 // Phase events are folded one at a time in stream order by default (Options.PhaseConcurrency),
 // because the reducer treats an out-of-order event (Planned before Synthesized) as an illegal
-// transition, which is logged and dropped.
+// transition: such an event is naked on its first two deliveries (its predecessor may have been
+// naked and come back later) and logged and dropped on the third.
+//
+// # Entry points
+//
+// [New] builds a [Watcher] from a rest.Config and a JetStream context (tests, `lava up`);
+// [Run] is the service's main: configuration ([Config]), kubeconfig, NATS, topology, the HTTP
+// endpoints (/metrics from [Gatherer], /healthz, /readyz) and the manager.
 package watcher
