@@ -399,3 +399,66 @@ func TestService_retriesBackOffThenStall(t *testing.T) {
 		t.Errorf("viggy made a pass over its own Failed")
 	}
 }
+
+func TestService_generationsAndAppliesCancelRetries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, Backoff: viggy.Backoff{Base: 300 * time.Millisecond, Max: time.Second}})
+	failed := func(name string) *lavav1.Failed {
+		return &lavav1.Failed{Envelope: envelope(name, 1, "lava.v1.Failed", "cause:x"), Stage: lavav1.Stage_STAGE_PLAN,
+			Reason: "Locked", Retryable: true, Attempt: 1}
+	}
+	// A new generation makes the failed one's retry obsolete.
+	e.observe("newgen", nil)
+	e.handle(failed("newgen"))
+	e.handle(&lavav1.ResourceObserved{Envelope: envelope("newgen", 2, "lava.v1.ResourceObserved", "generation:2"),
+		Spec: &lavav1.ArchitectureSpec{}})
+	// An apply that succeeded meanwhile does too.
+	e.observe("applied", nil)
+	e.handle(failed("applied"))
+	e.handle(&lavav1.Applied{Envelope: envelope("applied", 1, "lava.v1.Applied", "cause:y"), PlanId: "p"})
+	// A control resource whose retry goes out.
+	e.observe("control", nil)
+	e.handle(failed("control"))
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	retry := &lavav1.RetryRequested{}
+	waitStart := time.Now()
+	for !e.last(bus.StreamCommands, bus.CommandSubject(bus.StagePlan, "ns", "control", bus.VerbRetry), retry) {
+		if time.Since(waitStart) > 10*time.Second {
+			t.Fatal("the control resource's retry never went out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the others were due at the same time
+	for _, name := range []string{"newgen", "applied"} {
+		if e.last(bus.StreamCommands, bus.CommandSubject(bus.StagePlan, "ns", name, bus.VerbRetry), &lavav1.RetryRequested{}) {
+			t.Errorf("%s: a cancelled retry was published", name)
+		}
+	}
+	// A scan of the old generation is stale: no pass.
+	e.handle(scan("newgen", time.Now(), finding("content", lavav1.ChangeKind_CHANGE_KIND_UPDATE, lavav1.Severity_SEVERITY_FUNCTIONAL)))
+	tr := &lavav1.TickReported{}
+	if e.last(bus.StreamPhases, bus.PhaseSubject("ns", "newgen", bus.EventTickReported), tr) &&
+		tr.GetEnvelope().GetTrigger() != eventid.CauseTrigger(failed("newgen").GetEnvelope().GetEventId()) {
+		t.Errorf("a pass ran over a scan of an older generation: %v", tr)
+	}
+}
+
+func TestService_heldPlanInDecision(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, viggy.Config{})
+	e.observe("held", nil)
+	crit := finding("mode", lavav1.ChangeKind_CHANGE_KIND_REPLACE, lavav1.Severity_SEVERITY_CRITICAL)
+	e.handle(scan("held", time.Now(), crit))
+	plan := strings.Repeat("c", 64)
+	e.handle(&lavav1.Planned{Envelope: envelope("held", 1, "lava.v1.Planned", "cause:r"), PlanId: plan, AwaitingApproval: true})
+	e.handle(scan("held", time.Now().Add(time.Second), crit))
+	tr := &lavav1.TickReported{}
+	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "held", bus.EventTickReported), tr) || tr.GetDecision().GetPlanId() != plan ||
+		tr.GetFinalPhase() != lavav1.Phase_PHASE_DRIFTED {
+		t.Fatalf("second pass: %v", tr)
+	}
+}
