@@ -64,7 +64,8 @@ type Service struct {
 
 // ConsumerAnomalies is the durable consumer "anomaly" on LAVA_ANOMALIES (filter
 // lava.anomaly.>) through which the service reads the anomalies other services publish
-// directly; configured like the service's LAVA_PHASES consumer of [bus.Declare].
+// directly; configured like the service's LAVA_PHASES consumer of [bus.Declare], except that a
+// new consumer delivers only anomalies published after its creation.
 func ConsumerAnomalies(replicas int) bus.ConsumerSpec {
 	t := bus.Declare(bus.TopologyOptions{Replicas: replicas})
 	if c, ok := t.Consumer(bus.StreamAnomalies, bus.ServiceAnomaly); ok {
@@ -73,6 +74,9 @@ func ConsumerAnomalies(replicas int) bus.ConsumerSpec {
 	c, _ := t.Consumer(bus.StreamPhases, bus.ServiceAnomaly)
 	c.Stream = bus.StreamAnomalies
 	c.Config.FilterSubjects = []string{bus.PrefixAnomaly + ">"}
+	// A new consumer starts at the stream's end: the anomalies of the last 30 days were routed
+	// (or not) before this service was installed, and must not page anyone now.
+	c.Config.DeliverPolicy = jetstream.DeliverNewPolicy
 	return c
 }
 
@@ -248,7 +252,7 @@ func WindowKey(a LavaAnomaly, foreign bool) string {
 // logged and not retried.
 func (s *Service) Process(ctx context.Context, a LavaAnomaly, cause *lavav1.Envelope, foreign *lavav1.AnomalyDetected) error {
 	var policy *lavav1.RemediationPolicy
-	if foreign == nil {
+	if foreign == nil || len(a.Labels) == 0 {
 		labels, p, err := s.resource(ctx, a.Source)
 		if err != nil {
 			return err
@@ -319,12 +323,15 @@ func (s *Service) Process(ctx context.Context, a LavaAnomaly, cause *lavav1.Enve
 // fields, count and sightings from the window, the routed action, and an envelope whose
 // trigger is "anomaly:<fingerprint>:<window ordinal>" (each window's alert is a new event;
 // the first one's id equals viggy's for the same fact, so JetStream stores one). A foreign
-// anomaly goes out as it came, with the window's count and sightings.
+// anomaly goes out as it came, sanitized, with the window's count and sightings (and the
+// resource's labels when it carried none).
 func (s *Service) message(a LavaAnomaly, win *Window, cause *lavav1.Envelope, policy *lavav1.RemediationPolicy,
 	foreign *lavav1.AnomalyDetected) *lavav1.AnomalyDetected {
 	if foreign != nil {
 		out := proto.CloneOf(foreign)
-		out.Message, out.Metadata = a.Message, a.Metadata
+		out.Message, out.Metadata, out.Labels = a.Message, a.Metadata, a.Labels
+		out.Count = win.Count
+		out.FirstSeen, out.LastSeen = timestamppb.New(win.FirstSeen), timestamppb.New(win.LastSeen)
 		return out
 	}
 	out := a.Proto()
