@@ -41,8 +41,9 @@ const (
 	ApprovePlanManual = "manual"
 )
 
-// DefaultDriftInterval is spec.driftInterval when unset: 5 minutes. The minimum is 30 seconds.
-const DefaultDriftInterval = "5m"
+// DefaultDriftInterval is spec.driftInterval when unset: 5 minutes, written as metav1.Duration
+// prints it ("5m0s") so that a typed client round-trip does not change the spec (and the generation).
+const DefaultDriftInterval = "5m0s"
 
 // Phase is where a LavaArchitecture is in its lifecycle (UPSTREAM.md section 5.4). The values
 // are PascalCase strings; package internal/phase holds the transition table between them.
@@ -139,7 +140,7 @@ type LavaArchitectureSpec struct {
 	// driftInterval is how often drift is scanned after an apply, as a Go duration string
 	// ("5m", "1h30m"). Default 5m, minimum 30s. Scans are jittered.
 	// +optional
-	// +kubebuilder:default="5m"
+	// +kubebuilder:default="5m0s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="spec.driftInterval must be at least 30s"
