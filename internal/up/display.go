@@ -68,7 +68,7 @@ func (d *Display) Update(snap Snapshot) {
 	if d.tty {
 		d.spin++
 		d.clearLocked()
-		frame := Table(snap, d.now()) + progressLine(snap.Objects, d.now(), d.spin)
+		frame := fitWidth(Table(snap, d.now())+progressLine(snap.Objects, d.now(), d.spin), termWidth(d.w))
 		fmt.Fprint(d.w, frame)
 		d.lines = strings.Count(frame, "\n")
 		return
@@ -158,7 +158,7 @@ func progressLine(objs []v1alpha1.LavaArchitecture, now time.Time, spin int) str
 	var work []string
 	for _, o := range objs {
 		if w := activity(o); w != "" {
-			work = append(work, fmt.Sprintf("%s %s/%s (%s)", w, o.Namespace, o.Name, since(lastChangeTime(o), now)))
+			work = append(work, fmt.Sprintf("%s/%s: %s (%s)", o.Namespace, o.Name, w, since(lastChangeTime(o), now)))
 		}
 	}
 	if len(work) == 0 {
@@ -186,7 +186,7 @@ func activity(o v1alpha1.LavaArchitecture) string {
 		if meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionAwaitingApproval) {
 			return ""
 		}
-		return "applying " + planText(o) + " with " + eng
+		return "applying (" + planText(o) + ") with " + eng
 	case v1alpha1.PhaseReconverging:
 		return "re-applying with " + eng
 	case v1alpha1.PhaseFinalizing:
@@ -284,6 +284,22 @@ func since(t, now time.Time) string {
 		d = 0
 	}
 	return d.String()
+}
+
+// fitWidth cuts every line of frame to width-1 runes (width 0: unknown, no cut), so that no
+// line wraps and a redraw moves the cursor up exactly one row per line.
+func fitWidth(frame string, width int) string {
+	if width <= 1 {
+		return frame
+	}
+	lines := strings.SplitAfter(frame, "\n")
+	for i, l := range lines {
+		body := strings.TrimSuffix(l, "\n")
+		if r := []rune(body); len(r) > width-1 {
+			lines[i] = string(r[:width-2]) + "…" + l[len(body):]
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 // oneLine is s's first line, cut to at most n runes.

@@ -68,7 +68,7 @@ type Source struct {
 	mu         sync.Mutex
 	objs       map[string]*v1alpha1.LavaArchitecture
 	fileErrors []*FileError
-	scanned    bool
+	scans      int // completed scans
 }
 
 // NewSource loads the objects kept in cfg.StatusDir (from a previous run) and binds
@@ -145,11 +145,11 @@ func (s *Source) Objects() []v1alpha1.LavaArchitecture {
 }
 
 // FileErrors returns the files that failed to read at the last scan, and whether a scan has
-// completed at all.
+// completed at all (every object created, updated, observed or deleted as its manifests say).
 func (s *Source) FileErrors() ([]*FileError, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.fileErrors), s.scanned
+	return slices.Clone(s.fileErrors), s.scans > 0
 }
 
 // Run scans the manifests every interval until ctx is done. A scan error (a -f path that
@@ -190,7 +190,7 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 		broken[fe.File] = true
 	}
 	s.mu.Lock()
-	s.fileErrors, s.scanned = ferrs, true
+	s.fileErrors = ferrs
 	s.mu.Unlock()
 	if s.cfg.OnChange != nil {
 		s.cfg.OnChange()
@@ -213,7 +213,13 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	s.mu.Lock()
+	s.scans++
+	s.mu.Unlock()
+	return nil
 }
 
 // upsert creates or updates the object of m and observes it when it is new or changed (or

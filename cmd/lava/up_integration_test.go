@@ -1,0 +1,273 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/up"
+)
+
+// upExamples copies examples/*.yaml into a temporary directory with /tmp/lava-demo replaced by
+// out, so the test writes its files where no other run does.
+func upExamples(t *testing.T, out string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.ReplaceAll(string(b), "/tmp/lava-demo", out))
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// upOnce runs `lava up --once` in-process and fails the test unless it exits 0.
+func upOnce(t *testing.T, manifests, stateDir string) string {
+	t.Helper()
+	tofuDir := os.Getenv("LAVA_TOFU_DIR")
+	if tofuDir == "" {
+		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
+	}
+	code, stdout, stderr := runLava(t, "", "up", "--once", "-f", manifests, "--state-dir", stateDir,
+		"--providers", filepath.Join(tofuDir, "providers"), "--timeout", "4m", "--interval", "200ms")
+	if code != exitOK {
+		t.Fatalf("lava up --once: exit %d\nstdout:\n%s\nstderr:\n%s\nlog:\n%s", code, stdout, stderr, readFile(t, filepath.Join(stateDir, up.FileLog)))
+	}
+	return stdout
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// object reads the object file lava up keeps for ns/name; ok is false when there is none.
+func object(t *testing.T, stateDir, ns, name string) (v1alpha1.LavaArchitecture, bool) {
+	t.Helper()
+	var o v1alpha1.LavaArchitecture
+	b, err := os.ReadFile(filepath.Join(stateDir, up.DirStatus, ns, name+".yaml"))
+	if os.IsNotExist(err) {
+		return o, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sigsyaml.Unmarshal(b, &o); err != nil {
+		t.Fatalf("%s/%s: %v", ns, name, err)
+	}
+	return o, true
+}
+
+var appliedLine = regexp.MustCompile(`msg=applied service=applier resource=(\S+) generation=(\d+) .*state_serial=(\d+)`)
+
+// stateSerials is the newest state serial the applier logged per resource, and how many
+// applies it logged.
+func stateSerials(t *testing.T, stateDir string) (map[string]int, int) {
+	t.Helper()
+	out := map[string]int{}
+	n := 0
+	for _, m := range appliedLine.FindAllStringSubmatch(readFile(t, filepath.Join(stateDir, up.FileLog)), -1) {
+		s, _ := strconv.Atoi(m[3])
+		out[m[1]] = max(out[m[1]], s)
+		n++
+	}
+	return out, n
+}
+
+// TestUp_examples is issue 8's first acceptance line: `lava up --once -f examples/` with the
+// real embedded engine and provider mirror applies every example that can apply here, shows
+// prod-vpc's provider-unavailable failure, updates in place on a binding change, destroys a
+// removed manifest, and re-applies nothing after a restart.
+func TestUp_examples(t *testing.T) {
+	out := t.TempDir()
+	manifests := upExamples(t, out)
+	stateDir := filepath.Join(t.TempDir(), "state")
+
+	stdout := upOnce(t, manifests, stateDir)
+	if !strings.Contains(stdout, "RESOURCE") || !strings.Contains(stdout, "resources settled") {
+		t.Errorf("stdout lacks the final table and summary:\n%s", stdout)
+	}
+	applied := []string{"demo/greetings", "demo/testkit-files", "demo/tofu-greetings", "demo/release-notes", "demo/team-roster"}
+	for _, key := range applied {
+		ns, name, _ := strings.Cut(key, "/")
+		o, ok := object(t, stateDir, ns, name)
+		if !ok || o.Status.Phase != v1alpha1.PhaseApplied || o.Status.ObservedGeneration != 1 || o.Generation != 1 {
+			t.Errorf("%s: phase %q observedGeneration %d generation %d (exists %v), want Applied at generation 1",
+				key, o.Status.Phase, o.Status.ObservedGeneration, o.Generation, ok)
+		}
+	}
+	for _, f := range []string{"hello-ana.txt", "hello-bo.txt", "kit.txt", "kit-readme.txt", "hello-from-tofu.txt"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("applied file: %v", err)
+		}
+	}
+	// Every example naming a provider this machine cannot have fails the documented way.
+	for _, key := range []string{"infra/prod-vpc", "infra/preview-network", "infra/app-subnets", "web/shop-dns", "github/org-repos"} {
+		ns, name, _ := strings.Cut(key, "/")
+		o, _ := object(t, stateDir, ns, name)
+		c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
+		if o.Status.Phase != v1alpha1.PhaseFailed || c == nil || c.Reason != v1alpha1.ReasonProviderUnavailable {
+			t.Errorf("%s: phase %q Ready %+v, want Failed with reason ProviderUnavailable", key, o.Status.Phase, c)
+		}
+		if key == "infra/prod-vpc" && (c == nil || !strings.Contains(c.Message, "hashicorp/aws")) {
+			t.Errorf("prod-vpc: Ready message %+v does not name hashicorp/aws", c)
+		}
+	}
+	serials, applies := stateSerials(t, stateDir)
+	if applies != len(applied) {
+		t.Errorf("%d applies logged, want %d", applies, len(applied))
+	}
+	greetings, _ := object(t, stateDir, "demo", "greetings")
+
+	t.Run("restart applies nothing again", func(t *testing.T) {
+		upOnce(t, manifests, stateDir)
+		if _, n := stateSerials(t, stateDir); n != applies {
+			t.Errorf("%d applies logged after a restart, want still %d", n, applies)
+		}
+		after, _ := object(t, stateDir, "demo", "greetings")
+		if after.UID != greetings.UID || after.Generation != 1 || after.Status.Plan == nil || greetings.Status.Plan == nil ||
+			after.Status.Plan.ID != greetings.Status.Plan.ID || !after.Status.LastAppliedAt.Equal(greetings.Status.LastAppliedAt) {
+			t.Errorf("greetings changed across a restart: uid %s→%s, generation %d, plan %+v→%+v",
+				greetings.UID, after.UID, after.Generation, greetings.Status.Plan, after.Status.Plan)
+		}
+	})
+
+	t.Run("binding change updates in place", func(t *testing.T) {
+		p := filepath.Join(manifests, "notes.yaml")
+		b := strings.Replace(readFile(t, p), "version: 0.1.0", "version: 0.2.0", 1)
+		if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		upOnce(t, manifests, stateDir)
+		o, _ := object(t, stateDir, "demo", "release-notes")
+		if o.Generation != 2 || o.Status.ObservedGeneration != 2 || o.Status.Phase != v1alpha1.PhaseApplied {
+			t.Fatalf("release-notes: generation %d observedGeneration %d phase %s, want Applied at generation 2",
+				o.Generation, o.Status.ObservedGeneration, o.Status.Phase)
+		}
+		if p := o.Status.Plan; p == nil || p.Add != 0 || p.Change != 1 || p.Destroy != 0 {
+			t.Errorf("release-notes plan %+v, want 0 to add, 1 to change, 0 to destroy", p)
+		}
+		now, _ := stateSerials(t, stateDir)
+		if now["demo/release-notes"] <= serials["demo/release-notes"] {
+			t.Errorf("release-notes state serial %d after the update, want more than %d", now["demo/release-notes"], serials["demo/release-notes"])
+		}
+		if roster, _ := object(t, stateDir, "demo", "team-roster"); roster.Generation != 1 {
+			t.Errorf("team-roster (same file, unchanged) is at generation %d, want 1", roster.Generation)
+		}
+	})
+
+	t.Run("removed manifest is destroyed", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(manifests, "testkit.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		upOnce(t, manifests, stateDir)
+		if _, ok := object(t, stateDir, "demo", "testkit-files"); ok {
+			t.Error("testkit-files still has an object file after its manifest was removed")
+		}
+		for _, f := range []string{"kit.txt", "kit-readme.txt"} {
+			if _, err := os.Stat(filepath.Join(out, f)); !os.IsNotExist(err) {
+				t.Errorf("%s: %v, want it destroyed", f, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(out, "hello-ana.txt")); err != nil {
+			t.Errorf("another resource's file went too: %v", err)
+		}
+	})
+}
+
+// TestUp_liveChangeAndInterrupt runs `lava up` without --once: a manifest edited while it runs
+// is re-read and applied as a new generation, and cancelling the context (Ctrl-C) stops it
+// cleanly with exit code 0.
+func TestUp_liveChangeAndInterrupt(t *testing.T) {
+	tofuDir := os.Getenv("LAVA_TOFU_DIR")
+	if tofuDir == "" {
+		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
+	}
+	manifests := t.TempDir()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	b, err := os.ReadFile("../../examples/notes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(manifests, "notes.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"),
+			"--interval", "200ms"}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for !cond() {
+			if time.Now().After(deadline) {
+				cancel()
+				<-done
+				t.Fatalf("timed out waiting for %s\nlog:\n%s", what, readFile(t, filepath.Join(stateDir, up.FileLog)))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	appliedAt := func(gen int64) func() bool {
+		return func() bool {
+			o, ok := object(t, stateDir, "demo", "release-notes")
+			return ok && o.Generation == gen && o.Status.ObservedGeneration == gen && o.Status.Phase == v1alpha1.PhaseApplied
+		}
+	}
+	waitFor("release-notes Applied at generation 1", appliedAt(1))
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "version: 0.1.0", "version: 0.3.0", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("release-notes Applied at generation 2", appliedAt(2))
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("exit %d after cancel, want 0; stderr:\n%s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("lava up did not stop within a minute of cancellation")
+	}
+}
+
+// syncWriter serializes writes to w (the display and the command write from different
+// goroutines).
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
