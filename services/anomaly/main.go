@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -15,14 +17,34 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "anomaly:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run(args []string) error {
+// run parses flags and LAVA_* variables and runs the service until ctx ends. Exit codes: 0
+// after a graceful stop, 1 when the service failed, 2 for a configuration error.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) int {
+	o, err := parse(args, lookup)
+	if err != nil {
+		fmt.Fprintln(stderr, "anomaly:", err)
+		return 2
+	}
+	o.Stderr = stderr
+	if err := anomaly.RunService(ctx, o); err != nil {
+		fmt.Fprintln(stderr, "anomaly:", err)
+		if errors.Is(err, anomaly.ErrConfig) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func parse(args []string, lookup func(string) (string, bool)) (anomaly.Options, error) {
 	fs := pflag.NewFlagSet("anomaly", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	o := anomaly.Options{}
 	noKube := false
 	fs.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
@@ -38,19 +60,20 @@ func run(args []string) error {
 	fs.StringVar(&o.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
 	fs.BoolVar(&noKube, "no-kube", false, "run without Kubernetes access (kubernetesEvents sinks are then refused)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, err
 	}
-	if err := envflag.Apply(fs, "LAVA", os.LookupEnv); err != nil {
-		return err
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
+		return o, err
 	}
 	if !noKube {
 		cfg, err := ctrlconfig.GetConfig()
 		if err != nil {
-			return fmt.Errorf("kubernetes config (use --no-kube to run without): %w", err)
+			return o, fmt.Errorf("kubernetes config (use --no-kube to run without): %w", err)
 		}
 		o.Kube = cfg
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return anomaly.RunService(ctx, o)
+	return o, nil
 }
