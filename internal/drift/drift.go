@@ -200,6 +200,12 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			e.ObservedGeneration = gen
 			e.Suspended = ev.GetSpec().GetSuspend()
 			e.Interval = ev.GetSpec().GetDriftInterval().AsDuration()
+			e.BindsSecrets = false
+			for _, ref := range ev.GetSpec().GetBindingsFrom() {
+				if ref.GetSecretRef() != nil {
+					e.BindsSecrets = true
+				}
+			}
 			if e.Scannable() {
 				// The interval may have shrunk: never wait longer than the new one.
 				if d := s.nextDue(e, e.LastScanOr(now)); d.Before(e.Due) {
@@ -480,7 +486,9 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 
 // Event builds the DriftScanned of a scan of e: findings re-classified with prefixes
 // (UPSTREAM 6.1) and sorted by address then attribute, the maximum severity, the engine,
-// plan id and Terraform JSON digest scanned against. event_id is BLAKE3 of (uid, generation,
+// plan id and Terraform JSON digest scanned against. Values the engine marked sensitive, and
+// every value of a resource that binds Secrets ([Entry].BindsSecrets), are "(sensitive)" with
+// the finding's sensitive flag set. event_id is BLAKE3 of (uid, generation,
 // "lava.v1.DriftScanned", "drift:<scanned at>"); the scan starts a new pass, so
 // correlation_id is the event's own id.
 func Event(e *Entry, rep *engine.DriftReport, prefixes []string) *lavav1.DriftScanned {
@@ -498,7 +506,11 @@ func Event(e *Entry, rep *engine.DriftReport, prefixes []string) *lavav1.DriftSc
 	r := engine.DriftReport{ScannedAt: scanned, Findings: Classify(rep.Findings, prefixes)}
 	r.Finish()
 	for _, f := range r.Findings {
-		ev.Findings = append(ev.Findings, findingProto(f))
+		p := findingProto(f)
+		if e.BindsSecrets && (p.Observed != "" || p.Declared != "") {
+			p.Observed, p.Declared, p.Sensitive = engine.Redacted, engine.Redacted, true
+		}
+		ev.Findings = append(ev.Findings, p)
 	}
 	ev.MaxSeverity = severityProto(r.MaxSeverity)
 	return ev

@@ -2,6 +2,7 @@ package drift_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,6 +117,27 @@ func TestEvent_report(t *testing.T) {
 	// Another scan is another event.
 	if ev2 := drift.Event(entry(), &engine.DriftReport{ScannedAt: at.Add(time.Second)}, nil); ev2.GetEnvelope().GetEventId() == wantID {
 		t.Error("two scans share an event id")
+	}
+}
+
+func TestEvent_resourceBindingSecretsHasEveryValueRedacted(t *testing.T) {
+	t.Parallel()
+	e := entry()
+	e.BindsSecrets = true
+	ev := drift.Event(e, &engine.DriftReport{ScannedAt: time.Now(), Findings: []engine.Finding{
+		{Address: "testkit_file.a", Attribute: "content", Change: engine.ActionUpdate, Observed: str("s3cr3t-value"), Declared: str("other")},
+		{Address: "testkit_file.b", Attribute: "*", Change: engine.ActionCreate},
+	}}, nil)
+	for _, f := range ev.GetFindings() {
+		if strings.Contains(f.GetObserved()+f.GetDeclared(), "s3cr3t") {
+			t.Fatalf("secret-bound value published: %v", f)
+		}
+	}
+	if f := ev.GetFindings()[0]; !f.GetSensitive() || f.GetObserved() != engine.Redacted || f.GetAttribute() != "content" {
+		t.Fatalf("finding: %v", f)
+	}
+	if f := ev.GetFindings()[1]; f.GetSensitive() || f.GetObserved() != "" {
+		t.Fatalf("a finding without values was marked: %v", f)
 	}
 }
 

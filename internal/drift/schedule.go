@@ -37,6 +37,10 @@ type Entry struct {
 	AppliedEventID string `json:"appliedEventId,omitempty"`
 	// Interval is spec.driftInterval (0: the service default).
 	Interval time.Duration `json:"interval,omitempty"`
+	// BindsSecrets is true when spec.bindingsFrom names a Secret: drift cannot read Secrets
+	// (no Kubernetes access), so every observed and declared value of the resource's findings
+	// is redacted, since it could carry a Secret's value.
+	BindsSecrets bool `json:"bindsSecrets,omitempty"`
 	// Suspended (spec.suspend) and Finalizing stop scans.
 	Suspended  bool `json:"suspended,omitempty"`
 	Finalizing bool `json:"finalizing,omitempty"`
