@@ -1,0 +1,179 @@
+package up
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+)
+
+const twoDocs = `apiVersion: lava.pleme.io/v1alpha1
+kind: LavaArchitecture
+metadata: {name: a}
+spec:
+  source: {name: dns-record-set}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ignored}
+---
+apiVersion: lava.pleme.io/v1alpha1
+kind: LavaArchitecture
+metadata: {name: b, namespace: infra}
+spec:
+  source: {inline: "(deflava-architecture b :resources ())"}
+  engine: tofu
+`
+
+func TestParseManifests(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		data    string
+		keys    []string
+		wantErr string
+	}{
+		{name: "multi-document, other kinds skipped, namespace defaulted", data: twoDocs, keys: []string{"default/a", "infra/b"}},
+		{name: "empty", data: "", keys: nil},
+		{name: "no name", data: "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nspec: {source: {name: x}}\n", wantErr: "metadata.name is required"},
+		{name: "two sources", data: "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: a}\nspec: {source: {name: x, inline: y}}\n", wantErr: "exactly one of inline, name or url"},
+		{name: "url without rev", data: "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: a}\nspec: {source: {url: https://x}}\n", wantErr: "url needs rev and path"},
+		{name: "unknown engine", data: "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: a}\nspec: {source: {name: x}, engine: pulumi}\n", wantErr: `spec.engine "pulumi"`},
+		{name: "unknown field", data: "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: a}\nspec: {source: {name: x}, bindingz: {}}\n", wantErr: "bindingz"},
+		{name: "other version", data: "apiVersion: lava.pleme.io/v2\nkind: LavaArchitecture\nmetadata: {name: a}\n", wantErr: "want lava.pleme.io/v1alpha1"},
+		{name: "bad YAML", data: "a: [\n", wantErr: "invalid YAML"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ms, err := ParseManifests("f.yaml", []byte(tt.data))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, m := range ms {
+				keys = append(keys, m.Key())
+			}
+			if diff := cmp.Diff(tt.keys, keys); diff != "" {
+				t.Errorf("keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReadManifests_brokenAndDuplicateFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1.yaml", twoDocs)
+	write("2.yaml", strings.SplitN(twoDocs, "---", 2)[0]) // default/a again
+	write("3.yml", "a: [\n")
+	write("notes.txt", "not a manifest")
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("sub/4.yaml", twoDocs)
+	ms, errs, err := ReadManifests([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || ms[0].File != filepath.Join(dir, "1.yaml") {
+		t.Errorf("manifests %v, want the two of 1.yaml", ms)
+	}
+	var files []string
+	for _, e := range errs {
+		files = append(files, filepath.Base(e.File))
+	}
+	if diff := cmp.Diff([]string{"2.yaml", "3.yml"}, files); diff != "" {
+		t.Errorf("file errors (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(errs[0].Error(), "already defined in") {
+		t.Errorf("duplicate error %q", errs[0])
+	}
+	if _, _, err := ReadManifests([]string{filepath.Join(dir, "missing")}); err == nil {
+		t.Error("a missing -f path is not an error")
+	}
+}
+
+func TestSettled(t *testing.T) {
+	t.Parallel()
+	cond := func(typ string, s metav1.ConditionStatus) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s}
+	}
+	obj := func(gen, observed int64, p v1alpha1.Phase, conds ...metav1.Condition) v1alpha1.LavaArchitecture {
+		o := v1alpha1.LavaArchitecture{}
+		o.Generation = gen
+		o.Status.ObservedGeneration, o.Status.Phase, o.Status.Conditions = observed, p, conds
+		return o
+	}
+	deleting := obj(1, 1, v1alpha1.PhaseApplied)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	tests := []struct {
+		name string
+		o    v1alpha1.LavaArchitecture
+		want bool
+	}{
+		{"applied", obj(2, 2, v1alpha1.PhaseApplied), true},
+		{"failed", obj(1, 1, v1alpha1.PhaseFailed), true},
+		{"applied, older generation", obj(2, 1, v1alpha1.PhaseApplied), false},
+		{"pending", obj(1, 1, v1alpha1.PhasePending), false},
+		{"fresh", obj(1, 0, ""), false},
+		{"planned", obj(1, 1, v1alpha1.PhasePlanned), false},
+		{"awaiting approval", obj(1, 1, v1alpha1.PhasePlanned, cond(v1alpha1.ConditionAwaitingApproval, metav1.ConditionTrue)), true},
+		{"suspended", obj(1, 1, v1alpha1.PhasePending, cond(v1alpha1.ConditionSuspended, metav1.ConditionTrue)), true},
+		{"being deleted", deleting, false},
+	}
+	for _, tt := range tests {
+		if got := Settled(tt.o); got != tt.want {
+			t.Errorf("%s: Settled = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestTable_andProgress(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	o := v1alpha1.LavaArchitecture{}
+	o.Namespace, o.Name, o.Generation = "infra", "prod-vpc", 1
+	o.CreationTimestamp = metav1.NewTime(now.Add(-10 * time.Second))
+	o.Status.Phase, o.Status.ObservedGeneration = v1alpha1.PhaseFailed, 1
+	o.Status.Render = &v1alpha1.RenderRecord{ResourceCount: 1}
+	o.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ProviderUnavailable",
+		Message: "provider hashicorp/aws is not available", LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Second))}}
+	p := o.DeepCopy()
+	p.Name, p.Status.Phase = "app", v1alpha1.PhasePlanned
+	p.Status.Plan = &v1alpha1.PlanSummary{Add: 2}
+	got := Table(Snapshot{Objects: []v1alpha1.LavaArchitecture{o, *p}, FileErrors: []*FileError{{File: "x.yaml", Err: os.ErrPermission}}}, now)
+	want := "RESOURCE        PHASE    ENGINE    RESOURCES     LAST CHANGE  MESSAGE\n" +
+		"infra/prod-vpc  Failed   embedded  1             3s ago       ProviderUnavailable: provider hashicorp/aws is not available\n" +
+		"infra/app       Planned  embedded  1 (+2 ~0 -0)  3s ago       \n" +
+		"! x.yaml: permission denied\n"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+	if line := progressLine([]v1alpha1.LavaArchitecture{o, *p}, now, 0); line != "⠋ infra/app: applying (+2 ~0 -0) with embedded (3s)\n" {
+		t.Errorf("progress line %q", line)
+	}
+	if line := progressLine([]v1alpha1.LavaArchitecture{o}, now, 0); line != "" {
+		t.Errorf("progress line %q for a settled resource, want none", line)
+	}
+	if got := fitWidth("abcdef\nab\n", 5); got != "abc…\nab\n" {
+		t.Errorf("fitWidth = %q", got)
+	}
+}
