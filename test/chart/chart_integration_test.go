@@ -1,0 +1,583 @@
+//go:build integration
+
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/lava-operator/lava/internal/testutil/kubetest"
+)
+
+// ciValues turns every option of the chart on.
+const ciValues = "ci/all-on-values.yaml"
+
+// helmBin returns $LAVA_HELM_BIN, failing the test when it is not an executable.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("LAVA_HELM_BIN")
+	if p == "" {
+		t.Fatal("LAVA_HELM_BIN is not set: build helm with `make tools-helm` and run through make (or export LAVA_HELM_BIN=$HOME/.cache/lava/tools/helm-v3.22.0/helm)")
+	}
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		t.Fatalf("LAVA_HELM_BIN=%s is not an executable file: build it with `make tools-helm` (%v)", p, err)
+	}
+	return p
+}
+
+// kubectlBin returns $KUBEBUILDER_ASSETS/kubectl (the same Kubernetes version as the test API
+// server), failing the test when it is missing.
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(kubetest.AssetsEnv)
+	if dir == "" {
+		t.Fatalf("%s is not set: build kubectl, kube-apiserver and etcd with `make tools-kube`", kubetest.AssetsEnv)
+	}
+	p := filepath.Join(dir, "kubectl")
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		t.Fatalf("%s is not an executable file: build it with `make tools-kube` (%v)", p, err)
+	}
+	return p
+}
+
+// helm runs helm with its state directories in a temporary directory and returns stdout; a
+// non-zero exit is an error carrying stderr.
+func helm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), helmBin(t), args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// render runs `helm template lava <chart> --namespace lava-system --include-crds` with extra
+// arguments.
+func render(t *testing.T, extra ...string) []byte {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", "lava", chartDir, "--namespace", "lava-system", "--include-crds"}, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decode splits a rendered multi-document YAML stream into objects.
+func decode(t *testing.T, b []byte) []*unstructured.Unstructured {
+	t.Helper()
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := d.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("decode rendered manifests: %v", err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, out, true); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return out
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"default", nil},
+		{"all-on", []string{"-f", filepath.Join(chartDir, ciValues)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := helm(t, append([]string{"lint", "--strict", chartDir}, tc.args...)...)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !bytes.Contains(out, []byte("0 chart(s) failed")) {
+				t.Fatalf("helm lint:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestManifestsUpToDate checks that deploy/manifests/lava.yaml is the default values rendered
+// (-update rewrites it).
+func TestManifestsUpToDate(t *testing.T) {
+	got := render(t)
+	want, err := os.ReadFile(manifestFile)
+	if err == nil && bytes.Equal(got, want) {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(manifestFile, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("deploy/manifests/lava.yaml is not the fresh render (-committed +render):\n%s\nregenerate: go test -tags integration ./test/chart -run TestManifestsUpToDate -update",
+		cmp.Diff(string(want), string(got)))
+}
+
+// TestSchemaRejects checks that values.schema.json and the templates refuse bad values, and that
+// a good override (scaling one service) renders.
+func TestSchemaRejects(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"watcher.replicas=abc", "/watcher/replicas"},
+		{"applier.replicas=-1", "/applier/replicas"},
+		{"unknownKey=1", "additional properties 'unknownKey'"},
+		{"synth.unknownKey=1", "additional properties 'unknownKey'"},
+		{"watcher.image.pullPolicy=Sometimes", "/watcher/image/pullPolicy"},
+		{"log.level=verbose", "/log/level"},
+		{"nats.streamReplicas=0", "/nats/streamReplicas"},
+		{"metrics.serviceMonitor.enabled=maybe", "/metrics/serviceMonitor/enabled"},
+		{"attest.signingKey.value=not-hex", "/attest/signingKey/value"},
+		{"watchNamespaces[0]=Not_A_Namespace", "/watchNamespaces/0"},
+		{"attest.signingKey.existingSecret=", "the chart never generates keys"},
+		{"synth.bindingsKey.existingSecret=", "synth.bindingsKey: set synth.bindingsKey.existingSecret"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, err := helm(t, "template", "lava", chartDir, "--set", tc.set)
+			if err == nil {
+				t.Fatalf("helm template --set %s succeeded; want a failure mentioning %q", tc.set, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("helm template --set %s: error does not mention %q:\n%v", tc.set, tc.want, err)
+			}
+		})
+	}
+	t.Run("scale applier", func(t *testing.T) {
+		objs := decode(t, render(t, "--set", "applier.replicas=5"))
+		for _, u := range objs {
+			if u.GetKind() == "Deployment" {
+				d := convert[appsv1.Deployment](t, u)
+				want := int32(1)
+				if d.Name == "lava-applier" {
+					want = 5
+				}
+				if d.Spec.Replicas == nil || *d.Spec.Replicas != want {
+					t.Errorf("%s replicas = %v, want %d", d.Name, d.Spec.Replicas, want)
+				}
+			}
+		}
+	})
+}
+
+// grant is one permission a ServiceAccount holds: where ("cluster" or a namespace), the API
+// group, the resource and the verb.
+type grant struct{ scope, group, resource, verb string }
+
+func (g grant) String() string { return g.scope + " " + g.group + "/" + g.resource + " " + g.verb }
+
+// grants returns, per ServiceAccount name (in namespace lava-system), every permission its
+// bindings give it, sorted.
+func grants(t *testing.T, objs []*unstructured.Unstructured) map[string][]string {
+	t.Helper()
+	clusterRoles := map[string][]rbacv1.PolicyRule{}
+	roles := map[string][]rbacv1.PolicyRule{} // namespace/name
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "ClusterRole":
+			clusterRoles[u.GetName()] = convert[rbacv1.ClusterRole](t, u).Rules
+		case "Role":
+			roles[u.GetNamespace()+"/"+u.GetName()] = convert[rbacv1.Role](t, u).Rules
+		}
+	}
+	out := map[string][]string{}
+	add := func(subjects []rbacv1.Subject, scope string, rules []rbacv1.PolicyRule) {
+		for _, s := range subjects {
+			if s.Kind != "ServiceAccount" || s.Namespace != "lava-system" {
+				t.Errorf("binding subject %+v is not a ServiceAccount of lava-system", s)
+				continue
+			}
+			for _, r := range rules {
+				if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+					t.Errorf("unexpected rule %+v", r)
+				}
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						for _, v := range r.Verbs {
+							out[s.Name] = append(out[s.Name], grant{scope, g, res, v}.String())
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "ClusterRoleBinding":
+			b := convert[rbacv1.ClusterRoleBinding](t, u)
+			rules, ok := clusterRoles[b.RoleRef.Name]
+			if b.RoleRef.Kind != "ClusterRole" || !ok {
+				t.Errorf("ClusterRoleBinding %s refers to %s %s, not rendered", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+			}
+			add(b.Subjects, "cluster", rules)
+		case "RoleBinding":
+			b := convert[rbacv1.RoleBinding](t, u)
+			rules, ok := roles[b.Namespace+"/"+b.RoleRef.Name]
+			if b.RoleRef.Kind != "Role" || !ok {
+				t.Errorf("RoleBinding %s/%s refers to %s %s, not rendered in its namespace", b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+			}
+			add(b.Subjects, b.Namespace, rules)
+		}
+	}
+	for k := range out {
+		sort.Strings(out[k])
+	}
+	return out
+}
+
+// expectedGrants is DESIGN section 2's table, in the given scopes (namespaces that hold
+// LavaArchitectures, or "cluster"), with the leader-election Role in lava-system.
+func expectedGrants(prefix string, scopes []string) map[string][]string {
+	per := map[string][]grant{
+		"watcher": {
+			{"", "lava.pleme.io", "lavaarchitectures", "get"}, {"", "lava.pleme.io", "lavaarchitectures", "list"},
+			{"", "lava.pleme.io", "lavaarchitectures", "watch"}, {"", "lava.pleme.io", "lavaarchitectures", "patch"},
+			{"", "lava.pleme.io", "lavaarchitectures", "update"},
+			{"", "lava.pleme.io", "lavaarchitectures/status", "get"}, {"", "lava.pleme.io", "lavaarchitectures/status", "patch"},
+			{"", "lava.pleme.io", "lavaarchitectures/status", "update"},
+			{"", "lava.pleme.io", "lavaarchitectures/finalizers", "update"},
+			{"", "lava.pleme.io", "remediationpolicies", "get"}, {"", "lava.pleme.io", "remediationpolicies", "list"},
+			{"", "lava.pleme.io", "remediationpolicies", "watch"},
+			{"", "lava.pleme.io", "lavaarchitecturedependencies", "get"}, {"", "lava.pleme.io", "lavaarchitecturedependencies", "list"},
+			{"", "lava.pleme.io", "lavaarchitecturedependencies", "watch"},
+			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
+		},
+		"synth":   {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
+		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"}},
+		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
+	}
+	out := map[string][]string{}
+	for svc, gs := range per {
+		name := prefix + "-" + svc
+		for _, scope := range scopes {
+			for _, g := range gs {
+				g.scope = scope
+				out[name] = append(out[name], g.String())
+			}
+		}
+	}
+	for _, v := range []string{"get", "list", "watch", "create", "update", "patch"} {
+		out[prefix+"-watcher"] = append(out[prefix+"-watcher"], grant{"lava-system", "coordination.k8s.io", "leases", v}.String())
+	}
+	for _, v := range []string{"create", "patch"} {
+		out[prefix+"-watcher"] = append(out[prefix+"-watcher"], grant{"lava-system", "", "events", v}.String())
+	}
+	for k := range out {
+		sort.Strings(out[k])
+	}
+	return out
+}
+
+// flagEnvNames reads services/<svc>/main.go and returns the LAVA_* variable of every flag it
+// defines (internal/envflag: LAVA_ + upper case, dashes as underscores).
+func flagEnvNames(t *testing.T, svc string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "services", svc, "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`fs\.[A-Za-z0-9]+Var(?:P)?\([^,]+,\s*"([a-z0-9-]+)"`)
+	out := map[string]bool{}
+	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+		out["LAVA_"+strings.ToUpper(strings.ReplaceAll(m[1], "-", "_"))] = true
+	}
+	if len(out) < 5 {
+		t.Fatalf("services/%s/main.go: found only %d flags", svc, len(out))
+	}
+	return out
+}
+
+// TestRenderedObjects checks the rendered default and all-on manifests: RBAC exactly as DESIGN
+// section 2 (attest, drift and viggy bound to nothing, no token mounted), every LAVA_* variable
+// a flag of its service, probes, security contexts, Services and the key mounts.
+func TestRenderedObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name, prefix string
+		args         []string
+		scopes       []string
+	}{
+		{"default", "lava", nil, []string{"cluster"}},
+		{"all-on", "lava-all", []string{"-f", filepath.Join(chartDir, ciValues)}, []string{"team-a", "team-b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := decode(t, render(t, tc.args...))
+			if d := cmp.Diff(expectedGrants(tc.prefix, tc.scopes), grants(t, objs)); d != "" {
+				t.Errorf("RBAC differs from DESIGN section 2 (-want +got):\n%s", d)
+			}
+			kinds := map[string]int{}
+			deployments := map[string]*appsv1.Deployment{}
+			sas := map[string]*corev1.ServiceAccount{}
+			svcs := map[string]*corev1.Service{}
+			for _, u := range objs {
+				kinds[u.GetKind()]++
+				switch u.GetKind() {
+				case "Deployment":
+					deployments[u.GetName()] = convert[appsv1.Deployment](t, u)
+				case "ServiceAccount":
+					sas[u.GetName()] = convert[corev1.ServiceAccount](t, u)
+				case "Service":
+					svcs[u.GetName()] = convert[corev1.Service](t, u)
+				}
+			}
+			if kinds["CustomResourceDefinition"] != 3 || kinds["Deployment"] != 7 || kinds["ServiceAccount"] != 7 || kinds["Service"] != 7 {
+				t.Errorf("rendered kinds = %v", kinds)
+			}
+			for _, svc := range services {
+				name := tc.prefix + "-" + svc
+				d, sa, s := deployments[name], sas[name], svcs[name]
+				if d == nil || sa == nil || s == nil {
+					t.Errorf("%s: Deployment %v, ServiceAccount %v, Service %v", name, d != nil, sa != nil, s != nil)
+					continue
+				}
+				noKube := slices.Contains([]string{"attest", "drift", "viggy"}, svc)
+				pod := d.Spec.Template.Spec
+				if pod.ServiceAccountName != name {
+					t.Errorf("%s: serviceAccountName %q", name, pod.ServiceAccountName)
+				}
+				if noKube && (pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken ||
+					sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken) {
+					t.Errorf("%s: the ServiceAccount token is mounted; it never calls the Kubernetes API", name)
+				}
+				if ps := pod.SecurityContext; ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
+					t.Errorf("%s: pod securityContext %+v", name, ps)
+				}
+				if len(pod.Containers) != 1 {
+					t.Fatalf("%s: %d containers", name, len(pod.Containers))
+				}
+				c := pod.Containers[0]
+				sc := c.SecurityContext
+				if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+					sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+					!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+					t.Errorf("%s: container securityContext %+v", name, sc)
+				}
+				if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "health" {
+					t.Errorf("%s: liveness probe %+v", name, p)
+				}
+				if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.String() != "health" {
+					t.Errorf("%s: readiness probe %+v", name, p)
+				}
+				ports := map[string]int32{}
+				for _, p := range c.Ports {
+					ports[p.Name] = p.ContainerPort
+				}
+				wantPorts := map[string]int32{"metrics": 9090, "health": 9091}
+				if svc == "synth" || svc == "attest" {
+					wantPorts["connect"] = 8080
+				}
+				if d := cmp.Diff(wantPorts, ports); d != "" {
+					t.Errorf("%s: container ports (-want +got):\n%s", name, d)
+				}
+				var svcPorts []string
+				for _, p := range s.Spec.Ports {
+					svcPorts = append(svcPorts, p.Name+">"+p.TargetPort.String())
+				}
+				wantSvc := []string{"metrics>metrics"}
+				if _, ok := wantPorts["connect"]; ok {
+					wantSvc = append(wantSvc, "connect>connect")
+				}
+				if !slices.Equal(svcPorts, wantSvc) {
+					t.Errorf("%s: Service ports %v, want %v", name, svcPorts, wantSvc)
+				}
+				flags := flagEnvNames(t, svc)
+				env := map[string]corev1.EnvVar{}
+				for _, e := range c.Env {
+					env[e.Name] = e
+					if strings.HasPrefix(e.Name, "LAVA_") && !flags[e.Name] {
+						t.Errorf("%s: %s names no flag of services/%s/main.go (it would be ignored)", name, e.Name, svc)
+					}
+				}
+				if _, ok := env["LAVA_NATS_URL"]; !ok {
+					t.Errorf("%s: no LAVA_NATS_URL", name)
+				}
+				if tc.name == "all-on" {
+					for _, v := range []string{"LAVA_NATS_CREDS", "LAVA_CONCURRENCY", "SSL_CERT_DIR"} {
+						if _, ok := env[v]; !ok && !(v == "LAVA_CONCURRENCY" && svc == "watcher") {
+							t.Errorf("%s: all-on values but no %s", name, v)
+						}
+					}
+					if e := env["LAVA_NATS_URL"]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "lava-nats-url" {
+						t.Errorf("%s: LAVA_NATS_URL %+v, want from Secret lava-nats-url", name, e)
+					}
+				}
+				mountFile := map[string]string{"synth": "LAVA_BINDINGS_KEY_FILE", "attest": "LAVA_SIGNING_KEY_FILE"}
+				if v, ok := mountFile[svc]; ok {
+					path := env[v].Value
+					var mounted bool
+					for _, m := range c.VolumeMounts {
+						if m.ReadOnly && strings.HasPrefix(path, m.MountPath+"/") {
+							mounted = true
+						}
+					}
+					if !mounted {
+						t.Errorf("%s: %s=%q is not in a read-only mount", name, v, path)
+					}
+				}
+			}
+		})
+	}
+}
+
+// writeKubeconfig writes a kubeconfig reaching the API server of cfg and returns its path.
+func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestApplyToAPIServer applies the rendered manifests to a real kube-apiserver (envtest):
+// server-side dry-run for the default and the all-on values, then the default for real, and
+// asks the API server what each ServiceAccount may do (SubjectAccessReview).
+func TestApplyToAPIServer(t *testing.T) {
+	kubectl := kubectlBin(t)
+	env := kubetest.Start(t)
+	kubeconfig := writeKubeconfig(t, env.Config)
+	run := func(t *testing.T, stdin []byte, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	for _, ns := range []string{"lava-system", "team-a", "team-b", "infra"} {
+		if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The ServiceMonitor of the all-on values needs the Prometheus Operator's CRD: a minimal
+	// copy (group, kind, version, an open schema) stands in for it.
+	smCRD, err := os.ReadFile("testdata/servicemonitor-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, smCRD, "apply", "--server-side", "--field-manager=lava-chart-test", "-f", "-")
+	run(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"default", nil},
+		{"all-on", []string{"-f", filepath.Join(chartDir, ciValues)}},
+	} {
+		t.Run("dry-run "+tc.name, func(t *testing.T) {
+			manifests := render(t, tc.args...)
+			n := len(decode(t, manifests))
+			out := run(t, manifests, "apply", "--server-side", "--dry-run=server", "--field-manager=lava-chart-test", "-f", "-")
+			if got := strings.Count(out, "(server dry run)"); got != n {
+				t.Fatalf("%d of %d objects applied with server dry run:\n%s", got, n, out)
+			}
+		})
+	}
+
+	t.Run("apply default and review access", func(t *testing.T) {
+		manifests, err := os.ReadFile(manifestFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, manifests, "apply", "--server-side", "--field-manager=lava-chart-test", "-f", "-")
+		for _, tc := range []struct {
+			sa, ns, group, resource, sub, verb string
+			allowed                            bool
+		}{
+			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "watch", true},
+			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "status", "patch", true},
+			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "finalizers", "update", true},
+			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "delete", false},
+			{"watcher", "infra", "lava.pleme.io", "remediationpolicies", "", "list", true},
+			{"watcher", "infra", "lava.pleme.io", "remediationpolicies", "", "update", false},
+			{"watcher", "infra", "events.k8s.io", "events", "", "create", true},
+			{"watcher", "lava-system", "coordination.k8s.io", "leases", "", "update", true},
+			{"watcher", "infra", "coordination.k8s.io", "leases", "", "update", false},
+			{"watcher", "infra", "", "secrets", "", "get", false},
+			{"synth", "infra", "", "secrets", "", "get", true},
+			{"synth", "infra", "", "configmaps", "", "get", true},
+			{"synth", "infra", "", "secrets", "", "list", false},
+			{"synth", "infra", "", "secrets", "", "create", false},
+			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"applier", "infra", "", "secrets", "", "create", true},
+			{"applier", "infra", "", "secrets", "", "update", true},
+			{"applier", "infra", "", "secrets", "", "delete", false},
+			{"applier", "infra", "", "secrets", "", "list", false},
+			{"applier", "infra", "", "configmaps", "", "get", false},
+			{"anomaly", "infra", "events.k8s.io", "events", "", "create", true},
+			{"anomaly", "infra", "", "secrets", "", "get", false},
+			{"attest", "infra", "", "secrets", "", "get", false},
+			{"attest", "lava-system", "", "secrets", "", "get", false},
+			{"drift", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"viggy", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"viggy", "infra", "events.k8s.io", "events", "", "create", false},
+		} {
+			user := "system:serviceaccount:lava-system:lava-" + tc.sa
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   user,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:lava-system", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: tc.ns, Group: tc.group, Resource: tc.resource, Subresource: tc.sub, Verb: tc.verb,
+				},
+			}}
+			if err := env.Client.Create(t.Context(), sar); err != nil {
+				t.Fatal(err)
+			}
+			if sar.Status.Allowed != tc.allowed {
+				t.Errorf("%s %s %s/%s/%s in %s: allowed=%v, want %v (%s)", tc.sa, tc.verb, tc.group, tc.resource, tc.sub, tc.ns,
+					sar.Status.Allowed, tc.allowed, sar.Status.Reason)
+			}
+		}
+	})
+}
