@@ -270,6 +270,18 @@ func await[T bus.Event](l *loop, name string, from int, d time.Duration, ok func
 	return zero
 }
 
+// index is the capture index of ev (by event id), -1 when absent.
+func (l *loop) index(ev bus.Event) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, m := range l.msgs {
+		if m.event.GetEnvelope().GetEventId() == ev.GetEnvelope().GetEventId() {
+			return i
+		}
+	}
+	return -1
+}
+
 func (l *loop) describe(name string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -340,6 +352,9 @@ func outOfBandDrift(t *testing.T, eng lavav1.Engine) {
 		re := await(l, "auto", from, time.Minute, func(*lavav1.ReapplyRequested) bool { return true })
 		if re.GetRequireApproval() || re.GetDriftEventId() != scan.GetEnvelope().GetEventId() {
 			t.Fatalf("reapply: %v", re)
+		}
+		if ti, ri := l.index(tick), l.index(re); ti < 0 || ri < ti {
+			t.Errorf("ReapplyRequested (#%d) went out before the TickReported (#%d) the watcher folds into Reconverging", ri, ti)
 		}
 		await(l, "auto", from, 2*time.Minute, func(*lavav1.Applied) bool { return true })
 		if b, _ := os.ReadFile(path); string(b) != "hello\n" {

@@ -248,6 +248,9 @@ type passState struct {
 	requeue time.Duration
 	tier    int32
 	planID  string
+	// commands are published right after TickReported, so the watcher folds the pass's phase
+	// (Reconverging, Drifted) before the applier's answer (Planned, Applied) can arrive.
+	commands []bus.Event
 }
 
 // pass runs the seven beats for one event and publishes TickReported.
@@ -335,6 +338,15 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 	if _, err := s.pub.PublishEvent(ctx, tr); err != nil {
 		return fmt.Errorf("viggy: %w", err)
 	}
+	if !res.Failed {
+		// A failure to publish naks the event: the pass runs again, and the same event ids make
+		// JetStream store TickReported and the commands once.
+		for _, cmd := range p.commands {
+			if _, err := s.pub.PublishEvent(ctx, cmd); err != nil {
+				return fmt.Errorf("viggy: %w", err)
+			}
+		}
+	}
 	s.metrics.passes.WithLabelValues(phaseLabel(p.phase)).Inc()
 	s.metrics.duration.Observe(res.Ended.Sub(res.Started).Seconds())
 	s.cfg.Logger.Info("viggy: pass", "resource", cause.GetResource().GetNamespace()+"/"+cause.GetResource().GetName(),
@@ -419,9 +431,10 @@ func (d *driftPass) act(ctx context.Context, p *passState) (lavav1.Phase, string
 			cmd.Reason = "DriftRequireApproval"
 		}
 		cmd.Envelope = s.envelope(cause, "lava.v1.ReapplyRequested", eventid.CauseTrigger(cause.GetEventId()), "")
-		if _, err := s.pub.PublishEvent(ctx, cmd); err != nil {
-			return 0, "", fmt.Errorf("viggy: %w", err)
+		if _, err := bus.SubjectFor(cmd); err != nil {
+			return 0, "", err
 		}
+		p.commands = append(p.commands, cmd)
 		if hold {
 			return lavav1.Phase_PHASE_DRIFTED, "corrective plan requested; awaiting approval (spec.approvePlan)", nil
 		}
