@@ -28,6 +28,7 @@ const DefaultWindow = 10 * time.Minute
 // given by --config ([LoadRouting]). The zero value publishes only on the bus.
 //
 //	window: 10m            # de-duplication window per fingerprint
+//	stuckAfter: 30m        # progress deadline of a working phase (negative: off)
 //	cluster: prod-eu       # names the cluster in every anomaly
 //	sinks:
 //	  - name: ops
@@ -41,6 +42,11 @@ const DefaultWindow = 10 * time.Minute
 type Routing struct {
 	// Window is the de-duplication window (default [DefaultWindow]).
 	Window metav1.Duration `json:"window"`
+	// StuckAfter is the progress deadline: a resource that stays this long in a working phase
+	// (Pending, Synthesized, Planned, Reconverging, Finalizing; not while held by dependencies,
+	// suspension or an approval) raises a Stalled anomaly. Default [DefaultStuckAfter]; a
+	// negative value disables the check.
+	StuckAfter metav1.Duration `json:"stuckAfter"`
 	// Cluster names the cluster in every anomaly this service builds.
 	Cluster string `json:"cluster,omitempty"`
 	// Sinks are the configured sinks, by unique name.
@@ -157,6 +163,9 @@ var ErrConfig = errors.New("anomaly: invalid config")
 func (c *Routing) Validate() error {
 	if c.Window.Duration <= 0 {
 		c.Window.Duration = DefaultWindow
+	}
+	if c.StuckAfter.Duration == 0 {
+		c.StuckAfter.Duration = DefaultStuckAfter
 	}
 	names := map[string]bool{}
 	for i := range c.Sinks {

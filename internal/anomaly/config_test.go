@@ -35,7 +35,8 @@ func TestRouting_route(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Window.Duration != 2*time.Minute || r.Cluster != "prod-eu" || r.Sinks[0].MaxAttempts != 5 || r.Sinks[0].ResolveAfter.Duration != 2*time.Minute {
+	if r.Window.Duration != 2*time.Minute || r.Cluster != "prod-eu" || r.Sinks[0].MaxAttempts != 5 || r.Sinks[0].ResolveAfter.Duration != 2*time.Minute ||
+		r.StuckAfter.Duration != anomaly.DefaultStuckAfter {
 		t.Fatalf("defaults: %+v", r)
 	}
 	a := func(kind anomaly.Kind, ext string, sev anomaly.Severity, ns string, labels map[string]string) anomaly.LavaAnomaly {

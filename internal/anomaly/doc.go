@@ -10,6 +10,9 @@
 //   - from LAVA_PHASES: Failed ([FromFailed]: stage and reason pick the kind), DriftScanned
 //     with findings ([FromDriftScanned]), PhaseChanged to a dependency-blocked or stalled
 //     state ([FromPhaseChanged]); TickReported is acknowledged and not used;
+//   - a progress deadline: PhaseChanged also tracks resources in a working phase
+//     ([BucketProgress]); one that stays there longer than stuckAfter (default 30m) raises a
+//     Stalled anomaly with reason ProgressDeadlineExceeded;
 //   - from LAVA_ANOMALIES: AnomalyDetected that other services (viggy: escalations, stalls,
 //     drift under Alert) publish directly ([FromDetected]). Those are already on the public
 //     subjects, so they go only to the other sinks; the service's own anomalies

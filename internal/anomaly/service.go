@@ -50,16 +50,20 @@ type Config struct {
 	Router Router
 	// Now is the clock of sightings; default time.Now.
 	Now func() time.Time
+	// ScanInterval is how often resources in a working phase are checked against the
+	// routing's stuckAfter deadline; default 30s.
+	ScanInterval time.Duration
 }
 
 // Service is the anomaly service ([doc] of this package).
 type Service struct {
-	cfg     Config
-	routing *Routing
-	windows *Windows
-	bus     *BusSink
-	sinks   map[string]Sink
-	metrics *Metrics
+	cfg      Config
+	routing  *Routing
+	windows  *Windows
+	bus      *BusSink
+	sinks    map[string]Sink
+	metrics  *Metrics
+	progress *progress
 }
 
 // ConsumerAnomalies is the durable consumer "anomaly" on LAVA_ANOMALIES (filter
@@ -101,6 +105,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Router == nil {
 		cfg.Router = PolicyRouter{}
 	}
+	if cfg.ScanInterval <= 0 {
+		cfg.ScanInterval = 30 * time.Second
+	}
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -113,12 +120,16 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	prog, err := ensureProgress(ctx, cfg.JS, cfg.Replicas)
+	if err != nil {
+		return nil, err
+	}
 	c := ConsumerAnomalies(cfg.Replicas)
 	if _, err := cfg.JS.CreateOrUpdateConsumer(ctx, c.Stream, c.Config); err != nil {
 		return nil, fmt.Errorf("anomaly: ensure consumer %s on %s: %w", c.Config.Durable, c.Stream, err)
 	}
 	s := &Service{cfg: cfg, routing: cfg.Routing, windows: win, bus: NewBusSink(bus.NewPublisher(cfg.JS)),
-		sinks: map[string]Sink{}, metrics: m}
+		sinks: map[string]Sink{}, metrics: m, progress: prog}
 	for _, sc := range cfg.Routing.Sinks {
 		retry := func(string) { m.retries.WithLabelValues(sc.Name).Inc() }
 		switch sc.Type {
@@ -145,10 +156,27 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // Windows is the service's de-duplication state.
 func (s *Service) Windows() *Windows { return s.windows }
 
-// Run consumes LAVA_PHASES and LAVA_ANOMALIES with the durable "anomaly" until ctx is
-// cancelled, then drains and returns nil.
+// Run consumes LAVA_PHASES and LAVA_ANOMALIES with the durable "anomaly" and, unless
+// stuckAfter is negative, checks resources in a working phase every ScanInterval, until ctx is
+// cancelled; then it drains and returns nil.
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
+	if s.routing.StuckAfter.Duration > 0 {
+		g.Go(func() error {
+			t := time.NewTicker(s.cfg.ScanInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-gctx.Done():
+					return nil
+				case <-t.C:
+					if err := s.scanProgress(gctx); err != nil && gctx.Err() == nil {
+						s.cfg.Logger.Warn("anomaly: progress scan", "error", err)
+					}
+				}
+			}
+		})
+	}
 	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
 		g.Go(func() error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
@@ -183,6 +211,9 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 		a, ok = FromDriftScanned(ev, cluster, now)
 	case *lavav1.PhaseChanged:
 		event = eventPhaseChanged
+		if err := s.progress.track(ctx, ev, now); err != nil {
+			return err
+		}
 		a, ok = FromPhaseChanged(ev, cluster, now)
 	case *lavav1.TickReported:
 		event = eventTickReported

@@ -115,6 +115,7 @@ func start(t *testing.T, replicas int) *harness {
 	t.Cleanup(hook.Close)
 	h.routes, err = anomaly.ParseRouting([]byte(fmt.Sprintf(`
 window: 1m
+stuckAfter: 90s
 cluster: test-cluster
 sinks:
   - {name: ops, type: webhook, url: %q, secretFile: %q, maxAttempts: 3, timeout: 2s}
@@ -131,7 +132,8 @@ rules:
 			_, js = ns.Connect(t)
 		}
 		reg := prometheus.NewRegistry()
-		svc, err := anomaly.New(ctx, anomaly.Config{JS: js, Routing: h.routes, Registerer: reg, Now: h.clock.now, Concurrency: 4})
+		svc, err := anomaly.New(ctx, anomaly.Config{JS: js, Routing: h.routes, Registerer: reg, Now: h.clock.now, Concurrency: 4,
+			ScanInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,3 +396,47 @@ type collectorFunc func(chan<- prometheus.Metric)
 
 func (f collectorFunc) Describe(chan<- *prometheus.Desc)    {}
 func (f collectorFunc) Collect(ch chan<- prometheus.Metric) { f(ch) }
+
+// A resource that stays in a working phase past stuckAfter raises one Stalled anomaly; reaching
+// a resting phase clears it.
+func TestService_stuckResourceRaisesStalled(t *testing.T) {
+	h := start(t, 1)
+	const uid = "9d7c4c1e-2222-4a57-9c0e-7f0f6d0d2b11"
+	h.observed(t, "api", uid, map[string]string{"team": "infra"})
+	phase := func(n int, from, to lavav1.Phase, reason string) {
+		t.Helper()
+		pc := &lavav1.PhaseChanged{From: from, To: to, Reason: reason}
+		pc.Envelope = &lavav1.Envelope{EventId: eventid.ID(uid, 1, "lava.v1.PhaseChanged", fmt.Sprintf("cause:pc-%d", n)), Source: "watcher",
+			Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "api", Uid: uid}, Generation: 1}
+		if _, err := h.pub.PublishEvent(t.Context(), pc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := h.js.KeyValue(t.Context(), anomaly.BucketProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bus.ResourceKey("infra", "api")
+	phase(1, lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, "SynthesisSucceeded")
+	eventually(t, "progress tracked", func() error {
+		_, err := kv.Get(t.Context(), key)
+		return err
+	})
+	h.clock.advance(time.Minute)
+	h.quiet(t)
+	h.clock.advance(time.Minute)
+	m, a := h.next(t)
+	if m.Subject != "lava.anomaly.critical.stalled" || a.GetMetadata()["reason"] != anomaly.ReasonProgressDeadlineExceeded ||
+		a.GetMetadata()["phase"] != "SYNTHESIZED" || a.GetSource().GetUid() != uid || !strings.Contains(a.GetMessage(), "no progress for 2m") {
+		t.Errorf("stall %s: %v", m.Subject, a)
+	}
+	h.clock.advance(time.Minute)
+	h.quiet(t)
+	phase(2, lavav1.Phase_PHASE_SYNTHESIZED, lavav1.Phase_PHASE_APPLIED, "Applied")
+	eventually(t, "progress cleared", func() error {
+		if _, err := kv.Get(t.Context(), key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("entry still there: %v", err)
+		}
+		return nil
+	})
+}
