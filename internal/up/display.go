@@ -20,6 +20,9 @@ type Snapshot struct {
 	Objects []v1alpha1.LavaArchitecture
 	// FileErrors are the manifest files that failed to read at the last scan.
 	FileErrors []*FileError
+	// Loaded is true once the source read its inputs completely at least once (every
+	// manifest reconciled, or the cluster listed).
+	Loaded bool
 }
 
 // Display renders snapshots to a writer: on a terminal a table and a progress line redrawn

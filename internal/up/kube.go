@@ -47,6 +47,6 @@ func (k *kubeView) Snapshot(ctx context.Context) Snapshot {
 	slices.SortFunc(out, func(a, b v1alpha1.LavaArchitecture) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	k.last = Snapshot{Objects: out}
+	k.last = Snapshot{Objects: out, Loaded: true}
 	return k.last
 }

@@ -273,8 +273,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		runSvc("file source", func(ctx context.Context) error { return src.Run(ctx, o.Interval) })
 		runSvc("phase consumer", func(ctx context.Context) error { return src.RunPhases(ctx, nil) })
 		snapshot = func() Snapshot {
-			fe, _ := src.FileErrors()
-			return Snapshot{Objects: src.Objects(), FileErrors: fe}
+			fe, loaded := src.FileErrors()
+			return Snapshot{Objects: src.Objects(), FileErrors: fe, Loaded: loaded}
 		}
 	}
 
@@ -282,7 +282,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	g.Go(func() error {
 		defer stop()
 		tick := 250 * time.Millisecond
-		if !o.Terminal {
+		switch {
+		case o.Kubeconfig != "":
+			tick = 500 * time.Millisecond // each snapshot lists from the API server
+		case !o.Terminal:
 			tick = 100 * time.Millisecond
 		}
 		t := time.NewTicker(tick)
@@ -308,7 +311,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			if !o.Once {
 				continue
 			}
-			if ready(src, snap) {
+			if ready(snap) {
 				// Settled twice in a row a moment apart: a scan in between saw no change.
 				if settledSince.IsZero() {
 					settledSince = time.Now()
@@ -330,13 +333,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, driverErr
 }
 
-// ready reports whether a --once run may stop: the file source scanned at least once and
-// every object settled.
-func ready(src *Source, snap Snapshot) bool {
-	if src != nil {
-		if _, scanned := src.FileErrors(); !scanned {
-			return false
-		}
+// ready reports whether a --once run may stop: the source loaded its inputs and every object
+// settled.
+func ready(snap Snapshot) bool {
+	if !snap.Loaded {
+		return false
 	}
 	for _, o := range snap.Objects {
 		if !Settled(o) {
