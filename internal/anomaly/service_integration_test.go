@@ -84,6 +84,21 @@ func eventually(t *testing.T, what string, f func() error) {
 	}
 }
 
+// consistently fails the test if f fails at any poll during d.
+func consistently(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		select {
+		case <-t.Context().Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 type harness struct {
 	js     jetstream.JetStream
 	nc     *nats.Conn
@@ -439,4 +454,67 @@ func TestService_stuckResourceRaisesStalled(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// viggy's DriftDetected (published directly under Alert) and the one this service derives from
+// the same DriftScanned share the fingerprint and the first window's event id: one alert in
+// LAVA_ANOMALIES and at the webhook, whichever comes first. (A plain core-NATS subscriber can
+// see both publishes: JetStream de-duplicates what it stores, not what it forwards.)
+func TestService_viggyDriftAndScanAreOneAlert(t *testing.T) {
+	h := start(t, 1)
+	const uid = "9d7c4c1e-3333-4a57-9c0e-7f0f6d0d2b11"
+	h.observed(t, "net", uid, map[string]string{"team": "infra"})
+	scan := &lavav1.DriftScanned{MaxSeverity: lavav1.Severity_SEVERITY_FUNCTIONAL, TerraformJsonDigest: strings.Repeat("d", 64),
+		Findings: []*lavav1.DriftFinding{{Address: "aws_vpc.main", Attribute: "cidr_block", Change: lavav1.ChangeKind_CHANGE_KIND_UPDATE,
+			Severity: lavav1.Severity_SEVERITY_FUNCTIONAL}}}
+	scan.Envelope = &lavav1.Envelope{EventId: eventid.ID(uid, 1, "lava.v1.DriftScanned", "drift:1"), Source: "drift",
+		Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "net", Uid: uid}, Generation: 1}
+	fp := anomaly.Fingerprint(lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, "", uid, lavav1.Severity_SEVERITY_FUNCTIONAL, scan.GetTerraformJsonDigest())
+	trigger := eventid.AnomalyTrigger(fp, 1)
+	viggy := &lavav1.AnomalyDetected{Kind: lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, Severity: lavav1.Severity_SEVERITY_FUNCTIONAL,
+		Source: scan.Envelope.Resource, Message: "drift detected: 1 field(s)", Fingerprint: fp, Count: 1, Labels: map[string]string{"team": "infra"},
+		Envelope: &lavav1.Envelope{EventId: eventid.ID(uid, 1, "lava.v1.AnomalyDetected", trigger), Source: "viggy",
+			Resource: scan.Envelope.Resource, Generation: 1, Trigger: trigger}}
+	if _, err := h.pub.PublishEvent(t.Context(), scan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.pub.PublishEvent(t.Context(), viggy); err != nil {
+		t.Fatal(err)
+	}
+	m, a := h.next(t)
+	if m.Subject != "lava.anomaly.functional.drift_detected" || a.GetFingerprint() != fp {
+		t.Fatalf("%s: %v", m.Subject, a)
+	}
+	eventually(t, "webhook delivery", func() error {
+		if n := len(h.hook.received()); n != 1 {
+			return fmt.Errorf("%d deliveries", n)
+		}
+		return nil
+	})
+	eventually(t, "both sightings handled", func() error {
+		if n := testutil.ToFloat64(counter(t, h.reg, "lava_anomaly_events_total", map[string]string{"event": "drift_scanned", "result": "anomaly"})); n != 1 {
+			return fmt.Errorf("drift_scanned anomalies = %v", n)
+		}
+		return nil
+	})
+	consistently(t, 700*time.Millisecond, "one webhook delivery", func() error {
+		if n := len(h.hook.received()); n != 1 {
+			return fmt.Errorf("%d deliveries", n)
+		}
+		return nil
+	})
+	st, err := h.js.Stream(t.Context(), bus.StreamAnomalies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context(), jetstream.WithSubjectFilter(m.Subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Subjects[m.Subject]; n != 1 {
+		t.Errorf("LAVA_ANOMALIES holds %d messages on %s, want 1", n, m.Subject)
+	}
+	if n := len(h.hook.received()); n != 1 {
+		t.Errorf("webhook got %d deliveries, want 1", n)
+	}
 }
