@@ -35,6 +35,9 @@ const (
 	BucketWatermarks = "lava-watermarks"
 	// BucketDriftSchedule holds drift's per-resource scan schedule ([ResourceKey]).
 	BucketDriftSchedule = "lava-drift-schedule"
+	// BucketViggy holds viggy's per-resource record: effective policy, last decision, held plan
+	// id, scheduled retries and escalations ([ResourceKey]).
+	BucketViggy = "lava-viggy"
 	// ObjectStoreArtifacts holds Terraform JSON, plans and state bodies by BLAKE3 digest. See
 	// [Artifacts].
 	ObjectStoreArtifacts = "lava-artifacts"
@@ -224,7 +227,7 @@ func Declare(opts TopologyOptions) Topology {
 
 		consumer(StreamPhases, ServiceWatcher, phaseFilter(EventSynthesized), phaseFilter(EventPlanned),
 			phaseFilter(EventApplied), phaseFilter(EventFailed), phaseFilter(EventDestroyed),
-			phaseFilter(EventDriftScanned), phaseFilter(EventReceiptAppended)),
+			phaseFilter(EventDriftScanned), phaseFilter(EventTickReported), phaseFilter(EventReceiptAppended)),
 		consumer(StreamPhases, ServiceApplier, phaseFilter(EventSynthesized)),
 		consumer(StreamPhases, ServiceDrift, phaseFilter(EventApplied), phaseFilter(EventDestroyed), phaseFilter(EventPhaseChanged)),
 		consumer(StreamPhases, ServiceViggy, phaseFilter(EventPlanned), phaseFilter(EventApplied), phaseFilter(EventFailed),
@@ -257,6 +260,7 @@ func Declare(opts TopologyOptions) Topology {
 			leases,
 			kv(BucketWatermarks, "Newest generation seen, per service and resource"),
 			kv(BucketDriftSchedule, "Per-resource drift scan schedule"),
+			kv(BucketViggy, "viggy: per-resource policy, last decision, scheduled retries and escalations"),
 		},
 		ObjectStores: []jetstream.ObjectStoreConfig{{
 			Bucket:      ObjectStoreArtifacts,

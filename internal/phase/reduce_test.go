@@ -466,3 +466,21 @@ func TestReduce_randomWalk_invariants(t *testing.T) {
 		}
 	}
 }
+
+// A critical drift held for approval: viggy records Drifted, the applier's re-plan waits for
+// approval without leaving Drifted, and the approved apply returns to Applied.
+func TestReduce_driftHeldForApproval(t *testing.T) {
+	st := statusIn(t, Applied)
+	st = mustReduce(t, st, sample(EventDrifted, 1, 10))
+	st = mustReduce(t, st, sample(EventAwaitingApproval, 1, 11))
+	if st.Phase != Drifted {
+		t.Fatalf("phase after the held plan = %s, want Drifted", st.Phase)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAwaitingApproval); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("AwaitingApproval = %+v, want True", c)
+	}
+	st = mustReduce(t, st, sample(EventApplied, 1, 12))
+	if st.Phase != Applied {
+		t.Fatalf("phase after the approved apply = %s, want Applied", st.Phase)
+	}
+}

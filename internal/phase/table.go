@@ -50,6 +50,11 @@ func Table() []Edge {
 		{Reconverging, EventPlanned, Reconverging},
 		{Reconverging, EventAwaitingApproval, Reconverging},
 		{Reconverging, EventApplied, Applied},
+		// A drift held for approval (RequireApproval) plans and waits without leaving Drifted;
+		// the approved plan's apply ends it.
+		{Drifted, EventPlanned, Drifted},
+		{Drifted, EventAwaitingApproval, Drifted},
+		{Drifted, EventApplied, Applied},
 
 		// Deletion: Destroyed ends it (the watcher removes the finalizer); a failed destroy
 		// is Failed and a successful retry still ends in Destroyed.

@@ -10,12 +10,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lava-operator/lava/internal/bus"
+
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
 
 // Bucket is the JetStream KV bucket holding viggy's per-resource [Record], keyed by
 // bus.ResourceKey. [New] creates it when missing (it is not yet in bus.Declare).
-const Bucket = "lava-viggy"
+const Bucket = bus.BucketViggy
 
 // Record is what viggy keeps per resource, as JSON. Times are UTC.
 type Record struct {

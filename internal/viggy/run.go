@@ -67,7 +67,7 @@ func RunService(ctx context.Context, o Options) error {
 		return err
 	}
 	svc, err := New(ctx, Config{JS: js, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Concurrency: o.Concurrency,
-		Cluster: o.Cluster, Replicas: o.Replicas, Logger: log, Registerer: reg, BusMetrics: bm})
+		Cluster: o.Cluster, Logger: log, Registerer: reg, BusMetrics: bm})
 	if err != nil {
 		return err
 	}

@@ -59,9 +59,6 @@ type Config struct {
 	Concurrency int
 	// Cluster names the cluster in anomalies (may be empty).
 	Cluster string
-	// Replicas and Storage configure the [Bucket] when New creates it (default 1, file).
-	Replicas int
-	Storage  jetstream.StorageType
 	// Logger receives one line per pass (default: discard). Never a secret.
 	Logger *slog.Logger
 	// Registerer receives the viggy metrics (nil: not registered).
@@ -105,20 +102,16 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
-	if cfg.Replicas <= 0 {
-		cfg.Replicas = 1
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	kv, err := cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket,
-		Description: "viggy: per-resource policy, last decision, scheduled retries and escalations",
-		History:     1, Storage: cfg.Storage, Replicas: cfg.Replicas})
+	// The bucket is declared with the rest of the topology (bus.EnsureTopology).
+	kv, err := cfg.JS.KeyValue(ctx, Bucket)
 	if err != nil {
-		return nil, fmt.Errorf("viggy: ensure kv bucket %s: %w", Bucket, err)
+		return nil, fmt.Errorf("viggy: kv bucket %s (create it with bus.EnsureTopology): %w", Bucket, err)
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
