@@ -22,6 +22,7 @@ TOFU_DIR       := $(TOOLS_DIR)/tofu-$(TOFU_VERSION)
 HELM_DIR       := $(TOOLS_DIR)/helm-$(HELM_VERSION)
 TERRAFORM_DIR  := $(TOOLS_DIR)/terraform-$(TERRAFORM_VERSION)
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.2.0
 BUF            := $(BUF_DIR)/buf
 
 # What tests read to find the real binaries. A test whose binary is missing fails and names the
@@ -31,6 +32,7 @@ export LAVA_NATS_SERVER_BIN  := $(NATS_DIR)/nats-server
 export LAVA_TOFU_DIR         := $(TOFU_DIR)
 export LAVA_TERRAFORM_BIN    := $(TERRAFORM_DIR)/terraform
 export LAVA_HELM_BIN         := $(HELM_DIR)/helm
+export LAVA_TESTKIT_MIRROR   := $(TESTKIT_DIR)
 # This machine's environment points TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE    := $(TOFU_DIR)/tofurc
 export CHECKPOINT_DISABLE    := 1
@@ -55,7 +57,7 @@ build: ## Build the lava CLI into bin/lava.
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-controller-gen ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-controller-gen ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -76,6 +78,10 @@ tools-tofu: ## OpenTofu and the offline provider mirror.
 .PHONY: tools-terraform
 tools-terraform: ## Terraform 1.8.5 for the terraform engine's tests.
 	TERRAFORM_VERSION=$(TERRAFORM_VERSION) hack/tools/build-terraform.sh $(TERRAFORM_DIR)
+
+.PHONY: tools-testkit
+tools-testkit: ## The extended test provider example/testkit 0.2.0 into a provider mirror.
+	test/provider/testkit/build.sh $(TESTKIT_DIR)
 
 .PHONY: tools-helm
 tools-helm: ## helm, for the chart checks.
