@@ -518,3 +518,40 @@ func TestService_viggyDriftAndScanAreOneAlert(t *testing.T) {
 		t.Errorf("webhook got %d deliveries, want 1", n)
 	}
 }
+
+// The windows live in JetStream KV: a service started after another one stopped (a restart)
+// counts a repeat in the open window instead of alerting again.
+func TestService_restartKeepsWindows(t *testing.T) {
+	ns := natstest.RunJetStream(t)
+	js := ns.JetStream()
+	ctx := t.Context()
+	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := ns.Conn().SubscribeSync("lava.anomaly.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &lavav1.Failed{Envelope: env("infra", "vpc"), Stage: lavav1.Stage_STAGE_SYNTH, Reason: "GateRejected", Message: "cidr: not a CIDR"}
+	a, _ := anomaly.FromFailed(f, "", time.Now())
+	for i, id := range []string{"first", "after-restart"} {
+		svc, err := anomaly.New(ctx, anomaly.Config{JS: js})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cause := &lavav1.Envelope{EventId: id, Resource: f.GetEnvelope().GetResource(), Generation: 3}
+		if err := svc.Process(ctx, a, cause, nil); err != nil {
+			t.Fatal(err)
+		}
+		w, err := svc.Windows().Get(ctx, a.Fingerprint)
+		if err != nil || w == nil || w.Count != int64(i+1) || w.OpenedBy != "first" {
+			t.Fatalf("after %s: window %+v, %v", id, w, err)
+		}
+	}
+	if m, err := sub.NextMsg(testWait); err != nil || m.Subject != "lava.anomaly.functional.gate_rejected" {
+		t.Fatalf("first alert: %v, %v", m, err)
+	}
+	if m, err := sub.NextMsg(700 * time.Millisecond); !errors.Is(err, nats.ErrTimeout) {
+		t.Fatalf("alert after the restart: %v", m)
+	}
+}
