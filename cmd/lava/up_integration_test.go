@@ -271,3 +271,53 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// TestUp_mirrorBuiltLater: a resource that failed because its provider was missing is planned
+// again when lava up restarts with a provider mirror that has it (and only then), as for a
+// newcomer who ran lava up before `make tools-tofu` finished.
+func TestUp_mirrorBuiltLater(t *testing.T) {
+	tofuDir := os.Getenv("LAVA_TOFU_DIR")
+	if tofuDir == "" {
+		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
+	}
+	out := t.TempDir()
+	manifests := t.TempDir()
+	b := strings.ReplaceAll(readFile(t, "../../examples/local-files.yaml"), "/tmp/lava-demo", out)
+	if err := os.WriteFile(filepath.Join(manifests, "local-files.yaml"), []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	upWith := func(providers string) v1alpha1.LavaArchitecture {
+		t.Helper()
+		code, stdout, stderr := runLava(t, "", "up", "--once", "-f", manifests, "--state-dir", stateDir, "--providers", providers,
+			"--timeout", "2m", "--interval", "200ms")
+		if code != exitOK {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		o, _ := object(t, stateDir, "demo", "greetings")
+		return o
+	}
+	empty := t.TempDir()
+	if o := upWith(empty); o.Status.Phase != v1alpha1.PhaseFailed {
+		t.Fatalf("without a mirror: phase %s, want Failed", o.Status.Phase)
+	}
+	if o := upWith(empty); o.Status.Phase != v1alpha1.PhaseFailed {
+		t.Fatalf("without a mirror, again: phase %s, want Failed", o.Status.Phase)
+	}
+	_, before := stateSerials(t, stateDir)
+	failures := strings.Count(readFile(t, filepath.Join(stateDir, up.FileLog)), `msg="stage failed"`)
+	if before != 0 || failures != 1 {
+		t.Errorf("%d applies and %d failures logged, want 0 and 1 (a restart in the same environment plans nothing)", before, failures)
+	}
+	mirror := filepath.Join(tofuDir, "providers")
+	if o := upWith(mirror); o.Status.Phase != v1alpha1.PhaseApplied || o.Generation != 1 {
+		t.Fatalf("with the mirror: phase %s generation %d, want Applied at generation 1", o.Status.Phase, o.Generation)
+	}
+	if _, err := os.Stat(filepath.Join(out, "hello-ana.txt")); err != nil {
+		t.Error(err)
+	}
+	upWith(mirror)
+	if _, n := stateSerials(t, stateDir); n != 1 {
+		t.Errorf("%d applies logged, want 1", n)
+	}
+}

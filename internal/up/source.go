@@ -31,8 +31,24 @@ import (
 	"github.com/lava-operator/lava/internal/watcher"
 )
 
-// AnnotationFile records, on an object the file source keeps, the manifest file it came from.
-const AnnotationFile = "lava.pleme.io/file"
+// Annotations the file source keeps on its objects (never taken from a manifest).
+const (
+	// AnnotationFile records the manifest file the object came from.
+	AnnotationFile = "lava.pleme.io/file"
+	// AnnotationEnvironment is the [SourceConfig].Environment digest when its last
+	// ResourceObserved was published.
+	AnnotationEnvironment = "lava.pleme.io/up-environment"
+	// AnnotationRetryEnvironment is the environment digest a new pass was forced for: set when
+	// a resource that failed because a provider or an engine was unavailable is observed in a
+	// different environment (a provider mirror built since). It stays, as a
+	// reconcile-requested-at annotation does, and is part of the ResourceObserved trigger.
+	AnnotationRetryEnvironment = "lava.pleme.io/up-retry-environment"
+)
+
+// internalAnnotation reports whether k is one of the annotations the file source sets.
+func internalAnnotation(k string) bool {
+	return k == AnnotationFile || k == AnnotationEnvironment || k == AnnotationRetryEnvironment
+}
 
 // illegalDeliveries is how many deliveries an event the reducer calls illegal gets before it
 // is dropped (as the watcher does: it may have overtaken its predecessor).
@@ -46,6 +62,10 @@ type SourceConfig struct {
 	Paths []string
 	// StatusDir holds one object file per resource: <StatusDir>/<namespace>/<name>.yaml.
 	StatusDir string
+	// Environment digests what the engines can use (the provider mirror's files, the CLI
+	// binaries). A resource that failed with ProviderUnavailable or EngineUnavailable in
+	// another environment gets a new pass (see [AnnotationRetryEnvironment]).
+	Environment string
 	// Logger receives one line per publish and transition.
 	Logger *slog.Logger
 	// OnChange, if set, is called after any object changed (display refresh).
@@ -250,7 +270,13 @@ func (s *Source) upsert(ctx context.Context, m Manifest, all bool) error {
 		}
 		if !equality.Semantic.DeepEqual(cur.Labels, m.Object.Labels) || !equality.Semantic.DeepEqual(userAnnotations(cur.Annotations), userAnnotations(m.Object.Annotations)) {
 			obj.Labels = m.Object.Labels
-			obj.Annotations = m.Object.Annotations
+			ann := userAnnotations(m.Object.Annotations)
+			for k, v := range cur.Annotations {
+				if internalAnnotation(k) {
+					ann[k] = v
+				}
+			}
+			obj.Annotations = ann
 			changed = true
 		}
 	}
@@ -281,7 +307,7 @@ func (s *Source) upsert(ctx context.Context, m Manifest, all bool) error {
 func userAnnotations(a map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range a {
-		if k != AnnotationFile {
+		if !internalAnnotation(k) {
 			out[k] = v
 		}
 	}
@@ -303,15 +329,29 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 	if err != nil {
 		return fmt.Errorf("up: %s/%s: %w", obj.Namespace, obj.Name, err)
 	}
+	key := obj.Namespace + "/" + obj.Name
+	env := s.cfg.Environment
+	if was := obj.Annotations[AnnotationEnvironment]; was != "" && was != env && unavailable(obj) {
+		if obj, err = s.annotate(key, AnnotationRetryEnvironment, env); err != nil || obj == nil {
+			return err
+		}
+	}
 	ro := &lavav1.ResourceObserved{Spec: watcher.SpecMirror(obj.Spec), Remediation: policy, Labels: obj.Labels}
 	trigger := watcher.ObservedTrigger(obj, "")
+	if r := obj.Annotations[AnnotationRetryEnvironment]; r != "" {
+		trigger += ";" + eventid.ReconcileTrigger("environment:"+r)
+	}
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
 	if last, err := s.lastEventID(ctx, subject); err != nil || last == id {
 		return err
 	}
+	if obj.Annotations[AnnotationEnvironment] != env {
+		if obj, err = s.annotate(key, AnnotationEnvironment, env); err != nil || obj == nil {
+			return err
+		}
+	}
 	at := s.cfg.Now()
-	key := obj.Namespace + "/" + obj.Name
 	if _, err := s.fold(ctx, key, obj.UID, phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation},
 		id, id, nil); err != nil && !errors.Is(err, errGone) {
 		return err
@@ -323,6 +363,33 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 	s.cfg.Logger.Info("up: published ResourceObserved", logattr.Resource(obj.Namespace, obj.Name),
 		logattr.Generation(obj.Generation), logattr.EventID(id))
 	return nil
+}
+
+// unavailable reports whether obj failed because a provider or an engine was not available.
+func unavailable(obj *v1alpha1.LavaArchitecture) bool {
+	c := meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.ConditionReady)
+	return obj.Status.Phase == v1alpha1.PhaseFailed && c != nil &&
+		(c.Reason == v1alpha1.ReasonProviderUnavailable || c.Reason == "EngineUnavailable")
+}
+
+// annotate sets annotation k to v on the object key and writes it; it returns a copy of the
+// object (nil when it is gone).
+func (s *Source) annotate(key, k, v string) (*v1alpha1.LavaArchitecture, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.objs[key]
+	if cur == nil {
+		return nil, nil
+	}
+	obj := cur.DeepCopy()
+	if obj.Annotations == nil {
+		obj.Annotations = map[string]string{}
+	}
+	obj.Annotations[k] = v
+	if err := s.writeLocked(obj); err != nil {
+		return nil, err
+	}
+	return obj.DeepCopy(), nil
 }
 
 // remove starts the deletion of key: deletionTimestamp, DeletionRequested (once per

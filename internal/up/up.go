@@ -3,10 +3,12 @@ package up
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -266,7 +268,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		snapshot = func() Snapshot { return kv.Snapshot(gctx) }
 	} else {
 		src, err = NewSource(ctx, SourceConfig{JS: js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus),
-			Logger: log.With("service", "file-source")})
+			Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: log.With("service", "file-source")})
 		if err != nil {
 			return Result{}, err
 		}
@@ -380,6 +382,31 @@ func (o *Options) defaults() error {
 		o.LogLevel = "info"
 	}
 	return nil
+}
+
+// Environment digests what the engines of this process can use: the files of the provider
+// mirror (paths and sizes) and the CLI binaries offered: 16 hex digits of a SHA-256, which
+// only has to change when the environment does.
+func Environment(providerDir string, bins ...string) string {
+	h := sha256.New()
+	_ = filepath.WalkDir(providerDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(providerDir, p)
+		fmt.Fprintf(h, "provider %s %d\n", rel, info.Size())
+		return nil
+	})
+	for _, b := range bins {
+		if b != "" {
+			fmt.Fprintf(h, "bin %s\n", b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func fileExists(p string) bool {
