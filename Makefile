@@ -13,6 +13,7 @@ TOFU_VERSION           := v1.12.6
 HELM_VERSION           := v3.22.0
 TERRAFORM_VERSION      := v1.8.5
 CONTROLLER_GEN_VERSION := v0.23.0
+ALERTMANAGER_VERSION   := v0.28.1
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
@@ -23,6 +24,7 @@ HELM_DIR       := $(TOOLS_DIR)/helm-$(HELM_VERSION)
 TERRAFORM_DIR  := $(TOOLS_DIR)/terraform-$(TERRAFORM_VERSION)
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.2.0
+ALERTMANAGER_DIR := $(TOOLS_DIR)/alertmanager-$(ALERTMANAGER_VERSION)
 BUF            := $(BUF_DIR)/buf
 
 # What tests read to find the real binaries. A test whose binary is missing fails and names the
@@ -33,6 +35,7 @@ export LAVA_TOFU_DIR         := $(TOFU_DIR)
 export LAVA_TERRAFORM_BIN    := $(TERRAFORM_DIR)/terraform
 export LAVA_HELM_BIN         := $(HELM_DIR)/helm
 export LAVA_TESTKIT_MIRROR   := $(TESTKIT_DIR)
+export LAVA_ALERTMANAGER_BIN := $(ALERTMANAGER_DIR)/alertmanager
 # This machine's environment points TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE    := $(TOFU_DIR)/tofurc
 export CHECKPOINT_DISABLE    := 1
@@ -57,7 +60,7 @@ build: ## Build the lava CLI into bin/lava.
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-controller-gen ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-controller-gen ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -82,6 +85,10 @@ tools-terraform: ## Terraform 1.8.5 for the terraform engine's tests.
 .PHONY: tools-testkit
 tools-testkit: ## The extended test provider example/testkit 0.2.0 into a provider mirror.
 	test/provider/testkit/build.sh $(TESTKIT_DIR)
+
+.PHONY: tools-alertmanager
+tools-alertmanager: ## Alertmanager for the anomaly service's sink tests.
+	ALERTMANAGER_VERSION=$(ALERTMANAGER_VERSION) hack/tools/build-alertmanager.sh $(ALERTMANAGER_DIR)
 
 .PHONY: tools-helm
 tools-helm: ## helm, for the chart checks.
