@@ -178,6 +178,12 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 // cancels their context and naks what did not succeed), and returns nil. Every replica of a
 // service runs Consume on the same durable; JetStream spreads the messages between them.
 //
+// A message in transit at shutdown is not naked: the server answers a pull request that is
+// still open when the drain unsubscribes (it checks the request's interest, then sends
+// asynchronously), and a message sent that way after the unsubscribe reaches no one. The
+// server redelivers it after the consumer's ack wait (TopologyOptions.BackOff[0], 30s by
+// default), to any replica. Nothing is lost; that message is only late.
+//
 // At most Concurrency handlers run at once, on a fixed pool of goroutines. A message is acked
 // only after its handler returned nil. Consume returns an error if the consumer cannot be
 // found, the pull subscription fails to start, or it ends before ctx (the consumer was deleted
@@ -254,7 +260,9 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 
 	select {
 	case <-ctx.Done():
-		// Stop pulling; messages already received reach the callback, which naks them.
+		// Stop pulling; messages already received reach the callback, which naks them. One
+		// the server sends for a pull still open after the unsubscribe is redelivered after
+		// the ack wait (see the doc comment).
 		cc.Drain()
 		select {
 		case <-cc.Closed():
