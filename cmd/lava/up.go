@@ -34,7 +34,15 @@ nothing is planned again for an unchanged generation.
 
 The embedded engine starts providers from --providers (default $LAVA_TOFU_DIR/providers,
 else ~/.cache/lava/tools/tofu-v1.12.6/providers, built by 'make tools-tofu'); the tofu
-engine is offered when the tofu binary next to it exists.
+engine is offered when the tofu binary next to it exists. A resource whose provider (or
+engine) is missing fails with ProviderUnavailable (EngineUnavailable) and is not retried
+until its spec changes, or until lava up starts again with a different provider mirror or
+engines. To force a new pass for an unchanged spec, set the annotation
+lava.pleme.io/reconcile-requested-at in its manifest to a new value.
+
+While it runs, 'lava receipts verify NS/NAME --nats-url $(cat .lava/nats.url)
+--public-key .lava/signing.pub' checks a resource's receipt chain, and
+'nats sub "lava.anomaly.>" -s $(cat .lava/nats.url)' shows its anomalies.
 
 With --once, lava up exits when every resource settled (Applied, Failed, Drifted, awaiting
 approval or suspended) and every deletion finished, and prints the final table. Exit codes:

@@ -9,7 +9,9 @@
 // uid per incarnation and a generation bumped on every spec change, the spec, and the status
 // folded from the phase events with the watcher's reducer, internal/phase). A removed
 // document is a deletion: DeletionRequested, then the object file goes after Destroyed. With a
-// kubeconfig the watcher itself runs against that cluster instead.
+// kubeconfig the watcher itself runs against that cluster instead. A resource that failed
+// because a provider or an engine was missing gets one new pass when a later run has a
+// different provider mirror or engines ([AnnotationRetryEnvironment]).
 //
 // The terminal shows a table of resource, phase, engine, resources and last change, and a
 // progress line while an engine works: redrawn in place when stdout is a terminal, one line
