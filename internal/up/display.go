@@ -147,6 +147,12 @@ func Table(snap Snapshot, now time.Time) string {
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", o.Namespace, o.Name, phaseOf(o), engineOf(o), resourcesOf(o), lastChange(o, now), note)
 	}
 	_ = tw.Flush()
+	lines := strings.SplitAfter(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(strings.TrimSuffix(l, "\n"), " ") + l[len(strings.TrimSuffix(l, "\n")):]
+	}
+	b.Reset()
+	b.WriteString(strings.Join(lines, ""))
 	for _, fe := range snap.FileErrors {
 		fmt.Fprintf(&b, "! %s: %s\n", fe.File, oneLine(fe.Err.Error(), 200))
 	}

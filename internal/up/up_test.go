@@ -162,7 +162,7 @@ func TestTable_andProgress(t *testing.T) {
 	got := Table(Snapshot{Objects: []v1alpha1.LavaArchitecture{o, *p}, FileErrors: []*FileError{{File: "x.yaml", Err: os.ErrPermission}}}, now)
 	want := "RESOURCE        PHASE    ENGINE    RESOURCES     LAST CHANGE  MESSAGE\n" +
 		"infra/prod-vpc  Failed   embedded  1             3s ago       ProviderUnavailable: provider hashicorp/aws is not available\n" +
-		"infra/app       Planned  embedded  1 (+2 ~0 -0)  3s ago       \n" +
+		"infra/app       Planned  embedded  1 (+2 ~0 -0)  3s ago\n" +
 		"! x.yaml: permission denied\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
