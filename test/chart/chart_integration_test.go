@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/testutil/kubetest"
 )
@@ -524,6 +525,41 @@ func TestApplyToAPIServer(t *testing.T) {
 			}
 		})
 	}
+
+	// As an operator would: helm install (another release name, so its cluster-scoped names do
+	// not collide with the kubectl-applied default below; the CRDs exist already), then scale
+	// one service with helm upgrade.
+	t.Run("helm install and scale", func(t *testing.T) {
+		if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lava-helm"}}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := helm(t, "install", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"STATUS: deployed", "watching every namespace", "lava-attest-signing-key"} {
+			if !bytes.Contains(out, []byte(want)) {
+				t.Errorf("helm install output lacks %q:\n%s", want, out)
+			}
+		}
+		if out, err = helm(t, "upgrade", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig,
+			"--reuse-values", "--set", "applier.replicas=3"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, svc := range services {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: "lava-helm", Name: "lava2-" + svc}, d); err != nil {
+				t.Fatal(err)
+			}
+			want := int32(1)
+			if svc == "applier" {
+				want = 3
+			}
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != want {
+				t.Errorf("after helm upgrade: %s replicas %v, want %d", d.Name, d.Spec.Replicas, want)
+			}
+		}
+	})
 
 	t.Run("apply default and review access", func(t *testing.T) {
 		manifests, err := os.ReadFile(manifestFile)
