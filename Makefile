@@ -58,6 +58,17 @@ help: ## Show this help.
 build: ## Build the lava CLI into bin/lava.
 	go build -o bin/lava ./cmd/lava
 
+.PHONY: up
+up: tools-tofu ## Run the main job: every example through lava up (embedded NATS, every service, embedded engine). UP_FLAGS=--once exits when settled.
+	go run ./cmd/lava up -f examples/ $(UP_FLAGS)
+
+SERVICES   ?= watcher synth applier drift viggy anomaly attest
+IMAGE_REPO ?= ghcr.io/lava-operator
+IMAGE_TAG  ?= dev
+.PHONY: images
+images: ## Build every service image (needs docker with BuildKit; see docs/install.md).
+	for s in $(SERVICES); do docker build -f services/$$s/Dockerfile -t $(IMAGE_REPO)/lava-$$s:$(IMAGE_TAG) .; done
+
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
 tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-controller-gen ## Build every tool the tests need.
@@ -102,7 +113,7 @@ tools-controller-gen: ## controller-gen for CRDs and deepcopy.
 
 ##@ Generated code
 .PHONY: generate
-generate: tools-buf tools-controller-gen ## Regenerate protobuf code, deepcopy and CRDs; tidy modules.
+generate: tools-buf tools-controller-gen tools-helm ## Regenerate protobuf code, deepcopy, CRDs, the chart's CRDs and deploy/manifests; tidy modules.
 	@if [ -d proto ]; then \
 	  PATH=$(BUF_DIR):$$PATH $(BUF) format -w && \
 	  PATH=$(BUF_DIR):$$PATH $(BUF) generate; fi
@@ -116,6 +127,13 @@ generate: tools-buf tools-controller-gen ## Regenerate protobuf code, deepcopy a
 	  $(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases; fi
 	@for d in $(MODULE_DIRS); do (cd $$d && go mod tidy); done
 	go work sync
+	$(MAKE) manifests
+
+.PHONY: manifests
+manifests: tools-helm ## Copy the CRDs into the chart and render deploy/manifests/lava.yaml.
+	cp config/crd/bases/*.yaml deploy/charts/lava/crds/
+	HELM_CACHE_HOME=$$(mktemp -d) HELM_CONFIG_HOME=$$(mktemp -d) HELM_DATA_HOME=$$(mktemp -d) \
+	  $(LAVA_HELM_BIN) template lava deploy/charts/lava --namespace lava-system --include-crds > deploy/manifests/lava.yaml
 
 .PHONY: check-generate
 check-generate: generate ## Fail if regenerating changes anything.
@@ -146,6 +164,10 @@ test-all: ## Unit and integration tests (real NATS, real API server, real tofu a
 .PHONY: test-unit
 test-unit: ## The quick loop: tests that need no built binary.
 	go test $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: chart
+chart: tools-helm tools-kube ## Chart checks: helm lint/template, schema, RBAC, server-side dry-run on a real API server.
+	go test -tags integration $(GO_TEST_FLAGS) ./test/chart
 
 .PHONY: bench-smoke
 bench-smoke: ## Every benchmark once (-benchtime=1x).
