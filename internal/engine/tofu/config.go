@@ -105,6 +105,18 @@ func (c *Config) validate() error {
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()
 	}
+	// The CLI runs in each workspace directory, so every path handed to it (the generated CLI
+	// configuration lives under WorkDir) must not depend on this process's working directory.
+	for _, p := range []*string{&c.WorkDir, &c.CLIConfigFile, &c.MirrorDir, &c.PluginCacheDir} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("tofu engine config: %s: %w", *p, err)
+		}
+		*p = abs
+	}
 	if c.TailBytes <= 0 {
 		c.TailBytes = 2048
 	}
