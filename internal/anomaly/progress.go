@@ -18,8 +18,9 @@ import (
 // Planned, Reconverging, Finalizing): per resource ([bus.ResourceKey]) the phase and when it
 // was entered, as JSON [Progress]. A resource that stays longer than the stuck-after deadline
 // raises a Stalled anomaly (reason ProgressDeadlineExceeded). Resting phases (Applied,
-// Drifted, Failed) and holds (dependencies, suspension, approval) remove the entry.
-const BucketProgress = "lava-anomaly-progress"
+// Drifted, Failed) and holds (dependencies, suspension, approval) remove the entry. It is
+// declared with the topology ([bus.Declare], history 1).
+const BucketProgress = bus.BucketAnomalyProgress
 
 // ReasonProgressDeadlineExceeded is the metadata reason of a Stalled anomaly raised because a
 // resource stayed in a working phase past the deadline.
@@ -64,13 +65,11 @@ type progress struct {
 	kv jetstream.KeyValue
 }
 
-func ensureProgress(ctx context.Context, js jetstream.JetStream, replicas int) (*progress, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: BucketProgress, Description: "Resources in a working phase and since when (anomaly)",
-		History: 1, Replicas: max(replicas, 1),
-	})
+// openProgress gets [BucketProgress]; bus.EnsureTopology creates it.
+func openProgress(ctx context.Context, js jetstream.JetStream) (*progress, error) {
+	kv, err := js.KeyValue(ctx, BucketProgress)
 	if err != nil {
-		return nil, fmt.Errorf("anomaly: ensure kv bucket %s: %w", BucketProgress, err)
+		return nil, fmt.Errorf("anomaly: kv bucket %s (create it with bus.EnsureTopology): %w", BucketProgress, err)
 	}
 	return &progress{kv: kv}, nil
 }

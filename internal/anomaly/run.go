@@ -66,7 +66,7 @@ func RunService(ctx context.Context, o Options) error {
 		return err
 	}
 	defer nc.Close()
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: o.Replicas}); err != nil {
+	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: o.Replicas, AnomalyWindow: routing.Window.Duration}); err != nil {
 		return err
 	}
 	reg := telemetry.NewRegistry()
@@ -80,7 +80,7 @@ func RunService(ctx context.Context, o Options) error {
 			return fmt.Errorf("anomaly: kubernetes client: %w", err)
 		}
 	}
-	svc, err := New(ctx, Config{JS: js, Routing: routing, Kube: kube, Instance: o.Instance, Replicas: o.Replicas,
+	svc, err := New(ctx, Config{JS: js, Routing: routing, Kube: kube, Instance: o.Instance,
 		Concurrency: o.Concurrency, Logger: log, Registerer: reg, BusMetrics: bm})
 	if err != nil {
 		return err

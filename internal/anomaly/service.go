@@ -34,7 +34,10 @@ type Config struct {
 	Kube kubernetes.Interface
 	// Instance is the reportingInstance of Kubernetes Events (the pod name).
 	Instance string
-	// Replicas is the JetStream replica count of the windows bucket (default 1).
+	// Replicas is ignored: the buckets and consumers are declared with the topology
+	// (bus.EnsureTopology), replicas included.
+	//
+	// Deprecated: set bus.TopologyOptions.Replicas.
 	Replicas int
 	// Concurrency bounds handlers per consumer (default 8).
 	Concurrency int
@@ -66,26 +69,11 @@ type Service struct {
 	progress *progress
 }
 
-// ConsumerAnomalies is the durable consumer "anomaly" on LAVA_ANOMALIES (filter
-// lava.anomaly.>) through which the service reads the anomalies other services publish
-// directly; configured like the service's LAVA_PHASES consumer of [bus.Declare], except that a
-// new consumer delivers only anomalies published after its creation.
-func ConsumerAnomalies(replicas int) bus.ConsumerSpec {
-	t := bus.Declare(bus.TopologyOptions{Replicas: replicas})
-	if c, ok := t.Consumer(bus.StreamAnomalies, bus.ServiceAnomaly); ok {
-		return c
-	}
-	c, _ := t.Consumer(bus.StreamPhases, bus.ServiceAnomaly)
-	c.Stream = bus.StreamAnomalies
-	c.Config.FilterSubjects = []string{bus.PrefixAnomaly + ">"}
-	// A new consumer starts at the stream's end: the anomalies of the last 30 days were routed
-	// (or not) before this service was installed, and must not page anyone now.
-	c.Config.DeliverPolicy = jetstream.DeliverNewPolicy
-	return c
-}
-
-// New ensures the windows bucket and the LAVA_ANOMALIES consumer, builds the sinks (reading
-// webhook key files) and returns the service.
+// New opens the windows and progress buckets, checks that the service's consumers exist (all
+// declared by bus.EnsureTopology, which must have run: New fails, naming it, otherwise),
+// builds the sinks (reading webhook key files) and returns the service. A windows bucket TTL
+// shorter than bus.AnomalyWindowsTTL of the routing's window (a topology ensured with another
+// bus.TopologyOptions.AnomalyWindow) is logged as a warning: windows may then close early.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.JS == nil {
 		return nil, errors.New("anomaly: no JetStream")
@@ -116,17 +104,22 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	win, err := EnsureWindows(ctx, cfg.JS, cfg.Routing.Window.Duration, cfg.Replicas)
+	win, err := OpenWindows(ctx, cfg.JS, cfg.Routing.Window.Duration)
 	if err != nil {
 		return nil, err
 	}
-	prog, err := ensureProgress(ctx, cfg.JS, cfg.Replicas)
+	if ttl, err := win.TTL(ctx); err == nil && ttl < bus.AnomalyWindowsTTL(cfg.Routing.Window.Duration) {
+		cfg.Logger.Warn("anomaly: windows bucket TTL is shorter than twice the window; run bus.EnsureTopology with the same AnomalyWindow",
+			"bucket", BucketWindows, "ttl", ttl.String(), "window", cfg.Routing.Window.Duration.String())
+	}
+	prog, err := openProgress(ctx, cfg.JS)
 	if err != nil {
 		return nil, err
 	}
-	c := ConsumerAnomalies(cfg.Replicas)
-	if _, err := cfg.JS.CreateOrUpdateConsumer(ctx, c.Stream, c.Config); err != nil {
-		return nil, fmt.Errorf("anomaly: ensure consumer %s on %s: %w", c.Config.Durable, c.Stream, err)
+	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
+		if _, err := cfg.JS.Consumer(ctx, stream, bus.ServiceAnomaly); err != nil {
+			return nil, fmt.Errorf("anomaly: consumer %s on %s (create it with bus.EnsureTopology): %w", bus.ServiceAnomaly, stream, err)
+		}
 	}
 	s := &Service{cfg: cfg, routing: cfg.Routing, windows: win, bus: NewBusSink(bus.NewPublisher(cfg.JS)),
 		sinks: map[string]Sink{}, metrics: m, progress: prog}

@@ -555,3 +555,25 @@ func TestService_restartKeepsWindows(t *testing.T) {
 		t.Fatalf("alert after the restart: %v", m)
 	}
 }
+
+// The buckets and consumers come from bus.EnsureTopology: without it New fails and names it,
+// and creates nothing.
+func TestNew_needsTheTopology(t *testing.T) {
+	t.Parallel()
+	ns := natstest.RunJetStream(t)
+	js := ns.JetStream()
+	ctx := t.Context()
+	_, err := anomaly.New(ctx, anomaly.Config{JS: js})
+	if err == nil || !strings.Contains(err.Error(), "bus.EnsureTopology") {
+		t.Fatalf("New without the topology: %v, want an error naming bus.EnsureTopology", err)
+	}
+	if _, err := js.KeyValue(ctx, anomaly.BucketWindows); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("New created %s: %v", anomaly.BucketWindows, err)
+	}
+	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := anomaly.New(ctx, anomaly.Config{JS: js}); err != nil {
+		t.Fatalf("New after EnsureTopology: %v", err)
+	}
+}

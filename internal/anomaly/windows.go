@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/internal/bus"
 )
 
 // BucketWindows is the KV bucket holding one de-duplication window per key (a fingerprint, or
 // "<fingerprint>.escalation.<tier>" for an escalation tier), shared by every replica, so
-// replicas agree and a restart keeps the windows. Values are JSON [Window]s.
-const BucketWindows = "lava-anomaly-windows"
+// replicas agree and a restart keeps the windows. Values are JSON [Window]s. It is declared
+// with the topology ([bus.Declare]: history 1, entries expire after max(2*window, 1h) without
+// a sighting).
+const BucketWindows = bus.BucketAnomalyWindows
 
 // maxSeenIDs bounds the event ids a window remembers to recognise a redelivered event.
 const maxSeenIDs = 32
@@ -57,23 +61,28 @@ type Windows struct {
 	window time.Duration
 }
 
-// EnsureWindows creates or updates [BucketWindows] (history 1, entries expire after
-// max(2*window, 1h) without a sighting) with replicas copies, and returns its Windows.
-func EnsureWindows(ctx context.Context, js jetstream.JetStream, window time.Duration, replicas int) (*Windows, error) {
+// OpenWindows returns the Windows of [BucketWindows] for a de-duplication window of window
+// (<= 0: [DefaultWindow]). The bucket must exist: bus.EnsureTopology declares it, with the
+// TTL of bus.TopologyOptions.AnomalyWindow. It fails, wrapping jetstream.ErrBucketNotFound,
+// when the topology was not ensured.
+func OpenWindows(ctx context.Context, js jetstream.JetStream, window time.Duration) (*Windows, error) {
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      BucketWindows,
-		Description: "Anomaly de-duplication windows, per fingerprint (anomaly)",
-		History:     1,
-		TTL:         max(2*window, time.Hour),
-		Replicas:    max(replicas, 1),
-	})
+	kv, err := js.KeyValue(ctx, BucketWindows)
 	if err != nil {
-		return nil, fmt.Errorf("anomaly: ensure kv bucket %s: %w", BucketWindows, err)
+		return nil, fmt.Errorf("anomaly: kv bucket %s (create it with bus.EnsureTopology): %w", BucketWindows, err)
 	}
 	return &Windows{kv: kv, window: window}, nil
+}
+
+// TTL is the bucket's entry TTL as the server reports it.
+func (w *Windows) TTL(ctx context.Context) (time.Duration, error) {
+	st, err := w.kv.Status(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("anomaly: kv bucket %s: %w", BucketWindows, err)
+	}
+	return st.TTL(), nil
 }
 
 // casAttempts bounds optimistic-concurrency retries on one key.

@@ -38,6 +38,13 @@ const (
 	// BucketViggy holds viggy's per-resource record: effective policy, last decision, held plan
 	// id, scheduled retries and escalations ([ResourceKey]).
 	BucketViggy = "lava-viggy"
+	// BucketAnomalyWindows holds the anomaly service's de-duplication windows, one per
+	// fingerprint (or "<fingerprint>.escalation.<tier>"), as JSON; entries expire after
+	// max(2 × [TopologyOptions].AnomalyWindow, 1h) without a sighting.
+	BucketAnomalyWindows = "lava-anomaly-windows"
+	// BucketAnomalyProgress holds per resource ([ResourceKey]) the working phase it is in and
+	// since when, for the anomaly service's progress deadline.
+	BucketAnomalyProgress = "lava-anomaly-progress"
 	// ObjectStoreArtifacts holds Terraform JSON, plans and state bodies by BLAKE3 digest. See
 	// [Artifacts].
 	ObjectStoreArtifacts = "lava-artifacts"
@@ -99,6 +106,23 @@ type TopologyOptions struct {
 	// MaxAckPending bounds unacknowledged messages per consumer across all replicas.
 	// Default 1000.
 	MaxAckPending int
+	// AnomalyWindow is the anomaly service's de-duplication window (its routing
+	// configuration's window): lava-anomaly-windows entries expire after
+	// max(2 × AnomalyWindow, 1h). Default 10m (so a TTL of 1h); every window up to 30m gives
+	// the same TTL.
+	AnomalyWindow time.Duration
+}
+
+// DefaultAnomalyWindow is [TopologyOptions].AnomalyWindow when unset.
+const DefaultAnomalyWindow = 10 * time.Minute
+
+// AnomalyWindowsTTL is the TTL of lava-anomaly-windows for an anomaly window:
+// max(2 × window, 1h); window <= 0 means [DefaultAnomalyWindow].
+func AnomalyWindowsTTL(window time.Duration) time.Duration {
+	if window <= 0 {
+		window = DefaultAnomalyWindow
+	}
+	return max(2*window, time.Hour)
 }
 
 func (o TopologyOptions) withDefaults() TopologyOptions {
@@ -123,6 +147,9 @@ func (o TopologyOptions) withDefaults() TopologyOptions {
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = 1000
 	}
+	if o.AnomalyWindow <= 0 {
+		o.AnomalyWindow = DefaultAnomalyWindow
+	}
 	return o
 }
 
@@ -141,7 +168,8 @@ type Topology struct {
 	Streams []jetstream.StreamConfig
 	// Consumers: one durable pull consumer per service and stream it reads.
 	Consumers []ConsumerSpec
-	// KeyValues: lava-state, lava-leases, lava-watermarks, lava-drift-schedule.
+	// KeyValues: lava-state, lava-leases, lava-watermarks, lava-drift-schedule, lava-viggy,
+	// lava-anomaly-windows, lava-anomaly-progress.
 	KeyValues []jetstream.KeyValueConfig
 	// ObjectStores: lava-artifacts.
 	ObjectStores []jetstream.ObjectStoreConfig
@@ -218,6 +246,11 @@ func Declare(opts TopologyOptions) Topology {
 			FilterSubjects: filters,
 		}}
 	}
+	// The anomaly service reads the anomalies other services publish directly. A new consumer
+	// starts at the stream's end: the anomalies of the last 30 days were routed (or not) before
+	// the service was installed, and must not page anyone now.
+	anomalyReader := consumer(StreamAnomalies, ServiceAnomaly, PrefixAnomaly+">")
+	anomalyReader.Config.DeliverPolicy = jetstream.DeliverNewPolicy
 	// Who reads what follows the event catalogue of docs/events.md.
 	consumers := []ConsumerSpec{
 		consumer(StreamResources, ServiceSynth, ResourceSubjectFilter(EventObserved)),
@@ -241,6 +274,7 @@ func Declare(opts TopologyOptions) Topology {
 		consumer(StreamCommands, ServiceApplier, PrefixCommand+StagePlan+".>", PrefixCommand+StageApply+".>",
 			PrefixCommand+StageDestroy+".>"),
 
+		anomalyReader,
 		consumer(StreamAnomalies, ServiceAttest, PrefixAnomaly+">"),
 	}
 
@@ -251,6 +285,8 @@ func Declare(opts TopologyOptions) Topology {
 	state.History = StateHistory
 	leases := kv(BucketLeases, "Per-resource work leases")
 	leases.TTL = o.LeaseTTL
+	windows := kv(BucketAnomalyWindows, "Anomaly de-duplication windows, per fingerprint (anomaly)")
+	windows.TTL = AnomalyWindowsTTL(o.AnomalyWindow)
 
 	return Topology{
 		Streams:   []jetstream.StreamConfig{resources, phases, commands, anomalies, receipts},
@@ -261,6 +297,8 @@ func Declare(opts TopologyOptions) Topology {
 			kv(BucketWatermarks, "Newest generation seen, per service and resource"),
 			kv(BucketDriftSchedule, "Per-resource drift scan schedule"),
 			kv(BucketViggy, "viggy: per-resource policy, last decision, scheduled retries and escalations"),
+			windows,
+			kv(BucketAnomalyProgress, "Resources in a working phase and since when (anomaly)"),
 		},
 		ObjectStores: []jetstream.ObjectStoreConfig{{
 			Bucket:      ObjectStoreArtifacts,

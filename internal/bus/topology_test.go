@@ -103,6 +103,27 @@ func TestEnsureTopology_createsEverythingAsDeclared(t *testing.T) {
 	if st, _ := leases.Status(ctx); st.TTL() != 30*time.Second {
 		t.Errorf("lava-leases TTL = %v, want the 30s default", st.TTL())
 	}
+	windows, err := js.KeyValue(ctx, bus.BucketAnomalyWindows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := windows.Status(ctx); st.TTL() != time.Hour || st.History() != 1 {
+		t.Errorf("lava-anomaly-windows TTL %v history %d, want 1h (2 x the 10m default window, at least 1h) and 1", st.TTL(), st.History())
+	}
+	if _, err := js.KeyValue(ctx, bus.BucketAnomalyProgress); err != nil {
+		t.Errorf("lava-anomaly-progress: %v", err)
+	}
+	// The anomaly service's reader of LAVA_ANOMALIES starts at the stream's end on creation.
+	ac, err := js.Consumer(ctx, bus.StreamAnomalies, bus.ServiceAnomaly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ac.CachedInfo().Config.DeliverPolicy; got != jetstream.DeliverNewPolicy {
+		t.Errorf("anomaly consumer on LAVA_ANOMALIES: deliver policy %v, want new", got)
+	}
+	if c, _ := decl.Consumer(bus.StreamAnomalies, bus.ServiceAttest); c.Config.DeliverPolicy != jetstream.DeliverAllPolicy {
+		t.Errorf("attest consumer on LAVA_ANOMALIES: deliver policy %v, want all (every anomaly gets a receipt)", c.Config.DeliverPolicy)
+	}
 	if _, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts); err != nil {
 		t.Errorf("object store: %v", err)
 	}
@@ -185,8 +206,36 @@ func TestEnsureTopology_concurrentReplicas(t *testing.T) {
 	for range names.Name() {
 		n++
 	}
-	// 5 streams, 4 KV buckets, 1 object store.
-	if n != 10 {
-		t.Errorf("%d streams after concurrent creation, want 10", n)
+	// Streams, KV buckets and object stores are all streams.
+	decl := bus.Declare(bus.TopologyOptions{})
+	if want := len(decl.Streams) + len(decl.KeyValues) + len(decl.ObjectStores); n != want {
+		t.Errorf("%d streams after concurrent creation, want %d", n, want)
+	}
+}
+
+func TestAnomalyWindowsTTL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		window, want time.Duration
+	}{
+		{0, time.Hour},
+		{10 * time.Minute, time.Hour},
+		{30 * time.Minute, time.Hour},
+		{45 * time.Minute, 90 * time.Minute},
+		{2 * time.Hour, 4 * time.Hour},
+	}
+	for _, tt := range tests {
+		if got := bus.AnomalyWindowsTTL(tt.window); got != tt.want {
+			t.Errorf("AnomalyWindowsTTL(%v) = %v, want %v", tt.window, got, tt.want)
+		}
+		var ttl time.Duration
+		for _, kv := range bus.Declare(bus.TopologyOptions{AnomalyWindow: tt.window}).KeyValues {
+			if kv.Bucket == bus.BucketAnomalyWindows {
+				ttl = kv.TTL
+			}
+		}
+		if ttl != tt.want {
+			t.Errorf("Declare(AnomalyWindow %v): lava-anomaly-windows TTL %v, want %v", tt.window, ttl, tt.want)
+		}
 	}
 }
