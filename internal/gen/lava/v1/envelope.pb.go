@@ -116,9 +116,11 @@ type Envelope struct {
 	CorrelationId string `protobuf:"bytes,6,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
 	// What caused the event, an input of event_id (DESIGN section 3), built by the
 	// internal/eventid *Trigger functions: "generation:<n>", "reconcile:<annotation value>",
-	// "policy:<resourceVersion>", "dependency:<ns>/<name>@<uid>", "retry:<stage>:<attempt>",
-	// "drift:<scan time>", "anomaly:<fingerprint>:<count>", or "cause:<event_id>" for an event
-	// that follows from one earlier event. Opaque to consumers; only its equality matters.
+	// "policy:<resourceVersion>", both as "reconcile:<value>;policy:<resourceVersion>" when both
+	// force a pass, "retry:<stage>:<attempt>", "drift:<scan time>",
+	// "anomaly:<fingerprint>:<count>", or "cause:<event_id>" for an event that follows from one
+	// earlier event. A dependency release has no trigger of its own: it publishes the held
+	// generation's first pass. Opaque to consumers; only its equality matters.
 	Trigger       string `protobuf:"bytes,7,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -929,8 +929,9 @@ type Failed struct {
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// The stage that failed.
 	Stage Stage `protobuf:"varint,2,opt,name=stage,proto3,enum=lava.v1.Stage" json:"stage,omitempty"`
-	// CamelCase reason: SynthesisFailed, GateRejected, SourceUnsupported, PlanFailed,
-	// ApplyFailed, DestroyFailed, PlanSuperseded, StateLocked, ProviderUnavailable, ...
+	// CamelCase reason. Synth (stage SYNTH): SynthesisFailed, GateRejected, SourceUnsupported.
+	// Applier: ProviderUnavailable, PlanFailed, ApplyFailed, DestroyFailed, PlanStale, Locked,
+	// PlanSuperseded, EngineUnavailable (docs/events.md describes each).
 	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Human-readable message (file:line:col for synthesis errors; the redacted tail of engine
 	// output for engine errors); never contains secret values.
@@ -940,7 +941,8 @@ type Failed struct {
 	Retryable bool `protobuf:"varint,5,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	// Attempt number of the failed stage for this generation, from 1.
 	Attempt int32 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// The plan id involved; set for PLAN (when known), APPLY and DESTROY failures.
+	// The plan id involved; set for PLAN (when known), APPLY and DESTROY failures. For
+	// PlanSuperseded, the refused spec.approvePlan id (the message names the new one).
 	PlanId        string `protobuf:"bytes,7,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -24,7 +24,10 @@ const (
 
 // Receipt is one link of a resource's append-only receipt chain (DESIGN section 6). Stored by
 // attest on lava.v1.receipt.<ns>.<name> in LAVA_RECEIPTS (binary protobuf), appended with an
-// expected-last-subject-sequence so the chain never forks.
+// expected-last-subject-sequence so the chain never forks. Message headers: Nats-Msg-Id is
+// the receipt id, eventid.ID(uid, generation, "lava.v1.Receipt", "cause:<event_id>") of the
+// attested event; Lava-Event-Id is that event_id; Lava-Prev-Seq is the stream sequence of the
+// previous receipt of the chain ("0" for the first); Lava-Receipt-Sequence is sequence.
 type Receipt struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Position in the chain, from 0, +1 each.

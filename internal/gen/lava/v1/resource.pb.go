@@ -799,7 +799,10 @@ type Dependency struct {
 	RequiredPhase Phase `protobuf:"varint,4,opt,name=required_phase,json=requiredPhase,proto3,enum=lava.v1.Phase" json:"required_phase,omitempty"`
 	// Phase the target is in; UNSPECIFIED when it does not exist.
 	ObservedPhase Phase `protobuf:"varint,5,opt,name=observed_phase,json=observedPhase,proto3,enum=lava.v1.Phase" json:"observed_phase,omitempty"`
-	// Whether this dependency is satisfied (observed_phase == required_phase, or INFLUENCES).
+	// Whether this dependency is satisfied: the target's status.observedGeneration equals its
+	// metadata.generation and observed_phase is at or past required_phase (SYNTHESIZED <
+	// PLANNED < APPLIED; DRIFTED and RECONVERGING count as APPLIED). Always true for INFLUENCES;
+	// never for a target in another cluster or one that does not exist.
 	Satisfied     bool `protobuf:"varint,6,opt,name=satisfied,proto3" json:"satisfied,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
