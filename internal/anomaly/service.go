@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -174,7 +175,7 @@ func (s *Service) Run(ctx context.Context) error {
 		g.Go(func() error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceAnomaly, Concurrency: s.cfg.Concurrency,
-				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, OnPoison: s.cfg.OnPoison,
+				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, OnPoison: report.PoisonReporter(s.bus.pub, bus.ServiceAnomaly, s.cfg.Logger, s.cfg.OnPoison),
 			}, s.Handle)
 		})
 	}
@@ -212,7 +213,9 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 		event = eventTickReported
 	case *lavav1.AnomalyDetected:
 		event = eventDetected
-		if ev.GetEnvelope().GetSource() == bus.ServiceAnomaly {
+		// The service's own anomalies went to every sink already; its poison-message reports
+		// (report.PoisonReporter) were published directly and are routed like a foreign one.
+		if ev.GetEnvelope().GetSource() == bus.ServiceAnomaly && ev.GetExtensionKind() != report.ExtensionPoisonMessage {
 			s.metrics.events.WithLabelValues(event, "own").Inc()
 			return nil
 		}
@@ -346,7 +349,7 @@ func (s *Service) Process(ctx context.Context, a LavaAnomaly, cause *lavav1.Enve
 // message is the AnomalyDetected of a window's alert. For the service's own anomaly: a's
 // fields, count and sightings from the window, the routed action, and an envelope whose
 // trigger is "anomaly:<fingerprint>:<window ordinal>" (each window's alert is a new event;
-// the first one's id equals viggy's for the same fact, so JetStream stores one). A foreign
+// every replica computes the same id, so JetStream stores one). A foreign
 // anomaly goes out as it came, sanitized, with the window's count and sightings (and the
 // resource's labels when it carried none).
 func (s *Service) message(a LavaAnomaly, win *Window, cause *lavav1.Envelope, policy *lavav1.RemediationPolicy,

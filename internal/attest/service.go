@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -66,7 +67,7 @@ func (s *Service) Run(ctx context.Context) error {
 		g.Go(func() error {
 			return bus.Consume(gctx, s.js, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceAttest, Concurrency: s.opts.Concurrency,
-				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: s.opts.OnPoison,
+				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: report.PoisonReporter(s.pub, bus.ServiceAttest, s.opts.Logger, s.opts.OnPoison),
 			}, s.Handle)
 		})
 	}

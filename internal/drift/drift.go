@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
@@ -162,6 +163,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceDrift, Concurrency: s.cfg.Concurrency,
 				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+				OnPoison: report.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceDrift, s.cfg.Logger),
 			}, s.Handle)
 		})
 	}

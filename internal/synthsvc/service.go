@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/catalog"
 	"github.com/lava-operator/lava/internal/engine"
@@ -132,6 +133,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceSynth, Concurrency: s.cfg.Concurrency,
 				DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+				OnPoison: report.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceSynth, s.cfg.Logger),
 			}, s.Handle)
 		})
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"lukechampine.com/blake3"
 
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -130,6 +131,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceViggy, Concurrency: s.cfg.Concurrency,
 				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+				OnPoison: report.PoisonReporter(s.pub, bus.ServiceViggy, s.cfg.Logger),
 			}, s.Handle)
 		})
 	}

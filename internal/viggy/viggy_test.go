@@ -3,11 +3,13 @@ package viggy_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -460,5 +462,71 @@ func TestService_heldPlanInDecision(t *testing.T) {
 	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "held", bus.EventTickReported), tr) || tr.GetDecision().GetPlanId() != plan ||
 		tr.GetFinalPhase() != lavav1.Phase_PHASE_DRIFTED {
 		t.Fatalf("second pass: %v", tr)
+	}
+}
+
+// A poison message on viggy's consumer is terminated and reported once as a PoisonMessage
+// anomaly, with where it was and why, never its body.
+func TestService_poisonMessageReportedAsAnomaly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, viggy.Config{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	subject := bus.PhaseSubject("ns", "junk", bus.EventFailed)
+	body := []byte("\xff\xff\xffBODY-MARKER password=hunter2")
+	msg := &nats.Msg{Subject: subject, Data: body, Header: nats.Header{}}
+	msg.Header.Set(bus.HeaderSchema, "lava.v1.Failed")
+	msg.Header.Set(bus.HeaderContentType, bus.ContentTypeProto)
+	ack, err := e.js.PublishMsg(t.Context(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := e.js.Stream(t.Context(), bus.StreamAnomalies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison := bus.AnomalySubject("functional", "poison_message")
+	var raw *jetstream.RawStreamMsg
+	for deadline := time.Now().Add(10 * time.Second); raw == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no anomaly on %s", poison)
+		}
+		if raw, err = st.GetLastMsgForSubject(t.Context(), poison); errors.Is(err, jetstream.ErrMsgNotFound) {
+			raw = nil
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // a second report would have arrived by now
+	info, err := st.Info(t.Context(), jetstream.WithSubjectFilter(poison))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Msgs; n != 1 {
+		t.Errorf("%d anomalies on %s, want 1", n, poison)
+	}
+	if strings.Contains(string(raw.Data), "BODY-MARKER") || strings.Contains(string(raw.Data), "hunter2") {
+		t.Errorf("the anomaly carries the message body: %s", raw.Data)
+	}
+	an := &lavav1.AnomalyDetected{}
+	if err := protojson.Unmarshal(raw.Data, an); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"service": "viggy", "stream": bus.StreamPhases, "consumer": bus.ServiceViggy, "subject": subject,
+		"stream_seq": strconv.FormatUint(ack.Sequence, 10), "deliveries": "1", "reason": string(bus.PoisonUndecodable)}
+	if diff := cmp.Diff(want, an.GetMetadata()); diff != "" {
+		t.Errorf("metadata (-want +got):\n%s", diff)
+	}
+	if an.GetKind() != lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM || an.GetExtensionKind() != "poison_message" ||
+		an.GetSeverity() != lavav1.Severity_SEVERITY_FUNCTIONAL || an.GetSource().GetNamespace() != "ns" ||
+		an.GetSource().GetName() != "junk" || an.GetEnvelope().GetSource() != bus.ServiceViggy || len(an.GetFingerprint()) != 64 {
+		t.Errorf("anomaly %v", an)
+	}
+	if !strings.Contains(an.GetMessage(), "undecodable") {
+		t.Errorf("message %q does not say why the message was terminated", an.GetMessage())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/phase"
@@ -56,6 +57,7 @@ func (p *phaseConsumer) Start(ctx context.Context) error {
 		Concurrency: p.concurrency,
 		Logger:      p.log,
 		Metrics:     p.busMetrics,
+		OnPoison:    report.PoisonReporter(bus.NewPublisher(p.js), bus.ServiceWatcher, p.log),
 	}, p.handle)
 }
 
