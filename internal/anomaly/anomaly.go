@@ -1,17 +1,15 @@
 package anomaly
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
-	"lukechampine.com/blake3"
 
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
 
@@ -163,21 +161,13 @@ func (a *LavaAnomaly) ComputeFingerprint() string {
 	return Fingerprint(a.Kind.Proto(), a.ExtensionKind, src, a.Severity.Proto(), a.Discriminator)
 }
 
-// Fingerprint is the de-duplication key of anomaly.proto: BLAKE3-256 over the fields
-// ("lava.anomaly.fingerprint.v1", kind enum name, extension kind, resource uid, severity enum
-// name, discriminator), each written as its decimal byte length, ":" and its bytes; 64
-// lowercase hex digits. viggy computes the same function, so an anomaly it publishes and one
-// this service derives from the same fact share a fingerprint. Times, messages and secret
-// values are never inputs.
+// Fingerprint is the de-duplication key of anomaly.proto ([report.Fingerprint]: BLAKE3-256
+// of kind, extension kind, resource uid, severity and discriminator, 64 lowercase hex
+// digits). viggy computes the same function for its escalation anomalies, so they and the
+// DriftDetected this service derives from the same scan share a fingerprint. Times, messages and secret values are never
+// inputs.
 func Fingerprint(kind lavav1.AnomalyKind, extension, uid string, sev lavav1.Severity, discriminator string) string {
-	var b []byte
-	for _, f := range []string{"lava.anomaly.fingerprint.v1", kind.String(), extension, uid, sev.String(), discriminator} {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-	}
-	sum := blake3.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return report.Fingerprint(kind, extension, uid, sev, discriminator)
 }
 
 // ErrInvalid reports an anomaly that cannot be published: no kind or severity, a Custom kind

@@ -64,7 +64,7 @@ func finish(a LavaAnomaly) LavaAnomaly {
 // (PlanSuperseded, or no stage): reason RetriesExhausted is Stalled (critical); reason
 // GateRejected is GateRejected (functional); stage SYNTH is SynthesisFailure (functional);
 // PLAN and APPLY are ApplyFailure, DESTROY is DestroyFailure (critical). The discriminator is
-// "stage/reason" ("" for Stalled, as viggy's), so retries of one failure share a fingerprint.
+// "stage/reason" ("" for Stalled, as every Stalled anomaly), so retries of one failure share a fingerprint.
 // Metadata: stage, reason, attempt, retryable, plan_id.
 func FromFailed(f *lavav1.Failed, cluster string, now time.Time) (LavaAnomaly, bool) {
 	a := base(f.GetEnvelope(), cluster, now)
@@ -142,7 +142,7 @@ func FromDriftScanned(d *lavav1.DriftScanned, cluster string, now time.Time) (La
 // FromPhaseChanged is the anomaly of a transition into a stuck state, or false: reason
 // DependencyNotReady or DependencyCycle is DependencyBlocked (functional, discriminator the
 // reason); reason RetriesExhausted or Stalled is Stalled (critical, no discriminator, as
-// viggy's). Other transitions (a failure included: its Failed event is the anomaly) are none.
+// FromFailed's). Other transitions (a failure included: its Failed event is the anomaly) are none.
 // Metadata: reason, phase, observed_phase (from).
 func FromPhaseChanged(pc *lavav1.PhaseChanged, cluster string, now time.Time) (LavaAnomaly, bool) {
 	a := base(pc.GetEnvelope(), cluster, now)

@@ -120,8 +120,9 @@ func TestFingerprint_stableInputs(t *testing.T) {
 	}
 }
 
-// viggy computes the same function: vectors taken from viggy.Fingerprint.
-func TestFingerprint_matchesViggy(t *testing.T) {
+// The fingerprint is a contract (viggy's escalation anomalies use it too, through
+// report.Fingerprint): these vectors must not change.
+func TestFingerprint_vectors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		kind lavav1.AnomalyKind

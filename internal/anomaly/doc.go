@@ -13,10 +13,13 @@
 //   - a progress deadline: PhaseChanged also tracks resources in a working phase
 //     ([BucketProgress]); one that stays there longer than stuckAfter (default 30m) raises a
 //     Stalled anomaly with reason ProgressDeadlineExceeded;
-//   - from LAVA_ANOMALIES: AnomalyDetected that other services (viggy: escalations, stalls,
-//     drift under Alert) publish directly ([FromDetected]). Those are already on the public
+//   - from LAVA_ANOMALIES: AnomalyDetected that other services publish directly
+//     ([FromDetected]): viggy's escalation tiers, and every service's poison-message reports
+//     (report.PoisonReporter, kind Custom "poison_message"). Those are already on the public
 //     subjects, so they go only to the other sinks; the service's own anomalies
-//     (envelope.source "anomaly") are acknowledged and skipped.
+//     (envelope.source "anomaly", except its poison-message reports) are acknowledged and
+//     skipped. viggy leaves DriftDetected (Alert) and Stalled (RetriesExhausted) to this
+//     service, which raises them from DriftScanned and Failed.
 //
 // # De-duplication
 //

@@ -456,8 +456,9 @@ func TestService_stuckResourceRaisesStalled(t *testing.T) {
 	})
 }
 
-// viggy's DriftDetected (published directly under Alert) and the one this service derives from
-// the same DriftScanned share the fingerprint and the first window's event id: one alert in
+// A DriftDetected published directly for a scan (as viggy did under Alert before it left that
+// to this service; a mixed-version upgrade) and the one this service derives from the same
+// DriftScanned share the fingerprint and the first window's event id: one alert in
 // LAVA_ANOMALIES and at the webhook, whichever comes first. (A plain core-NATS subscriber can
 // see both publishes: JetStream de-duplicates what it stores, not what it forwards.)
 func TestService_viggyDriftAndScanAreOneAlert(t *testing.T) {

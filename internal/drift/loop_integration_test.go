@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/lava-operator/lava/internal/anomaly"
 	"github.com/lava-operator/lava/internal/applier"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/drift"
@@ -86,7 +87,8 @@ type loopEvent struct {
 }
 
 // loop is the pipeline after synth, all real and in process: JetStream, the applier service,
-// the drift service and viggy, with the real engines and the extended testkit provider.
+// the drift service, viggy and the anomaly service, with the real engines and the extended
+// testkit provider.
 type loop struct {
 	t      *testing.T
 	js     jetstream.JetStream
@@ -184,6 +186,13 @@ func newLoop(t *testing.T, eng lavav1.Engine) *loop {
 		t.Fatal(err)
 	}
 	l.run("viggy", vg.Run)
+
+	// The anomaly service raises DriftDetected (Alert) and Stalled from the pipeline's events.
+	an, err := anomaly.New(t.Context(), anomaly.Config{JS: js, Logger: log.With("service", "anomaly")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.run("anomaly", an.Run)
 	return l
 }
 
@@ -415,8 +424,9 @@ func outOfBandDrift(t *testing.T, eng lavav1.Engine) {
 		}
 		an := await(l, "tags", from, time.Minute, func(*lavav1.AnomalyDetected) bool { return true })
 		if an.GetKind() != lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED || an.GetSeverity() != lavav1.Severity_SEVERITY_COSMETIC ||
-			an.GetLabels()["team"] != "infra" {
-			t.Fatalf("anomaly: %v", an)
+			an.GetLabels()["team"] != "infra" || an.GetEnvelope().GetSource() != bus.ServiceAnomaly ||
+			an.GetMetadata()["terraform_json_digest"] != scan.GetTerraformJsonDigest() {
+			t.Fatalf("anomaly (want the anomaly service's, from the scan): %v", an)
 		}
 		if b, _ := os.ReadFile(path + ".tags.json"); !strings.Contains(string(b), "mallory") {
 			t.Errorf("Alert changed the infrastructure: %s", b)
@@ -426,7 +436,7 @@ func outOfBandDrift(t *testing.T, eng lavav1.Engine) {
 
 // TestLoop_retriesBackOffThenStall: an apply that keeps failing is retried by viggy with
 // growing delays (RetryRequested attempts 2 and 3, each after its backoff) and then stalls
-// (Failed RetriesExhausted, not retryable, and a Stalled anomaly).
+// (Failed RetriesExhausted, not retryable, and the anomaly service's Stalled anomaly).
 func TestLoop_retriesBackOffThenStall(t *testing.T) {
 	l := newLoop(t, lavav1.Engine_ENGINE_EMBEDDED)
 	path := filepath.Join(t.TempDir(), "fail.txt")
@@ -450,7 +460,10 @@ func TestLoop_retriesBackOffThenStall(t *testing.T) {
 	if stalled.GetRetryable() || !strings.Contains(stalled.GetMessage(), "gave up after 3 attempts") {
 		t.Fatalf("stall: %v", stalled)
 	}
-	await(l, "fail", 0, time.Minute, func(an *lavav1.AnomalyDetected) bool { return an.GetKind() == lavav1.AnomalyKind_ANOMALY_KIND_STALLED })
+	an := await(l, "fail", 0, time.Minute, func(an *lavav1.AnomalyDetected) bool { return an.GetKind() == lavav1.AnomalyKind_ANOMALY_KIND_STALLED })
+	if an.GetEnvelope().GetSource() != bus.ServiceAnomaly || an.GetMetadata()["reason"] != viggy.ReasonRetriesExhausted {
+		t.Errorf("Stalled anomaly (want the anomaly service's, from the RetriesExhausted Failed): %v", an)
+	}
 	if _, err := os.Stat(path); err == nil {
 		t.Errorf("%s exists although every create failed", path)
 	}

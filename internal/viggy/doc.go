@@ -17,7 +17,8 @@
 //     holds the plan, Planned with awaiting_approval and the plan id); the pass ends in Drifted;
 //   - Escalate raises an AnomalyDetected for the first escalation tier, and one for each next
 //     tier when its wait_before_next passes and the drift is still there; Drifted;
-//   - Alert raises a DriftDetected anomaly; NoOp records only; both end in Drifted;
+//   - Alert and NoOp publish nothing more; both end in Drifted (the anomaly service raises the
+//     DriftDetected anomaly from the DriftScanned itself, so viggy does not publish it again);
 //   - a clean scan ends in Applied.
 //
 // The watcher folds TickReported (Drifted, Reconverging) and clean DriftScanned (Applied) into
@@ -26,6 +27,9 @@
 // Failures: a retryable Failed is retried with capped exponential backoff and jitter: the due
 // time is stored in the resource's record and a scheduler publishes RetryRequested to the failed
 // stage when it is due (no handler sleeps). After MaxAttempts attempts viggy publishes a
-// non-retryable Failed with reason RetriesExhausted (the watcher folds it into Stalled=True)
-// and a Stalled anomaly.
+// non-retryable Failed with reason RetriesExhausted (the watcher folds it into Stalled=True;
+// the anomaly service raises the Stalled anomaly from it).
+//
+// The only anomalies viggy publishes itself are the escalation tiers, which only it knows;
+// their fingerprint is the shared one (report.Fingerprint).
 package viggy

@@ -2,7 +2,6 @@ package viggy
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	"lukechampine.com/blake3"
 
 	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
@@ -456,13 +454,9 @@ func (d *driftPass) act(ctx context.Context, p *passState) (lavav1.Phase, string
 		p.tier = 0
 		return lavav1.Phase_PHASE_DRIFTED, "escalation notified (tier 0)", nil
 	}
-	// Alert (and anything unknown).
-	esc := &Escalation{Severity: int32(p.sev), Fields: n, DriftEventID: cause.GetEventId(),
-		TerraformJSONDigest: d.ev.GetTerraformJsonDigest(), Generation: cause.GetGeneration()}
-	if err := s.raiseDrift(ctx, p.rec, p.policy, cause, esc, p.action, -1); err != nil {
-		return 0, "", err
-	}
-	return lavav1.Phase_PHASE_DRIFTED, "anomaly raised", nil
+	// Alert (and anything unknown): the anomaly service raises the DriftDetected anomaly from
+	// the same DriftScanned; viggy publishing it too would reach a plain subscriber twice.
+	return lavav1.Phase_PHASE_DRIFTED, "alert (the anomaly service raises DriftDetected)", nil
 }
 
 func (d *driftPass) tick(p *passState) string { return "next scan in " + p.requeue.String() }
@@ -510,13 +504,9 @@ func (f *failurePass) act(ctx context.Context, p *passState) (lavav1.Phase, stri
 		stalled := &lavav1.Failed{Stage: f.ev.GetStage(), Reason: ReasonRetriesExhausted, Message: msg, Retryable: false,
 			Attempt: f.ev.GetAttempt(), PlanId: f.ev.GetPlanId()}
 		stalled.Envelope = s.envelope(cause, "lava.v1.Failed", eventid.CauseTrigger(cause.GetEventId()), cause.GetCorrelationId())
+		// The anomaly service raises the Stalled anomaly from this Failed (reason
+		// RetriesExhausted).
 		if _, err := s.pub.PublishEvent(ctx, stalled); err != nil {
-			return 0, "", fmt.Errorf("viggy: %w", err)
-		}
-		an := s.anomaly(p.rec, cause, lavav1.AnomalyKind_ANOMALY_KIND_STALLED, lavav1.Severity_SEVERITY_CRITICAL, msg,
-			map[string]string{"stage": stageWord(f.ev.GetStage()), "reason": f.ev.GetReason(), "attempts": strconv.Itoa(int(max(f.ev.GetAttempt(), 1))),
-				"plan_id": f.ev.GetPlanId()}, "", lavav1.RemediationAction_REMEDIATION_ACTION_ALERT, 1)
-		if _, err := s.pub.PublishEvent(ctx, an); err != nil {
 			return 0, "", fmt.Errorf("viggy: %w", err)
 		}
 		s.metrics.retries.WithLabelValues("stalled").Inc()
@@ -560,18 +550,16 @@ func stageWord(s lavav1.Stage) string {
 	return "unknown"
 }
 
-// raiseDrift publishes a DriftDetected anomaly for esc's drift; tier >= 0 is an escalation
-// tier (metadata escalation_tier and escalation_target).
+// raiseDrift publishes the DriftDetected anomaly of escalation tier tier (metadata
+// escalation_tier and escalation_target) for esc's drift. Only viggy knows the tiers; the
+// anomaly service routes each tier as its own alert.
 func (s *Service) raiseDrift(ctx context.Context, rec *Record, policy *lavav1.RemediationPolicy, cause *lavav1.Envelope, esc *Escalation,
 	action lavav1.RemediationAction, tier int) error {
 	md := map[string]string{"drifted_fields": strconv.Itoa(esc.Fields), "drift_event_id": esc.DriftEventID,
 		"terraform_json_digest": esc.TerraformJSONDigest, "action": ActionName(action)}
-	count := int64(1)
-	if tier >= 0 {
-		md["escalation_tier"] = strconv.Itoa(tier)
-		md["escalation_target"] = targetName(policy, tier)
-		count = int64(tier) + 1
-	}
+	md["escalation_tier"] = strconv.Itoa(tier)
+	md["escalation_target"] = targetName(policy, tier)
+	count := int64(tier) + 1
 	an := s.anomaly(rec, cause, lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, lavav1.Severity(esc.Severity),
 		fmt.Sprintf("drift detected: %d field(s)", esc.Fields), md, esc.TerraformJSONDigest, action, count)
 	if _, err := s.pub.PublishEvent(ctx, an); err != nil {
@@ -604,27 +592,13 @@ func targetName(p *lavav1.RemediationPolicy, i int) string {
 	return ""
 }
 
-// Fingerprint is the anomaly de-duplication key (anomaly.proto): BLAKE3 of (kind, extension
-// kind, resource uid, severity, source digest), each length-prefixed, as 64 lowercase hex
-// digits.
-func Fingerprint(kind lavav1.AnomalyKind, extension, uid string, sev lavav1.Severity, sourceDigest string) string {
-	var b []byte
-	for _, f := range []string{"lava.anomaly.fingerprint.v1", kind.String(), extension, uid, sev.String(), sourceDigest} {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-	}
-	sum := blake3.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
 // anomaly builds an AnomalyDetected about the cause's resource. count enters the event id
 // (trigger "anomaly:<fingerprint>:<count>"), so a repeat within the stream's duplicate
 // window is stored once.
 func (s *Service) anomaly(rec *Record, cause *lavav1.Envelope, kind lavav1.AnomalyKind, sev lavav1.Severity, msg string,
 	md map[string]string, sourceDigest string, action lavav1.RemediationAction, count int64) *lavav1.AnomalyDetected {
 	res := cause.GetResource()
-	fp := Fingerprint(kind, "", res.GetUid(), sev, sourceDigest)
+	fp := report.Fingerprint(kind, "", res.GetUid(), sev, sourceDigest)
 	now := timestamppb.New(s.cfg.Now().UTC())
 	for k, v := range md {
 		if v == "" {

@@ -230,19 +230,18 @@ func TestService_driftPasses(t *testing.T) {
 		wantAction lavav1.RemediationAction
 		// wantReapply: 0 none, 1 auto-correct, 2 with require_approval.
 		wantReapply int
-		wantAnomaly bool
 	}{
-		{"clean is applied", nil, nil, lavav1.Phase_PHASE_APPLIED, lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP, 0, false},
+		{"clean is applied", nil, nil, lavav1.Phase_PHASE_APPLIED, lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP, 0},
 		{"functional reconverges", nil, []*lavav1.DriftFinding{functional, cosmetic}, lavav1.Phase_PHASE_RECONVERGING,
-			lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, 1, false},
+			lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, 1},
 		{"critical holds for approval", nil, []*lavav1.DriftFinding{critical, functional}, lavav1.Phase_PHASE_DRIFTED,
-			lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, 2, false},
+			lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, 2},
 		{"cosmetic alerts", nil, []*lavav1.DriftFinding{cosmetic}, lavav1.Phase_PHASE_DRIFTED,
-			lavav1.RemediationAction_REMEDIATION_ACTION_ALERT, 0, true},
+			lavav1.RemediationAction_REMEDIATION_ACTION_ALERT, 0},
 		{"noop records", noop, []*lavav1.DriftFinding{critical}, lavav1.Phase_PHASE_DRIFTED,
-			lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP, 0, false},
+			lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP, 0},
 		{"escalate without ladder fails at decide", escalateNoLadder, []*lavav1.DriftFinding{functional}, lavav1.Phase_PHASE_FAILED,
-			lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED, 0, false},
+			lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED, 0},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,14 +283,13 @@ func TestService_driftPasses(t *testing.T) {
 			if got != tt.wantReapply {
 				t.Errorf("reapply %d, want %d", got, tt.wantReapply)
 			}
+			// Outside Escalate viggy publishes no anomaly: the anomaly service raises
+			// DriftDetected from the DriftScanned (Alert), and a second copy would reach a plain
+			// subscriber of lava.anomaly.> twice.
 			an := &lavav1.AnomalyDetected{}
 			sev, _ := bus.SeverityToken(max(viggy.MaxSeverity(tt.findings), lavav1.Severity_SEVERITY_COSMETIC))
-			gotAnomaly := e.last(bus.StreamAnomalies, bus.AnomalySubject(sev, "drift_detected"), an) && an.GetSource().GetName() == name
-			if gotAnomaly != tt.wantAnomaly {
-				t.Errorf("anomaly %v, want %v", gotAnomaly, tt.wantAnomaly)
-			}
-			if gotAnomaly && (an.GetMessage() != "drift detected: 1 field(s)" || an.GetLabels()["team"] != "infra" || len(an.GetFingerprint()) != 64) {
-				t.Errorf("anomaly %v", an)
+			if e.last(bus.StreamAnomalies, bus.AnomalySubject(sev, "drift_detected"), an) && an.GetSource().GetName() == name {
+				t.Errorf("viggy published DriftDetected under %s: %v", viggy.ActionName(tt.wantAction), an)
 			}
 		})
 	}
@@ -384,9 +382,9 @@ func TestService_retriesBackOffThenStall(t *testing.T) {
 		stalled.GetRetryable() || stalled.GetEnvelope().GetSource() != bus.ServiceViggy || !strings.Contains(stalled.GetMessage(), "ApplyFailed") {
 		t.Fatalf("stall Failed: %v", stalled)
 	}
-	an := &lavav1.AnomalyDetected{}
-	if !e.last(bus.StreamAnomalies, bus.AnomalySubject("critical", "stalled"), an) || an.GetMetadata()["attempts"] != "3" {
-		t.Fatalf("stalled anomaly: %v", an)
+	// The anomaly service raises Stalled from that Failed; viggy does not publish it too.
+	if an := (&lavav1.AnomalyDetected{}); e.last(bus.StreamAnomalies, bus.AnomalySubject("critical", "stalled"), an) {
+		t.Errorf("viggy published a Stalled anomaly: %v", an)
 	}
 	tr := &lavav1.TickReported{}
 	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "flaky", bus.EventTickReported), tr) || tr.GetFinalPhase() != lavav1.Phase_PHASE_FAILED ||
