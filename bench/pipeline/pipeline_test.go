@@ -3,6 +3,7 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,16 +32,35 @@ import (
 	"github.com/lava-operator/lava/test/e2e/harness"
 )
 
-// EnvN overrides the default of -n (the CI smoke sets a small N).
+// EnvN overrides the default of -n.
 const EnvN = "LAVA_PIPELINE_N"
 
+// smokeN is N under the one-iteration smoke (-benchtime=1x) when neither -n nor $LAVA_PIPELINE_N
+// says otherwise: enough objects to exercise every path in about a minute.
+const smokeN = 20
+
 var (
-	flagN       = flag.Int("n", defaultN(), "LavaArchitectures to create (default 1000, or $"+EnvN+")")
+	flagN       = flag.Int("n", defaultN(), "LavaArchitectures to create (default 1000, or $"+EnvN+"; 20 under -benchtime=1x unless set)")
 	flagQPS     = flag.Float64("qps", 0, "client QPS of the benchmark's client and the floor (0: client-go's default, 5, as the watcher uses)")
 	flagBurst   = flag.Int("burst", 0, "client burst (0: client-go's default, 10, as the watcher uses)")
 	flagWorkers = flag.Int("workers", 16, "goroutines issuing the creates (and the floor's requests)")
 	flagTimeout = flag.Duration("timeout", 60*time.Minute, "bound of the Lava run")
 )
+
+// objects is N: -n when given, else $LAVA_PIPELINE_N, else smokeN under -benchtime=1x, else 1000.
+func objects() int {
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "n" })
+	if explicit {
+		return *flagN
+	}
+	if _, ok := os.LookupEnv(EnvN); !ok {
+		if bt := flag.Lookup("test.benchtime"); bt != nil && bt.Value.String() == "1x" {
+			return smokeN
+		}
+	}
+	return *flagN
+}
 
 func defaultN() int {
 	if v, err := strconv.Atoi(os.Getenv(EnvN)); err == nil && v > 0 {
@@ -243,7 +265,7 @@ func runFloor(ctx context.Context, dc dynamic.Interface, n int) (result, error) 
 // Reported: lava-total-s, lava-p50-s, lava-p99-s, floor-total-s, ratio (Lava's total over the
 // floor's; target at most 3, checked when N >= 1000), watcher-rss-MB, applier-rss-MB (peak, VmHWM).
 func BenchmarkPipeline(b *testing.B) {
-	n := *flagN
+	n := objects()
 	// client-go's throttling notices would drown the figures.
 	klog.SetLogger(logr.Discard())
 	// Every service but drift, whose first scans (5m after each apply, the default interval)
@@ -279,6 +301,10 @@ func BenchmarkPipeline(b *testing.B) {
 		if err != nil {
 			b.Fatalf("lava: %v", errors.Join(err, env.Dead()))
 		}
+		writes, err := watcherWrites(ctx, env)
+		if err != nil {
+			b.Fatal(err)
+		}
 		floor, err := runFloor(ctx, dc, n)
 		if err != nil {
 			b.Fatalf("floor: %v", err)
@@ -297,15 +323,44 @@ func BenchmarkPipeline(b *testing.B) {
 		b.ReportMetric(lava.p99.Seconds(), "lava-p99-s")
 		b.ReportMetric(floor.total.Seconds(), "floor-total-s")
 		b.ReportMetric(ratio, "ratio")
+		b.ReportMetric(writes/float64(n), "watcher-writes/object")
 		b.ReportMetric(float64(wRSS)/(1<<20), "watcher-rss-MB")
 		b.ReportMetric(float64(aRSS)/(1<<20), "applier-rss-MB")
 		fmt.Printf("pipeline: N=%d, client QPS %.0f burst %d, %d create workers\n", n, qps, burst, *flagWorkers)
 		fmt.Printf("  lava : total %v, create->Applied p50 %v p99 %v\n", lava.total.Round(time.Millisecond), lava.p50.Round(time.Millisecond), lava.p99.Round(time.Millisecond))
 		fmt.Printf("  floor: total %v (create + 3 status patches each), p50 %v p99 %v\n", floor.total.Round(time.Millisecond), floor.p50.Round(time.Millisecond), floor.p99.Round(time.Millisecond))
+		fmt.Printf("  watcher API writes (POST, PUT, PATCH) per object %.1f\n", writes/float64(n))
 		fmt.Printf("  ratio lava/floor %.2f (target <= 3); peak RSS watcher %.0f MB, applier %.0f MB\n", ratio, float64(wRSS)/(1<<20), float64(aRSS)/(1<<20))
 		// The target is about the full run; a smoke's few objects only show the run works.
 		if ratio > 3 && n >= 1000 {
 			b.Errorf("Lava's total %v is %.2f times the floor's %v: the target is at most 3", lava.total, ratio, floor.total)
 		}
 	}
+}
+
+// watcherWrites sums the watcher's client-go rest_client_requests_total for POST, PUT and PATCH
+// (status patches, finalizer updates, Events, leader-election renewals).
+func watcherWrites(ctx context.Context, env *harness.Env) (float64, error) {
+	body, err := env.Metrics(ctx, harness.Watcher)
+	if err != nil {
+		return 0, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("watcher /metrics: %w", err)
+	}
+	mf, ok := families["rest_client_requests_total"]
+	if !ok {
+		return 0, errors.New("watcher /metrics: no rest_client_requests_total")
+	}
+	total := 0.0
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "method" && slices.Contains([]string{"POST", "PUT", "PATCH"}, l.GetValue()) {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total, nil
 }
