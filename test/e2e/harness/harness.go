@@ -394,7 +394,9 @@ func (e *Env) spawn(tb testing.TB, name, bin string, args, env []string) *Proc {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = e.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, so a stop also ends what it started; killed if the test process dies
+	// without running its cleanups (a go test -timeout panic).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LAVA_") && !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "TF_CLI_CONFIG_FILE=") {
 			cmd.Env = append(cmd.Env, kv)
