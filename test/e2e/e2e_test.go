@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -153,6 +154,13 @@ func TestEndToEnd(t *testing.T) {
 		checkProviderUnavailable(t, la, "hashicorp/aws")
 		desc := describe(ctx, t, env, seed)
 		checkDescribe(t, desc, "Failed", "Synthesized", "Failed")
+		conds := describedConditions(desc)
+		if c := conds[v1alpha1.ConditionSynthesized]; c != [2]string{"True", v1alpha1.ReasonSynthesisSucceeded} {
+			t.Errorf("kubectl describe: Synthesized %v", c)
+		}
+		if !slices.ContainsFunc(slices.Collect(maps.Values(conds)), func(c [2]string) bool { return c == [2]string{"False", "ProviderUnavailable"} }) {
+			t.Errorf("kubectl describe shows no condition False/ProviderUnavailable: %v\n%s", conds, desc)
+		}
 	})
 
 	t.Run("bundled architectures by name with bindings: rendered, then provider unavailable", func(t *testing.T) {
@@ -174,7 +182,11 @@ func TestEndToEnd(t *testing.T) {
 			checkCondition(t, la, v1alpha1.ConditionReady, metav1.ConditionTrue, "")
 			checkFile(t, filepath.Join(dirs[r], "greeting.txt"), "hello\n")
 			checkFile(t, filepath.Join(dirs[r], "kit.txt"), "kit says hello\n")
-			checkDescribe(t, describe(ctx, t, env, r), "Applied", "Synthesized", "Applied")
+			desc := describe(ctx, t, env, r)
+			checkDescribe(t, desc, "Applied", "Synthesized", "Planned", "Applied")
+			if c := describedConditions(desc)[v1alpha1.ConditionReady]; c[0] != "True" {
+				t.Errorf("%s: kubectl describe shows Ready %v:\n%s", r, c, desc)
+			}
 		}
 	})
 
@@ -458,6 +470,33 @@ func checkDescribe(t *testing.T, desc, phase string, reasons ...string) {
 		}
 		at += i[1] - 1
 	}
+}
+
+// describedConditions reads the Conditions block of kubectl describe: type to (status, reason).
+func describedConditions(desc string) map[string][2]string {
+	out := map[string][2]string{}
+	_, block, ok := strings.Cut(desc, "\n  Conditions:\n")
+	if !ok {
+		return out
+	}
+	var status, reason string
+	for _, l := range strings.Split(block, "\n") {
+		if !strings.HasPrefix(l, "    ") {
+			break
+		}
+		k, v, _ := strings.Cut(strings.TrimSpace(l), ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "Status":
+			status = v
+		case "Reason":
+			reason = v
+		case "Type":
+			out[v] = [2]string{status, reason}
+			status, reason = "", ""
+		}
+	}
+	return out
 }
 
 func checkFile(t *testing.T, path, want string) {
