@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/lava-operator/lava/internal/anomaly"
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -577,4 +578,33 @@ func TestNew_needsTheTopology(t *testing.T) {
 	if _, err := anomaly.New(ctx, anomaly.Config{JS: js}); err != nil {
 		t.Fatalf("New after EnsureTopology: %v", err)
 	}
+}
+
+// Poison-message reports are published directly (report.PoisonReporter), so the service routes
+// them to its other sinks like viggy's escalations, its own included.
+func TestService_routesPoisonReports(t *testing.T) {
+	h := start(t, 1)
+	const uid = "5b0c8f0e-4444-4a57-9c0e-7f0f6d0d2b11"
+	h.observed(t, "junk", uid, map[string]string{"team": "infra"})
+	env := &lavav1.Envelope{EventId: "poisoned", Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "junk", Uid: uid}, Generation: 1}
+	for i, svc := range []string{bus.ServiceAttest, bus.ServiceAnomaly} {
+		an := report.PoisonAnomaly(svc, bus.PoisonReport{Stream: bus.StreamPhases, Consumer: svc,
+			Subject: bus.PhaseSubject("infra", "junk", bus.EventPhaseChanged), StreamSeq: uint64(10 + i), NumDelivered: 1,
+			Reason: bus.PoisonPermanent, Err: errors.New("no resource"), Envelope: env}, time.Now())
+		if _, err := h.pub.PublishEvent(t.Context(), an); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "two webhook deliveries", func() error {
+		got := h.hook.received()
+		if len(got) != 2 {
+			return fmt.Errorf("%d deliveries", len(got))
+		}
+		for _, b := range got {
+			if !strings.Contains(string(b), `"poison_message"`) {
+				return fmt.Errorf("delivery is not a poison report: %s", b)
+			}
+		}
+		return nil
+	})
 }
