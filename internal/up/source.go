@@ -23,6 +23,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/anomaly/report"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -606,6 +607,7 @@ func (s *Source) HandlePhase(ctx context.Context, m *bus.Message) error {
 func (s *Source) RunPhases(ctx context.Context, bm *bus.Metrics) error {
 	return bus.Consume(ctx, s.cfg.JS, bus.ConsumeOptions{
 		Stream: bus.StreamPhases, Consumer: bus.ServiceWatcher, Concurrency: 1, Logger: s.cfg.Logger, Metrics: bm,
+		OnPoison: report.PoisonReporter(s.pub, bus.ServiceWatcher, s.cfg.Logger),
 	}, s.HandlePhase)
 }
 
