@@ -3,7 +3,9 @@ package up
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -90,6 +92,8 @@ func (d *Display) Update(snap Snapshot) {
 		}
 		fmt.Fprintln(d.w, strings.TrimRight(line, " "))
 	}
+	// d.seen holds resources ("namespace/name") and file errors ("file:<path>"): a resource
+	// that left the snapshot was destroyed; a file error that left it was fixed.
 	gone := map[string]bool{}
 	for k := range d.seen {
 		gone[k] = true
@@ -97,18 +101,26 @@ func (d *Display) Update(snap Snapshot) {
 	for _, o := range snap.Objects {
 		delete(gone, o.Namespace+"/"+o.Name)
 	}
-	for k := range gone {
+	for _, fe := range snap.FileErrors {
+		delete(gone, fileKey+fe.File)
+	}
+	for _, k := range slices.Sorted(maps.Keys(gone)) {
 		delete(d.seen, k)
-		fmt.Fprintf(d.w, "%s %-28s destroyed\n", d.now().Format("15:04:05"), k)
+		if !strings.HasPrefix(k, fileKey) {
+			fmt.Fprintf(d.w, "%s %-28s destroyed\n", d.now().Format("15:04:05"), k)
+		}
 	}
 	for _, fe := range snap.FileErrors {
-		k := "file:" + fe.File
+		k := fileKey + fe.File
 		if d.seen[k] != fe.Err.Error() {
 			d.seen[k] = fe.Err.Error()
 			fmt.Fprintf(d.w, "%s %s: %s\n", d.now().Format("15:04:05"), fe.File, oneLine(fe.Err.Error(), 200))
 		}
 	}
 }
+
+// fileKey prefixes the d.seen key of a manifest file's error.
+const fileKey = "file:"
 
 // Final draws the final table (without a progress line).
 func (d *Display) Final(snap Snapshot) {

@@ -177,3 +177,27 @@ func TestTable_andProgress(t *testing.T) {
 		t.Errorf("fitWidth = %q", got)
 	}
 }
+
+func TestDisplayUpdate_fileErrorsAreNotResources(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	d := NewDisplay(&b, false, func() time.Time { return now })
+	o := v1alpha1.LavaArchitecture{}
+	o.Namespace, o.Name, o.Generation = "default", "a", 1
+	o.Status.Phase = v1alpha1.PhaseApplied
+	bad := &FileError{File: "/m/bad.yaml", Err: os.ErrInvalid}
+	for range 3 {
+		d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}, FileErrors: []*FileError{bad}})
+	}
+	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}}) // the file was fixed
+	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}, FileErrors: []*FileError{bad}})
+	d.Update(Snapshot{})
+	want := "00:00:00 default/a                    gen 1  Applied      -\n" +
+		"00:00:00 /m/bad.yaml: invalid argument\n" +
+		"00:00:00 /m/bad.yaml: invalid argument\n" +
+		"00:00:00 default/a                    destroyed\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("non-tty output (-want +got):\n%s", diff)
+	}
+}
