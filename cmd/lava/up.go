@@ -96,7 +96,7 @@ func summary(res up.Result) string {
 		}
 		counts[p]++
 	}
-	s := fmt.Sprintf("lava up: %d resources settled", len(res.Objects))
+	s := "lava up: " + plural(len(res.Objects), "resource") + " settled"
 	for i, p := range order {
 		if i == 0 {
 			s += ":"
@@ -106,7 +106,7 @@ func summary(res up.Result) string {
 		s += fmt.Sprintf(" %d %s", counts[p], p)
 	}
 	if n := len(res.FileErrors); n > 0 {
-		s += fmt.Sprintf("; %d manifest files unreadable", n)
+		s += "; " + plural(n, "manifest file") + " unreadable"
 	}
 	return s
 }
