@@ -524,17 +524,17 @@ func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
 	}
 	opts := Options{File: "s", SecretInputs: map[string]bool{"token": true, "tokens": true}}
 	_, diags := EvalArchitecture([]byte(src), b, opts)
-	if n := len(diags.Errors()); n != 4 {
-		t.Errorf("%d errors, want 4: %v", n, diags)
+	if n := len(diags.Errors()); n != 5 {
+		t.Errorf("%d errors, want 5: %v", n, diags)
 	}
-	if len(diags.Warnings()) != 1 {
-		t.Errorf("want the sanitize warning: %v", diags)
+	if len(diags.Warnings()) != 0 {
+		t.Errorf("want no warning (a secret in a name is an error, not sanitized): %v", diags)
 	}
 	for _, d := range diags {
 		if strings.Contains(d.Message, "hunter") {
 			t.Errorf("secret value in diagnostic: %s", d)
 		}
-		if !strings.Contains(d.Message, "<redacted>") {
+		if !strings.Contains(d.Message, "<redacted>") && !strings.Contains(d.Message, "must not contain a secret binding") {
 			t.Errorf("diagnostic does not say it redacted: %s", d)
 		}
 	}
@@ -542,5 +542,75 @@ func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
 	_, diags = EvalArchitecture([]byte(src), b, Options{File: "s"})
 	if !strings.Contains(diags.Errors()[0].Message, `got "hunter2"`) {
 		t.Errorf("plain value not shown: %v", diags.Errors()[0])
+	}
+}
+
+// A secret input interpolated into anything that becomes an address (resource, data source,
+// ref and import names, provider alias and source) is an error at the interpolation: addresses
+// appear in events and artifacts. Attribute values may carry secrets.
+func TestEval_secretInputInNameIsError(t *testing.T) {
+	opts := Options{File: "s", SecretInputs: map[string]bool{"token": true, "tokens": true}}
+	b := Bindings{
+		Scalars: map[string]string{"token": "TOPSECRET", "n": "3"},
+		Lists:   map[string][]string{"tokens": {"TOPSECRET2"}},
+	}
+	tests := []struct {
+		name string
+		body string
+		want string // "" means no error
+	}{
+		{"resource name", `:resources ((terraform-data "t{token}"))`,
+			"s:3:33: a resource name must not contain a secret binding (`token`)"},
+		{"resource name arithmetic", `:resources ((terraform-data "x-{ token+1 }"))`,
+			"s:3:34: a resource name must not contain a secret binding (`token`)"},
+		{"loop item over a secret list", `:resources ((for-each ((i tk) (enumerate tokens)) (terraform-data "r-{tk}")))`,
+			"s:3:72: a resource name must not contain a secret binding (`tk`)"},
+		{"data source name", `:resources () :data ((http "{token}" :url "u"))`,
+			"s:3:31: a data source name must not contain a secret binding (`token`)"},
+		{"ref name", `:resources ((terraform-data "a") (terraform-data "b" :input (ref terraform-data "a{token}" id)))`,
+			"s:3:85: a ref name must not contain a secret binding (`token`)"},
+		{"import address", `:resources ((terraform-data "a") (import "terraform_data.{token}" "id"))`,
+			"s:3:60: an import address must not contain a secret binding (`token`)"},
+		{"provider alias", `:resources () :providers ((aws :alias "{token}"))`,
+			"s:3:42: a provider alias must not contain a secret binding (`token`)"},
+		{"attribute value may carry a secret", `:resources ((terraform-data "t-{n}" :input "{token}"))`, ""},
+		{"loop index over a secret list is not secret", `:resources ((for-each ((i tk) (enumerate tokens)) (terraform-data "r-{i}" :input tk)))`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "(deflava-architecture s\n  :inputs ((:token \"\") (:tokens ()) (:n \"\"))\n  " + tt.body + ")"
+			a, diags := EvalArchitecture([]byte(src), b, opts)
+			var got string
+			if errs := diags.Errors(); len(errs) > 0 {
+				got = errs[0].String()
+			}
+			if got != tt.want {
+				t.Errorf("first error = %q, want %q (all: %v)", got, tt.want, diags)
+			}
+			if tt.want == "" && a == nil {
+				t.Fatalf("no architecture: %v", diags)
+			}
+			for _, d := range diags {
+				if strings.Contains(d.Message, "TOPSECRET") {
+					t.Errorf("secret value in diagnostic: %s", d)
+				}
+			}
+			if a != nil {
+				for _, r := range a.Resources {
+					if strings.Contains(r.Address(), "TOPSECRET") {
+						t.Errorf("secret value in address %s", r.Address())
+					}
+				}
+			}
+			// Without SecretInputs the same source is accepted (the evaluator cannot know).
+			if tt.want != "" {
+				_, plain := EvalArchitecture([]byte(src), b, Options{File: "s"})
+				for _, d := range plain.Errors() {
+					if strings.Contains(d.Message, "secret binding") {
+						t.Errorf("secret error without SecretInputs: %s", d)
+					}
+				}
+			}
+		})
 	}
 }

@@ -74,6 +74,8 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 			p, got = n.List[1].Pos, describe(n.List[1])
 		}
 		e.errorf(p, "expected deflava-architecture form, got %s name not string (expected a quoted name like \"main\", got %s)", what, got)
+	} else if !e.noSecretName(n.List[1], what+" name") {
+		// An address is shown in events and artifacts: no secret in it.
 	} else if name, ok := e.interp(n.List[1]); ok {
 		r.Name, nameOK = e.resourceName(name, n.List[1], true)
 	}
@@ -425,6 +427,9 @@ func (e *evaluator) evalImport(n *Node) {
 		return
 	}
 	if !e.countExpansion(n.Pos) {
+		return
+	}
+	if !e.noSecretName(xs[1], "import address") {
 		return
 	}
 	to, ok1 := e.interp(xs[1])

@@ -30,34 +30,62 @@ func (e *evaluator) secretVar(name string) bool {
 
 // tainted reports whether the string or symbol node n interpolates a secret input.
 func (e *evaluator) tainted(n *Node) bool {
+	name, _ := e.secretUse(n)
+	return name != ""
+}
+
+// secretUse returns the name of the first secret input (or loop variable over one) that the
+// string or symbol node n interpolates and the byte offset of its "{" in n's text, or "" when
+// n uses none.
+func (e *evaluator) secretUse(n *Node) (string, int) {
 	if len(e.secret) == 0 || n == nil {
-		return false
+		return "", 0
 	}
 	t := n.Text
+	base := 0
 	for {
 		j := strings.IndexByte(t, '{')
 		if j < 0 {
-			return false
+			return "", 0
 		}
 		k := strings.IndexByte(t[j+1:], '}')
 		if k < 0 {
-			return false
+			return "", 0
 		}
 		expr := strings.TrimSpace(t[j+1 : j+1+k])
+		off := base + j
 		t = t[j+1+k+1:]
+		base = off + 1 + k + 1
 		if !isTemplateExpr(expr) {
 			continue
 		}
 		if e.secretVar(expr) {
-			return true
+			return expr, off
 		}
 		if l, _, ok := strings.Cut(expr, "+"); ok && e.secretVar(strings.TrimSpace(l)) {
-			return true
+			return strings.TrimSpace(l), off
 		}
 		if i := strings.LastIndexByte(expr, '-'); i > 0 && e.secretVar(expr[:i]) {
-			return true
+			return expr[:i], off
 		}
 	}
+}
+
+// noSecretName reports an error at the first secret interpolation in n, a string that becomes
+// an address or key (what names it: "resource name", "data source name", ...), and reports
+// whether n is free of secret inputs. An address appears in plans, events and artifacts, so
+// a secret binding may only reach attribute values.
+func (e *evaluator) noSecretName(n *Node, what string) bool {
+	name, off := e.secretUse(n)
+	if name == "" {
+		return true
+	}
+	article := "a"
+	if strings.ContainsRune("aeiou", rune(what[0])) {
+		article = "an"
+	}
+	e.errorf(e.exprPos(n, off), "%s %s must not contain a secret binding (`%s`)", article, what, name)
+	return false
 }
 
 // quoteValue quotes the value v interpolated from node n for a message, or shows the template
@@ -386,6 +414,9 @@ func (e *evaluator) evalRef(n *Node) (arch.Value, bool) {
 		e.errorf(xs[4].Pos, "unknown reference form: expected (ref TYPE \"NAME\" ATTR), got extra elements")
 		return arch.Value{}, false
 	}
+	if !e.noSecretName(xs[2], "ref name") {
+		return arch.Value{}, false
+	}
 	name, ok := e.interp(xs[2])
 	if !ok {
 		return arch.Value{}, false
@@ -477,6 +508,10 @@ func (e *evaluator) evalProviders(n *Node) []arch.ProviderRef {
 			case "alias", "source":
 				if v.Kind != NodeString && v.Kind != NodeSymbol {
 					e.errorf(v.Pos, "type mismatch: expected provider :%s string, got %s", k.Text, describe(v))
+					ok = false
+					continue
+				}
+				if !e.noSecretName(v, "provider "+k.Text) {
 					ok = false
 					continue
 				}
