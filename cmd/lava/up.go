@@ -46,8 +46,9 @@ While it runs, 'lava receipts verify NS/NAME --nats-url $(cat .lava/nats.url)
 
 With --once, lava up exits when every resource settled (Applied, Failed, Drifted, awaiting
 approval or suspended) and every deletion finished, and prints the final table. Exit codes:
-0 when everything settled (a Failed resource is a reported outcome, not an error of
-lava up), 1 when --timeout ran out first or a service failed, 2 for a usage error.
+0 when everything settled and every manifest file was readable (a Failed resource is a
+reported outcome, not an error of lava up), 1 when a manifest file could not be read or
+parsed, when --timeout ran out first or a service failed, 2 for a usage error.
 Ctrl-C stops every service cleanly and exits 0.`,
 		Example: `  lava up -f examples/
   lava up --once -f examples/local-files.yaml --state-dir /tmp/lava-state
@@ -65,6 +66,9 @@ Ctrl-C stops every service cleanly and exits 0.`,
 			}
 			if o.Once {
 				fmt.Fprintln(cmd.OutOrStdout(), summary(res))
+				if n := len(res.FileErrors); n > 0 {
+					return invalidInput(fmt.Errorf("up: %s unreadable (listed above)", plural(n, "manifest file")))
+				}
 			}
 			return nil
 		},

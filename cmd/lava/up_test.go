@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
@@ -29,5 +32,24 @@ func TestUpSummary(t *testing.T) {
 		if got := summary(tt.res); got != tt.want {
 			t.Errorf("summary = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// TestUpOnce_unreadableManifest: a manifest that cannot be parsed is invalid input (exit 1),
+// even though nothing is left to settle.
+func TestUpOnce_unreadableManifest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runLava(t, "", "up", "--once", "-f", dir, "--state-dir", filepath.Join(t.TempDir(), "s"),
+		"--providers", t.TempDir(), "--timeout", "1m", "--interval", "100ms")
+	if code != exitInvalid {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInvalid, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "1 manifest file unreadable") || !strings.Contains(stderr, "1 manifest file unreadable") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 }
