@@ -30,7 +30,8 @@ cluster instead and -f is not used.
 The state directory (default .lava) also holds the services' logs (lava.log), the NATS URL
 (nats.url), the bindings key and the receipt signing key (signing.pub for
 'lava receipts verify --public-key'). Running again with the same state directory resumes:
-nothing is planned again for an unchanged generation.
+nothing is planned again for an unchanged generation. One lava up at a time uses a state
+directory: it holds a lock on <state-dir>/lock, and a second one exits 1 naming the first's pid.
 
 The embedded engine starts providers from --providers (default $LAVA_TOFU_DIR/providers,
 else ~/.cache/lava/tools/tofu-v1.12.6/providers, built by 'make tools-tofu'); the tofu

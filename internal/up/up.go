@@ -52,6 +52,8 @@ const (
 	FileNATSURL = "nats.url"
 	// FileLog receives every service's logs (text).
 	FileLog = "lava.log"
+	// FileLock is locked (flock) by the lava up using the state directory; it holds its pid.
+	FileLock = "lock"
 )
 
 // DefaultToolsDir is the OpenTofu tool directory `make tools-tofu` builds, relative to the home
@@ -131,6 +133,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, fmt.Errorf("up: state dir: %w", err)
 		}
 	}
+	unlock, err := LockStateDir(o.StateDir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
 	if o.Log == nil {
 		f, err := os.OpenFile(filepath.Join(o.StateDir, FileLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {

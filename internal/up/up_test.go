@@ -1,6 +1,7 @@
 package up
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,5 +200,47 @@ func TestDisplayUpdate_fileErrorsAreNotResources(t *testing.T) {
 		"00:00:00 default/a                    destroyed\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("non-tty output (-want +got):\n%s", diff)
+	}
+}
+
+func TestLockStateDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	release, err := LockStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LockStateDir(dir)
+	want := fmt.Sprintf("up: state dir %s is in use by another lava up (pid %d)", dir, os.Getpid())
+	if err == nil || err.Error() != want {
+		t.Fatalf("second lock: %v, want %q", err, want)
+	}
+	release()
+	release2, err := LockStateDir(dir)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	release2()
+}
+
+// TestRun_stateDirInUse: a second Run on a locked state directory fails before starting NATS.
+func TestRun_stateDirInUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	release, err := LockStateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	m := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(m, []byte(twoDocs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(t.Context(), Options{Paths: []string{m}, StateDir: dir, Once: true, Timeout: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "is in use by another lava up") {
+		t.Fatalf("Run on a locked state dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileNATSURL)); err == nil {
+		t.Errorf("Run wrote %s although the state dir was locked", FileNATSURL)
 	}
 }
