@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,21 +12,23 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lava-operator/lava/internal/envflag"
+	"github.com/lava-operator/lava/internal/telemetry"
 	"github.com/lava-operator/lava/internal/viggy"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stderr)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
 // run parses flags and LAVA_* variables (lookup) and runs the service until ctx ends. It
-// returns the exit code: 0 after a graceful shutdown, 2 for a configuration error, 1 otherwise.
-func run(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) int {
+// returns the exit code: 0 after a graceful shutdown or for --help (usage on stdout), 2 for a
+// usage or configuration error (an unknown flag, a bad flag or LAVA_* value, an argument: the
+// error and the usage on stderr), 1 when the service failed at runtime.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("viggy", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o := viggy.Options{}
 	def := viggy.DefaultBackoff()
 	fs.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
@@ -41,15 +44,14 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.IntVar(&o.Replicas, "replicas", 1, "JetStream replica count of the streams and buckets ensured at start")
-	if err := fs.Parse(args); err != nil {
+	if code, stop := parseArgs(fs, args, stdout, stderr); stop {
+		return code
+	}
+	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
 		fmt.Fprintln(stderr, "viggy:", err)
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "viggy: unexpected arguments:", fs.Args())
-		return 2
-	}
-	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
+	if _, err := telemetry.NewLogger(io.Discard, o.LogFormat, o.LogLevel); err != nil {
 		fmt.Fprintln(stderr, "viggy:", err)
 		return 2
 	}
@@ -59,4 +61,33 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 1
 	}
 	return 0
+}
+
+// parseArgs parses args into fs (named SERVICE) and reports whether run must stop, with the
+// exit code: --help (-h) prints the usage to stdout, code 0; an unknown flag, a bad value or a
+// positional argument prints the error and the usage to stderr, code 2.
+func parseArgs(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (code int, stop bool) {
+	fs.SetOutput(io.Discard) // pflag would print the error and usage itself; done below
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		usage(fs, stdout)
+		return 0, true
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		usage(fs, stderr)
+		return 2, true
+	}
+	return 0, false
+}
+
+// usage writes "Usage of SERVICE:" and the flag defaults to w.
+func usage(fs *pflag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,17 +12,22 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lava-operator/lava/internal/envflag"
+	"github.com/lava-operator/lava/internal/telemetry"
 	"github.com/lava-operator/lava/internal/watcher"
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "watcher:", err)
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run() error {
+// run parses flags and LAVA_* variables (lookup) and runs the service until ctx ends. It
+// returns the exit code: 0 after a graceful shutdown or for --help (usage on stdout), 2 for a
+// usage or configuration error (an unknown flag, a bad flag or LAVA_* value, an argument: the
+// error and the usage on stderr), 1 when the service failed at runtime.
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	var cfg watcher.Config
 	fs := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
@@ -38,16 +44,49 @@ func run() error {
 	fs.StringVar(&cfg.LogFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return err
+	if code, stop := parseArgs(fs, args, stdout, stderr); stop {
+		return code
 	}
-	if err := envflag.Apply(fs, "LAVA", os.LookupEnv); err != nil {
-		return err
+	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
+		fmt.Fprintln(stderr, "watcher:", err)
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return watcher.Run(ctx, cfg, os.Stderr)
+	if _, err := telemetry.NewLogger(io.Discard, cfg.LogFormat, cfg.LogLevel); err != nil {
+		fmt.Fprintln(stderr, "watcher:", err)
+		return 2
+	}
+	if err := watcher.Run(ctx, cfg, stderr); err != nil {
+		fmt.Fprintln(stderr, "watcher:", err)
+		return 1
+	}
+	return 0
+}
+
+// parseArgs parses args into fs (named SERVICE) and reports whether run must stop, with the
+// exit code: --help (-h) prints the usage to stdout, code 0; an unknown flag, a bad value or a
+// positional argument prints the error and the usage to stderr, code 2.
+func parseArgs(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (code int, stop bool) {
+	fs.SetOutput(io.Discard) // pflag would print the error and usage itself; done below
+	err := fs.Parse(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		usage(fs, stdout)
+		return 0, true
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		usage(fs, stderr)
+		return 2, true
+	}
+	return 0, false
+}
+
+// usage writes "Usage of SERVICE:" and the flag defaults to w.
+func usage(fs *pflag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
