@@ -1,7 +1,8 @@
 // Command lava is Lava's command-line interface: render and validate architectures, browse the
 // bundled catalog, print the CRDs, run everything locally (`lava up`), read receipts and state.
 //
-// Exit codes: 0 success, 1 invalid input (diagnostics on stderr), 2 usage error.
+// Exit codes: 0 success, 1 invalid input (diagnostics on stderr), 2 usage error, 3 a server the
+// command needs (NATS) cannot be reached.
 package main
 
 import (
@@ -21,6 +22,7 @@ const (
 	exitOK      = 0
 	exitInvalid = 1
 	exitUsage   = 2
+	exitUnavail = 3
 )
 
 // invalidInputError marks a failure caused by the user's input (exit code 1). Its message has
@@ -44,6 +46,15 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "lava",
 		Short:         "Lava: LavaArchitecture synthesis, planning and operation",
+		Long: `Lava: LavaArchitecture synthesis, planning and operation.
+
+Exit codes of every command: 0 success, 1 invalid input (diagnostics on stderr; for
+"receipts verify" also a chain that does not verify), 2 usage error, 3 a server the command
+needs cannot be reached (NATS for receipts and state).
+
+The receipts and state commands read NATS. The server is
+` + natsURLHelp + `.
+lava up serves NATS only while it runs.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -71,6 +82,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitInvalid
 	}
 	fmt.Fprintln(stderr, "lava:", err)
+	if isUnavailable(err) {
+		return exitUnavail
+	}
 	return exitUsage
 }
 

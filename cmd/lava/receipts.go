@@ -9,17 +9,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/lava-operator/lava/internal/attest"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
-
-// defaultNATSURL is the --nats-url default when $LAVA_NATS_URL is not set.
-const defaultNATSURL = "nats://127.0.0.1:4222"
 
 const receiptsVerifyLong = `Verify reads the receipt chain of the LavaArchitecture NS/NAME from the JetStream stream
 LAVA_RECEIPTS and checks, for every receipt in order: its sequence, its link to the previous
@@ -32,39 +27,11 @@ With --public-key FILE (64 hex digits, the PUBLIC line of "lava receipts keygen"
 signature must be made with that key; without it the key embedded in each receipt is used.
 With --require-signatures an unsigned receipt is a failure (otherwise a stripped signature
 goes unnoticed). Exit code 0 when the chain verifies (an empty chain does), 1 when it does not,
-2 for a usage error or when NATS cannot be read.`
+2 for a usage error, 3 when NATS cannot be reached.
 
-// natsFlags are the connection flags of the receipts commands.
-type natsFlags struct {
-	url, creds string
-}
-
-func (f *natsFlags) register(cmd *cobra.Command) {
-	url := os.Getenv("LAVA_NATS_URL")
-	if url == "" {
-		url = defaultNATSURL
-	}
-	cmd.Flags().StringVar(&f.url, "nats-url", url, "NATS server URL (default from $LAVA_NATS_URL)")
-	cmd.Flags().StringVar(&f.creds, "nats-creds", os.Getenv("LAVA_NATS_CREDS"), "NATS credentials file (default from $LAVA_NATS_CREDS)")
-}
-
-// connect opens a connection and a JetStream context; close the connection when done.
-func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
-	opts := []nats.Option{nats.Name("lava-cli")}
-	if f.creds != "" {
-		opts = append(opts, nats.UserCredentials(f.creds))
-	}
-	nc, err := nats.Connect(f.url, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", f.url, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
-	}
-	return nc, js, nil
-}
+The NATS server is ` + natsURLHelp + `.
+lava up serves receipts only while it runs: run these commands from another terminal while
+it does.`
 
 func newReceiptsCmd() *cobra.Command {
 	cmd := &cobra.Command{

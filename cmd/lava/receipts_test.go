@@ -200,16 +200,48 @@ func TestReceiptsVerify(t *testing.T) {
 	}
 }
 
-// TestReceiptsVerify_unreachable: a NATS server that cannot be reached is exit 2, not a
-// verification result.
+// TestReceiptsVerify_unreachable: a NATS server that cannot be reached is exit 3 (neither a
+// verification result nor a usage error), with a message saying lava up must be running.
 func TestReceiptsVerify_unreachable(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
 	url := srv.URL()
 	srv.Shutdown()
-	code, _, stderr := runLava(t, "", "receipts", "verify", "a/b", "--nats-url", url)
-	if code != exitUsage || !strings.Contains(stderr, "connect to") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+	for _, args := range [][]string{{"receipts", "verify", "a/b"}, {"receipts", "show", "a/b"}, {"state", "show", "a/b"}, {"state", "unlock", "a/b"}} {
+		code, _, stderr := runLava(t, "", append(args, "--nats-url", url)...)
+		want := "lava: no NATS server at " + url + " (URL from --nats-url)"
+		if code != exitUnavail || !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "is `lava up` running?") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d, stderr starting %q", args, code, stderr, exitUnavail, want)
+		}
+	}
+}
+
+// TestNATSURL_lookup: without --nats-url, every NATS command takes $LAVA_NATS_URL, else the URL
+// lava up wrote to <state-dir>/nats.url. Not parallel: it sets the environment.
+func TestNATSURL_lookup(t *testing.T) {
+	fx := newReceiptsFixture(t)
+	stateDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stateDir, "nats.url"), []byte(fx.srv.URL()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LAVA_NATS_URL", "")
+	for _, args := range [][]string{{"receipts", "show", "infra/vpc"}, {"receipts", "verify", "infra/vpc"}, {"state", "unlock", "infra/vpc"}} {
+		if code, _, stderr := runLava(t, "", append(args, "--state-dir", stateDir)...); code != exitOK {
+			t.Errorf("%v --state-dir: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	// $LAVA_NATS_URL wins over the state dir's file, for state as for receipts.
+	t.Setenv("LAVA_NATS_URL", fx.srv.URL())
+	empty := t.TempDir()
+	for _, args := range [][]string{{"receipts", "show", "infra/vpc"}, {"state", "unlock", "infra/vpc"}} {
+		if code, _, stderr := runLava(t, "", append(args, "--state-dir", empty)...); code != exitOK {
+			t.Errorf("%v with $LAVA_NATS_URL: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	t.Setenv("LAVA_NATS_URL", "nats://127.0.0.1:1")
+	if code, _, stderr := runLava(t, "", "state", "show", "infra/vpc", "--state-dir", stateDir); code != exitUnavail ||
+		!strings.Contains(stderr, "(URL from $LAVA_NATS_URL)") {
+		t.Errorf("state show with a dead $LAVA_NATS_URL: exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -18,32 +18,20 @@ import (
 
 // stateFlags are the connection flags of the state subcommands.
 type stateFlags struct {
-	natsURL   string
-	natsCreds string
-	timeout   time.Duration
+	natsFlags
+	timeout time.Duration
 }
 
 func (f *stateFlags) register(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&f.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server `URL` holding lava-state")
-	fs.StringVar(&f.natsCreds, "nats-creds", "", "NATS credentials `FILE` (optional)")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this long")
+	f.natsFlags.register(cmd)
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this long")
 }
 
 // open connects and returns the state store (records in lava-state, bodies in lava-artifacts).
 func (f *stateFlags) open(ctx context.Context) (*nats.Conn, jetstream.JetStream, *state.Store, error) {
-	opts := []nats.Option{nats.Name("lava-cli")}
-	if f.natsCreds != "" {
-		opts = append(opts, nats.UserCredentials(f.natsCreds))
-	}
-	nc, err := nats.Connect(f.natsURL, opts...)
+	nc, js, err := f.connect()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("connect to NATS %s: %w", f.natsURL, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, nil, fmt.Errorf("jetstream: %w", err)
+		return nil, nil, nil, err
 	}
 	kv, err := js.KeyValue(ctx, bus.BucketState)
 	if err != nil {

@@ -41,8 +41,10 @@ until its spec changes, or until lava up starts again with a different provider 
 engines. To force a new pass for an unchanged spec, set the annotation
 lava.pleme.io/reconcile-requested-at in its manifest to a new value.
 
-While it runs, 'lava receipts verify NS/NAME --nats-url $(cat .lava/nats.url)
---public-key .lava/signing.pub' checks a resource's receipt chain, and
+While it runs (and only then: its NATS server stops with it), from another terminal,
+'lava receipts verify NS/NAME --public-key .lava/signing.pub' checks a resource's receipt
+chain, 'lava receipts show NS/NAME' and 'lava state show NS/NAME' read it (they take the NATS
+URL from <state-dir>/nats.url; give --state-dir DIR for another state directory), and
 'nats sub "lava.anomaly.>" -s $(cat .lava/nats.url)' shows its anomalies.
 
 With --once, lava up exits when every resource settled (Applied, Failed, Drifted, awaiting

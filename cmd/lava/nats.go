@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/lava-operator/lava/internal/up"
+)
+
+// defaultNATSURL is the --nats-url default when neither $LAVA_NATS_URL nor
+// <state-dir>/nats.url gives one.
+const defaultNATSURL = "nats://127.0.0.1:4222"
+
+// natsURLHelp is how every NATS-using command finds its server (in `lava --help` too).
+const natsURLHelp = `--nats-url, else $LAVA_NATS_URL, else the URL lava up
+wrote to <state-dir>/nats.url (--state-dir, default .lava) when that file exists, else
+` + defaultNATSURL
+
+// natsFlags are the connection flags of every command that reads NATS (receipts, state).
+type natsFlags struct {
+	url, creds, stateDir string
+}
+
+func (f *natsFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.url, "nats-url", "", "NATS server `URL` (default $LAVA_NATS_URL, else the one in <state-dir>/nats.url, else "+defaultNATSURL+")")
+	fs.StringVar(&f.creds, "nats-creds", os.Getenv("LAVA_NATS_CREDS"), "NATS credentials `FILE` (default from $LAVA_NATS_CREDS)")
+	fs.StringVar(&f.stateDir, "state-dir", ".lava", "lava up's state `DIR`, whose nats.url gives the NATS URL when --nats-url and $LAVA_NATS_URL are not set")
+}
+
+// resolveURL is the server URL and where it came from: --nats-url, $LAVA_NATS_URL,
+// <state-dir>/nats.url or the default.
+func (f *natsFlags) resolveURL() (url, from string) {
+	if f.url != "" {
+		return f.url, "--nats-url"
+	}
+	if u := os.Getenv("LAVA_NATS_URL"); u != "" {
+		return u, "$LAVA_NATS_URL"
+	}
+	p := filepath.Join(f.stateDir, up.FileNATSURL)
+	if b, err := os.ReadFile(p); err == nil {
+		if u := strings.TrimSpace(string(b)); u != "" {
+			return u, p
+		}
+	}
+	return defaultNATSURL, "the default"
+}
+
+// connect opens a connection and a JetStream context; close the connection when done. A
+// server that cannot be reached is an [unavailableError].
+func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
+	url, from := f.resolveURL()
+	opts := []nats.Option{nats.Name("lava-cli")}
+	if f.creds != "" {
+		opts = append(opts, nats.UserCredentials(f.creds))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, nil, unavailable(fmt.Errorf("no NATS server at %s (URL from %s): %w; is `lava up` running? "+
+			"`lava up` serves receipts and state only while it runs; otherwise give --nats-url", url, from, err))
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, unavailable(fmt.Errorf("jetstream at %s: %w", url, err))
+	}
+	return nc, js, nil
+}
+
+// unavailableError marks a failure to reach a server the command needs (exit code 3): neither
+// the user's input nor the command line is wrong.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// unavailable wraps err as a server-unavailable failure (exit code 3).
+func unavailable(err error) error { return &unavailableError{err: err} }
+
+// isUnavailable reports whether err is an [unavailableError].
+func isUnavailable(err error) bool {
+	var u *unavailableError
+	return errors.As(err, &u)
+}
