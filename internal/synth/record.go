@@ -13,7 +13,7 @@ import (
 	"github.com/lava-operator/lava/internal/tlisp"
 )
 
-// RenderRecord identifies one render (UPSTREAM.md 2.5, DESIGN.md section 4): it is a
+// RenderRecord identifies one render (docs/architecture.md section 4): it is a
 // LavaArchitecture's status.render and part of its receipts. Digests are 64 lowercase hex
 // characters of BLAKE3-256.
 type RenderRecord struct {

@@ -23,7 +23,7 @@ func renderCompact(t *testing.T, src string, b tlisp.Bindings) string {
 	return string(out)
 }
 
-// TestUpstreamBehaviours are lava-eval's and magma-lava's own tests (UPSTREAM.md section 11)
+// TestUpstreamBehaviours are lava-eval's and magma-lava's own tests (upstream lava-eval, magma-lava)
 // as far as they concern rendering.
 func TestUpstreamBehaviours(t *testing.T) {
 	t.Parallel()

@@ -1,20 +1,55 @@
 package synth
 
 import (
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/internal/arch"
 	"github.com/lava-operator/lava/internal/tlisp"
 )
 
-// seedSource is the inline source of shared/cases/seed-prod-vpc.yaml.
+// seedSource is the inline source of examples/prod-vpc.yaml, the seed manifest.
 const seedSource = `(deflava-architecture demo-vpc
   :inputs ((:cidr "10.42.0.0/16"))
   :resources ((aws-vpc "main" :cidr-block "{cidr}")))
 `
+
+// TestSeedSource_isTheExample pins examples/prod-vpc.yaml (the seed manifest) to seedSource and
+// its bindings, gate and engine, so the tests here render exactly what the example applies.
+func TestSeedSource_isTheExample(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/prod-vpc.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string
+		Metadata   struct{ Name, Namespace string }
+		Spec       struct {
+			Source   struct{ Inline string }
+			Bindings map[string]string
+			Gate     string
+			Engine   string
+		}
+	}
+	if err := yaml.UnmarshalStrict(raw, &m, yaml.DisallowUnknownFields); err != nil {
+		t.Fatalf("examples/prod-vpc.yaml: %v", err)
+	}
+	if diff := cmp.Diff(seedSource, m.Spec.Source.Inline); diff != "" {
+		t.Errorf("inline source differs from seedSource (-want +got):\n%s", diff)
+	}
+	want := map[string]string{"name": "prod", "cidr": "10.42.0.0/16"}
+	if diff := cmp.Diff(want, m.Spec.Bindings); diff != "" {
+		t.Errorf("bindings (-want +got):\n%s", diff)
+	}
+	if m.APIVersion != "lava.pleme.io/v1alpha1" || m.Kind != "LavaArchitecture" || m.Metadata.Name != "prod-vpc" || m.Metadata.Namespace != "infra" || m.Spec.Gate != "aws-vpc-network" || m.Spec.Engine != "embedded" {
+		t.Errorf("metadata/gate/engine changed: %+v", m)
+	}
+}
 
 func errorsOf(ds tlisp.Diagnostics) []string {
 	var out []string
@@ -104,7 +139,7 @@ func TestSynthesize_errors(t *testing.T) {
 			},
 		},
 		{
-			name: "gate with 3 missing required inputs (UPSTREAM 3.1 B)",
+			name: "gate with 3 missing required inputs (an upstream gate behaviour)",
 			in:   Input{SourceKind: SourceName, SourceName: "dns-record-set", Gate: "dns-record-set"},
 			want: []string{
 				"interface `dns-record-set` rejected 3 field(s): missing required input `zone-id`",
@@ -276,7 +311,7 @@ func TestSynthesize_secretsRedacted(t *testing.T) {
 	}
 }
 
-// TestSynthesize_runtime covers magma-lava's dispatch behaviours (UPSTREAM.md 11): a bundled
+// TestSynthesize_runtime covers magma-lava's dispatch behaviours: a bundled
 // architecture renders with its defaults and with scalar overrides, and a gate whose required
 // input is missing rejects the bindings before evaluation.
 func TestSynthesize_runtime(t *testing.T) {

@@ -1,7 +1,6 @@
 // Package tlisp reads and evaluates Lava's architecture dialect of tatara-lisp (.tlisp files):
-// the reader of UPSTREAM.md section 1.1, the deflava-architecture evaluator of sections 1.3 to
-// 1.7 and the deflava-interface reader of section 4.1, with a file:line:col position on every
-// node and every diagnostic.
+// the reader, the deflava-architecture evaluator and the deflava-interface reader, behaving as
+// upstream lava-eval's do, with a file:line:col position on every node and every diagnostic.
 //
 // The package imports only the standard library and internal/arch. Evaluation is pure (no I/O,
 // clock or randomness), bounded (see [MaxSourceBytes], [MaxDepth], [MaxResources],
@@ -9,7 +8,7 @@
 // becomes a [Diagnostic].
 //
 // Diagnostics carry a [Pos] (file, 1-based line, 1-based column in characters, byte offset)
-// and use upstream lava-eval's wording where it has one (UPSTREAM.md 1.8), followed by what was
+// and use upstream lava-eval's wording where it has one, followed by what was
 // expected. Errors are accumulated up to [MaxDiagnostics]; a call returns no result when any
 // diagnostic is an error.
 //

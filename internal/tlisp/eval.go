@@ -12,7 +12,7 @@ const EvaluatorVersion = "lava-go/0.1 (lava-eval 0.2 semantics)"
 
 // Bindings are the input values supplied for one evaluation. A key is matched exactly against
 // the :inputs names (no kebab/snake folding). When a key is present in several maps the
-// precedence is Scalars, then Lists, then Records (UPSTREAM.md 1.4).
+// precedence is Scalars, then Lists, then Records (as upstream lava-eval).
 type Bindings struct {
 	Scalars map[string]string
 	Lists   map[string][]string
@@ -20,7 +20,7 @@ type Bindings struct {
 }
 
 // EvalArchitecture reads src and evaluates its first deflava-architecture form with b
-// (UPSTREAM.md 1.3 to 1.7). It returns the Architecture and every diagnostic (warnings
+// (as upstream lava-eval does). It returns the Architecture and every diagnostic (warnings
 // included); the Architecture is nil when any diagnostic is an error.
 func EvalArchitecture(src []byte, b Bindings, opts Options) (a *arch.Architecture, diags Diagnostics) {
 	defer func() {
@@ -161,7 +161,7 @@ func (e *evaluator) findArchitecture(forms []*Node) *Node {
 	return first
 }
 
-// clauses reads a top-level form's keyword/value pairs from position 2 (UPSTREAM.md 1.3):
+// clauses reads a top-level form's keyword/value pairs from position 2 (as upstream):
 // non-keywords are skipped with their partner, a trailing odd element is ignored, the last of a
 // repeated clause wins. keys maps a clause name to the keyword node.
 func (e *evaluator) clauses(form *Node, what string) (vals, keys map[string]*Node) {

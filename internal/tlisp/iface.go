@@ -8,7 +8,7 @@ import (
 	"github.com/lava-operator/lava/internal/arch"
 )
 
-// ReadInterfaces reads every deflava-interface form of src (UPSTREAM.md 4.1), in source
+// ReadInterfaces reads every deflava-interface form of src, in source
 // order. Unknown clause and field keys are ignored; an unknown type keyword is an error. When
 // any diagnostic is an error the returned slice holds only the interfaces read without error.
 func ReadInterfaces(src []byte, opts Options) (ifaces []*arch.Interface, diags Diagnostics) {

@@ -1,7 +1,7 @@
 package tlisp
 
-// ImportDecl is a (deflava-import TARGET :as ALIAS :bindings (:k "v" ...)) form (UPSTREAM.md
-// 1.2). Like upstream, Lava only reads it: no composition is performed.
+// ImportDecl is a (deflava-import TARGET :as ALIAS :bindings (:k "v" ...)) form.
+// Like upstream lava-eval, Lava only reads it: no composition is performed.
 type ImportDecl struct {
 	// Target is the imported architecture's name (a symbol or string).
 	Target string

@@ -63,7 +63,7 @@ func DeclaredInputs(src []byte, opts Options) (decls []InputDecl, diags Diagnost
 	return decls, e.diags
 }
 
-// readInputs parses the :inputs entries (UPSTREAM.md 1.4): (:KEY DEFAULT?), only the first two
+// readInputs parses the :inputs entries: (:KEY DEFAULT?), only the first two
 // elements used.
 type inputEntry struct {
 	InputDecl

@@ -8,7 +8,7 @@ import (
 // NodeKind tells what a [Node] holds.
 type NodeKind uint8
 
-// The node kinds of the reader (UPSTREAM.md 1.1).
+// The node kinds of the reader.
 const (
 	NodeList NodeKind = iota
 	NodeSymbol

@@ -35,7 +35,7 @@ type Options struct {
 	SecretInputs map[string]bool
 }
 
-// Parse reads every top-level form of src (UPSTREAM.md 1.1). On an error it returns the forms
+// Parse reads every top-level form of src. On an error it returns the forms
 // read so far and the diagnostics.
 func Parse(src []byte, opts Options) (forms []*Node, diags Diagnostics) {
 	forms, diags, _ = parse(src, opts)

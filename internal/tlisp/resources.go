@@ -261,7 +261,7 @@ func validName(s string) bool {
 	return true
 }
 
-// truthy evaluates a :when predicate (UPSTREAM.md 1.5).
+// truthy evaluates a :when predicate.
 func (e *evaluator) truthy(v *Node) (bool, bool) {
 	switch v.Kind {
 	case NodeBool:

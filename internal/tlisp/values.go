@@ -136,7 +136,7 @@ func listBytes(l []string) int {
 	return n
 }
 
-// evalValue evaluates an attribute value (UPSTREAM.md 1.6).
+// evalValue evaluates an attribute value.
 func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 	switch n.Kind {
 	case NodeString:
@@ -284,7 +284,7 @@ func isTemplateExpr(t string) bool {
 	return err == nil && isIdent(strings.TrimSpace(l))
 }
 
-// interp interpolates the string or symbol node n (UPSTREAM.md 1.6).
+// interp interpolates the string or symbol node n.
 func (e *evaluator) interp(n *Node) (string, bool) {
 	t := n.Text
 	if strings.IndexByte(t, '{') < 0 {
