@@ -26,7 +26,8 @@ and the time order. Each violation is printed on stderr in upstream's format, e.
 With --public-key FILE (64 hex digits, the PUBLIC line of "lava receipts keygen") every
 signature must be made with that key; without it the key embedded in each receipt is used.
 With --require-signatures an unsigned receipt is a failure (otherwise a stripped signature
-goes unnoticed). Exit code 0 when the chain verifies (an empty chain does), 1 when it does not,
+goes unnoticed). A resource without receipts (a mistyped name, say) fails verification
+unless --allow-empty is given. Exit code 0 when the chain verifies, 1 when it does not,
 2 for a usage error, 3 when NATS cannot be reached.
 
 The NATS server is ` + natsURLHelp + `.
@@ -56,6 +57,7 @@ func newReceiptsVerifyCmd() *cobra.Command {
 		nf         natsFlags
 		publicKey  string
 		requireSig bool
+		allowEmpty bool
 	)
 	cmd := &cobra.Command{
 		Use:     "verify NS/NAME",
@@ -83,6 +85,9 @@ func newReceiptsVerifyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if len(chain) == 0 && !allowEmpty {
+				return invalidInput(fmt.Errorf("%s/%s: no receipts (is the name right? a resource gets its first receipt when it is first seen; --allow-empty accepts an empty chain)", ns, name))
+			}
 			res := attest.Verify(chain, opts)
 			for _, f := range res.Failures {
 				fmt.Fprintln(cmd.ErrOrStderr(), f.Message)
@@ -97,6 +102,7 @@ func newReceiptsVerifyCmd() *cobra.Command {
 	nf.register(cmd)
 	cmd.Flags().StringVar(&publicKey, "public-key", "", "file with the Ed25519 public key (64 hex digits) every signature must verify with")
 	cmd.Flags().BoolVar(&requireSig, "require-signatures", false, "fail on unsigned receipts")
+	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "accept a resource without receipts (an empty chain) as verified")
 	return cmd
 }
 

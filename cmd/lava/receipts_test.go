@@ -141,7 +141,8 @@ func TestReceiptsVerify(t *testing.T) {
 			stdout: fmt.Sprintf("infra/vpc: ok (5 receipts, head %s, keys %s)\n", attest.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
 		},
 		{name: "valid, embedded keys", args: []string{"infra/vpc"}, code: exitOK, stdout: "infra/vpc: ok (5 receipts"},
-		{name: "empty chain", args: []string{"infra/none"}, code: exitOK, stdout: "infra/none: ok (0 receipts)\n"},
+		{name: "empty chain", args: []string{"infra/none"}, code: exitInvalid, stderr: []string{"lava: infra/none: no receipts (is the name right?"}},
+		{name: "empty chain allowed", args: []string{"infra/none", "--allow-empty"}, code: exitOK, stdout: "infra/none: ok (0 receipts)\n"},
 		{
 			name:   "tampered payload",
 			args:   []string{"tamper/payload"},
