@@ -4,32 +4,62 @@
 #   - no service imports another service;
 #   - internal/gen imports only protobuf and connect;
 #   - internal/arch imports only the standard library; internal/tlisp only that and internal/arch.
+# A `go list` that fails (or lists nothing) fails the check: a rule is never passed unchecked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=github.com/lava-operator/lava
 fail=0
-std() { go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@" 2>/dev/null | sed '/^$/d'; }
 
-bad=$(go list -deps ./... 2>/dev/null | grep "^$root/services/" || true)
+# golist runs `go list -deps ARGS...` (in the current directory) and prints the import paths;
+# it exits the script with go list's error when go list fails or lists no package.
+golist() {
+  local out
+  if ! out=$(go list -deps "$@"); then
+    echo "[depcheck] go list -deps $* failed in $(pwd)" >&2
+    exit 1
+  fi
+  if [ -z "$out" ]; then
+    echo "[depcheck] go list -deps $* listed no package in $(pwd)" >&2
+    exit 1
+  fi
+  printf '%s\n' "$out"
+}
+
+# nonstd prints the non-standard dependencies of the packages ARGS.
+nonstd() {
+  local out
+  if ! out=$(go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "$@"); then
+    echo "[depcheck] go list -deps $* failed" >&2
+    exit 1
+  fi
+  printf '%s\n' "$out" | sed '/^$/d'
+}
+
+deps=$(golist ./...)
+bad=$(printf '%s\n' "$deps" | grep "^$root/services/" || true)
 [ -z "$bad" ] || { echo "root module imports services: $bad" >&2; fail=1; }
 
 for s in services/*/; do
   [ -f "$s/go.mod" ] || continue
   name=$(basename "$s")
-  bad=$( (cd "$s" && go list -deps ./... 2>/dev/null) | grep "^$root/services/" | grep -v "^$root/services/$name" || true)
+  deps=$(cd "$s" && golist ./...)
+  bad=$(printf '%s\n' "$deps" | grep "^$root/services/" | grep -v "^$root/services/$name" || true)
   [ -z "$bad" ] || { echo "service $name imports another service: $bad" >&2; fail=1; }
 done
 
 if [ -d internal/gen ]; then
-  bad=$(std ./internal/gen/... | grep -v -E "^($root/internal/gen|google.golang.org/protobuf|connectrpc.com/connect)" || true)
+  deps=$(nonstd ./internal/gen/...)
+  bad=$(printf '%s\n' "$deps" | grep -v -E "^($root/internal/gen|google.golang.org/protobuf|connectrpc.com/connect)" || true)
   [ -z "$bad" ] || { echo "internal/gen imports more than protobuf/connect: $bad" >&2; fail=1; }
 fi
 if [ -d internal/arch ]; then
-  bad=$(std ./internal/arch/... | grep -v "^$root/internal/arch" || true)
+  deps=$(nonstd ./internal/arch/...)
+  bad=$(printf '%s\n' "$deps" | grep -v "^$root/internal/arch" || true)
   [ -z "$bad" ] || { echo "internal/arch imports outside the standard library: $bad" >&2; fail=1; }
 fi
 if [ -d internal/tlisp ]; then
-  bad=$(std ./internal/tlisp/... | grep -v -E "^$root/internal/(tlisp|arch)" || true)
+  deps=$(nonstd ./internal/tlisp/...)
+  bad=$(printf '%s\n' "$deps" | grep -v -E "^$root/internal/(tlisp|arch)" || true)
   [ -z "$bad" ] || { echo "internal/tlisp imports outside the standard library and internal/arch: $bad" >&2; fail=1; }
 fi
 [ "$fail" = 0 ] && echo "[depcheck] module dependency rules hold" >&2
