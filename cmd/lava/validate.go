@@ -118,7 +118,41 @@ func writeDiag(w io.Writer, d tlisp.Diagnostic, label string, srcs sources, quot
 	if !ok {
 		return
 	}
-	fmt.Fprintf(w, "  %s\n  %s^\n", text, caretPad(text, d.Pos.Col))
+	text, col := quoteWindow(text, d.Pos.Col, maxQuote)
+	fmt.Fprintf(w, "  %s\n  %s^\n", text, caretPad(text, col))
+}
+
+// maxQuote is the most runes of a source line a diagnostic quotes.
+const maxQuote = 120
+
+// quoteWindow cuts text (a source line) to at most limit runes around column col (1-based,
+// runes) and returns it with the column the caret goes under in the cut text. A cut side is
+// marked with "…" (which counts toward limit).
+func quoteWindow(text string, col, limit int) (string, int) {
+	r := []rune(text)
+	if len(r) <= limit {
+		return text, col
+	}
+	at := min(max(col-1, 0), len(r))
+	start := max(at-limit/2, 0)
+	end := min(start+limit, len(r))
+	start = max(end-limit, 0)
+	if start > 0 {
+		start++ // room for the leading "…"
+	}
+	if end < len(r) {
+		end-- // room for the trailing "…"
+	}
+	out := string(r[start:end])
+	shift := start
+	if start > 0 {
+		out = "…" + out
+		shift--
+	}
+	if end < len(r) {
+		out += "…"
+	}
+	return out, col - shift
 }
 
 // caretPad returns the whitespace that puts a caret under column col (1-based, in runes) of

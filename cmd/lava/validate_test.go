@@ -153,7 +153,8 @@ func TestValidate(t *testing.T) {
 
 func TestWriteDiag(t *testing.T) {
 	t.Parallel()
-	srcs := sources{"f.tlisp": []byte("(a\n\t(b \"é\" :c))\r\n")}
+	long := strings.Repeat("x", 1000) + "Y" + strings.Repeat("z", 1000)
+	srcs := sources{"f.tlisp": []byte("(a\n\t(b \"é\" :c))\r\n"), "long.yaml": []byte(long + "\n")}
 	tests := []struct {
 		name  string
 		d     tlisp.Diagnostic
@@ -183,6 +184,24 @@ func TestWriteDiag(t *testing.T) {
 			d:     tlisp.Diagnostic{Pos: arch.Pos{File: "f.tlisp", Line: 1, Col: 4}, Severity: tlisp.SeverityError, Message: "eof"},
 			quote: true,
 			want:  "f.tlisp:1:4: error: eof\n  (a\n     ^\n",
+		},
+		{
+			name:  "a long line is cut to 120 runes around the column, caret aligned",
+			d:     tlisp.Diagnostic{Pos: arch.Pos{File: "long.yaml", Line: 1, Col: 1001}, Severity: tlisp.SeverityError, Message: "y"},
+			quote: true,
+			want:  "long.yaml:1:1001: error: y\n  …" + strings.Repeat("x", 59) + "Y" + strings.Repeat("z", 58) + "…\n  " + strings.Repeat(" ", 60) + "^\n",
+		},
+		{
+			name:  "a long line cut at its start",
+			d:     tlisp.Diagnostic{Pos: arch.Pos{File: "long.yaml", Line: 1, Col: 2}, Severity: tlisp.SeverityError, Message: "y"},
+			quote: true,
+			want:  "long.yaml:1:2: error: y\n  " + strings.Repeat("x", 119) + "…\n   ^\n",
+		},
+		{
+			name:  "a long line cut at its end, column past it",
+			d:     tlisp.Diagnostic{Pos: arch.Pos{File: "long.yaml", Line: 1, Col: 2002}, Severity: tlisp.SeverityError, Message: "y"},
+			quote: true,
+			want:  "long.yaml:1:2002: error: y\n  …" + strings.Repeat("z", 119) + "\n  " + strings.Repeat(" ", 120) + "^\n",
 		},
 		{
 			name:  "unknown file: no quote",
