@@ -156,7 +156,7 @@ func (e *evaluator) findArchitecture(forms []*Node) *Node {
 		e.warnf(f.Pos, "only the first deflava-architecture form (at %s) is evaluated; this one is ignored", first.Pos)
 	}
 	if first == nil {
-		e.errorf(e.startPos(), "expected deflava-architecture form, got no deflava-architecture form")
+		e.errorf(e.startPos(), "expected deflava-architecture form, got no deflava-architecture form (the source needs a (deflava-architecture NAME :resources (...)) form)")
 	}
 	return first
 }
@@ -200,7 +200,7 @@ func (e *evaluator) evalArchitecture(form *Node, b Bindings) *arch.Architecture 
 	if res, ok := vals["resources"]; !ok {
 		e.errorf(form.Pos, "missing :resources clause")
 	} else if res.Kind != NodeList {
-		e.errorf(res.Pos, "expected deflava-architecture form, got :resources not a list")
+		e.errorf(res.Pos, "expected deflava-architecture form, got :resources not a list (expected :resources ((TYPE \"NAME\" :attr value ...) ...))")
 	} else {
 		for _, r := range res.List {
 			if e.full {

@@ -289,7 +289,7 @@ func TestEval_errorsWithPositions(t *testing.T) {
 		want      []string
 	}{
 		{"no architecture", `(deflava-interface x)`, Bindings{},
-			[]string{"t.tlisp:1:1: expected deflava-architecture form, got no deflava-architecture form"}},
+			[]string{"t.tlisp:1:1: expected deflava-architecture form, got no deflava-architecture form (the source needs a (deflava-architecture NAME :resources (...)) form)"}},
 		{"missing binding and cascade suppressed", `(deflava-architecture a
   :inputs ((:cidr))
   :resources ((aws-vpc "v" :cidr-block "{cidr}")))`, Bindings{},
@@ -351,7 +351,7 @@ func TestEval_errorsWithPositions(t *testing.T) {
   :locals (:a)
   :providers ((:aws) 3))`, Bindings{}, []string{
 			"t.tlisp:3:13: expected deflava-architecture form, got :outputs head not :kw (expected (:key value ...), got symbol `x`)",
-			"t.tlisp:4:12: expected deflava-architecture form, got :locals missing value (for :a)",
+			"t.tlisp:4:12: expected deflava-architecture form, got :locals missing value (for :a; expected (:key value ...), every :key followed by its value)",
 			"t.tlisp:5:16: expected deflava-architecture form, got provider head not sym (expected a provider name like aws)",
 			"t.tlisp:5:22: expected deflava-architecture form, got provider not a list (expected (NAME :key value ...), got integer 3)",
 		}},

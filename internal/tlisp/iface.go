@@ -60,7 +60,7 @@ func (e *evaluator) readInterface(form *Node) *arch.Interface {
 			}
 		case "inputs", "outputs":
 			if v.Kind != NodeList {
-				e.errorf(v.Pos, "malformed field declaration: :%s not a list", k.Text)
+				e.errorf(v.Pos, "malformed field declaration: :%s not a list (expected :%s ((:name :type T ...) ...))", k.Text, k.Text)
 				continue
 			}
 			for _, fn := range v.List {
@@ -223,7 +223,7 @@ func (e *evaluator) readParamType(v *Node) (arch.Type, bool) {
 	switch head := xs[0].Text; head {
 	case "list-of":
 		if len(xs) < 2 {
-			e.errorf(v.Pos, "malformed type form: :list-of missing inner")
+			e.errorf(v.Pos, "malformed type form: :list-of missing inner (expected (:list-of TYPE), like (:list-of :string))")
 			return arch.Type{}, false
 		}
 		inner, ok := e.readType(xs[1])
@@ -266,11 +266,11 @@ func (e *evaluator) readParamType(v *Node) (arch.Type, bool) {
 			}
 		}
 		if !lok {
-			e.errorf(v.Pos, "malformed type form: :%s needs :lo", head)
+			e.errorf(v.Pos, "malformed type form: :%s needs :lo (expected (:%s :lo N :hi M) with %s)", head, head, rangeInts(head))
 			return arch.Type{}, false
 		}
 		if !hok {
-			e.errorf(v.Pos, "malformed type form: :%s needs :hi", head)
+			e.errorf(v.Pos, "malformed type form: :%s needs :hi (expected (:%s :lo N :hi M) with %s)", head, head, rangeInts(head))
 			return arch.Type{}, false
 		}
 		return arch.Type{Kind: kind, Lo: lo, Hi: hi}, true
@@ -284,11 +284,11 @@ func (e *evaluator) readParamType(v *Node) (arch.Type, bool) {
 			t.MaxLen = nonNegInt(x)
 		}
 		if t.MinLen == nil {
-			e.errorf(v.Pos, "malformed type form: :length needs :min")
+			e.errorf(v.Pos, "malformed type form: :length needs :min (expected (:length :min N :max M) with integers >= 0)")
 			return arch.Type{}, false
 		}
 		if t.MaxLen == nil {
-			e.errorf(v.Pos, "malformed type form: :length needs :max")
+			e.errorf(v.Pos, "malformed type form: :length needs :max (expected (:length :min N :max M) with integers >= 0)")
 			return arch.Type{}, false
 		}
 		return t, true
@@ -322,4 +322,12 @@ func (e *evaluator) readParamType(v *Node) (arch.Type, bool) {
 		e.errorf(xs[0].Pos, "unknown type keyword `%s`", head)
 		return arch.Type{}, false
 	}
+}
+
+// rangeInts describes the integers a range type form head (int-range, port-range) takes.
+func rangeInts(head string) string {
+	if head == "port-range" {
+		return "integers from 0 to 65535"
+	}
+	return "integers"
 }

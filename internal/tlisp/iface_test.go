@@ -77,8 +77,8 @@ func TestReadInterfaces_errors(t *testing.T) {
 		{"unknown parametric", "(deflava-interface x :inputs ((:a :type (:map-of :string))))", "f:1:42: unknown type keyword `map-of`"},
 		{"missing name", "(deflava-interface :inputs ())", "f:1:20: expected deflava-interface form, got missing name (expected (deflava-interface NAME ...))"},
 		{"field head", "(deflava-interface x :inputs ((a :type :string)))", "f:1:32: malformed field declaration: field head must be :kw (expected (:name :type T ...))"},
-		{"int-range needs hi", "(deflava-interface x :inputs ((:a :type (:int-range :lo 1))))", "f:1:41: malformed type form: :int-range needs :hi"},
-		{"length needs min", "(deflava-interface x :inputs ((:a :type (:length :max 3))))", "f:1:41: malformed type form: :length needs :min"},
+		{"int-range needs hi", "(deflava-interface x :inputs ((:a :type (:int-range :lo 1))))", "f:1:41: malformed type form: :int-range needs :hi (expected (:int-range :lo N :hi M) with integers)"},
+		{"length needs min", "(deflava-interface x :inputs ((:a :type (:length :max 3))))", "f:1:41: malformed type form: :length needs :min (expected (:length :min N :max M) with integers >= 0)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

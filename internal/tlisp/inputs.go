@@ -75,7 +75,7 @@ func (e *evaluator) readInputs(n *Node) []inputEntry {
 		return nil
 	}
 	if n.Kind != NodeList {
-		e.errorf(n.Pos, "expected deflava-architecture form, got :inputs not a list")
+		e.errorf(n.Pos, "expected deflava-architecture form, got :inputs not a list (expected :inputs ((:name default) ...))")
 		return nil
 	}
 	var out []inputEntry

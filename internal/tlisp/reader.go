@@ -66,7 +66,7 @@ func parse(src []byte, opts Options) (forms []*Node, diags Diagnostics, usable b
 			break
 		}
 		if r.src[r.i] == ')' {
-			r.errorf(r.pos(), "unexpected close paren at offset %d", r.i)
+			r.errorf(r.pos(), "unexpected close paren at offset %d (no list is open here: remove it or add the `(` it closes)", r.i)
 			r.advance()
 			continue
 		}

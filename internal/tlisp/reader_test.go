@@ -102,7 +102,7 @@ func TestParse_errors(t *testing.T) {
 	}{
 		{"unterminated string", "(a\n  \"abc", "f:2:3: unterminated string starting at offset 5"},
 		{"unterminated escape", `"abc\`, "f:1:1: unterminated string starting at offset 0"},
-		{"unexpected close paren", "(a)\n )", "f:2:2: unexpected close paren at offset 5"},
+		{"unexpected close paren", "(a)\n )", "f:2:2: unexpected close paren at offset 5 (no list is open here: remove it or add the `(` it closes)"},
 		{"unclosed list reported at end of input", "(a\n (b c)", "f:2:7: unclosed list starting at offset 0 (line 1, column 1): missing `)` at end of input"},
 		{"bad hash", "(a #x)", "f:1:4: unexpected character 'x' at offset 4 (expected #t or #f)"},
 		{"hash at end", "#", "f:1:1: unexpected end of input after '#' at offset 0 (expected #t or #f)"},

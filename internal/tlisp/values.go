@@ -455,7 +455,7 @@ func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map) {
 			return
 		}
 		if i+1 >= len(xs) {
-			e.errorf(k.Pos, "expected deflava-architecture form, got %s missing value (for :%s)", clause, k.Text)
+			e.errorf(k.Pos, "expected deflava-architecture form, got %s missing value (for :%s; expected (:key value ...), every :key followed by its value)", clause, k.Text)
 			return
 		}
 		key := k.Text
@@ -494,12 +494,12 @@ func (e *evaluator) evalProviders(n *Node) []arch.ProviderRef {
 		for i := 1; i < len(p.List); i += 2 {
 			k := p.List[i]
 			if k.Kind != NodeKeyword {
-				e.errorf(k.Pos, "expected deflava-architecture form, got provider key not :kw (got %s)", describe(k))
+				e.errorf(k.Pos, "expected deflava-architecture form, got provider key not :kw (expected (NAME :key value ...), got %s)", describe(k))
 				ok = false
 				continue
 			}
 			if i+1 >= len(p.List) {
-				e.errorf(k.Pos, "expected deflava-architecture form, got provider missing value (for :%s)", k.Text)
+				e.errorf(k.Pos, "expected deflava-architecture form, got provider missing value (for :%s; expected (NAME :key value ...), every :key followed by its value)", k.Text)
 				ok = false
 				break
 			}
