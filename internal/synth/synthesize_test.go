@@ -195,8 +195,10 @@ func TestSynthesize_bundled(t *testing.T) {
 			Scalars: map[string]string{"name": "preview"},
 			Lists:   map[string][]string{"availability-zones": {"us-west-2a", "us-west-2b"}},
 		},
-		Gate:        "aws-vpc-network",
-		SecretKeys:  []string{"name"},
+		Gate: "aws-vpc-network",
+		// A secret may reach attribute values only (a secret in a name is an error, see
+		// TestSynthesize_secretInName): the zones are attribute values here.
+		SecretKeys:  []string{"availability-zones"},
 		BindingsKey: make([]byte, BindingsKeySize),
 	})
 	if out == nil {
