@@ -140,7 +140,11 @@ func synthesize(in Input) (*Output, tlisp.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	opts := tlisp.Options{File: file}
+	secret := make(map[string]bool, len(in.SecretKeys))
+	for _, k := range in.SecretKeys {
+		secret[k] = true
+	}
+	opts := tlisp.Options{File: file, SecretInputs: secret}
 	srcDiags := func(ds tlisp.Diagnostics) tlisp.Diagnostics {
 		if in.SourceKind == SourceName {
 			return ds

@@ -340,3 +340,40 @@ func TestSynthesize_runtime(t *testing.T) {
 		t.Errorf("cloudflare gate without zone-id: %v", diags)
 	}
 }
+
+// TestSynthesize_secretInName: Synthesize passes SecretKeys to the evaluator as SecretInputs, so
+// a secret binding interpolated into a resource name (which reaches the Planned event and the
+// artifacts as an address) is an error at its position, and no diagnostic shows the value.
+func TestSynthesize_secretInName(t *testing.T) {
+	t.Parallel()
+	const src = `(deflava-architecture s
+  :inputs ((:token ""))
+  :resources ((terraform-data "t{token}" :input "{token}")))`
+	in := Input{
+		SourceKind: SourceInline, SourceText: []byte(src), File: "s.tlisp",
+		Bindings:   tlisp.Bindings{Scalars: map[string]string{"token": "TOPSECRET-1234"}},
+		SecretKeys: []string{"token"}, BindingsKey: make([]byte, BindingsKeySize),
+	}
+	out, diags := Synthesize(in)
+	if out != nil {
+		t.Fatalf("Synthesize rendered %v, want an error", out.Architecture.Resources)
+	}
+	want := []string{"s.tlisp:3:33: a resource name must not contain a secret binding (`token`)"}
+	if diff := cmp.Diff(want, errorsOf(diags)); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.String(), "TOPSECRET") {
+			t.Errorf("secret value in diagnostic: %s", d)
+		}
+	}
+	// The same secret in an attribute value only is rendered (to the Terraform JSON artifact).
+	in.SourceText = []byte(strings.Replace(src, `"t{token}"`, `"t"`, 1))
+	out, diags = Synthesize(in)
+	if out == nil {
+		t.Fatalf("Synthesize: %v", diags)
+	}
+	if got := out.Architecture.Resources[0].Address(); got != "terraform_data.t" {
+		t.Errorf("address %s", got)
+	}
+}
