@@ -321,3 +321,63 @@ func TestUp_mirrorBuiltLater(t *testing.T) {
 		t.Errorf("%d applies logged, want 1", n)
 	}
 }
+
+// TestUp_interruptDuringApply: Ctrl-C while an apply runs waits for it ("stopping: waiting for
+// 1 in-flight operation") and the final table shows what the apply ended with, not the phase
+// before it.
+func TestUp_interruptDuringApply(t *testing.T) {
+	tofuDir := os.Getenv("LAVA_TOFU_DIR")
+	if tofuDir == "" {
+		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
+	}
+	out := t.TempDir()
+	manifests := t.TempDir()
+	b := strings.ReplaceAll(readFile(t, "../../examples/testkit.yaml"), "/tmp/lava-demo", out)
+	b = strings.Replace(b, `(:delay-ms "2000")`, `(:delay-ms "4000")`, 1)
+	if err := os.WriteFile(filepath.Join(manifests, "testkit.yaml"), []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"),
+			"--interval", "200ms"}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		o, ok := object(t, stateDir, "demo", "testkit-files")
+		if ok && o.Status.Phase == v1alpha1.PhasePlanned {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("timed out waiting for the apply to start\nlog:\n%s", readFile(t, filepath.Join(stateDir, up.FileLog)))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("lava up did not stop within a minute of cancellation")
+	}
+	if code != exitOK {
+		t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	so := stdout.String()
+	if !strings.Contains(so, "lava up: stopping: waiting for 1 in-flight operation\n") {
+		t.Errorf("no stopping line:\n%s", so)
+	}
+	final := so[strings.LastIndex(so, "\nRESOURCE ")+1:]
+	if !regexp.MustCompile(`(?m)^demo/testkit-files\s+Applied\s`).MatchString(final) {
+		t.Errorf("final table does not show the finished apply:\n%s\nlog:\n%s", final, readFile(t, filepath.Join(stateDir, up.FileLog)))
+	}
+	if o, _ := object(t, stateDir, "demo", "testkit-files"); o.Status.Phase != v1alpha1.PhaseApplied {
+		t.Errorf("status file: phase %s, want Applied", o.Status.Phase)
+	}
+}

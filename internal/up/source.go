@@ -611,6 +611,29 @@ func (s *Source) RunPhases(ctx context.Context, bm *bus.Metrics) error {
 	}, s.HandlePhase)
 }
 
+// WaitPhasesFolded waits until the phase consumer has nothing pending or unacknowledged on
+// LAVA_PHASES (every phase event published so far is folded), polling every 50ms, or until
+// ctx is done (then it returns ctx's error).
+func (s *Source) WaitPhasesFolded(ctx context.Context) error {
+	cons, err := s.cfg.JS.Consumer(ctx, bus.StreamPhases, bus.ServiceWatcher)
+	if err != nil {
+		return fmt.Errorf("up: phase consumer: %w", err)
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		info, err := cons.Info(ctx)
+		if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
 func (s *Source) objectPath(key string) string {
 	ns, name, _ := strings.Cut(key, "/")
 	return filepath.Join(s.cfg.StatusDir, ns, name+".yaml")

@@ -261,6 +261,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			Logger: log.With("service", bus.ServiceAttest)})
 	})
 
+	phaseCtx, stopPhases := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPhases()
+	phaseDone := make(chan error, 1)
+
 	var snapshot func() Snapshot
 	var src *Source
 	if o.Kubeconfig != "" {
@@ -280,7 +284,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, err
 		}
 		runSvc("file source", func(ctx context.Context) error { return src.Run(ctx, o.Interval) })
-		runSvc("phase consumer", func(ctx context.Context) error { return src.RunPhases(ctx, nil) })
+		// The phase consumer outlives the services: what they publish while they drain (an
+		// apply finishing after Ctrl-C) is folded before the final table.
+		go func() {
+			err := src.RunPhases(phaseCtx, nil)
+			if err != nil && phaseCtx.Err() == nil {
+				stop() // the consumer failed: stop everything
+				err = fmt.Errorf("up: phase consumer: %w", err)
+			} else {
+				err = nil
+			}
+			phaseDone <- err
+		}()
 		snapshot = func() Snapshot {
 			fe, loaded := src.FileErrors()
 			return Snapshot{Objects: src.Objects(), FileErrors: fe, Loaded: loaded}
@@ -332,7 +347,19 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			}
 		}
 	})
-	err = g.Wait()
+	err = waitDrained(svcCtx, g, display, snapshot)
+	if src != nil {
+		// Fold what the services published while they drained, then stop the consumer.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), foldTimeout)
+		if ferr := src.WaitPhasesFolded(fctx); ferr != nil {
+			log.Warn("up: phase events left unfolded at exit", "error", ferr)
+		}
+		cancel()
+		stopPhases()
+		if perr := <-phaseDone; perr != nil && err == nil {
+			err = perr
+		}
+	}
 	snap := snapshot()
 	display.Final(snap)
 	res := Result{Objects: snap.Objects, FileErrors: snap.FileErrors}
@@ -340,6 +367,48 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return res, err
 	}
 	return res, driverErr
+}
+
+// foldTimeout bounds how long Run waits, after the services stopped, for their last phase
+// events to be folded.
+const foldTimeout = 10 * time.Second
+
+// drainNotice is how long the services may take to stop before Run says what it waits for.
+const drainNotice = time.Second
+
+// waitDrained waits for g (the services). Once svcCtx is done (Ctrl-C, or --once finished),
+// if they have not stopped within [drainNotice] it prints "stopping: waiting for N in-flight
+// operations", N being the resources the pipeline is working on.
+func waitDrained(svcCtx context.Context, g *errgroup.Group, display *Display, snapshot func() Snapshot) error {
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-svcCtx.Done():
+	}
+	t := time.NewTimer(drainNotice)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+	}
+	n := 0
+	for _, o := range snapshot().Objects {
+		if activity(o) != "" {
+			n++
+		}
+	}
+	what := "the services to stop"
+	if n > 0 {
+		what = fmt.Sprintf("%d in-flight operation", n)
+		if n > 1 {
+			what += "s"
+		}
+	}
+	display.Println("lava up: stopping: waiting for " + what)
+	return <-done
 }
 
 // ready reports whether a --once run may stop: the source loaded its inputs and every object
