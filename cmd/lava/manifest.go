@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/arch"
 	"github.com/lava-operator/lava/internal/tlisp"
+	"github.com/lava-operator/lava/internal/up"
 )
 
 // manifestKind and manifestGroup identify a LavaArchitecture document.
@@ -67,6 +67,10 @@ type unit struct {
 	Pos arch.Pos
 	// Diags are problems found while reading the manifest itself.
 	Diags tlisp.Diagnostics
+	// Key is a manifest document's "namespace/name" (namespace defaulted), KeyPos where its
+	// metadata.name is; both empty for a .tlisp file.
+	Key    string
+	KeyPos arch.Pos
 }
 
 // isTlisp reports whether data read from name is a .tlisp source rather than a manifest: by
@@ -107,8 +111,12 @@ func loadUnits(name string, data []byte) ([]unit, tlisp.Diagnostics) {
 			break
 		}
 		if err != nil {
-			diags = append(diags, diagnostic(yamlErrorPos(name, err, start), tlisp.SeverityError,
-				"invalid YAML: %s", yamlErrorMessage(err)))
+			p := start
+			line, msg := up.YAMLError(err)
+			if line > 0 {
+				p = arch.Pos{File: name, Line: line, Col: 1}
+			}
+			diags = append(diags, diagnostic(p, tlisp.SeverityError, "invalid YAML: %s", msg))
 			break
 		}
 		u, ds, ok := loadDocument(name, data, i, &doc)
@@ -155,6 +163,15 @@ func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tl
 		return unit{}, tlisp.Diagnostics{diagnostic(docPos, tlisp.SeverityWarning,
 			"document %d (kind %q, apiVersion %q) is not a %s; skipped", index+1, m.Kind, m.APIVersion, manifestKind)}, false
 	}
+	// The CRD's admission rules, as lava up applies them: a document lava up would reject is
+	// not synthesized.
+	obj, _, errs := up.DecodeDocument(doc, index)
+	if len(errs) > 0 {
+		for _, e := range errs {
+			diags = append(diags, diagnostic(arch.Pos{File: name, Line: e.Line, Col: e.Col}, tlisp.SeverityError, "%s", e.Msg))
+		}
+		return unit{}, diags, false
+	}
 	label := fmt.Sprintf("%s#%d", name, index+1)
 	if m.Metadata.Name != "" {
 		label += " (" + m.Metadata.Name + ")"
@@ -170,6 +187,8 @@ func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tl
 		Gate:       m.Spec.Gate,
 		Pos:        docPos,
 		BindingPos: map[string]arch.Pos{},
+		Key:        obj.Namespace + "/" + obj.Name,
+		KeyPos:     nodePos(name, up.FieldNode(root, "metadata.name")),
 	}
 	spec := mapValue(root, "spec")
 	source := mapValue(spec, "source")
@@ -341,42 +360,6 @@ func blockIndent(lines []string, n *yaml.Node) (int, bool) {
 		return len(l) - len(strings.TrimLeft(l, " ")), true
 	}
 	return 0, false
-}
-
-// yamlParserProblems are the messages of go.yaml.in/yaml/v3's parser (not scanner) errors,
-// whose "line N" is 0-based (the decoder adds 1 only for scanner errors).
-var yamlParserProblems = []string{
-	"did not find expected ',' or ']'",
-	"did not find expected ',' or '}'",
-	"did not find expected '-' indicator",
-	"did not find expected <document start>",
-	"did not find expected <stream-start>",
-	"did not find expected key",
-	"did not find expected node content",
-	"found duplicate %TAG directive",
-	"found duplicate %YAML directive",
-	"found incompatible YAML document",
-	"found undefined tag handle",
-}
-
-// yamlErrorPos extracts the 1-based line from a YAML decoder error ("yaml: line N: ...").
-func yamlErrorPos(file string, err error, fallback arch.Pos) arch.Pos {
-	var line int
-	if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); scanErr == nil && line > 0 {
-		if slices.Contains(yamlParserProblems, yamlErrorMessage(err)) {
-			line++
-		}
-		return arch.Pos{File: file, Line: line, Col: 1}
-	}
-	return fallback
-}
-
-func yamlErrorMessage(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "line ") && i > 0 {
-		msg = msg[i+2:]
-	}
-	return msg
 }
 
 func diagnostic(p arch.Pos, sev tlisp.Severity, format string, args ...any) tlisp.Diagnostic {

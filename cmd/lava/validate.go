@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lava-operator/lava/internal/arch"
 	"github.com/lava-operator/lava/internal/tlisp"
 )
 
@@ -38,6 +39,7 @@ func newValidateCmd() *cobra.Command {
 			}
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			nerr := 0
+			defined := map[string]arch.Pos{} // namespace/name -> where, across every file
 			for _, path := range args {
 				srcs := sources{}
 				units, diags, err := readUnits(cmd.InOrStdin(), path, srcs)
@@ -51,6 +53,15 @@ func newValidateCmd() *cobra.Command {
 				}
 				nerr += len(diags.Errors())
 				for i := range units {
+					if k := units[i].Key; k != "" {
+						if prev, dup := defined[k]; dup {
+							writeDiag(stderr, diagnostic(units[i].KeyPos, tlisp.SeverityError, "%s is already defined at %s:%d:%d",
+								k, prev.File, prev.Line, prev.Col), units[i].Label, srcs, true)
+							nerr++
+							continue
+						}
+						defined[k] = units[i].KeyPos
+					}
 					o.apply(&units[i])
 					out, ds := synthesizeUnit(units[i], srcs)
 					for _, d := range ds {

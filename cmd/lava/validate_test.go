@@ -124,8 +124,8 @@ func TestValidate(t *testing.T) {
 		{
 			name:   "errors inside a bundled architecture quote the bundled file",
 			args:   []string{"validate", "-"},
-			stdin:  "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nspec:\n  source:\n    name: dns-record-set\n",
-			stdout: []string{"<stdin>#1: ok (2 resources)"},
+			stdin:  "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: dns}\nspec:\n  source:\n    name: dns-record-set\n",
+			stdout: []string{"<stdin>#1 (dns): ok (2 resources)"},
 		},
 		{name: "missing file", args: []string{"validate", "testdata/nope.tlisp"}, code: exitInvalid, stderr: []string{"testdata/nope.tlisp: error: read testdata/nope.tlisp:"}},
 		{name: "no file", args: []string{"validate"}, code: exitUsage, stderr: []string{"requires at least 1 arg(s)"}},
@@ -226,20 +226,20 @@ func TestWriteDiag(t *testing.T) {
 // scalar style.
 func TestInlineMapper(t *testing.T) {
 	t.Parallel()
-	const header = "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nspec:\n  source:\n"
+	const header = "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: m}\nspec:\n  source:\n"
 	tests := []struct {
 		name string
 		yaml string
 		in   arch.Pos
 		want arch.Pos
 	}{
-		{"literal", header + "    inline: |\n      (a\n        b)\n", arch.Pos{Line: 2, Col: 3}, arch.Pos{File: "m", Line: 7, Col: 9}},
-		{"literal strip with blank line", header + "    inline: |-\n\n      (a\n\n        b)\n", arch.Pos{Line: 4, Col: 3}, arch.Pos{File: "m", Line: 9, Col: 9}},
-		{"explicit indentation", header + "    inline: |2\n         (a b)\n", arch.Pos{Line: 1, Col: 4}, arch.Pos{File: "m", Line: 6, Col: 10}},
-		{"plain one line", header + "    inline: (a b c)\n", arch.Pos{Line: 1, Col: 4}, arch.Pos{File: "m", Line: 5, Col: 16}},
-		{"double quoted one line", header + "    inline: \"(a b c)\"\n", arch.Pos{Line: 1, Col: 4}, arch.Pos{File: "m", Line: 5, Col: 17}},
-		{"quoted with escapes maps to the value", header + "    inline: \"(a \\\"b\\\" c)\"\n", arch.Pos{Line: 1, Col: 8}, arch.Pos{File: "m", Line: 5, Col: 13}},
-		{"folded maps to the value", header + "    inline: >\n      (a\n        b)\n", arch.Pos{Line: 2, Col: 3}, arch.Pos{File: "m", Line: 5, Col: 13}},
+		{"literal", header + "    inline: |\n      (a\n        b)\n", arch.Pos{Line: 2, Col: 3}, arch.Pos{File: "m", Line: 8, Col: 9}},
+		{"literal strip with blank line", header + "    inline: |-\n\n      (a\n\n        b)\n", arch.Pos{Line: 4, Col: 3}, arch.Pos{File: "m", Line: 10, Col: 9}},
+		{"explicit indentation", header + "    inline: |2\n         (a b)\n", arch.Pos{Line: 1, Col: 4}, arch.Pos{File: "m", Line: 7, Col: 10}},
+		{"plain one line", header + "    inline: (a b c)\n", arch.Pos{Line: 1, Col: 4}, arch.Pos{File: "m", Line: 6, Col: 16}},
+		{"double quoted one line", header + "    inline: \"(a b c)\"\n", arch.Pos{Line: 1, Col: 4}, arch.Pos{File: "m", Line: 6, Col: 17}},
+		{"quoted with escapes maps to the value", header + "    inline: \"(a \\\"b\\\" c)\"\n", arch.Pos{Line: 1, Col: 8}, arch.Pos{File: "m", Line: 6, Col: 13}},
+		{"folded maps to the value", header + "    inline: >\n      (a\n        b)\n", arch.Pos{Line: 2, Col: 3}, arch.Pos{File: "m", Line: 6, Col: 13}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,4 +284,44 @@ func FuzzLoadUnits(f *testing.F) {
 			synthesizeUnit(u, sources{})
 		}
 	})
+}
+
+// TestValidate_crdRules: lava validate rejects, at the offending key, what lava up and the
+// API server reject (the shared up.DecodeDocument check), and a namespace/name defined twice
+// across the files given.
+func TestValidate_crdRules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const hdr = "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\n"
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name, data string
+		want       string
+	}{
+		{"engine warp", hdr + "metadata: {name: a}\nspec:\n  source: {name: dns-record-set}\n  engine: warp\n", `:6:3: error: spec.engine: unsupported value "warp"`},
+		{"empty bindingsFrom entry", hdr + "metadata: {name: a}\nspec:\n  source: {name: dns-record-set}\n  bindingsFrom:\n  - {}\n", ":7:5: error: spec.bindingsFrom[0]: exactly one of configMapRef or secretRef must be set"},
+		{"no name", hdr + "metadata: {namespace: x}\nspec:\n  source: {name: dns-record-set}\n", ":3:1: error: metadata.name: required"},
+		{"invalid names", hdr + "metadata: {name: \"Bad Name!\", namespace: \"UPPER\"}\nspec:\n  source: {name: dns-record-set}\n", `:3:12: error: metadata.name: "Bad Name!" is not a DNS-1123 subdomain`},
+		{"short drift interval", hdr + "metadata: {name: a}\nspec:\n  source: {name: dns-record-set}\n  driftInterval: 5s\n", ":6:3: error: spec.driftInterval: must be at least 30s (got 5s)"},
+	}
+	for _, tt := range tests {
+		p := write(strings.ReplaceAll(tt.name, " ", "-")+".yaml", tt.data)
+		code, stdout, stderr := runLava(t, "", "validate", p)
+		if code != exitInvalid || !strings.Contains(stderr, p+tt.want) || strings.Contains(stdout, "ok") {
+			t.Errorf("%s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 1 and stderr containing %q", tt.name, code, stdout, stderr, p+tt.want)
+		}
+	}
+	one := write("one.yaml", hdr+"metadata: {name: a, namespace: infra}\nspec:\n  source: {name: dns-record-set}\n")
+	two := write("two.yaml", "# again\n"+hdr+"metadata: {namespace: infra, name: a}\nspec:\n  source: {name: dns-record-set}\n")
+	code, _, stderr := runLava(t, "", "validate", one, two)
+	want := two + ":4:30: error: infra/a is already defined at " + one + ":3:12"
+	if code != exitInvalid || !strings.Contains(stderr, want) {
+		t.Errorf("duplicate across files: exit %d, stderr:\n%s\nwant %q", code, stderr, want)
+	}
 }

@@ -114,7 +114,7 @@ func (d *Display) Update(snap Snapshot) {
 		k := fileKey + fe.File
 		if d.seen[k] != fe.Err.Error() {
 			d.seen[k] = fe.Err.Error()
-			fmt.Fprintf(d.w, "%s %s: %s\n", d.now().Format("15:04:05"), fe.File, oneLine(fe.Err.Error(), 200))
+			fmt.Fprintf(d.w, "%s %s\n", d.now().Format("15:04:05"), oneLine(fe.Error(), 200))
 		}
 	}
 }
@@ -166,7 +166,7 @@ func Table(snap Snapshot, now time.Time) string {
 	b.Reset()
 	b.WriteString(strings.Join(lines, ""))
 	for _, fe := range snap.FileErrors {
-		fmt.Fprintf(&b, "! %s: %s\n", fe.File, oneLine(fe.Err.Error(), 200))
+		fmt.Fprintf(&b, "! %s\n", oneLine(fe.Error(), 200))
 	}
 	return b.String()
 }

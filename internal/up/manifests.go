@@ -23,6 +23,8 @@ type Manifest struct {
 	// File is the file it came from; Index its 0-based document index there.
 	File  string
 	Index int
+	// Line and Col (1-based) locate the document's metadata.name key in File.
+	Line, Col int
 }
 
 // Key is "namespace/name".
@@ -37,7 +39,31 @@ type FileError struct {
 	Err error
 }
 
-func (e *FileError) Error() string { return e.File + ": " + e.Err.Error() }
+// Error is "file:line:col: message" for a [PosError], "file: message" otherwise: the format of
+// `lava validate`'s diagnostics.
+func (e *FileError) Error() string {
+	var pe *PosError
+	if errors.As(e.Err, &pe) {
+		return e.File + ":" + pe.Error()
+	}
+	return e.File + ": " + e.Err.Error()
+}
+
+// PosError is a problem at a position of a manifest file.
+type PosError struct {
+	// Line and Col are 1-based (Col counts runes, as yaml.v3 does).
+	Line, Col int
+	// Msg says what is wrong.
+	Msg string
+}
+
+// Error is "line:col: message".
+func (e *PosError) Error() string { return fmt.Sprintf("%d:%d: %s", e.Line, e.Col, e.Msg) }
+
+// nodeErr is a [PosError] at node n.
+func nodeErr(n *yaml.Node, format string, args ...any) *PosError {
+	return &PosError{Line: n.Line, Col: n.Column, Msg: fmt.Sprintf(format, args...)}
+}
 func (e *FileError) Unwrap() error { return e.Err }
 
 // manifestExts are the file extensions read from a directory.
@@ -103,7 +129,7 @@ func ReadManifests(paths []string) ([]Manifest, []*FileError, error) {
 		if err == nil {
 			for _, m := range ms {
 				if prev, ok := seen[m.Key()]; ok {
-					err = fmt.Errorf("document %d: %s is already defined in %s", m.Index+1, m.Key(), prev)
+					err = &PosError{Line: m.Line, Col: m.Col, Msg: fmt.Sprintf("%s is already defined at %s", m.Key(), prev)}
 					break
 				}
 			}
@@ -113,16 +139,19 @@ func ReadManifests(paths []string) ([]Manifest, []*FileError, error) {
 			continue
 		}
 		for _, m := range ms {
-			seen[m.Key()] = f
+			seen[m.Key()] = fmt.Sprintf("%s:%d:%d", f, m.Line, m.Col)
 		}
 		out = append(out, ms...)
 	}
 	return out, errs, nil
 }
 
-// ParseManifests parses the LavaArchitecture documents of one YAML (or JSON) file.
+// ParseManifests parses the LavaArchitecture documents of one YAML (or JSON) file. The first
+// problem is returned, as a [*PosError] when it has a position (every problem
+// [DecodeDocument] finds has one). A second document with the same namespace/name is an error.
 func ParseManifests(file string, data []byte) ([]Manifest, error) {
 	var out []Manifest
+	seen := map[string]string{}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for i := 0; ; i++ {
 		var doc yaml.Node
@@ -131,74 +160,121 @@ func ParseManifests(file string, data []byte) ([]Manifest, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("invalid YAML: %w", err)
-		}
-		root := &doc
-		if root.Kind == yaml.DocumentNode {
-			if len(root.Content) == 0 {
-				continue
+			line, msg := YAMLError(err)
+			if line > 0 {
+				return nil, &PosError{Line: line, Col: 1, Msg: "invalid YAML: " + msg}
 			}
-			root = root.Content[0]
+			return nil, fmt.Errorf("invalid YAML: %s", msg)
 		}
-		if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		obj, root, errs := DecodeDocument(&doc, i)
+		if len(errs) > 0 {
+			return nil, errs[0]
+		}
+		if obj == nil {
 			continue
 		}
-		raw, err := yaml.Marshal(root)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		at := FieldNode(root, "metadata.name")
+		m := Manifest{Object: obj, File: file, Index: i, Line: at.Line, Col: at.Column}
+		if prev, ok := seen[m.Key()]; ok {
+			return nil, &PosError{Line: m.Line, Col: m.Col, Msg: fmt.Sprintf("%s is already defined at %s", m.Key(), prev)}
 		}
-		var tm struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if err := sigsyaml.Unmarshal(raw, &tm); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		if tm.Kind != "LavaArchitecture" || !strings.HasPrefix(tm.APIVersion, v1alpha1.GroupVersion.Group+"/") {
-			continue
-		}
-		if tm.APIVersion != v1alpha1.GroupVersion.String() {
-			return nil, fmt.Errorf("document %d: apiVersion %s: want %s", i+1, tm.APIVersion, v1alpha1.GroupVersion)
-		}
-		obj := &v1alpha1.LavaArchitecture{}
-		if err := sigsyaml.UnmarshalStrict(raw, obj); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		if obj.Name == "" {
-			return nil, fmt.Errorf("document %d: metadata.name is required", i+1)
-		}
-		if obj.Namespace == "" {
-			obj.Namespace = "default"
-		}
-		if err := validateSpec(obj.Spec); err != nil {
-			return nil, fmt.Errorf("document %d (%s/%s): %w", i+1, obj.Namespace, obj.Name, err)
-		}
-		// What the file says about status or identity is not the user's to set.
-		obj.Status = v1alpha1.LavaArchitectureStatus{}
-		obj.UID, obj.Generation, obj.ResourceVersion = "", 0, ""
-		out = append(out, Manifest{Object: obj, File: file, Index: i})
+		seen[m.Key()] = fmt.Sprintf("%s:%d:%d", file, m.Line, m.Col)
+		out = append(out, m)
 	}
 }
 
-// validateSpec checks what the CRD's admission rules check for a file source: exactly one
-// source kind, and rev and path with url.
-func validateSpec(s v1alpha1.LavaArchitectureSpec) error {
-	n := 0
-	for _, set := range []bool{s.Source.Inline != "", s.Source.Name != "", s.Source.URL != ""} {
-		if set {
-			n++
+// DecodeDocument decodes document index (0-based) of a manifest file as a LavaArchitecture:
+// strictly (an unknown field is an error), with metadata.namespace defaulted to "default",
+// status and identity cleared, and checked with [CheckObject]. obj is nil (and errs empty) for
+// an empty document or one of another kind; root is the document's top node. Every error is
+// a [*PosError] at the offending key.
+func DecodeDocument(doc *yaml.Node, index int) (obj *v1alpha1.LavaArchitecture, root *yaml.Node, errs []*PosError) {
+	root = doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, root, nil
 		}
+		root = root.Content[0]
 	}
-	switch {
-	case n != 1:
-		return errors.New("spec.source: exactly one of inline, name or url must be set")
-	case s.Source.URL != "" && (s.Source.Rev == "" || s.Source.Path == ""):
-		return errors.New("spec.source: url needs rev and path")
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil, root, nil
 	}
-	switch s.Engine {
-	case "", v1alpha1.EngineEmbedded, v1alpha1.EngineTofu, v1alpha1.EngineTerraform:
-	default:
-		return fmt.Errorf("spec.engine %q: want embedded, tofu or terraform", s.Engine)
+	if root.Kind != yaml.MappingNode {
+		return nil, root, []*PosError{nodeErr(root, "document %d is not a mapping: a LavaArchitecture manifest is expected", index+1)}
 	}
-	return nil
+	raw, err := yaml.Marshal(root)
+	if err != nil {
+		return nil, root, []*PosError{nodeErr(root, "document %d: %v", index+1, err)}
+	}
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := sigsyaml.Unmarshal(raw, &tm); err != nil {
+		return nil, root, []*PosError{nodeErr(root, "document %d: %s", index+1, jsonErr(err))}
+	}
+	if tm.Kind != "LavaArchitecture" || !strings.HasPrefix(tm.APIVersion, v1alpha1.GroupVersion.Group+"/") {
+		return nil, root, nil
+	}
+	if tm.APIVersion != v1alpha1.GroupVersion.String() {
+		return nil, root, []*PosError{nodeErr(FieldNode(root, "apiVersion"), "apiVersion %s: want %s", tm.APIVersion, v1alpha1.GroupVersion)}
+	}
+	obj = &v1alpha1.LavaArchitecture{}
+	if err := sigsyaml.UnmarshalStrict(raw, obj); err != nil {
+		return nil, root, []*PosError{nodeErr(root, "document %d is not a valid LavaArchitecture: %s", index+1, jsonErr(err))}
+	}
+	for _, fe := range CheckObject(obj) {
+		errs = append(errs, nodeErr(FieldNode(root, fe.Path), "%s", fe.Message))
+	}
+	if len(errs) > 0 {
+		return nil, root, errs
+	}
+	if obj.Namespace == "" {
+		obj.Namespace = "default"
+	}
+	// What the file says about status or identity is not the user's to set.
+	obj.Status = v1alpha1.LavaArchitectureStatus{}
+	obj.UID, obj.Generation, obj.ResourceVersion = "", 0, ""
+	return obj, root, nil
+}
+
+// jsonErr is a sigs.k8s.io/yaml error without its "error unmarshaling JSON: " prefixes.
+func jsonErr(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
+}
+
+// yamlParserProblems are the messages of go.yaml.in/yaml/v3's parser (not scanner) errors,
+// whose "line N" is 0-based (the decoder adds 1 only for scanner errors).
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// YAMLError splits a go.yaml.in/yaml/v3 decoder error ("yaml: line N: message") into the
+// 1-based line it is about (0 when it names none) and the message.
+func YAMLError(err error) (line int, msg string) {
+	msg = strings.TrimPrefix(err.Error(), "yaml: ")
+	if i := strings.Index(msg, ": "); strings.HasPrefix(msg, "line ") && i > 0 {
+		if _, scanErr := fmt.Sscanf(msg, "line %d:", &line); scanErr != nil || line < 0 {
+			line = 0
+		}
+		msg = msg[i+2:]
+	}
+	if line > 0 && slices.Contains(yamlParserProblems, msg) {
+		line++
+	}
+	return line, msg
 }
