@@ -44,8 +44,8 @@ func invalidInputPrinted(err error) error { return &invalidInputError{err: err, 
 // newRootCmd builds the command tree writing to stdout and stderr.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "lava",
-		Short:         "Lava: LavaArchitecture synthesis, planning and operation",
+		Use:   "lava",
+		Short: "Lava: LavaArchitecture synthesis, planning and operation",
 		Long: `Lava: LavaArchitecture synthesis, planning and operation.
 
 Exit codes of every command: 0 success, 1 invalid input (diagnostics on stderr; for

@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -230,7 +229,7 @@ func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tl
 	case src.Inline != "":
 		u.SourceKind = "inline"
 		u.SourceText = []byte(src.Inline)
-		u.MapPos = inlineMapper(name, data, mapValue(source, "inline"))
+		u.MapPos = up.InlineMapper(name, data, mapValue(source, "inline"))
 	case src.Name != "":
 		u.SourceKind = "name"
 		u.SourceName = src.Name
@@ -274,92 +273,6 @@ func nodePos(file string, n *yaml.Node) arch.Pos {
 		return arch.Pos{}
 	}
 	return arch.Pos{File: file, Line: n.Line, Col: n.Column}
-}
-
-// inlineMapper returns the function that maps a position inside the inline source held by
-// node n back to the manifest file:
-//   - a literal block scalar ("|", "|-", "|+", "|2"): content line k is file line n.Line+k and
-//     every column moves right by the block's indentation, so the mapping is exact;
-//   - a single-line plain or quoted scalar without escapes: same line, columns shifted to the
-//     value's start;
-//   - anything else (folded ">" blocks, escapes, multi-line flow scalars): the text was
-//     rewritten by YAML, so every position maps to the start of the value.
-func inlineMapper(file string, data []byte, n *yaml.Node) func(arch.Pos) arch.Pos {
-	if n == nil {
-		return nil
-	}
-	start := nodePos(file, n)
-	lines := strings.Split(string(data), "\n")
-	fallback := func(p arch.Pos) arch.Pos {
-		if !p.IsValid() {
-			return p
-		}
-		return start
-	}
-	switch {
-	case n.Style&yaml.LiteralStyle != 0:
-		indent, ok := blockIndent(lines, n)
-		if !ok {
-			return fallback
-		}
-		return func(p arch.Pos) arch.Pos {
-			if !p.IsValid() {
-				return p
-			}
-			return arch.Pos{File: file, Line: n.Line + p.Line, Col: indent + p.Col}
-		}
-	case n.Style&(yaml.FoldedStyle) != 0 || strings.Contains(n.Value, "\n"):
-		return fallback
-	default:
-		shift := 0
-		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
-			shift = 1
-		}
-		if n.Line-1 >= len(lines) {
-			return fallback
-		}
-		line := []rune(lines[n.Line-1])
-		from := n.Column - 1 + shift
-		if from < 0 || from+utf8.RuneCountInString(n.Value) > len(line) ||
-			string(line[from:from+utf8.RuneCountInString(n.Value)]) != n.Value {
-			return fallback
-		}
-		return func(p arch.Pos) arch.Pos {
-			if !p.IsValid() {
-				return p
-			}
-			return arch.Pos{File: file, Line: n.Line, Col: from + p.Col}
-		}
-	}
-}
-
-// blockIndent finds the content indentation of the literal block scalar n (its indicator on
-// line n.Line): with an explicit indentation indicator ("|2") the indentation of the line that
-// holds the indicator plus the digit, else the leading spaces of the first non-blank content
-// line (YAML's auto-detection).
-func blockIndent(lines []string, n *yaml.Node) (int, bool) {
-	if n.Line < 1 || n.Line > len(lines) {
-		return 0, false
-	}
-	header := lines[n.Line-1]
-	lead := len(header) - len(strings.TrimLeft(header, " "))
-	if h := []rune(header); n.Column-1 < len(h) {
-		for _, r := range h[n.Column-1:] {
-			if r >= '1' && r <= '9' {
-				return lead + int(r-'0'), true
-			}
-			if r == ' ' || r == '#' {
-				break
-			}
-		}
-	}
-	for _, l := range lines[n.Line:] {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		return len(l) - len(strings.TrimLeft(l, " ")), true
-	}
-	return 0, false
 }
 
 func diagnostic(p arch.Pos, sev tlisp.Severity, format string, args ...any) tlisp.Diagnostic {

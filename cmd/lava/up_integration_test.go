@@ -381,3 +381,27 @@ func TestUp_interruptDuringApply(t *testing.T) {
 		t.Errorf("status file: phase %s, want Applied", o.Status.Phase)
 	}
 }
+
+// TestUp_inlineErrorPosition: lava up's status message for an error inside an inline source
+// points into the manifest file, at the position lava validate reports.
+func TestUp_inlineErrorPosition(t *testing.T) {
+	manifests := t.TempDir()
+	p := filepath.Join(manifests, "broken.yaml")
+	data := "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: broken, namespace: demo}\nspec:\n  source:\n" +
+		"    inline: |\n      (deflava-architecture broken\n        :resources ((terraform-data \"d\" :input \"{who}\")))\n"
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, verr := runLava(t, "", "validate", p)
+	want := p + ":8:49: "
+	if !strings.HasPrefix(verr, want+"error: interpolation: unknown var") {
+		t.Fatalf("validate: %q, want it to start with %q", verr, want)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	upOnce(t, manifests, stateDir)
+	o, _ := object(t, stateDir, "demo", "broken")
+	c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil || !strings.Contains(c.Message, want+"interpolation: unknown var") {
+		t.Fatalf("Ready condition %+v, want a message with %q", c, want)
+	}
+}

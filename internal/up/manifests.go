@@ -14,6 +14,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/arch"
 )
 
 // Manifest is one LavaArchitecture document read from a file.
@@ -25,6 +26,9 @@ type Manifest struct {
 	Index int
 	// Line and Col (1-based) locate the document's metadata.name key in File.
 	Line, Col int
+	// MapInline maps a position inside spec.source.inline (file "inline", as the synth
+	// service reports it) to File ([InlineMapper]); nil for another source kind.
+	MapInline func(arch.Pos) arch.Pos
 }
 
 // Key is "namespace/name".
@@ -175,6 +179,9 @@ func ParseManifests(file string, data []byte) ([]Manifest, error) {
 		}
 		at := FieldNode(root, "metadata.name")
 		m := Manifest{Object: obj, File: file, Index: i, Line: at.Line, Col: at.Column}
+		if obj.Spec.Source.Inline != "" {
+			m.MapInline = InlineMapper(file, data, mapValue(mapValue(mapValue(root, "spec"), "source"), "inline"))
+		}
 		if prev, ok := seen[m.Key()]; ok {
 			return nil, &PosError{Line: m.Line, Col: m.Col, Msg: fmt.Sprintf("%s is already defined at %s", m.Key(), prev)}
 		}
@@ -277,4 +284,17 @@ func YAMLError(err error) (line int, msg string) {
 		line++
 	}
 	return line, msg
+}
+
+// mapValue returns the value node of key in mapping node n, or nil.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
 }

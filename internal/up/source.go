@@ -24,6 +24,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/anomaly/report"
+	"github.com/lava-operator/lava/internal/arch"
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -88,6 +89,7 @@ type Source struct {
 
 	mu         sync.Mutex
 	objs       map[string]*v1alpha1.LavaArchitecture
+	inline     map[string]func(arch.Pos) arch.Pos // key -> its manifest's [Manifest.MapInline]
 	fileErrors []*FileError
 	scans      int // completed scans
 }
@@ -219,6 +221,14 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 
 	var errs []error
 	want := map[string]bool{}
+	s.mu.Lock()
+	if s.inline == nil {
+		s.inline = map[string]func(arch.Pos) arch.Pos{}
+	}
+	for _, m := range ms {
+		s.inline[m.Key()] = m.MapInline
+	}
+	s.mu.Unlock()
 	for _, m := range ms {
 		want[m.Key()] = true
 		if err := s.upsert(ctx, m, all); err != nil {
@@ -588,6 +598,13 @@ func (s *Source) HandlePhase(ctx context.Context, m *bus.Message) error {
 	}
 	if !ok {
 		return nil
+	}
+	s.mu.Lock()
+	mapInline := s.inline[ns+"/"+name]
+	s.mu.Unlock()
+	ev.Message = mapInlineText(ev.Message, mapInline)
+	for i := range diags {
+		diags[i] = mapInlineText(diags[i], mapInline)
 	}
 	_, err = s.fold(ctx, ns+"/"+name, types.UID(res.GetUid()), ev, env.GetEventId(), env.GetCorrelationId(), diags)
 	var illegal *phase.IllegalTransitionError

@@ -256,3 +256,19 @@ func TestRun_stateDirInUse(t *testing.T) {
 		t.Errorf("Run wrote %s although the state dir was locked", FileNATSURL)
 	}
 }
+
+func TestMapInlineText(t *testing.T) {
+	t.Parallel()
+	data := "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: a}\nspec:\n  source:\n    inline: |\n      (x\n        y)\n"
+	ms, err := ParseManifests("m.yaml", []byte(data))
+	if err != nil || len(ms) != 1 || ms[0].MapInline == nil {
+		t.Fatalf("ParseManifests: %v, %v", ms, err)
+	}
+	got := mapInlineText("inline:2:3: boom; see inline:1:1", ms[0].MapInline)
+	if want := "m.yaml:8:9: boom; see m.yaml:7:7"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := mapInlineText("inline:2:3: boom", nil); got != "inline:2:3: boom" {
+		t.Errorf("without a mapper: %q", got)
+	}
+}
