@@ -19,7 +19,16 @@ gate plus the flags, and prints every diagnostic on stderr as
     the source line
     ^ under the column
 
-Columns count characters; a caret line copies the tabs of the source line so it lines up.
+A manifest document is first checked against the LavaArchitecture CRD's admission rules, the
+same check lava up applies to its manifests: metadata.name (a DNS-1123 subdomain) and
+metadata.namespace (a DNS-1123 label), exactly one source kind (url with rev and path), the
+engine and deletionPolicy values, each bindingsFrom entry naming one ConfigMap or Secret,
+driftInterval of at least 30s, approvePlan's pattern, remediation or remediationPolicyRef
+(not both), and no namespace/name defined twice across the files given; each violation is
+reported at its YAML key and the document is not synthesized.
+
+Columns count characters; a caret line copies the tabs of the source line so it lines up. A
+quoted line is cut to 120 characters around the column ("…" marks a cut).
 Positions inside a manifest's inline source point into the manifest. For each document that
 has no error, "LABEL: ok (N resources)" is printed on stdout. The exit code is 1 when any
 diagnostic is an error, 0 otherwise (warnings alone do not fail).`
