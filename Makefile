@@ -143,7 +143,7 @@ check-generate: generate ## Fail if regenerating changes anything.
 ##@ Checks
 .PHONY: lint
 lint: tools-buf ## go vet, gofmt, buf lint/format/breaking, module dependency rules.
-	go vet -tags integration,terraform $(PKGS)
+	go vet -tags integration,terraform,e2e $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	@if [ -d proto ]; then \
 	  $(BUF) lint && $(BUF) format -d --exit-code && \
@@ -155,11 +155,15 @@ lint: tools-buf ## go vet, gofmt, buf lint/format/breaking, module dependency ru
 
 ##@ Tests
 .PHONY: test
-test: tools check-generate lint test-all bench-smoke fuzz-smoke ## Everything CI runs.
+test: tools check-generate lint test-all test-e2e bench-smoke fuzz-smoke ## Everything CI runs.
 
 .PHONY: test-all
 test-all: ## Unit and integration tests (real NATS, real API server, real tofu and terraform) of every module.
 	go test -tags integration,terraform $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: test-e2e
+test-e2e: ## End to end: every service its own process, real kube-apiserver/etcd/kcm, nats-server, tofu, kubectl.
+	go test -tags e2e -count=1 -timeout=20m ./test/e2e/
 
 .PHONY: test-unit
 test-unit: ## The quick loop: tests that need no built binary.
