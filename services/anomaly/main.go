@@ -13,8 +13,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/lava-operator/lava/internal/anomaly"
-	"github.com/lava-operator/lava/internal/envflag"
-	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/svc"
 )
 
 func main() {
@@ -49,28 +48,15 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 func parse(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) (o anomaly.Options, code int, stop bool) {
 	fs := pflag.NewFlagSet("anomaly", pflag.ContinueOnError)
 	noKube := false
-	fs.StringVar(&o.NATSURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL")
-	fs.StringVar(&o.NATSCreds, "nats-creds", "", "NATS credentials file (optional)")
+	svc.Common{NATSURL: &o.NATSURL, NATSCreds: &o.NATSCreds, MetricsAddr: &o.MetricsAddr, HealthAddr: &o.HealthAddr,
+		LogFormat: &o.LogFormat, LogLevel: &o.LogLevel, Replicas: &o.Replicas}.Register(fs)
 	fs.StringVar(&o.ConfigFile, "config", "", "routing configuration (YAML or JSON: window, cluster, sinks, rules); empty publishes on the bus only")
 	fs.StringVar(&o.Cluster, "cluster", "", "cluster name in every anomaly (overrides the configuration's)")
-	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":9090", "Prometheus /metrics listen address")
-	fs.StringVar(&o.HealthAddr, "health-addr", ":9091", "/healthz and /readyz listen address")
-	fs.StringVar(&o.LogFormat, "log-format", "json", "log format: json or text")
-	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.IntVar(&o.Replicas, "replicas", 1, "JetStream replica count of the streams and buckets ensured at start")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.StringVar(&o.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
 	fs.BoolVar(&noKube, "no-kube", false, "run without Kubernetes access (kubernetesEvents sinks are then refused)")
-	if code, stop := parseArgs(fs, args, stdout, stderr); stop {
+	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &o.LogFormat, &o.LogLevel); stop {
 		return o, code, true
-	}
-	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
-		fmt.Fprintln(stderr, "anomaly:", err)
-		return o, 2, true
-	}
-	if _, err := telemetry.NewLogger(io.Discard, o.LogFormat, o.LogLevel); err != nil {
-		fmt.Fprintln(stderr, "anomaly:", err)
-		return o, 2, true
 	}
 	if !noKube {
 		cfg, err := ctrlconfig.GetConfig()
@@ -81,33 +67,4 @@ func parse(args []string, lookup func(string) (string, bool), stdout, stderr io.
 		o.Kube = cfg
 	}
 	return o, 0, false
-}
-
-// parseArgs parses args into fs (named SERVICE) and reports whether run must stop, with the
-// exit code: --help (-h) prints the usage to stdout, code 0; an unknown flag, a bad value or a
-// positional argument prints the error and the usage to stderr, code 2.
-func parseArgs(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (code int, stop bool) {
-	fs.SetOutput(io.Discard) // pflag would print the error and usage itself; done below
-	err := fs.Parse(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		usage(fs, stdout)
-		return 0, true
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		usage(fs, stderr)
-		return 2, true
-	}
-	return 0, false
-}
-
-// usage writes "Usage of SERVICE:" and the flag defaults to w.
-func usage(fs *pflag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/attest"
 	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/envflag"
+	"github.com/lava-operator/lava/internal/svc"
 	"github.com/lava-operator/lava/internal/telemetry"
 )
 
@@ -44,12 +43,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&cfg.HealthAddr, "health-addr", ":9091", "/healthz and /readyz address (empty disables)")
 	fs.StringVar(&logFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	if code, stop := parseArgs(fs, args, stdout, stderr); stop {
+	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &logFormat, &logLevel); stop {
 		return code
-	}
-	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
-		fmt.Fprintln(stderr, "attest:", err)
-		return 2
 	}
 	log, err := telemetry.NewLogger(stderr, logFormat, logLevel)
 	if err != nil {
@@ -62,33 +57,4 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 1
 	}
 	return 0
-}
-
-// parseArgs parses args into fs (named SERVICE) and reports whether run must stop, with the
-// exit code: --help (-h) prints the usage to stdout, code 0; an unknown flag, a bad value or a
-// positional argument prints the error and the usage to stderr, code 2.
-func parseArgs(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (code int, stop bool) {
-	fs.SetOutput(io.Discard) // pflag would print the error and usage itself; done below
-	err := fs.Parse(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		usage(fs, stdout)
-		return 0, true
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		usage(fs, stderr)
-		return 2, true
-	}
-	return 0, false
-}
-
-// usage writes "Usage of SERVICE:" and the flag defaults to w.
-func usage(fs *pflag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
 }

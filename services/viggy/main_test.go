@@ -9,33 +9,19 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/svc/svctest"
 	"github.com/lava-operator/lava/internal/testutil/natstest"
 )
 
 // TestRun_config: flag and environment errors are exit 2 and name the problem.
 func TestRun_config(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		args []string
-		env  map[string]string
-		want string
-	}{
-		{"unknown flag", []string{"--bogus"}, nil, "unknown flag: --bogus"},
-		{"argument", []string{"extra"}, nil, "unexpected arguments"},
-		{"bad env", nil, map[string]string{"LAVA_CONCURRENCY": "many"}, "LAVA_CONCURRENCY"},
-		{"bad log level", []string{"--log-level", "loud", "--nats-url", "nats://127.0.0.1:1"}, nil, "log level"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var stderr bytes.Buffer
-			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			if code := run(t.Context(), tt.args, lookup, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), tt.want) {
-				t.Fatalf("exit %d, stderr %q; want an error naming %q", code, stderr.String(), tt.want)
-			}
-		})
-	}
+	svctest.Check(t, run, []svctest.Case{
+		{Name: "unknown flag", Args: []string{"--bogus"}, Code: 2, Stderr: "unknown flag: --bogus"},
+		{Name: "argument", Args: []string{"extra"}, Code: 2, Stderr: "unexpected arguments"},
+		{Name: "bad env", Env: map[string]string{"LAVA_CONCURRENCY": "many"}, Code: 2, Stderr: "LAVA_CONCURRENCY"},
+		{Name: "bad log level", Args: []string{"--log-level", "loud", "--nats-url", "nats://127.0.0.1:1"}, Code: 2, Stderr: "log level"},
+	})
 }
 
 // TestRun_serves: configured from the environment, the service creates the topology, runs,
@@ -75,57 +61,12 @@ func TestRun_serves(t *testing.T) {
 // or an argument prints the error and the usage to stderr and exits 2, as every service does.
 func TestRun_usage(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name       string
-		args       []string
-		env        map[string]string
-		code       int
-		wantStdout string
-		wantStderr string
-	}{
-		{"help", []string{"--help"}, nil, 0, "Usage of viggy:", ""},
-		{"h", []string{"-h"}, nil, 0, "Usage of viggy:", ""},
-		{"unknown flag", []string{"--bogus"}, nil, 2, "", "viggy: unknown flag: --bogus\nUsage of viggy:"},
-		{"bad value", []string{"--concurrency=many"}, nil, 2, "", "invalid argument \"many\""},
-		{"argument", []string{"extra"}, nil, 2, "", "viggy: unexpected arguments [\"extra\"]\nUsage of viggy:"},
-		{"bad env value", nil, map[string]string{"LAVA_CONCURRENCY": "many"}, 2, "", "LAVA_CONCURRENCY"},
-		{"bad log level", []string{"--log-level", "loud"}, nil, 2, "", "log level"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var stdout, stderr bytes.Buffer
-			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			code := run(t.Context(), tt.args, lookup, &stdout, &stderr)
-			if code != tt.code {
-				t.Fatalf("exit %d, want %d; stdout %q, stderr %q", code, tt.code, stdout.String(), stderr.String())
-			}
-			if tt.wantStdout == "" && stdout.Len() > 0 {
-				t.Errorf("stdout %q, want nothing", stdout.String())
-			}
-			if !strings.Contains(stdout.String(), tt.wantStdout) || !strings.Contains(stderr.String(), tt.wantStderr) {
-				t.Errorf("stdout %q, stderr %q; want %q and %q", stdout.String(), stderr.String(), tt.wantStdout, tt.wantStderr)
-			}
-			if tt.code == 0 {
-				if stderr.Len() > 0 {
-					t.Errorf("stderr %q, want nothing", stderr.String())
-				}
-				if !strings.Contains(stdout.String(), "--nats-url") {
-					t.Errorf("usage lists no flags: %q", stdout.String())
-				}
-			}
-		})
-	}
+	svctest.Check(t, run, svctest.UsageCases("viggy", "concurrency"))
 }
 
 // TestRun_runtimeFailure: a service that cannot start (nothing listens where it must connect)
 // exits 1, not 2.
 func TestRun_runtimeFailure(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr bytes.Buffer
-	env := map[string]string{"LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0", "LAVA_CONNECT_ADDR": "127.0.0.1:0"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if code := run(t.Context(), []string{"--nats-url", "nats://127.0.0.1:1"}, lookup, &stdout, &stderr); code != 1 {
-		t.Fatalf("exit %d, want 1; stderr %q", code, stderr.String())
-	}
+	svctest.RuntimeFailure(t, run, "--nats-url", "nats://127.0.0.1:1")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lava-operator/lava/internal/envflag"
-	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/svc"
 	"github.com/lava-operator/lava/internal/watcher"
 )
 
@@ -44,49 +42,12 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&cfg.LogFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
-	if code, stop := parseArgs(fs, args, stdout, stderr); stop {
+	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &cfg.LogFormat, &cfg.LogLevel); stop {
 		return code
-	}
-	if err := envflag.Apply(fs, "LAVA", lookup); err != nil {
-		fmt.Fprintln(stderr, "watcher:", err)
-		return 2
-	}
-	if _, err := telemetry.NewLogger(io.Discard, cfg.LogFormat, cfg.LogLevel); err != nil {
-		fmt.Fprintln(stderr, "watcher:", err)
-		return 2
 	}
 	if err := watcher.Run(ctx, cfg, stderr); err != nil {
 		fmt.Fprintln(stderr, "watcher:", err)
 		return 1
 	}
 	return 0
-}
-
-// parseArgs parses args into fs (named SERVICE) and reports whether run must stop, with the
-// exit code: --help (-h) prints the usage to stdout, code 0; an unknown flag, a bad value or a
-// positional argument prints the error and the usage to stderr, code 2.
-func parseArgs(fs *pflag.FlagSet, args []string, stdout, stderr io.Writer) (code int, stop bool) {
-	fs.SetOutput(io.Discard) // pflag would print the error and usage itself; done below
-	err := fs.Parse(args)
-	if errors.Is(err, pflag.ErrHelp) {
-		usage(fs, stdout)
-		return 0, true
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		usage(fs, stderr)
-		return 2, true
-	}
-	return 0, false
-}
-
-// usage writes "Usage of SERVICE:" and the flag defaults to w.
-func usage(fs *pflag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
 }

@@ -1,57 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/lava-operator/lava/internal/svc/svctest"
 )
 
 // TestRun_usage: --help prints the usage to stdout and exits 0; an unknown flag, a bad value
 // or an argument prints the error and the usage to stderr and exits 2, as every service does.
 func TestRun_usage(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name       string
-		args       []string
-		env        map[string]string
-		code       int
-		wantStdout string
-		wantStderr string
-	}{
-		{"help", []string{"--help"}, nil, 0, "Usage of watcher:", ""},
-		{"h", []string{"-h"}, nil, 0, "Usage of watcher:", ""},
-		{"unknown flag", []string{"--bogus"}, nil, 2, "", "watcher: unknown flag: --bogus\nUsage of watcher:"},
-		{"bad value", []string{"--stream-replicas=many"}, nil, 2, "", "invalid argument \"many\""},
-		{"argument", []string{"extra"}, nil, 2, "", "watcher: unexpected arguments [\"extra\"]\nUsage of watcher:"},
-		{"bad env value", nil, map[string]string{"LAVA_STREAM_REPLICAS": "many"}, 2, "", "LAVA_STREAM_REPLICAS"},
-		{"bad log level", []string{"--log-level", "loud"}, nil, 2, "", "log level"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var stdout, stderr bytes.Buffer
-			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			code := run(t.Context(), tt.args, lookup, &stdout, &stderr)
-			if code != tt.code {
-				t.Fatalf("exit %d, want %d; stdout %q, stderr %q", code, tt.code, stdout.String(), stderr.String())
-			}
-			if tt.wantStdout == "" && stdout.Len() > 0 {
-				t.Errorf("stdout %q, want nothing", stdout.String())
-			}
-			if !strings.Contains(stdout.String(), tt.wantStdout) || !strings.Contains(stderr.String(), tt.wantStderr) {
-				t.Errorf("stdout %q, stderr %q; want %q and %q", stdout.String(), stderr.String(), tt.wantStdout, tt.wantStderr)
-			}
-			if tt.code == 0 {
-				if stderr.Len() > 0 {
-					t.Errorf("stderr %q, want nothing", stderr.String())
-				}
-				if !strings.Contains(stdout.String(), "--nats-url") {
-					t.Errorf("usage lists no flags: %q", stdout.String())
-				}
-			}
-		})
-	}
+	svctest.Check(t, run, svctest.UsageCases("watcher", "stream-replicas"))
 }
 
 // TestRun_runtimeFailure: a service that cannot start (nothing listens where it must connect)
@@ -59,10 +19,5 @@ func TestRun_usage(t *testing.T) {
 func TestRun_runtimeFailure(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "no-kubeconfig")
-	var stdout, stderr bytes.Buffer
-	env := map[string]string{"LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0", "LAVA_CONNECT_ADDR": "127.0.0.1:0"}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	if code := run(t.Context(), []string{"--kubeconfig", missing}, lookup, &stdout, &stderr); code != 1 {
-		t.Fatalf("exit %d, want 1; stderr %q", code, stderr.String())
-	}
+	svctest.RuntimeFailure(t, run, "--kubeconfig", missing)
 }

@@ -314,12 +314,20 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 }
 
 // flagEnvNames reads services/<svc>/main.go and returns the LAVA_* variable of every flag it
-// defines (internal/envflag: LAVA_ + upper case, dashes as underscores).
+// defines (internal/envflag: LAVA_ + upper case, dashes as underscores), with the common flags
+// of internal/svc/svc.go when main.go registers them (svc.Common{...}.Register).
 func flagEnvNames(t *testing.T, svc string) map[string]bool {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "services", svc, "main.go"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "svc.Common{") {
+		common, err := os.ReadFile(filepath.Join(repoRoot, "internal", "svc", "svc.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, common...)
 	}
 	re := regexp.MustCompile(`fs\.[A-Za-z0-9]+Var(?:P)?\([^,]+,\s*"([a-z0-9-]+)"`)
 	out := map[string]bool{}
