@@ -2,17 +2,15 @@ package anomaly
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/svc"
 )
 
 // Options is the anomaly service's process configuration (flags and LAVA_* variables, parsed
@@ -44,10 +42,7 @@ type Options struct {
 // configuration, connects to NATS, ensures the topology, serves metrics and health, and
 // consumes. It returns nil after a graceful shutdown.
 func RunService(ctx context.Context, o Options) error {
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	log, err := telemetry.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
+	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
 	if err != nil {
 		return err
 	}
@@ -66,11 +61,7 @@ func RunService(ctx context.Context, o Options) error {
 		return err
 	}
 	defer nc.Close()
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: o.Replicas, AnomalyWindow: routing.Window.Duration}); err != nil {
-		return err
-	}
-	reg := telemetry.NewRegistry()
-	bm, err := bus.NewMetrics(reg)
+	base, err := svc.NewBase(ctx, nc, js, bus.TopologyOptions{Replicas: o.Replicas, AnomalyWindow: routing.Window.Duration})
 	if err != nil {
 		return err
 	}
@@ -80,24 +71,14 @@ func RunService(ctx context.Context, o Options) error {
 			return fmt.Errorf("anomaly: kubernetes client: %w", err)
 		}
 	}
-	svc, err := New(ctx, Config{JS: js, Routing: routing, Kube: kube, Instance: o.Instance,
-		Concurrency: o.Concurrency, Logger: log, Registerer: reg, BusMetrics: bm})
+	s, err := New(ctx, Config{JS: js, Routing: routing, Kube: kube, Instance: o.Instance,
+		Concurrency: o.Concurrency, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
 	if err != nil {
 		return err
 	}
-	health := &telemetry.Health{}
-	health.AddReadyCheck("nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return errors.New("not connected")
-		}
-		return nil
-	})
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, o.HealthAddr, reg, health) })
-	g.Go(func() error { return svc.Run(gctx) })
 	log.Info("anomaly started", "nats", o.NATSURL, "sinks", len(routing.Sinks), "rules", len(routing.Rules),
 		"window", routing.Window.Duration.String())
-	err = g.Wait()
+	err = base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
 	if ctx.Err() != nil && err == nil {
 		log.Info("anomaly stopped")
 	}

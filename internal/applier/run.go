@@ -3,7 +3,6 @@ package applier
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,9 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,7 +21,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/embedded"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
-	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/svc"
 )
 
 // EngineOptions configures the engines an applier process offers. The embedded engine is
@@ -166,29 +163,16 @@ type Options struct {
 // backend, engines, metrics and health, and the consumers. It returns nil after a graceful
 // shutdown.
 func RunService(ctx context.Context, o Options) error {
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	log, err := telemetry.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
+	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
 	if err != nil {
 		return err
 	}
-	opts := []nats.Option{nats.Name("lava-applier"), nats.MaxReconnects(-1)}
-	if o.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(o.NATSCreds))
-	}
-	nc, err := nats.Connect(o.NATSURL, opts...)
+	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceApplier, bus.TopologyOptions{Replicas: o.Replicas})
 	if err != nil {
-		return fmt.Errorf("connect to NATS %s: %w", o.NATSURL, err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: o.Replicas}); err != nil {
 		return err
 	}
+	defer base.Close()
+	js := base.JS
 	if o.BackendAddr == "" {
 		o.BackendAddr = "127.0.0.1:0"
 	}
@@ -211,32 +195,17 @@ func RunService(ctx context.Context, o Options) error {
 		holder, _ = os.Hostname()
 	}
 	holder += "/" + rand.Text()[:8]
-	reg := telemetry.NewRegistry()
-	bm, err := bus.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
 	var kube client.Client
 	if o.Kube != nil {
 		if kube, err = client.New(o.Kube, client.Options{}); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
-	svc, err := New(ctx, Config{JS: js, Store: store, Engines: engines, Holder: holder, Kube: kube, Logger: log,
-		Registerer: reg, BusMetrics: bm, Concurrency: o.Concurrency})
+	s, err := New(ctx, Config{JS: js, Store: store, Engines: engines, Holder: holder, Kube: kube, Logger: log,
+		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency})
 	if err != nil {
 		return err
 	}
-	health := &telemetry.Health{}
-	health.AddReadyCheck("nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return errors.New("not connected")
-		}
-		return nil
-	})
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, o.HealthAddr, reg, health) })
-	g.Go(func() error { return svc.Run(gctx) })
 	log.Info("applier started", "holder", holder, "engines", len(engines), "state_backend", backend.URL)
-	return g.Wait()
+	return base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
 }

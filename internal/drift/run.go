@@ -3,7 +3,6 @@ package drift
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,16 +12,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/embedded"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
-	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/svc"
 )
 
 // EngineOptions configures the engines a drift process scans with. The embedded engine is
@@ -133,29 +130,16 @@ type Options struct {
 // RunService runs the drift service until ctx is cancelled: NATS, topology, engines, metrics
 // and health, the consumers and the scheduler. It returns nil after a graceful shutdown.
 func RunService(ctx context.Context, o Options) error {
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	log, err := telemetry.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
+	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
 	if err != nil {
 		return err
 	}
-	opts := []nats.Option{nats.Name("lava-drift"), nats.MaxReconnects(-1)}
-	if o.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(o.NATSCreds))
-	}
-	nc, err := nats.Connect(o.NATSURL, opts...)
+	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceDrift, bus.TopologyOptions{Replicas: o.Replicas})
 	if err != nil {
-		return fmt.Errorf("connect to NATS %s: %w", o.NATSURL, err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: o.Replicas}); err != nil {
 		return err
 	}
+	defer base.Close()
+	js := base.JS
 	engines, closeEngines, err := NewEngines(ctx, js, o.Engines, log)
 	if err != nil {
 		return err
@@ -166,33 +150,18 @@ func RunService(ctx context.Context, o Options) error {
 		holder, _ = os.Hostname()
 	}
 	holder += "/" + rand.Text()[:8]
-	reg := telemetry.NewRegistry()
-	bm, err := bus.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
 	var leases *bus.Leases
 	if !o.NoLease {
-		if leases, err = bus.NewLeases(ctx, js, holder, bm); err != nil {
+		if leases, err = bus.NewLeases(ctx, js, holder, base.BusMetrics); err != nil {
 			return err
 		}
 	}
-	svc, err := New(ctx, Config{JS: js, Engines: engines, Holder: holder, CosmeticPrefixes: o.CosmeticPrefixes,
+	s, err := New(ctx, Config{JS: js, Engines: engines, Holder: holder, CosmeticPrefixes: o.CosmeticPrefixes,
 		DefaultInterval: o.DefaultInterval, MinInterval: o.MinInterval, Jitter: o.Jitter, Concurrency: o.Concurrency,
-		ClaimTTL: o.ClaimTTL, ScanTimeout: o.ScanTimeout, Leases: leases, Logger: log, Registerer: reg, BusMetrics: bm})
+		ClaimTTL: o.ClaimTTL, ScanTimeout: o.ScanTimeout, Leases: leases, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
 	if err != nil {
 		return err
 	}
-	health := &telemetry.Health{}
-	health.AddReadyCheck("nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return errors.New("not connected")
-		}
-		return nil
-	})
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, o.HealthAddr, reg, health) })
-	g.Go(func() error { return svc.Run(gctx) })
 	log.Info("drift started", "holder", holder, "engines", len(engines))
-	return g.Wait()
+	return base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
 }

@@ -1,9 +1,13 @@
 package svc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -90,4 +94,20 @@ func Usage(fs *pflag.FlagSet, w io.Writer) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// Run is a service binary's run function: it parses args and the LAVA_* variables (lookup)
+// with Parse, runs the service until ctx ends and returns the exit code: ExitOK after a
+// graceful shutdown or for --help (usage on stdout), ExitUsage for a usage or configuration
+// error (the error and, for the command line, the usage on stderr), ExitRuntime when the
+// service failed at runtime.
+type Run func(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int
+
+// Main runs run with the process's arguments, environment, stdout and stderr, until SIGINT or
+// SIGTERM ends its context, and exits the process with the code run returns.
+func Main(run Run) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

@@ -3,20 +3,17 @@ package synthsvc
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/svc"
 	"github.com/lava-operator/lava/internal/synth"
 	"github.com/lava-operator/lava/internal/telemetry"
 )
@@ -60,32 +57,11 @@ func ReadBindingsKey(path string) ([]byte, error) {
 	return nil, fmt.Errorf("bindings key %s: want %d raw bytes or %d hex digits", path, synth.BindingsKeySize, 2*synth.BindingsKeySize)
 }
 
-// Connect opens the NATS connection of a service (named name) and a JetStream context.
-func Connect(url, creds, name string) (*nats.Conn, jetstream.JetStream, error) {
-	opts := []nats.Option{nats.Name("lava-" + name), nats.MaxReconnects(-1)}
-	if creds != "" {
-		opts = append(opts, nats.UserCredentials(creds))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS %s: %w", url, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
-	}
-	return nc, js, nil
-}
-
 // RunService runs the synth service until ctx is cancelled: it connects to NATS, ensures the
 // topology, serves RenderService, metrics and health, and consumes. It returns nil after a
 // graceful shutdown.
 func RunService(ctx context.Context, o Options) error {
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	log, err := telemetry.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
+	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
 	if err != nil {
 		return err
 	}
@@ -93,39 +69,24 @@ func RunService(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	nc, js, err := Connect(o.NATSURL, o.NATSCreds, bus.ServiceSynth)
+	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceSynth, bus.TopologyOptions{Replicas: o.Replicas})
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: o.Replicas}); err != nil {
-		return err
-	}
-	reg := telemetry.NewRegistry()
-	bm, err := bus.NewMetrics(reg)
-	if err != nil {
-		return err
-	}
+	defer base.Close()
+	js := base.JS
 	var kube client.Reader
 	if o.Kube != nil {
 		if kube, err = client.New(o.Kube, client.Options{}); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
-	svc, err := New(ctx, Config{JS: js, Kube: kube, BindingsKey: key, Logger: log, Registerer: reg, BusMetrics: bm,
+	s, err := New(ctx, Config{JS: js, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
 		Concurrency: o.Concurrency})
 	if err != nil {
 		return err
 	}
-	health := &telemetry.Health{}
-	health.AddReadyCheck("nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return errors.New("not connected")
-		}
-		return nil
-	})
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, o.HealthAddr, reg, health) })
+	runs := []func(context.Context) error{s.Run}
 	if o.ConnectAddr != "" {
 		ln, err := telemetry.Listen(o.ConnectAddr)
 		if err != nil {
@@ -133,11 +94,10 @@ func RunService(ctx context.Context, o Options) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle(NewRenderHandler())
-		g.Go(func() error { return telemetry.ServeListener(gctx, ln, mux) })
+		runs = append(runs, func(ctx context.Context) error { return telemetry.ServeListener(ctx, ln, mux) })
 	}
-	g.Go(func() error { return svc.Run(gctx) })
 	log.Info("synth started", "nats", o.NATSURL, "connect", o.ConnectAddr, "kubernetes", o.Kube != nil)
-	err = g.Wait()
+	err = base.Serve(ctx, o.MetricsAddr, o.HealthAddr, runs...)
 	if ctx.Err() != nil && err == nil {
 		log.Info("synth stopped")
 	}

@@ -2,17 +2,10 @@ package viggy
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/svc"
 )
 
 // Options is the viggy process configuration (flags and LAVA_* variables, parsed by
@@ -38,49 +31,21 @@ type Options struct {
 // RunService runs viggy until ctx is cancelled: NATS, topology, metrics and health, the
 // consumers and the scheduler. It returns nil after a graceful shutdown.
 func RunService(ctx context.Context, o Options) error {
-	if o.Stderr == nil {
-		o.Stderr = os.Stderr
-	}
-	log, err := telemetry.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
+	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
 	if err != nil {
 		return err
 	}
-	opts := []nats.Option{nats.Name("lava-viggy"), nats.MaxReconnects(-1)}
-	if o.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(o.NATSCreds))
-	}
-	nc, err := nats.Connect(o.NATSURL, opts...)
-	if err != nil {
-		return fmt.Errorf("connect to NATS %s: %w", o.NATSURL, err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: o.Replicas}); err != nil {
-		return err
-	}
-	reg := telemetry.NewRegistry()
-	bm, err := bus.NewMetrics(reg)
+	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceViggy, bus.TopologyOptions{Replicas: o.Replicas})
 	if err != nil {
 		return err
 	}
-	svc, err := New(ctx, Config{JS: js, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Concurrency: o.Concurrency,
-		Cluster: o.Cluster, Logger: log, Registerer: reg, BusMetrics: bm})
+	defer base.Close()
+	js := base.JS
+	s, err := New(ctx, Config{JS: js, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Concurrency: o.Concurrency,
+		Cluster: o.Cluster, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
 	if err != nil {
 		return err
 	}
-	health := &telemetry.Health{}
-	health.AddReadyCheck("nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return errors.New("not connected")
-		}
-		return nil
-	})
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return telemetry.Serve(gctx, o.MetricsAddr, o.HealthAddr, reg, health) })
-	g.Go(func() error { return svc.Run(gctx) })
 	log.Info("viggy started")
-	return g.Wait()
+	return base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
 }

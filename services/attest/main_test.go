@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/svc/svctest"
@@ -33,29 +29,11 @@ func TestRun_serves(t *testing.T) {
 		"LAVA_NATS_URL": srv.URL(), "LAVA_CONNECT_ADDR": "127.0.0.1:0",
 		"LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
 	}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"--log-format", "text"}, lookup, io.Discard, &stderr) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := srv.JetStream().ObjectStore(t.Context(), bus.ObjectStoreArtifacts); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the topology was never created")
-		}
-		time.Sleep(10 * time.Millisecond)
+	ready := func(ctx context.Context) error {
+		_, err := srv.JetStream().ObjectStore(ctx, bus.ObjectStoreArtifacts)
+		return err
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d:\n%s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "receipts are unsigned") {
-		t.Fatalf("no warning about the missing signing key:\n%s", stderr.String())
-	}
+	svctest.Serves(t, run, []string{"--log-format", "text"}, env, ready, 0, "receipts are unsigned")
 }
 
 // TestRun_usage: --help prints the usage to stdout and exits 0; an unknown flag, a bad value

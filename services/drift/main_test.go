@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,30 +28,11 @@ func TestRun_serves(t *testing.T) {
 	srv := natstest.RunJetStream(t)
 	env := map[string]string{"LAVA_NATS_URL": srv.URL(), "LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
 		"LAVA_PROVIDER_DIR": t.TempDir()}
-	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"--log-format", "text"}, lookup, io.Discard, &stderr) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := srv.JetStream().Consumer(t.Context(), bus.StreamPhases, bus.ServiceDrift); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the topology was never created")
-		}
-		time.Sleep(10 * time.Millisecond)
+	ready := func(ctx context.Context) error {
+		_, err := srv.JetStream().Consumer(ctx, bus.StreamPhases, bus.ServiceDrift)
+		return err
 	}
-	time.Sleep(200 * time.Millisecond) // let the consumers start
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d:\n%s", code, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "drift started") {
-		t.Fatalf("no start line:\n%s", stderr.String())
-	}
+	svctest.Serves(t, run, []string{"--log-format", "text"}, env, ready, 200*time.Millisecond, "drift started")
 }
 
 // TestRun_usage: --help prints the usage to stdout and exits 0; an unknown flag, a bad value

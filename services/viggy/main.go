@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -14,17 +11,9 @@ import (
 	"github.com/lava-operator/lava/internal/viggy"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { svc.Main(run) }
 
-// run parses flags and LAVA_* variables (lookup) and runs the service until ctx ends. It
-// returns the exit code: 0 after a graceful shutdown or for --help (usage on stdout), 2 for a
-// usage or configuration error (an unknown flag, a bad flag or LAVA_* value, an argument: the
-// error and the usage on stderr), 1 when the service failed at runtime.
+// run is the service (svc.Run, exit codes svc.Exit*).
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("viggy", pflag.ContinueOnError)
 	o := viggy.Options{}

@@ -6,11 +6,13 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lava-operator/lava/internal/svc"
 )
 
-// Run is a service's run function: it parses args and the LAVA_* variables (lookup), runs the
-// service until ctx ends and returns the exit code (internal/svc).
-type Run func(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int
+// Run is a service's run function (svc.Run).
+type Run = svc.Run
 
 // Case is one invocation of a service's run and what it must print and return.
 type Case struct {
@@ -90,4 +92,32 @@ func RuntimeFailure(t *testing.T, run Run, args ...string) {
 // Lookup returns a LAVA_* lookup function reading env (nil: no variable set).
 func Lookup(env map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+// Serves runs run with args and env (the LAVA_* variables; the metrics and health listeners
+// should be on loopback port 0) until ready returns nil (polled every 10ms, at most 10s: "the
+// topology was never created"), waits settle (consumers starting), cancels its context, and
+// checks that run exits 0 and wrote started (a start line, a warning) to stderr.
+func Serves(t *testing.T, run Run, args []string, env map[string]string, ready func(context.Context) error, settle time.Duration, started string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, Lookup(env), io.Discard, &stderr) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for ready(t.Context()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the topology was never created")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(settle)
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), started) {
+		t.Fatalf("stderr lacks %q:\n%s", started, stderr.String())
+	}
 }
