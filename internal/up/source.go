@@ -533,7 +533,7 @@ func (s *Source) publishPhaseChanged(ctx context.Context, base *v1alpha1.LavaArc
 		CorrelationId: correlationID,
 		Trigger:       trigger,
 	}
-	pc.Reason, pc.Message = transitionReason(next, ev)
+	pc.Reason, pc.Message = watcher.TransitionReason(next, ev)
 	if r := next.Render; r != nil {
 		pc.SourceDigest, pc.BindingsDigest, pc.TerraformJsonDigest = r.SourceDigest, r.BindingsDigest, r.TerraformJSONDigest
 	}
@@ -547,37 +547,6 @@ func (s *Source) publishPhaseChanged(ctx context.Context, base *v1alpha1.LavaArc
 	s.cfg.Logger.Info("up: phase transition", logattr.Resource(base.Namespace, base.Name), logattr.Generation(ev.Generation),
 		slog.String("event", string(ev.Type)), slog.String("from", string(base.Status.Phase)), slog.String("to", string(next.Phase)))
 	return nil
-}
-
-// conditionOf is the condition an event type sets ("" for kstatus Ready), as in the watcher.
-func conditionOf(t phase.EventType) string {
-	switch t {
-	case phase.EventSuspended, phase.EventResumed:
-		return v1alpha1.ConditionSuspended
-	case phase.EventDependenciesBlocked, phase.EventDependenciesSatisfied:
-		return v1alpha1.ConditionDependenciesReady
-	case phase.EventDrifted, phase.EventReconverging, phase.EventDriftClean:
-		return v1alpha1.ConditionDrifted
-	}
-	return v1alpha1.ConditionReady
-}
-
-// transitionReason is the reason and message of a transition: the event's, else those of the
-// condition it sets.
-func transitionReason(st v1alpha1.LavaArchitectureStatus, ev phase.Event) (string, string) {
-	reason, msg := ev.Reason, ev.Message
-	if c := meta.FindStatusCondition(st.Conditions, conditionOf(ev.Type)); c != nil {
-		if reason == "" {
-			reason = c.Reason
-		}
-		if msg == "" {
-			msg = c.Message
-		}
-	}
-	if reason == "" {
-		reason = string(ev.Type)
-	}
-	return reason, msg
 }
 
 // HandlePhase folds one LAVA_PHASES message (the watcher's phase consumer, one at a time).

@@ -230,7 +230,7 @@ func (w *statusWriter) record(obj *v1alpha1.LavaArchitecture, tr phase.Transitio
 	if ev.Type == phase.EventFailed || ev.Type == phase.EventDependenciesBlocked || ev.Type == phase.EventDrifted {
 		typ = corev1.EventTypeWarning
 	}
-	reason, msg := transitionReason(obj.Status, ev)
+	reason, msg := TransitionReason(obj.Status, ev)
 	note := fmt.Sprintf("%s -> %s (generation %d): %s", nameOrPending(tr.From), tr.To, ev.Generation, reason)
 	if msg != "" {
 		note += ": " + msg
@@ -263,9 +263,11 @@ func conditionOf(t phase.EventType) string {
 	return v1alpha1.ConditionReady
 }
 
-// transitionReason is the CamelCase reason and the message of a transition: the event's reason
-// when it has one, else the reason of the condition the event sets.
-func transitionReason(st v1alpha1.LavaArchitectureStatus, ev phase.Event) (string, string) {
+// TransitionReason is the CamelCase reason and the message of a transition (for its
+// PhaseChanged and Kubernetes Event): the event's reason and message when it has them, else
+// those of the condition the event sets in st, else the event type. lava up's file source uses it
+// too, so both fold phase events the same way.
+func TransitionReason(st v1alpha1.LavaArchitectureStatus, ev phase.Event) (string, string) {
 	reason, msg := ev.Reason, ev.Message
 	if c := meta.FindStatusCondition(st.Conditions, conditionOf(ev.Type)); c != nil {
 		if reason == "" {
@@ -300,7 +302,7 @@ func (w *statusWriter) publishPhaseChanged(ctx context.Context, base *v1alpha1.L
 		CorrelationId: c.correlationID,
 		Trigger:       trigger,
 	}
-	pc.Reason, pc.Message = transitionReason(next, ev)
+	pc.Reason, pc.Message = TransitionReason(next, ev)
 	if r := next.Render; r != nil {
 		pc.SourceDigest, pc.BindingsDigest, pc.TerraformJsonDigest = r.SourceDigest, r.BindingsDigest, r.TerraformJSONDigest
 	}
