@@ -3,7 +3,8 @@
 #   - the root module never imports a service module;
 #   - no service imports another service;
 #   - internal/gen imports only protobuf and connect;
-#   - internal/arch imports only the standard library; internal/tlisp only that and internal/arch.
+#   - internal/lang/arch imports only the standard library; internal/lang/tlisp only that and internal/lang/arch.
+#   - the layers of internal/: lang, then platform, then engine, then service (see below).
 # A `go list` that fails (or lists nothing) fails the check: a rule is never passed unchecked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,15 +53,27 @@ if [ -d internal/gen ]; then
   bad=$(printf '%s\n' "$deps" | grep -v -E "^($root/internal/gen|google.golang.org/protobuf|connectrpc.com/connect)" || true)
   [ -z "$bad" ] || { echo "internal/gen imports more than protobuf/connect: $bad" >&2; fail=1; }
 fi
-if [ -d internal/arch ]; then
-  deps=$(nonstd ./internal/arch/...)
-  bad=$(printf '%s\n' "$deps" | grep -v "^$root/internal/arch" || true)
-  [ -z "$bad" ] || { echo "internal/arch imports outside the standard library: $bad" >&2; fail=1; }
+if [ -d internal/lang/arch ]; then
+  deps=$(nonstd ./internal/lang/arch/...)
+  bad=$(printf '%s\n' "$deps" | grep -v "^$root/internal/lang/arch" || true)
+  [ -z "$bad" ] || { echo "internal/lang/arch imports outside the standard library: $bad" >&2; fail=1; }
 fi
-if [ -d internal/tlisp ]; then
-  deps=$(nonstd ./internal/tlisp/...)
-  bad=$(printf '%s\n' "$deps" | grep -v -E "^$root/internal/(tlisp|arch)" || true)
-  [ -z "$bad" ] || { echo "internal/tlisp imports outside the standard library and internal/arch: $bad" >&2; fail=1; }
+if [ -d internal/lang/tlisp ]; then
+  deps=$(nonstd ./internal/lang/tlisp/...)
+  bad=$(printf '%s\n' "$deps" | grep -v -E "^$root/internal/lang/(tlisp|arch)" || true)
+  [ -z "$bad" ] || { echo "internal/lang/tlisp imports outside the standard library and internal/lang/arch: $bad" >&2; fail=1; }
 fi
+# The layers of internal/ (docs/architecture.md section 7): lang imports nothing of Lava's outside
+# lang; platform only platform and gen; engine only engine, lang, platform and gen.
+layer() { # layer DIR ALLOWED-REGEX
+  local deps bad
+  deps=$(nonstd "./internal/$1/...")
+  bad=$(printf '%s\n' "$deps" | grep "^$root/" | grep -v -E "^$root/(internal/($2)(/|$)|api/|config/)" || true)
+  [ -z "$bad" ] || { echo "internal/$1 imports outside internal/{$2}: $bad" >&2; fail=1; }
+}
+layer lang 'lang'
+layer platform 'platform|gen'
+layer engine 'engine|lang|platform|gen'
+
 [ "$fail" = 0 ] && echo "[depcheck] module dependency rules hold" >&2
 exit "$fail"

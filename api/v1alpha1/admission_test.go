@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
-	"github.com/lava-operator/lava/internal/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 )
 
 // TestAdmission runs every admission case against one real API server.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
 func startBench(b *testing.B) *natstest.Server {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
 func main() {

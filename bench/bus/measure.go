@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
 )
 
 // resources spreads events over this many resources so no subject reaches LAVA_PHASES's

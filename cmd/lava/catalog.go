@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lava-operator/lava/internal/arch"
-	"github.com/lava-operator/lava/internal/catalog"
-	"github.com/lava-operator/lava/internal/synth"
-	"github.com/lava-operator/lava/internal/tlisp"
+	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/catalog"
+	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
 // bundledSource returns the .tlisp text of a bundled architecture.
@@ -96,7 +96,7 @@ outputs, and its interface's outputs. With --source it prints the .tlisp file in
 
 // showEntry writes the description of one bundled architecture.
 func showEntry(w io.Writer, name string, src []byte, iface *arch.Interface, minResources int) error {
-	opts := tlisp.Options{File: synth.BundledFile(name)}
+	opts := tlisp.Options{File: render.BundledFile(name)}
 	decls, _ := tlisp.DeclaredInputs(src, opts)
 	forms, _ := tlisp.Parse(src, opts)
 	var form *tlisp.Node

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lava-operator/lava/internal/arch"
+	"github.com/lava-operator/lava/internal/lang/arch"
 )
 
 func TestCatalogLs(t *testing.T) {

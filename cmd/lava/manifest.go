@@ -11,8 +11,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/lava-operator/lava/internal/arch"
-	"github.com/lava-operator/lava/internal/tlisp"
+	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/up"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/lava-operator/lava/internal/attest"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/service/attest"
 )
 
 const receiptsVerifyLong = `Verify reads the receipt chain of the LavaArchitecture NS/NAME from the JetStream stream

@@ -11,10 +11,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/lava-operator/lava/internal/attest"
-	"github.com/lava-operator/lava/internal/bus"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/service/attest"
 )
 
 // receiptsFixture is a JetStream server holding a signed lifecycle chain for infra/vpc.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lava-operator/lava/internal/arch"
-	"github.com/lava-operator/lava/internal/synth"
-	"github.com/lava-operator/lava/internal/tlisp"
+	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
 // bindingFlags are the binding and gate flags shared by render and validate.
@@ -289,17 +289,17 @@ func readFileLimited(path string) ([]byte, error) {
 
 // synthesizeUnit runs the synthesis pipeline on one unit; the unit's own manifest diagnostics
 // come first. A bundled source's text is added to srcs so its diagnostics can be quoted.
-func synthesizeUnit(u unit, srcs sources) (*synth.Output, tlisp.Diagnostics) {
+func synthesizeUnit(u unit, srcs sources) (*render.Output, tlisp.Diagnostics) {
 	diags := append(tlisp.Diagnostics(nil), u.Diags...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	if u.SourceKind == synth.SourceName {
+	if u.SourceKind == render.SourceName {
 		if text, ok := bundledSource(u.SourceName); ok {
-			srcs[synth.BundledFile(u.SourceName)] = text
+			srcs[render.BundledFile(u.SourceName)] = text
 		}
 	}
-	out, ds := synth.Synthesize(synth.Input{
+	out, ds := render.Synthesize(render.Input{
 		SourceKind: u.SourceKind,
 		SourceName: u.SourceName,
 		SourceText: u.SourceText,

@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/lava-operator/lava/internal/applier"
-	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/service/applier"
 )
 
 // stateFlags are the connection flags of the state subcommands.

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lava-operator/lava/internal/bus"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
 func TestStateCmd(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lava-operator/lava/internal/arch"
-	"github.com/lava-operator/lava/internal/tlisp"
+	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
 const validateLong = `Validate reads each FILE (a .tlisp source or a LavaArchitecture manifest, "-" for standard

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lava-operator/lava/internal/arch"
-	"github.com/lava-operator/lava/internal/tlisp"
+	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
 var expectRE = regexp.MustCompile(`expect (\d+):(\d+)`)

@@ -9,7 +9,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/lava-operator/lava/internal/arch"
+	"github.com/lava-operator/lava/internal/lang/arch"
 )
 
 // InlineMapper returns the function that maps a position inside the inline source held by

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
-	"github.com/lava-operator/lava/internal/watcher"
+	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // kubeView lists LavaArchitectures for the display when the watcher runs against a cluster.

@@ -14,7 +14,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
-	"github.com/lava-operator/lava/internal/arch"
+	"github.com/lava-operator/lava/internal/lang/arch"
 )
 
 // Manifest is one LavaArchitecture document read from a file.

@@ -23,14 +23,14 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
-	"github.com/lava-operator/lava/internal/anomaly/report"
-	"github.com/lava-operator/lava/internal/arch"
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/eventid"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/phase"
-	"github.com/lava-operator/lava/internal/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/watcher"
+	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/service/anomaly/report"
+	"github.com/lava-operator/lava/internal/service/phase"
+	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // Annotations the file source keeps on its objects (never taken from a manifest).

@@ -22,16 +22,16 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
-	"github.com/lava-operator/lava/internal/anomaly"
-	"github.com/lava-operator/lava/internal/applier"
-	"github.com/lava-operator/lava/internal/attest"
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/drift"
-	"github.com/lava-operator/lava/internal/synth"
-	"github.com/lava-operator/lava/internal/synthsvc"
-	"github.com/lava-operator/lava/internal/telemetry"
-	"github.com/lava-operator/lava/internal/viggy"
-	"github.com/lava-operator/lava/internal/watcher"
+	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/telemetry"
+	"github.com/lava-operator/lava/internal/service/anomaly"
+	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/service/drift"
+	"github.com/lava-operator/lava/internal/service/synth"
+	"github.com/lava-operator/lava/internal/service/viggy"
+	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // Files under the state directory.
@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	keyFile, err := ensureKey(filepath.Join(o.StateDir, FileBindingsKey), func() (string, error) {
-		k := make([]byte, synth.BindingsKeySize)
+		k := make([]byte, render.BindingsKeySize)
 		_, err := rand.Read(k)
 		return hex.EncodeToString(k), err
 	})
@@ -230,7 +230,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	workDir := filepath.Join(o.StateDir, DirWork)
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
-		return synthsvc.RunService(ctx, synthsvc.Options{NATSURL: url, BindingsKeyFile: keyFile, LogFormat: "text", LogLevel: o.LogLevel,
+		return synth.RunService(ctx, synth.Options{NATSURL: url, BindingsKeyFile: keyFile, LogFormat: "text", LogLevel: o.LogLevel,
 			Replicas: 1, Concurrency: 8, Kube: kube, Stderr: o.Log})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/pflag"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	"github.com/lava-operator/lava/internal/anomaly"
-	"github.com/lava-operator/lava/internal/svc"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/service/anomaly"
 )
 
 func main() { svc.Main(run) }

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lava-operator/lava/internal/anomaly"
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/svc/svctest"
-	"github.com/lava-operator/lava/internal/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc/svctest"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/service/anomaly"
 )
 
 // TestRun_config: flag, environment and routing-file errors are exit 2 and name the problem.

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/pflag"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	"github.com/lava-operator/lava/internal/applier"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/svc"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/service/applier"
 )
 
 func main() { svc.Main(run) }

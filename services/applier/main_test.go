@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/lava-operator/lava/internal/svc/svctest"
+	"github.com/lava-operator/lava/internal/platform/svc/svctest"
 )
 
 // TestRun_usage: --help prints the usage to stdout and exits 0; an unknown flag, a bad value

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lava-operator/lava/internal/attest"
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/svc"
-	"github.com/lava-operator/lava/internal/telemetry"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/platform/telemetry"
+	"github.com/lava-operator/lava/internal/service/attest"
 )
 
 func main() { svc.Main(run) }

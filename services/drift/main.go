@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lava-operator/lava/internal/drift"
-	"github.com/lava-operator/lava/internal/svc"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/service/drift"
 )
 
 func main() { svc.Main(run) }

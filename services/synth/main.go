@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/pflag"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
-	"github.com/lava-operator/lava/internal/svc"
-	"github.com/lava-operator/lava/internal/synthsvc"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/service/synth"
 )
 
 func main() { svc.Main(run) }
@@ -17,7 +17,7 @@ func main() { svc.Main(run) }
 // run is the service (svc.Run, exit codes svc.Exit*).
 func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("synth", pflag.ContinueOnError)
-	o := synthsvc.Options{}
+	o := synth.Options{}
 	noKube := false
 	svc.Common{NATSURL: &o.NATSURL, NATSCreds: &o.NATSCreds, MetricsAddr: &o.MetricsAddr, HealthAddr: &o.HealthAddr,
 		LogFormat: &o.LogFormat, LogLevel: &o.LogLevel, Replicas: &o.Replicas}.Register(fs)
@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		}
 		o.Kube = cfg
 	}
-	if err := synthsvc.RunService(ctx, o); err != nil {
+	if err := synth.RunService(ctx, o); err != nil {
 		fmt.Fprintln(stderr, "synth:", err)
 		return 1
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lava-operator/lava/internal/svc/svctest"
+	"github.com/lava-operator/lava/internal/platform/svc/svctest"
 )
 
 // TestRun_usage: --help prints the usage to stdout and exits 0; an unknown flag, a bad value

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lava-operator/lava/internal/svc"
-	"github.com/lava-operator/lava/internal/viggy"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/service/viggy"
 )
 
 func main() { svc.Main(run) }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lava-operator/lava/internal/bus"
-	"github.com/lava-operator/lava/internal/svc/svctest"
-	"github.com/lava-operator/lava/internal/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc/svctest"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
 // TestRun_config: flag and environment errors are exit 2 and name the problem.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lava-operator/lava/internal/svc"
-	"github.com/lava-operator/lava/internal/watcher"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 func main() { svc.Main(run) }

@@ -30,7 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lava-operator/lava/internal/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 )
 
 // ciValues turns every option of the chart on.
@@ -314,8 +314,8 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 }
 
 // flagEnvNames reads services/<svc>/main.go and returns the LAVA_* variable of every flag it
-// defines (internal/envflag: LAVA_ + upper case, dashes as underscores), with the common flags
-// of internal/svc/svc.go when main.go registers them (svc.Common{...}.Register).
+// defines (internal/platform/envflag: LAVA_ + upper case, dashes as underscores), with the common flags
+// of internal/platform/svc/svc.go when main.go registers them (svc.Common{...}.Register).
 func flagEnvNames(t *testing.T, svc string) map[string]bool {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "services", svc, "main.go"))

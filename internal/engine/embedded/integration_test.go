@@ -18,7 +18,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/testutil/tofutest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // env is an embedded engine over a real JetStream state store and the real provider mirror.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lava-operator/lava/internal/bus"
+	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
 // Bucket is the JetStream KV bucket holding one [Record] per resource (DESIGN section 3),
@@ -71,7 +71,7 @@ func (e *LockedError) Error() string {
 func (e *LockedError) Unwrap() error { return ErrLocked }
 
 // Artifacts is the content-addressed artifact store (the object store "lava-artifacts";
-// internal/bus implements it). Put stores the reader's bytes and returns their digest (an
+// internal/platform/bus implements it). Put stores the reader's bytes and returns their digest (an
 // opaque string, BLAKE3 hex in bus); Get returns the bytes stored under a digest, or an error
 // when there are none.
 type Artifacts interface {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/testutil/tofutest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // clock is a settable test clock.

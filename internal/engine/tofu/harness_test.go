@@ -18,7 +18,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
-	"github.com/lava-operator/lava/internal/testutil/tofutest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // harness is a real engine: tofu (or terraform) from the tool directory, state in an

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
-	"github.com/lava-operator/lava/internal/testutil/tofutest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // TestEngine_terraform runs the same engine with a real Terraform 1.8.5 binary

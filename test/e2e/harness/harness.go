@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lava-operator/lava/internal/testutil/tofutest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // The services, in the order they are started.

@@ -94,7 +94,7 @@ func (x *ResourceRef) GetUid() string {
 type Envelope struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Deterministic id: lowercase hex BLAKE3 of (resource.uid, generation, event type, trigger)
-	// as internal/eventid documents. Published as the Nats-Msg-Id header, so a retried publish of
+	// as internal/platform/eventid documents. Published as the Nats-Msg-Id header, so a retried publish of
 	// the same fact is stored once by JetStream.
 	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
 	// When the publishing service observed or produced the fact (UTC). Informational only:
@@ -115,7 +115,7 @@ type Envelope struct {
 	// ReapplyRequested or RetryRequested it decides on.
 	CorrelationId string `protobuf:"bytes,6,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
 	// What caused the event, an input of event_id (DESIGN section 3), built by the
-	// internal/eventid *Trigger functions: "generation:<n>", "reconcile:<annotation value>",
+	// internal/platform/eventid *Trigger functions: "generation:<n>", "reconcile:<annotation value>",
 	// "policy:<resourceVersion>", both as "reconcile:<value>;policy:<resourceVersion>" when both
 	// force a pass, "retry:<stage>:<attempt>", "drift:<scan time>",
 	// "anomaly:<fingerprint>:<count>", or "cause:<event_id>" for an event that follows from one

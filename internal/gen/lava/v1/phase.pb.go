@@ -22,7 +22,7 @@ const (
 )
 
 // Phase is status.phase of a LavaArchitecture (DESIGN section 4). The transition table lives in
-// internal/phase.
+// internal/service/phase.
 type Phase int32
 
 const (

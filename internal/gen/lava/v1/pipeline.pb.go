@@ -339,7 +339,7 @@ func (x *RenderRecord) GetObservedGeneration() int64 {
 	return 0
 }
 
-// GateVerdict is the result of the typed Interface gate (internal/gate).
+// GateVerdict is the result of the typed Interface gate (internal/lang/gate).
 type GateVerdict struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Name of the gate; empty when spec.gate is empty (then passed is true and nothing else is

@@ -1,0 +1,321 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/catalog"
+	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
+)
+
+// Source kinds of [Input.SourceKind], as in a LavaArchitecture's spec.source and a RenderRecord.
+const (
+	SourceInline = "inline"
+	SourceName   = "name"
+	SourceFile   = "file"
+)
+
+// Input is everything one synthesis needs. It is what the CLI reads from a file or manifest and
+// what the synth service reads from a LavaArchitecture and its ConfigMaps and Secrets.
+type Input struct {
+	// SourceKind is SourceInline, SourceName (a bundled architecture) or SourceFile.
+	SourceKind string
+	// SourceName is the bundled architecture's name for SourceName, the file's path for
+	// SourceFile (recorded, never read), and ignored for SourceInline.
+	SourceName string
+	// SourceText is the .tlisp text for SourceInline and SourceFile; ignored for SourceName.
+	SourceText []byte
+	// File is the name positions in SourceText carry ("" leaves it out). For SourceName it is
+	// ignored: positions name "bundled/NAME.tlisp".
+	File string
+	// MapPos, when set, maps every position that points into SourceText (reader, evaluator and
+	// CheckArchitecture diagnostics), for example from an inline source back into the manifest
+	// that holds it. Positions of BindingPos and GatePos are not mapped.
+	MapPos func(arch.Pos) arch.Pos
+	// Bindings are the input values (scalar, list and record-list bindings).
+	Bindings tlisp.Bindings
+	// SecretKeys names the bindings whose values come from Secrets: the RenderRecord's
+	// bindingsDigest covers them only through a BLAKE3 keyed with BindingsKey.
+	SecretKeys []string
+	// BindingsKey is the installation's 32-byte key for secret values in bindingsDigest.
+	BindingsKey []byte
+	// Gate names a bundled interface to validate Bindings against before evaluation ("" for
+	// none).
+	Gate string
+	// BindingPos optionally gives the position of each binding (a manifest's key) for gate
+	// diagnostics; GatePos the position of the gate's name; SourcePos the position of the
+	// source (a manifest's spec.source.name), for an unknown bundled name. None is mapped.
+	BindingPos map[string]arch.Pos
+	GatePos    arch.Pos
+	SourcePos  arch.Pos
+}
+
+// Output is a successful synthesis.
+type Output struct {
+	Architecture *arch.Architecture
+	// JSON is the pretty Terraform JSON (2-space indent, trailing newline); Compact the same
+	// value on one line without a trailing newline.
+	JSON    []byte
+	Compact []byte
+	Record  RenderRecord
+	// Warnings are the warning diagnostics (also returned as diagnostics).
+	Warnings tlisp.Diagnostics
+}
+
+// BundledFile is the file name positions in a bundled architecture carry.
+func BundledFile(name string) string { return catalog.File(name) }
+
+// Synthesize runs the pipeline: resolve the source (a bundled name through the catalog), run the
+// gate (before evaluation: the bindings against the named bundled interface, and the interface
+// against the architecture's :inputs, see [gate.CheckArchitecture]), evaluate, render pretty and
+// compact Terraform JSON and fill the RenderRecord.
+//
+// It returns every diagnostic, warnings included (among them each binding the architecture does
+// not declare); the Output is nil when any diagnostic is an error. A gate rejection is one error
+// with upstream's summary ("interface `IFACE` rejected COUNT field(s): FIRST") at GatePos,
+// followed by one error per field at the binding's position; evaluation does not run then.
+// An unknown bundled name or gate is an error (`unknown bundled architecture "NAME"`,
+// `unknown bundled interface "NAME"`).
+//
+// No diagnostic carries the value of a binding named in SecretKeys: each such value is replaced
+// by "<redacted>" in every message (a value shorter than 4 bytes only where it stands quoted,
+// in backticks or after "value ", so short secrets do not mangle the text). The catalog's own
+// ":result is not rendered" warnings are dropped for a bundled source (the user cannot act on
+// them). A panic inside the pipeline becomes an error diagnostic; it never reaches the caller.
+func Synthesize(in Input) (out *Output, diags tlisp.Diagnostics) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = nil
+			diags = redactSecrets(append(diags, tlisp.Diagnostic{Severity: tlisp.SeverityError,
+				Message: fmt.Sprintf("internal error in synthesis: %v", r)}), in)
+		}
+	}()
+	out, diags = synthesize(in)
+	diags = redactSecrets(diags, in)
+	if out != nil {
+		out.Warnings = diags.Warnings()
+	}
+	return out, diags
+}
+
+func synthesize(in Input) (*Output, tlisp.Diagnostics) {
+	var diags tlisp.Diagnostics
+	errorf := func(p arch.Pos, format string, args ...any) {
+		diags = append(diags, tlisp.Diagnostic{Pos: p, Severity: tlisp.SeverityError, Message: fmt.Sprintf(format, args...)})
+	}
+	mapPos := func(ds tlisp.Diagnostics) tlisp.Diagnostics {
+		if in.MapPos == nil {
+			return ds
+		}
+		for i := range ds {
+			ds[i].Pos = in.MapPos(ds[i].Pos)
+		}
+		return ds
+	}
+
+	src, file := in.SourceText, in.File
+	switch in.SourceKind {
+	case SourceInline, SourceFile:
+	case SourceName:
+		if e, ok := catalog.Get(in.SourceName); ok {
+			src, file = e.Source, BundledFile(in.SourceName)
+		} else {
+			errorf(in.SourcePos, "unknown bundled architecture %q", in.SourceName)
+		}
+	default:
+		errorf(arch.Pos{}, "unknown source kind %q (want %s, %s or %s)", in.SourceKind, SourceInline, SourceName, SourceFile)
+	}
+	var iface *arch.Interface
+	if in.Gate != "" {
+		if e, ok := catalog.Get(in.Gate); ok && e.Interface != nil {
+			iface = e.Interface
+		} else {
+			errorf(in.GatePos, "unknown bundled interface %q", in.Gate)
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	secret := make(map[string]bool, len(in.SecretKeys))
+	for _, k := range in.SecretKeys {
+		secret[k] = true
+	}
+	opts := tlisp.Options{File: file, SecretInputs: secret}
+	srcDiags := func(ds tlisp.Diagnostics) tlisp.Diagnostics {
+		if in.SourceKind == SourceName {
+			return ds
+		}
+		return mapPos(ds)
+	}
+
+	if iface != nil {
+		decls, ds := tlisp.DeclaredInputs(src, opts)
+		diags = append(diags, srcDiags(ds.Errors())...)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+		res := gate.Validate(iface, gate.Bag{Scalars: in.Bindings.Scalars, Lists: in.Bindings.Lists, Records: in.Bindings.Records})
+		if err := res.Err(); err != nil {
+			errorf(in.GatePos, "%s", err)
+			for _, fe := range res.Errors {
+				p := in.GatePos
+				if name := fieldName(fe); name != "" {
+					if bp, ok := in.BindingPos[name]; ok {
+						p = bp
+					}
+				}
+				errorf(p, "%s", fe)
+			}
+		}
+		inputs := make([]gate.ArchInput, 0, len(decls))
+		for _, d := range decls {
+			inputs = append(inputs, gate.ArchInput{Name: d.Name, HasDefault: d.Default != nil, Pos: d.Pos})
+		}
+		for _, f := range gate.CheckArchitecture(iface, inputs) {
+			p := in.GatePos
+			if f.Pos.IsValid() {
+				p = srcDiags(tlisp.Diagnostics{{Pos: f.Pos}})[0].Pos
+			}
+			sev := tlisp.SeverityWarning
+			if f.Severity == gate.SeverityError {
+				sev = tlisp.SeverityError
+			}
+			diags = append(diags, tlisp.Diagnostic{Pos: p, Severity: sev, Message: f.Message})
+		}
+		if diags.HasErrors() {
+			return nil, diags
+		}
+	}
+
+	a, ds := tlisp.EvalArchitecture(src, in.Bindings, opts)
+	if in.SourceKind == SourceName {
+		ds = dropBundledResultWarnings(ds)
+	}
+	diags = append(diags, srcDiags(ds)...)
+	if a == nil || diags.HasErrors() {
+		return nil, diags
+	}
+	pretty, err := JSON(a)
+	if err != nil {
+		errorf(arch.Pos{}, "render terraform.json: %v", err)
+		return nil, diags
+	}
+	compact, err := CompactJSON(a)
+	if err != nil {
+		errorf(arch.Pos{}, "render terraform.json: %v", err)
+		return nil, diags
+	}
+	rec, err := newRecord(in, src, a, compact)
+	if err != nil {
+		errorf(arch.Pos{}, "render record: %v", err)
+		return nil, diags
+	}
+	return &Output{Architecture: a, JSON: pretty, Compact: compact, Record: rec, Warnings: diags.Warnings()}, diags
+}
+
+// fieldName returns the input a gate field error is about.
+func fieldName(err error) string {
+	switch e := err.(type) {
+	case *gate.MissingRequired:
+		return e.Name
+	case *gate.UnknownField:
+		return e.Name
+	case *gate.TypeMismatch:
+		return e.Name
+	}
+	return ""
+}
+
+// newRecord fills the RenderRecord of a successful synthesis.
+func newRecord(in Input, src []byte, a *arch.Architecture, compact []byte) (RenderRecord, error) {
+	secret := make(map[string]bool, len(in.SecretKeys))
+	for _, k := range in.SecretKeys {
+		secret[k] = true
+	}
+	bd, err := BindingsDigest(in.Bindings, secret, in.BindingsKey)
+	if err != nil {
+		return RenderRecord{}, err
+	}
+	jd, err := DigestJSON(compact)
+	if err != nil {
+		return RenderRecord{}, err
+	}
+	return RenderRecord{
+		SourceKind:          in.SourceKind,
+		SourceDigest:        SourceDigest(string(src)),
+		BindingsDigest:      bd,
+		Gate:                in.Gate,
+		ArchitectureName:    a.Name,
+		ResourceCount:       len(a.Resources),
+		TerraformJSONDigest: jd,
+		EvaluatorVersion:    tlisp.EvaluatorVersion,
+	}, nil
+}
+
+// dropBundledResultWarnings removes the ":result is not rendered" warnings of a bundled
+// architecture: most of the catalog declares only :result, as upstream's files do, by design,
+// and the user rendering it cannot act on the warning.
+func dropBundledResultWarnings(ds tlisp.Diagnostics) tlisp.Diagnostics {
+	out := ds[:0:0]
+	for _, d := range ds {
+		if d.Severity == tlisp.SeverityWarning && strings.HasPrefix(d.Message, ":result is not rendered") {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// redactSecrets removes the values of secret bindings from every diagnostic message.
+func redactSecrets(ds tlisp.Diagnostics, in Input) tlisp.Diagnostics {
+	var values []string
+	for _, k := range in.SecretKeys {
+		if v, ok := in.Bindings.Scalars[k]; ok {
+			values = append(values, v)
+		}
+		values = append(values, in.Bindings.Lists[k]...)
+		for _, row := range in.Bindings.Records[k] {
+			for _, v := range row {
+				values = append(values, v)
+			}
+		}
+		if l, ok := in.Bindings.Lists[k]; ok {
+			values = append(values, strings.Join(l, ","))
+		}
+	}
+	// Longest first, so a value that contains another is replaced whole.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	if len(values) == 0 {
+		return ds
+	}
+	for i := range ds {
+		ds[i].Message = redact(ds[i].Message, values)
+	}
+	return ds
+}
+
+const redacted = "<redacted>"
+
+func redact(msg string, values []string) string {
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		quoted := strconv.Quote(v)
+		inner := quoted[1 : len(quoted)-1]
+		if len(v) >= 4 {
+			msg = strings.ReplaceAll(msg, v, redacted)
+			msg = strings.ReplaceAll(msg, inner, redacted)
+			continue
+		}
+		for _, form := range []string{quoted, "`" + v + "`", "'" + v + "'"} {
+			msg = strings.ReplaceAll(msg, form, form[:1]+redacted+form[len(form)-1:])
+		}
+		msg = strings.ReplaceAll(msg, "value "+v+" ", "value "+redacted+" ")
+	}
+	return msg
+}

@@ -1,0 +1,616 @@
+package tlisp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lava-operator/lava/internal/lang/arch"
+)
+
+func evalOK(t *testing.T, src string, b Bindings) (*arch.Architecture, Diagnostics) {
+	t.Helper()
+	a, diags := EvalArchitecture([]byte(src), b, Options{File: "t.tlisp"})
+	if diags.HasErrors() || a == nil {
+		t.Fatalf("evaluation failed: %v", diags)
+	}
+	return a, diags
+}
+
+// attrs returns a resource's attributes as compact JSON (insertion order), "" when absent.
+func attrs(t *testing.T, rs []arch.Resource, addr string) string {
+	t.Helper()
+	for i := range rs {
+		if rs[i].Address() == addr {
+			b, err := rs[i].Attributes.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+	}
+	return ""
+}
+
+func addrs(rs []arch.Resource) []string {
+	out := []string{}
+	for i := range rs {
+		out = append(out, rs[i].Address())
+	}
+	return out
+}
+
+func firstError(t *testing.T, src string, b Bindings) string {
+	t.Helper()
+	a, diags := EvalArchitecture([]byte(src), b, Options{File: "t.tlisp"})
+	if a != nil || !diags.HasErrors() {
+		t.Fatalf("want an error, got %v (diags %v)", a, diags)
+	}
+	return diags.Errors()[0].String()
+}
+
+func TestEval_interpolationAndTypes(t *testing.T) {
+	t.Parallel()
+	a, _ := evalOK(t, `
+(deflava-architecture demo
+  :inputs ((:name "main") (:name-prefix "np") (:n "5"))
+  :resources ((aws-vpc "{name}-vpc"
+                :cidr-block "10.0.0.0/16"
+                :map-public-ip #t
+                :port 443
+                :k "{name-prefix}|{n+10}|{n-2}|{ name }|{i+x}|{\"a\": 1}|{}|{unclosed"
+                :sym name)))`, Bindings{})
+	if a.Name != "demo" {
+		t.Errorf("name = %q", a.Name)
+	}
+	got := attrs(t, a.Resources, "aws_vpc.main-vpc")
+	want := `{"cidr_block":"10.0.0.0/16","map_public_ip":true,"port":443,"k":"np|15|3|main|{i+x}|{\"a\": 1}|{}|{unclosed","sym":"main"}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestEval_inputPrecedence(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture p :inputs ((:x "def") (:azs ("a" b)) (:empty ()))
+  :resources ((r "r" :x x :azs "{azs}" :azs2 azs :e empty)))`
+	tests := []struct {
+		name string
+		b    Bindings
+		want string
+	}{
+		{"defaults", Bindings{}, `{"x":"def","azs":["a","b"],"azs2":["a","b"],"e":[]}`},
+		{"scalar beats list", Bindings{
+			Scalars: map[string]string{"x": "s"},
+			Lists:   map[string][]string{"x": {"l"}, "azs": {"c"}},
+		}, `{"x":"s","azs":["c"],"azs2":["c"],"e":[]}`},
+		{"list replaces scalar default", Bindings{Lists: map[string][]string{"x": {"l1", "l2"}}},
+			`{"x":["l1","l2"],"azs":["a","b"],"azs2":["a","b"],"e":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, _ := evalOK(t, src, tt.b)
+			if got := attrs(t, a.Resources, "r.r"); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEval_loops(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture l
+  :inputs ((:azs ("us-east-1a" "us-east-1b")) (:tiers (pub priv)) (:name "n"))
+  :resources (
+    (for-each ((i az) (enumerate azs))
+      (for-each ((j tier) (enumerate tiers))
+        (aws-subnet "{name}-{tier}-{i}"
+          :cidr-block "10.0.{i+10}.0/24" :az az :j "{j}")))
+    (for-each (() (enumerate azs)) (x "d-{i}" :v item))
+    (for-each ((name) (enumerate azs)) (y "shadow-{name}" :v "{name}"))))`
+	a, _ := evalOK(t, src, Bindings{})
+	want := []string{
+		"aws_subnet.n-pub-0", "aws_subnet.n-priv-0", "aws_subnet.n-pub-1", "aws_subnet.n-priv-1",
+		"x.d-0", "x.d-1", "y.shadow-0", "y.shadow-1",
+	}
+	if diff := cmp.Diff(want, addrs(a.Resources)); diff != "" {
+		t.Errorf("addresses (-want +got):\n%s", diff)
+	}
+	if got, want := attrs(t, a.Resources, "aws_subnet.n-priv-1"), `{"cidr_block":"10.0.11.0/24","az":"us-east-1b","j":"1"}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if got, want := attrs(t, a.Resources, "x.d-1"), `{"v":"us-east-1b"}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+func TestEval_recordLoops(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture gh
+  :inputs ((:repos ()) (:owner "pleme-io"))
+  :resources ((for-each ((i repo) (enumerate repos))
+                (github-repository "{repo_slug}"
+                  :name "{owner}/{repo_slug}" :description "{repo_description}" :idx "{i}"))))`
+	rows := []map[string]string{
+		{"slug": "a", "description": "first"},
+		{"slug": "b", "description": "second"},
+	}
+	a, _ := evalOK(t, src, Bindings{Records: map[string][]map[string]string{"repos": rows}})
+	if diff := cmp.Diff([]string{"github_repository.a", "github_repository.b"}, addrs(a.Resources)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got, want := attrs(t, a.Resources, "github_repository.b"), `{"name":"pleme-io/b","description":"second","idx":"1"}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+
+	// An empty record list renders nothing.
+	a, _ = evalOK(t, src, Bindings{Records: map[string][]map[string]string{"repos": {}}})
+	if len(a.Resources) != 0 {
+		t.Errorf("empty record list rendered %v", addrs(a.Resources))
+	}
+	// A field missing from a row is an unknown var, with no leakage from the previous row.
+	got := firstError(t, src, Bindings{Records: map[string][]map[string]string{"repos": {rows[0], {"slug": "c"}}}})
+	if want := "t.tlisp:5:61: interpolation: unknown var `repo_description`"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// The bare item is not bound in a record loop.
+	got = firstError(t, `(deflava-architecture gh :inputs ((:repos ()))
+  :resources ((for-each ((i repo) (enumerate repos)) (r "{repo}"))))`,
+		Bindings{Records: map[string][]map[string]string{"repos": rows}})
+	if want := "t.tlisp:2:58: interpolation: unknown var `repo`"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestEval_maps(t *testing.T) {
+	t.Parallel()
+	a, _ := evalOK(t, `(deflava-architecture m :inputs ((:env "prod"))
+  :resources ((r "r"
+    :tags ((Name "x") (Env env) (Nested ((A "1"))))
+    :plist (:host "db" :port 5432 :in-name (:a #t))
+    :arr ((ref r "other" id) (ref r "other" arn))
+    :mixed ("a" 1 #f ())
+    :empty ())
+   (r "other")))`, Bindings{})
+	want := `{"tags":{"Name":"x","Env":"prod","Nested":{"A":"1"}},"plist":{"host":"db","port":5432,"in-name":{"a":true}},"arr":["${r.other.id}","${r.other.arn}"],"mixed":["a",1,false,[]],"empty":[]}`
+	if got := attrs(t, a.Resources, "r.r"); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestEval_metaArguments(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture w :inputs ((:enable "true"))
+  :resources ((a "counted" :count 3 :x 1)
+              (b "each" :for-each (:a "1" "b-c" (ref a "counted" id)) :x 1)
+              (c "off" :when #f :x 1)
+              (c "on" :when #t)
+              (c "int" :when 0)
+              (c "bound" :when "{enable}")
+              (c "sym" :when true)))`
+	a, _ := evalOK(t, src, Bindings{})
+	if diff := cmp.Diff([]string{"a.counted", "b.each", "c.on", "c.bound", "c.sym"}, addrs(a.Resources)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if c := a.Resources[0].Count; c == nil || *c != 3 {
+		t.Errorf("count = %v", c)
+	}
+	fe, err := a.Resources[1].ForEach.MarshalJSON()
+	if err != nil || string(fe) != `{"a":"1","b-c":"${a.counted.id}"}` {
+		t.Errorf("for_each = %s (%v)", fe, err)
+	}
+	a, _ = evalOK(t, src, Bindings{Scalars: map[string]string{"enable": "false"}})
+	if diff := cmp.Diff([]string{"a.counted", "b.each", "c.on", "c.sym"}, addrs(a.Resources)); diff != "" {
+		t.Errorf("enable=false (-want +got):\n%s", diff)
+	}
+	got := firstError(t, src, Bindings{Scalars: map[string]string{"enable": "maybe"}})
+	if want := `t.tlisp:7:32: type mismatch: expected boolean (true|false|#t|#f|1|0), got "maybe"`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestEval_clauses(t *testing.T) {
+	t.Parallel()
+	a, diags := evalOK(t, `(deflava-architecture c
+  :doc "ignored" :requires (x)
+  :inputs ((:region "us-east-1"))
+  :providers ((aws :region region :alias "east" :default-tags (:a "b"))
+              (aws :region "us-west-2" :source "hashicorp/aws")
+              (google))
+  :locals (:common-tags (:team "x") :n 3)
+  :data ((aws-ami "ubuntu" :most-recent #t :owners ("099720109477")))
+  :outputs (:vpc-id (ref aws-vpc "v" id) :ami (ref data.aws-ami "ubuntu" id))
+  :resources ((aws-vpc "v")
+              (import "aws_vpc.v" "vpc-123")
+              (import "aws_vpc.v" "vpc-456" :when #f))
+  :result (:ignored "x"))`, Bindings{})
+	if len(diags) != 0 {
+		t.Errorf("unexpected diagnostics: %v", diags)
+	}
+	if len(a.Providers) != 3 || a.Providers[0].Alias != "east" || a.Providers[0].Source != "hashicorp/aws" ||
+		a.Providers[2].Source != "hashicorp/google" {
+		t.Errorf("providers = %+v", a.Providers)
+	}
+	cfg, _ := a.Providers[0].Config.MarshalJSON()
+	if string(cfg) != `{"region":"us-east-1","default_tags":{"a":"b"}}` {
+		t.Errorf("provider config = %s", cfg)
+	}
+	loc, _ := a.Locals.MarshalJSON()
+	if string(loc) != `{"common_tags":{"team":"x"},"n":3}` {
+		t.Errorf("locals = %s", loc)
+	}
+	out, _ := a.Outputs.MarshalJSON()
+	if string(out) != `{"vpc-id":"${aws_vpc.v.id}","ami":"${data.aws_ami.ubuntu.id}"}` {
+		t.Errorf("outputs = %s", out)
+	}
+	if got := attrs(t, a.DataSources, "aws_ami.ubuntu"); got != `{"most_recent":true,"owners":["099720109477"]}` {
+		t.Errorf("data = %s", got)
+	}
+	if diff := cmp.Diff([]arch.Import{{To: "aws_vpc.v", ID: "vpc-123"}}, a.Imports); diff != "" {
+		t.Errorf("imports (-want +got):\n%s", diff)
+	}
+}
+
+func TestEval_warnings(t *testing.T) {
+	t.Parallel()
+	_, diags := evalOK(t, `(deflava-architecture w
+  :inputs ((:domain "pleme.io"))
+  :resources ((cloudflare-zone "{domain}" :x 1 :x 2)
+              (r "9lives")
+              (r "uses" :z (ref cloudflare-zone "{domain}" id)))
+  :result (:zone-id "x"))
+(deflava-architecture second :resources ())`,
+		Bindings{Scalars: map[string]string{"name": "prod", "domain": "pleme.io"}})
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.String())
+	}
+	want := []string{
+		`t.tlisp:2:3: warning: binding "name" is not declared in the :inputs of w (ignored)`,
+		`t.tlisp:3:32: warning: resource name "pleme.io" is not a valid Terraform identifier (letters, digits, _ and -, starting with a letter or _); using "pleme-io"`,
+		`t.tlisp:3:48: warning: attribute x is set twice; the last value wins`,
+		`t.tlisp:4:18: warning: resource name "9lives" is not a valid Terraform identifier (letters, digits, _ and -, starting with a letter or _); using "_9lives"`,
+		`t.tlisp:6:3: warning: :result is not rendered (it is a consumer-side contract); declare :outputs to render Terraform outputs`,
+		`t.tlisp:7:1: warning: only the first deflava-architecture form (at t.tlisp:1:1) is evaluated; this one is ignored`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestEval_errorsWithPositions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src string
+		b         Bindings
+		want      []string
+	}{
+		{"no architecture", `(deflava-interface x)`, Bindings{},
+			[]string{"t.tlisp:1:1: expected deflava-architecture form, got no deflava-architecture form (the source needs a (deflava-architecture NAME :resources (...)) form)"}},
+		{"missing binding and cascade suppressed", `(deflava-architecture a
+  :inputs ((:cidr))
+  :resources ((aws-vpc "v" :cidr-block "{cidr}")))`, Bindings{},
+			[]string{"t.tlisp:2:12: missing input binding for cidr"}},
+		{"bad defaults", `(deflava-architecture a
+  :inputs ((:n 3) (:l ("a" 1)))
+  :resources ())`, Bindings{}, []string{
+			`t.tlisp:2:16: type mismatch: expected string | list, got integer 3 (defaults are strings: write "3")`,
+			"t.tlisp:2:28: type mismatch: expected list of strings, got integer 1",
+		}},
+		{"several errors accumulate", `(deflava-architecture a
+  :resources ((aws-vpc "v" :x :kw :y "{nope}")
+              (aws-vpc 12)
+              (aws-vpc "w" :count "3")
+              "str"
+              ()))`, Bindings{}, []string{
+			"t.tlisp:2:31: type mismatch: expected value (not kw), got :kw (write a string like \"kw\")",
+			"t.tlisp:2:39: interpolation: unknown var `nope`",
+			"t.tlisp:3:24: expected deflava-architecture form, got resource name not string (expected a quoted name like \"main\", got integer 12)",
+			"t.tlisp:4:35: type mismatch: expected :count expects integer (an integer literal, got string \"3\")",
+			"t.tlisp:5:15: expected deflava-architecture form, got resource not a list (expected (TYPE \"NAME\" :attr value ...), got string \"str\")",
+			"t.tlisp:6:15: expected deflava-architecture form, got resource head not sym (expected a type symbol like aws-vpc, got an empty list)",
+		}},
+		{"duplicate address names both positions", `(deflava-architecture a
+  :inputs ((:xs ("a" "b")))
+  :resources ((aws-vpc "v")
+              (for-each ((i x) (enumerate xs)) (aws-vpc "v"))))`, Bindings{}, []string{
+			"t.tlisp:4:48: duplicate resource address aws_vpc.v (first declared at t.tlisp:3:15)",
+			"t.tlisp:4:48: duplicate resource address aws_vpc.v (first declared at t.tlisp:3:15)",
+		}},
+		{"dangling refs", `(deflava-architecture a
+  :resources ((aws-vpc "v" :when #f)
+              (aws-subnet "s" :vpc-id (ref aws-vpc "v" id) :other (ref aws-igw "g" id)
+                :ami (ref data.aws-ami "x" id)))
+  :outputs (:o (ref aws-subnet "nope" id)))`, Bindings{}, []string{
+			"t.tlisp:3:39: reference to resource aws_vpc.v, which its :when omits (declared at t.tlisp:2:15)",
+			"t.tlisp:3:67: reference to undeclared resource aws_igw.g",
+			"t.tlisp:4:22: reference to undeclared data source data.aws_ami.x",
+			"t.tlisp:5:16: reference to undeclared resource aws_subnet.nope",
+		}},
+		{"list input inside a larger string", `(deflava-architecture a :inputs ((:azs ("a")))
+  :resources ((r "r" :x "{azs}-x")))`, Bindings{}, []string{
+			"t.tlisp:2:26: interpolation: unknown var `azs` (`azs` is a list input: use it alone, as \"{azs}\" or a bare symbol, or iterate it with for-each)",
+		}},
+		{"for-each over a scalar", `(deflava-architecture a :inputs ((:azs "a"))
+  :resources ((for-each ((i x) (enumerate azs)) (r "r-{i}"))))`, Bindings{}, []string{
+			"t.tlisp:2:43: interpolation: unknown var `azs` (`azs` is a scalar; for-each needs a list or record input)",
+		}},
+		{"bad refs", `(deflava-architecture a
+  :resources ((r "r" :a (ref "x" "y" id) :b (ref r y id) :c (ref r "y") :d (ref r "r" id extra))))`, Bindings{}, []string{
+			"t.tlisp:2:30: unknown reference form: type (expected (ref TYPE \"NAME\" ATTR))",
+			"t.tlisp:2:52: unknown reference form: name (expected (ref TYPE \"NAME\" ATTR) with a quoted NAME)",
+			"t.tlisp:2:61: unknown reference form: attr (expected (ref TYPE \"NAME\" ATTR) with an attribute symbol like id)",
+			"t.tlisp:2:90: unknown reference form: expected (ref TYPE \"NAME\" ATTR), got extra elements",
+		}},
+		{"clause errors", `(deflava-architecture a
+  :resources ()
+  :outputs (x 1)
+  :locals (:a)
+  :providers ((:aws) 3))`, Bindings{}, []string{
+			"t.tlisp:3:13: expected deflava-architecture form, got :outputs head not :kw (expected (:key value ...), got symbol `x`)",
+			"t.tlisp:4:12: expected deflava-architecture form, got :locals missing value (for :a; expected (:key value ...), every :key followed by its value)",
+			"t.tlisp:5:16: expected deflava-architecture form, got provider head not sym (expected a provider name like aws)",
+			"t.tlisp:5:22: expected deflava-architecture form, got provider not a list (expected (NAME :key value ...), got integer 3)",
+		}},
+		{"keyword map odd", `(deflava-architecture a :resources ((r "r" :m (:a 1 :b))))`, Bindings{}, []string{
+			"t.tlisp:1:53: keyword map: odd number of elements (:b has no value)",
+		}},
+		{"columns count characters, not bytes", "(deflava-architecture a :resources ((r \"x\" :d \"é✓\\n{nope}\")))", Bindings{}, []string{
+			"t.tlisp:1:52: interpolation: unknown var `nope`",
+		}},
+		{"empty name", `(deflava-architecture a :inputs ((:p "")) :resources ((r "{p}")))`, Bindings{}, []string{
+			"t.tlisp:1:58: resource name is empty after interpolation",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, diags := EvalArchitecture([]byte(tt.src), tt.b, Options{File: "t.tlisp"})
+			if a != nil {
+				t.Errorf("architecture returned despite errors")
+			}
+			var got []string
+			for _, d := range diags.Errors() {
+				got = append(got, d.String())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEval_limits(t *testing.T) {
+	t.Parallel()
+	items := make([]string, 101)
+	for i := range items {
+		items[i] = fmt.Sprint(i)
+	}
+	src := `(deflava-architecture big :inputs ((:xs ()))
+  :resources ((for-each ((i x) (enumerate xs)) (for-each ((j y) (enumerate xs)) (r "r-{i}-{j}")))))`
+	_, diags := EvalArchitecture([]byte(src), Bindings{Lists: map[string][]string{"xs": items}}, Options{File: "t.tlisp"})
+	errs := diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "more than 10000 resources after loop expansion") {
+		t.Errorf("diags = %v", errs)
+	}
+
+	// Nested loops over empty lists expand nothing but are bounded too.
+	src = "(deflava-architecture a :inputs ((:xs (a b)) (:empty ())) :resources (" +
+		strings.Repeat("(for-each ((i x) (enumerate xs)) ", 40) + "(for-each ((i x) (enumerate empty)) (r \"x\"))" +
+		strings.Repeat(")", 40) + "))"
+	_, diags = EvalArchitecture([]byte(src), Bindings{}, Options{})
+	errs = diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "more than 100000 for-each iterations") {
+		t.Errorf("diags = %v", errs)
+	}
+
+	// Interpolation output is bounded.
+	big := strings.Repeat("x", 1<<20)
+	src = "(deflava-architecture a :inputs ((:big \"\")) :resources ((r \"r\" :a \"" + strings.Repeat("{big}", 20) + "\")))"
+	_, diags = EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"big": big}}, Options{})
+	errs = diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "strings exceed 16777216 bytes") {
+		t.Errorf("diags = %v", errs)
+	}
+
+	src = "(deflava-architecture a :inputs ((:big \"\")) :resources ((r \"r\" :a (" + strings.Repeat("big ", 20) + "))))"
+	_, diags = EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"big": big}}, Options{})
+	errs = diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "strings exceed 16777216 bytes") {
+		t.Errorf("bare symbols: diags = %v", errs)
+	}
+
+	// Errors stop at MaxDiagnostics.
+	var b strings.Builder
+	b.WriteString("(deflava-architecture many :resources (")
+	for i := range 200 {
+		fmt.Fprintf(&b, "(r \"r%d\" :x :bad)\n", i)
+	}
+	b.WriteString("))")
+	_, diags = EvalArchitecture([]byte(b.String()), Bindings{}, Options{})
+	if n := len(diags.Errors()); n != MaxDiagnostics {
+		t.Errorf("%d errors, want %d", n, MaxDiagnostics)
+	}
+}
+
+func TestEval_unclosedListStillEvaluated(t *testing.T) {
+	t.Parallel()
+	_, diags := EvalArchitecture([]byte("(deflava-architecture a\n  :resources ((r \"x\" :k :v))\n"), Bindings{}, Options{File: "f"})
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.String())
+	}
+	want := []string{
+		"f:2:25: type mismatch: expected value (not kw), got :v (write a string like \"v\")",
+		"f:3:1: unclosed list starting at offset 0 (line 1, column 1): missing `)` at end of input",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestDiagnostics_Err(t *testing.T) {
+	t.Parallel()
+	ds := Diagnostics{
+		{Pos: Pos{File: "f", Line: 1, Col: 2}, Severity: SeverityWarning, Message: "w"},
+		{Pos: Pos{File: "f", Line: 3, Col: 4}, Severity: SeverityError, Message: "e1"},
+		{Pos: Pos{File: "f", Line: 5, Col: 6}, Severity: SeverityError, Message: "e2"},
+	}
+	if (Diagnostics{ds[0]}).Err() != nil {
+		t.Error("warnings only: Err() != nil")
+	}
+	err := ds.Err()
+	if err == nil || err.Error() != "f:3:4: e1" {
+		t.Fatalf("Err() = %v", err)
+	}
+	wrapped := fmt.Errorf("render: %w", err)
+	if list, ok := AsDiagnostics(wrapped); !ok || len(list) != 3 {
+		t.Errorf("AsDiagnostics: %v", list)
+	}
+	if _, ok := AsDiagnostics(fmt.Errorf("other")); ok {
+		t.Error("AsDiagnostics accepted another error")
+	}
+	if got := ds.String(); got != "f:1:2: warning: w\nf:3:4: e1\nf:5:6: e2" {
+		t.Errorf("Diagnostics.String() = %q", got)
+	}
+	var d Diagnostic
+	if !errorsAs(wrapped, &d) || d.Message != "e1" {
+		t.Errorf("errors.As Diagnostic: %v", d)
+	}
+	if got := ds[0].String(); got != "f:1:2: warning: w" {
+		t.Errorf("warning String() = %q", got)
+	}
+	if SeverityError.String() != "error" || SeverityWarning.String() != "warning" {
+		t.Error("Severity.String")
+	}
+}
+
+func TestDeclaredInputs(t *testing.T) {
+	t.Parallel()
+	decls, diags := DeclaredInputs([]byte(`(deflava-architecture a
+  :inputs ((:name "main") (:azs ("a" "b")) (:req) (:bad 3))
+  :resources ())`), Options{File: "f"})
+	if len(diags.Errors()) != 1 {
+		t.Errorf("diags = %v", diags)
+	}
+	want := []InputDecl{
+		{Name: "name", Default: &InputDefault{Scalar: "main"}, Pos: Pos{File: "f", Line: 2, Col: 12, Offset: 35}},
+		{Name: "azs", Default: &InputDefault{IsList: true, Items: []string{"a", "b"}}, Pos: Pos{File: "f", Line: 2, Col: 27, Offset: 50}},
+		{Name: "req", Pos: Pos{File: "f", Line: 2, Col: 44, Offset: 67}},
+	}
+	if diff := cmp.Diff(want, decls); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if s := decls[1].Default.String(); s != "a,b" {
+		t.Errorf("list default String() = %q", s)
+	}
+}
+
+func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture s
+  :inputs ((:token "") (:tokens ()) (:name "x"))
+  :resources ((r "a" :when "{token}")
+              (r "b-{token+1}")
+              (for-each ((i tk) (enumerate tokens)) (r "c-{i}" :when "{tk}"))
+              (r "{token}.x")
+              (import "{token}" "id")))`
+	b := Bindings{
+		Scalars: map[string]string{"token": "hunter2"},
+		Lists:   map[string][]string{"tokens": {"hunter3"}},
+	}
+	opts := Options{File: "s", SecretInputs: map[string]bool{"token": true, "tokens": true}}
+	_, diags := EvalArchitecture([]byte(src), b, opts)
+	if n := len(diags.Errors()); n != 5 {
+		t.Errorf("%d errors, want 5: %v", n, diags)
+	}
+	if len(diags.Warnings()) != 0 {
+		t.Errorf("want no warning (a secret in a name is an error, not sanitized): %v", diags)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.Message, "hunter") {
+			t.Errorf("secret value in diagnostic: %s", d)
+		}
+		if !strings.Contains(d.Message, "<redacted>") && !strings.Contains(d.Message, "must not contain a secret binding") {
+			t.Errorf("diagnostic does not say it redacted: %s", d)
+		}
+	}
+	// Without SecretInputs the value is shown.
+	_, diags = EvalArchitecture([]byte(src), b, Options{File: "s"})
+	if !strings.Contains(diags.Errors()[0].Message, `got "hunter2"`) {
+		t.Errorf("plain value not shown: %v", diags.Errors()[0])
+	}
+}
+
+// A secret input interpolated into anything that becomes an address (resource, data source,
+// ref and import names, provider alias and source) is an error at the interpolation: addresses
+// appear in events and artifacts. Attribute values may carry secrets.
+func TestEval_secretInputInNameIsError(t *testing.T) {
+	opts := Options{File: "s", SecretInputs: map[string]bool{"token": true, "tokens": true}}
+	b := Bindings{
+		Scalars: map[string]string{"token": "TOPSECRET", "n": "3"},
+		Lists:   map[string][]string{"tokens": {"TOPSECRET2"}},
+	}
+	tests := []struct {
+		name string
+		body string
+		want string // "" means no error
+	}{
+		{"resource name", `:resources ((terraform-data "t{token}"))`,
+			"s:3:33: a resource name must not contain a secret binding (`token`)"},
+		{"resource name arithmetic", `:resources ((terraform-data "x-{ token+1 }"))`,
+			"s:3:34: a resource name must not contain a secret binding (`token`)"},
+		{"loop item over a secret list", `:resources ((for-each ((i tk) (enumerate tokens)) (terraform-data "r-{tk}")))`,
+			"s:3:72: a resource name must not contain a secret binding (`tk`)"},
+		{"data source name", `:resources () :data ((http "{token}" :url "u"))`,
+			"s:3:31: a data source name must not contain a secret binding (`token`)"},
+		{"ref name", `:resources ((terraform-data "a") (terraform-data "b" :input (ref terraform-data "a{token}" id)))`,
+			"s:3:85: a ref name must not contain a secret binding (`token`)"},
+		{"import address", `:resources ((terraform-data "a") (import "terraform_data.{token}" "id"))`,
+			"s:3:60: an import address must not contain a secret binding (`token`)"},
+		{"provider alias", `:resources () :providers ((aws :alias "{token}"))`,
+			"s:3:42: a provider alias must not contain a secret binding (`token`)"},
+		{"attribute value may carry a secret", `:resources ((terraform-data "t-{n}" :input "{token}"))`, ""},
+		{"loop index over a secret list is not secret", `:resources ((for-each ((i tk) (enumerate tokens)) (terraform-data "r-{i}" :input tk)))`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "(deflava-architecture s\n  :inputs ((:token \"\") (:tokens ()) (:n \"\"))\n  " + tt.body + ")"
+			a, diags := EvalArchitecture([]byte(src), b, opts)
+			var got string
+			if errs := diags.Errors(); len(errs) > 0 {
+				got = errs[0].String()
+			}
+			if got != tt.want {
+				t.Errorf("first error = %q, want %q (all: %v)", got, tt.want, diags)
+			}
+			if tt.want == "" && a == nil {
+				t.Fatalf("no architecture: %v", diags)
+			}
+			for _, d := range diags {
+				if strings.Contains(d.Message, "TOPSECRET") {
+					t.Errorf("secret value in diagnostic: %s", d)
+				}
+			}
+			if a != nil {
+				for _, r := range a.Resources {
+					if strings.Contains(r.Address(), "TOPSECRET") {
+						t.Errorf("secret value in address %s", r.Address())
+					}
+				}
+			}
+			// Without SecretInputs the same source is accepted (the evaluator cannot know).
+			if tt.want != "" {
+				_, plain := EvalArchitecture([]byte(src), b, Options{File: "s"})
+				for _, d := range plain.Errors() {
+					if strings.Contains(d.Message, "secret binding") {
+						t.Errorf("secret error without SecretInputs: %s", d)
+					}
+				}
+			}
+		})
+	}
+}

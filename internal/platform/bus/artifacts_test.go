@@ -1,0 +1,121 @@
+package bus_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+func TestArtifacts_fiveMiBRoundTrip(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	store, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 5<<20)
+	rng := rand.NewChaCha8([32]byte{1})
+	_, _ = rng.Read(data)
+
+	digest, err := store.Put(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest != bus.Digest(data) || !bus.ValidDigest(digest) {
+		t.Fatalf("digest %s, want %s", digest, bus.Digest(data))
+	}
+	if ok, err := store.Has(ctx, digest); !ok || err != nil {
+		t.Fatalf("Has = %v, %v", ok, err)
+	}
+	rc, err := store.Get(ctx, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, not the %d put", len(got), len(data))
+	}
+
+	// Same content again: same digest, still one object, no temporary left behind.
+	again, err := store.Put(ctx, bytes.NewReader(data))
+	if err != nil || again != digest {
+		t.Fatalf("second Put = %s, %v", again, err)
+	}
+	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].Name != digest || infos[0].Size != uint64(len(data)) {
+		t.Fatalf("object store lists %d objects (%v), want only %s", len(infos), names(infos), digest)
+	}
+
+	small, err := store.Put(ctx, strings.NewReader(`{"resource":{}}`))
+	if err != nil || small != bus.Digest([]byte(`{"resource":{}}`)) {
+		t.Fatalf("small Put = %s, %v", small, err)
+	}
+}
+
+func names(infos []*jetstream.ObjectInfo) []string {
+	var out []string
+	for _, i := range infos {
+		out = append(out, i.Name)
+	}
+	return out
+}
+
+func TestArtifacts_errors(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	store, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := bus.Digest([]byte("never stored"))
+	if ok, err := store.Has(ctx, missing); ok || err != nil {
+		t.Errorf("Has(missing) = %v, %v", ok, err)
+	}
+	if _, err := store.Get(ctx, missing); !errors.Is(err, bus.ErrArtifactNotFound) {
+		t.Errorf("Get(missing): %v", err)
+	}
+	for _, bad := range []string{"", "ABC", strings.Repeat("A", 64), strings.Repeat("a", 63), "../" + strings.Repeat("a", 61)} {
+		if _, err := store.Get(ctx, bad); !errors.Is(err, bus.ErrBadDigest) {
+			t.Errorf("Get(%q): %v", bad, err)
+		}
+	}
+	// Content stored under a wrong name is detected on read.
+	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := bus.Digest([]byte("the real content"))
+	if _, err := obs.PutBytes(ctx, wrong, []byte("tampered")); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := store.Get(ctx, wrong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.ReadAll(rc); !errors.Is(err, bus.ErrDigestMismatch) {
+		t.Errorf("reading tampered content: %v, want ErrDigestMismatch", err)
+	}
+}

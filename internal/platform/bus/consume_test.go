@@ -1,0 +1,437 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+// fastNak makes transient-error redeliveries quick in tests.
+var fastNak = bus.Backoff{Base: 5 * time.Millisecond, Max: 50 * time.Millisecond}
+
+func applierPhases(extra func(*bus.ConsumeOptions)) bus.ConsumeOptions {
+	o := bus.ConsumeOptions{Stream: bus.StreamPhases, Consumer: bus.ServiceApplier, NakBackoff: fastNak}
+	if extra != nil {
+		extra(&o)
+	}
+	return o
+}
+
+// A handler whose side effect committed but which failed afterwards is redelivered; the
+// effect, keyed by event_id in a KV bucket, happens once.
+func TestConsume_failureAfterEffectIsRedeliveredEffectOnce(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	effects, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "test-effects"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, applied atomic.Int32
+	done := make(chan struct{})
+	runConsume(t, js, applierPhases(nil), func(ctx context.Context, m *bus.Message) error {
+		n := calls.Add(1)
+		// The effect, made idempotent by its key: a second Create of the same id fails.
+		_, err := effects.Create(ctx, m.Envelope.GetEventId(), []byte("done"))
+		switch {
+		case err == nil:
+			applied.Add(1)
+		case errors.Is(err, jetstream.ErrKeyExists):
+		default:
+			return err
+		}
+		if n == 1 {
+			return errors.New("connection reset after the effect")
+		}
+		close(done)
+		return nil
+	})
+	ev := synthesized("infra", "web", 1, genTrigger(1))
+	if _, err := bus.NewPublisher(js).PublishEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if calls.Load() != 2 || applied.Load() != 1 {
+		t.Fatalf("handler ran %d times, effect applied %d times; want 2 and 1", calls.Load(), applied.Load())
+	}
+	keys, err := effects.Keys(ctx)
+	if err != nil || len(keys) != 1 || keys[0] != ev.GetEnvelope().GetEventId() {
+		t.Fatalf("effects %v, %v", keys, err)
+	}
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the ack", func() bool {
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.NumAckPending == 0 && ci.AckFloor.Stream == 1
+	})
+}
+
+func TestConsume_poison(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		handlerErr error
+		garbage    bool
+		wantReason bus.PoisonReason
+		wantCalls  int32
+		wantResult string
+	}{
+		{"transient until MaxDeliver", errors.New("always down"), false, bus.PoisonMaxDeliveries, 4, bus.ResultTermMaxDeliveries},
+		{"permanent", bus.Permanent(errors.New("malformed spec")), false, bus.PoisonPermanent, 1, bus.ResultTermPermanent},
+		{"undecodable body", nil, true, bus.PoisonUndecodable, 0, bus.ResultTermUndecodable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, js := startBus(t, testTopology) // MaxDeliver 4
+			ctx := t.Context()
+			reg := prometheus.NewRegistry()
+			metrics, err := bus.NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls atomic.Int32
+			reports := make(chan bus.PoisonReport, 4)
+			runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
+				o.Metrics = metrics
+				o.OnPoison = func(_ context.Context, r bus.PoisonReport) { reports <- r }
+			}), func(context.Context, *bus.Message) error {
+				calls.Add(1)
+				return tt.handlerErr
+			})
+			ev := synthesized("infra", "web.prod", 2, genTrigger(2))
+			if tt.garbage {
+				m := nats.NewMsg(bus.PhaseSubject("infra", "web.prod", bus.EventSynthesized))
+				m.Header.Set(bus.HeaderSchema, "lava.v1.Synthesized")
+				m.Data = []byte{0xff, 0xff, 0xff}
+				if _, err := js.PublishMsg(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := bus.NewPublisher(js).PublishEvent(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			r := <-reports
+			if r.Reason != tt.wantReason || r.Subject != "lava.v1.phase.infra.web_prod.synthesized" || r.Consumer != bus.ServiceApplier || r.Err == nil {
+				t.Fatalf("report %+v", r)
+			}
+			if !tt.garbage && r.Envelope.GetEventId() != ev.GetEnvelope().GetEventId() {
+				t.Errorf("report envelope %v", r.Envelope)
+			}
+			if calls.Load() != tt.wantCalls || r.NumDelivered != uint64(max(tt.wantCalls, 1)) {
+				t.Fatalf("handler ran %d times, report at delivery %d; want %d", calls.Load(), r.NumDelivered, tt.wantCalls)
+			}
+			// Terminated: the ack floor passed it, so it is never delivered again.
+			cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, "the term", func() bool {
+				ci, err := cons.Info(ctx)
+				return err == nil && ci.NumAckPending == 0 && ci.AckFloor.Stream == r.StreamSeq
+			})
+			if calls.Load() != tt.wantCalls || len(reports) != 0 {
+				t.Fatalf("after the term: %d calls, %d more reports", calls.Load(), len(reports))
+			}
+			if got := metricValue(t, reg, "lava_bus_messages_total", map[string]string{"result": tt.wantResult}); got != 1 {
+				t.Errorf("lava_bus_messages_total{result=%q} = %v, want 1", tt.wantResult, got)
+			}
+		})
+	}
+}
+
+// Cancelling Consume lets the running handler finish (and acks it) and naks what was
+// buffered, so another replica gets it at once. A message the server sent in answer to a pull
+// request still open when the drain unsubscribed never reaches the draining replica: it comes
+// back after the ack wait (3s here), so every message is handled, and the in-flight one once.
+func TestConsume_drainFinishesInFlightAndNaksTheRest(t *testing.T) {
+	t.Parallel()
+	const ackWait = 3 * time.Second
+	topo := testTopology
+	topo.BackOff = []time.Duration{ackWait}
+	_, js := startBus(t, topo)
+	ctx := t.Context()
+	pub := bus.NewPublisher(js)
+	for i := range 3 {
+		if _, err := pub.PublishEvent(ctx, synthesized("infra", "r"+itoa(i), 1, genTrigger(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started, release := make(chan string, 3), make(chan struct{})
+	var finished atomic.Int32
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- bus.Consume(cctx, js, applierPhases(func(o *bus.ConsumeOptions) { o.Concurrency = 1 }), func(_ context.Context, m *bus.Message) error {
+			started <- m.Envelope.GetResource().GetName()
+			<-release
+			finished.Add(1)
+			return nil
+		})
+	}()
+	first := <-started
+	cancel() // shutdown begins while the only worker is busy
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	if finished.Load() != 1 {
+		t.Fatalf("%d handlers finished, want the 1 in flight", finished.Load())
+	}
+
+	// A second replica gets the two others: those naked at once, one lost in transit after
+	// the ack wait.
+	got := make(chan string, 3)
+	runConsume(t, js, applierPhases(nil), func(_ context.Context, m *bus.Message) error {
+		got <- m.Envelope.GetResource().GetName()
+		return nil
+	})
+	seen := map[string]bool{first: true}
+	timeout := time.After(ackWait + 10*time.Second)
+	for len(seen) < 3 {
+		select {
+		case n := <-got:
+			if n == first {
+				t.Fatalf("%s was acked during the drain but delivered again", n)
+			}
+			seen[n] = true
+		case <-timeout:
+			t.Fatalf("only %v delivered after the drain", seen)
+		}
+	}
+}
+
+// A handler running longer than the ack wait is not redelivered, nor is the message waiting
+// for the busy worker: InProgress heartbeats keep resetting the server's timer.
+func TestConsume_longHandlerHeartbeats(t *testing.T) {
+	t.Parallel()
+	opts := testTopology
+	opts.BackOff = []time.Duration{time.Second} // ack wait
+	_, js := startBus(t, opts)
+	ctx := t.Context()
+	var calls atomic.Int32
+	done := make(chan uint64, 4)
+	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) { o.Concurrency = 1 }), func(ctx context.Context, m *bus.Message) error {
+		calls.Add(1)
+		time.Sleep(2 * time.Second) // two ack waits
+		done <- m.NumDelivered
+		return nil
+	})
+	pub := bus.NewPublisher(js)
+	for _, name := range []string{"a", "b"} {
+		if _, err := pub.PublishEvent(ctx, synthesized("infra", name, 1, genTrigger(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if n := <-done; n != 1 {
+			t.Fatalf("a completion was delivery %d, want 1", n)
+		}
+	}
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the acks", func() bool {
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.AckFloor.Stream == 2 && ci.NumAckPending == 0
+	})
+	ci, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 2 || ci.NumRedelivered != 0 {
+		t.Fatalf("handler ran %d times, %d redelivered; want 2 and 0", calls.Load(), ci.NumRedelivered)
+	}
+}
+
+// Two replicas share one durable. Every resource's generations arrive shuffled (older after
+// newer). Under the resource's lease and the watermark, the effects per resource are applied
+// in non-decreasing generation order, the newest generation is applied, and no two handlers
+// ever act on one resource at once.
+func TestConsume_twoReplicasOlderGenerationNeverWins(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	const resources, gens = 4, 12
+
+	type state struct {
+		mu      sync.Mutex
+		active  int
+		applied []int64
+	}
+	world := map[string]*state{}
+	for r := range resources {
+		world["r"+itoa(r)] = &state{}
+	}
+	var overlap atomic.Bool
+	var stale atomic.Int32
+
+	replica := func(holder string) {
+		_, rjs := natsConnect(t, js)
+		reg := prometheus.NewRegistry()
+		m, err := bus.NewMetrics(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases, err := bus.NewLeases(ctx, rjs, holder, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wm, err := bus.NewWatermarks(ctx, rjs, bus.ServiceApplier, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runConsume(t, rjs, applierPhases(func(o *bus.ConsumeOptions) { o.Concurrency = 4; o.Metrics = m }),
+			func(ctx context.Context, msg *bus.Message) error {
+				res := msg.Envelope.GetResource()
+				return leases.Hold(ctx, res.GetNamespace(), res.GetName(), func(ctx context.Context) error {
+					ok, err := wm.Advance(ctx, res.GetNamespace(), res.GetName(), msg.Envelope.GetGeneration())
+					if err != nil {
+						return err
+					}
+					if !ok {
+						stale.Add(1)
+						return nil
+					}
+					st := world[res.GetName()]
+					st.mu.Lock()
+					st.active++
+					if st.active > 1 {
+						overlap.Store(true)
+					}
+					st.mu.Unlock()
+					time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond) // the "apply"
+					st.mu.Lock()
+					st.active--
+					st.applied = append(st.applied, msg.Envelope.GetGeneration())
+					st.mu.Unlock()
+					return nil
+				})
+			})
+	}
+	replica("replica-a")
+	replica("replica-b")
+
+	pub := bus.NewPublisher(js)
+	for r := range resources {
+		order := rand.Perm(gens)
+		order = append(order, gens-1, 0, gens/2) // the newest again, then older ones after it
+		for i, g := range order {
+			ev := synthesized("infra", "r"+itoa(r), int64(g+1), genTrigger(int64(g+1)))
+			if i >= gens {
+				ev = synthesized("infra", "r"+itoa(r), int64(g+1), "redelivered:"+itoa(i))
+			}
+			if _, err := pub.PublishEvent(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "every message acked", func() bool {
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0
+	})
+	if overlap.Load() {
+		t.Fatal("two handlers acted on one resource at once")
+	}
+	for name, st := range world {
+		st.mu.Lock()
+		if len(st.applied) == 0 || st.applied[len(st.applied)-1] != gens {
+			t.Errorf("%s: applied %v, want the newest generation %d last", name, st.applied, gens)
+		}
+		for i := 1; i < len(st.applied); i++ {
+			if st.applied[i] < st.applied[i-1] {
+				t.Errorf("%s: generation %d applied after %d: %v", name, st.applied[i], st.applied[i-1], st.applied)
+			}
+		}
+		st.mu.Unlock()
+	}
+	if stale.Load() == 0 {
+		t.Error("no stale event was dropped; the test did not exercise the watermark")
+	}
+}
+
+// natsConnect opens a second connection to the server js is connected to.
+func natsConnect(t *testing.T, js jetstream.JetStream) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(js.Conn().ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	rjs, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, rjs
+}
+
+// A replica that crashes on a message's last allowed delivery cannot terminate it; the server's
+// max-deliveries advisory reaches one running replica, which reports it as poison.
+func TestConsume_lastDeliveryLostToACrashIsReported(t *testing.T) {
+	t.Parallel()
+	opts := testTopology
+	opts.MaxDeliver = 2
+	opts.BackOff = []time.Duration{200 * time.Millisecond}
+	_, js := startBus(t, opts)
+	ctx := t.Context()
+	ev := synthesized("infra", "crashy", 1, genTrigger(1))
+	if _, err := bus.NewPublisher(js).PublishEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	// A "replica" takes both allowed deliveries and dies without acking either.
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want := uint64(1); want <= 2; want++ {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got uint64
+		for m := range batch.Messages() {
+			md, _ := m.Metadata()
+			got = md.NumDelivered
+		}
+		if got != want {
+			t.Fatalf("crashing replica got delivery %d, want %d", got, want)
+		}
+	}
+	reports := make(chan bus.PoisonReport, 2)
+	var calls atomic.Int32
+	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
+		o.OnPoison = func(_ context.Context, r bus.PoisonReport) { reports <- r }
+	}), func(context.Context, *bus.Message) error {
+		calls.Add(1)
+		return nil
+	})
+	select {
+	case r := <-reports:
+		if r.Reason != bus.PoisonMaxDeliveries || r.StreamSeq != 1 || r.Envelope.GetEventId() != ev.GetEnvelope().GetEventId() ||
+			r.Subject != "lava.v1.phase.infra.crashy.synthesized" {
+			t.Fatalf("report %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no poison report for the message lost to the crash")
+	}
+	if calls.Load() != 0 {
+		t.Fatalf("the handler ran %d times on a message past MaxDeliver", calls.Load())
+	}
+}

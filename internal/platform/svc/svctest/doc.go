@@ -1,0 +1,3 @@
+// Package svctest checks the command-line contract every Lava service binary shares (internal/platform/svc):
+// usage on --help, exit codes 0, 1 and 2, errors naming the flag or LAVA_* variable.
+package svctest

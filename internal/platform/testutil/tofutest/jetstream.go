@@ -1,0 +1,38 @@
+package tofutest
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+)
+
+// JetStream starts an in-process nats-server with JetStream ([natstest.RunJetStream]) and
+// returns it with its connected client; both stop at cleanup.
+func JetStream(t testing.TB) (*natstest.Server, jetstream.JetStream) {
+	t.Helper()
+	s := natstest.RunJetStream(t)
+	return s, s.JetStream()
+}
+
+// ObjectArtifacts is the production artifact store ([bus.Artifacts]: BLAKE3-256 hex digests
+// over the "lava-artifacts" object store); it satisfies state.Artifacts.
+type ObjectArtifacts struct {
+	*bus.Artifacts
+}
+
+// NewArtifacts creates the object store "lava-artifacts" on js and returns the artifact
+// store over it.
+func NewArtifacts(t testing.TB, js jetstream.JetStream) *ObjectArtifacts {
+	t.Helper()
+	if _, err := js.CreateOrUpdateObjectStore(t.Context(), jetstream.ObjectStoreConfig{Bucket: bus.ObjectStoreArtifacts}); err != nil {
+		t.Fatalf("object store: %v", err)
+	}
+	a, err := bus.NewArtifacts(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ObjectArtifacts{Artifacts: a}
+}

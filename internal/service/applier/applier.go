@@ -1,0 +1,256 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/service/anomaly/report"
+)
+
+// Engine names as the CRD spells them.
+const (
+	EngineEmbedded  = "embedded"
+	EngineTofu      = "tofu"
+	EngineTerraform = "terraform"
+)
+
+// EngineName maps the proto enum to an engine name; UNSPECIFIED is the CRD default,
+// "embedded".
+func EngineName(e lavav1.Engine) string {
+	switch e {
+	case lavav1.Engine_ENGINE_TOFU:
+		return EngineTofu
+	case lavav1.Engine_ENGINE_TERRAFORM:
+		return EngineTerraform
+	}
+	return EngineEmbedded
+}
+
+// EngineEnum maps an engine name back to the proto enum (UNSPECIFIED for an unknown name).
+func EngineEnum(name string) lavav1.Engine {
+	switch name {
+	case EngineEmbedded:
+		return lavav1.Engine_ENGINE_EMBEDDED
+	case EngineTofu:
+		return lavav1.Engine_ENGINE_TOFU
+	case EngineTerraform:
+		return lavav1.Engine_ENGINE_TERRAFORM
+	}
+	return lavav1.Engine_ENGINE_UNSPECIFIED
+}
+
+// Operation is one engine operation, reported to [Config].Observe when it ends.
+type Operation struct {
+	// Op is OpPlan, OpApply or OpDestroy.
+	Op string
+	// Namespace and Name are the resource.
+	Namespace, Name string
+	// Holder is the replica ([Config].Holder).
+	Holder string
+	// Start and End bound the engine call.
+	Start, End time.Time
+	// Err is the engine's error (nil on success).
+	Err error
+}
+
+// Config configures a [Service]. JS, Store, Engines and Holder are required.
+type Config struct {
+	// JS is the JetStream context; the topology must exist (bus.EnsureTopology).
+	JS jetstream.JetStream
+	// Store is the state store every engine uses (lava-state and lava-artifacts).
+	Store *state.Store
+	// Engines maps an engine name (EngineEmbedded, EngineTofu, EngineTerraform) to the engine;
+	// a resource naming an absent engine fails with reason EngineUnavailable.
+	Engines map[string]engine.Engine
+	// Holder names this replica in leases and state locks; unique per process (e.g. the pod
+	// name and a random suffix).
+	Holder string
+	// Kube writes the Secret "<name>-lava-outputs" (get, create, update). Nil: sensitive
+	// outputs are not stored (logged as a warning, values never).
+	Kube client.Client
+	// Logger receives one line per outcome (default: discard). Never a secret.
+	Logger *slog.Logger
+	// Registerer receives the applier metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// BusMetrics counts consumed messages, leases and watermark drops (may be nil).
+	BusMetrics *bus.Metrics
+	// Concurrency bounds handlers per consumer (default 4).
+	Concurrency int
+	// DrainTimeout bounds in-flight work after shutdown starts (default 30s); after it the
+	// work's context is cancelled and the message naked for another replica.
+	DrainTimeout time.Duration
+	// NakBackoff is the redelivery delay after a transient error or a contended lease
+	// (default 1s doubling to 1m).
+	NakBackoff bus.Backoff
+	// Observe, when set, is called after every engine operation (metrics and tests).
+	Observe func(Operation)
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Service is the applier. Create it with [New] and run it with [Service.Run].
+type Service struct {
+	cfg     Config
+	pub     *bus.Publisher
+	leases  *bus.Leases
+	wm      *bus.Watermarks
+	wmKV    jetstream.KeyValue
+	recs    records
+	metrics *metrics
+}
+
+// New binds the buckets the applier uses and registers its metrics:
+// lava_applier_operations_total{operation,result}, lava_applier_operation_duration_seconds,
+// lava_applier_lease_contended_total and lava_applier_plans_held_total.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	switch {
+	case cfg.JS == nil:
+		return nil, errors.New("applier: no JetStream")
+	case cfg.Store == nil:
+		return nil, errors.New("applier: no state store")
+	case len(cfg.Engines) == 0:
+		return nil, errors.New("applier: no engine")
+	case cfg.Holder == "":
+		return nil, errors.New("applier: no holder name")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	leases, err := bus.NewLeases(ctx, cfg.JS, cfg.Holder, cfg.BusMetrics)
+	if err != nil {
+		return nil, fmt.Errorf("applier: %w", err)
+	}
+	wm, err := bus.NewWatermarks(ctx, cfg.JS, bus.ServiceApplier, cfg.BusMetrics)
+	if err != nil {
+		return nil, fmt.Errorf("applier: %w", err)
+	}
+	wmKV, err := cfg.JS.KeyValue(ctx, bus.BucketWatermarks)
+	if err != nil {
+		return nil, fmt.Errorf("applier: bind %s: %w", bus.BucketWatermarks, err)
+	}
+	kv, err := cfg.JS.KeyValue(ctx, bus.BucketState)
+	if err != nil {
+		return nil, fmt.Errorf("applier: bind %s: %w", bus.BucketState, err)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg, pub: bus.NewPublisher(cfg.JS), leases: leases, wm: wm, wmKV: wmKV,
+		recs: records{kv: kv}, metrics: m}, nil
+}
+
+// Run consumes Synthesized (LAVA_PHASES), DeletionRequested (LAVA_RESOURCES) and the plan,
+// apply and destroy commands (LAVA_COMMANDS) with the durable consumer "applier" until ctx is
+// cancelled, then drains.
+func (s *Service) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, stream := range []string{bus.StreamPhases, bus.StreamResources, bus.StreamCommands} {
+		g.Go(func() error {
+			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
+				Stream: stream, Consumer: bus.ServiceApplier, Concurrency: s.cfg.Concurrency,
+				DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+				OnPoison: report.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceApplier, s.cfg.Logger),
+			}, s.Handle)
+		})
+	}
+	return g.Wait()
+}
+
+// Handle handles one delivery under the resource's lease. nil means the outcome is published
+// (or the message is stale or already handled); a contended lease or an infrastructure error
+// naks; a malformed message is permanent.
+func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
+	env := m.Envelope
+	res := env.GetResource()
+	if res.GetNamespace() == "" || res.GetName() == "" || res.GetUid() == "" {
+		return bus.Permanent(fmt.Errorf("applier: %s without resource", m.Schema))
+	}
+	ns, name := res.GetNamespace(), res.GetName()
+	return s.withLease(ctx, ns, name, func(ctx context.Context) error {
+		rec, err := s.recs.load(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		if rec.UID != "" && rec.UID != res.GetUid() {
+			// The object was deleted and created again under the same name: start afresh
+			// (its watermark belonged to the old object). The state stays.
+			if err := s.wmKV.Delete(ctx, bus.WatermarkKey(bus.ServiceApplier, ns, name)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return fmt.Errorf("applier: reset watermark: %w", err)
+			}
+			rev := rec.revision
+			*rec = Record{revision: rev, Last: rec.Last}
+		}
+		rec.UID = res.GetUid()
+		if slices.Contains(rec.Handled, env.GetEventId()) || rec.Deleted {
+			return nil
+		}
+		current, err := s.wm.Advance(ctx, ns, name, env.GetGeneration())
+		if err != nil {
+			return err
+		}
+		if !current {
+			return nil
+		}
+		w := &work{s: s, rec: rec, ns: ns, name: name, cause: env}
+		w.log = s.cfg.Logger.With("service", bus.ServiceApplier, "resource", ns+"/"+name,
+			"generation", env.GetGeneration(), "event_id", env.GetEventId())
+		switch ev := m.Event.(type) {
+		case *lavav1.Synthesized:
+			err = w.synthesized(ctx, ev, 1)
+		case *lavav1.ReapplyRequested:
+			err = w.reapply(ctx, ev)
+		case *lavav1.RetryRequested:
+			err = w.retry(ctx, ev)
+		case *lavav1.DeletionRequested:
+			err = w.deletion(ctx, ev.GetDeletionPolicy(), ev.GetEngine(), 1)
+		default:
+			return bus.Permanent(fmt.Errorf("applier: unexpected %s", m.Schema))
+		}
+		if err != nil {
+			return err
+		}
+		rec.Handled = push(rec.Handled, env.GetEventId(), maxHandled)
+		return s.recs.save(ctx, ns, name, rec)
+	})
+}
+
+// lastEvent reads the newest message on subject of stream (a resource's Synthesized,
+// ResourceObserved or DeletionRequested) into m; false when there is none.
+func lastEvent(ctx context.Context, js jetstream.JetStream, stream, subject string, m proto.Message) (bool, error) {
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false, fmt.Errorf("applier: %w", err)
+	}
+	raw, err := st.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("applier: read %s: %w", subject, err)
+	}
+	if err := proto.Unmarshal(raw.Data, m); err != nil {
+		return false, bus.Permanent(fmt.Errorf("applier: decode %s: %w", subject, err))
+	}
+	return true, nil
+}

@@ -1,0 +1,217 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+)
+
+// failure is a stage failure to publish as Failed.
+type failure struct {
+	reason    string
+	message   string
+	retryable bool
+}
+
+// classify maps an engine error to its Failed reason and retryability. The message is the
+// error's text (engines redact secrets and keep only the output tail), bounded.
+func classify(stage lavav1.Stage, err error) *failure {
+	f := &failure{message: truncate(err.Error()), retryable: true}
+	switch {
+	case errors.Is(err, engine.ErrProviderUnavailable):
+		f.reason, f.retryable = ReasonProviderUnavailable, false
+	case errors.Is(err, engine.ErrPlanStale):
+		f.reason = ReasonPlanStale
+	case errors.Is(err, engine.ErrLocked):
+		f.reason = ReasonLocked
+	case stage == lavav1.Stage_STAGE_PLAN:
+		f.reason = ReasonPlanFailed
+	case stage == lavav1.Stage_STAGE_APPLY:
+		f.reason = ReasonApplyFailed
+	default:
+		f.reason = ReasonDestroyFailed
+	}
+	return f
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessageBytes {
+		return s
+	}
+	return "…" + s[len(s)-maxMessageBytes:]
+}
+
+// envelope builds the envelope of an event caused by cause (trigger "cause:<event_id>",
+// correlation copied).
+func (w *work) envelope(cause *lavav1.Envelope, eventType string) *lavav1.Envelope {
+	corr := cause.GetCorrelationId()
+	if corr == "" {
+		corr = cause.GetEventId()
+	}
+	trig := eventid.CauseTrigger(cause.GetEventId())
+	res := proto.CloneOf(w.cause.GetResource())
+	gen := cause.GetGeneration()
+	return &lavav1.Envelope{
+		EventId:       eventid.ID(res.GetUid(), gen, eventType, trig),
+		OccurredAt:    timestamppb.New(w.s.cfg.Now().UTC()),
+		Source:        bus.ServiceApplier,
+		Resource:      res,
+		Generation:    gen,
+		CorrelationId: corr,
+		Trigger:       trig,
+	}
+}
+
+// failed publishes Failed caused by the message handled.
+func (w *work) failed(ctx context.Context, stage lavav1.Stage, f *failure, attempt int32, planID string) error {
+	return w.failedCause(ctx, w.cause, stage, f, attempt, planID)
+}
+
+// failedCause publishes Failed caused by cause.
+func (w *work) failedCause(ctx context.Context, cause *lavav1.Envelope, stage lavav1.Stage, f *failure, attempt int32, planID string) error {
+	ev := &lavav1.Failed{
+		Envelope:  w.envelope(cause, "lava.v1.Failed"),
+		Stage:     stage,
+		Reason:    f.reason,
+		Message:   f.message,
+		Retryable: f.retryable,
+		Attempt:   attempt,
+		PlanId:    planID,
+	}
+	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
+		return err
+	}
+	w.log.Info("stage failed", "stage", stage.String(), "reason", f.reason, "retryable", f.retryable, "message", f.message)
+	return nil
+}
+
+func summaryProto(s engine.Summary) *lavav1.ChangeSummary {
+	return &lavav1.ChangeSummary{Add: int32(s.Add), Change: int32(s.Change), Destroy: int32(s.Destroy)}
+}
+
+func changeKind(a engine.Action) lavav1.ChangeKind {
+	switch a {
+	case engine.ActionNoOp:
+		return lavav1.ChangeKind_CHANGE_KIND_NO_OP
+	case engine.ActionCreate:
+		return lavav1.ChangeKind_CHANGE_KIND_CREATE
+	case engine.ActionRead:
+		return lavav1.ChangeKind_CHANGE_KIND_READ
+	case engine.ActionUpdate:
+		return lavav1.ChangeKind_CHANGE_KIND_UPDATE
+	case engine.ActionReplace:
+		return lavav1.ChangeKind_CHANGE_KIND_REPLACE
+	case engine.ActionDelete:
+		return lavav1.ChangeKind_CHANGE_KIND_DELETE
+	}
+	return lavav1.ChangeKind_CHANGE_KIND_UNSPECIFIED
+}
+
+// publishPlanned publishes Planned for plan and returns its envelope.
+func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in input, awaiting bool) (*lavav1.Envelope, error) {
+	ev := &lavav1.Planned{
+		Envelope:            w.envelope(w.cause, "lava.v1.Planned"),
+		PlanId:              plan.PlanID,
+		Engine:              EngineEnum(in.engine),
+		Summary:             summaryProto(plan.Summary),
+		PlanArtifactDigest:  plan.PlanDigest,
+		StateSerial:         int64(plan.StateSerial),
+		StateLineage:        plan.StateLineage,
+		AwaitingApproval:    awaiting,
+		TerraformJsonDigest: in.terraformJSONDigest,
+	}
+	for _, r := range plan.Resources {
+		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: r.Address, Action: changeKind(r.Action)})
+	}
+	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
+		return nil, err
+	}
+	w.log.Info("planned", "plan_id", plan.PlanID, "awaiting_approval", awaiting,
+		"add", plan.Summary.Add, "change", plan.Summary.Change, "destroy", plan.Summary.Destroy)
+	return ev.GetEnvelope(), nil
+}
+
+// deletion destroys the resource's infrastructure (DESTROY) or leaves it and its state
+// (ORPHAN), then publishes Destroyed.
+func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng lavav1.Engine, attempt int32) error {
+	destroyed := &lavav1.Destroyed{Envelope: w.envelope(w.cause, "lava.v1.Destroyed")}
+	if policy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
+		destroyed.Orphaned = true
+		w.rec.Held = nil
+		return w.publishDestroyed(ctx, destroyed)
+	}
+	rec, err := w.s.cfg.Store.Get(ctx, w.key())
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	if rec.HasState() {
+		last := w.rec.Last
+		if last == nil {
+			// No apply recorded (e.g. a failed first apply left partial state): destroy with
+			// the newest rendered configuration.
+			syn := &lavav1.Synthesized{}
+			ok, err := lastEvent(ctx, w.s.cfg.JS, bus.StreamPhases, bus.PhaseSubject(w.ns, w.name, bus.EventSynthesized), syn)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: ReasonDestroyFailed,
+					message: "the resource has state but no rendered configuration is known to destroy it with"}, attempt, "")
+			}
+			in := inputOf(syn)
+			last = &LastApplied{Engine: in.engine, ArtifactDigest: in.artifactDigest, Providers: in.providers}
+		}
+		name := last.Engine
+		if eng != lavav1.Engine_ENGINE_UNSPECIFIED {
+			name = EngineName(eng)
+		}
+		e := w.s.cfg.Engines[name]
+		if e == nil {
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: ReasonEngineUnavailable,
+				message: fmt.Sprintf("engine %q is not available in this applier", name)}, attempt, "")
+		}
+		in := input{engine: name, artifactDigest: last.ArtifactDigest, providers: last.Providers}
+		start := w.s.cfg.Now()
+		res, err := e.Destroy(ctx, engine.DestroyRequest{Target: in.target(ctx, w)})
+		w.observe(OpDestroy, start, err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, w.classify(ctx, lavav1.Stage_STAGE_DESTROY, err), attempt, "")
+		}
+		destroyed.DestroyedCount = int32(res.Destroyed)
+		if err := w.s.cfg.Store.Forget(ctx, w.key()); err != nil {
+			return err
+		}
+	}
+	w.rec.Last, w.rec.Held = nil, nil
+	return w.publishDestroyed(ctx, destroyed)
+}
+
+func (w *work) publishDestroyed(ctx context.Context, ev *lavav1.Destroyed) error {
+	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
+		return err
+	}
+	// The object is gone: a new object of the same name starts from generation 1, so the
+	// generation watermarks of synth and the applier are reset. This record's Deleted flag
+	// keeps late events of the old object out.
+	w.rec.Deleted = true
+	for _, svc := range []string{bus.ServiceSynth, bus.ServiceApplier} {
+		if err := w.s.wmKV.Delete(ctx, bus.WatermarkKey(svc, w.ns, w.name)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("applier: reset %s watermark of %s/%s: %w", svc, w.ns, w.name, err)
+		}
+	}
+	w.log.Info("destroyed", "orphaned", ev.GetOrphaned(), "destroyed_count", ev.GetDestroyedCount())
+	return nil
+}

@@ -1,0 +1,313 @@
+//go:build integration
+
+package applier_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/engine/tofu"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
+	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/service/synth"
+)
+
+// leaseTTL is the lava-leases TTL of the tests: short, so a dead applier's lease (and with it
+// its state lock) expires quickly.
+const leaseTTL = 3 * time.Second
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type captured struct {
+	subject string
+	data    []byte
+	event   bus.Event
+}
+
+// harness: real JetStream with Lava's topology, a running synth service, appliers started on
+// demand with the real tofu and embedded engines, and every message on "lava.>" captured.
+type harness struct {
+	t     testing.TB
+	srv   *natstest.Server
+	js    jetstream.JetStream
+	pub   *bus.Publisher
+	logs  *syncBuffer
+	log   *slog.Logger
+	tools tofutest.Tools
+
+	mu   sync.Mutex
+	msgs []captured
+}
+
+// newHarness starts the harness; kube, when given, is synth's read-only Kubernetes access.
+func newHarness(t testing.TB, kube ...client.Reader) *harness {
+	t.Helper()
+	tools := tofutest.Tofu(t)
+	srv := natstest.RunJetStream(t)
+	js := srv.JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{LeaseTTL: leaseTTL, BackOff: []time.Duration{10 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	h := &harness{t: t, srv: srv, js: js, pub: bus.NewPublisher(js), logs: logs, tools: tools,
+		log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	sub, err := srv.Conn().Subscribe("lava.>", func(m *nats.Msg) {
+		c := captured{subject: m.Subject, data: append([]byte(nil), m.Data...)}
+		if mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(m.Header.Get(bus.HeaderSchema))); err == nil {
+			ev := mt.New().Interface()
+			if proto.Unmarshal(m.Data, ev) == nil {
+				c.event, _ = ev.(bus.Event)
+			}
+		}
+		h.mu.Lock()
+		h.msgs = append(h.msgs, c)
+		h.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+
+	key := []byte(rand.Text() + rand.Text())[:32]
+	cfg := synth.Config{JS: js, BindingsKey: key, Logger: h.log}
+	if len(kube) > 0 {
+		cfg.Kube = kube[0]
+	}
+	svc, err := synth.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, "synth", svc.Run)
+	return h
+}
+
+// run runs f until the test ends.
+func (h *harness) run(t testing.TB, what string, f func(context.Context) error) context.CancelFunc {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// applierOpts configures one applier replica.
+type applierOpts struct {
+	holder       string
+	lockTTL      time.Duration
+	drainTimeout time.Duration
+	concurrency  int
+	kube         client.Client
+	observe      func(applier.Operation)
+}
+
+// replica is a running applier.
+type replica struct {
+	svc     *applier.Service
+	store   *state.Store
+	backend *applier.Backend
+	reg     *prometheus.Registry
+	stop    context.CancelFunc
+}
+
+func (h *harness) startApplier(o applierOpts) *replica {
+	t := h.t
+	t.Helper()
+	if o.holder == "" {
+		o.holder = "applier-" + rand.Text()[:6]
+	}
+	if o.lockTTL == 0 {
+		o.lockTTL = time.Minute
+	}
+	store, err := applier.NewStore(t.Context(), h.js, o.lockTTL, h.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := applier.ServeBackend(store, "127.0.0.1:0", h.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = backend.Close() })
+	engines, closeEngines, err := applier.NewEngines(t.Context(), h.js, store, backend, applier.EngineOptions{
+		ProviderDir: h.tools.Mirror, TofuBin: h.tools.Bin, CLIConfigFile: h.tools.CLIConfig, WorkDir: t.TempDir(),
+		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+	}, h.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeEngines)
+	reg := prometheus.NewRegistry()
+	bm, err := bus.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: store, Engines: engines, Holder: o.holder, Kube: o.kube,
+		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
+		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := h.run(t, "applier "+o.holder, svc.Run)
+	return &replica{svc: svc, store: store, backend: backend, reg: reg, stop: stop}
+}
+
+func envelope(ns, name, uid string, gen int64, typ, trigger string) *lavav1.Envelope {
+	id := eventid.ID(uid, gen, typ, trigger)
+	return &lavav1.Envelope{EventId: id, OccurredAt: timestamppb.Now(), Source: "watcher",
+		Resource: &lavav1.ResourceRef{Namespace: ns, Name: name, Uid: uid}, Generation: gen, CorrelationId: id, Trigger: trigger}
+}
+
+// observe publishes a ResourceObserved as the watcher does.
+func (h *harness) observe(ns, name string, gen int64, spec *lavav1.ArchitectureSpec) {
+	h.t.Helper()
+	h.observeUID(ns, name, "uid-"+name, gen, spec)
+}
+
+// observeUID is observe for an object with the given uid.
+func (h *harness) observeUID(ns, name, uid string, gen int64, spec *lavav1.ArchitectureSpec) {
+	h.t.Helper()
+	ev := &lavav1.ResourceObserved{
+		Envelope: envelope(ns, name, uid, gen, "lava.v1.ResourceObserved", eventid.GenerationTrigger(gen)),
+		Spec:     spec, Remediation: &lavav1.RemediationPolicy{}, Dependencies: &lavav1.DependencyState{Ready: true},
+	}
+	if _, err := h.pub.PublishEvent(h.t.Context(), ev); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// deletion publishes a DeletionRequested as the watcher does.
+func (h *harness) deletion(ns, name string, gen int64, policy lavav1.DeletionPolicy, eng lavav1.Engine) {
+	h.t.Helper()
+	ev := &lavav1.DeletionRequested{
+		Envelope:       envelope(ns, name, "uid-"+name, gen, "lava.v1.DeletionRequested", eventid.GenerationTrigger(gen)),
+		DeletionPolicy: policy, Engine: eng,
+	}
+	if _, err := h.pub.PublishEvent(h.t.Context(), ev); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// events returns the captured events of type T about ns/name.
+func events[T bus.Event](h *harness, ns, name string) []T {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []T
+	for _, c := range h.msgs {
+		if ev, ok := c.event.(T); ok {
+			r := ev.GetEnvelope().GetResource()
+			if r.GetNamespace() == ns && r.GetName() == name {
+				out = append(out, ev)
+			}
+		}
+	}
+	return out
+}
+
+// await waits up to d for an event of type T about ns/name satisfying ok. A Failed of the
+// resource that ok does not expect ends the wait early with its reason.
+func await[T bus.Event](h *harness, ns, name string, d time.Duration, ok func(T) bool) T {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, ev := range events[T](h, ns, name) {
+			if ok == nil || ok(ev) {
+				return ev
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	var zero T
+	h.t.Fatalf("no matching %T for %s/%s within %s; events:\n%s", zero, ns, name, d, h.describe(ns, name))
+	return zero
+}
+
+func gen[T bus.Event](g int64) func(T) bool {
+	return func(ev T) bool { return ev.GetEnvelope().GetGeneration() == g }
+}
+
+// describe lists the resource's events, for failure messages.
+func (h *harness) describe(ns, name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	for _, c := range h.msgs {
+		if c.event == nil || c.event.GetEnvelope().GetResource().GetName() != name || c.event.GetEnvelope().GetResource().GetNamespace() != ns {
+			continue
+		}
+		b.WriteString(c.subject)
+		if f, ok := c.event.(*lavav1.Failed); ok {
+			b.WriteString(" " + f.GetReason() + ": " + f.GetMessage())
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// leaks returns where secret appears: captured message bytes or the logs.
+func (h *harness) leaks(secret string) []string {
+	var where []string
+	h.mu.Lock()
+	for _, c := range h.msgs {
+		if bytes.Contains(c.data, []byte(secret)) {
+			where = append(where, c.subject)
+		}
+	}
+	h.mu.Unlock()
+	if strings.Contains(h.logs.String(), secret) {
+		where = append(where, "logs")
+	}
+	return where
+}
+
+// stateOf reads a resource's state record.
+func (h *harness) stateOf(r *replica, ns, name string) state.Record {
+	h.t.Helper()
+	rec, err := r.store.Get(h.t.Context(), state.Key{Namespace: ns, Name: name})
+	if err != nil {
+		h.t.Fatalf("state of %s/%s: %v", ns, name, err)
+	}
+	return rec
+}

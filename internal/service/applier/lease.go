@@ -1,0 +1,100 @@
+package applier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+// withLease runs fn under the resource's lease, taken without waiting, renewing it every
+// TTL/3; fn's context ends if the lease is lost. A lease held by another replica is
+// bus.ErrLeaseHeld (wrapped): the message is naked and redelivered after the consumer's
+// backoff.
+func (s *Service) withLease(ctx context.Context, namespace, name string, fn func(ctx context.Context) error) error {
+	lease, err := s.leases.Acquire(ctx, namespace, name)
+	if errors.Is(err, bus.ErrLeaseHeld) {
+		s.metrics.contended.Inc()
+		return fmt.Errorf("applier: %s/%s: %w", namespace, name, bus.ErrLeaseHeld)
+	}
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var lost error
+	ttl := s.leases.TTL()
+	wg.Go(func() {
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if err := lease.Renew(fctx); errors.Is(err, bus.ErrLeaseLost) || !lease.Valid() {
+					lost = fmt.Errorf("applier: %s/%s: %w", namespace, name, bus.ErrLeaseLost)
+					cancel(lost)
+					return
+				}
+			}
+		}
+	})
+	ferr := fn(fctx)
+	close(stop)
+	wg.Wait()
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer rcancel()
+	rerr := lease.Release(rctx)
+	switch {
+	case ferr != nil:
+		return ferr
+	case lost != nil:
+		return lost
+	case errors.Is(rerr, bus.ErrLeaseLost):
+		return rerr
+	}
+	return nil
+}
+
+// lockHolder is the state-lock holder name of this replica for a resource:
+// "<replica>@<lease key>", so [holderAlive] can tell whether the replica still holds the
+// resource's lease.
+func (s *Service) lockHolder(namespace, name string) string {
+	return s.cfg.Holder + "@" + bus.ResourceKey(namespace, name)
+}
+
+// HolderAlive returns a state.HolderAlive over lava-leases: a lock holder
+// "<replica>@<lease key>" is alive while the lease of that key is held by that replica. A
+// holder of another form counts as alive (only its lock age can expire it).
+func HolderAlive(leases jetstream.KeyValue) func(ctx context.Context, holder string) (bool, error) {
+	return func(ctx context.Context, holder string) (bool, error) {
+		replica, key, ok := strings.Cut(holder, "@")
+		if !ok {
+			return true, nil
+		}
+		e, err := leases.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			return false, nil
+		}
+		if err != nil {
+			return true, err
+		}
+		var v struct {
+			Holder string `json:"holder"`
+		}
+		if json.Unmarshal(e.Value(), &v) != nil {
+			return true, nil
+		}
+		return v.Holder == replica, nil
+	}
+}

@@ -1,0 +1,140 @@
+//go:build integration
+
+package applier_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/service/applier"
+)
+
+// publishSynthesized stores rendered as the artifact and publishes Synthesized as synth does.
+func (h *harness) publishSynthesized(ns, name string, gen int64, rendered string, eng lavav1.Engine, providers ...*lavav1.ProviderRequirement) {
+	h.t.Helper()
+	art, err := bus.NewArtifacts(h.t.Context(), h.js)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	digest, err := art.Put(h.t.Context(), strings.NewReader(rendered))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ev := &lavav1.Synthesized{
+		Envelope:       envelope(ns, name, "uid-"+name, gen, "lava.v1.Synthesized", eventid.CauseTrigger("test-"+name)),
+		Render:         &lavav1.RenderRecord{TerraformJsonDigest: digest, BindingsDigest: "b0", ObservedGeneration: gen},
+		Gate:           &lavav1.GateVerdict{Passed: true},
+		ArtifactDigest: digest, ArtifactSizeBytes: int64(len(rendered)), Engine: eng, ApprovePlan: "auto", Providers: providers,
+	}
+	if _, err := h.pub.PublishEvent(h.t.Context(), ev); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestApplier_sensitiveOutputs: non-sensitive outputs travel in Applied; sensitive ones go only
+// to the Secret "<name>-lava-outputs" (owned by the LavaArchitecture), never into an event or
+// a log line.
+func TestApplier_sensitiveOutputs(t *testing.T) {
+	env := kubetest.Start(t)
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.startApplier(applierOpts{kube: env.Client})
+	const secret = "s3cr3t-output-value-9d41"
+	rendered := `{"resource":{"terraform_data":{"t":{"input":"visible"}}},
+	  "output":{"plain":{"value":"${terraform_data.t.output}"},"token":{"value":"` + secret + `","sensitive":true}}}`
+	h.publishSynthesized(ns, "out", 1, rendered, lavav1.Engine_ENGINE_TOFU)
+	applied := await(h, ns, "out", 2*time.Minute, gen[*lavav1.Applied](1))
+	if got := applied.GetOutputs(); len(got) != 1 || got["plain"] != `"visible"` {
+		t.Errorf("Applied outputs = %v, want only plain", got)
+	}
+	if applied.GetOutputsSecret() != applier.OutputsSecretName("out") {
+		t.Fatalf("outputs_secret = %q", applied.GetOutputsSecret())
+	}
+	var sec corev1.Secret
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "out-lava-outputs"}, &sec); err != nil {
+		t.Fatal(err)
+	}
+	if string(sec.Data["token"]) != secret || len(sec.Data) != 1 {
+		t.Errorf("Secret data keys %v, token %q", len(sec.Data), sec.Data["token"])
+	}
+	if refs := sec.OwnerReferences; len(refs) != 1 || refs[0].Kind != "LavaArchitecture" || string(refs[0].UID) != "uid-out" {
+		t.Errorf("owner references = %v", refs)
+	}
+	if where := h.leaks(secret); len(where) > 0 {
+		t.Errorf("sensitive output leaked into %v", where)
+	}
+}
+
+// TestApplier_contendedLease: while another holder has a resource's lease the applier naks the
+// message with delay (counted) and applies once the lease is free.
+func TestApplier_contendedLease(t *testing.T) {
+	h := newHarness(t)
+	r := h.startApplier(applierOpts{})
+	other, err := bus.NewLeases(t.Context(), h.js, "someone-else", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := other.Acquire(t.Context(), "demo", "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.publishSynthesized("demo", "busy", 1, `{"resource":{"terraform_data":{"d":{"input":"x"}}}}`, lavav1.Engine_ENGINE_EMBEDDED)
+	deadline := time.Now().Add(30 * time.Second)
+	for metricValue(t, r.reg, "lava_applier_lease_contended_total") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the applier never found the lease contended twice")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(events[*lavav1.Planned](h, "demo", "busy")); n != 0 {
+		t.Fatalf("planned %d times under another holder's lease", n)
+	}
+	if err := lease.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	await(h, "demo", "busy", time.Minute, gen[*lavav1.Applied](1))
+}
+
+// TestApplier_secretNeverLeaks: a Secret-backed binding that ends up in a provider's error text
+// (the file name of a failing create) is redacted from the Failed message; no published event
+// and no log line carries it.
+func TestApplier_secretNeverLeaks(t *testing.T) {
+	env := kubetest.Start(t)
+	ns := env.Namespace(t)
+	const token = "tok-1c2d3e4f-never-in-events"
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"},
+		Data: map[string][]byte{"token": []byte(token)}}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, env.Client)
+	h.startApplier(applierOpts{kube: env.Client})
+	const src = `(deflava-architecture leaky
+  :inputs ((:dir "/tmp") (:token "x"))
+  :providers ((testkit :source "example/testkit"))
+  :resources ((terraform-data "ok" :input "{token}")
+              (testkit-file "bad" :filename "{dir}/{token}.txt" :content "x" :fail-on-create "true")))`
+	h.observe(ns, "leaky", 1, &lavav1.ArchitectureSpec{
+		Source:       &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
+		Bindings:     map[string]string{"dir": t.TempDir()},
+		BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "creds"}}}},
+		Engine:       lavav1.Engine_ENGINE_TOFU,
+	})
+	f := await(h, ns, "leaky", 2*time.Minute, gen[*lavav1.Failed](1))
+	if f.GetStage() != lavav1.Stage_STAGE_APPLY || f.GetReason() != "ApplyFailed" || !f.GetRetryable() ||
+		!strings.Contains(f.GetMessage(), "fail_on_create") || !strings.Contains(f.GetMessage(), "(redacted)") {
+		t.Errorf("Failed %v %s retryable %v: %q, want a retryable ApplyFailed with the provider's error, the file name redacted",
+			f.GetStage(), f.GetReason(), f.GetRetryable(), f.GetMessage())
+	}
+	if where := h.leaks(token); len(where) > 0 {
+		t.Errorf("Secret value leaked into %v", where)
+	}
+}

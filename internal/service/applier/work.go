@@ -1,0 +1,367 @@
+package applier
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+// Failure reasons the applier publishes (Failed.reason).
+const (
+	ReasonProviderUnavailable = "ProviderUnavailable"
+	ReasonPlanFailed          = "PlanFailed"
+	ReasonApplyFailed         = "ApplyFailed"
+	ReasonDestroyFailed       = "DestroyFailed"
+	ReasonPlanStale           = "PlanStale"
+	ReasonLocked              = "Locked"
+	ReasonPlanSuperseded      = "PlanSuperseded"
+	ReasonEngineUnavailable   = "EngineUnavailable"
+)
+
+// Approval values of approvePlan besides a plan id.
+const (
+	ApproveAuto   = "auto"
+	ApproveManual = "manual"
+)
+
+// maxMessageBytes bounds a Failed message.
+const maxMessageBytes = 8 << 10
+
+var planIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// work is the handling of one message for one resource, under its lease.
+type work struct {
+	s        *Service
+	rec      *Record
+	ns, name string
+	// cause is the envelope of the message handled.
+	cause *lavav1.Envelope
+	log   *slog.Logger
+
+	// redact holds the values of the Secrets the resource binds, read once per message.
+	redact     []string
+	redactRead bool
+}
+
+// minRedactBytes: Secret values shorter than this are not scrubbed by plain replacement (a
+// one-letter value would mangle every message); synth never lets them into a message anyway.
+const minRedactBytes = 4
+
+// secrets returns the values of the Secrets behind the resource's spec.bindingsFrom (from its
+// newest ResourceObserved), read with the applier's own access, so engine output that echoes
+// one (a provider error naming a file, say) is redacted before it reaches an event or a log.
+// Without Kubernetes access, or when they cannot be read, it returns none (logged).
+func (w *work) secrets(ctx context.Context) []string {
+	if w.redactRead || w.s.cfg.Kube == nil {
+		return w.redact
+	}
+	w.redactRead = true
+	obs := &lavav1.ResourceObserved{}
+	ok, err := lastEvent(ctx, w.s.cfg.JS, bus.StreamResources, bus.ResourceSubject(w.ns, w.name, bus.EventObserved), obs)
+	if err != nil || !ok {
+		if err != nil {
+			w.log.Warn("cannot read the resource's bindingsFrom for redaction", "error", err)
+		}
+		return nil
+	}
+	for _, ref := range obs.GetSpec().GetBindingsFrom() {
+		sr := ref.GetSecretRef()
+		if sr == nil {
+			continue
+		}
+		sec := &corev1.Secret{}
+		if err := w.s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: sr.GetName()}, sec); err != nil {
+			w.log.Warn("cannot read a bound Secret for redaction", "secret", sr.GetName(), "error", err)
+			continue
+		}
+		for _, v := range sec.Data {
+			if len(v) >= minRedactBytes {
+				w.redact = append(w.redact, string(v))
+			}
+		}
+	}
+	return w.redact
+}
+
+// classify is [classify] with the message redacted of the resource's Secret values.
+func (w *work) classify(ctx context.Context, stage lavav1.Stage, err error) *failure {
+	f := classify(stage, err)
+	f.message = engine.NewRedactor(w.secrets(ctx)...).Redact(f.message)
+	return f
+}
+
+// input is what a plan needs, from a Synthesized or from the last applied configuration.
+type input struct {
+	generation          int64
+	engine              string
+	artifactDigest      string
+	terraformJSONDigest string
+	bindingsDigest      string
+	providers           []engine.ProviderRequirement
+	approve             string
+}
+
+func inputOf(ev *lavav1.Synthesized) input {
+	in := input{
+		generation:          ev.GetEnvelope().GetGeneration(),
+		engine:              EngineName(ev.GetEngine()),
+		artifactDigest:      ev.GetArtifactDigest(),
+		terraformJSONDigest: ev.GetRender().GetTerraformJsonDigest(),
+		bindingsDigest:      ev.GetRender().GetBindingsDigest(),
+		approve:             ev.GetApprovePlan(),
+	}
+	for _, p := range ev.GetProviders() {
+		in.providers = append(in.providers, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource()})
+	}
+	if in.approve == "" {
+		in.approve = ApproveAuto
+	}
+	return in
+}
+
+func (in input) target(ctx context.Context, w *work) engine.Target {
+	src := map[string]string{}
+	for _, p := range in.providers {
+		src[p.Name] = p.Source
+	}
+	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest,
+		ProviderSources: src, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)}
+}
+
+func (w *work) key() state.Key { return state.Key{Namespace: w.ns, Name: w.name} }
+
+// synthesized plans a rendered generation and applies it when approved.
+func (w *work) synthesized(ctx context.Context, ev *lavav1.Synthesized, attempt int32) error {
+	if !bus.ValidDigest(ev.GetArtifactDigest()) {
+		return bus.Permanent(fmt.Errorf("applier: Synthesized without a valid artifact digest"))
+	}
+	return w.planAndApply(ctx, inputOf(ev), attempt)
+}
+
+// reapply re-plans the last applied configuration against the current state and applies it
+// (or holds the plan when the command requires approval).
+func (w *work) reapply(ctx context.Context, ev *lavav1.ReapplyRequested) error {
+	last := w.rec.Last
+	if last == nil {
+		w.log.Warn("reapply requested but nothing was applied; ignored")
+		return nil
+	}
+	in := input{generation: ev.GetEnvelope().GetGeneration(), engine: last.Engine, artifactDigest: last.ArtifactDigest,
+		terraformJSONDigest: last.TerraformJSONDigest, bindingsDigest: last.BindingsDigest, providers: last.Providers, approve: ApproveAuto}
+	switch {
+	case ev.GetPlanId() != "":
+		in.approve = ev.GetPlanId()
+	case ev.GetRequireApproval():
+		in.approve = ApproveManual
+	}
+	return w.planAndApply(ctx, in, 1)
+}
+
+// retry runs a failed stage again from the newest Synthesized (plan, apply) or
+// DeletionRequested (destroy) of the resource's generation.
+func (w *work) retry(ctx context.Context, ev *lavav1.RetryRequested) error {
+	attempt := max(ev.GetAttempt(), 2)
+	switch ev.GetTarget() {
+	case lavav1.Stage_STAGE_PLAN, lavav1.Stage_STAGE_APPLY:
+		syn := &lavav1.Synthesized{}
+		ok, err := lastEvent(ctx, w.s.cfg.JS, bus.StreamPhases, bus.PhaseSubject(w.ns, w.name, bus.EventSynthesized), syn)
+		if err != nil {
+			return err
+		}
+		if !ok || syn.GetEnvelope().GetResource().GetUid() != w.cause.GetResource().GetUid() ||
+			syn.GetEnvelope().GetGeneration() != ev.GetEnvelope().GetGeneration() {
+			w.log.Info("retry is obsolete: no Synthesized of that generation")
+			return nil
+		}
+		return w.planAndApply(ctx, inputOf(syn), attempt)
+	case lavav1.Stage_STAGE_DESTROY:
+		del := &lavav1.DeletionRequested{}
+		ok, err := lastEvent(ctx, w.s.cfg.JS, bus.StreamResources, bus.ResourceSubject(w.ns, w.name, bus.EventDeletionRequested), del)
+		if err != nil {
+			return err
+		}
+		if !ok || del.GetEnvelope().GetResource().GetUid() != w.cause.GetResource().GetUid() {
+			w.log.Info("destroy retry is obsolete: no DeletionRequested of that object")
+			return nil
+		}
+		return w.deletion(ctx, del.GetDeletionPolicy(), del.GetEngine(), attempt)
+	}
+	return bus.Permanent(fmt.Errorf("applier: retry of stage %v is not the applier's", ev.GetTarget()))
+}
+
+// planAndApply is the heart of the applier: apply the held plan when approved and still
+// valid, else plan; then apply or hold.
+func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error {
+	eng := w.s.cfg.Engines[in.engine]
+	if eng == nil {
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: ReasonEngineUnavailable,
+			message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
+	}
+	var plan *engine.PlanRecord
+	if held := w.rec.Held; held != nil && held.PlanID == in.approve && w.sameInputs(held, in) {
+		fresh, err := w.fresh(ctx, held)
+		if err != nil {
+			return err
+		}
+		if fresh {
+			plan = held
+		}
+	}
+	if plan == nil {
+		var err error
+		plan, err = w.plan(ctx, eng, in)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
+		}
+	}
+	w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
+	approved := in.approve == ApproveAuto || in.approve == plan.PlanID || !plan.HasChanges
+	planned, err := w.publishPlanned(ctx, plan, in, !approved)
+	if err != nil {
+		return err
+	}
+	if !approved {
+		w.rec.Held, w.rec.HeldGeneration = plan, in.generation
+		w.s.metrics.awaiting.Inc()
+		w.log.Info("plan held for approval", "plan_id", plan.PlanID, "approve_plan", in.approve)
+		if planIDPattern.MatchString(in.approve) {
+			what := "is not a plan of this resource"
+			if slices.Contains(w.rec.Plans, in.approve) {
+				what = "is superseded: the rendered configuration, the bindings, the engine or the state changed since it was planned"
+			}
+			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: ReasonPlanSuperseded,
+				message: fmt.Sprintf("spec.approvePlan %s %s; the current plan is %s (%d to add, %d to change, %d to destroy): set spec.approvePlan to %s to apply it",
+					in.approve, what, plan.PlanID, plan.Summary.Add, plan.Summary.Change, plan.Summary.Destroy, plan.PlanID)}, attempt, in.approve)
+		}
+		return nil
+	}
+	return w.apply(ctx, eng, plan, in, planned, attempt)
+}
+
+func (w *work) engineNames() []string {
+	var names []string
+	for n := range w.s.cfg.Engines {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// sameInputs reports whether a held plan was made from in's configuration.
+func (w *work) sameInputs(held *engine.PlanRecord, in input) bool {
+	return held.Target.RenderedDigest == in.artifactDigest && held.BindingsDigest == in.bindingsDigest && held.Engine == in.engine
+}
+
+// fresh reports whether the state is still the one plan was made against.
+func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error) {
+	rec, err := w.s.cfg.Store.Get(ctx, w.key())
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		return false, err
+	}
+	return rec.Serial == plan.StateSerial && rec.Lineage == plan.StateLineage, nil
+}
+
+// plan runs the engine's plan, observed.
+func (w *work) plan(ctx context.Context, eng engine.Engine, in input) (*engine.PlanRecord, error) {
+	start := w.s.cfg.Now()
+	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest})
+	w.observe(OpPlan, start, err)
+	return p, err
+}
+
+// observe records an engine operation in the metrics and the Observe hook.
+func (w *work) observe(op string, start time.Time, err error) {
+	end := w.s.cfg.Now()
+	result := ResultSuccess
+	if err != nil {
+		result = ResultFailure
+	}
+	w.s.metrics.ops.WithLabelValues(op, result).Inc()
+	w.s.metrics.duration.WithLabelValues(op).Observe(end.Sub(start).Seconds())
+	if w.s.cfg.Observe != nil {
+		w.s.cfg.Observe(Operation{Op: op, Namespace: w.ns, Name: w.name, Holder: w.s.cfg.Holder, Start: start, End: end, Err: err})
+	}
+}
+
+// apply applies a recorded, approved plan (never one already applied) and publishes Applied;
+// planned is the Planned event's envelope.
+func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRecord, in input, planned *lavav1.Envelope, attempt int32) error {
+	if slices.Contains(w.rec.Applied, plan.PlanID) {
+		w.log.Info("plan already applied; not applying it again", "plan_id", plan.PlanID)
+		return nil
+	}
+	start := w.s.cfg.Now()
+	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)})
+	w.observe(OpApply, start, err)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		if w.rec.Held != nil && w.rec.Held.PlanID == plan.PlanID {
+			w.rec.Held = nil
+		}
+		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, w.classify(ctx, lavav1.Stage_STAGE_APPLY, err), attempt, plan.PlanID)
+	}
+	secretName, err := w.s.writeOutputs(ctx, w.cause.GetResource(), res.Outputs, w.log)
+	if err != nil {
+		return err
+	}
+	w.rec.Applied = push(w.rec.Applied, plan.PlanID, maxApplied)
+	w.rec.Held, w.rec.HeldGeneration = nil, 0
+	w.rec.Last = &LastApplied{PlanID: plan.PlanID, Engine: in.engine, ArtifactDigest: in.artifactDigest,
+		TerraformJSONDigest: in.terraformJSONDigest, BindingsDigest: in.bindingsDigest, Providers: in.providers,
+		Generation: in.generation, StateSerial: res.StateSerial, StateLineage: res.StateLineage, AppliedAt: w.s.cfg.Now().UTC()}
+	ev := &lavav1.Applied{
+		Envelope:            w.envelope(planned, "lava.v1.Applied"),
+		PlanId:              plan.PlanID,
+		Outputs:             map[string]string{},
+		OutputsSecret:       secretName,
+		StateSerial:         int64(res.StateSerial),
+		StateLineage:        res.StateLineage,
+		Summary:             summaryProto(res.Summary),
+		Engine:              EngineEnum(in.engine),
+		TerraformJsonDigest: in.terraformJSONDigest,
+		ArtifactDigest:      in.artifactDigest,
+	}
+	for _, p := range in.providers {
+		ev.Providers = append(ev.Providers, &lavav1.ProviderRequirement{Name: p.Name, Source: p.Source})
+	}
+	if res.Outputs != nil {
+		for k, v := range res.Outputs.Values {
+			ev.Outputs[k] = compactJSON(v)
+		}
+	}
+	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
+		return err
+	}
+	w.log.Info("applied", "plan_id", plan.PlanID, "state_serial", res.StateSerial,
+		"add", res.Summary.Add, "change", res.Summary.Change, "destroy", res.Summary.Destroy)
+	return nil
+}
+
+// compactJSON is v as compact JSON text.
+func compactJSON(v json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return string(v)
+	}
+	return b.String()
+}

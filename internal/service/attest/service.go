@@ -1,0 +1,161 @@
+package attest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/service/anomaly/report"
+)
+
+// EventReceiptAppended is the last token of the subject ReceiptAppended is published on:
+// lava.v1.phase.<ns>.<name>.receipt_appended (LAVA_PHASES, where the watcher reads it).
+const EventReceiptAppended = bus.EventReceiptAppended
+
+// ServiceOptions configures a [Service]. The zero value is valid.
+type ServiceOptions struct {
+	// Concurrency bounds the events handled at once per consumer. Default 8.
+	Concurrency int
+	// Logger receives Info logs per receipt and the bus's Warn logs. Default: discard.
+	Logger *slog.Logger
+	// BusMetrics, if set, counts consumed messages.
+	BusMetrics *bus.Metrics
+	// OnPoison, if set, is called for each terminated message (bus.ConsumeOptions.OnPoison).
+	OnPoison func(ctx context.Context, r bus.PoisonReport)
+	// Now is the clock of ReceiptAppended's occurred_at; default time.Now.
+	Now func() time.Time
+}
+
+// Service is the attest service: it consumes PhaseChanged (failures included) and
+// TickReported (one per viggy pass, failed ones included) from LAVA_PHASES and AnomalyDetected from LAVA_ANOMALIES with the durable consumer "attest",
+// appends one receipt per event to the resource's chain ([Store.Append]) and publishes
+// ReceiptAppended with the new head.
+type Service struct {
+	js    jetstream.JetStream
+	store *Store
+	pub   *bus.Publisher
+	opts  ServiceOptions
+}
+
+// NewService returns a Service appending through store.
+func NewService(js jetstream.JetStream, store *Store, opts ServiceOptions) *Service {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Service{js: js, store: store, pub: bus.NewPublisher(js), opts: opts}
+}
+
+// Run consumes both streams until ctx is cancelled, then drains in-flight events (bus.Consume)
+// and returns nil. The consumers must exist (bus.EnsureTopology).
+func (s *Service) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
+		g.Go(func() error {
+			return bus.Consume(gctx, s.js, bus.ConsumeOptions{
+				Stream: stream, Consumer: bus.ServiceAttest, Concurrency: s.opts.Concurrency,
+				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: report.PoisonReporter(s.pub, bus.ServiceAttest, s.opts.Logger, s.opts.OnPoison),
+			}, s.Handle)
+		})
+	}
+	if err := g.Wait(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("attest: consume: %w", err)
+	}
+	return nil
+}
+
+// Handle is the bus.Handler of both consumers: [Service.Record] of the message's event with
+// its store time as the duplicate search bound. A malformed event (no resource, unexpected
+// type) is permanent (terminated); anything else is retried.
+func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
+	_, err := s.Record(ctx, m.Event, m.Published)
+	if errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrPayloadKind) {
+		return bus.Permanent(err)
+	}
+	return err
+}
+
+// Record appends the receipt of one event (a PhaseChanged, a TickReported or an
+// AnomalyDetected; other types wrap [ErrInvalidRequest]) and publishes ReceiptAppended. notBefore is when the event was
+// stored in its stream (zero if unknown; see [AppendRequest]). Recording an event again
+// appends nothing and publishes the same ReceiptAppended (same event id) again.
+func (s *Service) Record(ctx context.Context, ev bus.Event, notBefore time.Time) (*Appended, error) {
+	env := ev.GetEnvelope()
+	req := AppendRequest{
+		Resource:   env.GetResource(),
+		Generation: env.GetGeneration(),
+		EventID:    env.GetEventId(),
+		NotBefore:  notBefore,
+	}
+	switch e := ev.(type) {
+	case *lavav1.PhaseChanged:
+		req.Kind, req.Payload = KindOutcome, OutcomeFromPhaseChanged(e)
+	case *lavav1.TickReported:
+		req.Kind, req.Payload = KindOutcome, OutcomeFromTick(e)
+	case *lavav1.AnomalyDetected:
+		if req.Resource.GetName() == "" {
+			req.Resource = e.GetSource()
+		}
+		p, err := AnomalyFromDetected(e)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		}
+		req.Kind, req.Payload = KindAnomaly, p
+	default:
+		return nil, fmt.Errorf("%w: no receipt for %s", ErrInvalidRequest, eventid.Type(ev))
+	}
+	a, err := s.store.Append(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	res := req.Resource
+	log := s.opts.Logger.With(logattr.Resource(res.GetNamespace(), res.GetName()), logattr.EventID(req.EventID))
+	if a.Duplicate {
+		log.Debug("attest: event already recorded", "sequence", a.Receipt.GetSequence())
+	} else {
+		log.Info("attest: receipt appended", "sequence", a.Receipt.GetSequence(), "kind", req.Kind,
+			"content_hash", Hex(a.Receipt.GetContentHash()), "conflicts", a.Conflicts)
+	}
+	if err := s.publishAppended(ctx, env, res, a.Receipt); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// publishAppended publishes ReceiptAppended for a receipt of the event with envelope cause.
+func (s *Service) publishAppended(ctx context.Context, cause *lavav1.Envelope, res *lavav1.ResourceRef, r *lavav1.Receipt) error {
+	trigger := eventid.CauseTrigger(cause.GetEventId())
+	ev := &lavav1.ReceiptAppended{
+		Envelope: &lavav1.Envelope{
+			EventId:       eventid.ID(res.GetUid(), cause.GetGeneration(), "lava.v1.ReceiptAppended", trigger),
+			OccurredAt:    timestamppb.New(s.opts.Now()),
+			Source:        bus.ServiceAttest,
+			Resource:      cloneRef(res),
+			Generation:    cause.GetGeneration(),
+			CorrelationId: cause.GetCorrelationId(),
+			Trigger:       trigger,
+		},
+		Sequence:    r.GetSequence(),
+		ContentHash: r.GetContentHash(),
+		Kind:        r.GetKind(),
+		KeyId:       r.GetSignature().GetKeyId(),
+	}
+	subject := bus.PhaseSubject(res.GetNamespace(), res.GetName(), EventReceiptAppended)
+	if _, err := s.pub.Publish(ctx, subject, ev); err != nil {
+		return fmt.Errorf("attest: publish receipt_appended: %w", err)
+	}
+	return nil
+}

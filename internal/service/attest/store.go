@@ -1,0 +1,535 @@
+package attest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+)
+
+// Headers of a receipt message in LAVA_RECEIPTS, besides bus.HeaderSchema
+// ("lava.v1.Receipt"), bus.HeaderContentType (binary protobuf) and Nats-Msg-Id ([ReceiptID]).
+const (
+	// HeaderEventID is the event_id of the attested event.
+	HeaderEventID = "Lava-Event-Id"
+	// HeaderPrevSeq is the stream sequence of the previous receipt of the same chain ("0" for
+	// the first), so the recent tail can be walked backwards without reading the whole chain.
+	HeaderPrevSeq = "Lava-Prev-Seq"
+	// HeaderReceiptSequence is the receipt's chain sequence.
+	HeaderReceiptSequence = "Lava-Receipt-Sequence"
+)
+
+// receiptType is the Lava-Schema of receipt messages.
+const receiptType = "lava.v1.Receipt"
+
+// Errors of the store.
+var (
+	// ErrInvalidRequest reports an append without a resource, event id or matching payload.
+	ErrInvalidRequest = errors.New("attest: invalid append request")
+	// ErrConflict reports an append that lost the race for the chain's tail MaxAttempts times.
+	ErrConflict = errors.New("attest: chain tail kept moving")
+	// ErrCorrupt reports a message on a receipt subject that is not a receipt.
+	ErrCorrupt = errors.New("attest: not a receipt")
+)
+
+// ReceiptID is the Nats-Msg-Id of the receipt of an event: an [eventid.ID] of type
+// "lava.v1.Receipt" with trigger "cause:<event_id>", so every attest replica derives the same
+// id for the same event and JetStream stores it once within the stream's duplicate window.
+func ReceiptID(uid string, generation int64, eventID string) string {
+	return eventid.ID(uid, generation, receiptType, eventid.CauseTrigger(eventID))
+}
+
+// StoreOptions configures a [Store]. The zero value is valid.
+type StoreOptions struct {
+	// Signer signs receipts; nil appends unsigned receipts (algo "none").
+	Signer *Signer
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Metrics, if set, counts appends, conflicts and duplicates.
+	Metrics *Metrics
+	// MaxClockSkew bounds the difference between the store times of LAVA_PHASES or
+	// LAVA_ANOMALIES and LAVA_RECEIPTS (different stream leaders in a cluster). The duplicate
+	// search goes back to AppendRequest.NotBefore minus this. Default 1m.
+	MaxClockSkew time.Duration
+	// MaxLookback bounds how many receipts back the duplicate search goes, and so how many a
+	// Store remembers per chain. Default 1024.
+	MaxLookback int
+	// MaxAttempts bounds the appends tried when another appender keeps winning the tail.
+	// Default 64.
+	MaxAttempts int
+	// MaxCachedChains bounds the chain tails kept in memory; the cache is emptied when it is
+	// exceeded. Default 10000.
+	MaxCachedChains int
+}
+
+func (o StoreOptions) withDefaults() StoreOptions {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxClockSkew <= 0 {
+		o.MaxClockSkew = time.Minute
+	}
+	if o.MaxLookback <= 0 {
+		o.MaxLookback = 1024
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 64
+	}
+	if o.MaxCachedChains <= 0 {
+		o.MaxCachedChains = 10000
+	}
+	return o
+}
+
+// Store appends receipts to, and reads, the chains in LAVA_RECEIPTS (which must exist:
+// bus.EnsureTopology). It is safe for concurrent use, and any number of Stores, in any number
+// of processes, may append to the same chain.
+type Store struct {
+	js   jetstream.JetStream
+	opts StoreOptions
+
+	mu     sync.Mutex
+	stream jetstream.Stream
+	locks  map[string]*chainLock
+	tails  map[string]*tail
+}
+
+// chainLock serializes this process's appends to one chain (replicas race through the
+// expected-sequence check instead).
+type chainLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// unboundedLookback is how far back the duplicate search goes for an append without
+// AppendRequest.NotBefore (at most MaxLookback).
+const unboundedLookback = 32
+
+// tail is what a Store remembers of a chain's end.
+type tail struct {
+	seq  uint64          // stream sequence of head
+	head *lavav1.Receipt // the newest receipt
+	// recent are the newest receipts' stream positions, newest first; recent[0].seq == seq.
+	recent []entry
+}
+
+type entry struct {
+	seq, prevSeq uint64
+	eventID      string
+	stored       time.Time
+}
+
+// NewStore returns a Store on js.
+func NewStore(js jetstream.JetStream, opts StoreOptions) *Store {
+	return &Store{js: js, opts: opts.withDefaults(), locks: map[string]*chainLock{}, tails: map[string]*tail{}}
+}
+
+// AppendRequest is one receipt to append.
+type AppendRequest struct {
+	// Resource names the chain (namespace and name required; uid enters the receipt id).
+	Resource *lavav1.ResourceRef
+	// Generation of the attested event (enters the receipt id).
+	Generation int64
+	// EventID of the attested event (required): the receipt id and the duplicate check.
+	EventID string
+	// Kind is KindOutcome or KindAnomaly, matching Payload.
+	Kind    string
+	Payload *lavav1.ReceiptPayload
+	// NotBefore is when the attested event was stored in its stream (bus.Message.Published):
+	// no receipt of it can be older, which bounds the duplicate search (to MaxLookback
+	// receipts). Zero searches only the newest 32 receipts (and JetStream's duplicate window).
+	NotBefore time.Time
+}
+
+// Appended is the result of [Store.Append].
+type Appended struct {
+	// Receipt is the receipt of the event: the new head, or the earlier receipt when
+	// Duplicate.
+	Receipt *lavav1.Receipt
+	// StreamSeq is the receipt's sequence in LAVA_RECEIPTS.
+	StreamSeq uint64
+	// Duplicate is true when the event was already recorded and nothing was appended.
+	Duplicate bool
+	// Conflicts counts appends lost to another appender before this one succeeded.
+	Conflicts int
+}
+
+// Append appends the receipt of one event to its resource's chain, unless the event is
+// already recorded. It takes the chain's tail (the one this Store last wrote, else read from
+// the stream), builds the next receipt ([NewReceipt]) and publishes it with the expected last
+// subject sequence of that tail and Nats-Msg-Id [ReceiptID]; when another appender moved the
+// tail first, it reads the real tail and tries again (up to MaxAttempts, then [ErrConflict]).
+// An event is already recorded when a receipt with its event id is among the receipts stored
+// since req.NotBefore minus MaxClockSkew (at most MaxLookback back; the newest 32 without
+// NotBefore), or when JetStream reports the receipt id as a duplicate; then Appended.Duplicate
+// is set and Appended.Receipt is the earlier receipt.
+func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error) {
+	ns, name := req.Resource.GetNamespace(), req.Resource.GetName()
+	if ns == "" || name == "" || req.EventID == "" {
+		return nil, fmt.Errorf("%w: resource namespace, name and event id are required", ErrInvalidRequest)
+	}
+	if err := checkPayloadKind(req.Kind, req.Payload); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	stream, err := s.receipts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	subject := bus.ReceiptSubject(ns, name)
+	unlock := s.lock(subject)
+	defer unlock()
+
+	start := s.opts.Now()
+	msgID := ReceiptID(req.Resource.GetUid(), req.Generation, req.EventID)
+	var cutoff time.Time
+	if !req.NotBefore.IsZero() {
+		cutoff = req.NotBefore.Add(-s.opts.MaxClockSkew)
+	}
+	for attempt := 0; attempt < s.opts.MaxAttempts; attempt++ {
+		// Optimistic: trust this process's view of the tail first; if another appender moved
+		// it, the expected-sequence check fails and the next attempt reads the real tail.
+		var t *tail
+		if cached := s.cached(subject); attempt == 0 && cached != nil {
+			t, err = s.extend(ctx, stream, cached, cutoff)
+		} else {
+			t, err = s.refresh(ctx, stream, subject, cutoff)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if seq, ok := t.find(req.EventID); ok {
+			return s.duplicate(ctx, stream, seq, attempt)
+		}
+		var head *lavav1.Receipt
+		var tailSeq uint64
+		if t != nil {
+			head, tailSeq = t.head, t.seq
+		}
+		r, err := NewReceipt(head, req.Kind, req.Payload, s.opts.Now(), s.opts.Signer)
+		if err != nil {
+			return nil, err
+		}
+		m, err := encodeReceipt(subject, r, req.EventID, msgID, tailSeq)
+		if err != nil {
+			return nil, err
+		}
+		ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(tailSeq))
+		if isWrongLastSequence(err) {
+			s.opts.Metrics.conflict()
+			s.forget(subject)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("attest: append to %s: %w", subject, err)
+		}
+		if ack.Duplicate {
+			return s.duplicate(ctx, stream, ack.Sequence, attempt)
+		}
+		s.remember(subject, t, ack.Sequence, tailSeq, r, req.EventID, s.opts.Now())
+		s.opts.Metrics.appended(req.Kind, s.opts.Now().Sub(start))
+		return &Appended{Receipt: r, StreamSeq: ack.Sequence, Conflicts: attempt}, nil
+	}
+	return nil, fmt.Errorf("%w: %s after %d attempts", ErrConflict, subject, s.opts.MaxAttempts)
+}
+
+// duplicate loads the earlier receipt of an already recorded event.
+func (s *Store) duplicate(ctx context.Context, stream jetstream.Stream, seq uint64, conflicts int) (*Appended, error) {
+	raw, err := stream.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, fmt.Errorf("attest: read recorded receipt %d: %w", seq, err)
+	}
+	r, err := decodeReceipt(raw.Header, raw.Data)
+	if err != nil {
+		return nil, fmt.Errorf("attest: stream sequence %d: %w", seq, err)
+	}
+	s.opts.Metrics.duplicate()
+	return &Appended{Receipt: r, StreamSeq: seq, Duplicate: true, Conflicts: conflicts}, nil
+}
+
+// refresh returns the chain's tail, covering the receipts stored since cutoff (or
+// MaxLookback receipts), from the cache where it is still current; nil for an empty chain.
+func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject string, cutoff time.Time) (*tail, error) {
+	lookback := s.lookback(cutoff)
+	last, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		s.forget(subject)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attest: read tail of %s: %w", subject, err)
+	}
+	cached := s.cached(subject)
+	if cached != nil && cached.seq == last.Sequence {
+		return s.extend(ctx, stream, cached, cutoff)
+	}
+	head, err := decodeReceipt(last.Header, last.Data)
+	if err != nil {
+		return nil, fmt.Errorf("attest: tail of %s (stream sequence %d): %w", subject, last.Sequence, err)
+	}
+	t := &tail{seq: last.Sequence, head: head, recent: []entry{entryOf(last)}}
+	// Splice: walk back until a receipt the cache already knows.
+	known := map[uint64]int{}
+	if cached != nil {
+		for i, e := range cached.recent {
+			known[e.seq] = i
+		}
+	}
+	for len(t.recent) < lookback {
+		prev := t.recent[len(t.recent)-1].prevSeq
+		if prev == 0 {
+			break
+		}
+		if i, ok := known[prev]; ok {
+			t.recent = append(t.recent, cached.recent[i:]...)
+			break
+		}
+		if t.recent[len(t.recent)-1].stored.Before(cutoff) {
+			break
+		}
+		raw, err := stream.GetMsg(ctx, prev)
+		if err != nil {
+			return nil, fmt.Errorf("attest: walk back %s to stream sequence %d: %w", subject, prev, err)
+		}
+		t.recent = append(t.recent, entryOf(raw))
+	}
+	if len(t.recent) > s.opts.MaxLookback {
+		t.recent = t.recent[:s.opts.MaxLookback]
+	}
+	return s.extend(ctx, stream, t, cutoff)
+}
+
+// lookback is how many receipts back the duplicate search goes for cutoff (zero: unknown).
+func (s *Store) lookback(cutoff time.Time) int {
+	if cutoff.IsZero() {
+		return min(unboundedLookback, s.opts.MaxLookback)
+	}
+	return s.opts.MaxLookback
+}
+
+// extend walks t further back until its oldest remembered receipt is older than cutoff, the
+// chain's first receipt, or the lookback (MaxLookback receipts; 32 without a cutoff). The
+// receipts read stay remembered, so a chain that is appended to quickly is walked once.
+func (s *Store) extend(ctx context.Context, stream jetstream.Stream, t *tail, cutoff time.Time) (*tail, error) {
+	lookback := s.lookback(cutoff)
+	for len(t.recent) < lookback {
+		oldest := t.recent[len(t.recent)-1]
+		if oldest.prevSeq == 0 || oldest.stored.Before(cutoff) {
+			break
+		}
+		raw, err := stream.GetMsg(ctx, oldest.prevSeq)
+		if err != nil {
+			return nil, fmt.Errorf("attest: walk back to stream sequence %d: %w", oldest.prevSeq, err)
+		}
+		t.recent = append(t.recent, entryOf(raw))
+	}
+	return t, nil
+}
+
+// find returns the stream sequence of the remembered receipt of eventID.
+func (t *tail) find(eventID string) (uint64, bool) {
+	if t == nil {
+		return 0, false
+	}
+	for _, e := range t.recent {
+		if e.eventID == eventID {
+			return e.seq, true
+		}
+	}
+	return 0, false
+}
+
+func entryOf(m *jetstream.RawStreamMsg) entry {
+	prev, err := strconv.ParseUint(m.Header.Get(HeaderPrevSeq), 10, 64)
+	if err != nil {
+		prev = 0 // written without the header: the walk stops here
+	}
+	return entry{seq: m.Sequence, prevSeq: prev, eventID: m.Header.Get(HeaderEventID), stored: m.Time}
+}
+
+// remember caches the new head appended after old (nil for a new chain).
+func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *lavav1.Receipt, eventID string, now time.Time) {
+	t := &tail{seq: seq, head: head, recent: []entry{{seq: seq, prevSeq: prevSeq, eventID: eventID, stored: now}}}
+	if old != nil {
+		n := min(len(old.recent), s.opts.MaxLookback-1)
+		t.recent = append(t.recent, old.recent[:n]...)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.tails) >= s.opts.MaxCachedChains {
+		clear(s.tails)
+	}
+	s.tails[subject] = t
+}
+
+// cached returns this process's view of a chain's tail, nil if none.
+func (s *Store) cached(subject string) *tail {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tails[subject]
+}
+
+func (s *Store) forget(subject string) {
+	s.mu.Lock()
+	delete(s.tails, subject)
+	s.mu.Unlock()
+}
+
+// lock takes this process's lock of one chain and returns its release.
+func (s *Store) lock(subject string) func() {
+	s.mu.Lock()
+	l := s.locks[subject]
+	if l == nil {
+		l = &chainLock{}
+		s.locks[subject] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(s.locks, subject)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// receipts returns the LAVA_RECEIPTS stream handle, looked up once.
+func (s *Store) receipts(ctx context.Context) (jetstream.Stream, error) {
+	s.mu.Lock()
+	st := s.stream
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := s.js.Stream(ctx, bus.StreamReceipts)
+	if err != nil {
+		return nil, fmt.Errorf("attest: stream %s: %w", bus.StreamReceipts, err)
+	}
+	s.mu.Lock()
+	s.stream = st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// Chain reads a resource's whole chain; see [ReadChain].
+func (s *Store) Chain(ctx context.Context, namespace, name string) ([]*lavav1.Receipt, error) {
+	return ReadChain(ctx, s.js, namespace, name)
+}
+
+// ReadChain reads a resource's chain from LAVA_RECEIPTS, in order, up to the head stored when
+// it started (receipts appended meanwhile are left out). An unknown resource has an empty
+// chain. A message on the chain's subject that is not a receipt is an error wrapping
+// [ErrCorrupt].
+func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name string) ([]*lavav1.Receipt, error) {
+	subject := bus.ReceiptSubject(namespace, name)
+	stream, err := js.Stream(ctx, bus.StreamReceipts)
+	if err != nil {
+		return nil, fmt.Errorf("attest: stream %s: %w", bus.StreamReceipts, err)
+	}
+	last, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attest: read tail of %s: %w", subject, err)
+	}
+	// The ordered consumer is ephemeral; the server removes it after 30s of inactivity, and
+	// it is deleted at once when the chain has been read.
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attest: read %s: %w", subject, err)
+	}
+	defer func() {
+		if info := cons.CachedInfo(); info != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = stream.DeleteConsumer(dctx, info.Name) // best effort: it expires anyway
+		}
+	}()
+	var chain []*lavav1.Receipt
+	for empty := 0; ; {
+		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("attest: read %s: %w", subject, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, fmt.Errorf("attest: read %s: %w", subject, err)
+			}
+			r, err := decodeReceipt(m.Headers(), m.Data())
+			if err != nil {
+				return nil, fmt.Errorf("attest: %s stream sequence %d: %w", subject, md.Sequence.Stream, err)
+			}
+			chain = append(chain, r)
+			if md.Sequence.Stream >= last.Sequence {
+				return chain, nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("attest: read %s: %w", subject, err)
+		}
+		if got == 0 {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("attest: read %s: %w", subject, ctx.Err())
+			}
+			if empty++; empty >= 3 {
+				return nil, fmt.Errorf("attest: read %s: stream sequence %d never arrived", subject, last.Sequence)
+			}
+		}
+	}
+}
+
+// encodeReceipt builds the message of a receipt: bus.EncodeMessage (Lava-Schema, Content-Type,
+// Nats-Msg-Id) plus [HeaderEventID], [HeaderPrevSeq] and [HeaderReceiptSequence].
+func encodeReceipt(subject string, r *lavav1.Receipt, eventID, msgID string, prevSeq uint64) (*nats.Msg, error) {
+	m, err := bus.EncodeMessage(subject, r, msgID)
+	if err != nil {
+		return nil, fmt.Errorf("attest: encode receipt: %w", err)
+	}
+	m.Header.Set(HeaderEventID, eventID)
+	m.Header.Set(HeaderPrevSeq, strconv.FormatUint(prevSeq, 10))
+	m.Header.Set(HeaderReceiptSequence, strconv.FormatUint(r.GetSequence(), 10))
+	return m, nil
+}
+
+// decodeReceipt decodes a receipt message body; a Lava-Schema other than lava.v1.Receipt is
+// [ErrCorrupt].
+func decodeReceipt(h nats.Header, data []byte) (*lavav1.Receipt, error) {
+	if schema := h.Get(bus.HeaderSchema); schema != "" && schema != receiptType {
+		return nil, fmt.Errorf("%w: message of type %s", ErrCorrupt, schema)
+	}
+	r := &lavav1.Receipt{}
+	if err := proto.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return r, nil
+}
+
+// isWrongLastSequence reports JetStream's answer to a publish whose expected last subject
+// sequence was not the subject's last: another appender won the tail.
+func isWrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}

@@ -1,0 +1,125 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/render"
+)
+
+// input builds the synthesis input of obs: the source, the bindings gathered from
+// bindingsFrom (in order, later entries override earlier ones) and spec.bindings (which
+// override them all), the list and record bindings, the gate, and which keys hold Secret
+// values. secrets are those values (for redaction). A failure is the outcome to publish; err
+// is transient (nak).
+func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in render.Input, secrets []string, fail *failure, err error) {
+	spec := obs.GetSpec()
+	ns := obs.GetEnvelope().GetResource().GetNamespace()
+	in = render.Input{Gate: spec.GetGate(), BindingsKey: s.cfg.BindingsKey}
+	switch src := spec.GetSource().GetKind().(type) {
+	case *lavav1.Source_Inline:
+		in.SourceKind, in.SourceText, in.File = render.SourceInline, []byte(src.Inline), "inline"
+	case *lavav1.Source_Name:
+		in.SourceKind, in.SourceName = render.SourceName, src.Name
+	case *lavav1.Source_Git:
+		return in, nil, &failure{reason: ReasonSourceUnsupported,
+			message: "spec.source: git sources (url, rev, path) are not supported yet; use spec.source.inline or spec.source.name"}, nil
+	default:
+		return in, nil, &failure{reason: ReasonSourceUnsupported, message: "spec.source: no source set"}, nil
+	}
+
+	scalars := map[string]string{}
+	fromSecret := map[string]bool{}
+	for i, ref := range spec.GetBindingsFrom() {
+		var (
+			obj    client.Object
+			kind   string
+			key    string
+			values map[string]string
+			secret bool
+		)
+		switch r := ref.GetRef().(type) {
+		case *lavav1.BindingsFromRef_ConfigMapRef:
+			obj, kind, key = &corev1.ConfigMap{}, "ConfigMap", r.ConfigMapRef.GetKey()
+			obj.SetName(r.ConfigMapRef.GetName())
+		case *lavav1.BindingsFromRef_SecretRef:
+			obj, kind, key, secret = &corev1.Secret{}, "Secret", r.SecretRef.GetKey(), true
+			obj.SetName(r.SecretRef.GetName())
+		default:
+			return in, nil, &failure{reason: ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: neither configMapRef nor secretRef", i)}, nil
+		}
+		name := obj.GetName()
+		if s.cfg.Kube == nil {
+			return in, nil, &failure{reason: ReasonSynthesisFailed,
+				message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
+		}
+		if gerr := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
+			switch {
+			case apierrors.IsNotFound(gerr):
+				return in, nil, &failure{reason: ReasonSynthesisFailed, retryable: true,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q not found in namespace %q", i, kind, name, ns)}, nil
+			case apierrors.IsForbidden(gerr):
+				return in, nil, &failure{reason: ReasonSynthesisFailed, retryable: true,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: synth may not read %s %q in namespace %q", i, kind, name, ns)}, nil
+			}
+			return in, nil, nil, fmt.Errorf("synth: get %s %s/%s: %w", kind, ns, name, gerr)
+		}
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			values = map[string]string{}
+			for k, v := range o.Data {
+				values[k] = v
+			}
+			for k, v := range o.BinaryData {
+				values[k] = string(v)
+			}
+		case *corev1.Secret:
+			values = map[string]string{}
+			for k, v := range o.Data {
+				values[k] = string(v)
+			}
+			for _, v := range values {
+				if len(v) > 0 {
+					secrets = append(secrets, v)
+				}
+			}
+		}
+		if key != "" {
+			v, ok := values[key]
+			if !ok {
+				return in, secrets, &failure{reason: ReasonSynthesisFailed, retryable: true,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q has no key %q", i, kind, name, key)}, nil
+			}
+			values = map[string]string{key: v}
+		}
+		for k, v := range values {
+			scalars[k] = v
+			fromSecret[k] = secret
+		}
+	}
+	for k, v := range spec.GetBindings() {
+		scalars[k] = v
+		fromSecret[k] = false
+	}
+	in.Bindings = BindingsOf(scalars, spec.GetListBindings(), spec.GetRecordBindings())
+	for k, sec := range fromSecret {
+		if sec {
+			in.SecretKeys = append(in.SecretKeys, k)
+		}
+	}
+	slices.Sort(in.SecretKeys)
+	// Plain replacement only for values long enough not to mangle unrelated text.
+	long := secrets[:0:0]
+	for _, v := range secrets {
+		if len(v) >= minRedactBytes {
+			long = append(long, v)
+		}
+	}
+	return in, long, nil, nil
+}

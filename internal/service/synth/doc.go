@@ -1,0 +1,22 @@
+// Package synth is the synth service's logic (DESIGN section 2): it consumes ResourceObserved
+// (durable consumer "synth" on LAVA_RESOURCES) and synth-stage RetryRequested commands, drops
+// generations older than its watermark, resolves the source (inline text or a bundled catalog
+// name; a git source fails with reason SourceUnsupported), gathers the bindings (scalar, list,
+// record, and bindingsFrom ConfigMaps and Secrets read with its own read-only client), runs the
+// gate and renders with internal/lang/render, stores the Terraform JSON in the artifact store and
+// publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected or
+// SourceUnsupported and a file:line:col message.
+//
+// Values that come from Secrets never leave the process: they enter the RenderRecord's
+// bindingsDigest only through a BLAKE3 keyed with the installation's bindings key, and they are
+// redacted from every diagnostic, Failed message and log line.
+//
+// Synth takes no per-resource lease: its effect is a pure function of the event (plus the
+// bound objects it reads), so two replicas rendering one resource publish the same facts, and
+// the applier's lease and watermark order what happens next. Holding the shared lease would
+// only make synth wait for an apply of the same resource.
+//
+// Every event it publishes has a deterministic event_id (the cause's event_id as trigger), so a
+// redelivered ResourceObserved publishes the same facts again and JetStream stores them once.
+// [Service.RenderHandler] serves RenderService (a preview: nothing stored, nothing published).
+package synth

@@ -1,0 +1,148 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/lang/catalog"
+	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
+)
+
+// RenderServer implements lavav1connect.RenderServiceHandler with [render.Synthesize]: a preview
+// render that stores nothing and publishes nothing. Its zero value is ready to use.
+type RenderServer struct{}
+
+var _ lavav1connect.RenderServiceHandler = RenderServer{}
+
+// NewRenderHandler returns the connect path and handler of RenderService
+// ("/lava.v1.RenderService/"), to mount on the service's connect listener (:8080).
+func NewRenderHandler(opts ...connect.HandlerOption) (string, http.Handler) {
+	return lavav1connect.NewRenderServiceHandler(RenderServer{}, opts...)
+}
+
+// Render resolves the source, gates and renders. Invalid source or bindings come back as
+// diagnostics with an empty terraform_json; the RPC fails only with InvalidArgument when no
+// source is set and NotFound when the bundled name or gate is unknown.
+func (RenderServer) Render(_ context.Context, req *connect.Request[lavav1.RenderRequest]) (*connect.Response[lavav1.RenderResponse], error) {
+	r := req.Msg
+	in := render.Input{Bindings: BindingsOf(r.GetBindings(), r.GetListBindings(), r.GetRecordBindings()), Gate: r.GetGate()}
+	switch src := r.GetSource().(type) {
+	case *lavav1.RenderRequest_Inline:
+		in.SourceKind, in.SourceText = render.SourceInline, []byte(src.Inline)
+		in.File = r.GetFileName()
+		if in.File == "" {
+			in.File = "inline"
+		}
+	case *lavav1.RenderRequest_Name:
+		if _, ok := catalog.Get(src.Name); !ok {
+			return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("unknown bundled architecture %q", src.Name))
+		}
+		in.SourceKind, in.SourceName = render.SourceName, src.Name
+	default:
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("no source: set inline or name"))
+	}
+	if in.Gate != "" {
+		if e, ok := catalog.Get(in.Gate); !ok || e.Interface == nil {
+			return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("unknown bundled interface %q", in.Gate))
+		}
+	}
+	out, diags := render.Synthesize(in)
+	resp := &lavav1.RenderResponse{Diagnostics: Diagnostics(diags)}
+	if in.Gate != "" {
+		resp.Gate = Verdict(in, diags)
+	}
+	if out != nil {
+		resp.TerraformJson = string(out.JSON)
+		resp.Render = RecordProto(out.Record)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// BindingsOf converts the proto bindings maps into [tlisp.Bindings] (nil maps stay empty).
+func BindingsOf(scalars map[string]string, lists map[string]*lavav1.StringList, records map[string]*lavav1.RecordList) tlisp.Bindings {
+	b := tlisp.Bindings{Scalars: map[string]string{}, Lists: map[string][]string{}, Records: map[string][]map[string]string{}}
+	for k, v := range scalars {
+		b.Scalars[k] = v
+	}
+	for k, v := range lists {
+		b.Lists[k] = append([]string{}, v.GetValues()...)
+	}
+	for k, v := range records {
+		rows := make([]map[string]string, 0, len(v.GetRecords()))
+		for _, r := range v.GetRecords() {
+			row := map[string]string{}
+			for f, x := range r.GetFields() {
+				row[f] = x
+			}
+			rows = append(rows, row)
+		}
+		b.Records[k] = rows
+	}
+	return b
+}
+
+// Diagnostics converts tlisp diagnostics to their proto form, in order.
+func Diagnostics(ds tlisp.Diagnostics) []*lavav1.Diagnostic {
+	out := make([]*lavav1.Diagnostic, 0, len(ds))
+	for _, d := range ds {
+		sev := lavav1.DiagnosticSeverity_DIAGNOSTIC_SEVERITY_ERROR
+		if d.Severity == tlisp.SeverityWarning {
+			sev = lavav1.DiagnosticSeverity_DIAGNOSTIC_SEVERITY_WARNING
+		}
+		out = append(out, &lavav1.Diagnostic{File: d.Pos.File, Line: int32(d.Pos.Line), Column: int32(d.Pos.Col),
+			Severity: sev, Message: d.Message})
+	}
+	return out
+}
+
+// SourceKindProto maps a [render.Input] source kind to its proto enum.
+func SourceKindProto(kind string) lavav1.SourceKind {
+	switch kind {
+	case render.SourceInline:
+		return lavav1.SourceKind_SOURCE_KIND_INLINE
+	case render.SourceName:
+		return lavav1.SourceKind_SOURCE_KIND_NAME
+	}
+	return lavav1.SourceKind_SOURCE_KIND_UNSPECIFIED
+}
+
+// RecordProto converts a [render.RenderRecord] (rendered_at and observed_generation unset).
+func RecordProto(r render.RenderRecord) *lavav1.RenderRecord {
+	return &lavav1.RenderRecord{
+		SourceKind:          SourceKindProto(r.SourceKind),
+		SourceDigest:        r.SourceDigest,
+		BindingsDigest:      r.BindingsDigest,
+		Gate:                r.Gate,
+		ArchitectureName:    r.ArchitectureName,
+		ResourceCount:       int32(r.ResourceCount),
+		TerraformJsonDigest: r.TerraformJSONDigest,
+		EvaluatorVersion:    r.EvaluatorVersion,
+	}
+}
+
+// Verdict is the gate verdict of a synthesis of in with diagnostics diags (already redacted):
+// passed when no diagnostic is a gate error ([GateRejected] says which are), errors and warnings
+// as "file:line:col: message" text.
+func Verdict(in render.Input, diags tlisp.Diagnostics) *lavav1.GateVerdict {
+	v := &lavav1.GateVerdict{Gate: in.Gate, Passed: true}
+	if in.Gate == "" {
+		return v
+	}
+	if GateRejected(in) {
+		v.Passed = false
+		for _, d := range diags.Errors() {
+			v.Errors = append(v.Errors, d.String())
+		}
+	}
+	for _, d := range diags.Warnings() {
+		v.Warnings = append(v.Warnings, d.String())
+	}
+	return v
+}

@@ -1,0 +1,84 @@
+package synth_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/service/synth"
+)
+
+func TestRenderService(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.Handle(synth.NewRenderHandler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	c := lavav1connect.NewRenderServiceClient(srv.Client(), srv.URL)
+	seed := `(deflava-architecture demo-vpc
+  :inputs ((:cidr "10.42.0.0/16"))
+  :resources ((aws-vpc "main" :cidr-block "{cidr}")))`
+	tests := []struct {
+		name     string
+		req      *lavav1.RenderRequest
+		wantCode connect.Code // 0: success
+		check    func(t *testing.T, r *lavav1.RenderResponse)
+	}{
+		{"inline with gate", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Inline{Inline: seed},
+			Bindings: map[string]string{"cidr": "10.9.0.0/16"}, Gate: "aws-vpc-network"}, 0,
+			func(t *testing.T, r *lavav1.RenderResponse) {
+				if !strings.Contains(r.GetTerraformJson(), `"cidr_block": "10.9.0.0/16"`) || !r.GetGate().GetPassed() ||
+					r.GetRender().GetArchitectureName() != "demo-vpc" || r.GetRender().GetSourceKind() != lavav1.SourceKind_SOURCE_KIND_INLINE {
+					t.Errorf("response = %v", r)
+				}
+			}},
+		{"invalid source is diagnostics", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Inline{Inline: "(deflava-architecture x\n  :resources ((aws-vpc \"m\" :cidr-block ))"},
+			FileName: "x.tlisp"}, 0,
+			func(t *testing.T, r *lavav1.RenderResponse) {
+				if r.GetTerraformJson() != "" || r.GetRender() != nil || len(r.GetDiagnostics()) == 0 {
+					t.Fatalf("response = %v", r)
+				}
+				d := r.GetDiagnostics()[0]
+				if d.GetFile() != "x.tlisp" || d.GetLine() < 1 || d.GetColumn() < 1 || d.GetSeverity() != lavav1.DiagnosticSeverity_DIAGNOSTIC_SEVERITY_ERROR {
+					t.Errorf("diagnostic = %v", d)
+				}
+			}},
+		{"gate rejection is a verdict", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Inline{Inline: seed},
+			Bindings: map[string]string{"cidr": "banana"}, Gate: "aws-vpc-network"}, 0,
+			func(t *testing.T, r *lavav1.RenderResponse) {
+				if r.GetGate().GetPassed() || len(r.GetGate().GetErrors()) == 0 || r.GetTerraformJson() != "" {
+					t.Errorf("response = %v", r)
+				}
+			}},
+		{"bundled", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "aws-vpc-network"}}, 0,
+			func(t *testing.T, r *lavav1.RenderResponse) {
+				if r.GetRender().GetResourceCount() != 11 || r.GetGate() != nil {
+					t.Errorf("response = %v", r)
+				}
+			}},
+		{"no source", &lavav1.RenderRequest{}, connect.CodeInvalidArgument, nil},
+		{"unknown name", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "nope"}}, connect.CodeNotFound, nil},
+		{"unknown gate", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Inline{Inline: seed}, Gate: "nope"}, connect.CodeNotFound, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, err := c.Render(t.Context(), connect.NewRequest(tt.req))
+			if tt.wantCode != 0 {
+				if connect.CodeOf(err) != tt.wantCode {
+					t.Fatalf("error %v, want code %v", err, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, resp.Msg)
+		})
+	}
+}

@@ -1,0 +1,366 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lava-operator/lava/internal/engine"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/catalog"
+	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/service/anomaly/report"
+)
+
+// Failure reasons of the SYNTH stage (Failed.reason).
+const (
+	// ReasonSynthesisFailed: the source did not parse or evaluate, or a bindingsFrom object
+	// could not be read.
+	ReasonSynthesisFailed = "SynthesisFailed"
+	// ReasonGateRejected: the bindings do not satisfy spec.gate (or the gate is unknown).
+	ReasonGateRejected = "GateRejected"
+	// ReasonSourceUnsupported: a git source (not fetched yet) or an unknown bundled name.
+	ReasonSourceUnsupported = "SourceUnsupported"
+)
+
+// maxMessageBytes bounds a Failed message.
+const maxMessageBytes = 8 << 10
+
+// minRedactBytes: secret values at least this long are also scrubbed from every Failed
+// message and log line by plain replacement (shorter ones only where render.Synthesize finds
+// them quoted, so a one-letter secret does not mangle the text).
+const minRedactBytes = 4
+
+// Config configures a [Service]. JS and BindingsKey are required.
+type Config struct {
+	// JS is the JetStream context; the topology must exist (bus.EnsureTopology).
+	JS jetstream.JetStream
+	// Kube reads the ConfigMaps and Secrets of spec.bindingsFrom (get only, in the resource's
+	// namespace). Nil: a resource with bindingsFrom fails with SynthesisFailed.
+	Kube client.Reader
+	// BindingsKey is the installation's 32-byte key for secret values in bindingsDigest
+	// (render.BindingsKeySize).
+	BindingsKey []byte
+	// Logger receives one line per handled event (default: discard). Never a binding value.
+	Logger *slog.Logger
+	// Registerer receives the service metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// BusMetrics counts consumed messages and watermark drops (may be nil).
+	BusMetrics *bus.Metrics
+	// Concurrency bounds handlers running at once per consumer (default 8).
+	Concurrency int
+	// DrainTimeout bounds in-flight work after shutdown starts (default 30s).
+	DrainTimeout time.Duration
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Service is the synth service. Create it with [New] and run it with [Service.Run].
+type Service struct {
+	cfg     Config
+	pub     *bus.Publisher
+	art     *bus.Artifacts
+	wm      *bus.Watermarks
+	metrics *metrics
+}
+
+type metrics struct {
+	results  *prometheus.CounterVec
+	duration prometheus.Histogram
+}
+
+// New binds the artifact store and the synth watermarks and registers the metrics
+// lava_synth_results_total{result="synthesized|failed|stale"} and
+// lava_synth_duration_seconds.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.JS == nil {
+		return nil, errors.New("synth: no JetStream")
+	}
+	if len(cfg.BindingsKey) != render.BindingsKeySize {
+		return nil, fmt.Errorf("synth: bindings key is %d bytes, want %d", len(cfg.BindingsKey), render.BindingsKeySize)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	art, err := bus.NewArtifacts(ctx, cfg.JS)
+	if err != nil {
+		return nil, fmt.Errorf("synth: %w", err)
+	}
+	wm, err := bus.NewWatermarks(ctx, cfg.JS, bus.ServiceSynth, cfg.BusMetrics)
+	if err != nil {
+		return nil, fmt.Errorf("synth: %w", err)
+	}
+	m := &metrics{
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "lava", Subsystem: "synth", Name: "results_total",
+			Help: "Handled ResourceObserved and retries by result (synthesized, failed, stale)."}, []string{"result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "lava", Subsystem: "synth", Name: "duration_seconds",
+			Help: "Time to gather bindings, gate, render and store one generation.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
+	}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{m.results, m.duration} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("synth: register metrics: %w", err)
+			}
+		}
+	}
+	return &Service{cfg: cfg, pub: bus.NewPublisher(cfg.JS), art: art, wm: wm, metrics: m}, nil
+}
+
+// Run consumes ResourceObserved (LAVA_RESOURCES) and synth-stage RetryRequested
+// (LAVA_COMMANDS) with the durable consumer "synth" until ctx is cancelled, then drains.
+func (s *Service) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, stream := range []string{bus.StreamResources, bus.StreamCommands} {
+		g.Go(func() error {
+			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
+				Stream: stream, Consumer: bus.ServiceSynth, Concurrency: s.cfg.Concurrency,
+				DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+				OnPoison: report.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceSynth, s.cfg.Logger),
+			}, s.Handle)
+		})
+	}
+	return g.Wait()
+}
+
+// Handle handles one delivery: a ResourceObserved, or a RetryRequested for stage SYNTH (the
+// spec is read back from the newest ResourceObserved of the resource). Other messages are
+// permanent errors. A nil return means the outcome (Synthesized or Failed) is published.
+func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
+	switch ev := m.Event.(type) {
+	case *lavav1.ResourceObserved:
+		return s.process(ctx, ev, ev.GetEnvelope(), 1)
+	case *lavav1.RetryRequested:
+		if ev.GetTarget() != lavav1.Stage_STAGE_SYNTH {
+			return bus.Permanent(fmt.Errorf("synth: retry of stage %v is not synth's", ev.GetTarget()))
+		}
+		res := ev.GetEnvelope().GetResource()
+		obs, err := lastObserved(ctx, s.cfg.JS, res.GetNamespace(), res.GetName())
+		if err != nil {
+			return err
+		}
+		if obs == nil || obs.GetEnvelope().GetResource().GetUid() != res.GetUid() {
+			return bus.Permanent(fmt.Errorf("synth: retry for %s/%s: no ResourceObserved of that object", res.GetNamespace(), res.GetName()))
+		}
+		if obs.GetEnvelope().GetGeneration() != ev.GetEnvelope().GetGeneration() {
+			// A newer generation has its own pass; the retry is obsolete.
+			s.metrics.results.WithLabelValues("stale").Inc()
+			return nil
+		}
+		return s.process(ctx, obs, ev.GetEnvelope(), max(ev.GetAttempt(), 2))
+	}
+	return bus.Permanent(fmt.Errorf("synth: unexpected %s", m.Schema))
+}
+
+// lastObserved reads the newest ResourceObserved of a resource from LAVA_RESOURCES, nil when
+// there is none.
+func lastObserved(ctx context.Context, js jetstream.JetStream, namespace, name string) (*lavav1.ResourceObserved, error) {
+	st, err := js.Stream(ctx, bus.StreamResources)
+	if err != nil {
+		return nil, fmt.Errorf("synth: %w", err)
+	}
+	raw, err := st.GetLastMsgForSubject(ctx, bus.ResourceSubject(namespace, name, bus.EventObserved))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("synth: read ResourceObserved of %s/%s: %w", namespace, name, err)
+	}
+	obs := &lavav1.ResourceObserved{}
+	if err := proto.Unmarshal(raw.Data, obs); err != nil {
+		return nil, bus.Permanent(fmt.Errorf("synth: decode ResourceObserved of %s/%s: %w", namespace, name, err))
+	}
+	return obs, nil
+}
+
+// failure is a stage failure to publish as Failed.
+type failure struct {
+	reason    string
+	message   string
+	retryable bool
+}
+
+// process synthesizes obs's generation; cause is the envelope of the event being handled
+// (the ResourceObserved itself, or a RetryRequested).
+func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cause *lavav1.Envelope, attempt int32) error {
+	env := obs.GetEnvelope()
+	res := env.GetResource()
+	if res.GetNamespace() == "" || res.GetName() == "" || res.GetUid() == "" || env.GetGeneration() < 1 {
+		return bus.Permanent(errors.New("synth: ResourceObserved without resource or generation"))
+	}
+	if obs.GetSpec() == nil {
+		return bus.Permanent(fmt.Errorf("synth: ResourceObserved of %s/%s has no spec", res.GetNamespace(), res.GetName()))
+	}
+	log := s.cfg.Logger.With(logattr.Service(bus.ServiceSynth), logattr.Resource(res.GetNamespace(), res.GetName()),
+		logattr.Generation(env.GetGeneration()), logattr.EventID(cause.GetEventId()))
+	current, err := s.wm.Advance(ctx, res.GetNamespace(), res.GetName(), env.GetGeneration())
+	if err != nil {
+		return err
+	}
+	if !current {
+		s.metrics.results.WithLabelValues("stale").Inc()
+		log.Debug("stale generation dropped")
+		return nil
+	}
+	start := s.cfg.Now()
+	defer func() { s.metrics.duration.Observe(s.cfg.Now().Sub(start).Seconds()) }()
+
+	in, secrets, fail, err := s.input(ctx, obs)
+	if err != nil {
+		return err
+	}
+	red := engine.NewRedactor(secrets...)
+	if fail != nil {
+		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, fail, red)
+	}
+	out, diags := render.Synthesize(in)
+	if out == nil {
+		f := &failure{reason: ReasonSynthesisFailed, message: diagMessage(diags)}
+		switch {
+		case in.SourceKind == render.SourceName && !knownSource(in.SourceName):
+			f.reason = ReasonSourceUnsupported
+		case GateRejected(in):
+			f.reason = ReasonGateRejected
+		}
+		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
+	}
+	digest, err := s.art.Put(ctx, strings.NewReader(string(out.JSON)))
+	if err != nil {
+		return err
+	}
+	rec := RecordProto(out.Record)
+	rec.RenderedAt = timestamppb.New(s.cfg.Now().UTC())
+	rec.ObservedGeneration = env.GetGeneration()
+	verdict := Verdict(in, diags)
+	for i, w := range verdict.Warnings {
+		verdict.Warnings[i] = red.Redact(w)
+	}
+	ev := &lavav1.Synthesized{
+		Envelope:          s.envelope(cause, env.GetGeneration(), "lava.v1.Synthesized"),
+		Render:            rec,
+		Gate:              verdict,
+		ArtifactDigest:    digest,
+		ArtifactSizeBytes: int64(len(out.JSON)),
+		Providers:         providers(out),
+		Engine:            obs.GetSpec().GetEngine(),
+		ApprovePlan:       obs.GetSpec().GetApprovePlan(),
+	}
+	if ev.Engine == lavav1.Engine_ENGINE_UNSPECIFIED {
+		ev.Engine = lavav1.Engine_ENGINE_EMBEDDED
+	}
+	if ev.ApprovePlan == "" {
+		ev.ApprovePlan = "auto"
+	}
+	if _, err := s.pub.PublishEvent(ctx, ev); err != nil {
+		return err
+	}
+	s.metrics.results.WithLabelValues("synthesized").Inc()
+	log.Info("synthesized", "artifact_digest", digest, "terraform_json_digest", rec.GetTerraformJsonDigest(),
+		"resources", rec.GetResourceCount(), "warnings", len(verdict.Warnings))
+	return nil
+}
+
+// knownSource reports whether a bundled architecture exists.
+func knownSource(name string) bool {
+	_, ok := catalog.Get(name)
+	return ok
+}
+
+// GateRejected reports whether in's gate refuses it: the gate is unknown, or the bindings do
+// not satisfy its interface.
+func GateRejected(in render.Input) bool {
+	if in.Gate == "" {
+		return false
+	}
+	e, ok := catalog.Get(in.Gate)
+	if !ok || e.Interface == nil {
+		return true
+	}
+	return !gate.Validate(e.Interface, gate.Bag{Scalars: in.Bindings.Scalars, Lists: in.Bindings.Lists, Records: in.Bindings.Records}).OK()
+}
+
+// providers lists the architecture's :providers as requirements, in order, without repeating
+// a local name (aliases share one requirement).
+func providers(out *render.Output) []*lavav1.ProviderRequirement {
+	var reqs []*lavav1.ProviderRequirement
+	seen := map[string]bool{}
+	for _, p := range out.Architecture.Providers {
+		if seen[p.Name] {
+			continue
+		}
+		seen[p.Name] = true
+		src := p.Source
+		if src == "" {
+			src = "hashicorp/" + p.Name
+		}
+		reqs = append(reqs, &lavav1.ProviderRequirement{Name: p.Name, Source: src})
+	}
+	return reqs
+}
+
+// diagMessage joins the error diagnostics as "file:line:col: message" lines.
+func diagMessage(diags tlisp.Diagnostics) string {
+	return truncate(strings.TrimSpace(diags.Errors().String()))
+}
+
+func truncate(s string) string {
+	if len(s) <= maxMessageBytes {
+		return s
+	}
+	return s[:maxMessageBytes] + "…"
+}
+
+// fail publishes Failed for the SYNTH stage.
+func (s *Service) fail(ctx context.Context, log *slog.Logger, cause *lavav1.Envelope, generation int64, attempt int32, f *failure, red *engine.Redactor) error {
+	msg := red.Redact(f.message)
+	ev := &lavav1.Failed{
+		Envelope:  s.envelope(cause, generation, "lava.v1.Failed"),
+		Stage:     lavav1.Stage_STAGE_SYNTH,
+		Reason:    f.reason,
+		Message:   msg,
+		Retryable: f.retryable,
+		Attempt:   attempt,
+	}
+	if _, err := s.pub.PublishEvent(ctx, ev); err != nil {
+		return err
+	}
+	s.metrics.results.WithLabelValues("failed").Inc()
+	log.Info("synthesis failed", "reason", f.reason, "message", msg, "retryable", f.retryable)
+	return nil
+}
+
+// envelope builds the envelope of an event caused by cause, about generation.
+func (s *Service) envelope(cause *lavav1.Envelope, generation int64, eventType string) *lavav1.Envelope {
+	corr := cause.GetCorrelationId()
+	if corr == "" {
+		corr = cause.GetEventId()
+	}
+	trig := eventid.CauseTrigger(cause.GetEventId())
+	res := proto.CloneOf(cause.GetResource())
+	return &lavav1.Envelope{
+		EventId:       eventid.ID(res.GetUid(), generation, eventType, trig),
+		OccurredAt:    timestamppb.New(s.cfg.Now().UTC()),
+		Source:        bus.ServiceSynth,
+		Resource:      res,
+		Generation:    generation,
+		CorrelationId: corr,
+		Trigger:       trig,
+	}
+}

@@ -1,0 +1,266 @@
+package watcher
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/service/anomaly/report"
+	"github.com/lava-operator/lava/internal/service/phase"
+)
+
+// illegalDeliveries is how many deliveries an event the reducer calls illegal gets before it
+// is dropped: an event can arrive before its predecessor when that one was naked.
+const illegalDeliveries = 3
+
+// phaseConsumer folds LAVA_PHASES into status. It is a manager runnable that needs leader
+// election: only the leader consumes.
+type phaseConsumer struct {
+	js          jetstream.JetStream
+	consumer    string
+	concurrency int
+	w           *statusWriter
+	watches     func(namespace string) bool
+	busMetrics  *bus.Metrics
+	metrics     *Metrics
+	log         *slog.Logger
+}
+
+var (
+	_ manager.Runnable               = (*phaseConsumer)(nil)
+	_ manager.LeaderElectionRunnable = (*phaseConsumer)(nil)
+)
+
+// NeedLeaderElection implements [manager.LeaderElectionRunnable]: only the leader folds phase
+// events.
+func (p *phaseConsumer) NeedLeaderElection() bool { return true }
+
+// Start consumes until ctx is done, then drains (see [bus.Consume]).
+func (p *phaseConsumer) Start(ctx context.Context) error {
+	p.log.Info("watcher: consuming phase events", slog.String("stream", bus.StreamPhases), slog.String("consumer", p.consumer))
+	return bus.Consume(ctx, p.js, bus.ConsumeOptions{
+		Stream:      bus.StreamPhases,
+		Consumer:    p.consumer,
+		Concurrency: p.concurrency,
+		Logger:      p.log,
+		Metrics:     p.busMetrics,
+		OnPoison:    report.PoisonReporter(bus.NewPublisher(p.js), bus.ServiceWatcher, p.log),
+	}, p.handle)
+}
+
+// handle folds one phase event. Acked (nil) when folded, unchanged, stale, about an object that
+// is gone, or illegal on its third delivery (logged and dropped: the reducer's table does not
+// allow it in this phase; the first deliveries are naked in case it overtook its
+// predecessor); a transient error naks it for redelivery.
+func (p *phaseConsumer) handle(ctx context.Context, m *bus.Message) error {
+	env := m.Envelope
+	res := env.GetResource()
+	ns, name := res.GetNamespace(), res.GetName()
+	if ns == "" || name == "" {
+		s, err := bus.ParseSubject(m.Subject)
+		if err != nil {
+			return bus.Permanent(fmt.Errorf("watcher: %s without envelope.resource: %w", m.Schema, err))
+		}
+		ns, name = s.Namespace, s.Name
+	}
+	if p.watches != nil && !p.watches(ns) {
+		p.metrics.incPhaseEvent(resultIgnored)
+		return nil
+	}
+	ev, diags, ok, err := PhaseEvent(m.Event, m.Published)
+	if err != nil {
+		p.metrics.incPhaseEvent(resultIllegal)
+		return bus.Permanent(err)
+	}
+	if !ok {
+		p.metrics.incPhaseEvent(resultIgnored)
+		return nil
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	log := p.log.With(logattr.Resource(ns, name), logattr.EventID(env.GetEventId()), logattr.Generation(ev.Generation),
+		slog.String("event", string(ev.Type)))
+	r, err := p.w.fold(ctx, key, types.UID(res.GetUid()), ev, cause{
+		eventID: env.GetEventId(), correlationID: env.GetCorrelationId(), diagnostics: diags,
+	})
+	var illegal *phase.IllegalTransitionError
+	switch {
+	case errors.Is(err, errGone):
+		p.metrics.incPhaseEvent(resultGone)
+		log.Debug("watcher: phase event for an object that is gone")
+		return nil
+	case errors.As(err, &illegal) && m.NumDelivered < illegalDeliveries:
+		// Possibly out of order (its predecessor was naked and comes back later): retry a
+		// few times before dropping it.
+		p.metrics.incPhaseEvent(resultError)
+		log.Debug("watcher: phase event not allowed yet, redelivering", slog.Any("error", err))
+		return err
+	case errors.As(err, &illegal), errors.Is(err, phase.ErrInvalidEvent):
+		p.metrics.incPhaseEvent(resultIllegal)
+		log.Warn("watcher: phase event dropped", slog.Any("error", err))
+		return nil
+	case err != nil:
+		p.metrics.incPhaseEvent(resultError)
+		return err
+	case r.tr.Stale:
+		p.metrics.incPhaseEvent(resultStale)
+	case r.tr.Changed:
+		p.metrics.incPhaseEvent(resultFolded)
+	default:
+		p.metrics.incPhaseEvent(resultUnchanged)
+	}
+	if r.tr.RemoveFinalizer && !r.tr.Stale {
+		if err := p.w.removeFinalizer(ctx, key, types.UID(res.GetUid())); err != nil {
+			return err
+		}
+		log.Info("watcher: finalizer removed after Destroyed")
+	}
+	return nil
+}
+
+// PhaseEvent maps a consumed bus event onto the reducer's [phase.Event]. ok is false for
+// events that do not touch status (PhaseChanged, TickReported of phase Applied or Failed,
+// DriftScanned with findings, which viggy decides on, and any other type). diagnostics are the
+// lines a PhaseChanged for it carries. published (the stream's timestamp) is the event time
+// when the envelope has no occurred_at. It fails for an event whose payload is malformed for
+// its type (an output that is not JSON).
+func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics []string, ok bool, err error) {
+	env := ev.GetEnvelope()
+	out.Generation = env.GetGeneration()
+	out.Time = published
+	if t := env.GetOccurredAt(); t != nil {
+		out.Time = t.AsTime()
+	}
+	switch e := ev.(type) {
+	case *lavav1.Synthesized:
+		out.Type = phase.EventSynthesized
+		out.Render = renderRecord(e.GetRender(), e.GetGate().GetGate())
+		diagnostics = e.GetGate().GetWarnings()
+	case *lavav1.Planned:
+		out.Type = phase.EventPlanned
+		if e.GetAwaitingApproval() {
+			out.Type = phase.EventAwaitingApproval
+		}
+		out.Plan = planSummary(e.GetPlanId(), e.GetSummary())
+	case *lavav1.Applied:
+		out.Type = phase.EventApplied
+		if e.GetPlanId() != "" {
+			out.Plan = planSummary(e.GetPlanId(), e.GetSummary())
+		}
+		out.OutputsSecret = e.GetOutputsSecret()
+		for k, v := range e.GetOutputs() {
+			if !json.Valid([]byte(v)) {
+				return out, nil, false, fmt.Errorf("watcher: Applied output %q is not JSON", k)
+			}
+			if out.Outputs == nil {
+				out.Outputs = map[string]apiextensionsv1.JSON{}
+			}
+			out.Outputs[k] = apiextensionsv1.JSON{Raw: []byte(v)}
+		}
+	case *lavav1.Failed:
+		out.Type = phase.EventFailed
+		out.Stage = stage(e.GetStage(), e.GetReason())
+		out.Reason = e.GetReason()
+		out.Message = e.GetMessage()
+		out.Terminal = !e.GetRetryable()
+		if e.GetMessage() != "" {
+			diagnostics = []string{e.GetMessage()}
+		}
+	case *lavav1.Destroyed:
+		out.Type = phase.EventDestroyed
+		out.Message = fmt.Sprintf("destroyed %d resources", e.GetDestroyedCount())
+		if e.GetOrphaned() {
+			out.Message = "infrastructure orphaned (deletionPolicy Orphan)"
+		}
+	case *lavav1.DriftScanned:
+		if e.GetMaxSeverity() != lavav1.Severity_SEVERITY_UNSPECIFIED || len(e.GetFindings()) > 0 {
+			return out, nil, false, nil
+		}
+		out.Type = phase.EventDriftClean
+	case *lavav1.TickReported:
+		d := e.GetDecision()
+		switch e.GetFinalPhase() {
+		case lavav1.Phase_PHASE_DRIFTED:
+			out.Type = phase.EventDrifted
+			out.Message = fmt.Sprintf("drift of severity %s: %s", enumWord(d.GetSeverity().String(), "SEVERITY_"),
+				enumWord(d.GetAction().String(), "REMEDIATION_ACTION_"))
+			if d.GetPlanId() != "" {
+				out.Message += ", plan " + d.GetPlanId() + " awaits approval"
+			}
+		case lavav1.Phase_PHASE_RECONVERGING:
+			out.Type = phase.EventReconverging
+		default:
+			return out, nil, false, nil
+		}
+	case *lavav1.ReceiptAppended:
+		out.Type = phase.EventReceiptAppended
+		out.Receipt = &v1alpha1.ReceiptHead{Sequence: int64(e.GetSequence()), Hash: hex.EncodeToString(e.GetContentHash())}
+	default:
+		return out, nil, false, nil
+	}
+	return out, diagnostics, true, nil
+}
+
+func enumWord(name, prefix string) string {
+	if len(name) > len(prefix) && name[:len(prefix)] == prefix {
+		return name[len(prefix):]
+	}
+	return name
+}
+
+func stage(s lavav1.Stage, reason string) phase.Stage {
+	switch s {
+	case lavav1.Stage_STAGE_SYNTH:
+		if reason == v1alpha1.ReasonGateRejected {
+			return phase.StageGate
+		}
+		return phase.StageSynthesis
+	case lavav1.Stage_STAGE_PLAN:
+		return phase.StagePlan
+	case lavav1.Stage_STAGE_APPLY:
+		return phase.StageApply
+	case lavav1.Stage_STAGE_DESTROY:
+		return phase.StageDestroy
+	}
+	return ""
+}
+
+func planSummary(id string, s *lavav1.ChangeSummary) *v1alpha1.PlanSummary {
+	return &v1alpha1.PlanSummary{ID: id, Add: s.GetAdd(), Change: s.GetChange(), Destroy: s.GetDestroy()}
+}
+
+func renderRecord(r *lavav1.RenderRecord, gate string) *v1alpha1.RenderRecord {
+	out := &v1alpha1.RenderRecord{
+		SourceDigest:        r.GetSourceDigest(),
+		BindingsDigest:      r.GetBindingsDigest(),
+		Gate:                r.GetGate(),
+		ArchitectureName:    r.GetArchitectureName(),
+		ResourceCount:       r.GetResourceCount(),
+		TerraformJSONDigest: r.GetTerraformJsonDigest(),
+		EvaluatorVersion:    r.GetEvaluatorVersion(),
+	}
+	if out.Gate == "" {
+		out.Gate = gate
+	}
+	switch r.GetSourceKind() {
+	case lavav1.SourceKind_SOURCE_KIND_INLINE:
+		out.SourceKind = v1alpha1.SourceKindInline
+	case lavav1.SourceKind_SOURCE_KIND_NAME:
+		out.SourceKind = v1alpha1.SourceKindName
+	case lavav1.SourceKind_SOURCE_KIND_GIT:
+		out.SourceKind = v1alpha1.SourceKindURL
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+// Package watcher is the logic of Lava's watcher service: the only component that watches and
+// writes LavaArchitectures (DESIGN.md section 2). It turns cluster state into events and folds
+// the pipeline's phase events back into status.
+//
+// # Resource side (every replica keeps a warm cache; the leader reconciles)
+//
+// A controller-runtime controller on client-go reconciles LavaArchitectures. It adds the
+// finalizer lava.pleme.io/finalizer before anything is published; publishes ResourceObserved
+// once per generation (or per value of the annotation lava.pleme.io/reconcile-requested-at, or
+// per resourceVersion of the referenced RemediationPolicy), carrying the typed spec mirror, the
+// effective remediation policy and the dependency state; publishes DeletionRequested when the
+// object is being deleted; holds a resource back while spec.suspend is set (condition
+// Suspended) or while a BlocksOn dependency has not reached its phase (condition
+// DependenciesReady False naming what it waits for, or the cycle it is part of).
+//
+// Its watches are filtered so that its own status writes never trigger it: the
+// LavaArchitecture watch passes a new generation, a changed reconcile-requested-at annotation
+// or a new deletionTimestamp; other LavaArchitectures' phase changes only enqueue their
+// dependents; RemediationPolicy and LavaArchitectureDependency changes enqueue the resources
+// that use them (field indexes [IndexPolicyRef], [IndexDependsOn], [IndexEdgeFrom]).
+//
+// Event ids come from internal/platform/eventid with the generation as input and a trigger built from
+// the forcing state ("generation:<n>" alone, else "reconcile:<value>" and/or
+// "policy:<resourceVersion>" joined by ";"), so a repeated reconcile of the same state
+// publishes the same id. Before publishing, the reconciler reads the last message stored on
+// the resource's subject and skips the publish when it has that id: a restarted watcher does
+// not publish again for an unchanged generation, even outside JetStream's duplicate window.
+//
+// # Phase side (leader only)
+//
+// A manager runnable that needs leader election consumes LAVA_PHASES with the durable consumer
+// "watcher" and folds each event into status with the pure reducer internal/service/phase. The status
+// subresource is patched only when the reduced status differs from the last value this process
+// patched (kept in memory per resource, never read back from the informer cache), with an
+// optimistic lock; a conflict re-reads the object from the API server and reduces again
+// (retry.RetryOnConflict). Every accepted transition is published as PhaseChanged, with an
+// event id derived from the cause event's id, before the status patch (so a crash in between
+// re-publishes the same id rather than losing it), and recorded as a Kubernetes Event. After
+// Destroyed the finalizer is removed and the object goes away.
+//
+// Phase events are folded one at a time in stream order by default (Options.PhaseConcurrency),
+// because the reducer treats an out-of-order event (Planned before Synthesized) as an illegal
+// transition: such an event is naked on its first two deliveries (its predecessor may have been
+// naked and come back later) and logged and dropped on the third.
+//
+// # Entry points
+//
+// [New] builds a [Watcher] from a rest.Config and a JetStream context (tests, `lava up`);
+// [Run] is the service's main: configuration ([Config]), kubeconfig, NATS, topology, the HTTP
+// endpoints (/metrics from [Gatherer], /healthz, /readyz) and the manager.
+package watcher

@@ -1,0 +1,384 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/service/phase"
+)
+
+// reconciler reconciles one LavaArchitecture: finalizer, suspend, dependencies, policy, and
+// the ResourceObserved / DeletionRequested it publishes.
+type reconciler struct {
+	c         client.Client // cached reads, writes
+	w         *statusWriter
+	pub       *bus.Publisher
+	resources jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
+	deps      resolver
+	clock     func() time.Time
+	metrics   *Metrics
+	log       *slog.Logger
+}
+
+var _ reconcile.Reconciler = (*reconciler)(nil)
+
+// Reconcile implements [reconcile.Reconciler]. It is level-triggered: it reads the object and
+// derives everything from its current state and the last event stored on its subjects.
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := &v1alpha1.LavaArchitecture{}
+	if err := r.c.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.w.forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("watcher: get %s: %w", req.NamespacedName, err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, r.finalize(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		if err := r.addFinalizer(ctx, obj); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	if obj.Spec.Suspend {
+		r.metrics.incHeld(heldSuspended)
+		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventSuspended})
+	}
+	if r.w.conditionTrue(obj, v1alpha1.ConditionSuspended) {
+		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	deps, err := r.deps.resolve(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	switch {
+	case len(deps.cycle) > 0:
+		r.metrics.incHeld(heldCycle)
+		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+			Reason: v1alpha1.ReasonDependencyCycle, Message: deps.message()})
+	case !deps.proto.GetReady():
+		r.metrics.incHeld(heldDependencies)
+		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+			Reason: v1alpha1.ReasonDependencyNotReady, Message: deps.message()})
+	case deps.has():
+		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesSatisfied}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	var ref *v1alpha1.RemediationPolicy
+	if pr := obj.Spec.RemediationPolicyRef; pr != nil && obj.Spec.Remediation == nil {
+		ref = &v1alpha1.RemediationPolicy{}
+		if err := r.c.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: pr.Name}, ref); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, fmt.Errorf("watcher: get remediation policy %s/%s: %w", obj.Namespace, pr.Name, err)
+			}
+			// The policy watch enqueues this object when the policy appears.
+			r.metrics.incHeld(heldPolicyMissing)
+			r.w.rec.Eventf(obj, nil, corev1.EventTypeWarning, "RemediationPolicyNotFound", "Hold",
+				"RemediationPolicy %s not found: no work is published until it exists", pr.Name)
+			return reconcile.Result{}, nil
+		}
+	}
+	policy, err := EffectivePolicy(obj.Spec, ref)
+	if err != nil {
+		return reconcile.Result{}, reconcile.TerminalError(err)
+	}
+	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto)
+}
+
+// ObservedTrigger is the trigger of the ResourceObserved for obj's current state:
+// "generation:<n>" when nothing forces a pass; otherwise "reconcile:<annotation value>" and/or
+// "policy:<resourceVersion of the referenced RemediationPolicy>" (policyRV, empty without a
+// reference), joined by ";" in that order. The generation is an input of the event id in
+// every case, so a new generation always gets a new id.
+func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
+	var parts []string
+	if v := obj.Annotations[v1alpha1.ReconcileRequestedAnnotation]; v != "" {
+		parts = append(parts, eventid.ReconcileTrigger(v))
+	}
+	if policyRV != "" {
+		parts = append(parts, eventid.PolicyTrigger(policyRV))
+	}
+	if len(parts) == 0 {
+		return eventid.GenerationTrigger(obj.Generation)
+	}
+	return strings.Join(parts, ";")
+}
+
+// observe publishes the ResourceObserved of obj's current state, unless the last one stored
+// for the resource already has its id. It folds the Observed event into status first, so a
+// crash between the two re-publishes the same id on the next reconcile.
+func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState) error {
+	ro := &lavav1.ResourceObserved{
+		Spec:         SpecMirror(obj.Spec),
+		Remediation:  policy,
+		Dependencies: deps,
+		Labels:       obj.Labels,
+	}
+	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion())
+	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
+	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
+	if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
+		return err
+	}
+	at := now(r.clock)
+	if err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation},
+		cause{eventID: id, correlationID: id}); err != nil {
+		return err
+	}
+	ro.Envelope = envelope(obj, id, trigger, at)
+	if _, err := r.pub.Publish(ctx, subject, ro); err != nil {
+		return fmt.Errorf("watcher: publish ResourceObserved: %w", err)
+	}
+	r.metrics.incPublished(publishedResourceObserved)
+	r.log.Info("watcher: published ResourceObserved", logattr.Resource(obj.Namespace, obj.Name),
+		logattr.Generation(obj.Generation), logattr.EventID(id), slog.String("trigger", trigger))
+	return nil
+}
+
+// finalize handles an object being deleted: fold DeletionRequested and publish it once per
+// generation. The finalizer goes when the applier answers with Destroyed.
+func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
+	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		return nil
+	}
+	dr := &lavav1.DeletionRequested{DeletionPolicy: DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: EngineProto(obj.Spec.Engine)}
+	trigger := eventid.GenerationTrigger(obj.Generation)
+	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(dr), trigger)
+	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventDeletionRequested)
+	if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
+		return err
+	}
+	at := now(r.clock)
+	msg := "deleting: destroying the infrastructure"
+	if dr.DeletionPolicy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
+		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
+	}
+	err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
+		cause{eventID: id, correlationID: id})
+	if err != nil {
+		return err
+	}
+	dr.Envelope = envelope(obj, id, trigger, at)
+	if _, err := r.pub.Publish(ctx, subject, dr); err != nil {
+		return fmt.Errorf("watcher: publish DeletionRequested: %w", err)
+	}
+	r.metrics.incPublished(publishedDeletionRequested)
+	r.log.Info("watcher: published DeletionRequested", logattr.Resource(obj.Namespace, obj.Name),
+		logattr.Generation(obj.Generation), logattr.EventID(id))
+	return nil
+}
+
+func envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) *lavav1.Envelope {
+	return &lavav1.Envelope{
+		EventId:       id,
+		OccurredAt:    timestamppb.New(at),
+		Source:        bus.ServiceWatcher,
+		Resource:      &lavav1.ResourceRef{Namespace: obj.Namespace, Name: obj.Name, Uid: string(obj.UID)},
+		Generation:    obj.Generation,
+		CorrelationId: id,
+		Trigger:       trigger,
+	}
+}
+
+// lastEventID is the Nats-Msg-Id (event id) of the last message stored on subject in
+// LAVA_RESOURCES, or "" when there is none.
+func (r *reconciler) lastEventID(ctx context.Context, subject string) (string, error) {
+	m, err := r.resources.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("watcher: last message on %s: %w", subject, err)
+	}
+	return m.Header.Get(jetstream.MsgIDHeader), nil
+}
+
+// addFinalizer adds the lava finalizer with an optimistic lock.
+func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
+	orig := obj.DeepCopy()
+	controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+	if err := r.c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("watcher: add finalizer to %s/%s: %w", obj.Namespace, obj.Name, err)
+	}
+	r.metrics.inc(func(m *Metrics) prometheus.Counter { return m.finalizerAdded })
+	// The patch answered with the live object: its status is what the server has.
+	r.w.remember(obj)
+	return nil
+}
+
+// foldLocal folds an event the watcher derives itself (suspend, dependencies), stamped with
+// the object's generation and the current time; its cause id is derived from the event type
+// and message, so the same condition yields the same PhaseChanged id.
+func (r *reconciler) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
+	ev.Generation, ev.Time = obj.Generation, now(r.clock)
+	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
+	return r.foldLocalCause(ctx, obj, ev, cause{eventID: id, correlationID: id})
+}
+
+func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event, c cause) error {
+	_, err := r.w.fold(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c)
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	return err
+}
+
+// forcedPass passes updates that change the reconcile-requested-at annotation.
+func forcedPass() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[v1alpha1.ReconcileRequestedAnnotation] !=
+			e.ObjectNew.GetAnnotations()[v1alpha1.ReconcileRequestedAnnotation]
+	}}
+}
+
+// deletionStarted passes updates that set deletionTimestamp.
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+	}}
+}
+
+// dependencyChanged passes the changes of a LavaArchitecture that its dependents care about:
+// creation, deletion, a new generation, and a new phase or observedGeneration.
+func dependencyChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*v1alpha1.LavaArchitecture)
+		n, ok2 := e.ObjectNew.(*v1alpha1.LavaArchitecture)
+		if !ok1 || !ok2 {
+			return false
+		}
+		return o.Generation != n.Generation || o.Status.Phase != n.Status.Phase ||
+			o.Status.ObservedGeneration != n.Status.ObservedGeneration
+	}, GenericFunc: func(event.GenericEvent) bool { return false }}
+}
+
+// dependentsOf maps a LavaArchitecture to the resources that depend on it (spec.dependsOn or a
+// LavaArchitectureDependency whose to is it).
+func (r *reconciler) dependentsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	key := client.ObjectKeyFromObject(o)
+	seen := map[types.NamespacedName]bool{}
+	var out []reconcile.Request
+	add := func(k types.NamespacedName) {
+		if k != key && !seen[k] {
+			seen[k] = true
+			out = append(out, reconcile.Request{NamespacedName: k})
+		}
+	}
+	var list v1alpha1.LavaArchitectureList
+	if err := r.c.List(ctx, &list, client.MatchingFields{IndexDependsOn: key.String()}); err != nil {
+		r.log.Error("watcher: list dependents", logattr.Resource(key.Namespace, key.Name), slog.Any("error", err))
+	}
+	for _, a := range list.Items {
+		add(client.ObjectKeyFromObject(&a))
+	}
+	var edges v1alpha1.LavaArchitectureDependencyList
+	if err := r.c.List(ctx, &edges, client.MatchingFields{IndexEdgeTo: key.String()}); err != nil {
+		r.log.Error("watcher: list dependency edges", logattr.Resource(key.Namespace, key.Name), slog.Any("error", err))
+	}
+	for _, e := range edges.Items {
+		if from, ok := refKey(e.Namespace, e.Spec.From, r.deps.cluster); ok {
+			add(from)
+		}
+	}
+	return out
+}
+
+// policyUsers maps a RemediationPolicy to the LavaArchitectures that reference it.
+func (r *reconciler) policyUsers(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.LavaArchitectureList
+	if err := r.c.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexPolicyRef: o.GetName()}); err != nil {
+		r.log.Error("watcher: list policy users", slog.String("policy", o.GetNamespace()+"/"+o.GetName()), slog.Any("error", err))
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, a := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
+	}
+	return out
+}
+
+// edgeDependent maps a LavaArchitectureDependency to its from resource.
+func (r *reconciler) edgeDependent(_ context.Context, o client.Object) []reconcile.Request {
+	e, ok := o.(*v1alpha1.LavaArchitectureDependency)
+	if !ok {
+		return nil
+	}
+	from, ok := refKey(e.Namespace, e.Spec.From, r.deps.cluster)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: from}}
+}
+
+// indexes registers the field indexes the watches and the dependency resolver use.
+func indexes(ctx context.Context, idx client.FieldIndexer, cluster string) error {
+	err := idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexPolicyRef, func(o client.Object) []string {
+		a, ok := o.(*v1alpha1.LavaArchitecture)
+		if !ok || a.Spec.RemediationPolicyRef == nil {
+			return nil
+		}
+		return []string{a.Spec.RemediationPolicyRef.Name}
+	})
+	if err == nil {
+		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexDependsOn, func(o client.Object) []string {
+			if a, ok := o.(*v1alpha1.LavaArchitecture); ok {
+				return dependsOnKeys(a)
+			}
+			return nil
+		})
+	}
+	edgeIndex := func(to bool) client.IndexerFunc {
+		return func(o client.Object) []string {
+			e, ok := o.(*v1alpha1.LavaArchitectureDependency)
+			if !ok {
+				return nil
+			}
+			ref := e.Spec.From
+			if to {
+				ref = e.Spec.To
+			}
+			if k, ok := refKey(e.Namespace, ref, cluster); ok {
+				return []string{k.String()}
+			}
+			return nil
+		}
+	}
+	if err == nil {
+		err = idx.IndexField(ctx, &v1alpha1.LavaArchitectureDependency{}, IndexEdgeFrom, edgeIndex(false))
+	}
+	if err == nil {
+		err = idx.IndexField(ctx, &v1alpha1.LavaArchitectureDependency{}, IndexEdgeTo, edgeIndex(true))
+	}
+	if err != nil {
+		return fmt.Errorf("watcher: field index: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultControllerName names the controller (the "controller" label of
+	// controller_runtime_reconcile_total).
+	DefaultControllerName = "lavaarchitecture"
+	// DefaultLeaderElectionID is the name of the coordination.k8s.io Lease of leader election.
+	DefaultLeaderElectionID = "lava-watcher"
+	// EventRecorderName is the reportingController of the Kubernetes Events the watcher
+	// records.
+	EventRecorderName = "lava-watcher"
+)
+
+// Options configures [New]. RESTConfig, Scheme and JetStream are required.
+type Options struct {
+	// RESTConfig reaches the API server.
+	RESTConfig *rest.Config
+	// Scheme must know lava.pleme.io/v1alpha1 and the client-go types (events, leases).
+	Scheme *runtime.Scheme
+	// JetStream is the bus; the topology ([bus.EnsureTopology]) must exist.
+	JetStream jetstream.JetStream
+	// Logger receives the watcher's logs and, through logr, controller-runtime's. Default:
+	// discard.
+	Logger *slog.Logger
+	// Registry receives the watcher's and the bus consumer's metrics. Default: a private
+	// registry. controller-runtime's own metrics (controller_runtime_reconcile_total, the work
+	// queue, leader election) stay in its registry
+	// sigs.k8s.io/controller-runtime/pkg/metrics.Registry; [Gatherer] serves both.
+	Registry prometheus.Registerer
+	// Namespaces limits the watch to these namespaces; empty watches all. Phase events of
+	// other namespaces are acked and ignored, so run one watcher per set of namespaces with
+	// its own PhaseConsumer.
+	Namespaces []string
+	// ClusterName is this cluster's name in LavaArchitectureDependency references; edges to
+	// another cluster are reported as not observable. Default "" (only unqualified
+	// references are local).
+	ClusterName string
+	// ControllerName names the controller. Default [DefaultControllerName].
+	ControllerName string
+	// PhaseConsumer is the durable consumer on LAVA_PHASES. Default "watcher" (declared by
+	// [bus.Declare]); another name must be created by the caller.
+	PhaseConsumer string
+	// PhaseConcurrency bounds phase events folded at once. Default 1: in stream order.
+	PhaseConcurrency int
+	// MaxConcurrentReconciles bounds concurrent reconciles. Default 2.
+	MaxConcurrentReconciles int
+	// LeaderElection enables leader election (production: true). Only the leader reconciles
+	// and consumes phase events; other replicas keep their caches warm.
+	LeaderElection bool
+	// LeaderElectionID is the Lease name. Default [DefaultLeaderElectionID].
+	LeaderElectionID string
+	// LeaderElectionNamespace is the Lease's namespace; required with LeaderElection when not
+	// running in a pod.
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (controller-runtime
+	// defaults 15s, 10s, 2s when zero).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Clock stamps the events the watcher produces itself. Default time.Now.
+	Clock func() time.Time
+}
+
+// NewScheme returns a scheme with the client-go built-in types (Events, Leases) and
+// lava.pleme.io/v1alpha1.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("watcher: scheme: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("watcher: scheme: %w", err)
+	}
+	return s, nil
+}
+
+// Watcher is the watcher service: a controller-runtime manager running the LavaArchitecture
+// controller and, on the leader, the phase consumer.
+type Watcher struct {
+	mgr     manager.Manager
+	metrics *Metrics
+	js      jetstream.JetStream
+}
+
+// New builds the watcher: the manager (metrics and health servers disabled: serve them with
+// [Gatherer] and [Watcher.Ready]), field indexes, the controller and its watches, and the
+// phase consumer. It does not start anything.
+func New(ctx context.Context, o Options) (*Watcher, error) {
+	if o.RESTConfig == nil || o.Scheme == nil || o.JetStream == nil {
+		return nil, errors.New("watcher: RESTConfig, Scheme and JetStream are required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.ControllerName == "" {
+		o.ControllerName = DefaultControllerName
+	}
+	if o.PhaseConsumer == "" {
+		o.PhaseConsumer = bus.ServiceWatcher
+	}
+	if o.PhaseConcurrency <= 0 {
+		o.PhaseConcurrency = 1
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 2
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	metrics, err := NewMetrics(o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	busMetrics, err := bus.NewMetrics(o.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("watcher: %w", err)
+	}
+
+	mo := ctrl.Options{
+		Scheme:                        o.Scheme,
+		Logger:                        logr.FromSlogHandler(o.Logger.Handler()),
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.LeaseDuration > 0 {
+		mo.LeaseDuration = ptr.To(o.LeaseDuration)
+	}
+	if o.RenewDeadline > 0 {
+		mo.RenewDeadline = ptr.To(o.RenewDeadline)
+	}
+	if o.RetryPeriod > 0 {
+		mo.RetryPeriod = ptr.To(o.RetryPeriod)
+	}
+	watched := map[string]bool{}
+	if len(o.Namespaces) > 0 {
+		mo.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			mo.Cache.DefaultNamespaces[ns] = cache.Config{}
+			watched[ns] = true
+		}
+	}
+	mgr, err := ctrl.NewManager(o.RESTConfig, mo)
+	if err != nil {
+		return nil, fmt.Errorf("watcher: new manager: %w", err)
+	}
+	if err := indexes(ctx, mgr.GetFieldIndexer(), o.ClusterName); err != nil {
+		return nil, err
+	}
+	resources, err := o.JetStream.Stream(ctx, bus.StreamResources)
+	if err != nil {
+		return nil, fmt.Errorf("watcher: stream %s: %w", bus.StreamResources, err)
+	}
+	pub := bus.NewPublisher(o.JetStream)
+	w := newStatusWriter(mgr.GetClient(), mgr.GetAPIReader(), pub, mgr.GetEventRecorder(EventRecorderName), metrics,
+		o.Logger.With(slog.String("component", "status")))
+	r := &reconciler{
+		c: mgr.GetClient(), w: w, pub: pub, resources: resources,
+		deps:  resolver{c: mgr.GetClient(), cluster: o.ClusterName},
+		clock: o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(o.ControllerName).
+		For(&v1alpha1.LavaArchitecture{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, forcedPass(), deletionStarted()))).
+		Watches(&v1alpha1.LavaArchitecture{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf),
+			builder.WithPredicates(dependencyChanged())).
+		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyUsers)).
+		Watches(&v1alpha1.LavaArchitectureDependency{}, handler.EnqueueRequestsFromMapFunc(r.edgeDependent)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+			SkipNameValidation:      ptr.To(true),
+			ReconciliationTimeout:   time.Minute,
+		}).
+		Complete(r)
+	if err != nil {
+		return nil, fmt.Errorf("watcher: build controller: %w", err)
+	}
+	pc := &phaseConsumer{
+		js: o.JetStream, consumer: o.PhaseConsumer, concurrency: o.PhaseConcurrency, w: w,
+		busMetrics: busMetrics, metrics: metrics, log: o.Logger.With(slog.String("component", "phases")),
+	}
+	if len(watched) > 0 {
+		pc.watches = func(ns string) bool { return watched[ns] }
+	}
+	if err := mgr.Add(pc); err != nil {
+		return nil, fmt.Errorf("watcher: add phase consumer: %w", err)
+	}
+	return &Watcher{mgr: mgr, metrics: metrics, js: o.JetStream}, nil
+}
+
+// Start runs the manager until ctx is done: caches on every replica; after winning the
+// election (or at once without leader election) the controller and the phase consumer. It
+// returns after a graceful stop (in-flight phase events finish or are naked).
+func (w *Watcher) Start(ctx context.Context) error {
+	if err := w.mgr.Start(ctx); err != nil {
+		return fmt.Errorf("watcher: manager: %w", err)
+	}
+	return nil
+}
+
+// Elected is closed when this replica became the leader (at once without leader election).
+func (w *Watcher) Elected() <-chan struct{} { return w.mgr.Elected() }
+
+// Ready is the /readyz check: the NATS connection is up and the caches have synced.
+func (w *Watcher) Ready(ctx context.Context) error {
+	if nc := w.js.Conn(); nc != nil && nc.Status() != nats.CONNECTED {
+		return fmt.Errorf("watcher: nats connection %s", nc.Status())
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if !w.mgr.GetCache().WaitForCacheSync(cctx) {
+		return errors.New("watcher: caches not synced")
+	}
+	return nil
+}

@@ -1,0 +1,594 @@
+//go:build integration
+
+package watcher_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/testing/protocmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/eventid"
+)
+
+// maxReconcilesPerGeneration is the bound issue 4 sets: status writes must not retrigger the
+// controller.
+const maxReconcilesPerGeneration = 3
+
+// TestWatcher runs the watcher against a real kube-apiserver and etcd (envtest) and a real
+// in-process NATS JetStream server. Each subtest has its own namespace and its own watcher.
+func TestWatcher(t *testing.T) {
+	e := newEnv(t)
+	t.Run("seed lifecycle", e.testSeedLifecycle)
+	t.Run("restart publishes nothing for an unchanged generation", e.testRestart)
+	t.Run("only the leader works; the standby takes over", e.testLeaderElection)
+	t.Run("a phase event ahead of its predecessor is retried", e.testOutOfOrder)
+	t.Run("dependencies hold back until their phase", e.testDependencies)
+	t.Run("two-resource cycle reported on both", e.testCycle)
+	t.Run("suspend publishes nothing", e.testSuspend)
+	t.Run("remediation policy and forced passes", e.testPolicy)
+	t.Run("service entry point serves metrics and health", e.testRun)
+}
+
+func (e *env) create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := e.kube.Client.Create(t.Context(), obj); err != nil {
+		t.Fatalf("create %s: %v", obj.GetName(), err)
+	}
+}
+
+// patch applies mutate to the object with a JSON merge patch of the difference (an Update of
+// the typed object would also rewrite spec.driftInterval "5m" as "5m0s", a new generation).
+func (e *env) patch(t *testing.T, ns, name string, mutate func(*v1alpha1.LavaArchitecture)) {
+	t.Helper()
+	cur := e.get(t, ns, name)
+	orig := cur.DeepCopy()
+	mutate(cur)
+	if err := e.kube.Client.Patch(t.Context(), cur, client.MergeFrom(orig)); err != nil {
+		t.Fatalf("patch %s/%s: %v", ns, name, err)
+	}
+}
+
+func newArch(ns, name string, mutate func(*v1alpha1.LavaArchitectureSpec)) *v1alpha1.LavaArchitecture {
+	a := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}}}
+	if mutate != nil {
+		mutate(&a.Spec)
+	}
+	return a
+}
+
+// testSeedLifecycle: the seed manifest is admitted, gets the finalizer and exactly one
+// ResourceObserved; phase events drive the status; status writes do not retrigger the
+// controller; a concurrent update causes a conflict that is retried; a new generation is
+// observed once; delete publishes DeletionRequested and Destroyed removes the object.
+func (e *env) testSeedLifecycle(t *testing.T) {
+	const ns, name = "infra", "prod-vpc"
+	// examples/prod-vpc.yaml is the repository's copy of the seed case.
+	raw, err := os.ReadFile("../../../examples/prod-vpc.yaml")
+	if err != nil {
+		t.Fatalf("read the seed case: %v", err)
+	}
+	obj := &v1alpha1.LavaArchitecture{}
+	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(t, e.kube.Client, ns)
+	w := e.startWatcher(t, ns, "seed")
+	e.create(t, obj)
+
+	// Finalizer, exactly one ResourceObserved, phase Pending.
+	e.waitStatus(t, ns, name, func(o *v1alpha1.LavaArchitecture) error {
+		if !controllerutil.ContainsFinalizer(o, v1alpha1.Finalizer) {
+			return fmt.Errorf("finalizers %v", o.Finalizers)
+		}
+		return all(phaseIs(v1alpha1.PhasePending, 1), conditionIs(v1alpha1.ConditionReconciling, metav1.ConditionTrue, ""))(o)
+	})
+	subject := bus.ResourceSubject(ns, name, bus.EventObserved)
+	e.waitCount(t, bus.StreamResources, subject, 1)
+	obj = e.get(t, ns, name)
+	ro := e.observed(t, ns, name)[0]
+	wantID := eventid.ID(string(obj.UID), 1, "lava.v1.ResourceObserved", "generation:1")
+	want := &lavav1.ResourceObserved{
+		Spec: &lavav1.ArchitectureSpec{
+			Source:         &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: obj.Spec.Source.Inline}},
+			Bindings:       map[string]string{"name": "prod", "cidr": "10.42.0.0/16"},
+			Gate:           "aws-vpc-network",
+			Engine:         lavav1.Engine_ENGINE_EMBEDDED,
+			DriftInterval:  ro.GetSpec().GetDriftInterval(),
+			DeletionPolicy: lavav1.DeletionPolicy_DELETION_POLICY_DESTROY,
+			ApprovePlan:    "auto",
+		},
+		Remediation: &lavav1.RemediationPolicy{
+			Cosmetic: lavav1.RemediationAction_REMEDIATION_ACTION_ALERT, Functional: lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT,
+			Critical: lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, Origin: lavav1.PolicyOrigin_POLICY_ORIGIN_DEFAULT,
+		},
+		Dependencies: &lavav1.DependencyState{Ready: true},
+	}
+	if diff := cmp.Diff(want, ro, protocmp.Transform(), protocmp.IgnoreFields(&lavav1.ResourceObserved{}, "envelope")); diff != "" {
+		t.Errorf("ResourceObserved (-want +got):\n%s", diff)
+	}
+	if got := ro.GetSpec().GetDriftInterval().AsDuration(); got != 5*time.Minute {
+		t.Errorf("drift interval %s, want 5m", got)
+	}
+	env := ro.GetEnvelope()
+	if env.GetEventId() != wantID || env.GetCorrelationId() != wantID || env.GetTrigger() != "generation:1" ||
+		env.GetGeneration() != 1 || env.GetSource() != "watcher" || env.GetResource().GetUid() != string(obj.UID) {
+		t.Errorf("envelope %v, want event id %s, trigger generation:1", env, wantID)
+	}
+
+	// Phase events, published by hand as synth and the applier would.
+	s := e.stageFor(obj, ro)
+	s.synthesized(t)
+	e.waitStatus(t, ns, name, all(phaseIs(v1alpha1.PhaseSynthesized, 1), conditionIs(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, v1alpha1.ReasonSynthesisSucceeded)))
+	s.planned(t)
+	e.waitStatus(t, ns, name, all(phaseIs(v1alpha1.PhasePlanned, 1), conditionIs(v1alpha1.ConditionPlanned, metav1.ConditionTrue, v1alpha1.ReasonPlanSucceeded)))
+	appliedID := s.applied(t)
+	obj = e.waitStatus(t, ns, name, all(phaseIs(v1alpha1.PhaseApplied, 1),
+		conditionIs(v1alpha1.ConditionApplied, metav1.ConditionTrue, v1alpha1.ReasonApplySucceeded),
+		conditionIs(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSucceeded),
+		conditionIs(v1alpha1.ConditionReconciling, metav1.ConditionFalse, ""),
+		conditionIs(v1alpha1.ConditionStalled, metav1.ConditionFalse, "")))
+	if r := obj.Status.Render; r == nil || r.ArchitectureName != "demo-vpc" || r.ResourceCount != 1 || r.SourceKind != v1alpha1.SourceKindInline {
+		t.Errorf("status.render %+v", r)
+	}
+	if p := obj.Status.Plan; p == nil || p.ID != strings.Repeat("e", 64) || p.Add != 1 {
+		t.Errorf("status.plan %+v", p)
+	}
+	if got := string(obj.Status.Outputs["vpc_id"].Raw); got != `"vpc-1"` || obj.Status.LastAppliedAt == nil {
+		t.Errorf("outputs %q lastAppliedAt %v", got, obj.Status.LastAppliedAt)
+	}
+
+	// One PhaseChanged per accepted transition: Pending, Synthesized, Planned, Applied.
+	pcSubject := bus.PhaseSubject(ns, name, bus.EventPhaseChanged)
+	e.waitCount(t, bus.StreamPhases, pcSubject, 4)
+	pcs := messages(t, e, bus.StreamPhases, pcSubject, func() *lavav1.PhaseChanged { return &lavav1.PhaseChanged{} })
+	var path []string
+	for _, pc := range pcs {
+		path = append(path, pc.GetFrom().String()+">"+pc.GetTo().String())
+	}
+	wantPath := []string{"PHASE_UNSPECIFIED>PHASE_PENDING", "PHASE_PENDING>PHASE_SYNTHESIZED", "PHASE_SYNTHESIZED>PHASE_PLANNED", "PHASE_PLANNED>PHASE_APPLIED"}
+	if diff := cmp.Diff(wantPath, path); diff != "" {
+		t.Errorf("PhaseChanged transitions (-want +got):\n%s", diff)
+	}
+	last := pcs[len(pcs)-1]
+	if last.GetCauseEventId() != appliedID ||
+		last.GetEnvelope().GetEventId() != eventid.ID(string(obj.UID), 1, "lava.v1.PhaseChanged", eventid.CauseTrigger(appliedID)) ||
+		last.GetEnvelope().GetCorrelationId() != wantID || last.GetPlanId() != strings.Repeat("e", 64) {
+		t.Errorf("last PhaseChanged %v", last)
+	}
+
+	// The same fact again (a new id, the same content and time) changes nothing: no patch, no
+	// PhaseChanged.
+	patches := w.metric(t, "lava_watcher_status_patches_total", nil)
+	s.applied(t)
+	eventually(t, 10*time.Second, func() error {
+		if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "unchanged"}); n < 1 {
+			return fmt.Errorf("unchanged phase events %v", n)
+		}
+		return nil
+	})
+	if got := w.metric(t, "lava_watcher_status_patches_total", nil); got != patches {
+		t.Errorf("an unchanged event patched the status: %v patches, want %v", got, patches)
+	}
+	if n := e.count(t, bus.StreamPhases, pcSubject); n != 4 {
+		t.Errorf("%d PhaseChanged after an unchanged event, want 4", n)
+	}
+
+	// Kubernetes Events for the transitions.
+	eventually(t, 10*time.Second, func() error {
+		got := e.eventReasons(t, ns, name)
+		for _, r := range []string{"Observed", "Synthesized", "Planned", "Applied"} {
+			if !slices.Contains(got, r) {
+				return fmt.Errorf("events %v: no %s", got, r)
+			}
+		}
+		return nil
+	})
+
+	// Status writes do not retrigger the controller.
+	gen1 := w.reconciles(t)
+	t.Logf("reconciles for generation 1 (create, finalizer, 4 status patches): %v", gen1)
+	if gen1 < 1 || gen1 > maxReconcilesPerGeneration {
+		t.Errorf("%v reconciles for one generation, want 1..%d", gen1, maxReconcilesPerGeneration)
+	}
+
+	// A concurrent update (labels: no new generation) makes the next status patch conflict; it
+	// is retried from a fresh read.
+	conflicts := w.metric(t, "lava_watcher_status_patch_conflicts_total", nil)
+	e.patch(t, ns, name, func(o *v1alpha1.LavaArchitecture) { o.Labels = map[string]string{"team": "net"} })
+	s.drifted(t)
+	e.waitStatus(t, ns, name, all(phaseIs(v1alpha1.PhaseDrifted, 1), conditionIs(v1alpha1.ConditionDrifted, metav1.ConditionTrue, v1alpha1.ReasonDriftDetected)))
+	if got := w.metric(t, "lava_watcher_status_patch_conflicts_total", nil); got <= conflicts {
+		t.Errorf("conflicts %v, want more than %v", got, conflicts)
+	}
+
+	// A new generation is observed exactly once.
+	e.patch(t, ns, name, func(o *v1alpha1.LavaArchitecture) { o.Spec.Bindings["cidr"] = "10.43.0.0/16" })
+	e.waitCount(t, bus.StreamResources, subject, 2)
+	e.waitStatus(t, ns, name, phaseIs(v1alpha1.PhasePending, 2))
+	ros := e.observed(t, ns, name)
+	if g := ros[1].GetEnvelope(); g.GetGeneration() != 2 || g.GetTrigger() != "generation:2" || ros[1].GetSpec().GetBindings()["cidr"] != "10.43.0.0/16" {
+		t.Errorf("second ResourceObserved envelope %v bindings %v", g, ros[1].GetSpec().GetBindings())
+	}
+	total := w.reconciles(t)
+	t.Logf("reconciles after generation 2: %v", total)
+	if total > 2*maxReconcilesPerGeneration {
+		t.Errorf("%v reconciles for two generations, want at most %d", total, 2*maxReconcilesPerGeneration)
+	}
+	if n := e.observedCount(t, ns, name); n != 2 {
+		t.Errorf("%d ResourceObserved, want 2", n)
+	}
+
+	// Delete: DeletionRequested, Finalizing; Destroyed removes the finalizer and the object.
+	if err := e.kube.Client.Delete(t.Context(), e.get(t, ns, name)); err != nil {
+		t.Fatal(err)
+	}
+	drSubject := bus.ResourceSubject(ns, name, bus.EventDeletionRequested)
+	e.waitCount(t, bus.StreamResources, drSubject, 1)
+	dr := messages(t, e, bus.StreamResources, drSubject, func() *lavav1.DeletionRequested { return &lavav1.DeletionRequested{} })[0]
+	if dr.GetDeletionPolicy() != lavav1.DeletionPolicy_DELETION_POLICY_DESTROY || dr.GetEngine() != lavav1.Engine_ENGINE_EMBEDDED {
+		t.Errorf("DeletionRequested %v", dr)
+	}
+	e.waitStatus(t, ns, name, func(o *v1alpha1.LavaArchitecture) error {
+		return phaseIs(v1alpha1.PhaseFinalizing, dr.GetEnvelope().GetGeneration())(o)
+	})
+	ds := &stage{e: e, ref: dr.GetEnvelope().GetResource(), gen: dr.GetEnvelope().GetGeneration(),
+		corr: dr.GetEnvelope().GetEventId(), prev: dr.GetEnvelope().GetEventId(), at: time.Now()}
+	ds.destroyed(t)
+	eventually(t, 30*time.Second, func() error {
+		err := e.kube.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.LavaArchitecture{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("object still there (get: %v)", err)
+		}
+		return nil
+	})
+	if n := w.metric(t, "lava_watcher_finalizers_removed_total", nil); n != 1 {
+		t.Errorf("finalizers removed %v, want 1", n)
+	}
+
+	// The watcher's metric names pass promlint.
+	problems, err := testutil.GatherAndLint(w.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// testRestart: a watcher restarted (manager stopped, a new one started) does not publish
+// ResourceObserved again for an unchanged generation, and the new one folds phase events.
+func (e *env) testRestart(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	first := e.startWatcher(t, ns, "first")
+	e.create(t, newArch(ns, "r", nil))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "r", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "r", phaseIs(v1alpha1.PhasePending, 1))
+	first.stop()
+
+	second := e.startWatcher(t, ns, "second")
+	eventually(t, 30*time.Second, func() error {
+		if n := second.reconciles(t); n < 1 {
+			return fmt.Errorf("the new watcher has not reconciled yet")
+		}
+		return nil
+	})
+	obj := e.get(t, ns, "r")
+	s := e.stageFor(obj, e.observed(t, ns, "r")[0])
+	s.synthesized(t)
+	e.waitStatus(t, ns, "r", phaseIs(v1alpha1.PhaseSynthesized, 1))
+	if n := e.observedCount(t, ns, "r"); n != 1 {
+		t.Errorf("%d ResourceObserved after a restart, want 1", n)
+	}
+	if n := second.metric(t, "lava_watcher_published_total", map[string]string{"event": "resource_observed"}); n != 0 {
+		t.Errorf("the restarted watcher published %v ResourceObserved, want 0", n)
+	}
+}
+
+// testDependencies: B (dependsOn A) is held back until A reaches Applied; C (a
+// LavaArchitectureDependency from C to A, requirePhase Planned) until A reaches Planned.
+func (e *env) testDependencies(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	e.startWatcher(t, ns, "deps")
+	e.create(t, newArch(ns, "a", nil))
+	e.create(t, newArch(ns, "b", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.DependsOn = []v1alpha1.Dependency{{Name: "a"}}
+	}))
+	e.create(t, newArch(ns, "c", nil))
+	e.create(t, &v1alpha1.LavaArchitectureDependency{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-on-a"},
+		Spec: v1alpha1.LavaArchitectureDependencySpec{From: v1alpha1.ArchitectureReference{Name: "c"},
+			To: v1alpha1.ArchitectureReference{Name: "a"}, RequirePhase: v1alpha1.PhasePlanned}})
+
+	waiting := func(target, phase string) func(*v1alpha1.LavaArchitecture) error {
+		return func(o *v1alpha1.LavaArchitecture) error {
+			if err := conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonDependencyNotReady)(o); err != nil {
+				return err
+			}
+			c := metaCondition(o, v1alpha1.ConditionDependenciesReady)
+			if want := fmt.Sprintf("waiting for %s/%s to reach %s", ns, target, phase); c.Message != want {
+				return fmt.Errorf("message %q, want %q", c.Message, want)
+			}
+			return nil
+		}
+	}
+	e.waitStatus(t, ns, "b", waiting("a", "Applied"))
+	e.waitStatus(t, ns, "c", waiting("a", "Planned"))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "a", bus.EventObserved), 1)
+	held := func(names ...string) func() error {
+		return func() error {
+			for _, n := range names {
+				if c := e.observedCount(t, ns, n); c != 0 {
+					return fmt.Errorf("%s published %d ResourceObserved while held back", n, c)
+				}
+			}
+			return nil
+		}
+	}
+	consistently(t, 500*time.Millisecond, held("b", "c"))
+
+	a := e.get(t, ns, "a")
+	s := e.stageFor(a, e.observed(t, ns, "a")[0])
+	s.synthesized(t)
+	e.waitStatus(t, ns, "a", phaseIs(v1alpha1.PhaseSynthesized, 1))
+	consistently(t, 500*time.Millisecond, held("b", "c"))
+
+	s.planned(t)
+	e.waitStatus(t, ns, "a", phaseIs(v1alpha1.PhasePlanned, 1))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "c", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "c", conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionTrue, v1alpha1.ReasonDependenciesSatisfied))
+	consistently(t, 500*time.Millisecond, held("b"))
+
+	s.applied(t)
+	e.waitStatus(t, ns, "a", phaseIs(v1alpha1.PhaseApplied, 1))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "b", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "b", all(phaseIs(v1alpha1.PhasePending, 1),
+		conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionTrue, v1alpha1.ReasonDependenciesSatisfied)))
+	deps := e.observed(t, ns, "b")[0].GetDependencies()
+	want := &lavav1.DependencyState{Ready: true, Dependencies: []*lavav1.Dependency{{
+		Target: &lavav1.ResourceRef{Namespace: ns, Name: "a", Uid: string(a.UID)}, Kind: lavav1.DependencyKind_DEPENDENCY_KIND_BLOCKS_ON,
+		RequiredPhase: lavav1.Phase_PHASE_APPLIED, ObservedPhase: lavav1.Phase_PHASE_APPLIED, Satisfied: true,
+	}}}
+	if diff := cmp.Diff(want, deps, protocmp.Transform()); diff != "" {
+		t.Errorf("B's dependency state (-want +got):\n%s", diff)
+	}
+	if n := e.observedCount(t, ns, "c"); n != 1 {
+		t.Errorf("C published %d ResourceObserved, want 1", n)
+	}
+}
+
+func metaCondition(o *v1alpha1.LavaArchitecture, typ string) metav1.Condition {
+	for _, c := range o.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// testCycle: x dependsOn y and y dependsOn x: both report the cycle and publish nothing.
+func (e *env) testCycle(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	e.startWatcher(t, ns, "cycle")
+	e.create(t, newArch(ns, "x", func(s *v1alpha1.LavaArchitectureSpec) { s.DependsOn = []v1alpha1.Dependency{{Name: "y"}} }))
+	e.create(t, newArch(ns, "y", func(s *v1alpha1.LavaArchitectureSpec) { s.DependsOn = []v1alpha1.Dependency{{Name: "x"}} }))
+	for _, c := range [][2]string{{"x", "y"}, {"y", "x"}} {
+		msg := fmt.Sprintf("dependency cycle: %[1]s/%[2]s -> %[1]s/%[3]s -> %[1]s/%[2]s", ns, c[0], c[1])
+		e.waitStatus(t, ns, c[0], func(o *v1alpha1.LavaArchitecture) error {
+			if err := conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonDependencyCycle)(o); err != nil {
+				return err
+			}
+			if got := metaCondition(o, v1alpha1.ConditionDependenciesReady).Message; got != msg {
+				return fmt.Errorf("message %q, want %q", got, msg)
+			}
+			return nil
+		})
+	}
+	consistently(t, 500*time.Millisecond, func() error {
+		for _, n := range []string{"x", "y"} {
+			if c := e.observedCount(t, ns, n); c != 0 {
+				return fmt.Errorf("%s published %d ResourceObserved in a cycle", n, c)
+			}
+		}
+		return nil
+	})
+}
+
+// testSuspend: a suspended resource gets the finalizer and Suspended but publishes nothing;
+// resuming publishes once.
+func (e *env) testSuspend(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	e.startWatcher(t, ns, "suspend")
+	e.create(t, newArch(ns, "s", func(s *v1alpha1.LavaArchitectureSpec) { s.Suspend = true }))
+	e.waitStatus(t, ns, "s", func(o *v1alpha1.LavaArchitecture) error {
+		if !controllerutil.ContainsFinalizer(o, v1alpha1.Finalizer) {
+			return fmt.Errorf("no finalizer")
+		}
+		return conditionIs(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended)(o)
+	})
+	consistently(t, 500*time.Millisecond, func() error {
+		if c := e.observedCount(t, ns, "s"); c != 0 {
+			return fmt.Errorf("suspended resource published %d ResourceObserved", c)
+		}
+		return nil
+	})
+	e.patch(t, ns, "s", func(o *v1alpha1.LavaArchitecture) { o.Spec.Suspend = false })
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "s", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "s", all(phaseIs(v1alpha1.PhasePending, 2), conditionIs(v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonResumed)))
+}
+
+// testPolicy: the referenced RemediationPolicy travels in ResourceObserved; editing it
+// re-publishes (trigger policy:<resourceVersion>); the reconcile-requested-at annotation
+// forces a pass once per value; a missing policy holds the resource until it exists.
+func (e *env) testPolicy(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	e.startWatcher(t, ns, "policy")
+	pol := &v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "careful"},
+		Spec: v1alpha1.RemediationPolicySpec{DriftRemediation: v1alpha1.DriftRemediation{
+			Cosmetic: v1alpha1.RemediationNoOp, Functional: v1alpha1.RemediationAlert, Critical: v1alpha1.RemediationRequireApproval}}}
+	e.create(t, pol)
+	e.create(t, newArch(ns, "p", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.RemediationPolicyRef = &v1alpha1.LocalObjectReference{Name: "careful"}
+	}))
+	subject := bus.ResourceSubject(ns, "p", bus.EventObserved)
+	e.waitCount(t, bus.StreamResources, subject, 1)
+	ro := e.observed(t, ns, "p")[0]
+	want := &lavav1.RemediationPolicy{Cosmetic: lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP,
+		Functional: lavav1.RemediationAction_REMEDIATION_ACTION_ALERT, Critical: lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL,
+		Origin: lavav1.PolicyOrigin_POLICY_ORIGIN_REFERENCE, PolicyName: "careful", PolicyResourceVersion: pol.ResourceVersion}
+	if diff := cmp.Diff(want, ro.GetRemediation(), protocmp.Transform()); diff != "" {
+		t.Errorf("effective policy (-want +got):\n%s", diff)
+	}
+	if got := ro.GetEnvelope().GetTrigger(); got != "policy:"+pol.ResourceVersion {
+		t.Errorf("trigger %q", got)
+	}
+
+	// Editing the policy re-publishes with the new resourceVersion.
+	pol.Spec.Functional = v1alpha1.RemediationAutoCorrect
+	if err := e.kube.Client.Update(t.Context(), pol); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCount(t, bus.StreamResources, subject, 2)
+	ro = e.observed(t, ns, "p")[1]
+	if ro.GetRemediation().GetFunctional() != lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT ||
+		ro.GetRemediation().GetPolicyResourceVersion() != pol.ResourceVersion ||
+		ro.GetEnvelope().GetTrigger() != "policy:"+pol.ResourceVersion || ro.GetEnvelope().GetGeneration() != 1 {
+		t.Errorf("re-published ResourceObserved: remediation %v envelope %v", ro.GetRemediation(), ro.GetEnvelope())
+	}
+
+	// The annotation forces one pass per value; other metadata changes force nothing.
+	e.patch(t, ns, "p", func(o *v1alpha1.LavaArchitecture) {
+		o.Annotations = map[string]string{v1alpha1.ReconcileRequestedAnnotation: "2026-11-30T00:00:00Z"}
+	})
+	e.waitCount(t, bus.StreamResources, subject, 3)
+	if got := e.observed(t, ns, "p")[2].GetEnvelope().GetTrigger(); got != "reconcile:2026-11-30T00:00:00Z;policy:"+pol.ResourceVersion {
+		t.Errorf("forced trigger %q", got)
+	}
+	e.patch(t, ns, "p", func(o *v1alpha1.LavaArchitecture) { o.Labels = map[string]string{"x": "y"} })
+	consistently(t, 500*time.Millisecond, func() error {
+		if n := e.observedCount(t, ns, "p"); n != 3 {
+			return fmt.Errorf("%d ResourceObserved after a label change, want 3", n)
+		}
+		return nil
+	})
+
+	// A missing policy holds the resource until it is created.
+	e.create(t, newArch(ns, "q", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.RemediationPolicyRef = &v1alpha1.LocalObjectReference{Name: "later"}
+	}))
+	eventually(t, 10*time.Second, func() error {
+		if !slices.Contains(e.eventReasons(t, ns, "q"), "RemediationPolicyNotFound") {
+			return fmt.Errorf("no RemediationPolicyNotFound event")
+		}
+		return nil
+	})
+	if n := e.observedCount(t, ns, "q"); n != 0 {
+		t.Errorf("%d ResourceObserved without its policy", n)
+	}
+	e.create(t, &v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"}})
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "q", bus.EventObserved), 1)
+}
+
+// testLeaderElection: a second replica is elected only when the first one stops; until then it
+// neither reconciles nor folds phase events, and afterwards it does both.
+func (e *env) testLeaderElection(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	leader := e.startWatcher(t, ns, "leader")
+	standby := e.startReplica(t, ns, "standby")
+	e.create(t, newArch(ns, "l", nil))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "l", bus.EventObserved), 1)
+	obj := e.get(t, ns, "l")
+	s := e.stageFor(obj, e.observed(t, ns, "l")[0])
+	s.synthesized(t)
+	e.waitStatus(t, ns, "l", phaseIs(v1alpha1.PhaseSynthesized, 1))
+	select {
+	case <-standby.elected:
+		t.Fatal("two replicas elected at once")
+	default:
+	}
+	if n := standby.reconciles(t) + standby.metric(t, "lava_watcher_phase_events_total", nil); n != 0 {
+		t.Errorf("the standby reconciled or consumed %v times", n)
+	}
+
+	leader.stop()
+	select {
+	case <-standby.elected:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the standby was not elected after the leader stopped")
+	}
+	s.planned(t)
+	e.waitStatus(t, ns, "l", phaseIs(v1alpha1.PhasePlanned, 1))
+	if n := standby.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"}); n != 1 {
+		t.Errorf("the new leader folded %v events, want 1", n)
+	}
+	if n := e.observedCount(t, ns, "l"); n != 1 {
+		t.Errorf("%d ResourceObserved after the failover, want 1", n)
+	}
+}
+
+// testOutOfOrder: Planned published before Synthesized is naked (an illegal transition that
+// may only have overtaken its predecessor) and folded after it.
+func (e *env) testOutOfOrder(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	w := e.startWatcher(t, ns, "order")
+	e.create(t, newArch(ns, "o", nil))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "o", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "o", phaseIs(v1alpha1.PhasePending, 1))
+	obj := e.get(t, ns, "o")
+	ro := e.observed(t, ns, "o")[0]
+	early := e.stageFor(obj, ro)
+	early.planned(t)
+	eventually(t, 10*time.Second, func() error {
+		if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "error"}); n < 1 {
+			return fmt.Errorf("the early Planned was not naked yet")
+		}
+		return nil
+	})
+	e.stageFor(obj, ro).synthesized(t)
+	e.waitStatus(t, ns, "o", all(phaseIs(v1alpha1.PhasePlanned, 1), conditionIs(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, "")))
+	if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "illegal"}); n != 0 {
+		t.Errorf("%v events dropped as illegal, want 0", n)
+	}
+
+	// A terminal apply failure stalls (kstatus Stalled); a receipt moves status.receipt
+	// without a PhaseChanged (ReceiptAppended on its phase subject, docs/events.md).
+	s := e.stageFor(obj, ro)
+	s.prev = early.prev
+	failed := &lavav1.Failed{Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Message: "provider aws not installed", Attempt: 1}
+	s.publish(t, bus.ServiceApplier, failed, func(env *lavav1.Envelope) { failed.Envelope = env })
+	e.waitStatus(t, ns, "o", all(phaseIs(v1alpha1.PhaseFailed, 1),
+		conditionIs(v1alpha1.ConditionStalled, metav1.ConditionTrue, "ApplyFailed"),
+		conditionIs(v1alpha1.ConditionApplied, metav1.ConditionFalse, "ApplyFailed"),
+		conditionIs(v1alpha1.ConditionReady, metav1.ConditionFalse, "ApplyFailed")))
+	pcs := e.phaseChangedCount(t, ns, "o")
+	receipt := &lavav1.ReceiptAppended{Sequence: 3, ContentHash: []byte{0xde, 0xad}, Kind: "lava.outcome"}
+	receipt.Envelope = &lavav1.Envelope{EventId: eventid.ID(string(obj.UID), 1, eventid.Type(receipt), eventid.CauseTrigger("x")),
+		Source: bus.ServiceAttest, Resource: s.ref, Generation: 1, Trigger: eventid.CauseTrigger("x")}
+	if _, err := e.pub.Publish(t.Context(), bus.PhaseSubject(ns, "o", "receipt_appended"), receipt); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(t, ns, "o", func(o *v1alpha1.LavaArchitecture) error {
+		if r := o.Status.Receipt; r == nil || r.Sequence != 3 || r.Hash != "dead" {
+			return fmt.Errorf("status.receipt %+v", r)
+		}
+		return nil
+	})
+	if n := e.phaseChangedCount(t, ns, "o"); n != pcs {
+		t.Errorf("a receipt published PhaseChanged: %d, want %d", n, pcs)
+	}
+}

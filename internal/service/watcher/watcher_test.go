@@ -1,0 +1,288 @@
+package watcher_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/service/phase"
+	"github.com/lava-operator/lava/internal/service/watcher"
+)
+
+func TestNewMetrics_promlint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := watcher.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.NewMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	n, err := testutil.GatherAndCount(reg, "lava_watcher_published_total", "lava_watcher_phase_events_total", "lava_watcher_held_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3+7+4 {
+		t.Errorf("%d pre-initialized series, want 14", n)
+	}
+	if _, err := watcher.NewMetrics(reg); err == nil {
+		t.Error("registering the metrics twice succeeded")
+	}
+}
+
+func TestSpecMirror(t *testing.T) {
+	tests := []struct {
+		name string
+		spec v1alpha1.LavaArchitectureSpec
+		want *lavav1.ArchitectureSpec
+	}{{
+		name: "defaults",
+		spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}},
+		want: &lavav1.ArchitectureSpec{
+			Source: &lavav1.Source{Kind: &lavav1.Source_Name{Name: "aws-vpc-network"}}, Engine: lavav1.Engine_ENGINE_EMBEDDED,
+			DriftInterval: durationpb.New(5 * time.Minute), DeletionPolicy: lavav1.DeletionPolicy_DELETION_POLICY_DESTROY, ApprovePlan: "auto",
+		},
+	}, {
+		name: "everything set, drift interval floored",
+		spec: v1alpha1.LavaArchitectureSpec{
+			Source:         v1alpha1.Source{URL: "https://example.com/r.git", Rev: "v1", Path: "a.tlisp"},
+			Bindings:       map[string]string{"a": "1"},
+			ListBindings:   map[string][]string{"l": {"x", "y"}},
+			RecordBindings: map[string][]map[string]string{"r": {{"k": "v"}}},
+			BindingsFrom: []v1alpha1.BindingsSource{{ConfigMapRef: &v1alpha1.ObjectKeyReference{Name: "cm"}},
+				{SecretRef: &v1alpha1.ObjectKeyReference{Name: "s", Key: "k"}}},
+			Gate: "g", Engine: v1alpha1.EngineTofu, DriftInterval: &metav1.Duration{Duration: time.Second}, Suspend: true,
+			DeletionPolicy: v1alpha1.DeletionPolicyOrphan, ApprovePlan: "manual",
+			RemediationPolicyRef: &v1alpha1.LocalObjectReference{Name: "p"},
+		},
+		want: &lavav1.ArchitectureSpec{
+			Source:         &lavav1.Source{Kind: &lavav1.Source_Git{Git: &lavav1.GitSource{Url: "https://example.com/r.git", Rev: "v1", Path: "a.tlisp"}}},
+			Bindings:       map[string]string{"a": "1"},
+			ListBindings:   map[string]*lavav1.StringList{"l": {Values: []string{"x", "y"}}},
+			RecordBindings: map[string]*lavav1.RecordList{"r": {Records: []*lavav1.Record{{Fields: map[string]string{"k": "v"}}}}},
+			BindingsFrom: []*lavav1.BindingsFromRef{
+				{Ref: &lavav1.BindingsFromRef_ConfigMapRef{ConfigMapRef: &lavav1.ObjectKeyRef{Name: "cm"}}},
+				{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "s", Key: "k"}}},
+			},
+			Gate: "g", Engine: lavav1.Engine_ENGINE_TOFU, DriftInterval: durationpb.New(30 * time.Second), Suspend: true,
+			DeletionPolicy: lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN, ApprovePlan: "manual", RemediationPolicyRef: "p",
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, watcher.SpecMirror(tt.spec), protocmp.Transform()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEffectivePolicy(t *testing.T) {
+	ref := &v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "42"},
+		Spec: v1alpha1.RemediationPolicySpec{
+			DriftRemediation: v1alpha1.DriftRemediation{Critical: v1alpha1.RemediationEscalate},
+			Escalation: &v1alpha1.EscalationLadder{Tiers: []v1alpha1.EscalationTier{
+				{Target: v1alpha1.NotifyTarget{Kind: v1alpha1.NotifyNtfy, Topic: "ops"}},
+				{Target: v1alpha1.NotifyTarget{Kind: v1alpha1.NotifySlack, WebhookSecretRef: &v1alpha1.ObjectKeyReference{Name: "s", Key: "url"}}, WaitBeforeNext: "PT1H"},
+			}},
+		}}
+	const (
+		alert    = lavav1.RemediationAction_REMEDIATION_ACTION_ALERT
+		auto     = lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT
+		approval = lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL
+	)
+	tests := []struct {
+		name string
+		spec v1alpha1.LavaArchitectureSpec
+		ref  *v1alpha1.RemediationPolicy
+		want *lavav1.RemediationPolicy
+	}{
+		{"default", v1alpha1.LavaArchitectureSpec{}, nil,
+			&lavav1.RemediationPolicy{Cosmetic: alert, Functional: auto, Critical: approval, Origin: lavav1.PolicyOrigin_POLICY_ORIGIN_DEFAULT}},
+		{"inline, unset actions defaulted", v1alpha1.LavaArchitectureSpec{Remediation: &v1alpha1.DriftRemediation{Functional: v1alpha1.RemediationNoOp}}, nil,
+			&lavav1.RemediationPolicy{Cosmetic: alert, Functional: lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP, Critical: approval,
+				Origin: lavav1.PolicyOrigin_POLICY_ORIGIN_INLINE}},
+		{"reference with tiers", v1alpha1.LavaArchitectureSpec{RemediationPolicyRef: &v1alpha1.LocalObjectReference{Name: "p"}}, ref,
+			&lavav1.RemediationPolicy{Cosmetic: alert, Functional: auto, Critical: lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE,
+				Origin: lavav1.PolicyOrigin_POLICY_ORIGIN_REFERENCE, PolicyName: "p", PolicyResourceVersion: "42",
+				EscalationTiers: []*lavav1.EscalationTier{
+					{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_NtfyTopic{NtfyTopic: "ops"}}, WaitBeforeNext: durationpb.New(15 * time.Minute)},
+					{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_SlackWebhookSecretRef{SlackWebhookSecretRef: &lavav1.SecretKeyRef{Name: "s", Key: "url"}}},
+						WaitBeforeNext: durationpb.New(time.Hour)},
+				}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := watcher.EffectivePolicy(tt.spec, tt.ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	bad := ref.DeepCopy()
+	bad.Spec.Escalation.Tiers[0].WaitBeforeNext = "15m"
+	if _, err := watcher.EffectivePolicy(v1alpha1.LavaArchitectureSpec{RemediationPolicyRef: &v1alpha1.LocalObjectReference{Name: "p"}}, bad); err == nil {
+		t.Error("a malformed waitBeforeNext was accepted")
+	}
+}
+
+func TestObservedTrigger(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		policyRV    string
+		want        string
+	}{
+		{"generation", nil, "", "generation:7"},
+		{"annotation", map[string]string{v1alpha1.ReconcileRequestedAnnotation: "now"}, "", "reconcile:now"},
+		{"policy", nil, "12", "policy:12"},
+		{"both", map[string]string{v1alpha1.ReconcileRequestedAnnotation: "now"}, "12", "reconcile:now;policy:12"},
+		{"empty annotation", map[string]string{v1alpha1.ReconcileRequestedAnnotation: ""}, "", "generation:7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Generation: 7, Annotations: tt.annotations}}
+			if got := watcher.ObservedTrigger(obj, tt.policyRV); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPhaseEvent(t *testing.T) {
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	published := at.Add(time.Hour)
+	env := func() *lavav1.Envelope {
+		return &lavav1.Envelope{EventId: "id", Generation: 3, OccurredAt: timestamppb.New(at)}
+	}
+	tests := []struct {
+		name   string
+		ev     bus.Event
+		want   phase.Event
+		diags  []string
+		ignore bool
+	}{{
+		name: "synthesized",
+		ev: &lavav1.Synthesized{Envelope: env(), Render: &lavav1.RenderRecord{SourceKind: lavav1.SourceKind_SOURCE_KIND_NAME, ArchitectureName: "a", ResourceCount: 2},
+			Gate: &lavav1.GateVerdict{Gate: "g", Passed: true, Warnings: []string{"w"}}},
+		want:  phase.Event{Type: phase.EventSynthesized, Generation: 3, Time: at, Render: &v1alpha1.RenderRecord{SourceKind: v1alpha1.SourceKindName, ArchitectureName: "a", ResourceCount: 2, Gate: "g"}},
+		diags: []string{"w"},
+	}, {
+		name: "planned awaiting approval",
+		ev:   &lavav1.Planned{Envelope: env(), PlanId: "p", Summary: &lavav1.ChangeSummary{Add: 1, Destroy: 2}, AwaitingApproval: true},
+		want: phase.Event{Type: phase.EventAwaitingApproval, Generation: 3, Time: at, Plan: &v1alpha1.PlanSummary{ID: "p", Add: 1, Destroy: 2}},
+	}, {
+		name: "applied with outputs",
+		ev:   &lavav1.Applied{Envelope: env(), PlanId: "p", Outputs: map[string]string{"id": `"x"`}, OutputsSecret: "s-lava-outputs"},
+		want: phase.Event{Type: phase.EventApplied, Generation: 3, Time: at, Plan: &v1alpha1.PlanSummary{ID: "p"},
+			Outputs: map[string]apiextensionsv1.JSON{"id": {Raw: []byte(`"x"`)}}, OutputsSecret: "s-lava-outputs"},
+	}, {
+		name:  "gate rejection is terminal",
+		ev:    &lavav1.Failed{Envelope: env(), Stage: lavav1.Stage_STAGE_SYNTH, Reason: "GateRejected", Message: "cidr: missing"},
+		want:  phase.Event{Type: phase.EventFailed, Generation: 3, Time: at, Stage: phase.StageGate, Reason: "GateRejected", Message: "cidr: missing", Terminal: true},
+		diags: []string{"cidr: missing"},
+	}, {
+		name: "retryable apply failure",
+		ev:   &lavav1.Failed{Envelope: env(), Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Retryable: true},
+		want: phase.Event{Type: phase.EventFailed, Generation: 3, Time: at, Stage: phase.StageApply, Reason: "ApplyFailed"},
+	}, {
+		name: "orphaned",
+		ev:   &lavav1.Destroyed{Envelope: env(), Orphaned: true},
+		want: phase.Event{Type: phase.EventDestroyed, Generation: 3, Time: at, Message: "infrastructure orphaned (deletionPolicy Orphan)"},
+	}, {
+		name: "clean drift scan",
+		ev:   &lavav1.DriftScanned{Envelope: env()},
+		want: phase.Event{Type: phase.EventDriftClean, Generation: 3, Time: at},
+	}, {
+		name:   "drift with findings waits for viggy",
+		ev:     &lavav1.DriftScanned{Envelope: env(), MaxSeverity: lavav1.Severity_SEVERITY_FUNCTIONAL},
+		ignore: true,
+	}, {
+		name: "viggy holds drift",
+		ev: &lavav1.TickReported{Envelope: env(), FinalPhase: lavav1.Phase_PHASE_DRIFTED, Decision: &lavav1.Decision{
+			Action: lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, Severity: lavav1.Severity_SEVERITY_CRITICAL, PlanId: "p"}},
+		want: phase.Event{Type: phase.EventDrifted, Generation: 3, Time: at, Message: "drift of severity CRITICAL: REQUIRE_APPROVAL, plan p awaits approval"},
+	}, {
+		name: "viggy re-applies",
+		ev:   &lavav1.TickReported{Envelope: env(), FinalPhase: lavav1.Phase_PHASE_RECONVERGING},
+		want: phase.Event{Type: phase.EventReconverging, Generation: 3, Time: at},
+	}, {
+		name:   "tick to applied",
+		ev:     &lavav1.TickReported{Envelope: env(), FinalPhase: lavav1.Phase_PHASE_APPLIED},
+		ignore: true,
+	}, {
+		name: "receipt without occurred_at uses the stream time",
+		ev:   &lavav1.ReceiptAppended{Envelope: &lavav1.Envelope{EventId: "id"}, Sequence: 4, ContentHash: []byte{0xab, 0xcd}},
+		want: phase.Event{Type: phase.EventReceiptAppended, Time: published, Receipt: &v1alpha1.ReceiptHead{Sequence: 4, Hash: "abcd"}},
+	}, {
+		name:   "own phase changed",
+		ev:     &lavav1.PhaseChanged{Envelope: env()},
+		ignore: true,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, diags, ok, err := watcher.PhaseEvent(tt.ev, published)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok == tt.ignore {
+				t.Fatalf("ok = %v, want %v", ok, !tt.ignore)
+			}
+			if tt.ignore {
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("event (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.diags, diags); diff != "" {
+				t.Errorf("diagnostics (-want +got):\n%s", diff)
+			}
+		})
+	}
+	_, _, _, err := watcher.PhaseEvent(&lavav1.Applied{Envelope: env(), Outputs: map[string]string{"x": "not json"}}, published)
+	if err == nil || errors.Is(err, phase.ErrInvalidEvent) {
+		t.Errorf("an output that is not JSON: err = %v", err)
+	}
+}
+
+func TestPhaseProto(t *testing.T) {
+	for _, p := range phase.All() {
+		if got := watcher.PhaseProto(p); got == lavav1.Phase_PHASE_UNSPECIFIED || got.String() != "PHASE_"+upper(string(p)) {
+			t.Errorf("PhaseProto(%s) = %s", p, got)
+		}
+	}
+	if got := watcher.PhaseProto(""); got != lavav1.Phase_PHASE_UNSPECIFIED {
+		t.Errorf("PhaseProto(\"\") = %s", got)
+	}
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}

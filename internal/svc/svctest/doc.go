@@ -1,3 +1,0 @@
-// Package svctest checks the command-line contract every Lava service binary shares (internal/svc):
-// usage on --help, exit codes 0, 1 and 2, errors naming the flag or LAVA_* variable.
-package svctest

@@ -1,8 +1,0 @@
-// Package synth turns a typed Architecture into Terraform JSON configuration syntax and
-// identifies each render with a RenderRecord whose digests are BLAKE3 over RFC 8785 canonical
-// JSON (docs/design/0001-json-emission-and-digests.md), so they do not depend on emission order.
-//
-// Emission keeps insertion order (lava-eval 0.2's behaviour): top-level keys provider, locals,
-// resource, data, output, import; resource types in first-appearance order and names in source
-// order. [Synthesize] wires source resolution, the gate, evaluation and rendering together.
-package synth
