@@ -166,6 +166,9 @@ func (a *applier) run(ctx context.Context) error {
 		}
 		return err
 	}
+	if err := a.ev.setVariables(); err != nil {
+		return err
+	}
 	// Phase 2: creations, updates, reads, in dependency order.
 	var deposed []*Change
 	var depMu sync.Mutex
@@ -203,12 +206,12 @@ func (a *applier) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sc := instanceScope{ev: a.ev}
 	outs := map[string]StateOutput{}
-	for name, o := range a.cfg.Outputs {
-		v, err := evalJSON(o.Value, sc)
+	for _, name := range sortedKeys(a.cfg.Outputs) {
+		o := a.cfg.Outputs[name]
+		v, marked, err := a.ev.output(name, o)
 		if err != nil {
-			return fmt.Errorf("output %s: %w", name, err)
+			return err
 		}
 		if !v.IsWhollyKnown() {
 			return fmt.Errorf("output %s: value still unknown after apply", name)
@@ -223,7 +226,7 @@ func (a *applier) run(ctx context.Context) error {
 		}
 		// An output showing a sensitive attribute's value is sensitive even when the
 		// configuration does not say so (Terraform refuses such outputs; Lava hides them).
-		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive || a.revealsSecret(vb)}
+		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive || marked || a.revealsSecret(vb)}
 	}
 	a.mu.Lock()
 	if !sameOutputs(a.st.Outputs, outs) {
@@ -341,10 +344,11 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		if c == nil {
 			return deposed, fmt.Errorf("%s%s: not in the plan (the configuration changed since planning)", rc.Address(), ks)
 		}
-		config, err := decodeBlock(schema.Block, rc.Body, exp.scope(a.ev, key), c.Addr)
+		config, marked, err := a.ev.decodeInstance(schema.Block, rc, exp.instance(key), c.Addr)
 		if err != nil {
 			return deposed, err
 		}
+		collectSecrets(config, marked, &a.mu, a.secrets)
 		if rc.Mode == "data" {
 			v := c.Planned
 			if c.Action == Read || !v.IsWhollyKnown() {
@@ -375,7 +379,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			prior = cty.NullVal(ty)
 		}
 		// Plan again with the values now known, as Terraform core does before applying.
-		cfg := applyIgnoreChanges(rc.IgnoreChanges, prior, config)
+		cfg := applyIgnoreChanges(rc, prior, config)
 		privIn := c.PriorPrivate
 		if c.Action != Update {
 			privIn = nil

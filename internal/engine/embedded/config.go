@@ -1,33 +1,77 @@
 package embedded
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// Config is a parsed Terraform JSON configuration (the subset synth renders: provider, locals,
-// resource, data, output).
+// configFilename names the rendered configuration in diagnostics ("main.tf.json:3,17").
+const configFilename = "main.tf.json"
+
+// Config is a parsed Terraform JSON configuration (hashicorp/hcl/v2/json): providers,
+// variables, locals, resources, data sources, outputs, import blocks.
 type Config struct {
-	// Providers maps "local" or "local.alias" to the provider's configuration body.
-	Providers map[string]map[string]any
+	// Providers maps "local" or "local.alias" to the provider block's body.
+	Providers map[string]hcl.Body
+	// providerHash digests the configuration's provider blocks (the provider pool's key).
+	providerHash string
 	// Resources are the managed resources and data sources, ordered by address.
 	Resources []*ResourceConfig
 	// Locals are the local values' expressions.
-	Locals map[string]any
-	// Outputs are the output values' expressions and sensitivity.
-	Outputs map[string]OutputConfig
+	Locals map[string]hcl.Expression
+	// Variables are the input variables by name.
+	Variables map[string]*VariableConfig
+	// Outputs are the output blocks by name.
+	Outputs map[string]*OutputConfig
+	// Imports are the import blocks, by target address.
+	Imports []*ImportConfig
 }
 
 // OutputConfig is one output block.
 type OutputConfig struct {
-	Value     any
-	Sensitive bool
+	Value         hcl.Expression
+	Sensitive     bool
+	Preconditions []*CheckRule
+}
+
+// VariableConfig is one variable block. Values come from Default only (the embedded engine
+// takes no -var input).
+type VariableConfig struct {
+	Name string
+	// Type is the type constraint (cty.DynamicPseudoType when absent); Defaults its
+	// optional attributes' defaults.
+	Type     cty.Type
+	Defaults *typeexpr.Defaults
+	// Default is the default value (cty.NilVal when absent).
+	Default     cty.Value
+	Sensitive   bool
+	Nullable    bool
+	Validations []*CheckRule
+}
+
+// CheckRule is a precondition, postcondition or variable validation.
+type CheckRule struct {
+	Condition, ErrorMessage hcl.Expression
+}
+
+// ImportConfig is one import block: the object with ID becomes To's state.
+type ImportConfig struct {
+	// To is the target resource instance address ("local_file.a", `x.y["k"]`).
+	To string
+	// Res is To's resource address; Key its instance key.
+	Res string
+	Key instanceKey
+	ID  hcl.Expression
 }
 
 // ResourceConfig is one resource or data block.
@@ -36,19 +80,27 @@ type ResourceConfig struct {
 	Mode       string
 	Type, Name string
 	// Body is the block's arguments and nested blocks, meta-arguments removed.
-	Body map[string]any
+	Body hcl.Body
 	// Count and ForEach are the meta-arguments' expressions (nil when absent).
-	Count, ForEach any
+	Count, ForEach hcl.Expression
 	// ProviderKey is the provider configuration it uses: "local" or "local.alias".
 	ProviderKey string
 	// DependsOn are explicit dependencies (configuration addresses).
 	DependsOn []string
 	// CreateBeforeDestroy is lifecycle.create_before_destroy.
 	CreateBeforeDestroy bool
-	// IgnoreChanges are top-level attribute names under lifecycle.ignore_changes ("*" = all).
-	IgnoreChanges []string
-	// refs are every reference in Body, Count and ForEach.
-	refs []*ref
+	// PreventDestroy is lifecycle.prevent_destroy: a plan that destroys or replaces an
+	// instance fails.
+	PreventDestroy bool
+	// IgnoreChanges are the lifecycle.ignore_changes paths; IgnoreAll is ignore_changes = all.
+	IgnoreChanges []cty.Path
+	IgnoreAll     bool
+	// ReplaceTriggeredBy are lifecycle.replace_triggered_by's references.
+	ReplaceTriggeredBy []hcl.Expression
+	// Preconditions and Postconditions are the lifecycle's condition blocks.
+	Preconditions, Postconditions []*CheckRule
+	// refs are every reference in the block, meta-arguments included.
+	refs []hcl.Traversal
 }
 
 // Address is "type.name" or "data.type.name".
@@ -65,146 +117,316 @@ func (r *ResourceConfig) ProviderLocalName() string {
 	return n
 }
 
-// decodeJSON decodes with numbers kept as text.
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var x any
-	if err := dec.Decode(&x); err != nil {
-		return nil, err
-	}
-	return fixNumbers(x), nil
+var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "terraform"},
+	{Type: "provider", LabelNames: []string{"name"}},
+	{Type: "variable", LabelNames: []string{"name"}},
+	{Type: "locals"},
+	{Type: "output", LabelNames: []string{"name"}},
+	{Type: "resource", LabelNames: []string{"type", "name"}},
+	{Type: "data", LabelNames: []string{"type", "name"}},
+	{Type: "import"},
+	{Type: "module", LabelNames: []string{"name"}},
+	{Type: "moved"},
+	{Type: "removed"},
+	{Type: "check", LabelNames: []string{"name"}},
+}}
+
+// unsupportedBlocks are the top-level blocks the embedded engine refuses, with the reason.
+var unsupportedBlocks = map[string]string{
+	"module":  "modules are not supported by the embedded engine (use the tofu engine)",
+	"moved":   "moved blocks are not supported by the embedded engine (use the tofu engine)",
+	"removed": "removed blocks are not supported by the embedded engine (use the tofu engine)",
+	"check":   "check blocks are not supported by the embedded engine (use the tofu engine)",
 }
 
-func fixNumbers(x any) any {
-	switch t := x.(type) {
-	case json.Number:
-		return numberText(t)
-	case []any:
-		for i := range t {
-			t[i] = fixNumbers(t[i])
+// ParseConfig parses rendered Terraform JSON with hcl/v2's JSON syntax. Unknown top-level
+// keys are errors, as are the blocks the embedded engine does not support (module, moved,
+// removed, check: the error names the block and the reason). Errors carry the JSON's
+// line:col ("main.tf.json:3,17").
+func ParseConfig(rendered []byte) (*Config, error) {
+	f, diags := hcljson.Parse(rendered, configFilename)
+	if diags.HasErrors() {
+		return nil, diagError("parse terraform json", diags)
+	}
+	content, diags := f.Body.Content(rootSchema)
+	if diags.HasErrors() {
+		return nil, diagError("parse terraform json", diags)
+	}
+	cfg := &Config{Providers: map[string]hcl.Body{}, Locals: map[string]hcl.Expression{},
+		Variables: map[string]*VariableConfig{}, Outputs: map[string]*OutputConfig{}}
+	cfg.providerHash = providerHash(rendered)
+	for _, blk := range content.Blocks {
+		if why, ok := unsupportedBlocks[blk.Type]; ok {
+			return nil, fmt.Errorf("%s: %s block: %s", rangeText(blk.DefRange), blk.Type, why)
 		}
-	case map[string]any:
-		for k := range t {
-			t[k] = fixNumbers(t[k])
+		var err error
+		switch blk.Type {
+		case "terraform":
+			// required_providers and the backend: engines add and read these themselves.
+		case "provider":
+			err = cfg.parseProvider(blk)
+		case "variable":
+			err = cfg.parseVariable(blk)
+		case "locals":
+			attrs, diags := blk.Body.JustAttributes()
+			if diags.HasErrors() {
+				return nil, diagError("locals", diags)
+			}
+			for name, a := range attrs {
+				if _, dup := cfg.Locals[name]; dup {
+					return nil, fmt.Errorf("%s: local.%s declared twice", rangeText(a.NameRange), name)
+				}
+				cfg.Locals[name] = a.Expr
+			}
+		case "output":
+			err = cfg.parseOutput(blk)
+		case "resource", "data":
+			mode := "managed"
+			if blk.Type == "data" {
+				mode = "data"
+			}
+			var rc *ResourceConfig
+			if rc, err = parseResource(mode, blk); err == nil {
+				cfg.Resources = append(cfg.Resources, rc)
+			}
+		case "import":
+			err = cfg.parseImport(blk)
 		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(cfg.Resources, func(i, j int) bool { return cfg.Resources[i].Address() < cfg.Resources[j].Address() })
+	seen := map[string]bool{}
+	for _, rc := range cfg.Resources {
+		if seen[rc.Address()] {
+			return nil, fmt.Errorf("%s declared twice", rc.Address())
+		}
+		seen[rc.Address()] = true
+	}
+	return cfg, nil
+}
+
+// providerHash digests the "provider" section of the document: the provider pool reuses a
+// configured provider process only for the same configuration.
+func providerHash(rendered []byte) string {
+	var doc struct {
+		Provider json.RawMessage `json:"provider"`
+	}
+	_ = json.Unmarshal(rendered, &doc)
+	sum := sha256.Sum256(doc.Provider)
+	return hex.EncodeToString(sum[:])
+}
+
+var providerSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "alias"}, {Name: "version"}}}
+
+func (c *Config) parseProvider(blk *hcl.Block) error {
+	content, rest, diags := blk.Body.PartialContent(providerSchema)
+	if diags.HasErrors() {
+		return diagError("provider "+blk.Labels[0], diags)
+	}
+	key := blk.Labels[0]
+	if a, ok := content.Attributes["alias"]; ok {
+		alias, err := staticString(a.Expr)
+		if err != nil {
+			return fmt.Errorf("provider %s: alias: %w", key, err)
+		}
+		key += "." + alias
+	}
+	if _, dup := c.Providers[key]; dup {
+		return fmt.Errorf("provider %q configured twice", key)
+	}
+	c.Providers[key] = rest
+	return nil
+}
+
+var variableSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "type"}, {Name: "default"}, {Name: "description"},
+		{Name: "sensitive"}, {Name: "nullable"}, {Name: "ephemeral"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "validation"}},
+}
+
+func (c *Config) parseVariable(blk *hcl.Block) error {
+	name := blk.Labels[0]
+	where := "var." + name
+	content, diags := blk.Body.Content(variableSchema)
+	if diags.HasErrors() {
+		return diagError(where, diags)
+	}
+	v := &VariableConfig{Name: name, Type: cty.DynamicPseudoType, Nullable: true}
+	if a, ok := content.Attributes["type"]; ok {
+		ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(typeExpr(a.Expr))
+		if diags.HasErrors() {
+			return diagError(where+": type", diags)
+		}
+		v.Type, v.Defaults = ty, defaults
+	}
+	for _, flag := range []struct {
+		name string
+		into *bool
+	}{{"sensitive", &v.Sensitive}, {"nullable", &v.Nullable}} {
+		if a, ok := content.Attributes[flag.name]; ok {
+			b, err := staticBool(a.Expr)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", where, flag.name, err)
+			}
+			*flag.into = b
+		}
+	}
+	if a, ok := content.Attributes["default"]; ok {
+		d, diags := a.Expr.Value(nil)
+		if diags.HasErrors() {
+			return diagError(where+": default", diags)
+		}
+		if v.Defaults != nil {
+			d = v.Defaults.Apply(d)
+		}
+		cd, err := convert.Convert(d, v.Type)
+		if err != nil {
+			return fmt.Errorf("%s: default: want %s: %w", where, v.Type.FriendlyName(), err)
+		}
+		v.Default = cd
+	}
+	for _, vb := range content.Blocks {
+		r, err := parseCheckRule(vb, where+": validation")
+		if err != nil {
+			return err
+		}
+		v.Validations = append(v.Validations, r)
+	}
+	c.Variables[name] = v
+	return nil
+}
+
+// typeExpr turns a JSON string holding a type expression ("list(string)") into the native
+// syntax expression typeexpr reads; other expressions pass through.
+func typeExpr(e hcl.Expression) hcl.Expression {
+	v, diags := e.Value(nil)
+	if diags.HasErrors() || v.Type() != cty.String || v.IsNull() {
+		return e
+	}
+	x, diags := hclsyntaxParseExpression(v.AsString(), e.Range())
+	if diags.HasErrors() {
+		return e
 	}
 	return x
 }
 
-// ParseConfig parses rendered Terraform JSON. Unknown top-level keys other than "terraform"
-// (which engines add themselves) are errors, as are variable and module blocks.
-func ParseConfig(rendered []byte) (*Config, error) {
-	x, err := decodeJSON(rendered)
+var checkRuleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "condition", Required: true}, {Name: "error_message", Required: true}}}
+
+func parseCheckRule(blk *hcl.Block, where string) (*CheckRule, error) {
+	content, diags := blk.Body.Content(checkRuleSchema)
+	if diags.HasErrors() {
+		return nil, diagError(where, diags)
+	}
+	return &CheckRule{Condition: content.Attributes["condition"].Expr, ErrorMessage: content.Attributes["error_message"].Expr}, nil
+}
+
+var outputSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "value", Required: true}, {Name: "sensitive"},
+		{Name: "description"}, {Name: "depends_on"}, {Name: "ephemeral"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "precondition"}},
+}
+
+func (c *Config) parseOutput(blk *hcl.Block) error {
+	name := blk.Labels[0]
+	where := "output " + name
+	content, diags := blk.Body.Content(outputSchema)
+	if diags.HasErrors() {
+		return diagError(where, diags)
+	}
+	o := &OutputConfig{Value: content.Attributes["value"].Expr}
+	if a, ok := content.Attributes["sensitive"]; ok {
+		b, err := staticBool(a.Expr)
+		if err != nil {
+			return fmt.Errorf("%s: sensitive: %w", where, err)
+		}
+		o.Sensitive = b
+	}
+	for _, pb := range content.Blocks {
+		r, err := parseCheckRule(pb, where+": precondition")
+		if err != nil {
+			return err
+		}
+		o.Preconditions = append(o.Preconditions, r)
+	}
+	c.Outputs[name] = o
+	return nil
+}
+
+var importSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+	{Name: "to", Required: true}, {Name: "id", Required: true}, {Name: "provider"}, {Name: "for_each"}}}
+
+func (c *Config) parseImport(blk *hcl.Block) error {
+	content, diags := blk.Body.Content(importSchema)
+	if diags.HasErrors() {
+		return diagError("import", diags)
+	}
+	if _, ok := content.Attributes["for_each"]; ok {
+		return fmt.Errorf("%s: import: for_each is not supported by the embedded engine", rangeText(blk.DefRange))
+	}
+	to := content.Attributes["to"]
+	tr, diags := hcl.AbsTraversalForExpr(to.Expr)
+	if diags.HasErrors() {
+		return diagError("import: to", diags)
+	}
+	res, key, err := traversalInstance(tr)
 	if err != nil {
-		return nil, fmt.Errorf("parse terraform json: %w", err)
+		return fmt.Errorf("%s: import: to: %w", rangeText(to.Range), err)
 	}
-	doc, ok := x.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("parse terraform json: top level is not an object")
-	}
-	cfg := &Config{Providers: map[string]map[string]any{}, Locals: map[string]any{}, Outputs: map[string]OutputConfig{}}
-	for _, key := range sortedKeys(doc) {
-		val := doc[key]
-		switch key {
-		case "terraform":
-		case "provider":
-			if err := cfg.parseProviders(val); err != nil {
-				return nil, err
+	c.Imports = append(c.Imports, &ImportConfig{To: res + keyString(key), Res: res, Key: key, ID: content.Attributes["id"].Expr})
+	return nil
+}
+
+// traversalInstance reads a resource instance address (type.name, type.name[0],
+// type.name["k"], data.type.name...) from a traversal.
+func traversalInstance(tr hcl.Traversal) (string, instanceKey, error) {
+	var names []string
+	var key instanceKey
+	for i, st := range tr {
+		switch s := st.(type) {
+		case hcl.TraverseRoot:
+			names = append(names, s.Name)
+		case hcl.TraverseAttr:
+			names = append(names, s.Name)
+		case hcl.TraverseIndex:
+			if i != len(tr)-1 {
+				return "", nil, fmt.Errorf("an index must be the last step of %s", traversalText(tr))
 			}
-		case "locals":
-			for _, l := range asObjects(val) {
-				for k, v := range l {
-					cfg.Locals[k] = v
-				}
-			}
-		case "resource", "data":
-			mode := "managed"
-			if key == "data" {
-				mode = "data"
-			}
-			if err := cfg.parseResources(mode, val); err != nil {
-				return nil, err
-			}
-		case "output":
-			for _, o := range asObjects(val) {
-				for name, body := range o {
-					ob, _ := body.(map[string]any)
-					if ob == nil {
-						return nil, fmt.Errorf("output %q: not an object", name)
-					}
-					sens, _ := ob["sensitive"].(bool)
-					cfg.Outputs[name] = OutputConfig{Value: ob["value"], Sensitive: sens}
-				}
+			switch {
+			case s.Key.Type() == cty.String:
+				key = s.Key.AsString()
+			case s.Key.Type() == cty.Number:
+				n, _ := s.Key.AsBigFloat().Int64()
+				key = n
+			default:
+				return "", nil, fmt.Errorf("bad index in %s", traversalText(tr))
 			}
 		default:
-			return nil, fmt.Errorf("parse terraform json: %q blocks are not supported by the embedded engine", key)
+			return "", nil, fmt.Errorf("%s is not a resource address", traversalText(tr))
 		}
 	}
-	sort.Slice(cfg.Resources, func(i, j int) bool { return cfg.Resources[i].Address() < cfg.Resources[j].Address() })
-	return cfg, nil
+	want := 2
+	if len(names) > 0 && names[0] == "data" {
+		want = 3
+	}
+	if len(names) != want {
+		return "", nil, fmt.Errorf("%s is not a resource instance address", traversalText(tr))
+	}
+	return strings.Join(names, "."), key, nil
 }
 
-// asObjects accepts an object or an array of objects (Terraform JSON allows both).
-func asObjects(x any) []map[string]any {
-	switch t := x.(type) {
-	case map[string]any:
-		return []map[string]any{t}
-	case []any:
-		var out []map[string]any
-		for _, e := range t {
-			if m, ok := e.(map[string]any); ok {
-				out = append(out, m)
-			}
-		}
-		return out
-	}
-	return nil
+var resourceMetaSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "for_each"}, {Name: "provider"}, {Name: "depends_on"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "lifecycle"}, {Type: "connection"}, {Type: "provisioner", LabelNames: []string{"type"}}},
 }
 
-func (c *Config) parseProviders(val any) error {
-	for _, obj := range asObjects(val) {
-		for name, body := range obj {
-			for _, b := range asObjects(body) {
-				key := name
-				if alias, ok := b["alias"].(string); ok && alias != "" {
-					key = name + "." + alias
-				}
-				clean := map[string]any{}
-				for k, v := range b {
-					if k != "alias" && k != "version" {
-						clean[k] = v
-					}
-				}
-				if _, dup := c.Providers[key]; dup {
-					return fmt.Errorf("provider %q configured twice", key)
-				}
-				c.Providers[key] = clean
-			}
-		}
-	}
-	return nil
-}
-
-func (c *Config) parseResources(mode string, val any) error {
-	for _, obj := range asObjects(val) {
-		for typ, byName := range obj {
-			for _, names := range asObjects(byName) {
-				for name, body := range names {
-					bodies := asObjects(body)
-					if len(bodies) != 1 {
-						return fmt.Errorf("%s.%s: want one object", typ, name)
-					}
-					rc, err := parseResource(mode, typ, name, bodies[0])
-					if err != nil {
-						return err
-					}
-					c.Resources = append(c.Resources, rc)
-				}
-			}
-		}
-	}
-	return nil
+var lifecycleSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "create_before_destroy"}, {Name: "prevent_destroy"},
+		{Name: "ignore_changes"}, {Name: "replace_triggered_by"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "precondition"}, {Type: "postcondition"}},
 }
 
 // validName reports whether s is a valid Terraform identifier (type or resource name).
@@ -213,110 +435,282 @@ func validName(s string) bool {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
-		if !isIdentChar(s[i]) {
+		if !isIdentStart(s[i]) && s[i] != '-' && (s[i] < '0' || s[i] > '9') {
 			return false
 		}
 	}
 	return true
 }
 
-func parseResource(mode, typ, name string, body map[string]any) (*ResourceConfig, error) {
-	rc := &ResourceConfig{Mode: mode, Type: typ, Name: name, Body: map[string]any{}}
+func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func parseResource(mode string, blk *hcl.Block) (*ResourceConfig, error) {
+	typ, name := blk.Labels[0], blk.Labels[1]
+	rc := &ResourceConfig{Mode: mode, Type: typ, Name: name}
+	addr := rc.Address()
 	if !validName(typ) || !validName(name) {
-		return nil, fmt.Errorf("%s: invalid resource address: a type and name start with a letter or underscore and hold only letters, digits, underscores and dashes", rc.Address())
+		return nil, fmt.Errorf("%s: invalid resource address: a type and name start with a letter or underscore and hold only letters, digits, underscores and dashes", addr)
 	}
 	prov, _, _ := strings.Cut(typ, "_")
 	rc.ProviderKey = prov
-	for k, v := range body {
-		switch k {
-		case "count":
-			rc.Count = v
-		case "for_each":
-			rc.ForEach = v
-		case "provider":
-			s, ok := v.(string)
-			if !ok {
-				return nil, fmt.Errorf("%s: provider must be a string", rc.Address())
-			}
-			rc.ProviderKey = strings.TrimSuffix(strings.TrimPrefix(s, "${"), "}")
-		case "depends_on":
-			list, _ := v.([]any)
-			for _, d := range list {
-				s, _ := d.(string)
-				rc.DependsOn = append(rc.DependsOn, strings.TrimSuffix(strings.TrimPrefix(s, "${"), "}"))
-			}
-		case "lifecycle":
-			for _, lc := range asObjects(v) {
-				if cbd, ok := lc["create_before_destroy"].(bool); ok {
-					rc.CreateBeforeDestroy = cbd
-				}
-				switch ic := lc["ignore_changes"].(type) {
-				case string:
-					if ic == "all" || ic == "${all}" {
-						rc.IgnoreChanges = []string{"*"}
-					}
-				case []any:
-					for _, e := range ic {
-						if s, ok := e.(string); ok {
-							rc.IgnoreChanges = append(rc.IgnoreChanges, strings.TrimSuffix(strings.TrimPrefix(s, "${"), "}"))
-						}
-					}
-				}
-			}
-		case "//":
-			// A comment, as Terraform's JSON syntax allows.
-		case "connection", "provisioner":
-			return nil, fmt.Errorf("%s: %s blocks are not supported by the embedded engine", rc.Address(), k)
-		default:
-			rc.Body[k] = v
-		}
+	content, rest, diags := blk.Body.PartialContent(resourceMetaSchema)
+	if diags.HasErrors() {
+		return nil, diagError(addr, diags)
+	}
+	rc.Body = rest
+	if a, ok := content.Attributes["count"]; ok {
+		rc.Count = a.Expr
+	}
+	if a, ok := content.Attributes["for_each"]; ok {
+		rc.ForEach = a.Expr
 	}
 	if rc.Count != nil && rc.ForEach != nil {
-		return nil, fmt.Errorf("%s: count and for_each cannot both be set", rc.Address())
+		return nil, fmt.Errorf("%s: count and for_each cannot both be set", addr)
 	}
-	for _, x := range []any{rc.Body, rc.Count, rc.ForEach} {
-		refs, err := collectRefs(x)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", rc.Address(), err)
+	if a, ok := content.Attributes["provider"]; ok {
+		tr, diags := hcl.AbsTraversalForExpr(a.Expr)
+		if diags.HasErrors() {
+			return nil, diagError(addr+": provider", diags)
 		}
-		rc.refs = append(rc.refs, refs...)
+		rc.ProviderKey = traversalText(tr)
+	}
+	if a, ok := content.Attributes["depends_on"]; ok {
+		trs, err := traversalList(a.Expr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: depends_on: %w", addr, err)
+		}
+		for _, tr := range trs {
+			rc.DependsOn = append(rc.DependsOn, stripIndex(traversalText(tr)))
+		}
+	}
+	for _, b := range content.Blocks {
+		switch b.Type {
+		case "connection", "provisioner":
+			return nil, fmt.Errorf("%s: %s blocks are not supported by the embedded engine (provisioners run commands on the operator's host)", addr, b.Type)
+		case "lifecycle":
+			if err := rc.parseLifecycle(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if mode == "data" && (rc.CreateBeforeDestroy || rc.PreventDestroy || rc.IgnoreAll || len(rc.IgnoreChanges) > 0 || len(rc.ReplaceTriggeredBy) > 0) {
+		return nil, fmt.Errorf("%s: a data source's lifecycle takes only precondition and postcondition", addr)
+	}
+	refs, err := bodyTraversals(rc.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, err)
+	}
+	rc.refs = refs
+	for _, e := range []hcl.Expression{rc.Count, rc.ForEach} {
+		if e != nil {
+			rc.refs = append(rc.refs, e.Variables()...)
+		}
+	}
+	for _, e := range rc.ReplaceTriggeredBy {
+		rc.refs = append(rc.refs, e.Variables()...)
+	}
+	for _, r := range rc.Preconditions {
+		rc.refs = append(rc.refs, r.Condition.Variables()...)
+		rc.refs = append(rc.refs, r.ErrorMessage.Variables()...)
+	}
+	for _, r := range rc.Postconditions {
+		rc.refs = append(rc.refs, withoutSelf(r.Condition.Variables())...)
+		rc.refs = append(rc.refs, withoutSelf(r.ErrorMessage.Variables())...)
 	}
 	return rc, nil
 }
 
-// decodeBlock turns a block body into a value of the block's implied type, evaluating
-// expressions in sc. Absent attributes are null; absent list, set and map blocks are empty.
-func decodeBlock(b *Block, body map[string]any, sc scope, where string) (cty.Value, error) {
-	vals := make(map[string]cty.Value, len(b.Attributes)+len(b.BlockTypes))
-	for k := range body {
-		_, isAttr := b.Attributes[k]
-		_, isBlock := b.BlockTypes[k]
-		if !isAttr && !isBlock {
-			return cty.NilVal, fmt.Errorf("%s: unsupported argument %q", where, k)
+func withoutSelf(trs []hcl.Traversal) []hcl.Traversal {
+	var out []hcl.Traversal
+	for _, t := range trs {
+		if t.RootName() != "self" {
+			out = append(out, t)
 		}
 	}
+	return out
+}
+
+func (rc *ResourceConfig) parseLifecycle(b *hcl.Block) error {
+	addr := rc.Address()
+	lc, diags := b.Body.Content(lifecycleSchema)
+	if diags.HasErrors() {
+		return diagError(addr+": lifecycle", diags)
+	}
+	for _, flag := range []struct {
+		name string
+		into *bool
+	}{{"create_before_destroy", &rc.CreateBeforeDestroy}, {"prevent_destroy", &rc.PreventDestroy}} {
+		if a, ok := lc.Attributes[flag.name]; ok {
+			v, err := staticBool(a.Expr)
+			if err != nil {
+				return fmt.Errorf("%s: lifecycle.%s: %w", addr, flag.name, err)
+			}
+			*flag.into = v
+		}
+	}
+	if a, ok := lc.Attributes["ignore_changes"]; ok {
+		if kw := hcl.ExprAsKeyword(a.Expr); kw == "all" {
+			rc.IgnoreAll = true
+		} else {
+			exprs, diags := hcl.ExprList(a.Expr)
+			if diags.HasErrors() {
+				return diagError(addr+": lifecycle.ignore_changes", diags)
+			}
+			for _, e := range exprs {
+				tr, diags := hcl.RelTraversalForExpr(e)
+				if diags.HasErrors() {
+					return diagError(addr+": lifecycle.ignore_changes", diags)
+				}
+				p, err := traversalPath(tr)
+				if err != nil {
+					return fmt.Errorf("%s: lifecycle.ignore_changes: %w", addr, err)
+				}
+				rc.IgnoreChanges = append(rc.IgnoreChanges, p)
+			}
+		}
+	}
+	if a, ok := lc.Attributes["replace_triggered_by"]; ok {
+		exprs, diags := hcl.ExprList(a.Expr)
+		if diags.HasErrors() {
+			return diagError(addr+": lifecycle.replace_triggered_by", diags)
+		}
+		for _, e := range exprs {
+			// In JSON each element is a string holding a reference: read it as an expression.
+			x, err := jsonStringExpr(e)
+			if err != nil {
+				return fmt.Errorf("%s: lifecycle.replace_triggered_by: %w", addr, err)
+			}
+			rc.ReplaceTriggeredBy = append(rc.ReplaceTriggeredBy, x)
+		}
+	}
+	for _, cb := range lc.Blocks {
+		r, err := parseCheckRule(cb, addr+": "+cb.Type)
+		if err != nil {
+			return err
+		}
+		if cb.Type == "precondition" {
+			rc.Preconditions = append(rc.Preconditions, r)
+		} else {
+			rc.Postconditions = append(rc.Postconditions, r)
+		}
+	}
+	return nil
+}
+
+// traversalPath turns a relative traversal (ignore_changes' "tags", "tags[\"a\"]") into a
+// cty path.
+func traversalPath(tr hcl.Traversal) (cty.Path, error) {
+	var p cty.Path
+	for _, st := range tr {
+		switch s := st.(type) {
+		case hcl.TraverseRoot:
+			p = p.GetAttr(s.Name)
+		case hcl.TraverseAttr:
+			p = p.GetAttr(s.Name)
+		case hcl.TraverseIndex:
+			p = p.Index(s.Key)
+		default:
+			return nil, fmt.Errorf("%s is not an attribute path", traversalText(tr))
+		}
+	}
+	return p, nil
+}
+
+// traversalList reads a list of references (depends_on).
+func traversalList(e hcl.Expression) ([]hcl.Traversal, error) {
+	exprs, diags := hcl.ExprList(e)
+	if diags.HasErrors() {
+		return nil, diagError("", diags)
+	}
+	var out []hcl.Traversal
+	for _, x := range exprs {
+		tr, diags := hcl.AbsTraversalForExpr(x)
+		if diags.HasErrors() {
+			return nil, diagError("", diags)
+		}
+		out = append(out, tr)
+	}
+	return out, nil
+}
+
+// bodyTraversals returns every reference in a body without a schema: in JSON every property
+// is an expression, and nested objects and arrays are walked.
+func bodyTraversals(b hcl.Body) ([]hcl.Traversal, error) {
+	attrs, diags := b.JustAttributes()
+	if diags.HasErrors() {
+		return nil, diagError("", diags)
+	}
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []hcl.Traversal
+	for _, n := range names {
+		out = append(out, attrs[n].Expr.Variables()...)
+	}
+	return out, nil
+}
+
+// staticBool evaluates a literal boolean (lifecycle flags, sensitive).
+func staticBool(e hcl.Expression) (bool, error) {
+	v, diags := e.Value(nil)
+	if diags.HasErrors() {
+		return false, diagError("", diags)
+	}
+	bv, err := convert.Convert(v, cty.Bool)
+	if err != nil || bv.IsNull() || !bv.IsKnown() {
+		return false, fmt.Errorf("want a literal true or false")
+	}
+	return bv.True(), nil
+}
+
+func staticString(e hcl.Expression) (string, error) {
+	v, diags := e.Value(nil)
+	if diags.HasErrors() {
+		return "", diagError("", diags)
+	}
+	if v.Type() != cty.String || v.IsNull() {
+		return "", fmt.Errorf("want a literal string")
+	}
+	return v.AsString(), nil
+}
+
+// decodeBlock decodes a block body into a value of the block's implied type, evaluating its
+// expressions in ctx. Absent attributes are null; absent list, set and map blocks are empty.
+// Errors name where and the attribute path ("local_file.a.content: ...").
+func decodeBlock(b *Block, body hcl.Body, ctx *hcl.EvalContext, where string) (cty.Value, error) {
+	content, diags := body.Content(b.bodySchema())
+	if diags.HasErrors() {
+		return cty.NilVal, diagError(where, diags)
+	}
+	vals := make(map[string]cty.Value, len(b.Attributes)+len(b.BlockTypes))
 	for name, a := range b.Attributes {
 		ty := a.ImpliedType()
-		x, ok := body[name]
-		if !ok || x == nil {
+		attr, ok := content.Attributes[name]
+		if !ok {
 			vals[name] = cty.NullVal(ty)
 			continue
 		}
-		v, err := evalJSON(x, sc)
-		if err != nil {
-			return cty.NilVal, fmt.Errorf("%s.%s: %w", where, name, err)
+		v, diags := attr.Expr.Value(ctx)
+		if diags.HasErrors() {
+			return cty.NilVal, diagError(where+"."+name, diags)
 		}
 		cv, err := convert.Convert(v, a.configType())
 		if err == nil && !cv.Type().Equals(ty) {
 			cv, err = convert.Convert(cv, ty)
 		}
 		if err != nil {
-			return cty.NilVal, fmt.Errorf("%s.%s: want %s: %w", where, name, ty.FriendlyName(), err)
+			return cty.NilVal, fmt.Errorf("%s.%s: want %s: %s", where, name, ty.FriendlyName(), convertErrText(err))
 		}
 		vals[name] = cv
 	}
+	blocks := map[string][]*hcl.Block{}
+	for _, blk := range content.Blocks {
+		blocks[blk.Type] = append(blocks[blk.Type], blk)
+	}
 	for name, nb := range b.BlockTypes {
-		v, err := decodeNested(nb, body[name], sc, where+"."+name)
+		v, err := decodeNested(nb, blocks[name], ctx, where+"."+name)
 		if err != nil {
 			return cty.NilVal, err
 		}
@@ -325,9 +719,27 @@ func decodeBlock(b *Block, body map[string]any, sc scope, where string) (cty.Val
 	return cty.ObjectVal(vals), nil
 }
 
-func decodeNested(nb *NestedBlock, x any, sc scope, where string) (cty.Value, error) {
+// bodySchema is the hcl schema of a block: its attributes and nested block types (map
+// blocks take one label).
+func (b *Block) bodySchema() *hcl.BodySchema {
+	s := &hcl.BodySchema{}
+	for name := range b.Attributes {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: name})
+	}
+	for name, nb := range b.BlockTypes {
+		h := hcl.BlockHeaderSchema{Type: name}
+		if nb.Nesting == NestingMap {
+			h.LabelNames = []string{"key"}
+		}
+		s.Blocks = append(s.Blocks, h)
+	}
+	sort.Slice(s.Attributes, func(i, j int) bool { return s.Attributes[i].Name < s.Attributes[j].Name })
+	sort.Slice(s.Blocks, func(i, j int) bool { return s.Blocks[i].Type < s.Blocks[j].Type })
+	return s
+}
+
+func decodeNested(nb *NestedBlock, items []*hcl.Block, ctx *hcl.EvalContext, where string) (cty.Value, error) {
 	ety := nb.Block.ImpliedType()
-	items := asObjects(x)
 	switch nb.Nesting {
 	case NestingSingle, NestingGroup:
 		if len(items) > 1 {
@@ -335,15 +747,15 @@ func decodeNested(nb *NestedBlock, x any, sc scope, where string) (cty.Value, er
 		}
 		if len(items) == 0 {
 			if nb.Nesting == NestingGroup {
-				return decodeBlock(&nb.Block, map[string]any{}, sc, where)
+				return decodeBlock(&nb.Block, hcl.EmptyBody(), ctx, where)
 			}
 			return cty.NullVal(ety), nil
 		}
-		return decodeBlock(&nb.Block, items[0], sc, where)
+		return decodeBlock(&nb.Block, items[0].Body, ctx, where)
 	case NestingList, NestingSet:
 		var vals []cty.Value
 		for i, it := range items {
-			v, err := decodeBlock(&nb.Block, it, sc, fmt.Sprintf("%s[%d]", where, i))
+			v, err := decodeBlock(&nb.Block, it.Body, ctx, fmt.Sprintf("%s[%d]", where, i))
 			if err != nil {
 				return cty.NilVal, err
 			}
@@ -362,17 +774,12 @@ func decodeNested(nb *NestedBlock, x any, sc scope, where string) (cty.Value, er
 	case NestingMap:
 		vals := map[string]cty.Value{}
 		for _, it := range items {
-			for label, inner := range it {
-				body, ok := inner.(map[string]any)
-				if !ok {
-					return cty.NilVal, fmt.Errorf("%s[%q]: not an object", where, label)
-				}
-				v, err := decodeBlock(&nb.Block, body, sc, fmt.Sprintf("%s[%q]", where, label))
-				if err != nil {
-					return cty.NilVal, err
-				}
-				vals[label] = v
+			label := it.Labels[0]
+			v, err := decodeBlock(&nb.Block, it.Body, ctx, fmt.Sprintf("%s[%q]", where, label))
+			if err != nil {
+				return cty.NilVal, err
 			}
+			vals[label] = v
 		}
 		if len(vals) == 0 {
 			return cty.MapValEmpty(ety), nil
@@ -380,4 +787,62 @@ func decodeNested(nb *NestedBlock, x any, sc scope, where string) (cty.Value, er
 		return cty.MapVal(vals), nil
 	}
 	return cty.NilVal, fmt.Errorf("%s: unsupported nesting mode %d", where, nb.Nesting)
+}
+
+// diagError turns hcl diagnostics into one error: "where: summary: detail (main.tf.json:3,17)".
+func diagError(where string, diags hcl.Diagnostics) error {
+	var parts []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		s := d.Summary
+		if d.Detail != "" {
+			s += ": " + strings.TrimSuffix(d.Detail, ".")
+		}
+		if d.Subject != nil {
+			s += " (" + rangeText(*d.Subject) + ")"
+		}
+		parts = append(parts, s)
+	}
+	msg := strings.Join(parts, "; ")
+	if where != "" {
+		msg = where + ": " + msg
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// rangeText is "main.tf.json:LINE,COL".
+func rangeText(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d,%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// convertErrText is a conversion error's message with its path, if any.
+func convertErrText(err error) string {
+	if pe, ok := err.(cty.PathError); ok && len(pe.Path) > 0 {
+		return pathString(pe.Path) + ": " + pe.Error()
+	}
+	return err.Error()
+}
+
+// traversalText renders a traversal as Terraform writes it ("aws.west", `x.y["k"]`).
+func traversalText(tr hcl.Traversal) string {
+	var b strings.Builder
+	for _, st := range tr {
+		switch s := st.(type) {
+		case hcl.TraverseRoot:
+			b.WriteString(s.Name)
+		case hcl.TraverseAttr:
+			b.WriteString("." + s.Name)
+		case hcl.TraverseIndex:
+			if s.Key.Type() == cty.String {
+				fmt.Fprintf(&b, "[%q]", s.Key.AsString())
+			} else if s.Key.Type() == cty.Number {
+				b.WriteString("[" + s.Key.AsBigFloat().Text('f', -1) + "]")
+			}
+		case hcl.TraverseSplat:
+			b.WriteString("[*]")
+		}
+	}
+	return b.String()
 }

@@ -13,56 +13,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 )
-
-func TestParseTemplate(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		in      string
-		want    []string // "lit:" or "ref:kind:address:rest-len"
-		wantErr string
-	}{
-		{name: "literal", in: "hello", want: []string{"lit:hello"}},
-		{name: "whole ref", in: "${aws_vpc.main.id}", want: []string{"ref:resource:aws_vpc.main:1"}},
-		{name: "embedded", in: "a-${local_file.f[0].id}-b", want: []string{"lit:a-", "ref:resource:local_file.f:2", "lit:-b"}},
-		{name: "for_each key", in: `${x.y["k"].attr}`, want: []string{"ref:resource:x.y:2"}},
-		{name: "data", in: "${data.t.n.v}", want: []string{"ref:data:data.t.n:1"}},
-		{name: "local", in: "${ local.z }", want: []string{"ref:local:local.z:0"}},
-		{name: "escape", in: "$${not} %%{x}", want: []string{"lit:${not} %{x}"}},
-		{name: "function call", in: "${upper(x)}", wantErr: "not supported"},
-		{name: "variable", in: "${var.x}", wantErr: "not supported"},
-		{name: "unterminated", in: "${a.b", wantErr: "unterminated"},
-		{name: "directive", in: "%{if x}", wantErr: "directive"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			parts, err := parseTemplate(tt.in)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, p := range parts {
-				if p.ref == nil {
-					got = append(got, "lit:"+p.lit)
-				} else {
-					got = append(got, "ref:"+p.ref.kind+":"+p.ref.address()+":"+string(rune('0'+len(p.ref.rest))))
-				}
-			}
-			if d := cmp.Diff(tt.want, got); d != "" {
-				t.Errorf("parts (-want +got):\n%s", d)
-			}
-		})
-	}
-}
 
 func TestProposedNew(t *testing.T) {
 	t.Parallel()
@@ -100,6 +54,16 @@ func TestProposedNew(t *testing.T) {
 	if !create.GetAttr("id").IsNull() || !create.GetAttr("opt").IsNull() {
 		t.Errorf("create: computed attributes should stay null for the provider to fill, got %#v", create)
 	}
+}
+
+// jsonBody parses src with hcl/v2's JSON syntax.
+func jsonBody(t *testing.T, src string) hcl.Body {
+	t.Helper()
+	f, diags := hcljson.Parse([]byte(src), configFilename)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return f.Body
 }
 
 // memHarness runs plans and applies against in-memory state with the built-in provider only.
@@ -142,7 +106,10 @@ func (h *memHarness) apply(t *testing.T, doc string, sources map[string]string) 
 
 func (h *memHarness) destroy(t *testing.T) (*Plan, error) {
 	t.Helper()
-	cfg := &Config{Providers: map[string]map[string]any{}}
+	cfg, err := ParseConfig([]byte(`{}`))
+	if err != nil {
+		return nil, err
+	}
 	p, err := h.r.Plan(t.Context(), cfg, h.state, nil, true, nil)
 	if err != nil {
 		return nil, err
@@ -284,9 +251,19 @@ func TestRunner_errors(t *testing.T) {
 		sentinel        error
 	}{
 		{name: "missing provider", doc: `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`, want: "hashicorp/aws", sentinel: ErrProviderNotFound},
-		{name: "undeclared reference", doc: `{"resource":{"terraform_data":{"a":{"input":"${terraform_data.zz.id}"}}}}`, want: "undeclared terraform_data.zz"},
+		{name: "undeclared reference", doc: `{"resource":{"terraform_data":{"a":{"input":"${terraform_data.zz.id}"}}}}`, want: "terraform_data.a: terraform_data.zz.id: reference to undeclared resource terraform_data.zz (main.tf.json:1,"},
 		{name: "cycle", doc: `{"resource":{"terraform_data":{"a":{"input":"${terraform_data.b.id}"},"b":{"input":"${terraform_data.a.id}"}}}}`, want: "cycle"},
-		{name: "unknown argument", doc: `{"resource":{"terraform_data":{"a":{"bogus":1}}}}`, want: `unsupported argument "bogus"`},
+		{name: "unknown argument", doc: `{"resource":{"terraform_data":{"a":{"bogus":1}}}}`, want: `terraform_data.a: Extraneous JSON object property: No argument or block type is named "bogus" (main.tf.json:1,37)`},
+		{name: "unknown function", doc: `{"resource":{"terraform_data":{"a":{"input":{"x":"${nosuch(1)}"}}}}}`, want: `terraform_data.a.input: Call to unknown function: There is no function named "nosuch" (main.tf.json:1,`},
+		{name: "type error", doc: `{"resource":{"terraform_data":{"a":{"count":1,"triggers_replace":"${upper([1])}"}}}}`, want: `terraform_data.a[0].triggers_replace: Invalid function argument: Invalid value for "str" parameter: string required`},
+		{name: "filesystem function", doc: `{"resource":{"terraform_data":{"a":{"input":"${file(\"/etc/passwd\")}"}}}}`, want: `terraform_data.a.input: Error in function call: Call to function "file" failed: file is refused by the embedded engine: it reads the filesystem`},
+		{name: "module", doc: `{"module":{"m":{"source":"./m"}}}`, want: "module block: modules are not supported by the embedded engine"},
+		{name: "variable without default", doc: `{"variable":{"v":{"type":"string"}},"output":{"o":{"value":"${var.v}"}}}`, want: "var.v: no value"},
+		{name: "undeclared variable", doc: `{"output":{"o":{"value":"${var.v}"}}}`, want: "reference to undeclared input variable var.v"},
+		{name: "validation", doc: `{"variable":{"v":{"default":"ab","validation":{"condition":"${length(var.v) > 3}","error_message":"too short"}}}}`, want: "var.v: validation failed: too short"},
+		{name: "precondition", doc: `{"resource":{"terraform_data":{"a":{"lifecycle":{"precondition":{"condition":"${1 == 2}","error_message":"one is not two"}}}}}}`, want: "terraform_data.a: precondition failed: one is not two"},
+		{name: "output precondition", doc: `{"output":{"o":{"value":1,"precondition":{"condition":false,"error_message":"no"}}}}`, want: "output o: precondition failed: no"},
+		{name: "sensitive output", doc: `{"output":{"o":{"value":"${sensitive(1)}"}}}`, want: "output o: output refers to sensitive values"},
 		{name: "dotted name", doc: `{"resource":{"terraform_data":{"a.b":{}}}}`, want: "invalid resource address"},
 		{name: "count unknown", doc: `{"resource":{"terraform_data":{"a":{},"b":{"count":"${terraform_data.a.id}"}}}}`, want: "known only after apply"},
 	}
@@ -441,12 +418,9 @@ func TestDecodeBlock_nesting(t *testing.T) {
 			"map":    {Nesting: NestingMap, Block: inner},
 		},
 	}
-	x, err := decodeJSON([]byte(`{"name":"n","tags":{"a":"1"},"ports":[{"n":1},{}],
-	  "list":[{"port":1},{"port":"2"}],"set":{"port":3},"map":{"k":{"port":4}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := decodeBlock(b, x.(map[string]any), staticScope{}, "r")
+	body := jsonBody(t, `{"name":"n","tags":{"a":"1"},"ports":[{"n":1},{}],
+	  "list":[{"port":1},{"port":"2"}],"set":{"port":3},"map":{"k":{"port":4}}}`)
+	v, err := decodeBlock(b, body, staticContext(), "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,10 +445,10 @@ func TestDecodeBlock_nesting(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", name, got, want)
 		}
 	}
-	if _, err := decodeBlock(b, map[string]any{"name": "n", "single": []any{map[string]any{}, map[string]any{}}}, staticScope{}, "r"); err == nil {
+	if _, err := decodeBlock(b, jsonBody(t, `{"name":"n","single":[{},{}]}`), staticContext(), "r"); err == nil {
 		t.Error("two single blocks accepted")
 	}
-	if _, err := decodeBlock(b, map[string]any{"name": []any{"not", "a", "string"}}, staticScope{}, "r"); err == nil {
+	if _, err := decodeBlock(b, jsonBody(t, `{"name":["not","a","string"]}`), staticContext(), "r"); err == nil {
 		t.Error("a list accepted for a string attribute")
 	}
 }
@@ -621,7 +595,7 @@ func TestDecodeBlock_optionalObjectAttributes(t *testing.T) {
 	t.Parallel()
 	ty := cty.ObjectWithOptionalAttrs(map[string]cty.Type{"a": cty.String, "b": cty.String}, []string{"b"})
 	blk := &Block{Attributes: map[string]*Attribute{"o": {Type: ty, Optional: true}}}
-	v, err := decodeBlock(blk, map[string]any{"o": map[string]any{"a": "x"}}, staticScope{}, "r")
+	v, err := decodeBlock(blk, jsonBody(t, `{"o":{"a":"x"}}`), staticContext(), "r")
 	if err != nil {
 		t.Fatal(err)
 	}

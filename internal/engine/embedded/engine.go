@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
@@ -335,11 +336,11 @@ func (e *Engine) destroy(ctx context.Context, req engine.DestroyRequest, secrets
 	if prior == nil {
 		return &engine.DestroyResult{}, nil
 	}
-	cfg := &Config{Providers: map[string]map[string]any{}, Locals: map[string]any{}, Outputs: map[string]OutputConfig{}}
+	cfg := &Config{Providers: map[string]hcl.Body{}, Locals: map[string]hcl.Expression{}, Variables: map[string]*VariableConfig{}, Outputs: map[string]*OutputConfig{}}
 	if req.RenderedDigest != "" {
 		// The configuration supplies provider settings; its resources are not planned.
 		if c, err := e.loadConfig(ctx, req.RenderedDigest); err == nil {
-			cfg.Providers = c.Providers
+			cfg.Providers, cfg.providerHash = c.Providers, c.providerHash
 		}
 	}
 	plan, err := e.runner.Plan(ctx, cfg, prior, req.ProviderSources, true, secrets)

@@ -151,21 +151,31 @@ func sameConfigured(b *Block, prior, config cty.Value) bool {
 	return true
 }
 
-// applyIgnoreChanges replaces ignored top-level attributes of config by their prior values.
-func applyIgnoreChanges(ignore []string, prior, config cty.Value) cty.Value {
-	if len(ignore) == 0 || prior.IsNull() || !prior.IsKnown() || config.IsNull() {
+// applyIgnoreChanges replaces the ignored paths of config (lifecycle.ignore_changes) by
+// their prior values; with all, config becomes prior. A path absent from prior keeps the
+// configured value.
+func applyIgnoreChanges(rc *ResourceConfig, prior, config cty.Value) cty.Value {
+	if (!rc.IgnoreAll && len(rc.IgnoreChanges) == 0) || prior.IsNull() || !prior.IsKnown() || config.IsNull() {
 		return config
 	}
-	if len(ignore) == 1 && ignore[0] == "*" {
+	if rc.IgnoreAll {
 		return prior
 	}
-	vals := config.AsValueMap()
-	for _, name := range ignore {
-		if _, ok := vals[name]; ok {
-			vals[name] = prior.GetAttr(name)
+	out, err := cty.Transform(config, func(path cty.Path, v cty.Value) (cty.Value, error) {
+		for _, p := range rc.IgnoreChanges {
+			if !path.Equals(p) {
+				continue
+			}
+			if pv, err := p.Apply(prior); err == nil && pv.Type().Equals(v.Type()) {
+				return pv, nil
+			}
 		}
+		return v, nil
+	})
+	if err != nil {
+		return config
 	}
-	return cty.ObjectVal(vals)
+	return out
 }
 
 // changedReplacePaths keeps the requires-replace paths whose value differs between prior and

@@ -126,6 +126,11 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		return nil, err
 	}
 	p.deps = deps
+	if !destroy {
+		if err := p.ev.setVariables(); err != nil {
+			return nil, err
+		}
+	}
 	byAddr := map[string]*ResourceConfig{}
 	for _, rc := range p.cfg.Resources {
 		byAddr[rc.Address()] = rc
@@ -171,11 +176,10 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 	sort.Slice(p.changes, func(i, j int) bool { return p.changes[i].Addr < p.changes[j].Addr })
 	plan.Changes = p.changes
 	if !destroy {
-		sc := instanceScope{ev: p.ev}
-		for name, o := range p.cfg.Outputs {
-			v, err := evalJSON(o.Value, sc)
+		for _, name := range sortedKeys(p.cfg.Outputs) {
+			v, _, err := p.ev.output(name, p.cfg.Outputs[name])
 			if err != nil {
-				return nil, fmt.Errorf("output %s: %w", name, err)
+				return nil, err
 			}
 			plan.Outputs[name] = v
 		}
@@ -315,13 +319,13 @@ type expansion struct {
 }
 
 func expand(rc *ResourceConfig, ev *evalState) (expansion, error) {
-	sc := instanceScope{ev: ev}
 	switch {
 	case rc.Count != nil:
-		v, err := evalJSON(rc.Count, sc)
+		v, err := ev.eval(rc.Count, instance{}, rc.Address()+": count")
 		if err != nil {
-			return expansion{}, fmt.Errorf("%s: count: %w", rc.Address(), err)
+			return expansion{}, err
 		}
+		v, _ = v.UnmarkDeep()
 		if !v.IsWhollyKnown() {
 			return expansion{}, fmt.Errorf("%s: count depends on values known only after apply", rc.Address())
 		}
@@ -339,10 +343,11 @@ func expand(rc *ResourceConfig, ev *evalState) (expansion, error) {
 		}
 		return e, nil
 	case rc.ForEach != nil:
-		v, err := evalJSON(rc.ForEach, sc)
+		v, err := ev.eval(rc.ForEach, instance{}, rc.Address()+": for_each")
 		if err != nil {
-			return expansion{}, fmt.Errorf("%s: for_each: %w", rc.Address(), err)
+			return expansion{}, err
 		}
+		v, _ = v.UnmarkDeep()
 		if !v.IsWhollyKnown() {
 			return expansion{}, fmt.Errorf("%s: for_each depends on values known only after apply", rc.Address())
 		}
@@ -384,16 +389,16 @@ func expand(rc *ResourceConfig, ev *evalState) (expansion, error) {
 	return expansion{keys: []instanceKey{nil}}, nil
 }
 
-// instanceScopeFor returns the scope of one instance.
-func (e expansion) scope(ev *evalState, key instanceKey) instanceScope {
-	sc := instanceScope{ev: ev}
+// instance returns what count.index or each.* mean for one instance.
+func (e expansion) instance(key instanceKey) instance {
+	var in instance
 	switch k := key.(type) {
 	case int64:
-		sc.countIndex = cty.NumberIntVal(k)
+		in.countIndex = cty.NumberIntVal(k)
 	case string:
-		sc.eachKey, sc.eachValue = cty.StringVal(k), e.values[k]
+		in.eachKey, in.eachValue = cty.StringVal(k), e.values[k]
 	}
-	return sc
+	return in
 }
 
 // assemble builds the value references to a resource see from its instances' values.
@@ -470,10 +475,11 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		ks := keyString(key)
 		c := &Change{Addr: addr + ks, Res: addr, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: key,
 			ProviderKey: rc.ProviderKey, Provider: provider, Each: exp.each, CreateBeforeDestroy: rc.CreateBeforeDestroy}
-		config, err := decodeBlock(schema.Block, rc.Body, exp.scope(p.ev, key), c.Addr)
+		config, marked, err := p.ev.decodeInstance(schema.Block, rc, exp.instance(key), c.Addr)
 		if err != nil {
 			return err
 		}
+		p.noteSecrets(config, marked)
 		if rc.Mode == "data" {
 			delete(priors, ks)
 			if err := client.ValidateDataResourceConfig(ctx, rc.Type, config); err != nil {
@@ -572,7 +578,7 @@ func planInstance(ctx context.Context, client Client, schema *Schema, rc *Resour
 	if tainted {
 		planPrior = cty.NullVal(ty)
 	}
-	cfg := applyIgnoreChanges(rc.IgnoreChanges, planPrior, config)
+	cfg := applyIgnoreChanges(rc, planPrior, config)
 	res, err := client.PlanResourceChange(ctx, rc.Type, planPrior, proposedNew(schema.Block, planPrior, cfg), config, c.PriorPrivate)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Addr, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zclconf/go-cty/cty"
+	"github.com/hashicorp/hcl/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -141,22 +140,19 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 		return nil, addr, fmt.Errorf("provider configuration %q is not declared", key)
 	}
 	if body == nil {
-		body = map[string]any{}
+		body = hcl.EmptyBody()
 	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, addr, fmt.Errorf("provider %s: %w", key, err)
-	}
-	sum := sha256.Sum256(raw)
+	sum := sha256.Sum256([]byte(s.cfg.providerHash + "\x00" + key))
 	configure := func(ctx context.Context, c Client) error {
 		ps, err := c.Schema(ctx)
 		if err != nil {
 			return err
 		}
-		cfgVal, err := decodeBlock(ps.Provider.Block, body, staticScope{}, "provider "+key)
+		cfgVal, err := decodeBlock(ps.Provider.Block, body, staticContext(), "provider "+key)
 		if err != nil {
 			return err
 		}
+		cfgVal, _ = cfgVal.UnmarkDeep()
 		if cfgVal, err = c.ValidateProviderConfig(ctx, cfgVal); err != nil {
 			return err
 		}
@@ -211,11 +207,10 @@ func (s *session) close() {
 	}
 }
 
-// staticScope refuses every reference (provider configurations must be static).
-type staticScope struct{}
-
-func (staticScope) resolve(r *ref) (cty.Value, error) {
-	return cty.NilVal, fmt.Errorf("reference ${%s} is not allowed here", r.text)
+// staticContext is the evaluation context of provider configurations: functions, no
+// references (a reference is an error naming it).
+func staticContext() *hcl.EvalContext {
+	return &hcl.EvalContext{Functions: Functions()}
 }
 
 // ProviderCrashedError reports a provider process that died during an operation.
