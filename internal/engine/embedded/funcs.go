@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"math/big"
 	"net/netip"
 	"net/url"
@@ -24,7 +25,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	ctyyaml "github.com/zclconf/go-cty-yaml"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -59,7 +62,7 @@ func Functions() map[string]function.Function {
 		"trim": stdlib.TrimFunc, "trimprefix": stdlib.TrimPrefixFunc, "trimspace": stdlib.TrimSpaceFunc,
 		"trimsuffix": stdlib.TrimSuffixFunc, "upper": stdlib.UpperFunc,
 		// Collections.
-		"alltrue": allTrueFunc, "anytrue": anyTrueFunc, "chunklist": stdlib.ChunklistFunc, "coalesce": stdlib.CoalesceFunc,
+		"alltrue": allTrueFunc, "anytrue": anyTrueFunc, "chunklist": stdlib.ChunklistFunc, "coalesce": coalesceFunc,
 		"coalescelist": stdlib.CoalesceListFunc, "compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc,
 		"contains": stdlib.ContainsFunc, "distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc,
 		"flatten": stdlib.FlattenFunc, "index": indexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
@@ -69,7 +72,7 @@ func Functions() map[string]function.Function {
 		"slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "transpose": transposeFunc, "values": stdlib.ValuesFunc,
 		"zipmap": stdlib.ZipmapFunc,
 		// Encoding.
-		"base64decode": base64DecodeFunc, "base64encode": base64EncodeFunc, "base64gzip": base64GzipFunc,
+		"base64decode": base64DecodeFunc, "base64gunzip": base64GunzipFunc, "base64encode": base64EncodeFunc, "base64gzip": base64GzipFunc,
 		"csvdecode": stdlib.CSVDecodeFunc, "jsondecode": stdlib.JSONDecodeFunc, "jsonencode": stdlib.JSONEncodeFunc,
 		"textdecodebase64": textDecodeBase64Func, "textencodebase64": textEncodeBase64Func,
 		"urlencode": urlEncodeFunc, "urldecode": urlDecodeFunc,
@@ -92,11 +95,53 @@ func Functions() map[string]function.Function {
 		"tomap": stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)), "tonumber": stdlib.MakeToFunc(cty.Number),
 		"toset": stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)), "tostring": stdlib.MakeToFunc(cty.String),
 		"sensitive": sensitiveFunc, "nonsensitive": nonsensitiveFunc, "issensitive": isSensitiveFunc,
+		// The embedded engine has no ephemeral values: every value passes through.
+		"ephemeralasnull": identityFunc,
 	}
 	for _, name := range FilesystemFunctions {
 		fs[name] = refusedFunc(name, "it reads the filesystem of the process running the engine")
 	}
+	fs["templatestring"] = templateStringFunc(fs)
+	// OpenTofu also names every built-in function in the core:: namespace.
+	for name, f := range fs {
+		fs["core::"+name] = f
+	}
 	return fs
+}
+
+var identityFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowNull: true, AllowMarked: true, AllowDynamicType: true}},
+	Type:   func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+	Impl:   func(args []cty.Value, _ cty.Type) (cty.Value, error) { return args[0], nil },
+})
+
+// templateStringFunc renders a template held in a string with the given variables (hcl/v2
+// template syntax), with the same functions except templatestring itself.
+func templateStringFunc(funcs map[string]function.Function) function.Function {
+	inner := make(map[string]function.Function, len(funcs))
+	for k, v := range funcs {
+		inner[k] = v
+	}
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "template", Type: cty.String}, {Name: "vars", Type: cty.DynamicPseudoType}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			vars := args[1]
+			if !vars.Type().IsObjectType() && !vars.Type().IsMapType() {
+				return cty.NilVal, function.NewArgErrorf(1, "invalid vars value: must be a map")
+			}
+			tpl, diags := hclsyntax.ParseTemplate([]byte(args[0].AsString()), "<templatestring argument>", hcl.InitialPos)
+			if diags.HasErrors() {
+				return cty.NilVal, function.NewArgError(0, diags)
+			}
+			ctx := &hcl.EvalContext{Variables: vars.AsValueMap(), Functions: inner}
+			v, diags := tpl.Value(ctx)
+			if diags.HasErrors() {
+				return cty.NilVal, diags
+			}
+			return convert.Convert(v, cty.String)
+		},
+	})
 }
 
 // refusedFunc fails every call with the reason.
@@ -135,8 +180,8 @@ func str2(a, b string, impl func(x, y string) (cty.Value, error), ret cty.Type) 
 }
 
 var (
-	startsWithFunc = str2("str", "prefix", func(s, p string) (cty.Value, error) { return cty.BoolVal(strings.HasPrefix(s, p)), nil }, cty.Bool)
-	endsWithFunc   = str2("str", "suffix", func(s, p string) (cty.Value, error) { return cty.BoolVal(strings.HasSuffix(s, p)), nil }, cty.Bool)
+	startsWithFunc  = str2("str", "prefix", func(s, p string) (cty.Value, error) { return cty.BoolVal(strings.HasPrefix(s, p)), nil }, cty.Bool)
+	endsWithFunc    = str2("str", "suffix", func(s, p string) (cty.Value, error) { return cty.BoolVal(strings.HasSuffix(s, p)), nil }, cty.Bool)
 	strContainsFunc = str2("str", "substr", func(s, p string) (cty.Value, error) { return cty.BoolVal(strings.Contains(s, p)), nil }, cty.Bool)
 
 	base64EncodeFunc = str1("str", func(s string) (cty.Value, error) {
@@ -151,6 +196,24 @@ var (
 			return cty.NilVal, errors.New("the result of decoding the provided string is not valid UTF-8")
 		}
 		return cty.StringVal(string(b)), nil
+	}, cty.String)
+	base64GunzipFunc = str1("str", func(s string) (cty.Value, error) {
+		raw, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("failed to decode base64 data: %w", err)
+		}
+		r, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("failed to gunzip: %w", err)
+		}
+		out, err := io.ReadAll(io.LimitReader(r, 64<<20))
+		if err != nil {
+			return cty.NilVal, fmt.Errorf("failed to gunzip: %w", err)
+		}
+		if !utf8.Valid(out) {
+			return cty.NilVal, errors.New("the result of decoding the provided string is not valid UTF-8")
+		}
+		return cty.StringVal(string(out)), nil
 	}, cty.String)
 	base64GzipFunc = str1("str", func(s string) (cty.Value, error) {
 		var buf bytes.Buffer
@@ -317,6 +380,46 @@ var replaceFunc = function.New(&function.Spec{
 			return cty.StringVal(re.ReplaceAllString(s, rep)), nil
 		}
 		return cty.StringVal(strings.ReplaceAll(s, sub, rep)), nil
+	},
+})
+
+// coalesceFunc is Terraform's coalesce: the first argument that is neither null nor an
+// empty string.
+var coalesceFunc = function.New(&function.Spec{
+	VarParam: &function.Parameter{Name: "vals", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowDynamicType: true, AllowNull: true},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		tys := make([]cty.Type, len(args))
+		for i, a := range args {
+			tys[i] = a.Type()
+		}
+		ty, convs := convert.UnifyUnsafe(tys)
+		if ty == cty.NilType {
+			return cty.NilType, errors.New("all arguments must have the same type")
+		}
+		for i, c := range convs {
+			if c != nil {
+				if _, err := c(args[i]); err != nil {
+					return cty.NilType, err
+				}
+			}
+		}
+		return ty, nil
+	},
+	Impl: func(args []cty.Value, ret cty.Type) (cty.Value, error) {
+		for _, a := range args {
+			v, err := convert.Convert(a, ret)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			if !v.IsKnown() {
+				return cty.UnknownVal(ret), nil
+			}
+			if v.IsNull() || ret == cty.String && v.AsString() == "" {
+				continue
+			}
+			return v, nil
+		}
+		return cty.NilVal, errors.New("no non-null, non-empty-string arguments")
 	},
 })
 

@@ -1,0 +1,95 @@
+//go:build integration
+
+package embedded
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
+)
+
+// TestFunctions_tofuOracle evaluates every function and expression case through real tofu
+// (apply of the same outputs-only configuration, then `tofu output -json`) and through the
+// embedded engine, and compares them value by value; tofu's value must also be the case's
+// recorded want, so TestFunctions (no tofu) checks the same thing.
+func TestFunctions_tofuOracle(t *testing.T) {
+	tools := tofutest.Tofu(t)
+	cases := allCases()
+	doc := functionDoc(cases)
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), tools.Bin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+tools.CLIConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+		out, err := cmd.Output()
+		if err != nil {
+			stderr := ""
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("tofu %v: %v\n%s%s", args, err, out, stderr)
+		}
+		return out
+	}
+	run("init", "-input=false", "-no-color")
+	run("apply", "-auto-approve", "-input=false", "-no-color")
+	var tofuOut map[string]struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(run("output", "-json"), &tofuOut); err != nil {
+		t.Fatal(err)
+	}
+
+	h := newMemHarness(t, t.TempDir())
+	if _, err := h.apply(t, doc, nil); err != nil {
+		t.Fatalf("embedded: %v", err)
+	}
+	check := func(name, what, want string) {
+		t.Helper()
+		tv, ok := tofuOut[name]
+		if !ok {
+			t.Errorf("%s: tofu has no output %s", what, name)
+			return
+		}
+		ev := h.state.Outputs[name].Value
+		if !jsonEqual(tv.Value, ev) {
+			t.Errorf("%s: embedded %s, tofu %s", what, ev, tv.Value)
+		}
+		if !jsonEqual(tv.Value, []byte(want)) {
+			t.Errorf("%s: tofu %s, the case records %s", what, tv.Value, want)
+		}
+	}
+	for i, c := range cases {
+		check(fmt.Sprintf("o%03d", i), c.fn+": "+c.expr, c.want)
+	}
+	for name, want := range templateWants {
+		check(name, name, want)
+	}
+
+	// Every function tofu knows is offered or refused by the embedded engine.
+	var meta struct {
+		Signatures map[string]json.RawMessage `json:"function_signatures"`
+	}
+	if err := json.Unmarshal(run("metadata", "functions", "-json"), &meta); err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Signatures) < 100 {
+		t.Fatalf("tofu lists only %d functions", len(meta.Signatures))
+	}
+	fs := Functions()
+	for name := range meta.Signatures {
+		if _, ok := fs[name]; !ok {
+			t.Errorf("tofu function %s is neither offered nor refused by the embedded engine", name)
+		}
+	}
+}
