@@ -425,6 +425,13 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			return deposed, err
 		}
 		vals[ks] = newVal
+		if len(rc.Postconditions) > 0 {
+			in := exp.instance(key)
+			in.self = newVal
+			if err := a.ev.checkRules(rc.Postconditions, in, c.Addr+": postcondition"); err != nil {
+				return deposed, err
+			}
+		}
 	}
 	a.ev.set(rc.Address(), exp.assemble(vals, ty))
 	return deposed, nil

@@ -35,6 +35,9 @@ type Config struct {
 	Outputs map[string]*OutputConfig
 	// Imports are the import blocks, by target address.
 	Imports []*ImportConfig
+	// protected are resource addresses with prevent_destroy from the configuration a
+	// destroy was asked with (its resources are not planned).
+	protected map[string]bool
 }
 
 // OutputConfig is one output block.

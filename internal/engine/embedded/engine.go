@@ -336,13 +336,13 @@ func (e *Engine) destroy(ctx context.Context, req engine.DestroyRequest, secrets
 	if prior == nil {
 		return &engine.DestroyResult{}, nil
 	}
-	cfg := &Config{Providers: map[string]hcl.Body{}, Locals: map[string]hcl.Expression{}, Variables: map[string]*VariableConfig{}, Outputs: map[string]*OutputConfig{}}
+	var rendered *Config
 	if req.RenderedDigest != "" {
-		// The configuration supplies provider settings; its resources are not planned.
 		if c, err := e.loadConfig(ctx, req.RenderedDigest); err == nil {
-			cfg.Providers, cfg.providerHash = c.Providers, c.providerHash
+			rendered = c
 		}
 	}
+	cfg := destroyConfig(rendered)
 	plan, err := e.runner.Plan(ctx, cfg, prior, req.ProviderSources, true, secrets)
 	if err != nil {
 		return nil, err
@@ -368,4 +368,22 @@ func (e *Engine) Outputs(ctx context.Context, key state.Key) (*engine.Outputs, e
 		return nil, err
 	}
 	return engine.OutputsFromState(body)
+}
+
+// destroyConfig is the configuration a destroy plans with: the rendered configuration's
+// provider settings and its prevent_destroy protections; its resources are not planned.
+// rendered may be nil.
+func destroyConfig(rendered *Config) *Config {
+	cfg := &Config{Providers: map[string]hcl.Body{}, Locals: map[string]hcl.Expression{}, Variables: map[string]*VariableConfig{},
+		Outputs: map[string]*OutputConfig{}, protected: map[string]bool{}}
+	if rendered == nil {
+		return cfg
+	}
+	cfg.Providers, cfg.providerHash = rendered.Providers, rendered.providerHash
+	for _, rc := range rendered.Resources {
+		if rc.PreventDestroy {
+			cfg.protected[rc.Address()] = true
+		}
+	}
+	return cfg
 }

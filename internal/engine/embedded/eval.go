@@ -542,3 +542,12 @@ func (e *evalState) output(name string, o *OutputConfig) (cty.Value, bool, error
 	v, _ = v.UnmarkDeep()
 	return v, marked, nil
 }
+
+// expressionText names an expression by its references ("terraform_data.a.input").
+func expressionText(x hcl.Expression) string {
+	var names []string
+	for _, tr := range x.Variables() {
+		names = append(names, traversalText(tr))
+	}
+	return strings.Join(names, ", ")
+}

@@ -179,7 +179,9 @@ var templateWants = map[string]string{
 	"template_mixed":     `"x-Y-2"`,
 }
 
-func allCases() []functionCase { return append(append([]functionCase{}, functionCases...), expressionCases...) }
+func allCases() []functionCase {
+	return append(append([]functionCase{}, functionCases...), expressionCases...)
+}
 
 // TestFunctions evaluates every function case and expression case through the embedded engine
 // (plan and apply of outputs) and compares with the value OpenTofu gives.

@@ -655,7 +655,7 @@ func TestEngine_providerConfigurations(t *testing.T) {
 		"provider": map[string]any{"local": map[string]any{"region": "nowhere"}},
 		"resource": map[string]any{"local_file": map[string]any{"a": map[string]any{"filename": dir + "/x.txt", "content": "x"}}},
 	})
-	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(bad)}); err == nil || !strings.Contains(err.Error(), `unsupported argument "region"`) {
+	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(bad)}); err == nil || !strings.Contains(err.Error(), `provider local: Extraneous JSON object property: No argument or block type is named "region"`) {
 		t.Errorf("bad provider config: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -52,6 +53,8 @@ type Change struct {
 	ReplacePaths []string
 	// Each is the resource's state "each" mode: "", "list" or "map".
 	Each string
+	// Reason says why a replacement is planned (changed paths, taint, replace_triggered_by).
+	Reason string
 	// Deposed names an old object of a create-before-destroy replacement (a delete).
 	Deposed string
 	// Sensitive are the paths of Planned (or Prior) the schema marks sensitive.
@@ -96,7 +99,9 @@ type planner struct {
 	prior *State
 	sess  *session
 	ev    *evalState
-	deps  map[string][]string
+	// priorEv resolves references to the prior values (replace_triggered_by compares).
+	priorEv *evalState
+	deps    map[string][]string
 
 	mu      sync.Mutex
 	changes []*Change
@@ -130,6 +135,8 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		if err := p.ev.setVariables(); err != nil {
 			return nil, err
 		}
+		p.priorEv = newEvalState(p.cfg)
+		p.priorEv.vars = p.ev.vars
 	}
 	byAddr := map[string]*ResourceConfig{}
 	for _, rc := range p.cfg.Resources {
@@ -170,6 +177,9 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkPreventDestroy(destroy); err != nil {
 		return nil, err
 	}
 	plan := &Plan{Deps: allDeps, ProviderVersions: p.sess.providerVersions(), Destroy: destroy, Outputs: map[string]cty.Value{}}
@@ -471,6 +481,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		provider = sr.Provider
 	}
 	vals := map[string]cty.Value{}
+	priorVals := map[string]cty.Value{}
 	for _, key := range exp.keys {
 		ks := keyString(key)
 		c := &Change{Addr: addr + ks, Res: addr, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: key,
@@ -497,6 +508,9 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			}
 			c.Sensitive = schema.Block.SensitivePaths(c.Planned)
 			p.noteSecrets(c.Planned, c.Sensitive)
+			if err := p.postconditions(rc, exp.instance(key), c.Planned, c.Addr); err != nil {
+				return err
+			}
 			vals[ks] = c.Planned
 			p.add(c)
 			continue
@@ -505,17 +519,32 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			return fmt.Errorf("%s: %w", c.Addr, err)
 		}
 		prior := cty.NullVal(ty)
-		tainted := false
+		replace := false
 		if in, ok := priors[ks]; ok {
 			delete(priors, ks)
 			prior, c.PriorPrivate, err = p.priorObject(ctx, client, rc.Type, c.Addr, in)
 			if err != nil {
 				return err
 			}
-			tainted = in.Status == "tainted" && !prior.IsNull()
+			if in.Status == "tainted" && !prior.IsNull() {
+				replace, c.Reason = true, "the object is tainted"
+			}
 		}
 		c.Prior = prior
-		if err := planInstance(ctx, client, schema, rc, c, config, tainted); err != nil {
+		priorVals[ks] = prior
+		if !replace && !prior.IsNull() {
+			if c.Reason, err = p.triggered(rc, exp.instance(key), c.Addr); err != nil {
+				return err
+			}
+			replace = c.Reason != ""
+		}
+		if err := planInstance(ctx, client, schema, rc, c, config, replace); err != nil {
+			return err
+		}
+		if c.Action == Replace && c.Reason == "" {
+			c.Reason = "changes to " + strings.Join(c.ReplacePaths, ", ") + " force replacement"
+		}
+		if err := p.postconditions(rc, exp.instance(key), c.Planned, c.Addr); err != nil {
 			return err
 		}
 		c.Sensitive = schema.Block.SensitivePaths(c.Planned)
@@ -558,7 +587,79 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		p.add(c)
 	}
 	p.ev.set(addr, exp.assemble(vals, ty))
+	p.priorEv.set(addr, exp.assemble(priorVals, ty))
 	return nil
+}
+
+// triggered evaluates lifecycle.replace_triggered_by for one instance: a reason when a
+// referenced resource or attribute changes in this plan (its planned value differs from its
+// prior value, or is not known until apply), "" otherwise.
+func (p *planner) triggered(rc *ResourceConfig, in instance, addr string) (string, error) {
+	for _, x := range rc.ReplaceTriggeredBy {
+		now, err := p.ev.eval(x, in, addr+": lifecycle.replace_triggered_by")
+		if err != nil {
+			return "", err
+		}
+		before, err := p.priorEv.eval(x, in, addr+": lifecycle.replace_triggered_by")
+		if err != nil {
+			return "", err
+		}
+		now, _ = now.UnmarkDeep()
+		before, _ = before.UnmarkDeep()
+		if !valuesEqual(now, before) {
+			return fmt.Sprintf("replace_triggered_by %s changes", expressionText(x)), nil
+		}
+	}
+	return "", nil
+}
+
+// postconditions checks lifecycle.postcondition with self as the planned (or applied) value;
+// a condition not known until apply passes now and is checked again then.
+func (p *planner) postconditions(rc *ResourceConfig, in instance, self cty.Value, addr string) error {
+	if len(rc.Postconditions) == 0 {
+		return nil
+	}
+	in.self = self
+	return p.ev.checkRules(rc.Postconditions, in, addr+": postcondition")
+}
+
+// PreventDestroyError is a plan that would destroy or replace an instance whose resource has
+// lifecycle.prevent_destroy set. Nothing is applied.
+type PreventDestroyError struct {
+	// Address is the instance; Reason why the plan destroys it.
+	Address, Reason string
+}
+
+func (e *PreventDestroyError) Error() string {
+	return fmt.Sprintf("%s: lifecycle.prevent_destroy is set, but the plan would destroy it (%s); remove prevent_destroy first to destroy it", e.Address, e.Reason)
+}
+
+// checkPreventDestroy fails the plan when it destroys or replaces a protected instance.
+func (p *planner) checkPreventDestroy(destroy bool) error {
+	byAddr := map[string]*ResourceConfig{}
+	for _, rc := range p.cfg.Resources {
+		byAddr[rc.Address()] = rc
+	}
+	var errs []error
+	for _, c := range p.changes {
+		if c.Deposed != "" || c.Action != Delete && c.Action != Replace {
+			continue
+		}
+		rc := byAddr[c.Res]
+		if !p.cfg.protected[c.Res] && (rc == nil || !rc.PreventDestroy) {
+			continue
+		}
+		reason := c.Reason
+		switch {
+		case c.Action == Replace:
+		case destroy:
+			reason = "destroy of the whole configuration"
+		default:
+			reason = "its count or for_each no longer includes this instance"
+		}
+		errs = append(errs, &PreventDestroyError{Address: c.Addr, Reason: reason})
+	}
+	return errors.Join(errs...)
 }
 
 func providerAliasOf(key string) string {
@@ -571,6 +672,7 @@ func providerAliasOf(key string) string {
 }
 
 // planInstance asks the provider for a managed instance's plan and folds it into an action.
+// With tainted (a tainted object, or replace_triggered_by) the instance is replaced.
 func planInstance(ctx context.Context, client Client, schema *Schema, rc *ResourceConfig, c *Change, config cty.Value, tainted bool) error {
 	ty := schema.Block.ImpliedType()
 	prior := c.Prior

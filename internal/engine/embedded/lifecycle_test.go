@@ -1,0 +1,134 @@
+package embedded
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestRunner_preventDestroy(t *testing.T) {
+	t.Parallel()
+	doc := func(trigger string, count int) string {
+		return `{"resource":{"terraform_data":{"keep":{"count":` + string(rune('0'+count)) + `,"triggers_replace":"` + trigger + `",
+		  "lifecycle":{"prevent_destroy":true}}}}}`
+	}
+	h := newMemHarness(t, t.TempDir())
+	if _, err := h.apply(t, doc("a", 2), nil); err != nil {
+		t.Fatal(err)
+	}
+	serial := h.state.Serial
+	tests := []struct{ name, doc, addr, reason string }{
+		{"replace", doc("b", 2), "terraform_data.keep[0]", "changes to triggers_replace force replacement"},
+		{"count shrinks", doc("a", 1), "terraform_data.keep[1]", "its count or for_each no longer includes this instance"},
+	}
+	for _, tt := range tests {
+		_, err := h.apply(t, tt.doc, nil)
+		var pd *PreventDestroyError
+		if !errors.As(err, &pd) {
+			t.Fatalf("%s: error = %v, want a PreventDestroyError", tt.name, err)
+		}
+		if !strings.Contains(err.Error(), tt.addr+": lifecycle.prevent_destroy is set") || !strings.Contains(err.Error(), tt.reason) {
+			t.Errorf("%s: error = %v, want %s and %q", tt.name, err, tt.addr, tt.reason)
+		}
+		if h.state.Serial != serial {
+			t.Errorf("%s: state changed (serial %d -> %d): nothing may be applied", tt.name, serial, h.state.Serial)
+		}
+	}
+	// Destroy with the configuration that protects them fails too.
+	cfg, err := ParseConfig([]byte(doc("a", 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.r.Plan(t.Context(), destroyConfig(cfg), h.state, nil, true, nil); err == nil || !strings.Contains(err.Error(), "destroy of the whole configuration") {
+		t.Errorf("destroy: error = %v, want prevent_destroy", err)
+	}
+	// Without prevent_destroy the same destroy goes through.
+	cfg, _ = ParseConfig([]byte(`{"resource":{"terraform_data":{"keep":{"count":2,"triggers_replace":"a"}}}}`))
+	if _, err := h.r.Plan(t.Context(), destroyConfig(cfg), h.state, nil, true, nil); err != nil {
+		t.Errorf("destroy without prevent_destroy: %v", err)
+	}
+}
+
+func TestRunner_ignoreChangesPaths(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	doc := func(a, b, ignore string) string {
+		return `{"resource":{"terraform_data":{"x":{"input":{"a":"` + a + `","b":"` + b + `"},"lifecycle":{"ignore_changes":` + ignore + `}}}}}`
+	}
+	if _, err := h.apply(t, doc("1", "1", `["input.a"]`), nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.apply(t, doc("2", "1", `["input.a"]`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p)["terraform_data.x"]; got != NoOp {
+		t.Errorf("ignored path changed: action %s, want no-op", got)
+	}
+	p, err = h.apply(t, doc("2", "2", `["input.a"]`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p)["terraform_data.x"]; got != Update {
+		t.Errorf("other path changed: action %s, want update", got)
+	}
+	if got := h.attr(t, "terraform_data.x", "input"); !strings.Contains(got, `"value":{"a":"1","b":"2"}`) {
+		t.Errorf("input = %s, want the ignored a kept at 1", got)
+	}
+	p, err = h.apply(t, doc("3", "3", `"all"`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p)["terraform_data.x"]; got != NoOp {
+		t.Errorf("ignore_changes all: action %s, want no-op", got)
+	}
+}
+
+func TestRunner_replaceTriggeredBy(t *testing.T) {
+	t.Parallel()
+	doc := func(in, trigger string) string {
+		return `{"resource":{"terraform_data":{"src":{"input":"` + in + `"},
+		  "dst":{"input":"d","lifecycle":{"replace_triggered_by":["` + trigger + `"]}},
+		  "other":{"input":"o"}}}}`
+	}
+	for _, trigger := range []string{"terraform_data.src", "${terraform_data.src.output}"} {
+		h := newMemHarness(t, t.TempDir())
+		if _, err := h.apply(t, doc("1", trigger), nil); err != nil {
+			t.Fatal(err)
+		}
+		p, err := h.apply(t, doc("1", trigger), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := actions(p)["terraform_data.dst"]; got != NoOp {
+			t.Errorf("%s: nothing changed: dst %s, want no-op", trigger, got)
+		}
+		p, err = h.apply(t, doc("2", trigger), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]Action{"terraform_data.src": Update, "terraform_data.dst": Replace, "terraform_data.other": NoOp}
+		for addr, a := range want {
+			if got := actions(p)[addr]; got != a {
+				t.Errorf("%s: %s %s, want %s", trigger, addr, got, a)
+			}
+		}
+	}
+}
+
+func TestRunner_conditions(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	doc := `{"resource":{"terraform_data":{"a":{"input":"abc","lifecycle":{"postcondition":[
+	  {"condition":"${length(self.output) == 3}","error_message":"output must have 3 characters"},
+	  {"condition":"${self.output == \"abc\"}","error_message":"${self.output} is not abc"}]}}}}}`
+	if _, err := h.apply(t, doc, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.ReplaceAll(doc, `"input":"abc"`, `"input":"abd"`)
+	_, err := h.apply(t, bad, nil)
+	var cf *CheckFailedError
+	if !errors.As(err, &cf) || !strings.Contains(err.Error(), "terraform_data.a: postcondition failed: abd is not abc") {
+		t.Errorf("error = %v, want the postcondition's message", err)
+	}
+}
