@@ -181,6 +181,25 @@ func TestEval_maps(t *testing.T) {
 	}
 }
 
+// TestEval_lifecycleKeys: the dialect's kebab-case keywords inside :lifecycle render as
+// Terraform's meta-argument names; other nested maps keep their keys.
+func TestEval_lifecycleKeys(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture w
+  :resources ((aws-s3-bucket "b" :bucket "x" :tags (:my-tag "v")
+                :lifecycle (:prevent-destroy #t :create-before-destroy #t :ignore-changes ("tags")
+                            :replace-triggered-by ("aws_s3_bucket.other")
+                            :precondition ((:condition "ok" :error-message "not ok"))
+                            :postcondition (:condition "ok" :error-message "still not ok")))))`
+	a, _ := evalOK(t, src, Bindings{})
+	want := `{"bucket":"x","tags":{"my-tag":"v"},"lifecycle":{"prevent_destroy":true,"create_before_destroy":true,` +
+		`"ignore_changes":["tags"],"replace_triggered_by":["aws_s3_bucket.other"],` +
+		`"precondition":[{"condition":"ok","error_message":"not ok"}],"postcondition":{"condition":"ok","error_message":"still not ok"}}}`
+	if got := attrs(t, a.Resources, "aws_s3_bucket.b"); got != want {
+		t.Errorf("attributes\n got %s\nwant %s", got, want)
+	}
+}
+
 func TestEval_metaArguments(t *testing.T) {
 	t.Parallel()
 	src := `(deflava-architecture w :inputs ((:enable "true"))

@@ -113,6 +113,9 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 		if !ok {
 			continue
 		}
+		if key == "lifecycle" {
+			val = lifecycleKeys(val)
+		}
 		if r.Attributes.Len() > 0 {
 			if _, dup := r.Attributes.Get(key); dup {
 				e.warnf(k.Pos, "attribute %s is set twice; the last value wins", key)
@@ -499,4 +502,35 @@ func (e *evaluator) checkRefs() {
 		}
 		e.errorf(im.pos, "import to undeclared resource %s", im.imp.To)
 	}
+}
+
+// lifecycleKeys renders the keys of a :lifecycle map (and of its precondition and
+// postcondition maps) with Terraform's names: :prevent-destroy is prevent_destroy,
+// :create-before-destroy create_before_destroy, :ignore-changes ignore_changes,
+// :replace-triggered-by replace_triggered_by, :error-message error_message. Values are
+// kept as written (ignore_changes holds attribute names, which are already Terraform's).
+func lifecycleKeys(v arch.Value) arch.Value {
+	switch v.Kind {
+	case arch.KindMap:
+		m := &arch.Map{}
+		m.Grow(v.Map.Len())
+		for k, x := range v.Map.All() {
+			k = kebabToSnake(k)
+			if k == "precondition" || k == "postcondition" {
+				x = lifecycleKeys(x)
+			}
+			m.Set(k, x)
+		}
+		return arch.MapValue(m)
+	case arch.KindList:
+		out := make([]arch.Value, len(v.List))
+		for i, x := range v.List {
+			if x.Kind == arch.KindMap {
+				x = lifecycleKeys(x)
+			}
+			out[i] = x
+		}
+		return arch.List(out...)
+	}
+	return v
 }
