@@ -35,14 +35,22 @@
 // store; it keeps provider processes warm in a [Pool] until [Engine.Close]. [Runner] is the
 // same machinery without the stores (configuration and state values in, state out).
 //
+// # Expressions
+//
+// The configuration is parsed with hcl/v2's JSON syntax ([ParseConfig]); each expression is
+// evaluated in an hcl.EvalContext holding only what it refers to (its Variables()), with
+// [Functions]: OpenTofu's functions without filesystem or network effects, from go-cty's
+// stdlib, hcl's ext packages, go-cty-yaml and small wrappers; the filesystem functions
+// ([FilesystemFunctions]) fail with a clear error.
+//
 // # Limits
 //
-// The configuration is the Terraform JSON synth renders: resources, data sources, providers
-// (with aliases), locals and outputs; count, for_each, depends_on and lifecycle
-// create_before_destroy and ignore_changes. Interpolations may only hold references
-// (type.name.attr, data., local., count.index, each.key/value, [N] and ["k"] steps): no
-// functions or operators. Modules, variables, import blocks and provisioners are not
-// supported and fail with a clear error; provider version constraints are not read (the
-// newest version in the mirror is used). Deposed objects (left by an interrupted
-// create-before-destroy replacement) are deleted by the next apply, as Terraform does.
+// Resources, data sources, providers (with aliases), variables (defaults only), locals and
+// outputs; count, for_each, depends_on; lifecycle create_before_destroy, prevent_destroy
+// ([PreventDestroyError]), ignore_changes (paths and all), replace_triggered_by,
+// preconditions and postconditions. Modules, moved, removed, check, import (parsed, not
+// carried out), provisioners and provider-defined functions are refused with a clear error;
+// provider version constraints are not read (the newest version in the mirror is used).
+// Deposed objects (left by an interrupted create-before-destroy replacement) are deleted by
+// the next apply, as Terraform does. docs/embedded-engine.md lists all of it with the reasons.
 package embedded

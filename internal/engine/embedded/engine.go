@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,7 +50,14 @@ type Engine struct {
 	opts   Options
 	pool   *Pool
 	runner *Runner
+
+	// configs caches parsed configurations by their artifact digest (content addressed, so
+	// an entry never goes stale); at most maxConfigs, cleared when full.
+	cfgMu   sync.Mutex
+	configs map[string]*Config
 }
+
+const maxConfigs = 64
 
 var _ engine.Engine = (*Engine)(nil)
 
@@ -104,11 +112,26 @@ func (e *Engine) loadState(ctx context.Context, key state.Key) (*State, error) {
 }
 
 func (e *Engine) loadConfig(ctx context.Context, digest string) (*Config, error) {
+	e.cfgMu.Lock()
+	cfg, ok := e.configs[digest]
+	e.cfgMu.Unlock()
+	if ok {
+		return cfg, nil
+	}
 	b, err := e.readArtifact(ctx, digest)
 	if err != nil {
 		return nil, fmt.Errorf("read rendered json: %w", err)
 	}
-	return ParseConfig(b)
+	if cfg, err = ParseConfig(b); err != nil {
+		return nil, err
+	}
+	e.cfgMu.Lock()
+	if e.configs == nil || len(e.configs) >= maxConfigs {
+		e.configs = map[string]*Config{}
+	}
+	e.configs[digest] = cfg
+	e.cfgMu.Unlock()
+	return cfg, nil
 }
 
 // redactedError keeps the cause for errors.Is/As while its text has secrets removed.

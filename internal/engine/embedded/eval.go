@@ -2,10 +2,12 @@ package embedded
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -33,7 +35,10 @@ type evalState struct {
 
 func newEvalState(cfg *Config) *evalState {
 	cwd, _ := os.Getwd()
-	return &evalState{cfg: cfg, funcs: Functions(), values: map[string]cty.Value{}, locals: map[string]cty.Value{},
+	funcs := maps.Clone(sharedFunctions())
+	funcs["plantimestamp"] = planTimestampFunc(time.Now().UTC())
+	funcs["core::plantimestamp"] = funcs["plantimestamp"]
+	return &evalState{cfg: cfg, funcs: funcs, values: map[string]cty.Value{}, locals: map[string]cty.Value{},
 		vars:    cty.EmptyObjectVal,
 		pathVal: cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.StringVal(cwd)}),
 		tfVal:   cty.ObjectVal(map[string]cty.Value{"workspace": cty.StringVal("default")}),

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -42,6 +43,17 @@ import (
 // policy does before plan.
 var FilesystemFunctions = []string{"abspath", "basename", "dirname", "file", "filebase64", "filebase64sha256",
 	"filebase64sha512", "fileexists", "filemd5", "fileset", "filesha1", "filesha256", "filesha512", "pathexpand", "templatefile"}
+
+var (
+	funcsOnce sync.Once
+	funcsBase map[string]function.Function
+)
+
+// sharedFunctions is [Functions] built once, for evaluation contexts (read only).
+func sharedFunctions() map[string]function.Function {
+	funcsOnce.Do(func() { funcsBase = Functions() })
+	return funcsBase
+}
 
 // Functions returns the functions expressions may call: OpenTofu's documented functions that
 // have no filesystem or network effect, from go-cty's function/stdlib, hcl/v2's ext/tryfunc,

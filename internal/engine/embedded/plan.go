@@ -252,9 +252,19 @@ func (p *planner) priorObject(ctx context.Context, c Client, typ, addr string, i
 	if len(attrs) == 0 {
 		attrs = []byte("{}")
 	}
-	v, err := c.UpgradeResourceState(ctx, typ, in.SchemaVersion, attrs)
-	if err != nil {
-		return cty.NilVal, nil, fmt.Errorf("%s: %w", addr, err)
+	// State written at the schema's current version that decodes as the schema's type needs
+	// no upgrade: the provider's UpgradeResourceState would only re-encode it. Anything else
+	// (an older version, attributes the schema no longer has) goes to the provider.
+	v := cty.NilVal
+	if in.SchemaVersion == s.Version {
+		if dv, err := ctyjson.Unmarshal(attrs, s.Block.ImpliedType()); err == nil {
+			v = dv
+		}
+	}
+	if v == cty.NilVal {
+		if v, err = c.UpgradeResourceState(ctx, typ, in.SchemaVersion, attrs); err != nil {
+			return cty.NilVal, nil, fmt.Errorf("%s: %w", addr, err)
+		}
 	}
 	if v.IsNull() {
 		return v, in.Private, nil
@@ -515,7 +525,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			p.add(c)
 			continue
 		}
-		if err := client.ValidateResourceConfig(ctx, rc.Type, config); err != nil {
+		if err := p.sess.validate(ctx, client, paddr, rc.Type, config); err != nil {
 			return fmt.Errorf("%s: %w", c.Addr, err)
 		}
 		prior := cty.NullVal(ty)

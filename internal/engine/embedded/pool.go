@@ -28,6 +28,26 @@ type Pool struct {
 	entries map[string]*poolEntry
 	// starts counts processes launched, for tests and metrics.
 	starts int
+	// valid remembers configurations providers validated (session.validate), at most
+	// maxValidated keys; the set is cleared when full.
+	valid map[string]bool
+}
+
+const maxValidated = 4096
+
+func (p *Pool) validated(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.valid[key]
+}
+
+func (p *Pool) rememberValid(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.valid == nil || len(p.valid) >= maxValidated {
+		p.valid = map[string]bool{}
+	}
+	p.valid[key] = true
 }
 
 type poolEntry struct {

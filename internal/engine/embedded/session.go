@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -210,7 +212,7 @@ func (s *session) close() {
 // staticContext is the evaluation context of provider configurations: functions, no
 // references (a reference is an error naming it).
 func staticContext() *hcl.EvalContext {
-	return &hcl.EvalContext{Functions: Functions()}
+	return &hcl.EvalContext{Functions: sharedFunctions()}
 }
 
 // ProviderCrashedError reports a provider process that died during an operation.
@@ -225,3 +227,26 @@ func (e *ProviderCrashedError) Error() string {
 }
 
 func (e *ProviderCrashedError) Unwrap() error { return e.Err }
+
+// validate is ValidateResourceConfig, remembered in the pool: a provider version's verdict on
+// one configuration value does not change (validation has no side effects), so a plan of an
+// unchanged configuration skips the call.
+func (s *session) validate(ctx context.Context, c Client, addr ProviderAddr, typ string, config cty.Value) error {
+	b, err := ctyjson.Marshal(config, config.Type())
+	if err != nil {
+		return c.ValidateResourceConfig(ctx, typ, config)
+	}
+	s.mu.Lock()
+	version := s.versions[addr.String()]
+	s.mu.Unlock()
+	sum := sha256.Sum256(b)
+	key := addr.String() + "@" + version + "|" + typ + "|" + hex.EncodeToString(sum[:])
+	if s.pool.validated(key) {
+		return nil
+	}
+	if err := c.ValidateResourceConfig(ctx, typ, config); err != nil {
+		return err
+	}
+	s.pool.rememberValid(key)
+	return nil
+}

@@ -256,8 +256,9 @@ func (e *Engine) stateOf(ctx context.Context, key state.Key) (uint64, string, []
 	return rec.Serial, rec.Lineage, secrets, nil
 }
 
-// Plan implements [engine.Engine]: init, `plan -out` (detailed exit code), `show -json`; the
-// plan file goes to the artifact store.
+// Plan implements [engine.Engine]: init, `plan -json -out` (detailed exit code; the actions
+// come from the machine-readable UI stream, see planStream); the plan file goes to the
+// artifact store.
 func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.PlanRecord, error) {
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
@@ -284,21 +285,15 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	}
 	planPath := filepath.Join(r.dir, PlanFile)
 	var changes bool
+	stream := newPlanStream(r.out)
 	err = r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
 		var err error
-		changes, err = r.tf.Plan(ctx, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),
+		changes, err = r.tf.PlanJSON(ctx, stream, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),
 			tfexec.LockTimeout(e.cfg.LockTimeout.String()))
 		return err
 	})
+	r.tf.SetStdout(r.out)
 	if err != nil {
-		return nil, err
-	}
-	var plan *tfjson.Plan
-	if err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
-		var err error
-		plan, err = r.tf.ShowPlanFile(ctx, PlanFile)
-		return err
-	}); err != nil {
 		return nil, err
 	}
 	planBytes, err := os.ReadFile(planPath)
@@ -331,7 +326,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		HasChanges:       changes,
 		CreatedAt:        time.Now().UTC(),
 	}
-	rec.Summary, rec.Resources = summarize(plan)
+	rec.Summary, rec.Resources = stream.result()
 	rec.PlanID = rec.ComputePlanID()
 	return rec, nil
 }

@@ -1,0 +1,154 @@
+package tofu
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/lava-operator/lava/internal/engine"
+)
+
+// planStream reads the output of `plan -json`, OpenTofu's machine-readable UI (one JSON object
+// a line, each with a "type"): "planned_change" gives each changing resource instance's
+// action, "refresh_complete" names every instance refreshed from state (a no-op unless it also
+// has a planned change), "diagnostic" carries warnings and errors. Diagnostics are written to
+// out as text ("Error: summary", then the detail), so the run's output tail reads as the
+// human output would. It replaces `show -json` of the plan file, which would start every
+// provider again to read their schemas.
+type planStream struct {
+	out io.Writer
+
+	mu      sync.Mutex
+	partial []byte
+	changed map[string]engine.ResourceAction
+	seen    map[string]engine.ResourceAction
+}
+
+func newPlanStream(out io.Writer) *planStream {
+	return &planStream{out: out, changed: map[string]engine.ResourceAction{}, seen: map[string]engine.ResourceAction{}}
+}
+
+// uiResource is the "resource" object of planned_change and hook messages.
+type uiResource struct {
+	Addr     string `json:"addr"`
+	Resource string `json:"resource"`
+	Type     string `json:"resource_type"`
+}
+
+type uiMessage struct {
+	Type   string `json:"type"`
+	Change *struct {
+		Resource uiResource `json:"resource"`
+		Action   string     `json:"action"`
+	} `json:"change"`
+	Hook *struct {
+		Resource uiResource `json:"resource"`
+	} `json:"hook"`
+	Diagnostic *struct {
+		Severity string `json:"severity"`
+		Summary  string `json:"summary"`
+		Detail   string `json:"detail"`
+	} `json:"diagnostic"`
+}
+
+func (s *planStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.partial = append(s.partial, p...)
+	for {
+		i := bytes.IndexByte(s.partial, '\n')
+		if i < 0 {
+			break
+		}
+		s.line(s.partial[:i])
+		s.partial = s.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (s *planStream) line(b []byte) {
+	var m uiMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		// Not a UI message (a crash trace, say): keep it for the output tail.
+		_, _ = s.out.Write(append(append([]byte{}, b...), '\n'))
+		return
+	}
+	switch {
+	case m.Type == "planned_change" && m.Change != nil:
+		s.changed[m.Change.Resource.Addr] = resourceAction(m.Change.Resource, uiAction(m.Change.Action))
+	case m.Type == "refresh_complete" && m.Hook != nil:
+		s.seen[m.Hook.Resource.Addr] = resourceAction(m.Hook.Resource, engine.ActionNoOp)
+	case m.Type == "diagnostic" && m.Diagnostic != nil:
+		level := "Warning"
+		if m.Diagnostic.Severity == "error" {
+			level = "Error"
+		}
+		_, _ = io.WriteString(s.out, level+": "+m.Diagnostic.Summary+"\n\n"+m.Diagnostic.Detail+"\n")
+	}
+}
+
+func resourceAction(r uiResource, a engine.Action) engine.ResourceAction {
+	mode := "managed"
+	if strings.HasPrefix(r.Resource, "data.") {
+		mode = "data"
+	}
+	return engine.ResourceAction{Address: r.Addr, Type: r.Type, Mode: mode, Action: a}
+}
+
+// uiAction maps the UI's change actions to the engine's.
+func uiAction(a string) engine.Action {
+	switch a {
+	case "create":
+		return engine.ActionCreate
+	case "update":
+		return engine.ActionUpdate
+	case "delete":
+		return engine.ActionDelete
+	case "replace":
+		return engine.ActionReplace
+	case "read":
+		return engine.ActionRead
+	}
+	return engine.ActionNoOp
+}
+
+// result counts the changes and lists each instance's action in address order, as summarize
+// does for a `show -json` plan: managed instances always, data sources only when read at apply.
+func (s *planStream) result() (engine.Summary, []engine.ResourceAction) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := map[string]engine.ResourceAction{}
+	for a, r := range s.seen {
+		all[a] = r
+	}
+	for a, r := range s.changed {
+		all[a] = r
+	}
+	var sum engine.Summary
+	out := []engine.ResourceAction{}
+	for _, r := range all {
+		if r.Mode == "data" {
+			if r.Action == engine.ActionRead {
+				out = append(out, r)
+			}
+			continue
+		}
+		switch r.Action {
+		case engine.ActionCreate:
+			sum.Add++
+		case engine.ActionUpdate:
+			sum.Change++
+		case engine.ActionDelete:
+			sum.Destroy++
+		case engine.ActionReplace:
+			sum.Add++
+			sum.Destroy++
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return sum, out
+}
