@@ -41,6 +41,8 @@ type changeJSON struct {
 	CreateBeforeDestroy bool       `json:"createBeforeDestroy,omitempty"`
 	ReplacePaths        []string   `json:"replacePaths,omitempty"`
 	Deposed             string     `json:"deposed,omitempty"`
+	ImportID            string     `json:"importId,omitempty"`
+	Reason              string     `json:"reason,omitempty"`
 	Prior               *valueJSON `json:"prior,omitempty"`
 	Planned             *valueJSON `json:"planned,omitempty"`
 	PriorPrivate        []byte     `json:"priorPrivate,omitempty"`
@@ -84,7 +86,7 @@ func marshalPlan(p *Plan, renderedDigest string, serial uint64, lineage string) 
 	for _, c := range p.Changes {
 		cj := changeJSON{Addr: c.Addr, Res: c.Res, Mode: c.Mode, Type: c.Type, Name: c.Name, Key: c.Key, Action: c.Action,
 			ProviderKey: c.ProviderKey, Provider: c.Provider, Each: c.Each, CreateBeforeDestroy: c.CreateBeforeDestroy,
-			ReplacePaths: c.ReplacePaths, Deposed: c.Deposed, PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate}
+			ReplacePaths: c.ReplacePaths, Deposed: c.Deposed, ImportID: c.ImportID, Reason: c.Reason, PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate}
 		var err error
 		if cj.Prior, err = encodeValue(c.Prior); err != nil {
 			return nil, fmt.Errorf("plan artifact: %s: %w", c.Addr, err)
@@ -109,7 +111,7 @@ func unmarshalPlan(b []byte) (*planArtifact, *Plan, error) {
 	for _, cj := range art.Changes {
 		c := &Change{Addr: cj.Addr, Res: cj.Res, Mode: cj.Mode, Type: cj.Type, Name: cj.Name, Key: normalizeKey(cj.Key),
 			Action: cj.Action, ProviderKey: cj.ProviderKey, Provider: cj.Provider, Each: cj.Each,
-			CreateBeforeDestroy: cj.CreateBeforeDestroy, ReplacePaths: cj.ReplacePaths, Deposed: cj.Deposed,
+			CreateBeforeDestroy: cj.CreateBeforeDestroy, ReplacePaths: cj.ReplacePaths, Deposed: cj.Deposed, ImportID: cj.ImportID, Reason: cj.Reason,
 			PriorPrivate: cj.PriorPrivate, PlannedPrivate: cj.PlannedPrivate}
 		var err error
 		if c.Prior, err = decodeValue(cj.Prior); err != nil {

@@ -92,6 +92,9 @@ type Client interface {
 	// the provider says exists now.
 	ApplyResourceChange(ctx context.Context, typeName string, prior, planned, config cty.Value, plannedPrivate []byte) (cty.Value, []byte, error)
 	ReadDataSource(ctx context.Context, typeName string, config cty.Value) (cty.Value, error)
+	// ImportResourceState reads the existing object with the import id; the object of
+	// typeName is returned (a provider may return others too: they are not imported).
+	ImportResourceState(ctx context.Context, typeName, id string) (cty.Value, []byte, error)
 	// Stop asks the provider to cancel in-flight work.
 	Stop(ctx context.Context) error
 	// ProtocolVersion is 5 or 6.

@@ -367,3 +367,25 @@ func attribute5(a *tfplugin5.Schema_Attribute) (*Attribute, error) {
 	attr.Type = ty
 	return attr, nil
 }
+
+func (c *client5) ImportResourceState(ctx context.Context, typeName, id string) (cty.Value, []byte, error) {
+	s, err := c.resource(ctx, typeName)
+	if err != nil {
+		return cty.NilVal, nil, err
+	}
+	resp, err := c.rpc.ImportResourceState(ctx, &tfplugin5.ImportResourceState_Request{TypeName: typeName, Id: id, ClientCapabilities: caps5()})
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("importResourceState: %w", err)
+	}
+	if err := diagsErr("ImportResourceState", diags5(resp.GetDiagnostics())); err != nil {
+		return cty.NilVal, nil, err
+	}
+	for _, r := range resp.GetImportedResources() {
+		if r.GetTypeName() != typeName {
+			continue
+		}
+		v, err := undyn5(r.GetState(), s.Block.ImpliedType())
+		return v, r.GetPrivate(), err
+	}
+	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with id %q", typeName, id)
+}

@@ -372,3 +372,25 @@ func attribute6(a *tfplugin6.Schema_Attribute) (*Attribute, error) {
 	attr.Type = ty
 	return attr, nil
 }
+
+func (c *client6) ImportResourceState(ctx context.Context, typeName, id string) (cty.Value, []byte, error) {
+	s, err := c.resource(ctx, typeName)
+	if err != nil {
+		return cty.NilVal, nil, err
+	}
+	resp, err := c.rpc.ImportResourceState(ctx, &tfplugin6.ImportResourceState_Request{TypeName: typeName, Id: id, ClientCapabilities: caps6()})
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("importResourceState: %w", err)
+	}
+	if err := diagsErr("ImportResourceState", diags6(resp.GetDiagnostics())); err != nil {
+		return cty.NilVal, nil, err
+	}
+	for _, r := range resp.GetImportedResources() {
+		if r.GetTypeName() != typeName {
+			continue
+		}
+		v, err := undyn6(r.GetState(), s.Block.ImpliedType())
+		return v, r.GetPrivate(), err
+	}
+	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with id %q", typeName, id)
+}

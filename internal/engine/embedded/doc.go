@@ -48,8 +48,8 @@
 // Resources, data sources, providers (with aliases), variables (defaults only), locals and
 // outputs; count, for_each, depends_on; lifecycle create_before_destroy, prevent_destroy
 // ([PreventDestroyError]), ignore_changes (paths and all), replace_triggered_by,
-// preconditions and postconditions. Modules, moved, removed, check, import (parsed, not
-// carried out), provisioners and provider-defined functions are refused with a clear error;
+// preconditions and postconditions; import blocks (ImportResourceState, then plan). Modules,
+// moved, removed, check, provisioners and provider-defined functions are refused with a clear error;
 // provider version constraints are not read (the newest version in the mirror is used).
 // Deposed objects (left by an interrupted create-before-destroy replacement) are deleted by
 // the next apply, as Terraform does. docs/embedded-engine.md lists all of it with the reasons.

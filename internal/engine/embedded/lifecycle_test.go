@@ -132,3 +132,49 @@ func TestRunner_conditions(t *testing.T) {
 		t.Errorf("error = %v, want the postcondition's message", err)
 	}
 }
+
+func TestRunner_import(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	doc := `{"variable":{"id":{"default":"abc-123"}},
+	  "import":[{"to":"terraform_data.x","id":"${var.id}"},{"to":"terraform_data.each[\"k\"]","id":"k-1"}],
+	  "resource":{"terraform_data":{"x":{},"each":{"for_each":{"k":"v"},"input":"${each.value}"}}}}`
+	p, err := h.apply(t, doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.HasChanges() {
+		t.Error("an import-only plan has no changes")
+	}
+	want := map[string]Action{"terraform_data.x": NoOp, `terraform_data.each["k"]`: Update}
+	for addr, a := range want {
+		if got := actions(p)[addr]; got != a {
+			t.Errorf("%s: %s, want %s", addr, got, a)
+		}
+	}
+	if got := h.attr(t, "terraform_data.x", "id"); got != `"abc-123"` {
+		t.Errorf("imported id = %s", got)
+	}
+	if got := h.attr(t, `terraform_data.each["k"]`, "id"); got != `"k-1"` {
+		t.Errorf("imported id = %s", got)
+	}
+	// Once in state, the import blocks change nothing.
+	p, err = h.apply(t, doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasChanges() {
+		t.Errorf("second plan has changes: %v", actions(p))
+	}
+	bad := []struct{ doc, want string }{
+		{`{"import":[{"to":"terraform_data.nope","id":"a"}],"resource":{"terraform_data":{"x":{}}}}`, "import: to names undeclared terraform_data.nope"},
+		{`{"import":[{"to":"terraform_data.x[3]","id":"a"}],"resource":{"terraform_data":{"x":{"count":1}}}}`, "import: terraform_data.x[3] is not an instance of the configuration"},
+		{`{"import":[{"to":"terraform_data.x","id":"${terraform_data.y.id}"}],"resource":{"terraform_data":{"x":{},"y":{}}}}`, "an import id may refer only to variables and locals"},
+	}
+	for _, b := range bad {
+		h := newMemHarness(t, t.TempDir())
+		if _, err := h.apply(t, b.doc, nil); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("error = %v, want %q", err, b.want)
+		}
+	}
+}

@@ -3,10 +3,12 @@
 package embedded
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +135,55 @@ func TestEngine_tofuOracle(t *testing.T) {
 			t.Errorf("embedded destroyed %d, want %d", res.Destroyed, oracleInstances)
 		}
 	})
+}
+
+// TestEngine_importOracle: an import block imported by the embedded engine leaves the state
+// tofu would have written (tofu plans no changes and sees the same id), and the other way
+// round.
+func TestEngine_importOracle(t *testing.T) {
+	e := newEnv(t)
+	tf := e.tofuEngine()
+	doc := jsonDoc(t, map[string]any{
+		"import":   []any{map[string]any{"to": "terraform_data.x", "id": "imported-1"}},
+		"resource": map[string]any{"terraform_data": map[string]any{"x": map[string]any{}}},
+	})
+	idOf := func() string {
+		for _, r := range e.state().Resources {
+			for _, in := range r.Instances {
+				var m map[string]any
+				_ = json.Unmarshal(in.Attributes, &m)
+				s, _ := m["id"].(string)
+				return s
+			}
+		}
+		return ""
+	}
+	for _, order := range []struct {
+		name         string
+		first, check engine.Engine
+	}{{"embedded then tofu", e.eng, tf}, {"tofu then embedded", tf, e.eng}} {
+		t.Run(order.name, func(t *testing.T) {
+			e.key = state.Key{Namespace: "demo", Name: strings.ReplaceAll(order.name, " ", "-")}
+			rec, err := order.first.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+			if err != nil {
+				t.Fatalf("%s plan: %v", order.first.Name(), err)
+			}
+			if !rec.HasChanges {
+				t.Errorf("%s: an import plans no changes", order.first.Name())
+			}
+			if _, err := order.first.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"}); err != nil {
+				t.Fatalf("%s apply: %v", order.first.Name(), err)
+			}
+			if id := idOf(); id != "imported-1" {
+				t.Errorf("%s imported id %q", order.first.Name(), id)
+			}
+			rec, err = order.check.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+			if err != nil {
+				t.Fatalf("%s plan: %v", order.check.Name(), err)
+			}
+			if rec.HasChanges {
+				t.Errorf("%s plans changes after %s imported: %+v %v", order.check.Name(), order.first.Name(), rec.Summary, actionsOf(rec))
+			}
+		})
+	}
 }

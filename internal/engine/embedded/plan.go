@@ -53,6 +53,9 @@ type Change struct {
 	ReplacePaths []string
 	// Each is the resource's state "each" mode: "", "list" or "map".
 	Each string
+	// ImportID is set when the instance is imported (an import block) before this change:
+	// Prior is the imported object.
+	ImportID string
 	// Reason says why a replacement is planned (changed paths, taint, replace_triggered_by).
 	Reason string
 	// Deposed names an old object of a create-before-destroy replacement (a delete).
@@ -83,6 +86,9 @@ func (p *Plan) HasChanges() bool {
 		return true
 	}
 	for _, c := range p.Changes {
+		if c.ImportID != "" {
+			return true
+		}
 		switch c.Action {
 		case NoOp, Read, Forget:
 		default:
@@ -99,6 +105,9 @@ type planner struct {
 	prior *State
 	sess  *session
 	ev    *evalState
+	// imports are the import blocks by target instance address; importIDs their ids.
+	imports   map[string]*ImportConfig
+	importIDs map[string]string
 	// priorEv resolves references to the prior values (replace_triggered_by compares).
 	priorEv *evalState
 	deps    map[string][]string
@@ -137,6 +146,9 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		}
 		p.priorEv = newEvalState(p.cfg)
 		p.priorEv.vars = p.ev.vars
+		if err := p.evalImports(); err != nil {
+			return nil, err
+		}
 	}
 	byAddr := map[string]*ResourceConfig{}
 	for _, rc := range p.cfg.Resources {
@@ -181,6 +193,11 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 	}
 	if err := p.checkPreventDestroy(destroy); err != nil {
 		return nil, err
+	}
+	if !destroy {
+		if err := p.checkImportTargets(); err != nil {
+			return nil, err
+		}
 	}
 	plan := &Plan{Deps: allDeps, ProviderVersions: p.sess.providerVersions(), Destroy: destroy, Outputs: map[string]cty.Value{}}
 	sort.Slice(p.changes, func(i, j int) bool { return p.changes[i].Addr < p.changes[j].Addr })
@@ -539,6 +556,11 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			if in.Status == "tainted" && !prior.IsNull() {
 				replace, c.Reason = true, "the object is tainted"
 			}
+		} else if im := p.imports[c.Addr]; im != nil {
+			if prior, c.PriorPrivate, err = p.importObject(ctx, client, rc.Type, c.Addr, im); err != nil {
+				return err
+			}
+			c.ImportID = p.importIDs[c.Addr]
 		}
 		c.Prior = prior
 		priorVals[ks] = prior
@@ -769,4 +791,58 @@ func sameProviderOtherHost(a, b string) bool {
 		return rest
 	}
 	return strip(a) == strip(b)
+}
+
+// evalImports evaluates the import blocks' ids (variables and locals only).
+func (p *planner) evalImports() error {
+	p.imports, p.importIDs = map[string]*ImportConfig{}, map[string]string{}
+	for _, im := range p.cfg.Imports {
+		if _, dup := p.imports[im.To]; dup {
+			return fmt.Errorf("import: %s is the target of two import blocks", im.To)
+		}
+		v, err := p.ev.eval(im.ID, instance{}, "import "+im.To+": id")
+		if err != nil {
+			return err
+		}
+		v, _ = v.UnmarkDeep()
+		sv, err := convert.Convert(v, cty.String)
+		if err != nil || !sv.IsKnown() || sv.IsNull() || sv.AsString() == "" {
+			return fmt.Errorf("import %s: id must be a known, non-empty string", im.To)
+		}
+		p.imports[im.To], p.importIDs[im.To] = im, sv.AsString()
+	}
+	return nil
+}
+
+// importObject imports an instance that has no state yet (ImportResourceState, then a
+// refresh), as tofu plan does for an import block.
+func (p *planner) importObject(ctx context.Context, c Client, typ, addr string, _ *ImportConfig) (cty.Value, []byte, error) {
+	id := p.importIDs[addr]
+	v, priv, err := c.ImportResourceState(ctx, typ, id)
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("%s: import %q: %w", addr, id, err)
+	}
+	nv, npriv, err := c.ReadResource(ctx, typ, v, priv)
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("%s: import %q: %w", addr, id, err)
+	}
+	if nv.IsNull() {
+		return cty.NilVal, nil, fmt.Errorf("%s: import %q: the object does not exist", addr, id)
+	}
+	return nv, npriv, nil
+}
+
+// checkImportTargets fails when an import block names an instance the configuration does
+// not have (a count or for_each key it does not expand to).
+func (p *planner) checkImportTargets() error {
+	have := map[string]bool{}
+	for _, c := range p.changes {
+		have[c.Addr] = true
+	}
+	for _, to := range sortedKeys(p.imports) {
+		if !have[to] {
+			return fmt.Errorf("import: %s is not an instance of the configuration", to)
+		}
+	}
+	return nil
 }

@@ -1096,6 +1096,43 @@ func (*ApplyResourceChange) Descriptor() ([]byte, []int) {
 	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{17}
 }
 
+// ImportResourceState reads an existing object by its import id.
+type ImportResourceState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportResourceState) Reset() {
+	*x = ImportResourceState{}
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResourceState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResourceState) ProtoMessage() {}
+
+func (x *ImportResourceState) ProtoReflect() protoreflect.Message {
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResourceState.ProtoReflect.Descriptor instead.
+func (*ImportResourceState) Descriptor() ([]byte, []int) {
+	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{18}
+}
+
 // ReadDataSource reads a data source.
 type ReadDataSource struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1105,7 +1142,7 @@ type ReadDataSource struct {
 
 func (x *ReadDataSource) Reset() {
 	*x = ReadDataSource{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[18]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1154,7 @@ func (x *ReadDataSource) String() string {
 func (*ReadDataSource) ProtoMessage() {}
 
 func (x *ReadDataSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[18]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1167,7 @@ func (x *ReadDataSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDataSource.ProtoReflect.Descriptor instead.
 func (*ReadDataSource) Descriptor() ([]byte, []int) {
-	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{18}
+	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{19}
 }
 
 // One step of the path.
@@ -1148,7 +1185,7 @@ type AttributePath_Step struct {
 
 func (x *AttributePath_Step) Reset() {
 	*x = AttributePath_Step{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[19]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1197,7 @@ func (x *AttributePath_Step) String() string {
 func (*AttributePath_Step) ProtoMessage() {}
 
 func (x *AttributePath_Step) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[19]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1278,7 @@ type StopProvider_Request struct {
 
 func (x *StopProvider_Request) Reset() {
 	*x = StopProvider_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[20]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1290,7 @@ func (x *StopProvider_Request) String() string {
 func (*StopProvider_Request) ProtoMessage() {}
 
 func (x *StopProvider_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[20]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1316,7 @@ type StopProvider_Response struct {
 
 func (x *StopProvider_Response) Reset() {
 	*x = StopProvider_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[21]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1291,7 +1328,7 @@ func (x *StopProvider_Response) String() string {
 func (*StopProvider_Response) ProtoMessage() {}
 
 func (x *StopProvider_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[21]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1366,7 @@ type Schema_Block struct {
 
 func (x *Schema_Block) Reset() {
 	*x = Schema_Block{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[23]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1378,7 @@ func (x *Schema_Block) String() string {
 func (*Schema_Block) ProtoMessage() {}
 
 func (x *Schema_Block) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[23]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1457,7 @@ type Schema_Attribute struct {
 
 func (x *Schema_Attribute) Reset() {
 	*x = Schema_Attribute{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[24]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1432,7 +1469,7 @@ func (x *Schema_Attribute) String() string {
 func (*Schema_Attribute) ProtoMessage() {}
 
 func (x *Schema_Attribute) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[24]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +1576,7 @@ type Schema_NestedBlock struct {
 
 func (x *Schema_NestedBlock) Reset() {
 	*x = Schema_NestedBlock{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[25]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1588,7 @@ func (x *Schema_NestedBlock) String() string {
 func (*Schema_NestedBlock) ProtoMessage() {}
 
 func (x *Schema_NestedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[25]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1650,7 @@ type Schema_Object struct {
 
 func (x *Schema_Object) Reset() {
 	*x = Schema_Object{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[26]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1662,7 @@ func (x *Schema_Object) String() string {
 func (*Schema_Object) ProtoMessage() {}
 
 func (x *Schema_Object) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[26]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1701,7 @@ type GetProviderSchema_Request struct {
 
 func (x *GetProviderSchema_Request) Reset() {
 	*x = GetProviderSchema_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[27]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1713,7 @@ func (x *GetProviderSchema_Request) String() string {
 func (*GetProviderSchema_Request) ProtoMessage() {}
 
 func (x *GetProviderSchema_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[27]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +1744,7 @@ type GetProviderSchema_Response struct {
 
 func (x *GetProviderSchema_Response) Reset() {
 	*x = GetProviderSchema_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[28]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1756,7 @@ func (x *GetProviderSchema_Response) String() string {
 func (*GetProviderSchema_Response) ProtoMessage() {}
 
 func (x *GetProviderSchema_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[28]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +1824,7 @@ type ValidateProviderConfig_Request struct {
 
 func (x *ValidateProviderConfig_Request) Reset() {
 	*x = ValidateProviderConfig_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[31]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1836,7 @@ func (x *ValidateProviderConfig_Request) String() string {
 func (*ValidateProviderConfig_Request) ProtoMessage() {}
 
 func (x *ValidateProviderConfig_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[31]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +1869,7 @@ type ValidateProviderConfig_Response struct {
 
 func (x *ValidateProviderConfig_Response) Reset() {
 	*x = ValidateProviderConfig_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[32]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1881,7 @@ func (x *ValidateProviderConfig_Response) String() string {
 func (*ValidateProviderConfig_Response) ProtoMessage() {}
 
 func (x *ValidateProviderConfig_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[32]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +1916,7 @@ type UpgradeResourceState_Request struct {
 
 func (x *UpgradeResourceState_Request) Reset() {
 	*x = UpgradeResourceState_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[33]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +1928,7 @@ func (x *UpgradeResourceState_Request) String() string {
 func (*UpgradeResourceState_Request) ProtoMessage() {}
 
 func (x *UpgradeResourceState_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[33]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +1976,7 @@ type UpgradeResourceState_Response struct {
 
 func (x *UpgradeResourceState_Response) Reset() {
 	*x = UpgradeResourceState_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[34]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +1988,7 @@ func (x *UpgradeResourceState_Response) String() string {
 func (*UpgradeResourceState_Response) ProtoMessage() {}
 
 func (x *UpgradeResourceState_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[34]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2030,7 @@ type ValidateResourceConfig_Request struct {
 
 func (x *ValidateResourceConfig_Request) Reset() {
 	*x = ValidateResourceConfig_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[35]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2042,7 @@ func (x *ValidateResourceConfig_Request) String() string {
 func (*ValidateResourceConfig_Request) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[35]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2089,7 @@ type ValidateResourceConfig_Response struct {
 
 func (x *ValidateResourceConfig_Response) Reset() {
 	*x = ValidateResourceConfig_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[36]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2101,7 @@ func (x *ValidateResourceConfig_Response) String() string {
 func (*ValidateResourceConfig_Response) ProtoMessage() {}
 
 func (x *ValidateResourceConfig_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[36]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2135,7 @@ type ValidateDataResourceConfig_Request struct {
 
 func (x *ValidateDataResourceConfig_Request) Reset() {
 	*x = ValidateDataResourceConfig_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[37]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2110,7 +2147,7 @@ func (x *ValidateDataResourceConfig_Request) String() string {
 func (*ValidateDataResourceConfig_Request) ProtoMessage() {}
 
 func (x *ValidateDataResourceConfig_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[37]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2187,7 @@ type ValidateDataResourceConfig_Response struct {
 
 func (x *ValidateDataResourceConfig_Response) Reset() {
 	*x = ValidateDataResourceConfig_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[38]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2199,7 @@ func (x *ValidateDataResourceConfig_Response) String() string {
 func (*ValidateDataResourceConfig_Response) ProtoMessage() {}
 
 func (x *ValidateDataResourceConfig_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[38]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2234,7 @@ type ConfigureProvider_Request struct {
 
 func (x *ConfigureProvider_Request) Reset() {
 	*x = ConfigureProvider_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[39]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2209,7 +2246,7 @@ func (x *ConfigureProvider_Request) String() string {
 func (*ConfigureProvider_Request) ProtoMessage() {}
 
 func (x *ConfigureProvider_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[39]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2293,7 @@ type ConfigureProvider_Response struct {
 
 func (x *ConfigureProvider_Response) Reset() {
 	*x = ConfigureProvider_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[40]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2305,7 @@ func (x *ConfigureProvider_Response) String() string {
 func (*ConfigureProvider_Response) ProtoMessage() {}
 
 func (x *ConfigureProvider_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[40]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2342,7 @@ type ReadResource_Request struct {
 
 func (x *ReadResource_Request) Reset() {
 	*x = ReadResource_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[41]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2354,7 @@ func (x *ReadResource_Request) String() string {
 func (*ReadResource_Request) ProtoMessage() {}
 
 func (x *ReadResource_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[41]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2418,7 @@ type ReadResource_Response struct {
 
 func (x *ReadResource_Response) Reset() {
 	*x = ReadResource_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[42]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2393,7 +2430,7 @@ func (x *ReadResource_Response) String() string {
 func (*ReadResource_Response) ProtoMessage() {}
 
 func (x *ReadResource_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[42]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2490,7 @@ type PlanResourceChange_Request struct {
 
 func (x *PlanResourceChange_Request) Reset() {
 	*x = PlanResourceChange_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[43]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2502,7 @@ func (x *PlanResourceChange_Request) String() string {
 func (*PlanResourceChange_Request) ProtoMessage() {}
 
 func (x *PlanResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[43]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2582,7 @@ type PlanResourceChange_Response struct {
 
 func (x *PlanResourceChange_Response) Reset() {
 	*x = PlanResourceChange_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[44]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +2594,7 @@ func (x *PlanResourceChange_Response) String() string {
 func (*PlanResourceChange_Response) ProtoMessage() {}
 
 func (x *PlanResourceChange_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[44]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2631,7 +2668,7 @@ type ApplyResourceChange_Request struct {
 
 func (x *ApplyResourceChange_Request) Reset() {
 	*x = ApplyResourceChange_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[45]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2643,7 +2680,7 @@ func (x *ApplyResourceChange_Request) String() string {
 func (*ApplyResourceChange_Request) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[45]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2721,7 +2758,7 @@ type ApplyResourceChange_Response struct {
 
 func (x *ApplyResourceChange_Response) Reset() {
 	*x = ApplyResourceChange_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[46]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +2770,7 @@ func (x *ApplyResourceChange_Response) String() string {
 func (*ApplyResourceChange_Response) ProtoMessage() {}
 
 func (x *ApplyResourceChange_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[46]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,6 +2814,189 @@ func (x *ApplyResourceChange_Response) GetLegacyTypeSystem() bool {
 	return false
 }
 
+// The object to import.
+type ImportResourceState_Request struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	TypeName           string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
+	Id                 string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	ClientCapabilities *ClientCapabilities    `protobuf:"bytes,3,opt,name=client_capabilities,json=clientCapabilities,proto3" json:"client_capabilities,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ImportResourceState_Request) Reset() {
+	*x = ImportResourceState_Request{}
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResourceState_Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResourceState_Request) ProtoMessage() {}
+
+func (x *ImportResourceState_Request) ProtoReflect() protoreflect.Message {
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResourceState_Request.ProtoReflect.Descriptor instead.
+func (*ImportResourceState_Request) Descriptor() ([]byte, []int) {
+	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{18, 0}
+}
+
+func (x *ImportResourceState_Request) GetTypeName() string {
+	if x != nil {
+		return x.TypeName
+	}
+	return ""
+}
+
+func (x *ImportResourceState_Request) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ImportResourceState_Request) GetClientCapabilities() *ClientCapabilities {
+	if x != nil {
+		return x.ClientCapabilities
+	}
+	return nil
+}
+
+// One object the import found.
+type ImportResourceState_ImportedResource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TypeName      string                 `protobuf:"bytes,1,opt,name=type_name,json=typeName,proto3" json:"type_name,omitempty"`
+	State         *DynamicValue          `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Private       []byte                 `protobuf:"bytes,3,opt,name=private,proto3" json:"private,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportResourceState_ImportedResource) Reset() {
+	*x = ImportResourceState_ImportedResource{}
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResourceState_ImportedResource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResourceState_ImportedResource) ProtoMessage() {}
+
+func (x *ImportResourceState_ImportedResource) ProtoReflect() protoreflect.Message {
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResourceState_ImportedResource.ProtoReflect.Descriptor instead.
+func (*ImportResourceState_ImportedResource) Descriptor() ([]byte, []int) {
+	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{18, 1}
+}
+
+func (x *ImportResourceState_ImportedResource) GetTypeName() string {
+	if x != nil {
+		return x.TypeName
+	}
+	return ""
+}
+
+func (x *ImportResourceState_ImportedResource) GetState() *DynamicValue {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *ImportResourceState_ImportedResource) GetPrivate() []byte {
+	if x != nil {
+		return x.Private
+	}
+	return nil
+}
+
+// The objects found.
+type ImportResourceState_Response struct {
+	state             protoimpl.MessageState                  `protogen:"open.v1"`
+	ImportedResources []*ImportResourceState_ImportedResource `protobuf:"bytes,1,rep,name=imported_resources,json=importedResources,proto3" json:"imported_resources,omitempty"`
+	Diagnostics       []*Diagnostic                           `protobuf:"bytes,2,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	Deferred          *Deferred                               `protobuf:"bytes,3,opt,name=deferred,proto3" json:"deferred,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ImportResourceState_Response) Reset() {
+	*x = ImportResourceState_Response{}
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResourceState_Response) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResourceState_Response) ProtoMessage() {}
+
+func (x *ImportResourceState_Response) ProtoReflect() protoreflect.Message {
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResourceState_Response.ProtoReflect.Descriptor instead.
+func (*ImportResourceState_Response) Descriptor() ([]byte, []int) {
+	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{18, 2}
+}
+
+func (x *ImportResourceState_Response) GetImportedResources() []*ImportResourceState_ImportedResource {
+	if x != nil {
+		return x.ImportedResources
+	}
+	return nil
+}
+
+func (x *ImportResourceState_Response) GetDiagnostics() []*Diagnostic {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
+}
+
+func (x *ImportResourceState_Response) GetDeferred() *Deferred {
+	if x != nil {
+		return x.Deferred
+	}
+	return nil
+}
+
 // The configuration.
 type ReadDataSource_Request struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -2790,7 +3010,7 @@ type ReadDataSource_Request struct {
 
 func (x *ReadDataSource_Request) Reset() {
 	*x = ReadDataSource_Request{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[47]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2802,7 +3022,7 @@ func (x *ReadDataSource_Request) String() string {
 func (*ReadDataSource_Request) ProtoMessage() {}
 
 func (x *ReadDataSource_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[47]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2815,7 +3035,7 @@ func (x *ReadDataSource_Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDataSource_Request.ProtoReflect.Descriptor instead.
 func (*ReadDataSource_Request) Descriptor() ([]byte, []int) {
-	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{18, 0}
+	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{19, 0}
 }
 
 func (x *ReadDataSource_Request) GetTypeName() string {
@@ -2858,7 +3078,7 @@ type ReadDataSource_Response struct {
 
 func (x *ReadDataSource_Response) Reset() {
 	*x = ReadDataSource_Response{}
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[48]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +3090,7 @@ func (x *ReadDataSource_Response) String() string {
 func (*ReadDataSource_Response) ProtoMessage() {}
 
 func (x *ReadDataSource_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[48]
+	mi := &file_tfplugin6_tfplugin6_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +3103,7 @@ func (x *ReadDataSource_Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDataSource_Response.ProtoReflect.Descriptor instead.
 func (*ReadDataSource_Response) Descriptor() ([]byte, []int) {
-	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{18, 1}
+	return file_tfplugin6_tfplugin6_proto_rawDescGZIP(), []int{19, 1}
 }
 
 func (x *ReadDataSource_Response) GetState() *DynamicValue {
@@ -3106,7 +3326,20 @@ const file_tfplugin6_tfplugin6_proto_rawDesc = "" +
 	"\tnew_state\x18\x01 \x01(\v2\x17.tfplugin6.DynamicValueR\bnewState\x12\x18\n" +
 	"\aprivate\x18\x02 \x01(\fR\aprivate\x127\n" +
 	"\vdiagnostics\x18\x03 \x03(\v2\x15.tfplugin6.DiagnosticR\vdiagnostics\x12,\n" +
-	"\x12legacy_type_system\x18\x04 \x01(\bR\x10legacyTypeSystem\"\x9e\x03\n" +
+	"\x12legacy_type_system\x18\x04 \x01(\bR\x10legacyTypeSystem\"\xef\x03\n" +
+	"\x13ImportResourceState\x1a\x86\x01\n" +
+	"\aRequest\x12\x1b\n" +
+	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12N\n" +
+	"\x13client_capabilities\x18\x03 \x01(\v2\x1d.tfplugin6.ClientCapabilitiesR\x12clientCapabilities\x1ax\n" +
+	"\x10ImportedResource\x12\x1b\n" +
+	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12-\n" +
+	"\x05state\x18\x02 \x01(\v2\x17.tfplugin6.DynamicValueR\x05state\x12\x18\n" +
+	"\aprivate\x18\x03 \x01(\fR\aprivate\x1a\xd4\x01\n" +
+	"\bResponse\x12^\n" +
+	"\x12imported_resources\x18\x01 \x03(\v2/.tfplugin6.ImportResourceState.ImportedResourceR\x11importedResources\x127\n" +
+	"\vdiagnostics\x18\x02 \x03(\v2\x15.tfplugin6.DiagnosticR\vdiagnostics\x12/\n" +
+	"\bdeferred\x18\x03 \x01(\v2\x13.tfplugin6.DeferredR\bdeferred\"\x9e\x03\n" +
 	"\x0eReadDataSource\x1a\xe5\x01\n" +
 	"\aRequest\x12\x1b\n" +
 	"\ttype_name\x18\x01 \x01(\tR\btypeName\x12/\n" +
@@ -3120,7 +3353,7 @@ const file_tfplugin6_tfplugin6_proto_rawDesc = "" +
 	"\n" +
 	"StringKind\x12\t\n" +
 	"\x05PLAIN\x10\x00\x12\f\n" +
-	"\bMARKDOWN\x10\x012\xe4\b\n" +
+	"\bMARKDOWN\x10\x012\xcc\t\n" +
 	"\bProvider\x12`\n" +
 	"\x11GetProviderSchema\x12$.tfplugin6.GetProviderSchema.Request\x1a%.tfplugin6.GetProviderSchema.Response\x12o\n" +
 	"\x16ValidateProviderConfig\x12).tfplugin6.ValidateProviderConfig.Request\x1a*.tfplugin6.ValidateProviderConfig.Response\x12o\n" +
@@ -3130,7 +3363,8 @@ const file_tfplugin6_tfplugin6_proto_rawDesc = "" +
 	"\x11ConfigureProvider\x12$.tfplugin6.ConfigureProvider.Request\x1a%.tfplugin6.ConfigureProvider.Response\x12Q\n" +
 	"\fReadResource\x12\x1f.tfplugin6.ReadResource.Request\x1a .tfplugin6.ReadResource.Response\x12c\n" +
 	"\x12PlanResourceChange\x12%.tfplugin6.PlanResourceChange.Request\x1a&.tfplugin6.PlanResourceChange.Response\x12f\n" +
-	"\x13ApplyResourceChange\x12&.tfplugin6.ApplyResourceChange.Request\x1a'.tfplugin6.ApplyResourceChange.Response\x12W\n" +
+	"\x13ApplyResourceChange\x12&.tfplugin6.ApplyResourceChange.Request\x1a'.tfplugin6.ApplyResourceChange.Response\x12f\n" +
+	"\x13ImportResourceState\x12&.tfplugin6.ImportResourceState.Request\x1a'.tfplugin6.ImportResourceState.Response\x12W\n" +
 	"\x0eReadDataSource\x12!.tfplugin6.ReadDataSource.Request\x1a\".tfplugin6.ReadDataSource.Response\x12Q\n" +
 	"\fStopProvider\x12\x1f.tfplugin6.StopProvider.Request\x1a .tfplugin6.StopProvider.ResponseB\xa5\x01\n" +
 	"\rcom.tfplugin6B\x0eTfplugin6ProtoP\x01Z@github.com/lava-operator/lava/internal/engine/embedded/tfplugin6\xa2\x02\x03TXX\xaa\x02\tTfplugin6\xca\x02\tTfplugin6\xe2\x02\x15Tfplugin6\\GPBMetadata\xea\x02\tTfplugin6b\x06proto3"
@@ -3148,82 +3382,86 @@ func file_tfplugin6_tfplugin6_proto_rawDescGZIP() []byte {
 }
 
 var file_tfplugin6_tfplugin6_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_tfplugin6_tfplugin6_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_tfplugin6_tfplugin6_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_tfplugin6_tfplugin6_proto_goTypes = []any{
-	(StringKind)(0),                             // 0: tfplugin6.StringKind
-	(Diagnostic_Severity)(0),                    // 1: tfplugin6.Diagnostic.Severity
-	(Schema_NestedBlock_NestingMode)(0),         // 2: tfplugin6.Schema.NestedBlock.NestingMode
-	(Schema_Object_NestingMode)(0),              // 3: tfplugin6.Schema.Object.NestingMode
-	(Deferred_Reason)(0),                        // 4: tfplugin6.Deferred.Reason
-	(*DynamicValue)(nil),                        // 5: tfplugin6.DynamicValue
-	(*Diagnostic)(nil),                          // 6: tfplugin6.Diagnostic
-	(*AttributePath)(nil),                       // 7: tfplugin6.AttributePath
-	(*StopProvider)(nil),                        // 8: tfplugin6.StopProvider
-	(*RawState)(nil),                            // 9: tfplugin6.RawState
-	(*Schema)(nil),                              // 10: tfplugin6.Schema
-	(*ServerCapabilities)(nil),                  // 11: tfplugin6.ServerCapabilities
-	(*ClientCapabilities)(nil),                  // 12: tfplugin6.ClientCapabilities
-	(*Deferred)(nil),                            // 13: tfplugin6.Deferred
-	(*GetProviderSchema)(nil),                   // 14: tfplugin6.GetProviderSchema
-	(*ValidateProviderConfig)(nil),              // 15: tfplugin6.ValidateProviderConfig
-	(*UpgradeResourceState)(nil),                // 16: tfplugin6.UpgradeResourceState
-	(*ValidateResourceConfig)(nil),              // 17: tfplugin6.ValidateResourceConfig
-	(*ValidateDataResourceConfig)(nil),          // 18: tfplugin6.ValidateDataResourceConfig
-	(*ConfigureProvider)(nil),                   // 19: tfplugin6.ConfigureProvider
-	(*ReadResource)(nil),                        // 20: tfplugin6.ReadResource
-	(*PlanResourceChange)(nil),                  // 21: tfplugin6.PlanResourceChange
-	(*ApplyResourceChange)(nil),                 // 22: tfplugin6.ApplyResourceChange
-	(*ReadDataSource)(nil),                      // 23: tfplugin6.ReadDataSource
-	(*AttributePath_Step)(nil),                  // 24: tfplugin6.AttributePath.Step
-	(*StopProvider_Request)(nil),                // 25: tfplugin6.StopProvider.Request
-	(*StopProvider_Response)(nil),               // 26: tfplugin6.StopProvider.Response
-	nil,                                         // 27: tfplugin6.RawState.FlatmapEntry
-	(*Schema_Block)(nil),                        // 28: tfplugin6.Schema.Block
-	(*Schema_Attribute)(nil),                    // 29: tfplugin6.Schema.Attribute
-	(*Schema_NestedBlock)(nil),                  // 30: tfplugin6.Schema.NestedBlock
-	(*Schema_Object)(nil),                       // 31: tfplugin6.Schema.Object
-	(*GetProviderSchema_Request)(nil),           // 32: tfplugin6.GetProviderSchema.Request
-	(*GetProviderSchema_Response)(nil),          // 33: tfplugin6.GetProviderSchema.Response
-	nil,                                         // 34: tfplugin6.GetProviderSchema.Response.ResourceSchemasEntry
-	nil,                                         // 35: tfplugin6.GetProviderSchema.Response.DataSourceSchemasEntry
-	(*ValidateProviderConfig_Request)(nil),      // 36: tfplugin6.ValidateProviderConfig.Request
-	(*ValidateProviderConfig_Response)(nil),     // 37: tfplugin6.ValidateProviderConfig.Response
-	(*UpgradeResourceState_Request)(nil),        // 38: tfplugin6.UpgradeResourceState.Request
-	(*UpgradeResourceState_Response)(nil),       // 39: tfplugin6.UpgradeResourceState.Response
-	(*ValidateResourceConfig_Request)(nil),      // 40: tfplugin6.ValidateResourceConfig.Request
-	(*ValidateResourceConfig_Response)(nil),     // 41: tfplugin6.ValidateResourceConfig.Response
-	(*ValidateDataResourceConfig_Request)(nil),  // 42: tfplugin6.ValidateDataResourceConfig.Request
-	(*ValidateDataResourceConfig_Response)(nil), // 43: tfplugin6.ValidateDataResourceConfig.Response
-	(*ConfigureProvider_Request)(nil),           // 44: tfplugin6.ConfigureProvider.Request
-	(*ConfigureProvider_Response)(nil),          // 45: tfplugin6.ConfigureProvider.Response
-	(*ReadResource_Request)(nil),                // 46: tfplugin6.ReadResource.Request
-	(*ReadResource_Response)(nil),               // 47: tfplugin6.ReadResource.Response
-	(*PlanResourceChange_Request)(nil),          // 48: tfplugin6.PlanResourceChange.Request
-	(*PlanResourceChange_Response)(nil),         // 49: tfplugin6.PlanResourceChange.Response
-	(*ApplyResourceChange_Request)(nil),         // 50: tfplugin6.ApplyResourceChange.Request
-	(*ApplyResourceChange_Response)(nil),        // 51: tfplugin6.ApplyResourceChange.Response
-	(*ReadDataSource_Request)(nil),              // 52: tfplugin6.ReadDataSource.Request
-	(*ReadDataSource_Response)(nil),             // 53: tfplugin6.ReadDataSource.Response
+	(StringKind)(0),                              // 0: tfplugin6.StringKind
+	(Diagnostic_Severity)(0),                     // 1: tfplugin6.Diagnostic.Severity
+	(Schema_NestedBlock_NestingMode)(0),          // 2: tfplugin6.Schema.NestedBlock.NestingMode
+	(Schema_Object_NestingMode)(0),               // 3: tfplugin6.Schema.Object.NestingMode
+	(Deferred_Reason)(0),                         // 4: tfplugin6.Deferred.Reason
+	(*DynamicValue)(nil),                         // 5: tfplugin6.DynamicValue
+	(*Diagnostic)(nil),                           // 6: tfplugin6.Diagnostic
+	(*AttributePath)(nil),                        // 7: tfplugin6.AttributePath
+	(*StopProvider)(nil),                         // 8: tfplugin6.StopProvider
+	(*RawState)(nil),                             // 9: tfplugin6.RawState
+	(*Schema)(nil),                               // 10: tfplugin6.Schema
+	(*ServerCapabilities)(nil),                   // 11: tfplugin6.ServerCapabilities
+	(*ClientCapabilities)(nil),                   // 12: tfplugin6.ClientCapabilities
+	(*Deferred)(nil),                             // 13: tfplugin6.Deferred
+	(*GetProviderSchema)(nil),                    // 14: tfplugin6.GetProviderSchema
+	(*ValidateProviderConfig)(nil),               // 15: tfplugin6.ValidateProviderConfig
+	(*UpgradeResourceState)(nil),                 // 16: tfplugin6.UpgradeResourceState
+	(*ValidateResourceConfig)(nil),               // 17: tfplugin6.ValidateResourceConfig
+	(*ValidateDataResourceConfig)(nil),           // 18: tfplugin6.ValidateDataResourceConfig
+	(*ConfigureProvider)(nil),                    // 19: tfplugin6.ConfigureProvider
+	(*ReadResource)(nil),                         // 20: tfplugin6.ReadResource
+	(*PlanResourceChange)(nil),                   // 21: tfplugin6.PlanResourceChange
+	(*ApplyResourceChange)(nil),                  // 22: tfplugin6.ApplyResourceChange
+	(*ImportResourceState)(nil),                  // 23: tfplugin6.ImportResourceState
+	(*ReadDataSource)(nil),                       // 24: tfplugin6.ReadDataSource
+	(*AttributePath_Step)(nil),                   // 25: tfplugin6.AttributePath.Step
+	(*StopProvider_Request)(nil),                 // 26: tfplugin6.StopProvider.Request
+	(*StopProvider_Response)(nil),                // 27: tfplugin6.StopProvider.Response
+	nil,                                          // 28: tfplugin6.RawState.FlatmapEntry
+	(*Schema_Block)(nil),                         // 29: tfplugin6.Schema.Block
+	(*Schema_Attribute)(nil),                     // 30: tfplugin6.Schema.Attribute
+	(*Schema_NestedBlock)(nil),                   // 31: tfplugin6.Schema.NestedBlock
+	(*Schema_Object)(nil),                        // 32: tfplugin6.Schema.Object
+	(*GetProviderSchema_Request)(nil),            // 33: tfplugin6.GetProviderSchema.Request
+	(*GetProviderSchema_Response)(nil),           // 34: tfplugin6.GetProviderSchema.Response
+	nil,                                          // 35: tfplugin6.GetProviderSchema.Response.ResourceSchemasEntry
+	nil,                                          // 36: tfplugin6.GetProviderSchema.Response.DataSourceSchemasEntry
+	(*ValidateProviderConfig_Request)(nil),       // 37: tfplugin6.ValidateProviderConfig.Request
+	(*ValidateProviderConfig_Response)(nil),      // 38: tfplugin6.ValidateProviderConfig.Response
+	(*UpgradeResourceState_Request)(nil),         // 39: tfplugin6.UpgradeResourceState.Request
+	(*UpgradeResourceState_Response)(nil),        // 40: tfplugin6.UpgradeResourceState.Response
+	(*ValidateResourceConfig_Request)(nil),       // 41: tfplugin6.ValidateResourceConfig.Request
+	(*ValidateResourceConfig_Response)(nil),      // 42: tfplugin6.ValidateResourceConfig.Response
+	(*ValidateDataResourceConfig_Request)(nil),   // 43: tfplugin6.ValidateDataResourceConfig.Request
+	(*ValidateDataResourceConfig_Response)(nil),  // 44: tfplugin6.ValidateDataResourceConfig.Response
+	(*ConfigureProvider_Request)(nil),            // 45: tfplugin6.ConfigureProvider.Request
+	(*ConfigureProvider_Response)(nil),           // 46: tfplugin6.ConfigureProvider.Response
+	(*ReadResource_Request)(nil),                 // 47: tfplugin6.ReadResource.Request
+	(*ReadResource_Response)(nil),                // 48: tfplugin6.ReadResource.Response
+	(*PlanResourceChange_Request)(nil),           // 49: tfplugin6.PlanResourceChange.Request
+	(*PlanResourceChange_Response)(nil),          // 50: tfplugin6.PlanResourceChange.Response
+	(*ApplyResourceChange_Request)(nil),          // 51: tfplugin6.ApplyResourceChange.Request
+	(*ApplyResourceChange_Response)(nil),         // 52: tfplugin6.ApplyResourceChange.Response
+	(*ImportResourceState_Request)(nil),          // 53: tfplugin6.ImportResourceState.Request
+	(*ImportResourceState_ImportedResource)(nil), // 54: tfplugin6.ImportResourceState.ImportedResource
+	(*ImportResourceState_Response)(nil),         // 55: tfplugin6.ImportResourceState.Response
+	(*ReadDataSource_Request)(nil),               // 56: tfplugin6.ReadDataSource.Request
+	(*ReadDataSource_Response)(nil),              // 57: tfplugin6.ReadDataSource.Response
 }
 var file_tfplugin6_tfplugin6_proto_depIdxs = []int32{
 	1,  // 0: tfplugin6.Diagnostic.severity:type_name -> tfplugin6.Diagnostic.Severity
 	7,  // 1: tfplugin6.Diagnostic.attribute:type_name -> tfplugin6.AttributePath
-	24, // 2: tfplugin6.AttributePath.steps:type_name -> tfplugin6.AttributePath.Step
-	27, // 3: tfplugin6.RawState.flatmap:type_name -> tfplugin6.RawState.FlatmapEntry
-	28, // 4: tfplugin6.Schema.block:type_name -> tfplugin6.Schema.Block
+	25, // 2: tfplugin6.AttributePath.steps:type_name -> tfplugin6.AttributePath.Step
+	28, // 3: tfplugin6.RawState.flatmap:type_name -> tfplugin6.RawState.FlatmapEntry
+	29, // 4: tfplugin6.Schema.block:type_name -> tfplugin6.Schema.Block
 	4,  // 5: tfplugin6.Deferred.reason:type_name -> tfplugin6.Deferred.Reason
-	29, // 6: tfplugin6.Schema.Block.attributes:type_name -> tfplugin6.Schema.Attribute
-	30, // 7: tfplugin6.Schema.Block.block_types:type_name -> tfplugin6.Schema.NestedBlock
+	30, // 6: tfplugin6.Schema.Block.attributes:type_name -> tfplugin6.Schema.Attribute
+	31, // 7: tfplugin6.Schema.Block.block_types:type_name -> tfplugin6.Schema.NestedBlock
 	0,  // 8: tfplugin6.Schema.Block.description_kind:type_name -> tfplugin6.StringKind
-	31, // 9: tfplugin6.Schema.Attribute.nested_type:type_name -> tfplugin6.Schema.Object
+	32, // 9: tfplugin6.Schema.Attribute.nested_type:type_name -> tfplugin6.Schema.Object
 	0,  // 10: tfplugin6.Schema.Attribute.description_kind:type_name -> tfplugin6.StringKind
-	28, // 11: tfplugin6.Schema.NestedBlock.block:type_name -> tfplugin6.Schema.Block
+	29, // 11: tfplugin6.Schema.NestedBlock.block:type_name -> tfplugin6.Schema.Block
 	2,  // 12: tfplugin6.Schema.NestedBlock.nesting:type_name -> tfplugin6.Schema.NestedBlock.NestingMode
-	29, // 13: tfplugin6.Schema.Object.attributes:type_name -> tfplugin6.Schema.Attribute
+	30, // 13: tfplugin6.Schema.Object.attributes:type_name -> tfplugin6.Schema.Attribute
 	3,  // 14: tfplugin6.Schema.Object.nesting:type_name -> tfplugin6.Schema.Object.NestingMode
 	10, // 15: tfplugin6.GetProviderSchema.Response.provider:type_name -> tfplugin6.Schema
-	34, // 16: tfplugin6.GetProviderSchema.Response.resource_schemas:type_name -> tfplugin6.GetProviderSchema.Response.ResourceSchemasEntry
-	35, // 17: tfplugin6.GetProviderSchema.Response.data_source_schemas:type_name -> tfplugin6.GetProviderSchema.Response.DataSourceSchemasEntry
+	35, // 16: tfplugin6.GetProviderSchema.Response.resource_schemas:type_name -> tfplugin6.GetProviderSchema.Response.ResourceSchemasEntry
+	36, // 17: tfplugin6.GetProviderSchema.Response.data_source_schemas:type_name -> tfplugin6.GetProviderSchema.Response.DataSourceSchemasEntry
 	6,  // 18: tfplugin6.GetProviderSchema.Response.diagnostics:type_name -> tfplugin6.Diagnostic
 	10, // 19: tfplugin6.GetProviderSchema.Response.provider_meta:type_name -> tfplugin6.Schema
 	11, // 20: tfplugin6.GetProviderSchema.Response.server_capabilities:type_name -> tfplugin6.ServerCapabilities
@@ -3264,39 +3502,46 @@ var file_tfplugin6_tfplugin6_proto_depIdxs = []int32{
 	12, // 55: tfplugin6.ApplyResourceChange.Request.client_capabilities:type_name -> tfplugin6.ClientCapabilities
 	5,  // 56: tfplugin6.ApplyResourceChange.Response.new_state:type_name -> tfplugin6.DynamicValue
 	6,  // 57: tfplugin6.ApplyResourceChange.Response.diagnostics:type_name -> tfplugin6.Diagnostic
-	5,  // 58: tfplugin6.ReadDataSource.Request.config:type_name -> tfplugin6.DynamicValue
-	5,  // 59: tfplugin6.ReadDataSource.Request.provider_meta:type_name -> tfplugin6.DynamicValue
-	12, // 60: tfplugin6.ReadDataSource.Request.client_capabilities:type_name -> tfplugin6.ClientCapabilities
-	5,  // 61: tfplugin6.ReadDataSource.Response.state:type_name -> tfplugin6.DynamicValue
-	6,  // 62: tfplugin6.ReadDataSource.Response.diagnostics:type_name -> tfplugin6.Diagnostic
-	13, // 63: tfplugin6.ReadDataSource.Response.deferred:type_name -> tfplugin6.Deferred
-	32, // 64: tfplugin6.Provider.GetProviderSchema:input_type -> tfplugin6.GetProviderSchema.Request
-	36, // 65: tfplugin6.Provider.ValidateProviderConfig:input_type -> tfplugin6.ValidateProviderConfig.Request
-	40, // 66: tfplugin6.Provider.ValidateResourceConfig:input_type -> tfplugin6.ValidateResourceConfig.Request
-	42, // 67: tfplugin6.Provider.ValidateDataResourceConfig:input_type -> tfplugin6.ValidateDataResourceConfig.Request
-	38, // 68: tfplugin6.Provider.UpgradeResourceState:input_type -> tfplugin6.UpgradeResourceState.Request
-	44, // 69: tfplugin6.Provider.ConfigureProvider:input_type -> tfplugin6.ConfigureProvider.Request
-	46, // 70: tfplugin6.Provider.ReadResource:input_type -> tfplugin6.ReadResource.Request
-	48, // 71: tfplugin6.Provider.PlanResourceChange:input_type -> tfplugin6.PlanResourceChange.Request
-	50, // 72: tfplugin6.Provider.ApplyResourceChange:input_type -> tfplugin6.ApplyResourceChange.Request
-	52, // 73: tfplugin6.Provider.ReadDataSource:input_type -> tfplugin6.ReadDataSource.Request
-	25, // 74: tfplugin6.Provider.StopProvider:input_type -> tfplugin6.StopProvider.Request
-	33, // 75: tfplugin6.Provider.GetProviderSchema:output_type -> tfplugin6.GetProviderSchema.Response
-	37, // 76: tfplugin6.Provider.ValidateProviderConfig:output_type -> tfplugin6.ValidateProviderConfig.Response
-	41, // 77: tfplugin6.Provider.ValidateResourceConfig:output_type -> tfplugin6.ValidateResourceConfig.Response
-	43, // 78: tfplugin6.Provider.ValidateDataResourceConfig:output_type -> tfplugin6.ValidateDataResourceConfig.Response
-	39, // 79: tfplugin6.Provider.UpgradeResourceState:output_type -> tfplugin6.UpgradeResourceState.Response
-	45, // 80: tfplugin6.Provider.ConfigureProvider:output_type -> tfplugin6.ConfigureProvider.Response
-	47, // 81: tfplugin6.Provider.ReadResource:output_type -> tfplugin6.ReadResource.Response
-	49, // 82: tfplugin6.Provider.PlanResourceChange:output_type -> tfplugin6.PlanResourceChange.Response
-	51, // 83: tfplugin6.Provider.ApplyResourceChange:output_type -> tfplugin6.ApplyResourceChange.Response
-	53, // 84: tfplugin6.Provider.ReadDataSource:output_type -> tfplugin6.ReadDataSource.Response
-	26, // 85: tfplugin6.Provider.StopProvider:output_type -> tfplugin6.StopProvider.Response
-	75, // [75:86] is the sub-list for method output_type
-	64, // [64:75] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	12, // 58: tfplugin6.ImportResourceState.Request.client_capabilities:type_name -> tfplugin6.ClientCapabilities
+	5,  // 59: tfplugin6.ImportResourceState.ImportedResource.state:type_name -> tfplugin6.DynamicValue
+	54, // 60: tfplugin6.ImportResourceState.Response.imported_resources:type_name -> tfplugin6.ImportResourceState.ImportedResource
+	6,  // 61: tfplugin6.ImportResourceState.Response.diagnostics:type_name -> tfplugin6.Diagnostic
+	13, // 62: tfplugin6.ImportResourceState.Response.deferred:type_name -> tfplugin6.Deferred
+	5,  // 63: tfplugin6.ReadDataSource.Request.config:type_name -> tfplugin6.DynamicValue
+	5,  // 64: tfplugin6.ReadDataSource.Request.provider_meta:type_name -> tfplugin6.DynamicValue
+	12, // 65: tfplugin6.ReadDataSource.Request.client_capabilities:type_name -> tfplugin6.ClientCapabilities
+	5,  // 66: tfplugin6.ReadDataSource.Response.state:type_name -> tfplugin6.DynamicValue
+	6,  // 67: tfplugin6.ReadDataSource.Response.diagnostics:type_name -> tfplugin6.Diagnostic
+	13, // 68: tfplugin6.ReadDataSource.Response.deferred:type_name -> tfplugin6.Deferred
+	33, // 69: tfplugin6.Provider.GetProviderSchema:input_type -> tfplugin6.GetProviderSchema.Request
+	37, // 70: tfplugin6.Provider.ValidateProviderConfig:input_type -> tfplugin6.ValidateProviderConfig.Request
+	41, // 71: tfplugin6.Provider.ValidateResourceConfig:input_type -> tfplugin6.ValidateResourceConfig.Request
+	43, // 72: tfplugin6.Provider.ValidateDataResourceConfig:input_type -> tfplugin6.ValidateDataResourceConfig.Request
+	39, // 73: tfplugin6.Provider.UpgradeResourceState:input_type -> tfplugin6.UpgradeResourceState.Request
+	45, // 74: tfplugin6.Provider.ConfigureProvider:input_type -> tfplugin6.ConfigureProvider.Request
+	47, // 75: tfplugin6.Provider.ReadResource:input_type -> tfplugin6.ReadResource.Request
+	49, // 76: tfplugin6.Provider.PlanResourceChange:input_type -> tfplugin6.PlanResourceChange.Request
+	51, // 77: tfplugin6.Provider.ApplyResourceChange:input_type -> tfplugin6.ApplyResourceChange.Request
+	53, // 78: tfplugin6.Provider.ImportResourceState:input_type -> tfplugin6.ImportResourceState.Request
+	56, // 79: tfplugin6.Provider.ReadDataSource:input_type -> tfplugin6.ReadDataSource.Request
+	26, // 80: tfplugin6.Provider.StopProvider:input_type -> tfplugin6.StopProvider.Request
+	34, // 81: tfplugin6.Provider.GetProviderSchema:output_type -> tfplugin6.GetProviderSchema.Response
+	38, // 82: tfplugin6.Provider.ValidateProviderConfig:output_type -> tfplugin6.ValidateProviderConfig.Response
+	42, // 83: tfplugin6.Provider.ValidateResourceConfig:output_type -> tfplugin6.ValidateResourceConfig.Response
+	44, // 84: tfplugin6.Provider.ValidateDataResourceConfig:output_type -> tfplugin6.ValidateDataResourceConfig.Response
+	40, // 85: tfplugin6.Provider.UpgradeResourceState:output_type -> tfplugin6.UpgradeResourceState.Response
+	46, // 86: tfplugin6.Provider.ConfigureProvider:output_type -> tfplugin6.ConfigureProvider.Response
+	48, // 87: tfplugin6.Provider.ReadResource:output_type -> tfplugin6.ReadResource.Response
+	50, // 88: tfplugin6.Provider.PlanResourceChange:output_type -> tfplugin6.PlanResourceChange.Response
+	52, // 89: tfplugin6.Provider.ApplyResourceChange:output_type -> tfplugin6.ApplyResourceChange.Response
+	55, // 90: tfplugin6.Provider.ImportResourceState:output_type -> tfplugin6.ImportResourceState.Response
+	57, // 91: tfplugin6.Provider.ReadDataSource:output_type -> tfplugin6.ReadDataSource.Response
+	27, // 92: tfplugin6.Provider.StopProvider:output_type -> tfplugin6.StopProvider.Response
+	81, // [81:93] is the sub-list for method output_type
+	69, // [69:81] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_tfplugin6_tfplugin6_proto_init() }
@@ -3304,7 +3549,7 @@ func file_tfplugin6_tfplugin6_proto_init() {
 	if File_tfplugin6_tfplugin6_proto != nil {
 		return
 	}
-	file_tfplugin6_tfplugin6_proto_msgTypes[19].OneofWrappers = []any{
+	file_tfplugin6_tfplugin6_proto_msgTypes[20].OneofWrappers = []any{
 		(*AttributePath_Step_AttributeName)(nil),
 		(*AttributePath_Step_ElementKeyString)(nil),
 		(*AttributePath_Step_ElementKeyInt)(nil),
@@ -3315,7 +3560,7 @@ func file_tfplugin6_tfplugin6_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tfplugin6_tfplugin6_proto_rawDesc), len(file_tfplugin6_tfplugin6_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   49,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
