@@ -33,6 +33,8 @@ type Config struct {
 	Variables map[string]*VariableConfig
 	// Outputs are the output blocks by name.
 	Outputs map[string]*OutputConfig
+	// Requirements are terraform.required_providers by local name.
+	Requirements map[string]ProviderRequirement
 	// Imports are the import blocks, by target address.
 	Imports []*ImportConfig
 	// protected are resource addresses with prevent_destroy from the configuration a
@@ -166,7 +168,7 @@ func ParseConfig(rendered []byte) (*Config, error) {
 		var err error
 		switch blk.Type {
 		case "terraform":
-			// required_providers and the backend: engines add and read these themselves.
+			err = cfg.parseTerraform(blk)
 		case "provider":
 			err = cfg.parseProvider(blk)
 		case "variable":
@@ -220,6 +222,69 @@ func providerHash(rendered []byte) string {
 	_ = json.Unmarshal(rendered, &doc)
 	sum := sha256.Sum256(doc.Provider)
 	return hex.EncodeToString(sum[:])
+}
+
+// ProviderRequirement is one entry of terraform.required_providers.
+type ProviderRequirement struct {
+	// Source is the provider's source address ("hashicorp/local"; "" for the default).
+	Source string
+	// Version is the version constraint ("~> 1.4"; "" for any).
+	Version string
+}
+
+var terraformSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "required_providers"}}}
+
+// parseTerraform reads required_providers (source and version constraints); the rest of the
+// terraform block (backend, required_version) belongs to the engines and is ignored.
+func (c *Config) parseTerraform(blk *hcl.Block) error {
+	content, _, diags := blk.Body.PartialContent(terraformSchema)
+	if diags.HasErrors() {
+		return diagError("terraform", diags)
+	}
+	for _, rp := range content.Blocks {
+		attrs, diags := rp.Body.JustAttributes()
+		if diags.HasErrors() {
+			return diagError("terraform.required_providers", diags)
+		}
+		for name, a := range attrs {
+			v, diags := a.Expr.Value(nil)
+			if diags.HasErrors() {
+				return diagError("terraform.required_providers."+name, diags)
+			}
+			var req ProviderRequirement
+			switch {
+			case v.Type() == cty.String && !v.IsNull():
+				req.Version = v.AsString()
+			case v.Type().IsObjectType() && !v.IsNull():
+				for _, k := range []string{"source", "version"} {
+					if !v.Type().HasAttribute(k) {
+						continue
+					}
+					x := v.GetAttr(k)
+					if x.Type() != cty.String || x.IsNull() {
+						return fmt.Errorf("terraform.required_providers.%s.%s: want a string", name, k)
+					}
+					if k == "source" {
+						req.Source = x.AsString()
+					} else {
+						req.Version = x.AsString()
+					}
+				}
+			default:
+				return fmt.Errorf("terraform.required_providers.%s: want an object with source and version", name)
+			}
+			if req.Version != "" {
+				if _, err := parseConstraint(req.Version); err != nil {
+					return fmt.Errorf("terraform.required_providers.%s.version: %q: %w", name, req.Version, err)
+				}
+			}
+			if c.Requirements == nil {
+				c.Requirements = map[string]ProviderRequirement{}
+			}
+			c.Requirements[name] = req
+		}
+	}
+	return nil
 }
 
 var providerSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "alias"}, {Name: "version"}}}

@@ -50,7 +50,8 @@
 // ([PreventDestroyError]), ignore_changes (paths and all), replace_triggered_by,
 // preconditions and postconditions; import blocks (ImportResourceState, then plan). Modules,
 // moved, removed, check, provisioners and provider-defined functions are refused with a clear error;
-// provider version constraints are not read (the newest version in the mirror is used).
+// required_providers version constraints (hashicorp/go-version) pick the newest matching
+// version in the mirror.
 // Deposed objects (left by an interrupted create-before-destroy replacement) are deleted by
 // the next apply, as Terraform does. docs/embedded-engine.md lists all of it with the reasons.
 package embedded

@@ -354,8 +354,19 @@ func TestMirror_Find(t *testing.T) {
 	if _, v, err := m.Find(addr, ""); err != nil || v != "1.10.0" {
 		t.Errorf("newest = %q, %v; want 1.10.0 (found under the other registry host)", v, err)
 	}
-	if _, v, err := m.Find(addr, "=1.4.0"); err != nil || v != "1.4.0" {
-		t.Errorf("pinned = %q, %v", v, err)
+	mk("registry.terraform.io", "1.5.2")
+	mk("registry.terraform.io", "2.0.0-beta1")
+	for constraint, want := range map[string]string{"=1.4.0": "1.4.0", "1.4.0": "1.4.0", "v1.4.0": "1.4.0",
+		"~> 1.4": "1.10.0", "~> 1.4.0": "1.4.0", ">= 1.5, < 1.10": "1.5.2", "< 1.5": "1.4.0", "2.0.0-beta1": "2.0.0-beta1"} {
+		if _, v, err := m.Find(addr, constraint); err != nil || v != want {
+			t.Errorf("%q = %q, %v; want %s", constraint, v, err, want)
+		}
+	}
+	if _, _, err := m.Find(addr, ">= 3.0"); !errors.Is(err, ErrProviderNotFound) || !strings.Contains(err.Error(), "version >= 3.0") {
+		t.Errorf(">= 3.0: %v, want ErrProviderNotFound naming the constraint", err)
+	}
+	if _, _, err := m.Find(addr, "not a version"); err == nil || errors.Is(err, ErrProviderNotFound) {
+		t.Errorf("bad constraint: %v", err)
 	}
 	aws, _ := ParseProviderSource("aws")
 	if _, _, err := m.Find(aws, ""); !errors.Is(err, ErrProviderNotFound) {

@@ -178,3 +178,29 @@ func TestRunner_import(t *testing.T) {
 		}
 	}
 }
+
+// TestRunner_requiredProviders: terraform.required_providers' source and version constraint
+// select the provider: a constraint the mirror cannot meet fails the plan naming it.
+func TestRunner_requiredProviders(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	doc := `{"terraform":{"required_providers":{"local":{"source":"hashicorp/local","version":"~> 9.0"}}},
+	  "resource":{"local_file":{"a":{"filename":"/nonexistent/a","content":"x"}}}}`
+	_, err := h.apply(t, doc, nil)
+	if !errors.Is(err, ErrProviderNotFound) || !strings.Contains(err.Error(), "hashicorp/local (~> 9.0)") {
+		t.Errorf("error = %v, want the missing hashicorp/local (~> 9.0)", err)
+	}
+	cfg, err := ParseConfig([]byte(`{"terraform":{"required_providers":{"kit":{"source":"example/testkit","version":">= 0.1"},"aws":"~> 5.0"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ProviderRequirement{"kit": {Source: "example/testkit", Version: ">= 0.1"}, "aws": {Version: "~> 5.0"}}
+	for k, v := range want {
+		if cfg.Requirements[k] != v {
+			t.Errorf("%s = %+v, want %+v", k, cfg.Requirements[k], v)
+		}
+	}
+	if _, err := ParseConfig([]byte(`{"terraform":{"required_providers":{"x":{"version":"banana"}}}}`)); err == nil || !strings.Contains(err.Error(), `terraform.required_providers.x.version: "banana"`) {
+		t.Errorf("bad constraint: %v", err)
+	}
+}

@@ -6,8 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
+
+	"github.com/hashicorp/go-version"
 )
 
 // defaultHosts are the registry hosts searched, in order; the first is the default host.
@@ -60,15 +61,19 @@ type Mirror struct {
 	Dir string
 }
 
-// Find returns the executable and version of the provider. version "" picks the newest;
-// otherwise it must match exactly (an optional leading "=" or "v" is ignored). When addr's
-// host has no copy, the other well-known registry host is tried, since mirrors often hold
-// both. The error wraps [ErrProviderNotFound].
-func (m Mirror) Find(addr ProviderAddr, version string) (path, found string, err error) {
+// Find returns the executable and version of the provider: the newest version in the mirror
+// that meets the version constraint (hashicorp/go-version syntax, as required_providers
+// writes it: "~> 1.4", ">= 1.2, < 2.0", "1.4.0"; "" allows any). When addr's host has no
+// match, the other well-known registry host is tried, since mirrors often hold both. A bad
+// constraint is an error; a provider with no matching version wraps [ErrProviderNotFound].
+func (m Mirror) Find(addr ProviderAddr, constraint string) (path, found string, err error) {
 	if m.Dir == "" {
 		return "", "", fmt.Errorf("%s: no provider directory configured: %w", addr, ErrProviderNotFound)
 	}
-	want := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(version), "="), "v")
+	want, err := parseConstraint(constraint)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: version constraint %q: %w", addr, constraint, err)
+	}
 	hosts := []string{addr.Host}
 	for _, h := range defaultHosts() {
 		if h != addr.Host {
@@ -82,28 +87,28 @@ func (m Mirror) Find(addr ProviderAddr, version string) (path, found string, err
 		if err != nil {
 			continue
 		}
-		best := ""
+		var best *version.Version
 		bestPath := ""
 		for _, e := range entries {
-			v := e.Name()
-			if want != "" && v != want {
+			v, err := version.NewVersion(e.Name())
+			if err != nil || !want.Check(v) {
 				continue
 			}
-			exe := findExecutable(filepath.Join(base, v, platform), addr.Type)
+			exe := findExecutable(filepath.Join(base, e.Name(), platform), addr.Type)
 			if exe == "" {
 				continue
 			}
-			if best == "" || compareVersions(v, best) > 0 {
+			if best == nil || v.GreaterThan(best) {
 				best, bestPath = v, exe
 			}
 		}
-		if best != "" {
-			return bestPath, best, nil
+		if best != nil {
+			return bestPath, best.Original(), nil
 		}
 	}
 	v := ""
-	if want != "" {
-		v = " version " + want
+	if strings.TrimSpace(constraint) != "" {
+		v = " version " + strings.TrimSpace(constraint)
 	}
 	return "", "", fmt.Errorf("%s%s for %s not in %s: %w", addr, v, platform, m.Dir, ErrProviderNotFound)
 }
@@ -125,29 +130,15 @@ func findExecutable(dir, typ string) string {
 	return ""
 }
 
-// compareVersions compares dotted numeric versions ("1.4.0" < "1.10.0"); a non-numeric part
-// (pre-release) compares as text.
-func compareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) || i < len(pb); i++ {
-		var x, y string
-		if i < len(pa) {
-			x = pa[i]
-		}
-		if i < len(pb) {
-			y = pb[i]
-		}
-		nx, ex := strconv.Atoi(x)
-		ny, ey := strconv.Atoi(y)
-		switch {
-		case ex == nil && ey == nil && nx != ny:
-			if nx < ny {
-				return -1
-			}
-			return 1
-		case (ex != nil || ey != nil) && x != y:
-			return strings.Compare(x, y)
-		}
+// parseConstraint reads a version constraint; "" allows every version. A bare version may
+// carry a leading "v".
+func parseConstraint(c string) (version.Constraints, error) {
+	c = strings.TrimSpace(c)
+	if c == "" {
+		c = ">= 0.0.0"
 	}
-	return 0
+	if strings.HasPrefix(c, "v") {
+		c = c[1:]
+	}
+	return version.NewConstraint(c)
 }

@@ -39,12 +39,18 @@ func (s *session) addrOf(local string) (ProviderAddr, error) {
 	if local == "terraform" {
 		return BuiltinAddr(), nil
 	}
-	src := s.sources[local]
+	src := s.cfg.Requirements[local].Source
+	if src == "" {
+		src = s.sources[local]
+	}
 	if src == "" {
 		src = "hashicorp/" + local
 	}
 	return ParseProviderSource(src)
 }
+
+// constraint is the version constraint of a local name (required_providers; "" for any).
+func (s *session) constraint(local string) string { return s.cfg.Requirements[local].Version }
 
 // missing returns the sources of every provider the configuration (and the given state)
 // needs that the mirror does not have.
@@ -73,10 +79,10 @@ func (s *session) missing(st *State) []string {
 			out = append(out, l)
 			continue
 		}
-		if _, _, err := s.pool.mirror.Find(addr, ""); err != nil {
-			src := s.sources[l]
-			if src == "" {
-				src = "hashicorp/" + l
+		if _, _, err := s.pool.mirror.Find(addr, s.constraint(l)); err != nil {
+			src := addr.Namespace + "/" + addr.Type
+			if c := s.constraint(l); c != "" {
+				src += " (" + c + ")"
 			}
 			out = append(out, src)
 		}
@@ -160,7 +166,7 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 		}
 		return c.Configure(ctx, cfgVal)
 	}
-	l, err := s.pool.Get(ctx, addr, "", hex.EncodeToString(sum[:]), configure)
+	l, err := s.pool.Get(ctx, addr, s.constraint(local), hex.EncodeToString(sum[:]), configure)
 	if err != nil {
 		return nil, addr, err
 	}
