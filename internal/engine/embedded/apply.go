@@ -66,8 +66,9 @@ func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources ma
 	return p.run(ctx, destroy)
 }
 
-// Persist saves a state snapshot durably; Apply calls it after every change.
-type Persist func(ctx context.Context, st *State) error
+// Persist saves a state snapshot (state v4 JSON, not retained by the caller) durably; Apply
+// calls it after every change.
+type Persist func(ctx context.Context, body []byte) error
 
 // applier carries out a plan.
 type applier struct {
@@ -582,11 +583,7 @@ func (a *applier) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, err := ParseState(b)
-	if err != nil {
-		return err
-	}
-	if err := a.persist(ctx, snap); err != nil {
+	if err := a.persist(ctx, b); err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	a.saved = ver

@@ -81,7 +81,11 @@ func newMemHarness(t *testing.T, dir string) *memHarness {
 	return &memHarness{r: NewRunner(pool, 4, nil)}
 }
 
-func (h *memHarness) persist(_ context.Context, st *State) error {
+func (h *memHarness) persist(_ context.Context, body []byte) error {
+	st, err := ParseState(body)
+	if err != nil {
+		return err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.state = st
@@ -503,7 +507,7 @@ func BenchmarkRunner_terraformData20(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := r.Apply(b.Context(), cfg, p, nil, nil, func(_ context.Context, s *State) error { st = s; return nil }, nil); err != nil {
+		if _, err := r.Apply(b.Context(), cfg, p, nil, nil, func(_ context.Context, b []byte) error { var err error; st, err = ParseState(b); return err }, nil); err != nil {
 			b.Fatal(err)
 		}
 		if len(st.Resources) != 20 {

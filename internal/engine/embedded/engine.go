@@ -55,6 +55,58 @@ type Engine struct {
 	// an entry never goes stale); at most maxConfigs, cleared when full.
 	cfgMu   sync.Mutex
 	configs map[string]*Config
+	// bodies is the last state body this engine wrote or read per state key, with its
+	// digest: a plan reads only the state record when the digest still matches.
+	bodies map[state.Key]cachedBody
+	plans  map[string]cachedPlan
+}
+
+// cachedPlan is a plan this engine made, by its artifact digest (content addressed: the
+// artifact decodes to the same plan), so an apply in the same process skips reading it back.
+type cachedPlan struct {
+	art  *planArtifact
+	plan *Plan
+}
+
+const maxPlans = 64
+
+// loadPlan returns the plan of an artifact digest: from the cache, else read and decoded.
+func (e *Engine) loadPlan(ctx context.Context, digest string) (*planArtifact, *Plan, error) {
+	e.cfgMu.Lock()
+	c, ok := e.plans[digest]
+	delete(e.plans, digest)
+	e.cfgMu.Unlock()
+	if ok {
+		return c.art, c.plan, nil
+	}
+	body, err := e.readArtifact(ctx, digest)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read plan artifact: %w", err)
+	}
+	return unmarshalPlan(body)
+}
+
+type cachedBody struct {
+	digest string
+	body   []byte
+}
+
+// maxCachedBody bounds the state bodies kept (bytes each); maxBodies the keys.
+const (
+	maxCachedBody = 1 << 20
+	maxBodies     = 256
+)
+
+func (e *Engine) cacheBody(key state.Key, digest string, body []byte) {
+	if len(body) > maxCachedBody || digest == "" {
+		return
+	}
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	if e.bodies == nil || len(e.bodies) >= maxBodies {
+		e.bodies = map[state.Key]cachedBody{}
+	}
+	e.bodies[key] = cachedBody{digest: digest, body: body}
 }
 
 const maxConfigs = 64
@@ -101,13 +153,30 @@ func (e *Engine) readArtifact(ctx context.Context, digest string) ([]byte, error
 
 // loadState returns the current state, nil when there is none.
 func (e *Engine) loadState(ctx context.Context, key state.Key) (*State, error) {
-	_, body, err := e.opts.Store.Body(ctx, key)
+	rec, err := e.opts.Store.Get(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	if !rec.HasState() {
+		return nil, nil
+	}
+	e.cfgMu.Lock()
+	c, ok := e.bodies[key]
+	e.cfgMu.Unlock()
+	if ok && c.digest == rec.Digest {
+		return ParseState(c.body)
+	}
+	rec, body, err := e.opts.Store.Body(ctx, key)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.cacheBody(key, rec.Digest, body)
 	return ParseState(body)
 }
 
@@ -199,6 +268,12 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err != nil {
 		return nil, fmt.Errorf("store plan artifact: %w", err)
 	}
+	e.cfgMu.Lock()
+	if e.plans == nil || len(e.plans) >= maxPlans {
+		e.plans = map[string]cachedPlan{}
+	}
+	e.plans[digest] = cachedPlan{art: &planArtifact{RenderedDigest: req.RenderedDigest, StateSerial: serial, StateLineage: lineage}, plan: p}
+	e.cfgMu.Unlock()
 	tgt := req.Target
 	tgt.Redact, tgt.Holder = nil, ""
 	rec := &engine.PlanRecord{
@@ -253,15 +328,12 @@ func (e *Engine) lockState(ctx context.Context, key state.Key, holder, op string
 }
 
 func (e *Engine) persister(key state.Key, lockID string, last *state.Record) Persist {
-	return func(ctx context.Context, st *State) error {
-		b, err := st.Marshal()
-		if err != nil {
-			return err
-		}
+	return func(ctx context.Context, b []byte) error {
 		rec, err := e.opts.Store.Put(ctx, key, b, lockID)
 		if err != nil {
 			return err
 		}
+		e.cacheBody(key, rec.Digest, b)
 		*last = rec
 		return nil
 	}
@@ -298,11 +370,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 		return nil, &engine.PlanStaleError{PlanID: rec.PlanID, PlannedSerial: rec.StateSerial, CurrentSerial: serial,
 			PlannedLineage: rec.StateLineage, CurrentLineage: lineage}
 	}
-	body, err := e.readArtifact(ctx, rec.PlanDigest)
-	if err != nil {
-		return nil, fmt.Errorf("read plan artifact: %w", err)
-	}
-	art, plan, err := unmarshalPlan(body)
+	art, plan, err := e.loadPlan(ctx, rec.PlanDigest)
 	if err != nil {
 		return nil, err
 	}

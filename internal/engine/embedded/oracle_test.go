@@ -4,6 +4,7 @@ package embedded
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -34,12 +35,22 @@ func (e *env) tofuEngine() *tofu.Engine {
 		BackendURL: "http://" + ln.Addr().String(), BackendPassword: "pw",
 		Store: e.store, Artifacts: e.art,
 		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+		Logger:   debugLogger(),
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { _ = eng.Close() })
 	return eng
+}
+
+// debugLogger logs the tofu engine's steps with their durations when LAVA_ENGINE_DEBUG is
+// set (as the tofu package's harness does); nil otherwise.
+func debugLogger() *slog.Logger {
+	if os.Getenv("LAVA_ENGINE_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // oracleInstances is how many resource instances oracleDoc has.

@@ -271,7 +271,14 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	// `plan -json` first asks the CLI for its version (terraform-exec checks it supports
+	// -json, once per handle): start that now, so it overlaps preparing the workspace.
+	verDone := make(chan struct{})
+	go func() {
+		defer close(verDone)
+		_, _, _ = r.tf.Version(ctx, false)
+	}()
+	defer func() { <-verDone; r.close() }()
 	ws, err := e.prepare(ctx, r, req.Target)
 	if err != nil {
 		return nil, err
