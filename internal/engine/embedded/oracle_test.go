@@ -26,7 +26,16 @@ func (e *env) tofuEngine() *tofu.Engine {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv := &http.Server{Handler: state.NewHandler(e.store, state.HandlerOptions{Password: "pw"}), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = state.NewHandler(e.store, state.HandlerOptions{Password: "pw"})
+	if log := debugLogger(); log != nil {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			inner.ServeHTTP(w, r)
+			log.Debug("backend request", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start))
+		})
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	e.t.Cleanup(func() { _ = srv.Close() })
 	eng, err := tofu.New(tofu.Config{
