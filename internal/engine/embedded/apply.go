@@ -113,7 +113,17 @@ func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 	}
 	sess := newSession(r.pool, cfg, sources)
 	defer sess.close()
+	if len(plan.Moves) > 0 {
+		moved, done := applyMoves(st, plan.Moves)
+		if len(done) != len(plan.Moves) {
+			return nil, fmt.Errorf("apply: the moves %v no longer match the state (the state changed since planning)", plan.Moves)
+		}
+		st = moved
+	}
 	a := &applier{r: r, cfg: cfg, plan: plan, sess: sess, ev: newEvalState(cfg), persist: persist, st: st, secrets: secrets}
+	if len(plan.Moves) > 0 {
+		a.ver++
+	}
 	err := a.run(ctx)
 	if perr := a.save(context.WithoutCancel(ctx)); perr != nil {
 		err = errors.Join(err, perr)

@@ -25,6 +25,7 @@ type planArtifact struct {
 	OutputsChanged   bool                `json:"outputsChanged,omitempty"`
 	ProviderVersions map[string]string   `json:"providerVersions"`
 	Changes          []changeJSON        `json:"changes"`
+	Moves            []Move              `json:"moves,omitempty"`
 }
 
 type changeJSON struct {
@@ -42,6 +43,7 @@ type changeJSON struct {
 	ReplacePaths        []string   `json:"replacePaths,omitempty"`
 	Deposed             string     `json:"deposed,omitempty"`
 	ImportID            string     `json:"importId,omitempty"`
+	Removed             bool       `json:"removed,omitempty"`
 	Reason              string     `json:"reason,omitempty"`
 	Prior               *valueJSON `json:"prior,omitempty"`
 	Planned             *valueJSON `json:"planned,omitempty"`
@@ -82,11 +84,11 @@ func decodeValue(j *valueJSON) (cty.Value, error) {
 
 func marshalPlan(p *Plan, renderedDigest string, serial uint64, lineage string) ([]byte, error) {
 	art := planArtifact{Format: planFormat, RenderedDigest: renderedDigest, StateSerial: serial, StateLineage: lineage,
-		Destroy: p.Destroy, Deps: p.Deps, OutputsChanged: p.OutputsChanged, ProviderVersions: p.ProviderVersions}
+		Destroy: p.Destroy, Deps: p.Deps, OutputsChanged: p.OutputsChanged, ProviderVersions: p.ProviderVersions, Moves: p.Moves}
 	for _, c := range p.Changes {
 		cj := changeJSON{Addr: c.Addr, Res: c.Res, Mode: c.Mode, Type: c.Type, Name: c.Name, Key: c.Key, Action: c.Action,
 			ProviderKey: c.ProviderKey, Provider: c.Provider, Each: c.Each, CreateBeforeDestroy: c.CreateBeforeDestroy,
-			ReplacePaths: c.ReplacePaths, Deposed: c.Deposed, ImportID: c.ImportID, Reason: c.Reason, PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate}
+			ReplacePaths: c.ReplacePaths, Deposed: c.Deposed, ImportID: c.ImportID, Removed: c.Removed, Reason: c.Reason, PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate}
 		var err error
 		if cj.Prior, err = encodeValue(c.Prior); err != nil {
 			return nil, fmt.Errorf("plan artifact: %s: %w", c.Addr, err)
@@ -107,11 +109,11 @@ func unmarshalPlan(b []byte) (*planArtifact, *Plan, error) {
 	if art.Format != planFormat {
 		return nil, nil, fmt.Errorf("plan artifact: format %q, want %q", art.Format, planFormat)
 	}
-	p := &Plan{Deps: art.Deps, OutputsChanged: art.OutputsChanged, ProviderVersions: art.ProviderVersions, Destroy: art.Destroy}
+	p := &Plan{Deps: art.Deps, OutputsChanged: art.OutputsChanged, ProviderVersions: art.ProviderVersions, Destroy: art.Destroy, Moves: art.Moves}
 	for _, cj := range art.Changes {
 		c := &Change{Addr: cj.Addr, Res: cj.Res, Mode: cj.Mode, Type: cj.Type, Name: cj.Name, Key: normalizeKey(cj.Key),
 			Action: cj.Action, ProviderKey: cj.ProviderKey, Provider: cj.Provider, Each: cj.Each,
-			CreateBeforeDestroy: cj.CreateBeforeDestroy, ReplacePaths: cj.ReplacePaths, Deposed: cj.Deposed, ImportID: cj.ImportID, Reason: cj.Reason,
+			CreateBeforeDestroy: cj.CreateBeforeDestroy, ReplacePaths: cj.ReplacePaths, Deposed: cj.Deposed, ImportID: cj.ImportID, Removed: cj.Removed, Reason: cj.Reason,
 			PriorPrivate: cj.PriorPrivate, PlannedPrivate: cj.PlannedPrivate}
 		var err error
 		if c.Prior, err = decodeValue(cj.Prior); err != nil {

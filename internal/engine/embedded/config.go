@@ -35,6 +35,9 @@ type Config struct {
 	Outputs map[string]*OutputConfig
 	// Requirements are terraform.required_providers by local name.
 	Requirements map[string]ProviderRequirement
+	// Moves are the moved blocks; Removed the removed blocks by resource address.
+	Moves   []Move
+	Removed map[string]*RemovedConfig
 	// Imports are the import blocks, by target address.
 	Imports []*ImportConfig
 	// protected are resource addresses with prevent_destroy from the configuration a
@@ -67,6 +70,21 @@ type VariableConfig struct {
 // CheckRule is a precondition, postcondition or variable validation.
 type CheckRule struct {
 	Condition, ErrorMessage hcl.Expression
+}
+
+// Move is a moved block between two resource addresses ("terraform_data.a" to
+// "terraform_data.b"; data sources are not moved, as in Terraform).
+type Move struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// RemovedConfig is a removed block: the resource, gone from the configuration, leaves the
+// state; with Destroy (lifecycle { destroy = true }) its objects are destroyed, otherwise
+// they are kept and only forgotten.
+type RemovedConfig struct {
+	From    string
+	Destroy bool
 }
 
 // ImportConfig is one import block: the object with ID becomes To's state.
@@ -140,8 +158,6 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 // unsupportedBlocks are the top-level blocks the embedded engine refuses, with the reason.
 var unsupportedBlocks = map[string]string{
 	"module":  "modules are not supported by the embedded engine (use the tofu engine)",
-	"moved":   "moved blocks are not supported by the embedded engine (use the tofu engine)",
-	"removed": "removed blocks are not supported by the embedded engine (use the tofu engine)",
 	"check":   "check blocks are not supported by the embedded engine (use the tofu engine)",
 }
 
@@ -197,6 +213,10 @@ func ParseConfig(rendered []byte) (*Config, error) {
 			}
 		case "import":
 			err = cfg.parseImport(blk)
+		case "moved":
+			err = cfg.parseMoved(blk)
+		case "removed":
+			err = cfg.parseRemoved(blk)
 		}
 		if err != nil {
 			return nil, err
@@ -209,6 +229,19 @@ func ParseConfig(rendered []byte) (*Config, error) {
 			return nil, fmt.Errorf("%s declared twice", rc.Address())
 		}
 		seen[rc.Address()] = true
+	}
+	for _, m := range cfg.Moves {
+		if seen[m.From] {
+			return nil, fmt.Errorf("moved: %s is still declared: a moved block's from must no longer be in the configuration", m.From)
+		}
+		if !seen[m.To] {
+			return nil, fmt.Errorf("moved: %s is not declared: a moved block's to must be in the configuration", m.To)
+		}
+	}
+	for from := range cfg.Removed {
+		if seen[from] {
+			return nil, fmt.Errorf("removed: %s is still declared: remove its resource block too", from)
+		}
 	}
 	return cfg, nil
 }
@@ -421,6 +454,86 @@ func (c *Config) parseOutput(blk *hcl.Block) error {
 		o.Preconditions = append(o.Preconditions, r)
 	}
 	c.Outputs[name] = o
+	return nil
+}
+
+var movedSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "from", Required: true}, {Name: "to", Required: true}}}
+
+// resourceAddrAttr reads an attribute holding a managed resource address (no instance key).
+func resourceAddrAttr(a *hcl.Attribute, what string) (string, error) {
+	tr, diags := hcl.AbsTraversalForExpr(a.Expr)
+	if diags.HasErrors() {
+		return "", diagError(what, diags)
+	}
+	res, key, err := traversalInstance(tr)
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %w", rangeText(a.Range), what, err)
+	}
+	if key != nil {
+		return "", fmt.Errorf("%s: %s: %s: moving or removing single instances is not supported by the embedded engine (name the whole resource)", rangeText(a.Range), what, traversalText(tr))
+	}
+	if strings.HasPrefix(res, "data.") {
+		return "", fmt.Errorf("%s: %s: %s: data sources are not moved or removed", rangeText(a.Range), what, res)
+	}
+	return res, nil
+}
+
+func (c *Config) parseMoved(blk *hcl.Block) error {
+	content, diags := blk.Body.Content(movedSchema)
+	if diags.HasErrors() {
+		return diagError("moved", diags)
+	}
+	from, err := resourceAddrAttr(content.Attributes["from"], "moved: from")
+	if err != nil {
+		return err
+	}
+	to, err := resourceAddrAttr(content.Attributes["to"], "moved: to")
+	if err != nil {
+		return err
+	}
+	ft, _, _ := strings.Cut(from, ".")
+	tt, _, _ := strings.Cut(to, ".")
+	if ft != tt {
+		return fmt.Errorf("moved: %s to %s: a move keeps the resource type", from, to)
+	}
+	c.Moves = append(c.Moves, Move{From: from, To: to})
+	return nil
+}
+
+var (
+	removedSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "from", Required: true}},
+		Blocks: []hcl.BlockHeaderSchema{{Type: "lifecycle"}, {Type: "provisioner", LabelNames: []string{"type"}}, {Type: "connection"}}}
+	removedLifecycleSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "destroy"}}}
+)
+
+func (c *Config) parseRemoved(blk *hcl.Block) error {
+	content, diags := blk.Body.Content(removedSchema)
+	if diags.HasErrors() {
+		return diagError("removed", diags)
+	}
+	from, err := resourceAddrAttr(content.Attributes["from"], "removed: from")
+	if err != nil {
+		return err
+	}
+	r := &RemovedConfig{From: from}
+	for _, b := range content.Blocks {
+		if b.Type != "lifecycle" {
+			return fmt.Errorf("removed %s: %s blocks are not supported by the embedded engine (provisioners run commands on the operator's host)", from, b.Type)
+		}
+		lc, diags := b.Body.Content(removedLifecycleSchema)
+		if diags.HasErrors() {
+			return diagError("removed "+from+": lifecycle", diags)
+		}
+		if a, ok := lc.Attributes["destroy"]; ok {
+			if r.Destroy, err = staticBool(a.Expr); err != nil {
+				return fmt.Errorf("removed %s: lifecycle.destroy: %w", from, err)
+			}
+		}
+	}
+	if c.Removed == nil {
+		c.Removed = map[string]*RemovedConfig{}
+	}
+	c.Removed[from] = r
 	return nil
 }
 

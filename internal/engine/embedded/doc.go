@@ -48,8 +48,8 @@
 // Resources, data sources, providers (with aliases), variables (defaults only), locals and
 // outputs; count, for_each, depends_on; lifecycle create_before_destroy, prevent_destroy
 // ([PreventDestroyError]), ignore_changes (paths and all), replace_triggered_by,
-// preconditions and postconditions; import blocks (ImportResourceState, then plan). Modules,
-// moved, removed, check, provisioners and provider-defined functions are refused with a clear error;
+// preconditions and postconditions; import blocks (ImportResourceState, then plan); moved and
+// removed blocks for whole resources. Modules, check, provisioners and provider-defined functions are refused with a clear error;
 // required_providers version constraints (hashicorp/go-version) pick the newest matching
 // version in the mirror.
 // Deposed objects (left by an interrupted create-before-destroy replacement) are deleted by

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestRunner_preventDestroy(t *testing.T) {
@@ -202,5 +204,53 @@ func TestRunner_requiredProviders(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte(`{"terraform":{"required_providers":{"x":{"version":"banana"}}}}`)); err == nil || !strings.Contains(err.Error(), `terraform.required_providers.x.version: "banana"`) {
 		t.Errorf("bad constraint: %v", err)
+	}
+}
+
+func TestRunner_movedAndRemoved(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	if _, err := h.apply(t, `{"resource":{"terraform_data":{"a":{"input":"x"},"gone":{"input":"g"},"kill":{"input":"k"}}}}`, nil); err != nil {
+		t.Fatal(err)
+	}
+	id := h.attr(t, "terraform_data.a", "id")
+	doc := `{"moved":[{"from":"terraform_data.a","to":"terraform_data.b"}],
+	  "removed":[{"from":"terraform_data.gone","lifecycle":{"destroy":false}},{"from":"terraform_data.kill","lifecycle":{"destroy":true}}],
+	  "resource":{"terraform_data":{"b":{"input":"x"}}}}`
+	p, err := h.apply(t, doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Action{"terraform_data.b": NoOp, "terraform_data.gone": Forget, "terraform_data.kill": Delete}
+	if d := cmp.Diff(want, actions(p)); d != "" {
+		t.Errorf("actions (-want +got):\n%s", d)
+	}
+	if !p.HasChanges() || len(p.Moves) != 1 {
+		t.Errorf("plan: changes %v, moves %v", p.HasChanges(), p.Moves)
+	}
+	if got := h.attr(t, "terraform_data.b", "id"); got != id {
+		t.Errorf("moved id = %s, want %s", got, id)
+	}
+	if n := len(h.state.Resources); n != 1 {
+		t.Errorf("state has %d resources, want only terraform_data.b", n)
+	}
+	p, err = h.apply(t, doc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasChanges() {
+		t.Errorf("second plan has changes: %v %v", actions(p), p.Moves)
+	}
+	bad := []struct{ doc, want string }{
+		{`{"moved":[{"from":"terraform_data.a","to":"terraform_data.b"}],"resource":{"terraform_data":{"a":{},"b":{}}}}`, "moved: terraform_data.a is still declared"},
+		{`{"moved":[{"from":"terraform_data.a","to":"terraform_data.b"}]}`, "moved: terraform_data.b is not declared"},
+		{`{"moved":[{"from":"terraform_data.a","to":"local_file.b"}],"resource":{"local_file":{"b":{}}}}`, "a move keeps the resource type"},
+		{`{"moved":[{"from":"terraform_data.a[0]","to":"terraform_data.b"}],"resource":{"terraform_data":{"b":{}}}}`, "moving or removing single instances is not supported"},
+		{`{"removed":[{"from":"terraform_data.a"}],"resource":{"terraform_data":{"a":{}}}}`, "removed: terraform_data.a is still declared"},
+	}
+	for _, b := range bad {
+		if _, err := ParseConfig([]byte(b.doc)); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("error = %v, want %q", err, b.want)
+		}
 	}
 }

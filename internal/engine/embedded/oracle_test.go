@@ -207,3 +207,58 @@ func TestEngine_importOracle(t *testing.T) {
 		})
 	}
 }
+
+// TestEngine_movedRemovedOracle: a moved block and a removed block (no lifecycle: the object
+// is kept) carried out by one engine leave a state the other plans as unchanged; the removed
+// file still exists either way.
+func TestEngine_movedRemovedOracle(t *testing.T) {
+	e := newEnv(t)
+	tf := e.tofuEngine()
+	for _, order := range []struct {
+		name         string
+		first, check engine.Engine
+	}{{"embedded then tofu", e.eng, tf}, {"tofu then embedded", tf, e.eng}} {
+		t.Run(order.name, func(t *testing.T) {
+			e.key = state.Key{Namespace: "demo", Name: "moved-" + strings.ReplaceAll(order.name, " ", "-")}
+			dir := t.TempDir()
+			kept := filepath.Join(dir, "kept.txt")
+			before := jsonDoc(t, map[string]any{"resource": map[string]any{
+				"terraform_data": map[string]any{"a": map[string]any{"input": "x"}},
+				"local_file":     map[string]any{"gone": map[string]any{"filename": kept, "content": "keep me"}},
+			}})
+			// The provider of the removed resource stays required, so tofu can read its state.
+			after := jsonDoc(t, map[string]any{
+				"terraform": map[string]any{"required_providers": map[string]any{"local": map[string]any{"source": "hashicorp/local"}}},
+				"moved":     []any{map[string]any{"from": "terraform_data.a", "to": "terraform_data.b"}},
+				"removed":   []any{map[string]any{"from": "local_file.gone"}},
+				"resource":  map[string]any{"terraform_data": map[string]any{"b": map[string]any{"input": "x"}}},
+			})
+			for _, doc := range []string{before, after} {
+				rec, err := order.first.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+				if err != nil {
+					t.Fatalf("%s plan: %v", order.first.Name(), err)
+				}
+				if _, err := order.first.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"}); err != nil {
+					t.Fatalf("%s apply: %v", order.first.Name(), err)
+				}
+			}
+			if _, err := os.Stat(kept); err != nil {
+				t.Errorf("%s destroyed the removed file: %v", order.first.Name(), err)
+			}
+			var addrs []string
+			for _, r := range e.state().Resources {
+				addrs = append(addrs, r.Type+"."+r.Name)
+			}
+			if len(addrs) != 1 || addrs[0] != "terraform_data.b" {
+				t.Errorf("%s state holds %v, want [terraform_data.b]", order.first.Name(), addrs)
+			}
+			rec, err := order.check.Plan(t.Context(), engine.PlanRequest{Target: e.target(after)})
+			if err != nil {
+				t.Fatalf("%s plan: %v", order.check.Name(), err)
+			}
+			if rec.HasChanges {
+				t.Errorf("%s plans changes after %s: %+v %v", order.check.Name(), order.first.Name(), rec.Summary, actionsOf(rec))
+			}
+		})
+	}
+}

@@ -53,6 +53,8 @@ type Change struct {
 	ReplacePaths []string
 	// Each is the resource's state "each" mode: "", "list" or "map".
 	Each string
+	// Removed marks a Forget a removed block asked for (the object is kept, not destroyed).
+	Removed bool
 	// ImportID is set when the instance is imported (an import block) before this change:
 	// Prior is the imported object.
 	ImportID string
@@ -77,16 +79,18 @@ type Plan struct {
 	ProviderVersions map[string]string
 	// Destroy marks a plan that destroys everything.
 	Destroy bool
+	// Moves are the moved blocks carried out (state renamed before planning).
+	Moves []Move
 }
 
 // HasChanges reports whether applying the plan would change anything real: reading data
 // sources and dropping objects already gone from state do not count.
 func (p *Plan) HasChanges() bool {
-	if p.OutputsChanged {
+	if p.OutputsChanged || len(p.Moves) > 0 {
 		return true
 	}
 	for _, c := range p.Changes {
-		if c.ImportID != "" {
+		if c.ImportID != "" || c.Removed {
 			return true
 		}
 		switch c.Action {
@@ -154,6 +158,10 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 	for _, rc := range p.cfg.Resources {
 		byAddr[rc.Address()] = rc
 	}
+	var moves []Move
+	if !destroy {
+		p.prior, moves = applyMoves(p.prior, p.cfg.Moves)
+	}
 	states := stateIndex(p.prior)
 	nodes := []string{}
 	allDeps := map[string][]string{}
@@ -199,7 +207,7 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 			return nil, err
 		}
 	}
-	plan := &Plan{Deps: allDeps, ProviderVersions: p.sess.providerVersions(), Destroy: destroy, Outputs: map[string]cty.Value{}}
+	plan := &Plan{Deps: allDeps, ProviderVersions: p.sess.providerVersions(), Destroy: destroy, Outputs: map[string]cty.Value{}, Moves: moves}
 	sort.Slice(p.changes, func(i, j int) bool { return p.changes[i].Addr < p.changes[j].Addr })
 	plan.Changes = p.changes
 	if !destroy {
@@ -302,10 +310,17 @@ func (p *planner) planOrphan(ctx context.Context, addr string, sr *StateResource
 	if alias := stateProviderAlias(sr.Provider); alias != "" {
 		pkey += "." + alias
 	}
+	rm := p.cfg.Removed[addr]
 	for _, in := range sr.Instances {
 		key := normalizeKey(in.IndexKey)
 		c := &Change{Addr: addr + keyString(key), Res: addr, Mode: sr.Mode, Type: sr.Type, Name: sr.Name, Key: key,
 			ProviderKey: pkey, Provider: sr.Provider, Each: sr.Each, Action: Delete}
+		if rm != nil && !rm.Destroy && in.Deposed == "" {
+			// A removed block keeps the object: only the state forgets it.
+			c.Action, c.Removed, c.Reason = Forget, true, "removed block (lifecycle.destroy = false)"
+			p.add(c)
+			continue
+		}
 		if sr.Mode == "data" {
 			c.Action = Forget
 			p.add(c)

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"strings"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -185,4 +186,33 @@ func marshalPaths(paths []cty.Path) json.RawMessage {
 	}
 	b, _ := json.Marshal(out)
 	return b
+}
+
+// applyMoves returns st with each move's resource renamed (From to To) when st has From and
+// not To, and the moves that applied; st itself is not changed.
+func applyMoves(st *State, moves []Move) (*State, []Move) {
+	if st == nil || len(moves) == 0 {
+		return st, nil
+	}
+	cp := *st
+	cp.Resources = append([]StateResource(nil), st.Resources...)
+	index := map[string]int{}
+	for i, r := range cp.Resources {
+		if r.Mode == "managed" {
+			index[r.Type+"."+r.Name] = i
+		}
+	}
+	var done []Move
+	for _, m := range moves {
+		i, ok := index[m.From]
+		if _, taken := index[m.To]; !ok || taken {
+			continue
+		}
+		typ, name, _ := strings.Cut(m.To, ".")
+		cp.Resources[i].Type, cp.Resources[i].Name = typ, name
+		delete(index, m.From)
+		index[m.To] = i
+		done = append(done, m)
+	}
+	return &cp, done
 }
