@@ -157,8 +157,8 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 
 // unsupportedBlocks are the top-level blocks the embedded engine refuses, with the reason.
 var unsupportedBlocks = map[string]string{
-	"module":  "modules are not supported by the embedded engine (use the tofu engine)",
-	"check":   "check blocks are not supported by the embedded engine (use the tofu engine)",
+	"module": "modules are not supported by the embedded engine (use the tofu engine)",
+	"check":  "check blocks are not supported by the embedded engine (use the tofu engine)",
 }
 
 // ParseConfig parses rendered Terraform JSON with hcl/v2's JSON syntax. Unknown top-level

@@ -1,11 +1,11 @@
 package embedded
 
 import (
-	"strings"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/zclconf/go-cty/cty"
