@@ -2,8 +2,8 @@ package synth
 
 import (
 	"context"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
