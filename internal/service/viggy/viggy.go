@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
@@ -36,10 +37,6 @@ const (
 func DefaultBackoff() Backoff {
 	return Backoff{Base: 10 * time.Second, Max: 10 * time.Minute, Jitter: 0.2}
 }
-
-// ReasonRetriesExhausted is the reason of the Failed viggy publishes when a stage failed
-// MaxAttempts times (the watcher folds it into Stalled=True).
-const ReasonRetriesExhausted = "RetriesExhausted"
 
 // Config configures a [Service]. JS is required.
 type Config struct {
@@ -501,7 +498,7 @@ func (f *failurePass) act(ctx context.Context, p *passState) (lavav1.Phase, stri
 	case f.stall:
 		msg := fmt.Sprintf("gave up after %d attempts of stage %s: %s: %s", max(f.ev.GetAttempt(), 1), stageWord(f.ev.GetStage()),
 			f.ev.GetReason(), f.ev.GetMessage())
-		stalled := &lavav1.Failed{Stage: f.ev.GetStage(), Reason: ReasonRetriesExhausted, Message: msg, Retryable: false,
+		stalled := &lavav1.Failed{Stage: f.ev.GetStage(), Reason: v1alpha1.ReasonRetriesExhausted, Message: msg, Retryable: false,
 			Attempt: f.ev.GetAttempt(), PlanId: f.ev.GetPlanId()}
 		stalled.Envelope = s.envelope(cause, "lava.v1.Failed", eventid.CauseTrigger(cause.GetEventId()), cause.GetCorrelationId())
 		// The anomaly service raises the Stalled anomaly from this Failed (reason
@@ -510,7 +507,7 @@ func (f *failurePass) act(ctx context.Context, p *passState) (lavav1.Phase, stri
 			return 0, "", fmt.Errorf("viggy: %w", err)
 		}
 		s.metrics.retries.WithLabelValues("stalled").Inc()
-		return lavav1.Phase_PHASE_FAILED, "stalled: " + ReasonRetriesExhausted, nil
+		return lavav1.Phase_PHASE_FAILED, "stalled: " + v1alpha1.ReasonRetriesExhausted, nil
 	}
 	retry := &Retry{Stage: int32(f.ev.GetStage()), Attempt: max(f.ev.GetAttempt(), 1) + 1, Reason: f.ev.GetReason(),
 		FailedEventID: cause.GetEventId(), PlanID: f.ev.GetPlanId(), Generation: cause.GetGeneration(),

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
@@ -378,7 +379,7 @@ func TestService_retriesBackOffThenStall(t *testing.T) {
 	}
 	e.handle(failed(3, "cause:try3"))
 	stalled := &lavav1.Failed{}
-	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "flaky", bus.EventFailed), stalled) || stalled.GetReason() != viggy.ReasonRetriesExhausted ||
+	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "flaky", bus.EventFailed), stalled) || stalled.GetReason() != v1alpha1.ReasonRetriesExhausted ||
 		stalled.GetRetryable() || stalled.GetEnvelope().GetSource() != bus.ServiceViggy || !strings.Contains(stalled.GetMessage(), "ApplyFailed") {
 		t.Fatalf("stall Failed: %v", stalled)
 	}
