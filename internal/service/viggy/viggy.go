@@ -22,6 +22,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 // Defaults of [Config].
@@ -283,7 +284,7 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 				return "", err
 			}
 			p.phase = phase
-			s.metrics.actions.WithLabelValues(ActionName(p.action)).Inc()
+			s.metrics.actions.WithLabelValues(remediation.ActionName(p.action)).Inc()
 			return msg, nil
 		},
 		Attest: func(ctx context.Context) (string, error) {
@@ -341,7 +342,7 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 	s.metrics.duration.Observe(res.Ended.Sub(res.Started).Seconds())
 	s.cfg.Logger.Info("viggy: pass", "resource", cause.GetResource().GetNamespace()+"/"+cause.GetResource().GetName(),
 		"generation", cause.GetGeneration(), "event_id", cause.GetEventId(), "severity", SeverityName(p.sev),
-		"action", ActionName(p.action), "final_phase", phaseLabel(p.phase))
+		"action", remediation.ActionName(p.action), "final_phase", phaseLabel(p.phase))
 	return nil
 }
 
@@ -384,12 +385,12 @@ func (d *driftPass) decide(p *passState) (lavav1.RemediationAction, string, erro
 	}
 	a := ActionFor(p.policy, p.sev)
 	if a == lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE && len(p.policy.GetEscalationTiers()) == 0 {
-		return a, "", ErrNoLadder
+		return a, "", remediation.ErrNoLadder
 	}
 	if a == lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL {
 		p.planID = p.rec.HeldPlanID
 	}
-	return a, ActionName(a), nil
+	return a, remediation.ActionName(a), nil
 }
 
 func (d *driftPass) act(ctx context.Context, p *passState) (lavav1.Phase, string, error) {
@@ -553,7 +554,7 @@ func stageWord(s lavav1.Stage) string {
 func (s *Service) raiseDrift(ctx context.Context, rec *Record, policy *lavav1.RemediationPolicy, cause *lavav1.Envelope, esc *Escalation,
 	action lavav1.RemediationAction, tier int) error {
 	md := map[string]string{"drifted_fields": strconv.Itoa(esc.Fields), "drift_event_id": esc.DriftEventID,
-		"terraform_json_digest": esc.TerraformJSONDigest, "action": ActionName(action)}
+		"terraform_json_digest": esc.TerraformJSONDigest, "action": remediation.ActionName(action)}
 	md["escalation_tier"] = strconv.Itoa(tier)
 	md["escalation_target"] = targetName(policy, tier)
 	count := int64(tier) + 1
