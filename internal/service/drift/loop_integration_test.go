@@ -174,7 +174,7 @@ func newLoop(t *testing.T, eng lavav1.Engine) *loop {
 
 	// Viggy.
 	vg, err := viggy.New(t.Context(), viggy.Config{JS: js, MaxAttempts: 3, Tick: 50 * time.Millisecond,
-		Backoff: viggy.Backoff{Base: 500 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}, Logger: log.With("service", "viggy")})
+		Backoff: bus.Backoff{Base: 500 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}, Logger: log.With("service", "viggy")})
 	if err != nil {
 		t.Fatal(err)
 	}

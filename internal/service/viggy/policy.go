@@ -1,7 +1,6 @@
 package viggy
 
 import (
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -63,24 +62,4 @@ func TierWait(p *lavav1.RemediationPolicy, i int) time.Duration {
 		return DefaultTierWait
 	}
 	return tiers[i].GetWaitBeforeNext().AsDuration()
-}
-
-// Backoff is the retry schedule of failed stages: Base * 2^(attempt-1), capped at Max, scaled
-// by a uniform factor in [1-Jitter, 1+Jitter] (and never above Max).
-type Backoff struct {
-	Base, Max time.Duration
-	Jitter    float64
-}
-
-// Delay is the wait before retrying after the failure of attempt (from 1).
-func (b Backoff) Delay(attempt int) time.Duration {
-	d := b.Base
-	for i := 1; i < attempt && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	if b.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 - b.Jitter + 2*b.Jitter*rand.Float64()))
-	}
-	return min(d, b.Max)
 }

@@ -35,8 +35,8 @@ const (
 
 // DefaultBackoff is the retry schedule when [Config].Backoff is zero: 10s doubling to 10m,
 // ±20% jitter.
-func DefaultBackoff() Backoff {
-	return Backoff{Base: 10 * time.Second, Max: 10 * time.Minute, Jitter: 0.2}
+func DefaultBackoff() bus.Backoff {
+	return bus.Backoff{Base: 10 * time.Second, Max: 10 * time.Minute, Jitter: 0.2}
 }
 
 // Config configures a [Service]. JS is required.
@@ -46,7 +46,7 @@ type Config struct {
 	// MaxAttempts is how many attempts a stage gets before the resource stalls (default 5).
 	MaxAttempts int
 	// Backoff is the retry schedule (zero: [DefaultBackoff]).
-	Backoff Backoff
+	Backoff bus.Backoff
 	// DefaultInterval is the drift interval of a resource whose ResourceObserved was not seen
 	// (default 5m); it is the decision's requeue_after.
 	DefaultInterval time.Duration

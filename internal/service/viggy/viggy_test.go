@@ -123,19 +123,6 @@ func TestActionFor_policy(t *testing.T) {
 	}
 }
 
-func TestBackoff_delay(t *testing.T) {
-	t.Parallel()
-	b := viggy.Backoff{Base: time.Second, Max: 10 * time.Second, Jitter: 0.2}
-	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 30: 10 * time.Second} {
-		for range 50 {
-			d := b.Delay(attempt)
-			if d < time.Duration(float64(want)*0.8) || d > min(time.Duration(float64(want)*1.2), b.Max) {
-				t.Fatalf("Delay(%d) = %v, want %v ±20%% capped at %v", attempt, d, want, b.Max)
-			}
-		}
-	}
-}
-
 // env is a test harness: JetStream with the topology and a viggy service whose Handle is
 // called directly.
 type env struct {
@@ -336,7 +323,7 @@ func TestService_escalationTiersOnTimers(t *testing.T) {
 func TestService_retriesBackOffThenStall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, MaxAttempts: 3,
-		Backoff: viggy.Backoff{Base: 100 * time.Millisecond, Max: 150 * time.Millisecond, Jitter: 0.1}})
+		Backoff: bus.Backoff{Base: 100 * time.Millisecond, Max: 150 * time.Millisecond, Jitter: 0.1}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.svc.Run(ctx) }()
@@ -404,7 +391,7 @@ func TestService_retriesBackOffThenStall(t *testing.T) {
 
 func TestService_generationsAndAppliesCancelRetries(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, Backoff: viggy.Backoff{Base: 300 * time.Millisecond, Max: time.Second}})
+	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, Backoff: bus.Backoff{Base: 300 * time.Millisecond, Max: time.Second}})
 	failed := func(name string) *lavav1.Failed {
 		return &lavav1.Failed{Envelope: envelope(name, 1, "lava.v1.Failed", "cause:x"), Stage: lavav1.Stage_STAGE_PLAN,
 			Reason: "Locked", Retryable: true, Attempt: 1}
