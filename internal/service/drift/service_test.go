@@ -242,7 +242,6 @@ type overlapEngine struct {
 	running  map[state.Key]string
 	overlaps atomic.Int32
 	by       map[string]int
-	holder   string
 }
 
 func (o *overlapEngine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
