@@ -13,8 +13,7 @@ import (
 )
 
 // ErrNoLadder is the error of a policy that routes a severity to Escalate and has no
-// escalation tiers (the wording of the upstream lava-viggy and lava-anomaly: "escalation:
-// Escalate set but no ladder").
+// escalation tiers (viggy's Decide beat, the anomaly service's PolicyRouter).
 var ErrNoLadder = errors.New("escalation: Escalate set but no ladder")
 
 // Default is the policy of a resource neither spec.remediation nor spec.remediationPolicyRef
@@ -29,8 +28,8 @@ func Default() *lavav1.RemediationPolicy {
 	}
 }
 
-// ActionProto maps a remediation action to the proto enum; empty or unknown is ALERT
-// (upstream: unknown actions become Alert).
+// ActionProto maps a remediation action to the proto enum; empty or unknown is ALERT (the
+// safe action: record and raise an anomaly, change nothing).
 func ActionProto(a v1alpha1.RemediationAction) lavav1.RemediationAction {
 	switch a {
 	case v1alpha1.RemediationNoOp:
