@@ -43,7 +43,9 @@ func startEvents(t *testing.T, args ...string) *eventsRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	r := &eventsRun{cancel: cancel, done: make(chan int, 1)}
-	go func() { r.done <- run(ctx, append([]string{"events"}, args...), strings.NewReader(""), &r.stdout, &r.stderr) }()
+	go func() {
+		r.done <- run(ctx, append([]string{"events"}, args...), strings.NewReader(""), &r.stdout, &r.stderr)
+	}()
 	t.Cleanup(cancel)
 	return r
 }
