@@ -331,6 +331,10 @@ func testPrinterColumns(t *testing.T, env *kubetest.Env) {
 		Render:             &v1alpha1.RenderRecord{SourceKind: v1alpha1.SourceKindInline, ResourceCount: 3},
 		Outputs:            map[string]apiextensionsv1.JSON{"ids": {Raw: []byte(`["a","b"]`)}, "name": {Raw: []byte(`"prod"`)}},
 		Receipt:            &v1alpha1.ReceiptHead{Sequence: 0, Hash: "00ff"},
+		Conditions: []metav1.Condition{
+			{Type: "Reconciling", Status: metav1.ConditionFalse, Reason: "Applied", Message: "not this one", LastTransitionTime: metav1.NewTime(time.Unix(1700000000, 0))},
+			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied plan 1a2b: 3 added", ObservedGeneration: la.Generation, LastTransitionTime: metav1.NewTime(time.Unix(1700000000, 0))},
+		},
 	}
 	if err := env.Client.Status().Update(t.Context(), &la); err != nil {
 		t.Fatalf("status update: %v", err)
@@ -351,15 +355,16 @@ func testPrinterColumns(t *testing.T, env *kubetest.Env) {
 	for _, c := range table.ColumnDefinitions {
 		cols = append(cols, c.Name)
 	}
-	if got := strings.Join(cols, ","); got != "Name,Phase,Engine,Resources,Age" {
-		t.Errorf("columns = %s, want Name,Phase,Engine,Resources,Age", got)
+	if got, want := strings.Join(cols, ","), "Name,Ready,Phase,Engine,Resources,Age,Message"; got != want {
+		t.Errorf("columns = %s, want %s", got, want)
 	}
 	if len(table.Rows) != 1 {
 		t.Fatalf("%d rows, want 1", len(table.Rows))
 	}
-	cells := fmt.Sprint(table.Rows[0].Cells[:4])
-	if cells != "[columns Applied tofu 3]" {
-		t.Errorf("row = %s, want [columns Applied tofu 3]", cells)
+	// Ready and Message come from the Ready condition, not from the first condition.
+	cells := fmt.Sprint(append(table.Rows[0].Cells[:5:5], table.Rows[0].Cells[6]))
+	if want := "[columns True Applied tofu 3 applied plan 1a2b: 3 added]"; cells != want {
+		t.Errorf("row = %s, want %s", cells, want)
 	}
 }
 

@@ -77,10 +77,12 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=lava
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Ready condition status"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="Lifecycle phase"
 // +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`,description="Engine that plans and applies"
 // +kubebuilder:printcolumn:name="Resources",type=integer,JSONPath=`.status.render.resourceCount`,description="Resources in the last render"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,description="Ready condition message",priority=0
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.dependsOn) || self.spec.dependsOn.all(d, d.name != self.metadata.name || has(d.__namespace__))",message="spec.dependsOn must not name the LavaArchitecture itself",fieldPath=".spec.dependsOn"
 type LavaArchitecture struct {
 	metav1.TypeMeta   `json:",inline"`

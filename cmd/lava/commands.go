@@ -11,6 +11,7 @@ func subcommands() []*cobra.Command {
 		newCRDsCmd(), newCRDCmd(),
 		newStateCmd(),
 		newReceiptsCmd(),
+		newEventsCmd(),
 		newUpCmd(),
 	}
 }

@@ -110,8 +110,8 @@ func TestCRDCmd_lavaArchitectureShape(t *testing.T) {
 	for _, col := range v.AdditionalPrinterColumns {
 		cols = append(cols, col.Name)
 	}
-	if got := strings.Join(cols, ","); got != "Phase,Engine,Resources,Age" {
-		t.Errorf("printer columns %s, want Phase,Engine,Resources,Age", got)
+	if got := strings.Join(cols, ","); got != "Ready,Phase,Engine,Resources,Age,Message" {
+		t.Errorf("printer columns %s, want Ready,Phase,Engine,Resources,Age,Message", got)
 	}
 	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
 	if len(spec.Properties["source"].XValidations) == 0 {

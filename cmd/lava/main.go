@@ -50,9 +50,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 
 Exit codes of every command: 0 success, 1 invalid input (diagnostics on stderr; for
 "receipts verify" also a chain that does not verify), 2 usage error, 3 a server the command
-needs cannot be reached (NATS for receipts and state).
+needs cannot be reached (NATS for receipts, state and events).
 
-The receipts and state commands read NATS. The server is
+The receipts, state and events commands read NATS. The server is
 ` + natsURLHelp + `.
 lava up serves NATS only while it runs.`,
 		SilenceUsage:  true,

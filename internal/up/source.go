@@ -326,12 +326,10 @@ func userAnnotations(a map[string]string) map[string]string {
 }
 
 // observe publishes the ResourceObserved of obj's current state unless the last one stored for
-// the resource already has its id, folding Observed first (as the watcher does).
+// the resource already has its id, folding Observed first (Suspended for a suspended object,
+// whose generation is published for drift and viggy and starts no pass), as the watcher does.
 func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
-	if obj.Spec.Suspend {
-		return s.foldLocal(ctx, obj, phase.Event{Type: phase.EventSuspended})
-	}
-	if meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionSuspended) {
+	if !obj.Spec.Suspend && meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionSuspended) {
 		if err := s.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
 			return err
 		}
@@ -363,8 +361,11 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 		}
 	}
 	at := s.cfg.Now()
-	if _, err := s.fold(ctx, key, obj.UID, phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation},
-		id, id, nil); err != nil && !errors.Is(err, errGone) {
+	ev := phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation}
+	if obj.Spec.Suspend {
+		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
+	}
+	if _, err := s.fold(ctx, key, obj.UID, ev, id, id, nil); err != nil && !errors.Is(err, errGone) {
 		return err
 	}
 	ro.Envelope = envelope(obj, id, trigger, at)
@@ -447,7 +448,7 @@ func (s *Source) remove(ctx context.Context, key string) error {
 	return nil
 }
 
-// foldLocal folds an event the source derives itself (suspend), with a cause id derived from
+// foldLocal folds an event the source derives itself (resume), with a cause id derived from
 // its type and message.
 func (s *Source) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
 	ev.Generation, ev.Time = obj.Generation, s.cfg.Now()

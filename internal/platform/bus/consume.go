@@ -366,12 +366,23 @@ func (c *consumer) decode(m jetstream.Msg) (*Message, error) {
 }
 
 // decodeBody fills msg.Schema, msg.Event and msg.Envelope from its header and data.
-func (c *consumer) decodeBody(msg *Message) error {
+func (c *consumer) decodeBody(msg *Message) error { return DecodeBody(c.opts.Types, msg) }
+
+// DecodeBody fills msg.Schema, msg.Event and msg.Envelope from msg.Header and msg.Data, the
+// one decoding of every Lava event (the consume loop's, and `lava events`'): the message type
+// is the [HeaderSchema] header resolved in types (nil: protoregistry.GlobalTypes); the body is
+// protojson on the anomaly subjects (or with [ContentTypeJSON]), binary protobuf elsewhere.
+// Errors: no schema header, an unknown schema, an undecodable body, a type without envelope or
+// an envelope without event_id.
+func DecodeBody(types protoregistry.MessageTypeResolver, msg *Message) error {
+	if types == nil {
+		types = protoregistry.GlobalTypes
+	}
 	msg.Schema = msg.Header.Get(HeaderSchema)
 	if msg.Schema == "" {
 		return errors.New("bus: no Lava-Schema header")
 	}
-	mt, err := c.opts.Types.FindMessageByName(protoreflect.FullName(msg.Schema))
+	mt, err := types.FindMessageByName(protoreflect.FullName(msg.Schema))
 	if err != nil {
 		return fmt.Errorf("bus: schema %q: %w", msg.Schema, err)
 	}

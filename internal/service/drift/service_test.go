@@ -304,3 +304,45 @@ func TestService_replicasNeverScanOneResourceAtOnce(t *testing.T) {
 		t.Errorf("scans by replica %v: want the work spread over replicas", shared.by)
 	}
 }
+
+// TestService_suspendStopsScansAndResumePicksUp: the suspended generation the watcher
+// publishes (spec.suspend true) stops scans of an applied resource; the resumed generation
+// scans again once it is applied, from the same schedule entry.
+func TestService_suspendStopsScansAndResumePicksUp(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	s, err := drift.New(t.Context(), drift.Config{JS: w.js, Engines: w.engines, Holder: "r1", MinInterval: 10 * time.Millisecond, Tick: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	observe := func(gen int64, suspend bool) {
+		handle(t, s, &lavav1.ResourceObserved{Envelope: envelope("ns", "held", "uid-held", gen, "lava.v1.ResourceObserved", eventid.GenerationTrigger(gen)),
+			Spec: &lavav1.ArchitectureSpec{DriftInterval: durationpb.New(50 * time.Millisecond), Suspend: suspend}})
+	}
+	observe(1, false)
+	applied := w.apply("ns", "held", dataDoc(1))
+	handle(t, s, applied)
+	run(t, s)
+	waitFor(t, 10*time.Second, "a first scan", func() bool { return len(w.scans("ns", "held")) >= 1 })
+
+	observe(2, true)
+	if e := w.entry("ns", "held"); e == nil || !e.Suspended || e.Scannable() {
+		t.Fatalf("entry after the suspended generation: %+v", e)
+	}
+	// A scan already running when the suspension arrived may still finish; then none.
+	time.Sleep(200 * time.Millisecond)
+	n := len(w.scans("ns", "held"))
+	time.Sleep(500 * time.Millisecond)
+	if got := len(w.scans("ns", "held")); got != n {
+		t.Fatalf("%d scans while suspended (10 intervals)", got-n)
+	}
+
+	observe(3, false)
+	resumed := w.apply("ns", "held", dataDoc(1))
+	resumed.Envelope = envelope("ns", "held", "uid-held", 3, "lava.v1.Applied", "cause:plan-3")
+	handle(t, s, resumed)
+	waitFor(t, 10*time.Second, "a scan of the resumed generation", func() bool {
+		sc := w.scans("ns", "held")
+		return len(sc) > n && sc[len(sc)-1].GetEnvelope().GetGeneration() == 3
+	})
+}

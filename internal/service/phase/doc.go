@@ -37,6 +37,13 @@
 //     object's generation (the API server bumps it when it sets deletionTimestamp).
 //   - Hold-backs are conditions, not phases: fold Suspended / Resumed and DependenciesBlocked /
 //     DependenciesSatisfied next to Observed; the phase stays Pending until work is published.
+//     Both are kstatus-correct (sigs.k8s.io/cli-utils/pkg/kstatus, tested in
+//     kstatus_integration_test.go): Suspended for a newer generation advances
+//     status.observedGeneration, keeps the phase, Ready and Stalled (whose own
+//     observedGeneration still names the pass they describe) and sets Reconciling False
+//     (kstatus Current when the last pass applied, Failed after a terminal failure);
+//     DependenciesBlocked for a generation no pass has started for observes it (phase
+//     Pending, Reconciling True: InProgress), a dependency cycle sets Stalled True (Failed).
 //   - Patch the status subresource only when [Transition].Changed and the result differs from
 //     the last status patched (compare with equality.Semantic: times round-trip through the API
 //     server at second precision and in another location).

@@ -73,7 +73,10 @@ func Reduce(status v1alpha1.LavaArchitectureStatus, ev Event) (v1alpha1.LavaArch
 
 	newer := ev.Generation > status.ObservedGeneration
 	cur := from
-	if newer && ev.Type != EventObserved && !ev.Type.conditionOnly() &&
+	// A lifecycle event, or a dependency hold, for a newer generation first observes it: a
+	// held generation is Pending (so dependents wait for it) with status.observedGeneration
+	// advanced (so kstatus reads the hold from the conditions, not from a stale generation).
+	if newer && ev.Type != EventObserved && (!ev.Type.conditionOnly() || ev.Type == EventDependenciesBlocked) &&
 		ev.Type != EventDeletionRequested && ev.Type != EventDestroyed {
 		if _, ok := Next(cur, EventObserved); !ok {
 			return status, tr, &IllegalTransitionError{From: from, Event: ev.Type, Generation: ev.Generation}
@@ -85,6 +88,7 @@ func Reduce(status v1alpha1.LavaArchitectureStatus, ev Event) (v1alpha1.LavaArch
 	if !ok {
 		return status, tr, &IllegalTransitionError{From: cur, Event: ev.Type, Generation: ev.Generation}
 	}
+	r.held = ev.Type == EventDependenciesBlocked && (newer || cur == Pending)
 	r.apply(to)
 	out.Phase = to
 	tr.To = to
@@ -108,6 +112,9 @@ type reducer struct {
 	ev  Event
 	at  metav1.Time
 	msg string
+	// held is true for a dependency hold of a generation no pass has started for (a newer
+	// one, observed by this event, or the current one while Pending).
+	held bool
 }
 
 // set sets condition typ with the event's generation and time.
@@ -272,15 +279,36 @@ func (r reducer) apply(to Phase) {
 		r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, "")
 
 	case EventSuspended:
-		r.set(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended,
-			r.message("spec.suspend is true: no new work is started"))
+		msg := r.message("spec.suspend is true: no new work is started")
+		r.set(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended, msg)
+		// The controller has observed the suspended generation and holds it: nothing is
+		// reconciling. Ready and Stalled keep what they say about the last pass (their own
+		// observedGeneration names its generation), so kstatus reads a suspended applied
+		// object as Current and a suspended terminal failure as Failed, never InProgress
+		// because of a stale status.observedGeneration.
+		if ev.Generation > r.out.ObservedGeneration {
+			r.out.ObservedGeneration = ev.Generation
+		}
+		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, msg)
 
 	case EventResumed:
 		r.clear(v1alpha1.ConditionSuspended, v1alpha1.ReasonResumed, r.message("spec.suspend is false"))
 
 	case EventDependenciesBlocked:
-		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse,
-			r.reason(v1alpha1.ReasonDependencyNotReady), r.message("waiting for dependencies"))
+		reason, msg := r.reason(v1alpha1.ReasonDependencyNotReady), r.message("waiting for dependencies")
+		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, reason, msg)
+		if r.held {
+			// The held generation: waiting is progress (kstatus InProgress); a cycle cannot
+			// resolve without a spec change (Stalled: kstatus Failed).
+			r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+			if reason == v1alpha1.ReasonDependencyCycle {
+				r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+				r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
+			} else {
+				r.set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
+				r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "")
+			}
+		}
 
 	case EventDependenciesSatisfied:
 		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionTrue,

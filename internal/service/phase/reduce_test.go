@@ -275,13 +275,47 @@ func TestReduce_newerGenerationObservesImplicitly(t *testing.T) {
 	if _, _, err := Reduce(st, sample(EventApplied, 2, 10)); !errors.Is(err, ErrIllegalTransition) {
 		t.Errorf("Applied for a newer generation: err = %v, want illegal", err)
 	}
-	// A condition-only event for a newer generation does not claim that generation.
+	// Suspending a newer generation claims it (kstatus: observed and held) and keeps the
+	// phase; Ready still describes generation 1 (its observedGeneration).
 	out, _, err = Reduce(st, sample(EventSuspended, 2, 10))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.ObservedGeneration != 1 || out.Phase != Applied || cond(out, v1alpha1.ConditionReady) != metav1.ConditionTrue {
-		t.Errorf("Suspended(2) moved phase/generation: %s %d", out.Phase, out.ObservedGeneration)
+	ready := meta.FindStatusCondition(out.Conditions, v1alpha1.ConditionReady)
+	if out.ObservedGeneration != 2 || out.Phase != Applied || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != 1 {
+		t.Errorf("Suspended(2): phase %s gen %d Ready %+v; want Applied, 2, Ready True of generation 1", out.Phase, out.ObservedGeneration, ready)
+	}
+	if c := meta.FindStatusCondition(out.Conditions, v1alpha1.ConditionReconciling); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonSuspended {
+		t.Errorf("Suspended(2): Reconciling = %+v, want False/Suspended", c)
+	}
+	// A dependency hold of a newer generation observes it: Pending, so dependents wait.
+	blocked := sample(EventDependenciesBlocked, 2, 10)
+	blocked.Reason, blocked.Message = v1alpha1.ReasonDependencyNotReady, "waiting for infra/net (Applied)"
+	out, _, err = Reduce(st, blocked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ObservedGeneration != 2 || out.Phase != Pending || cond(out, v1alpha1.ConditionReconciling) != metav1.ConditionTrue ||
+		cond(out, v1alpha1.ConditionReady) != metav1.ConditionFalse || cond(out, v1alpha1.ConditionStalled) != metav1.ConditionFalse {
+		t.Errorf("DependenciesBlocked(2): phase %s gen %d conditions %+v", out.Phase, out.ObservedGeneration, out.Conditions)
+	}
+	// A cycle cannot resolve without a spec change: Stalled.
+	blocked.Reason = v1alpha1.ReasonDependencyCycle
+	out, _, err = Reduce(st, blocked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond(out, v1alpha1.ConditionStalled) != metav1.ConditionTrue || cond(out, v1alpha1.ConditionReconciling) != metav1.ConditionFalse {
+		t.Errorf("DependenciesBlocked(2) by a cycle: conditions %+v, want Stalled True, Reconciling False", out.Conditions)
+	}
+	// A dependency that goes unready after generation 1 was applied changes only its condition.
+	blocked.Generation, blocked.Reason = 1, v1alpha1.ReasonDependencyNotReady
+	out, _, err = Reduce(st, blocked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Phase != Applied || cond(out, v1alpha1.ConditionReady) != metav1.ConditionTrue || cond(out, v1alpha1.ConditionDependenciesReady) != metav1.ConditionFalse {
+		t.Errorf("DependenciesBlocked(1) after Applied(1): phase %s conditions %+v", out.Phase, out.Conditions)
 	}
 }
 

@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	m := &metrics{
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "lava", Subsystem: "synth", Name: "results_total",
-			Help: "Handled ResourceObserved and retries by result (synthesized, failed, stale)."}, []string{"result"}),
+			Help: "Handled ResourceObserved and retries by result (synthesized, failed, stale, suspended)."}, []string{"result"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "lava", Subsystem: "synth", Name: "duration_seconds",
 			Help: "Time to gather bindings, gate, render and store one generation.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 	}
@@ -207,6 +207,13 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	if !current {
 		s.metrics.results.WithLabelValues("stale").Inc()
 		log.Debug("stale generation dropped")
+		return nil
+	}
+	if obs.GetSpec().GetSuspend() {
+		// The watcher publishes a suspended generation so drift and viggy stop; it starts no
+		// pass. Its watermark is taken: passes of older generations are dropped too.
+		s.metrics.results.WithLabelValues("suspended").Inc()
+		log.Info("suspended generation: no pass")
 		return nil
 	}
 	start := s.cfg.Now()

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -283,4 +284,33 @@ func TestSynth_bindingsFrom(t *testing.T) {
 
 func synthBindings(scalars map[string]string) tlisp.Bindings {
 	return tlisp.Bindings{Scalars: scalars, Lists: map[string][]string{}, Records: map[string][]map[string]string{}}
+}
+
+// TestSynth_suspendedGenerationStartsNoPass: the watcher publishes a suspended generation
+// (spec.suspend true) for drift and viggy; synth publishes nothing for it, drops an older
+// generation delivered after it, and synthesizes the resumed generation.
+func TestSynth_suspendedGenerationStartsNoPass(t *testing.T) {
+	h := newHarness(t, nil)
+	spec := func(suspend bool) *lavav1.ArchitectureSpec {
+		return &lavav1.ArchitectureSpec{Source: inline(seedSource), Bindings: map[string]string{"cidr": "10.2.0.0/16"}, Suspend: suspend}
+	}
+	h.observe("team", "held", "uid-1", 2, spec(true))
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(h.logs.String(), "suspended generation: no pass") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the suspended generation was not handled within 10s; logs:\n%s", h.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.observe("team", "held", "uid-1", 1, spec(false))
+	h.observe("team", "held", "uid-1", 3, spec(false))
+	syn := await[*lavav1.Synthesized](h, "team", "held", 3)
+	if syn.GetRender().GetObservedGeneration() != 3 {
+		t.Errorf("Synthesized = %v", syn)
+	}
+	for _, ev := range []string{bus.EventSynthesized, bus.EventFailed} {
+		if n := h.count(bus.PhaseSubject("team", "held", ev)); n != map[string]int{bus.EventSynthesized: 1, bus.EventFailed: 0}[ev] {
+			t.Errorf("%d %s published; want only generation 3's Synthesized (2 is suspended, 1 is stale)", n, ev)
+		}
+	}
 }

@@ -34,6 +34,9 @@ type Record struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Interval is spec.driftInterval (the next scan; the decision's requeue_after).
 	Interval time.Duration `json:"interval,omitempty"`
+	// Suspended is spec.suspend of the newest ResourceObserved: no pass, retry or escalation
+	// runs until a resumed generation is observed.
+	Suspended bool `json:"suspended,omitempty"`
 	// LastEventID, LastSeverity, LastAction and LastPhase describe the last pass.
 	LastEventID  string `json:"lastEventId,omitempty"`
 	LastSeverity int32  `json:"lastSeverity,omitempty"`

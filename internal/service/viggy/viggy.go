@@ -135,7 +135,8 @@ func (s *Service) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// Handle handles one event: ResourceObserved keeps the policy, labels and interval;
+// Handle handles one event: ResourceObserved keeps the policy, labels, interval and
+// suspension (a suspended resource gets no pass, retry or escalation);
 // Planned with awaiting_approval records the held plan id; Applied clears a scheduled retry;
 // DriftScanned and Failed (not viggy's own) run a pass. Events of an older generation than
 // the newest seen are acked unchanged.
@@ -174,6 +175,12 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			}
 			r.Labels = ev.GetLabels()
 			r.Interval = ev.GetSpec().GetDriftInterval().AsDuration()
+			r.Suspended = ev.GetSpec().GetSuspend()
+			if r.Suspended {
+				// Suspension stops acting: nothing scheduled survives it (resume is a new
+				// generation with its own pass).
+				r.Retry, r.Escalation = nil, nil
+			}
 			return r, nil
 		})
 	case *lavav1.Planned:
@@ -310,6 +317,10 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 	}
 	if rec != nil && rec.UID == cause.GetResource().GetUid() && cause.GetGeneration() < rec.Generation {
 		s.cfg.Logger.Debug("viggy: stale event ignored", "event_id", cause.GetEventId(), "generation", cause.GetGeneration())
+		return nil
+	}
+	if rec != nil && rec.UID == cause.GetResource().GetUid() && rec.Suspended {
+		s.cfg.Logger.Info("viggy: suspended resource: no pass", "event_id", cause.GetEventId(), "generation", cause.GetGeneration())
 		return nil
 	}
 	res := RunPass(ctx, beats, s.cfg.Now)

@@ -517,3 +517,42 @@ func TestService_poisonMessageReportedAsAnomaly(t *testing.T) {
 		t.Errorf("message %q does not say why the message was terminated", an.GetMessage())
 	}
 }
+
+// TestService_suspendStopsActs: after a suspended generation is observed, a drift scan gets
+// no pass (no TickReported, no ReapplyRequested, even under AutoCorrect); the resumed
+// generation's scan is acted on again.
+func TestService_suspendStopsActs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, viggy.Config{})
+	functional := finding("content", lavav1.ChangeKind_CHANGE_KIND_UPDATE, lavav1.Severity_SEVERITY_FUNCTIONAL)
+	observe := func(gen int64, suspend bool) {
+		e.handle(&lavav1.ResourceObserved{Envelope: envelope("held", gen, "lava.v1.ResourceObserved", eventid.GenerationTrigger(gen)),
+			Spec: &lavav1.ArchitectureSpec{DriftInterval: durationpb.New(time.Minute), Suspend: suspend}})
+	}
+	scanAt := func(gen int64, at time.Time) *lavav1.DriftScanned {
+		ev := scan("held", at, functional)
+		ev.Envelope = envelope("held", gen, "lava.v1.DriftScanned", eventid.DriftTrigger(at))
+		return ev
+	}
+	observe(1, false)
+	observe(2, true)
+	e.handle(scanAt(2, time.Now()))
+	e.handle(scanAt(1, time.Now().Add(time.Second)))
+	tr := &lavav1.TickReported{}
+	if e.last(bus.StreamPhases, bus.PhaseSubject("ns", "held", bus.EventTickReported), tr) {
+		t.Fatalf("suspended resource got a pass: %v", tr)
+	}
+	reapply := bus.CommandSubject(bus.StagePlan, "ns", "held", bus.VerbReapply)
+	if e.last(bus.StreamCommands, reapply, &lavav1.ReapplyRequested{}) {
+		t.Fatal("suspended resource was auto-corrected")
+	}
+	observe(3, false)
+	e.handle(scanAt(3, time.Now().Add(2*time.Second)))
+	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "held", bus.EventTickReported), tr) || tr.GetEnvelope().GetGeneration() != 3 {
+		t.Fatalf("resumed generation got no pass: %v", tr)
+	}
+	re := &lavav1.ReapplyRequested{}
+	if !e.last(bus.StreamCommands, reapply, re) || re.GetEnvelope().GetGeneration() != 3 {
+		t.Fatalf("resumed generation was not auto-corrected: %v", re)
+	}
+}

@@ -64,8 +64,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	if obj.Spec.Suspend {
+		// The suspended generation is published too (spec.suspend true in the mirror), so
+		// drift stops scanning and viggy stops acting; synth starts no pass for it.
 		r.metrics.incHeld(heldSuspended)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventSuspended})
+		policy, ok, err := r.policy(ctx, obj)
+		if err != nil || !ok {
+			if err == nil {
+				err = r.foldLocal(ctx, obj, phase.Event{Type: phase.EventSuspended})
+			}
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, r.observe(ctx, obj, policy, nil)
 	}
 	if r.w.conditionTrue(obj, v1alpha1.ConditionSuspended) {
 		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
@@ -92,25 +101,35 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
+	policy, ok, err := r.policy(ctx, obj)
+	if err != nil || !ok {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto)
+}
+
+// policy is obj's effective remediation policy; ok is false (and err nil) while the
+// referenced RemediationPolicy does not exist (held: the policy watch enqueues obj when it
+// appears).
+func (r *reconciler) policy(ctx context.Context, obj *v1alpha1.LavaArchitecture) (*lavav1.RemediationPolicy, bool, error) {
 	var ref *v1alpha1.RemediationPolicy
 	if pr := obj.Spec.RemediationPolicyRef; pr != nil && obj.Spec.Remediation == nil {
 		ref = &v1alpha1.RemediationPolicy{}
 		if err := r.c.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: pr.Name}, ref); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return reconcile.Result{}, fmt.Errorf("watcher: get remediation policy %s/%s: %w", obj.Namespace, pr.Name, err)
+				return nil, false, fmt.Errorf("watcher: get remediation policy %s/%s: %w", obj.Namespace, pr.Name, err)
 			}
-			// The policy watch enqueues this object when the policy appears.
 			r.metrics.incHeld(heldPolicyMissing)
 			r.w.rec.Eventf(obj, nil, corev1.EventTypeWarning, "RemediationPolicyNotFound", "Hold",
 				"RemediationPolicy %s not found: no work is published until it exists", pr.Name)
-			return reconcile.Result{}, nil
+			return nil, false, nil
 		}
 	}
 	policy, err := EffectivePolicy(obj.Spec, ref)
 	if err != nil {
-		return reconcile.Result{}, reconcile.TerminalError(err)
+		return nil, false, reconcile.TerminalError(err)
 	}
-	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto)
+	return policy, true, nil
 }
 
 // ObservedTrigger is the trigger of the ResourceObserved for obj's current state:
@@ -133,8 +152,9 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
 }
 
 // observe publishes the ResourceObserved of obj's current state, unless the last one stored
-// for the resource already has its id. It folds the Observed event into status first, so a
-// crash between the two re-publishes the same id on the next reconcile.
+// for the resource already has its id. It folds the Observed event (Suspended for a suspended
+// object, whose generation starts no pass) into status first, so a crash between the two
+// re-publishes the same id on the next reconcile.
 func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState) error {
 	ro := &lavav1.ResourceObserved{
 		Spec:         SpecMirror(obj.Spec),
@@ -149,8 +169,11 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 		return err
 	}
 	at := now(r.clock)
-	if err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation},
-		cause{eventID: id, correlationID: id}); err != nil {
+	ev := phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation}
+	if obj.Spec.Suspend {
+		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
+	}
+	if err := r.foldLocalCause(ctx, obj, ev, cause{eventID: id, correlationID: id}); err != nil {
 		return err
 	}
 	ro.Envelope = envelope(obj, id, trigger, at)

@@ -40,7 +40,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("a phase event ahead of its predecessor is retried", e.testOutOfOrder)
 	t.Run("dependencies hold back until their phase", e.testDependencies)
 	t.Run("two-resource cycle reported on both", e.testCycle)
-	t.Run("suspend publishes nothing", e.testSuspend)
+	t.Run("suspend publishes the held generation", e.testSuspend)
 	t.Run("remediation policy and forced passes", e.testPolicy)
 	t.Run("service entry point serves metrics and health", e.testRun)
 }
@@ -409,8 +409,10 @@ func (e *env) testCycle(t *testing.T) {
 	})
 }
 
-// testSuspend: a suspended resource gets the finalizer and Suspended but publishes nothing;
-// resuming publishes once.
+// testSuspend: a suspended resource gets the finalizer and Suspended, its generation is
+// observed (status.observedGeneration, kstatus) and published once with spec.suspend true (so
+// drift and viggy stop; synth starts no pass); resuming publishes the next generation with
+// spec.suspend false and starts a pass.
 func (e *env) testSuspend(t *testing.T) {
 	ns := e.kube.Namespace(t)
 	e.startWatcher(t, ns, "suspend")
@@ -419,17 +421,32 @@ func (e *env) testSuspend(t *testing.T) {
 		if !controllerutil.ContainsFinalizer(o, v1alpha1.Finalizer) {
 			return fmt.Errorf("no finalizer")
 		}
-		return conditionIs(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended)(o)
+		if o.Status.ObservedGeneration != o.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", o.Status.ObservedGeneration, o.Generation)
+		}
+		return all(conditionIs(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended),
+			conditionIs(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended))(o)
 	})
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "s", bus.EventObserved), 1)
 	consistently(t, 500*time.Millisecond, func() error {
-		if c := e.observedCount(t, ns, "s"); c != 0 {
-			return fmt.Errorf("suspended resource published %d ResourceObserved", c)
+		if c := e.observedCount(t, ns, "s"); c != 1 {
+			return fmt.Errorf("suspended resource published %d ResourceObserved, want 1", c)
 		}
 		return nil
 	})
+	if ro := e.observed(t, ns, "s"); !ro[0].GetSpec().GetSuspend() || ro[0].GetEnvelope().GetGeneration() != 1 {
+		t.Fatalf("suspended generation published as %v", ro[0])
+	}
+	if o := e.get(t, ns, "s"); o.Status.Phase != "" && o.Status.Phase != v1alpha1.PhasePending {
+		t.Errorf("suspended at creation: phase %s", o.Status.Phase)
+	}
 	e.patch(t, ns, "s", func(o *v1alpha1.LavaArchitecture) { o.Spec.Suspend = false })
-	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "s", bus.EventObserved), 1)
-	e.waitStatus(t, ns, "s", all(phaseIs(v1alpha1.PhasePending, 2), conditionIs(v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonResumed)))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "s", bus.EventObserved), 2)
+	if ro := e.observed(t, ns, "s"); ro[1].GetSpec().GetSuspend() || ro[1].GetEnvelope().GetGeneration() != 2 {
+		t.Fatalf("resumed generation published as %v", ro[1])
+	}
+	e.waitStatus(t, ns, "s", all(phaseIs(v1alpha1.PhasePending, 2), conditionIs(v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonResumed),
+		conditionIs(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonProgressing)))
 }
 
 // testPolicy: the referenced RemediationPolicy travels in ResourceObserved; editing it
