@@ -37,6 +37,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 func parse(args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) (o anomaly.Options, code int, stop bool) {
 	fs := pflag.NewFlagSet("anomaly", pflag.ContinueOnError)
 	noKube := false
+	var kubeAPI svc.KubeAPI
 	svc.Common{NATSURL: &o.NATSURL, NATSCreds: &o.NATSCreds, MetricsAddr: &o.MetricsAddr, HealthAddr: &o.HealthAddr,
 		LogFormat: &o.LogFormat, LogLevel: &o.LogLevel, Replicas: &o.Replicas}.Register(fs)
 	fs.StringVar(&o.ConfigFile, "config", "", "routing configuration (YAML or JSON: window, cluster, sinks, rules); empty publishes on the bus only")
@@ -44,6 +45,7 @@ func parse(args []string, lookup func(string) (string, bool), stdout, stderr io.
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.StringVar(&o.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
 	fs.BoolVar(&noKube, "no-kube", false, "run without Kubernetes access (kubernetesEvents sinks are then refused)")
+	kubeAPI.Register(fs)
 	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &o.LogFormat, &o.LogLevel); stop {
 		return o, code, true
 	}
@@ -53,7 +55,7 @@ func parse(args []string, lookup func(string) (string, bool), stdout, stderr io.
 			fmt.Fprintf(stderr, "anomaly: kubernetes config (use --no-kube to run without): %v\n", err)
 			return o, 1, true
 		}
-		o.Kube = cfg
+		o.Kube = kubeAPI.Apply(cfg)
 	}
 	return o, 0, false
 }

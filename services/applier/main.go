@@ -20,6 +20,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs := pflag.NewFlagSet("applier", pflag.ContinueOnError)
 	o := applier.Options{}
 	noKube := false
+	var kubeAPI svc.KubeAPI
 	svc.Common{NATSURL: &o.NATSURL, NATSCreds: &o.NATSCreds, MetricsAddr: &o.MetricsAddr, HealthAddr: &o.HealthAddr,
 		LogFormat: &o.LogFormat, LogLevel: &o.LogLevel, Replicas: &o.Replicas}.Register(fs)
 	fs.StringVar(&o.Holder, "holder", "", "replica name in leases and state locks (default: the host name)")
@@ -33,6 +34,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&o.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
 	fs.BoolVar(&noKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
+	kubeAPI.Register(fs)
 	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &o.LogFormat, &o.LogLevel); stop {
 		return code
 	}
@@ -42,7 +44,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			fmt.Fprintf(stderr, "applier: kubernetes config (use --no-kube to run without): %v\n", err)
 			return 1
 		}
-		o.Kube = cfg
+		o.Kube = kubeAPI.Apply(cfg)
 	}
 	if err := applier.RunService(ctx, o); err != nil {
 		fmt.Fprintln(stderr, "applier:", err)

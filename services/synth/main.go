@@ -19,12 +19,14 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs := pflag.NewFlagSet("synth", pflag.ContinueOnError)
 	o := synth.Options{}
 	noKube := false
+	var kubeAPI svc.KubeAPI
 	svc.Common{NATSURL: &o.NATSURL, NATSCreds: &o.NATSCreds, MetricsAddr: &o.MetricsAddr, HealthAddr: &o.HealthAddr,
 		LogFormat: &o.LogFormat, LogLevel: &o.LogLevel, Replicas: &o.Replicas}.Register(fs)
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (32 bytes or 64 hex digits); required")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.BoolVar(&noKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
+	kubeAPI.Register(fs)
 	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &o.LogFormat, &o.LogLevel); stop {
 		return code
 	}
@@ -39,7 +41,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 			fmt.Fprintf(stderr, "synth: kubernetes config (use --no-kube to run without): %v\n", err)
 			return 1
 		}
-		o.Kube = cfg
+		o.Kube = kubeAPI.Apply(cfg)
 	}
 	if err := synth.RunService(ctx, o); err != nil {
 		fmt.Fprintln(stderr, "synth:", err)

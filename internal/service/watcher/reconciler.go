@@ -13,12 +13,14 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -32,7 +34,8 @@ import (
 // the ResourceObserved / DeletionRequested it publishes.
 type reconciler struct {
 	c         client.Client // cached reads, writes
-	w         *statusWriter
+	core      *Core
+	rec       recorder.EventRecorder
 	pub       *bus.Publisher
 	resources jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
 	deps      resolver
@@ -49,7 +52,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	obj := &v1alpha1.LavaArchitecture{}
 	if err := r.c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.w.forget(req.NamespacedName)
+			r.core.Forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("watcher: get %s: %w", req.NamespacedName, err)
@@ -67,7 +70,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.metrics.incHeld(heldSuspended)
 		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventSuspended})
 	}
-	if r.w.conditionTrue(obj, v1alpha1.ConditionSuspended) {
+	if r.conditionTrue(obj, v1alpha1.ConditionSuspended) {
 		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -101,7 +104,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			// The policy watch enqueues this object when the policy appears.
 			r.metrics.incHeld(heldPolicyMissing)
-			r.w.rec.Eventf(obj, nil, corev1.EventTypeWarning, "RemediationPolicyNotFound", "Hold",
+			r.rec.Eventf(obj, nil, corev1.EventTypeWarning, "RemediationPolicyNotFound", "Hold",
 				"RemediationPolicy %s not found: no work is published until it exists", pr.Name)
 			return reconcile.Result{}, nil
 		}
@@ -150,7 +153,7 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 	}
 	at := now(r.clock)
 	if err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation},
-		cause{eventID: id, correlationID: id}); err != nil {
+		Cause{EventID: id, CorrelationID: id}); err != nil {
 		return err
 	}
 	ro.Envelope = envelope(obj, id, trigger, at)
@@ -182,7 +185,7 @@ func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitectur
 		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
 	}
 	err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
-		cause{eventID: id, correlationID: id})
+		Cause{EventID: id, CorrelationID: id})
 	if err != nil {
 		return err
 	}
@@ -230,7 +233,7 @@ func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchite
 	}
 	r.metrics.inc(func(m *Metrics) prometheus.Counter { return m.finalizerAdded })
 	// The patch answered with the live object: its status is what the server has.
-	r.w.remember(obj)
+	r.core.Remember(obj)
 	return nil
 }
 
@@ -240,15 +243,25 @@ func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchite
 func (r *reconciler) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
 	ev.Generation, ev.Time = obj.Generation, now(r.clock)
 	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
-	return r.foldLocalCause(ctx, obj, ev, cause{eventID: id, correlationID: id})
+	return r.foldLocalCause(ctx, obj, ev, Cause{EventID: id, CorrelationID: id})
 }
 
-func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event, c cause) error {
-	_, err := r.w.fold(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c)
+func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event, c Cause) error {
+	_, err := r.core.Fold(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c)
 	if errors.Is(err, errGone) {
 		return nil
 	}
 	return err
+}
+
+// conditionTrue reports whether condition typ is True in the last status known for obj: the
+// Core's of the same incarnation (with folds not yet written), else obj's (cached) status.
+func (r *reconciler) conditionTrue(obj *v1alpha1.LavaArchitecture, typ string) bool {
+	st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID)
+	if !ok {
+		st = obj.Status
+	}
+	return meta.IsStatusConditionTrue(st.Conditions, typ)
 }
 
 // forcedPass passes updates that change the reconcile-requested-at annotation.

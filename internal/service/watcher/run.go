@@ -20,6 +20,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	LogFormat, LogLevel string
 	// ClusterName is this cluster's name in LavaArchitectureDependency references.
 	ClusterName string
+	// KubeAPI is the API client's rate limit (zero: svc.DefaultKubeAPIQPS and Burst).
+	KubeAPI svc.KubeAPI
+	// StatusWindow and StatusHold are [Options].StatusWindow and StatusHold.
+	StatusWindow, StatusHold time.Duration
 }
 
 // Gatherer gathers reg (the watcher's and the bus's metrics) together with controller-runtime's
@@ -111,6 +116,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.KubeAPI.Apply(rc)
 	scheme, err := NewScheme()
 	if err != nil {
 		return err
@@ -136,6 +142,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		Namespaces: cfg.Namespaces, ClusterName: cfg.ClusterName, PhaseConsumer: cfg.PhaseConsumer,
 		LeaderElection: cfg.LeaderElect, LeaderElectionID: cfg.LeaderElectionID,
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+		StatusWindow:            cfg.StatusWindow, StatusHold: cfg.StatusHold,
 	})
 	if err != nil {
 		return err
