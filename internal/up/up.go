@@ -24,6 +24,7 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 	"github.com/lava-operator/lava/internal/service/anomaly"
 	"github.com/lava-operator/lava/internal/service/applier"
@@ -68,6 +69,9 @@ type Options struct {
 	Kubeconfig string
 	// Namespaces limits the watcher to these namespaces (Kubeconfig only; empty: all).
 	Namespaces []string
+	// KubeAPI is the rate limit of every Kubernetes API client (Kubeconfig only; zero:
+	// svc.DefaultKubeAPIQPS and Burst).
+	KubeAPI svc.KubeAPI
 	// StateDir holds the JetStream store, the object files, keys and logs (default ".lava").
 	StateDir string
 	// ProviderDir is the provider mirror (default [DefaultProviderDir]).
@@ -213,6 +217,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if kube, err = watcher.RESTConfig(o.Kubeconfig); err != nil {
 			return Result{}, err
 		}
+		o.KubeAPI.Apply(kube)
 	}
 
 	// Every service runs until svcCtx is cancelled; the driver below cancels it when ctx is
@@ -270,7 +275,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Kubeconfig != "" {
 		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
 			return watcher.Run(ctx, watcher.Config{Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, NATSURL: url,
-				StreamReplicas: 1, LogFormat: "text", LogLevel: o.LogLevel}, o.Log)
+				StreamReplicas: 1, LogFormat: "text", LogLevel: o.LogLevel, KubeAPI: o.KubeAPI}, o.Log)
 		})
 		kv, err := newKubeView(kube, o.Namespaces)
 		if err != nil {
