@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
@@ -33,6 +35,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/test/e2e/harness"
 )
 
@@ -115,6 +118,9 @@ func restConfig(b *testing.B, kubeconfig string) *rest.Config {
 type result struct {
 	total    time.Duration
 	p50, p99 time.Duration
+	// created and applied are when each object's create answered and when it was first seen
+	// Applied.
+	created, applied map[string]time.Time
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -224,7 +230,8 @@ func run(ctx context.Context, dc dynamic.Interface, ns string, n int) (result, e
 			last = at
 		}
 	}
-	return result{total: last.Sub(start), p50: percentile(lat, 0.50), p99: percentile(lat, 0.99)}, nil
+	return result{total: last.Sub(start), p50: percentile(lat, 0.50), p99: percentile(lat, 0.99),
+		created: maps.Clone(created), applied: maps.Clone(applied)}, nil
 }
 
 func first(m map[string]string) string {
@@ -237,14 +244,21 @@ func first(m map[string]string) string {
 // floorController is the floor's operator: a bare client-go program with its own client that
 // watches ns and, for every new object, adds a finalizer and patches the status once to
 // Applied: 2 writes per object (3 with the create), the least an operator with a finalizer that
-// reports a result must do. It runs until ctx is done.
-func floorController(ctx context.Context, dc dynamic.Interface, ns string) error {
+// reports a result must do. The watch is open when it returns; the returned func runs the
+// controller until ctx is done.
+func floorController(ctx context.Context, dc dynamic.Interface, ns string) (func() error, error) {
 	ri := dc.Resource(gvr).Namespace(ns)
 	w, err := ri.Watch(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer w.Stop()
+	return func() error {
+		defer w.Stop()
+		return floorLoop(ctx, ri, w)
+	}, nil
+}
+
+func floorLoop(ctx context.Context, ri dynamic.ResourceInterface, w watch.Interface) error {
 	work := make(chan string, 1024)
 	g, gctx := errgroup.WithContext(ctx)
 	for range *flagWorkers {
@@ -278,7 +292,7 @@ func floorController(ctx context.Context, dc dynamic.Interface, ns string) error
 			}
 		}
 	})
-	err = g.Wait()
+	err := g.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -455,9 +469,19 @@ func BenchmarkPipeline(b *testing.B) {
 			b.Fatal(err)
 		}
 		fctx, stopFloor := context.WithCancel(ctx)
+		floorRun, err := floorController(fctx, floorDC, floorNS)
+		if err != nil {
+			b.Fatalf("floor controller: %v", err)
+		}
 		floorDone := make(chan error, 1)
-		go func() { floorDone <- floorController(fctx, floorDC, floorNS) }()
-		floor, err := run(ctx, dc, floorNS, n)
+		go func() {
+			err := floorRun()
+			if err != nil {
+				stopFloor() // ends the floor's run below too
+			}
+			floorDone <- err
+		}()
+		floor, err := run(fctx, dc, floorNS, n)
 		if err != nil {
 			stopFloor()
 			b.Fatalf("floor: %v", errors.Join(err, <-floorDone))
@@ -472,7 +496,14 @@ func BenchmarkPipeline(b *testing.B) {
 			b.Fatal(err)
 		}
 
+		hop, err := hops(ctx, env.NATSURL, lavaNS, lava)
+		if err != nil {
+			b.Fatalf("per-hop latency: %v", err)
+		}
 		lavaWrites, floorWrites := sub(u1.writes, u0.writes), sub(u2.writes, u1.writes)
+		// Leader election renews its Lease every few seconds whatever the load: not per object.
+		delete(lavaWrites, "leases")
+		delete(floorWrites, "leases")
 		// The benchmark's own creates are the same on both sides; the rest is the operator's.
 		lavaPer := (sum(lavaWrites) - float64(n)) / float64(n)
 		floorPer := (sum(floorWrites) - float64(n)) / float64(n)
@@ -496,6 +527,9 @@ func BenchmarkPipeline(b *testing.B) {
 		fmt.Printf("  floor: total %v, create->Applied p50 %v p99 %v (create; finalizer + 1 status patch by a second client)\n", floor.total.Round(time.Millisecond), floor.p50.Round(time.Millisecond), floor.p99.Round(time.Millisecond))
 		fmt.Printf("  ratio lava/floor %.2f; lava p99 / floor total %.2f\n", ratio, lava.p99.Seconds()/floor.total.Seconds())
 		fmt.Printf("  API writes per object beyond the create: lava %.2f %v, floor %.2f %v\n", lavaPer, perObject(lavaWrites, n), floorPer, perObject(floorWrites, n))
+		for _, h := range hopList {
+			fmt.Printf("  hop %-42s p50 %v p99 %v\n", h.name, hop[h.name][0].Round(time.Millisecond), hop[h.name][1].Round(time.Millisecond))
+		}
 		procs := append(slices.Clone(services), procAPIServer, procEtcd)
 		for _, p := range procs {
 			name := p
@@ -550,4 +584,85 @@ func cpuLine(cpu map[string]float64, procs []string, n int) string {
 		parts = append(parts, fmt.Sprintf("%s %.2f", p, 1000*cpu[p]/float64(n)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// hop is one step of the pipeline, for per-hop latencies.
+type hop struct {
+	name     string
+	from, to string // stream events ("created" and "seen Applied" are the benchmark's own times)
+}
+
+var hopList = []hop{
+	{"watcher: create -> ResourceObserved", "created", bus.EventObserved},
+	{"synth: ResourceObserved -> Synthesized", bus.EventObserved, bus.EventSynthesized},
+	{"applier plan: Synthesized -> Planned", bus.EventSynthesized, bus.EventPlanned},
+	{"applier apply: Planned -> Applied", bus.EventPlanned, bus.EventApplied},
+	{"watcher: Applied -> status seen Applied", bus.EventApplied, "seen"},
+}
+
+// hops reads when each event of the objects in ns was stored (LAVA_RESOURCES and LAVA_PHASES)
+// and returns the p50 and p99 of every hop in [hopList].
+func hops(ctx context.Context, natsURL, ns string, r result) (map[string][2]time.Duration, error) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	at := map[string]map[string]time.Time{} // object -> event -> first stored
+	for name, t := range r.created {
+		at[name] = map[string]time.Time{"created": t, "seen": r.applied[name]}
+	}
+	for stream, filter := range map[string]string{
+		bus.StreamResources: bus.PrefixResource + bus.EscapeToken(ns) + ".>",
+		bus.StreamPhases:    bus.PrefixPhase + bus.EscapeToken(ns) + ".>",
+	} {
+		c, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", stream, err)
+		}
+		for {
+			batch, err := c.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", stream, err)
+			}
+			n := 0
+			for m := range batch.Messages() {
+				n++
+				md, err := m.Metadata()
+				if err != nil {
+					return nil, err
+				}
+				sub, err := bus.ParseSubject(m.Subject())
+				if err != nil || at[sub.Name] == nil {
+					continue
+				}
+				if _, seen := at[sub.Name][sub.Event]; !seen {
+					at[sub.Name][sub.Event] = md.Timestamp
+				}
+			}
+			if batch.Error() != nil && !errors.Is(batch.Error(), nats.ErrTimeout) {
+				return nil, batch.Error()
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	out := map[string][2]time.Duration{}
+	for _, h := range hopList {
+		var d []time.Duration
+		for _, ev := range at {
+			from, ok1 := ev[h.from]
+			to, ok2 := ev[h.to]
+			if ok1 && ok2 {
+				d = append(d, to.Sub(from))
+			}
+		}
+		out[h.name] = [2]time.Duration{percentile(d, 0.50), percentile(d, 0.99)}
+	}
+	return out, nil
 }

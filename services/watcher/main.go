@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
 	cfg.KubeAPI.Register(fs)
+	fs.IntVar(&cfg.MaxConcurrentReconciles, "max-concurrent-reconciles", watcher.DefaultMaxConcurrentReconciles, "LavaArchitectures reconciled at once")
 	fs.DurationVar(&cfg.StatusWindow, "status-window", watcher.DefaultStatusWindow, "how long a settled status waits for more phase events of its object before it is written (negative: write every event)")
 	fs.DurationVar(&cfg.StatusHold, "status-hold", watcher.DefaultStatusHold, "longest an intermediate phase (Synthesized, Planned, ...) waits for its successor before it is written")
 	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &cfg.LogFormat, &cfg.LogLevel); stop {

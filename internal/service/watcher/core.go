@@ -97,7 +97,7 @@ type CoreConfig struct {
 }
 
 // Defaults of the coalescing of [CoreConfig] in the watcher service (see
-// docs/design/0005-status-coalescing.md).
+// docs/design/watcher-core-status-writes.md).
 const (
 	// DefaultStatusWindow is the watcher's [CoreConfig].Window.
 	DefaultStatusWindow = 50 * time.Millisecond

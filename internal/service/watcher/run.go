@@ -56,6 +56,8 @@ type Config struct {
 	KubeAPI svc.KubeAPI
 	// StatusWindow and StatusHold are [Options].StatusWindow and StatusHold.
 	StatusWindow, StatusHold time.Duration
+	// MaxConcurrentReconciles is [Options].MaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 }
 
 // Gatherer gathers reg (the watcher's and the bus's metrics) together with controller-runtime's
@@ -143,6 +145,7 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 		LeaderElection: cfg.LeaderElect, LeaderElectionID: cfg.LeaderElectionID,
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
 		StatusWindow:            cfg.StatusWindow, StatusHold: cfg.StatusHold,
+		MaxConcurrentReconciles: cfg.MaxConcurrentReconciles,
 	})
 	if err != nil {
 		return err
