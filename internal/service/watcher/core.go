@@ -256,9 +256,31 @@ func (c *Core) Fold(ctx context.Context, key types.NamespacedName, uid types.UID
 	return c.fold(ctx, key, uid, ev, cause, true)
 }
 
+// FoldCoalesced is [Core.Fold] without waiting for the write: the status is written with the
+// object's next write (at the latest after the Hold or Window of its phase). Use it only for an
+// event whose loss a later event repairs: an Observed of a new generation, which the reducer
+// also derives from any later lifecycle event of that generation.
+func (c *Core) FoldCoalesced(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause) (phase.Transition, error) {
+	return c.foldMode(ctx, key, uid, ev, cause, modeNoWait)
+}
+
+type foldMode int
+
+const (
+	modeNow    foldMode = iota // write before returning
+	modeWait                   // coalesce; return after the write
+	modeNoWait                 // coalesce; return at once
+)
+
 // fold is [Core.Fold]; without now the write may wait for the object's window, and fold
 // returns after it.
 func (c *Core) fold(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause, now bool) (phase.Transition, error) {
+	if now {
+		return c.foldMode(ctx, key, uid, ev, cause, modeNow)
+	}
+	return c.foldMode(ctx, key, uid, ev, cause, modeWait)
+}
+func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause, mode foldMode) (phase.Transition, error) {
 	e := c.entry(key)
 	e.mu.Lock()
 	if e.stored == nil || (uid != "" && e.stored.UID != uid) {
@@ -311,7 +333,7 @@ func (c *Core) fold(ctx context.Context, key types.NamespacedName, uid types.UID
 		// Nothing to write (unchanged, or only the receipt head, which rides on the next write).
 		e.mu.Unlock()
 		return tr, nil
-	case now || e.release || (c.cfg.Window <= 0 && c.cfg.Hold <= 0):
+	case mode == modeNow || e.release || (c.cfg.Window <= 0 && c.cfg.Hold <= 0):
 		err := c.flushLocked(ctx, key, e)
 		e.mu.Unlock()
 		return tr, err
@@ -319,6 +341,11 @@ func (c *Core) fold(ctx context.Context, key types.NamespacedName, uid types.UID
 	if !tr.Changed {
 		// A redelivery of an event already folded and waiting: the first delivery is acked
 		// after the write.
+		e.mu.Unlock()
+		return tr, nil
+	}
+	if mode == modeNoWait {
+		c.schedule(key, e)
 		e.mu.Unlock()
 		return tr, nil
 	}

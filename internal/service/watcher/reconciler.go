@@ -136,8 +136,11 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
 }
 
 // observe publishes the ResourceObserved of obj's current state, unless the last one stored
-// for the resource already has its id. It folds the Observed event into status first, so a
-// crash between the two re-publishes the same id on the next reconcile.
+// for the resource already has its id. It folds the Observed event first (its PhaseChanged is
+// published before the ResourceObserved). A forced pass (same generation) writes that status
+// before publishing, so a crash between the two re-publishes the same id on the next
+// reconcile; a new generation's Observed rides on the object's next status write, because the
+// reducer derives it from any later event of that generation.
 func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState) error {
 	ro := &lavav1.ResourceObserved{
 		Spec:         SpecMirror(obj.Spec),
@@ -152,8 +155,17 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 		return err
 	}
 	at := now(r.clock)
-	if err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation},
-		Cause{EventID: id, CorrelationID: id}); err != nil {
+	ev := phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation}
+	c := Cause{EventID: id, CorrelationID: id}
+	if st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID); trigger == eventid.GenerationTrigger(obj.Generation) &&
+		ok && obj.Generation > st.ObservedGeneration {
+		// A new generation: its Observed rides on the object's next status write (the
+		// reducer derives it from any later event of this generation if that write is
+		// lost), saving a write per generation.
+		if _, err := r.core.FoldCoalesced(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c); err != nil && !errors.Is(err, errGone) {
+			return err
+		}
+	} else if err := r.foldLocalCause(ctx, obj, ev, c); err != nil {
 		return err
 	}
 	ro.Envelope = envelope(obj, id, trigger, at)
