@@ -84,6 +84,11 @@ type CoreConfig struct {
 	// supersedes (Pending, Synthesized, Planned, Reconverging) waits before it is written; the
 	// write comes sooner when the object settles. Zero means Window.
 	Hold time.Duration
+	// MaxHeld bounds the folds waiting out a Hold at once; beyond it an intermediate phase
+	// waits only Window. A waiting fold occupies one of the phase consumer's handlers, so the
+	// watcher sets it below its phase concurrency: events that would settle the held objects
+	// (an Applied) always find a free handler. Zero: no bound.
+	MaxHeld int
 	// Rewrite, if set, rewrites a consumed phase event and its diagnostics before the fold
 	// (lava up maps inline-source positions to the manifest).
 	Rewrite func(key types.NamespacedName, ev *phase.Event, diagnostics []string)
@@ -117,11 +122,13 @@ type Core struct {
 
 	mu      sync.Mutex
 	entries map[types.NamespacedName]*entry
+	held    int // waiters of entries whose write waits out a Hold (under mu)
 }
 
 // entry is what the Core knows of one object.
 type entry struct {
-	mu sync.Mutex
+	mu   sync.Mutex
+	core *Core
 	// stored is the object as last read or written (nil: read it first).
 	stored *v1alpha1.LavaArchitecture
 	// status is stored.Status with the events folded since the last write.
@@ -139,6 +146,8 @@ type entry struct {
 	waiters []chan error
 	timer   *time.Timer
 	due     time.Time
+	// held is how many of waiters are counted in Core.held.
+	held int
 }
 
 type note struct {
@@ -165,7 +174,7 @@ func (c *Core) entry(key types.NamespacedName) *entry {
 	defer c.mu.Unlock()
 	e := c.entries[key]
 	if e == nil {
-		e = &entry{}
+		e = &entry{core: c}
 		c.entries[key] = e
 	}
 	return e
@@ -231,13 +240,24 @@ func (e *entry) reset(obj *v1alpha1.LavaArchitecture) {
 	}
 }
 
-// fail answers every waiter with err and drops the unwritten folds: their events come back
-// (they were not acked) and are folded again.
-func (e *entry) fail(err error) {
+// answer answers every waiter of e with err.
+func (e *entry) answer(err error) {
 	for _, w := range e.waiters {
 		w <- err
 	}
 	e.waiters = nil
+	if e.held > 0 && e.core != nil {
+		e.core.mu.Lock()
+		e.core.held -= e.held
+		e.core.mu.Unlock()
+	}
+	e.held = 0
+}
+
+// fail answers every waiter with err and drops the unwritten folds: their events come back
+// (they were not acked) and are folded again.
+func (e *entry) fail(err error) {
+	e.answer(err)
 	if e.timer != nil {
 		e.timer.Stop()
 		e.timer = nil
@@ -345,13 +365,20 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 		return tr, nil
 	}
 	if mode == modeNoWait {
-		c.schedule(key, e)
+		if c.schedule(key, e) {
+			// No waiter holds a handler: do not count it.
+			c.mu.Lock()
+			c.held--
+			c.mu.Unlock()
+		}
 		e.mu.Unlock()
 		return tr, nil
 	}
 	done := make(chan error, 1)
 	e.waiters = append(e.waiters, done)
-	c.schedule(key, e)
+	if c.schedule(key, e) {
+		e.held++
+	}
 	e.mu.Unlock()
 	select {
 	case err := <-done:
@@ -362,16 +389,22 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 }
 
 // schedule arms the write of e: after Hold while its phase is one a later pipeline event
-// supersedes, after Window once it settled; never later than a write already due.
-func (c *Core) schedule(key types.NamespacedName, e *entry) {
-	d := c.cfg.Window
-	if Intermediate(e.status) {
-		d = c.cfg.Hold
+// supersedes (and fewer than MaxHeld folds wait out a Hold), else after Window; never later than
+// a write already due. It reports whether the fold being scheduled counts as held.
+func (c *Core) schedule(key types.NamespacedName, e *entry) bool {
+	d, held := c.cfg.Window, false
+	if Intermediate(e.status) && c.cfg.Hold > c.cfg.Window {
+		c.mu.Lock()
+		if c.cfg.MaxHeld <= 0 || c.held < c.cfg.MaxHeld {
+			c.held++
+			d, held = c.cfg.Hold, true
+		}
+		c.mu.Unlock()
 	}
 	due := time.Now().Add(d)
 	if e.timer != nil {
 		if !due.Before(e.due) {
-			return
+			return held
 		}
 		e.timer.Stop()
 	}
@@ -388,6 +421,7 @@ func (c *Core) schedule(key types.NamespacedName, e *entry) {
 		_ = c.flushLocked(ctx, key, e) // the waiters receive the error
 	})
 	e.timer = t
+	return held
 }
 
 // drop removes e from the entries if it is still key's.
@@ -413,10 +447,7 @@ func (c *Core) flushLocked(ctx context.Context, key types.NamespacedName, e *ent
 		if err = c.cfg.Store.Release(ctx, key, uid); err == nil {
 			c.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.finalizerRemoved })
 			c.cfg.Logger.Info("watcher: released after Destroyed", logattr.Resource(key.Namespace, key.Name))
-			for _, w := range e.waiters {
-				w <- nil
-			}
-			e.waiters = nil
+			e.answer(nil)
 			e.reset(nil)
 			c.drop(key, e)
 			if c.cfg.OnWrite != nil {
@@ -434,10 +465,7 @@ func (c *Core) flushLocked(ctx context.Context, key types.NamespacedName, e *ent
 		}
 		return err
 	}
-	for _, w := range e.waiters {
-		w <- nil
-	}
-	e.waiters = nil
+	e.answer(nil)
 	return nil
 }
 

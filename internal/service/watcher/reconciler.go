@@ -60,7 +60,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !obj.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, r.finalize(ctx, obj)
 	}
+	// A new object (no finalizer yet, never observed) has had no ResourceObserved: one is
+	// published only after the finalizer is in place.
+	fresh := false
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		fresh = obj.Status.ObservedGeneration == 0 && obj.Status.Phase == ""
 		if err := r.addFinalizer(ctx, obj); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -113,7 +117,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
-	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto)
+	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, fresh)
 }
 
 // ObservedTrigger is the trigger of the ResourceObserved for obj's current state:
@@ -141,7 +145,10 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
 // before publishing, so a crash between the two re-publishes the same id on the next
 // reconcile; a new generation's Observed rides on the object's next status write, because the
 // reducer derives it from any later event of that generation.
-func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState) error {
+//
+// fresh says obj is new (this reconcile added its finalizer to an object never observed): no
+// ResourceObserved can exist for it, so the stream is not asked.
+func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, fresh bool) error {
 	ro := &lavav1.ResourceObserved{
 		Spec:         SpecMirror(obj.Spec),
 		Remediation:  policy,
@@ -151,8 +158,10 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion())
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
-	if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
-		return err
+	if !fresh {
+		if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
+			return err
+		}
 	}
 	at := now(r.clock)
 	ev := phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation}

@@ -41,8 +41,9 @@ const (
 	EventRecorderName = "lava-watcher"
 	// DefaultPhaseConcurrency is [Options].PhaseConcurrency: phase events wait for the
 	// coalesced status write of their object before they are acked, so many are in flight at
-	// once (bounded by the consumer's MaxAckPending on the server).
-	DefaultPhaseConcurrency = 512
+	// once (bounded by the consumer's MaxAckPending on the server, 1000 by default); at most
+	// three quarters of them wait out a Hold ([CoreConfig].MaxHeld).
+	DefaultPhaseConcurrency = 1000
 	// DefaultMaxConcurrentReconciles is [Options].MaxConcurrentReconciles: a reconcile waits on
 	// a few API and NATS round trips (finalizer, Observed status, the last ResourceObserved,
 	// the publish), so a burst of creates needs many at once; bench/pipeline measured 2 as the
@@ -214,7 +215,7 @@ func New(ctx context.Context, o Options) (*Watcher, error) {
 	core, err := NewCore(CoreConfig{
 		Store:     NewAPIStore(mgr.GetClient(), mgr.GetAPIReader(), o.Logger.With(slog.String("component", "status"))),
 		Publisher: pub, Recorder: rec, Metrics: metrics, Logger: o.Logger.With(slog.String("component", "status")),
-		Window: o.StatusWindow, Hold: o.StatusHold,
+		Window: o.StatusWindow, Hold: o.StatusHold, MaxHeld: o.PhaseConcurrency * 3 / 4,
 	})
 	if err != nil {
 		return nil, err
