@@ -322,12 +322,15 @@ func flagEnvNames(t *testing.T, svc string) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), "svc.Common{") {
-		common, err := os.ReadFile(filepath.Join(repoRoot, "internal", "svc", "svc.go"))
-		if err != nil {
-			t.Fatal(err)
+	main := string(b)
+	for marker, file := range map[string]string{"svc.Common{": "svc.go", "svc.KubeAPI": "kubeapi.go", "KubeAPI.Register(": "kubeapi.go"} {
+		if strings.Contains(main, marker) {
+			shared, err := os.ReadFile(filepath.Join(repoRoot, "internal", "platform", "svc", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(b, shared...)
 		}
-		b = append(b, common...)
 	}
 	re := regexp.MustCompile(`fs\.[A-Za-z0-9]+Var(?:P)?\([^,]+,\s*"([a-z0-9-]+)"`)
 	out := map[string]bool{}
