@@ -30,9 +30,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -241,62 +244,65 @@ func first(m map[string]string) string {
 	return "none"
 }
 
-// floorController is the floor's operator: a bare client-go program with its own client that
-// watches ns and, for every new object, adds a finalizer and patches the status once to
-// Applied: 2 writes per object (3 with the create), the least an operator with a finalizer that
-// reports a result must do. The watch is open when it returns; the returned func runs the
-// controller until ctx is done.
+// floorController is the floor's operator: a bare client-go program with its own client (an
+// informer and a work queue, as any client-go controller) that, for every new object in ns, adds
+// a finalizer and patches the status once to Applied: 2 writes per object (3 with the create),
+// the least an operator with a finalizer that reports a result must do. Its cache has synced
+// when it returns; the returned func runs the workers until ctx is done.
 func floorController(ctx context.Context, dc dynamic.Interface, ns string) (func() error, error) {
 	ri := dc.Resource(gvr).Namespace(ns)
-	w, err := ri.Watch(ctx, metav1.ListOptions{})
-	if err != nil {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, ns, nil)
+	inf := f.ForResource(gvr).Informer()
+	q := workqueue.NewTyped[string]()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			q.Add(u.GetName())
+		}
+	}}); err != nil {
 		return nil, err
 	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, errors.New("floor: informer did not sync")
+	}
 	return func() error {
-		defer w.Stop()
-		return floorLoop(ctx, ri, w)
+		go func() { <-ctx.Done(); q.ShutDown() }()
+		g, gctx := errgroup.WithContext(ctx)
+		for range *flagWorkers {
+			g.Go(func() error {
+				for {
+					name, shutdown := q.Get()
+					if shutdown {
+						return nil
+					}
+					err := floorReconcile(gctx, ri, name)
+					q.Done(name)
+					if err != nil {
+						return err
+					}
+				}
+			})
+		}
+		err := g.Wait()
+		f.Shutdown()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}, nil
 }
 
-func floorLoop(ctx context.Context, ri dynamic.ResourceInterface, w watch.Interface) error {
-	work := make(chan string, 1024)
-	g, gctx := errgroup.WithContext(ctx)
-	for range *flagWorkers {
-		g.Go(func() error {
-			for name := range work {
-				fin := []byte(`{"metadata":{"finalizers":["lava.pleme.io/finalizer"]}}`)
-				if _, err := ri.Patch(gctx, name, types.MergePatchType, fin, metav1.PatchOptions{}); err != nil {
-					return fmt.Errorf("floor finalizer %s: %w", name, err)
-				}
-				st := []byte(`{"status":{"phase":"Applied","observedGeneration":1}}`)
-				if _, err := ri.Patch(gctx, name, types.MergePatchType, st, metav1.PatchOptions{}, "status"); err != nil {
-					return fmt.Errorf("floor status %s: %w", name, err)
-				}
-			}
-			return nil
-		})
+// floorReconcile adds the finalizer to name and patches its status to Applied.
+func floorReconcile(ctx context.Context, ri dynamic.ResourceInterface, name string) error {
+	fin := []byte(`{"metadata":{"finalizers":["lava.pleme.io/finalizer"]}}`)
+	if _, err := ri.Patch(ctx, name, types.MergePatchType, fin, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("floor finalizer %s: %w", name, err)
 	}
-	g.Go(func() error {
-		defer close(work)
-		for {
-			select {
-			case <-gctx.Done():
-				return nil
-			case ev, ok := <-w.ResultChan():
-				if !ok {
-					return nil
-				}
-				if u, isU := ev.Object.(*unstructured.Unstructured); isU && ev.Type == watch.Added {
-					work <- u.GetName()
-				}
-			}
-		}
-	})
-	err := g.Wait()
-	if ctx.Err() != nil {
-		return nil
+	st := []byte(`{"status":{"phase":"Applied","observedGeneration":1}}`)
+	if _, err := ri.Patch(ctx, name, types.MergePatchType, st, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("floor status %s: %w", name, err)
 	}
-	return err
+	return nil
 }
 
 // usage is what the processes of one side used: API writes by resource, CPU seconds by
