@@ -4,192 +4,96 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lava-operator/lava/internal/engine"
-	"github.com/lava-operator/lava/internal/engine/embedded"
+	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/engine/tofu"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
-// EngineOptions configures the engines an applier process offers. The embedded engine is
-// always offered; tofu and terraform when their binary is set.
-type EngineOptions struct {
-	// ProviderDir is the provider mirror (OpenTofu filesystem-mirror layout) for every engine.
-	ProviderDir string
-	// TofuBin and TerraformBin are the CLI binaries ("" leaves that engine out).
-	TofuBin, TerraformBin string
-	// CLIConfigFile is an optional CLI configuration for tofu and terraform (default: one that
-	// installs providers only from ProviderDir).
-	CLIConfigFile string
-	// WorkDir holds per-operation workspaces and the shared plugin cache (default: a
-	// temporary directory).
-	WorkDir string
-	// Timeouts per CLI step.
-	Timeouts tofu.Timeouts
-	// LockTimeout is how long the CLI retries a held state lock.
-	LockTimeout time.Duration
-}
-
-// Backend is the Terraform http state backend served on loopback for the CLI engines.
-type Backend struct {
-	// URL is the base URL ("http://127.0.0.1:PORT").
-	URL string
-	// Password is the basic-auth password of every request (random per process).
-	Password string
-	srv      *http.Server
-}
-
-// Close stops the backend.
-func (b *Backend) Close() error { return b.srv.Close() }
-
-// ServeBackend serves the state.Handler of store on addr (a loopback address such as
-// "127.0.0.1:0") with a random password.
-func ServeBackend(store *state.Store, addr string, log *slog.Logger) (*Backend, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("applier: state backend: %w", err)
-	}
-	pw := rand.Text()
-	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: pw, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return &Backend{URL: "http://" + ln.Addr().String(), Password: pw, srv: srv}, nil
-}
-
-// NewStore returns the state store over lava-state and lava-artifacts whose locks expire with
-// their holder's lease: a lock older than lockTTL whose holder no longer holds the resource's
-// lease can be taken over.
-func NewStore(ctx context.Context, js jetstream.JetStream, lockTTL time.Duration, log *slog.Logger) (*state.Store, error) {
-	kv, err := js.KeyValue(ctx, bus.BucketState)
-	if err != nil {
-		return nil, fmt.Errorf("applier: bind %s: %w", bus.BucketState, err)
-	}
+// OpenEngines builds the applier's engines on the state store (internal/engine/engines): a
+// state lock older than lockTTL whose holder no longer holds the resource's lease in
+// lava-leases ([HolderAlive]) can be taken over. Close the set when done.
+func OpenEngines(ctx context.Context, js jetstream.JetStream, o engines.Options, lockTTL time.Duration, log *slog.Logger) (*engines.Set, error) {
 	leases, err := js.KeyValue(ctx, bus.BucketLeases)
 	if err != nil {
 		return nil, fmt.Errorf("applier: bind %s: %w", bus.BucketLeases, err)
 	}
-	art, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		return nil, fmt.Errorf("applier: %w", err)
-	}
-	return state.NewStore(kv, art, state.Options{LockTTL: lockTTL, HolderAlive: HolderAlive(leases), Logger: log}), nil
+	o.State = state.Options{LockTTL: lockTTL, HolderAlive: HolderAlive(leases), Logger: log}
+	o.Process = bus.ServiceApplier
+	return engines.Open(ctx, js, o, log)
 }
 
-// NewEngines builds the engines of o over store, the artifact store and the backend. close
-// stops them (provider processes, generated files).
-func NewEngines(ctx context.Context, js jetstream.JetStream, store *state.Store, backend *Backend, o EngineOptions, log *slog.Logger) (map[string]engine.Engine, func(), error) {
-	art, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		return nil, nil, fmt.Errorf("applier: %w", err)
-	}
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	emb := embedded.New(embedded.Options{Store: store, Artifacts: art, ProviderDir: o.ProviderDir, Logger: log})
-	closers = append(closers, func() { _ = emb.Close() })
-	engines := map[string]engine.Engine{EngineEmbedded: emb}
-	workDir := o.WorkDir
-	if workDir == "" {
-		if workDir, err = os.MkdirTemp("", "lava-applier-"); err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("applier: work dir: %w", err)
-		}
-	}
-	for _, cli := range []struct{ name, bin string }{{EngineTofu, o.TofuBin}, {EngineTerraform, o.TerraformBin}} {
-		if cli.bin == "" {
-			continue
-		}
-		e, err := tofu.New(tofu.Config{
-			Name: cli.name, Bin: cli.bin, CLIConfigFile: o.CLIConfigFile, MirrorDir: o.ProviderDir,
-			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+cli.name), WorkDir: workDir,
-			BackendURL: backend.URL, BackendPassword: backend.Password, Store: store, Artifacts: art,
-			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log,
-		})
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("applier: %s engine: %w", cli.name, err)
-		}
-		closers = append(closers, func() { _ = e.Close() })
-		engines[cli.name] = e
-	}
-	return engines, closeAll, nil
-}
-
-// Options is the applier's process configuration (flags and LAVA_* variables, parsed by
-// services/applier).
+// Options is the applier's process configuration: the common service options and the
+// applier's own (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
 type Options struct {
-	// NATSURL and NATSCreds reach JetStream.
-	NATSURL, NATSCreds string
+	svc.Common
 	// Holder names this replica (default: the host name); a random suffix is added per
 	// process.
 	Holder string
-	// Engines configures the engines.
-	Engines EngineOptions
-	// BackendAddr is the loopback address of the state backend ("127.0.0.1:0").
-	BackendAddr string
+	// Engines configures the engines (State and Process are set by [OpenEngines]).
+	Engines engines.Options
 	// LockTTL: a state lock older than this whose holder lost its lease can be taken over.
 	LockTTL time.Duration
-	// MetricsAddr and HealthAddr serve /metrics and /healthz, /readyz.
-	MetricsAddr, HealthAddr string
-	// LogFormat and LogLevel configure the logs.
-	LogFormat, LogLevel string
-	// Replicas is the JetStream replica count of the topology.
-	Replicas int
 	// Concurrency bounds handlers per consumer.
 	Concurrency int
+	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
+	NoKube bool
+	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
+	// set on Kube by Complete.
+	KubeAPI svc.KubeAPI
 	// Kube reaches the Kubernetes API for the outputs Secret (nil: sensitive outputs are not
 	// stored).
 	Kube *rest.Config
-	// Stderr receives the logs.
-	Stderr io.Writer
 }
 
-// RunService runs the applier until ctx is cancelled: NATS, topology, state store and loopback
-// backend, engines, metrics and health, and the consumers. It returns nil after a graceful
-// shutdown.
-func RunService(ctx context.Context, o Options) error {
-	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
-	if err != nil {
-		return err
-	}
-	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceApplier, bus.TopologyOptions{Replicas: o.Replicas})
+// Flags defines the applier's own flags on fs.
+func (o *Options) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Holder, "holder", "", "replica name in leases and state locks (default: the host name)")
+	fs.StringVar(&o.Engines.ProviderDir, "provider-dir", "/var/lib/lava/providers", "provider mirror directory (OpenTofu filesystem-mirror layout)")
+	fs.StringVar(&o.Engines.TofuBin, "tofu-bin", "", "OpenTofu binary; empty disables engine tofu")
+	fs.StringVar(&o.Engines.TerraformBin, "terraform-bin", "", "Terraform binary; empty disables engine terraform")
+	fs.StringVar(&o.Engines.CLIConfigFile, "cli-config-file", "", "CLI configuration for tofu/terraform (default: providers only from --provider-dir)")
+	fs.StringVar(&o.Engines.WorkDir, "work-dir", "", "directory for per-operation workspaces and the plugin cache (default: a temporary directory)")
+	fs.DurationVar(&o.Engines.LockTimeout, "lock-timeout", 0, "how long tofu/terraform retry a held state lock")
+	fs.DurationVar(&o.LockTTL, "lock-ttl", state.DefaultLockTTL, "age after which a state lock whose holder lost its lease can be taken over")
+	fs.StringVar(&o.Engines.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
+	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
+	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
+	o.KubeAPI.Register(fs)
+}
+
+// Complete loads the Kubernetes configuration unless --no-kube (svc.KubeConfig).
+func (o *Options) Complete() error {
+	var err error
+	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.KubeAPI.Apply(o.Kube)
+	return err
+}
+
+// Run runs the applier until ctx is cancelled (svc.Start: NATS, topology, metrics and health;
+// then the state store and loopback backend, the engines and the consumers). It returns nil
+// after a graceful shutdown.
+func Run(ctx context.Context, o Options) error {
+	base, err := svc.Start(ctx, bus.ServiceApplier, o.Common, svc.Setup{})
 	if err != nil {
 		return err
 	}
 	defer base.Close()
-	js := base.JS
-	if o.BackendAddr == "" {
-		o.BackendAddr = "127.0.0.1:0"
-	}
-	store, err := NewStore(ctx, js, o.LockTTL, log)
+	js, log := base.JS, base.Log
+	set, err := OpenEngines(ctx, js, o.Engines, o.LockTTL, log)
 	if err != nil {
 		return err
 	}
-	backend, err := ServeBackend(store, o.BackendAddr, log)
-	if err != nil {
-		return err
-	}
-	defer backend.Close()
-	engines, closeEngines, err := NewEngines(ctx, js, store, backend, o.Engines, log)
-	if err != nil {
-		return err
-	}
-	defer closeEngines()
+	defer set.Close()
 	holder := o.Holder
 	if holder == "" {
 		holder, _ = os.Hostname()
@@ -201,11 +105,15 @@ func RunService(ctx context.Context, o Options) error {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
-	s, err := New(ctx, Config{JS: js, Store: store, Engines: engines, Holder: holder, Kube: kube, Logger: log,
+	s, err := New(ctx, Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: holder, Kube: kube, Logger: log,
 		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency})
 	if err != nil {
 		return err
 	}
-	log.Info("applier started", "holder", holder, "engines", len(engines), "state_backend", backend.URL)
-	return base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
+	backendURL := ""
+	if set.Backend != nil {
+		backendURL = set.Backend.URL
+	}
+	log.Info("applier started", "holder", holder, "engines", len(set.Engines), "state_backend", backendURL)
+	return base.Serve(ctx, s.Run)
 }

@@ -36,22 +36,23 @@
 // ([NewAPIStore] here: status subresource merge patches with an optimistic lock; a conflict
 // re-reads the object and reduces again, retry.RetryOnConflict). Every accepted transition is
 // published as PhaseChanged at once, with an event id derived from the cause event's id. The
-// status write is coalesced per object: it waits Options.StatusHold while the phase is one a
-// later pipeline event supersedes and Options.StatusWindow once the object settled, and every
+// status write is coalesced per object: it waits Config.StatusHold while the phase is one a
+// later pipeline event supersedes and Config.StatusWindow once the object settled, and every
 // event folded meanwhile rides on it; each event is acked only after that write, so a crash
 // loses nothing (the events come back and re-publish the same PhaseChanged ids). The receipt
 // head (ReceiptAppended) never causes a write of its own. Kubernetes Events are recorded for
 // Applied, Failed, Drifted and awaiting approval only ([Actionable]). After Destroyed the
 // finalizer is removed and the object goes away (docs/design/watcher-core-status-writes.md).
 //
-// Many phase events are in flight at once (Options.PhaseConcurrency) because each waits for its
+// Many phase events are in flight at once (Config.PhaseConcurrency) because each waits for its
 // write. The reducer treats an out-of-order event (Planned before Synthesized) as an illegal
 // transition: such an event is naked on its first two deliveries (its predecessor may have been
 // naked and come back later) and logged and dropped on the third.
 //
 // # Entry points
 //
-// [New] builds a [Watcher] from a rest.Config and a JetStream context (tests, `lava up`);
-// [Run] is the service's main: configuration ([Config]), kubeconfig, NATS, topology, the HTTP
-// endpoints (/metrics from [Gatherer], /healthz, /readyz) and the manager.
+// [New] builds a [Watcher] from a rest.Config and a JetStream context ([Config]; tests);
+// [Run] is the service, run the way every service is (internal/platform/svc): its [Options]
+// (the common flags and the watcher's), the kubeconfig, svc.Start (NATS, topology, /metrics
+// with controller-runtime's registry, /healthz, /readyz) and the manager.
 package watcher

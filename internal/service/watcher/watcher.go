@@ -29,7 +29,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
-// Defaults of [Options].
+// Defaults of [Config].
 const (
 	// DefaultControllerName names the controller (the "controller" label of
 	// controller_runtime_reconcile_total).
@@ -51,8 +51,8 @@ const (
 	DefaultMaxConcurrentReconciles = 16
 )
 
-// Options configures [New]. RESTConfig, Scheme and JetStream are required.
-type Options struct {
+// Config configures [New]. RESTConfig, Scheme and JetStream are required.
+type Config struct {
 	// RESTConfig reaches the API server.
 	RESTConfig *rest.Config
 	// Scheme must know lava.pleme.io/v1alpha1 and the client-go types (events, leases).
@@ -65,8 +65,11 @@ type Options struct {
 	// Registry receives the watcher's and the bus consumer's metrics. Default: a private
 	// registry. controller-runtime's own metrics (controller_runtime_reconcile_total, the work
 	// queue, leader election) stay in its registry
-	// sigs.k8s.io/controller-runtime/pkg/metrics.Registry; [Gatherer] serves both.
+	// sigs.k8s.io/controller-runtime/pkg/metrics.Registry; [Run] serves both (svc.Setup.Gatherer).
 	Registry prometheus.Registerer
+	// BusMetrics, if set, counts the phase consumer's messages (svc.Base.BusMetrics, already
+	// on Registry); nil registers new ones on Registry.
+	BusMetrics *bus.Metrics
 	// Namespaces limits the watch to these namespaces; empty watches all. Phase events of
 	// other namespaces are acked and ignored, so run one watcher per set of namespaces with
 	// its own PhaseConsumer.
@@ -127,9 +130,9 @@ type Watcher struct {
 }
 
 // New builds the watcher: the manager (metrics and health servers disabled: serve them with
-// [Gatherer] and [Watcher.Ready]), field indexes, the controller and its watches, and the
+// [Run]: svc.Base and [Watcher.Ready]), field indexes, the controller and its watches, and the
 // phase consumer. It does not start anything.
-func New(ctx context.Context, o Options) (*Watcher, error) {
+func New(ctx context.Context, o Config) (*Watcher, error) {
 	if o.RESTConfig == nil || o.Scheme == nil || o.JetStream == nil {
 		return nil, errors.New("watcher: RESTConfig, Scheme and JetStream are required")
 	}
@@ -167,9 +170,11 @@ func New(ctx context.Context, o Options) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	busMetrics, err := bus.NewMetrics(o.Registry)
-	if err != nil {
-		return nil, fmt.Errorf("watcher: %w", err)
+	busMetrics := o.BusMetrics
+	if busMetrics == nil {
+		if busMetrics, err = bus.NewMetrics(o.Registry); err != nil {
+			return nil, fmt.Errorf("watcher: %w", err)
+		}
 	}
 
 	mo := ctrl.Options{
