@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -80,6 +81,8 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	f.StringArrayVarP(&o.Paths, "filename", "f", nil, "manifest file or directory (repeatable)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this cluster (the watcher) instead of files")
 	f.StringSliceVar(&o.Namespaces, "namespaces", nil, "with --kubeconfig: namespaces to watch (default all)")
+	f.Float32Var(&o.KubeAPI.QPS, "kube-api-qps", svc.DefaultKubeAPIQPS, "with --kubeconfig: Kubernetes API client requests per second (negative: no client-side limit)")
+	f.IntVar(&o.KubeAPI.Burst, "kube-api-burst", svc.DefaultKubeAPIBurst, "with --kubeconfig: Kubernetes API client burst above --kube-api-qps")
 	f.StringVar(&o.StateDir, "state-dir", ".lava", "directory for the NATS store, resource status, keys and logs")
 	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
 	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, when present)")

@@ -7,7 +7,8 @@
 // manifests are read from files and directories, re-read on change, and each resource is kept
 // as an object file under <state-dir>/status/<namespace>/<name>.yaml (metadata with a random
 // uid per incarnation and a generation bumped on every spec change, the spec, and the status
-// folded from the phase events with the watcher's reducer, internal/service/phase). A removed
+// folded from the phase events by the watcher's own [watcher.Core] over the file store, which
+// writes every fold at once). A removed
 // document is a deletion: DeletionRequested, then the object file goes after Destroyed. With a
 // kubeconfig the watcher itself runs against that cluster instead. A resource that failed
 // because a provider or an engine was missing gets one new pass when a later run has a

@@ -28,7 +28,6 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 	"github.com/lava-operator/lava/internal/service/phase"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
@@ -51,10 +50,6 @@ const (
 func internalAnnotation(k string) bool {
 	return k == AnnotationFile || k == AnnotationEnvironment || k == AnnotationRetryEnvironment
 }
-
-// illegalDeliveries is how many deliveries an event the reducer calls illegal gets before it
-// is dropped (as the watcher does: it may have overtaken its predecessor).
-const illegalDeliveries = 3
 
 // SourceConfig configures a [Source].
 type SourceConfig struct {
@@ -79,13 +74,14 @@ type SourceConfig struct {
 }
 
 // Source plays the watcher's role for manifests in files: it turns them into objects with a
-// uid and a generation, publishes ResourceObserved and DeletionRequested, folds the phase
-// events into their status with [phase.Reduce], publishes PhaseChanged for every accepted
-// transition, and writes each object to its file under StatusDir.
+// uid and a generation and publishes ResourceObserved and DeletionRequested; the watcher's
+// [watcher.Core] folds the phase events into their status (and publishes PhaseChanged) over
+// the Source's file store, which writes each object to its file under StatusDir.
 type Source struct {
-	cfg SourceConfig
-	pub *bus.Publisher
-	res jetstream.Stream
+	cfg  SourceConfig
+	pub  *bus.Publisher
+	res  jetstream.Stream
+	core *watcher.Core
 
 	mu         sync.Mutex
 	objs       map[string]*v1alpha1.LavaArchitecture
@@ -111,6 +107,23 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	core, err := watcher.NewCore(watcher.CoreConfig{
+		Store: fileStore{s}, Publisher: s.pub, Logger: cfg.Logger, Rewrite: s.rewrite,
+		OnTransition: func(key types.NamespacedName, tr phase.Transition, ev phase.Event) {
+			if cfg.OnTransition != nil {
+				cfg.OnTransition(key.String(), tr, ev)
+			}
+		},
+		OnWrite: func(types.NamespacedName) {
+			if cfg.OnChange != nil {
+				cfg.OnChange()
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	s.core = core
 	return s, nil
 }
 
@@ -365,7 +378,7 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 	if obj.Spec.Suspend {
 		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
 	}
-	if _, err := s.fold(ctx, key, obj.UID, ev, id, id, nil); err != nil && !errors.Is(err, errGone) {
+	if _, err := s.fold(ctx, key, obj.UID, ev, id); err != nil && !errors.Is(err, watcher.ErrGone) {
 		return err
 	}
 	ro.Envelope = envelope(obj, id, trigger, at)
@@ -436,7 +449,7 @@ func (s *Source) remove(ctx context.Context, key string) error {
 		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
 	}
 	if _, err := s.fold(ctx, key, obj.UID, phase.Event{Type: phase.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
-		id, id, nil); err != nil && !errors.Is(err, errGone) {
+		id); err != nil && !errors.Is(err, watcher.ErrGone) {
 		return err
 	}
 	dr.Envelope = envelope(obj, id, trigger, at)
@@ -453,8 +466,8 @@ func (s *Source) remove(ctx context.Context, key string) error {
 func (s *Source) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
 	ev.Generation, ev.Time = obj.Generation, s.cfg.Now()
 	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
-	_, err := s.fold(ctx, obj.Namespace+"/"+obj.Name, obj.UID, ev, id, id, nil)
-	if errors.Is(err, errGone) {
+	_, err := s.fold(ctx, obj.Namespace+"/"+obj.Name, obj.UID, ev, id)
+	if errors.Is(err, watcher.ErrGone) {
 		return nil
 	}
 	return err
@@ -473,129 +486,84 @@ func (s *Source) lastEventID(ctx context.Context, subject string) (string, error
 	return m.Header.Get(jetstream.MsgIDHeader), nil
 }
 
-// errGone: the object, or the incarnation an event is about, no longer exists.
-var errGone = errors.New("up: object gone")
-
-// fold reduces ev into the status of key (of incarnation uid when set), publishes PhaseChanged
-// for an accepted transition and writes the object file. After Destroyed the object and its
-// file are removed. Objects are folded one at a time.
-func (s *Source) fold(ctx context.Context, key string, uid types.UID, ev phase.Event, causeID, correlationID string, diags []string) (phase.Transition, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.objs[key]
-	if cur == nil || (uid != "" && cur.UID != uid) {
-		return phase.Transition{}, errGone
-	}
-	next, tr, err := phase.Reduce(cur.Status, ev)
-	if err != nil || !tr.Changed {
-		return tr, err
-	}
-	if tr.Publish {
-		if err := s.publishPhaseChanged(ctx, cur, next, ev, causeID, correlationID, diags); err != nil {
-			return tr, err
-		}
-	}
-	obj := cur.DeepCopy()
-	obj.Status = next
-	if tr.RemoveFinalizer && !tr.Stale {
-		if err := os.Remove(s.objectPath(key)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return tr, fmt.Errorf("up: %w", err)
-		}
-		delete(s.objs, key)
-	} else if err := s.writeLocked(obj); err != nil {
-		return tr, err
-	}
-	if tr.Publish && s.cfg.OnTransition != nil {
-		s.cfg.OnTransition(key, tr, ev)
-	}
-	if s.cfg.OnChange != nil {
-		s.cfg.OnChange()
-	}
-	return tr, nil
+// fold folds an event the source derives itself through the watcher's core (written at once),
+// with causeID as its cause and correlation id.
+func (s *Source) fold(ctx context.Context, key string, uid types.UID, ev phase.Event, causeID string) (phase.Transition, error) {
+	return s.core.Fold(ctx, nsName(key), uid, ev, watcher.Cause{EventID: causeID, CorrelationID: causeID})
 }
 
-// publishPhaseChanged publishes the PhaseChanged of a transition from base's status to next,
-// as the watcher does.
-func (s *Source) publishPhaseChanged(ctx context.Context, base *v1alpha1.LavaArchitecture, next v1alpha1.LavaArchitectureStatus,
-	ev phase.Event, causeID, correlationID string, diags []string) error {
-	trigger := eventid.CauseTrigger(causeID)
-	pc := &lavav1.PhaseChanged{
-		From:         watcher.PhaseProto(base.Status.Phase),
-		To:           watcher.PhaseProto(next.Phase),
-		Diagnostics:  diags,
-		CauseEventId: causeID,
-	}
-	pc.Envelope = &lavav1.Envelope{
-		EventId:       eventid.ID(string(base.UID), ev.Generation, eventid.Type(pc), trigger),
-		OccurredAt:    timestamppb.New(ev.Time),
-		Source:        bus.ServiceWatcher,
-		Resource:      &lavav1.ResourceRef{Namespace: base.Namespace, Name: base.Name, Uid: string(base.UID)},
-		Generation:    ev.Generation,
-		CorrelationId: correlationID,
-		Trigger:       trigger,
-	}
-	pc.Reason, pc.Message = watcher.TransitionReason(next, ev)
-	if r := next.Render; r != nil {
-		pc.SourceDigest, pc.BindingsDigest, pc.TerraformJsonDigest = r.SourceDigest, r.BindingsDigest, r.TerraformJSONDigest
-	}
-	if p := next.Plan; p != nil {
-		pc.PlanId = p.ID
-		pc.ChangeSummary = &lavav1.ChangeSummary{Add: p.Add, Change: p.Change, Destroy: p.Destroy}
-	}
-	if _, err := s.pub.PublishEvent(ctx, pc); err != nil {
-		return fmt.Errorf("up: publish PhaseChanged: %w", err)
-	}
-	s.cfg.Logger.Info("up: phase transition", logattr.Resource(base.Namespace, base.Name), logattr.Generation(ev.Generation),
-		slog.String("event", string(ev.Type)), slog.String("from", string(base.Status.Phase)), slog.String("to", string(next.Phase)))
-	return nil
-}
-
-// HandlePhase folds one LAVA_PHASES message (the watcher's phase consumer, one at a time).
-func (s *Source) HandlePhase(ctx context.Context, m *bus.Message) error {
-	env := m.Envelope
-	res := env.GetResource()
-	ns, name := res.GetNamespace(), res.GetName()
-	if ns == "" || name == "" {
-		sub, err := bus.ParseSubject(m.Subject)
-		if err != nil {
-			return bus.Permanent(fmt.Errorf("up: %s without envelope.resource: %w", m.Schema, err))
-		}
-		ns, name = sub.Namespace, sub.Name
-	}
-	ev, diags, ok, err := watcher.PhaseEvent(m.Event, m.Published)
-	if err != nil {
-		return bus.Permanent(err)
-	}
-	if !ok {
-		return nil
-	}
+// rewrite maps inline-source positions in a phase event's message and diagnostics to the
+// manifest ([CoreConfig].Rewrite).
+func (s *Source) rewrite(key types.NamespacedName, ev *phase.Event, diags []string) {
 	s.mu.Lock()
-	mapInline := s.inline[ns+"/"+name]
+	mapInline := s.inline[key.String()]
 	s.mu.Unlock()
 	ev.Message = mapInlineText(ev.Message, mapInline)
 	for i := range diags {
 		diags[i] = mapInlineText(diags[i], mapInline)
 	}
-	_, err = s.fold(ctx, ns+"/"+name, types.UID(res.GetUid()), ev, env.GetEventId(), env.GetCorrelationId(), diags)
-	var illegal *phase.IllegalTransitionError
-	switch {
-	case errors.Is(err, errGone):
-		return nil
-	case errors.As(err, &illegal) && m.NumDelivered < illegalDeliveries:
-		return err
-	case errors.As(err, &illegal), errors.Is(err, phase.ErrInvalidEvent):
-		s.cfg.Logger.Warn("up: phase event dropped", logattr.Resource(ns, name), slog.Any("error", err))
+}
+
+// HandlePhase folds one LAVA_PHASES message with the watcher's [watcher.Core.HandlePhase].
+func (s *Source) HandlePhase(ctx context.Context, m *bus.Message) error {
+	return s.core.HandlePhase(ctx, m)
+}
+
+func nsName(key string) types.NamespacedName {
+	ns, name, _ := strings.Cut(key, "/")
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// fileStore is the [watcher.Store] of lava up's files: the Source's objects, each written to
+// its file under StatusDir. It has no conflicts: the Source and the core write one object at a
+// time under the Source's lock.
+type fileStore struct{ s *Source }
+
+func (f fileStore) Get(_ context.Context, key types.NamespacedName) (*v1alpha1.LavaArchitecture, error) {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	cur := f.s.objs[key.String()]
+	if cur == nil {
+		return nil, watcher.ErrGone
+	}
+	return cur.DeepCopy(), nil
+}
+
+// UpdateStatus sets status on the current object of obj's key (as the status subresource does:
+// metadata and spec stay as they are now) and writes its file.
+func (f fileStore) UpdateStatus(_ context.Context, obj *v1alpha1.LavaArchitecture, status v1alpha1.LavaArchitectureStatus) (*v1alpha1.LavaArchitecture, error) {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	cur := f.s.objs[obj.Namespace+"/"+obj.Name]
+	if cur == nil || cur.UID != obj.UID {
+		return nil, watcher.ErrGone
+	}
+	next := cur.DeepCopy()
+	next.Status = *status.DeepCopy()
+	if err := f.s.writeLocked(next); err != nil {
+		return nil, err
+	}
+	return next.DeepCopy(), nil
+}
+
+// Release removes the object and its file after Destroyed.
+func (f fileStore) Release(_ context.Context, key types.NamespacedName, uid types.UID) error {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	cur := f.s.objs[key.String()]
+	if cur == nil || (uid != "" && cur.UID != uid) {
 		return nil
 	}
-	return err
+	if err := os.Remove(f.s.objectPath(key.String())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("up: %w", err)
+	}
+	delete(f.s.objs, key.String())
+	return nil
 }
 
 // RunPhases consumes LAVA_PHASES with the durable consumer "watcher" until ctx is done.
 func (s *Source) RunPhases(ctx context.Context, bm *bus.Metrics) error {
-	return bus.Consume(ctx, s.cfg.JS, bus.ConsumeOptions{
-		Stream: bus.StreamPhases, Consumer: bus.ServiceWatcher, Concurrency: 1, Logger: s.cfg.Logger, Metrics: bm,
-		OnPoison: report.PoisonReporter(s.pub, bus.ServiceWatcher, s.cfg.Logger),
-	}, s.HandlePhase)
+	return s.core.Consume(ctx, s.cfg.JS, watcher.ConsumeOptions{Metrics: bm})
 }
 
 // WaitPhasesFolded waits until the phase consumer has nothing pending or unacknowledged on

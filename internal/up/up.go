@@ -68,6 +68,9 @@ type Options struct {
 	Kubeconfig string
 	// Namespaces limits the watcher to these namespaces (Kubeconfig only; empty: all).
 	Namespaces []string
+	// KubeAPI is the rate limit of every Kubernetes API client (Kubeconfig only; zero:
+	// svc.DefaultKubeAPIQPS and Burst).
+	KubeAPI svc.KubeAPI
 	// StateDir holds the JetStream store, the object files, keys and logs (default ".lava").
 	StateDir string
 	// ProviderDir is the provider mirror (default [DefaultProviderDir]).
@@ -209,6 +212,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if kube, err = watcher.RESTConfig(o.Kubeconfig); err != nil {
 			return Result{}, err
 		}
+		o.KubeAPI.Apply(kube)
 	}
 
 	// Every service runs until svcCtx is cancelled; the driver below cancels it when ctx is
@@ -260,7 +264,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	var src *Source
 	if o.Kubeconfig != "" {
 		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
-			return watcher.Run(ctx, watcher.Options{Common: common, Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces})
+			return watcher.Run(ctx, watcher.Options{Common: common, Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI})
 		})
 		kv, err := newKubeView(kube, o.Namespaces)
 		if err != nil {

@@ -29,6 +29,9 @@ type Options struct {
 	Concurrency int
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
 	NoKube bool
+	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
+	// set on Kube by Complete.
+	KubeAPI svc.KubeAPI
 	// Kube reaches the Kubernetes API for the kubernetesEvents sinks (nil: none allowed).
 	Kube *rest.Config
 	// Instance is the reportingInstance of Kubernetes Events (default the host name).
@@ -42,6 +45,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.StringVar(&o.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (kubernetesEvents sinks are then refused)")
+	o.KubeAPI.Register(fs)
 }
 
 // Complete loads the routing configuration (an invalid one, [ErrConfig], is a svc.UsageError) and the
@@ -53,6 +57,7 @@ func (o *Options) Complete() error {
 	}
 	o.Routing = routing
 	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.KubeAPI.Apply(o.Kube)
 	return err
 }
 

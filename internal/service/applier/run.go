@@ -47,6 +47,9 @@ type Options struct {
 	Concurrency int
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
 	NoKube bool
+	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
+	// set on Kube by Complete.
+	KubeAPI svc.KubeAPI
 	// Kube reaches the Kubernetes API for the outputs Secret (nil: sensitive outputs are not
 	// stored).
 	Kube *rest.Config
@@ -65,12 +68,14 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Engines.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
+	o.KubeAPI.Register(fs)
 }
 
 // Complete loads the Kubernetes configuration unless --no-kube (svc.KubeConfig).
 func (o *Options) Complete() error {
 	var err error
 	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.KubeAPI.Apply(o.Kube)
 	return err
 }
 

@@ -248,7 +248,11 @@ func (r reducer) apply(to Phase) {
 		}
 
 	case EventDriftClean:
-		r.set(v1alpha1.ConditionDrifted, metav1.ConditionFalse, r.reason(v1alpha1.ReasonNoDrift), r.message("no drift"))
+		// A clean scan of a resource that is not drifted (Drifted False or absent) changes
+		// nothing (no write, no PhaseChanged): only the end of a drift is news.
+		if meta.IsStatusConditionTrue(r.out.Conditions, v1alpha1.ConditionDrifted) {
+			r.set(v1alpha1.ConditionDrifted, metav1.ConditionFalse, r.reason(v1alpha1.ReasonNoDrift), r.message("no drift"))
+		}
 		r.ready(fmt.Sprintf("applied generation %d", r.out.ObservedGeneration))
 
 	case EventDrifted:

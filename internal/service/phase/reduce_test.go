@@ -518,3 +518,26 @@ func TestReduce_driftHeldForApproval(t *testing.T) {
 		t.Fatalf("phase after the approved apply = %s, want Applied", st.Phase)
 	}
 }
+
+// TestReduce_cleanScanOfCleanResourceChangesNothing: a clean drift scan of a resource that is
+// not drifted is no change (so the watcher writes nothing and publishes no PhaseChanged);
+// the clean scan that ends a drift is one.
+func TestReduce_cleanScanOfCleanResourceChangesNothing(t *testing.T) {
+	t.Parallel()
+	st := statusIn(t, Applied)
+	for i := range 1000 {
+		next, tr, err := Reduce(st, sample(EventDriftClean, 1, 10+i))
+		if err != nil || tr.Changed || tr.Publish {
+			t.Fatalf("clean scan %d of an applied resource: changed %v publish %v err %v", i, tr.Changed, tr.Publish, err)
+		}
+		st = next
+	}
+	drifted := statusIn(t, Drifted)
+	next, tr, err := Reduce(drifted, sample(EventDriftClean, 1, 20))
+	if err != nil || !tr.Changed || !tr.Publish || next.Phase != Applied {
+		t.Fatalf("clean scan of a drifted resource: phase %s changed %v publish %v err %v", next.Phase, tr.Changed, tr.Publish, err)
+	}
+	if c := meta.FindStatusCondition(next.Conditions, v1alpha1.ConditionDrifted); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonNoDrift {
+		t.Errorf("Drifted after the clean scan = %+v, want False/NoDrift", c)
+	}
+}

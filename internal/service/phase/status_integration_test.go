@@ -66,10 +66,12 @@ func TestReduce_statusAcceptedByTheAPIServer(t *testing.T) {
 		sample(EventApplied, gen, 7),
 		sample(EventReceiptAppended, 0, 8),
 		sample(EventDrifted, gen, 9),
-		sample(EventReconverging, gen, 10),
-		sample(EventPlanned, gen, 11),
-		sample(EventApplied, gen, 12),
-		sample(EventDriftClean, gen, 13),
+		// A clean scan changes the status only when it ends a drift (issue 13: a clean scan of
+		// a clean resource writes nothing).
+		sample(EventDriftClean, gen, 10),
+		sample(EventReconverging, gen, 11),
+		sample(EventPlanned, gen, 12),
+		sample(EventApplied, gen, 13),
 		{Type: EventFailed, Generation: gen, Time: at(14), Stage: StageApply, Terminal: true, Reason: v1alpha1.ReasonProviderUnavailable, Message: "provider registry.terraform.io/hashicorp/aws is not installed"},
 	}
 	var st v1alpha1.LavaArchitectureStatus

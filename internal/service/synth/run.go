@@ -32,6 +32,9 @@ type Options struct {
 	Concurrency int
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
 	NoKube bool
+	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
+	// set on Kube by Complete.
+	KubeAPI svc.KubeAPI
 	// Kube reaches the Kubernetes API for bindingsFrom (nil: no Kubernetes access).
 	Kube *rest.Config
 }
@@ -42,6 +45,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
+	o.KubeAPI.Register(fs)
 }
 
 // Complete requires --bindings-key-file (a svc.UsageError) and loads the Kubernetes
@@ -52,6 +56,7 @@ func (o *Options) Complete() error {
 	}
 	var err error
 	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.KubeAPI.Apply(o.Kube)
 	return err
 }
 

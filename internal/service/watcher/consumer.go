@@ -4,38 +4,28 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 	"github.com/lava-operator/lava/internal/service/phase"
 )
 
-// illegalDeliveries is how many deliveries an event the reducer calls illegal gets before it
-// is dropped: an event can arrive before its predecessor when that one was naked.
-const illegalDeliveries = 3
-
-// phaseConsumer folds LAVA_PHASES into status. It is a manager runnable that needs leader
-// election: only the leader consumes.
+// phaseConsumer folds LAVA_PHASES into status through the [Core]. It is a manager runnable
+// that needs leader election: only the leader consumes.
 type phaseConsumer struct {
 	js          jetstream.JetStream
 	consumer    string
 	concurrency int
-	w           *statusWriter
-	watches     func(namespace string) bool
+	core        *Core
 	busMetrics  *bus.Metrics
-	metrics     *Metrics
 	log         *slog.Logger
 }
 
@@ -51,83 +41,7 @@ func (p *phaseConsumer) NeedLeaderElection() bool { return true }
 // Start consumes until ctx is done, then drains (see [bus.Consume]).
 func (p *phaseConsumer) Start(ctx context.Context) error {
 	p.log.Info("watcher: consuming phase events", slog.String("stream", bus.StreamPhases), slog.String("consumer", p.consumer))
-	return bus.Consume(ctx, p.js, bus.ConsumeOptions{
-		Stream:      bus.StreamPhases,
-		Consumer:    p.consumer,
-		Concurrency: p.concurrency,
-		Logger:      p.log,
-		Metrics:     p.busMetrics,
-		OnPoison:    report.PoisonReporter(bus.NewPublisher(p.js), bus.ServiceWatcher, p.log),
-	}, p.handle)
-}
-
-// handle folds one phase event. Acked (nil) when folded, unchanged, stale, about an object that
-// is gone, or illegal on its third delivery (logged and dropped: the reducer's table does not
-// allow it in this phase; the first deliveries are naked in case it overtook its
-// predecessor); a transient error naks it for redelivery.
-func (p *phaseConsumer) handle(ctx context.Context, m *bus.Message) error {
-	env := m.Envelope
-	res := env.GetResource()
-	ns, name := res.GetNamespace(), res.GetName()
-	if ns == "" || name == "" {
-		s, err := bus.ParseSubject(m.Subject)
-		if err != nil {
-			return bus.Permanent(fmt.Errorf("watcher: %s without envelope.resource: %w", m.Schema, err))
-		}
-		ns, name = s.Namespace, s.Name
-	}
-	if p.watches != nil && !p.watches(ns) {
-		p.metrics.incPhaseEvent(resultIgnored)
-		return nil
-	}
-	ev, diags, ok, err := PhaseEvent(m.Event, m.Published)
-	if err != nil {
-		p.metrics.incPhaseEvent(resultIllegal)
-		return bus.Permanent(err)
-	}
-	if !ok {
-		p.metrics.incPhaseEvent(resultIgnored)
-		return nil
-	}
-	key := types.NamespacedName{Namespace: ns, Name: name}
-	log := p.log.With(logattr.Resource(ns, name), logattr.EventID(env.GetEventId()), logattr.Generation(ev.Generation),
-		slog.String("event", string(ev.Type)))
-	r, err := p.w.fold(ctx, key, types.UID(res.GetUid()), ev, cause{
-		eventID: env.GetEventId(), correlationID: env.GetCorrelationId(), diagnostics: diags,
-	})
-	var illegal *phase.IllegalTransitionError
-	switch {
-	case errors.Is(err, errGone):
-		p.metrics.incPhaseEvent(resultGone)
-		log.Debug("watcher: phase event for an object that is gone")
-		return nil
-	case errors.As(err, &illegal) && m.NumDelivered < illegalDeliveries:
-		// Possibly out of order (its predecessor was naked and comes back later): retry a
-		// few times before dropping it.
-		p.metrics.incPhaseEvent(resultError)
-		log.Debug("watcher: phase event not allowed yet, redelivering", slog.Any("error", err))
-		return err
-	case errors.As(err, &illegal), errors.Is(err, phase.ErrInvalidEvent):
-		p.metrics.incPhaseEvent(resultIllegal)
-		log.Warn("watcher: phase event dropped", slog.Any("error", err))
-		return nil
-	case err != nil:
-		p.metrics.incPhaseEvent(resultError)
-		return err
-	case r.tr.Stale:
-		p.metrics.incPhaseEvent(resultStale)
-	case r.tr.Changed:
-		p.metrics.incPhaseEvent(resultFolded)
-	default:
-		p.metrics.incPhaseEvent(resultUnchanged)
-	}
-	if r.tr.RemoveFinalizer && !r.tr.Stale {
-		if err := p.w.removeFinalizer(ctx, key, types.UID(res.GetUid())); err != nil {
-			return err
-		}
-		log.Info("watcher: finalizer removed after Destroyed")
-	}
-	return nil
+	return p.core.Consume(ctx, p.js, ConsumeOptions{Consumer: p.consumer, Concurrency: p.concurrency, Metrics: p.busMetrics})
 }
 
 // PhaseEvent maps a consumed bus event onto the reducer's [phase.Event]. ok is false for

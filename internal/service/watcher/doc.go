@@ -1,5 +1,5 @@
 // Package watcher is the logic of Lava's watcher service: the only component that watches and
-// writes LavaArchitectures (DESIGN.md section 2). It turns cluster state into events and folds
+// writes LavaArchitectures (docs/architecture.md). It turns cluster state into events and folds
 // the pipeline's phase events back into status.
 //
 // # Resource side (every replica keeps a warm cache; the leader reconciles)
@@ -29,17 +29,23 @@
 // # Phase side (leader only)
 //
 // A manager runnable that needs leader election consumes LAVA_PHASES with the durable consumer
-// "watcher" and folds each event into status with the pure reducer internal/service/phase. The status
-// subresource is patched only when the reduced status differs from the last value this process
-// patched (kept in memory per resource, never read back from the informer cache), with an
-// optimistic lock; a conflict re-reads the object from the API server and reduces again
-// (retry.RetryOnConflict). Every accepted transition is published as PhaseChanged, with an
-// event id derived from the cause event's id, before the status patch (so a crash in between
-// re-publishes the same id rather than losing it), and recorded as a Kubernetes Event. After
-// Destroyed the finalizer is removed and the object goes away.
+// "watcher" and hands each event to the [Core], the one implementation of the fold (lava up's
+// file source uses it over its files): it reduces the event with the pure reducer
+// internal/service/phase onto the last status known for the object (kept in memory per
+// resource, never read back from the informer cache) and writes the status through a [Store]
+// ([NewAPIStore] here: status subresource merge patches with an optimistic lock; a conflict
+// re-reads the object and reduces again, retry.RetryOnConflict). Every accepted transition is
+// published as PhaseChanged at once, with an event id derived from the cause event's id. The
+// status write is coalesced per object: it waits Config.StatusHold while the phase is one a
+// later pipeline event supersedes and Config.StatusWindow once the object settled, and every
+// event folded meanwhile rides on it; each event is acked only after that write, so a crash
+// loses nothing (the events come back and re-publish the same PhaseChanged ids). The receipt
+// head (ReceiptAppended) never causes a write of its own. Kubernetes Events are recorded for
+// Applied, Failed, Drifted and awaiting approval only ([Actionable]). After Destroyed the
+// finalizer is removed and the object goes away (docs/design/watcher-core-status-writes.md).
 //
-// Phase events are folded one at a time in stream order by default (Config.PhaseConcurrency),
-// because the reducer treats an out-of-order event (Planned before Synthesized) as an illegal
+// Many phase events are in flight at once (Config.PhaseConcurrency) because each waits for its
+// write. The reducer treats an out-of-order event (Planned before Synthesized) as an illegal
 // transition: such an event is naked on its first two deliveries (its predecessor may have been
 // naked and come back later) and logged and dropped on the third.
 //

@@ -13,12 +13,14 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -32,7 +34,8 @@ import (
 // the ResourceObserved / DeletionRequested it publishes.
 type reconciler struct {
 	c         client.Client // cached reads, writes
-	w         *statusWriter
+	core      *Core
+	rec       recorder.EventRecorder
 	pub       *bus.Publisher
 	resources jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
 	deps      resolver
@@ -49,7 +52,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	obj := &v1alpha1.LavaArchitecture{}
 	if err := r.c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.w.forget(req.NamespacedName)
+			r.core.Forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("watcher: get %s: %w", req.NamespacedName, err)
@@ -57,7 +60,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !obj.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, r.finalize(ctx, obj)
 	}
+	// A new object (no finalizer yet, never observed) has had no ResourceObserved: one is
+	// published only after the finalizer is in place.
+	fresh := false
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+		fresh = obj.Status.ObservedGeneration == 0 && obj.Status.Phase == ""
 		if err := r.addFinalizer(ctx, obj); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -74,9 +81,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.observe(ctx, obj, policy, nil)
+		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, fresh)
 	}
-	if r.w.conditionTrue(obj, v1alpha1.ConditionSuspended) {
+	if r.conditionTrue(obj, v1alpha1.ConditionSuspended) {
 		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -105,7 +112,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || !ok {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto)
+	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, fresh)
 }
 
 // policy is obj's effective remediation policy; ok is false (and err nil) while the
@@ -120,7 +127,7 @@ func (r *reconciler) policy(ctx context.Context, obj *v1alpha1.LavaArchitecture)
 				return nil, false, fmt.Errorf("watcher: get remediation policy %s/%s: %w", obj.Namespace, pr.Name, err)
 			}
 			r.metrics.incHeld(heldPolicyMissing)
-			r.w.rec.Eventf(obj, nil, corev1.EventTypeWarning, "RemediationPolicyNotFound", "Hold",
+			r.rec.Eventf(obj, nil, corev1.EventTypeWarning, "RemediationPolicyNotFound", "Hold",
 				"RemediationPolicy %s not found: no work is published until it exists", pr.Name)
 			return nil, false, nil
 		}
@@ -152,10 +159,16 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
 }
 
 // observe publishes the ResourceObserved of obj's current state, unless the last one stored
-// for the resource already has its id. It folds the Observed event (Suspended for a suspended
-// object, whose generation starts no pass) into status first, so a crash between the two
-// re-publishes the same id on the next reconcile.
-func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState) error {
+// for the resource already has its id. It folds the Observed event first (Suspended for a
+// suspended object, whose generation starts no pass; its PhaseChanged is published before the
+// ResourceObserved). A forced pass (same generation) or a suspended generation writes that
+// status before publishing, so a crash between the two re-publishes the same id on the next
+// reconcile; a new generation's Observed rides on the object's next status write, because the
+// reducer derives it from any later event of that generation.
+//
+// fresh says obj is new (this reconcile added its finalizer to an object never observed): no
+// ResourceObserved can exist for it, so the stream is not asked.
+func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, fresh bool) error {
 	ro := &lavav1.ResourceObserved{
 		Spec:         SpecMirror(obj.Spec),
 		Remediation:  policy,
@@ -165,15 +178,26 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion())
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
-	if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
-		return err
+	if !fresh {
+		if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
+			return err
+		}
 	}
 	at := now(r.clock)
 	ev := phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation}
+	c := Cause{EventID: id, CorrelationID: id}
 	if obj.Spec.Suspend {
 		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
 	}
-	if err := r.foldLocalCause(ctx, obj, ev, cause{eventID: id, correlationID: id}); err != nil {
+	if st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID); !obj.Spec.Suspend &&
+		trigger == eventid.GenerationTrigger(obj.Generation) && ok && obj.Generation > st.ObservedGeneration {
+		// A new generation: its Observed rides on the object's next status write (the
+		// reducer derives it from any later event of this generation if that write is
+		// lost), saving a write per generation.
+		if _, err := r.core.FoldCoalesced(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c); err != nil && !errors.Is(err, errGone) {
+			return err
+		}
+	} else if err := r.foldLocalCause(ctx, obj, ev, c); err != nil {
 		return err
 	}
 	ro.Envelope = envelope(obj, id, trigger, at)
@@ -205,7 +229,7 @@ func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitectur
 		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
 	}
 	err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
-		cause{eventID: id, correlationID: id})
+		Cause{EventID: id, CorrelationID: id})
 	if err != nil {
 		return err
 	}
@@ -253,7 +277,7 @@ func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchite
 	}
 	r.metrics.inc(func(m *Metrics) prometheus.Counter { return m.finalizerAdded })
 	// The patch answered with the live object: its status is what the server has.
-	r.w.remember(obj)
+	r.core.Remember(obj)
 	return nil
 }
 
@@ -263,15 +287,25 @@ func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchite
 func (r *reconciler) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
 	ev.Generation, ev.Time = obj.Generation, now(r.clock)
 	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
-	return r.foldLocalCause(ctx, obj, ev, cause{eventID: id, correlationID: id})
+	return r.foldLocalCause(ctx, obj, ev, Cause{EventID: id, CorrelationID: id})
 }
 
-func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event, c cause) error {
-	_, err := r.w.fold(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c)
+func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event, c Cause) error {
+	_, err := r.core.Fold(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c)
 	if errors.Is(err, errGone) {
 		return nil
 	}
 	return err
+}
+
+// conditionTrue reports whether condition typ is True in the last status known for obj: the
+// Core's of the same incarnation (with folds not yet written), else obj's (cached) status.
+func (r *reconciler) conditionTrue(obj *v1alpha1.LavaArchitecture, typ string) bool {
+	st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID)
+	if !ok {
+		st = obj.Status
+	}
+	return meta.IsStatusConditionTrue(st.Conditions, typ)
 }
 
 // forcedPass passes updates that change the reconcile-requested-at annotation.

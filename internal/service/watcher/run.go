@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go/jetstream"
@@ -37,6 +38,12 @@ type Options struct {
 	LeaderElectionID, LeaderElectionNamespace string
 	// ClusterName is this cluster's name in LavaArchitectureDependency references.
 	ClusterName string
+	// KubeAPI is the API client's rate limit (zero: svc.DefaultKubeAPIQPS and Burst).
+	KubeAPI svc.KubeAPI
+	// StatusWindow and StatusHold are [Config].StatusWindow and StatusHold.
+	StatusWindow, StatusHold time.Duration
+	// MaxConcurrentReconciles is [Config].MaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 }
 
 // Flags defines the watcher's own flags on fs, and --stream-replicas, the deprecated name of
@@ -49,6 +56,10 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
+	o.KubeAPI.Register(fs)
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "LavaArchitectures reconciled at once")
+	fs.DurationVar(&o.StatusWindow, "status-window", DefaultStatusWindow, "how long a settled status waits for more phase events of its object before it is written (negative: write every event)")
+	fs.DurationVar(&o.StatusHold, "status-hold", DefaultStatusHold, "longest an intermediate phase (Synthesized, Planned, ...) waits for its successor before it is written")
 	fs.IntVar(&o.Replicas, "stream-replicas", 1, "deprecated name of --replicas")
 	_ = fs.MarkDeprecated("stream-replicas", "use --replicas (LAVA_REPLICAS)")
 }
@@ -84,6 +95,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	o.KubeAPI.Apply(rc)
 	scheme, err := NewScheme()
 	if err != nil {
 		return err
@@ -103,6 +115,8 @@ func Run(ctx context.Context, o Options) error {
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
 		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		StatusWindow:            o.StatusWindow, StatusHold: o.StatusHold,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	})
 	if err != nil {
 		return err

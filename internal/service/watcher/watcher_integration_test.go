@@ -43,6 +43,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("suspend publishes the held generation", e.testSuspend)
 	t.Run("remediation policy and forced passes", e.testPolicy)
 	t.Run("service entry point serves metrics and health", e.testRun)
+	t.Run("a burst is one status write; clean scans write nothing", e.testWrites)
 }
 
 func (e *env) create(t *testing.T, obj client.Object) {
@@ -190,16 +191,19 @@ func (e *env) testSeedLifecycle(t *testing.T) {
 		t.Errorf("%d PhaseChanged after an unchanged event, want 4", n)
 	}
 
-	// Kubernetes Events for the transitions.
+	// A Kubernetes Event for the transition a user acts on (Applied), none for the hops
+	// between (issue 13: Events only for Applied, Failed, Drifted and awaiting approval).
 	eventually(t, 10*time.Second, func() error {
-		got := e.eventReasons(t, ns, name)
-		for _, r := range []string{"Observed", "Synthesized", "Planned", "Applied"} {
-			if !slices.Contains(got, r) {
-				return fmt.Errorf("events %v: no %s", got, r)
-			}
+		if got := e.eventReasons(t, ns, name); !slices.Contains(got, "Applied") {
+			return fmt.Errorf("events %v: no Applied", got)
 		}
 		return nil
 	})
+	for _, r := range e.eventReasons(t, ns, name) {
+		if r == "Observed" || r == "Synthesized" || r == "Planned" {
+			t.Errorf("a Kubernetes Event for the hop %s; want Events only for transitions a user acts on", r)
+		}
+	}
 
 	// Status writes do not retrigger the controller.
 	gen1 := w.reconciles(t)
@@ -596,16 +600,33 @@ func (e *env) testOutOfOrder(t *testing.T) {
 	receipt := &lavav1.ReceiptAppended{Sequence: 3, ContentHash: []byte{0xde, 0xad}, Kind: "lava.outcome"}
 	receipt.Envelope = &lavav1.Envelope{EventId: eventid.ID(string(obj.UID), 1, eventid.Type(receipt), eventid.CauseTrigger("x")),
 		Source: bus.ServiceAttest, Resource: s.ref, Generation: 1, Trigger: eventid.CauseTrigger("x")}
+	// The receipt head never causes a write of its own (issue 13): it rides on the next one.
+	folded := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"})
+	patches := w.metric(t, "lava_watcher_status_patches_total", nil)
 	if _, err := e.pub.Publish(t.Context(), bus.PhaseSubject(ns, "o", "receipt_appended"), receipt); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, 10*time.Second, func() error {
+		if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"}); n <= folded {
+			return fmt.Errorf("receipt not folded yet (%v folded)", n)
+		}
+		return nil
+	})
+	if got := w.metric(t, "lava_watcher_status_patches_total", nil); got != patches {
+		t.Errorf("a receipt alone patched the status: %v patches, want %v", got, patches)
+	}
+	if r := e.get(t, ns, "o").Status.Receipt; r != nil {
+		t.Errorf("status.receipt %+v written on its own", r)
+	}
+	retry := &lavav1.Failed{Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Message: "provider aws crashed", Attempt: 2}
+	s.publish(t, bus.ServiceApplier, retry, func(env *lavav1.Envelope) { retry.Envelope = env })
 	e.waitStatus(t, ns, "o", func(o *v1alpha1.LavaArchitecture) error {
 		if r := o.Status.Receipt; r == nil || r.Sequence != 3 || r.Hash != "dead" {
 			return fmt.Errorf("status.receipt %+v", r)
 		}
-		return nil
+		return conditionIs(v1alpha1.ConditionReady, metav1.ConditionFalse, "ApplyFailed")(o)
 	})
-	if n := e.phaseChangedCount(t, ns, "o"); n != pcs {
-		t.Errorf("a receipt published PhaseChanged: %d, want %d", n, pcs)
+	if n := e.phaseChangedCount(t, ns, "o"); n != pcs+1 {
+		t.Errorf("PhaseChanged after a receipt and a failure: %d, want %d (none for the receipt)", n, pcs+1)
 	}
 }

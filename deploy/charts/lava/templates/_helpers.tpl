@@ -157,6 +157,12 @@ spec:
               value: {{ $root.Values.log.format | quote }}
             - name: LAVA_LOG_LEVEL
               value: {{ $root.Values.log.level | quote }}
+            {{- if .kube }}
+            - name: LAVA_KUBE_API_QPS
+              value: {{ $root.Values.kubeAPI.qps | quote }}
+            - name: LAVA_KUBE_API_BURST
+              value: {{ $root.Values.kubeAPI.burst | quote }}
+            {{- end }}
             {{- if $v.concurrency }}
             - name: LAVA_CONCURRENCY
               value: {{ $v.concurrency | quote }}
