@@ -133,4 +133,13 @@ const (
 	ReasonDependencyCycle = "DependencyCycle"
 	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
 	ReasonDependenciesSatisfied = "DependenciesSatisfied"
+
+	// ReasonLocked: a stage found the resource's state locked by a live holder (Failed,
+	// retryable). viggy retries the same attempt after a backoff without spending the retry
+	// budget; a lock whose holder's lease is gone is taken over at once (docs/operations.md).
+	ReasonLocked = "Locked"
+	// ReasonStateRegressed: the state has fewer resources, an older serial or another lineage
+	// than the last apply recorded (StateRegressed True). The plan against it has an id of its
+	// own and needs its own approval under manual approval.
+	ReasonStateRegressed = "StateRegressed"
 )

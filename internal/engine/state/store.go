@@ -33,8 +33,9 @@ func BucketConfig(replicas int) jetstream.KeyValueConfig {
 
 // Default limits.
 const (
-	// DefaultLockTTL is how long a lock is honoured before it may be taken over, when its
-	// holder is also gone.
+	// DefaultLockTTL is how long the lock of a holder [Options].HolderAlive cannot judge
+	// ([ErrHolderUnknown]) is honoured before it may be taken over. A holder known to be gone
+	// loses its lock at once, whatever its age.
 	DefaultLockTTL = 15 * time.Minute
 	// DefaultMaxStateBytes bounds a state body read from the backend or the artifact store.
 	DefaultMaxStateBytes = 64 << 20
@@ -52,6 +53,9 @@ var (
 	ErrConflict = errors.New("state: conflicting write")
 	// ErrInvalidState reports a body that is not Terraform state format v4 JSON.
 	ErrInvalidState = errors.New("state: invalid state body")
+	// ErrHolderUnknown is what a [HolderAlive] returns for a holder it cannot judge (a name
+	// not tied to a lease); such a lock is honoured for [Options].LockTTL.
+	ErrHolderUnknown = errors.New("state: lock holder not tied to a lease")
 )
 
 // LockedError is returned (wrapping [ErrLocked]) when a lock is held by someone else; Lock is
@@ -115,14 +119,17 @@ type Lock struct {
 }
 
 // HolderAlive reports whether a lock holder still exists (e.g. its work lease in
-// "lava-leases" is live). Errors make the lock count as held.
+// "lava-leases" is live). false (and no error) means the holder is gone and its lock may be
+// taken over at once; [ErrHolderUnknown] leaves the lock to its age ([Options].LockTTL); any
+// other error makes the lock count as held.
 type HolderAlive func(ctx context.Context, holder string) (bool, error)
 
 // Options configures a [Store]. Zero values take the defaults.
 type Options struct {
-	// LockTTL: a lock older than this whose holder is gone can be taken over (DefaultLockTTL).
+	// LockTTL: the lock of a holder HolderAlive cannot judge (or of any holder, without
+	// HolderAlive) can be taken over once older than this (DefaultLockTTL).
 	LockTTL time.Duration
-	// HolderAlive checks a holder; nil means a holder is gone once its lock outlived LockTTL.
+	// HolderAlive checks a holder: a holder it reports gone loses its lock at once.
 	HolderAlive HolderAlive
 	// MaxStateBytes bounds a state body (DefaultMaxStateBytes).
 	MaxStateBytes int64
@@ -324,9 +331,10 @@ func (s *Store) write(ctx context.Context, key Key, cur *Record, next Record) (u
 }
 
 // Lock takes the state lock described by l (ID and Holder required; Created is set here). It
-// succeeds when the state is unlocked, already locked with the same ID, or locked by a lock
-// older than LockTTL whose holder is gone (a take-over, logged). Otherwise the error is a
-// *[LockedError] describing the current lock.
+// succeeds when the state is unlocked, already locked with the same ID, locked by a holder
+// HolderAlive reports gone (at once), or locked by a holder it cannot judge for longer than
+// LockTTL (take-overs are logged). Otherwise the error is a *[LockedError] describing the
+// current lock.
 func (s *Store) Lock(ctx context.Context, key Key, l Lock) (Lock, error) {
 	if err := key.Validate(); err != nil {
 		return Lock{}, err
@@ -365,16 +373,19 @@ func (s *Store) Lock(ctx context.Context, key Key, l Lock) (Lock, error) {
 	return Lock{}, fmt.Errorf("state %s: lock: too many concurrent updates", key)
 }
 
-// expired reports whether a lock may be taken over: older than LockTTL and its holder gone.
+// expired reports whether a lock may be taken over: its holder is known to be gone, or it
+// cannot be judged and the lock is older than LockTTL.
 func (s *Store) expired(ctx context.Context, l Lock) bool {
-	if s.opts.Now().Sub(l.Created) < s.opts.LockTTL {
-		return false
+	if s.opts.HolderAlive != nil {
+		alive, err := s.opts.HolderAlive(ctx, l.Holder)
+		switch {
+		case err == nil:
+			return !alive
+		case !errors.Is(err, ErrHolderUnknown):
+			return false
+		}
 	}
-	if s.opts.HolderAlive == nil {
-		return true
-	}
-	alive, err := s.opts.HolderAlive(ctx, l.Holder)
-	return err == nil && !alive
+	return s.opts.Now().Sub(l.Created) >= s.opts.LockTTL
 }
 
 // Unlock releases the lock with the given ID. With force the current lock is released

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,26 @@ func NewLeases(ctx context.Context, js jetstream.JetStream, holder string, m *Me
 		return nil, fmt.Errorf("bus: %s has no TTL: leases would never expire", BucketLeases)
 	}
 	return &Leases{kv: kv, holder: holder, ttl: st.TTL(), metrics: m}, nil
+}
+
+// LockHolder is the state-lock holder name of replica working on a resource under its
+// lease: "<replica>@<ResourceKey>". A lock held under such a name lives exactly as long as
+// the replica holds that lease: the applier's state store takes it over as soon as the lease
+// is gone or held by another replica (internal/service/applier HolderAlive).
+func LockHolder(replica, namespace, name string) string {
+	return replica + "@" + ResourceKey(namespace, name)
+}
+
+// ParseLockHolder inverts [LockHolder]; ok is false for a name of another form.
+func ParseLockHolder(holder string) (replica, key string, ok bool) {
+	i := strings.LastIndexByte(holder, '@')
+	if i <= 0 || i == len(holder)-1 {
+		return "", "", false
+	}
+	if _, _, err := ParseResourceKey(holder[i+1:]); err != nil {
+		return "", "", false
+	}
+	return holder[:i], holder[i+1:], true
 }
 
 // TTL is the lease lifetime without renewal.

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
@@ -66,21 +66,24 @@ func (s *Service) withLease(ctx context.Context, namespace, name string, fn func
 	return nil
 }
 
-// lockHolder is the state-lock holder name of this replica for a resource:
-// "<replica>@<lease key>", so [holderAlive] can tell whether the replica still holds the
-// resource's lease.
+// lockHolder is the state-lock holder name of this replica for a resource
+// (bus.LockHolder: "<replica>@<lease key>"), so [HolderAlive] can tell whether the replica
+// still holds the resource's lease.
 func (s *Service) lockHolder(namespace, name string) string {
-	return s.cfg.Holder + "@" + bus.ResourceKey(namespace, name)
+	return bus.LockHolder(s.cfg.Holder, namespace, name)
 }
 
-// HolderAlive returns a state.HolderAlive over lava-leases: a lock holder
-// "<replica>@<lease key>" is alive while the lease of that key is held by that replica. A
-// holder of another form counts as alive (only its lock age can expire it).
+// HolderAlive returns a state.HolderAlive over lava-leases: a lock holder of the form
+// bus.LockHolder ("<replica>@<lease key>") is alive while the lease of that key is held by
+// that replica, and gone (its lock taken over at once) when the lease expired, was released
+// or is held by another replica. A holder of another form gives state.ErrHolderUnknown (only
+// its lock age can expire it); a lease that cannot be read gives the read error (the lock
+// stays held).
 func HolderAlive(leases jetstream.KeyValue) func(ctx context.Context, holder string) (bool, error) {
 	return func(ctx context.Context, holder string) (bool, error) {
-		replica, key, ok := strings.Cut(holder, "@")
+		replica, key, ok := bus.ParseLockHolder(holder)
 		if !ok {
-			return true, nil
+			return true, state.ErrHolderUnknown
 		}
 		e, err := leases.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
@@ -92,8 +95,8 @@ func HolderAlive(leases jetstream.KeyValue) func(ctx context.Context, holder str
 		var v struct {
 			Holder string `json:"holder"`
 		}
-		if json.Unmarshal(e.Value(), &v) != nil {
-			return true, nil
+		if err := json.Unmarshal(e.Value(), &v); err != nil {
+			return true, fmt.Errorf("lease %s: %w", key, err)
 		}
 		return v.Holder == replica, nil
 	}

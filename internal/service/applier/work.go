@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -28,7 +29,7 @@ const (
 	ReasonApplyFailed         = "ApplyFailed"
 	ReasonDestroyFailed       = "DestroyFailed"
 	ReasonPlanStale           = "PlanStale"
-	ReasonLocked              = "Locked"
+	ReasonLocked              = v1alpha1.ReasonLocked
 	ReasonPlanSuperseded      = "PlanSuperseded"
 	ReasonEngineUnavailable   = "EngineUnavailable"
 )
@@ -175,7 +176,12 @@ func (w *work) reapply(ctx context.Context, ev *lavav1.ReapplyRequested) error {
 // retry runs a failed stage again from the newest Synthesized (plan, apply) or
 // DeletionRequested (destroy) of the resource's generation.
 func (w *work) retry(ctx context.Context, ev *lavav1.RetryRequested) error {
-	attempt := max(ev.GetAttempt(), 2)
+	// A retry after a lock wait repeats the failed attempt (viggy's lock waits do not spend
+	// the retry budget); one without an attempt is the second.
+	attempt := ev.GetAttempt()
+	if attempt < 1 {
+		attempt = 2
+	}
 	switch ev.GetTarget() {
 	case lavav1.Stage_STAGE_PLAN, lavav1.Stage_STAGE_APPLY:
 		syn := &lavav1.Synthesized{}

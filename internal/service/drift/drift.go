@@ -468,9 +468,15 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 	for _, p := range e.Providers {
 		src[p.Name] = p.Source
 	}
+	holder := s.cfg.Holder
+	if s.cfg.Leases != nil {
+		// The scan runs under the resource's lease: a state lock it leaves behind when this
+		// replica dies is taken over as soon as the lease is gone (bus.LockHolder).
+		holder = bus.LockHolder(s.cfg.Holder, e.Namespace, e.Name)
+	}
 	rep, err := eng.ScanDrift(ctx, engine.DriftRequest{
 		Target: engine.Target{Key: state.Key{Namespace: e.Namespace, Name: e.Name}, RenderedDigest: e.ArtifactDigest,
-			ProviderSources: src, Holder: s.cfg.Holder},
+			ProviderSources: src, Holder: holder},
 		CosmeticPrefixes: s.cfg.CosmeticPrefixes,
 	})
 	if err != nil {
