@@ -58,6 +58,13 @@ const (
 	// ConditionStalled (abnormal-true, kstatus): a failure that will not be retried until the
 	// spec changes.
 	ConditionStalled = "Stalled"
+
+	// ConditionStateRegressed (abnormal-true): the state the current plan was made against
+	// regressed since the last apply (no state, another lineage, an older serial, fewer
+	// resources); reason ReasonStateRegressed, the message says what regressed. The plan has
+	// an id of its own (under manual approval it needs its own approval). False with
+	// ReasonApplySucceeded once a plan was applied again.
+	ConditionStateRegressed = "StateRegressed"
 )
 
 // ConditionTypes lists every condition type in the order `kubectl describe` should show them.
@@ -66,6 +73,7 @@ func ConditionTypes() []string {
 		ConditionReady, ConditionReconciling, ConditionStalled,
 		ConditionSynthesized, ConditionGated, ConditionPlanned, ConditionApplied,
 		ConditionDrifted, ConditionDependenciesReady, ConditionSuspended, ConditionAwaitingApproval,
+		ConditionStateRegressed,
 	}
 }
 

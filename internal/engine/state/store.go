@@ -247,6 +247,49 @@ func ParseHeader(body []byte) (Header, error) {
 	return h, nil
 }
 
+// ManagedInstances lists the managed resource instances of a state v4 body by address
+// ("type.name" with the index key, e.g. `testkit_file.a["x"]` or "terraform_data.d[0]"), in
+// state order; deposed objects are listed with " (deposed KEY)". The error wraps
+// [ErrInvalidState] for a body that is not JSON.
+func ManagedInstances(body []byte) ([]string, error) {
+	var st struct {
+		Resources []struct {
+			Module    string `json:"module"`
+			Mode      string `json:"mode"`
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Instances []struct {
+				IndexKey json.RawMessage `json:"index_key"`
+				Deposed  string          `json:"deposed"`
+			} `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidState, err)
+	}
+	var out []string
+	for _, r := range st.Resources {
+		if r.Mode != "managed" {
+			continue
+		}
+		addr := r.Type + "." + r.Name
+		if r.Module != "" {
+			addr = r.Module + "." + addr
+		}
+		for _, in := range r.Instances {
+			a := addr
+			if len(in.IndexKey) > 0 && string(in.IndexKey) != "null" {
+				a += "[" + string(in.IndexKey) + "]"
+			}
+			if in.Deposed != "" {
+				a += " (deposed " + in.Deposed + ")"
+			}
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
 // Put stores a new state body. lockID is the lock the writer holds ("" when it holds none):
 // a locked state accepts only its lock's writes. The body must be state v4 JSON; for an
 // existing state its lineage must be the same and its serial must not go backwards, else the

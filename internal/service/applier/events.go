@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
@@ -14,6 +15,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // failure is a stage failure to publish as Failed.
@@ -129,6 +131,7 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 		StateLineage:        plan.StateLineage,
 		AwaitingApproval:    awaiting,
 		TerraformJsonDigest: in.terraformJSONDigest,
+		StateRegressed:      in.regressed,
 	}
 	for _, r := range plan.Resources {
 		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: r.Address, Action: changeKind(r.Action)})
@@ -139,6 +142,20 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 	w.log.Info("planned", "plan_id", plan.PlanID, "awaiting_approval", awaiting,
 		"add", plan.Summary.Add, "change", plan.Summary.Change, "destroy", plan.Summary.Destroy)
 	return ev.GetEnvelope(), nil
+}
+
+// stateRegressed reports a plan made against a regressed state: a warning in the log and the
+// Custom anomaly report.StateRegressedAnomaly (one per plan id). The Planned event carries
+// the same words (state_regressed), from which the watcher sets the StateRegressed
+// condition.
+func (w *work) stateRegressed(ctx context.Context, plan *engine.PlanRecord, in input) error {
+	w.log.Warn("state regressed since the last apply; planned with an id of its own", "plan_id", plan.PlanID,
+		"last_applied_plan_id", in.regressedFrom, "regressed", in.regressed)
+	an := report.StateRegressedAnomaly(w.cause, bus.ServiceApplier, plan.PlanID, in.regressedFrom, in.regressed, w.s.cfg.Now())
+	if _, err := w.s.pub.PublishEvent(ctx, an); err != nil {
+		return err
+	}
+	return nil
 }
 
 // deletion destroys the resource's infrastructure (DESTROY) or leaves it and its state
@@ -190,6 +207,18 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 			}
 			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, w.classify(ctx, lavav1.Stage_STAGE_DESTROY, err), attempt, "")
 		}
+		// Success must leave no managed object in the state. An engine that reports success
+		// with objects left (a provider whose Read or Delete failed without failing the
+		// run) must never make Lava forget them: the state and the finalizer stay.
+		left, err := w.remaining(ctx)
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: ReasonDestroyFailed, retryable: true,
+				message: fmt.Sprintf("destroy reported success but the state still holds %d resource(s) (%s); the state and the finalizer are kept",
+					len(left), listAddrs(left))}, attempt, "")
+		}
 		destroyed.DestroyedCount = int32(res.Destroyed)
 		if err := w.s.cfg.Store.Forget(ctx, w.key()); err != nil {
 			return err
@@ -197,6 +226,27 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 	}
 	w.rec.Last, w.rec.Held = nil, nil
 	return w.publishDestroyed(ctx, destroyed)
+}
+
+// remaining lists the managed objects left in the resource's state (none without a state).
+func (w *work) remaining(ctx context.Context) ([]string, error) {
+	_, body, err := w.s.cfg.Store.Body(ctx, w.key())
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return state.ManagedInstances(body)
+}
+
+// listAddrs joins at most 10 addresses, then "and N more".
+func listAddrs(addrs []string) string {
+	const show = 10
+	if len(addrs) <= show {
+		return strings.Join(addrs, ", ")
+	}
+	return strings.Join(addrs[:show], ", ") + fmt.Sprintf(" and %d more", len(addrs)-show)
 }
 
 func (w *work) publishDestroyed(ctx context.Context, ev *lavav1.Destroyed) error {

@@ -674,8 +674,14 @@ type Planned struct {
 	AwaitingApproval bool `protobuf:"varint,9,opt,name=awaiting_approval,json=awaitingApproval,proto3" json:"awaiting_approval,omitempty"`
 	// RenderRecord.terraform_json_digest of the JSON that was planned.
 	TerraformJsonDigest string `protobuf:"bytes,10,opt,name=terraform_json_digest,json=terraformJsonDigest,proto3" json:"terraform_json_digest,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Set when the state regressed since the last apply (fewer resources, an older serial,
+	// another lineage or no state at all): what regressed, in plain words. The plan id then
+	// also covers the last applied plan id, so it is never an id approved or applied before;
+	// the watcher sets the StateRegressed condition and the applier raises a Custom anomaly
+	// "state_regressed". Empty otherwise.
+	StateRegressed string `protobuf:"bytes,11,opt,name=state_regressed,json=stateRegressed,proto3" json:"state_regressed,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Planned) Reset() {
@@ -774,6 +780,13 @@ func (x *Planned) GetAwaitingApproval() bool {
 func (x *Planned) GetTerraformJsonDigest() string {
 	if x != nil {
 		return x.TerraformJsonDigest
+	}
+	return ""
+}
+
+func (x *Planned) GetStateRegressed() string {
+	if x != nil {
+		return x.StateRegressed
 	}
 	return ""
 }
@@ -1132,7 +1145,7 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\fapprove_plan\x18\b \x01(\tR\vapprovePlan\"W\n" +
 	"\x0eResourceChange\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12+\n" +
-	"\x06action\x18\x02 \x01(\x0e2\x13.lava.v1.ChangeKindR\x06action\"\xba\x03\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x13.lava.v1.ChangeKindR\x06action\"\xe3\x03\n" +
 	"\aPlanned\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12'\n" +
@@ -1144,7 +1157,8 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\rstate_lineage\x18\b \x01(\tR\fstateLineage\x12+\n" +
 	"\x11awaiting_approval\x18\t \x01(\bR\x10awaitingApproval\x122\n" +
 	"\x15terraform_json_digest\x18\n" +
-	" \x01(\tR\x13terraformJsonDigest\"\xa9\x04\n" +
+	" \x01(\tR\x13terraformJsonDigest\x12'\n" +
+	"\x0fstate_regressed\x18\v \x01(\tR\x0estateRegressed\"\xa9\x04\n" +
 	"\aApplied\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x127\n" +
