@@ -150,4 +150,8 @@ const (
 	// than the last apply recorded (StateRegressed True). The plan against it has an id of its
 	// own and needs its own approval under manual approval.
 	ReasonStateRegressed = "StateRegressed"
+	// ReasonStateOrphaned: the state under this object's name was left by a deleted object
+	// with deletionPolicy Orphan (Failed, not retried): the new object does not plan against
+	// it until `lava state adopt NAMESPACE/NAME` (docs/operations.md).
+	ReasonStateOrphaned = "StateOrphaned"
 )

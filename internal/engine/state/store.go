@@ -97,6 +97,12 @@ type Record struct {
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 	// Lock is the current lock, nil when unlocked.
 	Lock *Lock `json:"lock,omitempty"`
+	// OrphanedBy is the metadata.uid of the deleted object that left this state behind with
+	// deletionPolicy Orphan ([Store.Orphan]); OrphanedAt when. A new object of the same name
+	// (another uid) must not plan against it until it is adopted ([Store.Adopt], `lava state
+	// adopt NS/NAME`).
+	OrphanedBy string    `json:"orphanedBy,omitempty"`
+	OrphanedAt time.Time `json:"orphanedAt,omitzero"`
 	// Revision is the KV revision the record was read at (not stored).
 	Revision uint64 `json:"-"`
 }
@@ -463,6 +469,41 @@ func (s *Store) Unlock(ctx context.Context, key Key, id string, force bool) erro
 		return nil
 	}
 	return fmt.Errorf("state %s: unlock: too many concurrent updates", key)
+}
+
+// Orphan marks the state of a deleted object (uid) as orphaned: its deletionPolicy was Orphan,
+// so the state and its infrastructure stay, and a new object of the same name must adopt it
+// explicitly. A missing state is left alone (nothing to orphan).
+func (s *Store) Orphan(ctx context.Context, key Key, uid string) error {
+	return s.mark(ctx, key, func(r *Record) { r.OrphanedBy, r.OrphanedAt = uid, s.opts.Now().UTC() })
+}
+
+// Adopt clears an [Store.Orphan] mark, so the object now named key plans against the state
+// (and manages, changes or destroys what it records). A missing or unmarked state succeeds.
+func (s *Store) Adopt(ctx context.Context, key Key) error {
+	return s.mark(ctx, key, func(r *Record) { r.OrphanedBy, r.OrphanedAt = "", time.Time{} })
+}
+
+// mark applies change to an existing record with compare-and-set.
+func (s *Store) mark(ctx context.Context, key Key, change func(*Record)) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	for range casAttempts {
+		cur, err := s.get(ctx, key)
+		if err != nil || cur == nil {
+			return err
+		}
+		next := *cur
+		change(&next)
+		if _, err := s.write(ctx, key, cur, next); errors.Is(err, errCAS) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("state %s: too many concurrent updates", key)
 }
 
 // Forgotten is what [Store.Forget] keeps under "forgotten.<namespace>.<name>": the last record

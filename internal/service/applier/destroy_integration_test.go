@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/internal/service/applier"
 )
 
@@ -159,5 +162,136 @@ func TestApplier_destroyNothing(t *testing.T) {
 	}
 	if f := events[*lavav1.Failed](h, "demo", "never-applied"); len(f) != 0 {
 		t.Errorf("Failed %s: %s", f[0].GetReason(), f[0].GetMessage())
+	}
+}
+
+// deletionUID publishes a DeletionRequested for the object with the given uid.
+func (h *harness) deletionUID(ns, name, uid string, gen int64, policy lavav1.DeletionPolicy) {
+	h.t.Helper()
+	ev := &lavav1.DeletionRequested{
+		Envelope:       envelope(ns, name, uid, gen, "lava.v1.DeletionRequested", eventid.GenerationTrigger(gen)),
+		DeletionPolicy: policy,
+	}
+	if _, err := h.pub.PublishEvent(h.t.Context(), ev); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// TestApplier_orphanThenSameName: deletionPolicy Orphan keeps the state and the
+// infrastructure; a new object with the same name (another uid) fails StateOrphaned (not
+// retryable, naming `lava state adopt`) instead of planning against it, and deleting that
+// object destroys nothing of it; after `lava state adopt` (Store.Adopt) a third object
+// plans against the state and finds nothing to change.
+func TestApplier_orphanThenSameName(t *testing.T) {
+	h := newHarness(t)
+	r := h.startApplier(applierOpts{testkit: true})
+	const ns, name = "demo", "kept"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.txt")
+	spec := &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: kitSource}},
+		Bindings: map[string]string{"dir": dir}, Engine: lavav1.Engine_ENGINE_EMBEDDED}
+	uid := func(u string) func(ev interface{ GetEnvelope() *lavav1.Envelope }) bool {
+		return func(ev interface{ GetEnvelope() *lavav1.Envelope }) bool {
+			return ev.GetEnvelope().GetResource().GetUid() == u
+		}
+	}
+	h.observeUID(ns, name, "uid-a", 1, spec)
+	await(h, ns, name, time.Minute, func(a *lavav1.Applied) bool { return uid("uid-a")(a) })
+	h.deletionUID(ns, name, "uid-a", 1, lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN)
+	d := await(h, ns, name, time.Minute, func(d *lavav1.Destroyed) bool { return uid("uid-a")(d) })
+	key := state.Key{Namespace: ns, Name: name}
+	rec, err := r.store.Get(t.Context(), key)
+	if !d.GetOrphaned() || err != nil || !rec.HasState() || rec.OrphanedBy != "uid-a" {
+		t.Fatalf("after the orphaning delete: orphaned=%v state %+v (%v), want the state kept and marked by uid-a", d.GetOrphaned(), rec, err)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("a.txt after the orphaning delete: %v, want it kept", err)
+	}
+
+	// A new object of the same name is refused.
+	h.observeUID(ns, name, "uid-b", 1, spec)
+	f := await(h, ns, name, time.Minute, func(f *lavav1.Failed) bool { return uid("uid-b")(f) })
+	if f.GetReason() != applier.ReasonStateOrphaned || f.GetRetryable() || f.GetStage() != lavav1.Stage_STAGE_PLAN ||
+		!strings.Contains(f.GetMessage(), "lava state adopt demo/kept") || !strings.Contains(f.GetMessage(), "uid-a") {
+		t.Fatalf("new object of the same name: Failed %s retryable=%v %q, want a final StateOrphaned naming uid-a and `lava state adopt`",
+			f.GetReason(), f.GetRetryable(), f.GetMessage())
+	}
+	for _, p := range events[*lavav1.Planned](h, ns, name) {
+		if uid("uid-b")(p) {
+			t.Fatalf("the new object planned (%s) against the orphaned state", p.GetPlanId())
+		}
+	}
+	// Deleting it destroys nothing of the orphaned state.
+	h.deletionUID(ns, name, "uid-b", 1, lavav1.DeletionPolicy_DELETION_POLICY_DESTROY)
+	d = await(h, ns, name, time.Minute, func(d *lavav1.Destroyed) bool { return uid("uid-b")(d) })
+	if d.GetDestroyedCount() != 0 {
+		t.Errorf("deleting the refused object destroyed %d resources", d.GetDestroyedCount())
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("a.txt after deleting the refused object: %v, want it kept", err)
+	}
+	if rec, err := r.store.Get(t.Context(), key); err != nil || !rec.HasState() || rec.OrphanedBy != "uid-a" {
+		t.Fatalf("state after deleting the refused object: %+v (%v), want it kept and still marked", rec, err)
+	}
+
+	// Adopted, a third object manages it: nothing to change, nothing created again.
+	if err := r.store.Adopt(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	h.observeUID(ns, name, "uid-c", 1, spec)
+	a := await(h, ns, name, time.Minute, func(a *lavav1.Applied) bool { return uid("uid-c")(a) })
+	if s := a.GetSummary(); s.GetAdd() != 0 || s.GetChange() != 0 || s.GetDestroy() != 0 {
+		t.Errorf("the adopting object's apply %v, want nothing to change", s)
+	}
+	if n := creates(t, file); n != 1 {
+		t.Errorf("%d creates of a.txt, want 1", n)
+	}
+}
+
+// TestApplier_destroyAfterBindingsSecretDeleted: a resource whose bindingsFrom Secret was
+// deleted before the object still destroys: the last render and the state are enough.
+func TestApplier_destroyAfterBindingsSecretDeleted(t *testing.T) {
+	env := kubetest.Start(t)
+	ns := env.Namespace(t)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "content"}, Data: map[string][]byte{"body": []byte("from-a-secret")}}
+	if err := env.Client.Create(t.Context(), sec); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, env.Client)
+	h.startApplier(applierOpts{kube: env.Client, testkit: true})
+	dir := t.TempDir()
+	const src = `(deflava-architecture fromsecret
+  :inputs ((:dir "/tmp") (:body "x"))
+  :providers ((testkit :source "example/testkit"))
+  :resources ((testkit-file "a" :filename "{dir}/a.txt" :content "{body}")))`
+	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
+		name := "fromsecret-" + applier.EngineName(eng)
+		file := filepath.Join(dir, name+".txt")
+		h.observe(ns, name, 1, &lavav1.ArchitectureSpec{
+			Source:   &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: strings.ReplaceAll(src, "{dir}/a.txt", "{dir}/"+name+".txt")}},
+			Bindings: map[string]string{"dir": dir}, Engine: eng,
+			BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "content"}}}},
+		})
+		await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](1))
+		if got := readFile(t, file); got != "from-a-secret" {
+			t.Fatalf("%s = %q", file, got)
+		}
+	}
+	if err := env.Client.Delete(t.Context(), sec); err != nil {
+		t.Fatal(err)
+	}
+	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
+		name := "fromsecret-" + applier.EngineName(eng)
+		h.deletion(ns, name, 1, lavav1.DeletionPolicy_DELETION_POLICY_DESTROY, eng)
+		d := await[*lavav1.Destroyed](h, ns, name, 2*time.Minute, nil)
+		if d.GetDestroyedCount() != 1 {
+			t.Errorf("%s: destroyed %d, want 1", name, d.GetDestroyedCount())
+		}
+		if _, err := os.Stat(filepath.Join(dir, name+".txt")); !os.IsNotExist(err) {
+			t.Errorf("%s: file after the destroy: %v, want it gone", name, err)
+		}
+	}
+	if where := h.leaks("from-a-secret"); len(where) > 0 {
+		t.Errorf("the Secret's value leaked into %v", where)
 	}
 }

@@ -163,6 +163,11 @@ func (w *work) stateRegressed(ctx context.Context, plan *engine.PlanRecord, in i
 func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng lavav1.Engine, attempt int32) error {
 	destroyed := &lavav1.Destroyed{Envelope: w.envelope(w.cause, "lava.v1.Destroyed")}
 	if policy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
+		// The state and the infrastructure stay, marked with the deleted object's uid: a new
+		// object of the same name does not plan against them until adopted.
+		if err := w.s.cfg.Store.Orphan(ctx, w.key(), w.cause.GetResource().GetUid()); err != nil {
+			return err
+		}
 		destroyed.Orphaned = true
 		w.rec.Held = nil
 		return w.publishDestroyed(ctx, destroyed)
@@ -170,6 +175,13 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 	rec, err := w.s.cfg.Store.Get(ctx, w.key())
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
+	}
+	if rec.OrphanedBy != "" && rec.OrphanedBy != w.cause.GetResource().GetUid() {
+		// The state belongs to an earlier object that orphaned it; this object never adopted
+		// it, so deleting this object destroys nothing of it.
+		w.log.Info("state orphaned by an earlier object left in place", "orphaned_by", rec.OrphanedBy)
+		w.rec.Last, w.rec.Held = nil, nil
+		return w.publishDestroyed(ctx, destroyed)
 	}
 	if rec.HasState() {
 		last := w.rec.Last

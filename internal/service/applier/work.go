@@ -32,6 +32,7 @@ const (
 	ReasonLocked              = v1alpha1.ReasonLocked
 	ReasonPlanSuperseded      = "PlanSuperseded"
 	ReasonEngineUnavailable   = "EngineUnavailable"
+	ReasonStateOrphaned       = v1alpha1.ReasonStateOrphaned
 )
 
 // Approval values of approvePlan besides a plan id.
@@ -221,6 +222,12 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: ReasonEngineUnavailable,
 			message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
 	}
+	if f, err := w.orphaned(ctx); err != nil || f != nil {
+		if err != nil {
+			return err
+		}
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
+	}
 	why, err := w.regression(ctx)
 	if err != nil {
 		return err
@@ -290,6 +297,27 @@ func (w *work) engineNames() []string {
 func (w *work) sameInputs(held *engine.PlanRecord, in input) bool {
 	return held.Target.RenderedDigest == in.artifactDigest && held.BindingsDigest == in.bindingsDigest && held.Engine == in.engine &&
 		held.Target.RegressedFrom == in.regressedFrom
+}
+
+// orphaned refuses to plan against a state a deleted object of the same name left with
+// deletionPolicy Orphan (state.Record.OrphanedBy another uid): its infrastructure belongs to
+// nobody until an operator adopts it. nil when the state is this object's or unmarked.
+func (w *work) orphaned(ctx context.Context) (*failure, error) {
+	rec, err := w.s.cfg.Store.Get(ctx, w.key())
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	uid := w.cause.GetResource().GetUid()
+	if rec.OrphanedBy == "" || rec.OrphanedBy == uid {
+		return nil, nil
+	}
+	return &failure{reason: ReasonStateOrphaned, message: fmt.Sprintf(
+		"the state of %s (serial %d) was left by a deleted object (uid %s) with deletionPolicy Orphan on %s; this object (uid %s) will not plan against it: "+
+			"run `lava state adopt %s` to manage that infrastructure with this object, or delete and recreate this object under another name",
+		w.key(), rec.Serial, rec.OrphanedBy, rec.OrphanedAt.UTC().Format(time.RFC3339), uid, w.key())}, nil
 }
 
 // regression says how the resource's state regressed since the last apply recorded

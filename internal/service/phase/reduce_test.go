@@ -353,6 +353,35 @@ func TestReduce_stateRegressed(t *testing.T) {
 	}
 }
 
+// TestReduce_failedDestroyKeepsFinalizer: a retryable Failed of the destroy stage while
+// finalizing keeps the finalizer (only Destroyed removes it), reports DestroyFailed with the
+// reason and marks a retry coming; the Destroyed after the retry removes it.
+func TestReduce_failedDestroyKeepsFinalizer(t *testing.T) {
+	t.Parallel()
+	st := statusIn(t, Finalizing)
+	ev := sample(EventFailed, 1, 10)
+	ev.Stage, ev.Reason, ev.Message = StageDestroy, v1alpha1.ReasonDestroyFailed, "testkit: fail-delete: delete failed on purpose"
+	out, tr, err := Reduce(st, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.RemoveFinalizer {
+		t.Fatal("a failed destroy removes the finalizer")
+	}
+	if r := meta.FindStatusCondition(out.Conditions, v1alpha1.ConditionReady); r == nil || r.Reason != v1alpha1.ReasonDestroyFailed ||
+		!strings.Contains(r.Message, "fail-delete") {
+		t.Errorf("Ready = %+v, want DestroyFailed with the provider's reason", r)
+	}
+	if c := meta.FindStatusCondition(out.Conditions, v1alpha1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != v1alpha1.ReasonProgressingWithRetry {
+		t.Errorf("Reconciling = %+v, want True with a retry coming", c)
+	}
+	_, tr, err = Reduce(out, sample(EventDestroyed, 1, 11))
+	if err != nil || !tr.RemoveFinalizer {
+		t.Fatalf("Destroyed after the failed destroy: %+v, %v; want the finalizer removed", tr, err)
+	}
+}
+
 func TestReduce_gateAndDependencyConditions(t *testing.T) {
 	t.Parallel()
 	st := statusIn(t, Synthesized)
