@@ -119,6 +119,10 @@ func changeKind(a engine.Action) lavav1.ChangeKind {
 	return lavav1.ChangeKind_CHANGE_KIND_UNSPECIFIED
 }
 
+// MaxEventChanges bounds Planned.changes: a plan of any size keeps its event small (the plan
+// artifact, Planned.plan_artifact_digest, holds every change).
+const MaxEventChanges = 1000
+
 // publishPlanned publishes Planned for plan and returns its envelope.
 func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in input, awaiting bool) (*lavav1.Envelope, error) {
 	ev := &lavav1.Planned{
@@ -133,7 +137,11 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 		TerraformJsonDigest: in.terraformJSONDigest,
 		StateRegressed:      in.regressed,
 	}
-	for _, r := range plan.Resources {
+	for i, r := range plan.Resources {
+		if i == MaxEventChanges {
+			ev.ChangesOmitted = int32(len(plan.Resources) - MaxEventChanges)
+			break
+		}
 		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: r.Address, Action: changeKind(r.Action)})
 	}
 	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
