@@ -178,7 +178,7 @@ bench-smoke: ## Every benchmark once (-benchtime=1x).
 	go test -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
-FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/service/attest:FuzzVerifyTamper
+FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/service/attest:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/up:FuzzParseManifests
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Every fuzz target for FUZZTIME.
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

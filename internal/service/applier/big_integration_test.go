@@ -4,6 +4,8 @@ package applier_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -71,4 +73,44 @@ func TestApplier_hugeExpansionRefused(t *testing.T) {
 		t.Fatal("a refused expansion was planned")
 	}
 	t.Logf("%s: %s", f.GetReason(), f.GetMessage())
+}
+
+// TestApplier_malformedSourcesFail: every malformed case (cmd/lava/testdata/malformed, the
+// repository's copy of the shared cases) given as an inline source fails at synthesis, not
+// retried, with the line and column the case names ("inline:L:C: "), and is never planned;
+// the pipeline keeps running (a valid source afterwards applies).
+func TestApplier_malformedSourcesFail(t *testing.T) {
+	h := newHarness(t)
+	h.startApplier(applierOpts{})
+	files, err := filepath.Glob("../../../cmd/lava/testdata/malformed/*.tlisp")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("malformed cases: %v %v", files, err)
+	}
+	expect := regexp.MustCompile(`expect (\d+):(\d+)`)
+	for i, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := expect.FindStringSubmatch(string(src))
+		if m == nil {
+			t.Fatalf("%s names no `expect L:C`", f)
+		}
+		name := fmt.Sprintf("malformed-%d", i)
+		h.observe("demo", name, 1, &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: string(src)}},
+			Engine: lavav1.Engine_ENGINE_EMBEDDED})
+		fl := await(h, "demo", name, time.Minute, gen[*lavav1.Failed](1))
+		want := "inline:" + m[1] + ":" + m[2] + ": "
+		if fl.GetStage() != lavav1.Stage_STAGE_SYNTH || fl.GetRetryable() || !strings.Contains(fl.GetMessage(), want) {
+			t.Errorf("%s: Failed %v %s retryable=%v %q, want a final synthesis failure at %q", filepath.Base(f),
+				fl.GetStage(), fl.GetReason(), fl.GetRetryable(), fl.GetMessage(), want)
+		}
+		if p := events[*lavav1.Planned](h, "demo", name); len(p) != 0 {
+			t.Errorf("%s was planned", filepath.Base(f))
+		}
+	}
+	src := `(deflava-architecture ok :inputs ((:v "x")) :resources ((terraform-data "d" :input "{v}")))`
+	h.observe("demo", "after-malformed", 1, &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
+		Engine: lavav1.Engine_ENGINE_EMBEDDED})
+	await(h, "demo", "after-malformed", time.Minute, gen[*lavav1.Applied](1))
 }
