@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,24 +62,44 @@ func NewLeases(ctx context.Context, js jetstream.JetStream, holder string, m *Me
 	return &Leases{kv: kv, holder: holder, ttl: st.TTL(), metrics: m}, nil
 }
 
-// LockHolder is the state-lock holder name of replica working on a resource under its
-// lease: "<replica>@<ResourceKey>". A lock held under such a name lives exactly as long as
-// the replica holds that lease: the applier's state store takes it over as soon as the lease
-// is gone or held by another replica (internal/service/applier HolderAlive).
-func LockHolder(replica, namespace, name string) string {
-	return replica + "@" + ResourceKey(namespace, name)
+// LockHolder is the state-lock holder name of this lease's holder working on its resource:
+// "<replica>~<acquired>@<ResourceKey>", acquired being the lease's acquisition time in Unix
+// nanoseconds (kept in the lease's value across renewals). A lock held under such a name lives
+// exactly as long as this lease: the applier's state store takes it over as soon as the lease
+// expired, was released, or is held by another replica or under a later acquisition (a lock a
+// failed operation of the same replica left behind is not the next operation's);
+// internal/service/applier HolderAlive.
+func (ls *Lease) LockHolder() string {
+	return ls.ls.holder + "~" + strconv.FormatInt(ls.acquired.UTC().UnixNano(), 10) + "@" + ls.key
 }
 
-// ParseLockHolder inverts [LockHolder]; ok is false for a name of another form.
-func ParseLockHolder(holder string) (replica, key string, ok bool) {
+// ParseLockHolder inverts [Lease.LockHolder]; acquired is 0 for a name without the
+// acquisition ("<replica>@<key>"); ok is false for a name of another form.
+func ParseLockHolder(holder string) (replica string, acquired int64, key string, ok bool) {
 	i := strings.LastIndexByte(holder, '@')
 	if i <= 0 || i == len(holder)-1 {
-		return "", "", false
+		return "", 0, "", false
 	}
 	if _, _, err := ParseResourceKey(holder[i+1:]); err != nil {
-		return "", "", false
+		return "", 0, "", false
 	}
-	return holder[:i], holder[i+1:], true
+	replica, key = holder[:i], holder[i+1:]
+	if j := strings.LastIndexByte(replica, '~'); j > 0 {
+		if n, err := strconv.ParseInt(replica[j+1:], 10, 64); err == nil {
+			return replica[:j], n, key, true
+		}
+	}
+	return replica, 0, key, true
+}
+
+// HeldUnder reports whether the lease value v (the JSON stored under a lease key) is held by
+// replica under the acquisition acquired (Unix nanoseconds; 0 matches any acquisition).
+func HeldUnder(v []byte, replica string, acquired int64) (bool, error) {
+	var lv leaseValue
+	if err := json.Unmarshal(v, &lv); err != nil {
+		return false, fmt.Errorf("bus: decode lease: %w", err)
+	}
+	return lv.Holder == replica && (acquired == 0 || lv.Acquired.UnixNano() == acquired), nil
 }
 
 // TTL is the lease lifetime without renewal.

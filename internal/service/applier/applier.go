@@ -199,7 +199,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 		return bus.Permanent(fmt.Errorf("applier: %s without resource", m.Schema))
 	}
 	ns, name := res.GetNamespace(), res.GetName()
-	return s.withLease(ctx, ns, name, func(ctx context.Context) error {
+	return s.withLease(ctx, ns, name, func(ctx context.Context, lease *bus.Lease) error {
 		rec, err := s.recs.load(ctx, ns, name)
 		if err != nil {
 			return err
@@ -224,7 +224,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 		if !current {
 			return nil
 		}
-		w := &work{s: s, rec: rec, ns: ns, name: name, cause: env}
+		w := &work{s: s, rec: rec, ns: ns, name: name, cause: env, holder: lease.LockHolder()}
 		w.log = s.cfg.Logger.With("service", bus.ServiceApplier, "resource", ns+"/"+name,
 			"generation", env.GetGeneration(), "event_id", env.GetEventId())
 		switch ev := m.Event.(type) {

@@ -19,6 +19,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/service/applier"
 )
 
@@ -61,7 +62,7 @@ func TestApplier_killedMidApply(t *testing.T) {
 	_ = a.backend.Close()
 	a.stop()
 	rec, err := a.store.Get(t.Context(), key)
-	if err != nil || rec.Lock == nil || !strings.HasPrefix(rec.Lock.Holder, "applier-a@") {
+	if err != nil || rec.Lock == nil || !strings.HasPrefix(rec.Lock.Holder, "applier-a~") {
 		t.Fatalf("after the kill the state record is %+v (%v), want a lock left by applier-a", rec, err)
 	}
 	if len(events[*lavav1.Applied](h, ns, name)) != 0 || len(events[*lavav1.Failed](h, ns, name)) != 0 {
@@ -130,12 +131,12 @@ func TestApplier_deadHolderLeaseExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := state.Key{Namespace: ns, Name: name}
-	if _, err := store.Lock(t.Context(), key, state.Lock{ID: "dead-lock", Holder: bus.LockHolder("applier-dead/x1", ns, name),
+	if _, err := store.Lock(t.Context(), key, state.Lock{ID: "dead-lock", Holder: lease.LockHolder(),
 		Operation: "OperationTypeApply"}); err != nil {
 		t.Fatal(err)
 	}
 	// While the dead replica's lease is still live, its lock is honoured.
-	if _, err := store.Lock(t.Context(), key, state.Lock{ID: "probe", Holder: bus.LockHolder("probe", ns, name)}); !errors.Is(err, state.ErrLocked) {
+	if _, err := store.Lock(t.Context(), key, state.Lock{ID: "probe", Holder: "probe@" + bus.ResourceKey(ns, name)}); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("lock of a holder whose lease is live: %v, want ErrLocked", err)
 	}
 	start := time.Now()
@@ -155,6 +156,65 @@ func TestApplier_deadHolderLeaseExpires(t *testing.T) {
 		t.Errorf("state after the take-over: %+v (%v), want a state and no lock", rec, err)
 	}
 	t.Logf("applied %v after the dead holder's lease was taken (lease TTL %v, lock TTL %v)", took.Round(time.Millisecond), leaseTTL, state.DefaultLockTTL)
+}
+
+// TestApplier_HolderAlive: a lock holder named after a lease is alive exactly while that
+// lease, under that acquisition, is held: not after its release, not under the same replica's
+// next acquisition (a lock a failed operation left is not the next one's), not under another
+// replica; a holder not tied to a lease cannot be judged.
+func TestApplier_HolderAlive(t *testing.T) {
+	js := natstest.RunJetStream(t).JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{LeaseTTL: leaseTTL}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), bus.BucketLeases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := applier.HolderAlive(kv)
+	check := func(holder string, want bool, what string) {
+		t.Helper()
+		got, err := alive(t.Context(), holder)
+		if err != nil || got != want {
+			t.Fatalf("%s: alive(%q) = %v, %v; want %v", what, holder, got, err, want)
+		}
+	}
+	r1, err := bus.NewLeases(t.Context(), js, "replica-1/aa", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := bus.NewLeases(t.Context(), js, "replica-2/bb", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := r1.Acquire(t.Context(), "demo", "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := l1.LockHolder()
+	check(first, true, "while its lease is held")
+	if err := l1.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	check(first, false, "after the release")
+	l2, err := r1.Acquire(t.Context(), "demo", "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(first, false, "under the same replica's next acquisition")
+	check(l2.LockHolder(), true, "the next acquisition's own holder")
+	if err := l2.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l3, err := r2.Acquire(t.Context(), "demo", "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l3.Release(t.Context()) }()
+	check(l2.LockHolder(), false, "while another replica holds the lease")
+	if _, err := alive(t.Context(), "someone at a terminal"); !errors.Is(err, state.ErrHolderUnknown) {
+		t.Fatalf("a holder not tied to a lease: %v, want state.ErrHolderUnknown", err)
+	}
 }
 
 // stateInstances counts the managed instances per address in a state v4 body.

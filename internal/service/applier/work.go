@@ -53,7 +53,9 @@ type work struct {
 	ns, name string
 	// cause is the envelope of the message handled.
 	cause *lavav1.Envelope
-	log   *slog.Logger
+	// holder names the state locks this work takes: its lease's bus.Lease.LockHolder.
+	holder string
+	log    *slog.Logger
 
 	// redact holds the values of the Secrets the resource binds, read once per message.
 	redact     []string
@@ -145,7 +147,7 @@ func (in input) target(ctx context.Context, w *work) engine.Target {
 		src[p.Name] = p.Source
 	}
 	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest,
-		ProviderSources: src, RegressedFrom: in.regressedFrom, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)}
+		ProviderSources: src, RegressedFrom: in.regressedFrom, Holder: w.holder, Redact: w.secrets(ctx)}
 }
 
 func (w *work) key() state.Key { return state.Key{Namespace: w.ns, Name: w.name} }
@@ -401,7 +403,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		return nil
 	}
 	start := w.s.cfg.Now()
-	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)})
+	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.holder, Redact: w.secrets(ctx)})
 	w.observe(OpApply, start, err)
 	if err != nil {
 		if ctx.Err() != nil {
