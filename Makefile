@@ -24,7 +24,7 @@ TOFU_DIR       := $(TOOLS_DIR)/tofu-$(TOFU_VERSION)
 HELM_DIR       := $(TOOLS_DIR)/helm-$(HELM_VERSION)
 TERRAFORM_DIR  := $(TOOLS_DIR)/terraform-$(TERRAFORM_VERSION)
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
-TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.2.0
+TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.3.0
 ALERTMANAGER_DIR := $(TOOLS_DIR)/alertmanager-$(ALERTMANAGER_VERSION)
 BUF            := $(BUF_DIR)/buf
 STATICCHECK    := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
@@ -96,7 +96,7 @@ tools-terraform: ## Terraform 1.8.5 for the terraform engine's tests.
 	TERRAFORM_VERSION=$(TERRAFORM_VERSION) hack/tools/build-terraform.sh $(TERRAFORM_DIR)
 
 .PHONY: tools-testkit
-tools-testkit: ## The extended test provider example/testkit 0.2.0 into a provider mirror.
+tools-testkit: ## The extended test provider example/testkit 0.3.0 into a provider mirror.
 	test/provider/testkit/build.sh $(TESTKIT_DIR)
 
 .PHONY: tools-alertmanager
@@ -187,7 +187,7 @@ bench-smoke: ## Every benchmark once (-benchtime=1x).
 	go test -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
-FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/service/attest:FuzzVerifyTamper
+FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/service/attest:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/up:FuzzParseManifests
 .PHONY: fuzz-smoke
 fuzz-smoke: ## Every fuzz target for FUZZTIME.
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

@@ -58,6 +58,13 @@ const (
 	// ConditionStalled (abnormal-true, kstatus): a failure that will not be retried until the
 	// spec changes.
 	ConditionStalled = "Stalled"
+
+	// ConditionStateRegressed (abnormal-true): the state the current plan was made against
+	// regressed since the last apply (no state, another lineage, an older serial, fewer
+	// resources); reason ReasonStateRegressed, the message says what regressed. The plan has
+	// an id of its own (under manual approval it needs its own approval). False with
+	// ReasonApplySucceeded once a plan was applied again.
+	ConditionStateRegressed = "StateRegressed"
 )
 
 // ConditionTypes lists every condition type in the order `kubectl describe` should show them.
@@ -66,6 +73,7 @@ func ConditionTypes() []string {
 		ConditionReady, ConditionReconciling, ConditionStalled,
 		ConditionSynthesized, ConditionGated, ConditionPlanned, ConditionApplied,
 		ConditionDrifted, ConditionDependenciesReady, ConditionSuspended, ConditionAwaitingApproval,
+		ConditionStateRegressed,
 	}
 }
 
@@ -110,7 +118,9 @@ const (
 	ReasonEngineUnavailable = "EngineUnavailable"
 	// ReasonPlanStale: the state changed since the plan was made; it is planned again.
 	ReasonPlanStale = "PlanStale"
-	// ReasonLocked: another operation holds the resource's state lock.
+	// ReasonLocked: a stage found the resource's state locked by a live holder (Failed,
+	// retryable). viggy retries the same attempt after a backoff without spending the retry
+	// budget; a lock whose holder's lease is gone is taken over at once (docs/operations.md).
 	ReasonLocked = "Locked"
 	// ReasonPlanSuperseded: a newer generation replaced the plan (a Failed that is no
 	// anomaly).
@@ -148,4 +158,13 @@ const (
 	ReasonDependencyCycle = "DependencyCycle"
 	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
 	ReasonDependenciesSatisfied = "DependenciesSatisfied"
+
+	// ReasonStateRegressed: the state has fewer resources, an older serial or another lineage
+	// than the last apply recorded (StateRegressed True). The plan against it has an id of its
+	// own and needs its own approval under manual approval.
+	ReasonStateRegressed = "StateRegressed"
+	// ReasonStateOrphaned: the state under this object's name was left by a deleted object
+	// with deletionPolicy Orphan (Failed, not retried): the new object does not plan against
+	// it until `lava state adopt NAMESPACE/NAME` (docs/operations.md).
+	ReasonStateOrphaned = "StateOrphaned"
 )

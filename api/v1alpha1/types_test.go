@@ -130,7 +130,7 @@ func TestConditionTypes_distinct(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	if len(seen) != 11 {
-		t.Errorf("%d condition types, want 11", len(seen))
+	if len(seen) != 12 {
+		t.Errorf("%d condition types, want 12", len(seen))
 	}
 }

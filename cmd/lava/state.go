@@ -53,7 +53,7 @@ func newStateCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd())
+	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd(), newStateAdoptCmd())
 	return cmd
 }
 
@@ -129,8 +129,8 @@ func newStateUnlockCmd() *cobra.Command {
 		Use:   "unlock NAMESPACE/NAME",
 		Short: "Force the state lock of a LavaArchitecture off, whoever holds it",
 		Long: `Unlock releases the Terraform state lock of NAMESPACE/NAME whatever its holder, for a lock
-left by an applier that died before its lease-based expiry (the lock normally expires once its
-holder lost the resource's lease and the lock outlived --lock-ttl). It prints the lock it
+that is not tied to a lease (a lock whose holder lost the resource's lease is taken over at
+once; other holders' locks expire after --lock-ttl). It prints the lock it
 released. Only use it when no apply is running: the state could otherwise be written by two
 operations.`,
 		Args: cobra.ExactArgs(1),
@@ -159,6 +159,50 @@ operations.`,
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "unlocked %s (lock %s held by %q for %s since %s)\n", key, rec.Lock.ID,
 				rec.Lock.Holder, rec.Lock.Operation, rec.Lock.Created.UTC().Format(time.RFC3339))
+			return err
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newStateAdoptCmd() *cobra.Command {
+	var f stateFlags
+	cmd := &cobra.Command{
+		Use:   "adopt NAMESPACE/NAME",
+		Short: "Let the object now named NAMESPACE/NAME manage a state its deleted predecessor orphaned",
+		Long: `Adopt clears the orphan mark a LavaArchitecture deleted with deletionPolicy: Orphan left on its
+state. Until then a new object of the same name fails with reason StateOrphaned instead of
+planning against that state. After adopting, the new object plans against the orphaned state and
+manages (changes, or destroys on deletion) the infrastructure it records; request a reconcile
+(the lava.pleme.io/reconcile-requested-at annotation) to plan now. It prints the uid of the
+object that orphaned the state.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := state.ParseKey(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			nc, _, store, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			rec, err := store.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			if rec.OrphanedBy == "" {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s is not orphaned\n", key)
+				return err
+			}
+			if err := store.Adopt(ctx, key); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "adopted %s (serial %d, orphaned by uid %s on %s)\n", key, rec.Serial,
+				rec.OrphanedBy, rec.OrphanedAt.UTC().Format(time.RFC3339))
 			return err
 		},
 	}

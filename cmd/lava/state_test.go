@@ -26,6 +26,13 @@ func TestStateCmd(t *testing.T) {
 	}
 	store := state.NewStore(kv, art, state.Options{})
 	key := state.Key{Namespace: "infra", Name: "prod-vpc"}
+	orphan := state.Key{Namespace: "infra", Name: "kept"}
+	if _, err := store.Put(t.Context(), orphan, []byte(`{"version":4,"serial":7,"lineage":"L","resources":[]}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Orphan(t.Context(), orphan, "uid-old"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := store.Lock(t.Context(), key, state.Lock{ID: "lock-1", Holder: "applier-dead/x@infra.prod-vpc", Operation: "OperationTypeApply"}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +56,9 @@ func TestStateCmd(t *testing.T) {
 		{"show unlocked", []string{"state", "show", "infra/prod-vpc"}, exitOK, `"resource": "infra/prod-vpc"`, ""},
 		{"show unknown", []string{"state", "show", "infra/none"}, exitInvalid, "", "no state for infra/none"},
 		{"bad key", []string{"state", "unlock", "no-slash"}, exitUsage, "", "is not NAMESPACE/NAME"},
+		{"show orphaned", []string{"state", "show", "infra/kept"}, exitOK, `"orphanedBy": "uid-old"`, ""},
+		{"adopt", []string{"state", "adopt", "infra/kept"}, exitOK, "adopted infra/kept (serial 7, orphaned by uid uid-old", ""},
+		{"adopt again", []string{"state", "adopt", "infra/kept"}, exitOK, "infra/kept is not orphaned", ""},
 	}
 	for _, tt := range tests {
 		// Sequential: each step sees the previous one's effect.
@@ -61,6 +71,9 @@ func TestStateCmd(t *testing.T) {
 	rec, err := store.Get(t.Context(), key)
 	if err != nil || rec.Lock != nil {
 		t.Fatalf("after unlock: record %+v, %v; want no lock", rec, err)
+	}
+	if rec, err := store.Get(t.Context(), orphan); err != nil || rec.OrphanedBy != "" || rec.Serial != 7 {
+		t.Fatalf("after adopt: record %+v, %v; want the state kept without the orphan mark", rec, err)
 	}
 	if _, out, _ := lava("state", "show", "infra/prod-vpc"); strings.Contains(out, `"lock"`) {
 		t.Fatalf("show after unlock still prints a lock: %s", out)

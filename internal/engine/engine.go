@@ -44,6 +44,11 @@ type Target struct {
 	// architecture's :providers (e.g. "aws" -> "hashicorp/aws"). Local names used by the JSON
 	// without an entry default to "hashicorp/NAME" ([Requirements]).
 	ProviderSources map[string]string `json:"providerSources,omitempty"`
+	// RegressedFrom, set only for a plan, is the id of the last applied plan when the state
+	// regressed since that apply (fewer resources, an older serial, another lineage or no
+	// state at all). It enters the plan id ([PlanRecord.ComputePlanID]), so a plan against a
+	// wiped state never reuses the id of a plan approved or applied before.
+	RegressedFrom string `json:"regressedFrom,omitempty"`
 	// Redact lists secret values (binding values from Secrets) that must not appear in any
 	// error text; engines add the sensitive values they learn themselves.
 	Redact []string `json:"-"`

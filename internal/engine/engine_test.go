@@ -61,6 +61,17 @@ func TestPlanID(t *testing.T) {
 	if rec.ComputePlanID() != want {
 		t.Fatal("ComputePlanID differs from PlanID of the same fields")
 	}
+	// A plan against a regressed state (an empty state after a wipe hashes like the empty
+	// state before the first apply) has an id of its own, one per last applied plan.
+	rec.Target.RegressedFrom = "plan-1"
+	regressed := rec.ComputePlanID()
+	if regressed == want || regressed != engine.RegressedPlanID(want, "plan-1") || len(regressed) != 64 {
+		t.Fatalf("regressed plan id %q: want RegressedPlanID of %q, not the plain id", regressed, want)
+	}
+	rec.Target.RegressedFrom = "plan-2"
+	if rec.ComputePlanID() == regressed {
+		t.Fatal("regressions from two different applies share a plan id")
+	}
 }
 
 func TestRequirements(t *testing.T) {

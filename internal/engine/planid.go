@@ -55,8 +55,31 @@ func PlanID(renderedJSONDigest, bindingsDigest, engineName, engineVersion string
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ComputePlanID returns [PlanID] of a record's fields.
+// regressedDomain starts the input of [RegressedPlanID].
+const regressedDomain = "lava.plan-id.regressed.v1"
+
+// RegressedPlanID is the id of a plan made against a state that regressed since the apply of
+// plan lastApplied: lowercase hex BLAKE3-256 over str(regressedDomain) str(planID)
+// str(lastApplied), with str as in [PlanID]. The same configuration planned against an empty
+// state before the first apply and after a wipe thus gets two different ids.
+func RegressedPlanID(planID, lastApplied string) string {
+	h := blake3.New(32, nil)
+	var n [8]byte
+	for _, s := range []string{regressedDomain, planID, lastApplied} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		_, _ = h.Write(n[:])
+		_, _ = h.Write([]byte(s))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ComputePlanID returns [PlanID] of a record's fields, or [RegressedPlanID] of it when
+// Target.RegressedFrom is set.
 func (p *PlanRecord) ComputePlanID() string {
-	return PlanID(p.Target.RenderedDigest, p.BindingsDigest, p.Engine, p.EngineVersion,
+	id := PlanID(p.Target.RenderedDigest, p.BindingsDigest, p.Engine, p.EngineVersion,
 		p.ProviderVersions, p.StateSerial, p.StateLineage)
+	if p.Target.RegressedFrom != "" {
+		return RegressedPlanID(id, p.Target.RegressedFrom)
+	}
+	return id
 }

@@ -33,8 +33,9 @@ func BucketConfig(replicas int) jetstream.KeyValueConfig {
 
 // Default limits.
 const (
-	// DefaultLockTTL is how long a lock is honoured before it may be taken over, when its
-	// holder is also gone.
+	// DefaultLockTTL is how long the lock of a holder [Options].HolderAlive cannot judge
+	// ([ErrHolderUnknown]) is honoured before it may be taken over. A holder known to be gone
+	// loses its lock at once, whatever its age.
 	DefaultLockTTL = 15 * time.Minute
 	// DefaultMaxStateBytes bounds a state body read from the backend or the artifact store.
 	DefaultMaxStateBytes = 64 << 20
@@ -52,6 +53,9 @@ var (
 	ErrConflict = errors.New("state: conflicting write")
 	// ErrInvalidState reports a body that is not Terraform state format v4 JSON.
 	ErrInvalidState = errors.New("state: invalid state body")
+	// ErrHolderUnknown is what a [HolderAlive] returns for a holder it cannot judge (a name
+	// not tied to a lease); such a lock is honoured for [Options].LockTTL.
+	ErrHolderUnknown = errors.New("state: lock holder not tied to a lease")
 )
 
 // LockedError is returned (wrapping [ErrLocked]) when a lock is held by someone else; Lock is
@@ -93,6 +97,12 @@ type Record struct {
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 	// Lock is the current lock, nil when unlocked.
 	Lock *Lock `json:"lock,omitempty"`
+	// OrphanedBy is the metadata.uid of the deleted object that left this state behind with
+	// deletionPolicy Orphan ([Store.Orphan]); OrphanedAt when. A new object of the same name
+	// (another uid) must not plan against it until it is adopted ([Store.Adopt], `lava state
+	// adopt NS/NAME`).
+	OrphanedBy string    `json:"orphanedBy,omitempty"`
+	OrphanedAt time.Time `json:"orphanedAt,omitzero"`
 	// Revision is the KV revision the record was read at (not stored).
 	Revision uint64 `json:"-"`
 }
@@ -115,14 +125,17 @@ type Lock struct {
 }
 
 // HolderAlive reports whether a lock holder still exists (e.g. its work lease in
-// "lava-leases" is live). Errors make the lock count as held.
+// "lava-leases" is live). false (and no error) means the holder is gone and its lock may be
+// taken over at once; [ErrHolderUnknown] leaves the lock to its age ([Options].LockTTL); any
+// other error makes the lock count as held.
 type HolderAlive func(ctx context.Context, holder string) (bool, error)
 
 // Options configures a [Store]. Zero values take the defaults.
 type Options struct {
-	// LockTTL: a lock older than this whose holder is gone can be taken over (DefaultLockTTL).
+	// LockTTL: the lock of a holder HolderAlive cannot judge (or of any holder, without
+	// HolderAlive) can be taken over once older than this (DefaultLockTTL).
 	LockTTL time.Duration
-	// HolderAlive checks a holder; nil means a holder is gone once its lock outlived LockTTL.
+	// HolderAlive checks a holder: a holder it reports gone loses its lock at once.
 	HolderAlive HolderAlive
 	// MaxStateBytes bounds a state body (DefaultMaxStateBytes).
 	MaxStateBytes int64
@@ -240,6 +253,49 @@ func ParseHeader(body []byte) (Header, error) {
 	return h, nil
 }
 
+// ManagedInstances lists the managed resource instances of a state v4 body by address
+// ("type.name" with the index key, e.g. `testkit_file.a["x"]` or "terraform_data.d[0]"), in
+// state order; deposed objects are listed with " (deposed KEY)". The error wraps
+// [ErrInvalidState] for a body that is not JSON.
+func ManagedInstances(body []byte) ([]string, error) {
+	var st struct {
+		Resources []struct {
+			Module    string `json:"module"`
+			Mode      string `json:"mode"`
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Instances []struct {
+				IndexKey json.RawMessage `json:"index_key"`
+				Deposed  string          `json:"deposed"`
+			} `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidState, err)
+	}
+	var out []string
+	for _, r := range st.Resources {
+		if r.Mode != "managed" {
+			continue
+		}
+		addr := r.Type + "." + r.Name
+		if r.Module != "" {
+			addr = r.Module + "." + addr
+		}
+		for _, in := range r.Instances {
+			a := addr
+			if len(in.IndexKey) > 0 && string(in.IndexKey) != "null" {
+				a += "[" + string(in.IndexKey) + "]"
+			}
+			if in.Deposed != "" {
+				a += " (deposed " + in.Deposed + ")"
+			}
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
 // Put stores a new state body. lockID is the lock the writer holds ("" when it holds none):
 // a locked state accepts only its lock's writes. The body must be state v4 JSON; for an
 // existing state its lineage must be the same and its serial must not go backwards, else the
@@ -324,9 +380,10 @@ func (s *Store) write(ctx context.Context, key Key, cur *Record, next Record) (u
 }
 
 // Lock takes the state lock described by l (ID and Holder required; Created is set here). It
-// succeeds when the state is unlocked, already locked with the same ID, or locked by a lock
-// older than LockTTL whose holder is gone (a take-over, logged). Otherwise the error is a
-// *[LockedError] describing the current lock.
+// succeeds when the state is unlocked, already locked with the same ID, locked by a holder
+// HolderAlive reports gone (at once), or locked by a holder it cannot judge for longer than
+// LockTTL (take-overs are logged). Otherwise the error is a *[LockedError] describing the
+// current lock.
 func (s *Store) Lock(ctx context.Context, key Key, l Lock) (Lock, error) {
 	if err := key.Validate(); err != nil {
 		return Lock{}, err
@@ -365,16 +422,19 @@ func (s *Store) Lock(ctx context.Context, key Key, l Lock) (Lock, error) {
 	return Lock{}, fmt.Errorf("state %s: lock: too many concurrent updates", key)
 }
 
-// expired reports whether a lock may be taken over: older than LockTTL and its holder gone.
+// expired reports whether a lock may be taken over: its holder is known to be gone, or it
+// cannot be judged and the lock is older than LockTTL.
 func (s *Store) expired(ctx context.Context, l Lock) bool {
-	if s.opts.Now().Sub(l.Created) < s.opts.LockTTL {
-		return false
+	if s.opts.HolderAlive != nil {
+		alive, err := s.opts.HolderAlive(ctx, l.Holder)
+		switch {
+		case err == nil:
+			return !alive
+		case !errors.Is(err, ErrHolderUnknown):
+			return false
+		}
 	}
-	if s.opts.HolderAlive == nil {
-		return true
-	}
-	alive, err := s.opts.HolderAlive(ctx, l.Holder)
-	return err == nil && !alive
+	return s.opts.Now().Sub(l.Created) >= s.opts.LockTTL
 }
 
 // Unlock releases the lock with the given ID. With force the current lock is released
@@ -409,6 +469,41 @@ func (s *Store) Unlock(ctx context.Context, key Key, id string, force bool) erro
 		return nil
 	}
 	return fmt.Errorf("state %s: unlock: too many concurrent updates", key)
+}
+
+// Orphan marks the state of a deleted object (uid) as orphaned: its deletionPolicy was Orphan,
+// so the state and its infrastructure stay, and a new object of the same name must adopt it
+// explicitly. A missing state is left alone (nothing to orphan).
+func (s *Store) Orphan(ctx context.Context, key Key, uid string) error {
+	return s.mark(ctx, key, func(r *Record) { r.OrphanedBy, r.OrphanedAt = uid, s.opts.Now().UTC() })
+}
+
+// Adopt clears an [Store.Orphan] mark, so the object now named key plans against the state
+// (and manages, changes or destroys what it records). A missing or unmarked state succeeds.
+func (s *Store) Adopt(ctx context.Context, key Key) error {
+	return s.mark(ctx, key, func(r *Record) { r.OrphanedBy, r.OrphanedAt = "", time.Time{} })
+}
+
+// mark applies change to an existing record with compare-and-set.
+func (s *Store) mark(ctx context.Context, key Key, change func(*Record)) error {
+	if err := key.Validate(); err != nil {
+		return err
+	}
+	for range casAttempts {
+		cur, err := s.get(ctx, key)
+		if err != nil || cur == nil {
+			return err
+		}
+		next := *cur
+		change(&next)
+		if _, err := s.write(ctx, key, cur, next); errors.Is(err, errCAS) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("state %s: too many concurrent updates", key)
 }
 
 // Forgotten is what [Store.Forget] keeps under "forgotten.<namespace>.<name>": the last record

@@ -112,9 +112,10 @@ func TestStore_Lock(t *testing.T) {
 	if _, err := s.Lock(ctx, key, state.Lock{ID: "b", Holder: "replica-2"}); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("lock past its TTL with a live holder: %v, want ErrLocked", err)
 	}
+	c.advance(-2 * time.Minute) // the lock is young again: a gone holder loses it whatever its age
 	alive.Store(false)
 	if _, err := s.Lock(ctx, key, state.Lock{ID: "b", Holder: "replica-2"}); err != nil {
-		t.Fatalf("take-over of an expired lock whose holder is gone: %v", err)
+		t.Fatalf("take-over of a young lock whose holder is gone: %v", err)
 	}
 	if err := s.Unlock(ctx, key, "a", false); !errors.As(err, &le) || le.Lock.ID != "b" {
 		t.Fatalf("unlock with the old id: %v, want LockedError naming b", err)
@@ -153,6 +154,33 @@ func TestStore_Lock_noHolderCheck(t *testing.T) {
 	c.advance(2 * time.Second)
 	if _, err := s.Lock(ctx, key, state.Lock{ID: "b", Holder: "y"}); err != nil {
 		t.Fatalf("lock after its TTL: %v", err)
+	}
+}
+
+// TestStore_Lock_holderJudgement: a holder the HolderAlive check cannot judge keeps its lock
+// for LockTTL; a check that fails keeps the lock held whatever its age.
+func TestStore_Lock_holderJudgement(t *testing.T) {
+	verdict := atomic.Value{}
+	verdict.Store(state.ErrHolderUnknown)
+	s, c := newStore(t, state.Options{LockTTL: time.Minute, HolderAlive: func(context.Context, string) (bool, error) {
+		return true, verdict.Load().(error)
+	}})
+	ctx := t.Context()
+	if _, err := s.Lock(ctx, key, state.Lock{ID: "a", Holder: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(59 * time.Second)
+	if _, err := s.Lock(ctx, key, state.Lock{ID: "b", Holder: "y"}); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("unknown holder's lock before its TTL: %v, want ErrLocked", err)
+	}
+	verdict.Store(errors.New("lava-leases unreachable"))
+	c.advance(time.Hour)
+	if _, err := s.Lock(ctx, key, state.Lock{ID: "b", Holder: "y"}); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("lock whose holder cannot be checked: %v, want ErrLocked", err)
+	}
+	verdict.Store(state.ErrHolderUnknown)
+	if _, err := s.Lock(ctx, key, state.Lock{ID: "b", Holder: "y"}); err != nil {
+		t.Fatalf("unknown holder's lock after its TTL: %v", err)
 	}
 }
 

@@ -585,24 +585,11 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 	return &engine.DestroyResult{Destroyed: n, StateSerial: after.Serial, StateLineage: after.Lineage}, nil
 }
 
-// countInstances counts managed resource instances in a state v4 body.
+// countInstances counts managed resource instances in a state v4 body (0 for a body that is
+// not JSON).
 func countInstances(body []byte) int {
-	var st struct {
-		Resources []struct {
-			Mode      string            `json:"mode"`
-			Instances []json.RawMessage `json:"instances"`
-		} `json:"resources"`
-	}
-	if json.Unmarshal(body, &st) != nil {
-		return 0
-	}
-	n := 0
-	for _, r := range st.Resources {
-		if r.Mode == "managed" {
-			n += len(r.Instances)
-		}
-	}
-	return n
+	addrs, _ := state.ManagedInstances(body)
+	return len(addrs)
 }
 
 // Outputs implements [engine.Engine] from the stored state (no CLI run).

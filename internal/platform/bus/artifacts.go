@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"lukechampine.com/blake3"
@@ -83,6 +84,13 @@ func (a *Artifacts) Put(ctx context.Context, r io.Reader) (string, error) {
 	}
 	if has {
 		discard()
+		// Refresh the artifact's modification time: a collection ([Artifacts.Collect]) keeps
+		// whatever was put within its MinAge, so the caller's reference stays valid for it.
+		// A collection that deleted it between Has and here makes this Put fail (transient:
+		// the caller retries and uploads it again).
+		if err := a.obs.UpdateMeta(ctx, digest, jetstream.ObjectMeta{Name: digest}); err != nil {
+			return "", fmt.Errorf("bus: refresh artifact %s: %w", digest, err)
+		}
 		return digest, nil
 	}
 	err = a.obs.UpdateMeta(ctx, tmp, jetstream.ObjectMeta{Name: digest})
@@ -149,3 +157,65 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 }
 
 func (v *verifyingReader) Close() error { return v.r.Close() }
+
+// CollectOptions configures [Artifacts.Collect].
+type CollectOptions struct {
+	// MinAge keeps every object put (or put again) within this long before now, referenced or
+	// not: events in flight carry digests no record names yet.
+	MinAge time.Duration
+	// Keep reports whether a digest is still referenced (a current state body, a held plan, the
+	// last applied render); kept objects are never deleted.
+	Keep func(digest string) bool
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// CollectResult counts what [Artifacts.Collect] did.
+type CollectResult struct {
+	// Kept and Deleted count objects; DeletedBytes is the size of those deleted.
+	Kept, Deleted int
+	DeletedBytes  uint64
+}
+
+// Collect deletes the superseded objects of lava-artifacts: every artifact (and every
+// temporary upload a crashed Put left) older than MinAge that Keep does not keep. An object
+// put again meanwhile ([Artifacts.Put] refreshes its time) is re-checked just before its
+// deletion and kept. Errors: listing or deleting fails (what was deleted stays deleted).
+func (a *Artifacts) Collect(ctx context.Context, o CollectOptions) (CollectResult, error) {
+	var res CollectResult
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	cutoff := o.Now().Add(-o.MinAge)
+	infos, err := a.obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("bus: list %s: %w", ObjectStoreArtifacts, err)
+	}
+	for _, info := range infos {
+		old := info.ModTime.Before(cutoff)
+		if !old || (ValidDigest(info.Name) && o.Keep != nil && o.Keep(info.Name)) {
+			res.Kept++
+			continue
+		}
+		cur, err := a.obs.GetInfo(ctx, info.Name)
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("bus: artifact %s: %w", info.Name, err)
+		}
+		if !cur.ModTime.Before(cutoff) {
+			res.Kept++
+			continue
+		}
+		if err := a.obs.Delete(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return res, fmt.Errorf("bus: delete artifact %s: %w", info.Name, err)
+		}
+		res.Deleted++
+		res.DeletedBytes += info.Size
+	}
+	return res, nil
+}

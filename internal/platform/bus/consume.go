@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -141,6 +142,13 @@ type ConsumeOptions struct {
 	Logger *slog.Logger
 	// Metrics, if set, counts outcomes.
 	Metrics *Metrics
+	// OrderKey, if set, keeps the messages of one key in stream order in this process: it
+	// maps a message's subject to a key ([ResourceOrderKey]: the resource), and every message
+	// of a key is handled by the same worker, one after the other, in the order the server
+	// delivered them. Messages of different keys still run concurrently (Concurrency workers).
+	// A message that fails and is redelivered later can still come after a later message of
+	// its key. Nil: any worker takes any message.
+	OrderKey func(subject string) string
 	// AckSync makes each ack wait for the server's confirmation (up to 2s) before the worker
 	// takes the next message. By default acks are sent without waiting (and flushed before
 	// Consume returns): faster, and a lost ack only means a redelivery the idempotent handler
@@ -209,11 +217,32 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 
-	work := make(chan jetstream.Msg)
+	// One queue per worker: without OrderKey every worker reads queue 0.
+	queues := make([]chan jetstream.Msg, 1)
+	if o.OrderKey != nil {
+		queues = make([]chan jetstream.Msg, o.Concurrency)
+	}
+	for i := range queues {
+		queues[i] = make(chan jetstream.Msg)
+	}
+	queueOf := func(m jetstream.Msg) chan jetstream.Msg {
+		if len(queues) == 1 {
+			return queues[0]
+		}
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(o.OrderKey(m.Subject())))
+		return queues[h.Sum32()%uint32(len(queues))]
+	}
+	closeQueues := func() {
+		for _, q := range queues {
+			close(q)
+		}
+	}
 	var workers sync.WaitGroup
-	for range o.Concurrency {
+	for i := range o.Concurrency {
+		q := queues[i%len(queues)]
 		workers.Go(func() {
-			for m := range work {
+			for m := range q {
 				c.handle(hctx, m)
 			}
 		})
@@ -222,7 +251,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	var hb sync.WaitGroup
 	hb.Go(func() { c.heartbeat(hbDone) })
 	abort := func() {
-		close(work)
+		closeQueues()
 		workers.Wait()
 		close(hbDone)
 		hb.Wait()
@@ -250,7 +279,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 		// Heartbeats start now: waiting for a worker counts against the ack wait too.
 		c.track(m)
 		select {
-		case work <- m:
+		case queueOf(m) <- m:
 		case <-ctx.Done():
 			c.untrack(m)
 			c.drainNak(m)
@@ -281,7 +310,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	}
 	gate.Lock()
 	closed = true
-	close(work)
+	closeQueues()
 	gate.Unlock()
 
 	drained := make(chan struct{})

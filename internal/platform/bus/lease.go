@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +60,46 @@ func NewLeases(ctx context.Context, js jetstream.JetStream, holder string, m *Me
 		return nil, fmt.Errorf("bus: %s has no TTL: leases would never expire", BucketLeases)
 	}
 	return &Leases{kv: kv, holder: holder, ttl: st.TTL(), metrics: m}, nil
+}
+
+// LockHolder is the state-lock holder name of this lease's holder working on its resource:
+// "<replica>~<acquired>@<ResourceKey>", acquired being the lease's acquisition time in Unix
+// nanoseconds (kept in the lease's value across renewals). A lock held under such a name lives
+// exactly as long as this lease: the applier's state store takes it over as soon as the lease
+// expired, was released, or is held by another replica or under a later acquisition (a lock a
+// failed operation of the same replica left behind is not the next operation's);
+// internal/service/applier HolderAlive.
+func (ls *Lease) LockHolder() string {
+	return ls.ls.holder + "~" + strconv.FormatInt(ls.acquired.UTC().UnixNano(), 10) + "@" + ls.key
+}
+
+// ParseLockHolder inverts [Lease.LockHolder]; acquired is 0 for a name without the
+// acquisition ("<replica>@<key>"); ok is false for a name of another form.
+func ParseLockHolder(holder string) (replica string, acquired int64, key string, ok bool) {
+	i := strings.LastIndexByte(holder, '@')
+	if i <= 0 || i == len(holder)-1 {
+		return "", 0, "", false
+	}
+	if _, _, err := ParseResourceKey(holder[i+1:]); err != nil {
+		return "", 0, "", false
+	}
+	replica, key = holder[:i], holder[i+1:]
+	if j := strings.LastIndexByte(replica, '~'); j > 0 {
+		if n, err := strconv.ParseInt(replica[j+1:], 10, 64); err == nil {
+			return replica[:j], n, key, true
+		}
+	}
+	return replica, 0, key, true
+}
+
+// HeldUnder reports whether the lease value v (the JSON stored under a lease key) is held by
+// replica under the acquisition acquired (Unix nanoseconds; 0 matches any acquisition).
+func HeldUnder(v []byte, replica string, acquired int64) (bool, error) {
+	var lv leaseValue
+	if err := json.Unmarshal(v, &lv); err != nil {
+		return false, fmt.Errorf("bus: decode lease: %w", err)
+	}
+	return lv.Holder == replica && (acquired == 0 || lv.Acquired.UnixNano() == acquired), nil
 }
 
 // TTL is the lease lifetime without renewal.

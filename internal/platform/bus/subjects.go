@@ -142,6 +142,17 @@ func (s Subject) String() string {
 	return ""
 }
 
+// ResourceOrderKey is the [ConsumeOptions].OrderKey that keeps each resource's messages in
+// order: "<namespace>/<name>" of a resource, phase, command or receipt subject; "" for a
+// subject that names no resource (anomalies), which therefore share one key.
+func ResourceOrderKey(subject string) string {
+	s, err := ParseSubject(subject)
+	if err != nil || s.Name == "" {
+		return ""
+	}
+	return s.Namespace + "/" + s.Name
+}
+
 // ParseSubject parses a literal (wildcard-free) Lava subject and unescapes its names. Fixed
 // tokens (event, stage, verb, severity, kind) must be lowercase snake case ([a-z][a-z0-9_]*).
 // Errors wrap [ErrInvalidSubject], and [ErrInvalidToken] for a bad escaped name.

@@ -92,6 +92,13 @@ func RetryTrigger(stage string, attempt int) string {
 	return "retry:" + stage + ":" + strconv.Itoa(attempt)
 }
 
+// LockWaitTrigger is the trigger of a RetryRequested that repeats an attempt after a Failed
+// with reason Locked (a wait, not a new attempt): "lockwait:<stage>:<failed event_id>". Each
+// Failed has its own id, so every wait gets a new RetryRequested.
+func LockWaitTrigger(stage, failedEventID string) string {
+	return "lockwait:" + stage + ":" + failedEventID
+}
+
 // CauseTrigger is the trigger of an event that follows from exactly one earlier event (a
 // Synthesized from a ResourceObserved, a PhaseChanged from a Planned): "cause:<event_id>".
 func CauseTrigger(causeEventID string) string {

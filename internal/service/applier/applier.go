@@ -96,6 +96,10 @@ type Config struct {
 	// NakBackoff is the redelivery delay after a transient error or a contended lease
 	// (default 1s doubling to 1m).
 	NakBackoff bus.Backoff
+	// CollectInterval is how often superseded artifacts are deleted from lava-artifacts
+	// (CollectArtifacts; default DefaultCollectInterval); CollectMinAge keeps anything put
+	// within that long (default DefaultCollectMinAge).
+	CollectInterval, CollectMinAge time.Duration
 	// Observe, when set, is called after every engine operation (metrics and tests).
 	Observe func(Operation)
 	// Now is the clock (time.Now).
@@ -115,7 +119,8 @@ type Service struct {
 
 // New binds the buckets the applier uses and registers its metrics:
 // lava_applier_operations_total{operation,result}, lava_applier_operation_duration_seconds,
-// lava_applier_lease_contended_total and lava_applier_plans_held_total.
+// lava_applier_lease_contended_total, lava_applier_plans_held_total and
+// lava_applier_artifacts_collected_total.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	switch {
 	case cfg.JS == nil:
@@ -135,6 +140,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
+	}
+	if cfg.CollectInterval <= 0 {
+		cfg.CollectInterval = DefaultCollectInterval
+	}
+	if cfg.CollectMinAge <= 0 {
+		cfg.CollectMinAge = DefaultCollectMinAge
 	}
 	leases, err := bus.NewLeases(ctx, cfg.JS, cfg.Holder, cfg.BusMetrics)
 	if err != nil {
@@ -162,9 +173,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 
 // Run consumes Synthesized (LAVA_PHASES), DeletionRequested (LAVA_RESOURCES) and the plan,
 // apply and destroy commands (LAVA_COMMANDS) with the durable consumer "applier" until ctx is
-// cancelled, then drains.
+// cancelled, then drains; it collects superseded artifacts every CollectInterval meanwhile.
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.collectLoop(gctx) })
 	for _, stream := range []string{bus.StreamPhases, bus.StreamResources, bus.StreamCommands} {
 		g.Go(func() error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
@@ -187,7 +199,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 		return bus.Permanent(fmt.Errorf("applier: %s without resource", m.Schema))
 	}
 	ns, name := res.GetNamespace(), res.GetName()
-	return s.withLease(ctx, ns, name, func(ctx context.Context) error {
+	return s.withLease(ctx, ns, name, func(ctx context.Context, lease *bus.Lease) error {
 		rec, err := s.recs.load(ctx, ns, name)
 		if err != nil {
 			return err
@@ -212,7 +224,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 		if !current {
 			return nil
 		}
-		w := &work{s: s, rec: rec, ns: ns, name: name, cause: env}
+		w := &work{s: s, rec: rec, ns: ns, name: name, cause: env, holder: lease.LockHolder()}
 		w.log = s.cfg.Logger.With("resource", ns+"/"+name,
 			"generation", env.GetGeneration(), "event_id", env.GetEventId())
 		switch ev := m.Event.(type) {

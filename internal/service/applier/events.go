@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
@@ -15,6 +16,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // failure is a stage failure to publish as Failed.
@@ -118,6 +120,10 @@ func changeKind(a engine.Action) lavav1.ChangeKind {
 	return lavav1.ChangeKind_CHANGE_KIND_UNSPECIFIED
 }
 
+// MaxEventChanges bounds Planned.changes: a plan of any size keeps its event small (the plan
+// artifact, Planned.plan_artifact_digest, holds every change).
+const MaxEventChanges = 1000
+
 // publishPlanned publishes Planned for plan and returns its envelope.
 func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in input, awaiting bool) (*lavav1.Envelope, error) {
 	ev := &lavav1.Planned{
@@ -130,8 +136,13 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 		StateLineage:        plan.StateLineage,
 		AwaitingApproval:    awaiting,
 		TerraformJsonDigest: in.terraformJSONDigest,
+		StateRegressed:      in.regressed,
 	}
-	for _, r := range plan.Resources {
+	for i, r := range plan.Resources {
+		if i == MaxEventChanges {
+			ev.ChangesOmitted = int32(len(plan.Resources) - MaxEventChanges)
+			break
+		}
 		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: r.Address, Action: changeKind(r.Action)})
 	}
 	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
@@ -142,11 +153,30 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 	return ev.GetEnvelope(), nil
 }
 
+// stateRegressed reports a plan made against a regressed state: a warning in the log and the
+// Custom anomaly report.StateRegressedAnomaly (one per plan id). The Planned event carries
+// the same words (state_regressed), from which the watcher sets the StateRegressed
+// condition.
+func (w *work) stateRegressed(ctx context.Context, plan *engine.PlanRecord, in input) error {
+	w.log.Warn("state regressed since the last apply; planned with an id of its own", "plan_id", plan.PlanID,
+		"last_applied_plan_id", in.regressedFrom, "regressed", in.regressed)
+	an := report.StateRegressedAnomaly(w.cause, bus.ServiceApplier, plan.PlanID, in.regressedFrom, in.regressed, w.s.cfg.Now())
+	if _, err := w.s.pub.PublishEvent(ctx, an); err != nil {
+		return err
+	}
+	return nil
+}
+
 // deletion destroys the resource's infrastructure (DESTROY) or leaves it and its state
 // (ORPHAN), then publishes Destroyed.
 func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng lavav1.Engine, attempt int32) error {
 	destroyed := &lavav1.Destroyed{Envelope: w.envelope(w.cause, "lava.v1.Destroyed")}
 	if policy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
+		// The state and the infrastructure stay, marked with the deleted object's uid: a new
+		// object of the same name does not plan against them until adopted.
+		if err := w.s.cfg.Store.Orphan(ctx, w.key(), w.cause.GetResource().GetUid()); err != nil {
+			return err
+		}
 		destroyed.Orphaned = true
 		w.rec.Held = nil
 		return w.publishDestroyed(ctx, destroyed)
@@ -154,6 +184,13 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 	rec, err := w.s.cfg.Store.Get(ctx, w.key())
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
+	}
+	if rec.OrphanedBy != "" && rec.OrphanedBy != w.cause.GetResource().GetUid() {
+		// The state belongs to an earlier object that orphaned it; this object never adopted
+		// it, so deleting this object destroys nothing of it.
+		w.log.Info("state orphaned by an earlier object left in place", "orphaned_by", rec.OrphanedBy)
+		w.rec.Last, w.rec.Held = nil, nil
+		return w.publishDestroyed(ctx, destroyed)
 	}
 	if rec.HasState() {
 		last := w.rec.Last
@@ -191,6 +228,18 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 			}
 			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, w.classify(ctx, lavav1.Stage_STAGE_DESTROY, err), attempt, "")
 		}
+		// Success must leave no managed object in the state. An engine that reports success
+		// with objects left (a provider whose Read or Delete failed without failing the
+		// run) must never make Lava forget them: the state and the finalizer stay.
+		left, err := w.remaining(ctx)
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: v1alpha1.ReasonDestroyFailed, retryable: true,
+				message: fmt.Sprintf("destroy reported success but the state still holds %d resource(s) (%s); the state and the finalizer are kept",
+					len(left), listAddrs(left))}, attempt, "")
+		}
 		destroyed.DestroyedCount = int32(res.Destroyed)
 		if err := w.s.cfg.Store.Forget(ctx, w.key()); err != nil {
 			return err
@@ -198,6 +247,27 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 	}
 	w.rec.Last, w.rec.Held = nil, nil
 	return w.publishDestroyed(ctx, destroyed)
+}
+
+// remaining lists the managed objects left in the resource's state (none without a state).
+func (w *work) remaining(ctx context.Context) ([]string, error) {
+	_, body, err := w.s.cfg.Store.Body(ctx, w.key())
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return state.ManagedInstances(body)
+}
+
+// listAddrs joins at most 10 addresses, then "and N more".
+func listAddrs(addrs []string) string {
+	const show = 10
+	if len(addrs) <= show {
+		return strings.Join(addrs, ", ")
+	}
+	return strings.Join(addrs[:show], ", ") + fmt.Sprintf(" and %d more", len(addrs)-show)
 }
 
 func (w *work) publishDestroyed(ctx context.Context, ev *lavav1.Destroyed) error {

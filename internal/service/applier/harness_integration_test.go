@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -91,7 +92,11 @@ func newHarness(t testing.TB, kube ...client.Reader) *harness {
 		c := captured{subject: m.Subject, data: append([]byte(nil), m.Data...)}
 		if mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(m.Header.Get(bus.HeaderSchema))); err == nil {
 			ev := mt.New().Interface()
-			if proto.Unmarshal(m.Data, ev) == nil {
+			decode := proto.Unmarshal
+			if strings.HasPrefix(m.Subject, bus.PrefixAnomaly) {
+				decode = protojson.Unmarshal // anomalies are protojson, the alerting contract
+			}
+			if decode(m.Data, ev) == nil {
 				c.event, _ = ev.(bus.Event)
 			}
 		}
@@ -143,6 +148,9 @@ type applierOpts struct {
 	concurrency  int
 	kube         client.Client
 	observe      func(applier.Operation)
+	// testkit gives the engines the extended test provider (tofutest.TestkitMirror) in place
+	// of the tools' mirror.
+	testkit bool
 }
 
 // replica is a running applier.
@@ -163,8 +171,12 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if o.lockTTL == 0 {
 		o.lockTTL = time.Minute
 	}
+	mirror, cliConfig := h.tools.Mirror, h.tools.CLIConfig
+	if o.testkit {
+		mirror, cliConfig = tofutest.TestkitMirror(t, h.tools), ""
+	}
 	set, err := applier.OpenEngines(t.Context(), h.js, engines.Options{
-		ProviderDir: h.tools.Mirror, TofuBin: h.tools.Bin, CLIConfigFile: h.tools.CLIConfig, WorkDir: t.TempDir(),
+		ProviderDir: mirror, TofuBin: h.tools.Bin, CLIConfigFile: cliConfig, WorkDir: t.TempDir(),
 		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 	}, o.lockTTL, h.log)
 	if err != nil {

@@ -2,15 +2,14 @@ package applier
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
@@ -18,7 +17,7 @@ import (
 // TTL/3; fn's context ends if the lease is lost. A lease held by another replica is
 // bus.ErrLeaseHeld (wrapped): the message is naked and redelivered after the consumer's
 // backoff.
-func (s *Service) withLease(ctx context.Context, namespace, name string, fn func(ctx context.Context) error) error {
+func (s *Service) withLease(ctx context.Context, namespace, name string, fn func(ctx context.Context, lease *bus.Lease) error) error {
 	lease, err := s.leases.Acquire(ctx, namespace, name)
 	if errors.Is(err, bus.ErrLeaseHeld) {
 		s.metrics.contended.Inc()
@@ -49,7 +48,7 @@ func (s *Service) withLease(ctx context.Context, namespace, name string, fn func
 			}
 		}
 	})
-	ferr := fn(fctx)
+	ferr := fn(fctx, lease)
 	close(stop)
 	wg.Wait()
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -66,21 +65,17 @@ func (s *Service) withLease(ctx context.Context, namespace, name string, fn func
 	return nil
 }
 
-// lockHolder is the state-lock holder name of this replica for a resource:
-// "<replica>@<lease key>", so [holderAlive] can tell whether the replica still holds the
-// resource's lease.
-func (s *Service) lockHolder(namespace, name string) string {
-	return s.cfg.Holder + "@" + bus.ResourceKey(namespace, name)
-}
-
-// HolderAlive returns a state.HolderAlive over lava-leases: a lock holder
-// "<replica>@<lease key>" is alive while the lease of that key is held by that replica. A
-// holder of another form counts as alive (only its lock age can expire it).
+// HolderAlive returns a state.HolderAlive over lava-leases: a lock holder of the form
+// bus.Lease.LockHolder ("<replica>~<acquired>@<lease key>") is alive while the lease of that
+// key is held by that replica under that acquisition, and gone (its lock taken over at once)
+// when the lease expired, was released, or is held by another replica or under a later
+// acquisition. A holder of another form gives state.ErrHolderUnknown (only its lock age can
+// expire it); a lease that cannot be read gives the read error (the lock stays held).
 func HolderAlive(leases jetstream.KeyValue) func(ctx context.Context, holder string) (bool, error) {
 	return func(ctx context.Context, holder string) (bool, error) {
-		replica, key, ok := strings.Cut(holder, "@")
+		replica, acquired, key, ok := bus.ParseLockHolder(holder)
 		if !ok {
-			return true, nil
+			return true, state.ErrHolderUnknown
 		}
 		e, err := leases.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
@@ -89,12 +84,10 @@ func HolderAlive(leases jetstream.KeyValue) func(ctx context.Context, holder str
 		if err != nil {
 			return true, err
 		}
-		var v struct {
-			Holder string `json:"holder"`
+		held, err := bus.HeldUnder(e.Value(), replica, acquired)
+		if err != nil {
+			return true, fmt.Errorf("lease %s: %w", key, err)
 		}
-		if json.Unmarshal(e.Value(), &v) != nil {
-			return true, nil
-		}
-		return v.Holder == replica, nil
+		return held, nil
 	}
 }

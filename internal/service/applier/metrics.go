@@ -24,6 +24,7 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	contended prometheus.Counter
 	awaiting  prometheus.Counter
+	collected prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,9 +37,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Messages naked because another replica held the resource's lease."}),
 		awaiting: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lava", Subsystem: "applier", Name: "plans_held_total",
 			Help: "Plans held for approval (approvePlan manual or another plan id)."}),
+		collected: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lava", Subsystem: "applier", Name: "artifacts_collected_total",
+			Help: "Superseded artifacts deleted from lava-artifacts (old plans, renders and state bodies)."}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.ops, m.duration, m.contended, m.awaiting} {
+		for _, c := range []prometheus.Collector{m.ops, m.duration, m.contended, m.awaiting, m.collected} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("applier: register metrics: %w", err)
 			}

@@ -63,7 +63,11 @@ type LastApplied struct {
 	Generation   int64                        `json:"generation"`
 	StateSerial  uint64                       `json:"stateSerial"`
 	StateLineage string                       `json:"stateLineage"`
-	AppliedAt    time.Time                    `json:"appliedAt"`
+	// Resources is the number of managed resource instances the apply left in the state
+	// (state.ManagedInstances); a later state with fewer at the same or an older serial has
+	// regressed.
+	Resources int       `json:"resources,omitempty"`
+	AppliedAt time.Time `json:"appliedAt"`
 }
 
 func push(list []string, v string, limit int) []string {

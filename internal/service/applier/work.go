@@ -40,7 +40,9 @@ type work struct {
 	ns, name string
 	// cause is the envelope of the message handled.
 	cause *lavav1.Envelope
-	log   *slog.Logger
+	// holder names the state locks this work takes: its lease's bus.Lease.LockHolder.
+	holder string
+	log    *slog.Logger
 
 	// redact holds the values of the Secrets the resource binds, read once per message.
 	redact     []string
@@ -103,6 +105,9 @@ type input struct {
 	bindingsDigest      string
 	providers           []engine.ProviderRequirement
 	approve             string
+	// regressedFrom is the last applied plan id when the state regressed since that apply
+	// (engine.Target.RegressedFrom); regressed says what regressed.
+	regressedFrom, regressed string
 }
 
 func inputOf(ev *lavav1.Synthesized) input {
@@ -129,7 +134,7 @@ func (in input) target(ctx context.Context, w *work) engine.Target {
 		src[p.Name] = p.Source
 	}
 	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest,
-		ProviderSources: src, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)}
+		ProviderSources: src, RegressedFrom: in.regressedFrom, Holder: w.holder, Redact: w.secrets(ctx)}
 }
 
 func (w *work) key() state.Key { return state.Key{Namespace: w.ns, Name: w.name} }
@@ -164,7 +169,12 @@ func (w *work) reapply(ctx context.Context, ev *lavav1.ReapplyRequested) error {
 // retry runs a failed stage again from the newest Synthesized (plan, apply) or
 // DeletionRequested (destroy) of the resource's generation.
 func (w *work) retry(ctx context.Context, ev *lavav1.RetryRequested) error {
-	attempt := max(ev.GetAttempt(), 2)
+	// A retry after a lock wait repeats the failed attempt (viggy's lock waits do not spend
+	// the retry budget); one without an attempt is the second.
+	attempt := ev.GetAttempt()
+	if attempt < 1 {
+		attempt = 2
+	}
 	switch ev.GetTarget() {
 	case lavav1.Stage_STAGE_PLAN, lavav1.Stage_STAGE_APPLY:
 		syn := &lavav1.Synthesized{}
@@ -201,6 +211,19 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: v1alpha1.ReasonEngineUnavailable,
 			message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
 	}
+	if f, err := w.orphaned(ctx); err != nil || f != nil {
+		if err != nil {
+			return err
+		}
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
+	}
+	why, err := w.regression(ctx)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		in.regressedFrom, in.regressed = w.rec.Last.PlanID, why
+	}
 	var plan *engine.PlanRecord
 	if held := w.rec.Held; held != nil && held.PlanID == in.approve && w.sameInputs(held, in) {
 		fresh, err := w.fresh(ctx, held)
@@ -222,6 +245,11 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		}
 	}
 	w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
+	if in.regressed != "" {
+		if err := w.stateRegressed(ctx, plan, in); err != nil {
+			return err
+		}
+	}
 	approved := in.approve == ApproveAuto || in.approve == plan.PlanID || !plan.HasChanges
 	planned, err := w.publishPlanned(ctx, plan, in, !approved)
 	if err != nil {
@@ -256,7 +284,71 @@ func (w *work) engineNames() []string {
 
 // sameInputs reports whether a held plan was made from in's configuration.
 func (w *work) sameInputs(held *engine.PlanRecord, in input) bool {
-	return held.Target.RenderedDigest == in.artifactDigest && held.BindingsDigest == in.bindingsDigest && held.Engine == in.engine
+	return held.Target.RenderedDigest == in.artifactDigest && held.BindingsDigest == in.bindingsDigest && held.Engine == in.engine &&
+		held.Target.RegressedFrom == in.regressedFrom
+}
+
+// orphaned refuses to plan against a state a deleted object of the same name left with
+// deletionPolicy Orphan (state.Record.OrphanedBy another uid): its infrastructure belongs to
+// nobody until an operator adopts it. nil when the state is this object's or unmarked.
+func (w *work) orphaned(ctx context.Context) (*failure, error) {
+	rec, err := w.s.cfg.Store.Get(ctx, w.key())
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	uid := w.cause.GetResource().GetUid()
+	if rec.OrphanedBy == "" || rec.OrphanedBy == uid {
+		return nil, nil
+	}
+	return &failure{reason: v1alpha1.ReasonStateOrphaned, message: fmt.Sprintf(
+		"the state of %s (serial %d) was left by a deleted object (uid %s) with deletionPolicy Orphan on %s; this object (uid %s) will not plan against it: "+
+			"run `lava state adopt %s` to manage that infrastructure with this object, or delete and recreate this object under another name",
+		w.key(), rec.Serial, rec.OrphanedBy, rec.OrphanedAt.UTC().Format(time.RFC3339), uid, w.key())}, nil
+}
+
+// regression says how the resource's state regressed since the last apply recorded
+// (w.rec.Last), "" when it did not: no state at all, another lineage, an older serial, or
+// fewer managed resources at the same or an older serial (a later serial with fewer resources
+// is a later operation's work, such as a failed apply that removed some).
+func (w *work) regression(ctx context.Context) (string, error) {
+	last := w.rec.Last
+	if last == nil || (last.StateSerial == 0 && last.StateLineage == "") {
+		return "", nil
+	}
+	applied := fmt.Sprintf("the last apply (plan %s) left serial %d of lineage %s", shortID(last.PlanID), last.StateSerial, last.StateLineage)
+	rec, body, err := w.s.cfg.Store.Body(ctx, w.key())
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return "the state is gone; " + applied, nil
+	case err != nil:
+		return "", err
+	case rec.Lineage != last.StateLineage:
+		return fmt.Sprintf("the state has lineage %s; %s", rec.Lineage, applied), nil
+	case rec.Serial < last.StateSerial:
+		return fmt.Sprintf("the state has serial %d, older than the %d the last apply (plan %s) left", rec.Serial, last.StateSerial, shortID(last.PlanID)), nil
+	}
+	if last.Resources > 0 && rec.Serial == last.StateSerial {
+		addrs, err := state.ManagedInstances(body)
+		if err != nil {
+			return "", err
+		}
+		if len(addrs) < last.Resources {
+			return fmt.Sprintf("the state holds %d resources at serial %d; the last apply (plan %s) left %d", len(addrs), rec.Serial,
+				shortID(last.PlanID), last.Resources), nil
+		}
+	}
+	return "", nil
+}
+
+// shortID is the first 12 hex digits of a plan id, as status and logs show it.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // fresh reports whether the state is still the one plan was made against.
@@ -298,7 +390,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		return nil
 	}
 	start := w.s.cfg.Now()
-	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.s.lockHolder(w.ns, w.name), Redact: w.secrets(ctx)})
+	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.holder, Redact: w.secrets(ctx)})
 	w.observe(OpApply, start, err)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -313,11 +405,16 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 	if err != nil {
 		return err
 	}
+	left, err := w.remaining(ctx)
+	if err != nil {
+		return err
+	}
 	w.rec.Applied = push(w.rec.Applied, plan.PlanID, maxApplied)
 	w.rec.Held, w.rec.HeldGeneration = nil, 0
 	w.rec.Last = &LastApplied{PlanID: plan.PlanID, Engine: in.engine, ArtifactDigest: in.artifactDigest,
 		TerraformJSONDigest: in.terraformJSONDigest, BindingsDigest: in.bindingsDigest, Providers: in.providers,
-		Generation: in.generation, StateSerial: res.StateSerial, StateLineage: res.StateLineage, AppliedAt: w.s.cfg.Now().UTC()}
+		Generation: in.generation, StateSerial: res.StateSerial, StateLineage: res.StateLineage, Resources: len(left),
+		AppliedAt: w.s.cfg.Now().UTC()}
 	ev := &lavav1.Applied{
 		Envelope:            w.envelope(planned, "lava.v1.Applied"),
 		PlanId:              plan.PlanID,

@@ -66,7 +66,9 @@ func (s *Service) Run(ctx context.Context) error {
 	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
 		g.Go(func() error {
 			return bus.Consume(gctx, s.js, bus.ConsumeOptions{
-				Stream: stream, Consumer: bus.ServiceAttest, Concurrency: s.opts.Concurrency,
+				// A resource's receipts are appended in the order of its transitions.
+				// A resource's receipts are appended in the order of its transitions.
+				Stream: stream, Consumer: bus.ServiceAttest, Concurrency: s.opts.Concurrency, OrderKey: bus.ResourceOrderKey,
 				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: report.PoisonReporter(s.pub, bus.ServiceAttest, s.opts.Logger, s.opts.OnPoison),
 			}, s.Handle)
 		})

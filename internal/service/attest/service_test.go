@@ -3,8 +3,10 @@ package attest_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -189,4 +191,51 @@ func startHandler(t testing.TB, js jetstream.JetStream) lavav1connect.ReceiptSer
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	return lavav1connect.NewReceiptServiceClient(hs.Client(), hs.URL)
+}
+
+// TestService_perResourceOrder: with eight handlers racing for a backlog of 4 resources' 60
+// transitions each (interleaved), every resource's chain holds its receipts in the order of
+// its transitions (the stream order of its events), and each chain verifies. Without the
+// consumer's per-resource order (bus.ConsumeOptions.OrderKey) this fails in every run.
+func TestService_perResourceOrder(t *testing.T) {
+	t.Parallel()
+	srv := startBus(t)
+	js := srv.JetStream()
+	s := testSigner(t)
+	svc := attest.NewService(js, attest.NewStore(js, attest.StoreOptions{Signer: s}), attest.ServiceOptions{Concurrency: 8})
+	const resources, transitions = 4, 60
+	pub := bus.NewPublisher(js)
+	want := map[string][]string{}
+	prev := map[string]lavav1.Phase{}
+	for i := range transitions {
+		for r := range resources {
+			name := fmt.Sprintf("r%d", r)
+			to := lifecycle[i%len(lifecycle)]
+			pc := phaseChanged("fleet", name, prev[name], to, r*1000+i)
+			prev[name] = to
+			want[name] = append(want[name], pc.GetEnvelope().GetEventId())
+			if _, err := pub.PublishEvent(t.Context(), pc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(t, svc.Run) // the whole backlog is there: the handlers race for it
+	for r := range resources {
+		name := fmt.Sprintf("r%d", r)
+		var chain []*lavav1.Receipt
+		eventually(t, 30*time.Second, name+" attested", func() bool {
+			chain = readChain(t, js, "fleet", name)
+			return len(chain) >= transitions
+		})
+		var got []string
+		for _, rc := range chain {
+			got = append(got, attest.PayloadEventID(rc.GetPayload()))
+		}
+		if !slices.Equal(got, want[name]) {
+			t.Fatalf("%s: receipts in the order %v, want the transitions' order %v", name, got, want[name])
+		}
+		if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
+			t.Fatal(messages(res))
+		}
+	}
 }

@@ -437,7 +437,8 @@ func (s *Service) scanKey(ctx context.Context, key string) {
 }
 
 // scanClaimed scans a claimed entry (under the resource's lease when configured) and
-// publishes DriftScanned.
+// publishes DriftScanned. The lease rides in the context to [Service.Scan], which names the
+// state locks it takes after it.
 func (s *Service) scanClaimed(ctx context.Context, e *Entry) (*lavav1.DriftScanned, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ScanTimeout)
 	defer cancel()
@@ -453,7 +454,7 @@ func (s *Service) scanClaimed(ctx context.Context, e *Entry) (*lavav1.DriftScann
 		_ = lease.Release(rctx)
 		rcancel()
 	}()
-	return s.Scan(ctx, e)
+	return s.Scan(context.WithValue(ctx, leaseKey{}, lease), e)
 }
 
 // Scan scans one entry with its engine and publishes the DriftScanned it returns. Findings are
@@ -468,9 +469,15 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 	for _, p := range e.Providers {
 		src[p.Name] = p.Source
 	}
+	holder := s.cfg.Holder
+	if l := leaseOf(ctx); l != nil {
+		// The scan runs under the resource's lease: a state lock it leaves behind when this
+		// replica dies is taken over as soon as the lease is gone (bus.Lease.LockHolder).
+		holder = l.LockHolder()
+	}
 	rep, err := eng.ScanDrift(ctx, engine.DriftRequest{
 		Target: engine.Target{Key: state.Key{Namespace: e.Namespace, Name: e.Name}, RenderedDigest: e.ArtifactDigest,
-			ProviderSources: src, Holder: s.cfg.Holder},
+			ProviderSources: src, Holder: holder},
 		CosmeticPrefixes: s.cfg.CosmeticPrefixes,
 	})
 	if err != nil {
@@ -598,4 +605,13 @@ func engineEnum(name string) lavav1.Engine {
 		return lavav1.Engine_ENGINE_TERRAFORM
 	}
 	return lavav1.Engine_ENGINE_EMBEDDED
+}
+
+// leaseKey is the context key of the lease a scan runs under.
+type leaseKey struct{}
+
+// leaseOf is the lease of a scan's context (nil without one).
+func leaseOf(ctx context.Context) *bus.Lease {
+	l, _ := ctx.Value(leaseKey{}).(*bus.Lease)
+	return l
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -38,51 +37,6 @@ import (
 	"github.com/lava-operator/lava/internal/service/viggy"
 )
 
-// EnvTestkitMirror names the filesystem mirror holding example/testkit 0.2.0
-// (test/provider/testkit/build.sh OUTDIR).
-const EnvTestkitMirror = "LAVA_TESTKIT_MIRROR"
-
-// testkitMirror returns $LAVA_TESTKIT_MIRROR after checking it holds the provider; it fails
-// the test naming the make target otherwise.
-func testkitMirror(t testing.TB) string {
-	t.Helper()
-	dir := os.Getenv(EnvTestkitMirror)
-	bin := filepath.Join(dir, "registry.opentofu.org/example/testkit/0.2.0/linux_amd64/terraform-provider-testkit_v0.2.0")
-	if _, err := os.Stat(bin); dir == "" || err != nil {
-		t.Fatalf("$%s (%q) does not hold example/testkit 0.2.0: run `make tools-testkit` (test/provider/testkit/build.sh OUTDIR) and export %s=OUTDIR",
-			EnvTestkitMirror, dir, EnvTestkitMirror)
-	}
-	return dir
-}
-
-// mergeMirrors links every provider binary of the mirrors into one new mirror directory
-// (later mirrors win), leaving out example/testkit 0.1.0 so 0.2.0 is the only testkit.
-func mergeMirrors(t testing.TB, mirrors ...string) string {
-	t.Helper()
-	out := t.TempDir()
-	for _, m := range mirrors {
-		err := filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			rel, _ := filepath.Rel(m, p)
-			if strings.Contains(rel, "example/testkit/0.1.0") {
-				return nil
-			}
-			dst := filepath.Join(out, rel)
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				return err
-			}
-			_ = os.Remove(dst)
-			return os.Symlink(p, dst)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
 type loopEvent struct {
 	subject string
 	event   bus.Event
@@ -105,7 +59,7 @@ type loop struct {
 func newLoop(t *testing.T, eng lavav1.Engine) *loop {
 	t.Helper()
 	tools := tofutest.Tofu(t)
-	mirror := mergeMirrors(t, tools.Mirror, testkitMirror(t))
+	mirror := tofutest.TestkitMirror(t, tools)
 	srv := natstest.RunJetStream(t)
 	js := srv.JetStream()
 	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{LeaseTTL: 3 * time.Second, BackOff: []time.Duration{30 * time.Second}}); err != nil {

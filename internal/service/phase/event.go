@@ -129,6 +129,9 @@ type Event struct {
 	Render *v1alpha1.RenderRecord
 	// Plan is the plan summary of a Planned or AwaitingApproval event (optional on Applied).
 	Plan *v1alpha1.PlanSummary
+	// StateRegressed, on a Planned or AwaitingApproval event, says how the state regressed
+	// since the last apply (Planned.state_regressed): StateRegressed True with it.
+	StateRegressed string
 	// Outputs are the non-sensitive Terraform outputs of an Applied event.
 	Outputs map[string]apiextensionsv1.JSON
 	// OutputsSecret names the Secret holding the sensitive outputs of an Applied event.

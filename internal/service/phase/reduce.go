@@ -195,6 +195,10 @@ func (r reducer) apply(to Phase) {
 		if to == Reconverging {
 			reason, msg = v1alpha1.ReasonReconverging, "planned; re-applying to correct drift"
 		}
+		if ev.StateRegressed != "" {
+			r.set(v1alpha1.ConditionStateRegressed, metav1.ConditionTrue, v1alpha1.ReasonStateRegressed,
+				truncate(ev.StateRegressed+"; plan "+p.ID+" was made against it"))
+		}
 		if ev.Type == EventAwaitingApproval {
 			reason = v1alpha1.ReasonApprovalRequired
 			msg = r.message(fmt.Sprintf("plan %s awaits approval: set spec.approvePlan to %s", p.ID, p.ID))
@@ -222,6 +226,8 @@ func (r reducer) apply(to Phase) {
 			r.message(strings.TrimSpace("applied plan "+planID)))
 		r.clear(v1alpha1.ConditionAwaitingApproval, v1alpha1.ReasonApproved, "")
 		r.clear(v1alpha1.ConditionDrifted, v1alpha1.ReasonNoDrift, "applied")
+		r.clear(v1alpha1.ConditionStateRegressed, v1alpha1.ReasonApplySucceeded,
+			strings.TrimSpace("the state was rebuilt by applying plan "+planID))
 		r.ready(fmt.Sprintf("applied generation %d", ev.Generation))
 
 	case EventFailed:

@@ -359,6 +359,63 @@ func TestReduce_awaitingApproval(t *testing.T) {
 	}
 }
 
+// TestReduce_stateRegressed: a plan against a regressed state sets StateRegressed True with
+// what regressed, the plan held for approval still names its own id, and the next Applied
+// sets the condition False.
+func TestReduce_stateRegressed(t *testing.T) {
+	t.Parallel()
+	st := statusIn(t, Planned)
+	if meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStateRegressed) != nil {
+		t.Fatal("StateRegressed present before any regression")
+	}
+	ev := sample(EventAwaitingApproval, 1, 10)
+	ev.Plan = &v1alpha1.PlanSummary{ID: "p2", Add: 1}
+	ev.StateRegressed = "the state is gone; the last apply (plan p1) left serial 3 of lineage L"
+	st = mustReduce(t, st, ev)
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStateRegressed)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonStateRegressed ||
+		!strings.Contains(c.Message, "the state is gone") || !strings.Contains(c.Message, "plan p2") {
+		t.Fatalf("StateRegressed = %+v", c)
+	}
+	if a := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAwaitingApproval); a == nil || !strings.Contains(a.Message, "spec.approvePlan to p2") {
+		t.Fatalf("AwaitingApproval = %+v, want it to name the new plan p2", a)
+	}
+	st = mustReduce(t, st, sample(EventApplied, 1, 11))
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStateRegressed); c == nil || c.Status != metav1.ConditionFalse ||
+		c.Reason != v1alpha1.ReasonApplySucceeded {
+		t.Errorf("StateRegressed after Applied = %+v, want False", c)
+	}
+}
+
+// TestReduce_failedDestroyKeepsFinalizer: a retryable Failed of the destroy stage while
+// finalizing keeps the finalizer (only Destroyed removes it), reports DestroyFailed with the
+// reason and marks a retry coming; the Destroyed after the retry removes it.
+func TestReduce_failedDestroyKeepsFinalizer(t *testing.T) {
+	t.Parallel()
+	st := statusIn(t, Finalizing)
+	ev := sample(EventFailed, 1, 10)
+	ev.Stage, ev.Reason, ev.Message = StageDestroy, v1alpha1.ReasonDestroyFailed, "testkit: fail-delete: delete failed on purpose"
+	out, tr, err := Reduce(st, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.RemoveFinalizer {
+		t.Fatal("a failed destroy removes the finalizer")
+	}
+	if r := meta.FindStatusCondition(out.Conditions, v1alpha1.ConditionReady); r == nil || r.Reason != v1alpha1.ReasonDestroyFailed ||
+		!strings.Contains(r.Message, "fail-delete") {
+		t.Errorf("Ready = %+v, want DestroyFailed with the provider's reason", r)
+	}
+	if c := meta.FindStatusCondition(out.Conditions, v1alpha1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue ||
+		c.Reason != v1alpha1.ReasonProgressingWithRetry {
+		t.Errorf("Reconciling = %+v, want True with a retry coming", c)
+	}
+	_, tr, err = Reduce(out, sample(EventDestroyed, 1, 11))
+	if err != nil || !tr.RemoveFinalizer {
+		t.Fatalf("Destroyed after the failed destroy: %+v, %v; want the finalizer removed", tr, err)
+	}
+}
+
 func TestReduce_gateAndDependencyConditions(t *testing.T) {
 	t.Parallel()
 	st := statusIn(t, Synthesized)

@@ -49,13 +49,21 @@ type Record struct {
 	Retry *Retry `json:"retry,omitempty"`
 	// Escalation is the running escalation, nil when none.
 	Escalation *Escalation `json:"escalation,omitempty"`
+	// LockWaits counts the consecutive Failed with reason Locked since the last Applied or
+	// new generation: each schedules a retry of the same attempt (a wait, not a failed
+	// attempt), delayed by the backoff of this count.
+	LockWaits int `json:"lockWaits,omitempty"`
 }
 
 // Retry is a scheduled RetryRequested.
 type Retry struct {
-	// Stage is the lavav1.Stage to run again; Attempt the attempt the retry is (from 2).
+	// Stage is the lavav1.Stage to run again; Attempt the attempt the retry is (from 2, or
+	// the failed attempt again after a lock wait).
 	Stage   int32 `json:"stage"`
 	Attempt int32 `json:"attempt"`
+	// LockWait is set when the retry follows a Failed with reason Locked: it repeats the
+	// attempt, and its event id is eventid.LockWaitTrigger of the Failed.
+	LockWait bool `json:"lockWait,omitempty"`
 	// Reason, FailedEventID and PlanID come from the Failed.
 	Reason        string `json:"reason,omitempty"`
 	FailedEventID string `json:"failedEventId"`

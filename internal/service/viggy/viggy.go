@@ -162,7 +162,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 				return nil, errSkip
 			}
 			if gen > r.Generation {
-				r.Retry, r.Escalation, r.HeldPlanID = nil, nil, ""
+				r.Retry, r.Escalation, r.HeldPlanID, r.LockWaits = nil, nil, "", 0
 			}
 			r.Generation = gen
 			r.Policy = nil
@@ -199,11 +199,11 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	case *lavav1.Applied:
 		_, err = update(ctx, s.kv, key, func(cur *Record) (*Record, error) {
 			r := fresh(cur)
-			if gen < r.Generation || (r.Retry == nil && r.HeldPlanID == "") {
+			if gen < r.Generation || (r.Retry == nil && r.HeldPlanID == "" && r.LockWaits == 0) {
 				return nil, errSkip
 			}
 			r.Generation = max(r.Generation, gen)
-			r.Retry, r.HeldPlanID = nil, ""
+			r.Retry, r.HeldPlanID, r.LockWaits = nil, "", 0
 			return r, nil
 		})
 	case *lavav1.DriftScanned:
@@ -475,6 +475,8 @@ type failurePass struct {
 	ev    *lavav1.Failed
 	delay time.Duration
 	stall bool
+	// wait is set for a Failed with reason Locked: the attempt is retried, not counted.
+	wait bool
 }
 
 func (f *failurePass) diff() string {
@@ -493,6 +495,15 @@ func (f *failurePass) decide(p *passState) (lavav1.RemediationAction, string, er
 	switch {
 	case !f.ev.GetRetryable():
 		return lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP, "not retryable: waits for a new generation", nil
+	case f.ev.GetReason() == v1alpha1.ReasonLocked:
+		// A lock held by a live holder is a wait: a dead holder's lock is taken over at once
+		// (its lease is gone), so this one is released or taken over eventually, and the
+		// attempt budget is kept for real failures.
+		f.wait = true
+		f.delay = p.s.cfg.Backoff.Delay(p.rec.LockWaits + 1)
+		p.requeue = f.delay
+		return lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, fmt.Sprintf("state locked (wait %d): retry attempt %d in %s",
+			p.rec.LockWaits+1, attempt, f.delay.Round(time.Millisecond)), nil
 	case attempt >= p.s.cfg.MaxAttempts:
 		f.stall = true
 		return lavav1.RemediationAction_REMEDIATION_ACTION_ALERT, fmt.Sprintf("stall: %d attempts failed", attempt), nil
@@ -524,6 +535,9 @@ func (f *failurePass) act(ctx context.Context, p *passState) (lavav1.Phase, stri
 	retry := &Retry{Stage: int32(f.ev.GetStage()), Attempt: max(f.ev.GetAttempt(), 1) + 1, Reason: f.ev.GetReason(),
 		FailedEventID: cause.GetEventId(), PlanID: f.ev.GetPlanId(), Generation: cause.GetGeneration(),
 		Due: s.cfg.Now().UTC().Add(f.delay)}
+	if f.wait {
+		retry.Attempt, retry.LockWait = max(f.ev.GetAttempt(), 1), true
+	}
 	if _, err := update(ctx, s.kv, p.key, func(cur *Record) (*Record, error) {
 		if cur == nil || cur.UID != cause.GetResource().GetUid() {
 			cur = &Record{Namespace: p.rec.Namespace, Name: p.rec.Name, UID: p.rec.UID}
@@ -533,6 +547,9 @@ func (f *failurePass) act(ctx context.Context, p *passState) (lavav1.Phase, stri
 		}
 		cur.Generation = cause.GetGeneration()
 		cur.Retry = retry
+		if f.wait {
+			cur.LockWaits++
+		}
 		return cur, nil
 	}); err != nil {
 		return 0, "", err
@@ -548,6 +565,8 @@ func (f *failurePass) tick(p *passState) string {
 		return "no retry"
 	case f.stall:
 		return "stalled"
+	case f.wait:
+		return "lock wait; retry in " + f.delay.Round(time.Millisecond).String()
 	}
 	return "retry in " + f.delay.Round(time.Millisecond).String()
 }
@@ -693,7 +712,11 @@ func (s *Service) fire(ctx context.Context, key string, now time.Time) error {
 			Resource: &lavav1.ResourceRef{Namespace: rec.Namespace, Name: rec.Name, Uid: rec.UID}}
 		cmd := &lavav1.RetryRequested{Target: stage, Attempt: r.Attempt, Reason: r.Reason, NotBefore: timestamppb.New(r.Due),
 			FailedEventId: r.FailedEventID, PlanId: r.PlanID}
-		cmd.Envelope = s.envelope(cause, "lava.v1.RetryRequested", eventid.RetryTrigger(tok, int(r.Attempt)), "")
+		trigger := eventid.RetryTrigger(tok, int(r.Attempt))
+		if r.LockWait {
+			trigger = eventid.LockWaitTrigger(tok, r.FailedEventID)
+		}
+		cmd.Envelope = s.envelope(cause, "lava.v1.RetryRequested", trigger, "")
 		if _, err := s.pub.PublishEvent(ctx, cmd); err != nil {
 			return fmt.Errorf("viggy: %w", err)
 		}

@@ -556,3 +556,62 @@ func TestService_suspendStopsActs(t *testing.T) {
 		t.Fatalf("resumed generation was not auto-corrected: %v", re)
 	}
 }
+
+// TestService_lockWaitsKeepTheBudget: a Failed with reason Locked is a wait. Six of them in a
+// row (more than MaxAttempts) each schedule a retry of the same attempt with a lock-wait
+// event id and never stall the resource; the budget is spent only by real failures.
+func TestService_lockWaitsKeepTheBudget(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, MaxAttempts: 2,
+		Backoff: bus.Backoff{Base: 20 * time.Millisecond, Max: 40 * time.Millisecond}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	e.observe("waits", nil)
+	subject := bus.CommandSubject(bus.StagePlan, "ns", "waits", bus.VerbRetry)
+	drain := func() {
+		cons, err := e.js.Consumer(t.Context(), bus.StreamCommands, bus.ServiceApplier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := cons.FetchNoWait(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			_ = m.Ack()
+		}
+	}
+	trigger := "cause:synthesized"
+	for wait := 1; wait <= 6; wait++ {
+		f := &lavav1.Failed{Envelope: envelope("waits", 1, "lava.v1.Failed", trigger), Stage: lavav1.Stage_STAGE_PLAN,
+			Reason: v1alpha1.ReasonLocked, Message: "state ns/waits is locked by \"cli\"", Retryable: true, Attempt: 1}
+		e.handle(f)
+		retry := &lavav1.RetryRequested{}
+		start := time.Now()
+		for !e.last(bus.StreamCommands, subject, retry) || retry.GetFailedEventId() != f.GetEnvelope().GetEventId() {
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("wait %d: no RetryRequested after a Locked failure", wait)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if retry.GetAttempt() != 1 || retry.GetEnvelope().GetTrigger() != eventid.LockWaitTrigger("plan", f.GetEnvelope().GetEventId()) {
+			t.Fatalf("wait %d: retry attempt %d trigger %q, want attempt 1 again with a lock-wait trigger", wait,
+				retry.GetAttempt(), retry.GetEnvelope().GetTrigger())
+		}
+		stalled := &lavav1.Failed{}
+		if e.last(bus.StreamPhases, bus.PhaseSubject("ns", "waits", bus.EventFailed), stalled) && stalled.GetReason() == v1alpha1.ReasonRetriesExhausted {
+			t.Fatalf("wait %d: the resource stalled while only waiting on a lock", wait)
+		}
+		drain()
+		trigger = "cause:" + retry.GetEnvelope().GetEventId()
+	}
+	// A real failure of the last attempt the budget allows still stalls.
+	e.handle(&lavav1.Failed{Envelope: envelope("waits", 1, "lava.v1.Failed", trigger), Stage: lavav1.Stage_STAGE_PLAN,
+		Reason: "PlanFailed", Retryable: true, Attempt: 2})
+	stalled := &lavav1.Failed{}
+	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "waits", bus.EventFailed), stalled) || stalled.GetReason() != v1alpha1.ReasonRetriesExhausted {
+		t.Fatalf("after the budget's real failures: %v, want RetriesExhausted", stalled)
+	}
+}

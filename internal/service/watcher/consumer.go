@@ -68,6 +68,7 @@ func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics
 			out.Type = phase.EventAwaitingApproval
 		}
 		out.Plan = planSummary(e.GetPlanId(), e.GetSummary())
+		out.StateRegressed = e.GetStateRegressed()
 	case *lavav1.Applied:
 		out.Type = phase.EventApplied
 		if e.GetPlanId() != "" {

@@ -1,4 +1,4 @@
-// Command terraform-provider-testkit is a test-only Terraform provider (example/testkit 0.2.0)
+// Command terraform-provider-testkit is a test-only Terraform provider (example/testkit 0.3.0)
 // whose one resource, testkit_file, is a file on the local disk that tests can change out of
 // band to cause every class of drift (UPSTREAM 6.1):
 //
@@ -19,8 +19,16 @@
 // are a replacement (critical), other tags in the sidecar an update under "tags." (cosmetic).
 // The id is the SHA-1 of the filename. Delete removes the file and its sidecar.
 //
+// Fault knobs for reliability tests, all files next to the resource's file:
+//
+//   - "<filename>.creates" counts the successful Creates of that filename (a decimal number,
+//     kept by Delete), so a test can assert that nothing was created twice;
+//   - while "<filename>.fail-read" exists, Read fails with an error diagnostic;
+//   - while "<filename>.fail-delete" exists, Delete fails with an error diagnostic.
+//
 // Version 0.1.0 (built by hack/tools/build-tofu.sh) had content force replacement and no mode
-// or tags; 0.2.0 is this file, built by test/provider/testkit/build.sh.
+// or tags; 0.2.0 added mode and tags; 0.3.0 is this file (the fault knobs), built by
+// test/provider/testkit/build.sh.
 package main
 
 import (
@@ -35,6 +43,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -50,7 +59,7 @@ import (
 )
 
 // Version is the provider version this source builds.
-const Version = "0.2.0"
+const Version = "0.3.0"
 
 // defaultMode is the mode of a file whose configuration sets none.
 const defaultMode = "0644"
@@ -110,6 +119,27 @@ func (fileRes) Schema(_ context.Context, _ resource.SchemaRequest, r *resource.S
 func idOf(filename string) string { h := sha1.Sum([]byte(filename)); return hex.EncodeToString(h[:]) }
 
 func sidecar(filename string) string { return filename + ".tags.json" }
+
+// Fault knob files next to a resource's file (see the package comment).
+func createsFile(filename string) string    { return filename + ".creates" }
+func failReadFile(filename string) string   { return filename + ".fail-read" }
+func failDeleteFile(filename string) string { return filename + ".fail-delete" }
+
+// exists reports whether a knob file is present.
+func exists(name string) bool { _, err := os.Stat(name); return err == nil }
+
+// countCreate adds one to the create counter of filename.
+func countCreate(filename string) error {
+	n := 0
+	if b, err := os.ReadFile(createsFile(filename)); err == nil {
+		if n, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+			return fmt.Errorf("create counter %s: %w", createsFile(filename), err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.WriteFile(createsFile(filename), []byte(strconv.Itoa(n+1)+"\n"), 0o644)
+}
 
 // parseMode parses "0644" into permission bits.
 func parseMode(s string) (fs.FileMode, error) {
@@ -174,6 +204,10 @@ func (fileRes) Create(ctx context.Context, req resource.CreateRequest, resp *res
 		resp.Diagnostics.AddError("write", err.Error())
 		return
 	}
+	if err := countCreate(m.Filename.ValueString()); err != nil {
+		resp.Diagnostics.AddError("count create", err.Error())
+		return
+	}
 	m.ID = types.StringValue(idOf(m.Filename.ValueString()))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -184,6 +218,10 @@ func (fileRes) Read(ctx context.Context, req resource.ReadRequest, resp *resourc
 		return
 	}
 	name := m.Filename.ValueString()
+	if exists(failReadFile(name)) {
+		resp.Diagnostics.AddError("testkit: fail-read", "read failed on purpose for "+name+" ("+failReadFile(name)+" exists)")
+		return
+	}
 	b, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		resp.State.RemoveResource(ctx)
@@ -241,6 +279,10 @@ func (fileRes) Update(ctx context.Context, req resource.UpdateRequest, resp *res
 func (fileRes) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var m fileModel
 	if resp.Diagnostics.Append(req.State.Get(ctx, &m)...); resp.Diagnostics.HasError() {
+		return
+	}
+	if name := m.Filename.ValueString(); exists(failDeleteFile(name)) {
+		resp.Diagnostics.AddError("testkit: fail-delete", "delete failed on purpose for "+name+" ("+failDeleteFile(name)+" exists)")
 		return
 	}
 	for _, f := range []string{m.Filename.ValueString(), sidecar(m.Filename.ValueString())} {

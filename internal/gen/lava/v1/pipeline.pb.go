@@ -661,7 +661,9 @@ type Planned struct {
 	Engine Engine `protobuf:"varint,3,opt,name=engine,proto3,enum=lava.v1.Engine" json:"engine,omitempty"`
 	// Counts of the plan.
 	Summary *ChangeSummary `protobuf:"bytes,4,opt,name=summary,proto3" json:"summary,omitempty"`
-	// Per-resource actions, sorted by address; no-ops included.
+	// Per-resource actions, sorted by address; no-ops included. At most 1000 entries (the
+	// first by address), so an event stays far below the server's max_payload whatever the plan
+	// size; changes_omitted counts the rest, and the plan artifact holds every change.
 	Changes []*ResourceChange `protobuf:"bytes,5,rep,name=changes,proto3" json:"changes,omitempty"`
 	// Object store key of the plan artifact in lava-artifacts (BLAKE3 of its bytes, hex).
 	PlanArtifactDigest string `protobuf:"bytes,6,opt,name=plan_artifact_digest,json=planArtifactDigest,proto3" json:"plan_artifact_digest,omitempty"`
@@ -674,8 +676,16 @@ type Planned struct {
 	AwaitingApproval bool `protobuf:"varint,9,opt,name=awaiting_approval,json=awaitingApproval,proto3" json:"awaiting_approval,omitempty"`
 	// RenderRecord.terraform_json_digest of the JSON that was planned.
 	TerraformJsonDigest string `protobuf:"bytes,10,opt,name=terraform_json_digest,json=terraformJsonDigest,proto3" json:"terraform_json_digest,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Set when the state regressed since the last apply (fewer resources, an older serial,
+	// another lineage or no state at all): what regressed, in plain words. The plan id then
+	// also covers the last applied plan id, so it is never an id approved or applied before;
+	// the watcher sets the StateRegressed condition and the applier raises a Custom anomaly
+	// "state_regressed". Empty otherwise.
+	StateRegressed string `protobuf:"bytes,11,opt,name=state_regressed,json=stateRegressed,proto3" json:"state_regressed,omitempty"`
+	// Number of changes left out of changes (0 when all are listed).
+	ChangesOmitted int32 `protobuf:"varint,12,opt,name=changes_omitted,json=changesOmitted,proto3" json:"changes_omitted,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Planned) Reset() {
@@ -776,6 +786,20 @@ func (x *Planned) GetTerraformJsonDigest() string {
 		return x.TerraformJsonDigest
 	}
 	return ""
+}
+
+func (x *Planned) GetStateRegressed() string {
+	if x != nil {
+		return x.StateRegressed
+	}
+	return ""
+}
+
+func (x *Planned) GetChangesOmitted() int32 {
+	if x != nil {
+		return x.ChangesOmitted
+	}
+	return 0
 }
 
 // Applied: the applier applied exactly a recorded plan. Published by the applier on
@@ -1132,7 +1156,7 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\fapprove_plan\x18\b \x01(\tR\vapprovePlan\"W\n" +
 	"\x0eResourceChange\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12+\n" +
-	"\x06action\x18\x02 \x01(\x0e2\x13.lava.v1.ChangeKindR\x06action\"\xba\x03\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x13.lava.v1.ChangeKindR\x06action\"\x8c\x04\n" +
 	"\aPlanned\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12'\n" +
@@ -1144,7 +1168,9 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\rstate_lineage\x18\b \x01(\tR\fstateLineage\x12+\n" +
 	"\x11awaiting_approval\x18\t \x01(\bR\x10awaitingApproval\x122\n" +
 	"\x15terraform_json_digest\x18\n" +
-	" \x01(\tR\x13terraformJsonDigest\"\xa9\x04\n" +
+	" \x01(\tR\x13terraformJsonDigest\x12'\n" +
+	"\x0fstate_regressed\x18\v \x01(\tR\x0estateRegressed\x12'\n" +
+	"\x0fchanges_omitted\x18\f \x01(\x05R\x0echangesOmitted\"\xa9\x04\n" +
 	"\aApplied\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x127\n" +

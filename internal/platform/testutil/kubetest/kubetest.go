@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +87,10 @@ func Start(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	etcd, apiserver, err := deathsigWrappers(t.TempDir(), assets)
+	if err != nil {
+		t.Fatal(err)
+	}
 	useExisting := false
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
@@ -97,6 +103,8 @@ func Start(t testing.TB) *Env {
 	// kube-apiserver 1.37 refuses a loopback advertise address with the default endpoint
 	// reconciler (shared/tools/README.md).
 	te.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
+	te.ControlPlane.Etcd = &envtest.Etcd{Path: etcd, StartTimeout: te.ControlPlaneStartTimeout, StopTimeout: te.ControlPlaneStopTimeout}
+	te.ControlPlane.GetAPIServer().Path = apiserver
 
 	cfg, err := te.Start()
 	if err != nil {
@@ -115,6 +123,31 @@ func Start(t testing.TB) *Env {
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, CRDs: te.CRDs}
 }
+
+// deathsigWrappers writes, into dir, an etcd and a kube-apiserver that exec the binaries of
+// assets under `setpriv --pdeathsig KILL` (util-linux): envtest starts them with its own
+// exec.Cmd (no SysProcAttr hook), and the parent-death signal makes them die with the test
+// process, even when that is killed by a timeout (TestNoChildOutlivesAKilledTest). It returns
+// the two paths; the error names what is missing.
+func deathsigWrappers(dir, assets string) (etcd, apiserver string, err error) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return "", "", fmt.Errorf("kubetest: setpriv (util-linux) is needed to tie etcd and kube-apiserver to the test process: %w", err)
+	}
+	var out []string
+	for _, bin := range []string{"etcd", "kube-apiserver"} {
+		p := filepath.Join(dir, bin)
+		script := fmt.Sprintf("#!/bin/sh\nexec %s --pdeathsig KILL -- %s \"$@\"\n", shellQuote(setpriv), shellQuote(filepath.Join(assets, bin)))
+		if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+			return "", "", fmt.Errorf("kubetest: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out[0], out[1], nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Assets returns $KUBEBUILDER_ASSETS after checking that it holds executable kube-apiserver and
 // etcd binaries; the error names `make tools-kube`.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,6 +191,9 @@ func (b *Binary) start() {
 	defer logf.Close()
 	cmd := exec.Command(b.bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(b.port), "--store_dir", b.storeDir)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The server dies with the test process, even when that is killed (a timeout, SIGKILL):
+	// nothing a test starts outlives it (TestNoChildOutlivesAKilledTest in testutil/kubetest).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		b.tb.Fatalf("natstest: start %s: %v", b.bin, err)
 	}

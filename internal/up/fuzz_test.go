@@ -1,0 +1,35 @@
+package up
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+// FuzzParseManifests feeds arbitrary files to the manifest decoder lava up and lava validate
+// share (ParseManifests, DecodeDocument): it never panics; every problem with a position has
+// a 1-based line and column; every object it accepts has a namespace and a name.
+func FuzzParseManifests(f *testing.F) {
+	for _, seed := range []string{"../../examples/prod-vpc.yaml", "../../examples/testkit.yaml",
+		"../../cmd/lava/testdata/multi.yaml", "../../cmd/lava/testdata/not-yaml.yaml", "../../cmd/lava/testdata/bad-binding.yaml"} {
+		data, err := os.ReadFile(seed)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: x}\nspec: {source: {inline: \"(\"}}\n---\n"))
+	f.Add([]byte("{\"kind\": \"LavaArchitecture\", \"spec\": [1, 2]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := ParseManifests("f.yaml", data)
+		var pe *PosError
+		if errors.As(err, &pe) && (pe.Line < 1 || pe.Col < 1) {
+			t.Fatalf("problem at %d:%d: %s", pe.Line, pe.Col, pe.Msg)
+		}
+		for _, m := range ms {
+			if m.Object == nil || m.Object.Name == "" || m.Object.Namespace == "" {
+				t.Fatalf("accepted an object without namespace/name: %+v", m.Object)
+			}
+		}
+	})
+}
