@@ -173,6 +173,44 @@ type Topology struct {
 	KeyValues []jetstream.KeyValueConfig
 	// ObjectStores: lava-artifacts.
 	ObjectStores []jetstream.ObjectStoreConfig
+	// Access: per service, what it publishes, which streams it reads by message and which
+	// buckets it uses, as docs/events.md's tables say. With Consumers it is the input of
+	// [Topology.Permissions]; one entry per service, in [Services] order.
+	Access []Access
+}
+
+// Access is what one service does with the topology besides reading its durable consumers.
+type Access struct {
+	// Service is the service name (one of [Services]).
+	Service string
+	// Publish lists the subject filters the service writes (events, commands, anomalies,
+	// receipts).
+	Publish []string
+	// ReadStreams lists streams whose messages the service reads by sequence or by last
+	// message of a subject (jetstream.Stream.GetMsg, GetLastMsgForSubject). The streams of its
+	// durable consumers are implied.
+	ReadStreams []string
+	// ScanStreams lists streams the service reads with ordered (ephemeral) consumers.
+	ScanStreams []string
+	// KeyValues and ObjectStores list the buckets the service uses.
+	KeyValues    []BucketUse
+	ObjectStores []BucketUse
+}
+
+// BucketUse is one bucket a service uses; Write is false for a read-only use.
+type BucketUse struct {
+	Bucket string
+	Write  bool
+}
+
+// AccessOf returns the access entry of service, and false if there is none.
+func (t Topology) AccessOf(service string) (Access, bool) {
+	for _, a := range t.Access {
+		if a.Service == service {
+			return a, true
+		}
+	}
+	return Access{}, false
 }
 
 // Consumer returns the spec of service's consumer on stream, and false if there is none.
@@ -291,6 +329,7 @@ func Declare(opts TopologyOptions) Topology {
 	return Topology{
 		Streams:   []jetstream.StreamConfig{resources, phases, commands, anomalies, receipts},
 		Consumers: consumers,
+		Access:    declareAccess(),
 		KeyValues: []jetstream.KeyValueConfig{
 			state,
 			leases,
@@ -306,6 +345,67 @@ func Declare(opts TopologyOptions) Topology {
 			Storage:     o.Storage,
 			Replicas:    o.Replicas,
 		}},
+	}
+}
+
+// PoisonAnomalySubject is the subject every service reports a terminated message on (the
+// anomaly service's report.PoisonReporter): lava.anomaly.functional.poison_message.
+var PoisonAnomalySubject = AnomalySubject("functional", "poison_message")
+
+// declareAccess is who writes what and which buckets each service uses, following the
+// "published by" column of docs/events.md's event catalogue and the services' packages
+// (internal/service/*): the input of [Topology.Permissions] with the consumers.
+func declareAccess() []Access {
+	rw := func(b string) BucketUse { return BucketUse{Bucket: b, Write: true} }
+	ro := func(b string) BucketUse { return BucketUse{Bucket: b} }
+	return []Access{
+		{
+			Service: ServiceWatcher,
+			Publish: []string{ResourceSubjectFilter(EventObserved), ResourceSubjectFilter(EventDeletionRequested),
+				phaseFilter(EventPhaseChanged), PoisonAnomalySubject},
+			ReadStreams: []string{StreamResources},
+		},
+		{
+			Service:      ServiceSynth,
+			Publish:      []string{phaseFilter(EventSynthesized), phaseFilter(EventFailed), PoisonAnomalySubject},
+			ReadStreams:  []string{StreamResources},
+			KeyValues:    []BucketUse{rw(BucketWatermarks)},
+			ObjectStores: []BucketUse{rw(ObjectStoreArtifacts)},
+		},
+		{
+			Service: ServiceApplier,
+			Publish: []string{phaseFilter(EventPlanned), phaseFilter(EventApplied), phaseFilter(EventFailed),
+				phaseFilter(EventDestroyed), PoisonAnomalySubject},
+			ReadStreams:  []string{StreamResources, StreamPhases},
+			KeyValues:    []BucketUse{rw(BucketState), rw(BucketLeases), rw(BucketWatermarks)},
+			ObjectStores: []BucketUse{rw(ObjectStoreArtifacts)},
+		},
+		{
+			// drift refreshes through the state store, which locks lava-state; it never writes
+			// a state body, so lava-artifacts is read-only.
+			Service:      ServiceDrift,
+			Publish:      []string{phaseFilter(EventDriftScanned), PoisonAnomalySubject},
+			KeyValues:    []BucketUse{rw(BucketState), rw(BucketLeases), rw(BucketDriftSchedule)},
+			ObjectStores: []BucketUse{ro(ObjectStoreArtifacts)},
+		},
+		{
+			Service: ServiceViggy,
+			Publish: []string{phaseFilter(EventTickReported), phaseFilter(EventFailed), PrefixCommand + ">",
+				PrefixAnomaly + ">"},
+			KeyValues: []BucketUse{rw(BucketViggy)},
+		},
+		{
+			Service:     ServiceAnomaly,
+			Publish:     []string{PrefixAnomaly + ">"},
+			ReadStreams: []string{StreamResources},
+			KeyValues:   []BucketUse{rw(BucketAnomalyWindows), rw(BucketAnomalyProgress)},
+		},
+		{
+			Service:     ServiceAttest,
+			Publish:     []string{PrefixReceipt + ">", phaseFilter(EventReceiptAppended), PoisonAnomalySubject},
+			ReadStreams: []string{StreamReceipts},
+			ScanStreams: []string{StreamReceipts},
+		},
 	}
 }
 

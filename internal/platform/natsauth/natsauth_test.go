@@ -1,0 +1,377 @@
+package natsauth_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+)
+
+// authorized is a real in-process nats-server whose only users are the generated identities,
+// with the topology created by the bootstrap identity.
+type authorized struct {
+	srv   *natstest.Server
+	dir   string
+	topo  bus.Topology
+	admin jetstream.JetStream
+}
+
+func startAuthorized(t *testing.T) *authorized {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "nats-credentials")
+	keys, err := natsauth.GenerateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := bus.Declare(bus.TopologyOptions{})
+	users, err := natsauth.Users(topo, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminKey, err := nats.NkeyOptionFromSeed(filepath.Join(dir, natsauth.SeedFileName(bus.IdentityBootstrap)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Run(t, natstest.Config{Nkeys: users, Client: []nats.Option{adminKey,
+		nats.CustomInboxPrefix(bus.InboxPrefix(bus.IdentityBootstrap))}})
+	if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+		t.Fatalf("bootstrap identity cannot create the topology: %v", err)
+	}
+	return &authorized{srv: srv, dir: dir, topo: topo, admin: srv.JetStream()}
+}
+
+// connect connects as identity through bus.Connect, the services' one connect path.
+func (a *authorized) connect(t *testing.T, identity string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, js, err := bus.Connect(bus.ConnectOptions{URL: a.srv.URL(), Name: "test-" + identity, Identity: identity,
+		NKeyFile: filepath.Join(a.dir, natsauth.SeedFileName(identity))})
+	if err != nil {
+		t.Fatalf("connect as %s: %v", identity, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, js
+}
+
+// refused waits up to 2s for the server's permissions violation naming subject on nc.
+func refused(nc *nats.Conn, subject string) bool {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		_ = nc.Flush()
+		if err := nc.LastError(); err != nil && errors.Is(err, nats.ErrPermissionViolation) &&
+			strings.Contains(err.Error(), `"`+subject+`"`) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// sample is a literal subject matched by filter ("*" -> "ns", ">" -> "x").
+func sample(filter string) string {
+	toks := strings.Split(filter, ".")
+	for i, tok := range toks {
+		switch tok {
+		case "*":
+			toks[i] = "ns"
+		case ">":
+			toks[i] = "x"
+		}
+	}
+	return strings.Join(toks, ".")
+}
+
+// lavaSubjects are samples of every subject any identity writes.
+func lavaSubjects(t *testing.T, topo bus.Topology) []string {
+	t.Helper()
+	var out []string
+	for _, a := range topo.Access {
+		for _, f := range a.Publish {
+			out = append(out, sample(f))
+		}
+	}
+	out = append(out, "lava.v1.phase.ns.x.applied", "lava.v1.resource.ns.x.deletion_requested",
+		"lava.v1.receipt.ns.x", "lava.anomaly.critical.apply_failure", "lava.v1.command.destroy.ns.x.retry")
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func allowed(p bus.Permissions, subject string) bool {
+	return slices.ContainsFunc(p.Publish, func(f string) bool { return server.SubjectMatchesFilter(subject, f) })
+}
+
+// TestPermissions_everyServiceIsRefusedOutsideItsPermissions publishes, as every service, every
+// Lava subject it does not write, fetches from every durable consumer not its own, subscribes
+// to the whole tree and to another identity's inbox, binds the buckets it does not use and
+// creates a stream: the real server must refuse each one (and store nothing). It also does
+// what the service is declared to do, which must work.
+func TestPermissions_everyServiceIsRefusedOutsideItsPermissions(t *testing.T) {
+	t.Parallel()
+	a := startAuthorized(t)
+	ctx := t.Context()
+	subjects := lavaSubjects(t, a.topo)
+	for _, svc := range bus.Services() {
+		t.Run(svc, func(t *testing.T) {
+			t.Parallel()
+			perm, err := a.topo.Permissions(svc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc, js := a.connect(t, svc)
+			access, _ := a.topo.AccessOf(svc)
+
+			// Allowed: publish what it writes, acknowledged by the stream.
+			for _, f := range access.Publish {
+				s := sample(f)
+				if _, err := js.Publish(ctx, s, []byte("ok")); err != nil {
+					t.Errorf("%s may publish %s but: %v", svc, s, err)
+				}
+			}
+			// Refused: every other subject; the stream must not store it.
+			for _, s := range subjects {
+				if allowed(perm, s) {
+					continue
+				}
+				body := []byte("forged by " + svc + " " + s)
+				if err := nc.Publish(s, body); err != nil {
+					t.Fatal(err)
+				}
+				if !refused(nc, s) {
+					t.Errorf("server did not refuse %s publishing %s", svc, s)
+				}
+				assertNotStored(t, a.admin, s, body)
+			}
+
+			// Its own consumers work; every other durable is refused.
+			for _, c := range a.topo.Consumers {
+				ctx, cancel := context.WithTimeout(ctx, timeoutFor(c.Config.Durable == svc))
+				cons, err := js.Consumer(ctx, c.Stream, c.Config.Durable)
+				cancel()
+				if c.Config.Durable == svc {
+					if err != nil {
+						t.Errorf("%s cannot bind its consumer on %s: %v", svc, c.Stream, err)
+						continue
+					}
+					if _, err := cons.Fetch(1, jetstream.FetchMaxWait(200*time.Millisecond)); err != nil {
+						t.Errorf("%s cannot fetch from its consumer on %s: %v", svc, c.Stream, err)
+					}
+					continue
+				}
+				if err == nil {
+					t.Errorf("%s bound %s's consumer on %s", svc, c.Config.Durable, c.Stream)
+				}
+				next := "$JS.API.CONSUMER.MSG.NEXT." + c.Stream + "." + c.Config.Durable
+				if err := nc.PublishRequest(next, nc.NewInbox(), []byte(`{"batch":1}`)); err != nil {
+					t.Fatal(err)
+				}
+				if !refused(nc, next) {
+					t.Errorf("server did not refuse %s pulling %s's consumer on %s", svc, c.Config.Durable, c.Stream)
+				}
+			}
+
+			// No core subscription on the tree, no other identity's inbox.
+			for _, s := range []string{"lava.>", ">", "_INBOX.>", bus.InboxPrefix(bus.IdentityBootstrap) + ".>", "$KV.>", "$O.>"} {
+				if _, err := nc.SubscribeSync(s); err != nil {
+					t.Fatal(err)
+				}
+				if !refused(nc, s) {
+					t.Errorf("server did not refuse %s subscribing %s", svc, s)
+				}
+			}
+
+			// Buckets: what it uses works (writes only where declared); the rest is refused.
+			uses := map[string]bool{}
+			for _, b := range access.KeyValues {
+				uses[b.Bucket] = b.Write
+			}
+			for _, cfg := range a.topo.KeyValues {
+				write, used := uses[cfg.Bucket]
+				ctx, cancel := context.WithTimeout(ctx, timeoutFor(used))
+				kv, err := js.KeyValue(ctx, cfg.Bucket)
+				switch {
+				case !used && err == nil:
+					t.Errorf("%s bound KV bucket %s it does not use", svc, cfg.Bucket)
+				case used && err != nil:
+					t.Errorf("%s cannot bind KV bucket %s: %v", svc, cfg.Bucket, err)
+				case used:
+					if _, err := kv.Get(ctx, "missing"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+						t.Errorf("%s get on %s: %v, want key not found", svc, cfg.Bucket, err)
+					}
+					_, perr := kv.Put(ctx, "probe-"+svc, []byte("x"))
+					if write && perr != nil {
+						t.Errorf("%s cannot write %s: %v", svc, cfg.Bucket, perr)
+					}
+					if !write && perr == nil {
+						t.Errorf("%s wrote read-only %s", svc, cfg.Bucket)
+					}
+				}
+				cancel()
+			}
+			objUses := map[string]bool{}
+			for _, b := range access.ObjectStores {
+				objUses[b.Bucket] = b.Write
+			}
+			for _, cfg := range a.topo.ObjectStores {
+				write, used := objUses[cfg.Bucket]
+				ctx, cancel := context.WithTimeout(ctx, timeoutFor(used))
+				obs, err := js.ObjectStore(ctx, cfg.Bucket)
+				switch {
+				case !used && err == nil:
+					t.Errorf("%s bound object store %s it does not use", svc, cfg.Bucket)
+				case used && err != nil:
+					t.Errorf("%s cannot bind object store %s: %v", svc, cfg.Bucket, err)
+				case used:
+					_, perr := obs.PutBytes(ctx, "probe-"+svc, []byte("x"))
+					if write && perr != nil {
+						t.Errorf("%s cannot write %s: %v", svc, cfg.Bucket, perr)
+					}
+					if !write && perr == nil {
+						t.Errorf("%s wrote read-only %s", svc, cfg.Bucket)
+					}
+					if write {
+						if got, err := obs.GetBytes(ctx, "probe-"+svc); err != nil || string(got) != "x" {
+							t.Errorf("%s cannot read back %s: %q %v", svc, cfg.Bucket, got, err)
+						}
+					}
+				}
+				cancel()
+			}
+
+			// No JetStream admin rights.
+			cctx, cancel := context.WithTimeout(ctx, timeoutFor(false))
+			defer cancel()
+			if _, err := js.CreateStream(cctx, jetstream.StreamConfig{Name: "EVIL_" + svc, Subjects: []string{"evil." + svc}}); err == nil {
+				t.Errorf("%s created a stream", svc)
+			}
+			if err := js.DeleteStream(cctx, bus.StreamReceipts); err == nil {
+				t.Errorf("%s deleted %s", svc, bus.StreamReceipts)
+			}
+		})
+	}
+}
+
+// timeoutFor bounds a JetStream API call: a refused request is never answered, so it ends at
+// its deadline; an allowed one gets the time a loaded machine needs.
+func timeoutFor(allowed bool) time.Duration {
+	if allowed {
+		return 5 * time.Second
+	}
+	return 300 * time.Millisecond
+}
+
+// assertNotStored fails when the stream holding subject stored body under it.
+func assertNotStored(t *testing.T, admin jetstream.JetStream, subject string, body []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	name, err := admin.StreamNameBySubject(ctx, subject)
+	if err != nil {
+		return // no stream captures it: nothing can be stored
+	}
+	st, err := admin.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, subject)
+	if err == nil && bytes.Equal(m.Data, body) {
+		t.Errorf("stream %s stored the forged %s", name, subject)
+	}
+}
+
+// TestPermissions_subscriberReadsAlertsOnly: the subscriber receives anomalies and phase events
+// and is refused the artifact store, state, every KV bucket, the resource events and receipts.
+func TestPermissions_subscriberReadsAlertsOnly(t *testing.T) {
+	t.Parallel()
+	a := startAuthorized(t)
+	ctx := t.Context()
+	nc, js := a.connect(t, bus.IdentitySubscriber)
+
+	sub, err := nc.SubscribeSync(bus.PrefixAnomaly + ">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Flush()
+	if _, err := a.admin.Publish(ctx, "lava.anomaly.critical.apply_failure", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.NextMsg(2 * time.Second); err != nil {
+		t.Errorf("subscriber did not receive an anomaly: %v", err)
+	}
+	st, err := js.Stream(ctx, bus.StreamAnomalies)
+	if err != nil {
+		t.Fatalf("subscriber cannot read %s: %v", bus.StreamAnomalies, err)
+	}
+	if _, err := st.GetLastMsgForSubject(ctx, "lava.anomaly.critical.apply_failure"); err != nil {
+		t.Errorf("subscriber cannot read the last anomaly: %v", err)
+	}
+
+	for _, cfg := range a.topo.KeyValues {
+		cctx, cancel := context.WithTimeout(ctx, timeoutFor(false))
+		if _, err := js.KeyValue(cctx, cfg.Bucket); err == nil {
+			t.Errorf("subscriber bound KV bucket %s", cfg.Bucket)
+		}
+		cancel()
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, err := js.ObjectStore(cctx, bus.ObjectStoreArtifacts); err == nil {
+		t.Errorf("subscriber bound the object store %s", bus.ObjectStoreArtifacts)
+	}
+	for _, s := range []string{bus.StreamResources, bus.StreamReceipts, bus.StreamCommands, "KV_" + bus.BucketState, "OBJ_" + bus.ObjectStoreArtifacts} {
+		req := "$JS.API.STREAM.MSG.GET." + s
+		if err := nc.PublishRequest(req, nc.NewInbox(), []byte(`{"seq":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if !refused(nc, req) {
+			t.Errorf("server did not refuse the subscriber reading %s", s)
+		}
+	}
+	for _, s := range []string{"$O.>", "$KV.>", bus.PrefixResource + ">", bus.PrefixReceipt + ">", bus.PrefixCommand + ">"} {
+		if _, err := nc.SubscribeSync(s); err != nil {
+			t.Fatal(err)
+		}
+		if !refused(nc, s) {
+			t.Errorf("server did not refuse the subscriber subscribing %s", s)
+		}
+	}
+	for _, s := range lavaSubjects(t, a.topo) {
+		if err := nc.Publish(s, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if !refused(nc, s) {
+			t.Errorf("server did not refuse the subscriber publishing %s", s)
+		}
+	}
+}
+
+// TestPermissions_anonymousAndUnknownKeysAreRefused: no credentials, or a key the server does
+// not list, cannot connect at all.
+func TestPermissions_anonymousAndUnknownKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	a := startAuthorized(t)
+	if nc, err := nats.Connect(a.srv.URL()); err == nil {
+		nc.Close()
+		t.Fatal("anonymous connection accepted")
+	} else if !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("anonymous connection: %v, want an authorization violation", err)
+	}
+	other := t.TempDir()
+	if _, err := natsauth.GenerateDir(other); err != nil {
+		t.Fatal(err)
+	}
+	if nc, _, err := bus.Connect(bus.ConnectOptions{URL: a.srv.URL(), NKeyFile: filepath.Join(other, natsauth.SeedFileName(bus.ServiceApplier))}); err == nil {
+		nc.Close()
+		t.Fatal("a connection with an unknown nkey was accepted")
+	}
+}
