@@ -2,7 +2,9 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -443,3 +445,66 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, opts TopologyOp
 
 // defaultCleanupTimeout bounds best-effort cleanup done after the caller's context ended.
 const defaultCleanupTimeout = 5 * time.Second
+
+// ErrTopologyMissing reports that a stream, consumer or bucket a service needs does not exist:
+// the bootstrap step (`lava nats bootstrap`, the chart's hook Job) has not run, or ran with
+// other options.
+var ErrTopologyMissing = errors.New("bus: topology missing (run `lava nats bootstrap` with the bootstrap identity)")
+
+// CheckTopology checks, without creating anything, that what service uses exists on js: its
+// durable consumers, the streams it reads and the buckets of its access entry (the services
+// run without JetStream admin rights, so they cannot create them). The error wraps
+// [ErrTopologyMissing] and names every missing piece ("consumer applier on LAVA_PHASES, kv
+// bucket lava-state"); other failures (a refused or unanswered request) are returned as they
+// are, wrapped.
+func CheckTopology(ctx context.Context, js jetstream.JetStream, service string, opts TopologyOptions) error {
+	t := Declare(opts)
+	a, ok := t.AccessOf(service)
+	if !ok {
+		return fmt.Errorf("bus: unknown service %q", service)
+	}
+	var missing []string
+	check := func(what string, err error, notFound ...error) error {
+		for _, nf := range notFound {
+			if errors.Is(err, nf) {
+				missing = append(missing, what)
+				return nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("bus: check %s: %w", what, err)
+		}
+		return nil
+	}
+	for _, s := range a.ReadStreams {
+		_, err := js.Stream(ctx, s)
+		if err := check("stream "+s, err, jetstream.ErrStreamNotFound); err != nil {
+			return err
+		}
+	}
+	for _, c := range t.Consumers {
+		if c.Config.Durable != service {
+			continue
+		}
+		_, err := js.Consumer(ctx, c.Stream, c.Config.Durable)
+		if err := check("consumer "+c.Config.Durable+" on "+c.Stream, err, jetstream.ErrConsumerNotFound, jetstream.ErrStreamNotFound); err != nil {
+			return err
+		}
+	}
+	for _, b := range a.KeyValues {
+		_, err := js.KeyValue(ctx, b.Bucket)
+		if err := check("kv bucket "+b.Bucket, err, jetstream.ErrBucketNotFound); err != nil {
+			return err
+		}
+	}
+	for _, b := range a.ObjectStores {
+		_, err := js.ObjectStore(ctx, b.Bucket)
+		if err := check("object store "+b.Bucket, err, jetstream.ErrBucketNotFound, jetstream.ErrStreamNotFound); err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s needs %s", ErrTopologyMissing, service, strings.Join(missing, ", "))
+	}
+	return nil
+}

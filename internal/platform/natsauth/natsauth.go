@@ -152,14 +152,17 @@ func Config(t bus.Topology, keys map[string]string) (string, error) {
 	b.WriteString("authorization {\n  users: [\n")
 	for i, u := range users {
 		id := identityOf(keys, u.Nkey)
-		data, err := json.Marshal(confUser{Nkey: u.Nkey, Permissions: confPerm{
+		var data strings.Builder
+		enc := json.NewEncoder(&data)
+		enc.SetEscapeHTML(false) // ">" stays ">": the configuration format has no \u escapes
+		enc.SetIndent("    ", "  ")
+		if err := enc.Encode(confUser{Nkey: u.Nkey, Permissions: confPerm{
 			Publish:   confAllow{Allow: u.Permissions.Publish.Allow},
 			Subscribe: confAllow{Allow: u.Permissions.Subscribe.Allow},
-		}})
-		if err != nil {
+		}}); err != nil {
 			return "", fmt.Errorf("natsauth: %w", err)
 		}
-		fmt.Fprintf(&b, "    # %s\n    %s", id, data)
+		fmt.Fprintf(&b, "    # %s\n    %s", id, strings.TrimSuffix(data.String(), "\n"))
 		if i < len(users)-1 {
 			b.WriteString(",")
 		}

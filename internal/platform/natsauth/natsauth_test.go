@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,6 +32,16 @@ type authorized struct {
 
 func startAuthorized(t *testing.T) *authorized {
 	t.Helper()
+	a := startEmpty(t)
+	if err := bus.EnsureTopology(t.Context(), a.admin, bus.TopologyOptions{}); err != nil {
+		t.Fatalf("bootstrap identity cannot create the topology: %v", err)
+	}
+	return a
+}
+
+// startEmpty is startAuthorized without the topology.
+func startEmpty(t *testing.T) *authorized {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "nats-credentials")
 	keys, err := natsauth.GenerateDir(dir)
 	if err != nil {
@@ -46,9 +58,6 @@ func startAuthorized(t *testing.T) *authorized {
 	}
 	srv := natstest.Run(t, natstest.Config{Nkeys: users, Client: []nats.Option{adminKey,
 		nats.CustomInboxPrefix(bus.InboxPrefix(bus.IdentityBootstrap))}})
-	if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
-		t.Fatalf("bootstrap identity cannot create the topology: %v", err)
-	}
 	return &authorized{srv: srv, dir: dir, topo: topo, admin: srv.JetStream()}
 }
 
@@ -373,5 +382,129 @@ func TestPermissions_anonymousAndUnknownKeysAreRefused(t *testing.T) {
 	if nc, _, err := bus.Connect(bus.ConnectOptions{URL: a.srv.URL(), NKeyFile: filepath.Join(other, natsauth.SeedFileName(bus.ServiceApplier))}); err == nil {
 		nc.Close()
 		t.Fatal("a connection with an unknown nkey was accepted")
+	}
+}
+
+// TestConfig_isTheServersAuthorization: the printed block, in a nats-server configuration
+// file, gives the server exactly the users of Users (same keys, same allow lists), and a
+// server started from it refuses an anonymous client and accepts the bootstrap identity.
+func TestConfig_isTheServersAuthorization(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keys, err := natsauth.GenerateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := bus.Declare(bus.TopologyOptions{})
+	block, err := natsauth.Config(topo, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "nats.conf")
+	text := "listen: \"127.0.0.1:-1\"\njetstream { store_dir: \"" + filepath.Join(dir, "js") + "\" }\n" + block
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("nats-server rejects the generated configuration: %v\n%s", err, text)
+	}
+	want, err := natsauth.Users(topo, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts.Nkeys) != len(want) {
+		t.Fatalf("server has %d nkey users, want %d", len(opts.Nkeys), len(want))
+	}
+	for i, u := range opts.Nkeys {
+		w := want[i]
+		if u.Nkey != w.Nkey || !slices.Equal(u.Permissions.Publish.Allow, w.Permissions.Publish.Allow) ||
+			!slices.Equal(u.Permissions.Subscribe.Allow, w.Permissions.Subscribe.Allow) {
+			t.Errorf("user %d: server has %+v %+v, want %+v %+v", i, u.Permissions.Publish, u.Permissions.Subscribe,
+				w.Permissions.Publish, w.Permissions.Subscribe)
+		}
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server from the generated configuration not ready")
+	}
+	if nc, err := nats.Connect(srv.ClientURL()); err == nil {
+		nc.Close()
+		t.Error("server from the generated configuration accepted an anonymous client")
+	}
+	nc, _, err := bus.Connect(bus.ConnectOptions{URL: srv.ClientURL(), Identity: bus.IdentityBootstrap,
+		NKeyFile: filepath.Join(dir, natsauth.SeedFileName(bus.IdentityBootstrap))})
+	if err != nil {
+		t.Fatalf("bootstrap identity refused: %v", err)
+	}
+	nc.Close()
+}
+
+func TestGenerateDir_seedsArePrivateAndKept(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "creds")
+	first, err := natsauth.GenerateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range bus.Identities() {
+		st, err := os.Stat(filepath.Join(dir, natsauth.SeedFileName(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s seed has mode %v, want 0600", id, st.Mode().Perm())
+		}
+	}
+	again, err := natsauth.GenerateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(first, again) {
+		t.Error("a second GenerateDir changed the identities")
+	}
+	pub, err := natsauth.PublicKeyFile(filepath.Join(dir, natsauth.SeedFileName(bus.ServiceAttest)))
+	if err != nil || pub != first[bus.ServiceAttest] {
+		t.Errorf("PublicKeyFile = %q, %v; want %q", pub, err, first[bus.ServiceAttest])
+	}
+	if _, err := natsauth.Users(bus.Declare(bus.TopologyOptions{}), map[string]string{"mallory": pub}); err == nil {
+		t.Error("Users accepted an unknown identity")
+	}
+}
+
+// TestCheckTopology_servicesNameWhatIsMissing: before the bootstrap step every service, with
+// its own identity (no admin rights), fails naming what it needs; after it, none fails.
+func TestCheckTopology_servicesNameWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	a := startEmpty(t)
+	ctx := t.Context()
+	for _, svc := range bus.Services() {
+		_, js := a.connect(t, svc)
+		err := bus.CheckTopology(ctx, js, svc, bus.TopologyOptions{})
+		if !errors.Is(err, bus.ErrTopologyMissing) {
+			t.Fatalf("%s before bootstrap: %v, want ErrTopologyMissing", svc, err)
+		}
+		if svc == bus.ServiceApplier {
+			for _, want := range []string{"consumer applier on LAVA_PHASES", "kv bucket lava-state", "object store lava-artifacts"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("applier's error %q does not name %q", err, want)
+				}
+			}
+		}
+	}
+	if err := bus.EnsureTopology(ctx, a.admin, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range bus.Services() {
+		_, js := a.connect(t, svc)
+		if err := bus.CheckTopology(ctx, js, svc, bus.TopologyOptions{}); err != nil {
+			t.Errorf("%s after bootstrap: %v", svc, err)
+		}
 	}
 }
