@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -31,7 +32,7 @@ type natsFlags struct {
 func (f *natsFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&f.url, "nats-url", "", "NATS server `URL` (default $LAVA_NATS_URL, else the one in <state-dir>/nats.url, else "+defaultNATSURL+")")
-	fs.StringVar(&f.creds, "nats-creds", os.Getenv("LAVA_NATS_CREDS"), "NATS credentials `FILE` (default from $LAVA_NATS_CREDS)")
+	fs.StringVar(&f.creds, "nats-creds", os.Getenv(bus.EnvNATSCreds), "NATS credentials `FILE` (default from $LAVA_NATS_CREDS)")
 	fs.StringVar(&f.stateDir, "state-dir", ".lava", "lava up's state `DIR`, whose nats.url gives the NATS URL when --nats-url and $LAVA_NATS_URL are not set")
 }
 
@@ -41,7 +42,7 @@ func (f *natsFlags) resolveURL() (url, from string) {
 	if f.url != "" {
 		return f.url, "--nats-url"
 	}
-	if u := os.Getenv("LAVA_NATS_URL"); u != "" {
+	if u := os.Getenv(bus.EnvNATSURL); u != "" {
 		return u, "$LAVA_NATS_URL"
 	}
 	p := filepath.Join(f.stateDir, up.FileNATSURL)
@@ -53,23 +54,15 @@ func (f *natsFlags) resolveURL() (url, from string) {
 	return defaultNATSURL, "the default"
 }
 
-// connect opens a connection and a JetStream context; close the connection when done. A
-// server that cannot be reached is an [unavailableError].
+// connect opens a connection (bus.Connect, the one connect path of every Lava process; no
+// reconnection, a command reports a lost server) and a JetStream context; close the
+// connection when done. A server that cannot be reached is an [unavailableError].
 func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
 	url, from := f.resolveURL()
-	opts := []nats.Option{nats.Name("lava-cli")}
-	if f.creds != "" {
-		opts = append(opts, nats.UserCredentials(f.creds))
-	}
-	nc, err := nats.Connect(url, opts...)
+	nc, js, err := bus.Connect(bus.ConnectOptions{URL: url, CredsFile: f.creds, Name: "lava-cli", NoReconnect: true})
 	if err != nil {
 		return nil, nil, unavailable(fmt.Errorf("no NATS server at %s (URL from %s): %w; is `lava up` running? "+
 			"`lava up` serves receipts and state only while it runs; otherwise give --nats-url", url, from, err))
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, unavailable(fmt.Errorf("jetstream at %s: %w", url, err))
 	}
 	return nc, js, nil
 }

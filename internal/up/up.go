@@ -16,14 +16,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 	"github.com/lava-operator/lava/internal/service/anomaly"
 	"github.com/lava-operator/lava/internal/service/applier"
@@ -185,15 +184,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := os.WriteFile(filepath.Join(o.StateDir, FileNATSURL), []byte(url+"\n"), 0o644); err != nil {
 		return Result{}, fmt.Errorf("up: %w", err)
 	}
-	nc, err := nats.Connect(url, nats.Name("lava-up"), nats.MaxReconnects(-1))
+	nc, js, err := bus.Connect(bus.ConnectOptions{URL: url, Name: "lava-up"})
 	if err != nil {
-		return Result{}, fmt.Errorf("up: connect to %s: %w", url, err)
+		return Result{}, fmt.Errorf("up: %w", err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return Result{}, fmt.Errorf("up: jetstream: %w", err)
-	}
 	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: 1}); err != nil {
 		return Result{}, err
 	}
@@ -228,37 +223,32 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return nil
 		})
 	}
+	// Every service runs as its binary does (internal/platform/svc), on the embedded server,
+	// without metrics or health listeners, logging to o.Log.
+	common := svc.Common{NATS: bus.ConnectOptions{URL: url}, LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Stderr: o.Log}
 	workDir := filepath.Join(o.StateDir, DirWork)
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
-		return synth.RunService(ctx, synth.Options{NATSURL: url, BindingsKeyFile: keyFile, LogFormat: "text", LogLevel: o.LogLevel,
-			Replicas: 1, Concurrency: 8, Kube: kube, Stderr: o.Log})
+		return synth.Run(ctx, synth.Options{Common: common, BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
-		return applier.RunService(ctx, applier.Options{NATSURL: url, Holder: "lava-up",
+		return applier.Run(ctx, applier.Options{Common: common, Holder: "lava-up", Concurrency: 4, Kube: kube,
 			Engines: applier.EngineOptions{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
-				WorkDir: filepath.Join(workDir, "applier")},
-			BackendAddr: "127.0.0.1:0", LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Concurrency: 4, Kube: kube, Stderr: o.Log})
+				WorkDir: filepath.Join(workDir, "applier")}})
 	})
 	runSvc(bus.ServiceDrift, func(ctx context.Context) error {
-		return drift.RunService(ctx, drift.Options{NATSURL: url, Holder: "lava-up",
+		return drift.Run(ctx, drift.Options{Common: common, Holder: "lava-up",
 			Engines: drift.EngineOptions{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
-				WorkDir: filepath.Join(workDir, "drift")},
-			LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Stderr: o.Log})
+				WorkDir: filepath.Join(workDir, "drift")}})
 	})
 	runSvc(bus.ServiceViggy, func(ctx context.Context) error {
-		return viggy.RunService(ctx, viggy.Options{NATSURL: url, MaxAttempts: viggy.DefaultMaxAttempts, Backoff: viggy.DefaultBackoff(),
-			Concurrency: viggy.DefaultConcurrency, LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Stderr: o.Log})
+		return viggy.Run(ctx, viggy.Options{Common: common, MaxAttempts: viggy.DefaultMaxAttempts, Backoff: viggy.DefaultBackoff(),
+			Concurrency: viggy.DefaultConcurrency})
 	})
 	runSvc(bus.ServiceAnomaly, func(ctx context.Context) error {
-		svc, err := anomaly.New(ctx, anomaly.Config{JS: js, Replicas: 1, Logger: log.With("service", bus.ServiceAnomaly)})
-		if err != nil {
-			return err
-		}
-		return svc.Run(ctx)
+		return anomaly.Run(ctx, anomaly.Options{Common: common, Kube: kube})
 	})
 	runSvc(bus.ServiceAttest, func(ctx context.Context) error {
-		return attest.Run(ctx, attest.Config{NATSURL: url, SigningKeyFile: signingKey, Topology: bus.TopologyOptions{Replicas: 1},
-			Logger: log.With("service", bus.ServiceAttest)})
+		return attest.Run(ctx, attest.Options{Common: common, SigningKeyFile: signingKey})
 	})
 
 	phaseCtx, stopPhases := context.WithCancel(context.WithoutCancel(ctx))
@@ -269,8 +259,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	var src *Source
 	if o.Kubeconfig != "" {
 		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
-			return watcher.Run(ctx, watcher.Config{Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, NATSURL: url,
-				StreamReplicas: 1, LogFormat: "text", LogLevel: o.LogLevel}, o.Log)
+			return watcher.Run(ctx, watcher.Options{Common: common, Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces})
 		})
 		kv, err := newKubeView(kube, o.Namespaces)
 		if err != nil {

@@ -11,7 +11,10 @@ import (
 // or an argument prints the error and the usage to stderr and exits 2, as every service does.
 func TestRun_usage(t *testing.T) {
 	t.Parallel()
-	svctest.Check(t, run, svctest.UsageCases("watcher", "stream-replicas"))
+	cases := svctest.UsageCases("watcher", "replicas")
+	cases = append(cases, svctest.Case{Name: "deprecated stream-replicas", Env: map[string]string{"LAVA_STREAM_REPLICAS": "many"},
+		Code: 2, Stderr: "LAVA_STREAM_REPLICAS"})
+	svctest.Check(t, run, cases)
 }
 
 // TestRun_runtimeFailure: a service that cannot start (nothing listens where it must connect)

@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +30,17 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/envflag"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/service/anomaly"
+	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/service/drift"
+	"github.com/lava-operator/lava/internal/service/synth"
+	"github.com/lava-operator/lava/internal/service/viggy"
+	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // ciValues turns every option of the chart on.
@@ -313,29 +323,31 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 	return out
 }
 
-// flagEnvNames reads services/<svc>/main.go and returns the LAVA_* variable of every flag it
-// defines (internal/platform/envflag: LAVA_ + upper case, dashes as underscores), with the common flags
-// of internal/platform/svc/svc.go when main.go registers them (svc.Common{...}.Register).
-func flagEnvNames(t *testing.T, svc string) map[string]bool {
+// serviceOptions are the options types the service binaries parse (services/<svc>/main.go:
+// svc.Command(name, <svc>.Run)).
+var serviceOptions = map[string]func() svc.Options{
+	bus.ServiceWatcher: func() svc.Options { return &watcher.Options{} },
+	bus.ServiceSynth:   func() svc.Options { return &synth.Options{} },
+	bus.ServiceApplier: func() svc.Options { return &applier.Options{} },
+	bus.ServiceDrift:   func() svc.Options { return &drift.Options{} },
+	bus.ServiceViggy:   func() svc.Options { return &viggy.Options{} },
+	bus.ServiceAnomaly: func() svc.Options { return &anomaly.Options{} },
+	bus.ServiceAttest:  func() svc.Options { return &attest.Options{} },
+}
+
+// flagEnvNames returns the LAVA_* variable of every flag of service svc's binary
+// (internal/platform/envflag: LAVA_ + upper case, dashes as underscores): the flag set
+// svc.Command parses, built by svc.NewFlagSet from the service's options type.
+func flagEnvNames(t *testing.T, name string) map[string]bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "services", svc, "main.go"))
-	if err != nil {
-		t.Fatal(err)
+	opts, ok := serviceOptions[name]
+	if !ok {
+		t.Fatalf("no options type for service %s", name)
 	}
-	if strings.Contains(string(b), "svc.Common{") {
-		common, err := os.ReadFile(filepath.Join(repoRoot, "internal", "svc", "svc.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = append(b, common...)
-	}
-	re := regexp.MustCompile(`fs\.[A-Za-z0-9]+Var(?:P)?\([^,]+,\s*"([a-z0-9-]+)"`)
 	out := map[string]bool{}
-	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-		out["LAVA_"+strings.ToUpper(strings.ReplaceAll(m[1], "-", "_"))] = true
-	}
+	svc.NewFlagSet(name, opts()).VisitAll(func(f *pflag.Flag) { out[envflag.VarName("LAVA", f.Name)] = true })
 	if len(out) < 5 {
-		t.Fatalf("services/%s/main.go: found only %d flags", svc, len(out))
+		t.Fatalf("service %s: found only %d flags", name, len(out))
 	}
 	return out
 }
@@ -437,7 +449,7 @@ func TestRenderedObjects(t *testing.T) {
 				for _, e := range c.Env {
 					env[e.Name] = e
 					if strings.HasPrefix(e.Name, "LAVA_") && !flags[e.Name] {
-						t.Errorf("%s: %s names no flag of services/%s/main.go (it would be ignored)", name, e.Name, svc)
+						t.Errorf("%s: %s names no flag of services/%s (it would be ignored)", name, e.Name, svc)
 					}
 				}
 				if _, ok := env["LAVA_NATS_URL"]; !ok {

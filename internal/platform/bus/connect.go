@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Environment variables every service reads its NATS connection from (DESIGN section 8).
+// Environment variables every service reads its NATS connection from (docs/install.md).
 const (
 	// EnvNATSURL is the server URL(s), comma-separated ("nats://nats:4222").
 	EnvNATSURL = "LAVA_NATS_URL"
@@ -27,7 +27,9 @@ const (
 	EnvNATSKey  = "LAVA_NATS_KEY"
 )
 
-// ConnectOptions configures [Connect].
+// ConnectOptions configures [Connect]: how every Lava process (the services through
+// svc.Common, `lava up`, the lava CLI) reaches NATS. New ways to authenticate or secure the
+// connection are fields here, so every process gets them at once.
 type ConnectOptions struct {
 	// URL is one or more comma-separated server URLs. Required.
 	URL string
@@ -46,11 +48,16 @@ type ConnectOptions struct {
 	// required. CertFile and KeyFile, if set (both), are the client's certificate and key for
 	// mutual TLS.
 	CAFile, CertFile, KeyFile string
+	// NoReconnect fails the connection's operations once it is lost instead of reconnecting
+	// (a command-line client that should report the lost server, not wait for it).
+	NoReconnect bool
 }
 
 // Connect opens a connection that reconnects forever (every second, jittered) after it was
-// first established, and a JetStream context on it. It fails if the first connection cannot
-// be made, so a service that starts without its broker exits and is restarted.
+// first established (unless NoReconnect), and a JetStream context on it. It fails if the
+// first connection cannot be made, so a service that starts without its broker exits and is
+// restarted. Errors: "bus: no NATS URL ...", "bus: connect to URL: ..." (wrapping nats.go's),
+// "bus: jetstream: ...".
 func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 	if opts.URL == "" {
 		return nil, nil, errors.New("bus: no NATS URL (set " + EnvNATSURL + ")")
@@ -60,6 +67,9 @@ func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+	}
+	if opts.NoReconnect {
+		nopts = append(nopts, nats.NoReconnect())
 	}
 	if opts.CredsFile != "" {
 		nopts = append(nopts, nats.UserCredentials(opts.CredsFile))

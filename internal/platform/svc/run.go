@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -17,101 +16,109 @@ import (
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 )
 
-// NewLogger returns the service's logger writing to w (os.Stderr when nil) in format ("json"
-// or "text") at level ("debug", "info", "warn", "error"); errors are telemetry.NewLogger's.
-func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	if w == nil {
-		w = os.Stderr
-	}
-	return telemetry.NewLogger(w, format, level)
+// Setup is what a service asks of [Start] besides its [Common] options.
+type Setup struct {
+	// Topology is ensured on JetStream at start (bus.EnsureTopology, idempotent); a zero
+	// Replicas is Common.Replicas.
+	Topology bus.TopologyOptions
+	// Gatherer, when set, is served on /metrics along with the service's Registry, which then
+	// has no Go and process collectors: Gatherer provides them, as controller-runtime's
+	// sigs.k8s.io/controller-runtime/pkg/metrics.Registry does (the watcher).
+	Gatherer prometheus.Gatherer
 }
 
-// Connect connects to the NATS server at url as client "lava-"+service, reconnecting forever,
-// with the credentials file creds when not empty, and returns the connection and a JetStream
-// context on it. The caller closes the connection. Errors: "connect to NATS URL: ..." when the
-// first connection fails, "jetstream: ..." (the connection then closed).
-func Connect(url, creds, service string) (*nats.Conn, jetstream.JetStream, error) {
-	opts := []nats.Option{nats.Name("lava-" + service), nats.MaxReconnects(-1)}
-	if creds != "" {
-		opts = append(opts, nats.UserCredentials(creds))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to NATS %s: %w", url, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
-	}
-	return nc, js, nil
-}
-
-// Base is what every NATS service builds around its consumers: the Prometheus registry it
-// registers on (with the bus metrics already on it) and the health whose readiness includes a
-// "nats" check.
+// Base is what every service runs on: its logger, its NATS connection and JetStream context,
+// the Prometheus registry it registers on (with the bus metrics already on it) and the health
+// whose readiness includes a "nats" check. [Start] builds it; [Base.Serve] runs the service
+// on it; [Base.Close] closes the connection.
 type Base struct {
-	// NC and JS are the service's NATS connection and JetStream context (Dial's; NewBase's
-	// arguments).
+	// Log is the service's logger (Common's format and level, attribute service=NAME).
+	Log *slog.Logger
+	// NC and JS are the service's NATS connection and JetStream context (bus.Connect).
 	NC *nats.Conn
 	JS jetstream.JetStream
 	// Registry is served on /metrics.
 	Registry *prometheus.Registry
 	// BusMetrics are the bus's metrics on Registry, for the service's consumers.
 	BusMetrics *bus.Metrics
-	// Health is served on /healthz and /readyz; /readyz fails while nc is not connected.
+	// Health is served on /healthz and /readyz; /readyz fails while NC is not connected.
 	Health *telemetry.Health
+
+	metricsAddr, healthAddr string
+	gatherer                prometheus.Gatherer
 }
 
-// NewBase ensures the JetStream topology (topo: replicas and windows, internal/platform/bus) on js and
-// returns the registry, bus metrics and health of a service connected by nc. Errors are
-// bus.EnsureTopology's and bus.NewMetrics'.
-func NewBase(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, topo bus.TopologyOptions) (*Base, error) {
+// Start builds the [Base] of service (a bus.Service* name) from c: the logger (writing to
+// c.Stderr, os.Stderr when nil), the connection (bus.Connect with c.NATS, named
+// "lava-"+service unless c.NATS.Name is set), the topology (s.Topology), the registry with the
+// bus metrics and the health. The caller closes it with [Base.Close]. Errors:
+// telemetry.NewLogger's, bus.Connect's, bus.EnsureTopology's (the connection then closed), and
+// bus.NewMetrics'.
+func Start(ctx context.Context, service string, c Common, s Setup) (*Base, error) {
+	w := c.Stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	log, err := telemetry.NewLogger(w, c.LogFormat, c.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	conn := c.NATS
+	if conn.Name == "" {
+		conn.Name = "lava-" + service
+	}
+	nc, js, err := bus.Connect(conn)
+	if err != nil {
+		return nil, err
+	}
+	topo := s.Topology
+	if topo.Replicas == 0 {
+		topo.Replicas = c.Replicas
+	}
 	if err := bus.EnsureTopology(ctx, js, topo); err != nil {
+		nc.Close()
 		return nil, err
 	}
 	reg := telemetry.NewRegistry()
+	if s.Gatherer != nil {
+		reg = prometheus.NewRegistry()
+	}
 	bm, err := bus.NewMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
-	health := &telemetry.Health{}
-	health.AddReadyCheck("nats", func(context.Context) error {
-		if !nc.IsConnected() {
-			return errors.New("not connected")
-		}
-		return nil
-	})
-	return &Base{NC: nc, JS: js, Registry: reg, BusMetrics: bm, Health: health}, nil
-}
-
-// Dial connects to NATS as Connect does and sets up the service's Base with NewBase (topo
-// ensured). The caller closes it with Close. Errors are Connect's and NewBase's (the connection
-// then closed).
-func Dial(ctx context.Context, url, creds, service string, topo bus.TopologyOptions) (*Base, error) {
-	nc, js, err := Connect(url, creds, service)
-	if err != nil {
-		return nil, err
-	}
-	b, err := NewBase(ctx, nc, js, topo)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	return b, nil
+	health := &telemetry.Health{}
+	health.AddReadyCheck("nats", func(context.Context) error {
+		if s := nc.Status(); s != nats.CONNECTED {
+			return fmt.Errorf("connection %s", s)
+		}
+		return nil
+	})
+	return &Base{Log: log.With("service", service), NC: nc, JS: js, Registry: reg, BusMetrics: bm, Health: health,
+		metricsAddr: c.MetricsAddr, healthAddr: c.HealthAddr, gatherer: s.Gatherer}, nil
 }
 
 // Close closes the NATS connection.
 func (b *Base) Close() { b.NC.Close() }
 
-// Serve serves /metrics on metricsAddr and /healthz, /readyz on healthAddr (empty disables
-// either, telemetry.Serve) and runs each of runs, all until ctx ends or one fails; it returns
-// the first error, nil after a graceful shutdown.
-func (b *Base) Serve(ctx context.Context, metricsAddr, healthAddr string, runs ...func(context.Context) error) error {
+// Serve serves /metrics and /healthz, /readyz on Common's addresses (empty disables either,
+// telemetry.Serve) and runs each of runs (the service's consumers, schedulers and RPC
+// servers), all until ctx ends or one fails. It returns the first error; nil after a graceful
+// shutdown (each run drained its work and returned nil or, ctx being done, context.Canceled).
+func (b *Base) Serve(ctx context.Context, runs ...func(context.Context) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return telemetry.Serve(gctx, metricsAddr, healthAddr, b.Registry, b.Health) })
+	var also []prometheus.Gatherer
+	if b.gatherer != nil {
+		also = append(also, b.gatherer)
+	}
+	g.Go(func() error { return telemetry.Serve(gctx, b.metricsAddr, b.healthAddr, b.Registry, b.Health, also...) })
 	for _, run := range runs {
 		g.Go(func() error { return run(gctx) })
 	}
-	return g.Wait()
+	err := g.Wait()
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }

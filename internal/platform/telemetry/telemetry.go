@@ -93,9 +93,14 @@ func (h *Health) Handler() http.Handler {
 	return mux
 }
 
-// MetricsHandler serves reg in the Prometheus exposition format.
-func MetricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+// MetricsHandler serves reg, and the gatherers also (controller-runtime's registry, for the
+// watcher), in the Prometheus exposition format; the handler's own error counter is on reg.
+func MetricsHandler(reg *prometheus.Registry, also ...prometheus.Gatherer) http.Handler {
+	var g prometheus.Gatherer = reg
+	if len(also) > 0 {
+		g = append(prometheus.Gatherers{reg}, also...)
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: reg})
 }
 
 // Listen opens a TCP listener on addr (host:port; port 0 picks a free one).
@@ -129,9 +134,10 @@ func ServeListener(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return nil
 }
 
-// Serve listens on metricsAddr (serving /metrics from reg) and healthAddr (serving /healthz and
-// /readyz from h) until ctx is done. An empty address disables that listener.
-func Serve(ctx context.Context, metricsAddr, healthAddr string, reg *prometheus.Registry, h *Health) error {
+// Serve listens on metricsAddr (serving /metrics from reg and the gatherers also,
+// [MetricsHandler]) and healthAddr (serving /healthz and /readyz from h) until ctx is done. An
+// empty address disables that listener.
+func Serve(ctx context.Context, metricsAddr, healthAddr string, reg *prometheus.Registry, h *Health, also ...prometheus.Gatherer) error {
 	type srv struct {
 		addr string
 		h    http.Handler
@@ -139,7 +145,7 @@ func Serve(ctx context.Context, metricsAddr, healthAddr string, reg *prometheus.
 	var servers []srv
 	if metricsAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", MetricsHandler(reg))
+		mux.Handle("/metrics", MetricsHandler(reg, also...))
 		servers = append(servers, srv{metricsAddr, mux})
 	}
 	if healthAddr != "" {

@@ -2,10 +2,11 @@ package anomaly
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -13,42 +14,58 @@ import (
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
-// Options is the anomaly service's process configuration (flags and LAVA_* variables, parsed
-// by services/anomaly).
+// Options is the anomaly service's process configuration: the common service options and the
+// anomaly service's own (flags and LAVA_* variables, svc.Command; `lava up` sets them
+// directly).
 type Options struct {
-	// NATSURL and NATSCreds reach JetStream (LAVA_NATS_URL, LAVA_NATS_CREDS).
-	NATSURL, NATSCreds string
+	svc.Common
 	// ConfigFile is the routing configuration (YAML or JSON, [LoadRouting]); empty: bus only.
 	ConfigFile string
+	// Routing, if set, is the routing used instead of ConfigFile's (Complete loads it).
+	Routing *Routing
 	// Cluster, if set, overrides the configuration's cluster name.
 	Cluster string
-	// MetricsAddr serves /metrics (":9090"), HealthAddr /healthz and /readyz (":9091").
-	MetricsAddr, HealthAddr string
-	// LogFormat ("json" or "text") and LogLevel.
-	LogFormat, LogLevel string
-	// Replicas is the JetStream replica count of what this process ensures.
-	Replicas int
 	// Concurrency bounds handlers per consumer.
 	Concurrency int
+	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
+	NoKube bool
 	// Kube reaches the Kubernetes API for the kubernetesEvents sinks (nil: none allowed).
 	Kube *rest.Config
 	// Instance is the reportingInstance of Kubernetes Events (default the host name).
 	Instance string
-	// Stderr receives the logs (default os.Stderr).
-	Stderr io.Writer
 }
 
-// RunService runs the anomaly service until ctx is cancelled: it loads the routing
-// configuration, connects to NATS, ensures the topology, serves metrics and health, and
-// consumes. It returns nil after a graceful shutdown.
-func RunService(ctx context.Context, o Options) error {
-	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
-	if err != nil {
-		return err
-	}
+// Flags defines the anomaly service's own flags on fs.
+func (o *Options) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ConfigFile, "config", "", "routing configuration (YAML or JSON: window, cluster, sinks, rules); empty publishes on the bus only")
+	fs.StringVar(&o.Cluster, "cluster", "", "cluster name in every anomaly (overrides the configuration's)")
+	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	fs.StringVar(&o.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
+	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (kubernetesEvents sinks are then refused)")
+}
+
+// Complete loads the routing configuration (an invalid one, [ErrConfig], is a svc.UsageError) and the
+// Kubernetes configuration unless --no-kube (svc.KubeConfig).
+func (o *Options) Complete() error {
 	routing, err := LoadRouting(o.ConfigFile)
 	if err != nil {
-		return err
+		return usage(err)
+	}
+	o.Routing = routing
+	o.Kube, err = svc.KubeConfig(o.NoKube)
+	return err
+}
+
+// Run runs the anomaly service until ctx is cancelled (svc.Start: NATS, the topology with the
+// routing's window, metrics and health; then the consumers). An invalid routing is a
+// svc.UsageError wrapping [ErrConfig]. It returns nil after a graceful shutdown.
+func Run(ctx context.Context, o Options) error {
+	routing := o.Routing
+	if routing == nil {
+		var err error
+		if routing, err = LoadRouting(o.ConfigFile); err != nil {
+			return usage(err)
+		}
 	}
 	if o.Cluster != "" {
 		routing.Cluster = o.Cluster
@@ -56,31 +73,37 @@ func RunService(ctx context.Context, o Options) error {
 	if o.Instance == "" {
 		o.Instance, _ = os.Hostname()
 	}
-	nc, js, err := bus.Connect(bus.ConnectOptions{URL: o.NATSURL, CredsFile: o.NATSCreds, Name: "lava-anomaly"})
+	base, err := svc.Start(ctx, bus.ServiceAnomaly, o.Common, svc.Setup{Topology: bus.TopologyOptions{AnomalyWindow: routing.Window.Duration}})
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	base, err := svc.NewBase(ctx, nc, js, bus.TopologyOptions{Replicas: o.Replicas, AnomalyWindow: routing.Window.Duration})
-	if err != nil {
-		return err
-	}
+	defer base.Close()
+	log := base.Log
 	var kube kubernetes.Interface
 	if o.Kube != nil {
 		if kube, err = kubernetes.NewForConfig(o.Kube); err != nil {
 			return fmt.Errorf("anomaly: kubernetes client: %w", err)
 		}
 	}
-	s, err := New(ctx, Config{JS: js, Routing: routing, Kube: kube, Instance: o.Instance,
+	s, err := New(ctx, Config{JS: base.JS, Routing: routing, Kube: kube, Instance: o.Instance,
 		Concurrency: o.Concurrency, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
 	if err != nil {
-		return err
+		return usage(err)
 	}
-	log.Info("anomaly started", "nats", o.NATSURL, "sinks", len(routing.Sinks), "rules", len(routing.Rules),
+	log.Info("anomaly started", "nats", o.NATS.URL, "sinks", len(routing.Sinks), "rules", len(routing.Rules),
 		"window", routing.Window.Duration.String())
-	err = base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
+	err = base.Serve(ctx, s.Run)
 	if ctx.Err() != nil && err == nil {
 		log.Info("anomaly stopped")
+	}
+	return err
+}
+
+// usage marks an [ErrConfig] error as a svc.UsageError (exit 2); other errors are returned
+// as they are.
+func usage(err error) error {
+	if errors.Is(err, ErrConfig) {
+		return svc.BadUsage(err)
 	}
 	return err
 }

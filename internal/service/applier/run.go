@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,11 +130,10 @@ func NewEngines(ctx context.Context, js jetstream.JetStream, store *state.Store,
 	return engines, closeAll, nil
 }
 
-// Options is the applier's process configuration (flags and LAVA_* variables, parsed by
-// services/applier).
+// Options is the applier's process configuration: the common service options and the
+// applier's own (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
 type Options struct {
-	// NATSURL and NATSCreds reach JetStream.
-	NATSURL, NATSCreds string
+	svc.Common
 	// Holder names this replica (default: the host name); a random suffix is added per
 	// process.
 	Holder string
@@ -144,35 +143,47 @@ type Options struct {
 	BackendAddr string
 	// LockTTL: a state lock older than this whose holder lost its lease can be taken over.
 	LockTTL time.Duration
-	// MetricsAddr and HealthAddr serve /metrics and /healthz, /readyz.
-	MetricsAddr, HealthAddr string
-	// LogFormat and LogLevel configure the logs.
-	LogFormat, LogLevel string
-	// Replicas is the JetStream replica count of the topology.
-	Replicas int
 	// Concurrency bounds handlers per consumer.
 	Concurrency int
+	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
+	NoKube bool
 	// Kube reaches the Kubernetes API for the outputs Secret (nil: sensitive outputs are not
 	// stored).
 	Kube *rest.Config
-	// Stderr receives the logs.
-	Stderr io.Writer
 }
 
-// RunService runs the applier until ctx is cancelled: NATS, topology, state store and loopback
-// backend, engines, metrics and health, and the consumers. It returns nil after a graceful
-// shutdown.
-func RunService(ctx context.Context, o Options) error {
-	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
-	if err != nil {
-		return err
-	}
-	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceApplier, bus.TopologyOptions{Replicas: o.Replicas})
+// Flags defines the applier's own flags on fs.
+func (o *Options) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Holder, "holder", "", "replica name in leases and state locks (default: the host name)")
+	fs.StringVar(&o.Engines.ProviderDir, "provider-dir", "/var/lib/lava/providers", "provider mirror directory (OpenTofu filesystem-mirror layout)")
+	fs.StringVar(&o.Engines.TofuBin, "tofu-bin", "", "OpenTofu binary; empty disables engine tofu")
+	fs.StringVar(&o.Engines.TerraformBin, "terraform-bin", "", "Terraform binary; empty disables engine terraform")
+	fs.StringVar(&o.Engines.CLIConfigFile, "cli-config-file", "", "CLI configuration for tofu/terraform (default: providers only from --provider-dir)")
+	fs.StringVar(&o.Engines.WorkDir, "work-dir", "", "directory for per-operation workspaces and the plugin cache (default: a temporary directory)")
+	fs.DurationVar(&o.Engines.LockTimeout, "lock-timeout", 0, "how long tofu/terraform retry a held state lock")
+	fs.DurationVar(&o.LockTTL, "lock-ttl", state.DefaultLockTTL, "age after which a state lock whose holder lost its lease can be taken over")
+	fs.StringVar(&o.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
+	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
+	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
+}
+
+// Complete loads the Kubernetes configuration unless --no-kube (svc.KubeConfig).
+func (o *Options) Complete() error {
+	var err error
+	o.Kube, err = svc.KubeConfig(o.NoKube)
+	return err
+}
+
+// Run runs the applier until ctx is cancelled (svc.Start: NATS, topology, metrics and health;
+// then the state store and loopback backend, the engines and the consumers). It returns nil
+// after a graceful shutdown.
+func Run(ctx context.Context, o Options) error {
+	base, err := svc.Start(ctx, bus.ServiceApplier, o.Common, svc.Setup{})
 	if err != nil {
 		return err
 	}
 	defer base.Close()
-	js := base.JS
+	js, log := base.JS, base.Log
 	if o.BackendAddr == "" {
 		o.BackendAddr = "127.0.0.1:0"
 	}
@@ -207,5 +218,5 @@ func RunService(ctx context.Context, o Options) error {
 		return err
 	}
 	log.Info("applier started", "holder", holder, "engines", len(engines), "state_backend", backend.URL)
-	return base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
+	return base.Serve(ctx, s.Run)
 }

@@ -2,6 +2,7 @@ package attest_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
@@ -38,7 +40,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, func(ctx context.Context) error {
-		return attest.Run(ctx, attest.Config{NATSURL: srv.URL(), SigningKeyFile: keyFile, Listener: ln})
+		return attest.Run(ctx, attest.Options{Common: common(srv.URL()), SigningKeyFile: keyFile, Listener: ln})
 	})
 
 	js := srv.JetStream()
@@ -79,9 +81,15 @@ func TestRun_badKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{keyFile, filepath.Join(t.TempDir(), "missing")} {
-		err := attest.Run(t.Context(), attest.Config{NATSURL: srv.URL(), SigningKeyFile: f})
+		err := attest.Run(t.Context(), attest.Options{Common: common(srv.URL()), SigningKeyFile: f})
 		if err == nil || strings.Contains(err.Error(), secretish) {
 			t.Fatalf("Run with key %s: %v", f, err)
 		}
 	}
+}
+
+// common is the service options of a test run against the NATS server at url: no metrics or
+// health listener, logs discarded.
+func common(url string) svc.Common {
+	return svc.Common{NATS: bus.ConnectOptions{URL: url}, LogFormat: "text", LogLevel: "error", Stderr: io.Discard}
 }

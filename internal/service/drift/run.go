@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/embedded"
@@ -98,11 +98,10 @@ func NewEngines(ctx context.Context, js jetstream.JetStream, o EngineOptions, lo
 	return engines, closeAll, nil
 }
 
-// Options is the drift process configuration (flags and LAVA_* variables, parsed by
-// services/drift).
+// Options is the drift process configuration: the common service options and drift's own
+// (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
 type Options struct {
-	// NATSURL and NATSCreds reach JetStream.
-	NATSURL, NATSCreds string
+	svc.Common
 	// Holder names this replica (default: the host name); a random suffix is added.
 	Holder string
 	// Engines configures the engines.
@@ -117,29 +116,36 @@ type Options struct {
 	ClaimTTL, ScanTimeout        time.Duration
 	// NoLease scans without holding the resource's work lease.
 	NoLease bool
-	// MetricsAddr and HealthAddr serve /metrics and /healthz, /readyz.
-	MetricsAddr, HealthAddr string
-	// LogFormat and LogLevel configure the logs.
-	LogFormat, LogLevel string
-	// Replicas is the JetStream replica count of the topology.
-	Replicas int
-	// Stderr receives the logs.
-	Stderr io.Writer
 }
 
-// RunService runs the drift service until ctx is cancelled: NATS, topology, engines, metrics
-// and health, the consumers and the scheduler. It returns nil after a graceful shutdown.
-func RunService(ctx context.Context, o Options) error {
-	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
-	if err != nil {
-		return err
-	}
-	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceDrift, bus.TopologyOptions{Replicas: o.Replicas})
+// Flags defines drift's own flags on fs.
+func (o *Options) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Holder, "holder", "", "replica name in schedule claims and leases (default: the host name)")
+	fs.StringVar(&o.Engines.ProviderDir, "provider-dir", "/var/lib/lava/providers", "provider mirror directory (OpenTofu filesystem-mirror layout)")
+	fs.StringVar(&o.Engines.TofuBin, "tofu-bin", "", "OpenTofu binary; empty: resources applied with tofu are not scanned")
+	fs.StringVar(&o.Engines.TerraformBin, "terraform-bin", "", "Terraform binary; empty: resources applied with terraform are not scanned")
+	fs.StringVar(&o.Engines.CLIConfigFile, "cli-config-file", "", "CLI configuration for tofu/terraform (default: providers only from --provider-dir)")
+	fs.StringVar(&o.Engines.WorkDir, "work-dir", "", "directory for per-scan workspaces (default: a temporary directory)")
+	fs.StringSliceVar(&o.CosmeticPrefixes, "cosmetic-prefixes", nil, "attribute prefixes whose updates are cosmetic (default tags.,labels.)")
+	fs.DurationVar(&o.DefaultInterval, "default-interval", DefaultInterval, "scan interval of a resource whose spec was not seen")
+	fs.DurationVar(&o.MinInterval, "min-interval", DefaultMinInterval, "floor of every scan interval")
+	fs.Float64Var(&o.Jitter, "jitter", DefaultJitter, "relative jitter of the next scan time, in [0, 1)")
+	fs.IntVar(&o.Concurrency, "concurrency", DefaultConcurrency, "scans (and handlers per consumer) running at once")
+	fs.DurationVar(&o.ClaimTTL, "claim-ttl", DefaultClaimTTL, "how long a replica's claim on a due resource lasts")
+	fs.DurationVar(&o.ScanTimeout, "scan-timeout", DefaultScanTimeout, "bound of one scan")
+	fs.BoolVar(&o.NoLease, "no-lease", false, "scan without holding the resource's work lease (scans may then overlap an apply)")
+}
+
+// Run runs the drift service until ctx is cancelled (svc.Start: NATS, topology, metrics and
+// health; then the engines, the consumers and the scheduler). It returns nil after a graceful
+// shutdown.
+func Run(ctx context.Context, o Options) error {
+	base, err := svc.Start(ctx, bus.ServiceDrift, o.Common, svc.Setup{})
 	if err != nil {
 		return err
 	}
 	defer base.Close()
-	js := base.JS
+	js, log := base.JS, base.Log
 	engines, closeEngines, err := NewEngines(ctx, js, o.Engines, log)
 	if err != nil {
 		return err
@@ -163,5 +169,5 @@ func RunService(ctx context.Context, o Options) error {
 		return err
 	}
 	log.Info("drift started", "holder", holder, "engines", len(engines))
-	return base.Serve(ctx, o.MetricsAddr, o.HealthAddr, s.Run)
+	return base.Serve(ctx, s.Run)
 }

@@ -3,12 +3,13 @@ package synth
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,27 +19,40 @@ import (
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 )
 
-// Options is the synth service's process configuration (flags and LAVA_* variables, parsed
-// by services/synth).
+// Options is the synth service's process configuration: the common service options and
+// synth's own (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
 type Options struct {
-	// NATSURL and NATSCreds reach JetStream (LAVA_NATS_URL, LAVA_NATS_CREDS: an optional
-	// credentials file).
-	NATSURL, NATSCreds string
+	svc.Common
 	// BindingsKeyFile holds the installation's bindings key: 32 raw bytes or 64 hex digits.
+	// Required.
 	BindingsKeyFile string
-	// ConnectAddr serves RenderService (":8080"); MetricsAddr /metrics (":9090"); HealthAddr
-	// /healthz and /readyz (":9091"). Empty disables one.
-	ConnectAddr, MetricsAddr, HealthAddr string
-	// LogFormat ("json" or "text") and LogLevel ("debug", "info", "warn", "error").
-	LogFormat, LogLevel string
-	// Replicas is the JetStream replica count of the topology this process ensures (1 or 3).
-	Replicas int
+	// ConnectAddr serves RenderService (":8080"); empty disables it.
+	ConnectAddr string
 	// Concurrency bounds handlers per consumer.
 	Concurrency int
+	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
+	NoKube bool
 	// Kube reaches the Kubernetes API for bindingsFrom (nil: no Kubernetes access).
 	Kube *rest.Config
-	// Stderr receives the logs.
-	Stderr io.Writer
+}
+
+// Flags defines synth's own flags on fs.
+func (o *Options) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (32 bytes or 64 hex digits); required")
+	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
+	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
+}
+
+// Complete requires --bindings-key-file (a svc.UsageError) and loads the Kubernetes
+// configuration unless --no-kube (svc.KubeConfig).
+func (o *Options) Complete() error {
+	if o.BindingsKeyFile == "" {
+		return svc.BadUsage(errors.New("--bindings-key-file (LAVA_BINDINGS_KEY_FILE) is required"))
+	}
+	var err error
+	o.Kube, err = svc.KubeConfig(o.NoKube)
+	return err
 }
 
 // ReadBindingsKey reads a bindings key file: 32 raw bytes, or 64 hex digits (surrounding
@@ -57,31 +71,26 @@ func ReadBindingsKey(path string) ([]byte, error) {
 	return nil, fmt.Errorf("bindings key %s: want %d raw bytes or %d hex digits", path, render.BindingsKeySize, 2*render.BindingsKeySize)
 }
 
-// RunService runs the synth service until ctx is cancelled: it connects to NATS, ensures the
-// topology, serves RenderService, metrics and health, and consumes. It returns nil after a
-// graceful shutdown.
-func RunService(ctx context.Context, o Options) error {
-	log, err := svc.NewLogger(o.Stderr, o.LogFormat, o.LogLevel)
-	if err != nil {
-		return err
-	}
+// Run runs the synth service until ctx is cancelled (svc.Start: NATS, topology, metrics and
+// health; then RenderService and the consumers). It returns nil after a graceful shutdown.
+func Run(ctx context.Context, o Options) error {
 	key, err := ReadBindingsKey(o.BindingsKeyFile)
 	if err != nil {
 		return err
 	}
-	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceSynth, bus.TopologyOptions{Replicas: o.Replicas})
+	base, err := svc.Start(ctx, bus.ServiceSynth, o.Common, svc.Setup{})
 	if err != nil {
 		return err
 	}
 	defer base.Close()
-	js := base.JS
+	log := base.Log
 	var kube client.Reader
 	if o.Kube != nil {
 		if kube, err = client.New(o.Kube, client.Options{}); err != nil {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
-	s, err := New(ctx, Config{JS: js, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
+	s, err := New(ctx, Config{JS: base.JS, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
 		Concurrency: o.Concurrency})
 	if err != nil {
 		return err
@@ -96,8 +105,8 @@ func RunService(ctx context.Context, o Options) error {
 		mux.Handle(NewRenderHandler())
 		runs = append(runs, func(ctx context.Context) error { return telemetry.ServeListener(ctx, ln, mux) })
 	}
-	log.Info("synth started", "nats", o.NATSURL, "connect", o.ConnectAddr, "kubernetes", o.Kube != nil)
-	err = base.Serve(ctx, o.MetricsAddr, o.HealthAddr, runs...)
+	log.Info("synth started", "nats", o.NATS.URL, "connect", o.ConnectAddr, "kubernetes", o.Kube != nil)
+	err = base.Serve(ctx, runs...)
 	if ctx.Err() != nil && err == nil {
 		log.Info("synth stopped")
 	}

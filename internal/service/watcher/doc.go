@@ -38,14 +38,15 @@
 // re-publishes the same id rather than losing it), and recorded as a Kubernetes Event. After
 // Destroyed the finalizer is removed and the object goes away.
 //
-// Phase events are folded one at a time in stream order by default (Options.PhaseConcurrency),
+// Phase events are folded one at a time in stream order by default (Config.PhaseConcurrency),
 // because the reducer treats an out-of-order event (Planned before Synthesized) as an illegal
 // transition: such an event is naked on its first two deliveries (its predecessor may have been
 // naked and come back later) and logged and dropped on the third.
 //
 // # Entry points
 //
-// [New] builds a [Watcher] from a rest.Config and a JetStream context (tests, `lava up`);
-// [Run] is the service's main: configuration ([Config]), kubeconfig, NATS, topology, the HTTP
-// endpoints (/metrics from [Gatherer], /healthz, /readyz) and the manager.
+// [New] builds a [Watcher] from a rest.Config and a JetStream context ([Config]; tests);
+// [Run] is the service, run the way every service is (internal/platform/svc): its [Options]
+// (the common flags and the watcher's), the kubeconfig, svc.Start (NATS, topology, /metrics
+// with controller-runtime's registry, /healthz, /readyz) and the manager.
 package watcher

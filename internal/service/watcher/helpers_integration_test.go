@@ -112,7 +112,7 @@ func (e *env) startReplica(t *testing.T, ns, name string) *running {
 	log := slog.New(slog.NewTextHandler(testOutput(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Unique per process run: controller-runtime's counters are process-wide (-count=N).
 	ctrlName := fmt.Sprintf("lava-%s-%s-%d", ns, name, time.Now().UnixNano())
-	w, err := watcher.New(t.Context(), watcher.Options{
+	w, err := watcher.New(t.Context(), watcher.Config{
 		RESTConfig: e.kube.Config, Scheme: e.kube.Scheme, JetStream: e.js, Logger: log, Registry: reg,
 		Namespaces: []string{ns}, ControllerName: ctrlName, PhaseConsumer: durable,
 		LeaderElection: true, LeaderElectionID: "lava-watcher-" + ns, LeaderElectionNamespace: leaseNamespace,

@@ -4,62 +4,53 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sync/errgroup"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/platform/telemetry"
+	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
-// Config is the watcher service's configuration, from flags or LAVA_* variables
-// (services/watcher/README.md lists them with their defaults).
-type Config struct {
+// Options is the watcher service's configuration: the common service options and the
+// watcher's own, from flags or LAVA_* variables (svc.Command; services/watcher/README.md lists
+// them with their defaults; `lava up` and tests set them directly).
+type Options struct {
+	svc.Common
 	// Kubeconfig is a kubeconfig file; empty means in-cluster, else $KUBECONFIG or
 	// ~/.kube/config.
 	Kubeconfig string
 	// Namespaces to watch; empty means all.
 	Namespaces []string
-	// NATSURL is the NATS server URL (nats://host:4222).
-	NATSURL string
-	// NATSCreds is an optional NATS credentials file (JWT and NKey seed).
-	NATSCreds string
 	// PhaseConsumer is the durable consumer on LAVA_PHASES; empty means "watcher". Another
 	// name is created (or updated) at start, filtered to Namespaces, so watchers of disjoint
 	// namespace sets can share one NATS.
 	PhaseConsumer string
-	// StreamReplicas is the replica count of the streams and buckets the watcher ensures.
-	StreamReplicas int
 	// LeaderElect enables leader election.
 	LeaderElect bool
 	// LeaderElectionID and LeaderElectionNamespace locate the Lease.
 	LeaderElectionID, LeaderElectionNamespace string
-	// MetricsAddr serves /metrics; HealthAddr serves /healthz and /readyz. Empty disables.
-	MetricsAddr, HealthAddr string
-	// LogFormat is json or text; LogLevel debug, info, warn or error.
-	LogFormat, LogLevel string
 	// ClusterName is this cluster's name in LavaArchitectureDependency references.
 	ClusterName string
 }
 
-// Gatherer gathers reg (the watcher's and the bus's metrics) together with controller-runtime's
-// registry sigs.k8s.io/controller-runtime/pkg/metrics.Registry, which holds
-// controller_runtime_reconcile_total, the work queue, leader election and client-go request
-// metrics, and already the Go and process collectors: reg must not hold those again (build it
-// with prometheus.NewRegistry, not telemetry.NewRegistry).
-func Gatherer(reg prometheus.Gatherer) prometheus.Gatherer {
-	return prometheus.Gatherers{reg, crmetrics.Registry}
+// Flags defines the watcher's own flags on fs, and --stream-replicas, the deprecated name of
+// the common --replicas.
+func (o *Options) Flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, else $KUBECONFIG or ~/.kube/config)")
+	fs.StringSliceVar(&o.Namespaces, "namespaces", nil, "namespaces to watch, comma-separated (default: all)")
+	fs.StringVar(&o.PhaseConsumer, "phase-consumer", bus.ServiceWatcher, "durable consumer on LAVA_PHASES; another name is created filtered to --namespaces")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among replicas (only the leader reconciles and consumes phase events)")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
+	fs.IntVar(&o.Replicas, "stream-replicas", 1, "deprecated name of --replicas")
+	_ = fs.MarkDeprecated("stream-replicas", "use --replicas (LAVA_REPLICAS)")
 }
 
 // RESTConfig loads the API server configuration: the kubeconfig file when given, else the
@@ -83,31 +74,13 @@ func RESTConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Connect opens the NATS connection: reconnecting forever, with the credentials file when
-// given.
-func Connect(url, creds string) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name("lava-watcher"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second)}
-	if creds != "" {
-		opts = append(opts, nats.UserCredentials(creds))
-	}
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("watcher: connect to nats %s: %w", url, err)
-	}
-	return nc, nil
-}
-
-// Run runs the watcher service until ctx is done: logs to stderr, loads the API server
-// configuration, connects to NATS, ensures the JetStream topology, serves /metrics, /healthz
-// and /readyz, and runs [Watcher.Start]. It sets controller-runtime's process-wide logger to
-// the same handler (controller-runtime has no other way to receive it).
-func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
-	log, err := telemetry.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
-	rc, err := RESTConfig(cfg.Kubeconfig)
+// Run runs the watcher service until ctx is done: it loads the API server configuration,
+// starts (svc.Start: NATS, topology, metrics with controller-runtime's registry, health),
+// ensures the phase consumer and runs [Watcher.Start]. It sets controller-runtime's
+// process-wide logger to the service's handler (controller-runtime has no other way to
+// receive it).
+func Run(ctx context.Context, o Options) error {
+	rc, err := RESTConfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -115,65 +88,37 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	nc, err := Connect(cfg.NATSURL, cfg.NATSCreds)
+	base, err := svc.Start(ctx, bus.ServiceWatcher, o.Common, svc.Setup{Gatherer: crmetrics.Registry})
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("watcher: jetstream: %w", err)
-	}
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: cfg.StreamReplicas}); err != nil {
+	defer base.Close()
+	log := base.Log
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	if err := ensurePhaseConsumer(ctx, base.JS, o); err != nil {
 		return err
 	}
-	if err := ensurePhaseConsumer(ctx, js, cfg); err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	w, err := New(ctx, Options{
-		RESTConfig: rc, Scheme: scheme, JetStream: js, Logger: log, Registry: reg,
-		Namespaces: cfg.Namespaces, ClusterName: cfg.ClusterName, PhaseConsumer: cfg.PhaseConsumer,
-		LeaderElection: cfg.LeaderElect, LeaderElectionID: cfg.LeaderElectionID,
-		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+	w, err := New(ctx, Config{
+		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry,
+		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
+		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
 	})
 	if err != nil {
 		return err
 	}
-	health := &telemetry.Health{}
-	health.AddReadyCheck("watcher", w.Ready)
-
-	g, gctx := errgroup.WithContext(ctx)
-	serve := func(addr string, h http.Handler) {
-		if addr == "" {
-			return
-		}
-		ln, err := telemetry.Listen(addr)
-		if err != nil {
-			g.Go(func() error { return err })
-			return
-		}
-		g.Go(func() error { return telemetry.ServeListener(gctx, ln, h) })
-	}
-	metricsMux := http.NewServeMux()
-	metricsMux.Handle("/metrics", promhttp.HandlerFor(Gatherer(reg), promhttp.HandlerOpts{}))
-	serve(cfg.MetricsAddr, metricsMux)
-	serve(cfg.HealthAddr, health.Handler())
-	g.Go(func() error { return w.Start(gctx) })
-	log.Info("watcher: started", "namespaces", cfg.Namespaces, "leader_election", cfg.LeaderElect)
-	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	base.Health.AddReadyCheck("watcher", w.Ready)
+	log.Info("watcher: started", "namespaces", o.Namespaces, "leader_election", o.LeaderElect)
+	return base.Serve(ctx, w.Start)
 }
 
 // ensurePhaseConsumer creates cfg.PhaseConsumer when it is not the declared "watcher" consumer:
 // the watcher consumer's configuration, filtered to the phase subjects of cfg.Namespaces.
-func ensurePhaseConsumer(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+func ensurePhaseConsumer(ctx context.Context, js jetstream.JetStream, cfg Options) error {
 	if cfg.PhaseConsumer == "" || cfg.PhaseConsumer == bus.ServiceWatcher {
 		return nil
 	}
-	spec, ok := bus.Declare(bus.TopologyOptions{Replicas: cfg.StreamReplicas}).Consumer(bus.StreamPhases, bus.ServiceWatcher)
+	spec, ok := bus.Declare(bus.TopologyOptions{Replicas: cfg.Replicas}).Consumer(bus.StreamPhases, bus.ServiceWatcher)
 	if !ok {
 		return errors.New("watcher: bus.Declare has no watcher consumer")
 	}

@@ -19,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
@@ -30,11 +31,12 @@ func (e *env) testRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- watcher.Run(ctx, watcher.Config{
-			Kubeconfig: writeKubeconfig(t, e.kube.Config), Namespaces: []string{ns}, NATSURL: e.nats.URL(),
+		done <- watcher.Run(ctx, watcher.Options{
+			Common: svc.Common{NATS: bus.ConnectOptions{URL: e.nats.URL()}, MetricsAddr: metricsAddr, HealthAddr: healthAddr,
+				LogFormat: "text", LogLevel: "error", Stderr: testOutput(t)},
+			Kubeconfig: writeKubeconfig(t, e.kube.Config), Namespaces: []string{ns},
 			PhaseConsumer: "watcher-run", LeaderElect: true, LeaderElectionID: "lava-run", LeaderElectionNamespace: leaseNamespace,
-			MetricsAddr: metricsAddr, HealthAddr: healthAddr, LogFormat: "text", LogLevel: "error",
-		}, testOutput(t))
+		})
 	}()
 	stopped := false
 	stop := func() {

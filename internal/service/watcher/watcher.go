@@ -29,7 +29,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
-// Defaults of [Options].
+// Defaults of [Config].
 const (
 	// DefaultControllerName names the controller (the "controller" label of
 	// controller_runtime_reconcile_total).
@@ -41,8 +41,8 @@ const (
 	EventRecorderName = "lava-watcher"
 )
 
-// Options configures [New]. RESTConfig, Scheme and JetStream are required.
-type Options struct {
+// Config configures [New]. RESTConfig, Scheme and JetStream are required.
+type Config struct {
 	// RESTConfig reaches the API server.
 	RESTConfig *rest.Config
 	// Scheme must know lava.pleme.io/v1alpha1 and the client-go types (events, leases).
@@ -55,7 +55,7 @@ type Options struct {
 	// Registry receives the watcher's and the bus consumer's metrics. Default: a private
 	// registry. controller-runtime's own metrics (controller_runtime_reconcile_total, the work
 	// queue, leader election) stay in its registry
-	// sigs.k8s.io/controller-runtime/pkg/metrics.Registry; [Gatherer] serves both.
+	// sigs.k8s.io/controller-runtime/pkg/metrics.Registry; [Run] serves both (svc.Setup.Gatherer).
 	Registry prometheus.Registerer
 	// Namespaces limits the watch to these namespaces; empty watches all. Phase events of
 	// other namespaces are acked and ignored, so run one watcher per set of namespaces with
@@ -111,9 +111,9 @@ type Watcher struct {
 }
 
 // New builds the watcher: the manager (metrics and health servers disabled: serve them with
-// [Gatherer] and [Watcher.Ready]), field indexes, the controller and its watches, and the
+// [Run]: svc.Base and [Watcher.Ready]), field indexes, the controller and its watches, and the
 // phase consumer. It does not start anything.
-func New(ctx context.Context, o Options) (*Watcher, error) {
+func New(ctx context.Context, o Config) (*Watcher, error) {
 	if o.RESTConfig == nil || o.Scheme == nil || o.JetStream == nil {
 		return nil, errors.New("watcher: RESTConfig, Scheme and JetStream are required")
 	}

@@ -73,7 +73,7 @@ lava.deployment renders a service's Deployment. Argument: dict
   svc       the service name (watcher, synth, ...)
   values    the service's values block
   kube      true when the pod calls the Kubernetes API (mounts the ServiceAccount token)
-  replicasEnv  LAVA_REPLICAS or LAVA_STREAM_REPLICAS: the service's flag for nats.streamReplicas
+  replicasEnv  LAVA_REPLICAS: the variable of the common --replicas flag (nats.streamReplicas)
   env       extra container env (YAML list text), may be ""
   ports     extra container ports (YAML list text), may be ""
   mounts    extra volumeMounts (YAML list text), may be ""
