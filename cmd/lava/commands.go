@@ -12,5 +12,6 @@ func subcommands() []*cobra.Command {
 		newStateCmd(),
 		newReceiptsCmd(),
 		newUpCmd(),
+		newNATSCmd(),
 	}
 }

@@ -27,6 +27,7 @@ import (
 func TestRun(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
 	keyFile := filepath.Join(t.TempDir(), "signing-key")
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("0102", 16)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -75,6 +76,7 @@ func TestRun(t *testing.T) {
 func TestRun_badKey(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
 	keyFile := filepath.Join(t.TempDir(), "signing-key")
 	secretish := strings.Repeat("9", 63)
 	if err := os.WriteFile(keyFile, []byte(secretish), 0o600); err != nil {
@@ -92,4 +94,13 @@ func TestRun_badKey(t *testing.T) {
 // health listener, logs discarded.
 func common(url string) svc.Common {
 	return svc.Common{NATS: bus.ConnectOptions{URL: url}, LogFormat: "text", LogLevel: "error", Stderr: io.Discard}
+}
+
+// bootstrap creates the topology as the bootstrap step does (`lava nats bootstrap`): the
+// service only checks it.
+func bootstrap(t *testing.T, srv *natstest.Server) {
+	t.Helper()
+	if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
