@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -244,6 +248,7 @@ func TestUp_liveChangeAndInterrupt(t *testing.T) {
 		}
 	}
 	waitFor("release-notes Applied at generation 1", appliedAt(1))
+	checkUpAuthorization(t, stateDir)
 	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "version: 0.1.0", "version: 0.3.0", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +261,43 @@ func TestUp_liveChangeAndInterrupt(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("lava up did not stop within a minute of cancellation")
+	}
+}
+
+// checkUpAuthorization: lava up's server refuses an anonymous client, every identity's seed is
+// private (0600), and the subscriber identity reads anomalies but not the artifact store.
+func checkUpAuthorization(t *testing.T, stateDir string) {
+	t.Helper()
+	url := strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileNATSURL)))
+	if nc, err := nats.Connect(url); err == nil {
+		nc.Close()
+		t.Error("lava up's NATS accepted an anonymous client")
+	} else if !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("anonymous client: %v, want an authorization violation", err)
+	}
+	creds := filepath.Join(stateDir, up.DirNATSCredentials)
+	for _, id := range bus.Identities() {
+		st, err := os.Stat(filepath.Join(creds, natsauth.SeedFileName(id)))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s's seed: %v, mode %v; want 0600", id, err, st.Mode().Perm())
+		}
+	}
+	nc, js, err := bus.Connect(bus.ConnectOptions{URL: url, Identity: bus.IdentitySubscriber,
+		NKeyFile: filepath.Join(creds, natsauth.SeedFileName(bus.IdentitySubscriber))})
+	if err != nil {
+		t.Fatalf("subscriber: %v", err)
+	}
+	defer nc.Close()
+	if _, err := nc.SubscribeSync(bus.PrefixAnomaly + ">"); err != nil {
+		t.Error(err)
+	}
+	if err := nc.Flush(); err != nil || nc.LastError() != nil {
+		t.Errorf("subscriber's anomaly subscription: %v %v", err, nc.LastError())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts); err == nil {
+		t.Error("the subscriber bound lava-artifacts on lava up's server")
 	}
 }
 
