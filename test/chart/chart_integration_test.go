@@ -298,7 +298,8 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
 		},
 		"synth":   {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
-		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"}},
+		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"},
+			{"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
 	}
 	out := map[string][]string{}
@@ -611,6 +612,8 @@ func TestApplyToAPIServer(t *testing.T) {
 			{"applier", "infra", "", "secrets", "", "delete", false},
 			{"applier", "infra", "", "secrets", "", "list", false},
 			{"applier", "infra", "", "configmaps", "", "get", false},
+			{"applier", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", true},
+			{"applier", "infra", "lava.pleme.io", "lavaarchitectures", "", "update", false},
 			{"anomaly", "infra", "events.k8s.io", "events", "", "create", true},
 			{"anomaly", "infra", "", "secrets", "", "get", false},
 			{"attest", "infra", "", "secrets", "", "get", false},
