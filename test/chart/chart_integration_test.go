@@ -297,7 +297,7 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 			{"", "lava.pleme.io", "lavaarchitecturedependencies", "watch"},
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
 		},
-		"synth":   {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
+		"synth": {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
 		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"},
 			{"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
