@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestRun_config(t *testing.T) {
 	})
 }
 
-// TestRun_serves: configured from the environment, the service creates the topology, runs,
+// TestRun_serves: configured from the environment, the service checks the topology, runs,
 // and exits 0 when its context ends.
 func TestRun_serves(t *testing.T) {
 	t.Parallel()
@@ -30,8 +31,19 @@ func TestRun_serves(t *testing.T) {
 	env := map[string]string{"LAVA_NATS_URL": srv.URL(), "LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
 		"LAVA_PROVIDER_DIR": t.TempDir()}
 	ready := func(ctx context.Context) error {
-		_, err := srv.JetStream().Consumer(ctx, bus.StreamPhases, bus.ServiceViggy)
-		return err
+		// The topology exists (bootstrap); the service is up once it pulls from its consumer.
+		c, err := srv.JetStream().Consumer(ctx, bus.StreamPhases, bus.ServiceViggy)
+		if err != nil {
+			return err
+		}
+		ci, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if ci.NumWaiting == 0 {
+			return errors.New("not pulling yet")
+		}
+		return nil
 	}
 	svctest.Serves(t, run, []string{"--log-format", "text"}, env, ready, 200*time.Millisecond, "viggy started")
 }

@@ -22,6 +22,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 )
@@ -212,4 +213,29 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 		return fmt.Errorf("rpcauth: serve %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// ErrNoAuthenticator: neither a token file nor Kubernetes access is configured, so callers
+// cannot be authenticated; the service then does not serve its RPCs.
+var ErrNoAuthenticator = errors.New("rpcauth: no way to authenticate callers (give --rpc-token-file or Kubernetes access)")
+
+// New returns the guard of a service: [Static] from tokenFile when set (`lava up`), else
+// [Kube] through kube; [ErrNoAuthenticator] when both are empty.
+func New(kube *rest.Config, tokenFile string, verbs map[string]string) (Guard, error) {
+	if tokenFile != "" {
+		s, err := LoadStatic(tokenFile)
+		if err != nil {
+			return Guard{}, err
+		}
+		return Guard{Authn: s, Authz: s, Verbs: verbs}, nil
+	}
+	if kube == nil {
+		return Guard{}, ErrNoAuthenticator
+	}
+	cs, err := kubernetes.NewForConfig(kube)
+	if err != nil {
+		return Guard{}, fmt.Errorf("rpcauth: kubernetes client: %w", err)
+	}
+	k := Kube{Client: cs}
+	return Guard{Authn: k, Authz: k, Verbs: verbs}, nil
 }

@@ -40,8 +40,12 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tokenFile := filepath.Join(t.TempDir(), "rpc-token")
+	if err := os.WriteFile(tokenFile, []byte("local-token-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	run(t, func(ctx context.Context) error {
-		return attest.Run(ctx, attest.Options{Common: common(srv.URL()), SigningKeyFile: keyFile, Listener: ln})
+		return attest.Run(ctx, attest.Options{Common: common(srv.URL()), SigningKeyFile: keyFile, Listener: ln, RPCTokenFile: tokenFile})
 	})
 
 	js := srv.JetStream()
@@ -57,10 +61,22 @@ func TestRun(t *testing.T) {
 	h2c.Transport.(*http.Transport).Protocols.SetUnencryptedHTTP2(true)
 	client := lavav1connect.NewReceiptServiceClient(h2c, "http://"+ln.Addr().String(), connect.WithGRPC())
 	var res *connect.Response[lavav1.VerifyChainResponse]
-	eventually(t, 10*time.Second, "the receipt", func() bool {
-		res, err = client.VerifyChain(t.Context(), connect.NewRequest(&lavav1.VerifyChainRequest{
+	verify := func(token string) (*connect.Response[lavav1.VerifyChainResponse], error) {
+		req := connect.NewRequest(&lavav1.VerifyChainRequest{
 			Namespace: "infra", Name: "vpc", RequireSignatures: true, PublicKey: signer.PublicKey(),
-		}))
+		})
+		if token != "" {
+			req.Header().Set("Authorization", "Bearer "+token)
+		}
+		return client.VerifyChain(t.Context(), req)
+	}
+	for _, bad := range []string{"", "local-token-2"} {
+		if _, err := verify(bad); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("VerifyChain with token %q: %v, want Unauthenticated", bad, err)
+		}
+	}
+	eventually(t, 10*time.Second, "the receipt", func() bool {
+		res, err = verify("local-token-1")
 		if err != nil {
 			t.Fatalf("VerifyChain over gRPC: %v", err)
 		}
@@ -87,6 +103,18 @@ func TestRun_badKey(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), secretish) {
 			t.Fatalf("Run with key %s: %v", f, err)
 		}
+	}
+}
+
+// TestRun_requiresSigningKey: without a signing key attest refuses to start, unless
+// --allow-unsigned.
+func TestRun_requiresSigningKey(t *testing.T) {
+	t.Parallel()
+	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
+	err := attest.Run(t.Context(), attest.Options{Common: common(srv.URL())})
+	if err == nil || !strings.Contains(err.Error(), "no signing key") {
+		t.Fatalf("Run without a signing key: %v, want a refusal naming the signing key", err)
 	}
 }
 
