@@ -3,17 +3,8 @@ package natsauth_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"maps"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -518,84 +509,12 @@ func TestCheckTopology_servicesNameWhatIsMissing(t *testing.T) {
 	}
 }
 
-// testPKI is a CA and certificates it signed, written as PEM files, made with crypto/x509 in
-// the test (nothing checked in).
-type testPKI struct {
-	dir                            string
-	caFile, serverCert, serverKey  string
-	clientCert, clientKey, otherCA string
-	pool                           *x509.CertPool
-}
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	p := &testPKI{dir: dir, pool: x509.NewCertPool()}
-	ca, caKey := selfSigned(t, "lava test CA")
-	p.pool.AddCert(ca)
-	p.caFile = writePEM(t, dir, "ca.pem", "CERTIFICATE", ca.Raw)
-	other, _ := selfSigned(t, "someone else's CA")
-	p.otherCA = writePEM(t, dir, "other-ca.pem", "CERTIFICATE", other.Raw)
-	issue := func(name string, usage x509.ExtKeyUsage, ip bool) (string, string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
-		if ip {
-			tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return writePEM(t, dir, name+".pem", "CERTIFICATE", der), writePEM(t, dir, name+"-key.pem", "PRIVATE KEY", kder)
-	}
-	p.serverCert, p.serverKey = issue("nats", x509.ExtKeyUsageServerAuth, true)
-	p.clientCert, p.clientKey = issue("applier", x509.ExtKeyUsageClientAuth, false)
-	return p
-}
-
-func selfSigned(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, key
-}
-
-func writePEM(t *testing.T, dir, name, typ string, der []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestConnect_mutualTLS: on a server that requires TLS with client certificates and nkey
 // identities, bus.Connect succeeds with the CA, a client certificate and the seed; it fails
 // without TLS, with another CA, without a client certificate, and without the seed.
 func TestConnect_mutualTLS(t *testing.T) {
 	t.Parallel()
-	pki := newTestPKI(t)
+	pki := natstest.NewPKI(t)
 	dir := t.TempDir()
 	keys, err := natsauth.GenerateDir(dir)
 	if err != nil {
@@ -605,27 +524,22 @@ func TestConnect_mutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := tls.LoadX509KeyPair(pki.serverCert, pki.serverKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	seed := func(id string) string { return filepath.Join(dir, natsauth.SeedFileName(id)) }
 	adminKey, err := nats.NkeyOptionFromSeed(seed(bus.IdentityBootstrap))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := natstest.Run(t, natstest.Config{
-		Nkeys: users,
-		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pki.pool, ClientAuth: tls.RequireAndVerifyClientCert,
-			MinVersion: tls.VersionTLS12},
-		Client: []nats.Option{adminKey, nats.RootCAs(pki.caFile), nats.ClientCert(pki.clientCert, pki.clientKey)},
+		Nkeys:  users,
+		TLS:    pki.ServerTLS(t, true),
+		Client: []nats.Option{adminKey, nats.RootCAs(pki.CAFile), nats.ClientCert(pki.ClientCert, pki.ClientKey)},
 	})
 	if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	url := srv.URL()
 	good := bus.ConnectOptions{URL: url, Identity: bus.ServiceApplier, NKeyFile: seed(bus.ServiceApplier),
-		CAFile: pki.caFile, CertFile: pki.clientCert, KeyFile: pki.clientKey}
+		CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey}
 	nc, js, err := bus.Connect(good)
 	if err != nil {
 		t.Fatalf("mutual TLS with the applier's identity: %v", err)
@@ -640,7 +554,7 @@ func TestConnect_mutualTLS(t *testing.T) {
 
 	bad := map[string]func(o *bus.ConnectOptions){
 		"no TLS":                  func(o *bus.ConnectOptions) { o.CAFile, o.CertFile, o.KeyFile = "", "", "" },
-		"another CA":              func(o *bus.ConnectOptions) { o.CAFile = pki.otherCA },
+		"another CA":              func(o *bus.ConnectOptions) { o.CAFile = pki.OtherCAFile },
 		"no client certificate":   func(o *bus.ConnectOptions) { o.CertFile, o.KeyFile = "", "" },
 		"no nkey":                 func(o *bus.ConnectOptions) { o.NKeyFile = "" },
 		"certificate without key": func(o *bus.ConnectOptions) { o.KeyFile = "" },
