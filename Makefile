@@ -14,6 +14,7 @@ HELM_VERSION           := v3.22.0
 TERRAFORM_VERSION      := v1.8.5
 CONTROLLER_GEN_VERSION := v0.23.0
 ALERTMANAGER_VERSION   := v0.28.1
+STATICCHECK_VERSION    := v0.8.2
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
@@ -26,6 +27,7 @@ CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controll
 TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.2.0
 ALERTMANAGER_DIR := $(TOOLS_DIR)/alertmanager-$(ALERTMANAGER_VERSION)
 BUF            := $(BUF_DIR)/buf
+STATICCHECK    := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 # What tests read to find the real binaries. A test whose binary is missing fails and names the
 # `make tools` target that builds it.
@@ -71,7 +73,7 @@ images: ## Build every service image (needs docker with BuildKit; see docs/insta
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-controller-gen ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-controller-gen tools-staticcheck ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -111,6 +113,12 @@ tools-controller-gen: ## controller-gen for CRDs and deepcopy.
 	else cd "$${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dir $(CONTROLLER_GEN)) \
 	  go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION); fi
 
+.PHONY: tools-staticcheck
+tools-staticcheck: ## staticcheck (honnef.co/go/tools) for make lint.
+	@if [ -x $(STATICCHECK) ]; then echo "[tools] staticcheck $(STATICCHECK_VERSION) present, skipping" >&2; \
+	else cd "$${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dir $(STATICCHECK)) \
+	  go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); fi
+
 ##@ Generated code
 .PHONY: generate
 generate: tools-buf tools-controller-gen tools-helm ## Regenerate protobuf code, deepcopy, CRDs, the chart's CRDs and deploy/manifests; tidy modules.
@@ -142,8 +150,9 @@ check-generate: generate ## Fail if regenerating changes anything.
 
 ##@ Checks
 .PHONY: lint
-lint: tools-buf ## go vet, gofmt, buf lint/format/breaking, module dependency rules.
+lint: tools-buf tools-staticcheck ## go vet, staticcheck, gofmt, buf lint/format/breaking, module dependency rules.
 	go vet -tags integration,terraform,e2e $(PKGS)
+	$(STATICCHECK) -tags integration,terraform,e2e $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	@if [ -d proto ]; then \
 	  $(BUF) lint && $(BUF) format -d --exit-code && \

@@ -105,6 +105,21 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonProviderUnavailable: a provider the architecture needs is not installed.
 	ReasonProviderUnavailable = "ProviderUnavailable"
+	// ReasonEngineUnavailable: the engine spec.engine names is not offered by the applier
+	// (its CLI binary is not configured).
+	ReasonEngineUnavailable = "EngineUnavailable"
+	// ReasonPlanStale: the state changed since the plan was made; it is planned again.
+	ReasonPlanStale = "PlanStale"
+	// ReasonLocked: another operation holds the resource's state lock.
+	ReasonLocked = "Locked"
+	// ReasonPlanSuperseded: a newer generation replaced the plan (a Failed that is no
+	// anomaly).
+	ReasonPlanSuperseded = "PlanSuperseded"
+	// ReasonRetriesExhausted: a stage failed viggy's maximum number of attempts; it stops
+	// retrying (Stalled True).
+	ReasonRetriesExhausted = "RetriesExhausted"
+	// ReasonStalled: the resource made no progress (a PhaseChanged reason; Stalled True).
+	ReasonStalled = "Stalled"
 
 	// ReasonDriftDetected: drift found and recorded or held (Drifted True).
 	ReasonDriftDetected = "DriftDetected"

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/natsauth"
@@ -270,12 +271,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
 		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kube,
-			Engines: applier.EngineOptions{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
+			Engines: engines.Options{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "applier")}})
 	})
 	runSvc(bus.ServiceDrift, func(ctx context.Context) error {
 		return drift.Run(ctx, drift.Options{Common: common(bus.ServiceDrift), Holder: "lava-up",
-			Engines: drift.EngineOptions{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
+			Engines: engines.Options{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "drift")}})
 	})
 	runSvc(bus.ServiceViggy, func(ctx context.Context) error {

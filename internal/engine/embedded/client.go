@@ -131,21 +131,6 @@ func decode(mp, js []byte, ty cty.Type) (cty.Value, error) {
 	}
 }
 
-func pathFromSteps(names []string, strKeys []*string, intKeys []*int64) cty.Path {
-	var p cty.Path
-	for i := range names {
-		switch {
-		case strKeys[i] != nil:
-			p = append(p, cty.IndexStep{Key: cty.StringVal(*strKeys[i])})
-		case intKeys[i] != nil:
-			p = append(p, cty.IndexStep{Key: cty.NumberIntVal(*intKeys[i])})
-		default:
-			p = append(p, cty.GetAttrStep{Name: names[i]})
-		}
-	}
-	return p
-}
-
 func resourceSchema(ps *ProviderSchema, typeName string) (*Schema, error) {
 	s, ok := ps.Resources[typeName]
 	if !ok {

@@ -137,16 +137,6 @@ func normalizeKey(k any) instanceKey {
 	return k
 }
 
-// instanceObject is one instance's decoded state.
-type instanceObject struct {
-	Value         cty.Value
-	Private       []byte
-	SchemaVersion int64
-	Dependencies  []string
-	Tainted       bool
-	CBD           bool
-}
-
 // marshalAttributes encodes a value of the schema's type as state attributes JSON.
 func marshalAttributes(v cty.Value, ty cty.Type) (json.RawMessage, error) {
 	b, err := ctyjson.Marshal(v, ty)

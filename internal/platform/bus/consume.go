@@ -88,21 +88,25 @@ type PoisonReport struct {
 	Envelope *lavav1.Envelope
 }
 
-// Backoff is an exponential delay: Base * 2^(n-1) for the n-th delivery, capped at Max, with
-// ±20% jitter.
+// Backoff is Lava's one retry schedule (the bus's redelivery delays, viggy's stage retries):
+// the n-th delay is Base * 2^(n-1), capped at Max, scaled by a uniform factor in
+// [1-Jitter, 1+Jitter] and never above Max. Jitter is in [0, 1); 0 is no jitter.
 type Backoff struct {
 	Base, Max time.Duration
+	Jitter    float64
 }
 
-// Delay is the delay before the delivery after the n-th (n counts from 1).
-func (b Backoff) Delay(n uint64) time.Duration {
+// Delay is the delay after the n-th failure or delivery (n counts from 1; n < 1 is 1).
+func (b Backoff) Delay(n int) time.Duration {
 	d := b.Base
-	for i := uint64(1); i < n && d < b.Max; i++ {
+	for i := 1; i < n && d < b.Max; i++ {
 		d *= 2
 	}
 	d = min(d, b.Max)
-	jitter := 0.8 + 0.4*rand.Float64()
-	return time.Duration(float64(d) * jitter)
+	if b.Jitter > 0 {
+		d = time.Duration(float64(d) * (1 - b.Jitter + 2*b.Jitter*rand.Float64()))
+	}
+	return min(d, b.Max)
 }
 
 // Pull request settings: a pull request lives pullExpiry; the server sends an idle heartbeat
@@ -121,7 +125,8 @@ type ConsumeOptions struct {
 	// Concurrency bounds handlers running at once in this process (and messages buffered
 	// client-side). Default 8.
 	Concurrency int
-	// NakBackoff is the redelivery delay after a transient error. Default 1s doubling to 1m.
+	// NakBackoff is the redelivery delay after a transient error. Default 1s doubling to 1m;
+	// a zero Jitter is 0.2 (±20%).
 	NakBackoff Backoff
 	// DrainTimeout is how long in-flight handlers may run after ctx is cancelled before their
 	// context is cancelled too. Default 30s.
@@ -163,6 +168,9 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 	}
 	if o.NakBackoff.Max < o.NakBackoff.Base {
 		o.NakBackoff.Max = max(time.Minute, o.NakBackoff.Base)
+	}
+	if o.NakBackoff.Jitter <= 0 {
+		o.NakBackoff.Jitter = 0.2
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
@@ -513,7 +521,7 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 	case c.maxDeliver > 0 && msg.NumDelivered >= uint64(c.maxDeliver):
 		c.term(ctx, m, msg, PoisonMaxDeliveries, err, log())
 	default:
-		d := o.NakBackoff.Delay(msg.NumDelivered)
+		d := o.NakBackoff.Delay(int(msg.NumDelivered))
 		if nerr := m.NakWithDelay(d); nerr != nil {
 			log().Warn("bus: nak", "error", nerr)
 		}

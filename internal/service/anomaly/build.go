@@ -7,25 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-)
-
-// Reasons the builders recognise (CamelCase, as Failed and PhaseChanged carry them).
-const (
-	// ReasonGateRejected is the Failed reason of a gate rejection.
-	ReasonGateRejected = "GateRejected"
-	// ReasonRetriesExhausted is viggy's Failed (and the watcher's PhaseChanged) reason for a
-	// resource that kept failing: a Stalled anomaly.
-	ReasonRetriesExhausted = "RetriesExhausted"
-	// ReasonStalled is a PhaseChanged reason for a resource that made no progress.
-	ReasonStalled = "Stalled"
-	// ReasonDependencyNotReady and ReasonDependencyCycle are the PhaseChanged reasons of a
-	// resource held back by its dependencies: a DependencyBlocked anomaly.
-	ReasonDependencyNotReady = "DependencyNotReady"
-	ReasonDependencyCycle    = "DependencyCycle"
-	// ReasonPlanSuperseded is a Failed reason that is no anomaly: a newer generation replaced
-	// the plan.
-	ReasonPlanSuperseded = "PlanSuperseded"
 )
 
 // stageWord is the lowercase name of a stage ("apply").
@@ -71,11 +54,11 @@ func FromFailed(f *lavav1.Failed, cluster string, now time.Time) (LavaAnomaly, b
 	stage, reason := stageWord(f.GetStage()), f.GetReason()
 	a.Discriminator = stage + "/" + reason
 	switch {
-	case reason == ReasonPlanSuperseded:
+	case reason == v1alpha1.ReasonPlanSuperseded:
 		return LavaAnomaly{}, false
-	case reason == ReasonRetriesExhausted:
+	case reason == v1alpha1.ReasonRetriesExhausted:
 		a.Kind, a.Discriminator = KindStalled, ""
-	case reason == ReasonGateRejected:
+	case reason == v1alpha1.ReasonGateRejected:
 		a.Kind = KindGateRejected
 	case f.GetStage() == lavav1.Stage_STAGE_SYNTH:
 		a.Kind = KindSynthesisFailure
@@ -147,9 +130,9 @@ func FromDriftScanned(d *lavav1.DriftScanned, cluster string, now time.Time) (La
 func FromPhaseChanged(pc *lavav1.PhaseChanged, cluster string, now time.Time) (LavaAnomaly, bool) {
 	a := base(pc.GetEnvelope(), cluster, now)
 	switch pc.GetReason() {
-	case ReasonDependencyNotReady, ReasonDependencyCycle:
+	case v1alpha1.ReasonDependencyNotReady, v1alpha1.ReasonDependencyCycle:
 		a.Kind, a.Discriminator = KindDependencyBlocked, pc.GetReason()
-	case ReasonRetriesExhausted, ReasonStalled:
+	case v1alpha1.ReasonRetriesExhausted, v1alpha1.ReasonStalled:
 		a.Kind = KindStalled
 	default:
 		return LavaAnomaly{}, false

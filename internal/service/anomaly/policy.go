@@ -1,27 +1,11 @@
 package anomaly
 
 import (
-	"errors"
 	"time"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
-
-// ErrNoLadder is upstream's "escalation: Escalate set but no ladder": the policy routes a
-// severity to Escalate and has no escalation tiers.
-var ErrNoLadder = errors.New("escalation: Escalate set but no ladder")
-
-// DefaultPolicy is the remediation policy of a resource without spec.remediation or
-// spec.remediationPolicyRef (UPSTREAM 7.1): Alert / AutoCorrect / RequireApproval for cosmetic /
-// functional / critical, no escalation tiers.
-func DefaultPolicy() *lavav1.RemediationPolicy {
-	return &lavav1.RemediationPolicy{
-		Cosmetic:   lavav1.RemediationAction_REMEDIATION_ACTION_ALERT,
-		Functional: lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT,
-		Critical:   lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL,
-		Origin:     lavav1.PolicyOrigin_POLICY_ORIGIN_DEFAULT,
-	}
-}
 
 // RequeueAfter is how soon a resource is looked at again after a decision (UPSTREAM 7.1):
 // NoOp 10m, Alert 5m, AutoCorrect 30s, RequireApproval 2m, Escalate 1m; UNSPECIFIED reads as
@@ -52,19 +36,19 @@ type Decision struct {
 
 // Router decides what a remediation policy does about an anomaly.
 type Router interface {
-	// Route returns the decision for a under p (nil p is [DefaultPolicy]).
+	// Route returns the decision for a under p (nil p is remediation.Default).
 	Route(a LavaAnomaly, p *lavav1.RemediationPolicy) (Decision, error)
 }
 
 // PolicyRouter is upstream's PolicyRouter: the action is the policy's entry for the anomaly's
 // severity (the kind is ignored; UNSPECIFIED reads as Alert); Escalate picks the first tier and
-// fails with [ErrNoLadder] without tiers.
+// fails with remediation.ErrNoLadder without tiers.
 type PolicyRouter struct{}
 
 // Route implements [Router].
 func (PolicyRouter) Route(a LavaAnomaly, p *lavav1.RemediationPolicy) (Decision, error) {
 	if p == nil {
-		p = DefaultPolicy()
+		p = remediation.Default()
 	}
 	var act lavav1.RemediationAction
 	switch a.Severity {
@@ -82,7 +66,7 @@ func (PolicyRouter) Route(a LavaAnomaly, p *lavav1.RemediationPolicy) (Decision,
 	if act == lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE {
 		tiers := p.GetEscalationTiers()
 		if len(tiers) == 0 {
-			return d, ErrNoLadder
+			return d, remediation.ErrNoLadder
 		}
 		d.Escalation = tiers[0]
 	}

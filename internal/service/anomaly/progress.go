@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
@@ -49,7 +50,7 @@ type Progress struct {
 // approval.
 func working(pc *lavav1.PhaseChanged) bool {
 	switch pc.GetReason() {
-	case ReasonDependencyNotReady, ReasonDependencyCycle, "Suspended", "ApprovalRequired":
+	case v1alpha1.ReasonDependencyNotReady, v1alpha1.ReasonDependencyCycle, v1alpha1.ReasonSuspended, v1alpha1.ReasonApprovalRequired:
 		return false
 	}
 	switch pc.GetTo() {

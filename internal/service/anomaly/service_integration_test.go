@@ -28,6 +28,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/service/anomaly"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 const (
@@ -171,7 +172,7 @@ rules:
 
 func (h *harness) observed(t *testing.T, name, uid string, labels map[string]string) {
 	t.Helper()
-	ro := &lavav1.ResourceObserved{Labels: labels, Remediation: anomaly.DefaultPolicy()}
+	ro := &lavav1.ResourceObserved{Labels: labels, Remediation: remediation.Default()}
 	ro.Envelope = &lavav1.Envelope{EventId: eventid.ID(uid, 1, "lava.v1.ResourceObserved", eventid.GenerationTrigger(1)),
 		Source: "watcher", Resource: &lavav1.ResourceRef{Namespace: "infra", Name: name, Uid: uid}, Generation: 1}
 	if _, err := h.pub.PublishEvent(t.Context(), ro); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/service/anomaly"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 // Upstream's lava-anomaly and anomaly-bridge behaviours (UPSTREAM 11).
@@ -44,7 +45,7 @@ func sample(sev anomaly.Severity) anomaly.LavaAnomaly {
 
 func TestPolicyRouter_defaultPolicyMapping(t *testing.T) {
 	t.Parallel()
-	p := anomaly.DefaultPolicy()
+	p := remediation.Default()
 	if p.GetCosmetic() != alert || p.GetFunctional() != autoFix || p.GetCritical() != approval {
 		t.Fatalf("default policy %v, want Alert/AutoCorrect/RequireApproval", p)
 	}
@@ -103,7 +104,7 @@ func TestPolicyRouter_escalatePicksFirstTier(t *testing.T) {
 func TestPolicyRouter_escalateWithoutLadderErrors(t *testing.T) {
 	t.Parallel()
 	_, err := anomaly.PolicyRouter{}.Route(sample(anomaly.SeverityCritical), &lavav1.RemediationPolicy{Critical: escalate})
-	if !errors.Is(err, anomaly.ErrNoLadder) || err.Error() != "escalation: Escalate set but no ladder" {
+	if !errors.Is(err, remediation.ErrNoLadder) || err.Error() != "escalation: Escalate set but no ladder" {
 		t.Fatalf("err = %v, want upstream's ladder error", err)
 	}
 }
@@ -125,7 +126,7 @@ func TestRequeueAfter_autoCorrectShorterThanAlert(t *testing.T) {
 func TestFixedRouter_returnsItsDecision(t *testing.T) {
 	t.Parallel()
 	r := anomaly.FixedRouter{Decision: anomaly.Decision{Action: noOp, RequeueAfter: time.Hour}}
-	d, err := r.Route(sample(anomaly.SeverityCritical), anomaly.DefaultPolicy())
+	d, err := r.Route(sample(anomaly.SeverityCritical), remediation.Default())
 	if err != nil || d.Action != noOp || d.RequeueAfter != time.Hour {
 		t.Fatalf("%+v, %v", d, err)
 	}

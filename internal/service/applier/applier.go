@@ -215,7 +215,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			return nil
 		}
 		w := &work{s: s, rec: rec, ns: ns, name: name, cause: env}
-		w.log = s.cfg.Logger.With("service", bus.ServiceApplier, "resource", ns+"/"+name,
+		w.log = s.cfg.Logger.With("resource", ns+"/"+name,
 			"generation", env.GetGeneration(), "event_id", env.GetEventId())
 		switch ev := m.Event.(type) {
 		case *lavav1.Synthesized:

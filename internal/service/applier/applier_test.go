@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -23,12 +24,12 @@ func TestClassify(t *testing.T) {
 		wantReason    string
 		wantRetryable bool
 	}{
-		{"provider", lavav1.Stage_STAGE_PLAN, fmt.Errorf("plan: %w", &engine.ProviderUnavailableError{Sources: []string{"hashicorp/aws"}}), ReasonProviderUnavailable, false},
-		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, ReasonPlanStale, true},
-		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, ReasonLocked, true},
-		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), ReasonPlanFailed, true},
-		{"apply", lavav1.Stage_STAGE_APPLY, &engine.StepError{Step: "apply", Err: errors.New("boom"), Tail: "tail"}, ReasonApplyFailed, true},
-		{"destroy", lavav1.Stage_STAGE_DESTROY, errors.New("boom"), ReasonDestroyFailed, true},
+		{"provider", lavav1.Stage_STAGE_PLAN, fmt.Errorf("plan: %w", &engine.ProviderUnavailableError{Sources: []string{"hashicorp/aws"}}), v1alpha1.ReasonProviderUnavailable, false},
+		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, v1alpha1.ReasonPlanStale, true},
+		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, v1alpha1.ReasonLocked, true},
+		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), v1alpha1.ReasonPlanFailed, true},
+		{"apply", lavav1.Stage_STAGE_APPLY, &engine.StepError{Step: "apply", Err: errors.New("boom"), Tail: "tail"}, v1alpha1.ReasonApplyFailed, true},
+		{"destroy", lavav1.Stage_STAGE_DESTROY, errors.New("boom"), v1alpha1.ReasonDestroyFailed, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

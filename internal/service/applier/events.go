@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -29,17 +30,17 @@ func classify(stage lavav1.Stage, err error) *failure {
 	f := &failure{message: truncate(err.Error()), retryable: true}
 	switch {
 	case errors.Is(err, engine.ErrProviderUnavailable):
-		f.reason, f.retryable = ReasonProviderUnavailable, false
+		f.reason, f.retryable = v1alpha1.ReasonProviderUnavailable, false
 	case errors.Is(err, engine.ErrPlanStale):
-		f.reason = ReasonPlanStale
+		f.reason = v1alpha1.ReasonPlanStale
 	case errors.Is(err, engine.ErrLocked):
-		f.reason = ReasonLocked
+		f.reason = v1alpha1.ReasonLocked
 	case stage == lavav1.Stage_STAGE_PLAN:
-		f.reason = ReasonPlanFailed
+		f.reason = v1alpha1.ReasonPlanFailed
 	case stage == lavav1.Stage_STAGE_APPLY:
-		f.reason = ReasonApplyFailed
+		f.reason = v1alpha1.ReasonApplyFailed
 	default:
-		f.reason = ReasonDestroyFailed
+		f.reason = v1alpha1.ReasonDestroyFailed
 	}
 	return f
 }
@@ -165,7 +166,7 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 				return err
 			}
 			if !ok {
-				return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: ReasonDestroyFailed,
+				return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: v1alpha1.ReasonDestroyFailed,
 					message: "the resource has state but no rendered configuration is known to destroy it with"}, attempt, "")
 			}
 			in := inputOf(syn)
@@ -177,7 +178,7 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 		}
 		e := w.s.cfg.Engines[name]
 		if e == nil {
-			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: ReasonEngineUnavailable,
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: v1alpha1.ReasonEngineUnavailable,
 				message: fmt.Sprintf("engine %q is not available in this applier", name)}, attempt, "")
 		}
 		in := input{engine: name, artifactDigest: last.ArtifactDigest, providers: last.Providers}

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -148,7 +149,7 @@ type applierOpts struct {
 type replica struct {
 	svc     *applier.Service
 	store   *state.Store
-	backend *applier.Backend
+	backend *engines.Backend
 	reg     *prometheus.Registry
 	stop    context.CancelFunc
 }
@@ -162,36 +163,27 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if o.lockTTL == 0 {
 		o.lockTTL = time.Minute
 	}
-	store, err := applier.NewStore(t.Context(), h.js, o.lockTTL, h.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := applier.ServeBackend(store, "127.0.0.1:0", h.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = backend.Close() })
-	engines, closeEngines, err := applier.NewEngines(t.Context(), h.js, store, backend, applier.EngineOptions{
+	set, err := applier.OpenEngines(t.Context(), h.js, engines.Options{
 		ProviderDir: h.tools.Mirror, TofuBin: h.tools.Bin, CLIConfigFile: h.tools.CLIConfig, WorkDir: t.TempDir(),
 		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
-	}, h.log)
+	}, o.lockTTL, h.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeEngines)
+	t.Cleanup(set.Close)
 	reg := prometheus.NewRegistry()
 	bm, err := bus.NewMetrics(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: store, Engines: engines, Holder: o.holder, Kube: o.kube,
+	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube,
 		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
 		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe})
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := h.run(t, "applier "+o.holder, svc.Run)
-	return &replica{svc: svc, store: store, backend: backend, reg: reg, stop: stop}
+	return &replica{svc: svc, store: set.Store, backend: set.Backend, reg: reg, stop: stop}
 }
 
 func envelope(ns, name, uid string, gen int64, typ, trigger string) *lavav1.Envelope {

@@ -5,10 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,118 +13,23 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/lava-operator/lava/internal/engine"
-	"github.com/lava-operator/lava/internal/engine/embedded"
+	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/engine/tofu"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
-// EngineOptions configures the engines an applier process offers. The embedded engine is
-// always offered; tofu and terraform when their binary is set.
-type EngineOptions struct {
-	// ProviderDir is the provider mirror (OpenTofu filesystem-mirror layout) for every engine.
-	ProviderDir string
-	// TofuBin and TerraformBin are the CLI binaries ("" leaves that engine out).
-	TofuBin, TerraformBin string
-	// CLIConfigFile is an optional CLI configuration for tofu and terraform (default: one that
-	// installs providers only from ProviderDir).
-	CLIConfigFile string
-	// WorkDir holds per-operation workspaces and the shared plugin cache (default: a
-	// temporary directory).
-	WorkDir string
-	// Timeouts per CLI step.
-	Timeouts tofu.Timeouts
-	// LockTimeout is how long the CLI retries a held state lock.
-	LockTimeout time.Duration
-}
-
-// Backend is the Terraform http state backend served on loopback for the CLI engines.
-type Backend struct {
-	// URL is the base URL ("http://127.0.0.1:PORT").
-	URL string
-	// Password is the basic-auth password of every request (random per process).
-	Password string
-	srv      *http.Server
-}
-
-// Close stops the backend.
-func (b *Backend) Close() error { return b.srv.Close() }
-
-// ServeBackend serves the state.Handler of store on addr (a loopback address such as
-// "127.0.0.1:0") with a random password.
-func ServeBackend(store *state.Store, addr string, log *slog.Logger) (*Backend, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("applier: state backend: %w", err)
-	}
-	pw := rand.Text()
-	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: pw, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return &Backend{URL: "http://" + ln.Addr().String(), Password: pw, srv: srv}, nil
-}
-
-// NewStore returns the state store over lava-state and lava-artifacts whose locks expire with
-// their holder's lease: a lock older than lockTTL whose holder no longer holds the resource's
-// lease can be taken over.
-func NewStore(ctx context.Context, js jetstream.JetStream, lockTTL time.Duration, log *slog.Logger) (*state.Store, error) {
-	kv, err := js.KeyValue(ctx, bus.BucketState)
-	if err != nil {
-		return nil, fmt.Errorf("applier: bind %s: %w", bus.BucketState, err)
-	}
+// OpenEngines builds the applier's engines on the state store (internal/engine/engines): a
+// state lock older than lockTTL whose holder no longer holds the resource's lease in
+// lava-leases ([HolderAlive]) can be taken over. Close the set when done.
+func OpenEngines(ctx context.Context, js jetstream.JetStream, o engines.Options, lockTTL time.Duration, log *slog.Logger) (*engines.Set, error) {
 	leases, err := js.KeyValue(ctx, bus.BucketLeases)
 	if err != nil {
 		return nil, fmt.Errorf("applier: bind %s: %w", bus.BucketLeases, err)
 	}
-	art, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		return nil, fmt.Errorf("applier: %w", err)
-	}
-	return state.NewStore(kv, art, state.Options{LockTTL: lockTTL, HolderAlive: HolderAlive(leases), Logger: log}), nil
-}
-
-// NewEngines builds the engines of o over store, the artifact store and the backend. close
-// stops them (provider processes, generated files).
-func NewEngines(ctx context.Context, js jetstream.JetStream, store *state.Store, backend *Backend, o EngineOptions, log *slog.Logger) (map[string]engine.Engine, func(), error) {
-	art, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		return nil, nil, fmt.Errorf("applier: %w", err)
-	}
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	emb := embedded.New(embedded.Options{Store: store, Artifacts: art, ProviderDir: o.ProviderDir, Logger: log})
-	closers = append(closers, func() { _ = emb.Close() })
-	engines := map[string]engine.Engine{EngineEmbedded: emb}
-	workDir := o.WorkDir
-	if workDir == "" {
-		if workDir, err = os.MkdirTemp("", "lava-applier-"); err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("applier: work dir: %w", err)
-		}
-	}
-	for _, cli := range []struct{ name, bin string }{{EngineTofu, o.TofuBin}, {EngineTerraform, o.TerraformBin}} {
-		if cli.bin == "" {
-			continue
-		}
-		e, err := tofu.New(tofu.Config{
-			Name: cli.name, Bin: cli.bin, CLIConfigFile: o.CLIConfigFile, MirrorDir: o.ProviderDir,
-			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+cli.name), WorkDir: workDir,
-			BackendURL: backend.URL, BackendPassword: backend.Password, Store: store, Artifacts: art,
-			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log,
-		})
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("applier: %s engine: %w", cli.name, err)
-		}
-		closers = append(closers, func() { _ = e.Close() })
-		engines[cli.name] = e
-	}
-	return engines, closeAll, nil
+	o.State = state.Options{LockTTL: lockTTL, HolderAlive: HolderAlive(leases), Logger: log}
+	o.Process = bus.ServiceApplier
+	return engines.Open(ctx, js, o, log)
 }
 
 // Options is the applier's process configuration: the common service options and the
@@ -137,10 +39,8 @@ type Options struct {
 	// Holder names this replica (default: the host name); a random suffix is added per
 	// process.
 	Holder string
-	// Engines configures the engines.
-	Engines EngineOptions
-	// BackendAddr is the loopback address of the state backend ("127.0.0.1:0").
-	BackendAddr string
+	// Engines configures the engines (State and Process are set by [OpenEngines]).
+	Engines engines.Options
 	// LockTTL: a state lock older than this whose holder lost its lease can be taken over.
 	LockTTL time.Duration
 	// Concurrency bounds handlers per consumer.
@@ -162,7 +62,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Engines.WorkDir, "work-dir", "", "directory for per-operation workspaces and the plugin cache (default: a temporary directory)")
 	fs.DurationVar(&o.Engines.LockTimeout, "lock-timeout", 0, "how long tofu/terraform retry a held state lock")
 	fs.DurationVar(&o.LockTTL, "lock-ttl", state.DefaultLockTTL, "age after which a state lock whose holder lost its lease can be taken over")
-	fs.StringVar(&o.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
+	fs.StringVar(&o.Engines.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
 }
@@ -184,23 +84,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer base.Close()
 	js, log := base.JS, base.Log
-	if o.BackendAddr == "" {
-		o.BackendAddr = "127.0.0.1:0"
-	}
-	store, err := NewStore(ctx, js, o.LockTTL, log)
+	set, err := OpenEngines(ctx, js, o.Engines, o.LockTTL, log)
 	if err != nil {
 		return err
 	}
-	backend, err := ServeBackend(store, o.BackendAddr, log)
-	if err != nil {
-		return err
-	}
-	defer backend.Close()
-	engines, closeEngines, err := NewEngines(ctx, js, store, backend, o.Engines, log)
-	if err != nil {
-		return err
-	}
-	defer closeEngines()
+	defer set.Close()
 	holder := o.Holder
 	if holder == "" {
 		holder, _ = os.Hostname()
@@ -212,11 +100,15 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
-	s, err := New(ctx, Config{JS: js, Store: store, Engines: engines, Holder: holder, Kube: kube, Logger: log,
+	s, err := New(ctx, Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: holder, Kube: kube, Logger: log,
 		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency})
 	if err != nil {
 		return err
 	}
-	log.Info("applier started", "holder", holder, "engines", len(engines), "state_backend", backend.URL)
+	backendURL := ""
+	if set.Backend != nil {
+		backendURL = set.Backend.URL
+	}
+	log.Info("applier started", "holder", holder, "engines", len(set.Engines), "state_backend", backendURL)
 	return base.Serve(ctx, s.Run)
 }

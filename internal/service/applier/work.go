@@ -15,22 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
-)
-
-// Failure reasons the applier publishes (Failed.reason).
-const (
-	ReasonProviderUnavailable = "ProviderUnavailable"
-	ReasonPlanFailed          = "PlanFailed"
-	ReasonApplyFailed         = "ApplyFailed"
-	ReasonDestroyFailed       = "DestroyFailed"
-	ReasonPlanStale           = "PlanStale"
-	ReasonLocked              = "Locked"
-	ReasonPlanSuperseded      = "PlanSuperseded"
-	ReasonEngineUnavailable   = "EngineUnavailable"
 )
 
 // Approval values of approvePlan besides a plan id.
@@ -212,7 +201,7 @@ func (w *work) retry(ctx context.Context, ev *lavav1.RetryRequested) error {
 func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error {
 	eng := w.s.cfg.Engines[in.engine]
 	if eng == nil {
-		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: ReasonEngineUnavailable,
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: v1alpha1.ReasonEngineUnavailable,
 			message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
 	}
 	var plan *engine.PlanRecord
@@ -250,7 +239,7 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			if slices.Contains(w.rec.Plans, in.approve) {
 				what = "is superseded: the rendered configuration, the bindings, the engine or the state changed since it was planned"
 			}
-			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: ReasonPlanSuperseded,
+			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: v1alpha1.ReasonPlanSuperseded,
 				message: fmt.Sprintf("spec.approvePlan %s %s; the current plan is %s (%d to add, %d to change, %d to destroy): set spec.approvePlan to %s to apply it",
 					in.approve, what, plan.PlanID, plan.Summary.Add, plan.Summary.Change, plan.Summary.Destroy, plan.PlanID)}, attempt, in.approve)
 		}

@@ -379,7 +379,7 @@ func (s *Service) scanKey(ctx context.Context, key string) {
 	if claimed == nil || claimed.ClaimedBy != s.cfg.Holder || !claimed.ClaimUntil.Equal(now.Add(s.cfg.ClaimTTL)) {
 		return // another replica has it, or it is no longer due
 	}
-	log := s.cfg.Logger.With("service", bus.ServiceDrift, "resource", claimed.Namespace+"/"+claimed.Name,
+	log := s.cfg.Logger.With("resource", claimed.Namespace+"/"+claimed.Name,
 		"generation", claimed.Generation)
 	start := s.cfg.Now()
 	ev, err := s.scanClaimed(ctx, claimed)

@@ -24,6 +24,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -139,22 +141,13 @@ func newLoop(t *testing.T, eng lavav1.Engine) *loop {
 	timeouts := tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute}
 
 	// The applier.
-	store, err := applier.NewStore(t.Context(), js, time.Minute, log)
+	aSet, err := applier.OpenEngines(t.Context(), js, engines.Options{ProviderDir: mirror, TofuBin: tools.Bin,
+		WorkDir: t.TempDir(), Timeouts: timeouts}, time.Minute, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := applier.ServeBackend(store, "127.0.0.1:0", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = backend.Close() })
-	aEngines, closeA, err := applier.NewEngines(t.Context(), js, store, backend, applier.EngineOptions{ProviderDir: mirror, TofuBin: tools.Bin,
-		WorkDir: t.TempDir(), Timeouts: timeouts}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeA)
-	app, err := applier.New(t.Context(), applier.Config{JS: js, Store: store, Engines: aEngines, Holder: "applier-" + rand.Text()[:6],
+	t.Cleanup(aSet.Close)
+	app, err := applier.New(t.Context(), applier.Config{JS: js, Store: aSet.Store, Engines: aSet.Engines, Holder: "applier-" + rand.Text()[:6],
 		Logger: log.With("service", "applier"), NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -162,17 +155,17 @@ func newLoop(t *testing.T, eng lavav1.Engine) *loop {
 	l.run("applier", app.Run)
 
 	// Drift.
-	dEngines, closeD, err := drift.NewEngines(t.Context(), js, drift.EngineOptions{ProviderDir: mirror, TofuBin: tools.Bin, WorkDir: t.TempDir(),
-		Timeouts: timeouts}, log)
+	dSet, err := engines.Open(t.Context(), js, engines.Options{ProviderDir: mirror, TofuBin: tools.Bin, WorkDir: t.TempDir(),
+		Timeouts: timeouts, Process: "drift"}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeD)
+	t.Cleanup(dSet.Close)
 	leases, err := bus.NewLeases(t.Context(), js, "drift-test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dr, err := drift.New(t.Context(), drift.Config{JS: js, Engines: dEngines, Holder: "drift-test", MinInterval: 100 * time.Millisecond,
+	dr, err := drift.New(t.Context(), drift.Config{JS: js, Engines: dSet.Engines, Holder: "drift-test", MinInterval: 100 * time.Millisecond,
 		Tick: 50 * time.Millisecond, Leases: leases, RetryDelay: 200 * time.Millisecond, Logger: log.With("service", "drift")})
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +174,7 @@ func newLoop(t *testing.T, eng lavav1.Engine) *loop {
 
 	// Viggy.
 	vg, err := viggy.New(t.Context(), viggy.Config{JS: js, MaxAttempts: 3, Tick: 50 * time.Millisecond,
-		Backoff: viggy.Backoff{Base: 500 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}, Logger: log.With("service", "viggy")})
+		Backoff: bus.Backoff{Base: 500 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2}, Logger: log.With("service", "viggy")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,12 +449,12 @@ func TestLoop_retriesBackOffThenStall(t *testing.T) {
 			return f.GetAttempt() == attempt && f.GetEnvelope().GetSource() == bus.ServiceApplier
 		})
 	}
-	stalled := await(l, "fail", 0, time.Minute, func(f *lavav1.Failed) bool { return f.GetReason() == viggy.ReasonRetriesExhausted })
+	stalled := await(l, "fail", 0, time.Minute, func(f *lavav1.Failed) bool { return f.GetReason() == v1alpha1.ReasonRetriesExhausted })
 	if stalled.GetRetryable() || !strings.Contains(stalled.GetMessage(), "gave up after 3 attempts") {
 		t.Fatalf("stall: %v", stalled)
 	}
 	an := await(l, "fail", 0, time.Minute, func(an *lavav1.AnomalyDetected) bool { return an.GetKind() == lavav1.AnomalyKind_ANOMALY_KIND_STALLED })
-	if an.GetEnvelope().GetSource() != bus.ServiceAnomaly || an.GetMetadata()["reason"] != viggy.ReasonRetriesExhausted {
+	if an.GetEnvelope().GetSource() != bus.ServiceAnomaly || an.GetMetadata()["reason"] != v1alpha1.ReasonRetriesExhausted {
 		t.Errorf("Stalled anomaly (want the anomaly service's, from the RetriesExhausted Failed): %v", an)
 	}
 	if _, err := os.Stat(path); err == nil {

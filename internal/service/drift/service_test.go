@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -41,16 +42,16 @@ func newWorld(tb testing.TB) *world {
 	if err := bus.EnsureTopology(tb.Context(), js, bus.TopologyOptions{}); err != nil {
 		tb.Fatal(err)
 	}
-	engines, closeEngines, err := drift.NewEngines(tb.Context(), js, drift.EngineOptions{}, nil)
+	set, err := engines.Open(tb.Context(), js, engines.Options{Process: "drift"}, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(closeEngines)
+	tb.Cleanup(set.Close)
 	art, err := bus.NewArtifacts(tb.Context(), js)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &world{tb: tb, js: js, engines: engines, art: art}
+	return &world{tb: tb, js: js, engines: set.Engines, art: art}
 }
 
 // dataDoc renders n terraform_data resources.
@@ -241,7 +242,6 @@ type overlapEngine struct {
 	running  map[state.Key]string
 	overlaps atomic.Int32
 	by       map[string]int
-	holder   string
 }
 
 func (o *overlapEngine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {

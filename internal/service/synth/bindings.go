@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/render"
 )
@@ -28,10 +29,10 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 	case *lavav1.Source_Name:
 		in.SourceKind, in.SourceName = render.SourceName, src.Name
 	case *lavav1.Source_Git:
-		return in, nil, &failure{reason: ReasonSourceUnsupported,
+		return in, nil, &failure{reason: v1alpha1.ReasonSourceUnsupported,
 			message: "spec.source: git sources (url, rev, path) are not supported yet; use spec.source.inline or spec.source.name"}, nil
 	default:
-		return in, nil, &failure{reason: ReasonSourceUnsupported, message: "spec.source: no source set"}, nil
+		return in, nil, &failure{reason: v1alpha1.ReasonSourceUnsupported, message: "spec.source: no source set"}, nil
 	}
 
 	scalars := map[string]string{}
@@ -52,20 +53,20 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 			obj, kind, key, secret = &corev1.Secret{}, "Secret", r.SecretRef.GetKey(), true
 			obj.SetName(r.SecretRef.GetName())
 		default:
-			return in, nil, &failure{reason: ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: neither configMapRef nor secretRef", i)}, nil
+			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: neither configMapRef nor secretRef", i)}, nil
 		}
 		name := obj.GetName()
 		if s.cfg.Kube == nil {
-			return in, nil, &failure{reason: ReasonSynthesisFailed,
+			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
 				message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
 		}
 		if gerr := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
 			switch {
 			case apierrors.IsNotFound(gerr):
-				return in, nil, &failure{reason: ReasonSynthesisFailed, retryable: true,
+				return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
 					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q not found in namespace %q", i, kind, name, ns)}, nil
 			case apierrors.IsForbidden(gerr):
-				return in, nil, &failure{reason: ReasonSynthesisFailed, retryable: true,
+				return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
 					message: fmt.Sprintf("spec.bindingsFrom[%d]: synth may not read %s %q in namespace %q", i, kind, name, ns)}, nil
 			}
 			return in, nil, nil, fmt.Errorf("synth: get %s %s/%s: %w", kind, ns, name, gerr)
@@ -93,7 +94,7 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 		if key != "" {
 			v, ok := values[key]
 			if !ok {
-				return in, secrets, &failure{reason: ReasonSynthesisFailed, retryable: true,
+				return in, secrets, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
 					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q has no key %q", i, kind, name, key)}, nil
 			}
 			values = map[string]string{key: v}

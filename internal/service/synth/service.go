@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/catalog"
@@ -25,17 +26,6 @@ import (
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
-)
-
-// Failure reasons of the SYNTH stage (Failed.reason).
-const (
-	// ReasonSynthesisFailed: the source did not parse or evaluate, or a bindingsFrom object
-	// could not be read.
-	ReasonSynthesisFailed = "SynthesisFailed"
-	// ReasonGateRejected: the bindings do not satisfy spec.gate (or the gate is unknown).
-	ReasonGateRejected = "GateRejected"
-	// ReasonSourceUnsupported: a git source (not fetched yet) or an unknown bundled name.
-	ReasonSourceUnsupported = "SourceUnsupported"
 )
 
 // maxMessageBytes bounds a Failed message.
@@ -239,12 +229,12 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	}
 	out, diags := render.Synthesize(in)
 	if out == nil {
-		f := &failure{reason: ReasonSynthesisFailed, message: diagMessage(diags)}
+		f := &failure{reason: v1alpha1.ReasonSynthesisFailed, message: diagMessage(diags)}
 		switch {
 		case in.SourceKind == render.SourceName && !knownSource(in.SourceName):
-			f.reason = ReasonSourceUnsupported
+			f.reason = v1alpha1.ReasonSourceUnsupported
 		case GateRejected(in):
-			f.reason = ReasonGateRejected
+			f.reason = v1alpha1.ReasonGateRejected
 		}
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}

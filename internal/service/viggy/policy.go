@@ -1,36 +1,19 @@
 package viggy
 
 import (
-	"errors"
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
-// ErrNoLadder is Decide's error for Escalate without escalation tiers (upstream's wording:
-// "escalation: Escalate set but no ladder").
-var ErrNoLadder = errors.New("escalation: Escalate set but no ladder")
-
-// DefaultPolicy is the policy of a resource neither spec.remediation nor
-// spec.remediationPolicyRef configures: Alert / AutoCorrect / RequireApproval for cosmetic /
-// functional / critical (UPSTREAM 7.1).
-func DefaultPolicy() *lavav1.RemediationPolicy {
-	return &lavav1.RemediationPolicy{
-		Cosmetic:   lavav1.RemediationAction_REMEDIATION_ACTION_ALERT,
-		Functional: lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT,
-		Critical:   lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL,
-		Origin:     lavav1.PolicyOrigin_POLICY_ORIGIN_DEFAULT,
-	}
-}
-
 // ActionFor is the policy's action for a severity (UPSTREAM 7.1 PolicyRouter: the kind is
-// ignored). A nil policy is [DefaultPolicy]; an unset action degrades to Alert; a clean scan
+// ignored). A nil policy is remediation.Default; an unset action degrades to Alert; a clean scan
 // (SEVERITY_UNSPECIFIED) is NoOp.
 func ActionFor(p *lavav1.RemediationPolicy, sev lavav1.Severity) lavav1.RemediationAction {
 	if p == nil {
-		p = DefaultPolicy()
+		p = remediation.Default()
 	}
 	var a lavav1.RemediationAction
 	switch sev {
@@ -47,22 +30,6 @@ func ActionFor(p *lavav1.RemediationPolicy, sev lavav1.Severity) lavav1.Remediat
 		return lavav1.RemediationAction_REMEDIATION_ACTION_ALERT
 	}
 	return a
-}
-
-// ActionName is the CRD spelling of an action: "NoOp", "Alert", "AutoCorrect",
-// "RequireApproval", "Escalate".
-func ActionName(a lavav1.RemediationAction) string {
-	switch a {
-	case lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP:
-		return "NoOp"
-	case lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT:
-		return "AutoCorrect"
-	case lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL:
-		return "RequireApproval"
-	case lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE:
-		return "Escalate"
-	}
-	return "Alert"
 }
 
 // SeverityName is "cosmetic", "functional", "critical", or "clean" for none.
@@ -95,24 +62,4 @@ func TierWait(p *lavav1.RemediationPolicy, i int) time.Duration {
 		return DefaultTierWait
 	}
 	return tiers[i].GetWaitBeforeNext().AsDuration()
-}
-
-// Backoff is the retry schedule of failed stages: Base * 2^(attempt-1), capped at Max, scaled
-// by a uniform factor in [1-Jitter, 1+Jitter] (and never above Max).
-type Backoff struct {
-	Base, Max time.Duration
-	Jitter    float64
-}
-
-// Delay is the wait before retrying after the failure of attempt (from 1).
-func (b Backoff) Delay(attempt int) time.Duration {
-	d := b.Base
-	for i := 1; i < attempt && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	if b.Jitter > 0 {
-		d = time.Duration(float64(d) * (1 - b.Jitter + 2*b.Jitter*rand.Float64()))
-	}
-	return min(d, b.Max)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 // Bucket is the JetStream KV bucket holding viggy's per-resource [Record], keyed by
@@ -78,11 +79,11 @@ type Escalation struct {
 // policy decodes r.Policy ([DefaultPolicy] when empty or undecodable).
 func (r *Record) policy() *lavav1.RemediationPolicy {
 	if len(r.Policy) == 0 {
-		return DefaultPolicy()
+		return remediation.Default()
 	}
 	p := &lavav1.RemediationPolicy{}
 	if proto.Unmarshal(r.Policy, p) != nil {
-		return DefaultPolicy()
+		return remediation.Default()
 	}
 	return p
 }

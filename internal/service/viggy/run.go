@@ -15,7 +15,7 @@ type Options struct {
 	svc.Common
 	// MaxAttempts, Backoff, Concurrency and Cluster as in [Config].
 	MaxAttempts int
-	Backoff     Backoff
+	Backoff     bus.Backoff
 	Concurrency int
 	Cluster     string
 }

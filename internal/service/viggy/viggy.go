@@ -17,10 +17,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 // Defaults of [Config].
@@ -33,13 +35,9 @@ const (
 
 // DefaultBackoff is the retry schedule when [Config].Backoff is zero: 10s doubling to 10m,
 // ±20% jitter.
-func DefaultBackoff() Backoff {
-	return Backoff{Base: 10 * time.Second, Max: 10 * time.Minute, Jitter: 0.2}
+func DefaultBackoff() bus.Backoff {
+	return bus.Backoff{Base: 10 * time.Second, Max: 10 * time.Minute, Jitter: 0.2}
 }
-
-// ReasonRetriesExhausted is the reason of the Failed viggy publishes when a stage failed
-// MaxAttempts times (the watcher folds it into Stalled=True).
-const ReasonRetriesExhausted = "RetriesExhausted"
 
 // Config configures a [Service]. JS is required.
 type Config struct {
@@ -48,7 +46,7 @@ type Config struct {
 	// MaxAttempts is how many attempts a stage gets before the resource stalls (default 5).
 	MaxAttempts int
 	// Backoff is the retry schedule (zero: [DefaultBackoff]).
-	Backoff Backoff
+	Backoff bus.Backoff
 	// DefaultInterval is the drift interval of a resource whose ResourceObserved was not seen
 	// (default 5m); it is the decision's requeue_after.
 	DefaultInterval time.Duration
@@ -286,7 +284,7 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 				return "", err
 			}
 			p.phase = phase
-			s.metrics.actions.WithLabelValues(ActionName(p.action)).Inc()
+			s.metrics.actions.WithLabelValues(remediation.ActionName(p.action)).Inc()
 			return msg, nil
 		},
 		Attest: func(ctx context.Context) (string, error) {
@@ -344,7 +342,7 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 	s.metrics.duration.Observe(res.Ended.Sub(res.Started).Seconds())
 	s.cfg.Logger.Info("viggy: pass", "resource", cause.GetResource().GetNamespace()+"/"+cause.GetResource().GetName(),
 		"generation", cause.GetGeneration(), "event_id", cause.GetEventId(), "severity", SeverityName(p.sev),
-		"action", ActionName(p.action), "final_phase", phaseLabel(p.phase))
+		"action", remediation.ActionName(p.action), "final_phase", phaseLabel(p.phase))
 	return nil
 }
 
@@ -387,12 +385,12 @@ func (d *driftPass) decide(p *passState) (lavav1.RemediationAction, string, erro
 	}
 	a := ActionFor(p.policy, p.sev)
 	if a == lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE && len(p.policy.GetEscalationTiers()) == 0 {
-		return a, "", ErrNoLadder
+		return a, "", remediation.ErrNoLadder
 	}
 	if a == lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL {
 		p.planID = p.rec.HeldPlanID
 	}
-	return a, ActionName(a), nil
+	return a, remediation.ActionName(a), nil
 }
 
 func (d *driftPass) act(ctx context.Context, p *passState) (lavav1.Phase, string, error) {
@@ -501,7 +499,7 @@ func (f *failurePass) act(ctx context.Context, p *passState) (lavav1.Phase, stri
 	case f.stall:
 		msg := fmt.Sprintf("gave up after %d attempts of stage %s: %s: %s", max(f.ev.GetAttempt(), 1), stageWord(f.ev.GetStage()),
 			f.ev.GetReason(), f.ev.GetMessage())
-		stalled := &lavav1.Failed{Stage: f.ev.GetStage(), Reason: ReasonRetriesExhausted, Message: msg, Retryable: false,
+		stalled := &lavav1.Failed{Stage: f.ev.GetStage(), Reason: v1alpha1.ReasonRetriesExhausted, Message: msg, Retryable: false,
 			Attempt: f.ev.GetAttempt(), PlanId: f.ev.GetPlanId()}
 		stalled.Envelope = s.envelope(cause, "lava.v1.Failed", eventid.CauseTrigger(cause.GetEventId()), cause.GetCorrelationId())
 		// The anomaly service raises the Stalled anomaly from this Failed (reason
@@ -510,7 +508,7 @@ func (f *failurePass) act(ctx context.Context, p *passState) (lavav1.Phase, stri
 			return 0, "", fmt.Errorf("viggy: %w", err)
 		}
 		s.metrics.retries.WithLabelValues("stalled").Inc()
-		return lavav1.Phase_PHASE_FAILED, "stalled: " + ReasonRetriesExhausted, nil
+		return lavav1.Phase_PHASE_FAILED, "stalled: " + v1alpha1.ReasonRetriesExhausted, nil
 	}
 	retry := &Retry{Stage: int32(f.ev.GetStage()), Attempt: max(f.ev.GetAttempt(), 1) + 1, Reason: f.ev.GetReason(),
 		FailedEventID: cause.GetEventId(), PlanID: f.ev.GetPlanId(), Generation: cause.GetGeneration(),
@@ -556,7 +554,7 @@ func stageWord(s lavav1.Stage) string {
 func (s *Service) raiseDrift(ctx context.Context, rec *Record, policy *lavav1.RemediationPolicy, cause *lavav1.Envelope, esc *Escalation,
 	action lavav1.RemediationAction, tier int) error {
 	md := map[string]string{"drifted_fields": strconv.Itoa(esc.Fields), "drift_event_id": esc.DriftEventID,
-		"terraform_json_digest": esc.TerraformJSONDigest, "action": ActionName(action)}
+		"terraform_json_digest": esc.TerraformJSONDigest, "action": remediation.ActionName(action)}
 	md["escalation_tier"] = strconv.Itoa(tier)
 	md["escalation_target"] = targetName(policy, tier)
 	count := int64(tier) + 1

@@ -16,10 +16,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/service/remediation"
 	"github.com/lava-operator/lava/internal/service/viggy"
 )
 
@@ -97,7 +99,7 @@ func TestRunPass_failureSkipsLaterBeats(t *testing.T) {
 
 func TestActionFor_policy(t *testing.T) {
 	t.Parallel()
-	def := viggy.DefaultPolicy()
+	def := remediation.Default()
 	custom := &lavav1.RemediationPolicy{Cosmetic: lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP,
 		Functional: lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE}
 	tests := []struct {
@@ -115,21 +117,8 @@ func TestActionFor_policy(t *testing.T) {
 		{custom, lavav1.Severity_SEVERITY_CRITICAL, "Alert"}, // unset degrades to Alert
 	}
 	for _, tt := range tests {
-		if got := viggy.ActionName(viggy.ActionFor(tt.policy, tt.sev)); got != tt.want {
+		if got := remediation.ActionName(viggy.ActionFor(tt.policy, tt.sev)); got != tt.want {
 			t.Errorf("ActionFor(%v, %v) = %s, want %s", tt.policy.GetOrigin(), tt.sev, got, tt.want)
-		}
-	}
-}
-
-func TestBackoff_delay(t *testing.T) {
-	t.Parallel()
-	b := viggy.Backoff{Base: time.Second, Max: 10 * time.Second, Jitter: 0.2}
-	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 30: 10 * time.Second} {
-		for range 50 {
-			d := b.Delay(attempt)
-			if d < time.Duration(float64(want)*0.8) || d > min(time.Duration(float64(want)*1.2), b.Max) {
-				t.Fatalf("Delay(%d) = %v, want %v ±20%% capped at %v", attempt, d, want, b.Max)
-			}
 		}
 	}
 }
@@ -261,7 +250,7 @@ func TestService_driftPasses(t *testing.T) {
 				t.Fatalf("beats %d trigger %q", len(tr.GetBeats()), tr.GetEnvelope().GetTrigger())
 			}
 			if tt.wantPhase == lavav1.Phase_PHASE_FAILED {
-				if tr.GetDecision() != nil || tr.GetBeats()[3].GetMessage() != viggy.ErrNoLadder.Error() {
+				if tr.GetDecision() != nil || tr.GetBeats()[3].GetMessage() != remediation.ErrNoLadder.Error() {
 					t.Fatalf("decision %v, decide message %q", tr.GetDecision(), tr.GetBeats()[3].GetMessage())
 				}
 			}
@@ -289,7 +278,7 @@ func TestService_driftPasses(t *testing.T) {
 			an := &lavav1.AnomalyDetected{}
 			sev, _ := bus.SeverityToken(max(viggy.MaxSeverity(tt.findings), lavav1.Severity_SEVERITY_COSMETIC))
 			if e.last(bus.StreamAnomalies, bus.AnomalySubject(sev, "drift_detected"), an) && an.GetSource().GetName() == name {
-				t.Errorf("viggy published DriftDetected under %s: %v", viggy.ActionName(tt.wantAction), an)
+				t.Errorf("viggy published DriftDetected under %s: %v", remediation.ActionName(tt.wantAction), an)
 			}
 		})
 	}
@@ -334,7 +323,7 @@ func TestService_escalationTiersOnTimers(t *testing.T) {
 func TestService_retriesBackOffThenStall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, MaxAttempts: 3,
-		Backoff: viggy.Backoff{Base: 100 * time.Millisecond, Max: 150 * time.Millisecond, Jitter: 0.1}})
+		Backoff: bus.Backoff{Base: 100 * time.Millisecond, Max: 150 * time.Millisecond, Jitter: 0.1}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- e.svc.Run(ctx) }()
@@ -378,7 +367,7 @@ func TestService_retriesBackOffThenStall(t *testing.T) {
 	}
 	e.handle(failed(3, "cause:try3"))
 	stalled := &lavav1.Failed{}
-	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "flaky", bus.EventFailed), stalled) || stalled.GetReason() != viggy.ReasonRetriesExhausted ||
+	if !e.last(bus.StreamPhases, bus.PhaseSubject("ns", "flaky", bus.EventFailed), stalled) || stalled.GetReason() != v1alpha1.ReasonRetriesExhausted ||
 		stalled.GetRetryable() || stalled.GetEnvelope().GetSource() != bus.ServiceViggy || !strings.Contains(stalled.GetMessage(), "ApplyFailed") {
 		t.Fatalf("stall Failed: %v", stalled)
 	}
@@ -402,7 +391,7 @@ func TestService_retriesBackOffThenStall(t *testing.T) {
 
 func TestService_generationsAndAppliesCancelRetries(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, Backoff: viggy.Backoff{Base: 300 * time.Millisecond, Max: time.Second}})
+	e := newEnv(t, viggy.Config{Tick: 10 * time.Millisecond, Backoff: bus.Backoff{Base: 300 * time.Millisecond, Max: time.Second}})
 	failed := func(name string) *lavav1.Failed {
 		return &lavav1.Failed{Envelope: envelope(name, 1, "lava.v1.Failed", "cause:x"), Stage: lavav1.Stage_STAGE_PLAN,
 			Reason: "Locked", Retryable: true, Attempt: 1}

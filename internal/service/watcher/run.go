@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	w, err := New(ctx, Config{
-		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry,
+		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry, BusMetrics: base.BusMetrics,
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
 		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,

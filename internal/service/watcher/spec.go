@@ -9,6 +9,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 // minDriftInterval is the floor of spec.driftInterval (the CRD's CEL rule enforces it too).
@@ -117,22 +118,6 @@ func PhaseProto(p v1alpha1.Phase) lavav1.Phase {
 	return lavav1.Phase(lavav1.Phase_value["PHASE_"+strings.ToUpper(string(p))])
 }
 
-// ActionProto maps a remediation action to the proto enum; empty or unknown is ALERT
-// (upstream: unknown actions become Alert).
-func ActionProto(a v1alpha1.RemediationAction) lavav1.RemediationAction {
-	switch a {
-	case v1alpha1.RemediationNoOp:
-		return lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP
-	case v1alpha1.RemediationAutoCorrect:
-		return lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT
-	case v1alpha1.RemediationRequireApproval:
-		return lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL
-	case v1alpha1.RemediationEscalate:
-		return lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE
-	}
-	return lavav1.RemediationAction_REMEDIATION_ACTION_ALERT
-}
-
 // withDefaults fills the unset actions of r with the default policy's.
 func withDefaults(r v1alpha1.DriftRemediation) v1alpha1.DriftRemediation {
 	d := v1alpha1.DefaultDriftRemediation()
@@ -182,7 +167,7 @@ func EffectivePolicy(spec v1alpha1.LavaArchitectureSpec, ref *v1alpha1.Remediati
 		out.Origin = lavav1.PolicyOrigin_POLICY_ORIGIN_DEFAULT
 	}
 	r = withDefaults(r)
-	out.Cosmetic, out.Functional, out.Critical = ActionProto(r.Cosmetic), ActionProto(r.Functional), ActionProto(r.Critical)
+	out.Cosmetic, out.Functional, out.Critical = remediation.ActionProto(r.Cosmetic), remediation.ActionProto(r.Functional), remediation.ActionProto(r.Critical)
 	return out, nil
 }
 

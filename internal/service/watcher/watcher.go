@@ -57,6 +57,9 @@ type Config struct {
 	// queue, leader election) stay in its registry
 	// sigs.k8s.io/controller-runtime/pkg/metrics.Registry; [Run] serves both (svc.Setup.Gatherer).
 	Registry prometheus.Registerer
+	// BusMetrics, if set, counts the phase consumer's messages (svc.Base.BusMetrics, already
+	// on Registry); nil registers new ones on Registry.
+	BusMetrics *bus.Metrics
 	// Namespaces limits the watch to these namespaces; empty watches all. Phase events of
 	// other namespaces are acked and ignored, so run one watcher per set of namespaces with
 	// its own PhaseConsumer.
@@ -142,9 +145,11 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	busMetrics, err := bus.NewMetrics(o.Registry)
-	if err != nil {
-		return nil, fmt.Errorf("watcher: %w", err)
+	busMetrics := o.BusMetrics
+	if busMetrics == nil {
+		if busMetrics, err = bus.NewMetrics(o.Registry); err != nil {
+			return nil, fmt.Errorf("watcher: %w", err)
+		}
 	}
 
 	mo := ctrl.Options{

@@ -3,12 +3,15 @@ package svctest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
 // Run is a service's run function (svc.Run).
@@ -120,4 +123,61 @@ func Serves(t *testing.T, run Run, args []string, env map[string]string, ready f
 	if !strings.Contains(stderr.String(), started) {
 		t.Fatalf("stderr lacks %q:\n%s", started, stderr.String())
 	}
+}
+
+// Contract is the command-line and start-up contract of a service binary whose only start-up
+// sign is a durable consumer (drift, viggy): see [CheckContract].
+type Contract struct {
+	// Service is the binary's name in the usage; IntFlag one of its integer flags
+	// ([UsageCases]).
+	Service, IntFlag string
+	// Stream and Consumer name the durable consumer whose existence shows the service started.
+	Stream, Consumer string
+	// Started is a line the service logs once it runs ("drift started").
+	Started string
+}
+
+// CheckContract runs, in parallel subtests, the usage cases ([UsageCases]: exit 0 or 2), the
+// runtime failure of a NATS URL nothing listens on ([RuntimeFailure]: exit 1) and a start
+// against a real JetStream server (natstest) configured from LAVA_* variables that creates
+// c's consumer, logs c.Started and exits 0 when its context ends ([Serves]).
+func CheckContract(t *testing.T, run Run, c Contract) {
+	t.Helper()
+	t.Run("usage", func(t *testing.T) {
+		t.Parallel()
+		Check(t, run, UsageCases(c.Service, c.IntFlag))
+	})
+	t.Run("runtime failure", func(t *testing.T) {
+		t.Parallel()
+		RuntimeFailure(t, run, "--nats-url", "nats://127.0.0.1:1")
+	})
+	t.Run("serves", func(t *testing.T) {
+		t.Parallel()
+		srv := natstest.RunJetStream(t)
+		// The bootstrap step (`lava nats bootstrap`) creates the topology; the service checks it.
+		if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"LAVA_NATS_URL": srv.URL(), "LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
+			"LAVA_PROVIDER_DIR": t.TempDir()}
+		ready := func(ctx context.Context) error { return Pulling(ctx, srv, c.Stream, c.Consumer) }
+		Serves(t, run, []string{"--log-format", "text"}, env, ready, 200*time.Millisecond, c.Started)
+	})
+}
+
+// Pulling returns nil once a client pulls from the durable consumer of stream on srv (the
+// service under test has started), an error before.
+func Pulling(ctx context.Context, srv *natstest.Server, stream, consumer string) error {
+	c, err := srv.JetStream().Consumer(ctx, stream, consumer)
+	if err != nil {
+		return err
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if ci.NumWaiting == 0 {
+		return errors.New("not pulling yet")
+	}
+	return nil
 }

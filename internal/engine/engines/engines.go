@@ -1,0 +1,162 @@
+package engines
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/embedded"
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/engine/tofu"
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+// Options configures the engines of a process. The embedded engine is always offered; tofu
+// and terraform when their binary is set.
+type Options struct {
+	// ProviderDir is the provider mirror (OpenTofu filesystem-mirror layout) of every engine.
+	ProviderDir string
+	// TofuBin and TerraformBin are the CLI binaries ("" leaves that engine out).
+	TofuBin, TerraformBin string
+	// CLIConfigFile is an optional CLI configuration for tofu and terraform (default: one that
+	// installs providers only from ProviderDir).
+	CLIConfigFile string
+	// WorkDir holds per-operation workspaces and the shared plugin caches (default: a new
+	// temporary directory "lava-<Process>-*").
+	WorkDir string
+	// Timeouts per CLI step (zero values take engine/tofu's defaults).
+	Timeouts tofu.Timeouts
+	// LockTimeout is how long the CLIs retry a held state lock (0: they do not).
+	LockTimeout time.Duration
+	// BackendAddr is the loopback address of the state backend (default "127.0.0.1:0", a free
+	// port). The backend is served only when a CLI engine is offered.
+	BackendAddr string
+	// State configures the state store (lock TTL, holder liveness); its Logger defaults to
+	// [Open]'s log.
+	State state.Options
+	// Process names the process in errors and in the temporary work directory ("applier",
+	// "drift").
+	Process string
+}
+
+// Set is what [Open] built. Close it to stop the engines (provider processes, generated
+// files) and the backend.
+type Set struct {
+	// Store is the state store every engine of the set uses.
+	Store *state.Store
+	// Engines maps an engine name as the CRD spells it (api/v1alpha1.Engine*) to the engine.
+	Engines map[string]engine.Engine
+	// Backend is the loopback state backend of the CLI engines; nil when none is offered.
+	Backend *Backend
+
+	closers []func()
+}
+
+// Backend is the Terraform http state backend served on loopback for the CLI engines.
+type Backend struct {
+	// URL is the base URL ("http://127.0.0.1:PORT").
+	URL string
+	// Password is the basic-auth password of every request (random per process).
+	Password string
+	srv      *http.Server
+}
+
+// Close stops the backend (a second Close is harmless).
+func (b *Backend) Close() error { return b.srv.Close() }
+
+// ServeBackend serves the state.Handler of store on addr (a loopback address such as
+// "127.0.0.1:0") with a random password. Error: "state backend: listen ...".
+func ServeBackend(store *state.Store, addr string, log *slog.Logger) (*Backend, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("state backend: %w", err)
+	}
+	pw := rand.Text()
+	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: pw, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return &Backend{URL: "http://" + ln.Addr().String(), Password: pw, srv: srv}, nil
+}
+
+// Open binds the state store (the lava-state bucket and the artifact store, which the
+// topology must hold: bus.EnsureTopology) and builds the engines of o on it, with the
+// loopback backend when a CLI engine is offered. Errors name o.Process and what failed
+// (binding a bucket, the backend, the work directory, a CLI engine); nothing is left running
+// after an error.
+func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logger) (*Set, error) {
+	wrap := func(format string, a ...any) error { return fmt.Errorf(o.Process+": "+format, a...) }
+	kv, err := js.KeyValue(ctx, bus.BucketState)
+	if err != nil {
+		return nil, wrap("bind %s: %w", bus.BucketState, err)
+	}
+	art, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		return nil, wrap("%w", err)
+	}
+	so := o.State
+	if so.Logger == nil {
+		so.Logger = log
+	}
+	s := &Set{Store: state.NewStore(kv, art, so), Engines: map[string]engine.Engine{}}
+	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Logger: log})
+	s.closers = append(s.closers, func() { _ = emb.Close() })
+	s.Engines[string(v1alpha1.EngineEmbedded)] = emb
+	if o.TofuBin == "" && o.TerraformBin == "" {
+		return s, nil
+	}
+	addr := o.BackendAddr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	if s.Backend, err = ServeBackend(s.Store, addr, log); err != nil {
+		s.Close()
+		return nil, wrap("%w", err)
+	}
+	s.closers = append(s.closers, func() { _ = s.Backend.Close() })
+	workDir := o.WorkDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "lava-"+o.Process+"-"); err != nil {
+			s.Close()
+			return nil, wrap("work dir: %w", err)
+		}
+	}
+	for _, cli := range []struct {
+		name v1alpha1.Engine
+		bin  string
+	}{{v1alpha1.EngineTofu, o.TofuBin}, {v1alpha1.EngineTerraform, o.TerraformBin}} {
+		if cli.bin == "" {
+			continue
+		}
+		name := string(cli.name)
+		e, err := tofu.New(tofu.Config{
+			Name: name, Bin: cli.bin, CLIConfigFile: o.CLIConfigFile, MirrorDir: o.ProviderDir,
+			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+name), WorkDir: workDir,
+			BackendURL: s.Backend.URL, BackendPassword: s.Backend.Password, Store: s.Store, Artifacts: art,
+			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log,
+		})
+		if err != nil {
+			s.Close()
+			return nil, wrap("%s engine: %w", name, err)
+		}
+		s.closers = append(s.closers, func() { _ = e.Close() })
+		s.Engines[name] = e
+	}
+	return s, nil
+}
+
+// Close stops the engines, then the backend (the reverse of their start).
+func (s *Set) Close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}
