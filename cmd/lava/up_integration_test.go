@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,11 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/up"
@@ -298,6 +302,33 @@ func checkUpAuthorization(t *testing.T, stateDir string) {
 	defer cancel()
 	if _, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts); err == nil {
 		t.Error("the subscriber bound lava-artifacts on lava up's server")
+	}
+
+	// The RPCs on loopback answer only the state directory's token.
+	token := strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileRPCToken)))
+	if st, err := os.Stat(filepath.Join(stateDir, up.FileRPCToken)); err != nil || st.Mode().Perm() != 0o600 || token == "" {
+		t.Fatalf("rpc token: %v %v", err, st)
+	}
+	receipts := lavav1connect.NewReceiptServiceClient(http.DefaultClient, "http://"+strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileReceiptsAddr))))
+	render := lavav1connect.NewRenderServiceClient(http.DefaultClient, "http://"+strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileRenderAddr))))
+	for _, tok := range []string{"", "wrong-" + token} {
+		req := connect.NewRequest(&lavav1.GetChainRequest{Namespace: "demo", Name: "release-notes"})
+		rreq := connect.NewRequest(&lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "aws-vpc-network"}, Namespace: "demo"})
+		if tok != "" {
+			req.Header().Set("Authorization", "Bearer "+tok)
+			rreq.Header().Set("Authorization", "Bearer "+tok)
+		}
+		if _, err := receipts.GetChain(t.Context(), req); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("ReceiptService with token %q: %v, want Unauthenticated", tok, err)
+		}
+		if _, err := render.Render(t.Context(), rreq); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("RenderService with token %q: %v, want Unauthenticated", tok, err)
+		}
+	}
+	req := connect.NewRequest(&lavav1.GetChainRequest{Namespace: "demo", Name: "release-notes"})
+	req.Header().Set("Authorization", "Bearer "+token)
+	if res, err := receipts.GetChain(t.Context(), req); err != nil || len(res.Msg.GetReceipts()) == 0 {
+		t.Errorf("ReceiptService with lava up's token: %v (receipts %d)", err, len(res.Msg.GetReceipts()))
 	}
 }
 

@@ -54,6 +54,12 @@ const (
 	// server admits only these identities, each with its generated permissions
 	// (docs/security.md, "Bus"); the CLI's receipts and state commands use bootstrap.nk.
 	DirNATSCredentials = "nats-credentials"
+	// FileRPCToken is the bearer token of the RPCs lava up serves on loopback (created once,
+	// mode 0600): RenderService at the address in FileRenderAddr, ReceiptService at the one in
+	// FileReceiptsAddr (docs/security.md, "RPCs").
+	FileRPCToken     = "rpc.token"
+	FileRenderAddr   = "render.addr"
+	FileReceiptsAddr = "receipts.addr"
 	// FileNATSURL holds the client URL of the running server (`nats sub -s $(cat ...)`).
 	FileNATSURL = "nats.url"
 	// FileLog receives every service's logs (text).
@@ -266,8 +272,34 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return c
 	}
 	workDir := filepath.Join(o.StateDir, DirWork)
+	// The RPCs on loopback, behind the state directory's token.
+	tokenFile, err := ensureKey(filepath.Join(o.StateDir, FileRPCToken), func() (string, error) { return rand.Text(), nil })
+	if err != nil {
+		return Result{}, err
+	}
+	rpcListen := func(addrFile string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("up: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(o.StateDir, addrFile), []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("up: %w", err)
+		}
+		return ln, nil
+	}
+	renderLn, err := rpcListen(FileRenderAddr)
+	if err != nil {
+		return Result{}, err
+	}
+	receiptsLn, err := rpcListen(FileReceiptsAddr)
+	if err != nil {
+		renderLn.Close()
+		return Result{}, err
+	}
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
-		return synth.Run(ctx, synth.Options{Common: common(bus.ServiceSynth), BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube})
+		return synth.Run(ctx, synth.Options{Common: common(bus.ServiceSynth), BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube,
+			Listener: renderLn, RPCTokenFile: tokenFile})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
 		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kube,
@@ -287,7 +319,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return anomaly.Run(ctx, anomaly.Options{Common: common(bus.ServiceAnomaly), Kube: kube})
 	})
 	runSvc(bus.ServiceAttest, func(ctx context.Context) error {
-		return attest.Run(ctx, attest.Options{Common: common(bus.ServiceAttest), SigningKeyFile: signingKey})
+		return attest.Run(ctx, attest.Options{Common: common(bus.ServiceAttest), SigningKeyFile: signingKey,
+			Listener: receiptsLn, RPCTokenFile: tokenFile})
 	})
 
 	phaseCtx, stopPhases := context.WithCancel(context.WithoutCancel(ctx))

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -35,6 +36,9 @@ type Options struct {
 	// RPCTokenFile, if set, is the one token RenderService accepts instead of Kubernetes
 	// tokens (`lava up`).
 	RPCTokenFile string
+	// Listener, if set, serves RenderService instead of listening on ConnectAddr (`lava up`,
+	// tests).
+	Listener net.Listener
 	// Concurrency bounds handlers per consumer.
 	Concurrency int
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
@@ -104,7 +108,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	runs := []func(context.Context) error{s.Run}
-	if o.ConnectAddr != "" {
+	if o.ConnectAddr != "" || o.Listener != nil {
 		guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{lavav1connect.RenderServiceRenderProcedure: "create"})
 		switch {
 		case errors.Is(err, rpcauth.ErrNoAuthenticator):
@@ -112,9 +116,11 @@ func Run(ctx context.Context, o Options) error {
 		case err != nil:
 			return err
 		default:
-			ln, err := telemetry.Listen(o.ConnectAddr)
-			if err != nil {
-				return err
+			ln := o.Listener
+			if ln == nil {
+				if ln, err = telemetry.Listen(o.ConnectAddr); err != nil {
+					return err
+				}
 			}
 			mux := http.NewServeMux()
 			mux.Handle(NewRenderHandler(guard.HandlerOptions()...))
