@@ -114,7 +114,7 @@ func startSecure(b *testing.B) Conns {
 
 // secureRounds is how many times each side is measured; the best of each is compared, since
 // load from other processes only ever slows a run down.
-const secureRounds = 5
+const secureRounds = 7
 
 // secureTarget is issue 17's target: TLS and authorization cost at most 15% of the throughput.
 const secureTarget = 0.85
