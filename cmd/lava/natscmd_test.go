@@ -71,6 +71,9 @@ func TestNATSCmd_credentialsAuthorizationBootstrap(t *testing.T) {
 	if code == exitOK {
 		t.Fatal("the applier's identity created the topology")
 	}
+	if !strings.Contains(errOut, "bus: ensure stream") {
+		t.Errorf("refused bootstrap: %s, want the failed step named", errOut)
+	}
 	code, out, errOut = runLava(t, "", "nats", "bootstrap", "--nats-url", url, "--state-dir", stateDir)
 	if code != exitOK || !strings.Contains(out, "ensured object store lava-artifacts") {
 		t.Fatalf("nats bootstrap: exit %d\n%s\n%s", code, out, errOut)
