@@ -1,10 +1,16 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
@@ -28,7 +34,7 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := startBench(b)
 			b.ResetTimer()
-			tp, err := measureThroughput(b.Context(), srv.JetStream(), "b", b.N, bc.publishers, 64, bc.batch)
+			tp, err := measureThroughput(b.Context(), one(srv.JetStream()), "b", b.N, bc.publishers, 64, bc.batch)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -43,7 +49,7 @@ func BenchmarkLatency1000(b *testing.B) {
 	srv := startBench(b)
 	n := max(b.N, 200)
 	b.ResetTimer()
-	lat, err := measureLatency(b.Context(), srv.JetStream(), "b", 1000, time.Duration(n)*time.Millisecond)
+	lat, err := measureLatency(b.Context(), one(srv.JetStream()), "b", 1000, time.Duration(n)*time.Millisecond)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,4 +57,109 @@ func BenchmarkLatency1000(b *testing.B) {
 	b.ReportMetric(ms(lat.P50), "p50-ms")
 	b.ReportMetric(ms(lat.P99), "p99-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// startPlain is a server without TLS or authorization, and a publisher and a consumer
+// connection of their own (as two services have), over loopback TCP.
+func startPlain(b *testing.B) Conns {
+	b.Helper()
+	srv := startBench(b)
+	conn := func(name string) jetstream.JetStream {
+		nc, js, err := bus.Connect(bus.ConnectOptions{URL: srv.URL(), Name: name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		return js
+	}
+	return Conns{Admin: srv.JetStream(), Pub: conn("plain-synth"), Sub: conn("plain-applier")}
+}
+
+// startSecure is a server with mutual TLS and the generated authorization (docs/security.md),
+// the topology created by the bootstrap identity, and the synth (publisher) and applier
+// (consumer) identities connected through bus.Connect as the services connect.
+func startSecure(b *testing.B) Conns {
+	b.Helper()
+	pki := natstest.NewPKI(b)
+	dir := b.TempDir()
+	keys, err := natsauth.GenerateDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	users, err := natsauth.Users(bus.Declare(bus.TopologyOptions{}), keys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seed := func(id string) string { return filepath.Join(dir, natsauth.SeedFileName(id)) }
+	adminKey, err := nats.NkeyOptionFromSeed(seed(bus.IdentityBootstrap))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := natstest.Run(b, natstest.Config{Nkeys: users, TLS: pki.ServerTLS(b, true), Client: []nats.Option{adminKey,
+		nats.CustomInboxPrefix(bus.InboxPrefix(bus.IdentityBootstrap)), nats.RootCAs(pki.CAFile), nats.ClientCert(pki.ClientCert, pki.ClientKey)}})
+	if err := bus.EnsureTopology(b.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	conn := func(id string) jetstream.JetStream {
+		nc, js, err := bus.Connect(bus.ConnectOptions{URL: srv.URL(), Name: "secure-" + id, Identity: id, NKeyFile: seed(id),
+			CAFile: pki.CAFile, CertFile: pki.ClientCert, KeyFile: pki.ClientKey})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(nc.Close)
+		return js
+	}
+	return Conns{Admin: srv.JetStream(), Pub: conn(bus.ServiceSynth), Sub: conn(bus.ServiceApplier)}
+}
+
+// secureRounds is how many times each side is measured; the best of each is compared, since
+// load from other processes only ever slows a run down.
+const secureRounds = 7
+
+// secureTarget is issue 17's target: TLS and authorization cost at most 15% of the throughput.
+const secureTarget = 0.85
+
+// BenchmarkSecureBus runs the same throughput measurement (8 publishers each waiting for every
+// ack, one Consume with concurrency 64, max(b.N, 3000) events) on a plain server and on one
+// with mutual TLS and the generated per-service authorization, interleaved secureRounds times
+// (best of each kept: load from other processes only slows a run down), then the latency run (1,000 events/s for
+// 300ms) on both. It reports both throughputs, their ratio and both p99s, and fails when the
+// secured throughput is below 85% of the plain one.
+func BenchmarkSecureBus(b *testing.B) {
+	plain, secure := startPlain(b), startSecure(b)
+	n := max(b.N, 3000)
+	b.ResetTimer()
+	best := map[string]float64{}
+	for round := range secureRounds {
+		for _, m := range []struct {
+			name string
+			c    Conns
+		}{{"plain", plain}, {"secure", secure}} {
+			tp, err := measureThroughput(b.Context(), m.c, fmt.Sprintf("%s-%d", m.name, round), n, 8, 64, 0)
+			if err != nil {
+				b.Fatalf("%s: %v", m.name, err)
+			}
+			best[m.name] = max(best[m.name], tp.PerSec)
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for _, m := range []struct {
+		name string
+		c    Conns
+	}{{"plain", plain}, {"secure", secure}} {
+		lat, err := measureLatency(b.Context(), m.c, m.name+"-latency", 1000, 300*time.Millisecond)
+		if err != nil {
+			b.Fatalf("%s latency: %v", m.name, err)
+		}
+		b.ReportMetric(ms(lat.P99), m.name+"-p99-ms")
+	}
+	ratio := best["secure"] / best["plain"]
+	b.ReportMetric(best["plain"], "plain-events/s")
+	b.ReportMetric(best["secure"], "secure-events/s")
+	b.ReportMetric(ratio, "secure/plain")
+	b.ReportMetric(0, "ns/op")
+	if ratio < secureTarget {
+		b.Fatalf("TLS and authorization: %.0f events/s, %.0f%% of the plain %.0f events/s; the target is at least %.0f%%",
+			best["secure"], 100*ratio, best["plain"], 100*secureTarget)
+	}
 }

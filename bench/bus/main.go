@@ -63,7 +63,7 @@ func run(ctx context.Context, n, publishers, concurrency, batch, rate int, durat
 	fmt.Printf("bench/bus: in-process nats-server (%s storage, %s), GOMAXPROCS=%d, %s\n", storage, conn, runtime.GOMAXPROCS(0), runtime.Version())
 
 	for _, b := range []int{0, batch} {
-		tp, err := measureThroughput(ctx, js, fmt.Sprintf("throughput-%d", b), n, publishers, concurrency, b)
+		tp, err := measureThroughput(ctx, one(js), fmt.Sprintf("throughput-%d", b), n, publishers, concurrency, b)
 		if err != nil {
 			return fmt.Errorf("throughput: %w", err)
 		}
@@ -75,7 +75,7 @@ func run(ctx context.Context, n, publishers, concurrency, batch, rate int, durat
 			tp.Events, tp.Elapsed.Round(time.Millisecond), tp.PerSec, how, concurrency)
 	}
 
-	lat, err := measureLatency(ctx, js, "latency", rate, duration)
+	lat, err := measureLatency(ctx, one(js), "latency", rate, duration)
 	if err != nil {
 		return fmt.Errorf("latency: %w", err)
 	}

@@ -35,6 +35,16 @@ func event(run string, i int) *lavav1.Synthesized {
 	}}
 }
 
+// Conns are the connections of a measurement: Admin resets the consumer, Pub publishes (as
+// synth publishes Synthesized) and Sub consumes (as the applier). Without authorization they
+// may all be one; with it each is its own identity.
+type Conns struct {
+	Admin, Pub, Sub jetstream.JetStream
+}
+
+// one is Conns over a single connection.
+func one(js jetstream.JetStream) Conns { return Conns{Admin: js, Pub: js, Sub: js} }
+
 // resetConsumer recreates the applier's LAVA_PHASES consumer at the end of the stream, so
 // one measurement does not see the previous one's events.
 func resetConsumer(ctx context.Context, js jetstream.JetStream) error {
@@ -66,8 +76,8 @@ type Throughput struct {
 // the last handled message. With batch 0 every publish waits for its ack
 // ([bus.Publisher.PublishEvent]); otherwise events go out batch at a time
 // ([bus.Publisher.PublishBatch]).
-func measureThroughput(ctx context.Context, js jetstream.JetStream, run string, n, publishers, concurrency, batch int) (Throughput, error) {
-	if err := resetConsumer(ctx, js); err != nil {
+func measureThroughput(ctx context.Context, c Conns, run string, n, publishers, concurrency, batch int) (Throughput, error) {
+	if err := resetConsumer(ctx, c.Admin); err != nil {
 		return Throughput{}, err
 	}
 	var handled atomic.Int64
@@ -76,7 +86,7 @@ func measureThroughput(ctx context.Context, js jetstream.JetStream, run string, 
 	defer cancel()
 	consumeErr := make(chan error, 1)
 	go func() {
-		consumeErr <- bus.Consume(cctx, js, bus.ConsumeOptions{Stream: bus.StreamPhases, Consumer: bus.ServiceApplier, Concurrency: concurrency},
+		consumeErr <- bus.Consume(cctx, c.Sub, bus.ConsumeOptions{Stream: bus.StreamPhases, Consumer: bus.ServiceApplier, Concurrency: concurrency},
 			func(context.Context, *bus.Message) error {
 				if handled.Add(1) == int64(n) {
 					close(done)
@@ -85,7 +95,7 @@ func measureThroughput(ctx context.Context, js jetstream.JetStream, run string, 
 			})
 	}()
 
-	pub := bus.NewPublisher(js)
+	pub := bus.NewPublisher(c.Pub)
 	var failures atomic.Int64
 	var next atomic.Int64
 	start := time.Now()
@@ -146,8 +156,8 @@ type Latency struct {
 // measureLatency publishes rate events per second for duration, on a fixed schedule, and
 // measures for each the time from just before its publish to the start of its handler
 // (publish, store, deliver, decode).
-func measureLatency(ctx context.Context, js jetstream.JetStream, run string, rate int, duration time.Duration) (Latency, error) {
-	if err := resetConsumer(ctx, js); err != nil {
+func measureLatency(ctx context.Context, c Conns, run string, rate int, duration time.Duration) (Latency, error) {
+	if err := resetConsumer(ctx, c.Admin); err != nil {
 		return Latency{}, err
 	}
 	n := int(duration.Seconds() * float64(rate))
@@ -158,7 +168,7 @@ func measureLatency(ctx context.Context, js jetstream.JetStream, run string, rat
 	defer cancel()
 	consumeErr := make(chan error, 1)
 	go func() {
-		consumeErr <- bus.Consume(cctx, js, bus.ConsumeOptions{Stream: bus.StreamPhases, Consumer: bus.ServiceApplier, Concurrency: 16},
+		consumeErr <- bus.Consume(cctx, c.Sub, bus.ConsumeOptions{Stream: bus.StreamPhases, Consumer: bus.ServiceApplier, Concurrency: 16},
 			func(_ context.Context, m *bus.Message) error {
 				d := time.Since(m.Envelope.GetOccurredAt().AsTime())
 				mu.Lock()
@@ -171,7 +181,7 @@ func measureLatency(ctx context.Context, js jetstream.JetStream, run string, rat
 			})
 	}()
 
-	pub := bus.NewPublisher(js)
+	pub := bus.NewPublisher(c.Pub)
 	interval := time.Second / time.Duration(rate)
 	next := time.Now()
 	for i := range n {

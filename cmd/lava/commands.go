@@ -13,5 +13,6 @@ func subcommands() []*cobra.Command {
 		newReceiptsCmd(),
 		newEventsCmd(),
 		newUpCmd(),
+		newNATSCmd(),
 	}
 }

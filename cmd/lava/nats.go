@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -27,6 +28,8 @@ wrote to <state-dir>/nats.url (--state-dir, default .lava) when that file exists
 // natsFlags are the connection flags of every command that reads NATS (receipts, state).
 type natsFlags struct {
 	url, creds, stateDir string
+	nkey, identity       string
+	ca, cert, key        string
 }
 
 func (f *natsFlags) register(cmd *cobra.Command) {
@@ -34,6 +37,26 @@ func (f *natsFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.url, "nats-url", "", "NATS server `URL` (default $LAVA_NATS_URL, else the one in <state-dir>/nats.url, else "+defaultNATSURL+")")
 	fs.StringVar(&f.creds, "nats-creds", os.Getenv(bus.EnvNATSCreds), "NATS credentials `FILE` (default from $LAVA_NATS_CREDS)")
 	fs.StringVar(&f.stateDir, "state-dir", ".lava", "lava up's state `DIR`, whose nats.url gives the NATS URL when --nats-url and $LAVA_NATS_URL are not set")
+	fs.StringVar(&f.nkey, "nats-nkey", os.Getenv(bus.EnvNATSNKey), "NATS nkey seed `FILE` (default from $LAVA_NATS_NKEY, else <state-dir>/"+
+		up.DirNATSCredentials+"/<identity>.nk when it exists)")
+	fs.StringVar(&f.identity, "nats-identity", bus.IdentityBootstrap, "bus `IDENTITY` the seed belongs to (its reply inbox; docs/security.md)")
+	fs.StringVar(&f.ca, "nats-ca", os.Getenv(bus.EnvNATSCA), "PEM CA `FILE` of the NATS server's certificate; set, TLS is required (default from $LAVA_NATS_CA)")
+	fs.StringVar(&f.cert, "nats-cert", os.Getenv(bus.EnvNATSCert), "PEM client certificate `FILE` for mutual TLS (default from $LAVA_NATS_CERT)")
+	fs.StringVar(&f.key, "nats-key", os.Getenv(bus.EnvNATSKey), "PEM key `FILE` of --nats-cert (default from $LAVA_NATS_KEY)")
+}
+
+// options are the bus.Connect options of the flags: the nkey seed is --nats-nkey, else lava
+// up's seed of --nats-identity in the state directory when it exists.
+func (f *natsFlags) options(url string) bus.ConnectOptions {
+	nkey := f.nkey
+	if nkey == "" {
+		p := filepath.Join(f.stateDir, up.DirNATSCredentials, natsauth.SeedFileName(f.identity))
+		if _, err := os.Stat(p); err == nil {
+			nkey = p
+		}
+	}
+	return bus.ConnectOptions{URL: url, CredsFile: f.creds, NKeyFile: nkey, Identity: f.identity, Name: "lava-cli",
+		NoReconnect: true, CAFile: f.ca, CertFile: f.cert, KeyFile: f.key}
 }
 
 // resolveURL is the server URL and where it came from: --nats-url, $LAVA_NATS_URL,
@@ -59,7 +82,7 @@ func (f *natsFlags) resolveURL() (url, from string) {
 // connection when done. A server that cannot be reached is an [unavailableError].
 func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
 	url, from := f.resolveURL()
-	nc, js, err := bus.Connect(bus.ConnectOptions{URL: url, CredsFile: f.creds, Name: "lava-cli", NoReconnect: true})
+	nc, js, err := bus.Connect(f.options(url))
 	if err != nil {
 		return nil, nil, unavailable(fmt.Errorf("no NATS server at %s (URL from %s): %w; is `lava up` running? "+
 			"`lava up` serves receipts and state only while it runs; otherwise give --nats-url", url, from, err))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,7 +15,14 @@ import (
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/up"
 )
+
+// isFile reports whether p is an existing regular file.
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
 
 const receiptsVerifyLong = `Verify reads the receipt chain of the LavaArchitecture NS/NAME from the JetStream stream
 LAVA_RECEIPTS and checks, for every receipt in order: its sequence, its link to the previous
@@ -23,10 +31,11 @@ and the time order. Each violation is printed on stderr in upstream's format, e.
 
   receipt 2: content_hash expected <hex>, got <hex>
 
-With --public-key FILE (64 hex digits, the PUBLIC line of "lava receipts keygen") every
-signature must be made with that key; without it the key embedded in each receipt is used.
-With --require-signatures an unsigned receipt is a failure (otherwise a stripped signature
-goes unnoticed). A resource without receipts (a mistyped name, say) fails verification
+Every receipt must be signed, with the pinned key: --public-key FILE (64 hex digits, the
+PUBLIC line of "lava receipts keygen"), else lava up's <state-dir>/signing.pub when it
+exists; without either the command refuses to run. --allow-unsigned relaxes both (unsigned
+receipts pass, and without a pinned key each receipt's embedded key is used) and says so on
+stderr: a chain verified that way proves nothing about who wrote it. A resource without receipts (a mistyped name, say) fails verification
 unless --allow-empty is given. Exit code 0 when the chain verifies, 1 when it does not,
 2 for a usage error, 3 when NATS cannot be reached.
 
@@ -57,24 +66,39 @@ func newReceiptsVerifyCmd() *cobra.Command {
 		nf         natsFlags
 		publicKey  string
 		requireSig bool
+		allowUnsig bool
 		allowEmpty bool
 	)
 	cmd := &cobra.Command{
 		Use:     "verify NS/NAME",
 		Short:   "Verify a resource's receipt chain (sequence, links, hashes, signatures, time order)",
 		Long:    receiptsVerifyLong,
-		Example: "  lava receipts verify infra/prod-vpc --nats-url nats://nats:4222 --public-key lava.pub --require-signatures",
+		Example: "  lava receipts verify infra/prod-vpc --nats-url nats://nats:4222 --public-key lava.pub",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, name, err := parseResource(args[0])
 			if err != nil {
 				return err
 			}
-			opts := attest.VerifyOptions{RequireSignatures: requireSig}
-			if publicKey != "" {
+			opts := attest.VerifyOptions{RequireSignatures: !allowUnsig || requireSig}
+			if publicKey == "" {
+				if p := filepath.Join(nf.stateDir, up.FilePublicKey); isFile(p) {
+					publicKey = p
+				}
+			}
+			switch {
+			case publicKey != "":
 				if opts.PublicKey, err = attest.LoadPublicKey(publicKey); err != nil {
 					return err
 				}
+			case !allowUnsig:
+				return errors.New("a pinned public key is required: --public-key FILE (or lava up's <state-dir>/" + up.FilePublicKey +
+					"); --allow-unsigned verifies without one")
+			}
+			if allowUnsig {
+				fmt.Fprintln(cmd.ErrOrStderr(), "lava: WARNING: --allow-unsigned: unsigned receipts pass"+
+					map[bool]string{true: "", false: " and each receipt's own embedded key is trusted"}[publicKey != ""]+
+					"; this chain proves nothing about who wrote it")
 			}
 			nc, js, err := nf.connect()
 			if err != nil {
@@ -101,7 +125,8 @@ func newReceiptsVerifyCmd() *cobra.Command {
 	}
 	nf.register(cmd)
 	cmd.Flags().StringVar(&publicKey, "public-key", "", "file with the Ed25519 public key (64 hex digits) every signature must verify with")
-	cmd.Flags().BoolVar(&requireSig, "require-signatures", false, "fail on unsigned receipts")
+	cmd.Flags().BoolVar(&requireSig, "require-signatures", false, "fail on unsigned receipts (the default; kept for scripts, overrides --allow-unsigned)")
+	cmd.Flags().BoolVar(&allowUnsig, "allow-unsigned", false, "accept unsigned receipts and, without a pinned key, each receipt's embedded key (warns)")
 	cmd.Flags().BoolVar(&allowEmpty, "allow-empty", false, "accept a resource without receipts (an empty chain) as verified")
 	return cmd
 }

@@ -136,22 +136,24 @@ func TestReceiptsVerify(t *testing.T) {
 	}{
 		{
 			name:   "valid, required signatures, signer's key",
-			args:   []string{"infra/vpc", "--require-signatures", "--public-key", fx.pubFile},
+			args:   []string{"infra/vpc", "--public-key", fx.pubFile},
 			code:   exitOK,
 			stdout: fmt.Sprintf("infra/vpc: ok (5 receipts, head %s, keys %s)\n", attest.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
 		},
-		{name: "valid, embedded keys", args: []string{"infra/vpc"}, code: exitOK, stdout: "infra/vpc: ok (5 receipts"},
-		{name: "empty chain", args: []string{"infra/none"}, code: exitInvalid, stderr: []string{"lava: infra/none: no receipts (is the name right?"}},
-		{name: "empty chain allowed", args: []string{"infra/none", "--allow-empty"}, code: exitOK, stdout: "infra/none: ok (0 receipts)\n"},
+		{name: "no pinned key", args: []string{"infra/vpc"}, code: exitUsage, stderr: []string{"a pinned public key is required"}},
+		{name: "embedded keys under --allow-unsigned", args: []string{"infra/vpc", "--allow-unsigned"}, code: exitOK, stdout: "infra/vpc: ok (5 receipts",
+			stderr: []string{"WARNING: --allow-unsigned", "proves nothing"}},
+		{name: "empty chain", args: []string{"infra/none", "--public-key", fx.pubFile}, code: exitInvalid, stderr: []string{"lava: infra/none: no receipts (is the name right?"}},
+		{name: "empty chain allowed", args: []string{"infra/none", "--allow-empty", "--public-key", fx.pubFile}, code: exitOK, stdout: "infra/none: ok (0 receipts)\n"},
 		{
 			name:   "tampered payload",
-			args:   []string{"tamper/payload"},
+			args:   []string{"tamper/payload", "--public-key", fx.pubFile},
 			code:   exitInvalid,
 			stderr: []string{fmt.Sprintf("receipt 2: content_hash expected %s, got %s\n", hashOf(payload[2]), attest.Hex(fx.chain[2].GetContentHash()))},
 		},
 		{
 			name: "forged link",
-			args: []string{"tamper/link"},
+			args: []string{"tamper/link", "--public-key", fx.pubFile},
 			code: exitInvalid,
 			stderr: []string{
 				fmt.Sprintf("receipt 3: prev_hash expected %s, got %s\n", attest.Hex(fx.chain[2].GetContentHash()), strings.Repeat("0", 64)),
@@ -160,7 +162,7 @@ func TestReceiptsVerify(t *testing.T) {
 		},
 		{
 			name:   "removed receipt",
-			args:   []string{"tamper/sequence"},
+			args:   []string{"tamper/sequence", "--public-key", fx.pubFile},
 			code:   exitInvalid,
 			stderr: []string{"receipt 1: sequence expected 1, got 2\n", "receipt 1: prev_hash expected ", "receipt 3: sequence expected 3, got 4\n"},
 		},
@@ -170,10 +172,11 @@ func TestReceiptsVerify(t *testing.T) {
 			code:   exitInvalid,
 			stderr: []string{fmt.Sprintf("receipt 0: signature: signature scheme mismatch: signed with key %s, verifier's key is %s\n", fx.signer.KeyID(), other.KeyID())},
 		},
-		{name: "stripped signature passes by default", args: []string{"tamper/stripped", "--public-key", fx.pubFile}, code: exitOK, stdout: "tamper/stripped: ok (5 receipts"},
+		{name: "stripped signature passes only under --allow-unsigned", args: []string{"tamper/stripped", "--public-key", fx.pubFile, "--allow-unsigned"},
+			code: exitOK, stdout: "tamper/stripped: ok (5 receipts", stderr: []string{"WARNING: --allow-unsigned"}},
 		{
-			name:   "stripped signature under --require-signatures",
-			args:   []string{"tamper/stripped", "--require-signatures"},
+			name:   "stripped signature by default",
+			args:   []string{"tamper/stripped", "--public-key", fx.pubFile},
 			code:   exitInvalid,
 			stderr: []string{"receipt 4: signature: unsigned (algo none) but signatures are required\n"},
 		},
@@ -208,8 +211,11 @@ func TestReceiptsVerify_unreachable(t *testing.T) {
 	srv := natstest.RunJetStream(t)
 	url := srv.URL()
 	srv.Shutdown()
-	for _, args := range [][]string{{"receipts", "verify", "a/b"}, {"receipts", "show", "a/b"}, {"state", "show", "a/b"}, {"state", "unlock", "a/b"}} {
+	for _, args := range [][]string{{"receipts", "verify", "a/b", "--allow-unsigned"}, {"receipts", "show", "a/b"}, {"state", "show", "a/b"}, {"state", "unlock", "a/b"}} {
 		code, _, stderr := runLava(t, "", append(args, "--nats-url", url)...)
+		if i := strings.Index(stderr, "lava: no NATS"); i > 0 {
+			stderr = stderr[i:] // after --allow-unsigned's warning
+		}
 		want := "lava: no NATS server at " + url + " (URL from --nats-url)"
 		if code != exitUnavail || !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "is `lava up` running?") {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d, stderr starting %q", args, code, stderr, exitUnavail, want)
@@ -223,6 +229,14 @@ func TestNATSURL_lookup(t *testing.T) {
 	fx := newReceiptsFixture(t)
 	stateDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(stateDir, "nats.url"), []byte(fx.srv.URL()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// lava up's public key in the state directory is the pinned key of receipts verify.
+	pub, err := os.ReadFile(fx.pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, "signing.pub"), pub, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("LAVA_NATS_URL", "")

@@ -5,7 +5,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,10 +17,16 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -244,6 +252,7 @@ func TestUp_liveChangeAndInterrupt(t *testing.T) {
 		}
 	}
 	waitFor("release-notes Applied at generation 1", appliedAt(1))
+	checkUpAuthorization(t, stateDir)
 	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "version: 0.1.0", "version: 0.3.0", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +265,70 @@ func TestUp_liveChangeAndInterrupt(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("lava up did not stop within a minute of cancellation")
+	}
+}
+
+// checkUpAuthorization: lava up's server refuses an anonymous client, every identity's seed is
+// private (0600), and the subscriber identity reads anomalies but not the artifact store.
+func checkUpAuthorization(t *testing.T, stateDir string) {
+	t.Helper()
+	url := strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileNATSURL)))
+	if nc, err := nats.Connect(url); err == nil {
+		nc.Close()
+		t.Error("lava up's NATS accepted an anonymous client")
+	} else if !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("anonymous client: %v, want an authorization violation", err)
+	}
+	creds := filepath.Join(stateDir, up.DirNATSCredentials)
+	for _, id := range bus.Identities() {
+		st, err := os.Stat(filepath.Join(creds, natsauth.SeedFileName(id)))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s's seed: %v, mode %v; want 0600", id, err, st.Mode().Perm())
+		}
+	}
+	nc, js, err := bus.Connect(bus.ConnectOptions{URL: url, Identity: bus.IdentitySubscriber,
+		NKeyFile: filepath.Join(creds, natsauth.SeedFileName(bus.IdentitySubscriber))})
+	if err != nil {
+		t.Fatalf("subscriber: %v", err)
+	}
+	defer nc.Close()
+	if _, err := nc.SubscribeSync(bus.PrefixAnomaly + ">"); err != nil {
+		t.Error(err)
+	}
+	if err := nc.Flush(); err != nil || nc.LastError() != nil {
+		t.Errorf("subscriber's anomaly subscription: %v %v", err, nc.LastError())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts); err == nil {
+		t.Error("the subscriber bound lava-artifacts on lava up's server")
+	}
+
+	// The RPCs on loopback answer only the state directory's token.
+	token := strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileRPCToken)))
+	if st, err := os.Stat(filepath.Join(stateDir, up.FileRPCToken)); err != nil || st.Mode().Perm() != 0o600 || token == "" {
+		t.Fatalf("rpc token: %v %v", err, st)
+	}
+	receipts := lavav1connect.NewReceiptServiceClient(http.DefaultClient, "http://"+strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileReceiptsAddr))))
+	render := lavav1connect.NewRenderServiceClient(http.DefaultClient, "http://"+strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileRenderAddr))))
+	for _, tok := range []string{"", "wrong-" + token} {
+		req := connect.NewRequest(&lavav1.GetChainRequest{Namespace: "demo", Name: "release-notes"})
+		rreq := connect.NewRequest(&lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "aws-vpc-network"}, Namespace: "demo"})
+		if tok != "" {
+			req.Header().Set("Authorization", "Bearer "+tok)
+			rreq.Header().Set("Authorization", "Bearer "+tok)
+		}
+		if _, err := receipts.GetChain(t.Context(), req); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("ReceiptService with token %q: %v, want Unauthenticated", tok, err)
+		}
+		if _, err := render.Render(t.Context(), rreq); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("RenderService with token %q: %v, want Unauthenticated", tok, err)
+		}
+	}
+	req := connect.NewRequest(&lavav1.GetChainRequest{Namespace: "demo", Name: "release-notes"})
+	req.Header().Set("Authorization", "Bearer "+token)
+	if res, err := receipts.GetChain(t.Context(), req); err != nil || len(res.Msg.GetReceipts()) == 0 {
+		t.Errorf("ReceiptService with lava up's token: %v (receipts %d)", err, len(res.Msg.GetReceipts()))
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 	"github.com/lava-operator/lava/internal/service/anomaly"
@@ -48,6 +49,17 @@ const (
 	// key (hex), for `lava receipts verify --public-key`.
 	FileSigningKey = "signing.key"
 	FilePublicKey  = "signing.pub"
+	// DirNATSCredentials holds one nkey seed per bus identity (natsauth.SeedFileName: the seven
+	// services, "subscriber" and "bootstrap"), each mode 0600, created once: the embedded
+	// server admits only these identities, each with its generated permissions
+	// (docs/security.md, "Bus"); the CLI's receipts and state commands use bootstrap.nk.
+	DirNATSCredentials = "nats-credentials"
+	// FileRPCToken is the bearer token of the RPCs lava up serves on loopback (created once,
+	// mode 0600): RenderService at the address in FileRenderAddr, ReceiptService at the one in
+	// FileReceiptsAddr (docs/security.md, "RPCs").
+	FileRPCToken     = "rpc.token"
+	FileRenderAddr   = "render.addr"
+	FileReceiptsAddr = "receipts.addr"
 	// FileNATSURL holds the client URL of the running server (`nats sub -s $(cat ...)`).
 	FileNATSURL = "nats.url"
 	// FileLog receives every service's logs (text).
@@ -176,7 +188,20 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("up: %w", err)
 	}
 
-	srv, err := startNATS(filepath.Join(o.StateDir, DirNATS), o.NATSAddr)
+	credDir := filepath.Join(o.StateDir, DirNATSCredentials)
+	keys, err := natsauth.GenerateDir(credDir)
+	if err != nil {
+		return Result{}, fmt.Errorf("up: %w", err)
+	}
+	users, err := natsauth.Users(bus.Declare(bus.TopologyOptions{Replicas: 1}), keys)
+	if err != nil {
+		return Result{}, fmt.Errorf("up: %w", err)
+	}
+	// as is the connection options of identity on the embedded server.
+	as := func(url, identity string) bus.ConnectOptions {
+		return bus.ConnectOptions{URL: url, Identity: identity, NKeyFile: filepath.Join(credDir, natsauth.SeedFileName(identity))}
+	}
+	srv, err := startNATS(filepath.Join(o.StateDir, DirNATS), o.NATSAddr, users)
 	if err != nil {
 		return Result{}, err
 	}
@@ -188,14 +213,27 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if err := os.WriteFile(filepath.Join(o.StateDir, FileNATSURL), []byte(url+"\n"), 0o644); err != nil {
 		return Result{}, fmt.Errorf("up: %w", err)
 	}
-	nc, js, err := bus.Connect(bus.ConnectOptions{URL: url, Name: "lava-up"})
+	// The bootstrap step, as the chart's hook Job runs it: the admin identity creates the
+	// topology; every service then runs with its own identity and only checks it.
+	boot := as(url, bus.IdentityBootstrap)
+	boot.Name = "lava-up-bootstrap"
+	bnc, bjs, err := bus.Connect(boot)
+	if err != nil {
+		return Result{}, fmt.Errorf("up: %w", err)
+	}
+	err = bus.EnsureTopology(ctx, bjs, bus.TopologyOptions{Replicas: 1})
+	bnc.Close()
+	if err != nil {
+		return Result{}, err
+	}
+	// The file source plays the watcher's role, with the watcher's identity.
+	srcConn := as(url, bus.ServiceWatcher)
+	srcConn.Name = "lava-up"
+	nc, js, err := bus.Connect(srcConn)
 	if err != nil {
 		return Result{}, fmt.Errorf("up: %w", err)
 	}
 	defer nc.Close()
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{Replicas: 1}); err != nil {
-		return Result{}, err
-	}
 
 	display := NewDisplay(o.Stdout, o.Terminal, nil)
 	mode := "manifests from " + fmt.Sprint(o.Paths)
@@ -230,30 +268,63 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	// Every service runs as its binary does (internal/platform/svc), on the embedded server,
 	// without metrics or health listeners, logging to o.Log.
-	common := svc.Common{NATS: bus.ConnectOptions{URL: url}, LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Stderr: o.Log}
+	// Each with its own bus identity (credentials in DirNATSCredentials).
+	commonBase := svc.Common{LogFormat: "text", LogLevel: o.LogLevel, Replicas: 1, Stderr: o.Log}
+	common := func(service string) svc.Common {
+		c := commonBase
+		c.NATS = as(url, service)
+		return c
+	}
 	workDir := filepath.Join(o.StateDir, DirWork)
+	// The RPCs on loopback, behind the state directory's token.
+	tokenFile, err := ensureKey(filepath.Join(o.StateDir, FileRPCToken), func() (string, error) { return rand.Text(), nil })
+	if err != nil {
+		return Result{}, err
+	}
+	rpcListen := func(addrFile string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("up: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(o.StateDir, addrFile), []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("up: %w", err)
+		}
+		return ln, nil
+	}
+	renderLn, err := rpcListen(FileRenderAddr)
+	if err != nil {
+		return Result{}, err
+	}
+	receiptsLn, err := rpcListen(FileReceiptsAddr)
+	if err != nil {
+		renderLn.Close()
+		return Result{}, err
+	}
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
-		return synth.Run(ctx, synth.Options{Common: common, BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube})
+		return synth.Run(ctx, synth.Options{Common: common(bus.ServiceSynth), BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube,
+			Listener: renderLn, RPCTokenFile: tokenFile})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
-		return applier.Run(ctx, applier.Options{Common: common, Holder: "lava-up", Concurrency: 4, Kube: kube,
+		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kube,
 			Engines: engines.Options{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "applier")}})
 	})
 	runSvc(bus.ServiceDrift, func(ctx context.Context) error {
-		return drift.Run(ctx, drift.Options{Common: common, Holder: "lava-up",
+		return drift.Run(ctx, drift.Options{Common: common(bus.ServiceDrift), Holder: "lava-up",
 			Engines: engines.Options{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "drift")}})
 	})
 	runSvc(bus.ServiceViggy, func(ctx context.Context) error {
-		return viggy.Run(ctx, viggy.Options{Common: common, MaxAttempts: viggy.DefaultMaxAttempts, Backoff: viggy.DefaultBackoff(),
+		return viggy.Run(ctx, viggy.Options{Common: common(bus.ServiceViggy), MaxAttempts: viggy.DefaultMaxAttempts, Backoff: viggy.DefaultBackoff(),
 			Concurrency: viggy.DefaultConcurrency})
 	})
 	runSvc(bus.ServiceAnomaly, func(ctx context.Context) error {
-		return anomaly.Run(ctx, anomaly.Options{Common: common, Kube: kube})
+		return anomaly.Run(ctx, anomaly.Options{Common: common(bus.ServiceAnomaly), Kube: kube})
 	})
 	runSvc(bus.ServiceAttest, func(ctx context.Context) error {
-		return attest.Run(ctx, attest.Options{Common: common, SigningKeyFile: signingKey})
+		return attest.Run(ctx, attest.Options{Common: common(bus.ServiceAttest), SigningKeyFile: signingKey,
+			Listener: receiptsLn, RPCTokenFile: tokenFile})
 	})
 
 	phaseCtx, stopPhases := context.WithCancel(context.WithoutCancel(ctx))
@@ -264,7 +335,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	var src *Source
 	if o.Kubeconfig != "" {
 		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
-			return watcher.Run(ctx, watcher.Options{Common: common, Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI})
+			return watcher.Run(ctx, watcher.Options{Common: common(bus.ServiceWatcher), Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI})
 		})
 		kv, err := newKubeView(kube, o.Namespaces)
 		if err != nil {
@@ -500,8 +571,8 @@ func ensureKey(path string, gen func() (string, error)) (string, error) {
 }
 
 // startNATS starts the embedded nats-server with JetStream, its store in storeDir, listening
-// on addr (host:port, port 0 for a free one).
-func startNATS(storeDir, addr string) (*server.Server, error) {
+// on addr (host:port, port 0 for a free one), admitting only users (no anonymous client).
+func startNATS(storeDir, addr string, users []*server.NkeyUser) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("up: --nats-addr %q: %w", addr, err)
@@ -515,6 +586,7 @@ func startNATS(storeDir, addr string) (*server.Server, error) {
 	}
 	srv, err := server.NewServer(&server.Options{
 		ServerName: "lava-up", Host: host, Port: port, JetStream: true, StoreDir: storeDir, NoLog: true, NoSigs: true,
+		Nkeys: users,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("up: nats-server: %w", err)

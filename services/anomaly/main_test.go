@@ -35,6 +35,7 @@ func TestRun_config(t *testing.T) {
 func TestRun_serves(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
 	env := map[string]string{"LAVA_NATS_URL": srv.URL(), "LAVA_NO_KUBE": "true",
 		"LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0", "LAVA_LOG_FORMAT": "text"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
@@ -76,4 +77,13 @@ func TestRun_usage(t *testing.T) {
 func TestRun_runtimeFailure(t *testing.T) {
 	t.Parallel()
 	svctest.RuntimeFailure(t, run, "--no-kube", "--nats-url", "nats://127.0.0.1:1")
+}
+
+// bootstrap creates the topology as the bootstrap step does (`lava nats bootstrap`): the
+// service only checks it.
+func bootstrap(t *testing.T, srv *natstest.Server) {
+	t.Helper()
+	if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -20,18 +21,31 @@ func TestRun_config(t *testing.T) {
 	})
 }
 
-// TestRun_serves: configured from the environment, the service creates the topology, runs,
+// TestRun_serves: configured from the environment, the service checks the topology, runs,
 // and exits 0 when its context ends.
 func TestRun_serves(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
 	env := map[string]string{
 		"LAVA_NATS_URL": srv.URL(), "LAVA_CONNECT_ADDR": "127.0.0.1:0",
 		"LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
+		"LAVA_ALLOW_UNSIGNED": "true", "LAVA_NO_KUBE": "true",
 	}
 	ready := func(ctx context.Context) error {
-		_, err := srv.JetStream().ObjectStore(ctx, bus.ObjectStoreArtifacts)
-		return err
+		// The topology exists (bootstrap); the service is up once it pulls from its consumer.
+		c, err := srv.JetStream().Consumer(ctx, bus.StreamPhases, bus.ServiceAttest)
+		if err != nil {
+			return err
+		}
+		ci, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if ci.NumWaiting == 0 {
+			return errors.New("not pulling yet")
+		}
+		return nil
 	}
 	svctest.Serves(t, run, []string{"--log-format", "text"}, env, ready, 0, "receipts are unsigned")
 }
@@ -48,4 +62,13 @@ func TestRun_usage(t *testing.T) {
 func TestRun_runtimeFailure(t *testing.T) {
 	t.Parallel()
 	svctest.RuntimeFailure(t, run, "--nats-url", "nats://127.0.0.1:1")
+}
+
+// bootstrap creates the topology as the bootstrap step does (`lava nats bootstrap`): the
+// service only checks it.
+func bootstrap(t *testing.T, srv *natstest.Server) {
+	t.Helper()
+	if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -297,8 +298,9 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 			{"", "lava.pleme.io", "lavaarchitecturedependencies", "watch"},
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
 		},
-		"synth":   {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
-		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"}},
+		"synth": {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
+		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"},
+			{"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
 	}
 	out := map[string][]string{}
@@ -313,6 +315,12 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 	}
 	for _, v := range []string{"get", "list", "watch", "create", "update", "patch"} {
 		out[prefix+"-watcher"] = append(out[prefix+"-watcher"], grant{"lava-system", "coordination.k8s.io", "leases", v}.String())
+	}
+	// The RPC services ask the API server to review callers' tokens and access
+	// (docs/security.md, "RPCs"), cluster-wide whatever watchNamespaces says.
+	for _, svc := range []string{"synth", "attest"} {
+		out[prefix+"-"+svc] = append(out[prefix+"-"+svc], grant{"cluster", "authentication.k8s.io", "tokenreviews", "create"}.String(),
+			grant{"cluster", "authorization.k8s.io", "subjectaccessreviews", "create"}.String())
 	}
 	for _, v := range []string{"create", "patch"} {
 		out[prefix+"-watcher"] = append(out[prefix+"-watcher"], grant{"lava-system", "", "events", v}.String())
@@ -371,6 +379,7 @@ func TestRenderedObjects(t *testing.T) {
 			}
 			kinds := map[string]int{}
 			deployments := map[string]*appsv1.Deployment{}
+			policies := map[string]*networkingv1.NetworkPolicy{}
 			sas := map[string]*corev1.ServiceAccount{}
 			svcs := map[string]*corev1.Service{}
 			for _, u := range objs {
@@ -378,6 +387,8 @@ func TestRenderedObjects(t *testing.T) {
 				switch u.GetKind() {
 				case "Deployment":
 					deployments[u.GetName()] = convert[appsv1.Deployment](t, u)
+				case "NetworkPolicy":
+					policies[u.GetName()] = convert[networkingv1.NetworkPolicy](t, u)
 				case "ServiceAccount":
 					sas[u.GetName()] = convert[corev1.ServiceAccount](t, u)
 				case "Service":
@@ -387,6 +398,31 @@ func TestRenderedObjects(t *testing.T) {
 			if kinds["CustomResourceDefinition"] != 3 || kinds["Deployment"] != 7 || kinds["ServiceAccount"] != 7 || kinds["Service"] != 7 {
 				t.Errorf("rendered kinds = %v", kinds)
 			}
+			// Ingress only to each service's ports (docs/security.md): connect for the RPC
+			// services, metrics and health for all.
+			for _, svc := range services {
+				np := policies[tc.prefix+"-"+svc]
+				if np == nil {
+					t.Errorf("%s: no NetworkPolicy", svc)
+					continue
+				}
+				want := []int32{9090, 9091}
+				if svc == "synth" || svc == "attest" {
+					want = []int32{8080, 9090, 9091}
+				}
+				var got []int32
+				for _, r := range np.Spec.Ingress {
+					for _, p := range r.Ports {
+						got = append(got, p.Port.IntVal)
+					}
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, want) || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) ||
+					np.Spec.PodSelector.MatchLabels["app.kubernetes.io/component"] != svc {
+					t.Errorf("%s: NetworkPolicy admits ports %v (types %v, selector %v), want %v", svc, got, np.Spec.PolicyTypes,
+						np.Spec.PodSelector.MatchLabels, want)
+				}
+			}
 			for _, svc := range services {
 				name := tc.prefix + "-" + svc
 				d, sa, s := deployments[name], sas[name], svcs[name]
@@ -394,7 +430,7 @@ func TestRenderedObjects(t *testing.T) {
 					t.Errorf("%s: Deployment %v, ServiceAccount %v, Service %v", name, d != nil, sa != nil, s != nil)
 					continue
 				}
-				noKube := slices.Contains([]string{"attest", "drift", "viggy"}, svc)
+				noKube := slices.Contains([]string{"drift", "viggy"}, svc)
 				pod := d.Spec.Template.Spec
 				if pod.ServiceAccountName != name {
 					t.Errorf("%s: serviceAccountName %q", name, pod.ServiceAccountName)
@@ -605,12 +641,15 @@ func TestApplyToAPIServer(t *testing.T) {
 			{"synth", "infra", "", "configmaps", "", "get", true},
 			{"synth", "infra", "", "secrets", "", "list", false},
 			{"synth", "infra", "", "secrets", "", "create", false},
-			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", true},
+			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "update", false},
 			{"applier", "infra", "", "secrets", "", "create", true},
 			{"applier", "infra", "", "secrets", "", "update", true},
 			{"applier", "infra", "", "secrets", "", "delete", false},
 			{"applier", "infra", "", "secrets", "", "list", false},
 			{"applier", "infra", "", "configmaps", "", "get", false},
+			{"applier", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", true},
+			{"applier", "infra", "lava.pleme.io", "lavaarchitectures", "", "update", false},
 			{"anomaly", "infra", "events.k8s.io", "events", "", "create", true},
 			{"anomaly", "infra", "", "secrets", "", "get", false},
 			{"attest", "infra", "", "secrets", "", "get", false},

@@ -31,6 +31,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/test/e2e/harness"
 )
@@ -98,12 +99,13 @@ func TestEndToEnd(t *testing.T) {
 	env := harness.Start(t, harness.Options{})
 	kc := newClient(t, env.Kubeconfig)
 
-	// A plain NATS subscriber, as an alerting integration would run it.
-	nc, err := nats.Connect(env.NATSURL, nats.Name("e2e-anomaly-subscriber"))
-	if err != nil {
-		t.Fatal(err)
+	// A NATS subscriber with the read-only subscriber identity, as an alerting integration
+	// would run it; an anonymous client is refused (authorization and TLS are on).
+	if anon, err := nats.Connect(env.NATSURL, nats.RootCAs(env.PKI.CAFile), nats.ClientCert(env.PKI.ClientCert, env.PKI.ClientKey)); err == nil {
+		anon.Close()
+		t.Fatal("the installation's NATS accepted an anonymous client")
 	}
-	defer nc.Close()
+	nc := env.ConnectAs(t, bus.IdentitySubscriber)
 	var got anomalies
 	if _, err := nc.Subscribe("lava.anomaly.>", got.add); err != nil {
 		t.Fatal(err)

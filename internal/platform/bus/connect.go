@@ -15,6 +15,16 @@ const (
 	EnvNATSURL = "LAVA_NATS_URL"
 	// EnvNATSCreds is an optional NATS credentials file (JWT and nkey seed).
 	EnvNATSCreds = "LAVA_NATS_CREDS"
+	// EnvNATSNKey is an optional nkey user seed file (natsauth.GenerateDir writes them; the
+	// chart mounts one Secret per service).
+	EnvNATSNKey = "LAVA_NATS_NKEY"
+	// EnvNATSCA is an optional PEM file of the CA that signed the server's certificate; set, the
+	// connection requires TLS.
+	EnvNATSCA = "LAVA_NATS_CA"
+	// EnvNATSCert and EnvNATSKey are an optional client certificate and its key (PEM) for
+	// mutual TLS.
+	EnvNATSCert = "LAVA_NATS_CERT"
+	EnvNATSKey  = "LAVA_NATS_KEY"
 )
 
 // ConnectOptions configures [Connect]: how every Lava process (the services through
@@ -27,6 +37,17 @@ type ConnectOptions struct {
 	CredsFile string
 	// Name is the connection name the server shows (the service and pod, for example).
 	Name string
+	// Identity, if set, is the bus identity the connection acts as (a service name,
+	// IdentitySubscriber or IdentityBootstrap): its replies use [InboxPrefix](Identity), the
+	// only inbox [Topology.Permissions] lets it read.
+	Identity string
+	// NKeyFile, if set, is an nkey user seed file; the server challenges the connection to
+	// sign with it.
+	NKeyFile string
+	// CAFile, if set, is the PEM CA the server's certificate must chain to; TLS is then
+	// required. CertFile and KeyFile, if set (both), are the client's certificate and key for
+	// mutual TLS.
+	CAFile, CertFile, KeyFile string
 	// NoReconnect fails the connection's operations once it is lost instead of reconnecting
 	// (a command-line client that should report the lost server, not wait for it).
 	NoReconnect bool
@@ -52,6 +73,25 @@ func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 	}
 	if opts.CredsFile != "" {
 		nopts = append(nopts, nats.UserCredentials(opts.CredsFile))
+	}
+	if opts.Identity != "" {
+		nopts = append(nopts, nats.CustomInboxPrefix(InboxPrefix(opts.Identity)))
+	}
+	if opts.NKeyFile != "" {
+		o, err := nats.NkeyOptionFromSeed(opts.NKeyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bus: nkey seed %s: %w", opts.NKeyFile, err)
+		}
+		nopts = append(nopts, o)
+	}
+	if opts.CAFile != "" {
+		nopts = append(nopts, nats.RootCAs(opts.CAFile))
+	}
+	if (opts.CertFile == "") != (opts.KeyFile == "") {
+		return nil, nil, errors.New("bus: a client certificate needs both a certificate and a key file")
+	}
+	if opts.CertFile != "" {
+		nopts = append(nopts, nats.ClientCert(opts.CertFile, opts.KeyFile))
 	}
 	nc, err := nats.Connect(opts.URL, nopts...)
 	if err != nil {

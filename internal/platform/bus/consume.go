@@ -61,7 +61,14 @@ const (
 	PoisonPermanent     PoisonReason = "permanent"
 	PoisonUndecodable   PoisonReason = "undecodable"
 	PoisonMaxDeliveries PoisonReason = "max_deliveries"
+	// PoisonSubjectMismatch: the envelope's resource (namespace, name) is not the one the
+	// subject names. Permissions are per subject (docs/security.md, "Bus"), so a body that
+	// names another resource is never trusted: the handler does not run.
+	PoisonSubjectMismatch PoisonReason = "subject_mismatch"
 )
+
+// ErrSubjectMismatch is the error of a [PoisonSubjectMismatch] report.
+var ErrSubjectMismatch = errors.New("bus: the payload's resource is not the subject's")
 
 // PoisonReport describes a terminated message, for the anomaly service.
 type PoisonReport struct {
@@ -436,6 +443,24 @@ func DecodeBody(types protoregistry.MessageTypeResolver, msg *Message) error {
 	return nil
 }
 
+// checkSubject fails with [ErrSubjectMismatch] when msg's subject names a resource (resource,
+// phase and command subjects) other than its envelope's.
+func checkSubject(msg *Message) error {
+	if strings.HasPrefix(msg.Subject, PrefixAnomaly) {
+		return nil
+	}
+	s, err := ParseSubject(msg.Subject)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrSubjectMismatch, err)
+	}
+	res := msg.Envelope.GetResource()
+	if s.Namespace != res.GetNamespace() || s.Name != res.GetName() {
+		return fmt.Errorf("%w: subject %s names %s/%s, the envelope %s/%s", ErrSubjectMismatch, msg.Subject,
+			s.Namespace, s.Name, res.GetNamespace(), res.GetName())
+	}
+	return nil
+}
+
 // advisoryMaxDeliveries prefixes the server's advisory subject for a message that reached
 // MaxDeliver without an ack: "<prefix>.<stream>.<consumer>".
 const advisoryMaxDeliveries = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
@@ -499,6 +524,10 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 		c.term(ctx, m, msg, PoisonUndecodable, err, log())
 		return
 	}
+	if err := checkSubject(msg); err != nil {
+		c.term(ctx, m, msg, PoisonSubjectMismatch, err, log())
+		return
+	}
 
 	start := time.Now()
 	err = c.run(ctx, msg)
@@ -558,6 +587,7 @@ func (c *consumer) term(ctx context.Context, m jetstream.Msg, msg *Message, reas
 	}
 	result := map[PoisonReason]string{
 		PoisonPermanent: ResultTermPermanent, PoisonUndecodable: ResultTermUndecodable, PoisonMaxDeliveries: ResultTermMaxDeliveries,
+		PoisonSubjectMismatch: ResultTermSubjectMismatch,
 	}[reason]
 	o.Metrics.message(o.Stream, o.Consumer, result)
 	log.Warn("bus: poison message terminated", "reason", string(reason), "delivery", msg.NumDelivered, "error", err)

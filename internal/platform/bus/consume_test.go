@@ -84,13 +84,15 @@ func TestConsume_poison(t *testing.T) {
 		name       string
 		handlerErr error
 		garbage    bool
+		forged     bool // a body naming another resource than its subject
 		wantReason bus.PoisonReason
 		wantCalls  int32
 		wantResult string
 	}{
-		{"transient until MaxDeliver", errors.New("always down"), false, bus.PoisonMaxDeliveries, 4, bus.ResultTermMaxDeliveries},
-		{"permanent", bus.Permanent(errors.New("malformed spec")), false, bus.PoisonPermanent, 1, bus.ResultTermPermanent},
-		{"undecodable body", nil, true, bus.PoisonUndecodable, 0, bus.ResultTermUndecodable},
+		{"transient until MaxDeliver", errors.New("always down"), false, false, bus.PoisonMaxDeliveries, 4, bus.ResultTermMaxDeliveries},
+		{"permanent", bus.Permanent(errors.New("malformed spec")), false, false, bus.PoisonPermanent, 1, bus.ResultTermPermanent},
+		{"undecodable body", nil, true, false, bus.PoisonUndecodable, 0, bus.ResultTermUndecodable},
+		{"payload names another resource", nil, false, true, bus.PoisonSubjectMismatch, 0, bus.ResultTermSubjectMismatch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,15 +114,29 @@ func TestConsume_poison(t *testing.T) {
 				return tt.handlerErr
 			})
 			ev := synthesized("infra", "web.prod", 2, genTrigger(2))
-			if tt.garbage {
+			switch {
+			case tt.forged:
+				// Published on infra/web.prod's subject, naming victim/db in the body.
+				forged := synthesized("victim", "db", 2, genTrigger(2))
+				m, err := bus.Encode(bus.PhaseSubject("infra", "web.prod", bus.EventSynthesized), forged)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := js.PublishMsg(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+				ev = forged
+			case tt.garbage:
 				m := nats.NewMsg(bus.PhaseSubject("infra", "web.prod", bus.EventSynthesized))
 				m.Header.Set(bus.HeaderSchema, "lava.v1.Synthesized")
 				m.Data = []byte{0xff, 0xff, 0xff}
 				if _, err := js.PublishMsg(ctx, m); err != nil {
 					t.Fatal(err)
 				}
-			} else if _, err := bus.NewPublisher(js).PublishEvent(ctx, ev); err != nil {
-				t.Fatal(err)
+			default:
+				if _, err := bus.NewPublisher(js).PublishEvent(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
 			}
 			r := <-reports
 			if r.Reason != tt.wantReason || r.Subject != "lava.v1.phase.infra.web_prod.synthesized" || r.Consumer != bus.ServiceApplier || r.Err == nil {

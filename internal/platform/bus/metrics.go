@@ -15,6 +15,9 @@ const (
 	ResultTermPermanent     = "term_permanent"
 	ResultTermUndecodable   = "term_undecodable"
 	ResultTermMaxDeliveries = "term_max_deliveries"
+	// ResultTermSubjectMismatch: terminated because the payload names another resource than
+	// its subject ([PoisonSubjectMismatch]).
+	ResultTermSubjectMismatch = "term_subject_mismatch"
 	// ResultMaxDeliveriesExpired: the last allowed delivery expired unacked (reported from
 	// the server's advisory).
 	ResultMaxDeliveriesExpired = "max_deliveries_expired"

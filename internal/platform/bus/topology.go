@@ -2,7 +2,9 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -173,6 +175,44 @@ type Topology struct {
 	KeyValues []jetstream.KeyValueConfig
 	// ObjectStores: lava-artifacts.
 	ObjectStores []jetstream.ObjectStoreConfig
+	// Access: per service, what it publishes, which streams it reads by message and which
+	// buckets it uses, as docs/events.md's tables say. With Consumers it is the input of
+	// [Topology.Permissions]; one entry per service, in [Services] order.
+	Access []Access
+}
+
+// Access is what one service does with the topology besides reading its durable consumers.
+type Access struct {
+	// Service is the service name (one of [Services]).
+	Service string
+	// Publish lists the subject filters the service writes (events, commands, anomalies,
+	// receipts).
+	Publish []string
+	// ReadStreams lists streams whose messages the service reads by sequence or by last
+	// message of a subject (jetstream.Stream.GetMsg, GetLastMsgForSubject). The streams of its
+	// durable consumers are implied.
+	ReadStreams []string
+	// ScanStreams lists streams the service reads with ordered (ephemeral) consumers.
+	ScanStreams []string
+	// KeyValues and ObjectStores list the buckets the service uses.
+	KeyValues    []BucketUse
+	ObjectStores []BucketUse
+}
+
+// BucketUse is one bucket a service uses; Write is false for a read-only use.
+type BucketUse struct {
+	Bucket string
+	Write  bool
+}
+
+// AccessOf returns the access entry of service, and false if there is none.
+func (t Topology) AccessOf(service string) (Access, bool) {
+	for _, a := range t.Access {
+		if a.Service == service {
+			return a, true
+		}
+	}
+	return Access{}, false
 }
 
 // Consumer returns the spec of service's consumer on stream, and false if there is none.
@@ -291,6 +331,7 @@ func Declare(opts TopologyOptions) Topology {
 	return Topology{
 		Streams:   []jetstream.StreamConfig{resources, phases, commands, anomalies, receipts},
 		Consumers: consumers,
+		Access:    declareAccess(),
 		KeyValues: []jetstream.KeyValueConfig{
 			state,
 			leases,
@@ -306,6 +347,67 @@ func Declare(opts TopologyOptions) Topology {
 			Storage:     o.Storage,
 			Replicas:    o.Replicas,
 		}},
+	}
+}
+
+// PoisonAnomalySubject is the subject every service reports a terminated message on (the
+// anomaly service's report.PoisonReporter): lava.anomaly.functional.poison_message.
+var PoisonAnomalySubject = AnomalySubject("functional", "poison_message")
+
+// declareAccess is who writes what and which buckets each service uses, following the
+// "published by" column of docs/events.md's event catalogue and the services' packages
+// (internal/service/*): the input of [Topology.Permissions] with the consumers.
+func declareAccess() []Access {
+	rw := func(b string) BucketUse { return BucketUse{Bucket: b, Write: true} }
+	ro := func(b string) BucketUse { return BucketUse{Bucket: b} }
+	return []Access{
+		{
+			Service: ServiceWatcher,
+			Publish: []string{ResourceSubjectFilter(EventObserved), ResourceSubjectFilter(EventDeletionRequested),
+				phaseFilter(EventPhaseChanged), PoisonAnomalySubject},
+			ReadStreams: []string{StreamResources},
+		},
+		{
+			Service:      ServiceSynth,
+			Publish:      []string{phaseFilter(EventSynthesized), phaseFilter(EventFailed), PoisonAnomalySubject},
+			ReadStreams:  []string{StreamResources},
+			KeyValues:    []BucketUse{rw(BucketWatermarks)},
+			ObjectStores: []BucketUse{rw(ObjectStoreArtifacts)},
+		},
+		{
+			Service: ServiceApplier,
+			Publish: []string{phaseFilter(EventPlanned), phaseFilter(EventApplied), phaseFilter(EventFailed),
+				phaseFilter(EventDestroyed), PoisonAnomalySubject},
+			ReadStreams:  []string{StreamResources, StreamPhases},
+			KeyValues:    []BucketUse{rw(BucketState), rw(BucketLeases), rw(BucketWatermarks)},
+			ObjectStores: []BucketUse{rw(ObjectStoreArtifacts)},
+		},
+		{
+			// drift refreshes through the state store, which locks lava-state; it never writes
+			// a state body, so lava-artifacts is read-only.
+			Service:      ServiceDrift,
+			Publish:      []string{phaseFilter(EventDriftScanned), PoisonAnomalySubject},
+			KeyValues:    []BucketUse{rw(BucketState), rw(BucketLeases), rw(BucketDriftSchedule)},
+			ObjectStores: []BucketUse{ro(ObjectStoreArtifacts)},
+		},
+		{
+			Service: ServiceViggy,
+			Publish: []string{phaseFilter(EventTickReported), phaseFilter(EventFailed), PrefixCommand + ">",
+				PrefixAnomaly + ">"},
+			KeyValues: []BucketUse{rw(BucketViggy)},
+		},
+		{
+			Service:     ServiceAnomaly,
+			Publish:     []string{PrefixAnomaly + ">"},
+			ReadStreams: []string{StreamResources},
+			KeyValues:   []BucketUse{rw(BucketAnomalyWindows), rw(BucketAnomalyProgress)},
+		},
+		{
+			Service:     ServiceAttest,
+			Publish:     []string{PrefixReceipt + ">", phaseFilter(EventReceiptAppended), PoisonAnomalySubject},
+			ReadStreams: []string{StreamReceipts},
+			ScanStreams: []string{StreamReceipts},
+		},
 	}
 }
 
@@ -343,3 +445,66 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, opts TopologyOp
 
 // defaultCleanupTimeout bounds best-effort cleanup done after the caller's context ended.
 const defaultCleanupTimeout = 5 * time.Second
+
+// ErrTopologyMissing reports that a stream, consumer or bucket a service needs does not exist:
+// the bootstrap step (`lava nats bootstrap`, the chart's hook Job) has not run, or ran with
+// other options.
+var ErrTopologyMissing = errors.New("bus: topology missing (run `lava nats bootstrap` with the bootstrap identity)")
+
+// CheckTopology checks, without creating anything, that what service uses exists on js: its
+// durable consumers, the streams it reads and the buckets of its access entry (the services
+// run without JetStream admin rights, so they cannot create them). The error wraps
+// [ErrTopologyMissing] and names every missing piece ("consumer applier on LAVA_PHASES, kv
+// bucket lava-state"); other failures (a refused or unanswered request) are returned as they
+// are, wrapped.
+func CheckTopology(ctx context.Context, js jetstream.JetStream, service string, opts TopologyOptions) error {
+	t := Declare(opts)
+	a, ok := t.AccessOf(service)
+	if !ok {
+		return fmt.Errorf("bus: unknown service %q", service)
+	}
+	var missing []string
+	check := func(what string, err error, notFound ...error) error {
+		for _, nf := range notFound {
+			if errors.Is(err, nf) {
+				missing = append(missing, what)
+				return nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("bus: check %s: %w", what, err)
+		}
+		return nil
+	}
+	for _, s := range a.ReadStreams {
+		_, err := js.Stream(ctx, s)
+		if err := check("stream "+s, err, jetstream.ErrStreamNotFound); err != nil {
+			return err
+		}
+	}
+	for _, c := range t.Consumers {
+		if c.Config.Durable != service {
+			continue
+		}
+		_, err := js.Consumer(ctx, c.Stream, c.Config.Durable)
+		if err := check("consumer "+c.Config.Durable+" on "+c.Stream, err, jetstream.ErrConsumerNotFound, jetstream.ErrStreamNotFound); err != nil {
+			return err
+		}
+	}
+	for _, b := range a.KeyValues {
+		_, err := js.KeyValue(ctx, b.Bucket)
+		if err := check("kv bucket "+b.Bucket, err, jetstream.ErrBucketNotFound); err != nil {
+			return err
+		}
+	}
+	for _, b := range a.ObjectStores {
+		_, err := js.ObjectStore(ctx, b.Bucket)
+		if err := check("object store "+b.Bucket, err, jetstream.ErrBucketNotFound, jetstream.ErrStreamNotFound); err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s needs %s", ErrTopologyMissing, service, strings.Join(missing, ", "))
+	}
+	return nil
+}

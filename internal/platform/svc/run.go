@@ -18,8 +18,9 @@ import (
 
 // Setup is what a service asks of [Start] besides its [Common] options.
 type Setup struct {
-	// Topology is ensured on JetStream at start (bus.EnsureTopology, idempotent); a zero
-	// Replicas is Common.Replicas.
+	// Topology is checked on JetStream at start (bus.CheckTopology: the service's consumers,
+	// streams and buckets must exist; the bootstrap step, `lava nats bootstrap`, creates them);
+	// a zero Replicas is Common.Replicas.
 	Topology bus.TopologyOptions
 	// Gatherer, when set, is served on /metrics along with the service's Registry, which then
 	// has no Go and process collectors: Gatherer provides them, as controller-runtime's
@@ -50,9 +51,10 @@ type Base struct {
 
 // Start builds the [Base] of service (a bus.Service* name) from c: the logger (writing to
 // c.Stderr, os.Stderr when nil), the connection (bus.Connect with c.NATS, named
-// "lava-"+service unless c.NATS.Name is set), the topology (s.Topology), the registry with the
+// "lava-"+service unless c.NATS.Name is set, as the bus identity service unless
+// c.NATS.Identity is set), the topology check (s.Topology), the registry with the
 // bus metrics and the health. The caller closes it with [Base.Close]. Errors:
-// telemetry.NewLogger's, bus.Connect's, bus.EnsureTopology's (the connection then closed), and
+// telemetry.NewLogger's, bus.Connect's, bus.CheckTopology's (the connection then closed; it names what is missing), and
 // bus.NewMetrics'.
 func Start(ctx context.Context, service string, c Common, s Setup) (*Base, error) {
 	w := c.Stderr
@@ -67,6 +69,9 @@ func Start(ctx context.Context, service string, c Common, s Setup) (*Base, error
 	if conn.Name == "" {
 		conn.Name = "lava-" + service
 	}
+	if conn.Identity == "" {
+		conn.Identity = service
+	}
 	nc, js, err := bus.Connect(conn)
 	if err != nil {
 		return nil, err
@@ -75,7 +80,7 @@ func Start(ctx context.Context, service string, c Common, s Setup) (*Base, error
 	if topo.Replicas == 0 {
 		topo.Replicas = c.Replicas
 	}
-	if err := bus.EnsureTopology(ctx, js, topo); err != nil {
+	if err := bus.CheckTopology(ctx, js, service, topo); err != nil {
 		nc.Close()
 		return nil, err
 	}

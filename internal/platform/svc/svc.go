@@ -32,7 +32,9 @@ const (
 // sets its fields directly.
 type Common struct {
 	// NATS is how the service reaches JetStream through [bus.Connect]: --nats-url (URL,
-	// default nats://127.0.0.1:4222) and --nats-creds (CredsFile, optional). [Start] names
+	// default nats://127.0.0.1:4222), --nats-creds (CredsFile, optional), --nats-nkey
+	// (NKeyFile: the service's nkey seed, docs/security.md), --nats-ca, --nats-cert and
+	// --nats-key (TLS, optional). [Start] names
 	// the connection "lava-" + the service when Name is empty.
 	NATS bus.ConnectOptions
 	// MetricsAddr (--metrics-addr, ":9090") serves /metrics; HealthAddr (--health-addr,
@@ -52,6 +54,10 @@ type Common struct {
 func (c *Common) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.NATS.URL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
 	fs.StringVar(&c.NATS.CredsFile, "nats-creds", "", "NATS credentials file (optional)")
+	fs.StringVar(&c.NATS.NKeyFile, "nats-nkey", "", "NATS nkey user seed file: the service's bus identity (optional; docs/security.md)")
+	fs.StringVar(&c.NATS.CAFile, "nats-ca", "", "PEM CA of the NATS server's certificate; set, TLS is required (optional)")
+	fs.StringVar(&c.NATS.CertFile, "nats-cert", "", "PEM client certificate for mutual TLS to NATS (optional, with --nats-key)")
+	fs.StringVar(&c.NATS.KeyFile, "nats-key", "", "PEM key of --nats-cert (optional)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", ":9090", "Prometheus /metrics listen address (empty disables)")
 	fs.StringVar(&c.HealthAddr, "health-addr", ":9091", "/healthz and /readyz listen address (empty disables)")
 	fs.StringVar(&c.LogFormat, "log-format", "json", "log format: json or text")

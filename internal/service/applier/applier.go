@@ -79,8 +79,10 @@ type Config struct {
 	// Holder names this replica in leases and state locks; unique per process (e.g. the pod
 	// name and a random suffix).
 	Holder string
-	// Kube writes the Secret "<name>-lava-outputs" (get, create, update). Nil: sensitive
-	// outputs are not stored (logged as a warning, values never).
+	// Kube writes the Secret "<name>-lava-outputs" (get, create, update) and confirms a
+	// DeletionRequested with the API server (get lavaarchitectures; confirmDeletion). Nil:
+	// sensitive outputs are not stored (logged as a warning, values never) and deletions are
+	// not confirmed.
 	Kube client.Client
 	// Logger receives one line per outcome (default: discard). Never a secret.
 	Logger *slog.Logger
@@ -235,7 +237,9 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 		case *lavav1.RetryRequested:
 			err = w.retry(ctx, ev)
 		case *lavav1.DeletionRequested:
-			err = w.deletion(ctx, ev.GetDeletionPolicy(), ev.GetEngine(), 1)
+			if err = s.confirmDeletion(ctx, env.GetResource()); err == nil {
+				err = w.deletion(ctx, ev.GetDeletionPolicy(), ev.GetEngine(), 1)
+			}
 		default:
 			return bus.Permanent(fmt.Errorf("applier: unexpected %s", m.Schema))
 		}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
@@ -122,7 +123,13 @@ func TestApplier_secretNeverLeaks(t *testing.T) {
   :providers ((testkit :source "example/testkit"))
   :resources ((terraform-data "ok" :input "{token}")
               (testkit-file "bad" :filename "{dir}/{token}.txt" :content "x" :fail-on-create "true")))`
-	h.observe(ns, "leaky", 1, &lavav1.ArchitectureSpec{
+	// synth reads bindingsFrom only for an object the API server has (docs/security.md).
+	obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leaky"},
+		Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}}}
+	if err := env.Client.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+	h.observeUID(ns, "leaky", string(obj.UID), 1, &lavav1.ArchitectureSpec{
 		Source:       &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
 		Bindings:     map[string]string{"dir": t.TempDir()},
 		BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "creds"}}}},

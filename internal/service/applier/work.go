@@ -198,6 +198,9 @@ func (w *work) retry(ctx context.Context, ev *lavav1.RetryRequested) error {
 			w.log.Info("destroy retry is obsolete: no DeletionRequested of that object")
 			return nil
 		}
+		if err := w.s.confirmDeletion(ctx, del.GetEnvelope().GetResource()); err != nil {
+			return err
+		}
 		return w.deletion(ctx, del.GetDeletionPolicy(), del.GetEngine(), attempt)
 	}
 	return bus.Permanent(fmt.Errorf("applier: retry of stage %v is not the applier's", ev.GetTarget()))

@@ -3,14 +3,15 @@ package attest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 )
@@ -21,8 +22,12 @@ import (
 type Options struct {
 	svc.Common
 	// SigningKeyFile is the Ed25519 seed file (64 hex digits; in a cluster a Kubernetes Secret
-	// mounted as a file). Empty appends unsigned receipts (algo "none") and logs a warning.
+	// mounted as a file). Required unless AllowUnsigned.
 	SigningKeyFile string
+	// AllowUnsigned (--allow-unsigned) lets attest start without a signing key: it then appends
+	// unsigned receipts (algo "none"), which `lava receipts verify` refuses by default, and
+	// warns at start. For development only.
+	AllowUnsigned bool
 	// Concurrency bounds the events handled at once per consumer. Default 8.
 	Concurrency int
 	// ConnectAddr serves ReceiptService (connect, gRPC and gRPC-Web; HTTP/1.1 and cleartext
@@ -30,11 +35,35 @@ type Options struct {
 	ConnectAddr string
 	// Listener, if set, is used instead of listening on ConnectAddr (tests).
 	Listener net.Listener
+	// RPCTokenFile, if set, is the one bearer token ReceiptService accepts (`lava up`);
+	// otherwise callers authenticate with a Kubernetes token and see the receipts of the
+	// namespaces where they may get lavaarchitectures (internal/platform/rpcauth).
+	RPCTokenFile string
+	// NoKube (--no-kube) runs without Kubernetes access; without RPCTokenFile, ReceiptService
+	// is then not served.
+	NoKube bool
+	// Kube reaches the Kubernetes API for TokenReview and SubjectAccessReview (Complete loads
+	// it unless NoKube or RPCTokenFile).
+	Kube *rest.Config
+}
+
+// Complete loads the Kubernetes configuration when ReceiptService authenticates callers with
+// it (svc.KubeConfig).
+func (o *Options) Complete() error {
+	if o.NoKube || o.RPCTokenFile != "" || o.ConnectAddr == "" {
+		return nil
+	}
+	var err error
+	o.Kube, err = svc.KubeConfig(false)
+	return err
 }
 
 // Flags defines attest's own flags on fs.
 func (o *Options) Flags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.SigningKeyFile, "signing-key-file", "", "Ed25519 seed file, 64 hex digits (empty: unsigned receipts)")
+	fs.StringVar(&o.SigningKeyFile, "signing-key-file", "", "Ed25519 seed file, 64 hex digits; required unless --allow-unsigned")
+	fs.BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "start without a signing key and append unsigned receipts (development only)")
+	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token ReceiptService accepts instead of Kubernetes tokens (optional)")
+	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (ReceiptService is then served only with --rpc-token-file)")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "events handled at once per consumer")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "ReceiptService (connect, gRPC, gRPC-Web) listen address; empty disables it")
 }
@@ -45,6 +74,9 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 // in-flight events and shuts the servers down. It returns nil after a clean shutdown.
 func Run(ctx context.Context, o Options) error {
 	var signer *Signer
+	if o.SigningKeyFile == "" && !o.AllowUnsigned {
+		return errors.New("attest: no signing key (--signing-key-file, LAVA_SIGNING_KEY_FILE): receipts must be signed; --allow-unsigned starts without one for development")
+	}
 	if o.SigningKeyFile != "" {
 		var err error
 		if signer, err = LoadSigner(o.SigningKeyFile); err != nil {
@@ -60,7 +92,7 @@ func Run(ctx context.Context, o Options) error {
 	if signer != nil {
 		log.Info("attest: signing receipts", "key_id", signer.KeyID())
 	} else {
-		log.Warn("attest: no signing key file: receipts are unsigned (algo none)")
+		log.Warn("attest: --allow-unsigned and no signing key file: receipts are unsigned (algo none); lava receipts verify refuses them by default")
 	}
 	metrics, err := NewMetrics(base.Registry)
 	if err != nil {
@@ -76,35 +108,19 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	if ln != nil {
-		mux := http.NewServeMux()
-		mux.Handle(NewHandler(base.JS, metrics).Mount())
-		log.Info("attest: serving ReceiptService", "addr", ln.Addr().String())
-		runs = append(runs, func(ctx context.Context) error { return serveRPC(ctx, ln, mux) })
+		guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{
+			lavav1connect.ReceiptServiceGetChainProcedure: "get", lavav1connect.ReceiptServiceVerifyChainProcedure: "get"})
+		switch {
+		case errors.Is(err, rpcauth.ErrNoAuthenticator):
+			log.Warn("attest: ReceiptService is not served: no Kubernetes access and no --rpc-token-file to authenticate callers")
+		case err != nil:
+			return err
+		default:
+			mux := http.NewServeMux()
+			mux.Handle(NewHandler(base.JS, metrics).Mount(guard.HandlerOptions()...))
+			log.Info("attest: serving ReceiptService", "addr", ln.Addr().String())
+			runs = append(runs, func(ctx context.Context) error { return rpcauth.Serve(ctx, ln, mux) })
+		}
 	}
 	return base.Serve(ctx, runs...)
-}
-
-// serveRPC serves h on ln over HTTP/1.1 and cleartext HTTP/2 (for gRPC clients) until ctx
-// is done, then shuts down within 10 seconds.
-func serveRPC(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("attest: serve %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("attest: shutdown %s: %w", ln.Addr(), err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("attest: serve %s: %w", ln.Addr(), err)
-	}
-	return nil
 }

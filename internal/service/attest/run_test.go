@@ -27,6 +27,7 @@ import (
 func TestRun(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
 	keyFile := filepath.Join(t.TempDir(), "signing-key")
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("0102", 16)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -39,8 +40,12 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tokenFile := filepath.Join(t.TempDir(), "rpc-token")
+	if err := os.WriteFile(tokenFile, []byte("local-token-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	run(t, func(ctx context.Context) error {
-		return attest.Run(ctx, attest.Options{Common: common(srv.URL()), SigningKeyFile: keyFile, Listener: ln})
+		return attest.Run(ctx, attest.Options{Common: common(srv.URL()), SigningKeyFile: keyFile, Listener: ln, RPCTokenFile: tokenFile})
 	})
 
 	js := srv.JetStream()
@@ -56,10 +61,22 @@ func TestRun(t *testing.T) {
 	h2c.Transport.(*http.Transport).Protocols.SetUnencryptedHTTP2(true)
 	client := lavav1connect.NewReceiptServiceClient(h2c, "http://"+ln.Addr().String(), connect.WithGRPC())
 	var res *connect.Response[lavav1.VerifyChainResponse]
-	eventually(t, 10*time.Second, "the receipt", func() bool {
-		res, err = client.VerifyChain(t.Context(), connect.NewRequest(&lavav1.VerifyChainRequest{
+	verify := func(token string) (*connect.Response[lavav1.VerifyChainResponse], error) {
+		req := connect.NewRequest(&lavav1.VerifyChainRequest{
 			Namespace: "infra", Name: "vpc", RequireSignatures: true, PublicKey: signer.PublicKey(),
-		}))
+		})
+		if token != "" {
+			req.Header().Set("Authorization", "Bearer "+token)
+		}
+		return client.VerifyChain(t.Context(), req)
+	}
+	for _, bad := range []string{"", "local-token-2"} {
+		if _, err := verify(bad); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("VerifyChain with token %q: %v, want Unauthenticated", bad, err)
+		}
+	}
+	eventually(t, 10*time.Second, "the receipt", func() bool {
+		res, err = verify("local-token-1")
 		if err != nil {
 			t.Fatalf("VerifyChain over gRPC: %v", err)
 		}
@@ -75,6 +92,7 @@ func TestRun(t *testing.T) {
 func TestRun_badKey(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
 	keyFile := filepath.Join(t.TempDir(), "signing-key")
 	secretish := strings.Repeat("9", 63)
 	if err := os.WriteFile(keyFile, []byte(secretish), 0o600); err != nil {
@@ -88,8 +106,29 @@ func TestRun_badKey(t *testing.T) {
 	}
 }
 
+// TestRun_requiresSigningKey: without a signing key attest refuses to start, unless
+// --allow-unsigned.
+func TestRun_requiresSigningKey(t *testing.T) {
+	t.Parallel()
+	srv := natstest.RunJetStream(t)
+	bootstrap(t, srv)
+	err := attest.Run(t.Context(), attest.Options{Common: common(srv.URL())})
+	if err == nil || !strings.Contains(err.Error(), "no signing key") {
+		t.Fatalf("Run without a signing key: %v, want a refusal naming the signing key", err)
+	}
+}
+
 // common is the service options of a test run against the NATS server at url: no metrics or
 // health listener, logs discarded.
 func common(url string) svc.Common {
 	return svc.Common{NATS: bus.ConnectOptions{URL: url}, LogFormat: "text", LogLevel: "error", Stderr: io.Discard}
+}
+
+// bootstrap creates the topology as the bootstrap step does (`lava nats bootstrap`): the
+// service only checks it.
+func bootstrap(t *testing.T, srv *natstest.Server) {
+	t.Helper()
+	if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,8 +14,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 )
@@ -26,8 +29,16 @@ type Options struct {
 	// BindingsKeyFile holds the installation's bindings key: 32 raw bytes or 64 hex digits.
 	// Required.
 	BindingsKeyFile string
-	// ConnectAddr serves RenderService (":8080"); empty disables it.
+	// ConnectAddr serves RenderService (":8080"); empty disables it. Callers authenticate with
+	// a Kubernetes bearer token and need create on lavaarchitectures in the request's namespace
+	// (internal/platform/rpcauth), or present RPCTokenFile's token.
 	ConnectAddr string
+	// RPCTokenFile, if set, is the one token RenderService accepts instead of Kubernetes
+	// tokens (`lava up`).
+	RPCTokenFile string
+	// Listener, if set, serves RenderService instead of listening on ConnectAddr (`lava up`,
+	// tests).
+	Listener net.Listener
 	// Concurrency bounds handlers per consumer.
 	Concurrency int
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
@@ -43,6 +54,7 @@ type Options struct {
 func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (32 bytes or 64 hex digits); required")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
+	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token RenderService accepts instead of Kubernetes tokens (optional)")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	o.KubeAPI.Register(fs)
@@ -101,14 +113,24 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	runs := []func(context.Context) error{s.Run}
-	if o.ConnectAddr != "" {
-		ln, err := telemetry.Listen(o.ConnectAddr)
-		if err != nil {
+	if o.ConnectAddr != "" || o.Listener != nil {
+		guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{lavav1connect.RenderServiceRenderProcedure: "create"})
+		switch {
+		case errors.Is(err, rpcauth.ErrNoAuthenticator):
+			log.Warn("synth: RenderService is not served: no Kubernetes access and no --rpc-token-file to authenticate callers")
+		case err != nil:
 			return err
+		default:
+			ln := o.Listener
+			if ln == nil {
+				if ln, err = telemetry.Listen(o.ConnectAddr); err != nil {
+					return err
+				}
+			}
+			mux := http.NewServeMux()
+			mux.Handle(NewRenderHandler(guard.HandlerOptions()...))
+			runs = append(runs, func(ctx context.Context) error { return rpcauth.Serve(ctx, ln, mux) })
 		}
-		mux := http.NewServeMux()
-		mux.Handle(NewRenderHandler())
-		runs = append(runs, func(ctx context.Context) error { return telemetry.ServeListener(ctx, ln, mux) })
 	}
 	log.Info("synth started", "nats", o.NATS.URL, "connect", o.ConnectAddr, "kubernetes", o.Kube != nil)
 	err = base.Serve(ctx, runs...)

@@ -41,7 +41,8 @@ type Config struct {
 	// JS is the JetStream context; the topology must exist (bus.EnsureTopology).
 	JS jetstream.JetStream
 	// Kube reads the ConfigMaps and Secrets of spec.bindingsFrom (get only, in the resource's
-	// namespace). Nil: a resource with bindingsFrom fails with SynthesisFailed.
+	// namespace), after confirming the object (get lavaarchitectures; confirmObject). Nil: a
+	// resource with bindingsFrom fails with SynthesisFailed.
 	Kube client.Reader
 	// BindingsKey is the installation's 32-byte key for secret values in bindingsDigest
 	// (render.BindingsKeySize).
@@ -219,6 +220,12 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	start := s.cfg.Now()
 	defer func() { s.metrics.duration.Observe(s.cfg.Now().Sub(start).Seconds()) }()
 
+	if ok, err := s.confirmObject(ctx, obs); err != nil || !ok {
+		if err == nil {
+			log.Debug("stale generation: the API server has a newer one")
+		}
+		return err
+	}
 	in, secrets, fail, err := s.input(ctx, obs)
 	if err != nil {
 		return err

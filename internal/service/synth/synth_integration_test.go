@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
@@ -201,6 +202,17 @@ func TestSynth_bindingsFrom(t *testing.T) {
 		}
 	}
 	h := newHarness(t, env.Client)
+	// arch creates the LavaArchitecture an event is about and returns its UID: synth reads
+	// bindingsFrom only for an object the API server has.
+	arch := func(name string) string {
+		t.Helper()
+		o := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}}}
+		if err := env.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		return string(o.UID)
+	}
 	cm := func(name, key string) *lavav1.BindingsFromRef {
 		return &lavav1.BindingsFromRef{Ref: &lavav1.BindingsFromRef_ConfigMapRef{ConfigMapRef: &lavav1.ObjectKeyRef{Name: name, Key: key}}}
 	}
@@ -213,7 +225,7 @@ func TestSynth_bindingsFrom(t *testing.T) {
               (terraform-data "secret" :input "{token}")))`
 
 	// Success: the rendered JSON (an artifact, not an event) carries the values; events do not.
-	h.observe(ns, "ok", "uid-ok", 1, &lavav1.ArchitectureSpec{Source: inline(src),
+	h.observe(ns, "ok", arch("ok"), 1, &lavav1.ArchitectureSpec{Source: inline(src),
 		BindingsFrom: []*lavav1.BindingsFromRef{cm("base", ""), cm("override", ""), sec("creds", "token")},
 		Bindings:     map[string]string{"extra": "from-spec", "dir": "/from-spec"}})
 	syn, failed := h.outcome(ns, "ok", 1)
@@ -248,7 +260,7 @@ func TestSynth_bindingsFrom(t *testing.T) {
 	}
 
 	// Failures whose messages would carry a Secret value.
-	h.observe(ns, "gate", "uid-gate", 1, &lavav1.ArchitectureSpec{
+	h.observe(ns, "gate", arch("gate"), 1, &lavav1.ArchitectureSpec{
 		Source:       &lavav1.Source{Kind: &lavav1.Source_Name{Name: "dns-record-set"}},
 		Gate:         "dns-record-set",
 		BindingsFrom: []*lavav1.BindingsFromRef{cm("base", ""), sec("bad-ip", "")},
@@ -258,7 +270,7 @@ func TestSynth_bindingsFrom(t *testing.T) {
 		!strings.Contains(failed.GetMessage(), "redacted") {
 		t.Errorf("gate failure = %v, want GateRejected about apex-target with the value redacted", failed)
 	}
-	h.observe(ns, "eval", "uid-eval", 1, &lavav1.ArchitectureSpec{
+	h.observe(ns, "eval", arch("eval"), 1, &lavav1.ArchitectureSpec{
 		Source:       inline("(deflava-architecture e\n  :inputs ((:token \"x\"))\n  :resources ((terraform-data \"d\" :when \"{token}\"))))"),
 		BindingsFrom: []*lavav1.BindingsFromRef{sec("creds", "token")},
 	})
@@ -268,10 +280,28 @@ func TestSynth_bindingsFrom(t *testing.T) {
 
 	// Missing objects and keys fail clearly (and may be retried once created).
 	for name, ref := range map[string]*lavav1.BindingsFromRef{"missing-secret": sec("nope", ""), "missing-key": cm("base", "nope")} {
-		h.observe(ns, name, "uid-"+name, 1, &lavav1.ArchitectureSpec{Source: inline(seedSource), BindingsFrom: []*lavav1.BindingsFromRef{ref}})
+		h.observe(ns, name, arch(name), 1, &lavav1.ArchitectureSpec{Source: inline(seedSource), BindingsFrom: []*lavav1.BindingsFromRef{ref}})
 		_, failed := h.outcome(ns, name, 1)
 		if failed == nil || failed.GetReason() != "SynthesisFailed" || !failed.GetRetryable() || !strings.Contains(failed.GetMessage(), "nope") {
 			t.Errorf("%s: %v, want a retryable SynthesisFailed naming the missing object or key", name, failed)
+		}
+	}
+
+	// A forged ResourceObserved (an object the API server does not have, or another UID of a
+	// name it has) reads no Secret: terminated and reported, nothing synthesized or failed.
+	arch("victim")
+	for name, uid := range map[string]string{"ghost": "uid-ghost", "victim": "uid-forged"} {
+		before := h.count("lava.anomaly.functional.poison_message")
+		h.observe(ns, name, uid, 1, &lavav1.ArchitectureSpec{Source: inline(src), BindingsFrom: []*lavav1.BindingsFromRef{sec("creds", "token")}})
+		deadline := time.Now().Add(30 * time.Second)
+		for h.count("lava.anomaly.functional.poison_message") == before {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no poison report for a forged ResourceObserved; seen:\n%s", name, h.seen())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n := h.count(bus.PhaseSubject(ns, name, bus.EventSynthesized)) + h.count(bus.PhaseSubject(ns, name, bus.EventFailed)); n != 0 {
+			t.Errorf("%s: a forged ResourceObserved was synthesized or failed (%d events)", name, n)
 		}
 	}
 

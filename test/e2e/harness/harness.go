@@ -21,6 +21,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
@@ -60,8 +64,14 @@ type Env struct {
 	BinDir string
 	// Kubeconfig is the admin kubeconfig of the API server.
 	Kubeconfig string
-	// NATSURL is nats://127.0.0.1:PORT.
+	// NATSURL is nats://127.0.0.1:PORT: mutual TLS (PKI) and nkey authorization with the
+	// permissions `lava nats authorization` printed for the seeds in CredsDir; the topology was
+	// created by `lava nats bootstrap` (docs/security.md).
 	NATSURL string
+	// CredsDir holds one nkey seed per bus identity (`lava nats credentials`).
+	CredsDir string
+	// PKI is the CA, server and client certificates of NATS's TLS.
+	PKI *natstest.PKI
 	// PublicKeyFile holds attest's Ed25519 public key, 64 hex digits.
 	PublicKeyFile string
 	// KubectlBin is $KUBEBUILDER_ASSETS/kubectl.
@@ -171,8 +181,9 @@ func Start(tb testing.TB, o Options) *Env {
 	}
 	e.build(tb, services)
 	e.startKube(tb, assets)
-	e.startNATS(tb, natsBin)
 	e.keys(tb)
+	e.startNATS(tb, natsBin)
+	e.bootstrap(tb)
 	e.installCRDs(tb)
 	for _, s := range services {
 		e.startService(tb, s, o.Args[s])
@@ -301,22 +312,76 @@ func (e *Env) addr(tb testing.TB) string {
 	return "127.0.0.1:" + strconv.Itoa(p)
 }
 
-// startNATS runs nats-server -js on its own port, store under Dir/nats.
+// startNATS runs nats-server with JetStream on its own port, store under Dir/nats, from a
+// configuration file: mutual TLS with e.PKI and the authorization block `lava nats
+// authorization` prints for the identities in e.CredsDir (no anonymous client).
 func (e *Env) startNATS(tb testing.TB, bin string) {
 	tb.Helper()
 	client, mon := e.addr(tb), e.addr(tb)
 	_, cport, _ := net.SplitHostPort(client)
 	_, mport, _ := net.SplitHostPort(mon)
-	p := e.spawn(tb, "nats-server", bin, []string{"-js", "-a", "127.0.0.1", "-p", cport, "-m", mport,
-		"--store_dir", filepath.Join(e.Dir, "nats")}, nil)
+	auth, err := e.Lava(tb.Context(), "nats", "authorization", e.CredsDir)
+	if err != nil {
+		tb.Fatalf("harness: %v", err)
+	}
+	conf := fmt.Sprintf("listen: \"127.0.0.1:%s\"\nhttp: \"127.0.0.1:%s\"\njetstream { store_dir: %q }\n"+
+		"tls { cert_file: %q, key_file: %q, ca_file: %q, verify: true, timeout: 5 }\n%s",
+		cport, mport, filepath.Join(e.Dir, "nats"), e.PKI.ServerCert, e.PKI.ServerKey, e.PKI.CAFile, auth)
+	confFile := filepath.Join(e.Dir, "nats.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	p := e.spawn(tb, "nats-server", bin, []string{"-c", confFile}, nil)
 	p.HealthAddr = mon
 	e.NATSURL = "nats://" + client
 	e.waitHTTP(tb, p, "http://"+mon+"/healthz?js-enabled-only=true", 30*time.Second)
 }
 
-// keys writes attest's signing key (lava receipts keygen) and synth's bindings key.
+// natsEnv are the LAVA_NATS_* variables of the lava CLI: the bootstrap (admin) identity over
+// mutual TLS.
+func (e *Env) natsEnv() []string {
+	return []string{"LAVA_NATS_NKEY=" + filepath.Join(e.CredsDir, "bootstrap.nk"), "LAVA_NATS_CA=" + e.PKI.CAFile,
+		"LAVA_NATS_CERT=" + e.PKI.ClientCert, "LAVA_NATS_KEY=" + e.PKI.ClientKey}
+}
+
+// natsArgs are a service's NATS flags: its own identity's seed and the client certificate.
+func (e *Env) natsArgs(service string) []string {
+	return []string{"--nats-url", e.NATSURL, "--nats-nkey", filepath.Join(e.CredsDir, service+".nk"),
+		"--nats-ca", e.PKI.CAFile, "--nats-cert", e.PKI.ClientCert, "--nats-key", e.PKI.ClientKey}
+}
+
+// ConnectAs connects to NATS as identity (a service, "subscriber" or "bootstrap") through
+// bus.Connect, as that identity's process would; the connection is closed at the end of the
+// test.
+func (e *Env) ConnectAs(tb testing.TB, identity string) *nats.Conn {
+	tb.Helper()
+	nc, _, err := bus.Connect(bus.ConnectOptions{URL: e.NATSURL, Name: "e2e-" + identity, Identity: identity,
+		NKeyFile: filepath.Join(e.CredsDir, identity+".nk"), CAFile: e.PKI.CAFile, CertFile: e.PKI.ClientCert, KeyFile: e.PKI.ClientKey})
+	if err != nil {
+		tb.Fatalf("harness: connect as %s: %v", identity, err)
+	}
+	tb.Cleanup(nc.Close)
+	return nc
+}
+
+// bootstrap creates the topology with `lava nats bootstrap` (the bootstrap identity): the
+// services only check it.
+func (e *Env) bootstrap(tb testing.TB) {
+	tb.Helper()
+	if _, err := e.Lava(tb.Context(), "nats", "bootstrap", "--nats-url", e.NATSURL); err != nil {
+		tb.Fatalf("harness: %v", err)
+	}
+}
+
+// keys writes attest's signing key (lava receipts keygen), synth's bindings key, the bus
+// identities' seeds (lava nats credentials) and NATS's certificates.
 func (e *Env) keys(tb testing.TB) {
 	tb.Helper()
+	e.PKI = natstest.NewPKI(tb)
+	e.CredsDir = filepath.Join(e.Dir, "nats-credentials")
+	if _, err := e.Lava(tb.Context(), "nats", "credentials", e.CredsDir); err != nil {
+		tb.Fatalf("harness: %v", err)
+	}
 	secret := filepath.Join(e.Dir, "attest-signing.key")
 	out, err := exec.Command(filepath.Join(e.BinDir, "lava"), "receipts", "keygen", "--secret-file", secret).Output()
 	if err != nil {
@@ -341,8 +406,8 @@ func (e *Env) keys(tb testing.TB) {
 func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 	tb.Helper()
 	p.MetricsAddr, p.HealthAddr = e.addr(tb), e.addr(tb)
-	args := []string{"--nats-url", e.NATSURL, "--metrics-addr", p.MetricsAddr, "--health-addr", p.HealthAddr,
-		"--log-format", "json", "--log-level", "info"}
+	args := append(e.natsArgs(name), "--metrics-addr", p.MetricsAddr, "--health-addr", p.HealthAddr,
+		"--log-format", "json", "--log-level", "info")
 	work := func() string {
 		d := filepath.Join(e.Dir, "work", name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -496,7 +561,11 @@ func (e *Env) Kubectl(ctx context.Context, stdin string, args ...string) (string
 // Lava runs the built lava CLI and returns its standard output; the error carries the
 // standard error.
 func (e *Env) Lava(ctx context.Context, args ...string) (string, error) {
-	return e.run(ctx, filepath.Join(e.BinDir, "lava"), "", []string{"KUBECONFIG=" + e.Kubeconfig}, args...)
+	env := []string{"KUBECONFIG=" + e.Kubeconfig}
+	if e.PKI != nil {
+		env = append(env, e.natsEnv()...)
+	}
+	return e.run(ctx, filepath.Join(e.BinDir, "lava"), "", env, args...)
 }
 
 func (e *Env) run(ctx context.Context, bin, stdin string, env []string, args ...string) (string, error) {

@@ -150,6 +150,18 @@ spec:
             {{- if $root.Values.nats.tls.secret }}
             - name: SSL_CERT_DIR
               value: /etc/lava/nats-tls
+            - name: LAVA_NATS_CA
+              value: /etc/lava/nats-tls/ca.crt
+            {{- end }}
+            {{- if $root.Values.nats.tls.clientSecret }}
+            - name: LAVA_NATS_CERT
+              value: /etc/lava/nats-client/tls.crt
+            - name: LAVA_NATS_KEY
+              value: /etc/lava/nats-client/tls.key
+            {{- end }}
+            {{- if $root.Values.nats.nkeys.enabled }}
+            - name: LAVA_NATS_NKEY
+              value: /etc/lava/nats-nkey/nkey
             {{- end }}
             - name: {{ .replicasEnv }}
               value: {{ $root.Values.nats.streamReplicas | quote }}
@@ -210,6 +222,16 @@ spec:
               mountPath: /etc/lava/nats-tls
               readOnly: true
             {{- end }}
+            {{- if $root.Values.nats.tls.clientSecret }}
+            - name: nats-client
+              mountPath: /etc/lava/nats-client
+              readOnly: true
+            {{- end }}
+            {{- if $root.Values.nats.nkeys.enabled }}
+            - name: nats-nkey
+              mountPath: /etc/lava/nats-nkey
+              readOnly: true
+            {{- end }}
             {{- with .mounts }}
             {{- . | nindent 12 }}
             {{- end }}
@@ -234,6 +256,26 @@ spec:
             items:
               - key: {{ $root.Values.nats.tls.caKey }}
                 path: ca.crt
+        {{- end }}
+        {{- if $root.Values.nats.tls.clientSecret }}
+        - name: nats-client
+          secret:
+            secretName: {{ $root.Values.nats.tls.clientSecret }}
+            defaultMode: 0440
+            items:
+              - key: tls.crt
+                path: tls.crt
+              - key: tls.key
+                path: tls.key
+        {{- end }}
+        {{- if $root.Values.nats.nkeys.enabled }}
+        - name: nats-nkey
+          secret:
+            secretName: {{ printf "%s%s" $root.Values.nats.nkeys.secretPrefix .svc }}
+            defaultMode: 0440
+            items:
+              - key: {{ $root.Values.nats.nkeys.key }}
+                path: nkey
         {{- end }}
         {{- with .volumes }}
         {{- . | nindent 8 }}

@@ -93,7 +93,10 @@ type RenderRequest struct {
 	// Name of the bundled Interface to gate with; empty for none.
 	Gate string `protobuf:"bytes,6,opt,name=gate,proto3" json:"gate,omitempty"`
 	// File name used in diagnostics for inline sources; "inline" when empty.
-	FileName      string `protobuf:"bytes,7,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	FileName string `protobuf:"bytes,7,opt,name=file_name,json=fileName,proto3" json:"file_name,omitempty"`
+	// Namespace the caller renders for: it must be allowed to create lavaarchitectures there
+	// (SubjectAccessReview, docs/security.md "RPCs"). Required.
+	Namespace     string `protobuf:"bytes,8,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -184,6 +187,13 @@ func (x *RenderRequest) GetGate() string {
 func (x *RenderRequest) GetFileName() string {
 	if x != nil {
 		return x.FileName
+	}
+	return ""
+}
+
+func (x *RenderRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
 	}
 	return ""
 }
@@ -367,7 +377,7 @@ var File_lava_v1_render_service_proto protoreflect.FileDescriptor
 
 const file_lava_v1_render_service_proto_rawDesc = "" +
 	"\n" +
-	"\x1clava/v1/render_service.proto\x12\alava.v1\x1a\x16lava/v1/pipeline.proto\x1a\x16lava/v1/resource.proto\"\xcb\x04\n" +
+	"\x1clava/v1/render_service.proto\x12\alava.v1\x1a\x16lava/v1/pipeline.proto\x1a\x16lava/v1/resource.proto\"\xe9\x04\n" +
 	"\rRenderRequest\x12\x18\n" +
 	"\x06inline\x18\x01 \x01(\tH\x00R\x06inline\x12\x14\n" +
 	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x12@\n" +
@@ -375,7 +385,8 @@ const file_lava_v1_render_service_proto_rawDesc = "" +
 	"\rlist_bindings\x18\x04 \x03(\v2(.lava.v1.RenderRequest.ListBindingsEntryR\flistBindings\x12S\n" +
 	"\x0frecord_bindings\x18\x05 \x03(\v2*.lava.v1.RenderRequest.RecordBindingsEntryR\x0erecordBindings\x12\x12\n" +
 	"\x04gate\x18\x06 \x01(\tR\x04gate\x12\x1b\n" +
-	"\tfile_name\x18\a \x01(\tR\bfileName\x1a;\n" +
+	"\tfile_name\x18\a \x01(\tR\bfileName\x12\x1c\n" +
+	"\tnamespace\x18\b \x01(\tR\tnamespace\x1a;\n" +
 	"\rBindingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aT\n" +

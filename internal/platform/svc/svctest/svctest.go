@@ -3,11 +3,13 @@ package svctest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
@@ -152,12 +154,30 @@ func CheckContract(t *testing.T, run Run, c Contract) {
 	t.Run("serves", func(t *testing.T) {
 		t.Parallel()
 		srv := natstest.RunJetStream(t)
+		// The bootstrap step (`lava nats bootstrap`) creates the topology; the service checks it.
+		if err := bus.EnsureTopology(t.Context(), srv.JetStream(), bus.TopologyOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		env := map[string]string{"LAVA_NATS_URL": srv.URL(), "LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
 			"LAVA_PROVIDER_DIR": t.TempDir()}
-		ready := func(ctx context.Context) error {
-			_, err := srv.JetStream().Consumer(ctx, c.Stream, c.Consumer)
-			return err
-		}
+		ready := func(ctx context.Context) error { return Pulling(ctx, srv, c.Stream, c.Consumer) }
 		Serves(t, run, []string{"--log-format", "text"}, env, ready, 200*time.Millisecond, c.Started)
 	})
+}
+
+// Pulling returns nil once a client pulls from the durable consumer of stream on srv (the
+// service under test has started), an error before.
+func Pulling(ctx context.Context, srv *natstest.Server, stream, consumer string) error {
+	c, err := srv.JetStream().Consumer(ctx, stream, consumer)
+	if err != nil {
+		return err
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if ci.NumWaiting == 0 {
+		return errors.New("not pulling yet")
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -48,7 +49,34 @@ func RunJetStream(tb testing.TB) *Server {
 
 // StartJetStream is [RunJetStream] for programs without a testing.TB (benchmark mains): it
 // starts the server with its store in storeDir and connects. The caller calls Shutdown.
-func StartJetStream(storeDir string) (*Server, error) {
+func StartJetStream(storeDir string) (*Server, error) { return Start(storeDir, Config{}) }
+
+// Config is what [Run] and [Start] add to the plain server of [RunJetStream]: authorization
+// (nkey users) and TLS.
+type Config struct {
+	// Nkeys are the server's nkey users (natsauth.Users); set, an anonymous client is refused.
+	Nkeys []*server.NkeyUser
+	// TLS, if set, makes the server require TLS (with client certificates when its ClientAuth
+	// asks for them).
+	TLS *tls.Config
+	// Client are the options of the server's own connection ([Server.Conn]): with Nkeys, the
+	// credentials it connects with (the bootstrap identity's, say); with TLS, its CA.
+	Client []nats.Option
+}
+
+// Run is [RunJetStream] with authorization and TLS from cfg.
+func Run(tb testing.TB, cfg Config) *Server {
+	tb.Helper()
+	s, err := Start(tb.TempDir(), cfg)
+	if err != nil {
+		tb.Fatalf("natstest: %v", err)
+	}
+	tb.Cleanup(s.Shutdown)
+	return s
+}
+
+// Start is [Run] for programs without a testing.TB; the caller calls Shutdown.
+func Start(storeDir string, cfg Config) (*Server, error) {
 	opts := &server.Options{
 		ServerName: "lava-test",
 		Host:       "127.0.0.1",
@@ -57,6 +85,13 @@ func StartJetStream(storeDir string) (*Server, error) {
 		StoreDir:   storeDir,
 		NoLog:      true,
 		NoSigs:     true,
+		Nkeys:      cfg.Nkeys,
+	}
+	if cfg.TLS != nil {
+		opts.TLSConfig = cfg.TLS
+		opts.TLS = true
+		opts.TLSVerify = cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+		opts.TLSTimeout = 5
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
@@ -67,7 +102,7 @@ func StartJetStream(storeDir string) (*Server, error) {
 		srv.Shutdown()
 		return nil, errors.New("nats-server not ready for connections")
 	}
-	nc, err := nats.Connect(srv.ClientURL(), nats.Name("natstest"))
+	nc, err := nats.Connect(srv.ClientURL(), append([]nats.Option{nats.Name("natstest")}, cfg.Client...)...)
 	if err != nil {
 		srv.Shutdown()
 		return nil, fmt.Errorf("connect: %w", err)

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
+)
+
+func newNATSCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nats",
+		Short: "Set up the NATS bus: identities, the server's authorization, the topology (docs/security.md)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newNATSCredentialsCmd(), newNATSAuthorizationCmd(), newNATSBootstrapCmd())
+	return cmd
+}
+
+func newNATSCredentialsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "credentials DIR",
+		Short: "Create an nkey seed per bus identity in DIR (<identity>.nk, mode 0600; existing ones are kept) and print the public keys",
+		Long: `Create an nkey seed per bus identity in DIR (<identity>.nk, mode 0600; existing ones are
+kept) and print "identity public-key" lines. The identities are the seven services,
+"subscriber" (reads lava.anomaly.> and phase events only) and "bootstrap" (the admin identity
+of "lava nats bootstrap" and of the receipts and state commands). Give each service its seed
+(the chart: one Secret per service) and the server the public keys ("lava nats authorization").`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keys, err := natsauth.GenerateDir(args[0])
+			if err != nil {
+				return err
+			}
+			for _, id := range bus.Identities() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", id, keys[id])
+			}
+			return nil
+		},
+	}
+}
+
+func newNATSAuthorizationCmd() *cobra.Command {
+	var replicas int
+	cmd := &cobra.Command{
+		Use:   "authorization DIR",
+		Short: "Print the nats-server authorization block for the identities in DIR",
+		Long: `Print the nats-server configuration block "authorization { users: [...] }" for the
+identities whose <identity>.nk files are in DIR (seeds, or public keys "U..." alone, so the
+printer needs no secret): one nkey user per identity with publish and subscribe allow lists
+generated from the bus topology (internal/platform/bus), and no anonymous user. Include it
+in the server's configuration (the chart feeds it to the NATS chart's config; docs/install.md).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			keys, err := natsauth.PublicKeysDir(args[0], bus.Identities()...)
+			if err != nil {
+				return invalidInput(err)
+			}
+			conf, err := natsauth.Config(bus.Declare(bus.TopologyOptions{Replicas: replicas}), keys)
+			if err != nil {
+				return invalidInput(err)
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), conf)
+			return err
+		},
+	}
+	cmd.Flags().IntVar(&replicas, "replicas", 1, "JetStream replica count of the topology (does not change the permissions)")
+	return cmd
+}
+
+func newNATSBootstrapCmd() *cobra.Command {
+	var (
+		f             natsFlags
+		replicas      int
+		anomalyWindow time.Duration
+		timeout       time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Create or update every stream, consumer, KV bucket and object store (the admin identity)",
+		Long: `Create or update every stream, durable consumer, KV bucket and object store of the bus
+topology (internal/platform/bus), idempotently, with the bootstrap (admin) identity. The
+services have no JetStream admin rights: they check the topology at start and fail naming
+what is missing until this has run (the chart runs it as a Helm hook Job).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			nc, js, err := f.connect()
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			opts := bus.TopologyOptions{Replicas: replicas, AnomalyWindow: anomalyWindow}
+			if err := bus.EnsureTopology(ctx, js, opts); err != nil {
+				return err
+			}
+			t := bus.Declare(opts)
+			var names []string
+			for _, s := range t.Streams {
+				names = append(names, "stream "+s.Name)
+			}
+			for _, c := range t.Consumers {
+				names = append(names, "consumer "+c.Config.Durable+" on "+c.Stream)
+			}
+			for _, kv := range t.KeyValues {
+				names = append(names, "kv bucket "+kv.Bucket)
+			}
+			for _, o := range t.ObjectStores {
+				names = append(names, "object store "+o.Bucket)
+			}
+			slices.Sort(names)
+			for _, n := range names {
+				fmt.Fprintln(cmd.OutOrStdout(), "ensured", n)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&replicas, "replicas", 1, "JetStream replica count of every stream and bucket (3 on a NATS cluster)")
+	cmd.Flags().DurationVar(&anomalyWindow, "anomaly-window", bus.DefaultAnomalyWindow, "the anomaly service's de-duplication window (sets lava-anomaly-windows' TTL)")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
+	return cmd
+}

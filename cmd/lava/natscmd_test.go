@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/up"
+)
+
+// TestNATSCmd_credentialsAuthorizationBootstrap runs the setup an installation does: create the
+// identities, print the server's authorization block, start a real nats-server from a
+// configuration that includes it, create the topology with the bootstrap identity, then read
+// state with lava up's state directory layout (its bootstrap seed) and fail without it.
+func TestNATSCmd_credentialsAuthorizationBootstrap(t *testing.T) {
+	t.Parallel()
+	stateDir := t.TempDir()
+	creds := filepath.Join(stateDir, up.DirNATSCredentials)
+
+	code, out, errOut := runLava(t, "", "nats", "credentials", creds)
+	if code != exitOK {
+		t.Fatalf("nats credentials: exit %d: %s", code, errOut)
+	}
+	for _, id := range bus.Identities() {
+		if !strings.Contains(out, id+" U") {
+			t.Errorf("nats credentials output lacks %s's public key:\n%s", id, out)
+		}
+	}
+	code, block, errOut := runLava(t, "", "nats", "authorization", creds)
+	if code != exitOK {
+		t.Fatalf("nats authorization: exit %d: %s", code, errOut)
+	}
+	for _, id := range bus.Identities() {
+		seed, err := os.ReadFile(filepath.Join(creds, id+".nk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(block, strings.TrimSpace(string(seed))) {
+			t.Fatalf("the authorization block contains %s's seed", id)
+		}
+	}
+	conf := filepath.Join(t.TempDir(), "nats.conf")
+	text := "listen: \"127.0.0.1:-1\"\njetstream { store_dir: \"" + filepath.Join(t.TempDir(), "js") + "\" }\n" + block
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("nats-server rejects the printed block: %v", err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	url := srv.ClientURL()
+
+	// A service identity may not create the topology; the bootstrap identity may.
+	code, _, errOut = runLava(t, "", "nats", "bootstrap", "--nats-url", url, "--nats-identity", bus.ServiceApplier,
+		"--nats-nkey", filepath.Join(creds, "applier.nk"), "--timeout", "2s")
+	if code == exitOK {
+		t.Fatal("the applier's identity created the topology")
+	}
+	if !strings.Contains(errOut, "bus: ensure stream") {
+		t.Errorf("refused bootstrap: %s, want the failed step named", errOut)
+	}
+	code, out, errOut = runLava(t, "", "nats", "bootstrap", "--nats-url", url, "--state-dir", stateDir)
+	if code != exitOK || !strings.Contains(out, "ensured object store lava-artifacts") {
+		t.Fatalf("nats bootstrap: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// The state command finds the credentials in the state directory.
+	code, _, errOut = runLava(t, "", "state", "show", "infra/none", "--nats-url", url, "--state-dir", stateDir)
+	if code != exitInvalid || !strings.Contains(errOut, "no state for infra/none") {
+		t.Errorf("state show with lava up's credentials: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = runLava(t, "", "state", "show", "infra/none", "--nats-url", url, "--state-dir", t.TempDir())
+	if code != exitUnavail || !strings.Contains(strings.ToLower(errOut), "authorization") {
+		t.Errorf("state show without credentials: exit %d: %s; want %d and an authorization error", code, errOut, exitUnavail)
+	}
+}

@@ -1,0 +1,164 @@
+//go:build integration
+
+package rpcauth_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"testing"
+
+	"connectrpc.com/connect"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/platform/rpcauth"
+	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/service/synth"
+)
+
+// serviceAccountToken creates a ServiceAccount in ns, binds it to verbs on lavaarchitectures
+// there (none: no binding) and returns a token the API server issued for it.
+func serviceAccountToken(t *testing.T, cs kubernetes.Interface, ns, name string, verbs ...string) string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(verbs) > 0 {
+		if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"lava.pleme.io"}, Resources: []string{"lavaarchitectures"}, Verbs: verbs}}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// TestGuard_renderService serves the real RenderService behind the guard with TokenReview and
+// SubjectAccessReview on a real kube-apiserver: no token and a forged token are
+// Unauthenticated, a token without create in the namespace is PermissionDenied (also for a
+// namespace where it may only get), an allowed caller renders, and a 100 MiB request is refused
+// without the server reading it into memory.
+func TestGuard_renderService(t *testing.T) {
+	env := kubetest.Start(t)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, other := env.Namespace(t), env.Namespace(t)
+	creator := serviceAccountToken(t, cs, ns, "creator", "create")
+	reader := serviceAccountToken(t, cs, ns, "reader", "get")
+	nobody := serviceAccountToken(t, cs, ns, "nobody")
+
+	guard := rpcauth.Guard{Authn: rpcauth.Kube{Client: cs}, Authz: rpcauth.Kube{Client: cs},
+		Verbs: map[string]string{lavav1connect.RenderServiceRenderProcedure: "create"}}
+	mux := http.NewServeMux()
+	mux.Handle(synth.NewRenderHandler(guard.HandlerOptions()...))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- rpcauth.Serve(ctx, ln, mux) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	url := "http://" + ln.Addr().String()
+	client := lavav1connect.NewRenderServiceClient(http.DefaultClient, url)
+	render := func(token, namespace string) error {
+		req := connect.NewRequest(&lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "aws-vpc-network"}, Namespace: namespace})
+		if token != "" {
+			req.Header().Set("Authorization", "Bearer "+token)
+		}
+		_, err := client.Render(t.Context(), req)
+		return err
+	}
+	tests := []struct {
+		name, token, namespace string
+		want                   connect.Code
+	}{
+		{"no token", "", ns, connect.CodeUnauthenticated},
+		{"forged token", "eyJhbGciOiJSUzI1NiJ9.forged.token", ns, connect.CodeUnauthenticated},
+		{"no permission", nobody, ns, connect.CodePermissionDenied},
+		{"get only", reader, ns, connect.CodePermissionDenied},
+		{"another namespace", creator, other, connect.CodePermissionDenied},
+		{"no namespace", creator, "", connect.CodeInvalidArgument},
+		{"allowed", creator, ns, 0},
+	}
+	for _, tt := range tests {
+		err := render(tt.token, tt.namespace)
+		if tt.want == 0 {
+			if err != nil {
+				t.Errorf("%s: %v, want success", tt.name, err)
+			}
+			continue
+		}
+		if got := connect.CodeOf(err); got != tt.want {
+			t.Errorf("%s: %v (code %v), want %v", tt.name, err, got, tt.want)
+		}
+	}
+
+	// 100 MiB streamed from a generator (the client holds none of it): refused, and the
+	// process allocates far less than the body.
+	const huge = 100 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	body := io.LimitReader(repeat('x'), huge)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+lavav1connect.RenderServiceRenderProcedure, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/proto")
+	req.Header.Set("Authorization", "Bearer "+creator)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("a 100 MiB request was accepted: %s", b)
+		}
+		if !bytes.Contains(b, []byte("resource_exhausted")) && resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("100 MiB request: status %d %s, want resource_exhausted", resp.StatusCode, b)
+		}
+	} else if !errors.Is(err, io.ErrClosedPipe) {
+		t.Logf("100 MiB request: the server closed the connection: %v", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > huge/4 {
+		t.Errorf("the process allocated %d MiB for a refused 100 MiB request, want under %d MiB", grew>>20, huge/4>>20)
+	}
+}
+
+// repeat is an endless reader of b.
+type repeat byte
+
+func (r repeat) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
