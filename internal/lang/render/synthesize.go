@@ -191,7 +191,10 @@ func synthesize(in Input) (*Output, tlisp.Diagnostics) {
 		}
 	}
 
-	a, ds := tlisp.EvalArchitecture(src, in.Bindings, opts)
+	// Bindings are data: every value is escaped before it is interpolated, so the engine
+	// applies its literal text (see [EscapeBindings]). The gate above and the bindingsDigest
+	// below see the values as given.
+	a, ds := tlisp.EvalArchitecture(src, EscapeBindings(in.Bindings), opts)
 	if in.SourceKind == SourceName {
 		ds = dropBundledResultWarnings(ds)
 	}
@@ -285,6 +288,12 @@ func redactSecrets(ds tlisp.Diagnostics, in Input) tlisp.Diagnostics {
 		}
 		if l, ok := in.Bindings.Lists[k]; ok {
 			values = append(values, strings.Join(l, ","))
+		}
+	}
+	// The evaluator sees the escaped values (see [EscapeBindings]): redact those forms too.
+	for _, v := range values {
+		if e := EscapeTemplate(v); e != v {
+			values = append(values, e)
 		}
 	}
 	// Longest first, so a value that contains another is replaced whole.
