@@ -13,6 +13,11 @@ type Architecture struct {
 	// Locals maps a local name (dashes already turned into underscores) to its value.
 	Locals  Map
 	Imports []Import
+	// Pos is where the deflava-architecture form starts (zero when built in code); KeyPos
+	// optionally gives the position of an output or local by "output.NAME" or "local.NAME".
+	// Diagnostics about what has no position of its own (the policy gate's) use them.
+	Pos    Pos
+	KeyPos map[string]Pos
 }
 
 // Resource is one resource or data source block.
@@ -50,6 +55,8 @@ type ProviderRef struct {
 	Alias string
 	// Config holds the other settings, keys turned from kebab to snake case.
 	Config Map
+	// Pos is where the provider form starts (zero when built in code).
+	Pos Pos
 }
 
 // Import is a Terraform import block: To is the resource address, ID the provider's id.

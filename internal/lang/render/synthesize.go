@@ -9,6 +9,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/arch"
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
@@ -327,4 +328,24 @@ func redact(msg string, values []string) string {
 		msg = strings.ReplaceAll(msg, "value "+v+" ", "value "+redacted+" ")
 	}
 	return msg
+}
+
+// CheckPolicy applies the tenant policy gate ([policy.Check]) to a successful synthesis of in
+// and returns its violations as error diagnostics, positions mapped like the evaluator's
+// (Input.MapPos for an inline or file source) and secret values redacted. Nil means out
+// passes. The synth service reports a non-empty result as Failed with reason PolicyRejected;
+// `lava validate` prints it.
+func CheckPolicy(in Input, out *Output, p policy.Policy) tlisp.Diagnostics {
+	if out == nil {
+		return nil
+	}
+	var ds tlisp.Diagnostics
+	for _, v := range policy.Check(out.Architecture, out.Compact, p) {
+		pos := v.Pos
+		if in.MapPos != nil && in.SourceKind != SourceName && pos.IsValid() {
+			pos = in.MapPos(pos)
+		}
+		ds = append(ds, tlisp.Diagnostic{Pos: pos, Severity: tlisp.SeverityError, Message: v.Message})
+	}
+	return redactSecrets(ds, in)
 }

@@ -188,7 +188,7 @@ func (e *evaluator) clauses(form *Node, what string) (vals, keys map[string]*Nod
 }
 
 func (e *evaluator) evalArchitecture(form *Node, b Bindings) *arch.Architecture {
-	a := &arch.Architecture{Name: "anonymous", Outputs: arch.Map{}, Locals: arch.Map{}}
+	a := &arch.Architecture{Name: "anonymous", Outputs: arch.Map{}, Locals: arch.Map{}, Pos: form.Pos, KeyPos: map[string]arch.Pos{}}
 	if len(form.List) > 1 && form.List[1].Kind == NodeSymbol {
 		a.Name = form.List[1].Text
 	}
@@ -222,13 +222,13 @@ func (e *evaluator) evalArchitecture(form *Node, b Bindings) *arch.Architecture 
 		}
 	}
 	if o, ok := vals["outputs"]; ok {
-		e.evalPlist(o, ":outputs", false, &a.Outputs)
+		e.evalPlist(o, ":outputs", false, &a.Outputs, "output.", a.KeyPos)
 	}
 	if p, ok := vals["providers"]; ok {
 		a.Providers = e.evalProviders(p)
 	}
 	if l, ok := vals["locals"]; ok {
-		e.evalPlist(l, ":locals", true, &a.Locals)
+		e.evalPlist(l, ":locals", true, &a.Locals, "local.", a.KeyPos)
 	}
 	if r, ok := keys["result"]; ok {
 		if _, out := keys["outputs"]; !out {

@@ -438,8 +438,9 @@ func at(n *Node, i int) Pos {
 	return n.Pos
 }
 
-// evalPlist evaluates a flat (:KEY VALUE ...) clause (:outputs, :locals) into m.
-func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map) {
+// evalPlist evaluates a flat (:KEY VALUE ...) clause (:outputs, :locals) into m and records
+// each key's position in pos under prefix+KEY.
+func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map, prefix string, pos map[string]arch.Pos) {
 	if n.Kind != NodeList {
 		e.errorf(n.Pos, "expected deflava-architecture form, got %s not a list (expected (:key value ...))", clause)
 		return
@@ -470,6 +471,7 @@ func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map) {
 			e.warnf(k.Pos, "%s key %s is set twice; the last value wins", clause, key)
 		}
 		m.Set(key, v)
+		pos[prefix+key] = k.Pos
 	}
 }
 
@@ -489,7 +491,7 @@ func (e *evaluator) evalProviders(n *Node) []arch.ProviderRef {
 			e.errorf(at(p, 0), "expected deflava-architecture form, got provider head not sym (expected a provider name like aws)")
 			continue
 		}
-		pr := arch.ProviderRef{Name: p.List[0].Text}
+		pr := arch.ProviderRef{Name: p.List[0].Text, Pos: p.Pos}
 		ok := true
 		for i := 1; i < len(p.List); i += 2 {
 			k := p.List[i]
