@@ -89,6 +89,10 @@ const (
 	ReasonGatePassed = "GatePassed"
 	// ReasonGateRejected: the bindings failed the gate.
 	ReasonGateRejected = "GateRejected"
+	// ReasonPolicyRejected: the rendered architecture breaks the tenant policy (a provisioner,
+	// a filesystem function, a provider outside the allow-list, ...; docs/security.md,
+	// "Engines"), or the policy document cannot be read. The message has file:line:col.
+	ReasonPolicyRejected = "PolicyRejected"
 
 	// ReasonPlanSucceeded: a plan was computed.
 	ReasonPlanSucceeded = "PlanSucceeded"

@@ -91,6 +91,9 @@ type Options struct {
 	Log io.Writer
 	// LogLevel is the services' log level (default info).
 	LogLevel string
+	// PolicyFile is the tenant policy document synth checks every render against
+	// (docs/design/tenant-policy.md); "" is the built-in policy.
+	PolicyFile string
 }
 
 // Result is what a run ended with.
@@ -231,7 +234,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	workDir := filepath.Join(o.StateDir, DirWork)
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
 		return synth.RunService(ctx, synth.Options{NATSURL: url, BindingsKeyFile: keyFile, LogFormat: "text", LogLevel: o.LogLevel,
-			Replicas: 1, Concurrency: 8, Kube: kube, Stderr: o.Log})
+			Replicas: 1, Concurrency: 8, Kube: kube, PolicyFile: o.PolicyFile, Stderr: o.Log})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
 		return applier.RunService(ctx, applier.Options{NATSURL: url, Holder: "lava-up",

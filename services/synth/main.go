@@ -24,6 +24,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (32 bytes or 64 hex digits); required")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&noKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &o.LogFormat, &o.LogLevel); stop {
 		return code

@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	tfaddr "github.com/opentofu/registry-address/v2"
 	"sigs.k8s.io/yaml"
@@ -212,4 +214,41 @@ func (p Policy) functionDenied(name string) bool {
 		}
 	}
 	return false
+}
+
+// File is a policy document on disk, such as the lava-policy ConfigMap mounted into synth.
+// [File.Load] re-reads it when its size or modification time changed, so an admin's edit takes
+// effect without a restart (the kubelet updates a mounted ConfigMap in place). Safe for
+// concurrent use. The zero File (no Path) is the built-in policy.
+type File struct {
+	Path string
+
+	mu      sync.Mutex
+	size    int64
+	modTime time.Time
+	cfg     Config
+	loaded  bool
+}
+
+// Load returns the document's Config. An unreadable or invalid document is an error: the
+// caller fails closed (synth refuses to render rather than apply without its policy).
+func (f *File) Load() (Config, error) {
+	if f == nil || f.Path == "" {
+		return Config{}, nil
+	}
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return Config{}, fmt.Errorf("policy: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loaded && st.Size() == f.size && st.ModTime().Equal(f.modTime) {
+		return f.cfg, nil
+	}
+	cfg, err := ReadFile(f.Path)
+	if err != nil {
+		return Config{}, err
+	}
+	f.cfg, f.size, f.modTime, f.loaded = cfg, st.Size(), st.ModTime(), true
+	return cfg, nil
 }

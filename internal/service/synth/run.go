@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
@@ -37,6 +38,9 @@ type Options struct {
 	Concurrency int
 	// Kube reaches the Kubernetes API for bindingsFrom (nil: no Kubernetes access).
 	Kube *rest.Config
+	// PolicyFile is the tenant policy document (LAVA_POLICY_FILE; the chart mounts the
+	// lava-policy ConfigMap there); "" is the built-in policy.
+	PolicyFile string
 	// Stderr receives the logs.
 	Stderr io.Writer
 }
@@ -69,6 +73,9 @@ func RunService(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if _, err := (&policy.File{Path: o.PolicyFile}).Load(); err != nil {
+		return err // a broken document fails the start, not only the first render
+	}
 	base, err := svc.Dial(ctx, o.NATSURL, o.NATSCreds, bus.ServiceSynth, bus.TopologyOptions{Replicas: o.Replicas})
 	if err != nil {
 		return err
@@ -82,7 +89,7 @@ func RunService(ctx context.Context, o Options) error {
 		}
 	}
 	s, err := New(ctx, Config{JS: js, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
-		Concurrency: o.Concurrency})
+		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile}})
 	if err != nil {
 		return err
 	}

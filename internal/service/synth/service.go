@@ -15,10 +15,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -36,6 +38,9 @@ const (
 	ReasonGateRejected = "GateRejected"
 	// ReasonSourceUnsupported: a git source (not fetched yet) or an unknown bundled name.
 	ReasonSourceUnsupported = "SourceUnsupported"
+	// ReasonPolicyRejected: the render breaks the tenant policy, or the policy document
+	// cannot be read (see [v1alpha1.ReasonPolicyRejected]).
+	ReasonPolicyRejected = v1alpha1.ReasonPolicyRejected
 )
 
 // maxMessageBytes bounds a Failed message.
@@ -68,6 +73,10 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Policy is the admin's tenant policy document (the lava-policy ConfigMap mounted as a
+	// file; docs/design/tenant-policy.md), checked after every render and before Synthesized
+	// is published. Nil or a zero File: the built-in policy ([policy.Default]).
+	Policy *policy.File
 }
 
 // Service is the synth service. Create it with [New] and run it with [Service.Run].
@@ -241,6 +250,9 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 		}
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
+	if f := s.checkPolicy(in, out, res.GetNamespace()); f != nil {
+		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
+	}
 	digest, err := s.art.Put(ctx, strings.NewReader(string(out.JSON)))
 	if err != nil {
 		return err
@@ -274,6 +286,21 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	s.metrics.results.WithLabelValues("synthesized").Inc()
 	log.Info("synthesized", "artifact_digest", digest, "terraform_json_digest", rec.GetTerraformJsonDigest(),
 		"resources", rec.GetResourceCount(), "warnings", len(verdict.Warnings))
+	return nil
+}
+
+// checkPolicy applies the namespace's effective tenant policy to a successful render: nil when
+// it passes, else a PolicyRejected failure (retryable when the policy document could not be
+// read, so an admin's fix takes effect; not retryable for a violation, which needs a new
+// generation).
+func (s *Service) checkPolicy(in render.Input, out *render.Output, namespace string) *failure {
+	cfg, err := s.cfg.Policy.Load()
+	if err != nil {
+		return &failure{reason: ReasonPolicyRejected, message: "the tenant policy cannot be read, so nothing is rendered: " + err.Error(), retryable: true}
+	}
+	if ds := render.CheckPolicy(in, out, cfg.For(namespace)); len(ds) > 0 {
+		return &failure{reason: ReasonPolicyRejected, message: diagMessage(ds)}
+	}
 	return nil
 }
 
