@@ -18,6 +18,12 @@ type Architecture struct {
 	// Diagnostics about what has no position of its own (the policy gate's) use them.
 	Pos    Pos
 	KeyPos map[string]Pos
+	// Secret names, as "output.NAME" or "local.NAME", the outputs and locals whose value
+	// interpolates a secret binding; SensitiveOutputs the outputs the source marks
+	// (sensitive VALUE). The renderer marks an output sensitive when either holds or when it
+	// references a resource, data source or local that derives from a secret binding.
+	Secret           map[string]bool
+	SensitiveOutputs map[string]bool
 }
 
 // Resource is one resource or data source block.
@@ -39,6 +45,8 @@ type Resource struct {
 	ForEach *Map
 	// Pos is where the resource form starts in the source (zero when built in code).
 	Pos Pos
+	// Secret tells that an attribute (or the for_each) interpolates a secret binding.
+	Secret bool
 }
 
 // Address returns "type.name".

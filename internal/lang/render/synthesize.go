@@ -248,6 +248,13 @@ func newRecord(in Input, src []byte, a *arch.Architecture, compact []byte) (Rend
 	if err != nil {
 		return RenderRecord{}, err
 	}
+	if len(secret) > 0 {
+		// The JSON holds the secret values: a plain digest would let anyone who reads the
+		// record test guesses offline. Keyed like the secret values of bindingsDigest.
+		if jd, err = KeyedJSONDigest(compact, in.BindingsKey); err != nil {
+			return RenderRecord{}, err
+		}
+	}
 	return RenderRecord{
 		SourceKind:          in.SourceKind,
 		SourceDigest:        SourceDigest(string(src)),
