@@ -93,6 +93,10 @@ const (
 	// a filesystem function, a provider outside the allow-list, ...; docs/security.md,
 	// "Engines"), or the policy document cannot be read. The message has file:line:col.
 	ReasonPolicyRejected = "PolicyRejected"
+	// ReasonOutputsSecretNotOwned: the Secret "<name>-lava-outputs" exists and is not owned by
+	// this LavaArchitecture (no ownerReference with its UID): the applier never overwrites it
+	// (docs/security.md, "Kubernetes RBAC"). Rename the object or remove the Secret.
+	ReasonOutputsSecretNotOwned = "OutputsSecretNotOwned"
 
 	// ReasonPlanSucceeded: a plan was computed.
 	ReasonPlanSucceeded = "PlanSucceeded"

@@ -3,6 +3,7 @@ package applier
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -20,6 +21,48 @@ import (
 // OutputsSecretName is the Secret holding a resource's sensitive outputs: "<name>-lava-outputs".
 func OutputsSecretName(name string) string { return name + "-lava-outputs" }
 
+// ErrOutputsSecretNotOwned: the outputs Secret exists without an ownerReference to the
+// LavaArchitecture's UID, so the applier does not write it.
+var ErrOutputsSecretNotOwned = errors.New("outputs Secret not owned by the LavaArchitecture")
+
+// ownedBy reports whether sec has an ownerReference to the LavaArchitecture with uid.
+func ownedBy(sec *corev1.Secret, uid string) bool {
+	for _, r := range sec.OwnerReferences {
+		if r.Kind == "LavaArchitecture" && r.APIVersion == "lava.pleme.io/v1alpha1" && string(r.UID) == uid && uid != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// notOwned is the error for a Secret that ownedBy refuses.
+func notOwned(res *lavav1.ResourceRef, name string) error {
+	return fmt.Errorf("%w: Secret %s/%s exists and is not owned by LavaArchitecture %s (uid %s); Lava never overwrites it: rename the LavaArchitecture or delete the Secret",
+		ErrOutputsSecretNotOwned, res.GetNamespace(), name, res.GetName(), res.GetUid())
+}
+
+// outputsSecretOwned checks, before anything is planned, that the outputs Secret of res is
+// absent or owned by res: nil then, an error wrapping [ErrOutputsSecretNotOwned] when another
+// Secret holds the name, another error when it cannot be read. Without Kubernetes access it is
+// nil (no Secret is ever written).
+func (s *Service) outputsSecretOwned(ctx context.Context, res *lavav1.ResourceRef) error {
+	if s.cfg.Kube == nil {
+		return nil
+	}
+	name := OutputsSecretName(res.GetName())
+	sec := &corev1.Secret{}
+	err := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("applier: get Secret %s/%s: %w", res.GetNamespace(), name, err)
+	case !ownedBy(sec, res.GetUid()):
+		return notOwned(res, name)
+	}
+	return nil
+}
+
 // secretValue is the Secret data of one output: a string's text, else the value's compact JSON.
 func secretValue(v json.RawMessage) []byte {
 	var s string
@@ -30,8 +73,9 @@ func secretValue(v json.RawMessage) []byte {
 }
 
 // writeOutputs stores the sensitive outputs in the Secret "<name>-lava-outputs" (created owned
-// by the LavaArchitecture, so it goes when the object goes; updated in place) and returns its
-// name, or "" when there are no sensitive outputs or no Kubernetes client.
+// by the LavaArchitecture, so it goes when the object goes; updated in place only while it
+// carries that ownerReference, else an error wrapping [ErrOutputsSecretNotOwned]) and returns
+// its name, or "" when there are no sensitive outputs or no Kubernetes client.
 func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, outs *engine.Outputs, log *slog.Logger) (string, error) {
 	if outs == nil || len(outs.Sensitive) == 0 {
 		return "", nil
@@ -64,6 +108,8 @@ func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, out
 		}
 	case err != nil:
 		return "", fmt.Errorf("applier: get Secret %s/%s: %w", res.GetNamespace(), name, err)
+	case !ownedBy(sec, res.GetUid()):
+		return "", notOwned(res, name)
 	default:
 		if maps.EqualFunc(sec.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) {
 			return name, nil

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -31,6 +32,8 @@ const (
 	ReasonLocked              = "Locked"
 	ReasonPlanSuperseded      = "PlanSuperseded"
 	ReasonEngineUnavailable   = "EngineUnavailable"
+	// ReasonOutputsSecretNotOwned: see [v1alpha1.ReasonOutputsSecretNotOwned].
+	ReasonOutputsSecretNotOwned = v1alpha1.ReasonOutputsSecretNotOwned
 )
 
 // Approval values of approvePlan besides a plan id.
@@ -212,6 +215,13 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: ReasonEngineUnavailable,
 			message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
 	}
+	// Before anything is planned: the outputs Secret, if it exists, must be this object's.
+	if err := w.s.outputsSecretOwned(ctx, w.cause.GetResource()); err != nil {
+		if !errors.Is(err, ErrOutputsSecretNotOwned) {
+			return err
+		}
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: ReasonOutputsSecretNotOwned, message: err.Error()}, attempt, "")
+	}
 	var plan *engine.PlanRecord
 	if held := w.rec.Held; held != nil && held.PlanID == in.approve && w.sameInputs(held, in) {
 		fresh, err := w.fresh(ctx, held)
@@ -321,6 +331,12 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, w.classify(ctx, lavav1.Stage_STAGE_APPLY, err), attempt, plan.PlanID)
 	}
 	secretName, err := w.s.writeOutputs(ctx, w.cause.GetResource(), res.Outputs, w.log)
+	if errors.Is(err, ErrOutputsSecretNotOwned) {
+		// Someone created the Secret between the check before planning and now: the plan
+		// is applied (recorded, never applied again), the Secret is left alone.
+		w.rec.Applied = push(w.rec.Applied, plan.PlanID, maxApplied)
+		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, &failure{reason: ReasonOutputsSecretNotOwned, message: err.Error()}, attempt, plan.PlanID)
+	}
 	if err != nil {
 		return err
 	}
