@@ -323,7 +323,7 @@ func flagEnvNames(t *testing.T, svc string) map[string]bool {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(b), "svc.Common{") {
-		common, err := os.ReadFile(filepath.Join(repoRoot, "internal", "svc", "svc.go"))
+		common, err := os.ReadFile(filepath.Join(repoRoot, "internal", "platform", "svc", "svc.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
