@@ -93,6 +93,14 @@ const (
 	// a filesystem function, a provider outside the allow-list, ...; docs/security.md,
 	// "Engines"), or the policy document cannot be read. The message has file:line:col.
 	ReasonPolicyRejected = "PolicyRejected"
+	// ReasonRBACForbidden: the identity the object acts with (its ServiceAccount, impersonated;
+	// docs/security.md, "Kubernetes RBAC") may not read a ConfigMap or Secret of
+	// spec.bindingsFrom or write the outputs Secret. The message names the ServiceAccount, the
+	// verb and the object, never a value.
+	ReasonRBACForbidden = "RBACForbidden"
+	// ReasonServiceAccountRequired: the object names no spec.serviceAccountName, the
+	// installation has no default ServiceAccount and does not allow Lava's own identity.
+	ReasonServiceAccountRequired = "ServiceAccountRequired"
 	// ReasonOutputsSecretNotOwned: the Secret "<name>-lava-outputs" exists and is not owned by
 	// this LavaArchitecture (no ownerReference with its UID): the applier never overwrites it
 	// (docs/security.md, "Kubernetes RBAC"). Rename the object or remove the Secret.

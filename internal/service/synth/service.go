@@ -25,6 +25,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
@@ -41,6 +42,10 @@ const (
 	// ReasonPolicyRejected: the render breaks the tenant policy, or the policy document
 	// cannot be read (see [v1alpha1.ReasonPolicyRejected]).
 	ReasonPolicyRejected = v1alpha1.ReasonPolicyRejected
+	// ReasonRBACForbidden: the object's ServiceAccount may not read a bindingsFrom object.
+	ReasonRBACForbidden = v1alpha1.ReasonRBACForbidden
+	// ReasonServiceAccountRequired: no identity to read bindingsFrom with.
+	ReasonServiceAccountRequired = v1alpha1.ReasonServiceAccountRequired
 )
 
 // maxMessageBytes bounds a Failed message.
@@ -56,8 +61,13 @@ type Config struct {
 	// JS is the JetStream context; the topology must exist (bus.EnsureTopology).
 	JS jetstream.JetStream
 	// Kube reads the ConfigMaps and Secrets of spec.bindingsFrom (get only, in the resource's
-	// namespace). Nil: a resource with bindingsFrom fails with SynthesisFailed.
+	// namespace) with synth's own identity, when Identities is nil. Nil too: a resource with
+	// bindingsFrom fails with SynthesisFailed.
 	Kube client.Reader
+	// Identities, when set, gives the identity bindingsFrom is read with: the object's
+	// ServiceAccount impersonated (spec.serviceAccountName, else the default), so the tenant's
+	// RBAC decides (docs/security.md, "Kubernetes RBAC").
+	Identities *identity.Clients
 	// BindingsKey is the installation's 32-byte key for secret values in bindingsDigest
 	// (render.BindingsKeySize).
 	BindingsKey []byte
