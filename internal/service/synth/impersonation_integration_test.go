@@ -48,7 +48,7 @@ func TestSynth_impersonation(t *testing.T) {
 	h := newHarnessConfig(t, func(c *synth.Config) { c.Kube = env.Client; c.Identities = ids })
 	spec := func(sa, secret string) *lavav1.ArchitectureSpec {
 		return &lavav1.ArchitectureSpec{ServiceAccountName: sa,
-			Source: inline(`(deflava-architecture b :inputs ((:v "")) :resources ((terraform-data "d" :input "{v}")))`),
+			Source:       inline(`(deflava-architecture b :inputs ((:v "")) :resources ((terraform-data "d" :input "{v}")))`),
 			BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: secret}}}}}
 	}
 
