@@ -25,6 +25,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
@@ -141,6 +142,7 @@ type applierOpts struct {
 	drainTimeout time.Duration
 	concurrency  int
 	kube         client.Client
+	identities   *identity.Clients
 	observe      func(applier.Operation)
 }
 
@@ -184,7 +186,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: store, Engines: engines, Holder: o.holder, Kube: o.kube,
+	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: store, Engines: engines, Holder: o.holder, Kube: o.kube, Identities: o.identities,
 		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
 		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe})
 	if err != nil {

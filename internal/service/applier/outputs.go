@@ -41,22 +41,41 @@ func notOwned(res *lavav1.ResourceRef, name string) error {
 		ErrOutputsSecretNotOwned, res.GetNamespace(), name, res.GetName(), res.GetUid())
 }
 
+// ErrForbidden: the identity the object acts with may not get, create or update its outputs
+// Secret (Kubernetes RBAC).
+var ErrForbidden = errors.New("forbidden by Kubernetes RBAC")
+
+// kubeErr wraps err of verb on the outputs Secret: a Forbidden answer wraps [ErrForbidden] and
+// names who was refused.
+func kubeErr(verb string, res *lavav1.ResourceRef, name string, kube access, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w: %s may not %s Secret %s/%s (grant it get, create and update on that Secret)", ErrForbidden, kube.who, verb, res.GetNamespace(), name)
+	}
+	return fmt.Errorf("applier: %s Secret %s/%s: %w", verb, res.GetNamespace(), name, err)
+}
+
+// access is the Kubernetes client the applier acts with for one object, and who it is.
+type access struct {
+	c   client.Client
+	who string
+}
+
 // outputsSecretOwned checks, before anything is planned, that the outputs Secret of res is
 // absent or owned by res: nil then, an error wrapping [ErrOutputsSecretNotOwned] when another
-// Secret holds the name, another error when it cannot be read. Without Kubernetes access it is
-// nil (no Secret is ever written).
-func (s *Service) outputsSecretOwned(ctx context.Context, res *lavav1.ResourceRef) error {
-	if s.cfg.Kube == nil {
+// Secret holds the name, [ErrForbidden] when kube may not read it, another error when it cannot
+// be read. Without Kubernetes access it is nil (no Secret is ever written).
+func outputsSecretOwned(ctx context.Context, kube access, res *lavav1.ResourceRef) error {
+	if kube.c == nil {
 		return nil
 	}
 	name := OutputsSecretName(res.GetName())
 	sec := &corev1.Secret{}
-	err := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
+	err := kube.c.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("applier: get Secret %s/%s: %w", res.GetNamespace(), name, err)
+		return kubeErr("get", res, name, kube, err)
 	case !ownedBy(sec, res.GetUid()):
 		return notOwned(res, name)
 	}
@@ -76,11 +95,11 @@ func secretValue(v json.RawMessage) []byte {
 // by the LavaArchitecture, so it goes when the object goes; updated in place only while it
 // carries that ownerReference, else an error wrapping [ErrOutputsSecretNotOwned]) and returns
 // its name, or "" when there are no sensitive outputs or no Kubernetes client.
-func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, outs *engine.Outputs, log *slog.Logger) (string, error) {
+func writeOutputs(ctx context.Context, kube access, res *lavav1.ResourceRef, outs *engine.Outputs, log *slog.Logger) (string, error) {
 	if outs == nil || len(outs.Sensitive) == 0 {
 		return "", nil
 	}
-	if s.cfg.Kube == nil {
+	if kube.c == nil {
 		log.Warn("sensitive outputs not stored: the applier has no Kubernetes access", "outputs", len(outs.Sensitive))
 		return "", nil
 	}
@@ -90,7 +109,7 @@ func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, out
 		data[k] = secretValue(v)
 	}
 	sec := &corev1.Secret{}
-	err := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
+	err := kube.c.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
 	switch {
 	case apierrors.IsNotFound(err):
 		sec = &corev1.Secret{
@@ -103,11 +122,11 @@ func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, out
 			Type: corev1.SecretTypeOpaque,
 			Data: data,
 		}
-		if err := s.cfg.Kube.Create(ctx, sec); err != nil {
-			return "", fmt.Errorf("applier: create Secret %s/%s: %w", res.GetNamespace(), name, err)
+		if err := kube.c.Create(ctx, sec); err != nil {
+			return "", kubeErr("create", res, name, kube, err)
 		}
 	case err != nil:
-		return "", fmt.Errorf("applier: get Secret %s/%s: %w", res.GetNamespace(), name, err)
+		return "", kubeErr("get", res, name, kube, err)
 	case !ownedBy(sec, res.GetUid()):
 		return "", notOwned(res, name)
 	default:
@@ -115,8 +134,8 @@ func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, out
 			return name, nil
 		}
 		sec.Data = data
-		if err := s.cfg.Kube.Update(ctx, sec); err != nil {
-			return "", fmt.Errorf("applier: update Secret %s/%s: %w", res.GetNamespace(), name, err)
+		if err := kube.c.Update(ctx, sec); err != nil {
+			return "", kubeErr("update", res, name, kube, err)
 		}
 	}
 	return name, nil
