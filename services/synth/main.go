@@ -26,6 +26,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&noKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
+	o.Identity.Register(fs)
 	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &o.LogFormat, &o.LogLevel); stop {
 		return code
 	}

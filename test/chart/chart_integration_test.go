@@ -271,8 +271,10 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) map[string][]string
 }
 
 // expectedGrants is DESIGN section 2's table, in the given scopes (namespaces that hold
-// LavaArchitectures, or "cluster"), with the leader-election Role in lava-system.
-func expectedGrants(prefix string, scopes []string) map[string][]string {
+// LavaArchitectures, or "cluster"), with the leader-election Role in lava-system. synth and the
+// applier impersonate ServiceAccounts (docs/security.md, "Kubernetes RBAC"); ownAccess adds
+// their own ConfigMap and Secret access (tenancy.allowOwnIdentity).
+func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][]string {
 	per := map[string][]grant{
 		"watcher": {
 			{"", "lava.pleme.io", "lavaarchitectures", "get"}, {"", "lava.pleme.io", "lavaarchitectures", "list"},
@@ -287,9 +289,13 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 			{"", "lava.pleme.io", "lavaarchitecturedependencies", "watch"},
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
 		},
-		"synth":   {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}},
-		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"}},
+		"synth":   {{"", "", "serviceaccounts", "impersonate"}},
+		"applier": {{"", "", "serviceaccounts", "impersonate"}},
 		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
+	}
+	if ownAccess {
+		per["synth"] = append(per["synth"], grant{"", "", "configmaps", "get"}, grant{"", "", "secrets", "get"})
+		per["applier"] = append(per["applier"], grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"})
 	}
 	out := map[string][]string{}
 	for svc, gs := range per {
@@ -329,6 +335,13 @@ func flagEnvNames(t *testing.T, svc string) map[string]bool {
 		}
 		b = append(b, common...)
 	}
+	if strings.Contains(string(b), "o.Identity.Register(fs)") {
+		ident, err := os.ReadFile(filepath.Join(repoRoot, "internal", "platform", "identity", "identity.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, ident...)
+	}
 	re := regexp.MustCompile(`fs\.[A-Za-z0-9]+Var(?:P)?\([^,]+,\s*"([a-z0-9-]+)"`)
 	out := map[string]bool{}
 	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
@@ -348,13 +361,14 @@ func TestRenderedObjects(t *testing.T) {
 		name, prefix string
 		args         []string
 		scopes       []string
+		ownAccess    bool
 	}{
-		{"default", "lava", nil, []string{"cluster"}},
-		{"all-on", "lava-all", []string{"-f", filepath.Join(chartDir, ciValues)}, []string{"team-a", "team-b"}},
+		{"default", "lava", nil, []string{"cluster"}, false},
+		{"all-on", "lava-all", []string{"-f", filepath.Join(chartDir, ciValues)}, []string{"team-a", "team-b"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := decode(t, render(t, tc.args...))
-			if d := cmp.Diff(expectedGrants(tc.prefix, tc.scopes), grants(t, objs)); d != "" {
+			if d := cmp.Diff(expectedGrants(tc.prefix, tc.scopes, tc.ownAccess), grants(t, objs)); d != "" {
 				t.Errorf("RBAC differs from DESIGN section 2 (-want +got):\n%s", d)
 			}
 			kinds := map[string]int{}
@@ -589,13 +603,15 @@ func TestApplyToAPIServer(t *testing.T) {
 			{"watcher", "lava-system", "coordination.k8s.io", "leases", "", "update", true},
 			{"watcher", "infra", "coordination.k8s.io", "leases", "", "update", false},
 			{"watcher", "infra", "", "secrets", "", "get", false},
-			{"synth", "infra", "", "secrets", "", "get", true},
-			{"synth", "infra", "", "configmaps", "", "get", true},
+			{"synth", "infra", "", "secrets", "", "get", false},
+			{"synth", "infra", "", "configmaps", "", "get", false},
+			{"synth", "infra", "", "serviceaccounts", "", "impersonate", true},
 			{"synth", "infra", "", "secrets", "", "list", false},
 			{"synth", "infra", "", "secrets", "", "create", false},
 			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
-			{"applier", "infra", "", "secrets", "", "create", true},
-			{"applier", "infra", "", "secrets", "", "update", true},
+			{"applier", "infra", "", "secrets", "", "create", false},
+			{"applier", "infra", "", "secrets", "", "update", false},
+			{"applier", "infra", "", "serviceaccounts", "", "impersonate", true},
 			{"applier", "infra", "", "secrets", "", "delete", false},
 			{"applier", "infra", "", "secrets", "", "list", false},
 			{"applier", "infra", "", "configmaps", "", "get", false},

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -111,4 +113,29 @@ func (c *Clients) For(namespace, sa string) (client.Client, string, error) {
 	}
 	c.cache[key] = cl
 	return cl, who, nil
+}
+
+// Options are the flags of synth and the applier that choose who they act as for an object
+// (chart values tenancy.*; docs/security.md, "Kubernetes RBAC").
+type Options struct {
+	// Impersonate turns impersonation on (--impersonate); off, every object acts with the
+	// service's own identity, as before impersonation existed.
+	Impersonate bool
+	Policy
+}
+
+// Register adds --impersonate, --default-service-account and --allow-own-identity to fs.
+func (o *Options) Register(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Impersonate, "impersonate", false, "act as each object's ServiceAccount (spec.serviceAccountName, else --default-service-account) for its ConfigMaps and Secrets")
+	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "with --impersonate: ServiceAccount, in the object's namespace, for objects that name none")
+	fs.BoolVar(&o.AllowOwnIdentity, "allow-own-identity", false, "with --impersonate: let objects that name no ServiceAccount, without a default, act with the service's own identity")
+}
+
+// Clients returns the impersonating Clients for cfg (Lava's own credentials), or nil when
+// Impersonate is off or cfg is nil.
+func (o Options) Clients(cfg *rest.Config) (*Clients, error) {
+	if !o.Impersonate || cfg == nil {
+		return nil, nil
+	}
+	return NewForConfig(cfg, clientgoscheme.Scheme, o.Policy)
 }

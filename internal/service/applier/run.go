@@ -21,6 +21,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
@@ -155,6 +156,9 @@ type Options struct {
 	// Kube reaches the Kubernetes API for the outputs Secret (nil: sensitive outputs are not
 	// stored).
 	Kube *rest.Config
+	// Identity chooses who the service acts as for an object's ConfigMaps and Secrets
+	// (--impersonate, --default-service-account, --allow-own-identity).
+	Identity identity.Options
 	// Stderr receives the logs.
 	Stderr io.Writer
 }
@@ -201,8 +205,12 @@ func RunService(ctx context.Context, o Options) error {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
+	ids, err := o.Identity.Clients(o.Kube)
+	if err != nil {
+		return err
+	}
 	s, err := New(ctx, Config{JS: js, Store: store, Engines: engines, Holder: holder, Kube: kube, Logger: log,
-		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency})
+		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency, Identities: ids})
 	if err != nil {
 		return err
 	}

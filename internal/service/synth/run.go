@@ -15,6 +15,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 )
@@ -38,6 +39,9 @@ type Options struct {
 	Concurrency int
 	// Kube reaches the Kubernetes API for bindingsFrom (nil: no Kubernetes access).
 	Kube *rest.Config
+	// Identity chooses who the service acts as for an object's ConfigMaps and Secrets
+	// (--impersonate, --default-service-account, --allow-own-identity).
+	Identity identity.Options
 	// PolicyFile is the tenant policy document (LAVA_POLICY_FILE; the chart mounts the
 	// lava-policy ConfigMap there); "" is the built-in policy.
 	PolicyFile string
@@ -88,8 +92,12 @@ func RunService(ctx context.Context, o Options) error {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
+	ids, err := o.Identity.Clients(o.Kube)
+	if err != nil {
+		return err
+	}
 	s, err := New(ctx, Config{JS: js, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
-		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile}})
+		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile}, Identities: ids})
 	if err != nil {
 		return err
 	}

@@ -357,3 +357,36 @@ subjects:
 {{- end }}
 {{- end }}
 {{- end -}}
+
+{{/*
+lava.tenancy.env: the impersonation settings of synth and the applier (values tenancy.*;
+docs/security.md, "Kubernetes RBAC"). Argument: the root context.
+*/}}
+{{- define "lava.tenancy.env" -}}
+- name: LAVA_IMPERSONATE
+  value: {{ .Values.tenancy.impersonate | quote }}
+- name: LAVA_DEFAULT_SERVICE_ACCOUNT
+  value: {{ .Values.tenancy.defaultServiceAccount | quote }}
+- name: LAVA_ALLOW_OWN_IDENTITY
+  value: {{ .Values.tenancy.allowOwnIdentity | quote }}
+{{- end -}}
+
+{{/*
+lava.tenancy.rules: the RBAC rule to impersonate ServiceAccounts, when tenancy.impersonate is on.
+Argument: the root context.
+*/}}
+{{- define "lava.tenancy.rules" -}}
+{{- if .Values.tenancy.impersonate -}}
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [impersonate]
+{{- end }}
+{{- end -}}
+
+{{/*
+lava.tenancy.ownAccess: whether the service still needs its own access to ConfigMaps and
+Secrets (impersonation off, or objects without a ServiceAccount allowed to use Lava's identity).
+*/}}
+{{- define "lava.tenancy.ownAccess" -}}
+{{- if or (not .Values.tenancy.impersonate) .Values.tenancy.allowOwnIdentity }}true{{ end }}
+{{- end -}}
