@@ -147,6 +147,11 @@ const (
 	// ReasonDependencyCycle: the dependencies form a cycle (DependenciesReady False; the message
 	// lists it).
 	ReasonDependencyCycle = "DependencyCycle"
+	// ReasonCrossNamespaceRefRefused: a spec.dependsOn entry or a LavaArchitectureDependency
+	// crosses a namespace and the installation refuses such references (watcher
+	// --no-cross-namespace-refs, chart value tenancy.noCrossNamespaceRefs; DependenciesReady
+	// False, the message names each reference).
+	ReasonCrossNamespaceRefRefused = "CrossNamespaceRefRefused"
 	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
 	ReasonDependenciesSatisfied = "DependenciesSatisfied"
 )

@@ -31,6 +31,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	fs.StringVar(&cfg.LogFormat, "log-format", "json", "log format: json or text")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&cfg.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
+	fs.BoolVar(&cfg.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse every dependsOn and LavaArchitectureDependency reference to another namespace (lockdown)")
 	if code, stop := svc.Parse(fs, args, lookup, stdout, stderr, &cfg.LogFormat, &cfg.LogLevel); stop {
 		return code
 	}

@@ -51,6 +51,8 @@ type Config struct {
 	LogFormat, LogLevel string
 	// ClusterName is this cluster's name in LavaArchitectureDependency references.
 	ClusterName string
+	// NoCrossNamespaceRefs is Options.NoCrossNamespaceRefs (--no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
 }
 
 // Gatherer gathers reg (the watcher's and the bus's metrics) together with controller-runtime's
@@ -134,7 +136,8 @@ func Run(ctx context.Context, cfg Config, stderr io.Writer) error {
 	w, err := New(ctx, Options{
 		RESTConfig: rc, Scheme: scheme, JetStream: js, Logger: log, Registry: reg,
 		Namespaces: cfg.Namespaces, ClusterName: cfg.ClusterName, PhaseConsumer: cfg.PhaseConsumer,
-		LeaderElection: cfg.LeaderElect, LeaderElectionID: cfg.LeaderElectionID,
+		NoCrossNamespaceRefs: cfg.NoCrossNamespaceRefs,
+		LeaderElection:       cfg.LeaderElect, LeaderElectionID: cfg.LeaderElectionID,
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
 	})
 	if err != nil {
