@@ -93,6 +93,10 @@ const (
 	// a filesystem function, a provider outside the allow-list, ...; docs/security.md,
 	// "Engines"), or the policy document cannot be read. The message has file:line:col.
 	ReasonPolicyRejected = "PolicyRejected"
+	// ReasonProviderChecksumMismatch: a provider package's h1: hash is none of those the
+	// object's dependency lock records for its version (recorded on first use; docs/security.md,
+	// "Engines"): the provider was not started. Not retried.
+	ReasonProviderChecksumMismatch = "ProviderChecksumMismatch"
 	// ReasonRBACForbidden: the identity the object acts with (its ServiceAccount, impersonated;
 	// docs/security.md, "Kubernetes RBAC") may not read a ConfigMap or Secret of
 	// spec.bindingsFrom or write the outputs Secret. The message names the ServiceAccount, the

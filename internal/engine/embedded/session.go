@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -161,6 +162,15 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 			return err
 		}
 		return c.Configure(ctx, cfgVal)
+	}
+	// The package is checked against the resource's dependency lock before any process of it
+	// is handed out (docs/security.md, "Engines").
+	if pl := providerLockFrom(ctx); pl != nil {
+		if exe, found, ferr := s.pool.mirror.Find(addr, ""); ferr == nil {
+			if err := pl.verify(ctx, addr, found, filepath.Dir(exe)); err != nil {
+				return nil, addr, err
+			}
+		}
 	}
 	l, err := s.pool.Get(ctx, addr, "", hex.EncodeToString(sum[:]), configure)
 	if err != nil {

@@ -24,6 +24,7 @@ func TestClassify(t *testing.T) {
 		wantRetryable bool
 	}{
 		{"provider", lavav1.Stage_STAGE_PLAN, fmt.Errorf("plan: %w", &engine.ProviderUnavailableError{Sources: []string{"hashicorp/aws"}}), ReasonProviderUnavailable, false},
+		{"checksum", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan", Err: fmt.Errorf("provider x: %w", engine.ErrProviderChecksumMismatch)}, ReasonProviderChecksumMismatch, false},
 		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, ReasonPlanStale, true},
 		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, ReasonLocked, true},
 		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), ReasonPlanFailed, true},

@@ -30,6 +30,8 @@ func classify(stage lavav1.Stage, err error) *failure {
 	switch {
 	case errors.Is(err, engine.ErrProviderUnavailable):
 		f.reason, f.retryable = ReasonProviderUnavailable, false
+	case errors.Is(err, engine.ErrProviderChecksumMismatch):
+		f.reason, f.retryable = ReasonProviderChecksumMismatch, false
 	case errors.Is(err, engine.ErrPlanStale):
 		f.reason = ReasonPlanStale
 	case errors.Is(err, engine.ErrLocked):

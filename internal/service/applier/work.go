@@ -35,6 +35,8 @@ const (
 	ReasonEngineUnavailable   = "EngineUnavailable"
 	// ReasonOutputsSecretNotOwned: see [v1alpha1.ReasonOutputsSecretNotOwned].
 	ReasonOutputsSecretNotOwned = v1alpha1.ReasonOutputsSecretNotOwned
+	// ReasonProviderChecksumMismatch: see [v1alpha1.ReasonProviderChecksumMismatch].
+	ReasonProviderChecksumMismatch = v1alpha1.ReasonProviderChecksumMismatch
 	// ReasonRBACForbidden: see [v1alpha1.ReasonRBACForbidden].
 	ReasonRBACForbidden = v1alpha1.ReasonRBACForbidden
 	// ReasonServiceAccountRequired: see [v1alpha1.ReasonServiceAccountRequired].
