@@ -28,6 +28,8 @@ type Pool struct {
 	entries map[string]*poolEntry
 	// starts counts processes launched, for tests and metrics.
 	starts int
+	// hashes caches package hashes ([Pool.PackageHash]).
+	hashes packageHashes
 }
 
 type poolEntry struct {

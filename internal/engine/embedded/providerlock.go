@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -108,6 +112,66 @@ func PackageHash(dir string) (string, error) {
 	return h, nil
 }
 
+// packageHashes caches PackageHash per directory, valid while no file in it changed: the
+// signature is every file's name, size, modification and status-change time and inode (the
+// status-change time moves on any write, chmod or rename and cannot be set back by a process).
+type packageHashes struct {
+	mu sync.Mutex
+	m  map[string]cachedHash
+}
+
+type cachedHash struct{ sig, h1 string }
+
+// fileSignature describes the files under dir; "" when it cannot (no caching then).
+func fileSignature(dir string) string {
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok {
+			return errors.ErrUnsupported
+		}
+		fmt.Fprintf(&b, "%s\x00%d\x00%d\x00%d.%d\x00%d.%d\x00%o\n", p, info.Size(), st.Ino,
+			st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, info.Mode())
+		return nil
+	})
+	if err != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// PackageHash is [PackageHash] of dir, computed again only when a file under dir changed.
+func (p *Pool) PackageHash(dir string) (string, error) {
+	sig := fileSignature(dir)
+	c := &p.hashes
+	c.mu.Lock()
+	if h, ok := c.m[dir]; ok && sig != "" && h.sig == sig {
+		c.mu.Unlock()
+		return h.h1, nil
+	}
+	c.mu.Unlock()
+	h1, err := PackageHash(dir)
+	if err != nil {
+		return "", err
+	}
+	if sig != "" && sig == fileSignature(dir) {
+		c.mu.Lock()
+		if c.m == nil {
+			c.m = map[string]cachedHash{}
+		}
+		c.m[dir] = cachedHash{sig: sig, h1: h1}
+		c.mu.Unlock()
+	}
+	return h1, nil
+}
+
 // ChecksumMismatchError is a provider package whose h1: hash is none of the hashes the
 // resource's lock records for its version. It wraps [engine.ErrProviderChecksumMismatch].
 type ChecksumMismatchError struct {
@@ -150,8 +214,8 @@ func providerLockFrom(ctx context.Context) *providerLock {
 // recording it when the lock has no entry for that version. A version other than the recorded
 // one is recorded anew (the mirror's newest version is used; a changed binary of the same
 // version is the tampering this catches).
-func (l *providerLock) verify(ctx context.Context, addr ProviderAddr, version, dir string) error {
-	got, err := PackageHash(dir)
+func (l *providerLock) verify(ctx context.Context, pool *Pool, addr ProviderAddr, version, dir string) error {
+	got, err := pool.PackageHash(dir)
 	if err != nil {
 		return err
 	}

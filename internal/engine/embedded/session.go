@@ -167,7 +167,7 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 	// is handed out (docs/security.md, "Engines").
 	if pl := providerLockFrom(ctx); pl != nil {
 		if exe, found, ferr := s.pool.mirror.Find(addr, ""); ferr == nil {
-			if err := pl.verify(ctx, addr, found, filepath.Dir(exe)); err != nil {
+			if err := pl.verify(ctx, s.pool, addr, found, filepath.Dir(exe)); err != nil {
 				return nil, addr, err
 			}
 		}
