@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -108,5 +110,53 @@ provider "registry.opentofu.org/hashicorp/local" {
 	}
 	if _, err := ParseLock([]byte("provider \"x\" {\n  hashes = 3\n}\n")); err == nil || !strings.Contains(err.Error(), ":2,") {
 		t.Errorf("bad lock error %v, want its line:col", err)
+	}
+}
+
+// TestEngine_providerEnvironment is the attack of docs/security.md "Engines" on the applier's
+// own environment: a provider process starts with PATH, a private TMPDIR/HOME and go-plugin's
+// protocol variables only, in a private working directory, so none of the applier's variables
+// (credentials, tokens) reaches provider code. It reads the running provider's /proc environ.
+func TestEngine_providerEnvironment(t *testing.T) {
+	const secret = "applier-own-credential-5d2f"
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+	t.Setenv("LAVA_TEST_OWN_TOKEN", secret)
+	e := newEnv(t)
+	dir := t.TempDir()
+	doc := jsonDoc(t, map[string]any{"resource": map[string]any{"testkit_file": map[string]any{"k": map[string]any{
+		"filename": filepath.Join(dir, "k.txt"), "content": "kit"}}}})
+	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.eng.Pool()
+	p.mu.Lock()
+	var procs []*process
+	for _, en := range p.entries {
+		if en.proc != nil {
+			procs = append(procs, en.proc)
+		}
+	}
+	p.mu.Unlock()
+	if len(procs) == 0 {
+		t.Fatal("no warm provider process to inspect")
+	}
+	wd, _ := os.Getwd()
+	for _, pr := range procs {
+		pid := pr.pid()
+		environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		if err != nil {
+			t.Fatalf("read the provider's environment: %v", err)
+		}
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			name, _, _ := strings.Cut(kv, "=")
+			if strings.Contains(kv, secret) || (name != "" && !slices.Contains([]string{"PATH", "TMPDIR", "HOME"}, name) &&
+				!strings.HasPrefix(name, "PLUGIN_") && name != magicCookieKey) {
+				t.Errorf("provider pid %d has %q in its environment", pid, name)
+			}
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+		if err != nil || cwd == wd || cwd != pr.dir {
+			t.Errorf("provider pid %d works in %q (%v), want its private directory %q", pid, cwd, err, pr.dir)
+		}
 	}
 }
