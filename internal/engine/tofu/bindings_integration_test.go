@@ -5,6 +5,7 @@ package tofu_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lava-operator/lava/internal/lang/render"
@@ -41,5 +42,28 @@ func TestEngine_bindingIsData(t *testing.T) {
 	var seed string
 	if err := json.Unmarshal(o.Values["seed"], &seed); err != nil || seed != attack {
 		t.Errorf("output seed %s (%v), want the literal binding %q", o.Values["seed"], err, attack)
+	}
+}
+
+// TestEngine_scrubbedEnvironment is the attack of docs/security.md "Engines" on the applier's
+// own environment through real OpenTofu: tofu (and every provider and provisioner it starts)
+// runs with PATH, the operation's private HOME/TMPDIR and the TF_* variables Lava sets, never
+// the applier's own variables. A local-exec provisioner (refused by the policy gate in synth;
+// here the engine is driven directly) dumps the environment it got.
+func TestEngine_scrubbedEnvironment(t *testing.T) {
+	const secret = "applier-own-credential-81be"
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+	t.Setenv("LAVA_TEST_OWN_TOKEN", secret)
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "env.txt")
+	h := newHarness(t, harnessOpts{})
+	h.apply(h.plan(`{"resource":{"terraform_data":{"probe":{"input":"x",
+	  "provisioner":{"local-exec":{"command":"env > ` + dump + `"}}}}}}`))
+	env := fileContent(t, dump)
+	if strings.Contains(env, secret) || strings.Contains(env, "AWS_SECRET_ACCESS_KEY") {
+		t.Errorf("tofu's environment holds the applier's own variables:\n%s", env)
+	}
+	if !strings.Contains(env, "PATH=") {
+		t.Errorf("tofu's environment has no PATH:\n%s", env)
 	}
 }

@@ -72,7 +72,13 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	if holder == "" {
 		holder = "lava"
 	}
-	env := tfexec.CleanEnv(envMap(os.Environ()))
+	// A scrubbed environment: nothing of the applier's own (its credentials, tokens) reaches
+	// tofu or the providers it starts (docs/security.md, "Engines"); HOME and TMPDIR are the
+	// operation's private workspace.
+	env := map[string]string{"HOME": dir, "TMPDIR": dir}
+	if p, ok := os.LookupEnv("PATH"); ok {
+		env["PATH"] = p
+	}
 	for k, v := range e.cfg.Env {
 		env[k] = v
 	}
@@ -101,15 +107,6 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	return &run{e: e, key: key, dir: dir, tf: tf, out: out, red: red}, nil
 }
 
-func envMap(environ []string) map[string]string {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
 
 func (r *run) close() { _ = os.RemoveAll(r.dir) }
 
