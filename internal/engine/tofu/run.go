@@ -56,6 +56,8 @@ type run struct {
 	tf  *tfexec.Terraform
 	out *tailBuffer
 	red *engine.Redactor
+	// revoke ends the operation's backend password (BackendTokens).
+	revoke func()
 }
 
 // newRun creates a fresh workspace directory and a CLI handle on it.
@@ -92,8 +94,14 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	env["TF_HTTP_LOCK_ADDRESS"] = addr
 	env["TF_HTTP_UNLOCK_ADDRESS"] = addr
 	env["TF_HTTP_USERNAME"] = holder
-	env["TF_HTTP_PASSWORD"] = e.cfg.BackendPassword
+	password, revoke := e.cfg.BackendPassword, func() {}
+	if e.cfg.BackendTokens != nil {
+		tok := e.cfg.BackendTokens.Issue(key)
+		password, revoke = tok, func() { e.cfg.BackendTokens.Revoke(tok) }
+	}
+	env["TF_HTTP_PASSWORD"] = password
 	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
+		revoke()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("%s %s: environment: %w", e.cfg.Name, op, err)
 	}
@@ -101,14 +109,18 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	tf.SetStdout(out)
 	tf.SetStderr(out)
 	red := engine.NewRedactor(redact...)
-	if e.cfg.BackendPassword != "" {
-		red.Add(e.cfg.BackendPassword)
+	if password != "" {
+		red.Add(password)
 	}
-	return &run{e: e, key: key, dir: dir, tf: tf, out: out, red: red}, nil
+	return &run{e: e, key: key, dir: dir, tf: tf, out: out, red: red, revoke: revoke}, nil
 }
 
-
-func (r *run) close() { _ = os.RemoveAll(r.dir) }
+func (r *run) close() {
+	if r.revoke != nil {
+		r.revoke()
+	}
+	_ = os.RemoveAll(r.dir)
+}
 
 // step runs f with a timeout, classifying a failure.
 func (r *run) step(ctx context.Context, name string, timeout time.Duration, f func(ctx context.Context) error) error {

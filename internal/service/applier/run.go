@@ -48,25 +48,27 @@ type EngineOptions struct {
 type Backend struct {
 	// URL is the base URL ("http://127.0.0.1:PORT").
 	URL string
-	// Password is the basic-auth password of every request (random per process).
-	Password string
-	srv      *http.Server
+	// Tokens are the per-operation basic-auth passwords the handler accepts, each for one
+	// resource's state while one tofu operation runs (state.Tokens).
+	Tokens *state.Tokens
+	srv    *http.Server
 }
 
 // Close stops the backend.
 func (b *Backend) Close() error { return b.srv.Close() }
 
 // ServeBackend serves the state.Handler of store on addr (a loopback address such as
-// "127.0.0.1:0") with a random password.
+// "127.0.0.1:0"); a request must carry a per-operation password issued from Backend.Tokens for
+// the resource it names.
 func ServeBackend(store *state.Store, addr string, log *slog.Logger) (*Backend, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("applier: state backend: %w", err)
 	}
-	pw := rand.Text()
-	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: pw, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	tokens := state.NewTokens()
+	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Tokens: tokens, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return &Backend{URL: "http://" + ln.Addr().String(), Password: pw, srv: srv}, nil
+	return &Backend{URL: "http://" + ln.Addr().String(), Tokens: tokens, srv: srv}, nil
 }
 
 // NewStore returns the state store over lava-state and lava-artifacts whose locks expire with
@@ -118,7 +120,7 @@ func NewEngines(ctx context.Context, js jetstream.JetStream, store *state.Store,
 		e, err := tofu.New(tofu.Config{
 			Name: cli.name, Bin: cli.bin, CLIConfigFile: o.CLIConfigFile, MirrorDir: o.ProviderDir,
 			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+cli.name), WorkDir: workDir,
-			BackendURL: backend.URL, BackendPassword: backend.Password, Store: store, Artifacts: art,
+			BackendURL: backend.URL, BackendTokens: backend.Tokens, Store: store, Artifacts: art,
 			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log,
 		})
 		if err != nil {

@@ -67,8 +67,8 @@ func NewEngines(ctx context.Context, js jetstream.JetStream, o EngineOptions, lo
 		closeAll()
 		return nil, nil, fmt.Errorf("drift: state backend: %w", err)
 	}
-	pw := rand.Text()
-	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: pw, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	tokens := state.NewTokens() // a password per tofu operation and resource
+	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Tokens: tokens, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	closers = append(closers, func() { _ = srv.Close() })
 	workDir := o.WorkDir
@@ -85,7 +85,7 @@ func NewEngines(ctx context.Context, js jetstream.JetStream, o EngineOptions, lo
 		e, err := tofu.New(tofu.Config{
 			Name: cli.name, Bin: cli.bin, CLIConfigFile: o.CLIConfigFile, MirrorDir: o.ProviderDir,
 			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+cli.name), WorkDir: workDir,
-			BackendURL: "http://" + ln.Addr().String(), BackendPassword: pw, Store: store, Artifacts: art,
+			BackendURL: "http://" + ln.Addr().String(), BackendTokens: tokens, Store: store, Artifacts: art,
 			Timeouts: o.Timeouts, Logger: log,
 		})
 		if err != nil {
