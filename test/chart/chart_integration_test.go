@@ -363,7 +363,8 @@ func TestRenderedObjects(t *testing.T) {
 		scopes       []string
 		ownAccess    bool
 	}{
-		{"default", "lava", nil, []string{"cluster"}, false},
+		{"default", "lava", nil, []string{"lava-system"}, false},
+		{"cluster-wide", "lava", []string{"--set", "clusterWide=true"}, []string{"cluster"}, false},
 		{"all-on", "lava-all", []string{"-f", filepath.Join(chartDir, ciValues)}, []string{"team-a", "team-b"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -559,7 +560,7 @@ func TestApplyToAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"STATUS: deployed", "watching every namespace", "lava-attest-signing-key"} {
+		for _, want := range []string{"STATUS: deployed", "watching lava-helm.", "lava-attest-signing-key"} {
 			if !bytes.Contains(out, []byte(want)) {
 				t.Errorf("helm install output lacks %q:\n%s", want, out)
 			}
@@ -593,35 +594,38 @@ func TestApplyToAPIServer(t *testing.T) {
 			sa, ns, group, resource, sub, verb string
 			allowed                            bool
 		}{
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "watch", true},
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "status", "patch", true},
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "finalizers", "update", true},
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "delete", false},
-			{"watcher", "infra", "lava.pleme.io", "remediationpolicies", "", "list", true},
-			{"watcher", "infra", "lava.pleme.io", "remediationpolicies", "", "update", false},
-			{"watcher", "infra", "events.k8s.io", "events", "", "create", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "watch", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "status", "patch", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "finalizers", "update", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "delete", false},
+			{"watcher", "lava-system", "lava.pleme.io", "remediationpolicies", "", "list", true},
+			{"watcher", "lava-system", "lava.pleme.io", "remediationpolicies", "", "update", false},
+			{"watcher", "lava-system", "events.k8s.io", "events", "", "create", true},
 			{"watcher", "lava-system", "coordination.k8s.io", "leases", "", "update", true},
-			{"watcher", "infra", "coordination.k8s.io", "leases", "", "update", false},
-			{"watcher", "infra", "", "secrets", "", "get", false},
-			{"synth", "infra", "", "secrets", "", "get", false},
-			{"synth", "infra", "", "configmaps", "", "get", false},
-			{"synth", "infra", "", "serviceaccounts", "", "impersonate", true},
-			{"synth", "infra", "", "secrets", "", "list", false},
-			{"synth", "infra", "", "secrets", "", "create", false},
-			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
-			{"applier", "infra", "", "secrets", "", "create", false},
-			{"applier", "infra", "", "secrets", "", "update", false},
-			{"applier", "infra", "", "serviceaccounts", "", "impersonate", true},
-			{"applier", "infra", "", "secrets", "", "delete", false},
-			{"applier", "infra", "", "secrets", "", "list", false},
-			{"applier", "infra", "", "configmaps", "", "get", false},
-			{"anomaly", "infra", "events.k8s.io", "events", "", "create", true},
-			{"anomaly", "infra", "", "secrets", "", "get", false},
-			{"attest", "infra", "", "secrets", "", "get", false},
+			{"watcher", "lava-system", "", "secrets", "", "get", false},
+			{"synth", "lava-system", "", "secrets", "", "get", false},
+			{"synth", "lava-system", "", "configmaps", "", "get", false},
+			{"synth", "lava-system", "", "serviceaccounts", "", "impersonate", true},
+			{"synth", "lava-system", "", "secrets", "", "list", false},
+			{"synth", "lava-system", "", "secrets", "", "create", false},
+			{"synth", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"applier", "lava-system", "", "secrets", "", "create", false},
+			{"applier", "lava-system", "", "secrets", "", "update", false},
+			{"applier", "lava-system", "", "serviceaccounts", "", "impersonate", true},
+			{"applier", "lava-system", "", "secrets", "", "delete", false},
+			{"applier", "lava-system", "", "secrets", "", "list", false},
+			{"applier", "lava-system", "", "configmaps", "", "get", false},
+			{"anomaly", "lava-system", "events.k8s.io", "events", "", "create", true},
+			{"anomaly", "lava-system", "", "secrets", "", "get", false},
 			{"attest", "lava-system", "", "secrets", "", "get", false},
-			{"drift", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
-			{"viggy", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
-			{"viggy", "infra", "events.k8s.io", "events", "", "create", false},
+			{"drift", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"viggy", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"viggy", "lava-system", "events.k8s.io", "events", "", "create", false},
+			// The default install watches only its own namespace: nothing reaches another.
+			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "watch", false},
+			{"watcher", "infra", "coordination.k8s.io", "leases", "", "update", false},
+			{"synth", "infra", "", "serviceaccounts", "", "impersonate", false},
+			{"applier", "infra", "", "serviceaccounts", "", "impersonate", false},
 		} {
 			user := "system:serviceaccount:lava-system:lava-" + tc.sa
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -293,15 +293,26 @@ spec:
 {{- end -}}
 
 {{/*
-lava.rbac renders a service's access to the namespaces that hold LavaArchitectures: one
-ClusterRole and ClusterRoleBinding when watchNamespaces is empty, else a Role and RoleBinding in
-each watched namespace. Argument: dict root, svc, rules (YAML list text).
+lava.namespaces is the comma-separated list of watched namespaces: watchNamespaces, else the
+release's namespace unless clusterWide is true (then "": every namespace). Argument: the root
+context.
+*/}}
+{{- define "lava.namespaces" -}}
+{{- if .Values.watchNamespaces }}{{ join "," .Values.watchNamespaces }}{{ else if not .Values.clusterWide }}{{ .Release.Namespace }}{{ end }}
+{{- end -}}
+
+{{/*
+lava.rbac renders a service's access to the namespaces that hold LavaArchitectures: a Role and
+RoleBinding in each watched namespace (lava.namespaces), or one ClusterRole and
+ClusterRoleBinding for a cluster-wide install (clusterWide: true, no watchNamespaces).
+Argument: dict root, svc, rules (YAML list text).
 */}}
 {{- define "lava.rbac" -}}
 {{- $root := .root -}}
 {{- $ctx := dict "root" $root "svc" .svc -}}
 {{- $name := include "lava.component" $ctx -}}
-{{- if not $root.Values.watchNamespaces }}
+{{- $nss := include "lava.namespaces" $root -}}
+{{- if not $nss }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -327,7 +338,7 @@ subjects:
     name: {{ $name }}
     namespace: {{ $root.Release.Namespace }}
 {{- else }}
-{{- range $ns := $root.Values.watchNamespaces }}
+{{- range $ns := splitList "," $nss }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
