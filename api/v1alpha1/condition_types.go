@@ -97,6 +97,26 @@ const (
 	ReasonGatePassed = "GatePassed"
 	// ReasonGateRejected: the bindings failed the gate.
 	ReasonGateRejected = "GateRejected"
+	// ReasonPolicyRejected: the rendered architecture breaks the tenant policy (a provisioner,
+	// a filesystem function, a provider outside the allow-list, ...; docs/security.md,
+	// "Engines"), or the policy document cannot be read. The message has file:line:col.
+	ReasonPolicyRejected = "PolicyRejected"
+	// ReasonProviderChecksumMismatch: a provider package's h1: hash is none of those the
+	// object's dependency lock records for its version (recorded on first use; docs/security.md,
+	// "Engines"): the provider was not started. Not retried.
+	ReasonProviderChecksumMismatch = "ProviderChecksumMismatch"
+	// ReasonRBACForbidden: the identity the object acts with (its ServiceAccount, impersonated;
+	// docs/security.md, "Kubernetes RBAC") may not read a ConfigMap or Secret of
+	// spec.bindingsFrom or write the outputs Secret. The message names the ServiceAccount, the
+	// verb and the object, never a value.
+	ReasonRBACForbidden = "RBACForbidden"
+	// ReasonServiceAccountRequired: the object names no spec.serviceAccountName, the
+	// installation has no default ServiceAccount and does not allow Lava's own identity.
+	ReasonServiceAccountRequired = "ServiceAccountRequired"
+	// ReasonOutputsSecretNotOwned: the Secret "<name>-lava-outputs" exists and is not owned by
+	// this LavaArchitecture (no ownerReference with its UID): the applier never overwrites it
+	// (docs/security.md, "Kubernetes RBAC"). Rename the object or remove the Secret.
+	ReasonOutputsSecretNotOwned = "OutputsSecretNotOwned"
 
 	// ReasonPlanSucceeded: a plan was computed.
 	ReasonPlanSucceeded = "PlanSucceeded"
@@ -156,6 +176,11 @@ const (
 	// ReasonDependencyCycle: the dependencies form a cycle (DependenciesReady False; the message
 	// lists it).
 	ReasonDependencyCycle = "DependencyCycle"
+	// ReasonCrossNamespaceRefRefused: a spec.dependsOn entry or a LavaArchitectureDependency
+	// crosses a namespace and the installation refuses such references (watcher
+	// --no-cross-namespace-refs, chart value tenancy.noCrossNamespaceRefs; DependenciesReady
+	// False, the message names each reference).
+	ReasonCrossNamespaceRefRefused = "CrossNamespaceRefRefused"
 	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
 	ReasonDependenciesSatisfied = "DependenciesSatisfied"
 

@@ -183,6 +183,17 @@ type LavaArchitectureSpec struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:-]*$`
 	ApprovePlan string `json:"approvePlan,omitempty"`
+
+	// serviceAccountName is the ServiceAccount, in the object's namespace, that synth and the
+	// applier impersonate to read spec.bindingsFrom and to write the outputs Secret, so the
+	// tenant's own RBAC decides what the object may reach (docs/security.md, "Kubernetes
+	// RBAC"). Empty: the installation's --default-service-account, else Lava's own identity
+	// when the admin allows it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // Source is where an architecture comes from, upstream's flat shape: exactly one of inline,

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
@@ -23,6 +24,7 @@ type bindingFlags struct {
 	record  []string
 	gate    string
 	noGate  bool
+	policy  string
 }
 
 func (f *bindingFlags) register(cmd *cobra.Command) {
@@ -32,6 +34,7 @@ func (f *bindingFlags) register(cmd *cobra.Command) {
 	fs.StringArrayVar(&f.record, "record", nil, "add rows to record-list input `KEY=JSON`: a JSON object of strings is one row, an array of them several (repeatable; rows accumulate)")
 	fs.StringVar(&f.gate, "gate", "", "validate the bindings against bundled interface `NAME` before evaluating (overrides spec.gate)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "do not apply any gate, not even the manifest's spec.gate")
+	fs.StringVar(&f.policy, "policy", "", "check every render against the tenant policy document `FILE` as synth does (default: the built-in policy; docs/design/tenant-policy.md)")
 }
 
 // overrides are parsed binding flags: each key replaces the same key of every binding map of
@@ -41,6 +44,7 @@ type overrides struct {
 	keys     map[string]bool
 	gate     string
 	noGate   bool
+	policy   policy.Config
 }
 
 // parse checks the flags' syntax; an error is a usage error (exit code 2).
@@ -54,6 +58,11 @@ func (f *bindingFlags) parse() (overrides, error) {
 	if f.noGate && f.gate != "" {
 		return o, errors.New("--gate and --no-gate are mutually exclusive")
 	}
+	pol, err := policy.ReadFile(f.policy)
+	if err != nil {
+		return o, fmt.Errorf("--policy: %w", err)
+	}
+	o.policy = pol
 	split := func(flag, kv string) (string, string, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -212,7 +221,7 @@ func newRenderCmd() *cobra.Command {
 			failed := diags.HasErrors()
 			for i := range units {
 				o.apply(&units[i])
-				out, ds := synthesizeUnit(units[i], srcs)
+				out, ds := synthesizeUnit(units[i], srcs, o.policy)
 				diags = append(diags, ds...)
 				if out == nil {
 					failed = true
@@ -287,9 +296,11 @@ func readFileLimited(path string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, maxInputBytes+1))
 }
 
-// synthesizeUnit runs the synthesis pipeline on one unit; the unit's own manifest diagnostics
-// come first. A bundled source's text is added to srcs so its diagnostics can be quoted.
-func synthesizeUnit(u unit, srcs sources) (*render.Output, tlisp.Diagnostics) {
+// synthesizeUnit runs the synthesis pipeline on one unit, then the tenant policy gate of the
+// unit's namespace (render.CheckPolicy, as synth does; a .tlisp file gets the cluster
+// settings); the unit's own manifest diagnostics come first. A bundled source's text is added
+// to srcs so its diagnostics can be quoted. The Output is nil when any diagnostic is an error.
+func synthesizeUnit(u unit, srcs sources, pol policy.Config) (*render.Output, tlisp.Diagnostics) {
 	diags := append(tlisp.Diagnostics(nil), u.Diags...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -299,7 +310,7 @@ func synthesizeUnit(u unit, srcs sources) (*render.Output, tlisp.Diagnostics) {
 			srcs[render.BundledFile(u.SourceName)] = text
 		}
 	}
-	out, ds := render.Synthesize(render.Input{
+	in := render.Input{
 		SourceKind: u.SourceKind,
 		SourceName: u.SourceName,
 		SourceText: u.SourceText,
@@ -310,6 +321,12 @@ func synthesizeUnit(u unit, srcs sources) (*render.Output, tlisp.Diagnostics) {
 		BindingPos: u.BindingPos,
 		GatePos:    u.GatePos,
 		SourcePos:  u.SourcePos,
-	})
-	return out, append(diags, ds...)
+	}
+	out, ds := render.Synthesize(in)
+	diags = append(diags, ds...)
+	namespace, _, _ := strings.Cut(u.Key, "/")
+	if pd := render.CheckPolicy(in, out, pol.For(namespace)); len(pd) > 0 {
+		return nil, append(diags, pd...)
+	}
+	return out, diags
 }

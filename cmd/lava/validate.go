@@ -72,7 +72,7 @@ func newValidateCmd() *cobra.Command {
 						defined[k] = units[i].KeyPos
 					}
 					o.apply(&units[i])
-					out, ds := synthesizeUnit(units[i], srcs)
+					out, ds := synthesizeUnit(units[i], srcs, o.policy)
 					for _, d := range ds {
 						writeDiag(stderr, d, units[i].Label, srcs, true)
 					}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
@@ -281,7 +282,7 @@ func FuzzLoadUnits(f *testing.F) {
 					t.Errorf("MapPos(1:1) = %v", p)
 				}
 			}
-			synthesizeUnit(u, sources{})
+			synthesizeUnit(u, sources{}, policy.Config{})
 		}
 	})
 }

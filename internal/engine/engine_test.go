@@ -1,9 +1,11 @@
 package engine_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -201,5 +203,32 @@ func TestErrors(t *testing.T) {
 	}
 	if !errors.Is(&state.LockedError{}, engine.ErrLocked) {
 		t.Fatal("state.LockedError is not engine.ErrLocked")
+	}
+}
+
+// TestRedactor_forms: a secret is redacted in every form other text carries it in: as is,
+// JSON-escaped, base64 (both alphabets, padded or raw) and line by line when multi-line.
+func TestRedactor_forms(t *testing.T) {
+	secret := "line-one-\"quoted\"\n  second-line-of-key\nab"
+	r := engine.NewRedactor(secret)
+	js, _ := json.Marshal(map[string]string{"v": secret})
+	for _, text := range []string{
+		"plain: " + secret,
+		"json: " + string(js),
+		"std: " + base64.StdEncoding.EncodeToString([]byte(secret)),
+		"raw url: " + base64.RawURLEncoding.EncodeToString([]byte(secret)),
+		"lines: second-line-of-key, and line-one-\"quoted\"",
+		"go: " + strconv.Quote(secret),
+	} {
+		got := r.Redact(text)
+		for _, leak := range []string{"second-line-of-key", "line-one-", base64.StdEncoding.EncodeToString([]byte(secret))[:12]} {
+			if strings.Contains(got, leak) {
+				t.Errorf("Redact(%q) = %q: %q remains", text, got, leak)
+			}
+		}
+	}
+	// A short line ("ab") is not redacted on its own, so unrelated text survives.
+	if got := r.Redact("tab stop"); got != "tab stop" {
+		t.Errorf("short line redacted: %q", got)
 	}
 }

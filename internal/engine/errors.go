@@ -12,6 +12,10 @@ var (
 	// ErrProviderUnavailable reports a provider that cannot be installed from the configured
 	// mirror; the error is a *[ProviderUnavailableError].
 	ErrProviderUnavailable = errors.New("engine: provider not available")
+	// ErrProviderChecksumMismatch reports a provider binary whose h1: hash is none of those the
+	// resource's dependency lock records for it (docs/security.md, "Engines"): it is never
+	// started.
+	ErrProviderChecksumMismatch = errors.New("engine: provider checksum mismatch")
 	// ErrPlanStale reports a plan whose state changed since it was planned; the error is a
 	// *[PlanStaleError]. Plan again.
 	ErrPlanStale = errors.New("engine: plan is stale")

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"cmp"
+	"encoding/base64"
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -23,13 +26,55 @@ func NewRedactor(secrets ...string) *Redactor {
 }
 
 // Add adds secrets; longer secrets are replaced first so one containing another is hidden whole.
+// Each secret is also added in the forms it takes when carried by other text ([Forms]): JSON-
+// and Go-escaped, base64 (standard and URL alphabets, padded or not) and, for a multi-line
+// secret, each of its lines of [MinLineBytes] or more.
 func (r *Redactor) Add(secrets ...string) {
 	for _, s := range secrets {
-		if s != "" && !slices.Contains(r.secrets, s) {
-			r.secrets = append(r.secrets, s)
+		for _, f := range Forms(s) {
+			if !slices.Contains(r.secrets, f) {
+				r.secrets = append(r.secrets, f)
+			}
 		}
 	}
 	slices.SortStableFunc(r.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+}
+
+// MinLineBytes is the shortest line of a multi-line secret that is redacted on its own: a
+// shorter line ("-----", "}") would mangle unrelated text.
+const MinLineBytes = 8
+
+// Forms returns s and the other texts that carry it: the body of its JSON string encoding
+// (as in a JSON document or a protojson message), the body of its Go quoting (as %q prints
+// it), its base64 encodings (standard and URL alphabets, padded and raw: a Kubernetes Secret's
+// data, a basic-auth header) and, when s has several lines, each line of at least
+// [MinLineBytes] bytes (a PEM key printed one line at a time). Empty s has no forms.
+func Forms(s string) []string {
+	if s == "" {
+		return nil
+	}
+	out := []string{s}
+	add := func(f string) {
+		if f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	if b, err := json.Marshal(s); err == nil {
+		add(string(b[1 : len(b)-1]))
+	}
+	q := strconv.Quote(s)
+	add(q[1 : len(q)-1])
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		add(enc.EncodeToString([]byte(s)))
+	}
+	if strings.ContainsAny(s, "\r\n") {
+		for line := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			if line = strings.TrimSpace(line); len(line) >= MinLineBytes {
+				add(line)
+			}
+		}
+	}
+	return out
 }
 
 // Redact returns s with every secret replaced by [RedactedText].

@@ -106,6 +106,9 @@ type Options struct {
 	Log io.Writer
 	// LogLevel is the services' log level (default info).
 	LogLevel string
+	// PolicyFile is the tenant policy document synth checks every render against
+	// (docs/design/tenant-policy.md); "" is the built-in policy.
+	PolicyFile string
 }
 
 // Result is what a run ended with.
@@ -303,7 +306,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
 		return synth.Run(ctx, synth.Options{Common: common(bus.ServiceSynth), BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube,
-			Listener: renderLn, RPCTokenFile: tokenFile})
+			Listener: renderLn, RPCTokenFile: tokenFile, PolicyFile: o.PolicyFile})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
 		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kube,

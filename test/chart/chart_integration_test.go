@@ -282,8 +282,10 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) map[string][]string
 }
 
 // expectedGrants is DESIGN section 2's table, in the given scopes (namespaces that hold
-// LavaArchitectures, or "cluster"), with the leader-election Role in lava-system.
-func expectedGrants(prefix string, scopes []string) map[string][]string {
+// LavaArchitectures, or "cluster"), with the leader-election Role in lava-system. synth and the
+// applier impersonate ServiceAccounts (docs/security.md, "Kubernetes RBAC"); ownAccess adds
+// their own ConfigMap and Secret access (tenancy.allowOwnIdentity).
+func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][]string {
 	per := map[string][]grant{
 		"watcher": {
 			{"", "lava.pleme.io", "lavaarchitectures", "get"}, {"", "lava.pleme.io", "lavaarchitectures", "list"},
@@ -298,10 +300,13 @@ func expectedGrants(prefix string, scopes []string) map[string][]string {
 			{"", "lava.pleme.io", "lavaarchitecturedependencies", "watch"},
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
 		},
-		"synth": {{"", "", "configmaps", "get"}, {"", "", "secrets", "get"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
-		"applier": {{"", "", "secrets", "get"}, {"", "", "secrets", "create"}, {"", "", "secrets", "update"},
-			{"", "lava.pleme.io", "lavaarchitectures", "get"}},
+		"synth":   {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
+		"applier": {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
+	}
+	if ownAccess {
+		per["synth"] = append(per["synth"], grant{"", "", "configmaps", "get"}, grant{"", "", "secrets", "get"})
+		per["applier"] = append(per["applier"], grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"})
 	}
 	out := map[string][]string{}
 	for svc, gs := range per {
@@ -368,13 +373,15 @@ func TestRenderedObjects(t *testing.T) {
 		name, prefix string
 		args         []string
 		scopes       []string
+		ownAccess    bool
 	}{
-		{"default", "lava", nil, []string{"cluster"}},
-		{"all-on", "lava-all", []string{"-f", filepath.Join(chartDir, ciValues)}, []string{"team-a", "team-b"}},
+		{"default", "lava", nil, []string{"lava-system"}, false},
+		{"cluster-wide", "lava", []string{"--set", "clusterWide=true"}, []string{"cluster"}, false},
+		{"all-on", "lava-all", []string{"-f", filepath.Join(chartDir, ciValues)}, []string{"team-a", "team-b"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := decode(t, render(t, tc.args...))
-			if d := cmp.Diff(expectedGrants(tc.prefix, tc.scopes), grants(t, objs)); d != "" {
+			if d := cmp.Diff(expectedGrants(tc.prefix, tc.scopes, tc.ownAccess), grants(t, objs)); d != "" {
 				t.Errorf("RBAC differs from DESIGN section 2 (-want +got):\n%s", d)
 			}
 			kinds := map[string]int{}
@@ -593,7 +600,7 @@ func TestApplyToAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"STATUS: deployed", "watching every namespace", "lava-attest-signing-key"} {
+		for _, want := range []string{"STATUS: deployed", "watching lava-helm.", "lava-attest-signing-key"} {
 			if !bytes.Contains(out, []byte(want)) {
 				t.Errorf("helm install output lacks %q:\n%s", want, out)
 			}
@@ -627,36 +634,41 @@ func TestApplyToAPIServer(t *testing.T) {
 			sa, ns, group, resource, sub, verb string
 			allowed                            bool
 		}{
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "watch", true},
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "status", "patch", true},
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "finalizers", "update", true},
-			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "delete", false},
-			{"watcher", "infra", "lava.pleme.io", "remediationpolicies", "", "list", true},
-			{"watcher", "infra", "lava.pleme.io", "remediationpolicies", "", "update", false},
-			{"watcher", "infra", "events.k8s.io", "events", "", "create", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "watch", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "status", "patch", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "finalizers", "update", true},
+			{"watcher", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "delete", false},
+			{"watcher", "lava-system", "lava.pleme.io", "remediationpolicies", "", "list", true},
+			{"watcher", "lava-system", "lava.pleme.io", "remediationpolicies", "", "update", false},
+			{"watcher", "lava-system", "events.k8s.io", "events", "", "create", true},
 			{"watcher", "lava-system", "coordination.k8s.io", "leases", "", "update", true},
-			{"watcher", "infra", "coordination.k8s.io", "leases", "", "update", false},
-			{"watcher", "infra", "", "secrets", "", "get", false},
-			{"synth", "infra", "", "secrets", "", "get", true},
-			{"synth", "infra", "", "configmaps", "", "get", true},
-			{"synth", "infra", "", "secrets", "", "list", false},
-			{"synth", "infra", "", "secrets", "", "create", false},
-			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", true},
-			{"synth", "infra", "lava.pleme.io", "lavaarchitectures", "", "update", false},
-			{"applier", "infra", "", "secrets", "", "create", true},
-			{"applier", "infra", "", "secrets", "", "update", true},
-			{"applier", "infra", "", "secrets", "", "delete", false},
-			{"applier", "infra", "", "secrets", "", "list", false},
-			{"applier", "infra", "", "configmaps", "", "get", false},
-			{"applier", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", true},
-			{"applier", "infra", "lava.pleme.io", "lavaarchitectures", "", "update", false},
-			{"anomaly", "infra", "events.k8s.io", "events", "", "create", true},
-			{"anomaly", "infra", "", "secrets", "", "get", false},
-			{"attest", "infra", "", "secrets", "", "get", false},
+			{"watcher", "lava-system", "", "secrets", "", "get", false},
+			{"synth", "lava-system", "", "secrets", "", "get", false},
+			{"synth", "lava-system", "", "configmaps", "", "get", false},
+			{"synth", "lava-system", "", "serviceaccounts", "", "impersonate", true},
+			{"synth", "lava-system", "", "secrets", "", "list", false},
+			{"synth", "lava-system", "", "secrets", "", "create", false},
+			{"synth", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", true},
+			{"synth", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "update", false},
+			{"applier", "lava-system", "", "secrets", "", "create", false},
+			{"applier", "lava-system", "", "secrets", "", "update", false},
+			{"applier", "lava-system", "", "serviceaccounts", "", "impersonate", true},
+			{"applier", "lava-system", "", "secrets", "", "delete", false},
+			{"applier", "lava-system", "", "secrets", "", "list", false},
+			{"applier", "lava-system", "", "configmaps", "", "get", false},
+			{"applier", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", true},
+			{"applier", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "update", false},
+			{"anomaly", "lava-system", "events.k8s.io", "events", "", "create", true},
+			{"anomaly", "lava-system", "", "secrets", "", "get", false},
 			{"attest", "lava-system", "", "secrets", "", "get", false},
-			{"drift", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
-			{"viggy", "infra", "lava.pleme.io", "lavaarchitectures", "", "get", false},
-			{"viggy", "infra", "events.k8s.io", "events", "", "create", false},
+			{"drift", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"viggy", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"viggy", "lava-system", "events.k8s.io", "events", "", "create", false},
+			// The default install watches only its own namespace: nothing reaches another.
+			{"watcher", "infra", "lava.pleme.io", "lavaarchitectures", "", "watch", false},
+			{"watcher", "infra", "coordination.k8s.io", "leases", "", "update", false},
+			{"synth", "infra", "", "serviceaccounts", "", "impersonate", false},
+			{"applier", "infra", "", "serviceaccounts", "", "impersonate", false},
 		} {
 			user := "system:serviceaccount:lava-system:lava-" + tc.sa
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

@@ -646,3 +646,30 @@ func TestRunner_deposedObjectDeleted(t *testing.T) {
 		t.Errorf("instances after apply = %+v", h.state.Resources[0].Instances)
 	}
 }
+
+// TestMirror_dotDotSource is the attack of docs/security.md "Engines": a provider source with
+// ".." would name a directory outside the mirror, where a tenant-planted binary waits. The
+// address is refused by the registry grammar before any lookup, parsed or built in code.
+func TestMirror_dotDotSource(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	mirror := filepath.Join(root, "mirror")
+	planted := filepath.Join(root, "evil", "x", "1.0.0", runtime.GOOS+"_"+runtime.GOARCH)
+	for _, d := range []string{mirror, planted} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(planted, "terraform-provider-x"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"../evil/x", "mirror/../evil/x", "evil/x/../x"} {
+		if a, err := ParseProviderSource(src); err == nil {
+			t.Errorf("ParseProviderSource(%q) = %+v, want a registry address error", src, a)
+		}
+	}
+	m := Mirror{Dir: mirror}
+	if p, _, err := m.Find(ProviderAddr{Host: "..", Namespace: "evil", Type: "x"}, ""); err == nil || !errors.Is(err, ErrProviderNotFound) {
+		t.Errorf("Find(../evil/x) = %q, %v; want a refusal", p, err)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-version"
+
+	"github.com/lava-operator/lava/internal/lang/policy"
 )
 
 // defaultHosts are the registry hosts searched, in order; the first is the default host.
@@ -34,25 +36,17 @@ func BuiltinAddr() ProviderAddr {
 	return ProviderAddr{Host: "terraform.io", Namespace: "builtin", Type: "terraform"}
 }
 
-// ParseProviderSource parses "local", "hashicorp/local" or "registry.terraform.io/hashicorp/local";
-// a missing namespace is "hashicorp" and a missing host is registry.opentofu.org.
+// ParseProviderSource parses "local", "hashicorp/local" or "registry.terraform.io/hashicorp/local"
+// with the registry address grammar ([policy.ProviderAddress]): a missing namespace is
+// "hashicorp" and a missing host is registry.opentofu.org. Anything else, a ".." or a path
+// separator in any part included, is an error, so an address can never name a directory
+// outside the mirror (docs/security.md, "Engines").
 func ParseProviderSource(src string) (ProviderAddr, error) {
-	parts := strings.Split(strings.ToLower(strings.TrimSpace(src)), "/")
-	for _, p := range parts {
-		if p == "" {
-			return ProviderAddr{}, fmt.Errorf("provider source %q: empty part", src)
-		}
+	host, ns, typ, err := policy.ProviderAddress(strings.TrimSpace(src))
+	if err != nil {
+		return ProviderAddr{}, err
 	}
-	switch len(parts) {
-	case 1:
-		return ProviderAddr{Host: defaultHosts()[0], Namespace: "hashicorp", Type: parts[0]}, nil
-	case 2:
-		return ProviderAddr{Host: defaultHosts()[0], Namespace: parts[0], Type: parts[1]}, nil
-	case 3:
-		return ProviderAddr{Host: parts[0], Namespace: parts[1], Type: parts[2]}, nil
-	default:
-		return ProviderAddr{}, fmt.Errorf("provider source %q: want [HOST/]NAMESPACE/TYPE", src)
-	}
+	return ProviderAddr{Host: host, Namespace: ns, Type: typ}, nil
 }
 
 // Mirror is a provider directory laid out like OpenTofu's filesystem mirror (unpacked layout):
@@ -69,6 +63,11 @@ type Mirror struct {
 func (m Mirror) Find(addr ProviderAddr, constraint string) (path, found string, err error) {
 	if m.Dir == "" {
 		return "", "", fmt.Errorf("%s: no provider directory configured: %w", addr, ErrProviderNotFound)
+	}
+	// An address built in code gets the same grammar check as a parsed one before it names a
+	// directory.
+	if _, err := ParseProviderSource(addr.String()); err != nil {
+		return "", "", fmt.Errorf("%w: %w", err, ErrProviderNotFound)
 	}
 	want, err := parseConstraint(constraint)
 	if err != nil {

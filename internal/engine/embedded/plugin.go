@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"time"
 
@@ -44,18 +45,39 @@ func (p providerPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn
 type process struct {
 	Client
 	pc *plugin.Client
+	// dir is the process's private working directory, removed when it is killed.
+	dir string
+}
+
+// providerEnv is the whole environment a provider starts with, before go-plugin adds the
+// plugin protocol's variables (magic cookie, protocol versions, mTLS certificate): PATH and a
+// private TMPDIR, nothing of the applier's own (its credentials, tokens, the tofu backend
+// password). Per-object provider credentials are not passed yet (docs/security.md, "Engines").
+func providerEnv(dir string) []string {
+	env := []string{"TMPDIR=" + dir, "HOME=" + dir}
+	if p, ok := os.LookupEnv("PATH"); ok {
+		env = append(env, "PATH="+p)
+	}
+	return env
 }
 
 // startProvider launches the provider executable and negotiates protocol 6 or 5. Its log
 // output is discarded: providers may log attribute values, which can be secrets.
 func startProvider(exe string, startTimeout time.Duration) (*process, error) {
+	dir, err := os.MkdirTemp("", "lava-provider-")
+	if err != nil {
+		return nil, fmt.Errorf("start provider %s: working directory: %w", exe, err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Dir, cmd.Env = dir, providerEnv(dir)
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: plugin.HandshakeConfig{MagicCookieKey: magicCookieKey, MagicCookieValue: magicCookieValue},
 		VersionedPlugins: map[int]plugin.PluginSet{
 			5: {pluginName: providerPlugin{version: 5}},
 			6: {pluginName: providerPlugin{version: 6}},
 		},
-		Cmd:              exec.Command(exe),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Managed:          false,
@@ -68,23 +90,39 @@ func startProvider(exe string, startTimeout time.Duration) (*process, error) {
 	rpc, err := pc.Client()
 	if err != nil {
 		pc.Kill()
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("start provider %s: %w", exe, err)
 	}
 	raw, err := rpc.Dispense(pluginName)
 	if err != nil {
 		pc.Kill()
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("start provider %s: dispense: %w", exe, err)
 	}
 	c, ok := raw.(Client)
 	if !ok {
 		pc.Kill()
+		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("start provider %s: unexpected plugin client %T", exe, raw)
 	}
-	return &process{Client: c, pc: pc}, nil
+	return &process{Client: c, pc: pc, dir: dir}, nil
 }
 
 // exited reports whether the provider process has ended (crashed or killed).
 func (p *process) exited() bool { return p.pc.Exited() }
 
 // kill shuts the provider down gracefully, forcefully after go-plugin's grace period.
-func (p *process) kill() { p.pc.Kill() }
+func (p *process) kill() {
+	p.pc.Kill()
+	if p.dir != "" {
+		_ = os.RemoveAll(p.dir)
+	}
+}
+
+// pid is the provider process's id (0 when unknown).
+func (p *process) pid() int {
+	if rc := p.pc.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}

@@ -31,6 +31,8 @@ type Pool struct {
 	// valid remembers configurations providers validated (session.validate), at most
 	// maxValidated keys; the set is cleared when full.
 	valid map[string]bool
+	// hashes caches package hashes ([Pool.PackageHash]).
+	hashes packageHashes
 }
 
 const maxValidated = 4096

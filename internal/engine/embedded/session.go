@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -165,6 +166,16 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 			return err
 		}
 		return c.Configure(ctx, cfgVal)
+	}
+	// The package is checked against the resource's dependency lock before any process of it
+	// is handed out (docs/security.md, "Engines"): the same package Get starts (the newest
+	// that meets the version constraint).
+	if pl := providerLockFrom(ctx); pl != nil {
+		if exe, found, ferr := s.pool.mirror.Find(addr, s.constraint(local)); ferr == nil {
+			if err := pl.verify(ctx, s.pool, addr, found, filepath.Dir(exe)); err != nil {
+				return nil, addr, err
+			}
+		}
 	}
 	l, err := s.pool.Get(ctx, addr, s.constraint(local), hex.EncodeToString(sum[:]), configure)
 	if err != nil {

@@ -2,7 +2,6 @@ package engines
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -66,25 +65,27 @@ type Set struct {
 type Backend struct {
 	// URL is the base URL ("http://127.0.0.1:PORT").
 	URL string
-	// Password is the basic-auth password of every request (random per process).
-	Password string
-	srv      *http.Server
+	// Tokens are the per-operation basic-auth passwords the handler accepts, each for one
+	// resource's state while one tofu operation runs (state.Tokens).
+	Tokens *state.Tokens
+	srv    *http.Server
 }
 
 // Close stops the backend (a second Close is harmless).
 func (b *Backend) Close() error { return b.srv.Close() }
 
 // ServeBackend serves the state.Handler of store on addr (a loopback address such as
-// "127.0.0.1:0") with a random password. Error: "state backend: listen ...".
+// "127.0.0.1:0"); a request must carry a password issued from Backend.Tokens for the resource
+// it names. Error: "state backend: listen ...".
 func ServeBackend(store *state.Store, addr string, log *slog.Logger) (*Backend, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("state backend: %w", err)
 	}
-	pw := rand.Text()
-	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Password: pw, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
+	tokens := state.NewTokens() // a password per tofu operation and resource
+	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Tokens: tokens, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return &Backend{URL: "http://" + ln.Addr().String(), Password: pw, srv: srv}, nil
+	return &Backend{URL: "http://" + ln.Addr().String(), Tokens: tokens, srv: srv}, nil
 }
 
 // Open binds the state store (the lava-state bucket and the artifact store, which the
@@ -140,7 +141,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		e, err := tofu.New(tofu.Config{
 			Name: name, Bin: cli.bin, CLIConfigFile: o.CLIConfigFile, MirrorDir: o.ProviderDir,
 			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+name), WorkDir: workDir,
-			BackendURL: s.Backend.URL, BackendPassword: s.Backend.Password, Store: s.Store, Artifacts: art,
+			BackendURL: s.Backend.URL, BackendTokens: s.Backend.Tokens, Store: s.Store, Artifacts: art,
 			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log,
 		})
 		if err != nil {

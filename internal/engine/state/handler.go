@@ -27,6 +27,9 @@ type HandlerOptions struct {
 	// backend's `password`, or TF_HTTP_PASSWORD). The basic-auth username names the lock
 	// holder either way.
 	Password string
+	// Tokens, when set, replaces Password: the basic-auth password must be a token issued for
+	// the resource the request's path names ([Tokens]).
+	Tokens *Tokens
 	// Logger receives request failures (slog.DiscardHandler when nil).
 	Logger *slog.Logger
 }
@@ -73,9 +76,12 @@ func NewHandler(store *Store, opts HandlerOptions) *Handler {
 // ServeHTTP implements [http.Handler].
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, pass, _ := r.BasicAuth()
-	if h.opts.Password != "" && subtle.ConstantTimeCompare([]byte(pass), []byte(h.opts.Password)) != 1 {
+	unauthorized := func() {
 		w.Header().Set("WWW-Authenticate", `Basic realm="lava-state"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}
+	if h.opts.Tokens == nil && h.opts.Password != "" && subtle.ConstantTimeCompare([]byte(pass), []byte(h.opts.Password)) != 1 {
+		unauthorized()
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.Path, PathPrefix)
@@ -86,6 +92,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key, err := ParseKey(rest)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if h.opts.Tokens != nil && !h.opts.Tokens.Valid(key, pass) {
+		unauthorized()
 		return
 	}
 	ctx := r.Context()

@@ -73,3 +73,47 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("record %+v, %v", r, err)
 	}
 }
+
+// TestHandler_tokens: with per-operation tokens a password reaches only the resource it was
+// issued for and only until it is revoked (docs/security.md, "Engines").
+func TestHandler_tokens(t *testing.T) {
+	s, _ := newStore(t, state.Options{})
+	tokens := state.NewTokens()
+	srv := httptest.NewServer(state.NewHandler(s, state.HandlerOptions{Password: "static", Tokens: tokens}))
+	t.Cleanup(srv.Close)
+	other := state.Key{Namespace: "team-b", Name: "db"}
+	tok := tokens.Issue(key)
+	get := func(k state.Key, password string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, state.Address(srv.URL, k), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("op", password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		name     string
+		key      state.Key
+		password string
+		want     int
+	}{
+		{"its resource", key, tok, http.StatusNoContent},
+		{"another resource", other, tok, http.StatusUnauthorized},
+		{"the static password no longer works", key, "static", http.StatusUnauthorized},
+		{"a guessed token", key, "not-a-token", http.StatusUnauthorized},
+	} {
+		if got := get(tc.key, tc.password); got != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	tokens.Revoke(tok)
+	if got := get(key, tok); got != http.StatusUnauthorized {
+		t.Errorf("revoked token: status %d, want 401", got)
+	}
+}

@@ -56,4 +56,7 @@ func token(s string) string { return strings.ReplaceAll(s, ".", "_") }
 func (k Key) kvKey() string { return "state." + token(k.Namespace) + "." + token(k.Name) }
 
 // historyKey is the key Forget leaves behind: "forgotten.<namespace>.<name>".
+// lockKey is the KV key of the resource's provider dependency lock ([Store.ProviderLock]).
+func (k Key) lockKey() string { return "providers." + token(k.Namespace) + "." + token(k.Name) }
+
 func (k Key) historyKey() string { return "forgotten." + token(k.Namespace) + "." + token(k.Name) }

@@ -61,6 +61,10 @@ type Config struct {
 	// BackendPassword is the handler's password (sent as TF_HTTP_PASSWORD, never written to
 	// a file or a plan).
 	BackendPassword string
+	// BackendTokens, when set, replaces BackendPassword with a password issued per operation
+	// for the operation's resource and revoked when it ends (the handler must share them:
+	// state.HandlerOptions.Tokens).
+	BackendTokens *state.Tokens
 	// Store is the state store behind the handler; the engine reads records from it directly
 	// (serial and lineage checks, outputs, lock details).
 	Store *state.Store

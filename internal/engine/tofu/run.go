@@ -56,6 +56,8 @@ type run struct {
 	tf  *tfexec.Terraform
 	out *tailBuffer
 	red *engine.Redactor
+	// revoke ends the operation's backend password (BackendTokens).
+	revoke func()
 }
 
 // newRun creates a fresh workspace directory and a CLI handle on it.
@@ -72,7 +74,13 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	if holder == "" {
 		holder = "lava"
 	}
-	env := tfexec.CleanEnv(envMap(os.Environ()))
+	// A scrubbed environment: nothing of the applier's own (its credentials, tokens) reaches
+	// tofu or the providers it starts (docs/security.md, "Engines"); HOME and TMPDIR are the
+	// operation's private workspace.
+	env := map[string]string{"HOME": dir, "TMPDIR": dir}
+	if p, ok := os.LookupEnv("PATH"); ok {
+		env["PATH"] = p
+	}
 	for k, v := range e.cfg.Env {
 		env[k] = v
 	}
@@ -86,8 +94,14 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	env["TF_HTTP_LOCK_ADDRESS"] = addr
 	env["TF_HTTP_UNLOCK_ADDRESS"] = addr
 	env["TF_HTTP_USERNAME"] = holder
-	env["TF_HTTP_PASSWORD"] = e.cfg.BackendPassword
+	password, revoke := e.cfg.BackendPassword, func() {}
+	if e.cfg.BackendTokens != nil {
+		tok := e.cfg.BackendTokens.Issue(key)
+		password, revoke = tok, func() { e.cfg.BackendTokens.Revoke(tok) }
+	}
+	env["TF_HTTP_PASSWORD"] = password
 	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
+		revoke()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("%s %s: environment: %w", e.cfg.Name, op, err)
 	}
@@ -95,23 +109,18 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	tf.SetStdout(out)
 	tf.SetStderr(out)
 	red := engine.NewRedactor(redact...)
-	if e.cfg.BackendPassword != "" {
-		red.Add(e.cfg.BackendPassword)
+	if password != "" {
+		red.Add(password)
 	}
-	return &run{e: e, key: key, dir: dir, tf: tf, out: out, red: red}, nil
+	return &run{e: e, key: key, dir: dir, tf: tf, out: out, red: red, revoke: revoke}, nil
 }
 
-func envMap(environ []string) map[string]string {
-	m := make(map[string]string, len(environ))
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = v
-		}
+func (r *run) close() {
+	if r.revoke != nil {
+		r.revoke()
 	}
-	return m
+	_ = os.RemoveAll(r.dir)
 }
-
-func (r *run) close() { _ = os.RemoveAll(r.dir) }
 
 // step runs f with a timeout, classifying a failure.
 func (r *run) step(ctx context.Context, name string, timeout time.Duration, f func(ctx context.Context) error) error {

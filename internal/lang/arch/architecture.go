@@ -13,6 +13,17 @@ type Architecture struct {
 	// Locals maps a local name (dashes already turned into underscores) to its value.
 	Locals  Map
 	Imports []Import
+	// Pos is where the deflava-architecture form starts (zero when built in code); KeyPos
+	// optionally gives the position of an output or local by "output.NAME" or "local.NAME".
+	// Diagnostics about what has no position of its own (the policy gate's) use them.
+	Pos    Pos
+	KeyPos map[string]Pos
+	// Secret names, as "output.NAME" or "local.NAME", the outputs and locals whose value
+	// interpolates a secret binding; SensitiveOutputs the outputs the source marks
+	// (sensitive VALUE). The renderer marks an output sensitive when either holds or when it
+	// references a resource, data source or local that derives from a secret binding.
+	Secret           map[string]bool
+	SensitiveOutputs map[string]bool
 }
 
 // Resource is one resource or data source block.
@@ -34,6 +45,8 @@ type Resource struct {
 	ForEach *Map
 	// Pos is where the resource form starts in the source (zero when built in code).
 	Pos Pos
+	// Secret tells that an attribute (or the for_each) interpolates a secret binding.
+	Secret bool
 }
 
 // Address returns "type.name".
@@ -50,6 +63,8 @@ type ProviderRef struct {
 	Alias string
 	// Config holds the other settings, keys turned from kebab to snake case.
 	Config Map
+	// Pos is where the provider form starts (zero when built in code).
+	Pos Pos
 }
 
 // Import is a Terraform import block: To is the resource address, ID the provider's id.

@@ -54,6 +54,28 @@ func DigestJSON(b []byte) (string, error) {
 	return hexSum(c), nil
 }
 
+// jsonDomain separates the keyed terraformJSONDigest from any other use of the key.
+const jsonDomain = "lava.terraform-json-digest.v1"
+
+// KeyedJSONDigest is [DigestJSON] keyed with the installation's 32-byte bindings key (BLAKE3
+// keyed mode over a domain string, a zero byte and the RFC 8785 canonical form): the
+// terraformJSONDigest of a render that has Secret-backed bindings, whose JSON holds their values,
+// so the digest is no offline dictionary oracle for them. A key that is not 32 bytes is an error.
+func KeyedJSONDigest(b, key []byte) (string, error) {
+	if len(key) != BindingsKeySize {
+		return "", fmt.Errorf("terraform json digest: secret bindings need a %d-byte key, got %d bytes", BindingsKeySize, len(key))
+	}
+	c, err := jcs.Transform(b)
+	if err != nil {
+		return "", fmt.Errorf("canonicalize json: %w", err)
+	}
+	h := blake3.New(32, key)
+	_, _ = h.Write([]byte(jsonDomain)) // a hash.Hash never fails to write
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write(c)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // SourceDigest returns the lowercase hex BLAKE3-256 of the source text's bytes (for a bundled
 // source, of the resolved .tlisp text, not of its name).
 func SourceDigest(text string) string { return hexSum([]byte(text)) }

@@ -117,12 +117,17 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 	if a.Outputs.Len() > 0 {
 		w.key("output")
 		w.open('{')
+		sensitive := SensitiveOutputs(a)
 		for k, v := range a.Outputs.All() {
 			w.key(k)
 			w.open('{')
 			w.key("value")
 			if err := w.value(v); err != nil {
 				return fmt.Errorf("output %s: %w", k, err)
+			}
+			if sensitive[k] {
+				w.key("sensitive")
+				w.b = append(w.b, "true"...)
 			}
 			w.close('}')
 		}

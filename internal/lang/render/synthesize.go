@@ -9,6 +9,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/arch"
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
@@ -191,7 +192,10 @@ func synthesize(in Input) (*Output, tlisp.Diagnostics) {
 		}
 	}
 
-	a, ds := tlisp.EvalArchitecture(src, in.Bindings, opts)
+	// Bindings are data: every value is escaped before it is interpolated, so the engine
+	// applies its literal text (see [EscapeBindings]). The gate above and the bindingsDigest
+	// below see the values as given.
+	a, ds := tlisp.EvalArchitecture(src, EscapeBindings(in.Bindings), opts)
 	if in.SourceKind == SourceName {
 		ds = dropBundledResultWarnings(ds)
 	}
@@ -244,6 +248,13 @@ func newRecord(in Input, src []byte, a *arch.Architecture, compact []byte) (Rend
 	if err != nil {
 		return RenderRecord{}, err
 	}
+	if len(secret) > 0 {
+		// The JSON holds the secret values: a plain digest would let anyone who reads the
+		// record test guesses offline. Keyed like the secret values of bindingsDigest.
+		if jd, err = KeyedJSONDigest(compact, in.BindingsKey); err != nil {
+			return RenderRecord{}, err
+		}
+	}
 	return RenderRecord{
 		SourceKind:          in.SourceKind,
 		SourceDigest:        SourceDigest(string(src)),
@@ -287,6 +298,12 @@ func redactSecrets(ds tlisp.Diagnostics, in Input) tlisp.Diagnostics {
 			values = append(values, strings.Join(l, ","))
 		}
 	}
+	// The evaluator sees the escaped values (see [EscapeBindings]): redact those forms too.
+	for _, v := range values {
+		if e := EscapeTemplate(v); e != v {
+			values = append(values, e)
+		}
+	}
 	// Longest first, so a value that contains another is replaced whole.
 	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
 	if len(values) == 0 {
@@ -318,4 +335,24 @@ func redact(msg string, values []string) string {
 		msg = strings.ReplaceAll(msg, "value "+v+" ", "value "+redacted+" ")
 	}
 	return msg
+}
+
+// CheckPolicy applies the tenant policy gate ([policy.Check]) to a successful synthesis of in
+// and returns its violations as error diagnostics, positions mapped like the evaluator's
+// (Input.MapPos for an inline or file source) and secret values redacted. Nil means out
+// passes. The synth service reports a non-empty result as Failed with reason PolicyRejected;
+// `lava validate` prints it.
+func CheckPolicy(in Input, out *Output, p policy.Policy) tlisp.Diagnostics {
+	if out == nil {
+		return nil
+	}
+	var ds tlisp.Diagnostics
+	for _, v := range policy.Check(out.Architecture, out.Compact, p) {
+		pos := v.Pos
+		if in.MapPos != nil && in.SourceKind != SourceName && pos.IsValid() {
+			pos = in.MapPos(pos)
+		}
+		ds = append(ds, tlisp.Diagnostic{Pos: pos, Severity: tlisp.SeverityError, Message: v.Message})
+	}
+	return redactSecrets(ds, in)
 }

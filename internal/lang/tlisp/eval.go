@@ -84,6 +84,7 @@ type evaluator struct {
 	expanded  int
 	iters     int
 	interpd   int            // bytes built by interpolation so far
+	taints    int            // string and symbol values evaluated that use a secret input
 	declared  map[string]Pos // resource address -> position of its form
 	dataDecl  map[string]Pos // data source address ("type.name") -> position
 	omitted   map[string]Pos // resource addresses a false :when dropped
@@ -188,7 +189,8 @@ func (e *evaluator) clauses(form *Node, what string) (vals, keys map[string]*Nod
 }
 
 func (e *evaluator) evalArchitecture(form *Node, b Bindings) *arch.Architecture {
-	a := &arch.Architecture{Name: "anonymous", Outputs: arch.Map{}, Locals: arch.Map{}}
+	a := &arch.Architecture{Name: "anonymous", Outputs: arch.Map{}, Locals: arch.Map{}, Pos: form.Pos, KeyPos: map[string]arch.Pos{},
+		Secret: map[string]bool{}, SensitiveOutputs: map[string]bool{}}
 	if len(form.List) > 1 && form.List[1].Kind == NodeSymbol {
 		a.Name = form.List[1].Text
 	}
@@ -222,13 +224,13 @@ func (e *evaluator) evalArchitecture(form *Node, b Bindings) *arch.Architecture 
 		}
 	}
 	if o, ok := vals["outputs"]; ok {
-		e.evalPlist(o, ":outputs", false, &a.Outputs)
+		e.evalPlist(o, ":outputs", false, &a.Outputs, "output.", a)
 	}
 	if p, ok := vals["providers"]; ok {
 		a.Providers = e.evalProviders(p)
 	}
 	if l, ok := vals["locals"]; ok {
-		e.evalPlist(l, ":locals", true, &a.Locals)
+		e.evalPlist(l, ":locals", true, &a.Locals, "local.", a)
 	}
 	if r, ok := keys["result"]; ok {
 		if _, out := keys["outputs"]; !out {

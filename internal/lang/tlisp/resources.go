@@ -83,6 +83,7 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 	include := true
 	var count *Node
 	var forEach *Node
+	taintMark := e.taints
 	xs := n.List
 	for i := 2; i < len(xs); i += 2 {
 		k := xs[i]
@@ -147,6 +148,7 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 			}
 		}
 	}
+	r.Secret = e.taints > taintMark
 	if !include {
 		if nameOK {
 			setMap(&e.omitted, r.Address(), n.Pos)

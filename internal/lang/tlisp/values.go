@@ -140,6 +140,9 @@ func listBytes(l []string) int {
 func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 	switch n.Kind {
 	case NodeString:
+		if e.tainted(n) {
+			e.taints++
+		}
 		if name, ok := wholeVar(n.Text); ok {
 			if _, isScalar := e.scalar(name); !isScalar {
 				if l, isList := e.lists[name]; isList {
@@ -150,6 +153,9 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 		s, ok := e.interp(n)
 		return arch.String(s), ok
 	case NodeSymbol:
+		if len(e.secret) > 0 && e.secretVar(n.Text) {
+			e.taints++
+		}
 		if s, ok := e.scalar(n.Text); ok {
 			return arch.String(s), e.charge(n.Pos, len(s))
 		}
@@ -438,8 +444,10 @@ func at(n *Node, i int) Pos {
 	return n.Pos
 }
 
-// evalPlist evaluates a flat (:KEY VALUE ...) clause (:outputs, :locals) into m.
-func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map) {
+// evalPlist evaluates a flat (:KEY VALUE ...) clause (:outputs, :locals) into m and records, under
+// prefix+KEY in a, each key's position and whether its value uses a secret input. In :outputs a
+// value (sensitive VALUE) marks the output sensitive.
+func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map, prefix string, a *arch.Architecture) {
 	if n.Kind != NodeList {
 		e.errorf(n.Pos, "expected deflava-architecture form, got %s not a list (expected (:key value ...))", clause)
 		return
@@ -462,7 +470,17 @@ func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map) {
 		if snake {
 			key = kebabToSnake(key)
 		}
-		v, ok := e.evalValue(xs[i+1])
+		vn := xs[i+1]
+		if clause == ":outputs" && vn.Kind == NodeList && len(vn.List) > 0 && vn.List[0].IsSymbol("sensitive") {
+			if len(vn.List) != 2 {
+				e.errorf(vn.Pos, "sensitive takes one value (expected (sensitive VALUE), got %d)", len(vn.List)-1)
+				continue
+			}
+			a.SensitiveOutputs[key] = true
+			vn = vn.List[1]
+		}
+		mark := e.taints
+		v, ok := e.evalValue(vn)
 		if !ok {
 			continue
 		}
@@ -470,6 +488,10 @@ func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map) {
 			e.warnf(k.Pos, "%s key %s is set twice; the last value wins", clause, key)
 		}
 		m.Set(key, v)
+		a.KeyPos[prefix+key] = k.Pos
+		if e.taints > mark {
+			a.Secret[prefix+key] = true
+		}
 	}
 }
 
@@ -489,7 +511,7 @@ func (e *evaluator) evalProviders(n *Node) []arch.ProviderRef {
 			e.errorf(at(p, 0), "expected deflava-architecture form, got provider head not sym (expected a provider name like aws)")
 			continue
 		}
-		pr := arch.ProviderRef{Name: p.List[0].Text}
+		pr := arch.ProviderRef{Name: p.List[0].Text, Pos: p.Pos}
 		ok := true
 		for i := 1; i < len(p.List); i += 2 {
 			k := p.List[i]

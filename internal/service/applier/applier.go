@@ -18,6 +18,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
@@ -79,11 +80,15 @@ type Config struct {
 	// Holder names this replica in leases and state locks; unique per process (e.g. the pod
 	// name and a random suffix).
 	Holder string
-	// Kube writes the Secret "<name>-lava-outputs" (get, create, update) and confirms a
-	// DeletionRequested with the API server (get lavaarchitectures; confirmDeletion). Nil:
-	// sensitive outputs are not stored (logged as a warning, values never) and deletions are
-	// not confirmed.
+	// Kube writes the Secret "<name>-lava-outputs" (get, create, update) with the applier's
+	// own identity, when Identities is nil, and confirms a DeletionRequested with the API
+	// server (get lavaarchitectures; confirmDeletion). Nil: sensitive outputs are not stored
+	// (logged as a warning, values never) and deletions are not confirmed.
 	Kube client.Client
+	// Identities, when set, gives the identity the outputs Secret is written (and bound
+	// Secrets are read for redaction) with: the object's ServiceAccount impersonated
+	// (docs/security.md, "Kubernetes RBAC").
+	Identities *identity.Clients
 	// Logger receives one line per outcome (default: discard). Never a secret.
 	Logger *slog.Logger
 	// Registerer receives the applier metrics (nil: not registered).

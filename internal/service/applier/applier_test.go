@@ -25,6 +25,7 @@ func TestClassify(t *testing.T) {
 		wantRetryable bool
 	}{
 		{"provider", lavav1.Stage_STAGE_PLAN, fmt.Errorf("plan: %w", &engine.ProviderUnavailableError{Sources: []string{"hashicorp/aws"}}), v1alpha1.ReasonProviderUnavailable, false},
+		{"checksum", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan", Err: fmt.Errorf("provider x: %w", engine.ErrProviderChecksumMismatch)}, v1alpha1.ReasonProviderChecksumMismatch, false},
 		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, v1alpha1.ReasonPlanStale, true},
 		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, v1alpha1.ReasonLocked, true},
 		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), v1alpha1.ReasonPlanFailed, true},

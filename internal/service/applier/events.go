@@ -33,6 +33,8 @@ func classify(stage lavav1.Stage, err error) *failure {
 	switch {
 	case errors.Is(err, engine.ErrProviderUnavailable):
 		f.reason, f.retryable = v1alpha1.ReasonProviderUnavailable, false
+	case errors.Is(err, engine.ErrProviderChecksumMismatch):
+		f.reason, f.retryable = v1alpha1.ReasonProviderChecksumMismatch, false
 	case errors.Is(err, engine.ErrPlanStale):
 		f.reason = v1alpha1.ReasonPlanStale
 	case errors.Is(err, engine.ErrLocked):

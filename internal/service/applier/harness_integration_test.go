@@ -28,6 +28,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 	"github.com/lava-operator/lava/internal/service/applier"
@@ -147,6 +148,7 @@ type applierOpts struct {
 	drainTimeout time.Duration
 	concurrency  int
 	kube         client.Client
+	identities   *identity.Clients
 	observe      func(applier.Operation)
 	// testkit gives the engines the extended test provider (tofutest.TestkitMirror) in place
 	// of the tools' mirror.
@@ -188,7 +190,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube,
+	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube, Identities: o.identities,
 		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
 		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe})
 	if err != nil {

@@ -3,6 +3,7 @@ package applier
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -20,6 +21,67 @@ import (
 // OutputsSecretName is the Secret holding a resource's sensitive outputs: "<name>-lava-outputs".
 func OutputsSecretName(name string) string { return name + "-lava-outputs" }
 
+// ErrOutputsSecretNotOwned: the outputs Secret exists without an ownerReference to the
+// LavaArchitecture's UID, so the applier does not write it.
+var ErrOutputsSecretNotOwned = errors.New("outputs Secret not owned by the LavaArchitecture")
+
+// ownedBy reports whether sec has an ownerReference to the LavaArchitecture with uid.
+func ownedBy(sec *corev1.Secret, uid string) bool {
+	for _, r := range sec.OwnerReferences {
+		if r.Kind == "LavaArchitecture" && r.APIVersion == "lava.pleme.io/v1alpha1" && string(r.UID) == uid && uid != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// notOwned is the error for a Secret that ownedBy refuses.
+func notOwned(res *lavav1.ResourceRef, name string) error {
+	return fmt.Errorf("%w: Secret %s/%s exists and is not owned by LavaArchitecture %s (uid %s); Lava never overwrites it: rename the LavaArchitecture or delete the Secret",
+		ErrOutputsSecretNotOwned, res.GetNamespace(), name, res.GetName(), res.GetUid())
+}
+
+// ErrForbidden: the identity the object acts with may not get, create or update its outputs
+// Secret (Kubernetes RBAC).
+var ErrForbidden = errors.New("forbidden by Kubernetes RBAC")
+
+// kubeErr wraps err of verb on the outputs Secret: a Forbidden answer wraps [ErrForbidden] and
+// names who was refused.
+func kubeErr(verb string, res *lavav1.ResourceRef, name string, kube access, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%w: %s may not %s Secret %s/%s (grant it get, create and update on that Secret)", ErrForbidden, kube.who, verb, res.GetNamespace(), name)
+	}
+	return fmt.Errorf("applier: %s Secret %s/%s: %w", verb, res.GetNamespace(), name, err)
+}
+
+// access is the Kubernetes client the applier acts with for one object, and who it is.
+type access struct {
+	c   client.Client
+	who string
+}
+
+// outputsSecretOwned checks, before anything is planned, that the outputs Secret of res is
+// absent or owned by res: nil then, an error wrapping [ErrOutputsSecretNotOwned] when another
+// Secret holds the name, [ErrForbidden] when kube may not read it, another error when it cannot
+// be read. Without Kubernetes access it is nil (no Secret is ever written).
+func outputsSecretOwned(ctx context.Context, kube access, res *lavav1.ResourceRef) error {
+	if kube.c == nil {
+		return nil
+	}
+	name := OutputsSecretName(res.GetName())
+	sec := &corev1.Secret{}
+	err := kube.c.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return kubeErr("get", res, name, kube, err)
+	case !ownedBy(sec, res.GetUid()):
+		return notOwned(res, name)
+	}
+	return nil
+}
+
 // secretValue is the Secret data of one output: a string's text, else the value's compact JSON.
 func secretValue(v json.RawMessage) []byte {
 	var s string
@@ -30,13 +92,14 @@ func secretValue(v json.RawMessage) []byte {
 }
 
 // writeOutputs stores the sensitive outputs in the Secret "<name>-lava-outputs" (created owned
-// by the LavaArchitecture, so it goes when the object goes; updated in place) and returns its
-// name, or "" when there are no sensitive outputs or no Kubernetes client.
-func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, outs *engine.Outputs, log *slog.Logger) (string, error) {
+// by the LavaArchitecture, so it goes when the object goes; updated in place only while it
+// carries that ownerReference, else an error wrapping [ErrOutputsSecretNotOwned]) and returns
+// its name, or "" when there are no sensitive outputs or no Kubernetes client.
+func writeOutputs(ctx context.Context, kube access, res *lavav1.ResourceRef, outs *engine.Outputs, log *slog.Logger) (string, error) {
 	if outs == nil || len(outs.Sensitive) == 0 {
 		return "", nil
 	}
-	if s.cfg.Kube == nil {
+	if kube.c == nil {
 		log.Warn("sensitive outputs not stored: the applier has no Kubernetes access", "outputs", len(outs.Sensitive))
 		return "", nil
 	}
@@ -46,7 +109,7 @@ func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, out
 		data[k] = secretValue(v)
 	}
 	sec := &corev1.Secret{}
-	err := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
+	err := kube.c.Get(ctx, client.ObjectKey{Namespace: res.GetNamespace(), Name: name}, sec)
 	switch {
 	case apierrors.IsNotFound(err):
 		sec = &corev1.Secret{
@@ -59,18 +122,20 @@ func (s *Service) writeOutputs(ctx context.Context, res *lavav1.ResourceRef, out
 			Type: corev1.SecretTypeOpaque,
 			Data: data,
 		}
-		if err := s.cfg.Kube.Create(ctx, sec); err != nil {
-			return "", fmt.Errorf("applier: create Secret %s/%s: %w", res.GetNamespace(), name, err)
+		if err := kube.c.Create(ctx, sec); err != nil {
+			return "", kubeErr("create", res, name, kube, err)
 		}
 	case err != nil:
-		return "", fmt.Errorf("applier: get Secret %s/%s: %w", res.GetNamespace(), name, err)
+		return "", kubeErr("get", res, name, kube, err)
+	case !ownedBy(sec, res.GetUid()):
+		return "", notOwned(res, name)
 	default:
 		if maps.EqualFunc(sec.Data, data, func(a, b []byte) bool { return string(a) == string(b) }) {
 			return name, nil
 		}
 		sec.Data = data
-		if err := s.cfg.Kube.Update(ctx, sec); err != nil {
-			return "", fmt.Errorf("applier: update Secret %s/%s: %w", res.GetNamespace(), name, err)
+		if err := kube.c.Update(ctx, sec); err != nil {
+			return "", kubeErr("update", res, name, kube, err)
 		}
 	}
 	return name, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
@@ -53,6 +54,9 @@ type Options struct {
 	// Kube reaches the Kubernetes API for the outputs Secret (nil: sensitive outputs are not
 	// stored).
 	Kube *rest.Config
+	// Identity chooses who the service acts as for an object's ConfigMaps and Secrets
+	// (--impersonate, --default-service-account, --allow-own-identity).
+	Identity identity.Options
 }
 
 // Flags defines the applier's own flags on fs.
@@ -69,6 +73,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
 	o.KubeAPI.Register(fs)
+	o.Identity.Register(fs)
 }
 
 // Complete loads the Kubernetes configuration unless --no-kube (svc.KubeConfig).
@@ -105,8 +110,12 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
+	ids, err := o.Identity.Clients(o.Kube)
+	if err != nil {
+		return err
+	}
 	s, err := New(ctx, Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: holder, Kube: kube, Logger: log,
-		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency})
+		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency, Identities: ids})
 	if err != nil {
 		return err
 	}

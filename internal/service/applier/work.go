@@ -20,6 +20,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 )
 
 // Approval values of approvePlan besides a plan id.
@@ -47,6 +48,55 @@ type work struct {
 	// redact holds the values of the Secrets the resource binds, read once per message.
 	redact     []string
 	redactRead bool
+	// obs is the resource's newest ResourceObserved, read once per message (obsRead).
+	obs     *lavav1.ResourceObserved
+	obsRead bool
+}
+
+// observed returns the resource's newest ResourceObserved (nil when there is none or it
+// cannot be read, logged), read once per message.
+func (w *work) observed(ctx context.Context) *lavav1.ResourceObserved {
+	if w.obsRead {
+		return w.obs
+	}
+	w.obsRead = true
+	obs := &lavav1.ResourceObserved{}
+	ok, err := lastEvent(ctx, w.s.cfg.JS, bus.StreamResources, bus.ResourceSubject(w.ns, w.name, bus.EventObserved), obs)
+	if err != nil {
+		w.log.Warn("cannot read the resource's ResourceObserved", "error", err)
+	}
+	if ok && err == nil {
+		w.obs = obs
+	}
+	return w.obs
+}
+
+// kube returns the Kubernetes access the applier acts with for this resource: its
+// ServiceAccount impersonated (spec.serviceAccountName, else the default) when
+// Config.Identities is set, else Config.Kube. The error wraps identity.ErrNoServiceAccount.
+func (w *work) kube(ctx context.Context) (access, error) {
+	if w.s.cfg.Identities == nil {
+		return access{c: w.s.cfg.Kube, who: "the applier"}, nil
+	}
+	c, who, err := w.s.cfg.Identities.For(w.ns, w.observed(ctx).GetSpec().GetServiceAccountName())
+	if err != nil {
+		return access{}, err
+	}
+	return access{c: c, who: who}, nil
+}
+
+// kubeFailure maps an outputs Secret error to its Failed outcome; ok is false for an error
+// that is none of them (transient: nak).
+func kubeFailure(err error) (*failure, bool) {
+	switch {
+	case errors.Is(err, ErrOutputsSecretNotOwned):
+		return &failure{reason: v1alpha1.ReasonOutputsSecretNotOwned, message: err.Error()}, true
+	case errors.Is(err, ErrForbidden):
+		return &failure{reason: v1alpha1.ReasonRBACForbidden, message: err.Error(), retryable: true}, true
+	case errors.Is(err, identity.ErrNoServiceAccount):
+		return &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: err.Error()}, true
+	}
+	return nil, false
 }
 
 // minRedactBytes: Secret values shorter than this are not scrubbed by plain replacement (a
@@ -58,16 +108,13 @@ const minRedactBytes = 4
 // one (a provider error naming a file, say) is redacted before it reaches an event or a log.
 // Without Kubernetes access, or when they cannot be read, it returns none (logged).
 func (w *work) secrets(ctx context.Context) []string {
-	if w.redactRead || w.s.cfg.Kube == nil {
+	if w.redactRead {
 		return w.redact
 	}
 	w.redactRead = true
-	obs := &lavav1.ResourceObserved{}
-	ok, err := lastEvent(ctx, w.s.cfg.JS, bus.StreamResources, bus.ResourceSubject(w.ns, w.name, bus.EventObserved), obs)
-	if err != nil || !ok {
-		if err != nil {
-			w.log.Warn("cannot read the resource's bindingsFrom for redaction", "error", err)
-		}
+	kube, err := w.kube(ctx)
+	obs := w.observed(ctx)
+	if err != nil || kube.c == nil || obs == nil {
 		return nil
 	}
 	for _, ref := range obs.GetSpec().GetBindingsFrom() {
@@ -76,7 +123,7 @@ func (w *work) secrets(ctx context.Context) []string {
 			continue
 		}
 		sec := &corev1.Secret{}
-		if err := w.s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: sr.GetName()}, sec); err != nil {
+		if err := kube.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: sr.GetName()}, sec); err != nil {
 			w.log.Warn("cannot read a bound Secret for redaction", "secret", sr.GetName(), "error", err)
 			continue
 		}
@@ -213,6 +260,18 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 	if eng == nil {
 		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: v1alpha1.ReasonEngineUnavailable,
 			message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
+	}
+	// Before anything is planned: the outputs Secret, if it exists, must be this object's, and
+	// readable by the identity the object acts with. Without an identity nothing is checked
+	// here: only sensitive outputs need one, and their write refuses then.
+	if kube, kerr := w.kube(ctx); kerr == nil {
+		if err := outputsSecretOwned(ctx, kube, w.cause.GetResource()); err != nil {
+			f, ok := kubeFailure(err)
+			if !ok {
+				return err
+			}
+			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
+		}
 	}
 	if f, err := w.orphaned(ctx); err != nil || f != nil {
 		if err != nil {
@@ -404,7 +463,20 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		}
 		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, w.classify(ctx, lavav1.Stage_STAGE_APPLY, err), attempt, plan.PlanID)
 	}
-	secretName, err := w.s.writeOutputs(ctx, w.cause.GetResource(), res.Outputs, w.log)
+	kube, err := w.kube(ctx)
+	secretName := ""
+	if err == nil {
+		secretName, err = writeOutputs(ctx, kube, w.cause.GetResource(), res.Outputs, w.log)
+	} else if res.Outputs == nil || len(res.Outputs.Sensitive) == 0 {
+		err = nil // no identity, and nothing to write with one
+	}
+	if f, ok := kubeFailure(err); ok {
+		// The plan is applied (recorded, never applied again); the outputs Secret is not
+		// written: someone else's Secret holds its name (created since the check before
+		// planning), or the object's identity may not write it.
+		w.rec.Applied = push(w.rec.Applied, plan.PlanID, maxApplied)
+		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, f, attempt, plan.PlanID)
+	}
 	if err != nil {
 		return err
 	}

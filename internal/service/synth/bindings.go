@@ -37,6 +37,14 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 
 	scalars := map[string]string{}
 	fromSecret := map[string]bool{}
+	reader, who := s.cfg.Kube, "synth"
+	if len(spec.GetBindingsFrom()) > 0 && s.cfg.Identities != nil {
+		c, w, ierr := s.cfg.Identities.For(ns, spec.GetServiceAccountName())
+		if ierr != nil {
+			return in, nil, &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: "spec.bindingsFrom: " + ierr.Error()}, nil
+		}
+		reader, who = c, w
+	}
 	for i, ref := range spec.GetBindingsFrom() {
 		var (
 			obj    client.Object
@@ -56,18 +64,18 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: neither configMapRef nor secretRef", i)}, nil
 		}
 		name := obj.GetName()
-		if s.cfg.Kube == nil {
+		if reader == nil {
 			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
 				message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
 		}
-		if gerr := s.cfg.Kube.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
+		if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
 			switch {
 			case apierrors.IsNotFound(gerr):
 				return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
 					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q not found in namespace %q", i, kind, name, ns)}, nil
 			case apierrors.IsForbidden(gerr):
-				return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: synth may not read %s %q in namespace %q", i, kind, name, ns)}, nil
+				return in, nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get %s %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, kind, name, ns)}, nil
 			}
 			return in, nil, nil, fmt.Errorf("synth: get %s %s/%s: %w", kind, ns, name, gerr)
 		}

@@ -68,6 +68,12 @@ type harness struct {
 
 func newHarness(t *testing.T, kube client.Reader) *harness {
 	t.Helper()
+	return newHarnessConfig(t, func(c *synth.Config) { c.Kube = kube })
+}
+
+// newHarnessConfig is newHarness with the synth Config set by with.
+func newHarnessConfig(t *testing.T, with func(*synth.Config)) *harness {
+	t.Helper()
 	srv := natstest.RunJetStream(t)
 	js := srv.JetStream()
 	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
@@ -91,7 +97,9 @@ func newHarness(t *testing.T, kube client.Reader) *harness {
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc, err := synth.New(t.Context(), synth.Config{JS: js, Kube: kube, BindingsKey: h.key, Logger: log})
+	cfg := synth.Config{JS: js, BindingsKey: h.key, Logger: log}
+	with(&cfg)
+	svc, err := synth.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
@@ -48,6 +50,12 @@ type Options struct {
 	KubeAPI svc.KubeAPI
 	// Kube reaches the Kubernetes API for bindingsFrom (nil: no Kubernetes access).
 	Kube *rest.Config
+	// Identity chooses who the service acts as for an object's ConfigMaps and Secrets
+	// (--impersonate, --default-service-account, --allow-own-identity).
+	Identity identity.Options
+	// PolicyFile is the tenant policy document (--policy-file, LAVA_POLICY_FILE; the chart
+	// mounts the lava-policy ConfigMap there); "" is the built-in policy.
+	PolicyFile string
 }
 
 // Flags defines synth's own flags on fs.
@@ -56,8 +64,10 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token RenderService accepts instead of Kubernetes tokens (optional)")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	o.KubeAPI.Register(fs)
+	o.Identity.Register(fs)
 }
 
 // Complete requires --bindings-key-file (a svc.UsageError) and loads the Kubernetes
@@ -95,6 +105,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if _, err := (&policy.File{Path: o.PolicyFile}).Load(); err != nil {
+		return err // a broken document fails the start, not only the first render
+	}
 	base, err := svc.Start(ctx, bus.ServiceSynth, o.Common, svc.Setup{})
 	if err != nil {
 		return err
@@ -107,8 +120,12 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("kubernetes client: %w", err)
 		}
 	}
+	ids, err := o.Identity.Clients(o.Kube)
+	if err != nil {
+		return err
+	}
 	s, err := New(ctx, Config{JS: base.JS, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
-		Concurrency: o.Concurrency})
+		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile}, Identities: ids})
 	if err != nil {
 		return err
 	}

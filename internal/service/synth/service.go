@@ -20,10 +20,12 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
@@ -41,9 +43,14 @@ type Config struct {
 	// JS is the JetStream context; the topology must exist (bus.EnsureTopology).
 	JS jetstream.JetStream
 	// Kube reads the ConfigMaps and Secrets of spec.bindingsFrom (get only, in the resource's
-	// namespace), after confirming the object (get lavaarchitectures; confirmObject). Nil: a
+	// namespace) with synth's own identity, when Identities is nil, after confirming the
+	// object (get lavaarchitectures; confirmObject, always with synth's own identity). Nil: a
 	// resource with bindingsFrom fails with SynthesisFailed.
 	Kube client.Reader
+	// Identities, when set, gives the identity bindingsFrom is read with: the object's
+	// ServiceAccount impersonated (spec.serviceAccountName, else the default), so the tenant's
+	// RBAC decides (docs/security.md, "Kubernetes RBAC").
+	Identities *identity.Clients
 	// BindingsKey is the installation's 32-byte key for secret values in bindingsDigest
 	// (render.BindingsKeySize).
 	BindingsKey []byte
@@ -59,6 +66,10 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Policy is the admin's tenant policy document (the lava-policy ConfigMap mounted as a
+	// file; docs/design/tenant-policy.md), checked after every render and before Synthesized
+	// is published. Nil or a zero File: the built-in policy ([policy.Default]).
+	Policy *policy.File
 }
 
 // Service is the synth service. Create it with [New] and run it with [Service.Run].
@@ -245,6 +256,9 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 		}
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
+	if f := s.checkPolicy(in, out, res.GetNamespace()); f != nil {
+		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
+	}
 	digest, err := s.art.Put(ctx, strings.NewReader(string(out.JSON)))
 	if err != nil {
 		return err
@@ -278,6 +292,21 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	s.metrics.results.WithLabelValues("synthesized").Inc()
 	log.Info("synthesized", "artifact_digest", digest, "terraform_json_digest", rec.GetTerraformJsonDigest(),
 		"resources", rec.GetResourceCount(), "warnings", len(verdict.Warnings))
+	return nil
+}
+
+// checkPolicy applies the namespace's effective tenant policy to a successful render: nil when
+// it passes, else a PolicyRejected failure (retryable when the policy document could not be
+// read, so an admin's fix takes effect; not retryable for a violation, which needs a new
+// generation).
+func (s *Service) checkPolicy(in render.Input, out *render.Output, namespace string) *failure {
+	cfg, err := s.cfg.Policy.Load()
+	if err != nil {
+		return &failure{reason: v1alpha1.ReasonPolicyRejected, message: "the tenant policy cannot be read, so nothing is rendered: " + err.Error(), retryable: true}
+	}
+	if ds := render.CheckPolicy(in, out, cfg.For(namespace)); len(ds) > 0 {
+		return &failure{reason: v1alpha1.ReasonPolicyRejected, message: diagMessage(ds)}
+	}
 	return nil
 }
 

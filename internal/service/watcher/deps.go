@@ -38,6 +38,9 @@ type edge struct {
 	cluster string
 	kind    v1alpha1.DependencyKind
 	require v1alpha1.Phase
+	// refused says why a lockdown install refuses the edge (a cross-namespace reference);
+	// empty when it is allowed.
+	refused string
 }
 
 // dependsOnKeys are the IndexDependsOn values of a LavaArchitecture.
@@ -83,6 +86,9 @@ func rank(p v1alpha1.Phase) int {
 type resolver struct {
 	c       client.Reader
 	cluster string
+	// noCrossNamespace refuses every edge that crosses a namespace (lockdown; docs/security.md,
+	// "Kubernetes RBAC").
+	noCrossNamespace bool
 }
 
 // edges lists the dependencies of key: spec.dependsOn of spec (nil when the object does not
@@ -95,7 +101,11 @@ func (r resolver) edges(ctx context.Context, key types.NamespacedName, spec *v1a
 			if req == "" {
 				req = v1alpha1.PhaseApplied
 			}
-			out = append(out, edge{target: dependsOnTarget(key.Namespace, d), kind: v1alpha1.DependencyBlocksOn, require: req})
+			e := edge{target: dependsOnTarget(key.Namespace, d), kind: v1alpha1.DependencyBlocksOn, require: req}
+			if r.noCrossNamespace && e.target.Namespace != key.Namespace {
+				e.refused = "spec.dependsOn names " + e.target.String() + " in another namespace"
+			}
+			out = append(out, e)
 		}
 	}
 	var list v1alpha1.LavaArchitectureDependencyList
@@ -116,7 +126,11 @@ func (r resolver) edges(ctx context.Context, key types.NamespacedName, spec *v1a
 		if cl == r.cluster {
 			cl = ""
 		}
-		out = append(out, edge{target: to, cluster: cl, kind: kind, require: req})
+		ed := edge{target: to, cluster: cl, kind: kind, require: req}
+		if r.noCrossNamespace && (e.Namespace != key.Namespace || to.Namespace != key.Namespace) {
+			ed.refused = fmt.Sprintf("LavaArchitectureDependency %s/%s links %s to %s across namespaces", e.Namespace, e.Name, key, to)
+		}
+		out = append(out, ed)
 	}
 	slices.SortFunc(out, func(a, b edge) int {
 		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.target.Namespace, b.target.Namespace),
@@ -144,6 +158,8 @@ type depState struct {
 	waiting []string
 	// cycle is a BlocksOn cycle through the resource, starting at it; empty when none.
 	cycle []types.NamespacedName
+	// refused lists the cross-namespace references a lockdown install refuses.
+	refused []string
 }
 
 // has reports whether the resource has any dependency at all.
@@ -151,6 +167,9 @@ func (s depState) has() bool { return len(s.proto.GetDependencies()) > 0 }
 
 // message is the DependenciesReady condition message when not ready.
 func (s depState) message() string {
+	if len(s.refused) > 0 {
+		return "cross-namespace references are refused by this installation (--no-cross-namespace-refs): " + strings.Join(s.refused, "; ")
+	}
 	if len(s.cycle) > 0 {
 		parts := make([]string, 0, len(s.cycle)+1)
 		for _, k := range s.cycle {
@@ -181,6 +200,12 @@ func (r resolver) resolve(ctx context.Context, obj *v1alpha1.LavaArchitecture) (
 			d.Kind = lavav1.DependencyKind_DEPENDENCY_KIND_INFLUENCES
 		}
 		why := ""
+		if e.refused != "" {
+			st.refused = append(st.refused, e.refused)
+			st.proto.Ready = false
+			st.proto.Dependencies = append(st.proto.Dependencies, d)
+			continue // never read: the target is another namespace's
+		}
 		if e.cluster != "" {
 			why = " (in cluster " + e.cluster + ", not observed by this watcher)"
 		} else {
@@ -236,7 +261,7 @@ func (r resolver) findCycle(ctx context.Context, self types.NamespacedName, self
 	var walk func(edges []edge) (bool, error)
 	walk = func(edges []edge) (bool, error) {
 		for _, e := range edges {
-			if e.kind != v1alpha1.DependencyBlocksOn || e.cluster != "" {
+			if e.kind != v1alpha1.DependencyBlocksOn || e.cluster != "" || e.refused != "" {
 				continue
 			}
 			if e.target == self {

@@ -82,9 +82,9 @@ type running struct {
 
 // startWatcher starts a watcher on namespace ns with leader election, its own durable phase
 // consumer (filtered to ns) and its own controller name (so the reconcile counter is its own).
-func (e *env) startWatcher(t *testing.T, ns, name string) *running {
+func (e *env) startWatcher(t *testing.T, ns, name string, with ...func(*watcher.Config)) *running {
 	t.Helper()
-	r := e.startReplica(t, ns, name)
+	r := e.startReplica(t, ns, name, with...)
 	select {
 	case <-r.elected:
 	case <-time.After(60 * time.Second):
@@ -95,7 +95,7 @@ func (e *env) startWatcher(t *testing.T, ns, name string) *running {
 
 // startReplica starts a watcher like startWatcher but does not wait for it to be elected
 // (a second replica is a hot standby while the first one leads).
-func (e *env) startReplica(t *testing.T, ns, name string) *running {
+func (e *env) startReplica(t *testing.T, ns, name string, with ...func(*watcher.Config)) *running {
 	t.Helper()
 	spec, ok := bus.Declare(bus.TopologyOptions{}).Consumer(bus.StreamPhases, bus.ServiceWatcher)
 	if !ok {
@@ -112,12 +112,16 @@ func (e *env) startReplica(t *testing.T, ns, name string) *running {
 	log := slog.New(slog.NewTextHandler(testOutput(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Unique per process run: controller-runtime's counters are process-wide (-count=N).
 	ctrlName := fmt.Sprintf("lava-%s-%s-%d", ns, name, time.Now().UnixNano())
-	w, err := watcher.New(t.Context(), watcher.Config{
+	opts := watcher.Config{
 		RESTConfig: e.kube.Config, Scheme: e.kube.Scheme, JetStream: e.js, Logger: log, Registry: reg,
 		Namespaces: []string{ns}, ControllerName: ctrlName, PhaseConsumer: durable,
 		LeaderElection: true, LeaderElectionID: "lava-watcher-" + ns, LeaderElectionNamespace: leaseNamespace,
 		RetryPeriod: 200 * time.Millisecond,
-	})
+	}
+	for _, f := range with {
+		f(&opts)
+	}
+	w, err := watcher.New(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	switch {
+	case len(deps.refused) > 0:
+		r.metrics.incHeld(heldDependencies)
+		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+			Reason: v1alpha1.ReasonCrossNamespaceRefRefused, Message: deps.message()})
 	case len(deps.cycle) > 0:
 		r.metrics.incHeld(heldCycle)
 		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,

@@ -44,6 +44,8 @@ type Options struct {
 	StatusWindow, StatusHold time.Duration
 	// MaxConcurrentReconciles is [Config].MaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// NoCrossNamespaceRefs is [Config].NoCrossNamespaceRefs (--no-cross-namespace-refs).
+	NoCrossNamespaceRefs bool
 }
 
 // Flags defines the watcher's own flags on fs, and --stream-replicas, the deprecated name of
@@ -56,6 +58,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
+	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse every dependsOn and LavaArchitectureDependency reference to another namespace (lockdown)")
 	o.KubeAPI.Register(fs)
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "LavaArchitectures reconciled at once")
 	fs.DurationVar(&o.StatusWindow, "status-window", DefaultStatusWindow, "how long a settled status waits for more phase events of its object before it is written (negative: write every event)")
@@ -113,7 +116,8 @@ func Run(ctx context.Context, o Options) error {
 	w, err := New(ctx, Config{
 		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry, BusMetrics: base.BusMetrics,
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
-		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
+		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs,
+		LeaderElection:       o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		StatusWindow:            o.StatusWindow, StatusHold: o.StatusHold,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,

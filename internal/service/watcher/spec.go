@@ -33,6 +33,7 @@ func SpecMirror(s v1alpha1.LavaArchitectureSpec) *lavav1.ArchitectureSpec {
 		RecordBindings:       map[string]*lavav1.RecordList{},
 		BindingsFrom:         nil,
 		RemediationPolicyRef: "",
+		ServiceAccountName:   s.ServiceAccountName,
 	}
 	if out.ApprovePlan == "" {
 		out.ApprovePlan = v1alpha1.ApprovePlanAuto

@@ -78,6 +78,10 @@ type Config struct {
 	// another cluster are reported as not observable. Default "" (only unqualified
 	// references are local).
 	ClusterName string
+	// NoCrossNamespaceRefs refuses every reference to another namespace (spec.dependsOn,
+	// LavaArchitectureDependency from/to): the object's DependenciesReady is False with reason
+	// CrossNamespaceRefRefused and nothing is published for it (docs/security.md).
+	NoCrossNamespaceRefs bool
 	// ControllerName names the controller. Default [DefaultControllerName].
 	ControllerName string
 	// PhaseConsumer is the durable consumer on LAVA_PHASES. Default "watcher" (declared by
@@ -230,7 +234,7 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	}
 	r := &reconciler{
 		c: mgr.GetClient(), core: core, rec: rec, pub: pub, resources: resources,
-		deps:  resolver{c: mgr.GetClient(), cluster: o.ClusterName},
+		deps:  resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
 		clock: o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
 	}
 	err = ctrl.NewControllerManagedBy(mgr).

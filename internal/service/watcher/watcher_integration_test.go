@@ -24,6 +24,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // maxReconcilesPerGeneration is the bound issue 4 sets: status writes must not retrigger the
@@ -40,6 +41,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("a phase event ahead of its predecessor is retried", e.testOutOfOrder)
 	t.Run("dependencies hold back until their phase", e.testDependencies)
 	t.Run("two-resource cycle reported on both", e.testCycle)
+	t.Run("lockdown refuses cross-namespace references", e.testLockdown)
 	t.Run("suspend publishes the held generation", e.testSuspend)
 	t.Run("remediation policy and forced passes", e.testPolicy)
 	t.Run("service entry point serves metrics and health", e.testRun)
@@ -383,6 +385,45 @@ func metaCondition(o *v1alpha1.LavaArchitecture, typ string) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
+}
+
+// testLockdown is the attack of docs/security.md "Kubernetes RBAC" (lockdown): with
+// NoCrossNamespaceRefs a dependsOn naming another namespace, and a LavaArchitectureDependency
+// linking to one, leave DependenciesReady False with reason CrossNamespaceRefRefused naming the
+// reference, and nothing is published for those objects; a same-namespace dependency still works.
+func (e *env) testLockdown(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	other := e.kube.Namespace(t)
+	e.startWatcher(t, ns, "lockdown", func(o *watcher.Config) { o.NoCrossNamespaceRefs = true })
+	e.create(t, newArch(ns, "reach", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.DependsOn = []v1alpha1.Dependency{{Name: "victim", Namespace: other}}
+	}))
+	e.create(t, newArch(ns, "edge", nil))
+	e.create(t, &v1alpha1.LavaArchitectureDependency{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-to-other"},
+		Spec: v1alpha1.LavaArchitectureDependencySpec{From: v1alpha1.ArchitectureReference{Name: "edge"},
+			To: v1alpha1.ArchitectureReference{Name: "victim", Namespace: other}}})
+	e.create(t, newArch(ns, "local", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.DependsOn = []v1alpha1.Dependency{{Name: "edge"}}
+	}))
+	refused := func(what string) func(*v1alpha1.LavaArchitecture) error {
+		return func(o *v1alpha1.LavaArchitecture) error {
+			if err := conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonCrossNamespaceRefRefused)(o); err != nil {
+				return err
+			}
+			if c := metaCondition(o, v1alpha1.ConditionDependenciesReady); !strings.Contains(c.Message, what) {
+				return fmt.Errorf("message %q lacks %q", c.Message, what)
+			}
+			return nil
+		}
+	}
+	e.waitStatus(t, ns, "reach", refused("spec.dependsOn names "+other+"/victim in another namespace"))
+	e.waitStatus(t, ns, "edge", refused("LavaArchitectureDependency "+ns+"/edge-to-other links "+ns+"/edge to "+other+"/victim across namespaces"))
+	e.waitStatus(t, ns, "local", conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonDependencyNotReady))
+	for _, name := range []string{"reach", "edge"} {
+		if n := e.observedCount(t, ns, name); n != 0 {
+			t.Errorf("%s: %d ResourceObserved published, want 0", name, n)
+		}
+	}
 }
 
 // testCycle: x dependsOn y and y dependsOn x: both report the cycle and publish nothing.

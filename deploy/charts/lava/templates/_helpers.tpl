@@ -341,15 +341,26 @@ spec:
 {{- end -}}
 
 {{/*
-lava.rbac renders a service's access to the namespaces that hold LavaArchitectures: one
-ClusterRole and ClusterRoleBinding when watchNamespaces is empty, else a Role and RoleBinding in
-each watched namespace. Argument: dict root, svc, rules (YAML list text).
+lava.namespaces is the comma-separated list of watched namespaces: watchNamespaces, else the
+release's namespace unless clusterWide is true (then "": every namespace). Argument: the root
+context.
+*/}}
+{{- define "lava.namespaces" -}}
+{{- if .Values.watchNamespaces }}{{ join "," .Values.watchNamespaces }}{{ else if not .Values.clusterWide }}{{ .Release.Namespace }}{{ end }}
+{{- end -}}
+
+{{/*
+lava.rbac renders a service's access to the namespaces that hold LavaArchitectures: a Role and
+RoleBinding in each watched namespace (lava.namespaces), or one ClusterRole and
+ClusterRoleBinding for a cluster-wide install (clusterWide: true, no watchNamespaces).
+Argument: dict root, svc, rules (YAML list text).
 */}}
 {{- define "lava.rbac" -}}
 {{- $root := .root -}}
 {{- $ctx := dict "root" $root "svc" .svc -}}
 {{- $name := include "lava.component" $ctx -}}
-{{- if not $root.Values.watchNamespaces }}
+{{- $nss := include "lava.namespaces" $root -}}
+{{- if not $nss }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -375,7 +386,7 @@ subjects:
     name: {{ $name }}
     namespace: {{ $root.Release.Namespace }}
 {{- else }}
-{{- range $ns := $root.Values.watchNamespaces }}
+{{- range $ns := splitList "," $nss }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
@@ -404,4 +415,37 @@ subjects:
     namespace: {{ $root.Release.Namespace }}
 {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/*
+lava.tenancy.env: the impersonation settings of synth and the applier (values tenancy.*;
+docs/security.md, "Kubernetes RBAC"). Argument: the root context.
+*/}}
+{{- define "lava.tenancy.env" -}}
+- name: LAVA_IMPERSONATE
+  value: {{ .Values.tenancy.impersonate | quote }}
+- name: LAVA_DEFAULT_SERVICE_ACCOUNT
+  value: {{ .Values.tenancy.defaultServiceAccount | quote }}
+- name: LAVA_ALLOW_OWN_IDENTITY
+  value: {{ .Values.tenancy.allowOwnIdentity | quote }}
+{{- end -}}
+
+{{/*
+lava.tenancy.rules: the RBAC rule to impersonate ServiceAccounts, when tenancy.impersonate is on.
+Argument: the root context.
+*/}}
+{{- define "lava.tenancy.rules" -}}
+{{- if .Values.tenancy.impersonate -}}
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [impersonate]
+{{- end }}
+{{- end -}}
+
+{{/*
+lava.tenancy.ownAccess: whether the service still needs its own access to ConfigMaps and
+Secrets (impersonation off, or objects without a ServiceAccount allowed to use Lava's identity).
+*/}}
+{{- define "lava.tenancy.ownAccess" -}}
+{{- if or (not .Values.tenancy.impersonate) .Values.tenancy.allowOwnIdentity }}true{{ end }}
 {{- end -}}

@@ -667,8 +667,11 @@ type ArchitectureSpec struct {
 	// spec.remediationPolicyRef name; empty when unset. The resolved policy is in
 	// ResourceObserved.remediation.
 	RemediationPolicyRef string `protobuf:"bytes,12,opt,name=remediation_policy_ref,json=remediationPolicyRef,proto3" json:"remediation_policy_ref,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// spec.serviceAccountName: the ServiceAccount synth and the applier impersonate; empty when
+	// unset (the installation's default applies).
+	ServiceAccountName string `protobuf:"bytes,13,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ArchitectureSpec) Reset() {
@@ -781,6 +784,13 @@ func (x *ArchitectureSpec) GetApprovePlan() string {
 func (x *ArchitectureSpec) GetRemediationPolicyRef() string {
 	if x != nil {
 		return x.RemediationPolicyRef
+	}
+	return ""
+}
+
+func (x *ArchitectureSpec) GetServiceAccountName() string {
+	if x != nil {
+		return x.ServiceAccountName
 	}
 	return ""
 }
@@ -1129,7 +1139,7 @@ const file_lava_v1_resource_proto_rawDesc = "" +
 	"\x03ref\"4\n" +
 	"\fObjectKeyRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"\x88\a\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"\xba\a\n" +
 	"\x10ArchitectureSpec\x12'\n" +
 	"\x06source\x18\x01 \x01(\v2\x0f.lava.v1.SourceR\x06source\x12C\n" +
 	"\bbindings\x18\x02 \x03(\v2'.lava.v1.ArchitectureSpec.BindingsEntryR\bbindings\x12P\n" +
@@ -1143,7 +1153,8 @@ const file_lava_v1_resource_proto_rawDesc = "" +
 	"\x0fdeletion_policy\x18\n" +
 	" \x01(\x0e2\x17.lava.v1.DeletionPolicyR\x0edeletionPolicy\x12!\n" +
 	"\fapprove_plan\x18\v \x01(\tR\vapprovePlan\x124\n" +
-	"\x16remediation_policy_ref\x18\f \x01(\tR\x14remediationPolicyRef\x1a;\n" +
+	"\x16remediation_policy_ref\x18\f \x01(\tR\x14remediationPolicyRef\x120\n" +
+	"\x14service_account_name\x18\r \x01(\tR\x12serviceAccountName\x1a;\n" +
 	"\rBindingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aT\n" +

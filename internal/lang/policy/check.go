@@ -1,0 +1,218 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/lava-operator/lava/internal/lang/arch"
+)
+
+// Violation is one rule an architecture breaks: where (the resource, provider, output or
+// local form; the architecture form when nothing closer is known) and what, in a message that
+// names the rule and what the policy expects.
+type Violation struct {
+	Pos     arch.Pos
+	Message string
+}
+
+// String is "file:line:col: message" (the message alone without a position).
+func (v Violation) String() string {
+	if v.Pos.IsValid() {
+		return v.Pos.String() + ": " + v.Message
+	}
+	return v.Message
+}
+
+// Check applies p to an evaluated architecture and its rendered Terraform JSON (rendered may
+// be nil; it is read for top-level blocks the typed model cannot hold: module and terraform).
+// It returns every violation, in source order of the checks: provider sources, the resource
+// limit, each resource and data source, providers' settings, locals, outputs, imports, then
+// the rendered JSON's top-level blocks. A nil or empty result means the architecture passes.
+func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
+	c := &checker{p: p, a: a}
+	if a == nil {
+		return nil
+	}
+	for i := range a.Providers {
+		pr := &a.Providers[i]
+		c.providerSource(c.pos(pr.Pos), pr.Name, pr.Source)
+	}
+	if n := len(a.Resources) + len(a.DataSources); p.MaxResources > 0 && n > p.MaxResources {
+		c.add(a.Pos, "the architecture has %d resources and data sources; the policy allows at most %d (maxResources)", n, p.MaxResources)
+	}
+	for i := range a.Resources {
+		c.resource(&a.Resources[i], false)
+	}
+	for i := range a.DataSources {
+		c.resource(&a.DataSources[i], true)
+	}
+	for i := range a.Providers {
+		pr := &a.Providers[i]
+		for k, v := range pr.Config.All() {
+			c.value(c.pos(pr.Pos), "provider "+pr.Name+" setting "+k, v)
+		}
+	}
+	for k, v := range a.Locals.All() {
+		c.value(c.keyPos("local."+k), "local "+k, v)
+	}
+	for k, v := range a.Outputs.All() {
+		c.value(c.keyPos("output."+k), "output "+k, v)
+	}
+	for _, im := range a.Imports {
+		c.template(a.Pos, "import of "+im.To, im.ID)
+	}
+	c.topLevel(rendered)
+	return c.out
+}
+
+type checker struct {
+	p   Policy
+	a   *arch.Architecture
+	out []Violation
+}
+
+func (c *checker) add(pos arch.Pos, format string, args ...any) {
+	c.out = append(c.out, Violation{Pos: pos, Message: "policy: " + fmt.Sprintf(format, args...)})
+}
+
+// pos is p, or the architecture's position when p is unknown.
+func (c *checker) pos(p arch.Pos) arch.Pos {
+	if p.IsValid() {
+		return p
+	}
+	return c.a.Pos
+}
+
+func (c *checker) keyPos(key string) arch.Pos { return c.pos(c.a.KeyPos[key]) }
+
+// providerSource checks one :providers :source against the registry grammar and the
+// allow-list.
+func (c *checker) providerSource(pos arch.Pos, name, src string) {
+	if src == "" {
+		src = "hashicorp/" + name
+	}
+	host, ns, typ, err := ProviderAddress(src)
+	if err != nil {
+		c.add(pos, "provider %s: %v", name, err)
+		return
+	}
+	if fq := host + "/" + ns + "/" + typ; !c.p.providerAllowed(fq) {
+		c.add(pos, "provider %s: source %s is not in the allowed providers (%s)", name, fq, strings.Join(c.p.AllowedProviders, ", "))
+	}
+}
+
+func (c *checker) resource(r *arch.Resource, data bool) {
+	pos := c.pos(r.Pos)
+	what := "resource " + r.Address()
+	if data {
+		what = "data source " + r.Address()
+		for _, d := range c.p.DeniedDataSources {
+			if r.Type == d {
+				c.add(pos, "%s: the %s data source is not allowed (deniedDataSources)", what, r.Type)
+			}
+		}
+	}
+	for k, v := range r.Attributes.All() {
+		if (k == "provisioner" || k == "connection") && !c.p.AllowProvisioners {
+			c.add(pos, "%s: a %s block is not allowed: it would run in Lava's applier (allowProvisioners is false)", what, k)
+			continue
+		}
+		c.value(pos, what+" attribute "+k, v)
+	}
+	if r.ForEach != nil {
+		c.value(pos, what+" for_each", arch.MapValue(r.ForEach))
+	}
+}
+
+// value checks every string (map keys included: Terraform JSON reads them as templates too)
+// inside v.
+func (c *checker) value(pos arch.Pos, what string, v arch.Value) {
+	switch v.Kind {
+	case arch.KindString:
+		c.template(pos, what, v.Str)
+	case arch.KindList:
+		for _, e := range v.List {
+			c.value(pos, what, e)
+		}
+	case arch.KindMap:
+		if v.Map == nil {
+			return
+		}
+		for k, e := range v.Map.All() {
+			c.template(pos, what, k)
+			c.value(pos, what, e)
+		}
+	}
+}
+
+// template parses s as an HCL native template, as an engine reading Terraform JSON does, and
+// refuses every denied function it calls. A string that is not a valid template cannot be
+// checked and is refused (an engine would reject it as well).
+func (c *checker) template(pos arch.Pos, what, s string) {
+	if !strings.Contains(s, "${") && !strings.Contains(s, "%{") {
+		return
+	}
+	expr, diags := hclsyntax.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
+	if diags.HasErrors() {
+		c.add(pos, "%s: the template %q does not parse, so it cannot be checked: %s", what, clip(s), diags.Errs()[0])
+		return
+	}
+	seen := map[string]bool{}
+	_ = hclsyntax.VisitAll(expr, func(n hclsyntax.Node) hcl.Diagnostics {
+		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && c.p.functionDenied(call.Name) && !seen[call.Name] {
+			seen[call.Name] = true
+			c.add(pos, "%s: the function %s is not allowed (it reads Lava's filesystem or runs provider code; deniedFunctions), at column %d of %q",
+				what, call.Name, call.NameRange.Start.Column, clip(s))
+		}
+		return nil
+	})
+}
+
+// topLevel checks the rendered JSON's module and terraform blocks.
+func (c *checker) topLevel(rendered []byte) {
+	if len(rendered) == 0 {
+		return
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(rendered, &doc); err != nil {
+		c.add(c.a.Pos, "the rendered JSON cannot be checked: %v", err)
+		return
+	}
+	if _, ok := doc["terraform"]; ok {
+		c.add(c.a.Pos, "a terraform block is not allowed in the architecture (the engine writes its own)")
+	}
+	raw, ok := doc["module"]
+	if !ok {
+		return
+	}
+	var mods map[string]struct {
+		Source string `json:"source"`
+	}
+	if err := json.Unmarshal(raw, &mods); err != nil {
+		c.add(c.a.Pos, "module blocks cannot be checked: %v", err)
+		return
+	}
+	for name, m := range mods {
+		local := strings.HasPrefix(m.Source, "./") || strings.HasPrefix(m.Source, "../")
+		switch {
+		case local:
+			// The workspace holds no module: a local path can only reach the applier's own
+			// directories.
+			c.add(c.a.Pos, "module %s: the local source %q is not allowed (it would load files of Lava's applier)", name, m.Source)
+		case !c.p.AllowRemoteModules:
+			c.add(c.a.Pos, "module %s: the remote source %q is not allowed (allowRemoteModules is false)", name, m.Source)
+		}
+	}
+}
+
+// clip shortens s for a message.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,254 @@
+package policy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	tfaddr "github.com/opentofu/registry-address/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// Policy is the effective policy of one namespace: what [Check] refuses.
+type Policy struct {
+	// AllowProvisioners permits provisioner and connection blocks (default false: a
+	// local-exec provisioner would run a command inside the applier).
+	AllowProvisioners bool
+	// AllowRemoteModules permits module blocks whose source is not a local path (default
+	// false). The dialect renders no module block; the rule guards the JSON all the same.
+	AllowRemoteModules bool
+	// DeniedDataSources are data source types refused ([DefaultDeniedDataSources]).
+	DeniedDataSources []string
+	// DeniedFunctions are function names refused in any ${} or %{} of any string
+	// ([DefaultDeniedFunctions]); path.Match patterns ("provider::*"). A "core::" prefix is
+	// ignored (OpenTofu's core::file is file).
+	DeniedFunctions []string
+	// AllowedProviders are path.Match patterns over a provider's fully qualified source
+	// address "hostname/namespace/type" ("registry.opentofu.org/hashicorp/*"). Empty: every
+	// address that parses.
+	AllowedProviders []string
+	// MaxResources bounds the resources and data sources of one architecture; 0 is no limit.
+	MaxResources int
+}
+
+// The built-in defaults, used where the admin's configuration says nothing.
+var (
+	// DefaultDeniedDataSources: terraform_remote_state reads other state backends with the
+	// applier's network reach; external runs a program; local_file and local_sensitive_file
+	// read the applier's filesystem (its ServiceAccount token included).
+	DefaultDeniedDataSources = []string{"terraform_remote_state", "external", "local_file", "local_sensitive_file"}
+	// DefaultDeniedFunctions are Terraform's filesystem functions (they read the applier's
+	// files at plan time) and provider-defined functions (code of a provider run outside any
+	// resource's lifecycle).
+	DefaultDeniedFunctions = []string{"abspath", "file", "filebase64", "filebase64sha256", "filebase64sha512",
+		"fileexists", "filemd5", "fileset", "filesha1", "filesha256", "filesha512", "pathexpand",
+		"templatefile", "provider::*"}
+)
+
+// DefaultMaxResources is the built-in resource-count limit.
+const DefaultMaxResources = 500
+
+// Default returns the built-in policy: nothing allowed that runs code or reads files in Lava,
+// every valid provider address, at most [DefaultMaxResources] resources.
+func Default() Policy {
+	return Policy{
+		DeniedDataSources: slices.Clone(DefaultDeniedDataSources),
+		DeniedFunctions:   slices.Clone(DefaultDeniedFunctions),
+		MaxResources:      DefaultMaxResources,
+	}
+}
+
+// Settings are the fields an admin sets, cluster-wide or for one namespace; an absent field
+// keeps the value below it (built-in default, then cluster-wide). A list replaces the list
+// below it whole, so a namespace can tighten (add a denial, narrow allowedProviders) or relax
+// (an empty deniedFunctions) it.
+type Settings struct {
+	AllowProvisioners  *bool     `json:"allowProvisioners,omitempty"`
+	AllowRemoteModules *bool     `json:"allowRemoteModules,omitempty"`
+	DeniedDataSources  *[]string `json:"deniedDataSources,omitempty"`
+	DeniedFunctions    *[]string `json:"deniedFunctions,omitempty"`
+	AllowedProviders   *[]string `json:"allowedProviders,omitempty"`
+	MaxResources       *int      `json:"maxResources,omitempty"`
+}
+
+// Config is the admin's policy document (the key "policy.yaml" of the ConfigMap lava-policy in
+// Lava's namespace, mounted into synth; a file for `lava validate --policy` and `lava up
+// --policy`):
+//
+//	cluster: {maxResources: 100, allowedProviders: ["registry.opentofu.org/hashicorp/*"]}
+//	namespaces:
+//	  team-a: {allowProvisioners: true}   # relax
+//	  team-b: {maxResources: 10}          # tighten
+type Config struct {
+	Cluster    Settings            `json:"cluster"`
+	Namespaces map[string]Settings `json:"namespaces,omitempty"`
+}
+
+// Parse decodes a policy document (YAML or JSON). Unknown fields, a negative maxResources and
+// a pattern path.Match cannot compile are errors ("policy: ..."); an empty document is the
+// built-in policy.
+func Parse(data []byte) (Config, error) {
+	var c Config
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil
+	}
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return Config{}, fmt.Errorf("policy: %w", err)
+	}
+	check := func(where string, s Settings) error {
+		if s.MaxResources != nil && *s.MaxResources < 0 {
+			return fmt.Errorf("policy: %s.maxResources is %d, want 0 (no limit) or more", where, *s.MaxResources)
+		}
+		for _, l := range []*[]string{s.DeniedFunctions, s.AllowedProviders} {
+			if l == nil {
+				continue
+			}
+			for _, p := range *l {
+				if _, err := path.Match(p, ""); err != nil {
+					return fmt.Errorf("policy: %s: pattern %q: %w", where, p, err)
+				}
+			}
+		}
+		return nil
+	}
+	if err := check("cluster", c.Cluster); err != nil {
+		return Config{}, err
+	}
+	for ns, s := range c.Namespaces {
+		if err := check("namespaces."+ns, s); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, nil
+}
+
+// ReadFile reads and parses a policy document; "" is the built-in policy.
+func ReadFile(name string) (Config, error) {
+	if name == "" {
+		return Config{}, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return Config{}, fmt.Errorf("policy: %w", err)
+	}
+	return Parse(b)
+}
+
+// For returns the effective policy of namespace: the built-in [Default], then the cluster
+// settings, then the namespace's.
+func (c Config) For(namespace string) Policy {
+	p := Default()
+	c.Cluster.apply(&p)
+	if s, ok := c.Namespaces[namespace]; ok {
+		s.apply(&p)
+	}
+	return p
+}
+
+func (s Settings) apply(p *Policy) {
+	if s.AllowProvisioners != nil {
+		p.AllowProvisioners = *s.AllowProvisioners
+	}
+	if s.AllowRemoteModules != nil {
+		p.AllowRemoteModules = *s.AllowRemoteModules
+	}
+	if s.DeniedDataSources != nil {
+		p.DeniedDataSources = slices.Clone(*s.DeniedDataSources)
+	}
+	if s.DeniedFunctions != nil {
+		p.DeniedFunctions = slices.Clone(*s.DeniedFunctions)
+	}
+	if s.AllowedProviders != nil {
+		p.AllowedProviders = slices.Clone(*s.AllowedProviders)
+	}
+	if s.MaxResources != nil {
+		p.MaxResources = *s.MaxResources
+	}
+}
+
+// ProviderAddress parses a provider source address with OpenTofu's registry address grammar
+// ([tfaddr.ParseProviderSource]: "[hostname/]namespace/type", each part letters, digits and
+// dashes, the hostname a valid DNS name) and returns it fully qualified
+// ("registry.opentofu.org/hashicorp/local"). A missing namespace is "hashicorp", as Terraform
+// assumes for a bare name. The error names the address and what was expected; ".." or any
+// other path element never passes.
+func ProviderAddress(src string) (host, namespace, typ string, err error) {
+	p, err := tfaddr.ParseProviderSource(src)
+	if err != nil {
+		return "", "", "", fmt.Errorf("provider source %q is not a registry address (want [HOSTNAME/]NAMESPACE/TYPE, each part letters, digits and dashes): %w", src, err)
+	}
+	ns := p.Namespace
+	switch {
+	case ns == tfaddr.UnknownProviderNamespace && !strings.Contains(src, "/"):
+		ns = "hashicorp"
+	case ns == tfaddr.UnknownProviderNamespace || ns == tfaddr.LegacyProviderNamespace:
+		return "", "", "", fmt.Errorf("provider source %q is not a registry address (want [HOSTNAME/]NAMESPACE/TYPE with a real namespace)", src)
+	}
+	return p.Hostname.String(), ns, p.Type, nil
+}
+
+// providerAllowed reports whether the fully qualified address matches an allowed pattern.
+func (p Policy) providerAllowed(fq string) bool {
+	if len(p.AllowedProviders) == 0 {
+		return true
+	}
+	for _, pat := range p.AllowedProviders {
+		if ok, _ := path.Match(pat, fq); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// functionDenied reports whether a function name is denied.
+func (p Policy) functionDenied(name string) bool {
+	name = strings.TrimPrefix(name, "core::")
+	for _, pat := range p.DeniedFunctions {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// File is a policy document on disk, such as the lava-policy ConfigMap mounted into synth.
+// [File.Load] re-reads it when its size or modification time changed, so an admin's edit takes
+// effect without a restart (the kubelet updates a mounted ConfigMap in place). Safe for
+// concurrent use. The zero File (no Path) is the built-in policy.
+type File struct {
+	Path string
+
+	mu      sync.Mutex
+	size    int64
+	modTime time.Time
+	cfg     Config
+	loaded  bool
+}
+
+// Load returns the document's Config. An unreadable or invalid document is an error: the
+// caller fails closed (synth refuses to render rather than apply without its policy).
+func (f *File) Load() (Config, error) {
+	if f == nil || f.Path == "" {
+		return Config{}, nil
+	}
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return Config{}, fmt.Errorf("policy: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loaded && st.Size() == f.size && st.ModTime().Equal(f.modTime) {
+		return f.cfg, nil
+	}
+	cfg, err := ReadFile(f.Path)
+	if err != nil {
+		return Config{}, err
+	}
+	f.cfg, f.size, f.modTime, f.loaded = cfg, st.Size(), st.ModTime(), true
+	return cfg, nil
+}

@@ -1,0 +1,142 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lava-operator/lava/internal/lang/catalog"
+	"github.com/lava-operator/lava/internal/lang/policy"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
+)
+
+// TestCheckPolicy_attacks is the policy gate of docs/security.md "Engines" on inline sources a
+// tenant could write: each case is refused by the default policy with the rule named at the
+// form's file:line:col, and a clean source passes.
+func TestCheckPolicy_attacks(t *testing.T) {
+	tests := []struct {
+		name, src string
+		b         tlisp.Bindings
+		want      []string // substrings of the joined diagnostics; none: passes
+	}{
+		{name: "local-exec provisioner", src: `(deflava-architecture x
+  :resources ((terraform-data "run" :input "a"
+                :provisioner (:local-exec (:command "touch /tmp/pwned")))))`,
+			want: []string{"in.tlisp:2:15: policy: resource terraform_data.run: a provisioner block is not allowed"}},
+		{name: "connection block", src: `(deflava-architecture x
+  :resources ((terraform-data "run" :connection (:host "h"))))`,
+			want: []string{"in.tlisp:2:15: policy: resource terraform_data.run: a connection block is not allowed"}},
+		{name: "file function in an attribute", src: `(deflava-architecture x
+  :resources ((terraform-data "leak" :input "${file(\"/var/run/secrets/kubernetes.io/serviceaccount/token\")}")))`,
+			want: []string{"in.tlisp:2:15: policy: resource terraform_data.leak attribute input: the function file is not allowed", "at column 3"}},
+		{name: "core::file and templatefile in an output, nested in a map", src: `(deflava-architecture x
+  :resources ((terraform-data "r" :input "a"))
+  :outputs (:o "${upper(core::file(\"/etc/hostname\"))}" :p ((k "%{if true}${templatefile(\"/x\", {a = 1})}%{~endif~}"))))`,
+			want: []string{"in.tlisp:3:13: policy: output o: the function core::file is not allowed", "in.tlisp:3:58: policy: output p: the function templatefile is not allowed"}},
+		{name: "filesystem function in a local and a for_each", src: `(deflava-architecture x
+  :locals (:l "${fileset(\"/\", \"*\")}")
+  :resources ((terraform-data "r" :input (:k "${abspath(\".\")}"))))`,
+			want: []string{"in.tlisp:2:12: policy: local l: the function fileset is not allowed", "resource terraform_data.r attribute input: the function abspath is not allowed"}},
+		{name: "remote state and external data sources", src: `(deflava-architecture x
+  :resources ((terraform-data "r" :input "a"))
+  :data ((terraform-remote-state "other" :backend "s3") (external "prog" :program ("sh" "-c" "id"))))`,
+			want: []string{"data source terraform_remote_state.other: the terraform_remote_state data source is not allowed", "data source external.prog: the external data source is not allowed"}},
+		{name: "dot-dot provider source", src: `(deflava-architecture x
+  :providers ((evil :source "../../tmp/evil"))
+  :resources ((terraform-data "r" :input "a")))`,
+			want: []string{`in.tlisp:2:15: policy: provider evil: provider source "../../tmp/evil" is not a registry address`}},
+		{name: "separator in a provider type", src: `(deflava-architecture x
+  :providers ((evil :source "registry.opentofu.org/hashicorp/a\\b"))
+  :resources ((terraform-data "r" :input "a")))`,
+			want: []string{`policy: provider evil: provider source "registry.opentofu.org/hashicorp/a\\b" is not a registry address`}},
+		{name: "unparseable template", src: `(deflava-architecture x
+  :resources ((terraform-data "r" :input "${file(")))`,
+			want: []string{"does not parse, so it cannot be checked"}},
+		{name: "a binding holding a call is data, not a call", src: `(deflava-architecture x
+  :inputs ((:v ""))
+  :resources ((terraform-data "r" :input "{v}")))`,
+			b: tlisp.Bindings{Scalars: map[string]string{"v": `${file("/etc/hostname")}`}}},
+		{name: "the source's own references and functions pass", src: `(deflava-architecture x
+  :providers ((testkit :source "example/testkit"))
+  :resources ((terraform-data "a" :input "x") (terraform-data "b" :input "${upper(terraform_data.a.output)}")))`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{SourceKind: SourceInline, SourceText: []byte(tt.src), File: "in.tlisp", Bindings: tt.b}
+			out, ds := Synthesize(in)
+			if out == nil {
+				t.Fatalf("synthesize: %v", errorsOf(ds))
+			}
+			got := CheckPolicy(in, out, policy.Default())
+			joined := got.String()
+			if len(tt.want) == 0 && len(got) > 0 {
+				t.Fatalf("refused:\n%s", joined)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("diagnostics lack %q:\n%s", w, joined)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckPolicy_settings: the allow-list, the resource limit, and a namespace that relaxes
+// (provisioners) or tightens (maxResources) the cluster settings.
+func TestCheckPolicy_settings(t *testing.T) {
+	cfg, err := policy.Parse([]byte(`
+cluster:
+  maxResources: 3
+  allowedProviders: ["registry.opentofu.org/hashicorp/*"]
+namespaces:
+  relaxed: {allowProvisioners: true, allowedProviders: []}
+  tight: {maxResources: 1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `(deflava-architecture x
+  :providers ((testkit :source "example/testkit"))
+  :resources ((terraform-data "a" :input "x" :provisioner (:local-exec (:command "true")))
+              (terraform-data "b" :input "y")))`
+	in := Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp"}
+	out, ds := Synthesize(in)
+	if out == nil {
+		t.Fatalf("synthesize: %v", errorsOf(ds))
+	}
+	for ns, want := range map[string][]string{
+		"other": {"source registry.opentofu.org/example/testkit is not in the allowed providers", "a provisioner block is not allowed"},
+		"tight": {"the architecture has 2 resources and data sources; the policy allows at most 1", "not in the allowed providers"},
+	} {
+		joined := CheckPolicy(in, out, cfg.For(ns)).String()
+		for _, w := range want {
+			if !strings.Contains(joined, w) {
+				t.Errorf("namespace %s: diagnostics lack %q:\n%s", ns, w, joined)
+			}
+		}
+	}
+	if got := CheckPolicy(in, out, cfg.For("relaxed")); len(got) > 0 {
+		t.Errorf("relaxed namespace refused:\n%s", got)
+	}
+}
+
+// TestCheckPolicy_catalogPasses: every bundled architecture passes the default policy, so the
+// gate takes nothing away from the catalog.
+func TestCheckPolicy_catalogPasses(t *testing.T) {
+	checked := 0
+	defer func() {
+		if checked < 10 {
+			t.Errorf("only %d bundled architectures render without bindings", checked)
+		}
+	}()
+	for _, name := range catalog.Names() {
+		in := Input{SourceKind: SourceName, SourceName: name}
+		out, _ := Synthesize(in)
+		if out == nil {
+			continue // needs bindings; the catalog tests cover its evaluation
+		}
+		checked++
+		if got := CheckPolicy(in, out, policy.Default()); len(got) > 0 {
+			t.Errorf("%s refused by the default policy:\n%s", name, got)
+		}
+	}
+}
