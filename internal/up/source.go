@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -381,7 +380,7 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 	if _, err := s.fold(ctx, key, obj.UID, ev, id); err != nil && !errors.Is(err, watcher.ErrGone) {
 		return err
 	}
-	ro.Envelope = envelope(obj, id, trigger, at)
+	ro.Envelope = watcher.Envelope(obj, id, trigger, at)
 	if _, err := s.pub.Publish(ctx, subject, ro); err != nil {
 		return fmt.Errorf("up: publish ResourceObserved: %w", err)
 	}
@@ -452,7 +451,7 @@ func (s *Source) remove(ctx context.Context, key string) error {
 		id); err != nil && !errors.Is(err, watcher.ErrGone) {
 		return err
 	}
-	dr.Envelope = envelope(obj, id, trigger, at)
+	dr.Envelope = watcher.Envelope(obj, id, trigger, at)
 	if _, err := s.pub.Publish(ctx, subject, dr); err != nil {
 		return fmt.Errorf("up: publish DeletionRequested: %w", err)
 	}
@@ -616,18 +615,6 @@ func (s *Source) writeLocked(obj *v1alpha1.LavaArchitecture) error {
 	}
 	s.objs[key] = obj
 	return nil
-}
-
-func envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) *lavav1.Envelope {
-	return &lavav1.Envelope{
-		EventId:       id,
-		OccurredAt:    timestamppb.New(at),
-		Source:        bus.ServiceWatcher,
-		Resource:      &lavav1.ResourceRef{Namespace: obj.Namespace, Name: obj.Name, Uid: string(obj.UID)},
-		Generation:    obj.Generation,
-		CorrelationId: id,
-		Trigger:       trigger,
-	}
 }
 
 // newUID is a random RFC 4122 version 4 UUID, as the API server assigns.

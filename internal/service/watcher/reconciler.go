@@ -204,7 +204,7 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 	} else if err := r.foldLocalCause(ctx, obj, ev, c); err != nil {
 		return err
 	}
-	ro.Envelope = envelope(obj, id, trigger, at)
+	ro.Envelope = Envelope(obj, id, trigger, at)
 	if _, err := r.pub.Publish(ctx, subject, ro); err != nil {
 		return fmt.Errorf("watcher: publish ResourceObserved: %w", err)
 	}
@@ -237,7 +237,7 @@ func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitectur
 	if err != nil {
 		return err
 	}
-	dr.Envelope = envelope(obj, id, trigger, at)
+	dr.Envelope = Envelope(obj, id, trigger, at)
 	if _, err := r.pub.Publish(ctx, subject, dr); err != nil {
 		return fmt.Errorf("watcher: publish DeletionRequested: %w", err)
 	}
@@ -247,7 +247,11 @@ func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitectur
 	return nil
 }
 
-func envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) *lavav1.Envelope {
+// Envelope is the envelope of an event the watcher publishes about obj (ResourceObserved,
+// DeletionRequested): event id id (also the correlation id, as a chain starts here), trigger,
+// occurred at at, source "watcher", obj's generation and resource (lava up's file source
+// publishes the same).
+func Envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) *lavav1.Envelope {
 	return &lavav1.Envelope{
 		EventId:       id,
 		OccurredAt:    timestamppb.New(at),
