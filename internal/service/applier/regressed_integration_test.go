@@ -3,6 +3,7 @@
 package applier_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,37 @@ func TestApplier_stateRegressed(t *testing.T) {
 	p4 := await(h, ns, name, time.Minute, gen[*lavav1.Planned](4))
 	if p4.GetStateRegressed() != "" {
 		t.Errorf("plan after the re-apply still regressed: %q", p4.GetStateRegressed())
+	}
+}
+
+// TestApplier_stateRegressedFewerResources: a state body replaced out of band by one with the
+// same serial and lineage but fewer resources is a regression too; under auto approval the
+// plan (with an id of its own) applies and rebuilds the state.
+func TestApplier_stateRegressedFewerResources(t *testing.T) {
+	h := newHarness(t)
+	r := h.startApplier(applierOpts{})
+	const ns, name = "demo", "shrunk"
+	src := `(deflava-architecture two :inputs ((:v "x")) :resources ((terraform-data "d" :input "{v}") (terraform-data "e" :input "{v}")))`
+	spec := &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
+		Bindings: map[string]string{"v": "1"}, Engine: lavav1.Engine_ENGINE_EMBEDDED}
+	h.observe(ns, name, 1, spec)
+	first := await(h, ns, name, time.Minute, gen[*lavav1.Applied](1))
+	key := state.Key{Namespace: ns, Name: name}
+	rec, err := r.store.Get(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Appendf(nil, `{"version":4,"terraform_version":"1.12.6","serial":%d,"lineage":%q,"outputs":{},"resources":[]}`, rec.Serial, rec.Lineage)
+	if _, err := r.store.Put(t.Context(), key, body, ""); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile(ns, name, 1, "2026-12-01T00:00:00Z", spec)
+	p := await(h, ns, name, time.Minute, func(p *lavav1.Planned) bool { return p.GetStateRegressed() != "" })
+	if !strings.Contains(p.GetStateRegressed(), "holds 0 resources") || p.GetPlanId() == first.GetPlanId() || p.GetAwaitingApproval() {
+		t.Fatalf("plan after the shrink: %q id %s awaiting %v", p.GetStateRegressed(), p.GetPlanId(), p.GetAwaitingApproval())
+	}
+	again := await(h, ns, name, time.Minute, func(a *lavav1.Applied) bool { return a.GetPlanId() == p.GetPlanId() })
+	if again.GetSummary().GetAdd() != 2 {
+		t.Errorf("the re-apply added %d, want 2", again.GetSummary().GetAdd())
 	}
 }
