@@ -1,8 +1,3 @@
-// Package remediation is the remediation policy in the form the services carry it
-// (lavav1.RemediationPolicy, in ResourceObserved.remediation): the mapping of the CRD's actions
-// (api/v1alpha1.RemediationAction) to the proto enum and back, and the default policy, which is
-// api/v1alpha1.DefaultDriftRemediation (its one declaration) in proto form. The watcher
-// resolves a resource's policy with it; viggy and the anomaly service fall back to [Default].
 package remediation
 
 import (
@@ -13,8 +8,7 @@ import (
 )
 
 // ErrNoLadder is the error of a policy that routes a severity to Escalate and has no
-// escalation tiers (the wording of the upstream lava-viggy and lava-anomaly: "escalation:
-// Escalate set but no ladder").
+// escalation tiers (viggy's Decide beat, the anomaly service's PolicyRouter).
 var ErrNoLadder = errors.New("escalation: Escalate set but no ladder")
 
 // Default is the policy of a resource neither spec.remediation nor spec.remediationPolicyRef
@@ -29,8 +23,8 @@ func Default() *lavav1.RemediationPolicy {
 	}
 }
 
-// ActionProto maps a remediation action to the proto enum; empty or unknown is ALERT
-// (upstream: unknown actions become Alert).
+// ActionProto maps a remediation action to the proto enum; empty or unknown is ALERT (the
+// safe action: record and raise an anomaly, change nothing).
 func ActionProto(a v1alpha1.RemediationAction) lavav1.RemediationAction {
 	switch a {
 	case v1alpha1.RemediationNoOp:
