@@ -355,6 +355,7 @@ var (
 		if priv == nil {
 			return cty.NilVal, function.NewArgErrorf(1, "failed to parse key: not an RSA private key")
 		}
+		//lint:ignore SA1019 rsadecrypt is OpenTofu's function, defined as PKCS #1 v1.5 decryption (TestFunctions_tofuOracle compares).
 		out, err := rsa.DecryptPKCS1v15(nil, priv, b)
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("failed to decrypt: %w", err)

@@ -136,8 +136,6 @@ func parseConstraint(c string) (version.Constraints, error) {
 	if c == "" {
 		c = ">= 0.0.0"
 	}
-	if strings.HasPrefix(c, "v") {
-		c = c[1:]
-	}
+	c = strings.TrimPrefix(c, "v")
 	return version.NewConstraint(c)
 }
