@@ -14,6 +14,7 @@ HELM_VERSION           := v3.22.0
 TERRAFORM_VERSION      := v1.8.5
 CONTROLLER_GEN_VERSION := v0.23.0
 ALERTMANAGER_VERSION   := v0.28.1
+PROMTOOL_VERSION       := v0.316.0
 STATICCHECK_VERSION    := v0.8.2
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
@@ -26,6 +27,7 @@ TERRAFORM_DIR  := $(TOOLS_DIR)/terraform-$(TERRAFORM_VERSION)
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.3.0
 ALERTMANAGER_DIR := $(TOOLS_DIR)/alertmanager-$(ALERTMANAGER_VERSION)
+PROMTOOL_DIR     := $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)
 BUF            := $(BUF_DIR)/buf
 STATICCHECK    := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
@@ -38,6 +40,7 @@ export LAVA_TERRAFORM_BIN    := $(TERRAFORM_DIR)/terraform
 export LAVA_HELM_BIN         := $(HELM_DIR)/helm
 export LAVA_TESTKIT_MIRROR   := $(TESTKIT_DIR)
 export LAVA_ALERTMANAGER_BIN := $(ALERTMANAGER_DIR)/alertmanager
+export LAVA_PROMTOOL_BIN     := $(PROMTOOL_DIR)/promtool
 # This machine's environment points TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE    := $(TOFU_DIR)/tofurc
 export CHECKPOINT_DISABLE    := 1
@@ -73,7 +76,7 @@ images: ## Build every service image (needs docker with BuildKit; see docs/insta
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-controller-gen tools-staticcheck ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-controller-gen tools-staticcheck ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -102,6 +105,10 @@ tools-testkit: ## The extended test provider example/testkit 0.3.0 into a provid
 .PHONY: tools-alertmanager
 tools-alertmanager: ## Alertmanager for the anomaly service's sink tests.
 	ALERTMANAGER_VERSION=$(ALERTMANAGER_VERSION) hack/tools/build-alertmanager.sh $(ALERTMANAGER_DIR)
+
+.PHONY: tools-promtool
+tools-promtool: ## promtool, for the chart's alerting rule unit tests.
+	PROMTOOL_VERSION=$(PROMTOOL_VERSION) hack/tools/build-promtool.sh $(PROMTOOL_DIR)
 
 .PHONY: tools-helm
 tools-helm: ## helm, for the chart checks.

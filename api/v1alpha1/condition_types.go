@@ -52,11 +52,13 @@ const (
 	ConditionReady = "Ready"
 
 	// ConditionReconciling (abnormal-true, kstatus): work for observedGeneration is in
-	// progress or a retry is scheduled (ReasonProgressingWithRetry).
+	// progress, a retry is scheduled (ReasonProgressingWithRetry) or the generation waits for
+	// a dependency (ReasonDependencyNotReady); False while suspended (ReasonSuspended).
 	ConditionReconciling = "Reconciling"
 
 	// ConditionStalled (abnormal-true, kstatus): a failure that will not be retried until the
-	// spec changes.
+	// spec changes, a dependency cycle, or drift the remediation policy does not correct (it
+	// waits for a person). See docs/design/0005-suspend-and-kstatus.md.
 	ConditionStalled = "Stalled"
 
 	// ConditionStateRegressed (abnormal-true): the state the current plan was made against

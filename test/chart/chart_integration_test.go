@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/envflag"
@@ -430,6 +431,7 @@ func TestRenderedObjects(t *testing.T) {
 						np.Spec.PodSelector.MatchLabels, want)
 				}
 			}
+			checkMonitoring(t, tc.name == "all-on", objs)
 			for _, svc := range services {
 				name := tc.prefix + "-" + svc
 				d, sa, s := deployments[name], sas[name], svcs[name]
@@ -571,6 +573,12 @@ func TestApplyToAPIServer(t *testing.T) {
 	}
 	run(t, smCRD, "apply", "--server-side", "--field-manager=lava-chart-test", "-f", "-")
 	run(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+	prCRD, err := os.ReadFile("testdata/prometheusrule-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, prCRD, "apply", "--server-side", "--field-manager=lava-chart-test", "-f", "-")
+	run(t, nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/prometheusrules.monitoring.coreos.com")
 
 	for _, tc := range []struct {
 		name string
@@ -687,4 +695,54 @@ func TestApplyToAPIServer(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkMonitoring checks the PrometheusRule and the Grafana dashboard ConfigMap: absent by
+// default; with them on, the rule groups are files/alerts.yaml's and the dashboard is
+// files/dashboard.json, in the ConfigMap namespace and with the sidecar label of the values.
+func checkMonitoring(t *testing.T, on bool, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var rule, dash *unstructured.Unstructured
+	for _, u := range objs {
+		switch {
+		case u.GetKind() == "PrometheusRule":
+			rule = u
+		case u.GetKind() == "ConfigMap" && strings.HasSuffix(u.GetName(), "-dashboard"):
+			dash = u
+		}
+	}
+	if !on {
+		if rule != nil || dash != nil {
+			t.Errorf("default values render a PrometheusRule (%v) or a dashboard (%v)", rule != nil, dash != nil)
+		}
+		return
+	}
+	if rule == nil || dash == nil {
+		t.Fatalf("all-on values: PrometheusRule %v, dashboard ConfigMap %v", rule != nil, dash != nil)
+	}
+	b, err := os.ReadFile(filepath.Join(chartDir, "files", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want["groups"], rule.Object["spec"].(map[string]any)["groups"]); d != "" {
+		t.Errorf("PrometheusRule groups differ from files/alerts.yaml (-file +rendered):\n%s", d)
+	}
+	if rule.GetLabels()["release"] != "prometheus" {
+		t.Errorf("PrometheusRule labels %v lack the values' release label", rule.GetLabels())
+	}
+	b, err = os.ReadFile(filepath.Join(chartDir, "files", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(dash.Object, "data")
+	if strings.TrimSpace(data["lava.json"]) != strings.TrimSpace(string(b)) {
+		t.Errorf("dashboard ConfigMap lava.json differs from files/dashboard.json")
+	}
+	if dash.GetNamespace() != "infra" || dash.GetLabels()["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap in %q with labels %v, want infra and grafana_dashboard=1", dash.GetNamespace(), dash.GetLabels())
+	}
 }

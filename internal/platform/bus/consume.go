@@ -397,6 +397,7 @@ func (c *consumer) decode(m jetstream.Msg) (*Message, error) {
 	msg := &Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Stream: c.opts.Stream, Consumer: c.opts.Consumer}
 	if md, err := m.Metadata(); err == nil {
 		msg.StreamSeq, msg.NumDelivered, msg.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
+		c.opts.Metrics.lag(c.opts.Stream, c.opts.Consumer, md.NumPending)
 	}
 	return msg, c.decodeBody(msg)
 }

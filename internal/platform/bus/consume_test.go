@@ -451,3 +451,38 @@ func TestConsume_lastDeliveryLostToACrashIsReported(t *testing.T) {
 		t.Fatalf("the handler ran %d times on a message past MaxDeliver", calls.Load())
 	}
 }
+
+// lava_bus_consumer_pending is the consumer's lag: messages published before the consumer
+// catches up are pending at its first delivery, and none are once it has caught up.
+func TestConsume_pendingGaugeIsTheLag(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	reg := prometheus.NewRegistry()
+	m, err := bus.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := bus.NewPublisher(js)
+	const n = 6
+	for i := range n {
+		if _, err := pub.PublishEvent(t.Context(), synthesized("infra", "lag", int64(i+1), genTrigger(int64(i+1)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labels := map[string]string{"stream": bus.StreamPhases, "consumer": bus.ServiceApplier}
+	var first atomic.Value
+	var seen atomic.Int32
+	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) { o.Metrics, o.Concurrency = m, 1 }), func(ctx context.Context, _ *bus.Message) error {
+		if seen.Add(1) == 1 {
+			first.Store(metricValue(t, reg, "lava_bus_consumer_pending", labels))
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, "every message handled", func() bool { return seen.Load() == n })
+	if got, _ := first.Load().(float64); got < 1 || got > n-1 {
+		t.Errorf("pending at the first delivery = %v, want between 1 and %d", got, n-1)
+	}
+	if got := metricValue(t, reg, "lava_bus_consumer_pending", labels); got != 0 {
+		t.Errorf("pending after catching up = %v, want 0", got)
+	}
+}

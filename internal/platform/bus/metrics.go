@@ -35,6 +35,7 @@ type Metrics struct {
 	leaseReleased   prometheus.Counter
 	leasesHeld      prometheus.Gauge
 	staleDropped    prometheus.Counter
+	pending         *prometheus.GaugeVec
 }
 
 // NewMetrics creates the bus metrics and registers them on reg:
@@ -45,7 +46,9 @@ type Metrics struct {
 //   - lava_bus_lease_acquired_total, lava_bus_lease_contended_total (an acquire that found the
 //     lease held by another holder), lava_bus_lease_lost_total (a renewal that found the lease
 //     gone or taken), lava_bus_lease_released_total, and the gauge lava_bus_leases_held;
-//   - lava_bus_watermark_stale_total: events older than the resource's watermark.
+//   - lava_bus_watermark_stale_total: events older than the resource's watermark;
+//   - lava_bus_consumer_pending{stream,consumer}: the consumer's lag, the stream's messages
+//     not yet delivered to it, as of the last delivery (the message metadata's num_pending).
 //
 // It fails if reg already holds metrics of these names.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -83,9 +86,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lava", Subsystem: "bus", Name: "watermark_stale_total",
 			Help: "Events older than the newest generation seen for their resource.",
 		}),
+		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "lava", Subsystem: "bus", Name: "consumer_pending",
+			Help: "Messages of the stream not yet delivered to the consumer, as of its last delivery.",
+		}, []string{"stream", "consumer"}),
 	}
 	for _, c := range []prometheus.Collector{m.messages, m.handlerDuration, m.leaseAcquired, m.leaseContended,
-		m.leaseLost, m.leaseReleased, m.leasesHeld, m.staleDropped} {
+		m.leaseLost, m.leaseReleased, m.leasesHeld, m.staleDropped, m.pending} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("bus: register metrics: %w", err)
 		}
@@ -96,6 +103,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) message(stream, consumer, result string) {
 	if m != nil {
 		m.messages.WithLabelValues(stream, consumer, result).Inc()
+	}
+}
+
+func (m *Metrics) lag(stream, consumer string, pending uint64) {
+	if m != nil {
+		m.pending.WithLabelValues(stream, consumer).Set(float64(pending))
 	}
 }
 

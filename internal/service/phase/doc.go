@@ -44,6 +44,8 @@
 //     (kstatus Current when the last pass applied, Failed after a terminal failure);
 //     DependenciesBlocked for a generation no pass has started for observes it (phase
 //     Pending, Reconciling True: InProgress), a dependency cycle sets Stalled True (Failed).
+//     Drifted (drift the policy does not correct) is Stalled too (Failed); Reconverging is
+//     InProgress.
 //   - Patch the status subresource only when [Transition].Changed and the result differs from
 //     the last status patched (compare with equality.Semantic: times round-trip through the API
 //     server at second precision and in another location).

@@ -131,6 +131,16 @@ func TestKstatus_everyPhase(t *testing.T) {
 	if out, err := kubectlWait(t, kubeconfig, ns, "30s"); err != nil {
 		t.Errorf("kubectl wait --for=condition=Ready on an applied object: %v\n%s", err, out)
 	}
+	// Drift the policy leaves alone waits for a person (Failed); correcting it is progress;
+	// a clean scan after the re-apply is Current again.
+	o.fold(sample(EventDrifted, 0, 0))
+	o.want("Drifted", status.FailedStatus)
+	o.fold(sample(EventReconverging, 0, 0))
+	o.want("Reconverging", status.InProgressStatus)
+	o.fold(sample(EventPlanned, 0, 0))
+	o.fold(sample(EventApplied, 0, 0))
+	o.fold(sample(EventDriftClean, 0, 0))
+	o.want("re-applied, clean", status.CurrentStatus)
 
 	// A spec edit: InProgress until the watcher observes the new generation, and after.
 	o.edit(func(s *v1alpha1.LavaArchitectureSpec) { s.Engine = v1alpha1.EngineTofu })

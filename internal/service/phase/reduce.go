@@ -266,7 +266,10 @@ func (r reducer) apply(to Phase) {
 		r.set(v1alpha1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
 		r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
-		r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "")
+		// Drift the policy does not correct (Alert, NoOp, a RequireApproval hold) waits for a
+		// person: Stalled, so kstatus reports Failed instead of InProgress forever. A re-apply
+		// (Reconverging) or a clean scan clears it.
+		r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
 
 	case EventReconverging:
 		reason, msg := r.reason(v1alpha1.ReasonReconverging), r.message("re-applying to correct drift")

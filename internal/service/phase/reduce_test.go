@@ -196,7 +196,8 @@ func TestReduce_happyPath_conditionsAndKstatus(t *testing.T) {
 		{sample(EventPlanned, 1, 2), want{Planned, "False", "True", "False"}},
 		{sample(EventApplied, 1, 3), want{Applied, "True", "False", "False"}},
 		{sample(EventDriftClean, 1, 4), want{Applied, "True", "False", "False"}},
-		{sample(EventDrifted, 1, 5), want{Drifted, "False", "False", "False"}},
+		// Drift the policy does not correct waits for a person: Stalled (kstatus Failed).
+		{sample(EventDrifted, 1, 5), want{Drifted, "False", "False", "True"}},
 		{sample(EventReconverging, 1, 6), want{Reconverging, "False", "True", "False"}},
 		{sample(EventApplied, 1, 7), want{Applied, "True", "False", "False"}},
 		{sample(EventObserved, 2, 8), want{Pending, "False", "True", "False"}},
