@@ -58,7 +58,7 @@ const (
 
 	// ConditionStalled (abnormal-true, kstatus): a failure that will not be retried until the
 	// spec changes, a dependency cycle, or drift the remediation policy does not correct (it
-	// waits for a person). See docs/design/0005-suspend-and-kstatus.md.
+	// waits for a person). See docs/design/0006-suspend-and-kstatus.md.
 	ConditionStalled = "Stalled"
 
 	// ConditionStateRegressed (abnormal-true): the state the current plan was made against

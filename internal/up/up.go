@@ -107,7 +107,7 @@ type Options struct {
 	// LogLevel is the services' log level (default info).
 	LogLevel string
 	// PolicyFile is the tenant policy document synth checks every render against
-	// (docs/design/tenant-policy.md); "" is the built-in policy.
+	// (docs/design/0010-tenant-policy.md); "" is the built-in policy.
 	PolicyFile string
 }
 

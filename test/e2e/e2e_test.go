@@ -443,7 +443,7 @@ func describe(ctx context.Context, t *testing.T, env *harness.Env, r resource) s
 
 // checkDescribe: kubectl describe shows the phase and, in its Events section, the event
 // reasons in this order (the watcher records Events only for the transitions a user acts on:
-// Applied, Failed, Drifted, AwaitingApproval; docs/design/watcher-core-status-writes.md).
+// Applied, Failed, Drifted, AwaitingApproval; docs/design/0007-status-writes.md).
 func checkDescribe(t *testing.T, desc, phase string, reasons ...string) {
 	t.Helper()
 	if !regexp.MustCompile(`(?m)^\s+Phase:\s+` + phase + `$`).MatchString(desc) {

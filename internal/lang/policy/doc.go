@@ -8,7 +8,7 @@
 // than a limit.
 //
 // The platform admin sets a [Config]: cluster-wide settings with per-namespace overrides that
-// relax or tighten them (docs/design/tenant-policy.md). [Config.For] gives a namespace's
+// relax or tighten them (docs/design/0010-tenant-policy.md). [Config.For] gives a namespace's
 // effective [Policy]; [Check] applies it to an evaluated [arch.Architecture] and its rendered
 // JSON. The synth service, `lava validate` and `lava up` share this one checker.
 package policy

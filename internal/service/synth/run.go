@@ -64,7 +64,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token RenderService accepts instead of Kubernetes tokens (optional)")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
-	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/tenant-policy.md); empty: the built-in policy")
+	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/0010-tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	o.KubeAPI.Register(fs)
 	o.Identity.Register(fs)

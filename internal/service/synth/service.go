@@ -67,7 +67,7 @@ type Config struct {
 	// Now is the clock (time.Now).
 	Now func() time.Time
 	// Policy is the admin's tenant policy document (the lava-policy ConfigMap mounted as a
-	// file; docs/design/tenant-policy.md), checked after every render and before Synthesized
+	// file; docs/design/0010-tenant-policy.md), checked after every render and before Synthesized
 	// is published. Nil or a zero File: the built-in policy ([policy.Default]).
 	Policy *policy.File
 }

@@ -102,7 +102,7 @@ type CoreConfig struct {
 }
 
 // Defaults of the coalescing of [CoreConfig] in the watcher service (see
-// docs/design/watcher-core-status-writes.md).
+// docs/design/0007-status-writes.md).
 const (
 	// DefaultStatusWindow is the watcher's [CoreConfig].Window.
 	DefaultStatusWindow = 50 * time.Millisecond

@@ -42,7 +42,7 @@
 // loses nothing (the events come back and re-publish the same PhaseChanged ids). The receipt
 // head (ReceiptAppended) never causes a write of its own. Kubernetes Events are recorded for
 // Applied, Failed, Drifted and awaiting approval only ([Actionable]). After Destroyed the
-// finalizer is removed and the object goes away (docs/design/watcher-core-status-writes.md).
+// finalizer is removed and the object goes away (docs/design/0007-status-writes.md).
 //
 // Many phase events are in flight at once (Config.PhaseConcurrency) because each waits for its
 // write. The reducer treats an out-of-order event (Planned before Synthesized) as an illegal
