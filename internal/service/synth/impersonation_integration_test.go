@@ -47,25 +47,36 @@ func TestSynth_impersonation(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarnessConfig(t, func(c *synth.Config) { c.Kube = env.Client; c.Identities = ids })
+	// arch creates the LavaArchitecture an event is about and returns its UID: synth reads
+	// bindingsFrom only for an object the API server has (confirmObject).
+	arch := func(name string) string {
+		t.Helper()
+		o := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}}}
+		if err := env.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		return string(o.UID)
+	}
 	spec := func(sa, secret string) *lavav1.ArchitectureSpec {
 		return &lavav1.ArchitectureSpec{ServiceAccountName: sa,
 			Source:       inline(`(deflava-architecture b :inputs ((:v "")) :resources ((terraform-data "d" :input "{v}")))`),
 			BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: secret}}}}}
 	}
 
-	h.observe(ns, "steal", "uid-steal", 1, spec("tenant", "forbidden"))
+	h.observe(ns, "steal", arch("steal"), 1, spec("tenant", "forbidden"))
 	syn, failed := h.outcome(ns, "steal", 1)
 	if syn != nil || failed.GetReason() != v1alpha1.ReasonRBACForbidden ||
 		!strings.Contains(failed.GetMessage(), "ServiceAccount "+ns+"/tenant may not get Secret \"forbidden\"") {
 		t.Errorf("forbidden Secret: Synthesized %v, Failed %s %q; want Failed RBACForbidden naming the ServiceAccount", syn != nil, failed.GetReason(), failed.GetMessage())
 	}
 
-	h.observe(ns, "own", "uid-own", 1, spec("tenant", "allowed"))
+	h.observe(ns, "own", arch("own"), 1, spec("tenant", "allowed"))
 	if syn, failed := h.outcome(ns, "own", 1); syn == nil {
 		t.Errorf("allowed Secret: Failed %s %q, want Synthesized", failed.GetReason(), failed.GetMessage())
 	}
 
-	h.observe(ns, "anonymous", "uid-anonymous", 1, spec("", "allowed"))
+	h.observe(ns, "anonymous", arch("anonymous"), 1, spec("", "allowed"))
 	if _, failed := h.outcome(ns, "anonymous", 1); failed.GetReason() != v1alpha1.ReasonServiceAccountRequired {
 		t.Errorf("no ServiceAccount: Failed %s %q, want ServiceAccountRequired", failed.GetReason(), failed.GetMessage())
 	}
