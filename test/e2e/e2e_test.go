@@ -183,26 +183,35 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("kubectl get lava shows phase, engine and resources", func(t *testing.T) {
+	t.Run("kubectl get lava shows ready, phase, engine, resources and the Ready message", func(t *testing.T) {
 		out, err := env.Kubectl(ctx, "", "get", "lava", "-A")
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("kubectl get lava -A:\n%s", out)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"NAMESPACE", "NAME", "PHASE", "ENGINE", "RESOURCES", "AGE"}) {
+		if got := strings.Fields(lines[0]); !slices.Equal(got, []string{"NAMESPACE", "NAME", "READY", "PHASE", "ENGINE", "RESOURCES", "AGE", "MESSAGE"}) {
 			t.Errorf("columns %q", got)
 		}
 		want := map[string][]string{
-			seed.ns + " " + seed.name:       {"Failed", "embedded", "1"},
-			embFile.ns + " " + embFile.name: {"Applied", "embedded", "3"},
-			tofFile.ns + " " + tofFile.name: {"Applied", "tofu", "3"},
+			seed.ns + " " + seed.name:       {"False", "Failed", "embedded", "1"},
+			embFile.ns + " " + embFile.name: {"True", "Applied", "embedded", "3"},
+			tofFile.ns + " " + tofFile.name: {"True", "Applied", "tofu", "3"},
+		}
+		// MESSAGE is the Ready condition's message, after AGE.
+		wantMessage := map[string]string{
+			seed.ns + " " + seed.name:       "provider hashicorp/aws is not available",
+			embFile.ns + " " + embFile.name: "applied generation 1",
+			tofFile.ns + " " + tofFile.name: "applied generation 1",
 		}
 		for _, l := range lines[1:] {
 			f := strings.Fields(l)
 			if w, ok := want[f[0]+" "+f[1]]; ok {
-				if !slices.Equal(f[2:5], w) {
+				if !slices.Equal(f[2:6], w) {
 					t.Errorf("row %q: want %v", l, w)
+				}
+				if m := strings.Join(f[7:], " "); !strings.HasPrefix(m, wantMessage[f[0]+" "+f[1]]) {
+					t.Errorf("row %q: message %q, want it to start with %q", l, m, wantMessage[f[0]+" "+f[1]])
 				}
 				delete(want, f[0]+" "+f[1])
 			}
