@@ -265,10 +265,19 @@ func TestApplier_destroyAfterBindingsSecretDeleted(t *testing.T) {
   :inputs ((:dir "/tmp") (:body "x"))
   :providers ((testkit :source "example/testkit"))
   :resources ((testkit-file "a" :filename "{dir}/a.txt" :content "{body}")))`
+	objs := map[string]*v1alpha1.LavaArchitecture{}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		name := "fromsecret-" + applier.EngineName(eng)
 		file := filepath.Join(dir, name+".txt")
-		h.observe(ns, name, 1, &lavav1.ArchitectureSpec{
+		// synth reads bindingsFrom, and the applier destroys, only for an object the API
+		// server has (and shows being deleted): the object, held by Lava's finalizer.
+		obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: []string{v1alpha1.Finalizer}},
+			Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}}}
+		if err := env.Client.Create(t.Context(), obj); err != nil {
+			t.Fatal(err)
+		}
+		objs[name] = obj
+		h.observeUID(ns, name, string(obj.UID), 1, &lavav1.ArchitectureSpec{
 			Source:   &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: strings.ReplaceAll(src, "{dir}/a.txt", "{dir}/"+name+".txt")}},
 			Bindings: map[string]string{"dir": dir}, Engine: eng,
 			BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "content"}}}},
@@ -283,7 +292,14 @@ func TestApplier_destroyAfterBindingsSecretDeleted(t *testing.T) {
 	}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		name := "fromsecret-" + applier.EngineName(eng)
-		h.deletion(ns, name, 1, lavav1.DeletionPolicy_DELETION_POLICY_DESTROY, eng)
+		if err := env.Client.Delete(t.Context(), objs[name]); err != nil {
+			t.Fatal(err)
+		}
+		ev := &lavav1.DeletionRequested{Envelope: envelope(ns, name, string(objs[name].UID), 1, "lava.v1.DeletionRequested", eventid.GenerationTrigger(1)),
+			DeletionPolicy: lavav1.DeletionPolicy_DELETION_POLICY_DESTROY, Engine: eng}
+		if _, err := h.pub.PublishEvent(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
 		d := await[*lavav1.Destroyed](h, ns, name, 2*time.Minute, nil)
 		if d.GetDestroyedCount() != 1 {
 			t.Errorf("%s: destroyed %d, want 1", name, d.GetDestroyedCount())

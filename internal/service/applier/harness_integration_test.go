@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +28,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/identity"
@@ -111,7 +114,14 @@ func newHarness(t testing.TB, kube ...client.Reader) *harness {
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 
 	key := []byte(rand.Text() + rand.Text())[:32]
-	cfg := synth.Config{JS: js, BindingsKey: key, Logger: h.log}
+	// The tenant policy with a higher resource limit than the built-in 500: the applier's tests
+	// plan architectures of up to 1,600 resources (TestApplier_bigPlanEventBounded); every
+	// other rule stays the built-in one.
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("cluster: {maxResources: 2000}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := synth.Config{JS: js, BindingsKey: key, Logger: h.log, Policy: &policy.File{Path: policyFile}}
 	if len(kube) > 0 {
 		cfg.Kube = kube[0]
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	// NoKube (--no-kube) runs without Kubernetes access; without RPCTokenFile, ReceiptService
 	// is then not served.
 	NoKube bool
+	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
+	// set on Kube by Complete.
+	KubeAPI svc.KubeAPI
 	// Kube reaches the Kubernetes API for TokenReview and SubjectAccessReview (Complete loads
 	// it unless NoKube or RPCTokenFile).
 	Kube *rest.Config
@@ -55,6 +58,7 @@ func (o *Options) Complete() error {
 	}
 	var err error
 	o.Kube, err = svc.KubeConfig(false)
+	o.KubeAPI.Apply(o.Kube)
 	return err
 }
 
@@ -66,6 +70,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (ReceiptService is then served only with --rpc-token-file)")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "events handled at once per consumer")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "ReceiptService (connect, gRPC, gRPC-Web) listen address; empty disables it")
+	o.KubeAPI.Register(fs)
 }
 
 // Run runs the attest service until ctx is cancelled: it loads the signing key, starts
