@@ -111,12 +111,17 @@ func followEvents(ctx context.Context, js jetstream.JetStream, lost <-chan struc
 		{bus.StreamPhases, f.phaseSubject()},
 		{bus.StreamAnomalies, bus.PrefixAnomaly + ">"},
 	}
+	// Events wait for the header: with --since the consumers deliver stored events at once.
+	header := make(chan struct{})
+	var headerOnce sync.Once
+	openHeader := func() { headerOnce.Do(func() { close(header) }) }
 	var stops []func()
 	defer func() {
 		for _, stop := range stops {
 			stop()
 		}
 	}()
+	defer openHeader() // no callback stays blocked after an error
 	for _, s := range streams {
 		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{s.subject}, DeliverPolicy: jetstream.DeliverNewPolicy}
 		if !start.IsZero() {
@@ -131,6 +136,7 @@ func followEvents(ctx context.Context, js jetstream.JetStream, lost <-chan struc
 			return unavailable(fmt.Errorf("follow %s: %w", s.stream, err))
 		}
 		cc, err := cons.Consume(func(m jetstream.Msg) {
+			<-header
 			msg := &bus.Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Stream: s.stream}
 			if md, err := m.Metadata(); err == nil {
 				msg.StreamSeq, msg.Published = md.Sequence.Stream, md.Timestamp
@@ -151,6 +157,7 @@ func followEvents(ctx context.Context, js jetstream.JetStream, lost <-chan struc
 	}
 	// The header comes once both consumers exist: every event stored from here on is printed.
 	out(stdout, fmt.Sprintf(eventsLineFormat, "TIME", "OBJECT", "TYPE", "EVENT", "MESSAGE"))
+	openHeader()
 	select {
 	case <-ctx.Done():
 		return nil

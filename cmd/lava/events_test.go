@@ -190,6 +190,10 @@ func TestEvents_allResourcesOnlyNew(t *testing.T) {
 	publishLifecycle(t, pub, "infra", "vpc", 0)
 	publishLifecycle(t, pub, "apps", "db", 100)
 	r.waitFor(t, "infra/vpc", "apps/db", "apply of vpc failed", "apply of db failed")
+	// The two streams are followed independently: wait for all 12 lines before stopping.
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(r.stdout.String(), "\n") < 1+12 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if code := r.stop(t); code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, r.stderr.String())
 	}
