@@ -190,8 +190,8 @@ chart: tools-helm tools-kube ## Chart checks: helm lint/template, schema, RBAC, 
 	go test -tags integration $(GO_TEST_FLAGS) ./test/chart
 
 .PHONY: bench-smoke
-bench-smoke: ## Every benchmark once (-benchtime=1x).
-	go test -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
+bench-smoke: ## Every benchmark once (-benchtime=1x), one package at a time (-p 1) so no benchmark shares the cores with another.
+	go test -p 1 -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
 FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/service/attest:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/up:FuzzParseManifests

@@ -8,7 +8,7 @@ import (
 
 // Group and Version of every Lava custom resource.
 const (
-	// Group is the API group, lava.pleme.io (UPSTREAM.md section 5.1).
+	// Group is the API group, lava.pleme.io (docs/dialect.md section 5.1).
 	Group = "lava.pleme.io"
 	// Version is the API version of this package.
 	Version = "v1alpha1"

@@ -6,7 +6,7 @@ import (
 )
 
 // Engine names the engine that plans and applies a LavaArchitecture's Terraform JSON
-// (DESIGN.md section 5).
+// (docs/architecture.md section 5).
 // +kubebuilder:validation:Enum=embedded;tofu;terraform
 type Engine string
 
@@ -45,7 +45,7 @@ const (
 // prints it ("5m0s") so that a typed client round-trip does not change the spec (and the generation).
 const DefaultDriftInterval = "5m0s"
 
-// Phase is where a LavaArchitecture is in its lifecycle (UPSTREAM.md section 5.4). The values
+// Phase is where a LavaArchitecture is in its lifecycle (docs/dialect.md section 5.4). The values
 // are PascalCase strings; package internal/service/phase holds the transition table between them.
 type Phase string
 
@@ -369,7 +369,7 @@ type LavaArchitectureStatus struct {
 	Receipt *ReceiptHead `json:"receipt,omitempty"`
 }
 
-// RenderRecord identifies a synthesis (UPSTREAM.md section 2.5). Digests are lowercase hex
+// RenderRecord identifies a synthesis (docs/dialect.md section 2.5). Digests are lowercase hex
 // BLAKE3-256 (64 characters); secret-backed bindings enter bindingsDigest through a keyed hash,
 // so the digest reveals no secret.
 type RenderRecord struct {
@@ -432,7 +432,7 @@ type PlanSummary struct {
 	Destroy int32 `json:"destroy,omitempty"`
 }
 
-// ReceiptHead is the newest receipt of an object's chain (DESIGN.md section 6).
+// ReceiptHead is the newest receipt of an object's chain (docs/architecture.md section 6).
 type ReceiptHead struct {
 	// sequence of the newest receipt, from 0.
 	// +required

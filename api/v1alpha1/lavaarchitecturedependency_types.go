@@ -18,7 +18,7 @@ const (
 )
 
 // LavaArchitectureDependency is an edge between two LavaArchitectures: from (the dependent)
-// waits for to (the dependency) to reach requirePhase (UPSTREAM.md section 5.2). It is the
+// waits for to (the dependency) to reach requirePhase (docs/dialect.md section 5.2). It is the
 // standalone form of spec.dependsOn, for edges owned by someone other than the dependent.
 //
 // +kubebuilder:object:root=true

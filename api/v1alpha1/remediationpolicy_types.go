@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// RemediationAction is what viggy does about drift of one severity (UPSTREAM.md section 7.1).
+// RemediationAction is what viggy does about drift of one severity (docs/dialect.md section 7.1).
 // +kubebuilder:validation:Enum=NoOp;Alert;AutoCorrect;RequireApproval;Escalate
 type RemediationAction string
 
@@ -74,7 +74,7 @@ type RemediationPolicy struct {
 }
 
 // RemediationPolicySpec is the action per drift severity plus an optional escalation ladder
-// (UPSTREAM.md section 5.2).
+// (docs/dialect.md section 5.2).
 //
 // +kubebuilder:validation:XValidation:rule="!((has(self.cosmetic) && self.cosmetic == 'Escalate') || (has(self.functional) && self.functional == 'Escalate') || (has(self.critical) && self.critical == 'Escalate')) || (has(self.escalation) && size(self.escalation.tiers) > 0)",message="spec.escalation.tiers must not be empty when an action is Escalate",fieldPath=".escalation"
 type RemediationPolicySpec struct {

@@ -18,7 +18,7 @@ func runLava(t *testing.T, stdin string, args ...string) (int, string, string) {
 
 // TestRender_seedCompact is the issue's acceptance line: the exact compact JSON on stdout and
 // the warning about the undeclared `name` binding on stderr.
-// testdata/seed-prod-vpc.yaml is shared/cases/seed-prod-vpc.yaml, of which
+// testdata/seed-prod-vpc.yaml is the seed manifest, of which
 // examples/prod-vpc.yaml must be a copy.
 func TestRender_seedCompact(t *testing.T) {
 	t.Parallel()

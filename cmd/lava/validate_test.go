@@ -15,8 +15,8 @@ import (
 
 var expectRE = regexp.MustCompile(`expect (\d+):(\d+)`)
 
-// TestValidate_malformed runs `lava validate` on every malformed case (copies of
-// shared/cases/malformed plus an inline manifest): each exits 1 and reports an error at the
+// TestValidate_malformed runs `lava validate` on every malformed case (testdata/malformed
+// plus an inline manifest): each exits 1 and reports an error at the
 // line and column named in the file's first comment, quoting that line with a caret.
 func TestValidate_malformed(t *testing.T) {
 	t.Parallel()

@@ -5,6 +5,6 @@
 // the provider requirements derived from a rendered JSON, drift severity classification and
 // the typed errors ([ErrProviderUnavailable], [ErrPlanStale], [ErrLocked]).
 //
-// State lives in engine/state (DESIGN section 5), so a resource can move between engines and
+// State lives in engine/state (docs/architecture.md section 5), so a resource can move between engines and
 // any replica can continue an operation another one started.
 package engine

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Severity classifies a drift finding (UPSTREAM 6.1): cosmetic < functional < critical.
+// Severity classifies a drift finding (docs/dialect.md section 6.1): cosmetic < functional < critical.
 type Severity string
 
 // Severities.
@@ -33,7 +33,7 @@ func (s Severity) Rank() int {
 // default: "tags." and "labels.".
 func DefaultCosmeticPrefixes() []string { return []string{"tags.", "labels."} }
 
-// Classify gives a finding's severity (UPSTREAM 6.1): delete and replace are critical, create
+// Classify gives a finding's severity (docs/dialect.md section 6.1): delete and replace are critical, create
 // is functional, an update is cosmetic when the attribute starts with one of prefixes, else
 // functional. No-op and read have no severity ("").
 func Classify(change Action, attribute string, prefixes []string) Severity {
@@ -61,7 +61,7 @@ const (
 	Unknown = "(known after apply)"
 )
 
-// Finding is one drifted attribute (UPSTREAM 6.1 DriftFinding plus its severity).
+// Finding is one drifted attribute (docs/dialect.md section 6.1: a finding with its severity).
 type Finding struct {
 	// Address is the resource instance address ("local_file.a").
 	Address string `json:"address"`

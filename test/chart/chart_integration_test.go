@@ -282,7 +282,7 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) map[string][]string
 	return out
 }
 
-// expectedGrants is DESIGN section 2's table, in the given scopes (namespaces that hold
+// expectedGrants is docs/architecture.md section 2's table, in the given scopes (namespaces that hold
 // LavaArchitectures, or "cluster"), with the leader-election Role in lava-system. synth and the
 // applier impersonate ServiceAccounts (docs/security.md, "Kubernetes RBAC"); ownAccess adds
 // their own ConfigMap and Secret access (tenancy.allowOwnIdentity).
@@ -366,7 +366,7 @@ func flagEnvNames(t *testing.T, name string) map[string]bool {
 	return out
 }
 
-// TestRenderedObjects checks the rendered default and all-on manifests: RBAC exactly as DESIGN
+// TestRenderedObjects checks the rendered default and all-on manifests: RBAC exactly as docs/architecture.md
 // section 2 (attest, drift and viggy bound to nothing, no token mounted), every LAVA_* variable
 // a flag of its service, probes, security contexts, Services and the key mounts.
 func TestRenderedObjects(t *testing.T) {
@@ -383,7 +383,7 @@ func TestRenderedObjects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := decode(t, render(t, tc.args...))
 			if d := cmp.Diff(expectedGrants(tc.prefix, tc.scopes, tc.ownAccess), grants(t, objs)); d != "" {
-				t.Errorf("RBAC differs from DESIGN section 2 (-want +got):\n%s", d)
+				t.Errorf("RBAC differs from docs/architecture.md section 2 (-want +got):\n%s", d)
 			}
 			kinds := map[string]int{}
 			deployments := map[string]*appsv1.Deployment{}

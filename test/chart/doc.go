@@ -3,7 +3,7 @@
 // the chart README agree, every service has a Dockerfile (tests without a build tag); and, with
 // the integration tag, helm lint, helm template (default values, the ci/ values that turn every
 // option on, values the schema must reject), the rendered default equals
-// deploy/manifests/lava.yaml, the RBAC is the least privilege of DESIGN section 2, every LAVA_*
+// deploy/manifests/lava.yaml, the RBAC is the least privilege of docs/architecture.md section 2, every LAVA_*
 // variable names a flag of its service, and the manifests pass a server-side dry-run apply on a
 // real API server (envtest).
 //

@@ -424,7 +424,7 @@ func checkRendered(t *testing.T, la *v1alpha1.LavaArchitecture, min int32) {
 	}
 }
 
-// checkProviderUnavailable: the documented failure (shared/cases/README.md): phase Failed,
+// checkProviderUnavailable: the documented failure (examples/README.md, docs/events.md): phase Failed,
 // reason ProviderUnavailable naming the provider, not retried (Stalled), not Ready.
 func checkProviderUnavailable(t *testing.T, la *v1alpha1.LavaArchitecture, provider string) {
 	t.Helper()

@@ -497,7 +497,7 @@ func TestPool_warmAndBounded(t *testing.T) {
 }
 
 // TestEngine_demoArchitectures applies what synth renders for the demo manifests
-// (shared/cases/local-files.yaml, examples/greeting.tlisp), with the directory moved into the
+// (examples/local-files.yaml, examples/greeting.tlisp), with the directory moved into the
 // test's, and checks the files, then destroys them.
 func TestEngine_demoArchitectures(t *testing.T) {
 	tests := []struct {

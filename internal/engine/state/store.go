@@ -15,7 +15,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
-// Bucket is the JetStream KV bucket holding one [Record] per resource (DESIGN section 3),
+// Bucket is the JetStream KV bucket holding one [Record] per resource (docs/architecture.md section 3),
 // declared with the rest of the topology by bus.EnsureTopology.
 const Bucket = bus.BucketState
 

@@ -14,7 +14,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 )
 
-// ScanDrift implements [engine.Engine] (UPSTREAM 6.2): `plan -refresh=true -out` without
+// ScanDrift implements [engine.Engine] (docs/dialect.md section 6.2): `plan -refresh=true -out` without
 // taking the state lock (a scan writes nothing), then `show -json`, and compares each
 // resource's before and after attribute by attribute.
 func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
@@ -61,7 +61,7 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 	return rep, nil
 }
 
-// Findings compares a plan's resource changes attribute by attribute (UPSTREAM 6.2). A
+// Findings compares a plan's resource changes attribute by attribute (docs/dialect.md section 6.2). A
 // resource the refresh found deleted or changed out of band (resource_drift "delete") that the
 // plan creates again is a replacement. Sensitive values are [engine.Redacted]; values known
 // only after apply are not findings by themselves.

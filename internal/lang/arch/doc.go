@@ -1,5 +1,5 @@
 // Package arch is the typed Architecture model that Lava synthesizes Terraform JSON from: the
-// Go form of upstream lava-core's Architecture (UPSTREAM.md section 2.2), plus the typed
+// Go form of upstream lava-core's Architecture (docs/dialect.md section 2.2), plus the typed
 // Interface that gates bindings (section 4.1).
 //
 // The evaluator (internal/lang/tlisp) builds these values from a deflava-architecture form; the

@@ -1,7 +1,7 @@
 package arch
 
 // Interface is a typed contract for an architecture's bindings, read from a
-// deflava-interface form (UPSTREAM.md section 4.1). The gate validates a binding bag against it.
+// deflava-interface form (docs/dialect.md section 4.1). The gate validates a binding bag against it.
 type Interface struct {
 	Name string
 	Doc  string
@@ -38,7 +38,7 @@ type Field struct {
 // TypeKind names a field type of the interface grammar.
 type TypeKind int
 
-// The field types of UPSTREAM.md 4.1. The keyword types first, then the compound forms.
+// The field types of docs/dialect.md section 4.1. The keyword types first, then the compound forms.
 const (
 	TypeString TypeKind = iota
 	TypeInteger

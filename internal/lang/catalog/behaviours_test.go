@@ -13,7 +13,7 @@ import (
 )
 
 // TestCloudflareDNSRecords: five records named @, www, api, *.staging and _acme-challenge; the
-// first three proxied, the wildcard and the TXT not (UPSTREAM.md 11, lava-architectures).
+// first three proxied, the wildcard and the TXT not (docs/dialect.md section 11, lava-architectures).
 func TestCloudflareDNSRecords(t *testing.T) {
 	zone := sample["zone-id"]
 	_, out, _ := renderArch(t, "cloudflare-dns-records", tlisp.Bindings{Scalars: map[string]string{"zone-id": zone}})
@@ -51,7 +51,7 @@ func TestCloudflareDNSRecords(t *testing.T) {
 }
 
 // TestAkeylessSecrets: every Akeyless object lives under /{name-prefix}/ and the database
-// target is PostgreSQL (UPSTREAM.md 11).
+// target is PostgreSQL (docs/dialect.md section 11).
 func TestAkeylessSecrets(t *testing.T) {
 	for _, prefix := range []string{"prod", "staging"} {
 		_, out, _ := renderArch(t, "akeyless-secrets", tlisp.Bindings{Scalars: map[string]string{"name-prefix": prefix}})
@@ -287,7 +287,7 @@ func TestGithubOrgRepos(t *testing.T) {
 }
 
 // TestSanitizedDomainNames: resource names built from a domain render sanitized, with the same
-// rule in refs, and a warning naming the original (UPSTREAM.md 3, "Lava's reading").
+// rule in refs, and a warning naming the original (docs/dialect.md section 3).
 func TestSanitizedDomainNames(t *testing.T) {
 	_, out, warnings := renderArch(t, "pleme-io-dns", tlisp.Bindings{Scalars: map[string]string{
 		"account-id": sample["account-id"], "dkim-record": sample["dkim-record"]}})

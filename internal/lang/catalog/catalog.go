@@ -37,7 +37,7 @@ type Entry struct {
 func File(name string) string { return "bundled/" + name + ".tlisp" }
 
 // Registry returns the bundled architectures' names mapped to their minimum resource counts
-// (UPSTREAM.md 3's table, with pleme-io-dns, which upstream's registry left out). The map is a
+// (the table in README.md, with pleme-io-dns, which upstream's registry left out). The map is a
 // fresh copy; a package test checks that its keys are exactly the embedded files.
 func Registry() map[string]int {
 	return map[string]int{

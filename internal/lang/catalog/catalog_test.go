@@ -21,7 +21,7 @@ func TestRegistry_equalsEmbeddedFiles(t *testing.T) {
 		t.Errorf("registry names (-) differ from embedded architectures/*.tlisp (+):\n%s", diff)
 	}
 	if n := len(reg); n != 40 {
-		t.Errorf("registry has %d architectures, want 40 (UPSTREAM.md 3, pleme-io-dns included)", n)
+		t.Errorf("registry has %d architectures, want 40 (docs/dialect.md section 3, pleme-io-dns included)", n)
 	}
 }
 
@@ -133,7 +133,7 @@ func TestMatrix(t *testing.T) {
 			}
 			for _, w := range warnings {
 				// Allowed warnings: :result without :outputs (upstream's contract style) and
-				// names sanitized from a domain (UPSTREAM 3, "Lava's reading").
+				// names sanitized from a domain (docs/dialect.md section 3).
 				if !strings.Contains(w.Message, ":result is not rendered") && !strings.Contains(w.Message, "is not a valid Terraform identifier") {
 					t.Errorf("unexpected warning: %s", w)
 				}

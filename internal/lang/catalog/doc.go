@@ -1,5 +1,5 @@
 // Package catalog is Lava's bundle of ready-made architectures: the 40 architectures of
-// upstream's lava-architectures (UPSTREAM.md section 3), written for Lava as .tlisp files and
+// upstream's lava-architectures (docs/dialect.md section 3), written for Lava as .tlisp files and
 // embedded in the binary, each with the deflava-interface of the same name that gates its
 // bindings.
 //
@@ -13,14 +13,14 @@
 //
 // # Contract
 //
-//   - Inputs, defaults, resource types and name templates follow UPSTREAM.md 3's table. An
+//   - Inputs, defaults, resource types and name templates follow docs/dialect.md section 3 and README.md's table. An
 //     input the table marks required is `:required #t` in the interface, with no `:default`
 //     there, even when the architecture has a default (so an empty bag fails the gate).
 //   - Every other input has a default in the architecture, so the minimal bag (the required
 //     inputs only) evaluates.
 //   - [Registry] gives each architecture's minimum resource count: what it renders with its
 //     defaults and the minimal bag (0 for github-org-repos, whose repos default to empty).
-//   - The three fixtures of UPSTREAM.md 3.1 (aws-vpc-network, dns-record-set,
+//   - The three fixtures of docs/dialect.md section 3.1 (aws-vpc-network, dns-record-set,
 //     cloudflare-tunnel) reproduce upstream's described output attribute by attribute,
 //     including cloudflare-tunnel's flattened ingress_hostname and ingress_service; their
 //     renderings are pinned by golden files in testdata/. Elsewhere attributes are arguments

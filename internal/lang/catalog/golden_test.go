@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.tf.json from the current renderer")
 
-// goldenCases are the fixtures of UPSTREAM.md 3.1 with their defaults and the listed
+// goldenCases are the fixtures of docs/dialect.md section 3.1 with their defaults and the listed
 // overrides. Each renders to testdata/NAME.tf.json (pretty Terraform JSON, byte-exact).
 var goldenCases = []struct {
 	golden string
@@ -56,7 +56,7 @@ func TestGolden(t *testing.T) {
 }
 
 // TestAWSVPCNetwork_upstreamAssertions is upstream's canonical assertion set for
-// aws-vpc-network with its defaults (UPSTREAM.md 3.1 A), checked on the decoded render.
+// aws-vpc-network with its defaults (docs/dialect.md section 3.1 A), checked on the decoded render.
 func TestAWSVPCNetwork_upstreamAssertions(t *testing.T) {
 	_, out, _ := renderArch(t, "aws-vpc-network", tlisp.Bindings{})
 	doc := decode(t, out)
@@ -107,7 +107,7 @@ func TestAWSVPCNetwork_upstreamAssertions(t *testing.T) {
 }
 
 // TestAWSVPCNetwork_inputOverrides: name=preview and two AZs give preview-* names and exactly
-// two public and two private subnets (UPSTREAM.md 3.1 A).
+// two public and two private subnets (docs/dialect.md section 3.1 A).
 func TestAWSVPCNetwork_inputOverrides(t *testing.T) {
 	_, out, _ := renderArch(t, "aws-vpc-network", tlisp.Bindings{
 		Scalars: map[string]string{"name": "preview"},
@@ -133,7 +133,7 @@ func TestAWSVPCNetwork_inputOverrides(t *testing.T) {
 	}
 }
 
-// TestDNSRecordSet_defaults is UPSTREAM.md 3.1 B.
+// TestDNSRecordSet_defaults is docs/dialect.md section 3.1 B.
 func TestDNSRecordSet_defaults(t *testing.T) {
 	_, out, _ := renderArch(t, "dns-record-set", tlisp.Bindings{})
 	doc := decode(t, out)
@@ -149,7 +149,7 @@ func TestDNSRecordSet_defaults(t *testing.T) {
 	}
 }
 
-// TestCloudflareTunnel is UPSTREAM.md 3.1 C: defaults, emit-cname=false drops the record,
+// TestCloudflareTunnel is docs/dialect.md section 3.1 C: defaults, emit-cname=false drops the record,
 // emit-cname=maybe is a type error.
 func TestCloudflareTunnel(t *testing.T) {
 	_, out, _ := renderArch(t, "cloudflare-tunnel", tlisp.Bindings{})

@@ -1,5 +1,5 @@
 // Package gate validates a binding bag against a typed [arch.Interface] (a deflava-interface),
-// exactly as upstream lava-schema's validate_bag and lava-types' validators do (UPSTREAM.md
+// exactly as upstream lava-schema's validate_bag and lava-types' validators do (docs/dialect.md
 // section 4), and checks that an interface agrees with the architecture it gates.
 //
 // # The pass/fail rule

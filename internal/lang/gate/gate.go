@@ -144,7 +144,7 @@ func (r *Result) Err() error {
 	return &Rejected{Interface: r.Interface, Errors: slices.Clone(r.Errors)}
 }
 
-// Validate checks b against iface's inputs with upstream's pass/fail rule (UPSTREAM.md 4.2,
+// Validate checks b against iface's inputs with upstream's pass/fail rule (docs/dialect.md section 4.2,
 // detailed in the package documentation) and returns every error found. A nil iface accepts
 // everything.
 func Validate(iface *arch.Interface, b Bag) *Result {

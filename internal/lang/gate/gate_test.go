@@ -23,7 +23,7 @@ func vpcInterface() *arch.Interface {
 	}
 }
 
-// dnsInterface requires three inputs without defaults (UPSTREAM.md 3.1 B).
+// dnsInterface requires three inputs without defaults (docs/dialect.md section 3.1 B).
 func dnsInterface() *arch.Interface {
 	return &arch.Interface{
 		Name: "dns-record-set",

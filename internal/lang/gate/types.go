@@ -11,7 +11,7 @@ import (
 )
 
 // Cause names why a value failed its type; the causes and their messages are lava-types'
-// TypeError variants (UPSTREAM.md 4.1).
+// TypeError variants (docs/dialect.md section 4.1).
 type Cause int
 
 // The causes of a [TypeError].

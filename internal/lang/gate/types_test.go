@@ -12,8 +12,8 @@ func ptr[T any](v T) *T { return &v }
 
 func kw(k arch.TypeKind) arch.Type { return arch.Type{Kind: k} }
 
-// TestCheckValue covers every validator of UPSTREAM.md 4.1 with lava-types' own test cases
-// (UPSTREAM.md 11, lava-types) plus the edges of each rule.
+// TestCheckValue covers every validator of docs/dialect.md section 4.1 with lava-types' own test cases
+// (docs/dialect.md section 11, lava-types) plus the edges of each rule.
 func TestCheckValue(t *testing.T) {
 	t.Parallel()
 	portRange := arch.Type{Kind: arch.TypePortRange, Lo: 1024, Hi: 65535}

@@ -1,5 +1,5 @@
 // Package bus is Lava's JetStream layer: the one declaration of every stream, subject, durable
-// consumer, KV bucket and object store (DESIGN section 3), the reversible escaping of Kubernetes
+// consumer, KV bucket and object store (docs/architecture.md section 3), the reversible escaping of Kubernetes
 // names into subject tokens and KV keys, typed publishing of protobuf events, the bounded,
 // at-least-once consume loop every service runs, the generation watermarks and per-resource
 // leases that make redelivery and replica races harmless, and the BLAKE3-addressed artifact

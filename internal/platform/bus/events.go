@@ -70,7 +70,7 @@ func AnomalyKindToken(k lavav1.AnomalyKind, extension string) (string, error) {
 	return SnakeCase(strings.TrimPrefix(name, "ANOMALY_KIND_")), nil
 }
 
-// SubjectFor is the subject ev is published on (DESIGN section 3), from its type and envelope:
+// SubjectFor is the subject ev is published on (docs/events.md, "Subject layouts"), from its type and envelope:
 //
 //	ResourceObserved, DeletionRequested     lava.v1.resource.<ns>.<name>.observed|deletion_requested
 //	Synthesized ... ReceiptAppended         lava.v1.phase.<ns>.<name>.<snake case of the type>

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ErrInvalidSubject reports a subject outside the layouts of DESIGN section 3.
+// ErrInvalidSubject reports a subject outside the layouts of docs/events.md ("Subject layouts").
 var ErrInvalidSubject = errors.New("bus: invalid subject")
 
 // Subject prefixes. Every Lava subject starts with one of these; the tokens after them are

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Stream names (DESIGN section 3).
+// Stream names (docs/architecture.md section 3).
 const (
 	// StreamResources holds ResourceObserved and DeletionRequested (written by the watcher).
 	StreamResources = "LAVA_RESOURCES"
@@ -24,7 +24,7 @@ const (
 	StreamReceipts = "LAVA_RECEIPTS"
 )
 
-// KV bucket and object store names (DESIGN section 3).
+// KV bucket and object store names (docs/architecture.md section 3).
 const (
 	// BucketState holds per resource ([ResourceKey]) the state serial, lineage, digest and lock;
 	// the state body is an artifact.
@@ -228,7 +228,7 @@ func (t Topology) Consumer(stream, service string) (ConsumerSpec, bool) {
 // phaseFilter is the LAVA_PHASES filter for one event of every resource.
 func phaseFilter(event string) string { return PrefixPhase + "*.*." + event }
 
-// Declare is THE declaration of Lava's JetStream topology (DESIGN section 3). Everything that
+// Declare is THE declaration of Lava's JetStream topology (docs/architecture.md section 3). Everything that
 // creates, reads or documents a stream, consumer or bucket starts here.
 func Declare(opts TopologyOptions) Topology {
 	o := opts.withDefaults()

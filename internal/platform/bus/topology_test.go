@@ -32,7 +32,7 @@ func TestEnsureTopology_createsEverythingAsDeclared(t *testing.T) {
 			t.Errorf("%s: config %+v, want %+v", want.Name, got, want)
 		}
 	}
-	// Spot checks of DESIGN section 3.
+	// Spot checks of docs/architecture.md section 3.
 	checks := []struct {
 		stream string
 		ok     func(jetstream.StreamConfig) bool
@@ -55,7 +55,7 @@ func TestEnsureTopology_createsEverythingAsDeclared(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !c.ok(s.CachedInfo().Config) {
-			t.Errorf("%s: config %+v does not match DESIGN 3", c.stream, s.CachedInfo().Config)
+			t.Errorf("%s: config %+v does not match docs/architecture.md section 3", c.stream, s.CachedInfo().Config)
 		}
 	}
 

@@ -1,4 +1,4 @@
-// Package eventid computes the deterministic event_id of Lava's events (DESIGN section 3) and
+// Package eventid computes the deterministic event_id of Lava's events (docs/events.md, "event_id") and
 // the trigger strings that feed it.
 //
 // An event_id is the lowercase hex BLAKE3-256 of the resource uid, the generation, the event

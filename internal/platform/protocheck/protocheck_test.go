@@ -14,7 +14,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/protocheck"
 )
 
-// wantEvents is the catalogue of DESIGN section 3: every event and command. The test fails when
+// wantEvents is the catalogue of docs/events.md ("Event catalogue"): every event and command. The test fails when
 // the protos and this list disagree in either direction.
 var wantEvents = []string{
 	"AnomalyDetected", "Applied", "DeletionRequested", "Destroyed", "DriftScanned", "Failed",

@@ -3,7 +3,7 @@
 // /metrics, and the /healthz and /readyz probes.
 //
 // A service's main builds one [*slog.Logger] with [NewLogger], one [*prometheus.Registry] with
-// [NewRegistry], and runs [Serve] for the metrics and health listeners (DESIGN.md section 8:
+// [NewRegistry], and runs [Serve] for the metrics and health listeners (docs/architecture.md section 8:
 // metrics on :9090, health on :9091). Attribute keys shared by every service's logs are in
 // package logattr.
 package telemetry

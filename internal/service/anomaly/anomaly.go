@@ -16,7 +16,7 @@ import (
 // Kind is the kind of an anomaly, PascalCase as upstream serializes it ("DriftDetected").
 type Kind string
 
-// Kinds (UPSTREAM 7.1 plus the failures DESIGN section 3 names).
+// Kinds (docs/dialect.md section 7.1 plus the failures docs/architecture.md section 3 names).
 const (
 	KindDriftDetected     Kind = "DriftDetected"
 	KindSynthesisFailure  Kind = "SynthesisFailure"
@@ -98,7 +98,7 @@ func SeverityOf(s lavav1.Severity) (Severity, bool) {
 	return "", false
 }
 
-// DefaultSeverity is the severity of an anomaly of kind k that does not carry its own (DESIGN
+// DefaultSeverity is the severity of an anomaly of kind k that does not carry its own (docs/architecture.md
 // section 3): SynthesisFailure, GateRejected, DependencyBlocked and PolicyViolation are
 // functional; ApplyFailure, DestroyFailure and Stalled critical; DriftDetected and Custom carry
 // their own (functional when they do not).
@@ -121,7 +121,7 @@ type Source struct {
 	UID string `json:"uid,omitempty"`
 }
 
-// LavaAnomaly is a typed anomaly (UPSTREAM 7.1; JSON camelCase, kind PascalCase, severity
+// LavaAnomaly is a typed anomaly (docs/dialect.md section 7.1; JSON camelCase, kind PascalCase, severity
 // lowercase). The wire form on the bus is lava.v1.AnomalyDetected ([LavaAnomaly.Proto]).
 type LavaAnomaly struct {
 	// Kind of the anomaly.

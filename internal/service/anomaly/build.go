@@ -83,7 +83,7 @@ func FromFailed(f *lavav1.Failed, cluster string, now time.Time) (LavaAnomaly, b
 }
 
 // FromDriftScanned is the DriftDetected anomaly of a scan with findings (false for a clean
-// scan, UPSTREAM 7.2): severity the scan's maximum (the highest finding's when unset), message
+// scan, docs/dialect.md section 7.2): severity the scan's maximum (the highest finding's when unset), message
 // "drift detected: N field(s)", metadata drifted_fields (N), spec_hash and
 // terraform_json_digest (the declared configuration's digest, the discriminator), plan_id and
 // the drifted addresses (up to 20, comma-separated; values never).

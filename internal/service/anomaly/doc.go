@@ -1,7 +1,7 @@
 // Package anomaly is the anomaly service's logic: it turns failures, gate rejections, drift and
 // stuck resources into typed anomalies ([LavaAnomaly]), de-duplicates them per fingerprint in a
 // window shared by every replica ([Windows], a JetStream KV bucket), and routes them by rules
-// ([Routing]) to sinks (DESIGN section 2, UPSTREAM 7).
+// ([Routing]) to sinks (docs/architecture.md section 2, docs/dialect.md section 7).
 //
 // # Sources
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
-// RequeueAfter is how soon a resource is looked at again after a decision (UPSTREAM 7.1):
+// RequeueAfter is how soon a resource is looked at again after a decision (docs/dialect.md section 7.1):
 // NoOp 10m, Alert 5m, AutoCorrect 30s, RequireApproval 2m, Escalate 1m; UNSPECIFIED reads as
 // Alert.
 func RequeueAfter(a lavav1.RemediationAction) time.Duration {

@@ -17,7 +17,7 @@ import (
 	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
-// Upstream's lava-anomaly and anomaly-bridge behaviours (UPSTREAM 11).
+// Upstream's lava-anomaly and anomaly-bridge behaviours (docs/dialect.md section 11).
 
 const (
 	noOp      = lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP

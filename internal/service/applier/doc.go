@@ -1,4 +1,4 @@
-// Package applier is the applier service's logic (DESIGN section 2 and 5): it consumes
+// Package applier is the applier service's logic (docs/architecture.md sections 2 and 5): it consumes
 // Synthesized (LAVA_PHASES), ReapplyRequested and plan/apply/destroy RetryRequested
 // (LAVA_COMMANDS) and DeletionRequested (LAVA_RESOURCES) with the durable consumer "applier",
 // plans with the engine the event names, applies exactly the recorded plan when approvePlan

@@ -17,7 +17,7 @@ import (
 var ErrPayloadKind = errors.New("attest: payload does not match the receipt kind")
 
 // NewReceipt builds the receipt that follows head (nil for an empty chain) as upstream's
-// append does (UPSTREAM 8.2): sequence head+1 (or 0), prev_hash head's content hash (or
+// append does (docs/dialect.md section 8.2): sequence head+1 (or 0), prev_hash head's content hash (or
 // [Genesis]), timestamp now in UTC (but never before head's, so the chain's time order holds
 // even when replicas' clocks differ), encoding [EncodingV1], the content hash, and signer's
 // signature (algo "none" for a nil signer). It changes neither head nor payload; the receipt
@@ -92,8 +92,8 @@ func OutcomeFromPhaseChanged(pc *lavav1.PhaseChanged) *lavav1.ReceiptPayload {
 	}}}
 }
 
-// OutcomeFromTick is the payload of the receipt of a TickReported (one viggy pass, UPSTREAM
-// 8.6): the resource and generation, the phase the pass leaves it in, the decided plan id, the
+// OutcomeFromTick is the payload of the receipt of a TickReported (one viggy pass, docs/dialect.md
+// section 8.6): the resource and generation, the phase the pass leaves it in, the decided plan id, the
 // reason (the decided action in CamelCase, "AutoCorrect"; "Tick" when Decide did not run), one
 // diagnostic per beat in upstream's form ("Observe=Ok", "Decide=Ok (AutoCorrect)",
 // "Act=Failed (apply: timeout)", "Tick=Skipped") and the TickReported's event_id. A tick knows no

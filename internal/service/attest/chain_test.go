@@ -360,8 +360,8 @@ func TestVerify_signedChain(t *testing.T) {
 	}
 }
 
-// TestVerify_tampering: each kind of tampering is reported with upstream's message (UPSTREAM
-// 8.4), and only the tampered receipt fails.
+// TestVerify_tampering: each kind of tampering is reported with upstream's message (docs/dialect.md
+// section 8.4), and only the tampered receipt fails.
 func TestVerify_tampering(t *testing.T) {
 	t.Parallel()
 	s := testSigner(t)

@@ -1,5 +1,5 @@
 // Package attest keeps Lava's receipts: per resource, an append-only, hash-linked and Ed25519
-// signed chain of what happened to it (DESIGN section 6, UPSTREAM 8), stored in the JetStream
+// signed chain of what happened to it (docs/architecture.md section 6, docs/dialect.md section 8), stored in the JetStream
 // stream LAVA_RECEIPTS on the subject lava.v1.receipt.<ns>.<name>.
 //
 // # Receipts

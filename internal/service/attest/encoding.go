@@ -18,7 +18,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
 
-// Receipt kinds (Receipt.kind, UPSTREAM 8.1).
+// Receipt kinds (Receipt.kind, docs/dialect.md section 8.1).
 const (
 	// KindOutcome is a receipt of a phase outcome (a PhaseChanged or a TickReported); its
 	// payload is an OutcomePayload.

@@ -13,7 +13,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
 
-// Signature algorithms (Signature.algo, UPSTREAM 8.3).
+// Signature algorithms (Signature.algo, docs/dialect.md section 8.3).
 const (
 	// AlgoNone marks an unsigned receipt.
 	AlgoNone = "none"
@@ -36,7 +36,7 @@ type Signer struct {
 	keyID string
 }
 
-// NewSigner returns a Signer for a 32-byte Ed25519 seed (UPSTREAM 8.3: the key is the seed).
+// NewSigner returns a Signer for a 32-byte Ed25519 seed (docs/dialect.md section 8.3: the key is the seed).
 func NewSigner(seed []byte) (*Signer, error) {
 	if len(seed) != ed25519.SeedSize {
 		return nil, fmt.Errorf("%w: seed is %d bytes, want %d", ErrInvalidKey, len(seed), ed25519.SeedSize)

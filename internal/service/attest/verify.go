@@ -12,7 +12,7 @@ import (
 // VerifyOptions says how strictly [Verify] checks signatures.
 type VerifyOptions struct {
 	// RequireSignatures makes an unsigned receipt (no signature, or algo "none") a failure.
-	// Without it unsigned receipts pass, as upstream's verifiers let them (UPSTREAM 8.4), so a
+	// Without it unsigned receipts pass, as upstream's verifiers let them (docs/dialect.md section 8.4), so a
 	// stripped signature goes unnoticed.
 	RequireSignatures bool
 	// PublicKey, when set (32 bytes), is the only key signatures may be made with; a receipt
@@ -45,7 +45,7 @@ type Result struct {
 // OK reports whether the chain verified.
 func (r Result) OK() bool { return len(r.Failures) == 0 }
 
-// Verify checks a chain given in order, as upstream's verify_chain does (UPSTREAM 8.4). For
+// Verify checks a chain given in order, as upstream's verify_chain does (docs/dialect.md section 8.4). For
 // each receipt I, in this order:
 //
 //  1. its sequence equals I: "receipt I: sequence expected I, got A";

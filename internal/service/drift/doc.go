@@ -1,7 +1,7 @@
 // Package drift is the drift service's logic: it keeps a schedule of applied resources in the
 // JetStream KV bucket lava-drift-schedule, scans each one every driftInterval (with jitter)
 // through its engine's ScanDrift, and publishes DriftScanned with findings classified as
-// UPSTREAM 6.1 (delete and replace critical, create functional, update cosmetic under a
+// docs/dialect.md section 6.1 (delete and replace critical, create functional, update cosmetic under a
 // cosmetic prefix, otherwise functional). It only reports; viggy decides.
 //
 // # Schedule

@@ -494,7 +494,7 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 }
 
 // Event builds the DriftScanned of a scan of e: findings re-classified with prefixes
-// (UPSTREAM 6.1) and sorted by address then attribute, the maximum severity, the engine,
+// (docs/dialect.md section 6.1) and sorted by address then attribute, the maximum severity, the engine,
 // plan id and Terraform JSON digest scanned against. Values the engine marked sensitive, and
 // every value of a resource that binds Secrets ([Entry].BindsSecrets), are "(sensitive)" with
 // the finding's sensitive flag set. event_id is BLAKE3 of (uid, generation,
@@ -525,7 +525,7 @@ func Event(e *Entry, rep *engine.DriftReport, prefixes []string) *lavav1.DriftSc
 	return ev
 }
 
-// Classify drops no-op and read findings and (re)classifies the others (UPSTREAM 6.1):
+// Classify drops no-op and read findings and (re)classifies the others (docs/dialect.md section 6.1):
 // delete and replace critical, create functional, update cosmetic when the attribute starts
 // with one of prefixes, otherwise functional.
 func Classify(findings []engine.Finding, prefixes []string) []engine.Finding {

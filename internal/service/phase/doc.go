@@ -8,7 +8,7 @@
 // Applied → Drifted (recorded or held) or Reconverging (being corrected) and back to Applied;
 // any phase may fail (Failed, with exits: a retry that succeeds, a new generation, deletion);
 // deletion moves any phase to Finalizing, and Destroyed ends it (the watcher then removes the
-// finalizer). UPSTREAM.md section 5.4 has the diagram this table encodes.
+// finalizer). docs/dialect.md section 5.4 has the diagram this table encodes.
 //
 // # Conditions
 //

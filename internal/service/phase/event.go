@@ -16,7 +16,7 @@ import (
 // ReceiptAppended keep the phase and change one condition or field.
 type EventType string
 
-// The event types. The comment names the bus event (DESIGN.md section 3) each one mirrors and
+// The event types. The comment names the bus event (docs/events.md, "Event catalogue") each one mirrors and
 // the payload it needs.
 const (
 	// EventObserved: the watcher observed a new generation (or a forced pass: Force). Any phase

@@ -6,7 +6,7 @@ import "github.com/lava-operator/lava/api/v1alpha1"
 // [v1alpha1.Phase]: status.phase holds these PascalCase strings.
 type Phase = v1alpha1.Phase
 
-// The phases (UPSTREAM.md section 5.4).
+// The phases (docs/dialect.md section 5.4).
 const (
 	// Pending: a generation was observed; synthesis has not finished.
 	Pending = v1alpha1.PhasePending

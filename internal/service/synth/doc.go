@@ -1,4 +1,4 @@
-// Package synth is the synth service's logic (DESIGN section 2): it consumes ResourceObserved
+// Package synth is the synth service's logic (docs/architecture.md section 2): it consumes ResourceObserved
 // (durable consumer "synth" on LAVA_RESOURCES) and synth-stage RetryRequested commands, drops
 // generations older than its watermark, resolves the source (inline text or a bundled catalog
 // name; a git source fails with reason SourceUnsupported), gathers the bindings (scalar, list,

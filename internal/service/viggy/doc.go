@@ -1,5 +1,5 @@
 // Package viggy is the viggy service's logic: the autonomic loop and the only decider after
-// apply (DESIGN section 2, UPSTREAM 9).
+// apply (docs/architecture.md section 2, docs/dialect.md section 9).
 //
 // Each pass over a DriftScanned or a retryable Failed runs the seven beats Observe, Diff,
 // Classify, Decide, Act, Attest, Tick ([RunPass]) and publishes a TickReported with every

@@ -14,7 +14,7 @@ import (
 // error, which marks the beat Failed with the error text as message.
 type BeatFunc func(ctx context.Context) (string, error)
 
-// Beats are the seven beats of a pass (UPSTREAM 9). A nil beat succeeds with no message.
+// Beats are the seven beats of a pass (docs/dialect.md section 9). A nil beat succeeds with no message.
 type Beats struct {
 	Observe, Diff, Classify, Decide, Act, Attest, Tick BeatFunc
 }
@@ -57,7 +57,7 @@ type PassResult struct {
 
 // RunPass runs the beats in canonical order with now as the clock. A failing Observe, Diff,
 // Classify, Decide, Act or Tick marks that beat Failed and every later beat Skipped (no
-// times); a failing Attest is recorded as Failed but the pass goes on to Tick (UPSTREAM 9).
+// times); a failing Attest is recorded as Failed but the pass goes on to Tick (docs/dialect.md section 9).
 // A panicking beat is reported as failed.
 func RunPass(ctx context.Context, b Beats, now func() time.Time) PassResult {
 	res := PassResult{Started: now().UTC()}

@@ -8,7 +8,7 @@ import (
 	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
-// ActionFor is the policy's action for a severity (UPSTREAM 7.1 PolicyRouter: the kind is
+// ActionFor is the policy's action for a severity (docs/dialect.md section 7.1, routing: the kind is
 // ignored). A nil policy is remediation.Default; an unset action degrades to Alert; a clean scan
 // (SEVERITY_UNSPECIFIED) is NoOp.
 func ActionFor(p *lavav1.RemediationPolicy, sev lavav1.Severity) lavav1.RemediationAction {
@@ -52,7 +52,7 @@ func MaxSeverity(findings []*lavav1.DriftFinding) lavav1.Severity {
 	return m
 }
 
-// DefaultTierWait is an escalation tier's wait_before_next when unset (UPSTREAM 7.1).
+// DefaultTierWait is an escalation tier's wait_before_next when unset (docs/dialect.md section 7.1).
 const DefaultTierWait = 15 * time.Minute
 
 // TierWait is the wait after tier i before the next one.

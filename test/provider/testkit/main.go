@@ -1,6 +1,6 @@
 // Command terraform-provider-testkit is a test-only Terraform provider (example/testkit 0.3.0)
 // whose one resource, testkit_file, is a file on the local disk that tests can change out of
-// band to cause every class of drift (UPSTREAM 6.1):
+// band to cause every class of drift (docs/dialect.md section 6.1):
 //
 //	resource "testkit_file" "a" {
 //	  filename        = "/tmp/a.txt"    # required; a change replaces the resource

@@ -116,7 +116,7 @@ type AnomalyDetected struct {
 	Kind AnomalyKind `protobuf:"varint,2,opt,name=kind,proto3,enum=lava.v1.AnomalyKind" json:"kind,omitempty"`
 	// Name of the extension kind; set only when kind is CUSTOM.
 	ExtensionKind string `protobuf:"bytes,3,opt,name=extension_kind,json=extensionKind,proto3" json:"extension_kind,omitempty"`
-	// Severity (DESIGN section 3: drift carries its own; otherwise by kind).
+	// Severity (docs/architecture.md section 3: drift carries its own; otherwise by kind).
 	Severity Severity `protobuf:"varint,4,opt,name=severity,proto3,enum=lava.v1.Severity" json:"severity,omitempty"`
 	// The resource the anomaly is about (equal to envelope.resource).
 	Source *ResourceRef `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`

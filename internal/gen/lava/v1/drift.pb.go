@@ -23,7 +23,7 @@ const (
 )
 
 // DriftFinding is one difference between the declared spec and the observed infrastructure
-// (UPSTREAM 6.1). No-op differences are never reported.
+// (docs/dialect.md section 6.1). No-op differences are never reported.
 type DriftFinding struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Terraform address of the resource ("aws_vpc.main").

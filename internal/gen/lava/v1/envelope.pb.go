@@ -114,7 +114,7 @@ type Envelope struct {
 	// into every event and command caused by it. Viggy starts a new correlation for a
 	// ReapplyRequested or RetryRequested it decides on.
 	CorrelationId string `protobuf:"bytes,6,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
-	// What caused the event, an input of event_id (DESIGN section 3), built by the
+	// What caused the event, an input of event_id (docs/events.md, "Triggers"), built by the
 	// internal/platform/eventid *Trigger functions: "generation:<n>", "reconcile:<annotation value>",
 	// "policy:<resourceVersion>", both as "reconcile:<value>;policy:<resourceVersion>" when both
 	// force a pass, "retry:<stage>:<attempt>", "drift:<scan time>",

@@ -21,7 +21,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Phase is status.phase of a LavaArchitecture (DESIGN section 4). The transition table lives in
+// Phase is status.phase of a LavaArchitecture (docs/architecture.md section 4). The transition table lives in
 // internal/service/phase.
 type Phase int32
 

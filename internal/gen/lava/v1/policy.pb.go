@@ -80,7 +80,7 @@ func (Severity) EnumDescriptor() ([]byte, []int) {
 	return file_lava_v1_policy_proto_rawDescGZIP(), []int{0}
 }
 
-// RemediationAction is what viggy does about a finding of a given severity (UPSTREAM 7.1).
+// RemediationAction is what viggy does about a finding of a given severity (docs/dialect.md section 7.1).
 type RemediationAction int32
 
 const (

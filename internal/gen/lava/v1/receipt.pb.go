@@ -22,7 +22,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Receipt is one link of a resource's append-only receipt chain (DESIGN section 6). Stored by
+// Receipt is one link of a resource's append-only receipt chain (docs/architecture.md section 6). Stored by
 // attest on lava.v1.receipt.<ns>.<name> in LAVA_RECEIPTS (binary protobuf), appended with an
 // expected-last-subject-sequence so the chain never forks. Message headers: Nats-Msg-Id is
 // the receipt id, eventid.ID(uid, generation, "lava.v1.Receipt", "cause:<event_id>") of the
@@ -226,7 +226,7 @@ func (*ReceiptPayload_Outcome) isReceiptPayload_Kind() {}
 
 func (*ReceiptPayload_Anomaly) isReceiptPayload_Kind() {}
 
-// OutcomePayload attests a phase outcome of a resource (UPSTREAM 8.1, with Lava's digests).
+// OutcomePayload attests a phase outcome of a resource (docs/dialect.md section 8.1, with Lava's digests).
 type OutcomePayload struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The resource.
@@ -353,7 +353,7 @@ func (x *OutcomePayload) GetEventId() string {
 	return ""
 }
 
-// AnomalyPayload attests an anomaly and the decision taken on it (UPSTREAM 7.1).
+// AnomalyPayload attests an anomaly and the decision taken on it (docs/dialect.md section 7.1).
 type AnomalyPayload struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The anomaly as published.

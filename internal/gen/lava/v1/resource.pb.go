@@ -637,7 +637,7 @@ func (x *ObjectKeyRef) GetKey() string {
 	return ""
 }
 
-// ArchitectureSpec is a typed mirror of LavaArchitecture.spec (DESIGN section 4) as the
+// ArchitectureSpec is a typed mirror of LavaArchitecture.spec (docs/architecture.md section 4) as the
 // watcher read it at envelope.generation.
 type ArchitectureSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`

@@ -23,7 +23,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Beat is one step of a viggy pass (UPSTREAM 9), in this order.
+// Beat is one step of a viggy pass (docs/dialect.md section 9), in this order.
 type Beat int32
 
 const (

@@ -101,7 +101,7 @@ func Start(t testing.TB) *Env {
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	// kube-apiserver 1.37 refuses a loopback advertise address with the default endpoint
-	// reconciler (shared/tools/README.md).
+	// reconciler (hack/tools/README.md).
 	te.ControlPlane.GetAPIServer().Configure().Set("endpoint-reconciler-type", "none")
 	te.ControlPlane.Etcd = &envtest.Etcd{Path: etcd, StartTimeout: te.ControlPlaneStartTimeout, StopTimeout: te.ControlPlaneStopTimeout}
 	te.ControlPlane.GetAPIServer().Path = apiserver

@@ -45,7 +45,7 @@ type ReceiptServiceClient interface {
 	// GetChain returns a resource's receipts in sequence order. An unknown resource has an empty
 	// chain (not an error).
 	GetChain(context.Context, *connect.Request[v1.GetChainRequest]) (*connect.Response[v1.GetChainResponse], error)
-	// VerifyChain checks sequence, links, hashes, signatures and time order (UPSTREAM 8.4).
+	// VerifyChain checks sequence, links, hashes, signatures and time order (docs/dialect.md section 8.4).
 	// Verification failures are in the response, not RPC errors.
 	VerifyChain(context.Context, *connect.Request[v1.VerifyChainRequest]) (*connect.Response[v1.VerifyChainResponse], error)
 }
@@ -99,7 +99,7 @@ type ReceiptServiceHandler interface {
 	// GetChain returns a resource's receipts in sequence order. An unknown resource has an empty
 	// chain (not an error).
 	GetChain(context.Context, *connect.Request[v1.GetChainRequest]) (*connect.Response[v1.GetChainResponse], error)
-	// VerifyChain checks sequence, links, hashes, signatures and time order (UPSTREAM 8.4).
+	// VerifyChain checks sequence, links, hashes, signatures and time order (docs/dialect.md section 8.4).
 	// Verification failures are in the response, not RPC errors.
 	VerifyChain(context.Context, *connect.Request[v1.VerifyChainRequest]) (*connect.Response[v1.VerifyChainResponse], error)
 }
