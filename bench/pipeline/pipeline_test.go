@@ -506,7 +506,7 @@ func BenchmarkPipeline(b *testing.B) {
 			b.Fatal(err)
 		}
 
-		hop, err := hops(ctx, env.NATSURL, lavaNS, lava)
+		hop, err := hops(ctx, env.ConnectAs(b, "bootstrap"), lavaNS, lava)
 		if err != nil {
 			b.Fatalf("per-hop latency: %v", err)
 		}
@@ -626,12 +626,7 @@ var hopList = []hop{
 
 // hops reads when each event of the objects in ns was stored (LAVA_RESOURCES and LAVA_PHASES)
 // and returns the p50 and p99 of every hop in [hopList].
-func hops(ctx context.Context, natsURL, ns string, r result) (map[string][2]time.Duration, error) {
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
+func hops(ctx context.Context, nc *nats.Conn, ns string, r result) (map[string][2]time.Duration, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
