@@ -87,6 +87,8 @@ type Source struct {
 	inline     map[string]func(arch.Pos) arch.Pos // key -> its manifest's [Manifest.MapInline]
 	fileErrors []*FileError
 	scans      int // completed scans
+
+	kick chan chan error // ScanNow's requests to Run
 }
 
 // NewSource loads the objects kept in cfg.StatusDir (from a previous run) and binds
@@ -102,7 +104,8 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("up: bind %s: %w", bus.StreamResources, err)
 	}
-	s := &Source{cfg: cfg, pub: bus.NewPublisher(cfg.JS), res: res, objs: map[string]*v1alpha1.LavaArchitecture{}}
+	s := &Source{cfg: cfg, pub: bus.NewPublisher(cfg.JS), res: res, objs: map[string]*v1alpha1.LavaArchitecture{},
+		kick: make(chan chan error)}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -193,8 +196,10 @@ func (s *Source) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	first := true
+	var reply chan error // a ScanNow waiting for this scan
 	for {
-		if err := s.Scan(ctx, first); err != nil {
+		err := s.Scan(ctx, first)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -202,11 +207,35 @@ func (s *Source) Run(ctx context.Context, interval time.Duration) error {
 		} else {
 			first = false
 		}
+		if reply != nil {
+			reply <- err
+			reply = nil
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case reply = <-s.kick:
 		}
+	}
+}
+
+// ScanNow asks [Source.Run] for a scan at once, without waiting for its interval, and returns
+// that scan's error. It waits until Run has finished the scan, or ctx is done (then ctx's
+// error), so it must only be called while Run runs. lava up --once calls it to confirm that
+// the manifests did not change after every object settled.
+func (s *Source) ScanNow(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case s.kick <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -336,6 +336,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	var snapshot func() Snapshot
 	var src *Source
+	// changed is signalled (without blocking) whenever the file source wrote an object, so the
+	// driver looks at once instead of at its next tick.
+	changed := make(chan struct{}, 1)
 	if o.Kubeconfig != "" {
 		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
 			return watcher.Run(ctx, watcher.Options{Common: common(bus.ServiceWatcher), Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI})
@@ -347,7 +350,13 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		snapshot = func() Snapshot { return kv.Snapshot(gctx) }
 	} else {
 		src, err = NewSource(ctx, SourceConfig{JS: js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus),
-			Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: log.With("service", "file-source")})
+			Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: log.With("service", "file-source"),
+			OnChange: func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}})
 		if err != nil {
 			return Result{}, err
 		}
@@ -389,6 +398,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			deadline = tm.C
 		}
 		settledSince := time.Time{}
+		// With --once, a write by the file source wakes the driver before its tick.
+		var wake <-chan struct{}
+		if o.Once {
+			wake = changed
+		}
+		var last time.Time
 		for {
 			select {
 			case <-gctx.Done():
@@ -397,14 +412,35 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				driverErr = fmt.Errorf("%w (%s)", ErrNotSettled, o.Timeout)
 				return nil
 			case <-t.C:
+			case <-wake:
+				// At most one snapshot per minSnapshotGap: each copies every object.
+				if d := minSnapshotGap - time.Since(last); d > 0 {
+					select {
+					case <-gctx.Done():
+						return nil
+					case <-time.After(d):
+					}
+				}
 			}
+			last = time.Now()
 			snap := snapshot()
 			display.Update(snap)
 			if !o.Once {
 				continue
 			}
+			if src != nil {
+				// Every object settled: one more scan, at once, confirms that the manifests
+				// did not change meanwhile (a change makes an object unsettled again).
+				if ready(snap) {
+					if err := src.ScanNow(gctx); err == nil && ready(snapshot()) {
+						return nil
+					}
+				}
+				continue
+			}
 			if ready(snap) {
-				// Settled twice in a row a moment apart: a scan in between saw no change.
+				// The cluster's objects settled twice in a row a moment apart: the watcher had
+				// time to observe a change made meanwhile.
 				if settledSince.IsZero() {
 					settledSince = time.Now()
 				} else if time.Since(settledSince) >= o.Interval+250*time.Millisecond {
@@ -436,6 +472,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	return res, driverErr
 }
+
+// minSnapshotGap is the least time between two snapshots of a --once run's driver when writes
+// wake it.
+const minSnapshotGap = 10 * time.Millisecond
 
 // foldTimeout bounds how long Run waits, after the services stopped, for their last phase
 // events to be folded.

@@ -5,7 +5,6 @@ package embedded
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -72,35 +71,6 @@ func phases(b *testing.B, e *env, eng engine.Engine, key state.Key) [4]time.Dura
 	return d
 }
 
-// byHand is the baseline: a shell script running tofu on the same JSON as an operator would
-// (local state, the same CLI config and plugin cache as Lava's tofu engine): "create" is init,
-// plan -out and apply of the plan file in a fresh directory; "noop" is plan
-// -detailed-exitcode in that directory afterwards (exit 0: no changes).
-const byHand = `set -euo pipefail
-cd "$2"
-case "$1" in
-create)
-  tofu init -input=false -no-color >/dev/null
-  tofu plan -input=false -no-color -out=plan.bin >/dev/null
-  tofu apply -input=false -no-color plan.bin >/dev/null ;;
-noop)
-  tofu plan -input=false -no-color -detailed-exitcode >/dev/null ;;
-esac
-`
-
-// script runs byHand's phase in ws and returns its wall time.
-func (e *env) script(b *testing.B, phase, ws, cache string) time.Duration {
-	b.Helper()
-	cmd := exec.CommandContext(b.Context(), "bash", "-c", byHand, "byhand", phase, ws)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(e.tools.Bin)+":"+os.Getenv("PATH"),
-		"TF_CLI_CONFIG_FILE="+e.tools.CLIConfig, "TF_PLUGIN_CACHE_DIR="+cache, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("script %s: %v\n%s", phase, err, out)
-	}
-	return time.Since(start)
-}
-
 // scriptPhases runs the script's create and no-op plan on the 20-resource JSON.
 func (e *env) scriptPhases(b *testing.B, cache string) (create, noop time.Duration) {
 	b.Helper()
@@ -108,11 +78,11 @@ func (e *env) scriptPhases(b *testing.B, cache string) (create, noop time.Durati
 	if err := os.WriteFile(filepath.Join(ws, "main.tf.json"), []byte(twenty(b, files, 1)), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	create = e.script(b, "create", ws, cache)
+	create = e.tools.ByHand(b, "create", ws, cache)
 	if _, err := os.Stat(filepath.Join(files, "f9.txt")); err != nil {
 		b.Fatalf("the script created nothing: %v", err)
 	}
-	return create, e.script(b, "noop", ws, cache)
+	return create, e.tools.ByHand(b, "noop", ws, cache)
 }
 
 // Targets of BenchmarkEngines20, against the shell script (issue 16).
@@ -145,7 +115,7 @@ func median(ds []time.Duration) time.Duration {
 }
 
 // BenchmarkEngines20 runs the same 20-resource architecture (10 terraform_data, 10
-// local_file) side by side through a shell script running tofu (byHand), the embedded
+// local_file) side by side through a shell script running tofu (tofutest.ByHandScript), the embedded
 // engine and Lava's tofu engine: create, no-op plan, and for the engines update (10 in
 // place, 10 replacements) and destroy; the engines keep state in JetStream, the script in a
 // local file. One untimed round of each runs first, so the plugin cache, the tofu engine's

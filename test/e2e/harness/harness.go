@@ -234,6 +234,19 @@ func (e *Env) build(tb testing.TB, services []string) {
 	}
 }
 
+// BuildLava compiles this repository's lava CLI (./cmd/lava) into dir with `go build`, as
+// [Start] does, and returns the binary's path (dir/lava). A failed build fails tb.
+func BuildLava(tb testing.TB, dir string) string {
+	tb.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		tb.Fatalf("harness: %v", err)
+	}
+	e := &Env{Root: root, BinDir: dir}
+	e.build(tb, nil)
+	return filepath.Join(dir, "lava")
+}
+
 func (e *Env) goCmd(dir string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
