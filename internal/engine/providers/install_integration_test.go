@@ -5,6 +5,7 @@ package providers_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,6 +185,90 @@ func TestInstaller_failures(t *testing.T) {
 			})
 			if len(installed) > 0 {
 				t.Errorf("a failed install left %v in the cache", installed)
+			}
+		})
+	}
+}
+
+// TestRegistry_tofuOracle runs the real `tofu init` against the same loopback registry (by the
+// Provider Registry Protocol, the source address naming the registry's host) and network
+// mirror (a CLI config's network_mirror), trusting the test CA through SSL_CERT_FILE: tofu
+// accepts the server, verifies the signature and records in its .terraform.lock.hcl the
+// hashes the installer computes.
+func TestRegistry_tofuOracle(t *testing.T) {
+	tools := tofutest.Tofu(t)
+	reg := startRegistry(t)
+	cases := []struct {
+		name, source, cliConfig string
+		mirror                  bool
+	}{
+		{name: "registry", source: reg.Host + "/example/testkit"},
+		{name: "network mirror", source: "example/testkit", mirror: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			main := `{"terraform":{"required_providers":{"testkit":{"source":"` + tc.source + `","version":"~> 0.3.0"}}}}`
+			if err := os.WriteFile(filepath.Join(dir, "main.tf.json"), []byte(main), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rc := "disable_checkpoint = true\n"
+			if tc.mirror {
+				rc += "provider_installation {\n  network_mirror {\n    url = \"" + reg.MirrorURL + "\"\n  }\n}\n"
+			}
+			rcPath := filepath.Join(dir, "tofurc")
+			if err := os.WriteFile(rcPath, []byte(rc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.CommandContext(t.Context(), tools.Bin, "init", "-input=false", "-no-color")
+			cmd.Dir = dir
+			env := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "TF_CLI_CONFIG_FILE=" + rcPath,
+				"SSL_CERT_FILE=" + reg.CAFile, "CHECKPOINT_DISABLE=1"}
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("tofu init: %v\n%s", err, out)
+			}
+			if !tc.mirror && !strings.Contains(string(out), "(signed, key ID "+strings.ToUpper(reg.KeyID())+")") {
+				t.Errorf("tofu init did not verify the test key's signature:\n%s", out)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, providers.LockFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lock, err := providers.ParseLock(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host := reg.Host
+			mirror := ""
+			if tc.mirror {
+				host, mirror = "registry.opentofu.org", reg.MirrorURL
+			}
+			addr := providers.Addr{Host: host, Namespace: "example", Type: "testkit"}
+			entry, ok := lock[addr.String()]
+			if !ok {
+				t.Fatalf("tofu's lock has no %s:\n%s", addr, b)
+			}
+			p, err := newInstaller(t, reg, t.TempDir(), mirror).Install(t.Context(), addr, "~> 0.3.0", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if entry.Version != p.Version || !slices.Equal(slices.Sorted(slices.Values(entry.Hashes)), p.Hashes) {
+				t.Errorf("tofu locked %s %v, the installer %s %v", entry.Version, entry.Hashes, p.Version, p.Hashes)
+			}
+			if tc.mirror {
+				return
+			}
+			// What the installer refuses, tofu refuses too.
+			reg.SetFault(registrytest.BadSignature)
+			defer reg.SetFault(registrytest.NoFault)
+			_ = os.RemoveAll(filepath.Join(dir, ".terraform"))
+			_ = os.Remove(filepath.Join(dir, providers.LockFile))
+			cmd = exec.CommandContext(t.Context(), tools.Bin, "init", "-input=false", "-no-color")
+			cmd.Dir, cmd.Env = dir, env
+			if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "signature") {
+				t.Errorf("tofu init with a bad signature: %v, want a signature error\n%s", err, out)
 			}
 		})
 	}

@@ -151,6 +151,9 @@ func (r *Registry) ArchiveSHA256(p Provider) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// KeyID is the signing key's id (16 hex digits).
+func (r *Registry) KeyID() string { return r.key.PrimaryKey.KeyIdString() }
+
 // PublicKey is the armored public key that signs SHA256SUMS.
 func (r *Registry) PublicKey() string { return armored(r.key) }
 
