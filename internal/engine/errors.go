@@ -13,8 +13,9 @@ var (
 	// mirror; the error is a *[ProviderUnavailableError].
 	ErrProviderUnavailable = errors.New("engine: provider not available")
 	// ErrProviderChecksumMismatch reports a provider binary whose h1: hash is none of those the
-	// resource's dependency lock records for it (docs/security.md, "Engines"): it is never
-	// started.
+	// resource's dependency lock records for it (docs/security.md, "Engines"), or a downloaded
+	// archive that does not match its signed SHA256SUMS or its network mirror's hashes: it is
+	// never started.
 	ErrProviderChecksumMismatch = errors.New("engine: provider checksum mismatch")
 	// ErrProviderSignatureInvalid reports a provider release whose SHA256SUMS file carries no
 	// valid OpenPGP signature by a key the registry lists for it: it is not installed.

@@ -142,6 +142,9 @@ func (in *Installer) Install(ctx context.Context, addr Addr, constraint string, 
 			ver = v.Original()
 		}
 	}
+	if v, ok := ExactVersion(constraint); ver == "" && ok {
+		ver = v
+	}
 	if ver == "" {
 		if ver, err = in.selectVersion(ctx, addr, want, constraint); err != nil {
 			return nil, err
@@ -202,7 +205,7 @@ func (in *Installer) hashesFile(addr Addr, ver string) string {
 // cached returns the package when the cache holds it.
 func (in *Installer) cached(addr Addr, ver string) (*Package, bool, error) {
 	dir := in.packageDir(addr, ver)
-	exe := findExecutable(dir, addr.Type)
+	exe := FindExecutable(dir, addr.Type)
 	if exe == "" {
 		return nil, false, nil
 	}
@@ -271,7 +274,7 @@ func (in *Installer) install(ctx context.Context, addr Addr, ver string) (*Packa
 	if err := rel.verifyPackage(addr, ver, h1); err != nil {
 		return nil, err
 	}
-	if findExecutable(unpacked, addr.Type) == "" {
+	if FindExecutable(unpacked, addr.Type) == "" {
 		return nil, fmt.Errorf("%s %s: the archive holds no executable terraform-provider-%s", addr, ver, addr.Type)
 	}
 	hashes := append([]string{h1}, rel.lockHashes(zh)...)
@@ -288,7 +291,7 @@ func (in *Installer) install(ctx context.Context, addr Addr, ver string) (*Packa
 	if err := os.Rename(unpacked, dst); err != nil {
 		return nil, fmt.Errorf("%s %s: cache: %w", addr, ver, err)
 	}
-	return &Package{Addr: addr, Version: ver, Dir: dst, Exe: findExecutable(dst, addr.Type), Hashes: hashes}, nil
+	return &Package{Addr: addr, Version: ver, Dir: dst, Exe: FindExecutable(dst, addr.Type), Hashes: hashes}, nil
 }
 
 // download writes url's body to path, bounded by MaxArchiveBytes.
@@ -369,8 +372,9 @@ func unzip(zipPath, dir string, limit int64) error {
 	return nil
 }
 
-// findExecutable returns the provider executable in dir ("" when there is none).
-func findExecutable(dir, typ string) string {
+// FindExecutable returns the provider executable in dir (a file named terraform-provider-TYPE*
+// with an execute bit) ("" when there is none).
+func FindExecutable(dir, typ string) string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return ""
@@ -397,6 +401,17 @@ func ParseConstraint(c string) (version.Constraints, error) {
 	}
 	c = strings.TrimPrefix(c, "v")
 	return version.NewConstraint(c)
+}
+
+// ExactVersion reports whether constraint names one version ("1.4.0", "= 1.4.0", "v1.4.0")
+// and returns it.
+func ExactVersion(constraint string) (string, bool) {
+	c := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(constraint), "="))
+	v, err := version.NewVersion(strings.TrimPrefix(c, "v"))
+	if err != nil {
+		return "", false
+	}
+	return v.Original(), true
 }
 
 // VersionNotFoundError is a provider the source has in no version meeting the constraint.
@@ -428,7 +443,9 @@ func (e *RegistryError) Error() string {
 }
 
 // Unwrap returns the cause and [engine.ErrProviderRegistryUnavailable].
-func (e *RegistryError) Unwrap() []error { return []error{e.Err, engine.ErrProviderRegistryUnavailable} }
+func (e *RegistryError) Unwrap() []error {
+	return []error{e.Err, engine.ErrProviderRegistryUnavailable}
+}
 
 // ChecksumError is an archive or package whose hash is not the one it must have.
 type ChecksumError struct {

@@ -15,6 +15,8 @@ import (
 	"sync"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
+
+	"github.com/lava-operator/lava/internal/engine"
 )
 
 // maxDocumentBytes bounds a JSON document, SHA256SUMS file or signature read from a registry.
@@ -47,7 +49,9 @@ func (in *Installer) get(ctx context.Context, u string) (*http.Response, error) 
 // statusError is a non-200 answer.
 type statusError int
 
-func (s statusError) Error() string { return fmt.Sprintf("HTTP %d %s", int(s), http.StatusText(int(s))) }
+func (s statusError) Error() string {
+	return fmt.Sprintf("HTTP %d %s", int(s), http.StatusText(int(s)))
+}
 
 func isNotFound(err error) bool {
 	var s statusError
@@ -131,7 +135,7 @@ func (in *Installer) versions(ctx context.Context, addr Addr) ([]string, error) 
 		}
 		if err := in.getJSON(ctx, u, &doc); err != nil {
 			if isNotFound(err) {
-				return nil, &VersionNotFoundError{Addr: addr}
+				return nil, unknownProvider(addr, "the network mirror "+in.opts.NetworkMirror)
 			}
 			return nil, err
 		}
@@ -161,7 +165,7 @@ func (in *Installer) versions(ctx context.Context, addr Addr) ([]string, error) 
 	}
 	if err := in.getJSON(ctx, u, &doc); err != nil {
 		if isNotFound(err) {
-			return nil, &VersionNotFoundError{Addr: addr}
+			return nil, unknownProvider(addr, "the registry "+addr.Host)
 		}
 		return nil, err
 	}
@@ -360,4 +364,9 @@ func (r *releaseInfo) lockHashes(zh string) []string {
 		}
 	}
 	return out
+}
+
+// unknownProvider is a provider the source does not have at all.
+func unknownProvider(addr Addr, where string) error {
+	return &engine.ProviderUnavailableError{Sources: []string{addr.String()}, Detail: where + " has no such provider"}
 }
