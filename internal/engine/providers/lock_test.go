@@ -42,4 +42,3 @@ provider "registry.opentofu.org/hashicorp/local" {
 		t.Errorf("bad lock error %v, want its line:col", err)
 	}
 }
-
