@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/embedded"
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -25,6 +27,11 @@ import (
 type Options struct {
 	// ProviderDir is the provider mirror (OpenTofu filesystem-mirror layout) of every engine.
 	ProviderDir string
+	// Install configures provider installation for the embedded engine: when its CacheDir is
+	// set, providers ProviderDir lacks are installed through the Provider Registry Protocol or
+	// a network mirror into that shared cache (docs/embedded-engine.md, "Provider
+	// installation"); empty: ProviderDir only.
+	Install providers.Options
 	// TofuBin and TerraformBin are the CLI binaries ("" leaves that engine out).
 	TofuBin, TerraformBin string
 	// CLIConfigFile is an optional CLI configuration for tofu and terraform (default: one that
@@ -46,6 +53,14 @@ type Options struct {
 	// Process names the process in errors and in the temporary work directory ("applier",
 	// "drift").
 	Process string
+}
+
+// RegisterInstallFlags defines the provider installation flags of a process that runs engines
+// (--provider-cache-dir, --provider-network-mirror, --provider-ca-file) on fs.
+func (o *Options) RegisterInstallFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Install.CacheDir, "provider-cache-dir", "", "shared provider cache: providers --provider-dir lacks are installed here from their registry or --provider-network-mirror (empty: --provider-dir only)")
+	fs.StringVar(&o.Install.NetworkMirror, "provider-network-mirror", "", "base URL of a Provider Network Mirror Protocol server to install every provider from (default: each provider's own registry)")
+	fs.StringVar(&o.Install.CAFile, "provider-ca-file", "", "PEM bundle of certificate authorities trusted for provider registries and mirrors, besides the system's")
 }
 
 // Set is what [Open] built. Close it to stop the engines (provider processes, generated
@@ -108,7 +123,13 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		so.Logger = log
 	}
 	s := &Set{Store: state.NewStore(kv, art, so), Engines: map[string]engine.Engine{}}
-	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Logger: log})
+	var installer *providers.Installer
+	if o.Install.CacheDir != "" {
+		if installer, err = providers.NewInstaller(o.Install); err != nil {
+			return nil, wrap("%w", err)
+		}
+	}
+	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log})
 	s.closers = append(s.closers, func() { _ = emb.Close() })
 	s.Engines[string(v1alpha1.EngineEmbedded)] = emb
 	if o.TofuBin == "" && o.TerraformBin == "" {
