@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/spf13/pflag"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
@@ -53,14 +52,6 @@ type Options struct {
 	// Process names the process in errors and in the temporary work directory ("applier",
 	// "drift").
 	Process string
-}
-
-// RegisterInstallFlags defines the provider installation flags of a process that runs engines
-// (--provider-cache-dir, --provider-network-mirror, --provider-ca-file) on fs.
-func (o *Options) RegisterInstallFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Install.CacheDir, "provider-cache-dir", "", "shared provider cache: providers --provider-dir lacks are installed here from their registry or --provider-network-mirror (empty: --provider-dir only)")
-	fs.StringVar(&o.Install.NetworkMirror, "provider-network-mirror", "", "base URL of a Provider Network Mirror Protocol server to install every provider from (default: each provider's own registry)")
-	fs.StringVar(&o.Install.CAFile, "provider-ca-file", "", "PEM bundle of certificate authorities trusted for provider registries and mirrors, besides the system's")
 }
 
 // Set is what [Open] built. Close it to stop the engines (provider processes, generated

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/hashicorp/go-version"
+	"github.com/spf13/pflag"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/lava-operator/lava/internal/engine"
@@ -52,6 +53,14 @@ type Options struct {
 	Platform string
 	// MaxArchiveBytes bounds a downloaded archive (default 1 GiB).
 	MaxArchiveBytes int64
+}
+
+// RegisterFlags defines the installation flags of a process that runs engines on fs:
+// --provider-cache-dir, --provider-network-mirror, --provider-ca-file.
+func (o *Options) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.CacheDir, "provider-cache-dir", "", "shared provider cache: providers the mirror directory lacks are installed here from their registry or --provider-network-mirror (empty: the mirror directory only)")
+	fs.StringVar(&o.NetworkMirror, "provider-network-mirror", "", "base URL of a Provider Network Mirror Protocol server to install every provider from (default: each provider's own registry)")
+	fs.StringVar(&o.CAFile, "provider-ca-file", "", "PEM bundle of certificate authorities trusted for provider registries and mirrors, besides the system's")
 }
 
 // Installer installs providers as `tofu init` does: versions selected by constraint (or the
