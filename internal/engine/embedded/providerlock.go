@@ -97,6 +97,9 @@ type providerLock struct {
 	store *state.Store
 	key   state.Key
 	mu    sync.Mutex
+	// read is the lock as this operation first read it (nil before): a provider that matches
+	// it needs no second read.
+	read providers.Lock
 }
 
 type providerLockKey struct{}
@@ -116,11 +119,16 @@ func providerLockFrom(ctx context.Context) *providerLock {
 
 // entry returns the lock's entry for addr (nil when it has none).
 func (l *providerLock) entry(ctx context.Context, addr ProviderAddr) (*providers.LockEntry, error) {
-	lock, _, err := providers.ReadLock(ctx, l.store, l.key)
-	if err != nil {
-		return nil, err
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.read == nil {
+		lock, _, err := providers.ReadLock(ctx, l.store, l.key)
+		if err != nil {
+			return nil, err
+		}
+		l.read = lock
 	}
-	if e, ok := lock[addr.String()]; ok {
+	if e, ok := l.read[addr.String()]; ok {
 		return &e, nil
 	}
 	return nil, nil
@@ -140,7 +148,10 @@ func (l *providerLock) verify(ctx context.Context, pool *Pool, addr ProviderAddr
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, err = providers.UpdateLock(ctx, l.store, l.key, func(m providers.Lock) (bool, error) {
+	if e, ok := l.read[addr.String()]; ok && e.Version == version && slices.Contains(e.Hashes, got) {
+		return nil
+	}
+	l.read, err = providers.UpdateLock(ctx, l.store, l.key, func(m providers.Lock) (bool, error) {
 		e, ok := m[addr.String()]
 		if ok && e.Version == version && len(e.Hashes) > 0 {
 			if slices.Contains(e.Hashes, got) {
