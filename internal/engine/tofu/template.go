@@ -31,9 +31,9 @@ func (e *Engine) templateDir(key string) string { return filepath.Join(e.home, "
 
 // useTemplate fills the workspace's .terraform and lock file from the template, if there is a
 // usable one whose lock file equals the saved plan's (ws.lock, when given) or selects the
-// versions the object's lock pins (ws.pin). With a pin the workspace's lock file is the pin
-// itself, so the CLI checks the template's packages against the object's hashes on every
-// command. It reports whether it did.
+// versions the object's lock pins (ws.pin). With a pin the workspace's lock file is the
+// template's with the pinned providers' entries replaced by the object's, so the CLI checks
+// the template's packages against the object's hashes on every command. It reports whether it did.
 func (e *Engine) useTemplate(r *run, key string, ws *workspace) bool {
 	dir := e.templateDir(key)
 	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
@@ -49,8 +49,9 @@ func (e *Engine) useTemplate(r *run, key string, ws *workspace) bool {
 			if tl[a].Version != en.Version {
 				return false
 			}
+			tl[a] = en
 		}
-		lock = ws.pin.Write()
+		lock = tl.Write()
 	}
 	if err := copyTree(filepath.Join(dir, ".terraform"), filepath.Join(r.dir, ".terraform")); err != nil {
 		_ = os.RemoveAll(filepath.Join(r.dir, ".terraform"))
