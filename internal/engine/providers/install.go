@@ -75,6 +75,10 @@ type Installer struct {
 	disco  discovery
 }
 
+// installTimeout bounds one package's install (waiting for another process's file lock,
+// fetching, verifying, unpacking).
+const installTimeout = 15 * time.Minute
+
 // Package is an installed provider.
 type Package struct {
 	Addr    Addr
@@ -160,11 +164,23 @@ func (in *Installer) Install(ctx context.Context, addr Addr, constraint string, 
 		}
 	}
 	key := addr.String() + "@" + ver + "/" + in.opts.Platform
-	v, err, _ := in.group.Do(key, func() (any, error) { return in.install(ctx, addr, ver) })
-	if err != nil {
-		return nil, err
+	// The install runs on for the other callers waiting on it when this one gives up; it is
+	// bounded by installTimeout.
+	ch := in.group.DoChan(key, func() (any, error) {
+		ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), installTimeout)
+		defer cancel()
+		return in.install(ictx, addr, ver)
+	})
+	var res singleflight.Result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s %s: install: %w", addr, ver, ctx.Err())
 	}
-	pkg := v.(*Package)
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	pkg := res.Val.(*Package)
 	if lock != nil && lock.Version == ver && len(lock.Hashes) > 0 && !matchesAny(pkg.Hashes, lock.Hashes) {
 		return nil, &ChecksumError{Addr: addr, Version: ver, What: "the dependency lock's hashes",
 			Got: pkg.Hashes, Want: lock.Hashes}
