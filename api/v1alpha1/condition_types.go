@@ -105,8 +105,19 @@ const (
 	ReasonPolicyRejected = "PolicyRejected"
 	// ReasonProviderChecksumMismatch: a provider package's h1: hash is none of those the
 	// object's dependency lock records for its version (recorded on first use; docs/security.md,
-	// "Engines"): the provider was not started. Not retried.
+	// "Engines"), or a downloaded archive does not match the registry's signed SHA256SUMS or the
+	// network mirror's hashes: the provider was not installed or started. Not retried.
 	ReasonProviderChecksumMismatch = "ProviderChecksumMismatch"
+	// ReasonProviderSignatureInvalid: a provider release's SHA256SUMS carries no valid OpenPGP
+	// signature by a key its registry lists: the provider was not installed. Not retried.
+	ReasonProviderSignatureInvalid = "ProviderSignatureInvalid"
+	// ReasonProviderVersionNotFound: the registry or network mirror has the provider, but in no
+	// version that meets the required_providers constraint for this platform; the message lists
+	// the versions offered. Not retried (change the constraint).
+	ReasonProviderVersionNotFound = "ProviderVersionNotFound"
+	// ReasonProviderRegistryUnavailable: the provider registry or network mirror did not answer
+	// (refused, TLS failure, HTTP 5xx, malformed answer); the message names the URL. Retried.
+	ReasonProviderRegistryUnavailable = "ProviderRegistryUnavailable"
 	// ReasonRBACForbidden: the identity the object acts with (its ServiceAccount, impersonated;
 	// docs/security.md, "Kubernetes RBAC") may not read a ConfigMap or Secret of
 	// spec.bindingsFrom or write the outputs Secret. The message names the ServiceAccount, the

@@ -85,6 +85,7 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	f.IntVar(&o.KubeAPI.Burst, "kube-api-burst", svc.DefaultKubeAPIBurst, "with --kubeconfig: Kubernetes API client burst above --kube-api-qps")
 	f.StringVar(&o.StateDir, "state-dir", ".lava", "directory for the NATS store, resource status, keys and logs")
 	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
+	o.Install.RegisterFlags(f)
 	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, when present)")
 	f.StringVar(&o.TerraformBin, "terraform-bin", "", "Terraform binary for engine terraform (default $LAVA_TERRAFORM_BIN)")
 	f.StringVar(&o.NATSAddr, "nats-addr", "127.0.0.1:0", "address of the embedded NATS server (port 0: a free one, written to <state-dir>/nats.url)")

@@ -101,6 +101,15 @@ func TestRequirements(t *testing.T) {
 				{Name: "http", Source: "hashicorp/http"},
 				{Name: "testkit", Source: "example/testkit"},
 			}},
+		{"the rendered required_providers", `{
+			"terraform":{"required_providers":{"local":{"source":"hashicorp/local"},"kit":{"source":"example/testkit","version":"~> 0.1"},"old":"1.0"}},
+			"resource":{"terraform_data":{"t":{}}}}`,
+			map[string]string{"kit": "acme/kit"},
+			[]engine.ProviderRequirement{
+				{Name: "kit", Source: "acme/kit"},
+				{Name: "local", Source: "hashicorp/local"},
+				{Name: "old", Source: "hashicorp/old"},
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

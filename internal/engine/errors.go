@@ -13,9 +13,20 @@ var (
 	// mirror; the error is a *[ProviderUnavailableError].
 	ErrProviderUnavailable = errors.New("engine: provider not available")
 	// ErrProviderChecksumMismatch reports a provider binary whose h1: hash is none of those the
-	// resource's dependency lock records for it (docs/security.md, "Engines"): it is never
-	// started.
+	// resource's dependency lock records for it (docs/security.md, "Engines"), or a downloaded
+	// archive that does not match its signed SHA256SUMS or its network mirror's hashes: it is
+	// never started.
 	ErrProviderChecksumMismatch = errors.New("engine: provider checksum mismatch")
+	// ErrProviderSignatureInvalid reports a provider release whose SHA256SUMS file carries no
+	// valid OpenPGP signature by a key the registry lists for it: it is not installed.
+	ErrProviderSignatureInvalid = errors.New("engine: provider signature invalid")
+	// ErrProviderVersionNotFound reports a provider that the registry or network mirror has,
+	// but in no version that meets the configuration's version constraints (or not for this
+	// platform).
+	ErrProviderVersionNotFound = errors.New("engine: provider version not found")
+	// ErrProviderRegistryUnavailable reports a provider registry or network mirror that did not
+	// answer (connection refused, TLS failure, a 5xx, a malformed answer); retried.
+	ErrProviderRegistryUnavailable = errors.New("engine: provider registry unavailable")
 	// ErrPlanStale reports a plan whose state changed since it was planned; the error is a
 	// *[PlanStaleError]. Plan again.
 	ErrPlanStale = errors.New("engine: plan is stale")

@@ -23,18 +23,25 @@ const builtinProvider = "terraform"
 // every local name in sources (the architecture's :providers), every `provider` block, every
 // `provider` meta-argument ("aws.west" is "aws") and, for resources and data sources without
 // one, the type's prefix before the first "_" ("aws_vpc" is "aws"). The built-in "terraform"
-// provider (terraform_data) needs none. A source is sources[name], else "hashicorp/NAME".
+// provider (terraform_data) needs none; every name of the rendered JSON's own
+// terraform.required_providers is needed too. A source is sources[name], else the rendered
+// required_providers' source, else "hashicorp/NAME".
 func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequirement, error) {
 	var doc struct {
-		Provider map[string]json.RawMessage            `json:"provider"`
-		Resource map[string]map[string]json.RawMessage `json:"resource"`
-		Data     map[string]map[string]json.RawMessage `json:"data"`
+		Terraform json.RawMessage                       `json:"terraform"`
+		Provider  map[string]json.RawMessage            `json:"provider"`
+		Resource  map[string]map[string]json.RawMessage `json:"resource"`
+		Data      map[string]map[string]json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(rendered, &doc); err != nil {
 		return nil, fmt.Errorf("engine: read providers of the rendered JSON: %w", err)
 	}
 	names := map[string]bool{}
 	for n := range sources {
+		names[n] = true
+	}
+	declared := requiredProviders(doc.Terraform)
+	for n := range declared {
 		names[n] = true
 	}
 	for n := range doc.Provider {
@@ -53,12 +60,45 @@ func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequire
 	for n := range names {
 		src := sources[n]
 		if src == "" {
+			src = declared[n]
+		}
+		if src == "" {
 			src = "hashicorp/" + n
 		}
 		out = append(out, ProviderRequirement{Name: n, Source: src})
 	}
 	slices.SortFunc(out, func(a, b ProviderRequirement) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// requiredProviders reads the local names and sources ("" when not given) of a terraform
+// block's required_providers; the block may be an object or an array of objects, an entry an
+// object with "source" or (the legacy form) a version string.
+func requiredProviders(raw json.RawMessage) map[string]string {
+	out := map[string]string{}
+	if len(raw) == 0 {
+		return out
+	}
+	type block struct {
+		RequiredProviders map[string]json.RawMessage `json:"required_providers"`
+	}
+	var blocks []block
+	var one block
+	if json.Unmarshal(raw, &one) == nil {
+		blocks = []block{one}
+	} else {
+		_ = json.Unmarshal(raw, &blocks)
+	}
+	for _, b := range blocks {
+		for n, e := range b.RequiredProviders {
+			var entry struct {
+				Source string `json:"source"`
+			}
+			_ = json.Unmarshal(e, &entry) // a version string has no source
+			out[n] = entry.Source
+		}
+	}
+	return out
 }
 
 // providerOf returns the local provider name of one resource block: its `provider`

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine/engines"
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/natsauth"
@@ -87,6 +88,9 @@ type Options struct {
 	StateDir string
 	// ProviderDir is the provider mirror (default [DefaultProviderDir]).
 	ProviderDir string
+	// Install configures installing the providers ProviderDir lacks (embedded engine; empty
+	// CacheDir: none).
+	Install providers.Options
 	// TofuBin enables the tofu engine ("" : the tofu next to the mirror, when it exists).
 	// TerraformBin enables the terraform engine ("" : $LAVA_TERRAFORM_BIN when set).
 	TofuBin, TerraformBin string
@@ -310,12 +314,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
 		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kube,
-			Engines: engines.Options{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
+			Engines: engines.Options{ProviderDir: o.ProviderDir, Install: o.Install, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "applier")}})
 	})
 	runSvc(bus.ServiceDrift, func(ctx context.Context) error {
 		return drift.Run(ctx, drift.Options{Common: common(bus.ServiceDrift), Holder: "lava-up",
-			Engines: engines.Options{ProviderDir: o.ProviderDir, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
+			Engines: engines.Options{ProviderDir: o.ProviderDir, Install: o.Install, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "drift")}})
 	})
 	runSvc(bus.ServiceViggy, func(ctx context.Context) error {

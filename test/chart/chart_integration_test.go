@@ -189,6 +189,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"watchNamespaces[0]=Not_A_Namespace", "/watchNamespaces/0"},
 		{"attest.signingKey.existingSecret=", "the chart never generates keys"},
 		{"synth.bindingsKey.existingSecret=", "synth.bindingsKey: set synth.bindingsKey.existingSecret"},
+		{"drift.providerInstall.networkMirror=http://mirror", "/drift/providerInstall/networkMirror"},
+		{"applier.providerInstall.cacheDir=relative", "/applier/providerInstall/cacheDir"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := helm(t, "template", "lava", chartDir, "--set", tc.set)

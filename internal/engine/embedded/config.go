@@ -13,6 +13,8 @@ import (
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/lava-operator/lava/internal/engine/providers"
 )
 
 // configFilename names the rendered configuration in diagnostics ("main.tf.json:3,17").
@@ -307,7 +309,7 @@ func (c *Config) parseTerraform(blk *hcl.Block) error {
 				return fmt.Errorf("terraform.required_providers.%s: want an object with source and version", name)
 			}
 			if req.Version != "" {
-				if _, err := parseConstraint(req.Version); err != nil {
+				if _, err := providers.ParseConstraint(req.Version); err != nil {
 					return fmt.Errorf("terraform.required_providers.%s.version: %q: %w", name, req.Version, err)
 				}
 			}

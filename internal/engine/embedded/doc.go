@@ -50,8 +50,9 @@
 // ([PreventDestroyError]), ignore_changes (paths and all), replace_triggered_by,
 // preconditions and postconditions; import blocks (ImportResourceState, then plan); moved and
 // removed blocks for whole resources. Modules, check, provisioners and provider-defined functions are refused with a clear error;
-// required_providers version constraints (hashicorp/go-version) pick the newest matching
-// version in the mirror.
+// required_providers version constraints (hashicorp/go-version) pick the version, which the
+// object's dependency lock then pins; providers come from the mirror directory or, with
+// [Options.Installer], from a registry or network mirror (package providers).
 // Deposed objects (left by an interrupted create-before-destroy replacement) are deleted by
 // the next apply, as Terraform does. docs/embedded-engine.md lists all of it with the reasons.
 package embedded

@@ -76,7 +76,7 @@ type memHarness struct {
 
 func newMemHarness(t *testing.T, dir string) *memHarness {
 	t.Helper()
-	pool := NewPool(Mirror{Dir: dir}, 4)
+	pool := NewPool(Mirror{Dir: dir}, nil, 4)
 	t.Cleanup(func() { _ = pool.Close() })
 	return &memHarness{r: NewRunner(pool, 4, nil)}
 }
@@ -489,7 +489,7 @@ func TestSameProviderOtherHost(t *testing.T) {
 // BenchmarkRunner_terraformData20 plans and applies 20 chained terraform_data resources
 // in memory (no provider process): the engine's own overhead per operation.
 func BenchmarkRunner_terraformData20(b *testing.B) {
-	pool := NewPool(Mirror{Dir: b.TempDir()}, 1)
+	pool := NewPool(Mirror{Dir: b.TempDir()}, nil, 1)
 	b.Cleanup(func() { _ = pool.Close() })
 	r := NewRunner(pool, 10, nil)
 	res := map[string]any{"d0": map[string]any{"input": "x"}}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 )
 
@@ -30,8 +31,13 @@ type Options struct {
 	Store *state.Store
 	// Artifacts is the artifact store holding rendered JSON and plan artifacts; required.
 	Artifacts state.Artifacts
-	// ProviderDir is the provider mirror directory (OpenTofu filesystem-mirror layout).
+	// ProviderDir is the provider mirror directory (OpenTofu filesystem-mirror layout), the
+	// offline path: a provider found here is never downloaded.
 	ProviderDir string
+	// Installer installs the providers ProviderDir lacks through a registry or network
+	// mirror into its shared cache (nil: ProviderDir only). docs/embedded-engine.md,
+	// "Provider installation".
+	Installer *providers.Installer
 	// MaxWarm bounds idle provider processes kept warm (default 8).
 	MaxWarm int
 	// IdleTimeout stops provider processes idle for longer (0: keep them until evicted).
@@ -121,7 +127,7 @@ func New(opts Options) *Engine {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	pool := NewPool(Mirror{Dir: opts.ProviderDir}, opts.MaxWarm)
+	pool := NewPool(Mirror{Dir: opts.ProviderDir}, opts.Installer, opts.MaxWarm)
 	pool.SetIdleTimeout(opts.IdleTimeout)
 	return &Engine{opts: opts, pool: pool, runner: NewRunner(pool, opts.Parallelism, opts.Logger)}
 }

@@ -442,7 +442,7 @@ func TestEngine_sensitiveAndDrift(t *testing.T) {
 
 func TestPool_warmAndBounded(t *testing.T) {
 	tools := tofutest.Tofu(t)
-	pool := NewPool(Mirror{Dir: tools.Mirror}, 1)
+	pool := NewPool(Mirror{Dir: tools.Mirror}, nil, 1)
 	configure := func(ctx context.Context, c Client) error {
 		ps, err := c.Schema(ctx)
 		if err != nil {

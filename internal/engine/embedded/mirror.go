@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-version"
 
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/lang/policy"
 )
 
@@ -69,15 +70,28 @@ func (m Mirror) Find(addr ProviderAddr, constraint string) (path, found string, 
 	if _, err := ParseProviderSource(addr.String()); err != nil {
 		return "", "", fmt.Errorf("%w: %w", err, ErrProviderNotFound)
 	}
-	want, err := parseConstraint(constraint)
-	if err != nil {
-		return "", "", fmt.Errorf("%s: version constraint %q: %w", addr, constraint, err)
-	}
 	hosts := []string{addr.Host}
 	for _, h := range defaultHosts() {
 		if h != addr.Host {
 			hosts = append(hosts, h)
 		}
+	}
+	return m.find(addr, constraint, hosts)
+}
+
+// findHost is [Mirror.Find] under addr's own host only (the installer's cache, whose
+// directories are exactly the addresses installed).
+func (m Mirror) findHost(addr ProviderAddr, constraint string) (path, found string, err error) {
+	if _, err := ParseProviderSource(addr.String()); err != nil {
+		return "", "", fmt.Errorf("%w: %w", err, ErrProviderNotFound)
+	}
+	return m.find(addr, constraint, []string{addr.Host})
+}
+
+func (m Mirror) find(addr ProviderAddr, constraint string, hosts []string) (path, found string, err error) {
+	want, err := providers.ParseConstraint(constraint)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: version constraint %q: %w", addr, constraint, err)
 	}
 	platform := runtime.GOOS + "_" + runtime.GOARCH
 	for _, h := range hosts {
@@ -93,7 +107,7 @@ func (m Mirror) Find(addr ProviderAddr, constraint string) (path, found string, 
 			if err != nil || !want.Check(v) {
 				continue
 			}
-			exe := findExecutable(filepath.Join(base, e.Name(), platform), addr.Type)
+			exe := providers.FindExecutable(filepath.Join(base, e.Name(), platform), addr.Type)
 			if exe == "" {
 				continue
 			}
@@ -110,32 +124,4 @@ func (m Mirror) Find(addr ProviderAddr, constraint string) (path, found string, 
 		v = " version " + strings.TrimSpace(constraint)
 	}
 	return "", "", fmt.Errorf("%s%s for %s not in %s: %w", addr, v, platform, m.Dir, ErrProviderNotFound)
-}
-
-func findExecutable(dir, typ string) string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasPrefix(e.Name(), "terraform-provider-"+typ) {
-			continue
-		}
-		info, err := e.Info()
-		if err == nil && info.Mode()&0o111 != 0 {
-			return filepath.Join(dir, e.Name())
-		}
-	}
-	return ""
-}
-
-// parseConstraint reads a version constraint; "" allows every version. A bare version may
-// carry a leading "v".
-func parseConstraint(c string) (version.Constraints, error) {
-	c = strings.TrimSpace(c)
-	if c == "" {
-		c = ">= 0.0.0"
-	}
-	c = strings.TrimPrefix(c, "v")
-	return version.NewConstraint(c)
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/lava-operator/lava/internal/engine/providers"
 )
 
 // ErrPoolClosed is returned by [Pool.Get] after [Pool.Close].
@@ -18,7 +20,9 @@ var ErrPoolClosed = errors.New("embedded: provider pool closed")
 // down. Processes in use are never stopped, so the bound is soft while work is in flight.
 // Safe for concurrent use.
 type Pool struct {
-	mirror       Mirror
+	mirror Mirror
+	// installer installs providers the mirror lacks (nil: the mirror only).
+	installer    *providers.Installer
 	maxWarm      int
 	idleTimeout  time.Duration
 	startTimeout time.Duration
@@ -61,12 +65,37 @@ type poolEntry struct {
 	lastUse time.Time
 }
 
-// NewPool returns a pool over the mirror directory. maxWarm <= 0 means 8.
-func NewPool(mirror Mirror, maxWarm int) *Pool {
+// NewPool returns a pool over the mirror directory and, when installer is not nil, the
+// providers it installs. maxWarm <= 0 means 8.
+func NewPool(mirror Mirror, installer *providers.Installer, maxWarm int) *Pool {
 	if maxWarm <= 0 {
 		maxWarm = 8
 	}
-	return &Pool{mirror: mirror, maxWarm: maxWarm, startTimeout: time.Minute, entries: map[string]*poolEntry{}}
+	return &Pool{mirror: mirror, installer: installer, maxWarm: maxWarm, startTimeout: time.Minute, entries: map[string]*poolEntry{}}
+}
+
+// find returns the executable and version of addr meeting constraint, and the hashes its
+// release is known by besides the package's own h1: (from the installer): from the directory
+// mirror, else from the installer (its cache, or installed) (lock: the object's entry for addr,
+// may be nil). Without an installer the error wraps [ErrProviderNotFound]; with one, the
+// installer's errors (providers.Installer.Install).
+func (p *Pool) find(ctx context.Context, addr ProviderAddr, constraint string, lock *providers.LockEntry) (exe, version string, known []string, err error) {
+	exe, version, err = p.mirror.Find(addr, constraint)
+	if err == nil || p.installer == nil || !errors.Is(err, ErrProviderNotFound) {
+		return exe, version, nil, err
+	}
+	// An exact version (the lock's, or a plan's) already in the cache is used as is; a range
+	// asks the source for its newest version first, as `tofu init` does.
+	if _, exact := providers.ExactVersion(constraint); exact {
+		if exe, version, err := (Mirror{Dir: p.installer.CacheDir()}).findHost(addr, constraint); err == nil {
+			return exe, version, nil, nil
+		}
+	}
+	pkg, err := p.installer.Install(ctx, providers.Addr(addr), constraint, lock)
+	if err != nil {
+		return "", "", nil, err
+	}
+	return pkg.Exe, pkg.Version, pkg.Hashes, nil
 }
 
 // Lease is a provider process lent by the pool; call Release when done with it.
@@ -92,7 +121,7 @@ func (l *Lease) Exited() bool { return l.proc.exited() }
 // means the newest in the mirror. The error wraps [ErrProviderNotFound] when the mirror has no
 // such provider.
 func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey string, configure func(context.Context, Client) error) (*Lease, error) {
-	exe, found, err := p.mirror.Find(addr, version)
+	exe, found, _, err := p.find(ctx, addr, version, nil)
 	if err != nil {
 		return nil, err
 	}

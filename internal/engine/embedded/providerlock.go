@@ -7,110 +7,14 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/hcl/v2/hclwrite"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/zclconf/go-cty/cty"
-	"golang.org/x/mod/sumdb/dirhash"
-
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 )
-
-// LockEntry is one provider of a dependency lock: the version selected and its hashes
-// ("h1:..." over the unpacked package directory, "zh:..." over a release zip).
-type LockEntry struct {
-	Version string
-	Hashes  []string
-}
-
-// ParseLock reads a dependency lock in the .terraform.lock.hcl format that `tofu providers
-// lock` writes: provider "ADDRESS" { version = "V" hashes = ["h1:...", "zh:..."] }. Other
-// blocks and attributes are ignored. The error has the file's line:col.
-func ParseLock(src []byte) (map[string]LockEntry, error) {
-	f, diags := hclsyntax.ParseConfig(src, ".terraform.lock.hcl", hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("dependency lock: %s", diags.Error())
-	}
-	out := map[string]LockEntry{}
-	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		if b.Type != "provider" || len(b.Labels) != 1 {
-			continue
-		}
-		var e LockEntry
-		if a, ok := b.Body.Attributes["version"]; ok {
-			v, d := a.Expr.Value(nil)
-			if d.HasErrors() || v.Type() != cty.String {
-				return nil, fmt.Errorf("dependency lock: %s: version is not a string", a.SrcRange)
-			}
-			e.Version = v.AsString()
-		}
-		if a, ok := b.Body.Attributes["hashes"]; ok {
-			v, d := a.Expr.Value(nil)
-			if d.HasErrors() || !(v.Type().IsListType() || v.Type().IsTupleType()) {
-				return nil, fmt.Errorf("dependency lock: %s: hashes is not a list of strings", a.SrcRange)
-			}
-			for it := v.ElementIterator(); it.Next(); {
-				_, h := it.Element()
-				if h.Type() != cty.String {
-					return nil, fmt.Errorf("dependency lock: %s: hashes is not a list of strings", a.SrcRange)
-				}
-				e.Hashes = append(e.Hashes, h.AsString())
-			}
-		}
-		out[b.Labels[0]] = e
-	}
-	return out, nil
-}
-
-// WriteLock renders a dependency lock in the .terraform.lock.hcl format (providers sorted by
-// address, hashes sorted), which OpenTofu and Terraform read.
-func WriteLock(m map[string]LockEntry) []byte {
-	f := hclwrite.NewEmptyFile()
-	body := f.Body()
-	addrs := make([]string, 0, len(m))
-	for a := range m {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
-	for i, a := range addrs {
-		if i > 0 {
-			body.AppendNewline()
-		}
-		e := m[a]
-		b := body.AppendNewBlock("provider", []string{a}).Body()
-		b.SetAttributeValue("version", cty.StringVal(e.Version))
-		hs := slices.Clone(e.Hashes)
-		slices.Sort(hs)
-		vals := make([]cty.Value, len(hs))
-		for j, h := range hs {
-			vals[j] = cty.StringVal(h)
-		}
-		if len(vals) == 0 {
-			b.SetAttributeValue("hashes", cty.ListValEmpty(cty.String))
-		} else {
-			b.SetAttributeValue("hashes", cty.ListVal(vals))
-		}
-	}
-	return f.Bytes()
-}
-
-// PackageHash is the h1: hash of an unpacked provider package directory, the hash the
-// dependency lock records: golang.org/x/mod's dirhash Hash1 (SHA-256 over a sorted manifest of
-// the files' SHA-256), as OpenTofu and Terraform compute it.
-func PackageHash(dir string) (string, error) {
-	h, err := dirhash.HashDir(dir, "", dirhash.Hash1)
-	if err != nil {
-		return "", fmt.Errorf("hash provider package %s: %w", dir, err)
-	}
-	return h, nil
-}
 
 // packageHashes caches PackageHash per directory, valid while no file in it changed: the
 // signature is every file's name, size, modification and status-change time and inode (the
@@ -147,7 +51,7 @@ func fileSignature(dir string) string {
 	return b.String()
 }
 
-// PackageHash is [PackageHash] of dir, computed again only when a file under dir changed.
+// PackageHash is [providers.PackageHash] of dir, computed again only when a file under dir changed.
 func (p *Pool) PackageHash(dir string) (string, error) {
 	sig := fileSignature(dir)
 	c := &p.hashes
@@ -157,7 +61,7 @@ func (p *Pool) PackageHash(dir string) (string, error) {
 		return h.h1, nil
 	}
 	c.mu.Unlock()
-	h1, err := PackageHash(dir)
+	h1, err := providers.PackageHash(dir)
 	if err != nil {
 		return "", err
 	}
@@ -193,6 +97,9 @@ type providerLock struct {
 	store *state.Store
 	key   state.Key
 	mu    sync.Mutex
+	// read is the lock as this operation first read it (nil before): a provider that matches
+	// it needs no second read.
+	read providers.Lock
 }
 
 type providerLockKey struct{}
@@ -210,46 +117,51 @@ func providerLockFrom(ctx context.Context) *providerLock {
 	return l
 }
 
+// entry returns the lock's entry for addr (nil when it has none).
+func (l *providerLock) entry(ctx context.Context, addr ProviderAddr) (*providers.LockEntry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.read == nil {
+		lock, _, err := providers.ReadLock(ctx, l.store, l.key)
+		if err != nil {
+			return nil, err
+		}
+		l.read = lock
+	}
+	if e, ok := l.read[addr.String()]; ok {
+		return &e, nil
+	}
+	return nil, nil
+}
+
 // verify checks the package directory dir of provider addr at version against the lock,
-// recording it when the lock has no entry for that version. A version other than the recorded
-// one is recorded anew (the mirror's newest version is used; a changed binary of the same
-// version is the tampering this catches).
-func (l *providerLock) verify(ctx context.Context, pool *Pool, addr ProviderAddr, version, dir string) error {
+// recording it (its h1: hash and the known hashes of its release, with the constraint it was
+// selected by) when the lock has no entry for that version. A version other than the recorded
+// one is recorded anew: the version is selected by the lock when the lock's version meets the
+// constraint and is available, so a new one is selected only when the constraint changed or
+// the directory mirror no longer has the locked version; a changed binary of the same version
+// is the tampering this catches.
+func (l *providerLock) verify(ctx context.Context, pool *Pool, addr ProviderAddr, version, constraint, dir string, known []string) error {
 	got, err := pool.PackageHash(dir)
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for range 3 {
-		body, rev, err := l.store.ProviderLock(ctx, l.key)
-		if err != nil {
-			return err
-		}
-		m := map[string]LockEntry{}
-		if body != nil {
-			if m, err = ParseLock(body); err != nil {
-				return err
-			}
-		}
-		e, ok := m[addr.String()]
-		if ok && e.Version == version {
-			if slices.Contains(e.Hashes, got) {
-				return nil
-			}
-			return &ChecksumMismatchError{Provider: addr.String(), Version: version, Got: got, Want: e.Hashes}
-		}
-		m[addr.String()] = LockEntry{Version: version, Hashes: []string{got}}
-		if _, err := l.store.PutProviderLock(ctx, l.key, WriteLock(m), rev); err == nil {
-			return nil
-		} else if !isConflict(err) {
-			return err
-		}
+	if e, ok := l.read[addr.String()]; ok && e.Version == version && slices.Contains(e.Hashes, got) {
+		return nil
 	}
-	return fmt.Errorf("provider lock of %s: concurrent writers, try again", l.key)
-}
-
-// isConflict reports a lost compare-and-set on the KV.
-func isConflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
+	l.read, err = providers.UpdateLock(ctx, l.store, l.key, func(m providers.Lock) (bool, error) {
+		e, ok := m[addr.String()]
+		if ok && e.Version == version && len(e.Hashes) > 0 {
+			if slices.Contains(e.Hashes, got) {
+				return false, nil
+			}
+			return false, &ChecksumMismatchError{Provider: addr.String(), Version: version, Got: got, Want: e.Hashes}
+		}
+		// A new version, or a pinned version with no hashes yet (as tofu, which adds them).
+		m[addr.String()] = providers.LockEntry{Version: version, Constraints: constraint, Hashes: append([]string{got}, known...)}
+		return true, nil
+	})
+	return err
 }

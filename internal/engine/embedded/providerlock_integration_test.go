@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/providers"
 )
 
 // TestEngine_tamperedProvider is the attack of docs/security.md "Engines": a provider binary
@@ -44,7 +45,7 @@ func TestEngine_tamperedProvider(t *testing.T) {
 	if err != nil || body == nil {
 		t.Fatalf("no lock recorded: %v", err)
 	}
-	lock, err := ParseLock(body)
+	lock, err := providers.ParseLock(body)
 	if err != nil {
 		t.Fatalf("recorded lock does not parse: %v\n%s", err, body)
 	}
@@ -77,39 +78,6 @@ func TestEngine_tamperedProvider(t *testing.T) {
 	e.key.Name = "other"
 	if _, err := e.planApply(strings.ReplaceAll(doc, "k.txt", "other.txt")); err != nil {
 		t.Fatalf("another resource: %v", err)
-	}
-}
-
-func TestLock_roundTrip(t *testing.T) {
-	in := map[string]LockEntry{
-		"registry.opentofu.org/hashicorp/local": {Version: "1.4.0", Hashes: []string{"zh:abc", "h1:xyz="}},
-		"registry.opentofu.org/example/testkit": {Version: "0.1.0", Hashes: []string{"h1:k="}},
-	}
-	text := WriteLock(in)
-	out, err := ParseLock(text)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, text)
-	}
-	if len(out) != 2 || out["registry.opentofu.org/hashicorp/local"].Version != "1.4.0" || len(out["registry.opentofu.org/hashicorp/local"].Hashes) != 2 {
-		t.Errorf("round trip: %+v\n%s", out, text)
-	}
-	// The format `tofu providers lock` writes.
-	tofu := []byte(`# This file is maintained automatically by "tofu init".
-provider "registry.opentofu.org/hashicorp/local" {
-  version     = "1.4.0"
-  constraints = "1.4.0"
-  hashes = [
-    "h1:aaa=",
-    "zh:bbb",
-  ]
-}
-`)
-	got, err := ParseLock(tofu)
-	if err != nil || got["registry.opentofu.org/hashicorp/local"].Hashes[1] != "zh:bbb" {
-		t.Errorf("tofu's lock: %+v, %v", got, err)
-	}
-	if _, err := ParseLock([]byte("provider \"x\" {\n  hashes = 3\n}\n")); err == nil || !strings.Contains(err.Error(), ":2,") {
-		t.Errorf("bad lock error %v, want its line:col", err)
 	}
 }
 

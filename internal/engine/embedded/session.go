@@ -12,11 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/lava-operator/lava/internal/engine/providers"
 )
 
 // session holds one operation's providers: leased lazily from the pool, configured from the
@@ -79,6 +82,9 @@ func (s *session) missing(st *State) []string {
 		if err != nil {
 			out = append(out, l)
 			continue
+		}
+		if s.pool.installer != nil {
+			continue // the installer reports each provider's own failure
 		}
 		if _, _, err := s.pool.mirror.Find(addr, s.constraint(l)); err != nil {
 			src := addr.Namespace + "/" + addr.Type
@@ -167,23 +173,52 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 		}
 		return c.Configure(ctx, cfgVal)
 	}
-	// The package is checked against the resource's dependency lock before any process of it
-	// is handed out (docs/security.md, "Engines"): the same package Get starts (the newest
-	// that meets the version constraint).
-	if pl := providerLockFrom(ctx); pl != nil {
-		if exe, found, ferr := s.pool.mirror.Find(addr, s.constraint(local)); ferr == nil {
-			if err := pl.verify(ctx, s.pool, addr, found, filepath.Dir(exe)); err != nil {
-				return nil, addr, err
-			}
+	// The version is the one the resource's dependency lock pins when it still meets the
+	// constraint, else the newest that does; the package is checked against the lock before
+	// any process of it is handed out (docs/security.md, "Engines").
+	constraint := s.constraint(local)
+	pl := providerLockFrom(ctx)
+	var entry *providers.LockEntry
+	if pl != nil {
+		if entry, err = pl.entry(ctx, addr); err != nil {
+			return nil, addr, err
 		}
 	}
-	l, err := s.pool.Get(ctx, addr, s.constraint(local), hex.EncodeToString(sum[:]), configure)
+	want := constraint
+	if entry != nil && meets(entry.Version, constraint) {
+		want = entry.Version
+	}
+	exe, found, known, err := s.pool.find(ctx, addr, want, entry)
+	if err != nil && want != constraint && errors.Is(err, ErrProviderNotFound) {
+		// The directory mirror no longer has the locked version (it was upgraded): the
+		// newest that meets the constraint is recorded anew.
+		exe, found, known, err = s.pool.find(ctx, addr, constraint, entry)
+	}
+	if err != nil {
+		return nil, addr, err
+	}
+	if pl != nil {
+		if err := pl.verify(ctx, s.pool, addr, found, constraint, filepath.Dir(exe), known); err != nil {
+			return nil, addr, err
+		}
+	}
+	l, err := s.pool.Get(ctx, addr, found, hex.EncodeToString(sum[:]), configure)
 	if err != nil {
 		return nil, addr, err
 	}
 	s.leases[key] = l
 	s.versions[addr.String()] = l.Version
 	return l, addr, nil
+}
+
+// meets reports whether version v meets the constraint ("" for any).
+func meets(v, constraint string) bool {
+	ver, err := version.NewVersion(v)
+	if err != nil {
+		return false
+	}
+	c, err := providers.ParseConstraint(constraint)
+	return err == nil && c.Check(ver)
 }
 
 // crashed reports whether the provider of key has died. When the call failed with

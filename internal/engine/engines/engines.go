@@ -15,6 +15,7 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/embedded"
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -25,6 +26,11 @@ import (
 type Options struct {
 	// ProviderDir is the provider mirror (OpenTofu filesystem-mirror layout) of every engine.
 	ProviderDir string
+	// Install configures provider installation for the embedded engine: when its CacheDir is
+	// set, providers ProviderDir lacks are installed through the Provider Registry Protocol or
+	// a network mirror into that shared cache (docs/embedded-engine.md, "Provider
+	// installation"); empty: ProviderDir only.
+	Install providers.Options
 	// TofuBin and TerraformBin are the CLI binaries ("" leaves that engine out).
 	TofuBin, TerraformBin string
 	// CLIConfigFile is an optional CLI configuration for tofu and terraform (default: one that
@@ -108,7 +114,13 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		so.Logger = log
 	}
 	s := &Set{Store: state.NewStore(kv, art, so), Engines: map[string]engine.Engine{}}
-	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Logger: log})
+	var installer *providers.Installer
+	if o.Install.CacheDir != "" {
+		if installer, err = providers.NewInstaller(o.Install); err != nil {
+			return nil, wrap("%w", err)
+		}
+	}
+	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log})
 	s.closers = append(s.closers, func() { _ = emb.Close() })
 	s.Engines[string(v1alpha1.EngineEmbedded)] = emb
 	if o.TofuBin == "" && o.TerraformBin == "" {

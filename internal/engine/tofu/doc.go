@@ -9,5 +9,8 @@
 // and the `http` backend, whose addresses (the applier's loopback [state.Handler]) and
 // credentials come from TF_HTTP_* variables so that a saved plan names no replica. Providers come
 // from a filesystem mirror through a CLI config file (linked straight from the mirror), or
-// from what the CLI config names through a plugin cache shared by the process.
+// from what the CLI config names through a plugin cache shared by the process. The object's
+// dependency lock (package providers, in the state store) is the workspace's
+// .terraform.lock.hcl for plan and destroy, so the CLI enforces its versions and hashes; what
+// a successful init selected is recorded in it.
 package tofu

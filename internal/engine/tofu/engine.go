@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +19,7 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 )
 
@@ -30,7 +31,7 @@ const (
 	OverrideFile = "lava_override.tf.json"
 	// PlanFile is the saved plan.
 	PlanFile = "lava.tfplan"
-	lockFile = ".terraform.lock.hcl"
+	lockFile = providers.LockFile
 )
 
 // maxArtifactBytes bounds a rendered JSON or plan file read from the artifact store.
@@ -180,29 +181,107 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspa
 	if err := os.WriteFile(filepath.Join(r.dir, OverrideFile), ov, 0o600); err != nil {
 		return nil, fmt.Errorf("%s: workspace: %w", e.cfg.Name, err)
 	}
-	return &workspace{reqs: reqs, override: ov}, nil
+	pin, err := e.objectLock(ctx, t.Key, reqs)
+	if err != nil {
+		return nil, err
+	}
+	return &workspace{reqs: reqs, override: ov, pin: pin}, nil
 }
 
-// workspace is what prepare wrote; lock is the dependency lock file a saved plan brought.
+// lockAddr is the dependency lock's address of a requirement's source ("example/testkit" is
+// "registry.opentofu.org/example/testkit" for tofu).
+func (e *Engine) lockAddr(source string) string {
+	if strings.Count(source, "/") == 1 {
+		return e.defaultHost() + "/" + source
+	}
+	return source
+}
+
+// objectLock returns the object's recorded dependency lock, restricted to reqs.
+func (e *Engine) objectLock(ctx context.Context, key state.Key, reqs []engine.ProviderRequirement) (providers.Lock, error) {
+	all, _, err := providers.ReadLock(ctx, e.cfg.Store, key)
+	if err != nil {
+		return nil, err
+	}
+	pin := providers.Lock{}
+	for _, r := range reqs {
+		a := e.lockAddr(r.Source)
+		if en, ok := all[a]; ok && en.Version != "" {
+			pin[a] = en
+		}
+	}
+	return pin, nil
+}
+
+// recordLock stores the providers of the workspace's dependency lock (what a successful init
+// selected and verified) in the object's lock: a provider's first use records it, a changed
+// version replaces it.
+func (e *Engine) recordLock(ctx context.Context, r *run, ws *workspace) error {
+	b, err := os.ReadFile(filepath.Join(r.dir, lockFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: read %s: %w", e.cfg.Name, lockFile, err)
+	}
+	got, err := providers.ParseLock(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.cfg.Name, err)
+	}
+	_, err = providers.UpdateLock(ctx, e.cfg.Store, r.key, func(l providers.Lock) (bool, error) {
+		changed := false
+		for _, req := range ws.reqs {
+			a := e.lockAddr(req.Source)
+			en, ok := got[a]
+			if !ok {
+				continue
+			}
+			if old, had := l[a]; had && old.Version == en.Version && sameHashes(old.Hashes, en.Hashes) {
+				continue
+			}
+			l[a] = en
+			changed = true
+		}
+		return changed, nil
+	})
+	return err
+}
+
+func sameHashes(a, b []string) bool {
+	return slices.Equal(slices.Compact(slices.Sorted(slices.Values(a))), slices.Compact(slices.Sorted(slices.Values(b))))
+}
+
+// workspace is what prepare wrote; lock is the dependency lock file a saved plan brought; pin
+// is the object's dependency lock from the state store restricted to the workspace's
+// providers (empty when none is recorded), which a plan or destroy hands to the CLI as its
+// .terraform.lock.hcl so that the CLI itself enforces versions and hashes (docs/security.md,
+// "Engines").
 type workspace struct {
 	reqs     []engine.ProviderRequirement
 	override []byte
 	lock     []byte
+	pin      providers.Lock
 }
 
 // init prepares the workspace's .terraform directory: from an init template when one matches
 // (see template.go), else with `init -input=false`, and then saves a template.
 func (e *Engine) init(ctx context.Context, r *run, ws *workspace) error {
 	tkey := templateKey(ws.override)
-	if e.useTemplate(r, tkey, ws.lock) {
+	if e.useTemplate(r, tkey, ws) {
 		return nil
 	}
 	if e.usesCache() {
 		// An init may replace cache entries that running operations use: exclusive.
 		e.cacheRW.Lock()
 		defer e.cacheRW.Unlock()
-		if e.useTemplate(r, tkey, ws.lock) {
+		if e.useTemplate(r, tkey, ws) {
 			return nil
+		}
+	}
+	if ws.lock == nil && len(ws.pin) > 0 {
+		// init installs the pinned versions and checks their hashes.
+		if err := os.WriteFile(filepath.Join(r.dir, lockFile), ws.pin.Write(), 0o600); err != nil {
+			return fmt.Errorf("%s init: workspace: %w", e.cfg.Name, err)
 		}
 	}
 	initOnce := func(ctx context.Context) error { return r.tf.Init(ctx, tfexec.Upgrade(false)) }
@@ -284,6 +363,9 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		return nil, err
 	}
 	if err := e.init(ctx, r, ws); err != nil {
+		return nil, err
+	}
+	if err := e.recordLock(ctx, r, ws); err != nil {
 		return nil, err
 	}
 	version, err := e.engineVersion(ctx, r)
@@ -389,8 +471,6 @@ func extractLockFile(plan []byte, dir string) ([]byte, error) {
 	return nil, nil
 }
 
-var lockProviderRe = regexp.MustCompile(`(?m)^provider "([^"]+)" \{\s*\n\s*version\s*=\s*"([^"]+)"`)
-
 // providerVersions reads the installed provider versions from the dependency lock file.
 func providerVersions(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
@@ -400,11 +480,11 @@ func providerVersions(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", lockFile, err)
 	}
-	out := map[string]string{}
-	for _, m := range lockProviderRe.FindAllStringSubmatch(string(b), -1) {
-		out[m[1]] = m[2]
+	l, err := providers.ParseLock(b)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return l.Versions(), nil
 }
 
 // fold turns Terraform's action list into one Action.
@@ -571,6 +651,9 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 		return nil, err
 	}
 	if err := e.init(ctx, r, ws); err != nil {
+		return nil, err
+	}
+	if err := e.recordLock(ctx, r, ws); err != nil {
 		return nil, err
 	}
 	if err := r.step(ctx, "destroy", e.cfg.Timeouts.Destroy, func(ctx context.Context) error {

@@ -41,6 +41,7 @@ type harnessOpts struct {
 	lockTimeout  time.Duration
 	holderAlive  state.HolderAlive
 	applyTimeout time.Duration
+	mirror       string // a mirror directory of its own (the CLI config is generated for it)
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -95,6 +96,9 @@ func (h *harness) replica() *tofu.Engine {
 	}
 	if o.noMirror {
 		cfg.MirrorDir = ""
+	}
+	if o.mirror != "" {
+		cfg.MirrorDir, cfg.CLIConfigFile = o.mirror, ""
 	}
 	eng, err := tofu.New(cfg)
 	if err != nil {

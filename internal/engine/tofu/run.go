@@ -144,6 +144,7 @@ func (r *run) step(ctx context.Context, name string, timeout time.Duration, f fu
 var (
 	notFoundRe   = regexp.MustCompile(`provider ((?:[\w.-]+/)?[\w.-]+/[\w.-]+) was not found`)
 	forProvider  = regexp.MustCompile(`(?:for|of) provider ((?:[\w.-]+/)?[\w.-]+/[\w.-]+)`)
+	checksumRe   = regexp.MustCompile(`(?:does\s+not|doesn't)\s+match\s+any\s+of\s+the\s+checksums\s+(?:previously\s+)?recorded\s+in\s+the\s+dependency\s+lock\s+file`)
 	lockErrText  = "Error acquiring the state lock"
 	staleErrText = "Saved plan is stale"
 )
@@ -158,6 +159,11 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 			Err: fmt.Errorf("%s %s timed out after %s: %w", r.e.cfg.Name, name, timeout, context.DeadlineExceeded)}
 	case ctx.Err() != nil:
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, ctx.Err())}
+	case checksumRe.MatchString(text):
+		// The CLI refused a provider package whose hash is not in the dependency lock Lava
+		// gave it (the object's lock): the package was not used.
+		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %s: %w", r.e.cfg.Name, name,
+			r.red.Redact(errorSummary(text)), engine.ErrProviderChecksumMismatch)}
 	case strings.Contains(text, "Failed to query available provider packages") ||
 		strings.Contains(text, "Failed to install provider") || notFoundRe.MatchString(text):
 		return &engine.ProviderUnavailableError{Sources: providerSources(text), Where: r.e.cfg.MirrorDir,

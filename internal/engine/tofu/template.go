@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/lava-operator/lava/internal/engine/providers"
 )
 
 // Init templates: `init` only links the providers from the plugin cache into .terraform and
@@ -28,18 +30,34 @@ func templateKey(override []byte) string {
 func (e *Engine) templateDir(key string) string { return filepath.Join(e.home, "init-"+key) }
 
 // useTemplate fills the workspace's .terraform and lock file from the template, if there is a
-// usable one whose lock file equals wantLock (when given). It reports whether it did.
-func (e *Engine) useTemplate(r *run, key string, wantLock []byte) bool {
+// usable one whose lock file equals the saved plan's (ws.lock, when given) or selects the
+// versions the object's lock pins (ws.pin). With a pin the workspace's lock file is the
+// template's with the pinned providers' entries replaced by the object's, so the CLI checks
+// the template's packages against the object's hashes on every command. It reports whether it did.
+func (e *Engine) useTemplate(r *run, key string, ws *workspace) bool {
 	dir := e.templateDir(key)
 	lock, err := os.ReadFile(filepath.Join(dir, lockFile))
-	if err != nil || (wantLock != nil && !bytes.Equal(lock, wantLock)) {
+	if err != nil || (ws.lock != nil && !bytes.Equal(lock, ws.lock)) {
 		return false
+	}
+	if ws.lock == nil && len(ws.pin) > 0 {
+		tl, err := providers.ParseLock(lock)
+		if err != nil {
+			return false
+		}
+		for a, en := range ws.pin {
+			if tl[a].Version != en.Version {
+				return false
+			}
+			tl[a] = en
+		}
+		lock = tl.Write()
 	}
 	if err := copyTree(filepath.Join(dir, ".terraform"), filepath.Join(r.dir, ".terraform")); err != nil {
 		_ = os.RemoveAll(filepath.Join(r.dir, ".terraform"))
 		return false
 	}
-	if wantLock == nil {
+	if ws.lock == nil {
 		if err := os.WriteFile(filepath.Join(r.dir, lockFile), lock, 0o600); err != nil {
 			return false
 		}

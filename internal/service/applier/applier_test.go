@@ -11,6 +11,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
@@ -26,6 +27,10 @@ func TestClassify(t *testing.T) {
 	}{
 		{"provider", lavav1.Stage_STAGE_PLAN, fmt.Errorf("plan: %w", &engine.ProviderUnavailableError{Sources: []string{"hashicorp/aws"}}), v1alpha1.ReasonProviderUnavailable, false},
 		{"checksum", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan", Err: fmt.Errorf("provider x: %w", engine.ErrProviderChecksumMismatch)}, v1alpha1.ReasonProviderChecksumMismatch, false},
+		{"signature", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan", Err: &providers.SignatureError{Addr: providers.Addr{Type: "x"}, Err: errors.New("bad")}}, v1alpha1.ReasonProviderSignatureInvalid, false},
+		{"archive checksum", lavav1.Stage_STAGE_PLAN, &providers.ChecksumError{What: "the signed SHA256SUMS"}, v1alpha1.ReasonProviderChecksumMismatch, false},
+		{"version", lavav1.Stage_STAGE_PLAN, &providers.VersionNotFoundError{Constraint: "9.9.9"}, v1alpha1.ReasonProviderVersionNotFound, false},
+		{"registry down", lavav1.Stage_STAGE_PLAN, &providers.RegistryError{URL: "https://r/", Err: errors.New("connection refused")}, v1alpha1.ReasonProviderRegistryUnavailable, true},
 		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, v1alpha1.ReasonPlanStale, true},
 		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, v1alpha1.ReasonLocked, true},
 		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), v1alpha1.ReasonPlanFailed, true},

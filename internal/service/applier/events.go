@@ -35,6 +35,12 @@ func classify(stage lavav1.Stage, err error) *failure {
 		f.reason, f.retryable = v1alpha1.ReasonProviderUnavailable, false
 	case errors.Is(err, engine.ErrProviderChecksumMismatch):
 		f.reason, f.retryable = v1alpha1.ReasonProviderChecksumMismatch, false
+	case errors.Is(err, engine.ErrProviderSignatureInvalid):
+		f.reason, f.retryable = v1alpha1.ReasonProviderSignatureInvalid, false
+	case errors.Is(err, engine.ErrProviderVersionNotFound):
+		f.reason, f.retryable = v1alpha1.ReasonProviderVersionNotFound, false
+	case errors.Is(err, engine.ErrProviderRegistryUnavailable):
+		f.reason = v1alpha1.ReasonProviderRegistryUnavailable
 	case errors.Is(err, engine.ErrPlanStale):
 		f.reason = v1alpha1.ReasonPlanStale
 	case errors.Is(err, engine.ErrLocked):

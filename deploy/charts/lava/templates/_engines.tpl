@@ -4,6 +4,20 @@
   value: {{ .providerDir | quote }}
 - name: LAVA_WORK_DIR
   value: /var/lib/lava/work
+{{- with .providerInstall }}
+{{- with .cacheDir }}
+- name: LAVA_PROVIDER_CACHE_DIR
+  value: {{ . | quote }}
+{{- end }}
+{{- with .networkMirror }}
+- name: LAVA_PROVIDER_NETWORK_MIRROR
+  value: {{ . | quote }}
+{{- end }}
+{{- if .caConfigMap }}
+- name: LAVA_PROVIDER_CA_FILE
+  value: /etc/lava/provider-ca/ca.crt
+{{- end }}
+{{- end }}
 {{- with .tofuBin }}
 - name: LAVA_TOFU_BIN
   value: {{ . | quote }}
@@ -19,6 +33,11 @@
   mountPath: {{ .providerDir }}
   readOnly: true
 {{- end }}
+{{- if and .providerInstall .providerInstall.caConfigMap }}
+- name: provider-ca
+  mountPath: /etc/lava/provider-ca
+  readOnly: true
+{{- end }}
 {{- end -}}
 {{- define "lava.engine.volumes" -}}
 - name: work
@@ -27,5 +46,11 @@
 {{- with .providerVolume }}
 - name: providers
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if and .providerInstall .providerInstall.caConfigMap }}
+- name: provider-ca
+  configMap:
+    name: {{ .providerInstall.caConfigMap }}
+    items: [{key: ca.crt, path: ca.crt}]
 {{- end }}
 {{- end -}}
