@@ -29,6 +29,9 @@ const (
 	DefaultMaxArtifactBytes = 64 << 20
 	// DefaultMaxArtifacts is how many artifacts the cache keeps (least recently used go first).
 	DefaultMaxArtifacts = 32
+	// DefaultMaxCacheBytes bounds the bytes the cache keeps: 128 MiB (the chart's /tmp is a
+	// 256 MiB emptyDir).
+	DefaultMaxCacheBytes = 128 << 20
 	// maxSourceFileBytes bounds the .tlisp file read from an artifact (spec.source.inline's
 	// limit).
 	maxSourceFileBytes = 256 << 10
@@ -59,6 +62,9 @@ type ArtifactCache struct {
 	MaxBytes int64
 	// MaxEntries bounds the number of cached artifacts (default DefaultMaxArtifacts).
 	MaxEntries int
+	// MaxCacheBytes bounds their total size (default DefaultMaxCacheBytes); the artifact just
+	// downloaded is always kept.
+	MaxCacheBytes int64
 
 	group singleflight.Group
 }
@@ -166,15 +172,19 @@ func digestOfFile(name string, a digest.Algorithm) (digest.Digest, error) {
 	return a.FromReader(f)
 }
 
-// evict removes the least recently used artifacts beyond MaxEntries.
+// evict removes the least recently used artifacts beyond MaxEntries or MaxCacheBytes.
 func (c *ArtifactCache) evict() {
-	limit := c.MaxEntries
+	limit, budget := c.MaxEntries, c.MaxCacheBytes
 	if limit <= 0 {
 		limit = DefaultMaxArtifacts
+	}
+	if budget <= 0 {
+		budget = DefaultMaxCacheBytes
 	}
 	type entry struct {
 		path string
 		used time.Time
+		size int64
 	}
 	var all []entry
 	algos, _ := os.ReadDir(c.Dir)
@@ -182,16 +192,17 @@ func (c *ArtifactCache) evict() {
 		files, _ := os.ReadDir(filepath.Join(c.Dir, a.Name()))
 		for _, f := range files {
 			if info, err := f.Info(); err == nil && strings.HasSuffix(f.Name(), ".tar.gz") {
-				all = append(all, entry{filepath.Join(c.Dir, a.Name(), f.Name()), info.ModTime()})
+				all = append(all, entry{filepath.Join(c.Dir, a.Name(), f.Name()), info.ModTime(), info.Size()})
 			}
 		}
 	}
-	if len(all) <= limit {
-		return
-	}
 	slices.SortFunc(all, func(a, b entry) int { return b.used.Compare(a.used) })
-	for _, e := range all[limit:] {
-		_ = os.Remove(e.path)
+	var total int64
+	for i, e := range all {
+		total += e.size
+		if i > 0 && (i >= limit || total > budget) {
+			_ = os.Remove(e.path)
+		}
 	}
 }
 

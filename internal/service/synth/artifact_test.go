@@ -150,6 +150,18 @@ func TestArtifactCache_boundsSizeAndEntries(t *testing.T) {
 		t.Errorf("%d cached artifacts (%v), want 2 (MaxEntries)", len(entries), err)
 	}
 
+	budget := &synth.ArtifactCache{Dir: t.TempDir(), MaxCacheBytes: 1}
+	for i := range 3 {
+		body := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": strings.Repeat("z", i+1)})
+		srv, _ := artifactServer(t, body)
+		if _, err := budget.File(t.Context(), &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: digest.FromBytes(body).String()}, "a.tlisp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(budget.Dir, "sha256")); err != nil || len(entries) != 1 {
+		t.Errorf("%d cached artifacts over a 1-byte budget (%v), want only the newest", len(entries), err)
+	}
+
 	big := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": strings.Repeat("y", 4096)})
 	srv, _ := artifactServer(t, big)
 	small := &synth.ArtifactCache{Dir: t.TempDir(), MaxBytes: 64}
