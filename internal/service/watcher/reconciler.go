@@ -204,6 +204,9 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 		Labels:       obj.Labels,
 	}
 	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion())
+	// A new generation without a forced pass coalesces its Observed (below), whatever source
+	// artifact it carries.
+	generationOnly := trigger == eventid.GenerationTrigger(obj.Generation)
 	if src != nil {
 		ro.Spec.Source = &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: src}}
 		trigger += ";" + eventid.SourceTrigger(src.GetArtifact().GetDigest())
@@ -222,7 +225,7 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
 	}
 	if st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID); !obj.Spec.Suspend &&
-		trigger == eventid.GenerationTrigger(obj.Generation) && ok && obj.Generation > st.ObservedGeneration {
+		generationOnly && ok && obj.Generation > st.ObservedGeneration {
 		// A new generation: its Observed rides on the object's next status write (the
 		// reducer derives it from any later event of this generation if that write is
 		// lost), saving a write per generation.
