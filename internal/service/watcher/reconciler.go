@@ -124,7 +124,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if deps.has() || src != nil {
-		msg := "every dependency reached its phase"
+		msg := "" // the reducer's default: every dependency reached its phase
 		if src != nil {
 			msg = "the source has an artifact and every dependency reached its phase"
 		}
