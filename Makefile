@@ -16,6 +16,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 ALERTMANAGER_VERSION   := v0.28.1
 PROMTOOL_VERSION       := v0.316.0
 STATICCHECK_VERSION    := v0.8.2
+SOURCE_CONTROLLER_VERSION := v1.9.6
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
@@ -28,6 +29,7 @@ CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controll
 TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.3.0
 ALERTMANAGER_DIR := $(TOOLS_DIR)/alertmanager-$(ALERTMANAGER_VERSION)
 PROMTOOL_DIR     := $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)
+SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)
 BUF            := $(BUF_DIR)/buf
 STATICCHECK    := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
@@ -41,6 +43,7 @@ export LAVA_HELM_BIN         := $(HELM_DIR)/helm
 export LAVA_TESTKIT_MIRROR   := $(TESTKIT_DIR)
 export LAVA_ALERTMANAGER_BIN := $(ALERTMANAGER_DIR)/alertmanager
 export LAVA_PROMTOOL_BIN     := $(PROMTOOL_DIR)/promtool
+export LAVA_SOURCE_CONTROLLER_DIR := $(SOURCE_CONTROLLER_DIR)
 # This machine's environment points TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE    := $(TOFU_DIR)/tofurc
 export CHECKPOINT_DISABLE    := 1
@@ -76,7 +79,7 @@ images: ## Build every service image (needs docker with BuildKit; see docs/insta
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-controller-gen tools-staticcheck ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-controller-gen tools-staticcheck ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -109,6 +112,10 @@ tools-alertmanager: ## Alertmanager for the anomaly service's sink tests.
 .PHONY: tools-promtool
 tools-promtool: ## promtool, for the chart's alerting rule unit tests.
 	PROMTOOL_VERSION=$(PROMTOOL_VERSION) hack/tools/build-promtool.sh $(PROMTOOL_DIR)
+
+.PHONY: tools-source-controller
+tools-source-controller: ## Flux's source-controller and its CRDs, for the spec.sourceRef tests.
+	SOURCE_CONTROLLER_VERSION=$(SOURCE_CONTROLLER_VERSION) hack/tools/build-source-controller.sh $(SOURCE_CONTROLLER_DIR)
 
 .PHONY: tools-helm
 tools-helm: ## helm, for the chart checks.

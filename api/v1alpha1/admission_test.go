@@ -116,17 +116,25 @@ func testInvalidRejected(t *testing.T, env *kubetest.Env) {
 		want     []string // substrings of the API server's message; the first names the field
 	}{
 		{"two source kinds", lava(ns, "two-sources", "  source:\n    inline: \"(x)\"\n    name: aws-vpc-network\n"),
-			[]string{"spec.source", "exactly one of spec.source.inline, spec.source.name or spec.source.url"}},
+			[]string{"spec.source", "exactly one of spec.source.inline or spec.source.name"}},
 		{"no source kind", lava(ns, "no-source-kind", "  source: {}\n"),
 			[]string{"spec.source", "exactly one of"}},
 		{"no source at all", lava(ns, "no-source", "  gate: aws-vpc-network\n"),
-			[]string{"spec.source", "Required"}},
-		{"url without rev", lava(ns, "url-no-rev", "  source:\n    url: https://example.com/infra.git\n    path: vpc.tlisp\n"),
-			[]string{"spec.source.url requires spec.source.rev and spec.source.path"}},
-		{"url without path", lava(ns, "url-no-path", "  source:\n    url: https://example.com/infra.git\n    rev: main\n"),
-			[]string{"spec.source.url requires spec.source.rev and spec.source.path"}},
-		{"rev without url", lava(ns, "rev-no-url", "  source:\n    name: aws-vpc-network\n    rev: main\n"),
-			[]string{"spec.source.rev and spec.source.path are only valid with spec.source.url"}},
+			[]string{"spec.sourceRef", "exactly one of spec.source and spec.sourceRef"}},
+		{"source and sourceRef", lava(ns, "both-sources", inlineSource+"  sourceRef: {kind: GitRepository, name: app}\n  path: a.tlisp\n"),
+			[]string{"spec.sourceRef", "exactly one of spec.source and spec.sourceRef"}},
+		{"sourceRef without path", lava(ns, "ref-no-path", "  sourceRef: {kind: GitRepository, name: app}\n"),
+			[]string{"spec.path", "required with spec.sourceRef"}},
+		{"path without sourceRef", lava(ns, "path-no-ref", inlineSource+"  path: a.tlisp\n"),
+			[]string{"spec.path", "only valid with it"}},
+		{"sourceRef of another kind", lava(ns, "ref-helm", "  sourceRef: {kind: HelmRepository, name: app}\n  path: a.tlisp\n"),
+			[]string{"spec.sourceRef.kind"}},
+		{"path leaving the artifact", lava(ns, "ref-dotdot", "  sourceRef: {kind: GitRepository, name: app}\n  path: infra/../../etc/passwd\n"),
+			[]string{"spec.path", "must not contain '..'"}},
+		{"absolute path", lava(ns, "ref-abs", "  sourceRef: {kind: GitRepository, name: app}\n  path: /etc/passwd\n"),
+			[]string{"spec.path", "relative"}},
+		{"upstream's url source", lava(ns, "url-source", "  source:\n    url: https://example.com/infra.git\n    rev: main\n    path: vpc.tlisp\n"),
+			[]string{"spec.source"}},
 		{"empty inline", lava(ns, "empty-inline", "  source:\n    inline: \"\"\n"),
 			[]string{"spec.source.inline"}},
 		{"driftInterval 10s", lava(ns, "drift-10s", inlineSource+"  driftInterval: 10s\n"),
@@ -191,7 +199,9 @@ func testValidAdmitted(t *testing.T, env *kubetest.Env) {
 		manifest string
 	}{
 		{"bundled name", lava(ns, "bundled", "  source:\n    name: aws-vpc-network\n  bindings: {name: prod}\n")},
-		{"git source", lava(ns, "git", "  source:\n    url: https://example.com/infra.git\n    rev: v1.2.0\n    path: arch/vpc.tlisp\n")},
+		{"flux GitRepository", lava(ns, "git", "  sourceRef: {kind: GitRepository, name: infra}\n  path: arch/vpc.tlisp\n")},
+		{"flux OCIRepository elsewhere", lava(ns, "oci", "  sourceRef: {kind: OCIRepository, name: infra, namespace: flux-system}\n  path: vpc.tlisp\n")},
+		{"flux Bucket", lava(ns, "bucket", "  sourceRef: {kind: Bucket, name: infra, apiVersion: source.toolkit.fluxcd.io/v1}\n  path: vpc.tlisp\n")},
 		{"everything", lava(ns, "everything", inlineSource+`  bindings: {name: prod}
   listBindings:
     azs: [us-east-1a, us-east-1b]

@@ -36,9 +36,11 @@ const (
 	ConditionDrifted = "Drifted"
 
 	// ConditionDependenciesReady (normal-true): every BlocksOn dependency (spec.dependsOn and
-	// LavaArchitectureDependency objects) reached its required phase. Absent without
-	// dependencies. False with ReasonDependencyNotReady (the message names what it waits for)
-	// or ReasonDependencyCycle.
+	// LavaArchitectureDependency objects) reached its required phase and the spec.sourceRef
+	// source (a dependency too) has a ready artifact. Absent without dependencies and source.
+	// False with ReasonDependencyNotReady (the message names what it waits for),
+	// ReasonDependencyCycle, ReasonSourceNotFound, ReasonSourceNotReady or
+	// ReasonCrossNamespaceRefRefused.
 	ConditionDependenciesReady = "DependenciesReady"
 
 	// ConditionSuspended (abnormal-true): spec.suspend is set; no new work is published.
@@ -95,6 +97,18 @@ const (
 	ReasonSynthesisFailed = "SynthesisFailed"
 	// ReasonSourceUnsupported: the source kind cannot be resolved (e.g. an unknown bundled name).
 	ReasonSourceUnsupported = "SourceUnsupported"
+	// ReasonSourceNotFound: the Flux source spec.sourceRef names does not exist, or the API
+	// server does not serve its kind (Flux's source-controller is not installed);
+	// DependenciesReady False, nothing is published until it appears (the watcher watches
+	// the sources).
+	ReasonSourceNotFound = "SourceNotFound"
+	// ReasonSourceNotReady: the Flux source exists but has no artifact or is not Ready (the
+	// message carries its Ready condition's message); DependenciesReady False until it is.
+	ReasonSourceNotReady = "SourceNotReady"
+	// ReasonSourceFetchFailed: synth could not fetch the source's artifact, its digest did not
+	// match status.artifact.digest, or spec.path is not a file in it (Failed at stage
+	// synthesis; a download error is retried, the others wait for a new revision or spec).
+	ReasonSourceFetchFailed = "SourceFetchFailed"
 	// ReasonGatePassed: the bindings satisfied the gate.
 	ReasonGatePassed = "GatePassed"
 	// ReasonGateRejected: the bindings failed the gate.
@@ -189,8 +203,8 @@ const (
 	// ReasonDependencyCycle: the dependencies form a cycle (DependenciesReady False; the message
 	// lists it).
 	ReasonDependencyCycle = "DependencyCycle"
-	// ReasonCrossNamespaceRefRefused: a spec.dependsOn entry or a LavaArchitectureDependency
-	// crosses a namespace and the installation refuses such references (watcher
+	// ReasonCrossNamespaceRefRefused: a spec.dependsOn entry, spec.sourceRef or a
+	// LavaArchitectureDependency crosses a namespace and the installation refuses such references (watcher
 	// --no-cross-namespace-refs, chart value tenancy.noCrossNamespaceRefs; DependenciesReady
 	// False, the message names each reference).
 	ReasonCrossNamespaceRefRefused = "CrossNamespaceRefRefused"

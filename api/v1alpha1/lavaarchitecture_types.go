@@ -100,12 +100,29 @@ type LavaArchitecture struct {
 // LavaArchitectureSpec is the desired state: upstream's fields (source, bindings, gate,
 // engine) plus Lava's additive ones.
 //
+// +kubebuilder:validation:XValidation:rule="has(self.source) != has(self.sourceRef)",message="spec: exactly one of spec.source and spec.sourceRef must be set",fieldPath=".sourceRef"
+// +kubebuilder:validation:XValidation:rule="has(self.sourceRef) == has(self.path)",message="spec.path is required with spec.sourceRef and only valid with it",fieldPath=".path"
 // +kubebuilder:validation:XValidation:rule="!(has(self.remediation) && has(self.remediationPolicyRef))",message="spec.remediation and spec.remediationPolicyRef are mutually exclusive: set at most one",fieldPath=".remediationPolicyRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.remediation) || !((has(self.remediation.cosmetic) && self.remediation.cosmetic == 'Escalate') || (has(self.remediation.functional) && self.remediation.functional == 'Escalate') || (has(self.remediation.critical) && self.remediation.critical == 'Escalate'))",message="spec.remediation: Escalate needs an escalation ladder; use spec.remediationPolicyRef to a RemediationPolicy with spec.escalation.tiers",fieldPath=".remediation"
 type LavaArchitectureSpec struct {
-	// source is where the architecture comes from: exactly one of inline, name or url.
-	// +required
-	Source Source `json:"source"`
+	// source is where the architecture comes from: inline text or a bundled name. Exactly one
+	// of source and sourceRef is set.
+	// +optional
+	Source Source `json:"source,omitzero"`
+
+	// sourceRef names a Flux source (source.toolkit.fluxcd.io/v1 GitRepository, OCIRepository
+	// or Bucket) whose artifact holds the architecture at spec.path. Each new artifact revision
+	// is a new render and plan (docs/design/0013-flux-sources.md).
+	// +optional
+	SourceRef *SourceReference `json:"sourceRef,omitempty"`
+
+	// path is the .tlisp file inside the sourceRef's artifact, relative to its root
+	// ("infra/vpc.tlisp"); only with sourceRef.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="spec.path must be relative to the artifact's root and must not contain '..'"
+	Path string `json:"path,omitempty"`
 
 	// bindings are scalar input bindings, name to value. They override every bindingsFrom
 	// entry.
@@ -196,12 +213,11 @@ type LavaArchitectureSpec struct {
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
-// Source is where an architecture comes from, upstream's flat shape: exactly one of inline,
-// name or url (url with rev and path).
+// Source is where an architecture comes from, upstream's flat shape: exactly one of inline or
+// name. (Upstream's url, rev and path are not offered: a git repository is read through a Flux
+// GitRepository named by spec.sourceRef.)
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.inline) ? 1 : 0) + (has(self.name) ? 1 : 0) + (has(self.url) ? 1 : 0) == 1",message="spec.source: exactly one of spec.source.inline, spec.source.name or spec.source.url must be set"
-// +kubebuilder:validation:XValidation:rule="!has(self.url) || (has(self.rev) && has(self.path))",message="spec.source.url requires spec.source.rev and spec.source.path"
-// +kubebuilder:validation:XValidation:rule="has(self.url) || !(has(self.rev) || has(self.path))",message="spec.source.rev and spec.source.path are only valid with spec.source.url"
+// +kubebuilder:validation:XValidation:rule="(has(self.inline) ? 1 : 0) + (has(self.name) ? 1 : 0) == 1",message="spec.source: exactly one of spec.source.inline or spec.source.name must be set (a git repository: spec.sourceRef to a Flux GitRepository)"
 type Source struct {
 	// inline is tatara-lisp source text holding one deflava-architecture form.
 	// +optional
@@ -214,28 +230,10 @@ type Source struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
-
-	// url is a git repository holding the architecture; needs rev and path.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=2048
-	URL string `json:"url,omitempty"`
-
-	// rev is the git revision (commit, tag or branch) of url.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=256
-	Rev string `json:"rev,omitempty"`
-
-	// path is the .tlisp file inside the repository at rev.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=4096
-	Path string `json:"path,omitempty"`
 }
 
-// SourceKind names which field of [Source] is set.
-// +kubebuilder:validation:Enum=inline;name;url
+// SourceKind names where a render's source came from.
+// +kubebuilder:validation:Enum=inline;name;sourceRef
 type SourceKind string
 
 // The source kinds.
@@ -244,22 +242,70 @@ const (
 	SourceKindInline SourceKind = "inline"
 	// SourceKindName is spec.source.name (a bundled architecture).
 	SourceKindName SourceKind = "name"
-	// SourceKindURL is spec.source.url with rev and path.
-	SourceKindURL SourceKind = "url"
+	// SourceKindSourceRef is spec.sourceRef with spec.path (a Flux source's artifact).
+	SourceKindSourceRef SourceKind = "sourceRef"
 )
 
-// Kind reports which source field is set, in upstream's precedence (inline, name, url), or ""
-// when none is. Admission guarantees exactly one on objects read from the API server.
+// Kind reports which source field is set, in upstream's precedence (inline, name), or "" when
+// none is. [LavaArchitectureSpec.SourceKind] also knows spec.sourceRef.
 func (s Source) Kind() SourceKind {
 	switch {
 	case s.Inline != "":
 		return SourceKindInline
 	case s.Name != "":
 		return SourceKindName
-	case s.URL != "":
-		return SourceKindURL
 	}
 	return ""
+}
+
+// SourceKind reports where the spec's architecture comes from: spec.source's kind, else
+// [SourceKindSourceRef] when spec.sourceRef is set, else "".
+func (s LavaArchitectureSpec) SourceKind() SourceKind {
+	if k := s.Source.Kind(); k != "" {
+		return k
+	}
+	if s.SourceRef != nil {
+		return SourceKindSourceRef
+	}
+	return ""
+}
+
+// The Flux source kinds spec.sourceRef may name (group source.toolkit.fluxcd.io, version v1).
+const (
+	// SourceRefGitRepository is a Flux GitRepository.
+	SourceRefGitRepository = "GitRepository"
+	// SourceRefOCIRepository is a Flux OCIRepository.
+	SourceRefOCIRepository = "OCIRepository"
+	// SourceRefBucket is a Flux Bucket.
+	SourceRefBucket = "Bucket"
+)
+
+// SourceReference names a Flux source object whose artifact holds the architecture.
+type SourceReference struct {
+	// apiVersion of the source; only source.toolkit.fluxcd.io/v1 is served.
+	// +optional
+	// +kubebuilder:default="source.toolkit.fluxcd.io/v1"
+	// +kubebuilder:validation:Enum="source.toolkit.fluxcd.io/v1"
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// kind of the source: GitRepository, OCIRepository or Bucket.
+	// +required
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket
+	Kind string `json:"kind"`
+
+	// name of the source.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// namespace of the source; default the LavaArchitecture's own. Another namespace is
+	// refused when the installation locks cross-namespace references down (watcher
+	// --no-cross-namespace-refs; docs/security.md).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // BindingsSource is one bindingsFrom entry: exactly one of configMapRef or secretRef.
@@ -360,6 +406,12 @@ type LavaArchitectureStatus struct {
 	// +optional
 	OutputsSecret string `json:"outputsSecret,omitempty"`
 
+	// lastAppliedRevision is the spec.sourceRef artifact revision of the last apply (the
+	// render.sourceRevision that was applied); empty for other sources.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
 	// lastAppliedAt is when the last apply finished.
 	// +optional
 	LastAppliedAt *metav1.Time `json:"lastAppliedAt,omitempty"`
@@ -380,6 +432,12 @@ type RenderRecord struct {
 	// sourceDigest is BLAKE3 of the resolved source text.
 	// +optional
 	SourceDigest string `json:"sourceDigest,omitempty"`
+
+	// sourceRevision is the revision of the spec.sourceRef artifact that was rendered, as the
+	// Flux source reports it ("main@sha1:<commit>"); empty for other sources.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	SourceRevision string `json:"sourceRevision,omitempty"`
 
 	// bindingsDigest is BLAKE3 of the canonical (RFC 8785) JSON of the effective bindings.
 	// +optional

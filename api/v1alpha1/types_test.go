@@ -49,7 +49,6 @@ func TestSource_Kind(t *testing.T) {
 	}{
 		{Source{Inline: "(x)"}, SourceKindInline},
 		{Source{Name: "aws-vpc-network"}, SourceKindName},
-		{Source{URL: "https://example.com/r.git", Rev: "main", Path: "a.tlisp"}, SourceKindURL},
 		{Source{Inline: "(x)", Name: "n"}, SourceKindInline},
 		{Source{}, ""},
 	}
@@ -57,6 +56,10 @@ func TestSource_Kind(t *testing.T) {
 		if got := tt.src.Kind(); got != tt.want {
 			t.Errorf("%+v.Kind() = %q, want %q", tt.src, got, tt.want)
 		}
+	}
+	ref := LavaArchitectureSpec{SourceRef: &SourceReference{Kind: SourceRefGitRepository, Name: "app"}, Path: "a.tlisp"}
+	if got := ref.SourceKind(); got != SourceKindSourceRef {
+		t.Errorf("spec with sourceRef: SourceKind() = %q, want %q", got, SourceKindSourceRef)
 	}
 }
 

@@ -34,10 +34,9 @@ type lavaManifest struct {
 		Source struct {
 			Inline string `json:"inline"`
 			Name   string `json:"name"`
-			URL    string `json:"url"`
-			Rev    string `json:"rev"`
-			Path   string `json:"path"`
 		} `json:"source"`
+		SourceRef      *struct{ Kind, Name string }   `json:"sourceRef"`
+		Path           string                         `json:"path"`
 		Bindings       map[string]string              `json:"bindings"`
 		ListBindings   map[string][]string            `json:"listBindings"`
 		RecordBindings map[string][]map[string]string `json:"recordBindings"`
@@ -213,10 +212,13 @@ func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tl
 	}
 	src := m.Spec.Source
 	kinds := 0
-	for _, s := range []string{src.Inline, src.Name, src.URL} {
+	for _, s := range []string{src.Inline, src.Name} {
 		if s != "" {
 			kinds++
 		}
+	}
+	if m.Spec.SourceRef != nil {
+		kinds++
 	}
 	srcPos := docPos
 	if source != nil {
@@ -225,7 +227,7 @@ func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tl
 	switch {
 	case kinds != 1:
 		diags = append(diags, diagnostic(srcPos, tlisp.SeverityError,
-			"spec.source must set exactly one of inline, name and url (%d set)", kinds))
+			"exactly one of spec.source.inline, spec.source.name and spec.sourceRef must be set (%d set)", kinds))
 	case src.Inline != "":
 		u.SourceKind = "inline"
 		u.SourceText = []byte(src.Inline)
@@ -235,8 +237,8 @@ func loadDocument(name string, data []byte, index int, doc *yaml.Node) (unit, tl
 		u.SourceName = src.Name
 		u.SourcePos = nodePos(name, mapValue(source, "name"))
 	default:
-		diags = append(diags, diagnostic(nodePos(name, mapValue(source, "url")), tlisp.SeverityError,
-			"spec.source.url (a git source) is not supported by the CLI; render the file at %s with `lava render PATH`", src.Path))
+		diags = append(diags, diagnostic(nodePos(name, mapKey(spec, "sourceRef")), tlisp.SeverityError,
+			"spec.sourceRef (a Flux source) is read in the cluster, not by the CLI; render the file at %s of your checkout with `lava render PATH`", m.Spec.Path))
 	}
 	u.Diags = diags
 	return u, nil, true

@@ -172,8 +172,8 @@ input, which is taken as .tlisp when its first significant character is "("). A 
 spec.source (inline or a bundled name), spec.bindings, spec.listBindings, spec.recordBindings
 and spec.gate are honoured; --set, --set-list and --record replace the manifest's binding of
 the same key (whatever its kind), --gate replaces spec.gate and --no-gate drops it.
-spec.bindingsFrom needs a cluster and is ignored with a warning; git sources (spec.source.url)
-are not supported.
+spec.bindingsFrom needs a cluster and is ignored with a warning; a Flux source (spec.sourceRef)
+is read in the cluster: render the file at spec.path of your checkout instead.
 
 A manifest with several documents renders every LavaArchitecture document, in order, with the
 same flags: each document's JSON is one value on stdout, so the output is a stream of JSON

@@ -60,20 +60,18 @@ func CheckObject(o *v1alpha1.LavaArchitecture) []FieldError {
 	}
 	s := o.Spec
 	n := 0
-	for _, set := range []bool{s.Source.Inline != "", s.Source.Name != "", s.Source.URL != ""} {
+	for _, set := range []bool{s.Source.Inline != "", s.Source.Name != "", s.SourceRef != nil} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n != 1:
-		add("spec.source", "exactly one of spec.source.inline, spec.source.name or spec.source.url must be set (%d set)", n)
-	case s.Source.URL != "" && (s.Source.Rev == "" || s.Source.Path == ""):
-		add("spec.source.url", "requires spec.source.rev and spec.source.path")
-	case s.Source.URL == "" && s.Source.Rev != "":
-		add("spec.source.rev", "only valid with spec.source.url")
-	case s.Source.URL == "" && s.Source.Path != "":
-		add("spec.source.path", "only valid with spec.source.url")
+		add("spec.source", "exactly one of spec.source.inline, spec.source.name or spec.sourceRef must be set (%d set)", n)
+	case s.SourceRef != nil && s.Path == "":
+		add("spec.path", "required with spec.sourceRef")
+	case s.SourceRef == nil && s.Path != "":
+		add("spec.path", "only valid with spec.sourceRef")
 	}
 	for i, b := range s.BindingsFrom {
 		path := "spec.bindingsFrom[" + strconv.Itoa(i) + "]"

@@ -79,6 +79,12 @@ func PolicyTrigger(resourceVersion string) string {
 	return "policy:" + resourceVersion
 }
 
+// SourceTrigger is the trigger part of an event caused by a Flux source's artifact
+// (spec.sourceRef): "source:<artifact digest>", so each new artifact is a new pass.
+func SourceTrigger(artifactDigest string) string {
+	return "source:" + artifactDigest
+}
+
 // DependencyTrigger is the trigger of an event caused by the release of a dependency:
 // "dependency:<namespace>/<name>@<uid>" of the dependency that became ready.
 func DependencyTrigger(namespace, name, uid string) string {

@@ -218,6 +218,12 @@ func (r reducer) apply(to Phase) {
 		r.out.OutputsSecret = ev.OutputsSecret
 		at := r.at
 		r.out.LastAppliedAt = &at
+		// The applier applies what synth rendered last: the render's source revision (a Flux
+		// artifact's; empty for other sources) is the applied one.
+		r.out.LastAppliedRevision = ""
+		if r.out.Render != nil {
+			r.out.LastAppliedRevision = r.out.Render.SourceRevision
+		}
 		planID := ""
 		if r.out.Plan != nil {
 			planID = r.out.Plan.ID

@@ -599,3 +599,34 @@ func TestReduce_cleanScanOfCleanResourceChangesNothing(t *testing.T) {
 		t.Errorf("Drifted after the clean scan = %+v, want False/NoDrift", c)
 	}
 }
+
+// TestReduce_lastAppliedRevision: an apply records the Flux artifact revision of the render it
+// applied; a newer render alone does not move it, and a render without a revision clears it
+// on the next apply.
+func TestReduce_lastAppliedRevision(t *testing.T) {
+	t.Parallel()
+	synthesized := func(n int, rev string) Event {
+		ev := sample(EventSynthesized, 1, n)
+		ev.Render.SourceKind, ev.Render.SourceRevision = v1alpha1.SourceKindSourceRef, rev
+		return ev
+	}
+	st := mustReduce(t, v1alpha1.LavaArchitectureStatus{}, sample(EventObserved, 1, 0), synthesized(1, "main@sha1:aaa"),
+		sample(EventPlanned, 1, 2), sample(EventApplied, 1, 3))
+	if st.LastAppliedRevision != "main@sha1:aaa" {
+		t.Fatalf("lastAppliedRevision = %q after applying main@sha1:aaa", st.LastAppliedRevision)
+	}
+	forced := sample(EventObserved, 1, 4)
+	forced.Force = true
+	st = mustReduce(t, st, forced, synthesized(5, "main@sha1:bbb"))
+	if st.LastAppliedRevision != "main@sha1:aaa" || st.Render.SourceRevision != "main@sha1:bbb" {
+		t.Errorf("rendered, not applied: lastAppliedRevision %q render.sourceRevision %q", st.LastAppliedRevision, st.Render.SourceRevision)
+	}
+	st = mustReduce(t, st, sample(EventPlanned, 1, 6), sample(EventApplied, 1, 7))
+	if st.LastAppliedRevision != "main@sha1:bbb" {
+		t.Errorf("lastAppliedRevision = %q after applying main@sha1:bbb", st.LastAppliedRevision)
+	}
+	st = mustReduce(t, st, sample(EventObserved, 2, 8), sample(EventSynthesized, 2, 9), sample(EventPlanned, 2, 10), sample(EventApplied, 2, 11))
+	if st.LastAppliedRevision != "" {
+		t.Errorf("lastAppliedRevision = %q after applying an inline source, want empty", st.LastAppliedRevision)
+	}
+}

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -28,9 +29,13 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 		in.SourceKind, in.SourceText, in.File = render.SourceInline, []byte(src.Inline), "inline"
 	case *lavav1.Source_Name:
 		in.SourceKind, in.SourceName = render.SourceName, src.Name
-	case *lavav1.Source_Git:
-		return in, nil, &failure{reason: v1alpha1.ReasonSourceUnsupported,
-			message: "spec.source: git sources (url, rev, path) are not supported yet; use spec.source.inline or spec.source.name"}, nil
+	case *lavav1.Source_Flux:
+		text, f := s.fluxSource(ctx, src.Flux, ns)
+		if f != nil {
+			return in, nil, f, nil
+		}
+		in.SourceKind, in.SourceText, in.SourceName = render.SourceFile, text, src.Flux.GetPath()
+		in.File = src.Flux.GetPath()
 	default:
 		return in, nil, &failure{reason: v1alpha1.ReasonSourceUnsupported, message: "spec.source: no source set"}, nil
 	}
@@ -131,4 +136,29 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 		}
 	}
 	return in, long, nil, nil
+}
+
+// fluxSource reads spec.path from the artifact the watcher resolved for spec.sourceRef
+// (Config.Artifacts fetches, verifies and caches it). The failure names the source.
+func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns string) ([]byte, *failure) {
+	srcNS := src.GetNamespace()
+	if srcNS == "" {
+		srcNS = ns
+	}
+	name := src.GetKind() + " " + srcNS + "/" + src.GetName()
+	switch {
+	case src.GetArtifact().GetUrl() == "":
+		return nil, &failure{reason: v1alpha1.ReasonSourceNotReady,
+			message: "spec.sourceRef: no artifact of " + name + " was resolved (the watcher resolves Flux sources; lava up -f has no cluster to read them from)"}
+	case s.cfg.Artifacts == nil:
+		return nil, &failure{reason: v1alpha1.ReasonSourceFetchFailed, message: "spec.sourceRef: this synth has no artifact cache configured"}
+	}
+	b, err := s.cfg.Artifacts.File(ctx, src.GetArtifact(), src.GetPath())
+	if err != nil {
+		var ae *ArtifactError
+		retry := errors.As(err, &ae) && ae.Retryable
+		return nil, &failure{reason: v1alpha1.ReasonSourceFetchFailed, retryable: retry,
+			message: fmt.Sprintf("spec.sourceRef %s revision %s: %v", name, src.GetArtifact().GetRevision(), err)}
+	}
+	return b, nil
 }

@@ -1,11 +1,12 @@
 // Package synth is the synth service's logic (docs/architecture.md section 2): it consumes ResourceObserved
 // (durable consumer "synth" on LAVA_RESOURCES) and synth-stage RetryRequested commands, drops
-// generations older than its watermark, resolves the source (inline text or a bundled catalog
-// name; a git source fails with reason SourceUnsupported), gathers the bindings (scalar, list,
+// generations older than its watermark, resolves the source (inline text, a bundled catalog
+// name, or spec.path in the Flux artifact the watcher resolved for spec.sourceRef, fetched,
+// digest-verified and cached by [ArtifactCache]), gathers the bindings (scalar, list,
 // record, and bindingsFrom ConfigMaps and Secrets read with its own read-only client), runs the
 // gate and renders with internal/lang/render, stores the Terraform JSON in the artifact store and
-// publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected or
-// SourceUnsupported and a file:line:col message.
+// publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected,
+// SourceUnsupported, SourceNotReady or SourceFetchFailed and a file:line:col message.
 //
 // Values that come from Secrets never leave the process: they enter the RenderRecord's
 // bindingsDigest only through a BLAKE3 keyed with the installation's bindings key, and they are

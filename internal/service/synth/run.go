@@ -53,6 +53,13 @@ type Options struct {
 	// Identity chooses who the service acts as for an object's ConfigMaps and Secrets
 	// (--impersonate, --default-service-account, --allow-own-identity).
 	Identity identity.Options
+	// ArtifactCacheDir caches the verified artifacts of Flux sources (spec.sourceRef) by digest
+	// (--artifact-cache-dir); "" is a new directory under the system's temporary directory,
+	// removed at exit.
+	ArtifactCacheDir string
+	// MaxArtifactBytes bounds one downloaded artifact (--max-artifact-bytes, default
+	// DefaultMaxArtifactBytes).
+	MaxArtifactBytes int64
 	// PolicyFile is the tenant policy document (--policy-file, LAVA_POLICY_FILE; the chart
 	// mounts the lava-policy ConfigMap there); "" is the built-in policy.
 	PolicyFile string
@@ -66,6 +73,8 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/0010-tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
+	fs.StringVar(&o.ArtifactCacheDir, "artifact-cache-dir", "", "directory caching verified Flux source artifacts by digest; empty: a temporary directory")
+	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", DefaultMaxArtifactBytes, "largest Flux source artifact (tar.gz) synth downloads, in bytes")
 	o.KubeAPI.Register(fs)
 	o.Identity.Register(fs)
 }
@@ -124,8 +133,16 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	cacheDir := o.ArtifactCacheDir
+	if cacheDir == "" {
+		if cacheDir, err = os.MkdirTemp("", "lava-synth-artifacts-"); err != nil {
+			return fmt.Errorf("artifact cache: %w", err)
+		}
+		defer os.RemoveAll(cacheDir)
+	}
 	s, err := New(ctx, Config{JS: base.JS, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
-		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile}, Identities: ids})
+		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile}, Identities: ids,
+		Artifacts: &ArtifactCache{Dir: cacheDir, MaxBytes: o.MaxArtifactBytes}})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,9 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Artifacts fetches and caches the artifacts of spec.sourceRef (Flux sources); nil: such
+	// a resource fails with SourceFetchFailed.
+	Artifacts *ArtifactCache
 	// Policy is the admin's tenant policy document (the lava-policy ConfigMap mounted as a
 	// file; docs/design/0010-tenant-policy.md), checked after every render and before Synthesized
 	// is published. Nil or a zero File: the built-in policy ([policy.Default]).
@@ -264,6 +267,10 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 		return err
 	}
 	rec := RecordProto(out.Record)
+	if fs := obs.GetSpec().GetSource().GetFlux(); fs != nil {
+		rec.SourceKind = lavav1.SourceKind_SOURCE_KIND_SOURCE_REF
+		rec.SourceRevision = fs.GetArtifact().GetRevision()
+	}
 	rec.RenderedAt = timestamppb.New(s.cfg.Now().UTC())
 	rec.ObservedGeneration = env.GetGeneration()
 	verdict := Verdict(in, diags)

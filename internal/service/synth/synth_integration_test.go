@@ -109,11 +109,11 @@ func TestSynth_outcomes(t *testing.T) {
 			wantMsg:    regexp.MustCompile(`unknown bundled interface "no-such-interface"`),
 		},
 		{
-			name: "git source",
-			spec: &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Git{Git: &lavav1.GitSource{
-				Url: "https://example.invalid/arch.git", Rev: "main", Path: "a.tlisp"}}}},
-			wantReason: "SourceUnsupported",
-			wantMsg:    regexp.MustCompile(`git sources .* are not supported yet`),
+			name: "flux source without a resolved artifact",
+			spec: &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: &lavav1.FluxSource{
+				Kind: "GitRepository", Name: "infra", Path: "a.tlisp"}}}},
+			wantReason: "SourceNotReady",
+			wantMsg:    regexp.MustCompile(`no artifact of GitRepository .*/infra was resolved`),
 		},
 		{
 			name:       "unknown bundled name",

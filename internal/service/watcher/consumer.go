@@ -159,6 +159,7 @@ func planSummary(id string, s *lavav1.ChangeSummary) *v1alpha1.PlanSummary {
 func renderRecord(r *lavav1.RenderRecord, gate string) *v1alpha1.RenderRecord {
 	out := &v1alpha1.RenderRecord{
 		SourceDigest:        r.GetSourceDigest(),
+		SourceRevision:      r.GetSourceRevision(),
 		BindingsDigest:      r.GetBindingsDigest(),
 		Gate:                r.GetGate(),
 		ArchitectureName:    r.GetArchitectureName(),
@@ -174,8 +175,8 @@ func renderRecord(r *lavav1.RenderRecord, gate string) *v1alpha1.RenderRecord {
 		out.SourceKind = v1alpha1.SourceKindInline
 	case lavav1.SourceKind_SOURCE_KIND_NAME:
 		out.SourceKind = v1alpha1.SourceKindName
-	case lavav1.SourceKind_SOURCE_KIND_GIT:
-		out.SourceKind = v1alpha1.SourceKindURL
+	case lavav1.SourceKind_SOURCE_KIND_SOURCE_REF:
+		out.SourceKind = v1alpha1.SourceKindSourceRef
 	}
 	return out
 }

@@ -89,7 +89,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, r := range []string{resultFolded, resultUnchanged, resultStale, resultIllegal, resultGone, resultIgnored, resultError} {
 		m.phaseEvents.WithLabelValues(r)
 	}
-	for _, r := range []string{heldSuspended, heldDependencies, heldCycle, heldPolicyMissing} {
+	for _, r := range []string{heldSuspended, heldDependencies, heldCycle, heldPolicyMissing, heldSource} {
 		m.held.WithLabelValues(r)
 	}
 	for _, c := range []prometheus.Collector{m.published, m.phaseEvents, m.statusPatches, m.statusConflicts,
@@ -107,6 +107,7 @@ const (
 	heldDependencies  = "dependencies"
 	heldCycle         = "cycle"
 	heldPolicyMissing = "policy_missing"
+	heldSource        = "source"
 )
 
 func (m *Metrics) incPublished(event string) {

@@ -39,9 +39,11 @@ type reconciler struct {
 	pub       *bus.Publisher
 	resources jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
 	deps      resolver
-	clock     func() time.Time
-	metrics   *Metrics
-	log       *slog.Logger
+	// sourceKinds are the Flux source kinds the API server served at start (watched).
+	sourceKinds map[string]bool
+	clock       func() time.Time
+	metrics     *Metrics
+	log         *slog.Logger
 }
 
 var _ reconcile.Reconciler = (*reconciler)(nil)
@@ -81,7 +83,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, fresh)
+		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, nil, fresh)
 	}
 	if r.conditionTrue(obj, v1alpha1.ConditionSuspended) {
 		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
@@ -106,8 +108,27 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.metrics.incHeld(heldDependencies)
 		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
 			Reason: v1alpha1.ReasonDependencyNotReady, Message: deps.message()})
-	case deps.has():
-		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesSatisfied}); err != nil {
+	}
+	var src *lavav1.FluxSource
+	if obj.Spec.SourceRef != nil {
+		// The source is a dependency too: without an artifact nothing is published (the
+		// source watch enqueues the object when one appears).
+		var hold *sourceHold
+		if src, hold, err = r.resolveSource(ctx, obj); err != nil {
+			return reconcile.Result{}, err
+		}
+		if hold != nil {
+			r.metrics.incHeld(heldSource)
+			return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+				Reason: hold.reason, Message: hold.message})
+		}
+	}
+	if deps.has() || src != nil {
+		msg := "" // the reducer's default: every dependency reached its phase
+		if src != nil {
+			msg = "the source has an artifact and every dependency reached its phase"
+		}
+		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesSatisfied, Message: msg}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -116,7 +137,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || !ok {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, fresh)
+	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, src, fresh)
 }
 
 // policy is obj's effective remediation policy; ok is false (and err nil) while the
@@ -172,7 +193,10 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
 //
 // fresh says obj is new (this reconcile added its finalizer to an object never observed): no
 // ResourceObserved can exist for it, so the stream is not asked.
-func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, fresh bool) error {
+//
+// src, when set, is spec.sourceRef resolved to its artifact: the event carries it, and its
+// digest is part of the trigger (eventid.SourceTrigger), so a new artifact is a new pass.
+func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, src *lavav1.FluxSource, fresh bool) error {
 	ro := &lavav1.ResourceObserved{
 		Spec:         SpecMirror(obj.Spec),
 		Remediation:  policy,
@@ -180,6 +204,13 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 		Labels:       obj.Labels,
 	}
 	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion())
+	// A new generation without a forced pass coalesces its Observed (below), whatever source
+	// artifact it carries.
+	generationOnly := trigger == eventid.GenerationTrigger(obj.Generation)
+	if src != nil {
+		ro.Spec.Source = &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: src}}
+		trigger += ";" + eventid.SourceTrigger(src.GetArtifact().GetDigest())
+	}
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
 	if !fresh {
@@ -194,7 +225,7 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
 	}
 	if st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID); !obj.Spec.Suspend &&
-		trigger == eventid.GenerationTrigger(obj.Generation) && ok && obj.Generation > st.ObservedGeneration {
+		generationOnly && ok && obj.Generation > st.ObservedGeneration {
 		// A new generation: its Observed rides on the object's next status write (the
 		// reducer derives it from any later event of this generation if that write is
 		// lost), saving a write per generation.
@@ -412,6 +443,9 @@ func indexes(ctx context.Context, idx client.FieldIndexer, cluster string) error
 		}
 		return []string{a.Spec.RemediationPolicyRef.Name}
 	})
+	if err == nil {
+		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexSourceRef, sourceRefIndex)
+	}
 	if err == nil {
 		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexDependsOn, func(o client.Object) []string {
 			if a, ok := o.(*v1alpha1.LavaArchitecture); ok {

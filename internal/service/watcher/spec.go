@@ -38,6 +38,11 @@ func SpecMirror(s v1alpha1.LavaArchitectureSpec) *lavav1.ArchitectureSpec {
 	if out.ApprovePlan == "" {
 		out.ApprovePlan = v1alpha1.ApprovePlanAuto
 	}
+	if s.SourceRef != nil && s.Source.Kind() == "" {
+		// The namespace is filled in by the caller that knows it (the reconciler resolves
+		// the source; lava up's file source has none to resolve).
+		out.Source = sourceRefMirror(s, "")
+	}
 	if s.RemediationPolicyRef != nil {
 		out.RemediationPolicyRef = s.RemediationPolicyRef.Name
 	}
@@ -77,10 +82,18 @@ func sourceMirror(s v1alpha1.Source) *lavav1.Source {
 		return &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: s.Inline}}
 	case v1alpha1.SourceKindName:
 		return &lavav1.Source{Kind: &lavav1.Source_Name{Name: s.Name}}
-	case v1alpha1.SourceKindURL:
-		return &lavav1.Source{Kind: &lavav1.Source_Git{Git: &lavav1.GitSource{Url: s.URL, Rev: s.Rev, Path: s.Path}}}
 	}
 	return &lavav1.Source{}
+}
+
+// sourceRefMirror is spec.sourceRef and spec.path without an artifact (the reconciler adds the
+// one it read from the source's status).
+func sourceRefMirror(s v1alpha1.LavaArchitectureSpec, namespace string) *lavav1.Source {
+	ns := s.SourceRef.Namespace
+	if ns == "" {
+		ns = namespace
+	}
+	return &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: &lavav1.FluxSource{Kind: s.SourceRef.Kind, Namespace: ns, Name: s.SourceRef.Name, Path: s.Path}}}
 }
 
 func driftInterval(s v1alpha1.LavaArchitectureSpec) time.Duration {

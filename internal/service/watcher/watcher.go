@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"time"
 
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -28,6 +30,9 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
+
+// sourceGroupVersion is the API group and version of the Flux sources spec.sourceRef names.
+var sourceGroupVersion = sourcev1.GroupVersion
 
 // Defaults of [Config].
 const (
@@ -112,14 +117,17 @@ type Config struct {
 	Clock func() time.Time
 }
 
-// NewScheme returns a scheme with the client-go built-in types (Events, Leases) and
-// lava.pleme.io/v1alpha1.
+// NewScheme returns a scheme with the client-go built-in types (Events, Leases),
+// lava.pleme.io/v1alpha1 and Flux's source.toolkit.fluxcd.io/v1 (spec.sourceRef).
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("watcher: scheme: %w", err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("watcher: scheme: %w", err)
+	}
+	if err := sourcev1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("watcher: scheme: %w", err)
 	}
 	return s, nil
@@ -234,10 +242,30 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	}
 	r := &reconciler{
 		c: mgr.GetClient(), core: core, rec: rec, pub: pub, resources: resources,
-		deps:  resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
-		clock: o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
+		deps:        resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
+		sourceKinds: map[string]bool{},
+		clock:       o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	// Flux sources are watched only where the API server serves them: a cluster without Flux
+	// runs the watcher as before, and a spec.sourceRef there is held with SourceNotFound.
+	for _, kind := range fluxSourceKinds {
+		_, merr := mgr.GetRESTMapper().RESTMapping(sourceGroupVersion.WithKind(kind).GroupKind(), sourceGroupVersion.Version)
+		switch {
+		case merr == nil:
+			r.sourceKinds[kind] = true
+		case meta.IsNoMatchError(merr):
+			o.Logger.Info("watcher: the API server serves no Flux "+kind+"; spec.sourceRef to one is held (SourceNotFound)", slog.String("group", sourceGroupVersion.String()))
+		default:
+			return nil, fmt.Errorf("watcher: discover Flux %s: %w", kind, merr)
+		}
+	}
+	b := ctrl.NewControllerManagedBy(mgr)
+	for _, kind := range fluxSourceKinds {
+		if r.sourceKinds[kind] {
+			b = b.Watches(newFluxSource(kind), handler.EnqueueRequestsFromMapFunc(r.sourceUsers(kind)), builder.WithPredicates(sourceChanged()))
+		}
+	}
+	err = b.
 		Named(o.ControllerName).
 		For(&v1alpha1.LavaArchitecture{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, forcedPass(), deletionStarted()))).

@@ -388,8 +388,8 @@ func metaCondition(o *v1alpha1.LavaArchitecture, typ string) metav1.Condition {
 }
 
 // testLockdown is the attack of docs/security.md "Kubernetes RBAC" (lockdown): with
-// NoCrossNamespaceRefs a dependsOn naming another namespace, and a LavaArchitectureDependency
-// linking to one, leave DependenciesReady False with reason CrossNamespaceRefRefused naming the
+// NoCrossNamespaceRefs a dependsOn naming another namespace, a spec.sourceRef to a Flux source
+// in another namespace, and a LavaArchitectureDependency linking to one, leave DependenciesReady False with reason CrossNamespaceRefRefused naming the
 // reference, and nothing is published for those objects; a same-namespace dependency still works.
 func (e *env) testLockdown(t *testing.T) {
 	ns := e.kube.Namespace(t)
@@ -397,6 +397,15 @@ func (e *env) testLockdown(t *testing.T) {
 	e.startWatcher(t, ns, "lockdown", func(o *watcher.Config) { o.NoCrossNamespaceRefs = true })
 	e.create(t, newArch(ns, "reach", func(s *v1alpha1.LavaArchitectureSpec) {
 		s.DependsOn = []v1alpha1.Dependency{{Name: "victim", Namespace: other}}
+	}))
+	e.create(t, newArch(ns, "source-reach", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.Source, s.Path = v1alpha1.Source{}, "infra/vpc.tlisp"
+		s.SourceRef = &v1alpha1.SourceReference{Kind: v1alpha1.SourceRefGitRepository, Name: "victim", Namespace: other}
+	}))
+	// This API server has no Flux CRDs: a same-namespace sourceRef is held, naming why.
+	e.create(t, newArch(ns, "no-flux", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.Source, s.Path = v1alpha1.Source{}, "infra/vpc.tlisp"
+		s.SourceRef = &v1alpha1.SourceReference{Kind: v1alpha1.SourceRefOCIRepository, Name: "infra"}
 	}))
 	e.create(t, newArch(ns, "edge", nil))
 	e.create(t, &v1alpha1.LavaArchitectureDependency{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-to-other"},
@@ -419,7 +428,17 @@ func (e *env) testLockdown(t *testing.T) {
 	e.waitStatus(t, ns, "reach", refused("spec.dependsOn names "+other+"/victim in another namespace"))
 	e.waitStatus(t, ns, "edge", refused("LavaArchitectureDependency "+ns+"/edge-to-other links "+ns+"/edge to "+other+"/victim across namespaces"))
 	e.waitStatus(t, ns, "local", conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonDependencyNotReady))
-	for _, name := range []string{"reach", "edge"} {
+	e.waitStatus(t, ns, "source-reach", refused("spec.sourceRef names GitRepository "+other+"/victim in another namespace"))
+	e.waitStatus(t, ns, "no-flux", func(o *v1alpha1.LavaArchitecture) error {
+		if err := conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound)(o); err != nil {
+			return err
+		}
+		if c := metaCondition(o, v1alpha1.ConditionDependenciesReady); !strings.Contains(c.Message, "served no OCIRepository (source.toolkit.fluxcd.io/v1)") {
+			return fmt.Errorf("message %q does not say Flux's OCIRepository is not served", c.Message)
+		}
+		return nil
+	})
+	for _, name := range []string{"reach", "edge", "source-reach", "no-flux"} {
 		if n := e.observedCount(t, ns, name); n != 0 {
 			t.Errorf("%s: %d ResourceObserved published, want 0", name, n)
 		}

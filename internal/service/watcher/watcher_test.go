@@ -40,8 +40,8 @@ func TestNewMetrics_promlint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 3+7+4 {
-		t.Errorf("%d pre-initialized series, want 14", n)
+	if n != 3+7+5 {
+		t.Errorf("%d pre-initialized series, want 15", n)
 	}
 	if _, err := watcher.NewMetrics(reg); err == nil {
 		t.Error("registering the metrics twice succeeded")
@@ -63,7 +63,8 @@ func TestSpecMirror(t *testing.T) {
 	}, {
 		name: "everything set, drift interval floored",
 		spec: v1alpha1.LavaArchitectureSpec{
-			Source:         v1alpha1.Source{URL: "https://example.com/r.git", Rev: "v1", Path: "a.tlisp"},
+			SourceRef:      &v1alpha1.SourceReference{Kind: v1alpha1.SourceRefGitRepository, Name: "infra", Namespace: "flux-system"},
+			Path:           "a.tlisp",
 			Bindings:       map[string]string{"a": "1"},
 			ListBindings:   map[string][]string{"l": {"x", "y"}},
 			RecordBindings: map[string][]map[string]string{"r": {{"k": "v"}}},
@@ -74,7 +75,8 @@ func TestSpecMirror(t *testing.T) {
 			RemediationPolicyRef: &v1alpha1.LocalObjectReference{Name: "p"},
 		},
 		want: &lavav1.ArchitectureSpec{
-			Source:         &lavav1.Source{Kind: &lavav1.Source_Git{Git: &lavav1.GitSource{Url: "https://example.com/r.git", Rev: "v1", Path: "a.tlisp"}}},
+			Source: &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: &lavav1.FluxSource{
+				Kind: "GitRepository", Namespace: "flux-system", Name: "infra", Path: "a.tlisp"}}},
 			Bindings:       map[string]string{"a": "1"},
 			ListBindings:   map[string]*lavav1.StringList{"l": {Values: []string{"x", "y"}}},
 			RecordBindings: map[string]*lavav1.RecordList{"r": {Records: []*lavav1.Record{{Fields: map[string]string{"k": "v"}}}}},

@@ -163,8 +163,8 @@ const (
 	SourceKind_SOURCE_KIND_INLINE SourceKind = 1
 	// spec.source.name (the bundled catalog).
 	SourceKind_SOURCE_KIND_NAME SourceKind = 2
-	// spec.source.url/rev/path.
-	SourceKind_SOURCE_KIND_GIT SourceKind = 3
+	// spec.sourceRef and spec.path (a Flux source's artifact).
+	SourceKind_SOURCE_KIND_SOURCE_REF SourceKind = 4
 )
 
 // Enum value maps for SourceKind.
@@ -173,13 +173,13 @@ var (
 		0: "SOURCE_KIND_UNSPECIFIED",
 		1: "SOURCE_KIND_INLINE",
 		2: "SOURCE_KIND_NAME",
-		3: "SOURCE_KIND_GIT",
+		4: "SOURCE_KIND_SOURCE_REF",
 	}
 	SourceKind_value = map[string]int32{
 		"SOURCE_KIND_UNSPECIFIED": 0,
 		"SOURCE_KIND_INLINE":      1,
 		"SOURCE_KIND_NAME":        2,
-		"SOURCE_KIND_GIT":         3,
+		"SOURCE_KIND_SOURCE_REF":  4,
 	}
 )
 
@@ -235,8 +235,11 @@ type RenderRecord struct {
 	RenderedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=rendered_at,json=renderedAt,proto3" json:"rendered_at,omitempty"`
 	// metadata.generation that was rendered.
 	ObservedGeneration int64 `protobuf:"varint,10,opt,name=observed_generation,json=observedGeneration,proto3" json:"observed_generation,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Revision of the Flux source's artifact that was rendered (FluxArtifact.revision); empty
+	// for other sources.
+	SourceRevision string `protobuf:"bytes,11,opt,name=source_revision,json=sourceRevision,proto3" json:"source_revision,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RenderRecord) Reset() {
@@ -337,6 +340,13 @@ func (x *RenderRecord) GetObservedGeneration() int64 {
 		return x.ObservedGeneration
 	}
 	return 0
+}
+
+func (x *RenderRecord) GetSourceRevision() string {
+	if x != nil {
+		return x.SourceRevision
+	}
+	return ""
 }
 
 // GateVerdict is the result of the typed Interface gate (internal/lang/gate).
@@ -1121,7 +1131,7 @@ var File_lava_v1_pipeline_proto protoreflect.FileDescriptor
 
 const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\n" +
-	"\x16lava/v1/pipeline.proto\x12\alava.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16lava/v1/envelope.proto\x1a\x13lava/v1/phase.proto\x1a\x16lava/v1/resource.proto\"\xc9\x03\n" +
+	"\x16lava/v1/pipeline.proto\x12\alava.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16lava/v1/envelope.proto\x1a\x13lava/v1/phase.proto\x1a\x16lava/v1/resource.proto\"\xf2\x03\n" +
 	"\fRenderRecord\x124\n" +
 	"\vsource_kind\x18\x01 \x01(\x0e2\x13.lava.v1.SourceKindR\n" +
 	"sourceKind\x12#\n" +
@@ -1135,7 +1145,8 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\vrendered_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"renderedAt\x12/\n" +
 	"\x13observed_generation\x18\n" +
-	" \x01(\x03R\x12observedGeneration\"m\n" +
+	" \x01(\x03R\x12observedGeneration\x12'\n" +
+	"\x0fsource_revision\x18\v \x01(\tR\x0esourceRevision\"m\n" +
 	"\vGateVerdict\x12\x12\n" +
 	"\x04gate\x18\x01 \x01(\tR\x04gate\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\bR\x06passed\x12\x16\n" +
@@ -1214,13 +1225,13 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\x10CHANGE_KIND_READ\x10\x03\x12\x16\n" +
 	"\x12CHANGE_KIND_UPDATE\x10\x04\x12\x17\n" +
 	"\x13CHANGE_KIND_REPLACE\x10\x05\x12\x16\n" +
-	"\x12CHANGE_KIND_DELETE\x10\x06*l\n" +
+	"\x12CHANGE_KIND_DELETE\x10\x06*\x8a\x01\n" +
 	"\n" +
 	"SourceKind\x12\x1b\n" +
 	"\x17SOURCE_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SOURCE_KIND_INLINE\x10\x01\x12\x14\n" +
-	"\x10SOURCE_KIND_NAME\x10\x02\x12\x13\n" +
-	"\x0fSOURCE_KIND_GIT\x10\x03B\x94\x01\n" +
+	"\x10SOURCE_KIND_NAME\x10\x02\x12\x1a\n" +
+	"\x16SOURCE_KIND_SOURCE_REF\x10\x04\"\x04\b\x03\x10\x03*\x0fSOURCE_KIND_GITB\x94\x01\n" +
 	"\vcom.lava.v1B\rPipelineProtoP\x01Z9github.com/lava-operator/lava/internal/gen/lava/v1;lavav1\xa2\x02\x03LXX\xaa\x02\aLava.V1\xca\x02\aLava\\V1\xe2\x02\x13Lava\\V1\\GPBMetadata\xea\x02\bLava::V1b\x06proto3"
 
 var (

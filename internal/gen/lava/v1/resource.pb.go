@@ -186,7 +186,8 @@ func (DependencyKind) EnumDescriptor() ([]byte, []int) {
 	return file_lava_v1_resource_proto_rawDescGZIP(), []int{2}
 }
 
-// Source is where the architecture text comes from (spec.source). Exactly one kind is set.
+// Source is where the architecture text comes from (spec.source or spec.sourceRef). Exactly
+// one kind is set.
 type Source struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The source kind.
@@ -195,7 +196,7 @@ type Source struct {
 	//
 	//	*Source_Inline
 	//	*Source_Name
-	//	*Source_Git
+	//	*Source_Flux
 	Kind          isSource_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -256,10 +257,10 @@ func (x *Source) GetName() string {
 	return ""
 }
 
-func (x *Source) GetGit() *GitSource {
+func (x *Source) GetFlux() *FluxSource {
 	if x != nil {
-		if x, ok := x.Kind.(*Source_Git); ok {
-			return x.Git
+		if x, ok := x.Kind.(*Source_Flux); ok {
+			return x.Flux
 		}
 	}
 	return nil
@@ -279,45 +280,50 @@ type Source_Name struct {
 	Name string `protobuf:"bytes,2,opt,name=name,proto3,oneof"`
 }
 
-type Source_Git struct {
-	// A git source (spec.source.url, rev, path). Not fetched yet: synth fails it with reason
-	// SourceUnsupported.
-	Git *GitSource `protobuf:"bytes,3,opt,name=git,proto3,oneof"`
+type Source_Flux struct {
+	// A Flux source's artifact (spec.sourceRef and spec.path), resolved by the watcher.
+	Flux *FluxSource `protobuf:"bytes,4,opt,name=flux,proto3,oneof"`
 }
 
 func (*Source_Inline) isSource_Kind() {}
 
 func (*Source_Name) isSource_Kind() {}
 
-func (*Source_Git) isSource_Kind() {}
+func (*Source_Flux) isSource_Kind() {}
 
-// GitSource is a source file in a git repository.
-type GitSource struct {
+// FluxSource is a file in a Flux source's artifact (spec.sourceRef, spec.path), with the
+// artifact the watcher read from the source's status when it published the event.
+type FluxSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Repository URL.
-	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
-	// Revision: a commit, tag or branch.
-	Rev string `protobuf:"bytes,2,opt,name=rev,proto3" json:"rev,omitempty"`
-	// Path of the .tlisp file inside the repository.
-	Path          string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	// Kind of the source: "GitRepository", "OCIRepository" or "Bucket"
+	// (source.toolkit.fluxcd.io/v1).
+	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Namespace of the source (defaulted to the LavaArchitecture's).
+	Namespace string `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name of the source.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Path of the .tlisp file inside the artifact (spec.path).
+	Path string `protobuf:"bytes,4,opt,name=path,proto3" json:"path,omitempty"`
+	// The artifact: unset when the watcher resolved none (lava up's file source).
+	Artifact      *FluxArtifact `protobuf:"bytes,5,opt,name=artifact,proto3" json:"artifact,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *GitSource) Reset() {
-	*x = GitSource{}
+func (x *FluxSource) Reset() {
+	*x = FluxSource{}
 	mi := &file_lava_v1_resource_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *GitSource) String() string {
+func (x *FluxSource) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*GitSource) ProtoMessage() {}
+func (*FluxSource) ProtoMessage() {}
 
-func (x *GitSource) ProtoReflect() protoreflect.Message {
+func (x *FluxSource) ProtoReflect() protoreflect.Message {
 	mi := &file_lava_v1_resource_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -329,28 +335,106 @@ func (x *GitSource) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use GitSource.ProtoReflect.Descriptor instead.
-func (*GitSource) Descriptor() ([]byte, []int) {
+// Deprecated: Use FluxSource.ProtoReflect.Descriptor instead.
+func (*FluxSource) Descriptor() ([]byte, []int) {
 	return file_lava_v1_resource_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *GitSource) GetUrl() string {
+func (x *FluxSource) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *FluxSource) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *FluxSource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FluxSource) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *FluxSource) GetArtifact() *FluxArtifact {
+	if x != nil {
+		return x.Artifact
+	}
+	return nil
+}
+
+// FluxArtifact is a Flux source's status.artifact, as synth needs it.
+type FluxArtifact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// HTTP URL of the tar.gz artifact on source-controller's storage (status.artifact.url).
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// Digest of the tar.gz, "<algorithm>:<hex>" (status.artifact.digest, e.g. "sha256:…").
+	Digest string `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	// Revision of the artifact (status.artifact.revision, e.g. "main@sha1:<commit>").
+	Revision      string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FluxArtifact) Reset() {
+	*x = FluxArtifact{}
+	mi := &file_lava_v1_resource_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FluxArtifact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FluxArtifact) ProtoMessage() {}
+
+func (x *FluxArtifact) ProtoReflect() protoreflect.Message {
+	mi := &file_lava_v1_resource_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FluxArtifact.ProtoReflect.Descriptor instead.
+func (*FluxArtifact) Descriptor() ([]byte, []int) {
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FluxArtifact) GetUrl() string {
 	if x != nil {
 		return x.Url
 	}
 	return ""
 }
 
-func (x *GitSource) GetRev() string {
+func (x *FluxArtifact) GetDigest() string {
 	if x != nil {
-		return x.Rev
+		return x.Digest
 	}
 	return ""
 }
 
-func (x *GitSource) GetPath() string {
+func (x *FluxArtifact) GetRevision() string {
 	if x != nil {
-		return x.Path
+		return x.Revision
 	}
 	return ""
 }
@@ -366,7 +450,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_lava_v1_resource_proto_msgTypes[2]
+	mi := &file_lava_v1_resource_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +462,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[2]
+	mi := &file_lava_v1_resource_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +475,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{2}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StringList) GetValues() []string {
@@ -412,7 +496,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_lava_v1_resource_proto_msgTypes[3]
+	mi := &file_lava_v1_resource_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -424,7 +508,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[3]
+	mi := &file_lava_v1_resource_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -437,7 +521,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{3}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Record) GetFields() map[string]string {
@@ -458,7 +542,7 @@ type RecordList struct {
 
 func (x *RecordList) Reset() {
 	*x = RecordList{}
-	mi := &file_lava_v1_resource_proto_msgTypes[4]
+	mi := &file_lava_v1_resource_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +554,7 @@ func (x *RecordList) String() string {
 func (*RecordList) ProtoMessage() {}
 
 func (x *RecordList) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[4]
+	mi := &file_lava_v1_resource_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +567,7 @@ func (x *RecordList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordList.ProtoReflect.Descriptor instead.
 func (*RecordList) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{4}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RecordList) GetRecords() []*Record {
@@ -511,7 +595,7 @@ type BindingsFromRef struct {
 
 func (x *BindingsFromRef) Reset() {
 	*x = BindingsFromRef{}
-	mi := &file_lava_v1_resource_proto_msgTypes[5]
+	mi := &file_lava_v1_resource_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +607,7 @@ func (x *BindingsFromRef) String() string {
 func (*BindingsFromRef) ProtoMessage() {}
 
 func (x *BindingsFromRef) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[5]
+	mi := &file_lava_v1_resource_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +620,7 @@ func (x *BindingsFromRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BindingsFromRef.ProtoReflect.Descriptor instead.
 func (*BindingsFromRef) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{5}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BindingsFromRef) GetRef() isBindingsFromRef_Ref {
@@ -595,7 +679,7 @@ type ObjectKeyRef struct {
 
 func (x *ObjectKeyRef) Reset() {
 	*x = ObjectKeyRef{}
-	mi := &file_lava_v1_resource_proto_msgTypes[6]
+	mi := &file_lava_v1_resource_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +691,7 @@ func (x *ObjectKeyRef) String() string {
 func (*ObjectKeyRef) ProtoMessage() {}
 
 func (x *ObjectKeyRef) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[6]
+	mi := &file_lava_v1_resource_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +704,7 @@ func (x *ObjectKeyRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectKeyRef.ProtoReflect.Descriptor instead.
 func (*ObjectKeyRef) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{6}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ObjectKeyRef) GetName() string {
@@ -676,7 +760,7 @@ type ArchitectureSpec struct {
 
 func (x *ArchitectureSpec) Reset() {
 	*x = ArchitectureSpec{}
-	mi := &file_lava_v1_resource_proto_msgTypes[7]
+	mi := &file_lava_v1_resource_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +772,7 @@ func (x *ArchitectureSpec) String() string {
 func (*ArchitectureSpec) ProtoMessage() {}
 
 func (x *ArchitectureSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[7]
+	mi := &file_lava_v1_resource_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +785,7 @@ func (x *ArchitectureSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchitectureSpec.ProtoReflect.Descriptor instead.
 func (*ArchitectureSpec) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{7}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ArchitectureSpec) GetSource() *Source {
@@ -820,7 +904,7 @@ type Dependency struct {
 
 func (x *Dependency) Reset() {
 	*x = Dependency{}
-	mi := &file_lava_v1_resource_proto_msgTypes[8]
+	mi := &file_lava_v1_resource_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +916,7 @@ func (x *Dependency) String() string {
 func (*Dependency) ProtoMessage() {}
 
 func (x *Dependency) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[8]
+	mi := &file_lava_v1_resource_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +929,7 @@ func (x *Dependency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dependency.ProtoReflect.Descriptor instead.
 func (*Dependency) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{8}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Dependency) GetTarget() *ResourceRef {
@@ -907,7 +991,7 @@ type DependencyState struct {
 
 func (x *DependencyState) Reset() {
 	*x = DependencyState{}
-	mi := &file_lava_v1_resource_proto_msgTypes[9]
+	mi := &file_lava_v1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1003,7 @@ func (x *DependencyState) String() string {
 func (*DependencyState) ProtoMessage() {}
 
 func (x *DependencyState) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[9]
+	mi := &file_lava_v1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1016,7 @@ func (x *DependencyState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DependencyState.ProtoReflect.Descriptor instead.
 func (*DependencyState) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{9}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *DependencyState) GetReady() bool {
@@ -978,7 +1062,7 @@ type ResourceObserved struct {
 
 func (x *ResourceObserved) Reset() {
 	*x = ResourceObserved{}
-	mi := &file_lava_v1_resource_proto_msgTypes[10]
+	mi := &file_lava_v1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1074,7 @@ func (x *ResourceObserved) String() string {
 func (*ResourceObserved) ProtoMessage() {}
 
 func (x *ResourceObserved) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[10]
+	mi := &file_lava_v1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1087,7 @@ func (x *ResourceObserved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceObserved.ProtoReflect.Descriptor instead.
 func (*ResourceObserved) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{10}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResourceObserved) GetEnvelope() *Envelope {
@@ -1058,7 +1142,7 @@ type DeletionRequested struct {
 
 func (x *DeletionRequested) Reset() {
 	*x = DeletionRequested{}
-	mi := &file_lava_v1_resource_proto_msgTypes[11]
+	mi := &file_lava_v1_resource_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1154,7 @@ func (x *DeletionRequested) String() string {
 func (*DeletionRequested) ProtoMessage() {}
 
 func (x *DeletionRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_resource_proto_msgTypes[11]
+	mi := &file_lava_v1_resource_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1167,7 @@ func (x *DeletionRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletionRequested.ProtoReflect.Descriptor instead.
 func (*DeletionRequested) Descriptor() ([]byte, []int) {
-	return file_lava_v1_resource_proto_rawDescGZIP(), []int{11}
+	return file_lava_v1_resource_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeletionRequested) GetEnvelope() *Envelope {
@@ -1111,16 +1195,23 @@ var File_lava_v1_resource_proto protoreflect.FileDescriptor
 
 const file_lava_v1_resource_proto_rawDesc = "" +
 	"\n" +
-	"\x16lava/v1/resource.proto\x12\alava.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16lava/v1/envelope.proto\x1a\x13lava/v1/phase.proto\x1a\x14lava/v1/policy.proto\"h\n" +
+	"\x16lava/v1/resource.proto\x12\alava.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x16lava/v1/envelope.proto\x1a\x13lava/v1/phase.proto\x1a\x14lava/v1/policy.proto\"v\n" +
 	"\x06Source\x12\x18\n" +
 	"\x06inline\x18\x01 \x01(\tH\x00R\x06inline\x12\x14\n" +
-	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x12&\n" +
-	"\x03git\x18\x03 \x01(\v2\x12.lava.v1.GitSourceH\x00R\x03gitB\x06\n" +
-	"\x04kind\"C\n" +
-	"\tGitSource\x12\x10\n" +
-	"\x03url\x18\x01 \x01(\tR\x03url\x12\x10\n" +
-	"\x03rev\x18\x02 \x01(\tR\x03rev\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\"$\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x12)\n" +
+	"\x04flux\x18\x04 \x01(\v2\x13.lava.v1.FluxSourceH\x00R\x04fluxB\x06\n" +
+	"\x04kindJ\x04\b\x03\x10\x04R\x03git\"\x99\x01\n" +
+	"\n" +
+	"FluxSource\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04path\x18\x04 \x01(\tR\x04path\x121\n" +
+	"\bartifact\x18\x05 \x01(\v2\x15.lava.v1.FluxArtifactR\bartifact\"T\n" +
+	"\fFluxArtifact\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\tR\x06digest\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"$\n" +
 	"\n" +
 	"StringList\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\tR\x06values\"x\n" +
@@ -1217,69 +1308,71 @@ func file_lava_v1_resource_proto_rawDescGZIP() []byte {
 }
 
 var file_lava_v1_resource_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_lava_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_lava_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_lava_v1_resource_proto_goTypes = []any{
 	(Engine)(0),                 // 0: lava.v1.Engine
 	(DeletionPolicy)(0),         // 1: lava.v1.DeletionPolicy
 	(DependencyKind)(0),         // 2: lava.v1.DependencyKind
 	(*Source)(nil),              // 3: lava.v1.Source
-	(*GitSource)(nil),           // 4: lava.v1.GitSource
-	(*StringList)(nil),          // 5: lava.v1.StringList
-	(*Record)(nil),              // 6: lava.v1.Record
-	(*RecordList)(nil),          // 7: lava.v1.RecordList
-	(*BindingsFromRef)(nil),     // 8: lava.v1.BindingsFromRef
-	(*ObjectKeyRef)(nil),        // 9: lava.v1.ObjectKeyRef
-	(*ArchitectureSpec)(nil),    // 10: lava.v1.ArchitectureSpec
-	(*Dependency)(nil),          // 11: lava.v1.Dependency
-	(*DependencyState)(nil),     // 12: lava.v1.DependencyState
-	(*ResourceObserved)(nil),    // 13: lava.v1.ResourceObserved
-	(*DeletionRequested)(nil),   // 14: lava.v1.DeletionRequested
-	nil,                         // 15: lava.v1.Record.FieldsEntry
-	nil,                         // 16: lava.v1.ArchitectureSpec.BindingsEntry
-	nil,                         // 17: lava.v1.ArchitectureSpec.ListBindingsEntry
-	nil,                         // 18: lava.v1.ArchitectureSpec.RecordBindingsEntry
-	nil,                         // 19: lava.v1.ResourceObserved.LabelsEntry
-	(*durationpb.Duration)(nil), // 20: google.protobuf.Duration
-	(*ResourceRef)(nil),         // 21: lava.v1.ResourceRef
-	(Phase)(0),                  // 22: lava.v1.Phase
-	(*Envelope)(nil),            // 23: lava.v1.Envelope
-	(*RemediationPolicy)(nil),   // 24: lava.v1.RemediationPolicy
+	(*FluxSource)(nil),          // 4: lava.v1.FluxSource
+	(*FluxArtifact)(nil),        // 5: lava.v1.FluxArtifact
+	(*StringList)(nil),          // 6: lava.v1.StringList
+	(*Record)(nil),              // 7: lava.v1.Record
+	(*RecordList)(nil),          // 8: lava.v1.RecordList
+	(*BindingsFromRef)(nil),     // 9: lava.v1.BindingsFromRef
+	(*ObjectKeyRef)(nil),        // 10: lava.v1.ObjectKeyRef
+	(*ArchitectureSpec)(nil),    // 11: lava.v1.ArchitectureSpec
+	(*Dependency)(nil),          // 12: lava.v1.Dependency
+	(*DependencyState)(nil),     // 13: lava.v1.DependencyState
+	(*ResourceObserved)(nil),    // 14: lava.v1.ResourceObserved
+	(*DeletionRequested)(nil),   // 15: lava.v1.DeletionRequested
+	nil,                         // 16: lava.v1.Record.FieldsEntry
+	nil,                         // 17: lava.v1.ArchitectureSpec.BindingsEntry
+	nil,                         // 18: lava.v1.ArchitectureSpec.ListBindingsEntry
+	nil,                         // 19: lava.v1.ArchitectureSpec.RecordBindingsEntry
+	nil,                         // 20: lava.v1.ResourceObserved.LabelsEntry
+	(*durationpb.Duration)(nil), // 21: google.protobuf.Duration
+	(*ResourceRef)(nil),         // 22: lava.v1.ResourceRef
+	(Phase)(0),                  // 23: lava.v1.Phase
+	(*Envelope)(nil),            // 24: lava.v1.Envelope
+	(*RemediationPolicy)(nil),   // 25: lava.v1.RemediationPolicy
 }
 var file_lava_v1_resource_proto_depIdxs = []int32{
-	4,  // 0: lava.v1.Source.git:type_name -> lava.v1.GitSource
-	15, // 1: lava.v1.Record.fields:type_name -> lava.v1.Record.FieldsEntry
-	6,  // 2: lava.v1.RecordList.records:type_name -> lava.v1.Record
-	9,  // 3: lava.v1.BindingsFromRef.config_map_ref:type_name -> lava.v1.ObjectKeyRef
-	9,  // 4: lava.v1.BindingsFromRef.secret_ref:type_name -> lava.v1.ObjectKeyRef
-	3,  // 5: lava.v1.ArchitectureSpec.source:type_name -> lava.v1.Source
-	16, // 6: lava.v1.ArchitectureSpec.bindings:type_name -> lava.v1.ArchitectureSpec.BindingsEntry
-	17, // 7: lava.v1.ArchitectureSpec.list_bindings:type_name -> lava.v1.ArchitectureSpec.ListBindingsEntry
-	18, // 8: lava.v1.ArchitectureSpec.record_bindings:type_name -> lava.v1.ArchitectureSpec.RecordBindingsEntry
-	8,  // 9: lava.v1.ArchitectureSpec.bindings_from:type_name -> lava.v1.BindingsFromRef
-	0,  // 10: lava.v1.ArchitectureSpec.engine:type_name -> lava.v1.Engine
-	20, // 11: lava.v1.ArchitectureSpec.drift_interval:type_name -> google.protobuf.Duration
-	1,  // 12: lava.v1.ArchitectureSpec.deletion_policy:type_name -> lava.v1.DeletionPolicy
-	21, // 13: lava.v1.Dependency.target:type_name -> lava.v1.ResourceRef
-	2,  // 14: lava.v1.Dependency.kind:type_name -> lava.v1.DependencyKind
-	22, // 15: lava.v1.Dependency.required_phase:type_name -> lava.v1.Phase
-	22, // 16: lava.v1.Dependency.observed_phase:type_name -> lava.v1.Phase
-	11, // 17: lava.v1.DependencyState.dependencies:type_name -> lava.v1.Dependency
-	21, // 18: lava.v1.DependencyState.cycle:type_name -> lava.v1.ResourceRef
-	23, // 19: lava.v1.ResourceObserved.envelope:type_name -> lava.v1.Envelope
-	10, // 20: lava.v1.ResourceObserved.spec:type_name -> lava.v1.ArchitectureSpec
-	24, // 21: lava.v1.ResourceObserved.remediation:type_name -> lava.v1.RemediationPolicy
-	12, // 22: lava.v1.ResourceObserved.dependencies:type_name -> lava.v1.DependencyState
-	19, // 23: lava.v1.ResourceObserved.labels:type_name -> lava.v1.ResourceObserved.LabelsEntry
-	23, // 24: lava.v1.DeletionRequested.envelope:type_name -> lava.v1.Envelope
-	1,  // 25: lava.v1.DeletionRequested.deletion_policy:type_name -> lava.v1.DeletionPolicy
-	0,  // 26: lava.v1.DeletionRequested.engine:type_name -> lava.v1.Engine
-	5,  // 27: lava.v1.ArchitectureSpec.ListBindingsEntry.value:type_name -> lava.v1.StringList
-	7,  // 28: lava.v1.ArchitectureSpec.RecordBindingsEntry.value:type_name -> lava.v1.RecordList
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	4,  // 0: lava.v1.Source.flux:type_name -> lava.v1.FluxSource
+	5,  // 1: lava.v1.FluxSource.artifact:type_name -> lava.v1.FluxArtifact
+	16, // 2: lava.v1.Record.fields:type_name -> lava.v1.Record.FieldsEntry
+	7,  // 3: lava.v1.RecordList.records:type_name -> lava.v1.Record
+	10, // 4: lava.v1.BindingsFromRef.config_map_ref:type_name -> lava.v1.ObjectKeyRef
+	10, // 5: lava.v1.BindingsFromRef.secret_ref:type_name -> lava.v1.ObjectKeyRef
+	3,  // 6: lava.v1.ArchitectureSpec.source:type_name -> lava.v1.Source
+	17, // 7: lava.v1.ArchitectureSpec.bindings:type_name -> lava.v1.ArchitectureSpec.BindingsEntry
+	18, // 8: lava.v1.ArchitectureSpec.list_bindings:type_name -> lava.v1.ArchitectureSpec.ListBindingsEntry
+	19, // 9: lava.v1.ArchitectureSpec.record_bindings:type_name -> lava.v1.ArchitectureSpec.RecordBindingsEntry
+	9,  // 10: lava.v1.ArchitectureSpec.bindings_from:type_name -> lava.v1.BindingsFromRef
+	0,  // 11: lava.v1.ArchitectureSpec.engine:type_name -> lava.v1.Engine
+	21, // 12: lava.v1.ArchitectureSpec.drift_interval:type_name -> google.protobuf.Duration
+	1,  // 13: lava.v1.ArchitectureSpec.deletion_policy:type_name -> lava.v1.DeletionPolicy
+	22, // 14: lava.v1.Dependency.target:type_name -> lava.v1.ResourceRef
+	2,  // 15: lava.v1.Dependency.kind:type_name -> lava.v1.DependencyKind
+	23, // 16: lava.v1.Dependency.required_phase:type_name -> lava.v1.Phase
+	23, // 17: lava.v1.Dependency.observed_phase:type_name -> lava.v1.Phase
+	12, // 18: lava.v1.DependencyState.dependencies:type_name -> lava.v1.Dependency
+	22, // 19: lava.v1.DependencyState.cycle:type_name -> lava.v1.ResourceRef
+	24, // 20: lava.v1.ResourceObserved.envelope:type_name -> lava.v1.Envelope
+	11, // 21: lava.v1.ResourceObserved.spec:type_name -> lava.v1.ArchitectureSpec
+	25, // 22: lava.v1.ResourceObserved.remediation:type_name -> lava.v1.RemediationPolicy
+	13, // 23: lava.v1.ResourceObserved.dependencies:type_name -> lava.v1.DependencyState
+	20, // 24: lava.v1.ResourceObserved.labels:type_name -> lava.v1.ResourceObserved.LabelsEntry
+	24, // 25: lava.v1.DeletionRequested.envelope:type_name -> lava.v1.Envelope
+	1,  // 26: lava.v1.DeletionRequested.deletion_policy:type_name -> lava.v1.DeletionPolicy
+	0,  // 27: lava.v1.DeletionRequested.engine:type_name -> lava.v1.Engine
+	6,  // 28: lava.v1.ArchitectureSpec.ListBindingsEntry.value:type_name -> lava.v1.StringList
+	8,  // 29: lava.v1.ArchitectureSpec.RecordBindingsEntry.value:type_name -> lava.v1.RecordList
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_lava_v1_resource_proto_init() }
@@ -1293,9 +1386,9 @@ func file_lava_v1_resource_proto_init() {
 	file_lava_v1_resource_proto_msgTypes[0].OneofWrappers = []any{
 		(*Source_Inline)(nil),
 		(*Source_Name)(nil),
-		(*Source_Git)(nil),
+		(*Source_Flux)(nil),
 	}
-	file_lava_v1_resource_proto_msgTypes[5].OneofWrappers = []any{
+	file_lava_v1_resource_proto_msgTypes[6].OneofWrappers = []any{
 		(*BindingsFromRef_ConfigMapRef)(nil),
 		(*BindingsFromRef_SecretRef)(nil),
 	}
@@ -1305,7 +1398,7 @@ func file_lava_v1_resource_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lava_v1_resource_proto_rawDesc), len(file_lava_v1_resource_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -182,4 +184,22 @@ func (e *Env) Namespace(t testing.TB) string {
 		t.Fatalf("kubetest: create namespace %s: %v", ns.Name, err)
 	}
 	return ns.Name
+}
+
+// Kubeconfig writes a kubeconfig file for e's API server (envtest's admin client certificate)
+// into a temporary directory of t and returns its path, for processes under test (lava up,
+// Flux's source-controller, kubectl).
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	cfg := e.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatalf("kubetest: write kubeconfig: %v", err)
+	}
+	return path
 }
