@@ -21,10 +21,11 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	serial, lineage, secrets, err := e.stateOf(ctx, req.Key)
+	prior, secrets, err := e.stateOf(ctx, req.Key)
 	if err != nil {
 		return nil, err
 	}
+	serial, lineage := prior.Serial, prior.Lineage
 	r, err := e.newRun("drift", req.Key, req.Holder, append(secrets, req.Redact...))
 	if err != nil {
 		return nil, err

@@ -428,7 +428,7 @@ func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error)
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return false, err
 	}
-	return rec.Serial == plan.StateSerial && rec.Lineage == plan.StateLineage, nil
+	return engine.Stale(plan, rec) == nil, nil
 }
 
 // plan runs the engine's plan, observed.
