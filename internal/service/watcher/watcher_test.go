@@ -100,8 +100,8 @@ func TestEffectivePolicy(t *testing.T) {
 		Spec: v1alpha1.RemediationPolicySpec{
 			DriftRemediation: v1alpha1.DriftRemediation{Critical: v1alpha1.RemediationEscalate},
 			Escalation: &v1alpha1.EscalationLadder{Tiers: []v1alpha1.EscalationTier{
-				{Target: v1alpha1.NotifyTarget{Kind: v1alpha1.NotifyNtfy, Topic: "ops"}},
-				{Target: v1alpha1.NotifyTarget{Kind: v1alpha1.NotifySlack, WebhookSecretRef: &v1alpha1.ObjectKeyReference{Name: "s", Key: "url"}}, WaitBeforeNext: "PT1H"},
+				{Team: "ops"},
+				{Team: "platform-oncall", WaitBeforeNext: "PT1H"},
 			}},
 		}}
 	const (
@@ -124,8 +124,8 @@ func TestEffectivePolicy(t *testing.T) {
 			&lavav1.RemediationPolicy{Cosmetic: alert, Functional: auto, Critical: lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE,
 				Origin: lavav1.PolicyOrigin_POLICY_ORIGIN_REFERENCE, PolicyName: "p", PolicyResourceVersion: "42",
 				EscalationTiers: []*lavav1.EscalationTier{
-					{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_NtfyTopic{NtfyTopic: "ops"}}, WaitBeforeNext: durationpb.New(15 * time.Minute)},
-					{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_SlackWebhookSecretRef{SlackWebhookSecretRef: &lavav1.SecretKeyRef{Name: "s", Key: "url"}}},
+					{Team: "ops", WaitBeforeNext: durationpb.New(15 * time.Minute)},
+					{Team: "platform-oncall",
 						WaitBeforeNext: durationpb.New(time.Hour)},
 				}}},
 	}
