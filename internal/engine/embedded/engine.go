@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -283,9 +284,27 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	}
 	e.plans[digest] = cachedPlan{art: &planArtifact{RenderedDigest: req.RenderedDigest, StateSerial: serial, StateLineage: lineage}, plan: p}
 	e.cfgMu.Unlock()
+	reviewDigest := ""
+	if req.Review {
+		rp, err := reviewPlan(p)
+		if err != nil {
+			return nil, err
+		}
+		redact := slices.Clone(req.Redact)
+		for v := range secrets {
+			redact = append(redact, v)
+		}
+		body, err := engine.ReviewBody(rp, redact)
+		if err != nil {
+			return nil, err
+		}
+		if reviewDigest, err = e.opts.Artifacts.Put(ctx, bytes.NewReader(body)); err != nil {
+			return nil, fmt.Errorf("store the review body: %w", err)
+		}
+	}
 	tgt := req.Target
 	tgt.Redact, tgt.Holder = nil, ""
-	rec := &engine.PlanRecord{
+	rec := &engine.PlanRecord{ReviewDigest: reviewDigest,
 		Target: tgt, BindingsDigest: req.BindingsDigest, Engine: e.Name(), EngineVersion: EngineVersion,
 		ProviderVersions: p.ProviderVersions, StateSerial: serial, StateLineage: lineage, StateDigest: stateDigest, PlanDigest: digest,
 		HasChanges: p.HasChanges(), CreatedAt: e.opts.Now().UTC(),

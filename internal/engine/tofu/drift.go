@@ -82,7 +82,7 @@ func Findings(p *tfjson.Plan, prefixes []string) []engine.Finding {
 			continue
 		}
 		ch := rc.Change
-		kind := fold(ch.Actions)
+		kind := engine.FoldActions(ch.Actions)
 		before, beforeSens := ch.Before, ch.BeforeSensitive
 		if d, ok := goneOutOfBand[rc.Address]; ok && kind == engine.ActionCreate {
 			kind = engine.ActionReplace

@@ -326,9 +326,31 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
+	// A plan a person reviews gets its body: `show -json` of the plan file (it starts the
+	// providers once more for their schemas, so only then).
+	reviewDigest := ""
+	if req.Review {
+		var shown *tfjson.Plan
+		err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
+			var err error
+			shown, err = r.tf.ShowPlanFile(ctx, PlanFile)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		body, err := engine.ReviewBody(shown, append(secrets, req.Redact...))
+		if err != nil {
+			return nil, err
+		}
+		if reviewDigest, err = e.cfg.Artifacts.Put(ctx, bytes.NewReader(body)); err != nil {
+			return nil, fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
+		}
+	}
 	t := req.Target
 	t.Redact, t.Holder = nil, ""
 	rec := &engine.PlanRecord{
+		ReviewDigest:     reviewDigest,
 		Target:           t,
 		BindingsDigest:   req.BindingsDigest,
 		Engine:           e.cfg.Name,
@@ -415,23 +437,6 @@ func providerVersions(path string) (map[string]string, error) {
 	return out, nil
 }
 
-// fold turns Terraform's action list into one Action.
-func fold(a tfjson.Actions) engine.Action {
-	switch {
-	case a.Replace():
-		return engine.ActionReplace
-	case a.Create():
-		return engine.ActionCreate
-	case a.Update():
-		return engine.ActionUpdate
-	case a.Delete():
-		return engine.ActionDelete
-	case a.Read():
-		return engine.ActionRead
-	}
-	return engine.ActionNoOp
-}
-
 // summarize counts a plan's changes and lists each resource's action.
 func summarize(p *tfjson.Plan) (engine.Summary, []engine.ResourceAction) {
 	var s engine.Summary
@@ -443,7 +448,7 @@ func summarize(p *tfjson.Plan) (engine.Summary, []engine.ResourceAction) {
 		if rc.Change == nil {
 			continue
 		}
-		act := fold(rc.Change.Actions)
+		act := engine.FoldActions(rc.Change.Actions)
 		if rc.Mode == tfjson.ManagedResourceMode {
 			switch act {
 			case engine.ActionCreate:
