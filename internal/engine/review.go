@@ -221,13 +221,13 @@ func renderAttributes(b *strings.Builder, act Action, c *tfjson.Change) {
 		keys[k] = true
 	}
 	names := make([]string, 0, len(keys))
-	width := 0
 	for k := range keys {
 		names = append(names, k)
-		width = max(width, len(k))
 	}
 	sort.Strings(names)
-	hidden := 0
+	type line struct{ sym, name, text string }
+	var lines []line
+	hidden, width := 0, 0
 	for _, k := range names {
 		bv, av := before[k], after[k]
 		unk := unknown[k] == true
@@ -247,6 +247,10 @@ func renderAttributes(b *strings.Builder, act Action, c *tfjson.Change) {
 				continue
 			}
 			sym, text = "-", bText
+		case sensitiveAnywhere(bs[k]) && sensitiveAnywhere(as[k]) && !unk:
+			// Both sides masked: whether it changes is not in the body (a digest of a
+			// secret would reveal a guessable one), so it is always listed.
+			sym, text = "~", "(sensitive value)"
 		case bText == aText && !unk:
 			hidden++
 			continue
@@ -260,7 +264,11 @@ func renderAttributes(b *strings.Builder, act Action, c *tfjson.Change) {
 		if forces[k] {
 			text += " # forces replacement"
 		}
-		fmt.Fprintf(b, "      %s %-*s = %s\n", sym, width, k, text)
+		lines = append(lines, line{sym, k, text})
+		width = max(width, len(k))
+	}
+	for _, l := range lines {
+		fmt.Fprintf(b, "      %s %-*s = %s\n", l.sym, width, l.name, l.text)
 	}
 	if hidden > 0 {
 		fmt.Fprintf(b, "        # (%d unchanged attributes hidden)\n", hidden)
