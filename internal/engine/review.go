@@ -144,7 +144,8 @@ func FoldActions(a tfjson.Actions) Action {
 // RenderReview writes p (a [ReviewBody]) as `tofu show` prints a saved plan: per changing
 // resource instance a "# ADDRESS will be created" header and its attributes ("+" added, "-"
 // removed, "~" changed, old -> new), "(known after apply)" for unknown values and "(sensitive
-// value)" for masked ones, unchanged attributes counted, not listed; then the
+// value)" for masked ones (an attribute masked on both sides of an update is always listed:
+// the body cannot tell whether it changes), unchanged attributes counted, not listed; then the
 // "Plan: N to add, N to change, N to destroy." line. Values print as compact JSON.
 func RenderReview(w io.Writer, p *tfjson.Plan) error {
 	var sum Summary
