@@ -171,4 +171,3 @@ func EffectivePolicy(spec v1alpha1.LavaArchitectureSpec, ref *v1alpha1.Remediati
 	out.Cosmetic, out.Functional, out.Critical = remediation.ActionProto(r.Cosmetic), remediation.ActionProto(r.Functional), remediation.ActionProto(r.Critical)
 	return out, nil
 }
-
