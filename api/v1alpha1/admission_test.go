@@ -163,9 +163,13 @@ func testInvalidRejected(t *testing.T, env *kubetest.Env) {
 			[]string{"spec.dependsOn: Invalid value", "spec.dependsOn must not name the LavaArchitecture itself"}},
 		{"policy Escalate without tiers", policy("no-tiers", "  critical: Escalate\n"),
 			[]string{"spec.escalation: Invalid value", "spec.escalation.tiers must not be empty when an action is Escalate"}},
-		{"policy slack target without secret", policy("slack-no-secret", "  critical: Escalate\n  escalation:\n    tiers:\n    - target: {kind: slack}\n"),
-			[]string{"spec.escalation.tiers[0].target", "target.webhookSecretRef is required when target.kind is slack"}},
-		{"policy bad waitBeforeNext", policy("bad-wait", "  escalation:\n    tiers:\n    - target: {kind: ntfy, topic: ops}\n      waitBeforeNext: 15m\n"),
+		{"policy tier without team", policy("no-team", "  critical: Escalate\n  escalation:\n    tiers:\n    - waitBeforeNext: PT5M\n"),
+			[]string{"spec.escalation.tiers[0].team: Required value"}},
+		{"policy tier with an undelivered target", policy("slack-target", "  critical: Escalate\n  escalation:\n    tiers:\n    - team: ops\n      target: {kind: slack}\n"),
+			[]string{`unknown field "spec.escalation.tiers[0].target"`}},
+		{"policy tier team not a label value", policy("bad-team", "  critical: Escalate\n  escalation:\n    tiers:\n    - team: Platform On-Call\n"),
+			[]string{"spec.escalation.tiers[0].team"}},
+		{"policy bad waitBeforeNext", policy("bad-wait", "  escalation:\n    tiers:\n    - team: ops\n      waitBeforeNext: 15m\n"),
 			[]string{"spec.escalation.tiers[0].waitBeforeNext"}},
 		{"dependency onto itself", dep("self", "  from: {name: a}\n  to: {name: a}\n"),
 			[]string{"spec.to: Invalid value", "spec.from and spec.to must name different LavaArchitectures"}},
@@ -175,12 +179,15 @@ func testInvalidRejected(t *testing.T, env *kubetest.Env) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := env.Client.Create(t.Context(), fromYAML(t, tt.manifest))
+			// Strict, as `kubectl apply` validates by default: an unknown field (a removed
+			// one) is an error, not a warning.
+			err := env.Client.Create(t.Context(), fromYAML(t, tt.manifest), client.FieldValidation("Strict"))
 			if err == nil {
 				t.Fatalf("admitted:\n%s", tt.manifest)
 			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("err = %v, want Invalid", err)
+			// A strict decoding error (an unknown field) is BadRequest; a schema error Invalid.
+			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+				t.Fatalf("err = %v, want Invalid or BadRequest", err)
 			}
 			t.Log(err)
 			for _, w := range tt.want {
@@ -238,10 +245,10 @@ spec:
   critical: Escalate
   escalation:
     tiers:
-    - target: {kind: slack, webhookSecretRef: {name: slack, key: url}}
+    - team: platform
       waitBeforeNext: PT5M
-    - target: {kind: pagerduty, serviceKeySecretRef: {name: pd}}
-    - target: {kind: webhook, url: "https://hooks.example.com/lava"}
+    - team: platform-oncall
+    - team: sre.escalations
 `, ns)},
 		{"dependency", fmt.Sprintf(`apiVersion: lava.pleme.io/v1alpha1
 kind: LavaArchitectureDependency
@@ -310,7 +317,7 @@ func testDefaults(t *testing.T, env *kubetest.Env) {
 		t.Errorf("dependency defaults kind %q requirePhase %q, want BlocksOn Applied", d.Spec.Kind, d.Spec.RequirePhase)
 	}
 
-	if err := env.Client.Create(t.Context(), fromYAML(t, fmt.Sprintf("apiVersion: lava.pleme.io/v1alpha1\nkind: RemediationPolicy\nmetadata: {name: p, namespace: %s}\nspec:\n  escalation:\n    tiers:\n    - target: {kind: email, address: ops@example.com}\n", ns))); err != nil {
+	if err := env.Client.Create(t.Context(), fromYAML(t, fmt.Sprintf("apiVersion: lava.pleme.io/v1alpha1\nkind: RemediationPolicy\nmetadata: {name: p, namespace: %s}\nspec:\n  escalation:\n    tiers:\n    - team: ops\n", ns))); err != nil {
 		t.Fatal(err)
 	}
 	var p v1alpha1.RemediationPolicy

@@ -466,13 +466,31 @@ type RenderRecord struct {
 	EvaluatorVersion string `json:"evaluatorVersion,omitempty"`
 }
 
-// PlanSummary summarizes a plan: its id and the number of resources to add, change and
-// destroy.
+// MaxStatusPlanResources bounds [PlanSummary.Resources]: a plan of any size keeps the status
+// small; resourcesOmitted counts the rest, and `lava plan show NS/NAME` prints them all.
+const MaxStatusPlanResources = 50
+
+// PlanSummary summarizes a plan: its id, the number of resources to add, change and
+// destroy, and the planned action per resource address.
 type PlanSummary struct {
 	// id is the plan id: BLAKE3 over the render digest, bindings digest, engine and provider
-	// versions and the state serial and lineage. spec.approvePlan names it to approve it.
+	// versions, the state serial, lineage and digest, and the planned action per resource
+	// address (internal/engine.PlanID). spec.approvePlan names it to approve it
+	// (`lava approve NS/NAME`).
 	// +optional
 	ID string `json:"id,omitempty"`
+
+	// resources are the planned actions per resource address, in address order, no-ops
+	// left out; at most 50 (MaxStatusPlanResources), resourcesOmitted counts the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Resources []PlannedResource `json:"resources,omitempty"`
+
+	// resourcesOmitted is the number of changing resources not listed in resources.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ResourcesOmitted int32 `json:"resourcesOmitted,omitempty"`
 
 	// add is the number of resources to create.
 	// +optional
@@ -488,6 +506,20 @@ type PlanSummary struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Destroy int32 `json:"destroy,omitempty"`
+}
+
+// PlannedResource is the planned action of one resource instance.
+type PlannedResource struct {
+	// address is the instance address ("local_file.a", "aws_subnet.s[0]").
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Address string `json:"address"`
+
+	// action is what the plan does to it: create, update, delete, replace or read.
+	// +required
+	// +kubebuilder:validation:Enum=create;update;delete;replace;read
+	Action string `json:"action"`
 }
 
 // ReceiptHead is the newest receipt of an object's chain (docs/architecture.md section 6).

@@ -98,11 +98,18 @@ type EscalationLadder struct {
 // DefaultWaitBeforeNext is an escalation tier's waitBeforeNext when unset: 15 minutes.
 const DefaultWaitBeforeNext = "PT15M"
 
-// EscalationTier is one rung of an escalation ladder.
+// EscalationTier is one rung of an escalation ladder. Lava notifies no one directly: each
+// tier is an alert that the anomaly service posts to Alertmanager with the labels tier (the
+// tier's index, from 0) and team (this field), and Alertmanager's routes send it to Slack,
+// PagerDuty, e-mail or a webhook (docs/alerting.md).
 type EscalationTier struct {
-	// target is who is notified.
+	// team is the value of the alert's team label for this tier; Alertmanager routes on it
+	// (a receiver name such as "platform-oncall"). Lowercase letters, digits, '-', '_', '.'.
 	// +required
-	Target NotifyTarget `json:"target"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$`
+	Team string `json:"team"`
 
 	// waitBeforeNext is how long to wait before the next tier, as an ISO-8601 duration
 	// ("PT15M", "PT1H30M", "P1D"), upstream's format. Default PT15M.
@@ -144,67 +151,6 @@ func (t EscalationTier) WaitDuration() (time.Duration, error) {
 		total += d
 	}
 	return total, nil
-}
-
-// NotifyKind is the kind of an escalation [NotifyTarget].
-// +kubebuilder:validation:Enum=slack;ntfy;pagerduty;email;webhook
-type NotifyKind string
-
-// The notification target kinds.
-const (
-	// NotifySlack posts to a Slack incoming webhook (webhookSecretRef).
-	NotifySlack NotifyKind = "slack"
-	// NotifyNtfy publishes to an ntfy topic (topic).
-	NotifyNtfy NotifyKind = "ntfy"
-	// NotifyPagerDuty opens a PagerDuty incident (serviceKeySecretRef).
-	NotifyPagerDuty NotifyKind = "pagerduty"
-	// NotifyEmail mails an address (address).
-	NotifyEmail NotifyKind = "email"
-	// NotifyWebhook posts JSON to a URL (url, optional secretRef for a signing secret).
-	NotifyWebhook NotifyKind = "webhook"
-)
-
-// NotifyTarget is a typed notification address; which fields are required depends on kind.
-//
-// +kubebuilder:validation:XValidation:rule="self.kind != 'slack' || has(self.webhookSecretRef)",message="target.webhookSecretRef is required when target.kind is slack"
-// +kubebuilder:validation:XValidation:rule="self.kind != 'ntfy' || has(self.topic)",message="target.topic is required when target.kind is ntfy"
-// +kubebuilder:validation:XValidation:rule="self.kind != 'pagerduty' || has(self.serviceKeySecretRef)",message="target.serviceKeySecretRef is required when target.kind is pagerduty"
-// +kubebuilder:validation:XValidation:rule="self.kind != 'email' || has(self.address)",message="target.address is required when target.kind is email"
-// +kubebuilder:validation:XValidation:rule="self.kind != 'webhook' || has(self.url)",message="target.url is required when target.kind is webhook"
-type NotifyTarget struct {
-	// kind of target: slack, ntfy, pagerduty, email or webhook.
-	// +required
-	Kind NotifyKind `json:"kind"`
-
-	// webhookSecretRef is the Secret key holding the Slack webhook URL.
-	// +optional
-	WebhookSecretRef *ObjectKeyReference `json:"webhookSecretRef,omitempty"`
-
-	// topic is the ntfy topic.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=256
-	Topic string `json:"topic,omitempty"`
-
-	// serviceKeySecretRef is the Secret key holding the PagerDuty service key.
-	// +optional
-	ServiceKeySecretRef *ObjectKeyReference `json:"serviceKeySecretRef,omitempty"`
-
-	// address is the e-mail address.
-	// +optional
-	// +kubebuilder:validation:MinLength=3
-	// +kubebuilder:validation:MaxLength=320
-	Address string `json:"address,omitempty"`
-
-	// url is the webhook URL.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=2048
-	URL string `json:"url,omitempty"`
-
-	// secretRef is the Secret key holding the webhook's signing secret.
-	// +optional
-	SecretRef *ObjectKeyReference `json:"secretRef,omitempty"`
 }
 
 // RemediationPolicyList is a list of [RemediationPolicy].

@@ -10,6 +10,7 @@ func subcommands() []*cobra.Command {
 		newCatalogCmd(),
 		newCRDsCmd(), newCRDCmd(),
 		newStateCmd(),
+		newPlanCmd(), newApproveCmd(),
 		newReceiptsCmd(),
 		newEventsCmd(),
 		newUpCmd(),

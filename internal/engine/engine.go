@@ -63,6 +63,9 @@ type PlanRequest struct {
 	// BindingsDigest is the digest of the bindings the JSON was rendered from; it enters the
 	// plan id only.
 	BindingsDigest string
+	// Review asks for the reviewable plan body (PlanRecord.ReviewDigest), for a plan a
+	// person approves: `lava plan show` prints it.
+	Review bool
 }
 
 // ApplyRequest asks to apply a recorded plan.
@@ -135,12 +138,18 @@ type PlanRecord struct {
 	// ProviderVersions maps each provider's full address
 	// ("registry.opentofu.org/hashicorp/local") to the version installed.
 	ProviderVersions map[string]string `json:"providerVersions"`
-	// StateSerial and StateLineage are the state planned against (0 and "" for no state).
+	// StateSerial and StateLineage are the state planned against (0 and "" for no state);
+	// StateDigest the state.Record digest of its body ("" for no state).
 	StateSerial  uint64 `json:"stateSerial"`
 	StateLineage string `json:"stateLineage"`
+	StateDigest  string `json:"stateDigest,omitempty"`
 	// PlanDigest is the artifact digest of the opaque plan artifact (for tofu/terraform the
 	// saved plan file).
 	PlanDigest string `json:"planDigest"`
+	// ReviewDigest is the artifact digest of the plan's reviewable body: the plan in the
+	// JSON format of `tofu show -json` (terraform-json's Plan), sensitive values removed
+	// ([ReviewPlan]); "" when the request did not ask for one (PlanRequest.Review).
+	ReviewDigest string `json:"reviewDigest,omitempty"`
 	// HasChanges is false when applying would change nothing.
 	HasChanges bool             `json:"hasChanges"`
 	Summary    Summary          `json:"summary"`

@@ -17,49 +17,70 @@ import (
 )
 
 func TestPlanID(t *testing.T) {
-	base := func() []any {
-		return []any{"r", "b", "tofu", "1.12.6", map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0"}, uint64(3), "L"}
+	base := func() engine.PlanIDInput {
+		return engine.PlanIDInput{RenderedDigest: "r", BindingsDigest: "b", Engine: "tofu", EngineVersion: "1.12.6",
+			ProviderVersions: map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0"},
+			StateSerial:      3, StateLineage: "L", StateDigest: "d",
+			Resources: []engine.ResourceAction{{Address: "local_file.a", Action: engine.ActionCreate},
+				{Address: "local_file.b", Action: engine.ActionUpdate}},
+			ReviewDigest: "v"}
 	}
-	id := func(a []any) string {
-		return engine.PlanID(a[0].(string), a[1].(string), a[2].(string), a[3].(string),
-			a[4].(map[string]string), a[5].(uint64), a[6].(string))
-	}
-	want := id(base())
+	want := engine.PlanID(base())
 	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(want) {
 		t.Fatalf("PlanID = %q, want 64 lowercase hex", want)
 	}
-	if id(base()) != want {
+	if engine.PlanID(base()) != want {
 		t.Fatal("PlanID is not deterministic")
+	}
+	reordered := base()
+	reordered.Resources[0], reordered.Resources[1] = reordered.Resources[1], reordered.Resources[0]
+	if engine.PlanID(reordered) != want {
+		t.Fatal("PlanID depends on the order the engine listed the resources in")
 	}
 	tests := []struct {
 		name   string
-		change func(a []any)
+		change func(a *engine.PlanIDInput)
 	}{
-		{"rendered", func(a []any) { a[0] = "r2" }},
-		{"bindings", func(a []any) { a[1] = "b2" }},
-		{"engine", func(a []any) { a[2] = "terraform" }},
-		{"engine version", func(a []any) { a[3] = "1.12.7" }},
-		{"provider version", func(a []any) { a[4] = map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.1"} }},
-		{"extra provider", func(a []any) {
-			a[4] = map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0", "x": "1"}
+		{"rendered", func(a *engine.PlanIDInput) { a.RenderedDigest = "r2" }},
+		{"bindings", func(a *engine.PlanIDInput) { a.BindingsDigest = "b2" }},
+		{"engine", func(a *engine.PlanIDInput) { a.Engine = "terraform" }},
+		{"engine version", func(a *engine.PlanIDInput) { a.EngineVersion = "1.12.7" }},
+		{"provider version", func(a *engine.PlanIDInput) {
+			a.ProviderVersions = map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.1"}
 		}},
-		{"serial", func(a []any) { a[5] = uint64(4) }},
-		{"lineage", func(a []any) { a[6] = "L2" }},
+		{"extra provider", func(a *engine.PlanIDInput) {
+			a.ProviderVersions = map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0", "x": "1"}
+		}},
+		{"serial", func(a *engine.PlanIDInput) { a.StateSerial = 4 }},
+		{"lineage", func(a *engine.PlanIDInput) { a.StateLineage = "L2" }},
+		// A state body rewritten at the same serial and lineage.
+		{"state digest", func(a *engine.PlanIDInput) { a.StateDigest = "d2" }},
+		{"an action", func(a *engine.PlanIDInput) { a.Resources[1].Action = engine.ActionReplace }},
+		{"an address", func(a *engine.PlanIDInput) { a.Resources[1].Address = "local_file.c" }},
+		{"one resource more", func(a *engine.PlanIDInput) {
+			a.Resources = append(a.Resources, engine.ResourceAction{Address: "local_file.c", Action: engine.ActionDelete})
+		}},
+		{"review body", func(a *engine.PlanIDInput) { a.ReviewDigest = "v2" }},
 		// Length prefixes: moving bytes between adjacent fields changes the id.
-		{"shifted boundary", func(a []any) { a[0], a[1] = "rb", "" }},
+		{"shifted boundary", func(a *engine.PlanIDInput) { a.RenderedDigest, a.BindingsDigest = "rb", "" }},
+		{"shifted resource boundary", func(a *engine.PlanIDInput) {
+			a.Resources = []engine.ResourceAction{{Address: "local_file.acreate", Action: ""},
+				{Address: "local_file.b", Action: engine.ActionUpdate}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := base()
-			tt.change(a)
-			if id(a) == want {
+			tt.change(&a)
+			if engine.PlanID(a) == want {
 				t.Fatalf("changing the %s kept the plan id", tt.name)
 			}
 		})
 	}
+	b := base()
 	rec := engine.PlanRecord{Target: engine.Target{RenderedDigest: "r"}, BindingsDigest: "b", Engine: "tofu",
-		EngineVersion: "1.12.6", ProviderVersions: map[string]string{"registry.opentofu.org/hashicorp/local": "1.4.0"},
-		StateSerial: 3, StateLineage: "L"}
+		EngineVersion: "1.12.6", ProviderVersions: b.ProviderVersions, StateSerial: 3, StateLineage: "L", StateDigest: "d",
+		Resources: b.Resources, ReviewDigest: "v"}
 	if rec.ComputePlanID() != want {
 		t.Fatal("ComputePlanID differs from PlanID of the same fields")
 	}
@@ -73,6 +94,27 @@ func TestPlanID(t *testing.T) {
 	rec.Target.RegressedFrom = "plan-2"
 	if rec.ComputePlanID() == regressed {
 		t.Fatal("regressions from two different applies share a plan id")
+	}
+}
+
+func TestStale(t *testing.T) {
+	plan := &engine.PlanRecord{PlanID: "p", StateSerial: 3, StateLineage: "L", StateDigest: "d"}
+	if err := engine.Stale(plan, state.Record{Serial: 3, Lineage: "L", Digest: "d"}); err != nil {
+		t.Fatalf("same state is stale: %v", err)
+	}
+	for name, cur := range map[string]state.Record{
+		"serial":  {Serial: 4, Lineage: "L", Digest: "d"},
+		"lineage": {Serial: 3, Lineage: "M", Digest: "d"},
+		"body":    {Serial: 3, Lineage: "L", Digest: "e"},
+		"gone":    {},
+	} {
+		err := engine.Stale(plan, cur)
+		if err == nil || !errors.Is(err, engine.ErrPlanStale) {
+			t.Errorf("%s changed: Stale = %v, want a PlanStaleError", name, err)
+		}
+	}
+	if err := engine.Stale(plan, state.Record{Serial: 3, Lineage: "L", Digest: "e"}); err == nil || !strings.Contains(err.Error(), "rewritten") {
+		t.Errorf("a rewritten body: %v, want a message saying so", err)
 	}
 }
 

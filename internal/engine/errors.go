@@ -70,12 +70,31 @@ type PlanStaleError struct {
 	PlanID                         string
 	PlannedSerial, CurrentSerial   uint64
 	PlannedLineage, CurrentLineage string
+	// PlannedDigest and CurrentDigest are the state body digests, set when only the body
+	// changed (rewritten at the same serial and lineage).
+	PlannedDigest, CurrentDigest string
 }
 
 // Error names both states.
 func (e *PlanStaleError) Error() string {
+	if e.PlannedDigest != e.CurrentDigest && e.PlannedSerial == e.CurrentSerial && e.PlannedLineage == e.CurrentLineage {
+		return fmt.Sprintf("plan %s is stale: the state body (serial %d lineage %q) was rewritten since it was planned (digest %s, now %s)",
+			e.PlanID, e.PlannedSerial, e.PlannedLineage, e.PlannedDigest, e.CurrentDigest)
+	}
 	return fmt.Sprintf("plan %s is stale: planned against state serial %d lineage %q, state is now serial %d lineage %q",
 		e.PlanID, e.PlannedSerial, e.PlannedLineage, e.CurrentSerial, e.CurrentLineage)
+}
+
+// Stale returns the [PlanStaleError] of plan against the current state record (the zero
+// Record for no state), nil when the state is still the one planned against: same serial,
+// lineage and, when the plan recorded one, body digest.
+func Stale(plan *PlanRecord, cur state.Record) *PlanStaleError {
+	if cur.Serial == plan.StateSerial && cur.Lineage == plan.StateLineage &&
+		(plan.StateDigest == "" || cur.Digest == plan.StateDigest) {
+		return nil
+	}
+	return &PlanStaleError{PlanID: plan.PlanID, PlannedSerial: plan.StateSerial, CurrentSerial: cur.Serial,
+		PlannedLineage: plan.StateLineage, CurrentLineage: cur.Lineage, PlannedDigest: plan.StateDigest, CurrentDigest: cur.Digest}
 }
 
 // Unwrap returns [ErrPlanStale].

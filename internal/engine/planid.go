@@ -4,27 +4,50 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"slices"
+	"strings"
 
 	"lukechampine.com/blake3"
 )
 
 // planIDDomain starts every plan id's input, so the hash can never collide with another Lava
-// digest of the same bytes.
-const planIDDomain = "lava.plan-id.v1"
+// digest of the same bytes. v2 added the state digest, the per-address actions and the
+// review digest.
+const planIDDomain = "lava.plan-id.v2"
+
+// PlanIDInput is what a plan id covers: the inputs (rendered JSON, bindings, engine, provider
+// versions), the state planned against (serial, lineage and the artifact digest of its body)
+// and what the plan does (the action per resource address and the digest of the reviewable
+// plan body, when the engine produced one).
+type PlanIDInput struct {
+	RenderedDigest, BindingsDigest string
+	Engine, EngineVersion          string
+	// ProviderVersions maps provider addresses to versions.
+	ProviderVersions map[string]string
+	StateSerial      uint64
+	StateLineage     string
+	// StateDigest is the state.Record digest of the body planned against ("" for no state).
+	StateDigest string
+	// Resources are the planned actions per instance address (any order).
+	Resources []ResourceAction
+	// ReviewDigest is the artifact digest of the plan's reviewable body
+	// ([PlanRecord.ReviewDigest]; "" when none was made).
+	ReviewDigest string
+}
 
 // PlanID is the identity a plan is approved by: lowercase hex BLAKE3-256 over
 //
-//	str(planIDDomain) str(renderedJSONDigest) str(bindingsDigest) str(engineName)
-//	str(engineVersion) u64(len(providerVersions)) { str(address) str(version) }*
-//	u64(stateSerial) str(stateLineage)
+//	str(planIDDomain) str(renderedDigest) str(bindingsDigest) str(engine) str(engineVersion)
+//	u64(len(providerVersions)) { str(address) str(version) }*
+//	u64(stateSerial) str(stateLineage) str(stateDigest)
+//	u64(len(resources)) { str(address) str(action) }* str(reviewDigest)
 //
 // where u64(n) is n as 8 bytes big-endian, str(s) is u64(len(s)) followed by the bytes of s,
-// and the provider versions are in ascending byte order of their addresses. The length prefixes
-// make the encoding injective: two different argument lists never hash the same bytes.
-// Any change of the rendered JSON, the bindings, the engine, a provider version or the state
-// gives a new id, so an approval of one plan never applies another.
-func PlanID(renderedJSONDigest, bindingsDigest, engineName, engineVersion string,
-	providerVersions map[string]string, stateSerial uint64, stateLineage string) string {
+// provider versions are in ascending byte order of their addresses and resources in ascending
+// byte order of address, then action. The length prefixes make the encoding injective: two
+// different inputs never hash the same bytes. Any change of the rendered JSON, the bindings,
+// the engine, a provider version, the state (even a body rewritten at the same serial) or a
+// planned action gives a new id, so an approval of one plan never applies another.
+func PlanID(in PlanIDInput) string {
 	h := blake3.New(32, nil)
 	var n [8]byte
 	u64 := func(v uint64) {
@@ -36,22 +59,36 @@ func PlanID(renderedJSONDigest, bindingsDigest, engineName, engineVersion string
 		_, _ = h.Write([]byte(s))
 	}
 	str(planIDDomain)
-	str(renderedJSONDigest)
-	str(bindingsDigest)
-	str(engineName)
-	str(engineVersion)
-	addrs := make([]string, 0, len(providerVersions))
-	for a := range providerVersions {
+	str(in.RenderedDigest)
+	str(in.BindingsDigest)
+	str(in.Engine)
+	str(in.EngineVersion)
+	addrs := make([]string, 0, len(in.ProviderVersions))
+	for a := range in.ProviderVersions {
 		addrs = append(addrs, a)
 	}
 	slices.Sort(addrs)
 	u64(uint64(len(addrs)))
 	for _, a := range addrs {
 		str(a)
-		str(providerVersions[a])
+		str(in.ProviderVersions[a])
 	}
-	u64(stateSerial)
-	str(stateLineage)
+	u64(in.StateSerial)
+	str(in.StateLineage)
+	str(in.StateDigest)
+	res := slices.Clone(in.Resources)
+	slices.SortFunc(res, func(a, b ResourceAction) int {
+		if c := strings.Compare(a.Address, b.Address); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.Action), string(b.Action))
+	})
+	u64(uint64(len(res)))
+	for _, r := range res {
+		str(r.Address)
+		str(string(r.Action))
+	}
+	str(in.ReviewDigest)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -76,8 +113,10 @@ func RegressedPlanID(planID, lastApplied string) string {
 // ComputePlanID returns [PlanID] of a record's fields, or [RegressedPlanID] of it when
 // Target.RegressedFrom is set.
 func (p *PlanRecord) ComputePlanID() string {
-	id := PlanID(p.Target.RenderedDigest, p.BindingsDigest, p.Engine, p.EngineVersion,
-		p.ProviderVersions, p.StateSerial, p.StateLineage)
+	id := PlanID(PlanIDInput{RenderedDigest: p.Target.RenderedDigest, BindingsDigest: p.BindingsDigest,
+		Engine: p.Engine, EngineVersion: p.EngineVersion, ProviderVersions: p.ProviderVersions,
+		StateSerial: p.StateSerial, StateLineage: p.StateLineage, StateDigest: p.StateDigest,
+		Resources: p.Resources, ReviewDigest: p.ReviewDigest})
 	if p.Target.RegressedFrom != "" {
 		return RegressedPlanID(id, p.Target.RegressedFrom)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -159,31 +160,40 @@ func (e *Engine) readArtifact(ctx context.Context, digest string) ([]byte, error
 
 // loadState returns the current state, nil when there is none.
 func (e *Engine) loadState(ctx context.Context, key state.Key) (*State, error) {
+	st, _, err := e.loadStateRecord(ctx, key)
+	return st, err
+}
+
+// loadStateRecord returns the current state and the digest of its body; nil and "" when
+// there is none.
+func (e *Engine) loadStateRecord(ctx context.Context, key state.Key) (*State, string, error) {
 	rec, err := e.opts.Store.Get(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !rec.HasState() {
-		return nil, nil
+		return nil, "", nil
 	}
 	e.cfgMu.Lock()
 	c, ok := e.bodies[key]
 	e.cfgMu.Unlock()
 	if ok && c.digest == rec.Digest {
-		return ParseState(c.body)
+		st, err := ParseState(c.body)
+		return st, rec.Digest, err
 	}
 	rec, body, err := e.opts.Store.Body(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	e.cacheBody(key, rec.Digest, body)
-	return ParseState(body)
+	st, err := ParseState(body)
+	return st, rec.Digest, err
 }
 
 func (e *Engine) loadConfig(ctx context.Context, digest string) (*Config, error) {
@@ -253,7 +263,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err != nil {
 		return nil, err
 	}
-	prior, err := e.loadState(ctx, req.Key)
+	prior, stateDigest, err := e.loadStateRecord(ctx, req.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -280,11 +290,29 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	}
 	e.plans[digest] = cachedPlan{art: &planArtifact{RenderedDigest: req.RenderedDigest, StateSerial: serial, StateLineage: lineage}, plan: p}
 	e.cfgMu.Unlock()
+	reviewDigest := ""
+	if req.Review {
+		rp, err := reviewPlan(p)
+		if err != nil {
+			return nil, err
+		}
+		redact := slices.Clone(req.Redact)
+		for v := range secrets {
+			redact = append(redact, v)
+		}
+		body, err := engine.ReviewBody(rp, redact)
+		if err != nil {
+			return nil, err
+		}
+		if reviewDigest, err = e.opts.Artifacts.Put(ctx, bytes.NewReader(body)); err != nil {
+			return nil, fmt.Errorf("store the review body: %w", err)
+		}
+	}
 	tgt := req.Target
 	tgt.Redact, tgt.Holder = nil, ""
-	rec := &engine.PlanRecord{
+	rec := &engine.PlanRecord{ReviewDigest: reviewDigest,
 		Target: tgt, BindingsDigest: req.BindingsDigest, Engine: e.Name(), EngineVersion: EngineVersion,
-		ProviderVersions: p.ProviderVersions, StateSerial: serial, StateLineage: lineage, PlanDigest: digest,
+		ProviderVersions: p.ProviderVersions, StateSerial: serial, StateLineage: lineage, StateDigest: stateDigest, PlanDigest: digest,
 		HasChanges: p.HasChanges(), CreatedAt: e.opts.Now().UTC(),
 	}
 	rec.Summary, rec.Resources = summarize(p)
@@ -367,7 +395,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 		return nil, err
 	}
 	defer unlock()
-	prior, err := e.loadState(ctx, key)
+	prior, stateDigest, err := e.loadStateRecord(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -376,9 +404,8 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 	if prior != nil {
 		serial, lineage = prior.Serial, prior.Lineage
 	}
-	if serial != rec.StateSerial || lineage != rec.StateLineage {
-		return nil, &engine.PlanStaleError{PlanID: rec.PlanID, PlannedSerial: rec.StateSerial, CurrentSerial: serial,
-			PlannedLineage: rec.StateLineage, CurrentLineage: lineage}
+	if stale := engine.Stale(rec, state.Record{Serial: serial, Lineage: lineage, Digest: stateDigest}); stale != nil {
+		return nil, stale
 	}
 	art, plan, err := e.loadPlan(ctx, rec.PlanDigest)
 	if err != nil {

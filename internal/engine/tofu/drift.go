@@ -21,10 +21,11 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	serial, lineage, secrets, err := e.stateOf(ctx, req.Key)
+	prior, secrets, err := e.stateOf(ctx, req.Key)
 	if err != nil {
 		return nil, err
 	}
+	serial, lineage := prior.Serial, prior.Lineage
 	r, err := e.newRun("drift", req.Key, req.Holder, append(secrets, req.Redact...))
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func Findings(p *tfjson.Plan, prefixes []string) []engine.Finding {
 			continue
 		}
 		ch := rc.Change
-		kind := fold(ch.Actions)
+		kind := engine.FoldActions(ch.Actions)
 		before, beforeSens := ch.Before, ch.BeforeSensitive
 		if d, ok := goneOutOfBand[rc.Address]; ok && kind == engine.ActionCreate {
 			kind = engine.ActionReplace

@@ -318,21 +318,21 @@ func (e *Engine) engineVersion(ctx context.Context, r *run) (string, error) {
 	return e.version, nil
 }
 
-// stateOf returns the serial and lineage of the resource's state (0 and "" without one),
-// and the state's sensitive output values for redaction.
-func (e *Engine) stateOf(ctx context.Context, key state.Key) (uint64, string, []string, error) {
+// stateOf returns the record of the resource's state (the zero Record without one), and the
+// state's sensitive output values for redaction.
+func (e *Engine) stateOf(ctx context.Context, key state.Key) (state.Record, []string, error) {
 	rec, body, err := e.cfg.Store.Body(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
-		return 0, "", nil, nil
+		return state.Record{}, nil, nil
 	}
 	if err != nil {
-		return 0, "", nil, err
+		return state.Record{}, nil, err
 	}
 	var secrets []string
 	if o, err := engine.OutputsFromState(body); err == nil {
 		secrets = o.SensitiveStrings()
 	}
-	return rec.Serial, rec.Lineage, secrets, nil
+	return rec, secrets, nil
 }
 
 // Plan implements [engine.Engine]: init, `plan -json -out` (detailed exit code; the actions
@@ -342,10 +342,11 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	serial, lineage, secrets, err := e.stateOf(ctx, req.Key)
+	prior, secrets, err := e.stateOf(ctx, req.Key)
 	if err != nil {
 		return nil, err
 	}
+	serial, lineage, stateDigest := prior.Serial, prior.Lineage, prior.Digest
 	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...))
 	if err != nil {
 		return nil, err
@@ -390,8 +391,14 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		return nil, fmt.Errorf("%s plan: read plan file: %w", e.cfg.Name, err)
 	}
 	// The plan file's prior state is exactly what was planned against.
-	if h, ok := priorState(planBytes); ok {
+	if h, ok := priorState(planBytes); ok && (h.Serial != serial || h.Lineage != lineage) {
 		serial, lineage = h.Serial, h.Lineage
+		// The state moved between reading it and planning: its digest is the current one's
+		// when that is the state planned against, else unknown (the apply then refuses).
+		stateDigest = "unknown"
+		if cur, gerr := e.cfg.Store.Get(ctx, req.Key); gerr == nil && cur.Serial == serial && cur.Lineage == lineage {
+			stateDigest = cur.Digest
+		}
 	}
 	digest, err := e.cfg.Artifacts.Put(ctx, bytes.NewReader(planBytes))
 	if err != nil {
@@ -401,9 +408,31 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
+	// A plan a person reviews gets its body: `show -json` of the plan file (it starts the
+	// providers once more for their schemas, so only then).
+	reviewDigest := ""
+	if req.Review {
+		var shown *tfjson.Plan
+		err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
+			var err error
+			shown, err = r.tf.ShowPlanFile(ctx, PlanFile)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		body, err := engine.ReviewBody(shown, append(secrets, req.Redact...))
+		if err != nil {
+			return nil, err
+		}
+		if reviewDigest, err = e.cfg.Artifacts.Put(ctx, bytes.NewReader(body)); err != nil {
+			return nil, fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
+		}
+	}
 	t := req.Target
 	t.Redact, t.Holder = nil, ""
 	rec := &engine.PlanRecord{
+		ReviewDigest:     reviewDigest,
 		Target:           t,
 		BindingsDigest:   req.BindingsDigest,
 		Engine:           e.cfg.Name,
@@ -411,6 +440,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		ProviderVersions: versions,
 		StateSerial:      serial,
 		StateLineage:     lineage,
+		StateDigest:      stateDigest,
 		PlanDigest:       digest,
 		HasChanges:       changes,
 		CreatedAt:        time.Now().UTC(),
@@ -487,23 +517,6 @@ func providerVersions(path string) (map[string]string, error) {
 	return l.Versions(), nil
 }
 
-// fold turns Terraform's action list into one Action.
-func fold(a tfjson.Actions) engine.Action {
-	switch {
-	case a.Replace():
-		return engine.ActionReplace
-	case a.Create():
-		return engine.ActionCreate
-	case a.Update():
-		return engine.ActionUpdate
-	case a.Delete():
-		return engine.ActionDelete
-	case a.Read():
-		return engine.ActionRead
-	}
-	return engine.ActionNoOp
-}
-
 // summarize counts a plan's changes and lists each resource's action.
 func summarize(p *tfjson.Plan) (engine.Summary, []engine.ResourceAction) {
 	var s engine.Summary
@@ -515,7 +528,7 @@ func summarize(p *tfjson.Plan) (engine.Summary, []engine.ResourceAction) {
 		if rc.Change == nil {
 			continue
 		}
-		act := fold(rc.Change.Actions)
+		act := engine.FoldActions(rc.Change.Actions)
 		if rc.Mode == tfjson.ManagedResourceMode {
 			switch act {
 			case engine.ActionCreate:
@@ -552,7 +565,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 	}
 	res := &engine.ApplyResult{PlanID: p.PlanID, Summary: p.Summary}
 	if p.HasChanges {
-		_, _, secrets, err := e.stateOf(ctx, p.Target.Key)
+		_, secrets, err := e.stateOf(ctx, p.Target.Key)
 		if err != nil {
 			return nil, err
 		}
@@ -610,9 +623,8 @@ func (e *Engine) checkFresh(ctx context.Context, p *engine.PlanRecord) error {
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
-	if rec.Serial != p.StateSerial || rec.Lineage != p.StateLineage {
-		return &engine.PlanStaleError{PlanID: p.PlanID, PlannedSerial: p.StateSerial, PlannedLineage: p.StateLineage,
-			CurrentSerial: rec.Serial, CurrentLineage: rec.Lineage}
+	if stale := engine.Stale(p, rec); stale != nil {
+		return stale
 	}
 	return nil
 }

@@ -5,12 +5,17 @@ package anomaly_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,13 +24,71 @@ import (
 // `make tools-alertmanager`: github.com/prometheus/alertmanager/cmd/alertmanager v0.28.1).
 const EnvAlertmanagerBin = "LAVA_ALERTMANAGER_BIN"
 
-// alertmanager is a real Alertmanager process on a loopback port.
+// alertmanager is a real Alertmanager process on a loopback port, whose receivers are webhooks
+// on a loopback recorder.
 type alertmanager struct {
 	URL string
+
+	mu         sync.Mutex
+	deliveries []amDelivery
 }
 
-// runAlertmanager starts $LAVA_ALERTMANAGER_BIN with a single null receiver, no clustering and
-// its storage in a temporary directory, waits until /-/ready answers, and stops it at cleanup.
+// amDelivery is one notification Alertmanager's webhook receiver POSTed: the receiver (the
+// path) and the body (Alertmanager's webhook payload, version 4).
+type amDelivery struct {
+	Receiver string
+	Body     []byte
+	Payload  amWebhookMessage
+}
+
+// amWebhookMessage is the part of Alertmanager's webhook payload the tests read (its
+// documented "version 4" JSON).
+type amWebhookMessage struct {
+	Version  string `json:"version"`
+	Receiver string `json:"receiver"`
+	Status   string `json:"status"`
+	Alerts   []struct {
+		Status      string            `json:"status"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"alerts"`
+	CommonLabels map[string]string `json:"commonLabels"`
+}
+
+// delivered returns the notifications received so far.
+func (a *alertmanager) delivered() []amDelivery {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.deliveries)
+}
+
+// alertmanagerConfig routes alerts whose team label is platform-oncall to the receiver
+// "oncall", everything else to "default"; both are webhooks to the recorder at base. The
+// grouping waits are short so a test sees a notification within a second or two. It is the
+// shape of the webhook receiver docs/alerting.md documents.
+const alertmanagerConfig = `route:
+  receiver: default
+  group_by: [alertname, resource]
+  group_wait: 200ms
+  group_interval: 1s
+  repeat_interval: 1h
+  routes:
+    - matchers: ['team="platform-oncall"']
+      receiver: oncall
+receivers:
+  - name: default
+    webhook_configs:
+      - url: %s/default
+        send_resolved: false
+  - name: oncall
+    webhook_configs:
+      - url: %s/oncall
+        send_resolved: false
+`
+
+// runAlertmanager starts $LAVA_ALERTMANAGER_BIN with [alertmanagerConfig] (webhook receivers
+// on a loopback recorder), no clustering and its storage in a temporary directory, waits until
+// /-/ready answers, and stops it at cleanup.
 func runAlertmanager(t *testing.T) *alertmanager {
 	t.Helper()
 	bin := os.Getenv(EnvAlertmanagerBin)
@@ -35,9 +98,25 @@ func runAlertmanager(t *testing.T) *alertmanager {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s=%s: %v (build it with `make tools-alertmanager`)", EnvAlertmanagerBin, bin, err)
 	}
+	am := &alertmanager{}
+	recorder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		d := amDelivery{Receiver: strings.TrimPrefix(r.URL.Path, "/"), Body: body}
+		if err == nil {
+			err = json.Unmarshal(body, &d.Payload)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		am.mu.Lock()
+		am.deliveries = append(am.deliveries, d)
+		am.mu.Unlock()
+	}))
+	t.Cleanup(recorder.Close)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "alertmanager.yml")
-	if err := os.WriteFile(cfg, []byte("route:\n  receiver: \"null\"\nreceivers:\n  - name: \"null\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(alertmanagerConfig, recorder.URL, recorder.URL)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,7 +141,7 @@ func runAlertmanager(t *testing.T) *alertmanager {
 		_ = cmd.Wait()
 		_ = logf.Close()
 	})
-	am := &alertmanager{URL: "http://" + addr}
+	am.URL = "http://" + addr
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(am.URL + "/-/ready")

@@ -286,10 +286,30 @@ func TestService_oncePerWindowToEverySink(t *testing.T) {
 		return fmt.Errorf("alerts %v", alerts)
 	})
 	want := map[string]string{"alertname": "LavaApplyFailure", "severity": "critical", "kind": "apply_failure",
-		"namespace": "infra", "name": "vpc", "cluster": "test-cluster"}
+		"namespace": "infra", "name": "vpc", "resource": "infra/vpc", "team": "infra", "cluster": "test-cluster"}
 	for k, v := range want {
 		if alert.Labels[k] != v {
 			t.Errorf("alert label %s = %q, want %q (%v)", k, alert.Labels[k], v, alert.Labels)
+		}
+	}
+	// Alertmanager routes it (team infra: the default route) and its webhook receiver gets
+	// the notification with the same labels.
+	var note amDelivery
+	eventually(t, "Alertmanager's webhook notification", func() error {
+		for _, d := range h.am.delivered() {
+			if d.Receiver == "default" && len(d.Payload.Alerts) > 0 && d.Payload.Alerts[0].Labels["alertname"] == "LavaApplyFailure" {
+				note = d
+				return nil
+			}
+		}
+		return fmt.Errorf("deliveries %v", h.am.delivered())
+	})
+	if note.Payload.Version != "4" || note.Payload.Status != "firing" || note.Payload.Receiver != "default" {
+		t.Errorf("notification %s", note.Body)
+	}
+	for k, v := range want {
+		if note.Payload.Alerts[0].Labels[k] != v {
+			t.Errorf("notified label %s = %q, want %q (%s)", k, note.Payload.Alerts[0].Labels[k], v, note.Body)
 		}
 	}
 	if alert.Status.State != "active" || alert.GeneratorURL != "http://lava.test/infra/vpc" || alert.Annotations["fingerprint"] != fp ||
@@ -299,7 +319,8 @@ func TestService_oncePerWindowToEverySink(t *testing.T) {
 
 	// No secret in any payload; the publisher's redaction survives.
 	amJSON := fmt.Sprint(alert)
-	for name, payload := range map[string]string{"bus": string(m.Data), "webhook": string(h.hook.received()[0]), "alertmanager": amJSON} {
+	for name, payload := range map[string]string{"bus": string(m.Data), "webhook": string(h.hook.received()[0]), "alertmanager": amJSON,
+		"alertmanager's webhook": string(note.Body)} {
 		if strings.Contains(payload, leaked) {
 			t.Errorf("%s payload carries the secret: %s", name, payload)
 		}
@@ -359,6 +380,48 @@ func TestService_oncePerWindowToEverySink(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// An escalation tier (the anomaly viggy publishes for an Escalate policy, metadata
+// escalation_tier and escalation_team) reaches Alertmanager with the labels tier and team,
+// and Alertmanager's route on team delivers it to that team's receiver, not the default one.
+func TestService_escalationTierRoutedByTeam(t *testing.T) {
+	h := start(t, 1)
+	h.observed(t, "vpc", vpcUID, map[string]string{"team": "infra"})
+	esc := &lavav1.AnomalyDetected{Kind: lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, Severity: lavav1.Severity_SEVERITY_CRITICAL,
+		Source: &lavav1.ResourceRef{Namespace: "infra", Name: "vpc", Uid: vpcUID}, Message: "drift detected: 2 field(s)",
+		Fingerprint: anomaly.Fingerprint(lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, "", vpcUID, lavav1.Severity_SEVERITY_CRITICAL, "d1"),
+		Count:       1, Labels: map[string]string{"team": "infra"},
+		Metadata: map[string]string{"escalation_tier": "0", "escalation_team": "platform-oncall", "drifted_fields": "2"}}
+	esc.Envelope = &lavav1.Envelope{EventId: "viggy-esc-0", Source: "viggy", Resource: esc.Source, Generation: 1}
+	if _, err := h.pub.PublishEvent(t.Context(), esc); err != nil {
+		t.Fatal(err)
+	}
+	var note amDelivery
+	eventually(t, "the oncall receiver's notification", func() error {
+		for _, d := range h.am.delivered() {
+			if d.Receiver == "oncall" {
+				note = d
+				return nil
+			}
+		}
+		return fmt.Errorf("deliveries %v", h.am.delivered())
+	})
+	got := note.Payload.Alerts[0].Labels
+	for k, v := range map[string]string{"alertname": "LavaDriftDetected", "severity": "critical", "tier": "0", "team": "platform-oncall",
+		"resource": "infra/vpc", "namespace": "infra"} {
+		if got[k] != v {
+			t.Errorf("label %s = %q, want %q (%s)", k, got[k], v, note.Body)
+		}
+	}
+	if _, ok := got["drifted_fields"]; ok {
+		t.Errorf("metadata leaked into the labels: %v", got)
+	}
+	for _, d := range h.am.delivered() {
+		if d.Receiver == "default" {
+			t.Errorf("the escalation also went to the default receiver: %s", d.Body)
+		}
 	}
 }
 

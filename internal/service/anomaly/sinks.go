@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-openapi/strfmt"
+	"github.com/prometheus/alertmanager/api/v2/models"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -208,16 +210,6 @@ func (s *WebhookSink) Send(ctx context.Context, a *lavav1.AnomalyDetected) error
 	return nil
 }
 
-// AlertmanagerAlert is one element of the body of Alertmanager's POST /api/v2/alerts
-// (postableAlert in Alertmanager's OpenAPI spec).
-type AlertmanagerAlert struct {
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations,omitempty"`
-	StartsAt     time.Time         `json:"startsAt,omitzero"`
-	EndsAt       time.Time         `json:"endsAt,omitzero"`
-	GeneratorURL string            `json:"generatorURL,omitempty"`
-}
-
 // AlertmanagerSink POSTs each anomaly as one alert to Alertmanager's v2 API.
 type AlertmanagerSink struct {
 	name         string
@@ -236,45 +228,75 @@ func NewAlertmanagerSink(cfg SinkConfig, onAttempt func(string)) *AlertmanagerSi
 // Name implements [Sink].
 func (s *AlertmanagerSink) Name() string { return s.name }
 
-// Alert is the Alertmanager alert of a: labels alertname ("Lava" + kind, "LavaApplyFailure"),
-// severity, kind (the subject token), namespace, name and cluster (when set); annotations
-// summary, description (the message), fingerprint and count; startsAt the first sighting,
-// endsAt the last sighting plus resolveAfter; generatorURL from the template.
-func (s *AlertmanagerSink) Alert(a *lavav1.AnomalyDetected) (AlertmanagerAlert, error) {
+// Alert labels besides alertname, severity, kind, namespace, name and cluster.
+const (
+	// LabelResource is "<namespace>/<name>" of the LavaArchitecture.
+	LabelResource = "resource"
+	// LabelTier is the escalation tier (from 0) of an Escalate anomaly (metadata
+	// escalation_tier).
+	LabelTier = "tier"
+	// LabelTeam is the escalation tier's team (RemediationPolicy
+	// spec.escalation.tiers[].team, metadata escalation_team), else the LavaArchitecture's
+	// own label "team" when it has one.
+	LabelTeam = "team"
+)
+
+// Alert is the Alertmanager alert of a, in the v2 API's model (github.com/prometheus/
+// alertmanager api/v2/models): labels alertname ("Lava" + kind, "LavaApplyFailure"),
+// severity, kind (the subject token), namespace, name, resource ("<namespace>/<name>"),
+// cluster (when set), team (the escalation tier's, else the resource's label "team") and for
+// an escalation tier tier; annotations summary,
+// description (the sanitized message), fingerprint and count; startsAt the first sighting,
+// endsAt the last sighting plus resolveAfter; generatorURL from the template. No other
+// metadata enters the alert. The error wraps [ErrPermanent] for an anomaly that is no valid
+// alert.
+func (s *AlertmanagerSink) Alert(a *lavav1.AnomalyDetected) (*models.PostableAlert, error) {
 	kind, ok := KindOf(a.GetKind())
 	if !ok {
-		return AlertmanagerAlert{}, fmt.Errorf("%w: kind %v", ErrPermanent, a.GetKind())
+		return nil, fmt.Errorf("%w: kind %v", ErrPermanent, a.GetKind())
 	}
 	sev, _ := SeverityOf(a.GetSeverity())
 	tok, err := bus.AnomalyKindToken(a.GetKind(), a.GetExtensionKind())
 	if err != nil {
-		return AlertmanagerAlert{}, fmt.Errorf("%w: %w", ErrPermanent, err)
+		return nil, fmt.Errorf("%w: %w", ErrPermanent, err)
 	}
 	src := a.GetSource()
-	labels := map[string]string{
-		"alertname": "Lava" + string(kind),
-		"severity":  string(sev),
-		"kind":      tok,
-		"namespace": src.GetNamespace(),
-		"name":      src.GetName(),
+	labels := models.LabelSet{
+		"alertname":   "Lava" + string(kind),
+		"severity":    string(sev),
+		"kind":        tok,
+		"namespace":   src.GetNamespace(),
+		"name":        src.GetName(),
+		LabelResource: src.GetNamespace() + "/" + src.GetName(),
 	}
 	if a.GetCluster() != "" {
 		labels["cluster"] = a.GetCluster()
 	}
-	al := AlertmanagerAlert{
-		Labels: labels,
-		Annotations: map[string]string{
+	if t, ok := a.GetMetadata()["escalation_tier"]; ok {
+		labels[LabelTier] = t
+	}
+	if t := a.GetMetadata()["escalation_team"]; t != "" {
+		labels[LabelTeam] = t
+	} else if t := a.GetLabels()[LabelTeam]; t != "" {
+		labels[LabelTeam] = t
+	}
+	al := &models.PostableAlert{
+		Alert: models.Alert{Labels: labels},
+		Annotations: models.LabelSet{
 			"summary":     fmt.Sprintf("%s %s on %s/%s", sev, kind, src.GetNamespace(), src.GetName()),
 			"description": a.GetMessage(),
 			"fingerprint": a.GetFingerprint(),
 			"count":       fmt.Sprint(max(a.GetCount(), 1)),
 		},
-		StartsAt: a.GetFirstSeen().AsTime().UTC(),
-		EndsAt:   a.GetLastSeen().AsTime().UTC().Add(s.resolveAfter),
+		StartsAt: strfmt.DateTime(a.GetFirstSeen().AsTime().UTC()),
+		EndsAt:   strfmt.DateTime(a.GetLastSeen().AsTime().UTC().Add(s.resolveAfter)),
 	}
 	if s.generator != "" {
-		al.GeneratorURL = strings.NewReplacer("{namespace}", url.PathEscape(src.GetNamespace()), "{name}",
-			url.PathEscape(src.GetName()), "{fingerprint}", a.GetFingerprint()).Replace(s.generator)
+		al.GeneratorURL = strfmt.URI(strings.NewReplacer("{namespace}", url.PathEscape(src.GetNamespace()), "{name}",
+			url.PathEscape(src.GetName()), "{fingerprint}", a.GetFingerprint()).Replace(s.generator))
+	}
+	if err := al.Validate(strfmt.Default); err != nil {
+		return nil, fmt.Errorf("%w: alert: %w", ErrPermanent, err)
 	}
 	return al, nil
 }
@@ -285,7 +307,7 @@ func (s *AlertmanagerSink) Send(ctx context.Context, a *lavav1.AnomalyDetected) 
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal([]AlertmanagerAlert{al})
+	body, err := json.Marshal(models.PostableAlerts{al})
 	if err != nil {
 		return fmt.Errorf("%w: marshal: %w", ErrPermanent, err)
 	}

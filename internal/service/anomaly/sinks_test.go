@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-openapi/strfmt"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,14 +111,24 @@ func TestAlertmanagerSink_alert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"alertname": "LavaApplyFailure", "severity": "critical", "kind": "apply_failure", "namespace": "infra", "name": "vpc", "cluster": "c1"}
+	want := map[string]string{"alertname": "LavaApplyFailure", "severity": "critical", "kind": "apply_failure", "namespace": "infra", "name": "vpc",
+		"resource": "infra/vpc", "cluster": "c1"}
 	b, _ := json.Marshal(al.Labels)
 	wb, _ := json.Marshal(want)
 	if string(b) != string(wb) {
 		t.Errorf("labels %s, want %s", b, wb)
 	}
-	if !al.StartsAt.Equal(now) || !al.EndsAt.Equal(now.Add(11*time.Minute)) || al.Annotations["description"] != d.GetMessage() ||
-		al.GeneratorURL != "http://lava.test/infra/vpc?fp="+d.GetFingerprint() || al.Annotations["summary"] == "" {
+	if !time.Time(al.StartsAt).Equal(now) || !time.Time(al.EndsAt).Equal(now.Add(11*time.Minute)) || al.Annotations["description"] != d.GetMessage() ||
+		al.GeneratorURL != strfmt.URI("http://lava.test/infra/vpc?fp="+d.GetFingerprint()) || al.Annotations["summary"] == "" {
 		t.Errorf("alert %+v", al)
+	}
+	// An escalation tier carries its tier and team; nothing else of the metadata enters.
+	d.Metadata = map[string]string{"escalation_tier": "1", "escalation_team": "platform-oncall", "drift_event_id": "e1"}
+	al, err = s.Alert(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if al.Labels["tier"] != "1" || al.Labels["team"] != "platform-oncall" || al.Labels["drift_event_id"] != "" || al.Annotations["drift_event_id"] != "" {
+		t.Errorf("escalation labels %v, annotations %v", al.Labels, al.Annotations)
 	}
 }

@@ -26,7 +26,7 @@ const (
 // LiveArtifacts returns the digests in lava-artifacts that records in lava-state still
 // reference: every resource's current state body ("state.*"), the body a destroy forgot
 // ("forgotten.*", kept for audit), and in the applier's records ("applier.*") the held plan's
-// artifact and render and the last applied render (what a destroy, a re-apply and drift
+// artifact, review body and render and the last applied render (what a destroy, a re-apply and drift
 // need). Old plans, old renders and the bodies of superseded state serials are not live.
 func LiveArtifacts(ctx context.Context, kv jetstream.KeyValue) (map[string]bool, error) {
 	live := map[string]bool{}
@@ -62,7 +62,7 @@ func LiveArtifacts(ctx context.Context, kv jetstream.KeyValue) (map[string]bool,
 				return nil, fmt.Errorf("applier: decode %s: %w", key, err)
 			}
 			if h := r.Held; h != nil {
-				live[h.PlanDigest], live[h.Target.RenderedDigest] = true, true
+				live[h.PlanDigest], live[h.Target.RenderedDigest], live[h.ReviewDigest] = true, true, true
 			}
 			if r.Last != nil {
 				live[r.Last.ArtifactDigest] = true

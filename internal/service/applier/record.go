@@ -86,11 +86,12 @@ type records struct {
 	kv jetstream.KeyValue
 }
 
-func recordKey(namespace, name string) string { return recordPrefix + bus.ResourceKey(namespace, name) }
+// RecordKey is the lava-state key of a resource's [Record]: "applier.<ns>.<name>".
+func RecordKey(namespace, name string) string { return recordPrefix + bus.ResourceKey(namespace, name) }
 
 // load returns the record of a resource (an empty one when absent).
 func (r records) load(ctx context.Context, namespace, name string) (*Record, error) {
-	e, err := r.kv.Get(ctx, recordKey(namespace, name))
+	e, err := r.kv.Get(ctx, RecordKey(namespace, name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return &Record{}, nil
 	}
@@ -111,7 +112,7 @@ func (r records) save(ctx context.Context, namespace, name string, rec *Record) 
 	if err != nil {
 		return fmt.Errorf("applier: encode record of %s/%s: %w", namespace, name, err)
 	}
-	key := recordKey(namespace, name)
+	key := RecordKey(namespace, name)
 	var rev uint64
 	if rec.revision == 0 {
 		rev, err = r.kv.Create(ctx, key, b)

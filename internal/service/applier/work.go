@@ -428,13 +428,15 @@ func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error)
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return false, err
 	}
-	return rec.Serial == plan.StateSerial && rec.Lineage == plan.StateLineage, nil
+	return engine.Stale(plan, rec) == nil, nil
 }
 
 // plan runs the engine's plan, observed.
 func (w *work) plan(ctx context.Context, eng engine.Engine, in input) (*engine.PlanRecord, error) {
 	start := w.s.cfg.Now()
-	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest})
+	// A plan that may be held for approval gets its reviewable body (`lava plan show`).
+	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest,
+		Review: in.approve != ApproveAuto})
 	w.observe(OpPlan, start, err)
 	return p, err
 }

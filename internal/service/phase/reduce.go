@@ -188,7 +188,7 @@ func (r reducer) apply(to Phase) {
 		r.progressing(v1alpha1.ReasonProgressing, "synthesized; planning")
 
 	case EventPlanned, EventAwaitingApproval:
-		p := *ev.Plan
+		p := *ev.Plan.DeepCopy()
 		r.out.Plan = &p
 		r.set(v1alpha1.ConditionPlanned, metav1.ConditionTrue, v1alpha1.ReasonPlanSucceeded, planMessage(p))
 		reason, msg := v1alpha1.ReasonProgressing, "planned; applying"
@@ -208,7 +208,11 @@ func (r reducer) apply(to Phase) {
 
 	case EventApplied:
 		if ev.Plan != nil {
-			p := *ev.Plan
+			p := *ev.Plan.DeepCopy()
+			// Applied carries no per-resource actions: those of the plan it applied stay.
+			if prev := r.out.Plan; prev != nil && prev.ID == p.ID && p.Resources == nil {
+				p.Resources, p.ResourcesOmitted = prev.Resources, prev.ResourcesOmitted
+			}
 			r.out.Plan = &p
 		}
 		r.out.Outputs = maps.Clone(ev.Outputs)

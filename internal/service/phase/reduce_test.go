@@ -339,7 +339,8 @@ func TestReduce_awaitingApproval(t *testing.T) {
 	t.Parallel()
 	st := statusIn(t, Planned)
 	ev := sample(EventAwaitingApproval, 1, 10)
-	ev.Plan = &v1alpha1.PlanSummary{ID: "blake3:abc", Add: 2, Change: 1}
+	planned := []v1alpha1.PlannedResource{{Address: "a.x", Action: "create"}, {Address: "a.y", Action: "update"}}
+	ev.Plan = &v1alpha1.PlanSummary{ID: "blake3:abc", Add: 2, Change: 1, Resources: planned, ResourcesOmitted: 1}
 	st = mustReduce(t, st, ev)
 	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAwaitingApproval)
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "spec.approvePlan to blake3:abc") {
@@ -348,7 +349,14 @@ func TestReduce_awaitingApproval(t *testing.T) {
 	if st.Plan.ID != "blake3:abc" || st.Plan.Change != 1 {
 		t.Errorf("plan = %+v", st.Plan)
 	}
-	st = mustReduce(t, st, sample(EventApplied, 1, 11))
+	// Applied names the plan without its actions (the Applied event has none): those of the
+	// plan it applied stay in status.plan.
+	applied := sample(EventApplied, 1, 11)
+	applied.Plan = &v1alpha1.PlanSummary{ID: "blake3:abc", Add: 2, Change: 1}
+	st = mustReduce(t, st, applied)
+	if diff := cmp.Diff(planned, st.Plan.Resources); diff != "" || st.Plan.ResourcesOmitted != 1 {
+		t.Errorf("status.plan.resources after Applied (-want +got):\n%s (omitted %d)", diff, st.Plan.ResourcesOmitted)
+	}
 	if cond(st, v1alpha1.ConditionAwaitingApproval) != metav1.ConditionFalse {
 		t.Errorf("AwaitingApproval still %s after Applied", cond(st, v1alpha1.ConditionAwaitingApproval))
 	}

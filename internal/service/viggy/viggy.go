@@ -579,14 +579,15 @@ func stageWord(s lavav1.Stage) string {
 }
 
 // raiseDrift publishes the DriftDetected anomaly of escalation tier tier (metadata
-// escalation_tier and escalation_target) for esc's drift. Only viggy knows the tiers; the
+// escalation_tier and escalation_team, which the anomaly service's Alertmanager sink turns
+// into the labels tier and team) for esc's drift. Only viggy knows the tiers; the
 // anomaly service routes each tier as its own alert.
 func (s *Service) raiseDrift(ctx context.Context, rec *Record, policy *lavav1.RemediationPolicy, cause *lavav1.Envelope, esc *Escalation,
 	action lavav1.RemediationAction, tier int) error {
 	md := map[string]string{"drifted_fields": strconv.Itoa(esc.Fields), "drift_event_id": esc.DriftEventID,
 		"terraform_json_digest": esc.TerraformJSONDigest, "action": remediation.ActionName(action)}
 	md["escalation_tier"] = strconv.Itoa(tier)
-	md["escalation_target"] = targetName(policy, tier)
+	md["escalation_team"] = tierTeam(policy, tier)
 	count := int64(tier) + 1
 	an := s.anomaly(rec, cause, lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, lavav1.Severity(esc.Severity),
 		fmt.Sprintf("drift detected: %d field(s)", esc.Fields), md, esc.TerraformJSONDigest, action, count)
@@ -596,28 +597,13 @@ func (s *Service) raiseDrift(ctx context.Context, rec *Record, policy *lavav1.Re
 	return nil
 }
 
-// targetName describes escalation tier i's target without secrets ("webhook", "ntfy:topic").
-func targetName(p *lavav1.RemediationPolicy, i int) string {
+// tierTeam is escalation tier i's team label ("" when there is no such tier).
+func tierTeam(p *lavav1.RemediationPolicy, i int) string {
 	tiers := p.GetEscalationTiers()
 	if i < 0 || i >= len(tiers) {
 		return ""
 	}
-	t := tiers[i].GetTarget()
-	switch {
-	case t.GetSlackWebhookSecretRef() != nil:
-		return "slack"
-	case t.GetNtfyTopic() != "":
-		return "ntfy:" + t.GetNtfyTopic()
-	case t.GetPagerdutyServiceKeySecretRef() != nil:
-		return "pagerduty"
-	case t.GetEmailAddress() != "":
-		return "email:" + t.GetEmailAddress()
-	case t.GetWebhook() != nil:
-		return "webhook"
-	case t.GetCustom() != nil:
-		return "custom:" + t.GetCustom().GetName()
-	}
-	return ""
+	return tiers[i].GetTeam()
 }
 
 // anomaly builds an AnomalyDetected about the cause's resource. count enters the event id

@@ -293,14 +293,14 @@ func TestService_escalationTiersOnTimers(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	policy := &lavav1.RemediationPolicy{Cosmetic: lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE,
 		EscalationTiers: []*lavav1.EscalationTier{
-			{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_NtfyTopic{NtfyTopic: "ops"}}, WaitBeforeNext: durationpb.New(300 * time.Millisecond)},
-			{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_EmailAddress{EmailAddress: "oncall@example.org"}}},
+			{Team: "ops", WaitBeforeNext: durationpb.New(300 * time.Millisecond)},
+			{Team: "oncall"},
 		}}
 	e.observe("esc", policy)
 	e.handle(scan("esc", time.Now(), finding("tags.owner", lavav1.ChangeKind_CHANGE_KIND_UPDATE, lavav1.Severity_SEVERITY_COSMETIC)))
 	subject := bus.AnomalySubject("cosmetic", "drift_detected")
 	an := &lavav1.AnomalyDetected{}
-	if !e.last(bus.StreamAnomalies, subject, an) || an.GetMetadata()["escalation_tier"] != "0" || an.GetMetadata()["escalation_target"] != "ntfy:ops" {
+	if !e.last(bus.StreamAnomalies, subject, an) || an.GetMetadata()["escalation_tier"] != "0" || an.GetMetadata()["escalation_team"] != "ops" {
 		t.Fatalf("tier 0 anomaly: %v", an)
 	}
 	first := time.Now()
@@ -315,8 +315,8 @@ func TestService_escalationTiersOnTimers(t *testing.T) {
 	if waited := time.Since(first); waited < 250*time.Millisecond {
 		t.Errorf("tier 1 after %v, before tier 0's wait of 300ms", waited)
 	}
-	if an.GetMetadata()["escalation_target"] != "email:oncall@example.org" {
-		t.Errorf("tier 1 target %q", an.GetMetadata()["escalation_target"])
+	if an.GetMetadata()["escalation_team"] != "oncall" {
+		t.Errorf("tier 1 team %q", an.GetMetadata()["escalation_team"])
 	}
 }
 

@@ -68,6 +68,7 @@ func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics
 			out.Type = phase.EventAwaitingApproval
 		}
 		out.Plan = planSummary(e.GetPlanId(), e.GetSummary())
+		out.Plan.Resources, out.Plan.ResourcesOmitted = plannedResources(e)
 		out.StateRegressed = e.GetStateRegressed()
 	case *lavav1.Applied:
 		out.Type = phase.EventApplied
@@ -154,6 +155,44 @@ func stage(s lavav1.Stage, reason string) phase.Stage {
 
 func planSummary(id string, s *lavav1.ChangeSummary) *v1alpha1.PlanSummary {
 	return &v1alpha1.PlanSummary{ID: id, Add: s.GetAdd(), Change: s.GetChange(), Destroy: s.GetDestroy()}
+}
+
+// plannedResources is status.plan.resources of a Planned: the changing resources (no-ops
+// left out) in the event's address order, at most v1alpha1.MaxStatusPlanResources, and how
+// many changing resources are left out (those of the event beyond the bound plus the event's
+// own changes_omitted).
+func plannedResources(e *lavav1.Planned) ([]v1alpha1.PlannedResource, int32) {
+	var out []v1alpha1.PlannedResource
+	omitted := e.GetChangesOmitted()
+	for _, c := range e.GetChanges() {
+		action := changeAction(c.GetAction())
+		if action == "" {
+			continue
+		}
+		if len(out) == v1alpha1.MaxStatusPlanResources {
+			omitted++
+			continue
+		}
+		out = append(out, v1alpha1.PlannedResource{Address: c.GetAddress(), Action: action})
+	}
+	return out, omitted
+}
+
+// changeAction is the status word of a change kind; "" for a no-op or an unknown kind.
+func changeAction(k lavav1.ChangeKind) string {
+	switch k {
+	case lavav1.ChangeKind_CHANGE_KIND_CREATE:
+		return "create"
+	case lavav1.ChangeKind_CHANGE_KIND_UPDATE:
+		return "update"
+	case lavav1.ChangeKind_CHANGE_KIND_DELETE:
+		return "delete"
+	case lavav1.ChangeKind_CHANGE_KIND_REPLACE:
+		return "replace"
+	case lavav1.ChangeKind_CHANGE_KIND_READ:
+		return "read"
+	}
+	return ""
 }
 
 func renderRecord(r *lavav1.RenderRecord, gate string) *v1alpha1.RenderRecord {

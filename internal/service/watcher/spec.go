@@ -173,7 +173,7 @@ func EffectivePolicy(spec v1alpha1.LavaArchitectureSpec, ref *v1alpha1.Remediati
 					return nil, fmt.Errorf("watcher: remediation policy %s: escalation tier %d: %w", ref.Name, i, err)
 				}
 				out.EscalationTiers = append(out.EscalationTiers, &lavav1.EscalationTier{
-					Target: notifyTarget(tier.Target), WaitBeforeNext: durationpb.New(wait),
+					Team: tier.Team, WaitBeforeNext: durationpb.New(wait),
 				})
 			}
 		}
@@ -183,27 +183,4 @@ func EffectivePolicy(spec v1alpha1.LavaArchitectureSpec, ref *v1alpha1.Remediati
 	r = withDefaults(r)
 	out.Cosmetic, out.Functional, out.Critical = remediation.ActionProto(r.Cosmetic), remediation.ActionProto(r.Functional), remediation.ActionProto(r.Critical)
 	return out, nil
-}
-
-func secretKeyRef(r *v1alpha1.ObjectKeyReference) *lavav1.SecretKeyRef {
-	if r == nil {
-		return nil
-	}
-	return &lavav1.SecretKeyRef{Name: r.Name, Key: r.Key}
-}
-
-func notifyTarget(t v1alpha1.NotifyTarget) *lavav1.NotifyTarget {
-	switch t.Kind {
-	case v1alpha1.NotifySlack:
-		return &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_SlackWebhookSecretRef{SlackWebhookSecretRef: secretKeyRef(t.WebhookSecretRef)}}
-	case v1alpha1.NotifyNtfy:
-		return &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_NtfyTopic{NtfyTopic: t.Topic}}
-	case v1alpha1.NotifyPagerDuty:
-		return &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_PagerdutyServiceKeySecretRef{PagerdutyServiceKeySecretRef: secretKeyRef(t.ServiceKeySecretRef)}}
-	case v1alpha1.NotifyEmail:
-		return &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_EmailAddress{EmailAddress: t.Address}}
-	case v1alpha1.NotifyWebhook:
-		return &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_Webhook{Webhook: &lavav1.WebhookTarget{Url: t.URL, SecretRef: secretKeyRef(t.SecretRef)}}}
-	}
-	return &lavav1.NotifyTarget{}
 }

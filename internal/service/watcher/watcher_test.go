@@ -2,6 +2,7 @@ package watcher_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,8 +103,8 @@ func TestEffectivePolicy(t *testing.T) {
 		Spec: v1alpha1.RemediationPolicySpec{
 			DriftRemediation: v1alpha1.DriftRemediation{Critical: v1alpha1.RemediationEscalate},
 			Escalation: &v1alpha1.EscalationLadder{Tiers: []v1alpha1.EscalationTier{
-				{Target: v1alpha1.NotifyTarget{Kind: v1alpha1.NotifyNtfy, Topic: "ops"}},
-				{Target: v1alpha1.NotifyTarget{Kind: v1alpha1.NotifySlack, WebhookSecretRef: &v1alpha1.ObjectKeyReference{Name: "s", Key: "url"}}, WaitBeforeNext: "PT1H"},
+				{Team: "ops"},
+				{Team: "platform-oncall", WaitBeforeNext: "PT1H"},
 			}},
 		}}
 	const (
@@ -126,8 +127,8 @@ func TestEffectivePolicy(t *testing.T) {
 			&lavav1.RemediationPolicy{Cosmetic: alert, Functional: auto, Critical: lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE,
 				Origin: lavav1.PolicyOrigin_POLICY_ORIGIN_REFERENCE, PolicyName: "p", PolicyResourceVersion: "42",
 				EscalationTiers: []*lavav1.EscalationTier{
-					{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_NtfyTopic{NtfyTopic: "ops"}}, WaitBeforeNext: durationpb.New(15 * time.Minute)},
-					{Target: &lavav1.NotifyTarget{Kind: &lavav1.NotifyTarget_SlackWebhookSecretRef{SlackWebhookSecretRef: &lavav1.SecretKeyRef{Name: "s", Key: "url"}}},
+					{Team: "ops", WaitBeforeNext: durationpb.New(15 * time.Minute)},
+					{Team: "platform-oncall",
 						WaitBeforeNext: durationpb.New(time.Hour)},
 				}}},
 	}
@@ -287,4 +288,30 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// TestPhaseEvent_planResourcesBounded: status.plan.resources lists the changing resources of a
+// Planned in its order, no-ops left out, at most v1alpha1.MaxStatusPlanResources; the rest,
+// with those the event itself left out, is counted in resourcesOmitted.
+func TestPhaseEvent_planResourcesBounded(t *testing.T) {
+	ev := &lavav1.Planned{Envelope: &lavav1.Envelope{EventId: "id", Generation: 2}, PlanId: "p",
+		Summary: &lavav1.ChangeSummary{Add: 60}, ChangesOmitted: 7}
+	ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: "a.noop", Action: lavav1.ChangeKind_CHANGE_KIND_NO_OP})
+	for i := range 60 {
+		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: fmt.Sprintf("a.r%02d", i), Action: lavav1.ChangeKind_CHANGE_KIND_CREATE})
+	}
+	ev.Changes[5].Action = lavav1.ChangeKind_CHANGE_KIND_REPLACE
+	got, _, ok, err := watcher.PhaseEvent(ev, time.Now())
+	if err != nil || !ok {
+		t.Fatalf("PhaseEvent: %v, %v", ok, err)
+	}
+	p := got.Plan
+	if len(p.Resources) != v1alpha1.MaxStatusPlanResources || p.ResourcesOmitted != 10+7 {
+		t.Fatalf("%d resources listed, %d omitted; want %d and 17", len(p.Resources), p.ResourcesOmitted, v1alpha1.MaxStatusPlanResources)
+	}
+	if p.Resources[0] != (v1alpha1.PlannedResource{Address: "a.r00", Action: "create"}) ||
+		p.Resources[4] != (v1alpha1.PlannedResource{Address: "a.r04", Action: "replace"}) ||
+		p.Resources[49].Address != "a.r49" {
+		t.Errorf("resources %v", p.Resources)
+	}
 }

@@ -665,7 +665,8 @@ type Planned struct {
 	// RetryRequested planned.
 	Envelope *Envelope `protobuf:"bytes,1,opt,name=envelope,proto3" json:"envelope,omitempty"`
 	// Plan id: BLAKE3 over the rendered JSON digest, bindings digest, engine and provider
-	// versions, and the state serial and lineage; 64 lowercase hex digits.
+	// versions, the state serial, lineage and body digest, the planned action per resource
+	// address and the review body's digest (internal/engine.PlanID); 64 lowercase hex digits.
 	PlanId string `protobuf:"bytes,2,opt,name=plan_id,json=planId,proto3" json:"plan_id,omitempty"`
 	// Engine that planned.
 	Engine Engine `protobuf:"varint,3,opt,name=engine,proto3,enum=lava.v1.Engine" json:"engine,omitempty"`

@@ -308,16 +308,19 @@ func (x *RemediationPolicy) GetPolicyResourceVersion() string {
 	return ""
 }
 
-// EscalationTier is one rung of an escalation ladder.
+// EscalationTier is one rung of an escalation ladder. Each tier is notified as an anomaly
+// (metadata escalation_tier, escalation_team) that the anomaly service delivers to its sinks:
+// Alertmanager (labels tier and team, routed by Alertmanager's receivers) and the signed
+// webhook (docs/alerting.md).
 type EscalationTier struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Who is notified at this tier.
-	Target *NotifyTarget `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
 	// How long to wait for the anomaly to clear before moving to the next tier (default 15m,
 	// from the ISO-8601 duration of the RemediationPolicy).
 	WaitBeforeNext *durationpb.Duration `protobuf:"bytes,2,opt,name=wait_before_next,json=waitBeforeNext,proto3" json:"wait_before_next,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The alert's team label at this tier (RemediationPolicy spec.escalation.tiers[].team).
+	Team          string `protobuf:"bytes,3,opt,name=team,proto3" json:"team,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EscalationTier) Reset() {
@@ -350,13 +353,6 @@ func (*EscalationTier) Descriptor() ([]byte, []int) {
 	return file_lava_v1_policy_proto_rawDescGZIP(), []int{1}
 }
 
-func (x *EscalationTier) GetTarget() *NotifyTarget {
-	if x != nil {
-		return x.Target
-	}
-	return nil
-}
-
 func (x *EscalationTier) GetWaitBeforeNext() *durationpb.Duration {
 	if x != nil {
 		return x.WaitBeforeNext
@@ -364,323 +360,9 @@ func (x *EscalationTier) GetWaitBeforeNext() *durationpb.Duration {
 	return nil
 }
 
-// NotifyTarget is a typed notification address. Secrets are named, never carried.
-type NotifyTarget struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The kind of target; exactly one is set.
-	//
-	// Types that are valid to be assigned to Kind:
-	//
-	//	*NotifyTarget_SlackWebhookSecretRef
-	//	*NotifyTarget_NtfyTopic
-	//	*NotifyTarget_PagerdutyServiceKeySecretRef
-	//	*NotifyTarget_EmailAddress
-	//	*NotifyTarget_Webhook
-	//	*NotifyTarget_Custom
-	Kind          isNotifyTarget_Kind `protobuf_oneof:"kind"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NotifyTarget) Reset() {
-	*x = NotifyTarget{}
-	mi := &file_lava_v1_policy_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NotifyTarget) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NotifyTarget) ProtoMessage() {}
-
-func (x *NotifyTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_policy_proto_msgTypes[2]
+func (x *EscalationTier) GetTeam() string {
 	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NotifyTarget.ProtoReflect.Descriptor instead.
-func (*NotifyTarget) Descriptor() ([]byte, []int) {
-	return file_lava_v1_policy_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *NotifyTarget) GetKind() isNotifyTarget_Kind {
-	if x != nil {
-		return x.Kind
-	}
-	return nil
-}
-
-func (x *NotifyTarget) GetSlackWebhookSecretRef() *SecretKeyRef {
-	if x != nil {
-		if x, ok := x.Kind.(*NotifyTarget_SlackWebhookSecretRef); ok {
-			return x.SlackWebhookSecretRef
-		}
-	}
-	return nil
-}
-
-func (x *NotifyTarget) GetNtfyTopic() string {
-	if x != nil {
-		if x, ok := x.Kind.(*NotifyTarget_NtfyTopic); ok {
-			return x.NtfyTopic
-		}
-	}
-	return ""
-}
-
-func (x *NotifyTarget) GetPagerdutyServiceKeySecretRef() *SecretKeyRef {
-	if x != nil {
-		if x, ok := x.Kind.(*NotifyTarget_PagerdutyServiceKeySecretRef); ok {
-			return x.PagerdutyServiceKeySecretRef
-		}
-	}
-	return nil
-}
-
-func (x *NotifyTarget) GetEmailAddress() string {
-	if x != nil {
-		if x, ok := x.Kind.(*NotifyTarget_EmailAddress); ok {
-			return x.EmailAddress
-		}
-	}
-	return ""
-}
-
-func (x *NotifyTarget) GetWebhook() *WebhookTarget {
-	if x != nil {
-		if x, ok := x.Kind.(*NotifyTarget_Webhook); ok {
-			return x.Webhook
-		}
-	}
-	return nil
-}
-
-func (x *NotifyTarget) GetCustom() *CustomTarget {
-	if x != nil {
-		if x, ok := x.Kind.(*NotifyTarget_Custom); ok {
-			return x.Custom
-		}
-	}
-	return nil
-}
-
-type isNotifyTarget_Kind interface {
-	isNotifyTarget_Kind()
-}
-
-type NotifyTarget_SlackWebhookSecretRef struct {
-	// A Slack incoming webhook whose URL is in a Secret.
-	SlackWebhookSecretRef *SecretKeyRef `protobuf:"bytes,1,opt,name=slack_webhook_secret_ref,json=slackWebhookSecretRef,proto3,oneof"`
-}
-
-type NotifyTarget_NtfyTopic struct {
-	// An ntfy topic name.
-	NtfyTopic string `protobuf:"bytes,2,opt,name=ntfy_topic,json=ntfyTopic,proto3,oneof"`
-}
-
-type NotifyTarget_PagerdutyServiceKeySecretRef struct {
-	// A PagerDuty service whose integration key is in a Secret.
-	PagerdutyServiceKeySecretRef *SecretKeyRef `protobuf:"bytes,3,opt,name=pagerduty_service_key_secret_ref,json=pagerdutyServiceKeySecretRef,proto3,oneof"`
-}
-
-type NotifyTarget_EmailAddress struct {
-	// An email address.
-	EmailAddress string `protobuf:"bytes,4,opt,name=email_address,json=emailAddress,proto3,oneof"`
-}
-
-type NotifyTarget_Webhook struct {
-	// A generic webhook.
-	Webhook *WebhookTarget `protobuf:"bytes,5,opt,name=webhook,proto3,oneof"`
-}
-
-type NotifyTarget_Custom struct {
-	// An extension target handled by a custom sink.
-	Custom *CustomTarget `protobuf:"bytes,6,opt,name=custom,proto3,oneof"`
-}
-
-func (*NotifyTarget_SlackWebhookSecretRef) isNotifyTarget_Kind() {}
-
-func (*NotifyTarget_NtfyTopic) isNotifyTarget_Kind() {}
-
-func (*NotifyTarget_PagerdutyServiceKeySecretRef) isNotifyTarget_Kind() {}
-
-func (*NotifyTarget_EmailAddress) isNotifyTarget_Kind() {}
-
-func (*NotifyTarget_Webhook) isNotifyTarget_Kind() {}
-
-func (*NotifyTarget_Custom) isNotifyTarget_Kind() {}
-
-// WebhookTarget is a generic HTTP webhook sink.
-type WebhookTarget struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// URL the anomaly JSON is POSTed to.
-	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
-	// Secret holding the HMAC key for the signature header; unset when unsigned.
-	SecretRef     *SecretKeyRef `protobuf:"bytes,2,opt,name=secret_ref,json=secretRef,proto3" json:"secret_ref,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *WebhookTarget) Reset() {
-	*x = WebhookTarget{}
-	mi := &file_lava_v1_policy_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *WebhookTarget) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*WebhookTarget) ProtoMessage() {}
-
-func (x *WebhookTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_policy_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use WebhookTarget.ProtoReflect.Descriptor instead.
-func (*WebhookTarget) Descriptor() ([]byte, []int) {
-	return file_lava_v1_policy_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *WebhookTarget) GetUrl() string {
-	if x != nil {
-		return x.Url
-	}
-	return ""
-}
-
-func (x *WebhookTarget) GetSecretRef() *SecretKeyRef {
-	if x != nil {
-		return x.SecretRef
-	}
-	return nil
-}
-
-// CustomTarget is an extension notification target.
-type CustomTarget struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Name of the custom sink.
-	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Its parameters, verbatim from the RemediationPolicy.
-	Params        map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CustomTarget) Reset() {
-	*x = CustomTarget{}
-	mi := &file_lava_v1_policy_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CustomTarget) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CustomTarget) ProtoMessage() {}
-
-func (x *CustomTarget) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_policy_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CustomTarget.ProtoReflect.Descriptor instead.
-func (*CustomTarget) Descriptor() ([]byte, []int) {
-	return file_lava_v1_policy_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *CustomTarget) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *CustomTarget) GetParams() map[string]string {
-	if x != nil {
-		return x.Params
-	}
-	return nil
-}
-
-// SecretKeyRef names a key of a Secret in the resource's namespace. Only the reference travels;
-// the value is read by the service that needs it.
-type SecretKeyRef struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Name of the Secret.
-	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Key within the Secret; empty means the consumer's documented default key.
-	Key           string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SecretKeyRef) Reset() {
-	*x = SecretKeyRef{}
-	mi := &file_lava_v1_policy_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SecretKeyRef) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SecretKeyRef) ProtoMessage() {}
-
-func (x *SecretKeyRef) ProtoReflect() protoreflect.Message {
-	mi := &file_lava_v1_policy_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SecretKeyRef.ProtoReflect.Descriptor instead.
-func (*SecretKeyRef) Descriptor() ([]byte, []int) {
-	return file_lava_v1_policy_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *SecretKeyRef) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *SecretKeyRef) GetKey() string {
-	if x != nil {
-		return x.Key
+		return x.Team
 	}
 	return ""
 }
@@ -700,32 +382,10 @@ const file_lava_v1_policy_proto_rawDesc = "" +
 	"\x06origin\x18\x05 \x01(\x0e2\x15.lava.v1.PolicyOriginR\x06origin\x12\x1f\n" +
 	"\vpolicy_name\x18\x06 \x01(\tR\n" +
 	"policyName\x126\n" +
-	"\x17policy_resource_version\x18\a \x01(\tR\x15policyResourceVersion\"\x84\x01\n" +
-	"\x0eEscalationTier\x12-\n" +
-	"\x06target\x18\x01 \x01(\v2\x15.lava.v1.NotifyTargetR\x06target\x12C\n" +
-	"\x10wait_before_next\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0ewaitBeforeNext\"\xf6\x02\n" +
-	"\fNotifyTarget\x12P\n" +
-	"\x18slack_webhook_secret_ref\x18\x01 \x01(\v2\x15.lava.v1.SecretKeyRefH\x00R\x15slackWebhookSecretRef\x12\x1f\n" +
-	"\n" +
-	"ntfy_topic\x18\x02 \x01(\tH\x00R\tntfyTopic\x12_\n" +
-	" pagerduty_service_key_secret_ref\x18\x03 \x01(\v2\x15.lava.v1.SecretKeyRefH\x00R\x1cpagerdutyServiceKeySecretRef\x12%\n" +
-	"\remail_address\x18\x04 \x01(\tH\x00R\femailAddress\x122\n" +
-	"\awebhook\x18\x05 \x01(\v2\x16.lava.v1.WebhookTargetH\x00R\awebhook\x12/\n" +
-	"\x06custom\x18\x06 \x01(\v2\x15.lava.v1.CustomTargetH\x00R\x06customB\x06\n" +
-	"\x04kind\"W\n" +
-	"\rWebhookTarget\x12\x10\n" +
-	"\x03url\x18\x01 \x01(\tR\x03url\x124\n" +
-	"\n" +
-	"secret_ref\x18\x02 \x01(\v2\x15.lava.v1.SecretKeyRefR\tsecretRef\"\x98\x01\n" +
-	"\fCustomTarget\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
-	"\x06params\x18\x02 \x03(\v2!.lava.v1.CustomTarget.ParamsEntryR\x06params\x1a9\n" +
-	"\vParamsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"4\n" +
-	"\fSecretKeyRef\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key*k\n" +
+	"\x17policy_resource_version\x18\a \x01(\tR\x15policyResourceVersion\"w\n" +
+	"\x0eEscalationTier\x12C\n" +
+	"\x10wait_before_next\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x0ewaitBeforeNext\x12\x12\n" +
+	"\x04team\x18\x03 \x01(\tR\x04teamJ\x04\b\x01\x10\x02R\x06target*k\n" +
 	"\bSeverity\x12\x18\n" +
 	"\x14SEVERITY_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11SEVERITY_COSMETIC\x10\x01\x12\x17\n" +
@@ -758,39 +418,27 @@ func file_lava_v1_policy_proto_rawDescGZIP() []byte {
 }
 
 var file_lava_v1_policy_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_lava_v1_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_lava_v1_policy_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_lava_v1_policy_proto_goTypes = []any{
 	(Severity)(0),               // 0: lava.v1.Severity
 	(RemediationAction)(0),      // 1: lava.v1.RemediationAction
 	(PolicyOrigin)(0),           // 2: lava.v1.PolicyOrigin
 	(*RemediationPolicy)(nil),   // 3: lava.v1.RemediationPolicy
 	(*EscalationTier)(nil),      // 4: lava.v1.EscalationTier
-	(*NotifyTarget)(nil),        // 5: lava.v1.NotifyTarget
-	(*WebhookTarget)(nil),       // 6: lava.v1.WebhookTarget
-	(*CustomTarget)(nil),        // 7: lava.v1.CustomTarget
-	(*SecretKeyRef)(nil),        // 8: lava.v1.SecretKeyRef
-	nil,                         // 9: lava.v1.CustomTarget.ParamsEntry
-	(*durationpb.Duration)(nil), // 10: google.protobuf.Duration
+	(*durationpb.Duration)(nil), // 5: google.protobuf.Duration
 }
 var file_lava_v1_policy_proto_depIdxs = []int32{
-	1,  // 0: lava.v1.RemediationPolicy.cosmetic:type_name -> lava.v1.RemediationAction
-	1,  // 1: lava.v1.RemediationPolicy.functional:type_name -> lava.v1.RemediationAction
-	1,  // 2: lava.v1.RemediationPolicy.critical:type_name -> lava.v1.RemediationAction
-	4,  // 3: lava.v1.RemediationPolicy.escalation_tiers:type_name -> lava.v1.EscalationTier
-	2,  // 4: lava.v1.RemediationPolicy.origin:type_name -> lava.v1.PolicyOrigin
-	5,  // 5: lava.v1.EscalationTier.target:type_name -> lava.v1.NotifyTarget
-	10, // 6: lava.v1.EscalationTier.wait_before_next:type_name -> google.protobuf.Duration
-	8,  // 7: lava.v1.NotifyTarget.slack_webhook_secret_ref:type_name -> lava.v1.SecretKeyRef
-	8,  // 8: lava.v1.NotifyTarget.pagerduty_service_key_secret_ref:type_name -> lava.v1.SecretKeyRef
-	6,  // 9: lava.v1.NotifyTarget.webhook:type_name -> lava.v1.WebhookTarget
-	7,  // 10: lava.v1.NotifyTarget.custom:type_name -> lava.v1.CustomTarget
-	8,  // 11: lava.v1.WebhookTarget.secret_ref:type_name -> lava.v1.SecretKeyRef
-	9,  // 12: lava.v1.CustomTarget.params:type_name -> lava.v1.CustomTarget.ParamsEntry
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	1, // 0: lava.v1.RemediationPolicy.cosmetic:type_name -> lava.v1.RemediationAction
+	1, // 1: lava.v1.RemediationPolicy.functional:type_name -> lava.v1.RemediationAction
+	1, // 2: lava.v1.RemediationPolicy.critical:type_name -> lava.v1.RemediationAction
+	4, // 3: lava.v1.RemediationPolicy.escalation_tiers:type_name -> lava.v1.EscalationTier
+	2, // 4: lava.v1.RemediationPolicy.origin:type_name -> lava.v1.PolicyOrigin
+	5, // 5: lava.v1.EscalationTier.wait_before_next:type_name -> google.protobuf.Duration
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_lava_v1_policy_proto_init() }
@@ -798,21 +446,13 @@ func file_lava_v1_policy_proto_init() {
 	if File_lava_v1_policy_proto != nil {
 		return
 	}
-	file_lava_v1_policy_proto_msgTypes[2].OneofWrappers = []any{
-		(*NotifyTarget_SlackWebhookSecretRef)(nil),
-		(*NotifyTarget_NtfyTopic)(nil),
-		(*NotifyTarget_PagerdutyServiceKeySecretRef)(nil),
-		(*NotifyTarget_EmailAddress)(nil),
-		(*NotifyTarget_Webhook)(nil),
-		(*NotifyTarget_Custom)(nil),
-	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lava_v1_policy_proto_rawDesc), len(file_lava_v1_policy_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   7,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
