@@ -21,6 +21,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/identity"
 )
 
 // LockEntry is one provider of a dependency lock: the version selected and its hashes
@@ -203,6 +204,19 @@ func withProviderLock(ctx context.Context, store *state.Store, key state.Key) co
 		return ctx
 	}
 	return context.WithValue(ctx, providerLockKey{}, &providerLock{store: store, key: key})
+}
+
+type credentialsKey struct{}
+
+// withCredentials carries the object's provider credentials to the session that starts
+// providers (nil: none).
+func withCredentials(ctx context.Context, c *identity.ProviderCredentials) context.Context {
+	return context.WithValue(ctx, credentialsKey{}, c)
+}
+
+func credentialsFrom(ctx context.Context) *identity.ProviderCredentials {
+	c, _ := ctx.Value(credentialsKey{}).(*identity.ProviderCredentials)
+	return c
 }
 
 func providerLockFrom(ctx context.Context) *providerLock {

@@ -177,7 +177,7 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 			}
 		}
 	}
-	l, err := s.pool.Get(ctx, addr, s.constraint(local), hex.EncodeToString(sum[:]), configure)
+	l, err := s.pool.Get(ctx, addr, s.constraint(local), hex.EncodeToString(sum[:]), credentialsFrom(ctx), configure)
 	if err != nil {
 		return nil, addr, err
 	}

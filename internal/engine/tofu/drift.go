@@ -25,7 +25,7 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.newRun("drift", req.Key, req.Holder, append(secrets, req.Redact...))
+	r, err := e.newRun("drift", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
 	if err != nil {
 		return nil, err
 	}

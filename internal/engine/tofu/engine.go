@@ -267,7 +267,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...))
+	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +476,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 		if err != nil {
 			return nil, err
 		}
-		r, err := e.newRun("apply", p.Target.Key, req.Holder, append(secrets, req.Redact...))
+		r, err := e.newRun("apply", p.Target.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
 		if err != nil {
 			return nil, err
 		}
@@ -561,7 +561,7 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 	if o, err := engine.OutputsFromState(body); err == nil {
 		secrets = o.SensitiveStrings()
 	}
-	r, err := e.newRun("destroy", req.Key, req.Holder, append(secrets, req.Redact...))
+	r, err := e.newRun("destroy", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
 	if err != nil {
 		return nil, err
 	}
