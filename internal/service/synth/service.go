@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -262,7 +263,13 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	if f := checkPolicy(s.cfg.Policy, in, out, res.GetNamespace()); f != nil {
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
-	digest, err := s.art.Put(ctx, strings.NewReader(string(out.JSON)))
+	// With Secret bindings the JSON holds their values: its artifact name is keyed like its
+	// terraformJSONDigest (docs/security.md, "Rendering").
+	put := s.art.Put
+	if len(in.SecretKeys) > 0 {
+		put = func(ctx context.Context, r io.Reader) (string, error) { return s.art.PutKeyed(ctx, r, s.cfg.BindingsKey) }
+	}
+	digest, err := put(ctx, strings.NewReader(string(out.JSON)))
 	if err != nil {
 		return err
 	}
