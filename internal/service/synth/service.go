@@ -267,7 +267,9 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	// terraformJSONDigest (docs/security.md, "Rendering").
 	put := s.art.Put
 	if len(in.SecretKeys) > 0 {
-		put = func(ctx context.Context, r io.Reader) (string, error) { return s.art.PutKeyed(ctx, r, s.cfg.BindingsKey) }
+		put = func(ctx context.Context, r io.Reader) (string, error) {
+			return s.art.PutKeyed(ctx, r, s.cfg.BindingsKey)
+		}
 	}
 	digest, err := put(ctx, strings.NewReader(string(out.JSON)))
 	if err != nil {
