@@ -44,6 +44,7 @@ func classify(stage lavav1.Stage, err error) *failure {
 	case stage == lavav1.Stage_STAGE_APPLY:
 		f.reason = v1alpha1.ReasonApplyFailed
 	default:
+		f.reason = v1alpha1.ReasonDestroyFailed
 	}
 	return f
 }
