@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // Engine plans and applies one resource's rendered Terraform JSON against its durable state.
@@ -59,7 +59,7 @@ type Target struct {
 	// Credentials are the object's provider credentials (its ServiceAccount's token and
 	// workload-identity variables, spec.providerEnvFrom); the only credentials its providers
 	// (and tofu) get: nil for none (docs/security.md, "Engines"). Never recorded.
-	Credentials *identity.ProviderCredentials `json:"-"`
+	Credentials *credentials.Provider `json:"-"`
 }
 
 // PlanRequest asks for a plan.
@@ -77,7 +77,7 @@ type ApplyRequest struct {
 	// Redact, Holder and Credentials as in [Target].
 	Redact      []string
 	Holder      string
-	Credentials *identity.ProviderCredentials
+	Credentials *credentials.Provider
 }
 
 // DestroyRequest asks to destroy a target's objects.

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 
 	"github.com/lava-operator/lava/internal/engine/embedded/tfplugin5"
 	"github.com/lava-operator/lava/internal/engine/embedded/tfplugin6"
@@ -53,10 +53,10 @@ type process struct {
 
 // providerEnv is the whole environment a provider starts with, before go-plugin adds the
 // plugin protocol's variables (magic cookie, protocol versions, mTLS certificate): the object's
-// provider credentials (creds, written into dir: [identity.ProviderCredentials.Environ]), PATH
+// provider credentials (creds, written into dir: [credentials.Provider.Environ]), PATH
 // and a private TMPDIR and HOME, nothing of the applier's own (its credentials, tokens, the
 // tofu backend password; docs/security.md, "Engines").
-func providerEnv(dir string, creds *identity.ProviderCredentials) ([]string, error) {
+func providerEnv(dir string, creds *credentials.Provider) ([]string, error) {
 	env, err := creds.Environ(dir)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func providerEnv(dir string, creds *identity.ProviderCredentials) ([]string, err
 // startProvider launches the provider executable with creds (nil: none) in a private working
 // directory (mode 0700) and negotiates protocol 6 or 5. Its log output is discarded: providers
 // may log attribute values, which can be secrets.
-func startProvider(exe string, startTimeout time.Duration, creds *identity.ProviderCredentials) (*process, error) {
+func startProvider(exe string, startTimeout time.Duration, creds *credentials.Provider) (*process, error) {
 	dir, err := os.MkdirTemp("", "lava-provider-")
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s: working directory: %w", exe, err)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // ErrPoolClosed is returned by [Pool.Get] after [Pool.Close].
@@ -95,7 +95,7 @@ func (l *Lease) Exited() bool { return l.proc.exited() }
 // configure runs once. A process started with one object's credentials is never handed out for
 // other credentials. version "" means the newest in the mirror. The error wraps
 // [ErrProviderNotFound] when the mirror has no such provider.
-func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey string, creds *identity.ProviderCredentials, configure func(context.Context, Client) error) (*Lease, error) {
+func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey string, creds *credentials.Provider, configure func(context.Context, Client) error) (*Lease, error) {
 	exe, found, err := p.mirror.Find(addr, version)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // LockEntry is one provider of a dependency lock: the version selected and its hashes
@@ -210,12 +210,12 @@ type credentialsKey struct{}
 
 // withCredentials carries the object's provider credentials to the session that starts
 // providers (nil: none).
-func withCredentials(ctx context.Context, c *identity.ProviderCredentials) context.Context {
+func withCredentials(ctx context.Context, c *credentials.Provider) context.Context {
 	return context.WithValue(ctx, credentialsKey{}, c)
 }
 
-func credentialsFrom(ctx context.Context) *identity.ProviderCredentials {
-	c, _ := ctx.Value(credentialsKey{}).(*identity.ProviderCredentials)
+func credentialsFrom(ctx context.Context) *credentials.Provider {
+	c, _ := ctx.Value(credentialsKey{}).(*credentials.Provider)
 	return c
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
-	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // TestEngine_bindingIsData is the attack of docs/security.md "Rendering" through real OpenTofu:
@@ -83,7 +83,7 @@ func TestEngine_providerCredentials(t *testing.T) {
 	dir := t.TempDir()
 	dump := filepath.Join(dir, "env.txt")
 	h := newHarness(t, harnessOpts{})
-	creds := &identity.ProviderCredentials{Identity: "ServiceAccount ns/tenant", Token: "header.payload-5e0c.signature",
+	creds := &credentials.Provider{Identity: "ServiceAccount ns/tenant", Token: "header.payload-5e0c.signature",
 		AWSRoleARN: "arn:aws:iam::111122223333:role/tenant", Env: map[string]string{"CLOUD_REGION": "region-77"}}
 	tgt := h.target(`{"resource":{"terraform_data":{"probe":{"input":"x",
 	  "provisioner":{"local-exec":{"command":"env > ` + dump + `; echo token=$(cat \"$AWS_WEB_IDENTITY_TOKEN_FILE\") >> ` + dump +

@@ -14,7 +14,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // tailBuffer keeps the last max bytes written to it (stdout and stderr of one step).
@@ -64,7 +64,7 @@ type run struct {
 // newRun creates a fresh workspace directory (mode 0700) and a CLI handle on it, whose
 // environment carries creds (the object's provider credentials, written into the workspace;
 // nil: none) and nothing of the applier's own.
-func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *identity.ProviderCredentials) (*run, error) {
+func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *credentials.Provider) (*run, error) {
 	dir, err := os.MkdirTemp(e.cfg.WorkDir, "lava-"+op+"-")
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: workspace: %w", e.cfg.Name, op, err)

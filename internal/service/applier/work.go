@@ -20,6 +20,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 	"github.com/lava-operator/lava/internal/platform/identity"
 )
 
@@ -52,7 +53,7 @@ type work struct {
 	obs     *lavav1.ResourceObserved
 	obsRead bool
 	// creds are the resource's provider credentials, built once per message (credsRead).
-	creds     *identity.ProviderCredentials
+	creds     *credentials.Provider
 	credsErr  error
 	credsRead bool
 }
@@ -62,7 +63,7 @@ type work struct {
 // Config.Credentials is set and the resource acts as a ServiceAccount, that ServiceAccount's
 // token. The error wraps identity.ErrProviderEnvForbidden or identity.ErrNoServiceAccount, or
 // is transient.
-func (w *work) credentials(ctx context.Context) (*identity.ProviderCredentials, error) {
+func (w *work) credentials(ctx context.Context) (*credentials.Provider, error) {
 	if w.credsRead {
 		return w.creds, w.credsErr
 	}

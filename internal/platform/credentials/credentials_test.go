@@ -1,4 +1,4 @@
-package identity
+package credentials
 
 import (
 	"encoding/json"
@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// TestProviderCredentials_environ: the files are written 0600 into the given directory, the
+// TestProvider_environ: the files are written 0600 into the given directory, the
 // variables name them, a cloud's variables appear only with its annotation, and the pool key
 // separates identities and environments but not renewed tokens.
-func TestProviderCredentials_environ(t *testing.T) {
+func TestProvider_environ(t *testing.T) {
 	dir := t.TempDir()
-	c := &ProviderCredentials{Identity: "ServiceAccount ns/a", Token: "tok-1", AWSRoleARN: "arn:aws:iam::1:role/a",
+	c := &Provider{Identity: "ServiceAccount ns/a", Token: "tok-1", AWSRoleARN: "arn:aws:iam::1:role/a",
 		GCPServiceAccount: "a@p.iam.gserviceaccount.com", GCPAudience: "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/k",
 		Env: map[string]string{"CLOUD_REGION": "r1"}}
 	env, err := c.Environ(dir)
@@ -49,30 +49,30 @@ func TestProviderCredentials_environ(t *testing.T) {
 	}
 	other := *c
 	other.Env = map[string]string{"CLOUD_REGION": "r2"}
-	if renewed.Key() != c.Key() || other.Key() == c.Key() || (&ProviderCredentials{}).Key() != "" {
+	if renewed.Key() != c.Key() || other.Key() == c.Key() || (&Provider{}).Key() != "" {
 		t.Error("Key must ignore the token and separate environments; empty credentials have no key")
 	}
-	if env, err := (*ProviderCredentials)(nil).Environ(dir); env != nil || err != nil {
+	if env, err := (*Provider)(nil).Environ(dir); env != nil || err != nil {
 		t.Errorf("nil credentials: %v, %v", env, err)
 	}
 }
 
-// TestReservedEnv: providerEnvFrom may not set what Lava sets for providers and tofu.
-func TestReservedEnv(t *testing.T) {
+// TestReserved: providerEnvFrom may not set what Lava sets for providers and tofu.
+func TestReserved(t *testing.T) {
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "TF_HTTP_PASSWORD", "tf_cli_config_file", "TF_PLUGIN_MAGIC_COOKIE", "PLUGIN_PROTOCOL_VERSIONS",
 		"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_FEDERATED_TOKEN_FILE"} {
-		if !reservedEnv(k) {
+		if !Reserved(k) {
 			t.Errorf("%s is not reserved", k)
 		}
 	}
 	for _, k := range []string{"AWS_REGION", "CLOUD_REGION", "GITHUB_TOKEN"} {
-		if reservedEnv(k) {
+		if Reserved(k) {
 			t.Errorf("%s is reserved", k)
 		}
 	}
 	for k, ok := range map[string]bool{"A_1": true, "_x": true, "1A": false, "A-B": false, "": false, "A=B": false, strings.Repeat("x", 3): true} {
-		if envName(k) != ok {
-			t.Errorf("envName(%q) = %v", k, !ok)
+		if ValidName(k) != ok {
+			t.Errorf("ValidName(%q) = %v", k, !ok)
 		}
 	}
 }
