@@ -32,8 +32,13 @@ const (
 	defaultTokenExpiry      = time.Hour
 )
 
-// ErrProviderEnvForbidden: the object's identity may not read a Secret of spec.providerEnvFrom.
+// ErrProviderEnvForbidden: the object's identity may not read a Secret of spec.providerEnvFrom,
+// or Lava may not read its ServiceAccount or request its token.
 var ErrProviderEnvForbidden = errors.New("forbidden")
+
+// ErrProviderEnvInvalid: a Secret or key of spec.providerEnvFrom, or the object's
+// ServiceAccount, does not exist, or a key is not a variable name Lava lets it set.
+var ErrProviderEnvInvalid = errors.New("invalid provider credentials")
 
 // CredentialOptions are the applier's flags for provider credentials (chart
 // values providerCredentials.*).
@@ -99,21 +104,24 @@ func (cr *Credentials) For(ctx context.Context, kube client.Reader, who, namespa
 			if apierrors.IsForbidden(err) {
 				return nil, fmt.Errorf("spec.providerEnvFrom: %w: RBAC: %s may not get secrets %q in namespace %s", ErrProviderEnvForbidden, who, ref.Name, namespace)
 			}
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s does not exist", ErrProviderEnvInvalid, namespace, ref.Name)
+			}
 			return nil, fmt.Errorf("spec.providerEnvFrom: secret %s/%s: %w", namespace, ref.Name, err)
 		}
 		keys := slices.Sorted(maps.Keys(sec.Data))
 		if ref.Key != "" {
 			if _, ok := sec.Data[ref.Key]; !ok {
-				return nil, fmt.Errorf("spec.providerEnvFrom: secret %s/%s has no key %q", namespace, ref.Name, ref.Key)
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s has no key %q", ErrProviderEnvInvalid, namespace, ref.Name, ref.Key)
 			}
 			keys = []string{ref.Key}
 		}
 		for _, k := range keys {
 			if !credentials.ValidName(k) {
-				return nil, fmt.Errorf("spec.providerEnvFrom: secret %s/%s: key %q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", namespace, ref.Name, k)
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s: key %q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", ErrProviderEnvInvalid, namespace, ref.Name, k)
 			}
 			if credentials.Reserved(k) {
-				return nil, fmt.Errorf("spec.providerEnvFrom: secret %s/%s: key %q is set by Lava (PATH, HOME, TMPDIR, TF_*, the plugin protocol's and the workload-identity variables)", namespace, ref.Name, k)
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s: key %q is set by Lava (PATH, HOME, TMPDIR, TF_*, the plugin protocol's and the workload-identity variables)", ErrProviderEnvInvalid, namespace, ref.Name, k)
 			}
 			pc.Env[k] = string(sec.Data[k])
 		}
@@ -123,6 +131,12 @@ func (cr *Credentials) For(ctx context.Context, kube client.Reader, who, namespa
 	}
 	acct, err := cr.Tokens.CoreV1().ServiceAccounts(namespace).Get(ctx, sa, metav1.GetOptions{})
 	if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("provider credentials: %w: serviceaccount %s/%s does not exist", ErrProviderEnvInvalid, namespace, sa)
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("provider credentials: %w: RBAC: Lava may not get serviceaccounts %q in namespace %s (the chart grants it with providerCredentials.tokenAudience)", ErrProviderEnvForbidden, sa, namespace)
+		}
 		return nil, fmt.Errorf("provider credentials: serviceaccount %s/%s: %w", namespace, sa, err)
 	}
 	expiry := max(cr.Expiry, minTokenExpiry)
@@ -131,6 +145,9 @@ func (cr *Credentials) For(ctx context.Context, kube client.Reader, who, namespa
 		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{cr.Audience}, ExpirationSeconds: &secs},
 	}, metav1.CreateOptions{})
 	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("provider credentials: %w: RBAC: Lava may not create serviceaccounts/token for %s", ErrProviderEnvForbidden, who)
+		}
 		return nil, fmt.Errorf("provider credentials: token for %s: %w", who, err)
 	}
 	pc.Token = tr.Status.Token

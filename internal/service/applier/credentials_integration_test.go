@@ -27,7 +27,8 @@ import (
 // applier on a real kube-apiserver with RBAC: an object whose spec.providerEnvFrom names a
 // Secret its ServiceAccount may not read fails before planning (RBACForbidden, the message
 // naming RBAC, the ServiceAccount and the Secret) and the Secret's value is in no event and no
-// log; an object whose ServiceAccount may read its Secret is applied by providers that run with
+// log; a Secret that does not exist is a retryable PlanFailed naming it; an object whose
+// ServiceAccount may read its Secret is applied by providers that run with
 // that Secret's variable, its ServiceAccount's token (TokenRequest, the configured audience;
 // TokenReview says whose) and AWS_ROLE_ARN from its annotation, and without the applier's own
 // canary variable.
@@ -44,7 +45,7 @@ func TestApplier_providerCredentials(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "provider-env"}, Data: map[string][]byte{"CLOUD_REGION": []byte(region)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-yours"}, Data: map[string][]byte{"CLOUD_REGION": []byte(denied)}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""},
-			Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{"provider-env", "ok-lava-outputs", "denied-lava-outputs"}}}},
+			Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: []string{"provider-env", "nope", "ok-lava-outputs", "denied-lava-outputs", "missing-lava-outputs"}}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "tenant"},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "tenant", Namespace: ns}}},
@@ -81,6 +82,14 @@ func TestApplier_providerCredentials(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "denied")); !os.IsNotExist(err) {
 		t.Errorf("the denied object was applied: %v", err)
+	}
+
+	// A Secret that does not exist (and that the ServiceAccount may read): Failed, retryable,
+	// naming it; nothing applied.
+	h.observe(ns, "missing", 1, spec("missing", "nope"))
+	f = await(h, ns, "missing", time.Minute, gen[*lavav1.Failed](1))
+	if f.GetReason() != v1alpha1.ReasonPlanFailed || !f.GetRetryable() || !strings.Contains(f.GetMessage(), "secret "+ns+"/nope does not exist") {
+		t.Errorf("missing Secret: Failed %s retryable=%v: %q", f.GetReason(), f.GetRetryable(), f.GetMessage())
 	}
 
 	h.observe(ns, "ok", 1, spec("ok", "provider-env"))

@@ -156,6 +156,9 @@ func kubeFailure(err error) (*failure, bool) {
 		return &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: err.Error()}, true
 	case errors.Is(err, identity.ErrProviderEnvForbidden):
 		return &failure{reason: v1alpha1.ReasonRBACForbidden, message: err.Error(), retryable: true}, true
+	case errors.Is(err, identity.ErrProviderEnvInvalid):
+		// Creating the Secret or ServiceAccount fixes it: retryable.
+		return &failure{reason: v1alpha1.ReasonPlanFailed, message: err.Error(), retryable: true}, true
 	}
 	return nil, false
 }
