@@ -24,8 +24,8 @@ const (
 	gcpImpersonationURLStart = "https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/"
 )
 
-// Provider are the credentials one object's providers run with, and nothing else of
-// the applier's (docs/security.md, "Engines"): a projected token of the object's ServiceAccount
+// Provider holds the credentials one object's providers run with, and nothing else of the
+// applier's (docs/security.md, "Engines"): a projected token of the object's ServiceAccount
 // with the workload-identity variables its annotations call for, and the variables of the
 // Secrets of spec.providerEnvFrom. The engines write them into a provider's (or tofu's) private
 // working directory ([Provider.Environ]). Never logged: the type has no String.
@@ -52,6 +52,7 @@ func (c *Provider) Empty() bool {
 
 // Key is a digest of everything in c but the token itself (which is renewed), so a provider
 // process started with c can be reused for the same identity only: "" for empty credentials.
+// It is a pool key in memory only, never logged or published (it covers secret values).
 func (c *Provider) Key() string {
 	if c.Empty() {
 		return ""
