@@ -211,6 +211,22 @@ type LavaArchitectureSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// providerEnvFrom gives the object's providers (and tofu) environment variables from
+	// Secrets in the object's namespace, read as the object's ServiceAccount (so its RBAC
+	// decides): every key of the Secret, or only key. Keys must be variable names; PATH, HOME,
+	// TMPDIR, TF_* and the workload-identity variables are Lava's. The values never appear in
+	// status, events or logs (docs/security.md, "Engines").
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	ProviderEnvFrom []ProviderEnvSource `json:"providerEnvFrom,omitempty"`
+}
+
+// ProviderEnvSource is one source of provider environment variables.
+type ProviderEnvSource struct {
+	// secretRef names the Secret (and optionally one key of it).
+	// +required
+	SecretRef ObjectKeyReference `json:"secretRef"`
 }
 
 // Source is where an architecture comes from, upstream's flat shape: exactly one of inline or

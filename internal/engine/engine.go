@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // Engine plans and applies one resource's rendered Terraform JSON against its durable state.
@@ -55,6 +56,10 @@ type Target struct {
 	// Holder names who takes the state lock: the replica and its work lease, so a lock left
 	// by a dead holder can be recognised and taken over.
 	Holder string `json:"-"`
+	// Credentials are the object's provider credentials (its ServiceAccount's token and
+	// workload-identity variables, spec.providerEnvFrom); the only credentials its providers
+	// (and tofu) get: nil for none (docs/security.md, "Engines"). Never recorded.
+	Credentials *credentials.Provider `json:"-"`
 }
 
 // PlanRequest asks for a plan.
@@ -72,9 +77,10 @@ type PlanRequest struct {
 type ApplyRequest struct {
 	// Plan is the record [Engine.Plan] returned.
 	Plan *PlanRecord
-	// Redact and Holder as in [Target].
-	Redact []string
-	Holder string
+	// Redact, Holder and Credentials as in [Target].
+	Redact      []string
+	Holder      string
+	Credentials *credentials.Provider
 }
 
 // DestroyRequest asks to destroy a target's objects.

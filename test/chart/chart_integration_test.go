@@ -287,7 +287,9 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) map[string][]string
 // expectedGrants is docs/architecture.md section 2's table, in the given scopes (namespaces that hold
 // LavaArchitectures, or "cluster"), with the leader-election Role in lava-system. synth and the
 // applier impersonate ServiceAccounts (docs/security.md, "Kubernetes RBAC"); ownAccess adds
-// their own ConfigMap and Secret access (tenancy.allowOwnIdentity).
+// their own ConfigMap and Secret access (tenancy.allowOwnIdentity); (the all-on values also set
+// providerCredentials.tokenAudience: the applier may read ServiceAccounts and request their
+// tokens, docs/security.md "Engines").
 func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][]string {
 	per := map[string][]grant{
 		"watcher": {
@@ -315,7 +317,8 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 	}
 	if ownAccess {
 		per["synth"] = append(per["synth"], grant{"", "", "configmaps", "get"}, grant{"", "", "secrets", "get"})
-		per["applier"] = append(per["applier"], grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"})
+		per["applier"] = append(per["applier"], grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"},
+			grant{"", "", "serviceaccounts", "get"}, grant{"", "", "serviceaccounts/token", "create"})
 	}
 	out := map[string][]string{}
 	for svc, gs := range per {

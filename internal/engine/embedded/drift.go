@@ -17,7 +17,7 @@ import (
 // values are [engine.Redacted].
 func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
 	secrets := map[string]bool{}
-	rep, err := e.scanDrift(withProviderLock(ctx, e.opts.Store, req.Key), req, secrets)
+	rep, err := e.scanDrift(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key), req.Credentials), req, secrets)
 	return rep, stepError("drift", err, req.Redact, secrets)
 }
 

@@ -251,7 +251,7 @@ func stepError(step string, err error, redact []string, secrets map[string]bool)
 // Plan implements [engine.Engine].
 func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.PlanRecord, error) {
 	secrets := map[string]bool{}
-	rec, err := e.plan(withProviderLock(ctx, e.opts.Store, req.Key), req, secrets)
+	rec, err := e.plan(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key), req.Credentials), req, secrets)
 	return rec, stepError("plan", err, req.Redact, secrets)
 }
 
@@ -380,7 +380,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 	if req.Plan != nil {
 		lockKey = req.Plan.Target.Key
 	}
-	res, err := e.apply(withProviderLock(ctx, e.opts.Store, lockKey), req, secrets)
+	res, err := e.apply(withCredentials(withProviderLock(ctx, e.opts.Store, lockKey), req.Credentials), req, secrets)
 	return res, stepError("apply", err, req.Redact, secrets)
 }
 
@@ -443,7 +443,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 // Destroy implements [engine.Engine].
 func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engine.DestroyResult, error) {
 	secrets := map[string]bool{}
-	res, err := e.destroy(withProviderLock(ctx, e.opts.Store, req.Key), req, secrets)
+	res, err := e.destroy(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key), req.Credentials), req, secrets)
 	return res, stepError("destroy", err, req.Redact, secrets)
 }
 

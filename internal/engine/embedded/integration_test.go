@@ -453,7 +453,7 @@ func TestPool_warmAndBounded(t *testing.T) {
 	local, _ := ParseProviderSource("hashicorp/local")
 	kit, _ := ParseProviderSource("example/testkit")
 	get := func(addr ProviderAddr) *Lease {
-		l, err := pool.Get(t.Context(), addr, "", "cfg", configure)
+		l, err := pool.Get(t.Context(), addr, "", "cfg", nil, configure)
 		if err != nil {
 			t.Fatalf("get %s: %v", addr, err)
 		}
@@ -491,7 +491,7 @@ func TestPool_warmAndBounded(t *testing.T) {
 	if w := pool.Warm(); w != 0 || !l3.Exited() {
 		t.Errorf("after Close and release: warm %d, local exited %v", w, l3.Exited())
 	}
-	if _, err := pool.Get(t.Context(), local, "", "cfg", configure); !errors.Is(err, ErrPoolClosed) {
+	if _, err := pool.Get(t.Context(), local, "", "cfg", nil, configure); !errors.Is(err, ErrPoolClosed) {
 		t.Errorf("get after close: %v", err)
 	}
 }

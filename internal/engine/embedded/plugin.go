@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/lava-operator/lava/internal/platform/credentials"
+
 	"github.com/lava-operator/lava/internal/engine/embedded/tfplugin5"
 	"github.com/lava-operator/lava/internal/engine/embedded/tfplugin6"
 )
@@ -50,26 +52,37 @@ type process struct {
 }
 
 // providerEnv is the whole environment a provider starts with, before go-plugin adds the
-// plugin protocol's variables (magic cookie, protocol versions, mTLS certificate): PATH and a
-// private TMPDIR, nothing of the applier's own (its credentials, tokens, the tofu backend
-// password). Per-object provider credentials are not passed yet (docs/security.md, "Engines").
-func providerEnv(dir string) []string {
-	env := []string{"TMPDIR=" + dir, "HOME=" + dir}
+// plugin protocol's variables (magic cookie, protocol versions, mTLS certificate): the object's
+// provider credentials (creds, written into dir: [credentials.Provider.Environ]), PATH
+// and a private TMPDIR and HOME, nothing of the applier's own (its credentials, tokens, the
+// tofu backend password; docs/security.md, "Engines").
+func providerEnv(dir string, creds *credentials.Provider) ([]string, error) {
+	env, err := creds.Environ(dir)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, "TMPDIR="+dir, "HOME="+dir)
 	if p, ok := os.LookupEnv("PATH"); ok {
 		env = append(env, "PATH="+p)
 	}
-	return env
+	return env, nil
 }
 
-// startProvider launches the provider executable and negotiates protocol 6 or 5. Its log
-// output is discarded: providers may log attribute values, which can be secrets.
-func startProvider(exe string, startTimeout time.Duration) (*process, error) {
+// startProvider launches the provider executable with creds (nil: none) in a private working
+// directory (mode 0700) and negotiates protocol 6 or 5. Its log output is discarded: providers
+// may log attribute values, which can be secrets.
+func startProvider(exe string, startTimeout time.Duration, creds *credentials.Provider) (*process, error) {
 	dir, err := os.MkdirTemp("", "lava-provider-")
 	if err != nil {
 		return nil, fmt.Errorf("start provider %s: working directory: %w", exe, err)
 	}
+	env, err := providerEnv(dir, creds)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start provider %s: %w", exe, err)
+	}
 	cmd := exec.Command(exe)
-	cmd.Dir, cmd.Env = dir, providerEnv(dir)
+	cmd.Dir, cmd.Env = dir, env
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: plugin.HandshakeConfig{MagicCookieKey: magicCookieKey, MagicCookieValue: magicCookieValue},
 		VersionedPlugins: map[int]plugin.PluginSet{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine/providers"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // ErrPoolClosed is returned by [Pool.Get] after [Pool.Close].
@@ -116,16 +117,18 @@ func (l *Lease) Release() { l.once.Do(func() { l.pool.release(l.entry) }) }
 // Exited reports whether the process behind the lease has died.
 func (l *Lease) Exited() bool { return l.proc.exited() }
 
-// Get returns a configured provider process: a warm one if the pool has one for
-// (addr, version, configKey), else a new one on which configure runs once. version ""
-// means the newest in the mirror. The error wraps [ErrProviderNotFound] when the mirror has no
-// such provider.
-func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey string, configure func(context.Context, Client) error) (*Lease, error) {
+// Get returns a configured provider process started with creds (an object's provider
+// credentials, nil for none): a warm one if the pool has one for (addr, version, configKey,
+// creds.Key()), whose token file is then rewritten with creds' token, else a new one on which
+// configure runs once. A process started with one object's credentials is never handed out for
+// other credentials. version "" means the newest in the mirror. The error wraps
+// [ErrProviderNotFound] when the mirror has no such provider.
+func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey string, creds *credentials.Provider, configure func(context.Context, Client) error) (*Lease, error) {
 	exe, found, _, err := p.find(ctx, addr, version, nil)
 	if err != nil {
 		return nil, err
 	}
-	key := addr.String() + "@" + found + "#" + configKey
+	key := addr.String() + "@" + found + "#" + configKey + "#" + creds.Key()
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -151,6 +154,10 @@ func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey st
 				p.release(e)
 				continue
 			}
+			if _, err := creds.Refresh(e.proc.dir); err != nil {
+				p.release(e)
+				return nil, err
+			}
 			return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e, proc: e.proc}, nil
 		}
 		e = &poolEntry{key: key, ready: make(chan struct{}), refs: 1}
@@ -158,7 +165,7 @@ func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey st
 		p.starts++
 		p.mu.Unlock()
 
-		e.proc, e.err = startProvider(exe, p.startTimeout)
+		e.proc, e.err = startProvider(exe, p.startTimeout, creds)
 		if e.err == nil {
 			if cerr := configure(ctx, e.proc); cerr != nil {
 				e.proc.kill()

@@ -14,6 +14,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // packageHashes caches PackageHash per directory, valid while no file in it changed: the
@@ -110,6 +111,19 @@ func withProviderLock(ctx context.Context, store *state.Store, key state.Key) co
 		return ctx
 	}
 	return context.WithValue(ctx, providerLockKey{}, &providerLock{store: store, key: key})
+}
+
+type credentialsKey struct{}
+
+// withCredentials carries the object's provider credentials to the session that starts
+// providers (nil: none).
+func withCredentials(ctx context.Context, c *credentials.Provider) context.Context {
+	return context.WithValue(ctx, credentialsKey{}, c)
+}
+
+func credentialsFrom(ctx context.Context) *credentials.Provider {
+	c, _ := ctx.Value(credentialsKey{}).(*credentials.Provider)
+	return c
 }
 
 func providerLockFrom(ctx context.Context) *providerLock {

@@ -202,7 +202,7 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 			return nil, addr, err
 		}
 	}
-	l, err := s.pool.Get(ctx, addr, found, hex.EncodeToString(sum[:]), configure)
+	l, err := s.pool.Get(ctx, addr, found, hex.EncodeToString(sum[:]), credentialsFrom(ctx), configure)
 	if err != nil {
 		return nil, addr, err
 	}

@@ -4,12 +4,16 @@ package tofu_test
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // TestEngine_bindingIsData is the attack of docs/security.md "Rendering" through real OpenTofu:
@@ -65,5 +69,47 @@ func TestEngine_scrubbedEnvironment(t *testing.T) {
 	}
 	if !strings.Contains(env, "PATH=") {
 		t.Errorf("tofu's environment has no PATH:\n%s", env)
+	}
+}
+
+// TestEngine_providerCredentials: tofu (and what it starts) gets the object's provider
+// credentials and still nothing of the applier's: a local-exec run by real OpenTofu during the
+// apply sees AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE naming a mode-0600 file in the
+// operation's private workspace that holds the token, the providerEnvFrom variable, and not the
+// applier's canary. The token is redacted from engine errors like any secret.
+func TestEngine_providerCredentials(t *testing.T) {
+	const canary = "applier-own-canary-19fa"
+	t.Setenv("LAVA_TEST_APPLIER_CANARY", canary)
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "env.txt")
+	h := newHarness(t, harnessOpts{})
+	creds := &credentials.Provider{Identity: "ServiceAccount ns/tenant", Token: "header.payload-5e0c.signature",
+		AWSRoleARN: "arn:aws:iam::111122223333:role/tenant", Env: map[string]string{"CLOUD_REGION": "region-77"}}
+	tgt := h.target(`{"resource":{"terraform_data":{"probe":{"input":"x",
+	  "provisioner":{"local-exec":{"command":"env > ` + dump + `; echo token=$(cat \"$AWS_WEB_IDENTITY_TOKEN_FILE\") >> ` + dump +
+		`; echo mode=$(stat -c %a \"$AWS_WEB_IDENTITY_TOKEN_FILE\") >> ` + dump + `"}}}}}}`)
+	tgt.Credentials = creds
+	p, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: tgt, BindingsDigest: "b0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test-replica", Credentials: creds}); err != nil {
+		t.Fatal(err)
+	}
+	env := fileContent(t, dump)
+	if strings.Contains(env, canary) {
+		t.Errorf("tofu's environment holds the applier's canary:\n%s", env)
+	}
+	for _, want := range []string{"AWS_ROLE_ARN=" + creds.AWSRoleARN, "CLOUD_REGION=region-77", "token=" + creds.Token, "mode=600", "AWS_WEB_IDENTITY_TOKEN_FILE=/"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("tofu's environment lacks %q:\n%s", want, env)
+		}
+	}
+	for _, line := range strings.Split(env, "\n") {
+		if f, ok := strings.CutPrefix(line, "AWS_WEB_IDENTITY_TOKEN_FILE="); ok {
+			if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the token file %s outlived the operation's workspace (%v)", f, err)
+			}
+		}
 	}
 }

@@ -347,7 +347,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		return nil, err
 	}
 	serial, lineage, stateDigest := prior.Serial, prior.Lineage, prior.Digest
-	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...))
+	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
 	if err != nil {
 		return nil, err
 	}
@@ -569,7 +569,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 		if err != nil {
 			return nil, err
 		}
-		r, err := e.newRun("apply", p.Target.Key, req.Holder, append(secrets, req.Redact...))
+		r, err := e.newRun("apply", p.Target.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
 		if err != nil {
 			return nil, err
 		}
@@ -653,7 +653,7 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 	if o, err := engine.OutputsFromState(body); err == nil {
 		secrets = o.SensitiveStrings()
 	}
-	r, err := e.newRun("destroy", req.Key, req.Holder, append(secrets, req.Redact...))
+	r, err := e.newRun("destroy", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
 // tailBuffer keeps the last max bytes written to it (stdout and stderr of one step).
@@ -60,8 +61,10 @@ type run struct {
 	revoke func()
 }
 
-// newRun creates a fresh workspace directory and a CLI handle on it.
-func (e *Engine) newRun(op string, key state.Key, holder string, redact []string) (*run, error) {
+// newRun creates a fresh workspace directory (mode 0700) and a CLI handle on it, whose
+// environment carries creds (the object's provider credentials, written into the workspace;
+// nil: none) and nothing of the applier's own.
+func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *credentials.Provider) (*run, error) {
 	dir, err := os.MkdirTemp(e.cfg.WorkDir, "lava-"+op+"-")
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: workspace: %w", e.cfg.Name, op, err)
@@ -76,8 +79,19 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	}
 	// A scrubbed environment: nothing of the applier's own (its credentials, tokens) reaches
 	// tofu or the providers it starts (docs/security.md, "Engines"); HOME and TMPDIR are the
-	// operation's private workspace.
-	env := map[string]string{"HOME": dir, "TMPDIR": dir}
+	// operation's private workspace. The object's credentials come first, so nothing Lava sets
+	// below can be replaced by them.
+	credEnv, err := creds.Environ(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
+	}
+	env := map[string]string{}
+	for _, kv := range credEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	env["HOME"], env["TMPDIR"] = dir, dir
 	if p, ok := os.LookupEnv("PATH"); ok {
 		env["PATH"] = p
 	}
@@ -109,6 +123,7 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	tf.SetStdout(out)
 	tf.SetStderr(out)
 	red := engine.NewRedactor(redact...)
+	red.Add(creds.Secrets()...)
 	if password != "" {
 		red.Add(password)
 	}

@@ -65,12 +65,56 @@ func ValidDigest(s string) bool {
 // digest already exists the upload is discarded (content addressing makes Put idempotent).
 // Memory use is bounded by the object store's chunk size, whatever the content's size.
 func (a *Artifacts) Put(ctx context.Context, r io.Reader) (string, error) {
+	return a.put(ctx, r, nil)
+}
+
+// keyedArtifactDomain separates keyed artifact names from any other use of the key.
+const keyedArtifactDomain = "lava.artifact-digest.v1"
+
+// contentDigestMeta is the object metadata key holding a keyed artifact's plain BLAKE3-256,
+// which [Artifacts.Get] verifies the content against.
+const contentDigestMeta = "lava-content-blake3"
+
+// PutKeyed is [Artifacts.Put] for content that holds secret values (the Terraform JSON of a
+// render with Secret bindings): the artifact's name, its digest, is BLAKE3-256 keyed with key
+// (32 bytes: the installation's bindings key) over a domain string, a zero byte and the content,
+// so a digest published in events or status is no offline dictionary oracle for the secrets.
+// The plain BLAKE3 is kept in the object's metadata for [Artifacts.Get] to verify against.
+func (a *Artifacts) PutKeyed(ctx context.Context, r io.Reader, key []byte) (string, error) {
+	if len(key) != 32 {
+		return "", fmt.Errorf("bus: keyed artifact needs a 32-byte key, got %d bytes", len(key))
+	}
+	return a.put(ctx, r, key)
+}
+
+// KeyedDigest is the name [Artifacts.PutKeyed] gives data under key.
+func KeyedDigest(data, key []byte) string {
+	h := blake3.New(32, key)
+	_, _ = h.Write([]byte(keyedArtifactDomain + "\x00"))
+	_, _ = h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, error) {
 	h := blake3.New(32, nil)
+	w := io.Writer(h)
+	var kh hash.Hash
+	if key != nil {
+		kh = blake3.New(32, key)
+		_, _ = kh.Write([]byte(keyedArtifactDomain + "\x00"))
+		w = io.MultiWriter(h, kh)
+	}
 	tmp := "tmp-" + rand.Text()
-	if _, err := a.obs.Put(ctx, jetstream.ObjectMeta{Name: tmp}, io.TeeReader(r, h)); err != nil {
+	if _, err := a.obs.Put(ctx, jetstream.ObjectMeta{Name: tmp}, io.TeeReader(r, w)); err != nil {
 		return "", fmt.Errorf("bus: put artifact: %w", err)
 	}
 	digest := hex.EncodeToString(h.Sum(nil))
+	meta := jetstream.ObjectMeta{}
+	if kh != nil {
+		meta.Metadata = map[string]string{contentDigestMeta: digest}
+		digest = hex.EncodeToString(kh.Sum(nil))
+	}
+	meta.Name = digest
 	discard := func() {
 		// Cleanup must outlive a cancelled ctx, or temporary objects leak.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultCleanupTimeout)
@@ -88,12 +132,12 @@ func (a *Artifacts) Put(ctx context.Context, r io.Reader) (string, error) {
 		// whatever was put within its MinAge, so the caller's reference stays valid for it.
 		// A collection that deleted it between Has and here makes this Put fail (transient:
 		// the caller retries and uploads it again).
-		if err := a.obs.UpdateMeta(ctx, digest, jetstream.ObjectMeta{Name: digest}); err != nil {
+		if err := a.obs.UpdateMeta(ctx, digest, meta); err != nil {
 			return "", fmt.Errorf("bus: refresh artifact %s: %w", digest, err)
 		}
 		return digest, nil
 	}
-	err = a.obs.UpdateMeta(ctx, tmp, jetstream.ObjectMeta{Name: digest})
+	err = a.obs.UpdateMeta(ctx, tmp, meta)
 	if errors.Is(err, jetstream.ErrObjectAlreadyExists) {
 		// A concurrent Put of the same content won.
 		discard()
@@ -122,8 +166,9 @@ func (a *Artifacts) Has(ctx context.Context, digest string) (bool, error) {
 }
 
 // Get opens the artifact with this digest for streaming. The reader verifies the content
-// against the digest as it goes and returns [ErrDigestMismatch] instead of io.EOF if they
-// differ. ctx bounds the whole read. The caller closes the reader. A missing artifact is
+// against the digest as it goes (for a keyed artifact, [Artifacts.PutKeyed], against the plain
+// BLAKE3 in its metadata: readers need no key) and returns [ErrDigestMismatch] instead of
+// io.EOF if they differ. ctx bounds the whole read. The caller closes the reader. A missing artifact is
 // [ErrArtifactNotFound] (wrapped).
 func (a *Artifacts) Get(ctx context.Context, digest string) (io.ReadCloser, error) {
 	if !ValidDigest(digest) {
@@ -136,7 +181,11 @@ func (a *Artifacts) Get(ctx context.Context, digest string) (io.ReadCloser, erro
 	if err != nil {
 		return nil, fmt.Errorf("bus: get artifact %s: %w", digest, err)
 	}
-	return &verifyingReader{r: res, h: blake3.New(32, nil), want: digest}, nil
+	want := digest
+	if info, ierr := res.Info(); ierr == nil && info.Metadata[contentDigestMeta] != "" {
+		want = info.Metadata[contentDigestMeta]
+	}
+	return &verifyingReader{r: res, h: blake3.New(32, nil), want: want}, nil
 }
 
 type verifyingReader struct {

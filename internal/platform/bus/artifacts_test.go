@@ -2,6 +2,8 @@ package bus_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -117,5 +119,65 @@ func TestArtifacts_errors(t *testing.T) {
 	defer rc.Close()
 	if _, err := io.ReadAll(rc); !errors.Is(err, bus.ErrDigestMismatch) {
 		t.Errorf("reading tampered content: %v, want ErrDigestMismatch", err)
+	}
+}
+
+// TestArtifacts_keyed: content with secret values is named by keyed BLAKE3
+// ([bus.Artifacts.PutKeyed]): the name is neither the plain BLAKE3 nor the SHA-256 of the content
+// (no offline dictionary oracle for whoever sees only the digest), readers get and verify it
+// without the key, a put again names it the same, and tampered content under a keyed name is
+// still detected.
+func TestArtifacts_keyed(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	store, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := []byte("0123456789abcdef0123456789abcdef")
+	data := []byte(`{"resource":{"terraform_data":{"d":{"input":"hunter22"}}}}`)
+	d, err := store.PutKeyed(ctx, bytes.NewReader(data), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := sha256.Sum256(data)
+	if d != bus.KeyedDigest(data, key) || d == bus.Digest(data) || d == hex.EncodeToString(sha[:]) {
+		t.Fatalf("keyed digest %s: want KeyedDigest %s, not the plain BLAKE3 %s or SHA-256", d, bus.KeyedDigest(data, key), bus.Digest(data))
+	}
+	if again, err := store.PutKeyed(ctx, bytes.NewReader(data), key); err != nil || again != d {
+		t.Errorf("put again: %s, %v; want %s", again, err, d)
+	}
+	rc, err := store.Get(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	_ = rc.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get: %q, %v", got, err)
+	}
+	if _, err := store.PutKeyed(ctx, bytes.NewReader(data), key[:16]); err == nil {
+		t.Error("a 16-byte key passed")
+	}
+	// Tampered content under the keyed name, its metadata kept: detected.
+	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := obs.GetInfo(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: d, Metadata: info.Metadata}, bytes.NewReader([]byte("tampered"))); err != nil {
+		t.Fatal(err)
+	}
+	rc, err = store.Get(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := io.ReadAll(rc); !errors.Is(err, bus.ErrDigestMismatch) {
+		t.Errorf("reading tampered keyed content: %v, want ErrDigestMismatch", err)
 	}
 }

@@ -115,6 +115,15 @@ func (c *Clients) For(namespace, sa string) (client.Client, string, error) {
 	return cl, who, nil
 }
 
+// ServiceAccount is the ServiceAccount an object whose spec.serviceAccountName is sa acts as:
+// sa, else the policy's default; "" when it acts with Lava's own identity or has none.
+func (c *Clients) ServiceAccount(sa string) string {
+	if sa == "" {
+		return c.policy.DefaultServiceAccount
+	}
+	return sa
+}
+
 // Options are the flags of synth and the applier that choose who they act as for an object
 // (chart values tenancy.*; docs/security.md, "Kubernetes RBAC").
 type Options struct {

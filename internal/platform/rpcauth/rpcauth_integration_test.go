@@ -72,7 +72,7 @@ func TestGuard_renderService(t *testing.T) {
 	guard := rpcauth.Guard{Authn: rpcauth.Kube{Client: cs}, Authz: rpcauth.Kube{Client: cs},
 		Verbs: map[string]string{lavav1connect.RenderServiceRenderProcedure: "create"}}
 	mux := http.NewServeMux()
-	mux.Handle(synth.NewRenderHandler(guard.HandlerOptions()...))
+	mux.Handle(synth.NewRenderHandler(nil, guard.HandlerOptions()...))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,10 @@ type Config struct {
 	// Secrets are read for redaction) with: the object's ServiceAccount impersonated
 	// (docs/security.md, "Kubernetes RBAC").
 	Identities *identity.Clients
+	// Credentials, when set, gives each object's providers its ServiceAccount's token (with the
+	// workload-identity variables its annotations call for); spec.providerEnvFrom is read with
+	// the object's identity either way (docs/security.md, "Engines").
+	Credentials *identity.Credentials
 	// Logger receives one line per outcome (default: discard). Never a secret.
 	Logger *slog.Logger
 	// Registerer receives the applier metrics (nil: not registered).

@@ -227,6 +227,12 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 				message: fmt.Sprintf("engine %q is not available in this applier", name)}, attempt, "")
 		}
 		in := input{engine: name, artifactDigest: last.ArtifactDigest, providers: last.Providers}
+		if f, err := w.credentialsFailure(ctx); err != nil || f != nil {
+			if err != nil {
+				return err
+			}
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, f, attempt, "")
+		}
 		start := w.s.cfg.Now()
 		res, err := e.Destroy(ctx, engine.DestroyRequest{Target: in.target(ctx, w)})
 		w.observe(OpDestroy, start, err)

@@ -159,6 +159,7 @@ type applierOpts struct {
 	concurrency  int
 	kube         client.Client
 	identities   *identity.Clients
+	credentials  *identity.Credentials
 	observe      func(applier.Operation)
 	// testkit gives the engines the extended test provider (tofutest.TestkitMirror) in place
 	// of the tools' mirror.
@@ -200,7 +201,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube, Identities: o.identities,
+	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube, Identities: o.identities, Credentials: o.credentials,
 		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
 		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe})
 	if err != nil {

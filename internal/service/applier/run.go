@@ -57,6 +57,8 @@ type Options struct {
 	// Identity chooses who the service acts as for an object's ConfigMaps and Secrets
 	// (--impersonate, --default-service-account, --allow-own-identity).
 	Identity identity.Options
+	// Credentials are the provider credential flags (--provider-token-audience, ...).
+	Credentials identity.CredentialOptions
 }
 
 // Flags defines the applier's own flags on fs.
@@ -75,6 +77,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
 	o.KubeAPI.Register(fs)
 	o.Identity.Register(fs)
+	o.Credentials.Register(fs)
 }
 
 // Complete loads the Kubernetes configuration unless --no-kube (svc.KubeConfig).
@@ -115,8 +118,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	creds, err := o.Credentials.New(o.Kube)
+	if err != nil {
+		return err
+	}
 	s, err := New(ctx, Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: holder, Kube: kube, Logger: log,
-		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency, Identities: ids})
+		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency, Identities: ids, Credentials: creds})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/credentials"
 	"github.com/lava-operator/lava/internal/platform/identity"
 )
 
@@ -51,6 +52,50 @@ type work struct {
 	// obs is the resource's newest ResourceObserved, read once per message (obsRead).
 	obs     *lavav1.ResourceObserved
 	obsRead bool
+	// creds are the resource's provider credentials, built once per message (credsRead).
+	creds     *credentials.Provider
+	credsErr  error
+	credsRead bool
+}
+
+// credentials returns the resource's provider credentials (nil for none), built once per
+// message: spec.providerEnvFrom read with the resource's identity ([work.kube]) and, when
+// Config.Credentials is set and the resource acts as a ServiceAccount, that ServiceAccount's
+// token. The error wraps identity.ErrProviderEnvForbidden or identity.ErrNoServiceAccount, or
+// is transient.
+func (w *work) credentials(ctx context.Context) (*credentials.Provider, error) {
+	if w.credsRead {
+		return w.creds, w.credsErr
+	}
+	w.credsRead = true
+	spec := w.observed(ctx).GetSpec()
+	var refs []identity.SecretKeyRef
+	for _, r := range spec.GetProviderEnvFrom() {
+		refs = append(refs, identity.SecretKeyRef{Name: r.GetName(), Key: r.GetKey()})
+	}
+	if len(refs) == 0 && w.s.cfg.Credentials == nil {
+		return nil, nil
+	}
+	kube, err := w.kube(ctx)
+	if err != nil {
+		w.credsErr = err
+		return nil, err
+	}
+	if kube.c == nil {
+		if len(refs) > 0 {
+			w.credsErr = fmt.Errorf("%w: spec.providerEnvFrom needs Kubernetes access, and this applier has none (--no-kube)", identity.ErrNoServiceAccount)
+		}
+		return nil, w.credsErr
+	}
+	sa := ""
+	if w.s.cfg.Identities != nil {
+		sa = w.s.cfg.Identities.ServiceAccount(spec.GetServiceAccountName())
+	}
+	w.creds, w.credsErr = w.s.cfg.Credentials.For(ctx, kube.c, kube.who, w.ns, sa, refs)
+	if w.credsErr == nil {
+		w.redact = append(w.secrets(ctx), w.creds.Secrets()...)
+	}
+	return w.creds, w.credsErr
 }
 
 // observed returns the resource's newest ResourceObserved (nil when there is none or it
@@ -85,6 +130,20 @@ func (w *work) kube(ctx context.Context) (access, error) {
 	return access{c: c, who: who}, nil
 }
 
+// credentialsFailure builds the resource's provider credentials and maps an error to its
+// Failed outcome (RBACForbidden for a Secret or ServiceAccount the identity may not read,
+// naming identity and object, never a value); a transient error is returned as such.
+func (w *work) credentialsFailure(ctx context.Context) (*failure, error) {
+	_, err := w.credentials(ctx)
+	if err == nil {
+		return nil, nil
+	}
+	if f, ok := kubeFailure(err); ok {
+		return f, nil
+	}
+	return nil, err
+}
+
 // kubeFailure maps an outputs Secret error to its Failed outcome; ok is false for an error
 // that is none of them (transient: nak).
 func kubeFailure(err error) (*failure, bool) {
@@ -95,6 +154,11 @@ func kubeFailure(err error) (*failure, bool) {
 		return &failure{reason: v1alpha1.ReasonRBACForbidden, message: err.Error(), retryable: true}, true
 	case errors.Is(err, identity.ErrNoServiceAccount):
 		return &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: err.Error()}, true
+	case errors.Is(err, identity.ErrProviderEnvForbidden):
+		return &failure{reason: v1alpha1.ReasonRBACForbidden, message: err.Error(), retryable: true}, true
+	case errors.Is(err, identity.ErrProviderEnvInvalid):
+		// Creating the Secret or ServiceAccount fixes it: retryable.
+		return &failure{reason: v1alpha1.ReasonPlanFailed, message: err.Error(), retryable: true}, true
 	}
 	return nil, false
 }
@@ -180,8 +244,9 @@ func (in input) target(ctx context.Context, w *work) engine.Target {
 	for _, p := range in.providers {
 		src[p.Name] = p.Source
 	}
+	creds, _ := w.credentials(ctx) // its error has failed the work before any engine call
 	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest,
-		ProviderSources: src, RegressedFrom: in.regressedFrom, Holder: w.holder, Redact: w.secrets(ctx)}
+		ProviderSources: src, RegressedFrom: in.regressedFrom, Holder: w.holder, Redact: w.secrets(ctx), Credentials: creds}
 }
 
 func (w *work) key() state.Key { return state.Key{Namespace: w.ns, Name: w.name} }
@@ -272,6 +337,12 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			}
 			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
 		}
+	}
+	if f, err := w.credentialsFailure(ctx); err != nil || f != nil {
+		if err != nil {
+			return err
+		}
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
 	}
 	if f, err := w.orphaned(ctx); err != nil || f != nil {
 		if err != nil {
@@ -463,7 +534,8 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		return nil
 	}
 	start := w.s.cfg.Now()
-	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.holder, Redact: w.secrets(ctx)})
+	creds, _ := w.credentials(ctx) // read (and checked) before the plan
+	res, err := eng.Apply(ctx, engine.ApplyRequest{Plan: plan, Holder: w.holder, Redact: w.secrets(ctx), Credentials: creds})
 	w.observe(OpApply, start, err)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -11,26 +11,36 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/lang/catalog"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
 // RenderServer implements lavav1connect.RenderServiceHandler with [render.Synthesize]: a preview
-// render that stores nothing and publishes nothing. Its zero value is ready to use.
-type RenderServer struct{}
+// render that stores nothing and publishes nothing, refused by the same tenant policy gate as
+// synth's pipeline renders ([checkPolicy]). Its zero value uses the built-in policy.
+type RenderServer struct {
+	// Policy is the admin's tenant policy document (synth's --policy-file); nil: the built-in
+	// policy ([policy.Default]).
+	Policy *policy.File
+}
 
 var _ lavav1connect.RenderServiceHandler = RenderServer{}
 
 // NewRenderHandler returns the connect path and handler of RenderService
-// ("/lava.v1.RenderService/"), to mount on the service's connect listener (:8080).
-func NewRenderHandler(opts ...connect.HandlerOption) (string, http.Handler) {
-	return lavav1connect.NewRenderServiceHandler(RenderServer{}, opts...)
+// ("/lava.v1.RenderService/") checking renders against pol (nil: the built-in policy), to mount
+// on the service's connect listener (:8080).
+func NewRenderHandler(pol *policy.File, opts ...connect.HandlerOption) (string, http.Handler) {
+	return lavav1connect.NewRenderServiceHandler(RenderServer{Policy: pol}, opts...)
 }
 
-// Render resolves the source, gates and renders. Invalid source or bindings come back as
-// diagnostics with an empty terraform_json; the RPC fails only with InvalidArgument when no
-// source is set and NotFound when the bundled name or gate is unknown.
-func (RenderServer) Render(_ context.Context, req *connect.Request[lavav1.RenderRequest]) (*connect.Response[lavav1.RenderResponse], error) {
+// Render resolves the source, gates, renders and applies the tenant policy of the request's
+// namespace. Invalid source or bindings come back as diagnostics with an empty terraform_json;
+// a render the policy refuses comes back with reason "PolicyRejected", its violations as
+// diagnostics (file:line:col) and no terraform_json. The RPC fails only with InvalidArgument
+// when no source is set, NotFound when the bundled name or gate is unknown, and Unavailable
+// when the policy document cannot be read (fail closed).
+func (rs RenderServer) Render(_ context.Context, req *connect.Request[lavav1.RenderRequest]) (*connect.Response[lavav1.RenderResponse], error) {
 	r := req.Msg
 	in := render.Input{Bindings: BindingsOf(r.GetBindings(), r.GetListBindings(), r.GetRecordBindings()), Gate: r.GetGate()}
 	switch src := r.GetSource().(type) {
@@ -54,6 +64,18 @@ func (RenderServer) Render(_ context.Context, req *connect.Request[lavav1.Render
 		}
 	}
 	out, diags := render.Synthesize(in)
+	if f := checkPolicy(rs.Policy, in, out, r.GetNamespace()); f != nil {
+		if f.retryable {
+			return nil, connect.NewError(connect.CodeUnavailable, errors.New(f.message))
+		}
+		diags = append(diags, f.diags...)
+		out = nil
+		resp := &lavav1.RenderResponse{Diagnostics: Diagnostics(diags), Reason: f.reason}
+		if in.Gate != "" {
+			resp.Gate = Verdict(in, diags)
+		}
+		return connect.NewResponse(resp), nil
+	}
 	resp := &lavav1.RenderResponse{Diagnostics: Diagnostics(diags)}
 	if in.Gate != "" {
 		resp.Gate = Verdict(in, diags)

@@ -3,20 +3,24 @@ package synth_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/service/synth"
 )
 
 func TestRenderService(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
-	mux.Handle(synth.NewRenderHandler())
+	mux.Handle(synth.NewRenderHandler(nil))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	c := lavav1connect.NewRenderServiceClient(srv.Client(), srv.URL)
@@ -80,5 +84,60 @@ func TestRenderService(t *testing.T) {
 			}
 			tt.check(t, resp.Msg)
 		})
+	}
+}
+
+// TestRenderService_policyGate: RenderService previews run synth's tenant policy gate for the
+// request's namespace: a local-exec provisioner is refused with reason PolicyRejected, the
+// violation as a file:line:col diagnostic and no Terraform JSON; a namespace the admin's policy
+// document relaxes renders it; an unreadable policy document fails closed (Unavailable).
+func TestRenderService_policyGate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	polPath := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(polPath, []byte("namespaces:\n  relaxed: {allowProvisioners: true}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client := func(pol *policy.File) lavav1connect.RenderServiceClient {
+		mux := http.NewServeMux()
+		mux.Handle(synth.NewRenderHandler(pol))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		return lavav1connect.NewRenderServiceClient(srv.Client(), srv.URL)
+	}
+	src := "(deflava-architecture x\n  :resources ((terraform-data \"run\" :input \"a\"\n                :provisioner (:local-exec (:command \"touch /tmp/pwned\")))))"
+	req := func(ns string) *connect.Request[lavav1.RenderRequest] {
+		return connect.NewRequest(&lavav1.RenderRequest{Source: &lavav1.RenderRequest_Inline{Inline: src}, FileName: "x.tlisp", Namespace: ns})
+	}
+	for _, pol := range []*policy.File{nil, {Path: polPath}} {
+		resp, err := client(pol).Render(t.Context(), req("team-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resp.Msg
+		if r.GetReason() != v1alpha1.ReasonPolicyRejected || r.GetTerraformJson() != "" || r.GetRender() != nil {
+			t.Fatalf("policy %v: reason %q, json %d bytes, render %v; want PolicyRejected and nothing rendered", pol, r.GetReason(), len(r.GetTerraformJson()), r.GetRender())
+		}
+		var found bool
+		for _, d := range r.GetDiagnostics() {
+			if d.GetFile() == "x.tlisp" && d.GetLine() == 2 && d.GetColumn() == 15 && d.GetSeverity() == lavav1.DiagnosticSeverity_DIAGNOSTIC_SEVERITY_ERROR &&
+				strings.Contains(d.GetMessage(), "a provisioner block is not allowed") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("policy %v: diagnostics %v, want x.tlisp:2:15 naming the provisioner", pol, r.GetDiagnostics())
+		}
+	}
+	resp, err := client(&policy.File{Path: polPath}).Render(t.Context(), req("relaxed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Msg.GetReason() != "" || !strings.Contains(resp.Msg.GetTerraformJson(), "local-exec") {
+		t.Errorf("relaxed namespace: reason %q, json %q; want it rendered", resp.Msg.GetReason(), resp.Msg.GetTerraformJson())
+	}
+	_, err = client(&policy.File{Path: filepath.Join(dir, "missing.yaml")}).Render(t.Context(), req("relaxed"))
+	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), "tenant policy cannot be read") {
+		t.Errorf("unreadable policy: %v, want Unavailable", err)
 	}
 }

@@ -162,7 +162,7 @@ func Run(ctx context.Context, o Options) error {
 				}
 			}
 			mux := http.NewServeMux()
-			mux.Handle(NewRenderHandler(guard.HandlerOptions()...))
+			mux.Handle(NewRenderHandler(s.cfg.Policy, guard.HandlerOptions()...))
 			runs = append(runs, func(ctx context.Context) error { return rpcauth.Serve(ctx, ln, mux) })
 		}
 	}

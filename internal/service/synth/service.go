@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -200,6 +201,9 @@ type failure struct {
 	reason    string
 	message   string
 	retryable bool
+	// diags are the policy violations of a PolicyRejected failure (RenderService returns them
+	// as diagnostics).
+	diags tlisp.Diagnostics
 }
 
 // process synthesizes obs's generation; cause is the envelope of the event being handled
@@ -259,10 +263,18 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 		}
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
-	if f := s.checkPolicy(in, out, res.GetNamespace()); f != nil {
+	if f := checkPolicy(s.cfg.Policy, in, out, res.GetNamespace()); f != nil {
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
-	digest, err := s.art.Put(ctx, strings.NewReader(string(out.JSON)))
+	// With Secret bindings the JSON holds their values: its artifact name is keyed like its
+	// terraformJSONDigest (docs/security.md, "Rendering").
+	put := s.art.Put
+	if len(in.SecretKeys) > 0 {
+		put = func(ctx context.Context, r io.Reader) (string, error) {
+			return s.art.PutKeyed(ctx, r, s.cfg.BindingsKey)
+		}
+	}
+	digest, err := put(ctx, strings.NewReader(string(out.JSON)))
 	if err != nil {
 		return err
 	}
@@ -302,17 +314,18 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	return nil
 }
 
-// checkPolicy applies the namespace's effective tenant policy to a successful render: nil when
-// it passes, else a PolicyRejected failure (retryable when the policy document could not be
-// read, so an admin's fix takes effect; not retryable for a violation, which needs a new
-// generation).
-func (s *Service) checkPolicy(in render.Input, out *render.Output, namespace string) *failure {
-	cfg, err := s.cfg.Policy.Load()
+// checkPolicy applies namespace's effective tenant policy from pf (nil: the built-in policy) to
+// a successful render: nil when it passes, else a PolicyRejected failure (retryable when the
+// policy document could not be read, so an admin's fix takes effect; not retryable for a
+// violation, which needs a new generation; diags holds the violations). The one policy gate
+// of synth's pipeline renders and of RenderService previews.
+func checkPolicy(pf *policy.File, in render.Input, out *render.Output, namespace string) *failure {
+	cfg, err := pf.Load()
 	if err != nil {
 		return &failure{reason: v1alpha1.ReasonPolicyRejected, message: "the tenant policy cannot be read, so nothing is rendered: " + err.Error(), retryable: true}
 	}
 	if ds := render.CheckPolicy(in, out, cfg.For(namespace)); len(ds) > 0 {
-		return &failure{reason: v1alpha1.ReasonPolicyRejected, message: diagMessage(ds)}
+		return &failure{reason: v1alpha1.ReasonPolicyRejected, message: diagMessage(ds), diags: ds}
 	}
 	return nil
 }

@@ -3,6 +3,8 @@
 package synth_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -257,6 +259,16 @@ func TestSynth_bindingsFrom(t *testing.T) {
 	}
 	if syn.GetRender().GetBindingsDigest() == plain || !bus.ValidDigest(syn.GetRender().GetBindingsDigest()) {
 		t.Errorf("bindings digest %s is the plain digest of the bindings: a secret must enter it keyed", syn.GetRender().GetBindingsDigest())
+	}
+	// So are the artifact's name and the terraformJSONDigest: the JSON holds the secret, and
+	// neither digest is the plain BLAKE3 or SHA-256 of it (docs/security.md, "Rendering").
+	rendered := h.artifact(syn.GetArtifactDigest())
+	sha := sha256.Sum256(rendered)
+	if d := syn.GetArtifactDigest(); d != bus.KeyedDigest(rendered, h.key) || d == bus.Digest(rendered) || d == hex.EncodeToString(sha[:]) {
+		t.Errorf("artifact digest %s of a render with a Secret binding: want the keyed %s, not the plain BLAKE3 %s", d, bus.KeyedDigest(rendered, h.key), bus.Digest(rendered))
+	}
+	if plainJSON, err := render.DigestJSON(rendered); err != nil || syn.GetRender().GetTerraformJsonDigest() == plainJSON {
+		t.Errorf("terraformJSONDigest %s is the plain digest of the JSON (%v)", syn.GetRender().GetTerraformJsonDigest(), err)
 	}
 
 	// Failures whose messages would carry a Secret value.

@@ -63,6 +63,9 @@ func SpecMirror(s v1alpha1.LavaArchitectureSpec) *lavav1.ArchitectureSpec {
 		}
 		out.RecordBindings[k] = rl
 	}
+	for _, p := range s.ProviderEnvFrom {
+		out.ProviderEnvFrom = append(out.ProviderEnvFrom, &lavav1.ObjectKeyRef{Name: p.SecretRef.Name, Key: p.SecretRef.Key})
+	}
 	for _, b := range s.BindingsFrom {
 		switch {
 		case b.ConfigMapRef != nil:

@@ -74,6 +74,9 @@ func TestSpecMirror(t *testing.T) {
 			Gate: "g", Engine: v1alpha1.EngineTofu, DriftInterval: &metav1.Duration{Duration: time.Second}, Suspend: true,
 			DeletionPolicy: v1alpha1.DeletionPolicyOrphan, ApprovePlan: "manual",
 			RemediationPolicyRef: &v1alpha1.LocalObjectReference{Name: "p"},
+			ServiceAccountName:   "tenant",
+			ProviderEnvFrom: []v1alpha1.ProviderEnvSource{{SecretRef: v1alpha1.ObjectKeyReference{Name: "env"}},
+				{SecretRef: v1alpha1.ObjectKeyReference{Name: "env2", Key: "K"}}},
 		},
 		want: &lavav1.ArchitectureSpec{
 			Source: &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: &lavav1.FluxSource{
@@ -87,6 +90,7 @@ func TestSpecMirror(t *testing.T) {
 			},
 			Gate: "g", Engine: lavav1.Engine_ENGINE_TOFU, DriftInterval: durationpb.New(30 * time.Second), Suspend: true,
 			DeletionPolicy: lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN, ApprovePlan: "manual", RemediationPolicyRef: "p",
+			ServiceAccountName: "tenant", ProviderEnvFrom: []*lavav1.ObjectKeyRef{{Name: "env"}, {Name: "env2", Key: "K"}},
 		},
 	}}
 	for _, tt := range tests {

@@ -431,6 +431,20 @@ docs/security.md, "Kubernetes RBAC"). Argument: the root context.
 {{- end -}}
 
 {{/*
+lava.providerCredentials.env: the applier's provider credential flags (values providerCredentials.*).
+*/}}
+{{- define "lava.providerCredentials.env" -}}
+- name: LAVA_PROVIDER_TOKEN_AUDIENCE
+  value: {{ .Values.providerCredentials.tokenAudience | quote }}
+- name: LAVA_PROVIDER_TOKEN_EXPIRY
+  value: {{ .Values.providerCredentials.tokenExpiry | quote }}
+- name: LAVA_GCP_WORKLOAD_IDENTITY_PROVIDER
+  value: {{ .Values.providerCredentials.gcpWorkloadIdentityProvider | quote }}
+- name: LAVA_AZURE_TENANT_ID
+  value: {{ .Values.providerCredentials.azureTenantID | quote }}
+{{- end -}}
+
+{{/*
 lava.tenancy.rules: the RBAC rule to impersonate ServiceAccounts, when tenancy.impersonate is on.
 Argument: the root context.
 */}}

@@ -310,7 +310,12 @@ type RenderResponse struct {
 	// Every diagnostic, in source order.
 	Diagnostics []*Diagnostic `protobuf:"bytes,3,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
 	// The gate verdict; unset when no gate was named.
-	Gate          *GateVerdict `protobuf:"bytes,4,opt,name=gate,proto3" json:"gate,omitempty"`
+	Gate *GateVerdict `protobuf:"bytes,4,opt,name=gate,proto3" json:"gate,omitempty"`
+	// "PolicyRejected" when the tenant policy of the request's namespace refuses the render (the
+	// condition reason synth sets for the same source; docs/security.md, "Rendering"): then
+	// terraform_json and render are unset and the violations are error diagnostics with their
+	// file:line:col. Empty otherwise.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -373,6 +378,13 @@ func (x *RenderResponse) GetGate() *GateVerdict {
 	return nil
 }
 
+func (x *RenderResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_lava_v1_render_service_proto protoreflect.FileDescriptor
 
 const file_lava_v1_render_service_proto_rawDesc = "" +
@@ -403,12 +415,13 @@ const file_lava_v1_render_service_proto_rawDesc = "" +
 	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x16\n" +
 	"\x06column\x18\x03 \x01(\x05R\x06column\x127\n" +
 	"\bseverity\x18\x04 \x01(\x0e2\x1b.lava.v1.DiagnosticSeverityR\bseverity\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"\xc7\x01\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xdf\x01\n" +
 	"\x0eRenderResponse\x12%\n" +
 	"\x0eterraform_json\x18\x01 \x01(\tR\rterraformJson\x12-\n" +
 	"\x06render\x18\x02 \x01(\v2\x15.lava.v1.RenderRecordR\x06render\x125\n" +
 	"\vdiagnostics\x18\x03 \x03(\v2\x13.lava.v1.DiagnosticR\vdiagnostics\x12(\n" +
-	"\x04gate\x18\x04 \x01(\v2\x14.lava.v1.GateVerdictR\x04gate*y\n" +
+	"\x04gate\x18\x04 \x01(\v2\x14.lava.v1.GateVerdictR\x04gate\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason*y\n" +
 	"\x12DiagnosticSeverity\x12#\n" +
 	"\x1fDIAGNOSTIC_SEVERITY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19DIAGNOSTIC_SEVERITY_ERROR\x10\x01\x12\x1f\n" +

@@ -754,8 +754,12 @@ type ArchitectureSpec struct {
 	// spec.serviceAccountName: the ServiceAccount synth and the applier impersonate; empty when
 	// unset (the installation's default applies).
 	ServiceAccountName string `protobuf:"bytes,13,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// spec.providerEnvFrom: the Secrets (and keys) whose data become the providers' environment
+	// variables, in order; references only (the applier reads the values as the object's
+	// ServiceAccount).
+	ProviderEnvFrom []*ObjectKeyRef `protobuf:"bytes,14,rep,name=provider_env_from,json=providerEnvFrom,proto3" json:"provider_env_from,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ArchitectureSpec) Reset() {
@@ -877,6 +881,13 @@ func (x *ArchitectureSpec) GetServiceAccountName() string {
 		return x.ServiceAccountName
 	}
 	return ""
+}
+
+func (x *ArchitectureSpec) GetProviderEnvFrom() []*ObjectKeyRef {
+	if x != nil {
+		return x.ProviderEnvFrom
+	}
+	return nil
 }
 
 // Dependency is one dependency of a resource (spec.dependsOn or a LavaArchitectureDependency
@@ -1230,7 +1241,7 @@ const file_lava_v1_resource_proto_rawDesc = "" +
 	"\x03ref\"4\n" +
 	"\fObjectKeyRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"\xba\a\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"\xfd\a\n" +
 	"\x10ArchitectureSpec\x12'\n" +
 	"\x06source\x18\x01 \x01(\v2\x0f.lava.v1.SourceR\x06source\x12C\n" +
 	"\bbindings\x18\x02 \x03(\v2'.lava.v1.ArchitectureSpec.BindingsEntryR\bbindings\x12P\n" +
@@ -1245,7 +1256,8 @@ const file_lava_v1_resource_proto_rawDesc = "" +
 	" \x01(\x0e2\x17.lava.v1.DeletionPolicyR\x0edeletionPolicy\x12!\n" +
 	"\fapprove_plan\x18\v \x01(\tR\vapprovePlan\x124\n" +
 	"\x16remediation_policy_ref\x18\f \x01(\tR\x14remediationPolicyRef\x120\n" +
-	"\x14service_account_name\x18\r \x01(\tR\x12serviceAccountName\x1a;\n" +
+	"\x14service_account_name\x18\r \x01(\tR\x12serviceAccountName\x12A\n" +
+	"\x11provider_env_from\x18\x0e \x03(\v2\x15.lava.v1.ObjectKeyRefR\x0fproviderEnvFrom\x1a;\n" +
 	"\rBindingsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aT\n" +
@@ -1352,27 +1364,28 @@ var file_lava_v1_resource_proto_depIdxs = []int32{
 	0,  // 11: lava.v1.ArchitectureSpec.engine:type_name -> lava.v1.Engine
 	21, // 12: lava.v1.ArchitectureSpec.drift_interval:type_name -> google.protobuf.Duration
 	1,  // 13: lava.v1.ArchitectureSpec.deletion_policy:type_name -> lava.v1.DeletionPolicy
-	22, // 14: lava.v1.Dependency.target:type_name -> lava.v1.ResourceRef
-	2,  // 15: lava.v1.Dependency.kind:type_name -> lava.v1.DependencyKind
-	23, // 16: lava.v1.Dependency.required_phase:type_name -> lava.v1.Phase
-	23, // 17: lava.v1.Dependency.observed_phase:type_name -> lava.v1.Phase
-	12, // 18: lava.v1.DependencyState.dependencies:type_name -> lava.v1.Dependency
-	22, // 19: lava.v1.DependencyState.cycle:type_name -> lava.v1.ResourceRef
-	24, // 20: lava.v1.ResourceObserved.envelope:type_name -> lava.v1.Envelope
-	11, // 21: lava.v1.ResourceObserved.spec:type_name -> lava.v1.ArchitectureSpec
-	25, // 22: lava.v1.ResourceObserved.remediation:type_name -> lava.v1.RemediationPolicy
-	13, // 23: lava.v1.ResourceObserved.dependencies:type_name -> lava.v1.DependencyState
-	20, // 24: lava.v1.ResourceObserved.labels:type_name -> lava.v1.ResourceObserved.LabelsEntry
-	24, // 25: lava.v1.DeletionRequested.envelope:type_name -> lava.v1.Envelope
-	1,  // 26: lava.v1.DeletionRequested.deletion_policy:type_name -> lava.v1.DeletionPolicy
-	0,  // 27: lava.v1.DeletionRequested.engine:type_name -> lava.v1.Engine
-	6,  // 28: lava.v1.ArchitectureSpec.ListBindingsEntry.value:type_name -> lava.v1.StringList
-	8,  // 29: lava.v1.ArchitectureSpec.RecordBindingsEntry.value:type_name -> lava.v1.RecordList
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	10, // 14: lava.v1.ArchitectureSpec.provider_env_from:type_name -> lava.v1.ObjectKeyRef
+	22, // 15: lava.v1.Dependency.target:type_name -> lava.v1.ResourceRef
+	2,  // 16: lava.v1.Dependency.kind:type_name -> lava.v1.DependencyKind
+	23, // 17: lava.v1.Dependency.required_phase:type_name -> lava.v1.Phase
+	23, // 18: lava.v1.Dependency.observed_phase:type_name -> lava.v1.Phase
+	12, // 19: lava.v1.DependencyState.dependencies:type_name -> lava.v1.Dependency
+	22, // 20: lava.v1.DependencyState.cycle:type_name -> lava.v1.ResourceRef
+	24, // 21: lava.v1.ResourceObserved.envelope:type_name -> lava.v1.Envelope
+	11, // 22: lava.v1.ResourceObserved.spec:type_name -> lava.v1.ArchitectureSpec
+	25, // 23: lava.v1.ResourceObserved.remediation:type_name -> lava.v1.RemediationPolicy
+	13, // 24: lava.v1.ResourceObserved.dependencies:type_name -> lava.v1.DependencyState
+	20, // 25: lava.v1.ResourceObserved.labels:type_name -> lava.v1.ResourceObserved.LabelsEntry
+	24, // 26: lava.v1.DeletionRequested.envelope:type_name -> lava.v1.Envelope
+	1,  // 27: lava.v1.DeletionRequested.deletion_policy:type_name -> lava.v1.DeletionPolicy
+	0,  // 28: lava.v1.DeletionRequested.engine:type_name -> lava.v1.Engine
+	6,  // 29: lava.v1.ArchitectureSpec.ListBindingsEntry.value:type_name -> lava.v1.StringList
+	8,  // 30: lava.v1.ArchitectureSpec.RecordBindingsEntry.value:type_name -> lava.v1.RecordList
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_lava_v1_resource_proto_init() }

@@ -1,0 +1,161 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/spf13/pflag"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/lava-operator/lava/internal/platform/credentials"
+)
+
+// The ServiceAccount annotations of the cloud workload-identity integrations, read as the
+// clouds' own webhooks read them (EKS "IAM roles for service accounts", GKE "Workload Identity
+// Federation", Azure "Workload Identity").
+const (
+	AnnotationAWSRoleARN    = "eks.amazonaws.com/role-arn"
+	AnnotationGCPAccount    = "iam.gke.io/gcp-service-account"
+	AnnotationAzureClientID = "azure.workload.identity/client-id"
+	AnnotationAzureTenantID = "azure.workload.identity/tenant-id"
+	minTokenExpiry          = 10 * time.Minute
+	defaultTokenExpiry      = time.Hour
+)
+
+// ErrProviderEnvForbidden: the object's identity may not read a Secret of spec.providerEnvFrom,
+// or Lava may not read its ServiceAccount or request its token.
+var ErrProviderEnvForbidden = errors.New("forbidden")
+
+// ErrProviderEnvInvalid: a Secret or key of spec.providerEnvFrom, or the object's
+// ServiceAccount, does not exist, or a key is not a variable name Lava lets it set.
+var ErrProviderEnvInvalid = errors.New("invalid provider credentials")
+
+// CredentialOptions are the applier's flags for provider credentials (chart
+// values providerCredentials.*).
+type CredentialOptions struct {
+	// Audience is the audience of the ServiceAccount tokens Lava requests for providers
+	// (--provider-token-audience; e.g. "sts.amazonaws.com"); "" requests none.
+	Audience string
+	// Expiry is the tokens' lifetime (--provider-token-expiry; at least 10m, the API server's
+	// minimum).
+	Expiry time.Duration
+	// GCPAudience is the GCP workload identity pool provider (--gcp-workload-identity-provider).
+	GCPAudience string
+	// AzureTenantID is the Entra tenant for ServiceAccounts without the tenant-id annotation
+	// (--azure-tenant-id).
+	AzureTenantID string
+}
+
+// Register adds the credential flags to fs.
+func (o *CredentialOptions) Register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Audience, "provider-token-audience", "", "audience of the ServiceAccount token each object's providers get (workload identity); empty: no token")
+	fs.DurationVar(&o.Expiry, "provider-token-expiry", defaultTokenExpiry, "lifetime of the providers' ServiceAccount tokens (at least 10m)")
+	fs.StringVar(&o.GCPAudience, "gcp-workload-identity-provider", "", "GCP workload identity pool provider (//iam.googleapis.com/projects/N/locations/global/workloadIdentityPools/P/providers/X) for ServiceAccounts annotated "+AnnotationGCPAccount)
+	fs.StringVar(&o.AzureTenantID, "azure-tenant-id", "", "Azure tenant for ServiceAccounts annotated "+AnnotationAzureClientID+" without "+AnnotationAzureTenantID)
+}
+
+// New returns the Credentials for cfg (Lava's own credentials), or nil when cfg is nil or no
+// token audience is configured (then objects get only spec.providerEnvFrom).
+func (o CredentialOptions) New(cfg *rest.Config) (*Credentials, error) {
+	if cfg == nil || o.Audience == "" {
+		return nil, nil
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	return &Credentials{Tokens: cs, CredentialOptions: o}, nil
+}
+
+// Credentials builds [credentials.Provider] for objects. The ServiceAccount's annotations are
+// read and its token requested with Lava's own identity (`get serviceaccounts` and `create
+// serviceaccounts/token` in the watched namespaces; TokenRequest); the Secrets of
+// providerEnvFrom are read with the object's identity ([Clients.For]), so the tenant's RBAC
+// decides.
+type Credentials struct {
+	// Tokens is Lava's own clientset (CreateToken).
+	Tokens kubernetes.Interface
+	CredentialOptions
+}
+
+// SecretKeyRef names a Secret of the object's namespace and optionally one key of it (all keys
+// when empty), as spec.providerEnvFrom does.
+type SecretKeyRef struct{ Name, Key string }
+
+// For returns the credentials of an object in namespace acting as who (from [Clients.For])
+// with kube, whose ServiceAccount is sa ("" when it acts with Lava's own identity: no token),
+// and whose spec.providerEnvFrom is envFrom. A Secret the identity may not read is an error wrapping [ErrProviderEnvForbidden] that names the identity, verb and
+// object, never a value; a key that is missing or not a variable name is an error too.
+func (cr *Credentials) For(ctx context.Context, kube client.Reader, who, namespace, sa string, envFrom []SecretKeyRef) (*credentials.Provider, error) {
+	pc := &credentials.Provider{Identity: who, Env: map[string]string{}}
+	for _, ref := range envFrom {
+		sec := &corev1.Secret{}
+		if err := kube.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, sec); err != nil {
+			if apierrors.IsForbidden(err) {
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: RBAC: %s may not get secrets %q in namespace %s", ErrProviderEnvForbidden, who, ref.Name, namespace)
+			}
+			if apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s does not exist", ErrProviderEnvInvalid, namespace, ref.Name)
+			}
+			return nil, fmt.Errorf("spec.providerEnvFrom: secret %s/%s: %w", namespace, ref.Name, err)
+		}
+		keys := slices.Sorted(maps.Keys(sec.Data))
+		if ref.Key != "" {
+			if _, ok := sec.Data[ref.Key]; !ok {
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s has no key %q", ErrProviderEnvInvalid, namespace, ref.Name, ref.Key)
+			}
+			keys = []string{ref.Key}
+		}
+		for _, k := range keys {
+			if !credentials.ValidName(k) {
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s: key %q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", ErrProviderEnvInvalid, namespace, ref.Name, k)
+			}
+			if credentials.Reserved(k) {
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s: key %q is set by Lava (PATH, HOME, TMPDIR, TF_*, the plugin protocol's and the workload-identity variables)", ErrProviderEnvInvalid, namespace, ref.Name, k)
+			}
+			pc.Env[k] = string(sec.Data[k])
+		}
+	}
+	if sa == "" || cr == nil || cr.Audience == "" || cr.Tokens == nil {
+		return pc, nil
+	}
+	acct, err := cr.Tokens.CoreV1().ServiceAccounts(namespace).Get(ctx, sa, metav1.GetOptions{})
+	if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("provider credentials: %w: serviceaccount %s/%s does not exist", ErrProviderEnvInvalid, namespace, sa)
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("provider credentials: %w: RBAC: Lava may not get serviceaccounts %q in namespace %s (the chart grants it with providerCredentials.tokenAudience)", ErrProviderEnvForbidden, sa, namespace)
+		}
+		return nil, fmt.Errorf("provider credentials: serviceaccount %s/%s: %w", namespace, sa, err)
+	}
+	expiry := max(cr.Expiry, minTokenExpiry)
+	secs := int64(expiry / time.Second)
+	tr, err := cr.Tokens.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{cr.Audience}, ExpirationSeconds: &secs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("provider credentials: %w: RBAC: Lava may not create serviceaccounts/token for %s", ErrProviderEnvForbidden, who)
+		}
+		return nil, fmt.Errorf("provider credentials: token for %s: %w", who, err)
+	}
+	pc.Token = tr.Status.Token
+	pc.AWSRoleARN = acct.Annotations[AnnotationAWSRoleARN]
+	pc.GCPServiceAccount, pc.GCPAudience = acct.Annotations[AnnotationGCPAccount], cr.GCPAudience
+	pc.AzureClientID, pc.AzureTenantID = acct.Annotations[AnnotationAzureClientID], acct.Annotations[AnnotationAzureTenantID]
+	if pc.AzureTenantID == "" {
+		pc.AzureTenantID = cr.AzureTenantID
+	}
+	return pc, nil
+}
