@@ -187,7 +187,6 @@ func TestForeignMessages_skippedAndReported(t *testing.T) {
 	}
 }
 
-
 func mustNkey(t *testing.T, seedFile string) nats.Option {
 	t.Helper()
 	opt, err := nats.NkeyOptionFromSeed(seedFile)
