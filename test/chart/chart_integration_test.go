@@ -605,7 +605,9 @@ func TestApplyToAPIServer(t *testing.T) {
 		if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lava-helm"}}); err != nil {
 			t.Fatal(err)
 		}
-		out, err := helm(t, "install", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig)
+		// --no-hooks: this API server has no nodes, so the bootstrap hook Job would never finish
+		// (the dry-run subtests above apply the Job; TestBootstrapJob checks it).
+		out, err := helm(t, "install", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig, "--no-hooks")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -615,7 +617,7 @@ func TestApplyToAPIServer(t *testing.T) {
 			}
 		}
 		if out, err = helm(t, "upgrade", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig,
-			"--reuse-values", "--set", "applier.replicas=3"); err != nil {
+			"--reuse-values", "--set", "applier.replicas=3", "--no-hooks"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		for _, svc := range services {
