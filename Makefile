@@ -74,8 +74,9 @@ SERVICES   ?= watcher synth applier drift viggy anomaly attest
 IMAGE_REPO ?= ghcr.io/lava-operator
 IMAGE_TAG  ?= dev
 .PHONY: images
-images: ## Build every service image (needs docker with BuildKit; see docs/install.md).
+images: ## Build every service image and the lava CLI image (needs docker with BuildKit; see docs/install.md).
 	for s in $(SERVICES); do docker build -f services/$$s/Dockerfile -t $(IMAGE_REPO)/lava-$$s:$(IMAGE_TAG) .; done
+	docker build -f cmd/lava/Dockerfile -t $(IMAGE_REPO)/lava:$(IMAGE_TAG) .
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools

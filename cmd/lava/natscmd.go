@@ -47,7 +47,11 @@ of "lava nats bootstrap" and of the receipts and state commands). Give each serv
 }
 
 func newNATSAuthorizationCmd() *cobra.Command {
-	var replicas int
+	var (
+		replicas    int
+		chartValues bool
+		chart       natsauth.ChartOptions
+	)
 	cmd := &cobra.Command{
 		Use:   "authorization DIR",
 		Short: "Print the nats-server authorization block for the identities in DIR",
@@ -55,14 +59,23 @@ func newNATSAuthorizationCmd() *cobra.Command {
 identities whose <identity>.nk files are in DIR (seeds, or public keys "U..." alone, so the
 printer needs no secret): one nkey user per identity with publish and subscribe allow lists
 generated from the bus topology (internal/platform/bus), and no anonymous user. Include it
-in the server's configuration (the chart feeds it to the NATS chart's config; docs/install.md).`,
+in the server's configuration. With --nats-chart-values it prints a values file of the official
+NATS Helm chart instead: the same users as config.merge.authorization, and JetStream encryption
+at rest (config.jetstream.merge cipher, and key from the variable --js-key-env, which the NATS
+container sets from the Secret --js-key-secret); docs/install.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keys, err := natsauth.PublicKeysDir(args[0], bus.Identities()...)
 			if err != nil {
 				return invalidInput(err)
 			}
-			conf, err := natsauth.Config(bus.Declare(bus.TopologyOptions{Replicas: replicas}), keys)
+			topo := bus.Declare(bus.TopologyOptions{Replicas: replicas})
+			var conf string
+			if chartValues {
+				conf, err = natsauth.ChartValuesYAML(topo, keys, chart)
+			} else {
+				conf, err = natsauth.Config(topo, keys)
+			}
 			if err != nil {
 				return invalidInput(err)
 			}
@@ -71,6 +84,11 @@ in the server's configuration (the chart feeds it to the NATS chart's config; do
 		},
 	}
 	cmd.Flags().IntVar(&replicas, "replicas", 1, "JetStream replica count of the topology (does not change the permissions)")
+	cmd.Flags().BoolVar(&chartValues, "nats-chart-values", false, "print values of the official NATS Helm chart (authorization and JetStream encryption at rest) instead of the configuration block")
+	cmd.Flags().StringVar(&chart.Cipher, "cipher", natsauth.CipherChaCha, "JetStream encryption cipher with --nats-chart-values: chachapoly or aes")
+	cmd.Flags().StringVar(&chart.KeyEnv, "js-key-env", natsauth.DefaultKeyEnv, "the NATS container's `VARIABLE` holding the encryption key, with --nats-chart-values")
+	cmd.Flags().StringVar(&chart.KeySecret, "js-key-secret", "nats-js-key", "`SECRET` (in the NATS namespace) holding the encryption key, with --nats-chart-values")
+	cmd.Flags().StringVar(&chart.KeySecretKey, "js-key-secret-key", "key", "key of the encryption key in --js-key-secret")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -42,6 +43,29 @@ func TestNATSCmd_credentialsAuthorizationBootstrap(t *testing.T) {
 		}
 		if strings.Contains(block, strings.TrimSpace(string(seed))) {
 			t.Fatalf("the authorization block contains %s's seed", id)
+		}
+	}
+	// The official NATS chart's values: the same users and encryption at rest, no seed
+	// (internal/platform/natsauth TestEncryptionAtRest runs a nats-server on them).
+	code, values, errOut := runLava(t, "", "nats", "authorization", creds, "--nats-chart-values", "--js-key-secret", "js-key")
+	if code != exitOK {
+		t.Fatalf("nats authorization --nats-chart-values: exit %d: %s", code, errOut)
+	}
+	keys, err := natsauth.PublicKeysDir(creds, bus.Identities()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := natsauth.ChartValuesYAML(bus.Declare(bus.TopologyOptions{}), keys, natsauth.ChartOptions{KeySecret: "js-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if values != want {
+		t.Errorf("--nats-chart-values printed\n%s\nwant\n%s", values, want)
+	}
+	for _, id := range bus.Identities() {
+		seed, _ := os.ReadFile(filepath.Join(creds, id+".nk"))
+		if strings.Contains(values, strings.TrimSpace(string(seed))) {
+			t.Fatalf("the NATS chart values contain %s's seed", id)
 		}
 	}
 	conf := filepath.Join(t.TempDir(), "nats.conf")

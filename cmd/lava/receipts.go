@@ -105,9 +105,15 @@ func newReceiptsVerifyCmd() *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			chain, err := attest.ReadChain(cmd.Context(), js, ns, name)
+			read, err := attest.ReadChain(cmd.Context(), js, ns, name, opts)
 			if err != nil {
 				return err
+			}
+			chain := read.Receipts
+			// Only attest appends receipts: anything else on the subject is skipped, named here
+			// (attest reports it as a foreign_receipt anomaly), and does not fail the chain.
+			for _, f := range read.Foreign {
+				fmt.Fprintf(cmd.ErrOrStderr(), "lava: skipped a foreign message on %s/%s's receipt subject: %s\n", ns, name, f)
 			}
 			if len(chain) == 0 && !allowEmpty {
 				return invalidInput(fmt.Errorf("%s/%s: no receipts (is the name right? a resource gets its first receipt when it is first seen; --allow-empty accepts an empty chain)", ns, name))
@@ -119,7 +125,11 @@ func newReceiptsVerifyCmd() *cobra.Command {
 			if !res.OK() {
 				return invalidInputPrinted(fmt.Errorf("%s/%s: %d failure(s)", ns, name, len(res.Failures)))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: ok (%s%s)\n", ns, name, plural(int(res.Length), "receipt"), describeHead(chain))
+			skipped := ""
+			if n := len(read.Foreign); n > 0 {
+				skipped = ", " + plural(n, "foreign message") + " skipped"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: ok (%s%s%s)\n", ns, name, plural(int(res.Length), "receipt"), describeHead(chain), skipped)
 			return nil
 		},
 	}
@@ -177,9 +187,13 @@ chain; use "lava receipts verify".`,
 				return err
 			}
 			defer nc.Close()
-			chain, err := attest.ReadChain(cmd.Context(), js, ns, name)
+			read, err := attest.ReadChain(cmd.Context(), js, ns, name, attest.VerifyOptions{})
 			if err != nil {
 				return err
+			}
+			chain := read.Receipts
+			for _, f := range read.Foreign {
+				fmt.Fprintf(cmd.ErrOrStderr(), "lava: skipped a foreign message on %s/%s's receipt subject: %s\n", ns, name, f)
 			}
 			out := cmd.OutOrStdout()
 			if output == "json" {

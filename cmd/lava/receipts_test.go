@@ -80,6 +80,17 @@ func publishCopy(t *testing.T, js jetstream.JetStream, ns, name string, chain []
 	}
 }
 
+// publishRaw publishes data on subject with the receipt schema header.
+func publishRaw(t *testing.T, js jetstream.JetStream, subject string, data []byte) {
+	t.Helper()
+	m := nats.NewMsg(subject)
+	m.Data = data
+	m.Header.Set(bus.HeaderSchema, "lava.v1.Receipt")
+	if _, err := js.PublishMsg(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func cloneChain(chain []*lavav1.Receipt) []*lavav1.Receipt {
 	out := make([]*lavav1.Receipt, len(chain))
 	for i, r := range chain {
@@ -119,14 +130,15 @@ func TestReceiptsVerify(t *testing.T) {
 	stripped := cloneChain(fx.chain)
 	stripped[4].Signature = &lavav1.Signature{Algo: attest.AlgoNone}
 	publishCopy(t, js, "tamper", "stripped", stripped)
+	// Foreign messages between real receipts (docs/security.md, "Receipts"): garbage, a receipt
+	// with a broken signature and a replayed copy of receipt 1 are skipped and named.
+	broken := proto.Clone(fx.chain[3]).(*lavav1.Receipt)
+	broken.Signature.Sig[0] ^= 0xff
+	foreign := []*lavav1.Receipt{fx.chain[0], fx.chain[1], fx.chain[1], fx.chain[2], broken, fx.chain[3], fx.chain[4]}
+	publishCopy(t, js, "tamper", "foreign", foreign[:2])
+	publishRaw(t, js, bus.ReceiptSubject("tamper", "foreign"), []byte("garbage \xff"))
+	publishCopy(t, js, "tamper", "foreign", foreign[2:])
 
-	hashOf := func(r *lavav1.Receipt) string {
-		h, err := attest.ContentHash(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return attest.Hex(h)
-	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -146,18 +158,35 @@ func TestReceiptsVerify(t *testing.T) {
 		{name: "empty chain", args: []string{"infra/none", "--public-key", fx.pubFile}, code: exitInvalid, stderr: []string{"lava: infra/none: no receipts (is the name right?"}},
 		{name: "empty chain allowed", args: []string{"infra/none", "--allow-empty", "--public-key", fx.pubFile}, code: exitOK, stdout: "infra/none: ok (0 receipts)\n"},
 		{
-			name:   "tampered payload",
-			args:   []string{"tamper/payload", "--public-key", fx.pubFile},
-			code:   exitInvalid,
-			stderr: []string{fmt.Sprintf("receipt 2: content_hash expected %s, got %s\n", hashOf(payload[2]), attest.Hex(fx.chain[2].GetContentHash()))},
+			// The tampered copy is no receipt attest wrote (its content_hash does not recompute): it
+			// is skipped, and the next real receipt shows the gap.
+			name: "tampered payload",
+			args: []string{"tamper/payload", "--public-key", fx.pubFile},
+			code: exitInvalid,
+			stderr: []string{
+				fmt.Sprintf(": bad_content_hash: content_hash %s does not match the receipt", attest.Hex(fx.chain[2].GetContentHash())),
+				"receipt 2: sequence expected 2, got 3\n",
+				fmt.Sprintf("receipt 2: prev_hash expected %s, got %s\n", attest.Hex(fx.chain[1].GetContentHash()), attest.Hex(fx.chain[2].GetContentHash())),
+			},
 		},
 		{
 			name: "forged link",
 			args: []string{"tamper/link", "--public-key", fx.pubFile},
 			code: exitInvalid,
 			stderr: []string{
-				fmt.Sprintf("receipt 3: prev_hash expected %s, got %s\n", attest.Hex(fx.chain[2].GetContentHash()), strings.Repeat("0", 64)),
-				"receipt 3: content_hash expected ",
+				"bad_content_hash",
+				"receipt 3: sequence expected 3, got 4\n",
+				fmt.Sprintf("receipt 3: prev_hash expected %s, got %s\n", attest.Hex(fx.chain[2].GetContentHash()), attest.Hex(fx.chain[3].GetContentHash())),
+			},
+		},
+		{
+			name:   "foreign messages are skipped and named",
+			args:   []string{"tamper/foreign", "--public-key", fx.pubFile},
+			code:   exitOK,
+			stdout: fmt.Sprintf("tamper/foreign: ok (5 receipts, head %s, keys %s, 3 foreign messages skipped)\n", attest.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
+			stderr: []string{
+				"skipped a foreign message on tamper/foreign's receipt subject: stream sequence ",
+				": does_not_follow: sequence 1 ", ": not_a_receipt: ", ": bad_signature: invalid signature: verification failed",
 			},
 		},
 		{

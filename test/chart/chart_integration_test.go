@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -615,7 +616,9 @@ func TestApplyToAPIServer(t *testing.T) {
 		if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lava-helm"}}); err != nil {
 			t.Fatal(err)
 		}
-		out, err := helm(t, "install", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig)
+		// --no-hooks: this API server has no nodes, so the bootstrap hook Job would never finish
+		// (the dry-run subtests above apply the Job; TestBootstrapJob checks it).
+		out, err := helm(t, "install", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig, "--no-hooks")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -625,7 +628,7 @@ func TestApplyToAPIServer(t *testing.T) {
 			}
 		}
 		if out, err = helm(t, "upgrade", "lava2", chartDir, "--namespace", "lava-helm", "--kubeconfig", kubeconfig,
-			"--reuse-values", "--set", "applier.replicas=3"); err != nil {
+			"--reuse-values", "--set", "applier.replicas=3", "--no-hooks"); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		for _, svc := range services {
@@ -755,5 +758,106 @@ func checkMonitoring(t *testing.T, on bool, objs []*unstructured.Unstructured) {
 	}
 	if dash.GetNamespace() != "infra" || dash.GetLabels()["grafana_dashboard"] != "1" {
 		t.Errorf("dashboard ConfigMap in %q with labels %v, want infra and grafana_dashboard=1", dash.GetNamespace(), dash.GetLabels())
+	}
+}
+
+// TestBootstrapJob: the chart runs `lava nats bootstrap` as a pre-install/pre-upgrade hook Job
+// (docs/install.md, docs/security.md "Bus"): from the lava CLI image, with the stream replica
+// count, the bootstrap identity's nkey seed from its own Secret and the services' URL,
+// credentials and TLS; without the Kubernetes API; every LAVA_* variable it sets is one the CLI
+// reads. With inline credentials (nats.creds) their Secret is a hook of a lower weight, so it
+// exists when the Job starts. bootstrap.enabled=false renders no Job.
+func TestBootstrapJob(t *testing.T) {
+	cliEnv := map[string]bool{bus.EnvNATSURL: true, bus.EnvNATSCreds: true, bus.EnvNATSNKey: true,
+		bus.EnvNATSCA: true, bus.EnvNATSCert: true, bus.EnvNATSKey: true}
+	for _, tc := range []struct {
+		name, prefix string
+		args         []string
+		replicas     string
+		allOn        bool
+	}{
+		{"default", "lava", nil, "1", false},
+		{"all-on", "lava-all", []string{"-f", filepath.Join(chartDir, ciValues)}, "3", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var jobs []*unstructured.Unstructured
+			var credsSecret *unstructured.Unstructured
+			for _, u := range decode(t, render(t, tc.args...)) {
+				switch {
+				case u.GetKind() == "Job":
+					jobs = append(jobs, u)
+				case u.GetKind() == "Secret" && u.GetName() == tc.prefix+"-nats-creds":
+					credsSecret = u
+				}
+			}
+			if len(jobs) != 1 || jobs[0].GetName() != tc.prefix+"-bootstrap" {
+				t.Fatalf("jobs %v, want one %s-bootstrap", jobs, tc.prefix)
+			}
+			ann := jobs[0].GetAnnotations()
+			if ann["helm.sh/hook"] != "pre-install,pre-upgrade" || !strings.Contains(ann["helm.sh/hook-delete-policy"], "before-hook-creation") {
+				t.Errorf("Job annotations %v: not a pre-install,pre-upgrade hook", ann)
+			}
+			job := convert[batchv1.Job](t, jobs[0])
+			pod := job.Spec.Template.Spec
+			if pod.RestartPolicy != corev1.RestartPolicyNever || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+				t.Errorf("pod restartPolicy %q, automountServiceAccountToken %v", pod.RestartPolicy, pod.AutomountServiceAccountToken)
+			}
+			if len(pod.Containers) != 1 {
+				t.Fatalf("%d containers", len(pod.Containers))
+			}
+			c := pod.Containers[0]
+			if !strings.Contains(c.Image, "/lava:") && !strings.HasSuffix(strings.Split(c.Image, ":")[0], "/lava") {
+				t.Errorf("image %q is not the lava CLI image", c.Image)
+			}
+			if len(c.Args) < 3 || c.Args[0] != "nats" || c.Args[1] != "bootstrap" || !slices.Contains(c.Args, "--replicas="+tc.replicas) {
+				t.Errorf("args %v, want nats bootstrap --replicas=%s", c.Args, tc.replicas)
+			}
+			if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				t.Errorf("container securityContext %+v", sc)
+			}
+			env := map[string]corev1.EnvVar{}
+			for _, e := range c.Env {
+				env[e.Name] = e
+				if strings.HasPrefix(e.Name, "LAVA_") && !cliEnv[e.Name] {
+					t.Errorf("%s is read by no flag of lava nats bootstrap", e.Name)
+				}
+			}
+			if _, ok := env[bus.EnvNATSURL]; !ok {
+				t.Error("no LAVA_NATS_URL")
+			}
+			mounts := map[string]string{}
+			for _, m := range c.VolumeMounts {
+				mounts[m.Name] = m.MountPath
+			}
+			secrets := map[string]string{}
+			for _, v := range pod.Volumes {
+				if v.Secret != nil {
+					secrets[v.Name] = v.Secret.SecretName
+				}
+			}
+			if !tc.allOn {
+				if _, ok := env[bus.EnvNATSNKey]; ok || len(secrets) != 0 {
+					t.Errorf("default values: nkey env %v, secret volumes %v", env[bus.EnvNATSNKey], secrets)
+				}
+				return
+			}
+			want := map[string]string{"nats-nkey": "lava-all-nats-bootstrap", "nats-creds": "lava-all-nats-creds", "nats-tls": "nats-ca", "nats-client": "nats-client"}
+			if d := cmp.Diff(want, secrets); d != "" {
+				t.Errorf("Secret volumes (-want +got):\n%s", d)
+			}
+			for name, v := range map[string]string{"nats-nkey": bus.EnvNATSNKey, "nats-creds": bus.EnvNATSCreds, "nats-tls": bus.EnvNATSCA, "nats-client": bus.EnvNATSCert} {
+				if p := env[v].Value; mounts[name] == "" || !strings.HasPrefix(p, mounts[name]+"/") {
+					t.Errorf("%s=%q is not in the mount of %s (%q)", v, p, name, mounts[name])
+				}
+			}
+			if credsSecret == nil || credsSecret.GetAnnotations()["helm.sh/hook"] != "pre-install,pre-upgrade" || credsSecret.GetAnnotations()["helm.sh/hook-weight"] != "-5" {
+				t.Errorf("the inline credentials Secret is not a hook before the Job: %v", credsSecret)
+			}
+		})
+	}
+	for _, u := range decode(t, render(t, "--set", "bootstrap.enabled=false")) {
+		if u.GetKind() == "Job" {
+			t.Errorf("bootstrap.enabled=false rendered Job %s", u.GetName())
+		}
 	}
 }

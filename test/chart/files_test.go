@@ -269,6 +269,22 @@ func TestDockerfiles(t *testing.T) {
 	if d := cmp.Diff(want, found); d != "" {
 		t.Errorf("services/*/main.go differ from the chart's services (-chart +services):\n%s", d)
 	}
+	// The lava CLI image the bootstrap hook Job runs (values bootstrap.image).
+	if b, err := os.ReadFile(filepath.Join(repoRoot, "cmd", "lava", "Dockerfile")); err != nil {
+		t.Errorf("cmd/lava/Dockerfile: %v", err)
+	} else {
+		for _, re := range []string{
+			`(?m)^FROM golang:1\.26\S* AS build$`,
+			`(?m)^FROM gcr\.io/distroless/static-debian12:nonroot$`,
+			`go build .* -o /out/lava \./cmd/lava`,
+			`(?m)^ENTRYPOINT \["/usr/local/bin/lava"\]$`,
+			`(?m)^USER 65532:65532$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(string(b)) {
+				t.Errorf("cmd/lava/Dockerfile does not match %s", re)
+			}
+		}
+	}
 	_, mappings := documentedValues(t)
 	for _, svc := range services {
 		if !slices.Contains(mappings[""], svc) {

@@ -354,6 +354,11 @@ func Declare(opts TopologyOptions) Topology {
 // anomaly service's report.PoisonReporter): lava.anomaly.functional.poison_message.
 var PoisonAnomalySubject = AnomalySubject("functional", "poison_message")
 
+// ForeignReceiptAnomalySubject is the subject attest reports a foreign message on a receipt
+// chain's subject on (internal/service/attest ForeignReporter):
+// lava.anomaly.critical.foreign_receipt.
+var ForeignReceiptAnomalySubject = AnomalySubject("critical", "foreign_receipt")
+
 // declareAccess is who writes what and which buckets each service uses, following the
 // "published by" column of docs/events.md's event catalogue and the services' packages
 // (internal/service/*): the input of [Topology.Permissions] with the consumers.
@@ -404,7 +409,7 @@ func declareAccess() []Access {
 		},
 		{
 			Service:     ServiceAttest,
-			Publish:     []string{PrefixReceipt + ">", phaseFilter(EventReceiptAppended), PoisonAnomalySubject},
+			Publish:     []string{PrefixReceipt + ">", phaseFilter(EventReceiptAppended), PoisonAnomalySubject, ForeignReceiptAnomalySubject},
 			ReadStreams: []string{StreamReceipts},
 			ScanStreams: []string{StreamReceipts},
 		},

@@ -17,17 +17,20 @@ import (
 // Handler serves lava.v1.ReceiptService over connect: GetChain and VerifyChain read the chain
 // from LAVA_RECEIPTS ([ReadChain]) and [Verify] it. It is the connect edge of this package:
 // domain errors become connect codes here (InvalidArgument for a bad request, Unavailable
-// when JetStream cannot be read, DataLoss for a message that is not a receipt).
+// when JetStream cannot be read). A foreign message on the chain's subject is skipped
+// ([ReadChain]) and passed to the handler's onForeign callback.
 type Handler struct {
-	js      jetstream.JetStream
-	metrics *Metrics
+	js        jetstream.JetStream
+	metrics   *Metrics
+	onForeign func(context.Context, Foreign)
 }
 
 var _ lavav1connect.ReceiptServiceHandler = (*Handler)(nil)
 
-// NewHandler returns a Handler reading chains through js; metrics may be nil.
-func NewHandler(js jetstream.JetStream, metrics *Metrics) *Handler {
-	return &Handler{js: js, metrics: metrics}
+// NewHandler returns a Handler reading chains through js; metrics and onForeign (called for
+// each foreign message a read skips; [ForeignReporter]) may be nil.
+func NewHandler(js jetstream.JetStream, metrics *Metrics, onForeign func(context.Context, Foreign)) *Handler {
+	return &Handler{js: js, metrics: metrics, onForeign: onForeign}
 }
 
 // Mount returns the path prefix and the HTTP handler of the service ("/lava.v1.ReceiptService/").
@@ -38,7 +41,7 @@ func (h *Handler) Mount(opts ...connect.HandlerOption) (string, http.Handler) {
 // GetChain returns the receipts of a resource from from_sequence on; an unknown resource has an
 // empty chain.
 func (h *Handler) GetChain(ctx context.Context, req *connect.Request[lavav1.GetChainRequest]) (*connect.Response[lavav1.GetChainResponse], error) {
-	chain, err := h.read(ctx, req.Msg.GetNamespace(), req.Msg.GetName())
+	chain, err := h.read(ctx, req.Msg.GetNamespace(), req.Msg.GetName(), VerifyOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +66,7 @@ func (h *Handler) VerifyChain(ctx context.Context, req *connect.Request[lavav1.V
 		}
 		opts.PublicKey = ed25519.PublicKey(pk)
 	}
-	chain, err := h.read(ctx, req.Msg.GetNamespace(), req.Msg.GetName())
+	chain, err := h.read(ctx, req.Msg.GetNamespace(), req.Msg.GetName(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -81,16 +84,18 @@ func VerifyResponse(res Result) *lavav1.VerifyChainResponse {
 	return out
 }
 
-func (h *Handler) read(ctx context.Context, namespace, name string) ([]*lavav1.Receipt, error) {
+func (h *Handler) read(ctx context.Context, namespace, name string, opts VerifyOptions) ([]*lavav1.Receipt, error) {
 	if namespace == "" || name == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("namespace and name are required"))
 	}
-	chain, err := ReadChain(ctx, h.js, namespace, name)
-	switch {
-	case errors.Is(err, ErrCorrupt):
-		return nil, connect.NewError(connect.CodeDataLoss, err)
-	case err != nil:
+	chain, err := ReadChain(ctx, h.js, namespace, name, opts)
+	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
-	return chain, nil
+	for _, f := range chain.Foreign {
+		if h.onForeign != nil {
+			h.onForeign(ctx, f)
+		}
+	}
+	return chain.Receipts, nil
 }

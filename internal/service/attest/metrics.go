@@ -22,6 +22,7 @@ type Metrics struct {
 	appendDuration prometheus.Histogram
 	verifications  *prometheus.CounterVec
 	verifyFailures prometheus.Counter
+	foreignMsgs    prometheus.Counter
 }
 
 // NewMetrics creates attest's metrics and registers them on reg:
@@ -33,7 +34,9 @@ type Metrics struct {
 //   - lava_attest_duplicate_events_total: events found already recorded (redeliveries);
 //   - lava_attest_append_duration_seconds: time from reading the tail to the stored receipt;
 //   - lava_attest_verifications_total{result}: chain verifications, result "ok" or "failed";
-//   - lava_attest_verify_failures_total: failures found by those verifications.
+//   - lava_attest_verify_failures_total: failures found by those verifications;
+//   - lava_attest_foreign_messages_total: messages on receipt subjects that attest did not
+//     append, skipped when a chain's tail was read (each is also reported as an anomaly).
 //
 // It fails if reg already holds metrics of these names.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -63,8 +66,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "lava", Subsystem: "attest", Name: "verify_failures_total",
 			Help: "Violations found by chain verifications.",
 		}),
+		foreignMsgs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "lava", Subsystem: "attest", Name: "foreign_messages_total",
+			Help: "Messages on receipt subjects that attest did not append, skipped when a chain's tail was read.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.receipts, m.conflicts, m.duplicates, m.appendDuration, m.verifications, m.verifyFailures} {
+	for _, c := range []prometheus.Collector{m.receipts, m.conflicts, m.duplicates, m.appendDuration, m.verifications, m.verifyFailures, m.foreignMsgs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("attest: register metrics: %w", err)
 		}
@@ -82,6 +89,12 @@ func (m *Metrics) appended(kind string, d time.Duration) {
 func (m *Metrics) conflict() {
 	if m != nil {
 		m.conflicts.Inc()
+	}
+}
+
+func (m *Metrics) foreign() {
+	if m != nil {
+		m.foreignMsgs.Inc()
 	}
 }
 

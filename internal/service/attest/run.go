@@ -103,7 +103,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	store := NewStore(base.JS, StoreOptions{Signer: signer, Metrics: metrics})
+	onForeign := ForeignReporter(bus.NewPublisher(base.JS), log)
+	store := NewStore(base.JS, StoreOptions{Signer: signer, Metrics: metrics, OnForeign: onForeign})
 	s := NewService(base.JS, store, ServiceOptions{Concurrency: o.Concurrency, Logger: log, BusMetrics: base.BusMetrics})
 	runs := []func(context.Context) error{s.Run}
 	ln := o.Listener
@@ -122,7 +123,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		default:
 			mux := http.NewServeMux()
-			mux.Handle(NewHandler(base.JS, metrics).Mount(guard.HandlerOptions()...))
+			mux.Handle(NewHandler(base.JS, metrics, onForeign).Mount(guard.HandlerOptions()...))
 			log.Info("attest: serving ReceiptService", "addr", ln.Addr().String())
 			runs = append(runs, func(ctx context.Context) error { return rpcauth.Serve(ctx, ln, mux) })
 		}

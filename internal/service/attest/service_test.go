@@ -186,8 +186,19 @@ func TestHandler(t *testing.T) {
 // startHandler serves ReceiptService on a real HTTP server and returns a client.
 func startHandler(t testing.TB, js jetstream.JetStream) lavav1connect.ReceiptServiceClient {
 	t.Helper()
+	return serveHandler(t, attest.NewHandler(js, nil, nil))
+}
+
+// startHandlerReporting is startHandler with foreign messages reported as anomalies.
+func startHandlerReporting(t testing.TB, js jetstream.JetStream) lavav1connect.ReceiptServiceClient {
+	t.Helper()
+	return serveHandler(t, attest.NewHandler(js, nil, attest.ForeignReporter(bus.NewPublisher(js), nil)))
+}
+
+func serveHandler(t testing.TB, h *attest.Handler) lavav1connect.ReceiptServiceClient {
+	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle(attest.NewHandler(js, nil).Mount())
+	mux.Handle(h.Mount())
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	return lavav1connect.NewReceiptServiceClient(hs.Client(), hs.URL)

@@ -38,7 +38,8 @@ var (
 	ErrInvalidRequest = errors.New("attest: invalid append request")
 	// ErrConflict reports an append that lost the race for the chain's tail MaxAttempts times.
 	ErrConflict = errors.New("attest: chain tail kept moving")
-	// ErrCorrupt reports a message on a receipt subject that is not a receipt.
+	// ErrCorrupt reports a message on a receipt subject that is not a receipt (readers skip it
+	// as [Foreign]; this error is only seen for a receipt looked up by its stream sequence).
 	ErrCorrupt = errors.New("attest: not a receipt")
 )
 
@@ -70,6 +71,9 @@ type StoreOptions struct {
 	// MaxCachedChains bounds the chain tails kept in memory; the cache is emptied when it is
 	// exceeded. Default 10000.
 	MaxCachedChains int
+	// OnForeign, if set, is called for each foreign message found on a chain's subject when the
+	// tail is read ([ForeignReporter] publishes it as an anomaly). The message is skipped either way.
+	OnForeign func(context.Context, Foreign)
 }
 
 func (o StoreOptions) withDefaults() StoreOptions {
@@ -118,6 +122,7 @@ const unboundedLookback = 32
 // tail is what a Store remembers of a chain's end.
 type tail struct {
 	seq  uint64          // stream sequence of head
+	last uint64          // stream sequence of the subject's last message (head, or a foreign one after it)
 	head *lavav1.Receipt // the newest receipt
 	// recent are the newest receipts' stream positions, newest first; recent[0].seq == seq.
 	recent []entry
@@ -211,9 +216,9 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error
 			return s.duplicate(ctx, stream, seq, attempt)
 		}
 		var head *lavav1.Receipt
-		var tailSeq uint64
+		var tailSeq, lastSeq uint64
 		if t != nil {
-			head, tailSeq = t.head, t.seq
+			head, tailSeq, lastSeq = t.head, t.seq, t.last
 		}
 		r, err := NewReceipt(head, req.Kind, req.Payload, s.opts.Now(), s.opts.Signer)
 		if err != nil {
@@ -223,7 +228,7 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error
 		if err != nil {
 			return nil, err
 		}
-		ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(tailSeq))
+		ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(lastSeq))
 		if isWrongLastSequence(err) {
 			s.opts.Metrics.conflict()
 			s.forget(subject)
@@ -269,14 +274,21 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 		return nil, fmt.Errorf("attest: read tail of %s: %w", subject, err)
 	}
 	cached := s.cached(subject)
-	if cached != nil && cached.seq == last.Sequence {
+	if cached != nil && cached.last == last.Sequence {
 		return s.extend(ctx, stream, cached, cutoff)
 	}
 	head, err := decodeReceipt(last.Header, last.Data)
-	if err != nil {
-		return nil, fmt.Errorf("attest: tail of %s (stream sequence %d): %w", subject, last.Sequence, err)
+	if err == nil {
+		if reason, _ := standalone(head, s.trust()); reason != "" {
+			err = fmt.Errorf("%w: %s", ErrCorrupt, reason)
+		}
 	}
-	t := &tail{seq: last.Sequence, head: head, recent: []entry{entryOf(last)}}
+	if err != nil {
+		// Not a receipt this Store trusts as the head: a foreign message after it (docs/security.md,
+		// "Receipts"). Read the whole chain to find the head, and report what is skipped.
+		return s.relink(ctx, stream, subject, last.Sequence, cutoff)
+	}
+	t := &tail{seq: last.Sequence, last: last.Sequence, head: head, recent: []entry{entryOf(last)}}
 	// Splice: walk back until a receipt the cache already knows.
 	known := map[uint64]int{}
 	if cached != nil {
@@ -308,6 +320,53 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 	return s.extend(ctx, stream, t, cutoff)
 }
 
+// trust is what the tail's fast path requires of the subject's last message: a valid signature
+// by this Store's own key when it signs (a receipt signed with an earlier key still joins the
+// chain on [Store.relink]'s full read, so a key rotation does not fork it).
+func (s *Store) trust() VerifyOptions {
+	if s.opts.Signer != nil {
+		return VerifyOptions{RequireSignatures: true, PublicKey: s.opts.Signer.PublicKey()}
+	}
+	return VerifyOptions{}
+}
+
+// relink reads the whole chain ([ReadChain]'s linking, any valid signature) when the subject's
+// last message (stream sequence last) is not a trusted receipt, reports each foreign message to
+// StoreOptions.OnForeign, and returns the tail of the receipts that form the chain; nil when none.
+func (s *Store) relink(ctx context.Context, stream jetstream.Stream, subject string, last uint64, cutoff time.Time) (*tail, error) {
+	sub, err := bus.ParseSubject(subject)
+	if err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
+	ns, name := sub.Namespace, sub.Name
+	l, err := readLinked(ctx, stream, ns, name, subject, last, VerifyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range l.foreign {
+		s.opts.Metrics.foreign()
+		if s.opts.OnForeign != nil {
+			s.opts.OnForeign(ctx, f)
+		}
+	}
+	s.forget(subject)
+	if len(l.members) == 0 {
+		// Nothing but foreign messages: the chain starts at Genesis after them.
+		return &tail{last: last}, nil
+	}
+	t := &tail{last: last}
+	for i := len(l.members) - 1; i >= 0 && len(t.recent) < s.opts.MaxLookback; i-- {
+		m := l.members[i]
+		var prev uint64
+		if i > 0 {
+			prev = l.members[i-1].seq
+		}
+		t.recent = append(t.recent, entry{seq: m.seq, prevSeq: prev, eventID: m.eventID, stored: m.stored})
+	}
+	t.seq, t.head = l.members[len(l.members)-1].seq, l.members[len(l.members)-1].r
+	return s.extend(ctx, stream, t, cutoff)
+}
+
 // lookback is how many receipts back the duplicate search goes for cutoff (zero: unknown).
 func (s *Store) lookback(cutoff time.Time) int {
 	if cutoff.IsZero() {
@@ -321,7 +380,7 @@ func (s *Store) lookback(cutoff time.Time) int {
 // receipts read stay remembered, so a chain that is appended to quickly is walked once.
 func (s *Store) extend(ctx context.Context, stream jetstream.Stream, t *tail, cutoff time.Time) (*tail, error) {
 	lookback := s.lookback(cutoff)
-	for len(t.recent) < lookback {
+	for len(t.recent) > 0 && len(t.recent) < lookback {
 		oldest := t.recent[len(t.recent)-1]
 		if oldest.prevSeq == 0 || oldest.stored.Before(cutoff) {
 			break
@@ -337,7 +396,7 @@ func (s *Store) extend(ctx context.Context, stream jetstream.Stream, t *tail, cu
 
 // find returns the stream sequence of the remembered receipt of eventID.
 func (t *tail) find(eventID string) (uint64, bool) {
-	if t == nil {
+	if t == nil || t.head == nil {
 		return 0, false
 	}
 	for _, e := range t.recent {
@@ -358,7 +417,7 @@ func entryOf(m *jetstream.RawStreamMsg) entry {
 
 // remember caches the new head appended after old (nil for a new chain).
 func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *lavav1.Receipt, eventID string, now time.Time) {
-	t := &tail{seq: seq, head: head, recent: []entry{{seq: seq, prevSeq: prevSeq, eventID: eventID, stored: now}}}
+	t := &tail{seq: seq, last: seq, head: head, recent: []entry{{seq: seq, prevSeq: prevSeq, eventID: eventID, stored: now}}}
 	if old != nil {
 		n := min(len(old.recent), s.opts.MaxLookback-1)
 		t.recent = append(t.recent, old.recent[:n]...)
@@ -425,15 +484,27 @@ func (s *Store) receipts(ctx context.Context) (jetstream.Stream, error) {
 }
 
 // Chain reads a resource's whole chain; see [ReadChain].
-func (s *Store) Chain(ctx context.Context, namespace, name string) ([]*lavav1.Receipt, error) {
-	return ReadChain(ctx, s.js, namespace, name)
+func (s *Store) Chain(ctx context.Context, namespace, name string, opts VerifyOptions) (*Chain, error) {
+	return ReadChain(ctx, s.js, namespace, name, opts)
 }
 
-// ReadChain reads a resource's chain from LAVA_RECEIPTS, in order, up to the head stored when
-// it started (receipts appended meanwhile are left out). An unknown resource has an empty
-// chain. A message on the chain's subject that is not a receipt is an error wrapping
-// [ErrCorrupt].
-func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name string) ([]*lavav1.Receipt, error) {
+// Chain is a resource's receipt chain as read from LAVA_RECEIPTS.
+type Chain struct {
+	// Receipts in chain order.
+	Receipts []*lavav1.Receipt
+	// Foreign are the other messages on the chain's subject, skipped, in stream order.
+	Foreign []Foreign
+}
+
+// ReadChain reads a resource's chain from LAVA_RECEIPTS, in order, up to the subject's last
+// message stored when it started (receipts appended meanwhile are left out). An unknown
+// resource has an empty chain. Only attest appends receipts: a message on the subject that is
+// not the chain's next receipt (not a receipt, a content_hash that does not recompute, a
+// signature that does not verify with its own key, a sequence or prev_hash that does not
+// follow the head) is skipped and returned in Chain.Foreign; it never makes the chain
+// unreadable. With opts.PublicKey a receipt signed with that key stays in the chain even out of
+// place, so [Verify] reports a removed receipt. Errors are JetStream's, wrapped.
+func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name string, opts VerifyOptions) (*Chain, error) {
 	subject := bus.ReceiptSubject(namespace, name)
 	stream, err := js.Stream(ctx, bus.StreamReceipts)
 	if err != nil {
@@ -441,11 +512,24 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 	}
 	last, err := stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
+		return &Chain{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("attest: read tail of %s: %w", subject, err)
 	}
+	l, err := readLinked(ctx, stream, namespace, name, subject, last.Sequence, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Chain{Foreign: l.foreign}
+	for _, m := range l.members {
+		c.Receipts = append(c.Receipts, m.r)
+	}
+	return c, nil
+}
+
+// readLinked reads subject's messages up to stream sequence last through a [linker].
+func readLinked(ctx context.Context, stream jetstream.Stream, namespace, name, subject string, last uint64, opts VerifyOptions) (*linker, error) {
 	// The ordered consumer is ephemeral; the server removes it after 30s of inactivity, and
 	// it is deleted at once when the chain has been read.
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
@@ -461,7 +545,7 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 			_ = stream.DeleteConsumer(dctx, info.Name) // best effort: it expires anyway
 		}
 	}()
-	var chain []*lavav1.Receipt
+	l := newLinker(namespace, name, opts)
 	for empty := 0; ; {
 		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
@@ -474,13 +558,9 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 			if err != nil {
 				return nil, fmt.Errorf("attest: read %s: %w", subject, err)
 			}
-			r, err := decodeReceipt(m.Headers(), m.Data())
-			if err != nil {
-				return nil, fmt.Errorf("attest: %s stream sequence %d: %w", subject, md.Sequence.Stream, err)
-			}
-			chain = append(chain, r)
-			if md.Sequence.Stream >= last.Sequence {
-				return chain, nil
+			l.add(md.Sequence.Stream, m.Headers(), m.Data(), md.Timestamp)
+			if md.Sequence.Stream >= last {
+				return l, nil
 			}
 		}
 		if err := batch.Error(); err != nil {
@@ -491,7 +571,7 @@ func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name stri
 				return nil, fmt.Errorf("attest: read %s: %w", subject, ctx.Err())
 			}
 			if empty++; empty >= 3 {
-				return nil, fmt.Errorf("attest: read %s: stream sequence %d never arrived", subject, last.Sequence)
+				return nil, fmt.Errorf("attest: read %s: stream sequence %d never arrived", subject, last)
 			}
 		}
 	}

@@ -39,11 +39,11 @@ func request(ns, name string, phase lavav1.Phase, n int) attest.AppendRequest {
 
 func readChain(t testing.TB, js jetstream.JetStream, ns, name string) []*lavav1.Receipt {
 	t.Helper()
-	chain, err := attest.ReadChain(t.Context(), js, ns, name)
+	chain, err := attest.ReadChain(t.Context(), js, ns, name, attest.VerifyOptions{})
 	if err != nil {
 		t.Fatalf("ReadChain %s/%s: %v", ns, name, err)
 	}
-	return chain
+	return chain.Receipts
 }
 
 // TestStore_lifecycle: a full lifecycle appended through the store reads back as a signed
@@ -218,8 +218,8 @@ func TestStore_invalid(t *testing.T) {
 	}
 }
 
-// TestReadChain_notAReceipt: a foreign message on a chain's subject is reported, not decoded
-// as a receipt.
+// TestReadChain_notAReceipt: a message on a chain's subject that is not a receipt is skipped
+// and returned as foreign, never decoded as a receipt.
 func TestReadChain_notAReceipt(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
@@ -230,8 +230,12 @@ func TestReadChain_notAReceipt(t *testing.T) {
 	if _, err := srv.JetStream().PublishMsg(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := attest.ReadChain(t.Context(), srv.JetStream(), "ns", "x"); err == nil {
-		t.Fatal("a ReceiptAppended on the receipt subject was read as a receipt")
+	c, err := attest.ReadChain(t.Context(), srv.JetStream(), "ns", "x", attest.VerifyOptions{})
+	if err != nil {
+		t.Fatalf("the chain became unreadable: %v", err)
+	}
+	if len(c.Receipts) != 0 || len(c.Foreign) != 1 || c.Foreign[0].Reason != attest.ForeignNotAReceipt {
+		t.Fatalf("a ReceiptAppended on the receipt subject: receipts %v, foreign %v", c.Receipts, c.Foreign)
 	}
 }
 

@@ -133,35 +133,8 @@ spec:
             {{- toYaml . | nindent 12 }}
           {{- end }}
           env:
-            {{- if $root.Values.nats.urlSecret.name }}
-            - name: LAVA_NATS_URL
-              valueFrom:
-                secretKeyRef:
-                  name: {{ $root.Values.nats.urlSecret.name }}
-                  key: {{ $root.Values.nats.urlSecret.key }}
-            {{- else }}
-            - name: LAVA_NATS_URL
-              value: {{ $root.Values.nats.url | quote }}
-            {{- end }}
-            {{- if $creds }}
-            - name: LAVA_NATS_CREDS
-              value: /etc/lava/nats/creds
-            {{- end }}
-            {{- if $root.Values.nats.tls.secret }}
-            - name: SSL_CERT_DIR
-              value: /etc/lava/nats-tls
-            - name: LAVA_NATS_CA
-              value: /etc/lava/nats-tls/ca.crt
-            {{- end }}
-            {{- if $root.Values.nats.tls.clientSecret }}
-            - name: LAVA_NATS_CERT
-              value: /etc/lava/nats-client/tls.crt
-            - name: LAVA_NATS_KEY
-              value: /etc/lava/nats-client/tls.key
-            {{- end }}
-            {{- if $root.Values.nats.nkeys.enabled }}
-            - name: LAVA_NATS_NKEY
-              value: /etc/lava/nats-nkey/nkey
+            {{- with include "lava.natsEnv" $root }}
+            {{- . | trim | nindent 12 }}
             {{- end }}
             - name: {{ .replicasEnv }}
               value: {{ $root.Values.nats.streamReplicas | quote }}
@@ -212,25 +185,8 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
-            {{- if $creds }}
-            - name: nats-creds
-              mountPath: /etc/lava/nats
-              readOnly: true
-            {{- end }}
-            {{- if $root.Values.nats.tls.secret }}
-            - name: nats-tls
-              mountPath: /etc/lava/nats-tls
-              readOnly: true
-            {{- end }}
-            {{- if $root.Values.nats.tls.clientSecret }}
-            - name: nats-client
-              mountPath: /etc/lava/nats-client
-              readOnly: true
-            {{- end }}
-            {{- if $root.Values.nats.nkeys.enabled }}
-            - name: nats-nkey
-              mountPath: /etc/lava/nats-nkey
-              readOnly: true
+            {{- with include "lava.natsMounts" $root }}
+            {{- . | trim | nindent 12 }}
             {{- end }}
             {{- with .mounts }}
             {{- . | nindent 12 }}
@@ -239,43 +195,8 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 256Mi
-        {{- if $creds }}
-        - name: nats-creds
-          secret:
-            secretName: {{ $creds }}
-            defaultMode: 0440
-            items:
-              - key: {{ $root.Values.nats.credsSecretKey }}
-                path: creds
-        {{- end }}
-        {{- if $root.Values.nats.tls.secret }}
-        - name: nats-tls
-          secret:
-            secretName: {{ $root.Values.nats.tls.secret }}
-            defaultMode: 0444
-            items:
-              - key: {{ $root.Values.nats.tls.caKey }}
-                path: ca.crt
-        {{- end }}
-        {{- if $root.Values.nats.tls.clientSecret }}
-        - name: nats-client
-          secret:
-            secretName: {{ $root.Values.nats.tls.clientSecret }}
-            defaultMode: 0440
-            items:
-              - key: tls.crt
-                path: tls.crt
-              - key: tls.key
-                path: tls.key
-        {{- end }}
-        {{- if $root.Values.nats.nkeys.enabled }}
-        - name: nats-nkey
-          secret:
-            secretName: {{ printf "%s%s" $root.Values.nats.nkeys.secretPrefix .svc }}
-            defaultMode: 0440
-            items:
-              - key: {{ $root.Values.nats.nkeys.key }}
-                path: nkey
+        {{- with include "lava.natsVolumes" (dict "root" $root "nkeySecret" (printf "%s%s" $root.Values.nats.nkeys.secretPrefix .svc)) }}
+        {{- . | trim | nindent 8 }}
         {{- end }}
         {{- with .volumes }}
         {{- . | nindent 8 }}
@@ -292,6 +213,108 @@ spec:
       tolerations:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+{{- end -}}
+
+{{/* lava.natsEnv: the container env of a NATS client (URL, credentials, TLS, nkey), for every service and the bootstrap Job. Argument: the top-level context. */}}
+{{- define "lava.natsEnv" -}}
+{{- if $.Values.nats.urlSecret.name }}
+- name: LAVA_NATS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $.Values.nats.urlSecret.name }}
+      key: {{ $.Values.nats.urlSecret.key }}
+{{- else }}
+- name: LAVA_NATS_URL
+  value: {{ $.Values.nats.url | quote }}
+{{- end }}
+{{- if include "lava.natsCredsSecret" $ }}
+- name: LAVA_NATS_CREDS
+  value: /etc/lava/nats/creds
+{{- end }}
+{{- if $.Values.nats.tls.secret }}
+- name: SSL_CERT_DIR
+  value: /etc/lava/nats-tls
+- name: LAVA_NATS_CA
+  value: /etc/lava/nats-tls/ca.crt
+{{- end }}
+{{- if $.Values.nats.tls.clientSecret }}
+- name: LAVA_NATS_CERT
+  value: /etc/lava/nats-client/tls.crt
+- name: LAVA_NATS_KEY
+  value: /etc/lava/nats-client/tls.key
+{{- end }}
+{{- if $.Values.nats.nkeys.enabled }}
+- name: LAVA_NATS_NKEY
+  value: /etc/lava/nats-nkey/nkey
+{{- end }}
+{{- end -}}
+
+{{/* lava.natsMounts: the volumeMounts matching lava.natsEnv. Argument: the top-level context. */}}
+{{- define "lava.natsMounts" -}}
+{{- if (include "lava.natsCredsSecret" $) }}
+- name: nats-creds
+  mountPath: /etc/lava/nats
+  readOnly: true
+{{- end }}
+{{- if $.Values.nats.tls.secret }}
+- name: nats-tls
+  mountPath: /etc/lava/nats-tls
+  readOnly: true
+{{- end }}
+{{- if $.Values.nats.tls.clientSecret }}
+- name: nats-client
+  mountPath: /etc/lava/nats-client
+  readOnly: true
+{{- end }}
+{{- if $.Values.nats.nkeys.enabled }}
+- name: nats-nkey
+  mountPath: /etc/lava/nats-nkey
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* lava.natsVolumes: the volumes matching lava.natsMounts. Argument: dict root, nkeySecret (the Secret of this pod's nkey seed). */}}
+{{- define "lava.natsVolumes" -}}
+{{- $root := .root -}}
+{{- $creds := include "lava.natsCredsSecret" $root -}}
+{{- if $creds }}
+- name: nats-creds
+  secret:
+    secretName: {{ $creds }}
+    defaultMode: 0440
+    items:
+      - key: {{ $root.Values.nats.credsSecretKey }}
+        path: creds
+{{- end }}
+{{- if $root.Values.nats.tls.secret }}
+- name: nats-tls
+  secret:
+    secretName: {{ $root.Values.nats.tls.secret }}
+    defaultMode: 0444
+    items:
+      - key: {{ $root.Values.nats.tls.caKey }}
+        path: ca.crt
+{{- end }}
+{{- if $root.Values.nats.tls.clientSecret }}
+- name: nats-client
+  secret:
+    secretName: {{ $root.Values.nats.tls.clientSecret }}
+    defaultMode: 0440
+    items:
+      - key: tls.crt
+        path: tls.crt
+      - key: tls.key
+        path: tls.key
+{{- end }}
+{{- if $root.Values.nats.nkeys.enabled }}
+- name: nats-nkey
+  secret:
+    secretName: {{ .nkeySecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ $root.Values.nats.nkeys.key }}
+        path: nkey
+{{- end }}
 {{- end -}}
 
 {{/* lava.serviceAccount renders a service's ServiceAccount. Argument: dict root, svc, values, kube. */}}
