@@ -296,7 +296,7 @@ func TestScaleOut_twoReplicasOfEveryService(t *testing.T) {
 			t.Errorf("%s: lava receipts show: %v", r, err)
 			continue
 		}
-		last, seq := -1, []string{}
+		last, inOrder, seq := -1, true, []string{}
 		for line := range strings.Lines(out) {
 			f := strings.Split(strings.TrimSpace(line), "\t")
 			if len(f) < 4 {
@@ -308,14 +308,14 @@ func TestScaleOut_twoReplicasOfEveryService(t *testing.T) {
 				continue
 			}
 			seq = append(seq, ph)
-			if rank < last {
-				t.Errorf("%s: receipt chain out of phase order: %v", r, seq)
-				break
-			}
+			inOrder = inOrder && rank >= last
 			last = rank
 		}
-		if last != order["APPLIED"] {
-			t.Errorf("%s: receipt chain %v does not end Applied", r, seq)
+		if !inOrder {
+			t.Errorf("%s: receipt chain out of phase order: %v", r, seq)
+		}
+		if !slices.Contains(seq, "APPLIED") {
+			t.Errorf("%s: receipt chain %v holds no APPLIED", r, seq)
 		}
 	}
 
