@@ -44,7 +44,7 @@ func TestLongNames_andNamespaceDeletion(t *testing.T) {
 		Services: []string{harness.Attest, harness.Viggy, harness.Applier, harness.Synth, harness.Watcher}})
 	kc := newClient(t, env.Kubeconfig)
 	ns := "ns-" + strings.Repeat("l", 59) + "x"
-	name := strings.Repeat("a", 62) + "." + strings.Repeat("b", 62) + "." + strings.Repeat("c", 62) + "." + strings.Repeat("d", 62) + "z"
+	name := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 60) + "z"
 	if len(ns) != 63 || len(name) != 253 {
 		t.Fatalf("namespace %d and name %d characters, want 63 and 253", len(ns), len(name))
 	}
