@@ -34,8 +34,9 @@ import (
 // flagScaleObjects is the size of TestScaleOut_twoReplicasOfEveryService: 500 (issue 12's run)
 // with `make test-e2e-scale`, 60 for the CI-sized run (`make test-e2e-scale SCALE_OBJECTS=60`).
 // The default 0 leaves it out of `make test` while it fails: with two attest replicas a
-// resource's receipts can be appended out of phase order (2 of 60 chains held SYNTHESIZED before
-// PENDING; attest orders per resource only within one process, bus.ConsumeOptions.OrderKey).
+// resource's receipts can be appended out of phase order (runs found 2 and 1 of 60 chains and 1
+// of 500 holding SYNTHESIZED before PENDING; attest orders per resource only within one process,
+// bus.ConsumeOptions.OrderKey).
 var flagScaleObjects = flag.Int("scale.objects", 0, "LavaArchitectures in TestScaleOut_twoReplicasOfEveryService (0: not run)")
 
 // createKits creates kit-000..kit-<n-1> in ns from clusterSource, each with its own directory
