@@ -187,7 +187,17 @@ test-all: ## Unit and integration tests (real NATS, real API server, real tofu a
 
 .PHONY: test-e2e
 test-e2e: ## End to end: every service its own process, real kube-apiserver/etcd/kcm, nats-server, tofu, kubectl.
-	go test -tags e2e -count=1 -timeout=20m ./test/e2e/
+	go test -tags e2e -count=1 -timeout=30m ./test/e2e/
+
+SCALE_OBJECTS ?= 500
+.PHONY: test-e2e-scale
+test-e2e-scale: ## Issue 12's full scale-out run: two replicas of every service on SCALE_OBJECTS (500) objects.
+	go test -tags e2e -count=1 -timeout=60m -run '^TestScaleOut_' -v ./test/e2e/ -args -scale.objects=$(SCALE_OBJECTS)
+
+CLUSTER_OBJECTS ?= 200
+.PHONY: test-e2e-cluster
+test-e2e-cluster: ## Issue 12's full JetStream cluster run: CLUSTER_OBJECTS (200) objects, one server then the meta leader SIGKILLed.
+	go test -tags e2e -count=1 -timeout=60m -run '^TestCluster_' -v ./test/e2e/ -args -cluster.objects=$(CLUSTER_OBJECTS)
 
 .PHONY: test-unit
 test-unit: ## The quick loop: tests that need no built binary.

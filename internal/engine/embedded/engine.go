@@ -17,6 +17,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
 // EngineVersion is the embedded engine's version; it enters plan ids, so a new version never
@@ -363,13 +364,48 @@ func (e *Engine) lockState(ctx context.Context, key state.Key, holder, op string
 
 func (e *Engine) persister(key state.Key, lockID string, last *state.Record) Persist {
 	return func(ctx context.Context, b []byte) error {
-		rec, err := e.opts.Store.Put(ctx, key, b, lockID)
-		if err != nil {
+		return retrySave(ctx, e.opts.Logger.With(slog.String("resource", key.String())), func() error {
+			rec, err := e.opts.Store.Put(ctx, key, b, lockID)
+			if err != nil {
+				return err
+			}
+			e.cacheBody(key, rec.Digest, b)
+			*last = rec
+			return nil
+		})
+	}
+}
+
+// saveRetry and saveRetryFor are the schedule and bound of a state save that failed for want of
+// the bus (a NATS server lost, a JetStream stream or meta leader being elected). The resources
+// the save records exist already: failing the apply would have the retry plan them again as
+// creates, creating them twice (seen in TestCluster_killServerThenMetaLeader, test/e2e).
+var (
+	saveRetry    = bus.Backoff{Base: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.2}
+	saveRetryFor = 2 * time.Minute
+)
+
+// retrySave calls put until it succeeds, fails with an error of the state store's own (locked
+// by another holder, conflicting write, invalid body or key: retrying cannot help), saveRetryFor
+// passes, or ctx ends; it returns put's last error. Each failed attempt is logged at WARN.
+func retrySave(ctx context.Context, log *slog.Logger, put func() error) error {
+	deadline := time.Now().Add(saveRetryFor)
+	for n := 1; ; n++ {
+		err := put()
+		if err == nil || errors.Is(err, state.ErrLocked) || errors.Is(err, state.ErrConflict) ||
+			errors.Is(err, state.ErrInvalidState) || errors.Is(err, state.ErrInvalidKey) || errors.Is(err, state.ErrHolderUnknown) {
 			return err
 		}
-		e.cacheBody(key, rec.Digest, b)
-		*last = rec
-		return nil
+		d := saveRetry.Delay(n)
+		if time.Now().Add(d).After(deadline) {
+			return err
+		}
+		log.Warn("state save failed; retrying", slog.Int("attempt", n), slog.Duration("delay", d), slog.String("error", err.Error()))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(d):
+		}
 	}
 }
 

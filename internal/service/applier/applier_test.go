@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
@@ -91,5 +92,28 @@ func TestMetricsLint(t *testing.T) {
 	}
 	if _, err := newMetrics(reg); err == nil {
 		t.Error("registering twice succeeded")
+	}
+}
+
+// TestOutputsSecretName: short names keep "<name>-lava-outputs"; the longest names Kubernetes
+// allows get a valid Secret name of at most 253 characters, distinct per name.
+func TestOutputsSecretName(t *testing.T) {
+	if got := OutputsSecretName("web"); got != "web-lava-outputs" {
+		t.Errorf("OutputsSecretName(web) = %q", got)
+	}
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 60) + "z"
+	seen := map[string]string{}
+	for _, name := range []string{long, long[:252] + "y", strings.Repeat("x", 222) + "." + strings.Repeat("y", 30), strings.Repeat("n", 240), strings.Repeat("n", 241)} {
+		got := OutputsSecretName(name)
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) != 0 {
+			t.Errorf("OutputsSecretName(%d characters) = %q: %v", len(name), got, errs)
+		}
+		if prev, dup := seen[got]; dup {
+			t.Errorf("%q and %q map to the same Secret %q", prev, name, got)
+		}
+		seen[got] = name
+	}
+	if got := OutputsSecretName(strings.Repeat("n", 240)); got != strings.Repeat("n", 240)+"-lava-outputs" {
+		t.Errorf("a 240-character name is cut: %q", got)
 	}
 }

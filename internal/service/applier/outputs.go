@@ -2,24 +2,56 @@ package applier
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
 
+// architectureKey names the LavaArchitecture on its outputs Secret: always as an annotation, and
+// as a label when the name fits a label value (at most 63 characters).
+const architectureKey = "lava.pleme.io/architecture"
+
+// secretLabels are the outputs Secret's labels for the LavaArchitecture name.
+func secretLabels(name string) map[string]string {
+	l := map[string]string{"app.kubernetes.io/managed-by": "lava"}
+	if len(validation.IsValidLabelValue(name)) == 0 {
+		l[architectureKey] = name
+	}
+	return l
+}
+
+// outputsSuffix ends every outputs Secret's name.
+const outputsSuffix = "-lava-outputs"
+
 // OutputsSecretName is the Secret holding a resource's sensitive outputs: "<name>-lava-outputs".
-func OutputsSecretName(name string) string { return name + "-lava-outputs" }
+// A name too long for that (a Secret's name is a DNS subdomain of at most 253 characters, so
+// names over 240) is cut to its first 223 characters (trailing dots and dashes dropped), followed
+// by "-" and the first 16 hex digits of the SHA-256 of the whole name: unique per name, and a
+// valid Secret name (docs/design/0008, "Long names").
+func OutputsSecretName(name string) string {
+	const maxName = 253
+	if len(name)+len(outputsSuffix) <= maxName {
+		return name + outputsSuffix
+	}
+	sum := sha256.Sum256([]byte(name))
+	prefix := strings.TrimRight(name[:maxName-len(outputsSuffix)-1-16], ".-")
+	return prefix + "-" + hex.EncodeToString(sum[:8]) + outputsSuffix
+}
 
 // ErrOutputsSecretNotOwned: the outputs Secret exists without an ownerReference to the
 // LavaArchitecture's UID, so the applier does not write it.
@@ -115,7 +147,8 @@ func writeOutputs(ctx context.Context, kube access, res *lavav1.ResourceRef, out
 		sec = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: res.GetNamespace(), Name: name,
-				Labels: map[string]string{"app.kubernetes.io/managed-by": "lava", "lava.pleme.io/architecture": res.GetName()},
+				Labels:      secretLabels(res.GetName()),
+				Annotations: map[string]string{architectureKey: res.GetName()},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "lava.pleme.io/v1alpha1", Kind: "LavaArchitecture",
 					Name: res.GetName(), UID: types.UID(res.GetUid())}},
 			},

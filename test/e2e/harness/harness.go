@@ -9,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +54,19 @@ type Options struct {
 	Args map[string][]string
 	// ReadyTimeout bounds the wait for every /readyz (default 90s).
 	ReadyTimeout time.Duration
+	// NATSServers is the number of nats-server processes (default 1). 3 runs a JetStream
+	// cluster joined by routes (natstest.RunCluster): the topology is created at R3 (`lava nats
+	// bootstrap --replicas 3`), every service gets `--replicas 3` and the URL list of all three.
+	NATSServers int
+	// Replicas is the number of processes per service name (default 1): the first is named
+	// after the service, the others <service>-2, <service>-3, ... ([Env.Replicas]), each with its
+	// own ports, --holder and work directory; the watchers elect a leader.
+	Replicas map[string]int
+	// TestkitMirror gives the applier and drift the provider mirror of
+	// tofutest.TestkitMirror: example/testkit 0.3.0 with its per-address create counter
+	// (test/provider/testkit) instead of the tools' 0.1.0. The tofu engine's CLI configuration
+	// still names the tools' mirror: use the embedded engine with it.
+	TestkitMirror bool
 }
 
 // Env is a running installation: the API server, NATS and the services.
@@ -64,7 +79,8 @@ type Env struct {
 	BinDir string
 	// Kubeconfig is the admin kubeconfig of the API server.
 	Kubeconfig string
-	// NATSURL is nats://127.0.0.1:PORT: mutual TLS (PKI) and nkey authorization with the
+	// NATSURL is nats://127.0.0.1:PORT (comma-separated, one per server, with
+	// Options.NATSServers > 1): mutual TLS (PKI) and nkey authorization with the
 	// permissions `lava nats authorization` printed for the seeds in CredsDir; the topology was
 	// created by `lava nats bootstrap` (docs/security.md).
 	NATSURL string
@@ -72,6 +88,10 @@ type Env struct {
 	CredsDir string
 	// PKI is the CA, server and client certificates of NATS's TLS.
 	PKI *natstest.PKI
+	// NATS is the nats-server processes (one, or a cluster): kill, restart, find the meta leader.
+	NATS *natstest.Cluster
+	// Replicas is the JetStream replica count of the topology (Options.NATSServers, at most 3).
+	Replicas int
 	// PublicKeyFile holds attest's Ed25519 public key, 64 hex digits.
 	PublicKeyFile string
 	// KubectlBin is $KUBEBUILDER_ASSETS/kubectl.
@@ -79,15 +99,16 @@ type Env struct {
 	// Tofu is the OpenTofu tool directory with the provider mirror.
 	Tofu tofutest.Tools
 
-	tb    testing.TB
-	mu    sync.Mutex
-	procs map[string]*Proc
-	ports map[int]bool
+	providerDir string
+	tb          testing.TB
+	mu          sync.Mutex
+	procs       map[string]*Proc
+	ports       map[int]bool
 }
 
 // Proc is one process started by the harness.
 type Proc struct {
-	// Name is the service name (or "nats-server").
+	// Name is the service name.
 	Name string
 	// MetricsAddr, HealthAddr and ConnectAddr are host:port on 127.0.0.1 (empty when unused).
 	MetricsAddr, HealthAddr, ConnectAddr string
@@ -157,13 +178,18 @@ func Start(tb testing.TB, o Options) *Env {
 		tb.Fatal("harness: LAVA_NATS_SERVER_BIN is not set: run `make tools-nats` and the test through make")
 	}
 	tool(tb, natsBin, "nats-server", "tools-nats")
+	servers := max(o.NATSServers, 1)
 	root, err := RepoRoot()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	e := &Env{Root: root, Dir: tb.TempDir(), KubectlBin: filepath.Join(assets, "kubectl"), Tofu: tofutest.Tofu(tb),
-		tb: tb, procs: map[string]*Proc{}, ports: map[int]bool{}}
+		Replicas: min(servers, 3), tb: tb, procs: map[string]*Proc{}, ports: map[int]bool{}}
 	e.BinDir = filepath.Join(e.Dir, "bin")
+	e.providerDir = e.Tofu.Mirror
+	if o.TestkitMirror {
+		e.providerDir = tofutest.TestkitMirror(tb, e.Tofu)
+	}
 	for _, d := range []string{e.BinDir, filepath.Join(e.Dir, "logs"), filepath.Join(e.Dir, "work")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			tb.Fatal(err)
@@ -182,18 +208,21 @@ func Start(tb testing.TB, o Options) *Env {
 	e.build(tb, services)
 	e.startKube(tb, assets)
 	e.keys(tb)
-	e.startNATS(tb, natsBin)
+	e.startNATS(tb, servers)
 	e.bootstrap(tb)
 	e.installCRDs(tb)
+	var names []string
 	for _, s := range services {
-		e.startService(tb, s, o.Args[s])
+		for k := 1; k <= max(o.Replicas[s], 1); k++ {
+			names = append(names, e.startService(tb, s, k, o.Args[s]))
+		}
 	}
 	timeout := o.ReadyTimeout
 	if timeout == 0 {
 		timeout = 90 * time.Second
 	}
-	for _, s := range services {
-		e.waitReady(tb, s, timeout)
+	for _, name := range names {
+		e.waitReady(tb, name, timeout)
 	}
 	return e
 }
@@ -325,29 +354,20 @@ func (e *Env) addr(tb testing.TB) string {
 	return "127.0.0.1:" + strconv.Itoa(p)
 }
 
-// startNATS runs nats-server with JetStream on its own port, store under Dir/nats, from a
-// configuration file: mutual TLS with e.PKI and the authorization block `lava nats
-// authorization` prints for the identities in e.CredsDir (no anonymous client).
-func (e *Env) startNATS(tb testing.TB, bin string) {
+// startNATS runs n nats-server processes with JetStream (natstest.RunCluster: routes between
+// them when n > 1), stores and logs under Dir/nats, each from a configuration file with mutual
+// TLS (e.PKI) and the authorization block `lava nats authorization` prints for the identities in
+// e.CredsDir (no anonymous client).
+func (e *Env) startNATS(tb testing.TB, n int) {
 	tb.Helper()
-	client, mon := e.addr(tb), e.addr(tb)
-	_, cport, _ := net.SplitHostPort(client)
-	_, mport, _ := net.SplitHostPort(mon)
 	auth, err := e.Lava(tb.Context(), "nats", "authorization", e.CredsDir)
 	if err != nil {
 		tb.Fatalf("harness: %v", err)
 	}
-	conf := fmt.Sprintf("listen: \"127.0.0.1:%s\"\nhttp: \"127.0.0.1:%s\"\njetstream { store_dir: %q }\n"+
-		"tls { cert_file: %q, key_file: %q, ca_file: %q, verify: true, timeout: 5 }\n%s",
-		cport, mport, filepath.Join(e.Dir, "nats"), e.PKI.ServerCert, e.PKI.ServerKey, e.PKI.CAFile, auth)
-	confFile := filepath.Join(e.Dir, "nats.conf")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	p := e.spawn(tb, "nats-server", bin, []string{"-c", confFile}, nil)
-	p.HealthAddr = mon
-	e.NATSURL = "nats://" + client
-	e.waitHTTP(tb, p, "http://"+mon+"/healthz?js-enabled-only=true", 30*time.Second)
+	extra := fmt.Sprintf("tls { cert_file: %q, key_file: %q, ca_file: %q, verify: true, timeout: 5 }\n%s",
+		e.PKI.ServerCert, e.PKI.ServerKey, e.PKI.CAFile, auth)
+	e.NATS = natstest.RunCluster(tb, natstest.ClusterConfig{Size: n, Name: "lava-e2e", Extra: extra, Dir: filepath.Join(e.Dir, "nats")})
+	e.NATSURL = e.NATS.URLs()
 }
 
 // natsEnv are the LAVA_NATS_* variables of the lava CLI: the bootstrap (admin) identity over
@@ -381,7 +401,7 @@ func (e *Env) ConnectAs(tb testing.TB, identity string) *nats.Conn {
 // services only check it.
 func (e *Env) bootstrap(tb testing.TB) {
 	tb.Helper()
-	if _, err := e.Lava(tb.Context(), "nats", "bootstrap", "--nats-url", e.NATSURL); err != nil {
+	if _, err := e.Lava(tb.Context(), "nats", "bootstrap", "--nats-url", e.NATSURL, "--replicas", strconv.Itoa(e.Replicas)); err != nil {
 		tb.Fatalf("harness: %v", err)
 	}
 }
@@ -415,14 +435,24 @@ func (e *Env) keys(tb testing.TB) {
 	}
 }
 
-// serviceArgs is the production-like command line of one service.
+// ReplicaName is the process name of replica k (1-based) of service: the service's name for the
+// first, <service>-<k> for the others.
+func ReplicaName(service string, k int) string {
+	if k <= 1 {
+		return service
+	}
+	return service + "-" + strconv.Itoa(k)
+}
+
+// serviceArgs is the production-like command line of replica p.Name of service name.
 func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 	tb.Helper()
+	suffix := strings.TrimPrefix(p.Name, name) // "" or "-2", ...
 	p.MetricsAddr, p.HealthAddr = e.addr(tb), e.addr(tb)
 	args := append(e.natsArgs(name), "--metrics-addr", p.MetricsAddr, "--health-addr", p.HealthAddr,
-		"--log-format", "json", "--log-level", "info")
+		"--log-format", "json", "--log-level", "info", "--replicas", strconv.Itoa(e.Replicas))
 	work := func() string {
-		d := filepath.Join(e.Dir, "work", name)
+		d := filepath.Join(e.Dir, "work", p.Name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			tb.Fatal(err)
 		}
@@ -435,9 +465,9 @@ func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 		p.ConnectAddr = e.addr(tb)
 		args = append(args, "--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--connect-addr", p.ConnectAddr)
 	case Applier:
-		args = append(args, "--holder", "applier-e2e", "--provider-dir", e.Tofu.Mirror, "--tofu-bin", e.Tofu.Bin, "--work-dir", work())
+		args = append(args, "--holder", "applier-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work())
 	case Drift:
-		args = append(args, "--holder", "drift-e2e", "--provider-dir", e.Tofu.Mirror, "--tofu-bin", e.Tofu.Bin, "--work-dir", work())
+		args = append(args, "--holder", "drift-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work())
 	case Attest:
 		p.ConnectAddr = e.addr(tb)
 		args = append(args, "--signing-key-file", filepath.Join(e.Dir, "attest-signing.key"), "--connect-addr", p.ConnectAddr)
@@ -448,15 +478,17 @@ func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 	return args
 }
 
-func (e *Env) startService(tb testing.TB, name string, extra []string) {
+// startService starts replica k of service name and returns its process name.
+func (e *Env) startService(tb testing.TB, name string, k int, extra []string) string {
 	tb.Helper()
-	p := &Proc{Name: name}
+	p := &Proc{Name: ReplicaName(name, k)}
 	args := append(e.serviceArgs(tb, name, p), extra...)
 	// Production reads the kubeconfig from the pod; here every service with Kubernetes access
 	// gets the admin kubeconfig. TF_CLI_CONFIG_FILE: this machine's points at a missing file.
 	env := []string{"KUBECONFIG=" + e.Kubeconfig, "TF_CLI_CONFIG_FILE=" + e.Tofu.CLIConfig, "CHECKPOINT_DISABLE=1"}
-	q := e.spawn(tb, name, filepath.Join(e.BinDir, name), args, env)
+	q := e.spawn(tb, p.Name, filepath.Join(e.BinDir, name), args, env)
 	q.MetricsAddr, q.HealthAddr, q.ConnectAddr = p.MetricsAddr, p.HealthAddr, p.ConnectAddr
+	return p.Name
 }
 
 // spawn starts bin in its own process group, logging to Dir/logs/NAME.log. The inherited
@@ -651,11 +683,14 @@ func (e *Env) Tails(n int) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var b strings.Builder
-	for _, name := range append([]string{"nats-server"}, Services()...) {
-		p := e.procs[name]
-		if p == nil {
-			continue
+	if e.NATS != nil {
+		for _, s := range e.NATS.Nodes {
+			fmt.Fprintf(&b, "----- nats-server %s (%s), last %d lines -----\n%s\n", s.Name(), s.LogPath(), n, tail(s.LogPath(), n))
 		}
+	}
+	names := slices.Sorted(maps.Keys(e.procs))
+	for _, name := range names {
+		p := e.procs[name]
 		fmt.Fprintf(&b, "----- %s (%s), last %d lines -----\n%s\n", name, p.LogPath, n, tail(p.LogPath, n))
 	}
 	for _, f := range []string{"apiserver.log", "kcm.log"} {

@@ -4,6 +4,9 @@ package natstest_test
 
 import (
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -29,5 +32,59 @@ func TestRunBinary_restartKeepsStreams(t *testing.T) {
 	}
 	if info.State.Msgs != 1 {
 		t.Fatalf("after restart the stream holds %d messages, want 1", info.State.Msgs)
+	}
+}
+
+// TestRunCluster_survivesTheMetaLeader: three servers with routes hold an R3 stream; with the
+// JetStream meta leader SIGKILLed, the two others elect a new one and the stream takes
+// publishes; the killed server comes back caught up.
+func TestRunCluster_survivesTheMetaLeader(t *testing.T) {
+	c := natstest.RunCluster(t, natstest.ClusterConfig{})
+	ctx := t.Context()
+	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "t.x", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := c.MetaLeader(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader.Kill()
+	next, err := c.MetaLeader(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == leader {
+		t.Fatalf("the killed server %s is still named meta leader", leader.Name())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err = js.Publish(ctx, "t.y", []byte("y")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publish with %s down: %v", leader.Name(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	leader.Start()
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 || info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("after the meta leader's loss the stream is %+v (cluster %+v), want 2 messages at R3", info.State, info.Cluster)
 	}
 }

@@ -1,17 +1,9 @@
 package natstest
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -166,122 +158,4 @@ func connect(tb testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstr
 		tb.Fatalf("natstest: jetstream: %v", err)
 	}
 	return nc, js
-}
-
-// Binary is a nats-server process started from the binary named by $LAVA_NATS_SERVER_BIN, on a
-// fixed loopback port chosen at start, so clients reconnect to the same URL after [Binary.Restart].
-type Binary struct {
-	tb       testing.TB
-	bin      string
-	storeDir string
-	port     int
-	logPath  string
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-}
-
-// RunBinary starts nats-server -js with its store in storeDir and registers a cleanup that
-// stops it. A missing $LAVA_NATS_SERVER_BIN or binary fails the test, naming `make tools-nats`.
-func RunBinary(tb testing.TB, storeDir string) *Binary {
-	tb.Helper()
-	bin := os.Getenv(EnvServerBin)
-	if bin == "" {
-		tb.Fatalf("natstest: $%s is not set: build nats-server with `make tools-nats` and run tests through make (or export %s=~/.cache/lava/tools/nats-server-v2.15.2/nats-server)", EnvServerBin, EnvServerBin)
-	}
-	if st, err := os.Stat(bin); err != nil || st.IsDir() {
-		tb.Fatalf("natstest: nats-server binary %s missing (%v): build it with `make tools-nats`", bin, err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("natstest: pick a port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		tb.Fatalf("natstest: release port: %v", err)
-	}
-	b := &Binary{tb: tb, bin: bin, storeDir: storeDir, port: port, logPath: filepath.Join(tb.TempDir(), "nats-server.log")}
-	tb.Cleanup(b.Stop)
-	b.start()
-	return b
-}
-
-// URL is the client URL, the same across restarts.
-func (b *Binary) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(b.port) }
-
-// Connect opens a connection that reconnects forever (every 50ms) across restarts, and a
-// JetStream context on it; both are closed at the end of the test.
-func (b *Binary) Connect(tb testing.TB) (*nats.Conn, jetstream.JetStream) {
-	tb.Helper()
-	return connect(tb, b.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
-		nats.RetryOnFailedConnect(true))
-}
-
-func (b *Binary) start() {
-	b.tb.Helper()
-	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		b.tb.Fatalf("natstest: open log: %v", err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(b.bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(b.port), "--store_dir", b.storeDir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// The server dies with the test process, even when that is killed (a timeout, SIGKILL):
-	// nothing a test starts outlives it (TestNoChildOutlivesAKilledTest in testutil/kubetest).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		b.tb.Fatalf("natstest: start %s: %v", b.bin, err)
-	}
-	b.mu.Lock()
-	b.cmd = cmd
-	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(b.tb.Context(), startTimeout)
-	defer cancel()
-	for {
-		nc, err := nats.Connect(b.URL(), nats.Timeout(time.Second))
-		if err == nil {
-			js, jerr := jetstream.New(nc)
-			if jerr == nil {
-				_, jerr = js.AccountInfo(ctx)
-			}
-			nc.Close()
-			if jerr == nil {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			log, _ := os.ReadFile(b.logPath)
-			b.tb.Fatalf("natstest: nats-server on port %d not ready: %v\n%s", b.port, err, log)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// Stop stops the server (SIGTERM, then SIGKILL after 10s) and waits for it. Safe to call when
-// already stopped.
-func (b *Binary) Stop() {
-	b.mu.Lock()
-	cmd := b.cmd
-	b.cmd = nil
-	b.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-// Restart stops the server and starts it again on the same port and store.
-func (b *Binary) Restart() {
-	b.tb.Helper()
-	b.Stop()
-	b.start()
 }
