@@ -183,6 +183,10 @@ const (
 	// --no-cross-namespace-refs, chart value tenancy.noCrossNamespaceRefs; DependenciesReady
 	// False, the message names each reference).
 	ReasonCrossNamespaceRefRefused = "CrossNamespaceRefRefused"
+	// ReasonBindingSourceNotFound: a ConfigMap, Secret or LavaArchitecture named by
+	// spec.bindingsFrom does not exist (DependenciesReady False, the message names it); nothing
+	// new is rendered until it exists again.
+	ReasonBindingSourceNotFound = "BindingSourceNotFound"
 	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
 	ReasonDependenciesSatisfied = "DependenciesSatisfied"
 

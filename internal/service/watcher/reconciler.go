@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,15 +34,19 @@ import (
 // reconciler reconciles one LavaArchitecture: finalizer, suspend, dependencies, policy, and
 // the ResourceObserved / DeletionRequested it publishes.
 type reconciler struct {
-	c         client.Client // cached reads, writes
-	core      *Core
-	rec       recorder.EventRecorder
-	pub       *bus.Publisher
-	resources jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
-	deps      resolver
-	clock     func() time.Time
-	metrics   *Metrics
-	log       *slog.Logger
+	c      client.Client // cached reads, writes
+	reader client.Reader // uncached reads: the ConfigMaps and Secrets of spec.bindingsFrom
+	// bindingsKey keys the digest of Secret bindings ([Config].BindingsKey); empty: Secrets
+	// contribute their resourceVersion.
+	bindingsKey []byte
+	core        *Core
+	rec         recorder.EventRecorder
+	pub         *bus.Publisher
+	resources   jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
+	deps        resolver
+	clock       func() time.Time
+	metrics     *Metrics
+	log         *slog.Logger
 }
 
 var _ reconcile.Reconciler = (*reconciler)(nil)
@@ -81,7 +86,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, fresh)
+		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, "", fresh)
 	}
 	if r.conditionTrue(obj, v1alpha1.ConditionSuspended) {
 		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
@@ -90,6 +95,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	deps, err := r.deps.resolve(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	bindings, missing, err := r.bindingsDigest(ctx, obj)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -106,7 +115,14 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.metrics.incHeld(heldDependencies)
 		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
 			Reason: v1alpha1.ReasonDependencyNotReady, Message: deps.message()})
-	case deps.has():
+	case missing != "":
+		// A bindingsFrom source is gone: nothing new is rendered until it exists again (its
+		// watch enqueues obj then); what was applied stays.
+		r.metrics.incHeld(heldDependencies)
+		r.logMissing(obj, missing)
+		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+			Reason: v1alpha1.ReasonBindingSourceNotFound, Message: missing})
+	case deps.has() || r.bindingsHeld(obj):
 		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesSatisfied}); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -116,7 +132,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || !ok {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, fresh)
+	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, bindings, fresh)
 }
 
 // policy is obj's effective remediation policy; ok is false (and err nil) while the
@@ -144,17 +160,21 @@ func (r *reconciler) policy(ctx context.Context, obj *v1alpha1.LavaArchitecture)
 }
 
 // ObservedTrigger is the trigger of the ResourceObserved for obj's current state:
-// "generation:<n>" when nothing forces a pass; otherwise "reconcile:<annotation value>" and/or
+// "generation:<n>" when nothing forces a pass; otherwise "reconcile:<annotation value>",
 // "policy:<resourceVersion of the referenced RemediationPolicy>" (policyRV, empty without a
-// reference), joined by ";" in that order. The generation is an input of the event id in
-// every case, so a new generation always gets a new id.
-func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
+// reference) and/or "bindings:<digest of the bindingsFrom sources>" (bindings, empty without
+// bindingsFrom; [reconciler.bindingsDigest]), joined by ";" in that order. The generation is
+// an input of the event id in every case, so a new generation always gets a new id.
+func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV, bindings string) string {
 	var parts []string
 	if v := obj.Annotations[v1alpha1.ReconcileRequestedAnnotation]; v != "" {
 		parts = append(parts, eventid.ReconcileTrigger(v))
 	}
 	if policyRV != "" {
 		parts = append(parts, eventid.PolicyTrigger(policyRV))
+	}
+	if bindings != "" {
+		parts = append(parts, eventid.BindingsTrigger(bindings))
 	}
 	if len(parts) == 0 {
 		return eventid.GenerationTrigger(obj.Generation)
@@ -172,14 +192,16 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
 //
 // fresh says obj is new (this reconcile added its finalizer to an object never observed): no
 // ResourceObserved can exist for it, so the stream is not asked.
-func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, fresh bool) error {
+//
+// bindings is the digest of obj's bindingsFrom sources ("" without them), part of the trigger.
+func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, bindings string, fresh bool) error {
 	ro := &lavav1.ResourceObserved{
 		Spec:         SpecMirror(obj.Spec),
 		Remediation:  policy,
 		Dependencies: deps,
 		Labels:       obj.Labels,
 	}
-	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion())
+	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion(), bindings)
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
 	if !fresh {
@@ -332,7 +354,8 @@ func deletionStarted() predicate.Predicate {
 }
 
 // dependencyChanged passes the changes of a LavaArchitecture that its dependents care about:
-// creation, deletion, a new generation, and a new phase or observedGeneration.
+// creation, deletion, a new generation, a new phase or observedGeneration, and new outputs
+// (bound by spec.bindingsFrom outputsRef).
 func dependencyChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.LavaArchitecture)
@@ -341,7 +364,8 @@ func dependencyChanged() predicate.Predicate {
 			return false
 		}
 		return o.Generation != n.Generation || o.Status.Phase != n.Status.Phase ||
-			o.Status.ObservedGeneration != n.Status.ObservedGeneration
+			o.Status.ObservedGeneration != n.Status.ObservedGeneration ||
+			o.Status.OutputsSecret != n.Status.OutputsSecret || !equality.Semantic.DeepEqual(o.Status.Outputs, n.Status.Outputs)
 	}, GenericFunc: func(event.GenericEvent) bool { return false }}
 }
 
@@ -412,6 +436,14 @@ func indexes(ctx context.Context, idx client.FieldIndexer, cluster string) error
 		}
 		return []string{a.Spec.RemediationPolicyRef.Name}
 	})
+	if err == nil {
+		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexBindingRef, func(o client.Object) []string {
+			if a, ok := o.(*v1alpha1.LavaArchitecture); ok {
+				return bindingRefKeys(a)
+			}
+			return nil
+		})
+	}
 	if err == nil {
 		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexDependsOn, func(o client.Object) []string {
 			if a, ok := o.(*v1alpha1.LavaArchitecture); ok {

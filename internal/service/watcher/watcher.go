@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -82,6 +83,11 @@ type Config struct {
 	// LavaArchitectureDependency from/to): the object's DependenciesReady is False with reason
 	// CrossNamespaceRefRefused and nothing is published for it (docs/security.md).
 	NoCrossNamespaceRefs bool
+	// BindingsKey is the installation's bindings key (synth's --bindings-key-file): the BLAKE3
+	// key of the Secret data in the bindings digest of the ResourceObserved trigger. Empty:
+	// Secrets contribute their resourceVersion (a metadata-only change then starts a render
+	// too).
+	BindingsKey []byte
 	// ControllerName names the controller. Default [DefaultControllerName].
 	ControllerName string
 	// PhaseConsumer is the durable consumer on LAVA_PHASES. Default "watcher" (declared by
@@ -233,7 +239,8 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 		core.cfg.Namespaces = func(ns string) bool { return watched[ns] }
 	}
 	r := &reconciler{
-		c: mgr.GetClient(), core: core, rec: rec, pub: pub, resources: resources,
+		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey,
+		core: core, rec: rec, pub: pub, resources: resources,
 		deps:  resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
 		clock: o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
 	}
@@ -245,6 +252,12 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 			builder.WithPredicates(dependencyChanged())).
 		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyUsers)).
 		Watches(&v1alpha1.LavaArchitectureDependency{}, handler.EnqueueRequestsFromMapFunc(r.edgeDependent)).
+		// The ConfigMaps and Secrets of spec.bindingsFrom: metadata only (no Secret value in the
+		// cache); a change of one enqueues the objects that bind it (IndexBindingRef).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindConfigMap)),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindSecret)),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 			SkipNameValidation:      ptr.To(true),

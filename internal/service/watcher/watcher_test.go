@@ -163,7 +163,7 @@ func TestObservedTrigger(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Generation: 7, Annotations: tt.annotations}}
-			if got := watcher.ObservedTrigger(obj, tt.policyRV); got != tt.want {
+			if got := watcher.ObservedTrigger(obj, tt.policyRV, ""); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
