@@ -339,7 +339,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Kubeconfig != "" {
 		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
 			return watcher.Run(ctx, watcher.Options{Common: common(bus.ServiceWatcher), Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI,
-				BindingsKeyFile: keyFile})
+				BindingsKeyFile: keyFile, WatchSecrets: true})
 		})
 		kv, err := newKubeView(kube, o.Namespaces)
 		if err != nil {

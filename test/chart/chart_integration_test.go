@@ -300,6 +300,7 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 			{"", "lava.pleme.io", "lavaarchitecturedependencies", "get"}, {"", "lava.pleme.io", "lavaarchitecturedependencies", "list"},
 			{"", "lava.pleme.io", "lavaarchitecturedependencies", "watch"},
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
+			{"", "", "configmaps", "get"}, {"", "", "configmaps", "list"}, {"", "", "configmaps", "watch"},
 		},
 		"synth":   {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"applier": {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},

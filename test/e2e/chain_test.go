@@ -19,7 +19,8 @@ import (
 
 // chainManifests: a producer whose greeting comes from the ConfigMap "chain-greeting" and whose
 // output message is the file's content, and a consumer that binds that output (bindingsFrom
-// outputsRef) into a file of its own. DIR is replaced by the test.
+// outputsRef) into a file of its own, and its sensitive output token (from the producer's
+// outputs Secret) into another. DIR is replaced by the test.
 const chainManifests = `apiVersion: v1
 kind: ConfigMap
 metadata: {name: chain-greeting, namespace: demo}
@@ -34,7 +35,7 @@ spec:
       (deflava-architecture chain-producer
         :inputs ((:dir "/tmp") (:greeting "hello"))
         :resources ((local-file "p" :filename "{dir}/producer.txt" :content "{greeting}"))
-        :outputs (:message (ref local-file "p" content)))
+        :outputs (:message (ref local-file "p" content) :token (sensitive "chain-token-0123456789")))
   bindings: {dir: DIR}
   bindingsFrom:
   - configMapRef: {name: chain-greeting}
@@ -46,14 +47,17 @@ spec:
   source:
     inline: |
       (deflava-architecture chain-consumer
-        :inputs ((:dir "/tmp") (:message "none"))
-        :resources ((local-file "c" :filename "{dir}/consumer.txt" :content "got {message}")))
+        :inputs ((:dir "/tmp") (:message "none") (:token "none"))
+        :resources ((local-file "c" :filename "{dir}/consumer.txt" :content "got {message}")
+                    (local-file "t" :filename "{dir}/token.txt" :content "{token}")))
   bindings: {dir: DIR}
   bindingsFrom:
   - outputsRef: {name: chain-producer, key: message}
+  - outputsRef: {name: chain-producer, key: token}
 `
 
-// testChain: the consumer reaches Applied after the producer, with the producer's output; a
+// testChain: the consumer reaches Applied after the producer, with the producer's outputs (the
+// sensitive one never in either object's status or events); a
 // change of the producer's bound ConfigMap re-renders and re-applies the producer and then
 // the consumer, with no spec change; deleting the ConfigMap is a BindingSourceNotFound
 // condition on the producer.
@@ -73,6 +77,19 @@ func testChain(ctx context.Context, t *testing.T, env *harness.Env, kc client.Cl
 	}
 	checkFile(t, filepath.Join(dir, "producer.txt"), "hola")
 	checkFile(t, filepath.Join(dir, "consumer.txt"), "got hola")
+	// The sensitive output travels through the producer's outputs Secret only.
+	checkFile(t, filepath.Join(dir, "token.txt"), "chain-token-0123456789")
+	if _, ok := p.Status.Outputs["token"]; ok || p.Status.OutputsSecret == "" {
+		t.Errorf("producer status outputs %v, outputsSecret %q: want token only in the outputs Secret", p.Status.Outputs, p.Status.OutputsSecret)
+	}
+	for _, r := range []resource{producer, consumer} {
+		if desc := describe(ctx, t, env, r); strings.Contains(desc, "chain-token-0123456789") {
+			t.Errorf("%s: kubectl describe shows the sensitive output:\n%s", r, desc)
+		}
+		if out, _ := env.Kubectl(ctx, "", "get", "lava", r.name, "-n", r.ns, "-o", "yaml"); strings.Contains(out, "chain-token-0123456789") {
+			t.Errorf("%s: the object shows the sensitive output", r)
+		}
+	}
 
 	// The ConfigMap changes; neither spec does.
 	if _, err := env.Kubectl(ctx, "", "patch", "configmap", "chain-greeting", "-n", "demo", "--type=merge",

@@ -81,7 +81,8 @@ func outputsRefTargets(a *v1alpha1.LavaArchitecture) []types.NamespacedName {
 // resourceVersion only, so nothing derived from a Secret value is published); a
 // LavaArchitecture's status.outputs and, the same way as a Secret, its outputs Secret.
 // ConfigMaps and Secrets are read through the API reader (the watcher caches only their
-// metadata). missing names the first source that does not exist ("" when all do).
+// metadata); without [Config].WatchSecrets no Secret is read and Secrets contribute nothing.
+// missing names the first source that does not exist ("" when all do).
 func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchitecture) (digest, missing string, err error) {
 	refs := bindingRefs(obj)
 	if len(refs) == 0 {
@@ -111,6 +112,9 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 				field(string(cm.BinaryData[k]))
 			}
 		case bindingKindSecret:
+			if !r.watchSecrets {
+				continue
+			}
 			ok, err := r.secretDigest(ctx, key, field)
 			if err != nil {
 				return "", "", err
@@ -130,7 +134,7 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 				field(k)
 				field(string(p.Status.Outputs[k].Raw))
 			}
-			if p.Status.OutputsSecret != "" {
+			if p.Status.OutputsSecret != "" && r.watchSecrets {
 				// Absent outputs Secret: the producer has not written its sensitive outputs yet
 				// (its phase gates the consumer); it contributes nothing.
 				if _, err := r.secretDigest(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: p.Status.OutputsSecret}, field); err != nil {

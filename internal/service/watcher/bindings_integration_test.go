@@ -26,7 +26,9 @@ import (
 // BindingSourceNotFound with nothing published, and its return publishes again.
 func (e *env) testLiveBindings(t *testing.T) {
 	ns := e.kube.Namespace(t)
-	e.startWatcher(t, ns, "bindings", func(c *watcher.Config) { c.BindingsKey = []byte(strings.Repeat("k", 32)) })
+	e.startWatcher(t, ns, "bindings", func(c *watcher.Config) {
+		c.BindingsKey, c.WatchSecrets = []byte(strings.Repeat("k", 32)), true
+	})
 	const secretValue = "hunter2-very-secret-value"
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Data: map[string]string{"cidr": "10.0.0.0/16"}}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"token": []byte(secretValue)}}

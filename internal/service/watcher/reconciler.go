@@ -39,14 +39,16 @@ type reconciler struct {
 	// bindingsKey keys the digest of Secret bindings ([Config].BindingsKey); empty: Secrets
 	// contribute their resourceVersion.
 	bindingsKey []byte
-	core        *Core
-	rec         recorder.EventRecorder
-	pub         *bus.Publisher
-	resources   jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
-	deps        resolver
-	clock       func() time.Time
-	metrics     *Metrics
-	log         *slog.Logger
+	// watchSecrets is [Config].WatchSecrets: without it Secrets are not read at all.
+	watchSecrets bool
+	core         *Core
+	rec          recorder.EventRecorder
+	pub          *bus.Publisher
+	resources    jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
+	deps         resolver
+	clock        func() time.Time
+	metrics      *Metrics
+	log          *slog.Logger
 }
 
 var _ reconcile.Reconciler = (*reconciler)(nil)

@@ -83,6 +83,12 @@ type Config struct {
 	// LavaArchitectureDependency from/to): the object's DependenciesReady is False with reason
 	// CrossNamespaceRefRefused and nothing is published for it (docs/security.md).
 	NoCrossNamespaceRefs bool
+	// WatchSecrets watches the Secrets of spec.bindingsFrom (and the outputs Secrets of
+	// outputsRef producers) like ConfigMaps. It needs get, list and watch on secrets, which
+	// Kubernetes RBAC cannot limit to metadata, so it is off by default (chart value
+	// watcher.watchSecrets): then a bound Secret neither enters the bindings digest nor is
+	// checked for existence (synth reports a missing one when it renders).
+	WatchSecrets bool
 	// BindingsKey is the installation's bindings key (synth's --bindings-key-file): the BLAKE3
 	// key of the Secret data in the bindings digest of the ResourceObserved trigger. Empty:
 	// Secrets contribute their resourceVersion (a metadata-only change then starts a render
@@ -239,12 +245,12 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 		core.cfg.Namespaces = func(ns string) bool { return watched[ns] }
 	}
 	r := &reconciler{
-		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey,
+		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey, watchSecrets: o.WatchSecrets,
 		core: core, rec: rec, pub: pub, resources: resources,
 		deps:  resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
 		clock: o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(o.ControllerName).
 		For(&v1alpha1.LavaArchitecture{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, forcedPass(), deletionStarted()))).
@@ -255,14 +261,16 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 		// The ConfigMaps and Secrets of spec.bindingsFrom: metadata only (no Secret value in the
 		// cache); a change of one enqueues the objects that bind it (IndexBindingRef).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindConfigMap)),
-			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindSecret)),
-			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-			SkipNameValidation:      ptr.To(true),
-			ReconciliationTimeout:   time.Minute,
-		}).
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	if o.WatchSecrets {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindSecret)),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	}
+	err = b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		SkipNameValidation:      ptr.To(true),
+		ReconciliationTimeout:   time.Minute,
+	}).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("watcher: build controller: %w", err)
