@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/sha1" //nolint:gosec // local_file's id is the SHA-1 of its content
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,8 +20,8 @@ import (
 
 // chainManifests: a producer whose greeting comes from the ConfigMap "chain-greeting" and whose
 // output message is the file's content, and a consumer that binds that output (bindingsFrom
-// outputsRef) into a file of its own, and its sensitive output token (from the producer's
-// outputs Secret) into another. DIR is replaced by the test.
+// outputsRef) into a file of its own, and its sensitive output token (the file's id, from the
+// producer's outputs Secret) into another. DIR is replaced by the test.
 const chainManifests = `apiVersion: v1
 kind: ConfigMap
 metadata: {name: chain-greeting, namespace: demo}
@@ -35,7 +36,7 @@ spec:
       (deflava-architecture chain-producer
         :inputs ((:dir "/tmp") (:greeting "hello"))
         :resources ((local-file "p" :filename "{dir}/producer.txt" :content "{greeting}"))
-        :outputs (:message (ref local-file "p" content) :token (sensitive "chain-token-0123456789")))
+        :outputs (:message (ref local-file "p" content) :token (sensitive (ref local-file "p" id))))
   bindings: {dir: DIR}
   bindingsFrom:
   - configMapRef: {name: chain-greeting}
@@ -78,15 +79,17 @@ func testChain(ctx context.Context, t *testing.T, env *harness.Env, kc client.Cl
 	checkFile(t, filepath.Join(dir, "producer.txt"), "hola")
 	checkFile(t, filepath.Join(dir, "consumer.txt"), "got hola")
 	// The sensitive output travels through the producer's outputs Secret only.
-	checkFile(t, filepath.Join(dir, "token.txt"), "chain-token-0123456789")
+	// (local_file's id is the SHA-1 of its content; no spec holds it).
+	token := fmt.Sprintf("%x", sha1.Sum([]byte("hola")))
+	checkFile(t, filepath.Join(dir, "token.txt"), token)
 	if _, ok := p.Status.Outputs["token"]; ok || p.Status.OutputsSecret == "" {
 		t.Errorf("producer status outputs %v, outputsSecret %q: want token only in the outputs Secret", p.Status.Outputs, p.Status.OutputsSecret)
 	}
 	for _, r := range []resource{producer, consumer} {
-		if desc := describe(ctx, t, env, r); strings.Contains(desc, "chain-token-0123456789") {
+		if desc := describe(ctx, t, env, r); strings.Contains(desc, token) {
 			t.Errorf("%s: kubectl describe shows the sensitive output:\n%s", r, desc)
 		}
-		if out, _ := env.Kubectl(ctx, "", "get", "lava", r.name, "-n", r.ns, "-o", "yaml"); strings.Contains(out, "chain-token-0123456789") {
+		if out, _ := env.Kubectl(ctx, "", "get", "lava", r.name, "-n", r.ns, "-o", "yaml"); strings.Contains(out, token) {
 			t.Errorf("%s: the object shows the sensitive output", r)
 		}
 	}

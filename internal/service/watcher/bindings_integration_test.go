@@ -171,6 +171,31 @@ func (e *env) testOutputsBinding(t *testing.T) {
 	e.waitCount(t, bus.StreamResources, appSubject, 2)
 }
 
+// testSecretsNotWatched: without WatchSecrets (the chart's default) the watcher reads no
+// Secret: an object binding a missing Secret is observed (synth reports it when it renders), and
+// a Secret's change publishes nothing, while its ConfigMap stays live.
+func (e *env) testSecretsNotWatched(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	e.startWatcher(t, ns, "nosecrets")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Data: map[string]string{"cidr": "10.0.0.0/16"}}
+	e.create(t, cm)
+	e.create(t, newArch(ns, "app", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.BindingsFrom = []v1alpha1.BindingsSource{{ConfigMapRef: &v1alpha1.ObjectKeyReference{Name: "net"}},
+			{SecretRef: &v1alpha1.ObjectKeyReference{Name: "not-yet"}}}
+	}))
+	subject := bus.ResourceSubject(ns, "app", bus.EventObserved)
+	e.waitCount(t, bus.StreamResources, subject, 1)
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-yet"}, Data: map[string][]byte{"k": []byte("v")}})
+	consistently(t, time.Second, func() error {
+		if n := e.observedCount(t, ns, "app"); n != 1 {
+			return fmt.Errorf("%d ResourceObserved after a Secret appeared with WatchSecrets off, want 1", n)
+		}
+		return nil
+	})
+	e.update(t, cm, func() { cm.Data["cidr"] = "10.9.0.0/16" })
+	e.waitCount(t, bus.StreamResources, subject, 2)
+}
+
 // update applies mutate to obj (a ConfigMap or Secret) and updates it.
 func (e *env) update(t *testing.T, obj client.Object, mutate func()) {
 	t.Helper()
