@@ -164,7 +164,7 @@ func (e *env) testOutputsBinding(t *testing.T) {
 	s.publish(t, bus.ServiceApplier, ap, func(env *lavav1.Envelope) { ap.Envelope = env })
 	e.waitStatus(t, ns, "network", func(o *v1alpha1.LavaArchitecture) error {
 		if v := string(o.Status.Outputs["vpc_id"].Raw); v != `"vpc-2"` {
-			return fmt.Errorf("network outputs vpc_id %s", v)
+			return fmt.Errorf("network outputs vpc_id %s (phase %s, observedGeneration %d, conditions %v)", v, o.Status.Phase, o.Status.ObservedGeneration, o.Status.Conditions)
 		}
 		return nil
 	})
