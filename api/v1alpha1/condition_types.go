@@ -37,8 +37,9 @@ const (
 
 	// ConditionDependenciesReady (normal-true): every BlocksOn dependency (spec.dependsOn and
 	// LavaArchitectureDependency objects) reached its required phase. Absent without
-	// dependencies. False with ReasonDependencyNotReady (the message names what it waits for)
-	// or ReasonDependencyCycle.
+	// dependencies. False with ReasonDependencyNotReady (the message names what it waits for),
+	// ReasonDependencyCycle, or ReasonBindingSourceNotFound (a spec.bindingsFrom source is
+	// missing; spec.bindingsFrom outputsRef entries are dependencies too).
 	ConditionDependenciesReady = "DependenciesReady"
 
 	// ConditionSuspended (abnormal-true): spec.suspend is set; no new work is published.

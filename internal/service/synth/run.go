@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/lang/policy"
-	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
@@ -79,8 +79,8 @@ func (o *Options) Complete() error {
 	return err
 }
 
-// ReadBindingsKey is [render.ReadBindingsKey] (the watcher reads the same file).
-func ReadBindingsKey(path string) ([]byte, error) { return render.ReadBindingsKey(path) }
+// ReadBindingsKey is [bindingskey.Read] (the watcher reads the same file).
+func ReadBindingsKey(path string) ([]byte, error) { return bindingskey.Read(path) }
 
 // Run runs the synth service until ctx is cancelled (svc.Start: NATS, topology, metrics and
 // health; then RenderService and the consumers). It returns nil after a graceful shutdown.

@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
@@ -109,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 	o.KubeAPI.Apply(rc)
 	var key []byte
 	if o.BindingsKeyFile != "" {
-		if key, err = render.ReadBindingsKey(o.BindingsKeyFile); err != nil {
+		if key, err = bindingskey.Read(o.BindingsKeyFile); err != nil {
 			return err
 		}
 	}
