@@ -39,8 +39,9 @@ const (
 	// LavaArchitectureDependency objects) reached its required phase and the spec.sourceRef
 	// source (a dependency too) has a ready artifact. Absent without dependencies and source.
 	// False with ReasonDependencyNotReady (the message names what it waits for),
-	// ReasonDependencyCycle, ReasonSourceNotFound, ReasonSourceNotReady or
-	// ReasonCrossNamespaceRefRefused.
+	// ReasonDependencyCycle, ReasonSourceNotFound, ReasonSourceNotReady,
+	// ReasonCrossNamespaceRefRefused, or ReasonBindingSourceNotFound (a spec.bindingsFrom
+	// source is missing; spec.bindingsFrom outputsRef entries are dependencies too).
 	ConditionDependenciesReady = "DependenciesReady"
 
 	// ConditionSuspended (abnormal-true): spec.suspend is set; no new work is published.
@@ -208,6 +209,10 @@ const (
 	// --no-cross-namespace-refs, chart value tenancy.noCrossNamespaceRefs; DependenciesReady
 	// False, the message names each reference).
 	ReasonCrossNamespaceRefRefused = "CrossNamespaceRefRefused"
+	// ReasonBindingSourceNotFound: a ConfigMap, Secret or LavaArchitecture named by
+	// spec.bindingsFrom does not exist (DependenciesReady False, the message names it); nothing
+	// new is rendered until it exists again.
+	ReasonBindingSourceNotFound = "BindingSourceNotFound"
 	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
 	ReasonDependenciesSatisfied = "DependenciesSatisfied"
 

@@ -138,9 +138,11 @@ type LavaArchitectureSpec struct {
 	// +optional
 	RecordBindings map[string][]map[string]string `json:"recordBindings,omitempty"`
 
-	// bindingsFrom reads scalar bindings from ConfigMaps and Secrets in the object's namespace.
-	// Without a key every key of the object becomes a binding; with a key only that one. Later
-	// entries override earlier ones. Secret values never appear in status, events or logs.
+	// bindingsFrom reads scalar bindings from ConfigMaps, Secrets and other LavaArchitectures'
+	// outputs in the object's namespace. Without a key every key of the object becomes a
+	// binding; with a key only that one. Later entries override earlier ones. Secret values
+	// and sensitive outputs never appear in status, events or logs. A change of a referenced
+	// object's data starts a new render (docs/design/0016-live-bindings-and-outputs.md).
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	BindingsFrom []BindingsSource `json:"bindingsFrom,omitempty"`
@@ -324,9 +326,10 @@ type SourceReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// BindingsSource is one bindingsFrom entry: exactly one of configMapRef or secretRef.
+// BindingsSource is one bindingsFrom entry: exactly one of configMapRef, secretRef or
+// outputsRef.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.configMapRef) ? 1 : 0) + (has(self.secretRef) ? 1 : 0) == 1",message="spec.bindingsFrom[]: exactly one of configMapRef or secretRef must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.configMapRef) ? 1 : 0) + (has(self.secretRef) ? 1 : 0) + (has(self.outputsRef) ? 1 : 0) == 1",message="spec.bindingsFrom[]: exactly one of configMapRef, secretRef or outputsRef must be set"
 type BindingsSource struct {
 	// configMapRef reads bindings from a ConfigMap.
 	// +optional
@@ -335,6 +338,13 @@ type BindingsSource struct {
 	// secretRef reads bindings from a Secret.
 	// +optional
 	SecretRef *ObjectKeyReference `json:"secretRef,omitempty"`
+
+	// outputsRef reads bindings from the Terraform outputs of another LavaArchitecture in the
+	// same namespace (there is no namespace field: a reference never crosses a namespace):
+	// non-sensitive outputs from its status.outputs, sensitive ones from its outputs Secret.
+	// It implies a dependsOn entry on that object with phase Applied.
+	// +optional
+	OutputsRef *ObjectKeyReference `json:"outputsRef,omitempty"`
 }
 
 // ObjectKeyReference names an object in the referring object's namespace and, optionally, one

@@ -49,7 +49,7 @@ func TestCatalogShow(t *testing.T) {
 				`availability-zones  (:list-of :availability-zone :min-items 1)  no        ("us-east-1a" "us-east-1b" "us-east-1c")`,
 				`cidr                :cidr-block`,
 				"\nResources:\n  aws_vpc \"{name}-vpc\"\n  aws_internet_gateway \"{name}-igw\"\n  for each item of availability-zones:\n    aws_subnet \"{name}-public-{i}\"\n",
-				"Result (consumer contract, not rendered):\n  vpc-id\n",
+				"Outputs (rendered):\n  vpc-id = (ref aws-vpc \"{name}-vpc\" id)\n",
 				"aws-vpc-network, closed: a binding it does not declare is rejected",
 				"public-subnet-ids    (:list-of :string)",
 			},

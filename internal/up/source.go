@@ -387,7 +387,7 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 		}
 	}
 	ro := &lavav1.ResourceObserved{Spec: watcher.SpecMirror(obj.Spec), Remediation: policy, Labels: obj.Labels}
-	trigger := watcher.ObservedTrigger(obj, "")
+	trigger := watcher.ObservedTrigger(obj, "", "")
 	if r := obj.Annotations[AnnotationRetryEnvironment]; r != "" {
 		trigger += ";" + eventid.ReconcileTrigger("environment:"+r)
 	}

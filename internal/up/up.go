@@ -345,7 +345,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	changed := make(chan struct{}, 1)
 	if o.Kubeconfig != "" {
 		runSvc(bus.ServiceWatcher, func(ctx context.Context) error {
-			return watcher.Run(ctx, watcher.Options{Common: common(bus.ServiceWatcher), Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI})
+			return watcher.Run(ctx, watcher.Options{Common: common(bus.ServiceWatcher), Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI,
+				BindingsKeyFile: keyFile, WatchSecrets: true})
 		})
 		kv, err := newKubeView(kube, o.Namespaces)
 		if err != nil {

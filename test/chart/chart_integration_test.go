@@ -311,6 +311,7 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 			{"", "source.toolkit.fluxcd.io", "buckets", "get"}, {"", "source.toolkit.fluxcd.io", "buckets", "list"},
 			{"", "source.toolkit.fluxcd.io", "buckets", "watch"},
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
+			{"", "", "configmaps", "get"}, {"", "", "configmaps", "list"}, {"", "", "configmaps", "watch"},
 		},
 		"synth":   {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"applier": {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},

@@ -278,6 +278,8 @@ func TestEndToEnd(t *testing.T) {
 		checkFile(t, filepath.Join(dirs[embFile], "kit.txt"), "kit says bonjour\n")
 	})
 
+	t.Run("live bindings and chained objects", func(t *testing.T) { testChain(ctx, t, env, kc) })
+
 	t.Run("every service's /metrics passes promlint", func(t *testing.T) {
 		for _, s := range harness.Services() {
 			body, err := env.Metrics(ctx, s)

@@ -98,8 +98,11 @@ func TestAWSVPCNetwork_upstreamAssertions(t *testing.T) {
 		"description": "Default security group for main VPC",
 		"tags":        map[string]any{"Name": "main-default-sg"},
 	})
-	if doc.Output != nil || doc.Data != nil || doc.Provider != nil || doc.Locals != nil {
-		t.Errorf("only a resource block is rendered; got output=%v data=%v provider=%v locals=%v", doc.Output, doc.Data, doc.Provider, doc.Locals)
+	if doc.Data != nil || doc.Provider != nil || doc.Locals != nil {
+		t.Errorf("only resource and output blocks are rendered; got data=%v provider=%v locals=%v", doc.Data, doc.Provider, doc.Locals)
+	}
+	if got := doc.Output["vpc-id"]["value"]; got != vpcRef {
+		t.Errorf("output vpc-id %v, want %s", got, vpcRef)
 	}
 	if n := countResources(doc); n != 11 {
 		t.Errorf("%d resources, want 11", n)

@@ -10,6 +10,7 @@ import (
 	"github.com/gowebpki/jcs"
 	"lukechampine.com/blake3"
 
+	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
@@ -36,7 +37,7 @@ type RenderRecord struct {
 }
 
 // BindingsKeySize is the size in bytes of the key [BindingsDigest] needs for secret values.
-const BindingsKeySize = 32
+const BindingsKeySize = bindingskey.Size
 
 func hexSum(b []byte) string {
 	sum := blake3.Sum256(b)

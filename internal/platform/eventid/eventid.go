@@ -85,6 +85,13 @@ func SourceTrigger(artifactDigest string) string {
 	return "source:" + artifactDigest
 }
 
+// BindingsTrigger is the trigger part of an event caused by the content of the
+// spec.bindingsFrom sources: "bindings:<digest>" (a digest that never reveals a Secret value;
+// internal/service/watcher computes it).
+func BindingsTrigger(digest string) string {
+	return "bindings:" + digest
+}
+
 // DependencyTrigger is the trigger of an event caused by the release of a dependency:
 // "dependency:<namespace>/<name>@<uid>" of the dependency that became ready.
 func DependencyTrigger(namespace, name, uid string) string {

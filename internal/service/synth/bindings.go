@@ -2,12 +2,14 @@ package synth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
@@ -65,8 +67,29 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 		case *lavav1.BindingsFromRef_SecretRef:
 			obj, kind, key, secret = &corev1.Secret{}, "Secret", r.SecretRef.GetKey(), true
 			obj.SetName(r.SecretRef.GetName())
+		case *lavav1.BindingsFromRef_OutputsRef:
+			if reader == nil {
+				return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read LavaArchitecture %q", i, r.OutputsRef.GetName())}, nil
+			}
+			plain, sensitive, fail, err := producerOutputs(ctx, reader, who, ns, i, r.OutputsRef)
+			if fail != nil || err != nil {
+				return in, nil, fail, err
+			}
+			for _, v := range sensitive {
+				if len(v) > 0 {
+					secrets = append(secrets, v)
+				}
+			}
+			for k, v := range plain {
+				scalars[k], fromSecret[k] = v, false
+			}
+			for k, v := range sensitive {
+				scalars[k], fromSecret[k] = v, true
+			}
+			continue
 		default:
-			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: neither configMapRef nor secretRef", i)}, nil
+			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: none of configMapRef, secretRef, outputsRef", i)}, nil
 		}
 		name := obj.GetName()
 		if reader == nil {
@@ -161,4 +184,71 @@ func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns str
 			message: fmt.Sprintf("spec.sourceRef %s revision %s: %v", name, src.GetArtifact().GetRevision(), err)}
 	}
 	return b, nil
+}
+
+// producerOutputs reads the outputs of the LavaArchitecture ref names in namespace ns (entry i
+// of spec.bindingsFrom) as bindings: plain from its status.outputs (a JSON string is bound as
+// its text, any other JSON value as its JSON text), sensitive from its outputs Secret
+// (status.outputsSecret; its values as stored). With ref.key only that output is bound, and
+// its absence is a failure. who names the reader in RBAC failures.
+func producerOutputs(ctx context.Context, reader client.Reader, who, ns string, i int, ref *lavav1.ObjectKeyRef) (plain, sensitive map[string]string, fail *failure, err error) {
+	name := ref.GetName()
+	p := &unstructured.Unstructured{}
+	p.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("LavaArchitecture"))
+	if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); gerr != nil {
+		switch {
+		case apierrors.IsNotFound(gerr):
+			return nil, nil, &failure{reason: v1alpha1.ReasonBindingSourceNotFound, retryable: true,
+				message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q not found in namespace %q", i, name, ns)}, nil
+		case apierrors.IsForbidden(gerr):
+			return nil, nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
+				message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get LavaArchitecture %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, name, ns)}, nil
+		}
+		return nil, nil, nil, fmt.Errorf("synth: get LavaArchitecture %s/%s: %w", ns, name, gerr)
+	}
+	plain, sensitive = map[string]string{}, map[string]string{}
+	outs, _, _ := unstructured.NestedMap(p.Object, "status", "outputs")
+	for k, v := range outs {
+		if s, ok := v.(string); ok {
+			plain[k] = s
+			continue
+		}
+		b, jerr := json.Marshal(v)
+		if jerr != nil {
+			return nil, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
+				message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q output %q: %v", i, name, k, jerr)}, nil
+		}
+		plain[k] = string(b)
+	}
+	if sname, _, _ := unstructured.NestedString(p.Object, "status", "outputsSecret"); sname != "" {
+		sec := &corev1.Secret{}
+		if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: sname}, sec); gerr != nil {
+			switch {
+			case apierrors.IsNotFound(gerr):
+				return nil, nil, &failure{reason: v1alpha1.ReasonBindingSourceNotFound, retryable: true,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: outputs Secret %q of LavaArchitecture %q not found", i, sname, name)}, nil
+			case apierrors.IsForbidden(gerr):
+				return nil, nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get Secret %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, sname, ns)}, nil
+			}
+			return nil, nil, nil, fmt.Errorf("synth: get Secret %s/%s: %w", ns, sname, gerr)
+		}
+		for k, v := range sec.Data {
+			sensitive[k] = string(v)
+			delete(plain, k)
+		}
+	}
+	if key := ref.GetKey(); key != "" {
+		v, ok := plain[key]
+		sv, sok := sensitive[key]
+		switch {
+		case sok:
+			return map[string]string{}, map[string]string{key: sv}, nil, nil
+		case ok:
+			return map[string]string{key: v}, map[string]string{}, nil, nil
+		}
+		return nil, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
+			message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q has no output %q", i, name, key)}, nil
+	}
+	return plain, sensitive, nil, nil
 }

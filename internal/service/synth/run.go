@@ -2,21 +2,19 @@ package synth
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/lang/policy"
-	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
@@ -91,21 +89,8 @@ func (o *Options) Complete() error {
 	return err
 }
 
-// ReadBindingsKey reads a bindings key file: 32 raw bytes, or 64 hex digits (surrounding
-// blank space ignored).
-func ReadBindingsKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("bindings key: %w", err)
-	}
-	if len(b) == render.BindingsKeySize {
-		return b, nil
-	}
-	if k, err := hex.DecodeString(strings.TrimSpace(string(b))); err == nil && len(k) == render.BindingsKeySize {
-		return k, nil
-	}
-	return nil, fmt.Errorf("bindings key %s: want %d raw bytes or %d hex digits", path, render.BindingsKeySize, 2*render.BindingsKeySize)
-}
+// ReadBindingsKey is [bindingskey.Read] (the watcher reads the same file).
+func ReadBindingsKey(path string) ([]byte, error) { return bindingskey.Read(path) }
 
 // Run runs the synth service until ctx is cancelled (svc.Start: NATS, topology, metrics and
 // health; then RenderService and the consumers). It returns nil after a graceful shutdown.

@@ -19,7 +19,8 @@ import (
 const (
 	// IndexPolicyRef indexes LavaArchitectures by spec.remediationPolicyRef.name.
 	IndexPolicyRef = "lava.spec.remediationPolicyRef.name"
-	// IndexDependsOn indexes LavaArchitectures by each spec.dependsOn target, "namespace/name".
+	// IndexDependsOn indexes LavaArchitectures by each spec.dependsOn target and each
+	// spec.bindingsFrom outputsRef (an implied dependsOn), "namespace/name".
 	IndexDependsOn = "lava.spec.dependsOn"
 	// IndexEdgeFrom indexes LavaArchitectureDependencies by spec.from, "namespace/name" (only
 	// edges whose from is in this watcher's cluster).
@@ -48,6 +49,9 @@ func dependsOnKeys(a *v1alpha1.LavaArchitecture) []string {
 	var out []string
 	for _, d := range a.Spec.DependsOn {
 		out = append(out, dependsOnTarget(a.Namespace, d).String())
+	}
+	for _, t := range outputsRefTargets(a) {
+		out = append(out, t.String())
 	}
 	return out
 }
@@ -91,8 +95,8 @@ type resolver struct {
 	noCrossNamespace bool
 }
 
-// edges lists the dependencies of key: spec.dependsOn of spec (nil when the object does not
-// exist) and the LavaArchitectureDependency objects whose from is key.
+// edges lists the dependencies of key: spec.dependsOn and the bindingsFrom outputsRef entries of
+// spec (nil when the object does not exist) and the LavaArchitectureDependency objects whose from is key.
 func (r resolver) edges(ctx context.Context, key types.NamespacedName, spec *v1alpha1.LavaArchitectureSpec) ([]edge, error) {
 	var out []edge
 	if spec != nil {
@@ -106,6 +110,14 @@ func (r resolver) edges(ctx context.Context, key types.NamespacedName, spec *v1a
 				e.refused = "spec.dependsOn names " + e.target.String() + " in another namespace"
 			}
 			out = append(out, e)
+		}
+		// spec.bindingsFrom outputsRef implies dependsOn the producer reaching Applied; it is
+		// always in key's namespace (the reference has no namespace field).
+		for _, b := range spec.BindingsFrom {
+			if b.OutputsRef != nil {
+				out = append(out, edge{target: types.NamespacedName{Namespace: key.Namespace, Name: b.OutputsRef.Name},
+					kind: v1alpha1.DependencyBlocksOn, require: v1alpha1.PhaseApplied})
+			}
 		}
 	}
 	var list v1alpha1.LavaArchitectureDependencyList

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,12 +34,18 @@ import (
 // reconciler reconciles one LavaArchitecture: finalizer, suspend, dependencies, policy, and
 // the ResourceObserved / DeletionRequested it publishes.
 type reconciler struct {
-	c         client.Client // cached reads, writes
-	core      *Core
-	rec       recorder.EventRecorder
-	pub       *bus.Publisher
-	resources jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
-	deps      resolver
+	c      client.Client // cached reads, writes
+	reader client.Reader // uncached reads: the ConfigMaps and Secrets of spec.bindingsFrom
+	// bindingsKey keys the digest of Secret bindings ([Config].BindingsKey); empty: Secrets
+	// contribute their resourceVersion.
+	bindingsKey []byte
+	// watchSecrets is [Config].WatchSecrets: without it Secrets are not read at all.
+	watchSecrets bool
+	core         *Core
+	rec          recorder.EventRecorder
+	pub          *bus.Publisher
+	resources    jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
+	deps         resolver
 	// sourceKinds are the Flux source kinds the API server served at start (watched).
 	sourceKinds map[string]bool
 	clock       func() time.Time
@@ -83,7 +90,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, nil, fresh)
+		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, nil, "", fresh)
 	}
 	if r.conditionTrue(obj, v1alpha1.ConditionSuspended) {
 		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
@@ -92,6 +99,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	deps, err := r.deps.resolve(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	bindings, missing, err := r.bindingsDigest(ctx, obj)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -108,6 +119,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.metrics.incHeld(heldDependencies)
 		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
 			Reason: v1alpha1.ReasonDependencyNotReady, Message: deps.message()})
+	case missing != "":
+		// A bindingsFrom source is gone: nothing new is rendered until it exists again (its
+		// watch enqueues obj then); what was applied stays.
+		r.metrics.incHeld(heldDependencies)
+		r.logMissing(obj, missing)
+		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+			Reason: v1alpha1.ReasonBindingSourceNotFound, Message: missing})
 	}
 	var src *lavav1.FluxSource
 	if obj.Spec.SourceRef != nil {
@@ -123,7 +141,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				Reason: hold.reason, Message: hold.message})
 		}
 	}
-	if deps.has() || src != nil {
+	if deps.has() || src != nil || r.bindingsHeld(obj) {
 		msg := "" // the reducer's default: every dependency reached its phase
 		if src != nil {
 			msg = "the source has an artifact and every dependency reached its phase"
@@ -137,7 +155,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil || !ok {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, src, fresh)
+	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, src, bindings, fresh)
 }
 
 // policy is obj's effective remediation policy; ok is false (and err nil) while the
@@ -165,17 +183,21 @@ func (r *reconciler) policy(ctx context.Context, obj *v1alpha1.LavaArchitecture)
 }
 
 // ObservedTrigger is the trigger of the ResourceObserved for obj's current state:
-// "generation:<n>" when nothing forces a pass; otherwise "reconcile:<annotation value>" and/or
+// "generation:<n>" when nothing forces a pass; otherwise "reconcile:<annotation value>",
 // "policy:<resourceVersion of the referenced RemediationPolicy>" (policyRV, empty without a
-// reference), joined by ";" in that order. The generation is an input of the event id in
-// every case, so a new generation always gets a new id.
-func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
+// reference) and/or "bindings:<digest of the bindingsFrom sources>" (bindings, empty without
+// bindingsFrom; [reconciler.bindingsDigest]), joined by ";" in that order. The generation is
+// an input of the event id in every case, so a new generation always gets a new id.
+func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV, bindings string) string {
 	var parts []string
 	if v := obj.Annotations[v1alpha1.ReconcileRequestedAnnotation]; v != "" {
 		parts = append(parts, eventid.ReconcileTrigger(v))
 	}
 	if policyRV != "" {
 		parts = append(parts, eventid.PolicyTrigger(policyRV))
+	}
+	if bindings != "" {
+		parts = append(parts, eventid.BindingsTrigger(bindings))
 	}
 	if len(parts) == 0 {
 		return eventid.GenerationTrigger(obj.Generation)
@@ -196,17 +218,18 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV string) string {
 //
 // src, when set, is spec.sourceRef resolved to its artifact: the event carries it, and its
 // digest is part of the trigger (eventid.SourceTrigger), so a new artifact is a new pass.
-func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, src *lavav1.FluxSource, fresh bool) error {
+// bindings is the digest of obj's bindingsFrom sources ("" without them), part of the trigger.
+func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, src *lavav1.FluxSource, bindings string, fresh bool) error {
 	ro := &lavav1.ResourceObserved{
 		Spec:         SpecMirror(obj.Spec),
 		Remediation:  policy,
 		Dependencies: deps,
 		Labels:       obj.Labels,
 	}
-	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion())
+	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion(), bindings)
 	// A new generation without a forced pass coalesces its Observed (below), whatever source
-	// artifact it carries.
-	generationOnly := trigger == eventid.GenerationTrigger(obj.Generation)
+	// artifact and binding data it carries.
+	generationOnly := ObservedTrigger(obj, policy.GetPolicyResourceVersion(), "") == eventid.GenerationTrigger(obj.Generation)
 	if src != nil {
 		ro.Spec.Source = &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: src}}
 		trigger += ";" + eventid.SourceTrigger(src.GetArtifact().GetDigest())
@@ -363,7 +386,8 @@ func deletionStarted() predicate.Predicate {
 }
 
 // dependencyChanged passes the changes of a LavaArchitecture that its dependents care about:
-// creation, deletion, a new generation, and a new phase or observedGeneration.
+// creation, deletion, a new generation, a new phase or observedGeneration, and new outputs
+// (bound by spec.bindingsFrom outputsRef).
 func dependencyChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.LavaArchitecture)
@@ -372,7 +396,8 @@ func dependencyChanged() predicate.Predicate {
 			return false
 		}
 		return o.Generation != n.Generation || o.Status.Phase != n.Status.Phase ||
-			o.Status.ObservedGeneration != n.Status.ObservedGeneration
+			o.Status.ObservedGeneration != n.Status.ObservedGeneration ||
+			o.Status.OutputsSecret != n.Status.OutputsSecret || !equality.Semantic.DeepEqual(o.Status.Outputs, n.Status.Outputs)
 	}, GenericFunc: func(event.GenericEvent) bool { return false }}
 }
 
@@ -445,6 +470,14 @@ func indexes(ctx context.Context, idx client.FieldIndexer, cluster string) error
 	})
 	if err == nil {
 		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexSourceRef, sourceRefIndex)
+	}
+	if err == nil {
+		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexBindingRef, func(o client.Object) []string {
+			if a, ok := o.(*v1alpha1.LavaArchitecture); ok {
+				return bindingRefKeys(a)
+			}
+			return nil
+		})
 	}
 	if err == nil {
 		err = idx.IndexField(ctx, &v1alpha1.LavaArchitecture{}, IndexDependsOn, func(o client.Object) []string {

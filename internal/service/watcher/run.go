@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
@@ -46,6 +47,11 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// NoCrossNamespaceRefs is [Config].NoCrossNamespaceRefs (--no-cross-namespace-refs).
 	NoCrossNamespaceRefs bool
+	// WatchSecrets is [Config].WatchSecrets (--watch-secrets).
+	WatchSecrets bool
+	// BindingsKeyFile holds the installation's bindings key (synth's file; [Config].BindingsKey);
+	// empty: none.
+	BindingsKeyFile string
 }
 
 // Flags defines the watcher's own flags on fs, and --stream-replicas, the deprecated name of
@@ -59,6 +65,8 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse every dependsOn and LavaArchitectureDependency reference to another namespace (lockdown)")
+	fs.BoolVar(&o.WatchSecrets, "watch-secrets", false, "watch the Secrets of spec.bindingsFrom too (needs get, list and watch on secrets)")
+	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's), the BLAKE3 key of Secret data in the bindings digest (default: none, Secrets contribute their resourceVersion)")
 	o.KubeAPI.Register(fs)
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "LavaArchitectures reconciled at once")
 	fs.DurationVar(&o.StatusWindow, "status-window", DefaultStatusWindow, "how long a settled status waits for more phase events of its object before it is written (negative: write every event)")
@@ -99,6 +107,12 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	o.KubeAPI.Apply(rc)
+	var key []byte
+	if o.BindingsKeyFile != "" {
+		if key, err = bindingskey.Read(o.BindingsKeyFile); err != nil {
+			return err
+		}
+	}
 	scheme, err := NewScheme()
 	if err != nil {
 		return err
@@ -116,8 +130,8 @@ func Run(ctx context.Context, o Options) error {
 	w, err := New(ctx, Config{
 		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry, BusMetrics: base.BusMetrics,
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
-		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs,
-		LeaderElection:       o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
+		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets,
+		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		StatusWindow:            o.StatusWindow, StatusHold: o.StatusHold,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,

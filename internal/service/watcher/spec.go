@@ -74,6 +74,9 @@ func SpecMirror(s v1alpha1.LavaArchitectureSpec) *lavav1.ArchitectureSpec {
 		case b.SecretRef != nil:
 			out.BindingsFrom = append(out.BindingsFrom, &lavav1.BindingsFromRef{Ref: &lavav1.BindingsFromRef_SecretRef{
 				SecretRef: &lavav1.ObjectKeyRef{Name: b.SecretRef.Name, Key: b.SecretRef.Key}}})
+		case b.OutputsRef != nil:
+			out.BindingsFrom = append(out.BindingsFrom, &lavav1.BindingsFromRef{Ref: &lavav1.BindingsFromRef_OutputsRef{
+				OutputsRef: &lavav1.ObjectKeyRef{Name: b.OutputsRef.Name, Key: b.OutputsRef.Key}}})
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -87,6 +88,17 @@ type Config struct {
 	// LavaArchitectureDependency from/to): the object's DependenciesReady is False with reason
 	// CrossNamespaceRefRefused and nothing is published for it (docs/security.md).
 	NoCrossNamespaceRefs bool
+	// WatchSecrets watches the Secrets of spec.bindingsFrom (and the outputs Secrets of
+	// outputsRef producers) like ConfigMaps. It needs get, list and watch on secrets, which
+	// Kubernetes RBAC cannot limit to metadata, so it is off by default (chart value
+	// watcher.watchSecrets): then a bound Secret neither enters the bindings digest nor is
+	// checked for existence (synth reports a missing one when it renders).
+	WatchSecrets bool
+	// BindingsKey is the installation's bindings key (synth's --bindings-key-file): the BLAKE3
+	// key of the Secret data in the bindings digest of the ResourceObserved trigger. Empty:
+	// Secrets contribute their resourceVersion (a metadata-only change then starts a render
+	// too).
+	BindingsKey []byte
 	// ControllerName names the controller. Default [DefaultControllerName].
 	ControllerName string
 	// PhaseConsumer is the durable consumer on LAVA_PHASES. Default "watcher" (declared by
@@ -241,7 +253,8 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 		core.cfg.Namespaces = func(ns string) bool { return watched[ns] }
 	}
 	r := &reconciler{
-		c: mgr.GetClient(), core: core, rec: rec, pub: pub, resources: resources,
+		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey, watchSecrets: o.WatchSecrets,
+		core: core, rec: rec, pub: pub, resources: resources,
 		deps:        resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
 		sourceKinds: map[string]bool{},
 		clock:       o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
@@ -265,7 +278,7 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 			b = b.Watches(newFluxSource(kind), handler.EnqueueRequestsFromMapFunc(r.sourceUsers(kind)), builder.WithPredicates(sourceChanged()))
 		}
 	}
-	err = b.
+	b = b.
 		Named(o.ControllerName).
 		For(&v1alpha1.LavaArchitecture{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, forcedPass(), deletionStarted()))).
@@ -273,11 +286,19 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 			builder.WithPredicates(dependencyChanged())).
 		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyUsers)).
 		Watches(&v1alpha1.LavaArchitectureDependency{}, handler.EnqueueRequestsFromMapFunc(r.edgeDependent)).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-			SkipNameValidation:      ptr.To(true),
-			ReconciliationTimeout:   time.Minute,
-		}).
+		// The ConfigMaps and Secrets of spec.bindingsFrom: metadata only (no Secret value in the
+		// cache); a change of one enqueues the objects that bind it (IndexBindingRef).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindConfigMap)),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	if o.WatchSecrets {
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindSecret)),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	}
+	err = b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		SkipNameValidation:      ptr.To(true),
+		ReconciliationTimeout:   time.Minute,
+	}).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("watcher: build controller: %w", err)

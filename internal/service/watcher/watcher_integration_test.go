@@ -44,6 +44,9 @@ func TestWatcher(t *testing.T) {
 	t.Run("lockdown refuses cross-namespace references", e.testLockdown)
 	t.Run("suspend publishes the held generation", e.testSuspend)
 	t.Run("remediation policy and forced passes", e.testPolicy)
+	t.Run("live bindings: a changed or missing source", e.testLiveBindings)
+	t.Run("outputs between objects", e.testOutputsBinding)
+	t.Run("bound Secrets are not read without WatchSecrets", e.testSecretsNotWatched)
 	t.Run("service entry point serves metrics and health", e.testRun)
 	t.Run("a burst is one status write; clean scans write nothing", e.testWrites)
 }

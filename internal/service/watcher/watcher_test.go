@@ -159,18 +159,21 @@ func TestObservedTrigger(t *testing.T) {
 		name        string
 		annotations map[string]string
 		policyRV    string
+		bindings    string
 		want        string
 	}{
-		{"generation", nil, "", "generation:7"},
-		{"annotation", map[string]string{v1alpha1.ReconcileRequestedAnnotation: "now"}, "", "reconcile:now"},
-		{"policy", nil, "12", "policy:12"},
-		{"both", map[string]string{v1alpha1.ReconcileRequestedAnnotation: "now"}, "12", "reconcile:now;policy:12"},
-		{"empty annotation", map[string]string{v1alpha1.ReconcileRequestedAnnotation: ""}, "", "generation:7"},
+		{"generation", nil, "", "", "generation:7"},
+		{"annotation", map[string]string{v1alpha1.ReconcileRequestedAnnotation: "now"}, "", "", "reconcile:now"},
+		{"policy", nil, "12", "", "policy:12"},
+		{"both", map[string]string{v1alpha1.ReconcileRequestedAnnotation: "now"}, "12", "", "reconcile:now;policy:12"},
+		{"empty annotation", map[string]string{v1alpha1.ReconcileRequestedAnnotation: ""}, "", "", "generation:7"},
+		{"bindings", nil, "", "ab12", "bindings:ab12"},
+		{"all three", map[string]string{v1alpha1.ReconcileRequestedAnnotation: "now"}, "12", "ab12", "reconcile:now;policy:12;bindings:ab12"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Generation: 7, Annotations: tt.annotations}}
-			if got := watcher.ObservedTrigger(obj, tt.policyRV); got != tt.want {
+			if got := watcher.ObservedTrigger(obj, tt.policyRV, tt.bindings); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

@@ -460,7 +460,8 @@ func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 	}
 	switch name {
 	case Watcher:
-		args = append(args, "--kubeconfig", e.Kubeconfig, "--leader-elect=true", "--leader-election-namespace", "default")
+		args = append(args, "--kubeconfig", e.Kubeconfig, "--leader-elect=true", "--leader-election-namespace", "default",
+			"--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--watch-secrets")
 	case Synth:
 		p.ConnectAddr = e.addr(tb)
 		args = append(args, "--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--connect-addr", p.ConnectAddr)

@@ -588,6 +588,7 @@ type BindingsFromRef struct {
 	//
 	//	*BindingsFromRef_ConfigMapRef
 	//	*BindingsFromRef_SecretRef
+	//	*BindingsFromRef_OutputsRef
 	Ref           isBindingsFromRef_Ref `protobuf_oneof:"ref"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -648,6 +649,15 @@ func (x *BindingsFromRef) GetSecretRef() *ObjectKeyRef {
 	return nil
 }
 
+func (x *BindingsFromRef) GetOutputsRef() *ObjectKeyRef {
+	if x != nil {
+		if x, ok := x.Ref.(*BindingsFromRef_OutputsRef); ok {
+			return x.OutputsRef
+		}
+	}
+	return nil
+}
+
 type isBindingsFromRef_Ref interface {
 	isBindingsFromRef_Ref()
 }
@@ -662,9 +672,17 @@ type BindingsFromRef_SecretRef struct {
 	SecretRef *ObjectKeyRef `protobuf:"bytes,2,opt,name=secret_ref,json=secretRef,proto3,oneof"`
 }
 
+type BindingsFromRef_OutputsRef struct {
+	// The outputs of another LavaArchitecture in the resource's namespace (status.outputs and
+	// its outputs Secret).
+	OutputsRef *ObjectKeyRef `protobuf:"bytes,3,opt,name=outputs_ref,json=outputsRef,proto3,oneof"`
+}
+
 func (*BindingsFromRef_ConfigMapRef) isBindingsFromRef_Ref() {}
 
 func (*BindingsFromRef_SecretRef) isBindingsFromRef_Ref() {}
+
+func (*BindingsFromRef_OutputsRef) isBindingsFromRef_Ref() {}
 
 // ObjectKeyRef names a ConfigMap or Secret and optionally one key of it.
 type ObjectKeyRef struct {
@@ -1233,11 +1251,13 @@ const file_lava_v1_resource_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"7\n" +
 	"\n" +
 	"RecordList\x12)\n" +
-	"\arecords\x18\x01 \x03(\v2\x0f.lava.v1.RecordR\arecords\"\x8f\x01\n" +
+	"\arecords\x18\x01 \x03(\v2\x0f.lava.v1.RecordR\arecords\"\xc9\x01\n" +
 	"\x0fBindingsFromRef\x12=\n" +
 	"\x0econfig_map_ref\x18\x01 \x01(\v2\x15.lava.v1.ObjectKeyRefH\x00R\fconfigMapRef\x126\n" +
 	"\n" +
-	"secret_ref\x18\x02 \x01(\v2\x15.lava.v1.ObjectKeyRefH\x00R\tsecretRefB\x05\n" +
+	"secret_ref\x18\x02 \x01(\v2\x15.lava.v1.ObjectKeyRefH\x00R\tsecretRef\x128\n" +
+	"\voutputs_ref\x18\x03 \x01(\v2\x15.lava.v1.ObjectKeyRefH\x00R\n" +
+	"outputsRefB\x05\n" +
 	"\x03ref\"4\n" +
 	"\fObjectKeyRef\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
@@ -1356,36 +1376,37 @@ var file_lava_v1_resource_proto_depIdxs = []int32{
 	7,  // 3: lava.v1.RecordList.records:type_name -> lava.v1.Record
 	10, // 4: lava.v1.BindingsFromRef.config_map_ref:type_name -> lava.v1.ObjectKeyRef
 	10, // 5: lava.v1.BindingsFromRef.secret_ref:type_name -> lava.v1.ObjectKeyRef
-	3,  // 6: lava.v1.ArchitectureSpec.source:type_name -> lava.v1.Source
-	17, // 7: lava.v1.ArchitectureSpec.bindings:type_name -> lava.v1.ArchitectureSpec.BindingsEntry
-	18, // 8: lava.v1.ArchitectureSpec.list_bindings:type_name -> lava.v1.ArchitectureSpec.ListBindingsEntry
-	19, // 9: lava.v1.ArchitectureSpec.record_bindings:type_name -> lava.v1.ArchitectureSpec.RecordBindingsEntry
-	9,  // 10: lava.v1.ArchitectureSpec.bindings_from:type_name -> lava.v1.BindingsFromRef
-	0,  // 11: lava.v1.ArchitectureSpec.engine:type_name -> lava.v1.Engine
-	21, // 12: lava.v1.ArchitectureSpec.drift_interval:type_name -> google.protobuf.Duration
-	1,  // 13: lava.v1.ArchitectureSpec.deletion_policy:type_name -> lava.v1.DeletionPolicy
-	10, // 14: lava.v1.ArchitectureSpec.provider_env_from:type_name -> lava.v1.ObjectKeyRef
-	22, // 15: lava.v1.Dependency.target:type_name -> lava.v1.ResourceRef
-	2,  // 16: lava.v1.Dependency.kind:type_name -> lava.v1.DependencyKind
-	23, // 17: lava.v1.Dependency.required_phase:type_name -> lava.v1.Phase
-	23, // 18: lava.v1.Dependency.observed_phase:type_name -> lava.v1.Phase
-	12, // 19: lava.v1.DependencyState.dependencies:type_name -> lava.v1.Dependency
-	22, // 20: lava.v1.DependencyState.cycle:type_name -> lava.v1.ResourceRef
-	24, // 21: lava.v1.ResourceObserved.envelope:type_name -> lava.v1.Envelope
-	11, // 22: lava.v1.ResourceObserved.spec:type_name -> lava.v1.ArchitectureSpec
-	25, // 23: lava.v1.ResourceObserved.remediation:type_name -> lava.v1.RemediationPolicy
-	13, // 24: lava.v1.ResourceObserved.dependencies:type_name -> lava.v1.DependencyState
-	20, // 25: lava.v1.ResourceObserved.labels:type_name -> lava.v1.ResourceObserved.LabelsEntry
-	24, // 26: lava.v1.DeletionRequested.envelope:type_name -> lava.v1.Envelope
-	1,  // 27: lava.v1.DeletionRequested.deletion_policy:type_name -> lava.v1.DeletionPolicy
-	0,  // 28: lava.v1.DeletionRequested.engine:type_name -> lava.v1.Engine
-	6,  // 29: lava.v1.ArchitectureSpec.ListBindingsEntry.value:type_name -> lava.v1.StringList
-	8,  // 30: lava.v1.ArchitectureSpec.RecordBindingsEntry.value:type_name -> lava.v1.RecordList
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	10, // 6: lava.v1.BindingsFromRef.outputs_ref:type_name -> lava.v1.ObjectKeyRef
+	3,  // 7: lava.v1.ArchitectureSpec.source:type_name -> lava.v1.Source
+	17, // 8: lava.v1.ArchitectureSpec.bindings:type_name -> lava.v1.ArchitectureSpec.BindingsEntry
+	18, // 9: lava.v1.ArchitectureSpec.list_bindings:type_name -> lava.v1.ArchitectureSpec.ListBindingsEntry
+	19, // 10: lava.v1.ArchitectureSpec.record_bindings:type_name -> lava.v1.ArchitectureSpec.RecordBindingsEntry
+	9,  // 11: lava.v1.ArchitectureSpec.bindings_from:type_name -> lava.v1.BindingsFromRef
+	0,  // 12: lava.v1.ArchitectureSpec.engine:type_name -> lava.v1.Engine
+	21, // 13: lava.v1.ArchitectureSpec.drift_interval:type_name -> google.protobuf.Duration
+	1,  // 14: lava.v1.ArchitectureSpec.deletion_policy:type_name -> lava.v1.DeletionPolicy
+	10, // 15: lava.v1.ArchitectureSpec.provider_env_from:type_name -> lava.v1.ObjectKeyRef
+	22, // 16: lava.v1.Dependency.target:type_name -> lava.v1.ResourceRef
+	2,  // 17: lava.v1.Dependency.kind:type_name -> lava.v1.DependencyKind
+	23, // 18: lava.v1.Dependency.required_phase:type_name -> lava.v1.Phase
+	23, // 19: lava.v1.Dependency.observed_phase:type_name -> lava.v1.Phase
+	12, // 20: lava.v1.DependencyState.dependencies:type_name -> lava.v1.Dependency
+	22, // 21: lava.v1.DependencyState.cycle:type_name -> lava.v1.ResourceRef
+	24, // 22: lava.v1.ResourceObserved.envelope:type_name -> lava.v1.Envelope
+	11, // 23: lava.v1.ResourceObserved.spec:type_name -> lava.v1.ArchitectureSpec
+	25, // 24: lava.v1.ResourceObserved.remediation:type_name -> lava.v1.RemediationPolicy
+	13, // 25: lava.v1.ResourceObserved.dependencies:type_name -> lava.v1.DependencyState
+	20, // 26: lava.v1.ResourceObserved.labels:type_name -> lava.v1.ResourceObserved.LabelsEntry
+	24, // 27: lava.v1.DeletionRequested.envelope:type_name -> lava.v1.Envelope
+	1,  // 28: lava.v1.DeletionRequested.deletion_policy:type_name -> lava.v1.DeletionPolicy
+	0,  // 29: lava.v1.DeletionRequested.engine:type_name -> lava.v1.Engine
+	6,  // 30: lava.v1.ArchitectureSpec.ListBindingsEntry.value:type_name -> lava.v1.StringList
+	8,  // 31: lava.v1.ArchitectureSpec.RecordBindingsEntry.value:type_name -> lava.v1.RecordList
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_lava_v1_resource_proto_init() }
@@ -1404,6 +1425,7 @@ func file_lava_v1_resource_proto_init() {
 	file_lava_v1_resource_proto_msgTypes[6].OneofWrappers = []any{
 		(*BindingsFromRef_ConfigMapRef)(nil),
 		(*BindingsFromRef_SecretRef)(nil),
+		(*BindingsFromRef_OutputsRef)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
