@@ -40,7 +40,7 @@ var ErrProviderEnvForbidden = errors.New("forbidden")
 // ServiceAccount, does not exist, or a key is not a variable name Lava lets it set.
 var ErrProviderEnvInvalid = errors.New("invalid provider credentials")
 
-// CredentialOptions are the applier's flags for provider credentials (chart
+// CredentialOptions are the provider credential flags of the applier and drift (chart
 // values providerCredentials.*).
 type CredentialOptions struct {
 	// Audience is the audience of the ServiceAccount tokens Lava requests for providers
