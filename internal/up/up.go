@@ -318,7 +318,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 				WorkDir: filepath.Join(workDir, "applier")}})
 	})
 	runSvc(bus.ServiceDrift, func(ctx context.Context) error {
-		return drift.Run(ctx, drift.Options{Common: common(bus.ServiceDrift), Holder: "lava-up",
+		return drift.Run(ctx, drift.Options{Common: common(bus.ServiceDrift), Holder: "lava-up", Kube: kube,
 			Engines: engines.Options{ProviderDir: o.ProviderDir, Install: o.Install, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "drift")}})
 	})

@@ -289,8 +289,9 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) map[string][]string
 // LavaArchitectures, or "cluster"), with the leader-election Role in lava-system. synth and the
 // applier impersonate ServiceAccounts (docs/security.md, "Kubernetes RBAC"); ownAccess adds
 // their own ConfigMap and Secret access (tenancy.allowOwnIdentity); (the all-on values also set
-// providerCredentials.tokenAudience: the applier may read ServiceAccounts and request their
-// tokens, docs/security.md "Engines").
+// providerCredentials.tokenAudience: the applier and drift may read ServiceAccounts and request
+// their tokens, docs/security.md "Engines"). drift impersonates ServiceAccounts for
+// spec.providerEnvFrom as the applier does, and reads only Secrets with its own access.
 func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][]string {
 	per := map[string][]grant{
 		"watcher": {
@@ -315,11 +316,14 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 		},
 		"synth":   {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"applier": {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
+		"drift":   {{"", "", "serviceaccounts", "impersonate"}},
 		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
 	}
 	if ownAccess {
 		per["synth"] = append(per["synth"], grant{"", "", "configmaps", "get"}, grant{"", "", "secrets", "get"})
 		per["applier"] = append(per["applier"], grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"},
+			grant{"", "", "serviceaccounts", "get"}, grant{"", "", "serviceaccounts/token", "create"})
+		per["drift"] = append(per["drift"], grant{"", "", "secrets", "get"},
 			grant{"", "", "serviceaccounts", "get"}, grant{"", "", "serviceaccounts/token", "create"})
 	}
 	out := map[string][]string{}
@@ -452,7 +456,7 @@ func TestRenderedObjects(t *testing.T) {
 					t.Errorf("%s: Deployment %v, ServiceAccount %v, Service %v", name, d != nil, sa != nil, s != nil)
 					continue
 				}
-				noKube := slices.Contains([]string{"drift", "viggy"}, svc)
+				noKube := slices.Contains([]string{"viggy"}, svc)
 				pod := d.Spec.Template.Spec
 				if pod.ServiceAccountName != name {
 					t.Errorf("%s: serviceAccountName %q", name, pod.ServiceAccountName)
@@ -685,6 +689,10 @@ func TestApplyToAPIServer(t *testing.T) {
 			{"anomaly", "lava-system", "", "secrets", "", "get", false},
 			{"attest", "lava-system", "", "secrets", "", "get", false},
 			{"drift", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", false},
+			{"drift", "lava-system", "", "serviceaccounts", "", "impersonate", true},
+			{"drift", "lava-system", "", "secrets", "", "get", false},
+			{"drift", "lava-system", "", "secrets", "", "create", false},
+			{"drift", "lava-system", "", "serviceaccounts", "token", "create", false},
 			{"viggy", "lava-system", "lava.pleme.io", "lavaarchitectures", "", "get", false},
 			{"viggy", "lava-system", "events.k8s.io", "events", "", "create", false},
 			// The default install watches only its own namespace: nothing reaches another.
@@ -692,6 +700,7 @@ func TestApplyToAPIServer(t *testing.T) {
 			{"watcher", "infra", "coordination.k8s.io", "leases", "", "update", false},
 			{"synth", "infra", "", "serviceaccounts", "", "impersonate", false},
 			{"applier", "infra", "", "serviceaccounts", "", "impersonate", false},
+			{"drift", "infra", "", "serviceaccounts", "", "impersonate", false},
 		} {
 			user := "system:serviceaccount:lava-system:lava-" + tc.sa
 			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{

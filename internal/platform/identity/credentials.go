@@ -40,7 +40,7 @@ var ErrProviderEnvForbidden = errors.New("forbidden")
 // ServiceAccount, does not exist, or a key is not a variable name Lava lets it set.
 var ErrProviderEnvInvalid = errors.New("invalid provider credentials")
 
-// CredentialOptions are the applier's flags for provider credentials (chart
+// CredentialOptions are the provider credential flags of the applier and drift (chart
 // values providerCredentials.*).
 type CredentialOptions struct {
 	// Audience is the audience of the ServiceAccount tokens Lava requests for providers
@@ -90,7 +90,10 @@ type Credentials struct {
 
 // SecretKeyRef names a Secret of the object's namespace and optionally one key of it (all keys
 // when empty), as spec.providerEnvFrom does.
-type SecretKeyRef struct{ Name, Key string }
+type SecretKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key,omitempty"`
+}
 
 // For returns the credentials of an object in namespace acting as who (from [Clients.For])
 // with kube, whose ServiceAccount is sa ("" when it acts with Lava's own identity: no token),
@@ -158,4 +161,54 @@ func (cr *Credentials) For(ctx context.Context, kube client.Reader, who, namespa
 		pc.AzureTenantID = cr.AzureTenantID
 	}
 	return pc, nil
+}
+
+// Resolver gives a service (the applier, drift) the Kubernetes access and the provider
+// credentials of one object, the same way for every service that runs its providers.
+type Resolver struct {
+	// Own is the service's own client (nil: no Kubernetes access).
+	Own client.Client
+	// Service names the service in messages ("the applier", "drift").
+	Service string
+	// Identities, when set, impersonates the object's ServiceAccount (nil: Own for every object).
+	Identities *Clients
+	// Credentials, when set, requests the object's ServiceAccount token ([Credentials.For]).
+	Credentials *Credentials
+}
+
+// Access returns the client to act with for an object in namespace whose
+// spec.serviceAccountName is sa, and who it is for messages: the impersonated ServiceAccount
+// ([Clients.For]) when Identities is set, else Own (nil without Kubernetes access). The
+// error wraps [ErrNoServiceAccount].
+func (r Resolver) Access(namespace, sa string) (client.Client, string, error) {
+	if r.Identities == nil {
+		return r.Own, r.Service, nil
+	}
+	return r.Identities.For(namespace, sa)
+}
+
+// For returns the provider credentials of an object in namespace whose spec.serviceAccountName
+// is sa and whose spec.providerEnvFrom is envFrom (nil when it has none and no token audience
+// is configured): [Credentials.For] with the client of [Resolver.Access]. The error wraps
+// [ErrNoServiceAccount] (also for providerEnvFrom without Kubernetes access),
+// [ErrProviderEnvForbidden] or [ErrProviderEnvInvalid], or is transient.
+func (r Resolver) For(ctx context.Context, namespace, sa string, envFrom []SecretKeyRef) (*credentials.Provider, error) {
+	if len(envFrom) == 0 && r.Credentials == nil {
+		return nil, nil
+	}
+	kube, who, err := r.Access(namespace, sa)
+	if err != nil {
+		return nil, err
+	}
+	if kube == nil {
+		if len(envFrom) > 0 {
+			return nil, fmt.Errorf("%w: spec.providerEnvFrom needs Kubernetes access, and %s has none (--no-kube)", ErrNoServiceAccount, r.Service)
+		}
+		return nil, nil
+	}
+	acct := ""
+	if r.Identities != nil {
+		acct = r.Identities.ServiceAccount(sa)
+	}
+	return r.Credentials.For(ctx, kube, who, namespace, acct, envFrom)
 }

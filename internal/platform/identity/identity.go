@@ -1,4 +1,4 @@
-// Package identity gives synth and the applier the Kubernetes identity to act as for one
+// Package identity gives synth, the applier and drift the Kubernetes identity to act as for one
 // LavaArchitecture: its ServiceAccount, impersonated (the Kubernetes user
 // "system:serviceaccount:NAMESPACE:NAME"), as Flux's controllers do for a tenant's objects
 // (RFC-0001 multi-tenancy), so the tenant's own RBAC decides which ConfigMaps and Secrets an
@@ -124,7 +124,7 @@ func (c *Clients) ServiceAccount(sa string) string {
 	return sa
 }
 
-// Options are the flags of synth and the applier that choose who they act as for an object
+// Options are the flags of synth, the applier and drift that choose who they act as for an object
 // (chart values tenancy.*; docs/security.md, "Kubernetes RBAC").
 type Options struct {
 	// Impersonate turns impersonation on (--impersonate); off, every object acts with the

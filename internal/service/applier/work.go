@@ -61,8 +61,9 @@ type work struct {
 // credentials returns the resource's provider credentials (nil for none), built once per
 // message: spec.providerEnvFrom read with the resource's identity ([work.kube]) and, when
 // Config.Credentials is set and the resource acts as a ServiceAccount, that ServiceAccount's
-// token. The error wraps identity.ErrProviderEnvForbidden or identity.ErrNoServiceAccount, or
-// is transient.
+// token (identity.Resolver.For, shared with drift). The error wraps
+// identity.ErrProviderEnvForbidden, identity.ErrProviderEnvInvalid or
+// identity.ErrNoServiceAccount, or is transient.
 func (w *work) credentials(ctx context.Context) (*credentials.Provider, error) {
 	if w.credsRead {
 		return w.creds, w.credsErr
@@ -73,29 +74,16 @@ func (w *work) credentials(ctx context.Context) (*credentials.Provider, error) {
 	for _, r := range spec.GetProviderEnvFrom() {
 		refs = append(refs, identity.SecretKeyRef{Name: r.GetName(), Key: r.GetKey()})
 	}
-	if len(refs) == 0 && w.s.cfg.Credentials == nil {
-		return nil, nil
-	}
-	kube, err := w.kube(ctx)
-	if err != nil {
-		w.credsErr = err
-		return nil, err
-	}
-	if kube.c == nil {
-		if len(refs) > 0 {
-			w.credsErr = fmt.Errorf("%w: spec.providerEnvFrom needs Kubernetes access, and this applier has none (--no-kube)", identity.ErrNoServiceAccount)
-		}
-		return nil, w.credsErr
-	}
-	sa := ""
-	if w.s.cfg.Identities != nil {
-		sa = w.s.cfg.Identities.ServiceAccount(spec.GetServiceAccountName())
-	}
-	w.creds, w.credsErr = w.s.cfg.Credentials.For(ctx, kube.c, kube.who, w.ns, sa, refs)
+	w.creds, w.credsErr = w.s.resolver().For(ctx, w.ns, spec.GetServiceAccountName(), refs)
 	if w.credsErr == nil {
 		w.redact = append(w.secrets(ctx), w.creds.Secrets()...)
 	}
 	return w.creds, w.credsErr
+}
+
+// resolver gives the applier's Kubernetes access and provider credentials per object.
+func (s *Service) resolver() identity.Resolver {
+	return identity.Resolver{Own: s.cfg.Kube, Service: "the applier", Identities: s.cfg.Identities, Credentials: s.cfg.Credentials}
 }
 
 // observed returns the resource's newest ResourceObserved (nil when there is none or it
@@ -118,12 +106,10 @@ func (w *work) observed(ctx context.Context) *lavav1.ResourceObserved {
 
 // kube returns the Kubernetes access the applier acts with for this resource: its
 // ServiceAccount impersonated (spec.serviceAccountName, else the default) when
-// Config.Identities is set, else Config.Kube. The error wraps identity.ErrNoServiceAccount.
+// Config.Identities is set, else Config.Kube (identity.Resolver.Access). The error wraps
+// identity.ErrNoServiceAccount.
 func (w *work) kube(ctx context.Context) (access, error) {
-	if w.s.cfg.Identities == nil {
-		return access{c: w.s.cfg.Kube, who: "the applier"}, nil
-	}
-	c, who, err := w.s.cfg.Identities.For(w.ns, w.observed(ctx).GetSpec().GetServiceAccountName())
+	c, who, err := w.s.resolver().Access(w.ns, w.observed(ctx).GetSpec().GetServiceAccountName())
 	if err != nil {
 		return access{}, err
 	}

@@ -13,12 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
@@ -81,6 +83,13 @@ type Config struct {
 	BusMetrics *bus.Metrics
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Kube is drift's own Kubernetes client (nil: none; a resource with spec.providerEnvFrom
+	// then fails its scans). Identities and Credentials as the applier's: each scan's providers
+	// get the resource's credentials, built as the applier builds them (identity.Resolver.For;
+	// docs/security.md, "Engines").
+	Kube        client.Client
+	Identities  *identity.Clients
+	Credentials *identity.Credentials
 }
 
 // Service is the drift service. Create it with [New] and run it with [Service.Run].
@@ -202,6 +211,11 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			e.ObservedGeneration = gen
 			e.Suspended = ev.GetSpec().GetSuspend()
 			e.Interval = ev.GetSpec().GetDriftInterval().AsDuration()
+			e.ServiceAccountName = ev.GetSpec().GetServiceAccountName()
+			e.ProviderEnvFrom = nil
+			for _, r := range ev.GetSpec().GetProviderEnvFrom() {
+				e.ProviderEnvFrom = append(e.ProviderEnvFrom, identity.SecretKeyRef{Name: r.GetName(), Key: r.GetKey()})
+			}
 			e.BindsSecrets = false
 			for _, ref := range ev.GetSpec().GetBindingsFrom() {
 				if ref.GetSecretRef() != nil {
@@ -457,9 +471,12 @@ func (s *Service) scanClaimed(ctx context.Context, e *Entry) (*lavav1.DriftScann
 	return s.Scan(context.WithValue(ctx, leaseKey{}, lease), e)
 }
 
-// Scan scans one entry with its engine and publishes the DriftScanned it returns. Findings are
-// classified with the configured cosmetic prefixes; sensitive values are redacted by the
-// engine and flagged. Errors: no engine for the entry, the engine's scan error, the publish.
+// Scan scans one entry with its engine, its providers holding the resource's provider
+// credentials (identity.Resolver.For, as the applier's), and publishes the DriftScanned it
+// returns. Findings are classified with the configured cosmetic prefixes; sensitive values
+// are redacted by the engine and flagged. Errors: no engine for the entry, the credentials
+// (wrapping identity.ErrNoServiceAccount, ErrProviderEnvForbidden or ErrProviderEnvInvalid;
+// names only, never a value), the engine's scan error, the publish.
 func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, error) {
 	eng := s.cfg.Engines[e.Engine]
 	if eng == nil {
@@ -475,9 +492,14 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 		// replica dies is taken over as soon as the lease is gone (bus.Lease.LockHolder).
 		holder = l.LockHolder()
 	}
+	creds, err := identity.Resolver{Own: s.cfg.Kube, Service: "drift", Identities: s.cfg.Identities, Credentials: s.cfg.Credentials}.
+		For(ctx, e.Namespace, e.ServiceAccountName, e.ProviderEnvFrom)
+	if err != nil {
+		return nil, fmt.Errorf("drift: scan %s/%s: %w", e.Namespace, e.Name, err)
+	}
 	rep, err := eng.ScanDrift(ctx, engine.DriftRequest{
 		Target: engine.Target{Key: state.Key{Namespace: e.Namespace, Name: e.Name}, RenderedDigest: e.ArtifactDigest,
-			ProviderSources: src, Holder: holder},
+			ProviderSources: src, Holder: holder, Credentials: creds, Redact: creds.Secrets()},
 		CosmeticPrefixes: s.cfg.CosmeticPrefixes,
 	})
 	if err != nil {

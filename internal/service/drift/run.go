@@ -3,13 +3,17 @@ package drift
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
@@ -32,6 +36,19 @@ type Options struct {
 	ClaimTTL, ScanTimeout        time.Duration
 	// NoLease scans without holding the resource's work lease.
 	NoLease bool
+	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil (a
+	// resource with spec.providerEnvFrom then fails its scans).
+	NoKube bool
+	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
+	// set on Kube by Complete.
+	KubeAPI svc.KubeAPI
+	// Kube reaches the Kubernetes API for each resource's provider credentials.
+	Kube *rest.Config
+	// Identity and Credentials are the applier's flags of the same names (--impersonate,
+	// --default-service-account, --allow-own-identity; --provider-token-audience, ...): a scan's
+	// providers get the credentials the applier's get.
+	Identity    identity.Options
+	Credentials identity.CredentialOptions
 }
 
 // Flags defines drift's own flags on fs.
@@ -51,6 +68,18 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ClaimTTL, "claim-ttl", DefaultClaimTTL, "how long a replica's claim on a due resource lasts")
 	fs.DurationVar(&o.ScanTimeout, "scan-timeout", DefaultScanTimeout, "bound of one scan")
 	fs.BoolVar(&o.NoLease, "no-lease", false, "scan without holding the resource's work lease (scans may then overlap an apply)")
+	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (resources with spec.providerEnvFrom are then not scanned)")
+	o.KubeAPI.Register(fs)
+	o.Identity.Register(fs)
+	o.Credentials.Register(fs)
+}
+
+// Complete loads the Kubernetes configuration unless --no-kube (svc.KubeConfig).
+func (o *Options) Complete() error {
+	var err error
+	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.KubeAPI.Apply(o.Kube)
+	return err
 }
 
 // Run runs the drift service until ctx is cancelled (svc.Start: NATS, topology, metrics and
@@ -80,7 +109,21 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	s, err := New(ctx, Config{JS: js, Engines: set.Engines, Holder: holder, CosmeticPrefixes: o.CosmeticPrefixes,
+	var kube client.Client
+	if o.Kube != nil {
+		if kube, err = client.New(o.Kube, client.Options{}); err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
+		}
+	}
+	ids, err := o.Identity.Clients(o.Kube)
+	if err != nil {
+		return err
+	}
+	creds, err := o.Credentials.New(o.Kube)
+	if err != nil {
+		return err
+	}
+	s, err := New(ctx, Config{JS: js, Kube: kube, Identities: ids, Credentials: creds, Engines: set.Engines, Holder: holder, CosmeticPrefixes: o.CosmeticPrefixes,
 		DefaultInterval: o.DefaultInterval, MinInterval: o.MinInterval, Jitter: o.Jitter, Concurrency: o.Concurrency,
 		ClaimTTL: o.ClaimTTL, ScanTimeout: o.ScanTimeout, Leases: leases, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
 	if err != nil {

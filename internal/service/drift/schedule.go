@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/platform/identity"
 )
 
 // Entry is one resource's schedule, stored as JSON in lava-drift-schedule under
@@ -37,10 +38,15 @@ type Entry struct {
 	AppliedEventID string `json:"appliedEventId,omitempty"`
 	// Interval is spec.driftInterval (0: the service default).
 	Interval time.Duration `json:"interval,omitempty"`
-	// BindsSecrets is true when spec.bindingsFrom names a Secret: drift cannot read Secrets
-	// (no Kubernetes access), so every observed and declared value of the resource's findings
+	// BindsSecrets is true when spec.bindingsFrom names a Secret: drift does not read those
+	// Secrets, so every observed and declared value of the resource's findings
 	// is redacted, since it could carry a Secret's value.
 	BindsSecrets bool `json:"bindsSecrets,omitempty"`
+	// ServiceAccountName (spec.serviceAccountName) and ProviderEnvFrom (spec.providerEnvFrom,
+	// names only) choose the provider credentials of a scan, as the applier's
+	// (identity.Resolver.For).
+	ServiceAccountName string                  `json:"serviceAccountName,omitempty"`
+	ProviderEnvFrom    []identity.SecretKeyRef `json:"providerEnvFrom,omitempty"`
 	// Suspended (spec.suspend) and Finalizing stop scans.
 	Suspended  bool `json:"suspended,omitempty"`
 	Finalizing bool `json:"finalizing,omitempty"`

@@ -37,12 +37,19 @@ type world struct {
 
 func newWorld(tb testing.TB) *world {
 	tb.Helper()
+	return newWorldWith(tb, engines.Options{})
+}
+
+// newWorldWith is newWorld with the engines configured by o (Process is set to drift).
+func newWorldWith(tb testing.TB, o engines.Options) *world {
+	tb.Helper()
 	srv := natstest.RunJetStream(tb)
 	js := srv.JetStream()
 	if err := bus.EnsureTopology(tb.Context(), js, bus.TopologyOptions{}); err != nil {
 		tb.Fatal(err)
 	}
-	set, err := engines.Open(tb.Context(), js, engines.Options{Process: "drift"}, nil)
+	o.Process = "drift"
+	set, err := engines.Open(tb.Context(), js, o, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

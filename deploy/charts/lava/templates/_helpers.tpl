@@ -454,7 +454,7 @@ docs/security.md, "Kubernetes RBAC"). Argument: the root context.
 {{- end -}}
 
 {{/*
-lava.providerCredentials.env: the applier's provider credential flags (values providerCredentials.*).
+lava.providerCredentials.env: the provider credential flags of the applier and drift (values providerCredentials.*).
 */}}
 {{- define "lava.providerCredentials.env" -}}
 - name: LAVA_PROVIDER_TOKEN_AUDIENCE
@@ -465,6 +465,23 @@ lava.providerCredentials.env: the applier's provider credential flags (values pr
   value: {{ .Values.providerCredentials.gcpWorkloadIdentityProvider | quote }}
 - name: LAVA_AZURE_TENANT_ID
   value: {{ .Values.providerCredentials.azureTenantID | quote }}
+{{- end -}}
+
+{{/*
+lava.providerCredentials.rules: the RBAC rules of the applier and drift to build each object's
+provider credentials, when providerCredentials.tokenAudience is set: the ServiceAccount's
+workload-identity annotations and a token for it (docs/security.md, "Engines").
+Argument: the root context.
+*/}}
+{{- define "lava.providerCredentials.rules" -}}
+{{- if .Values.providerCredentials.tokenAudience -}}
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [serviceaccounts/token]
+  verbs: [create]
+{{- end }}
 {{- end -}}
 
 {{/*

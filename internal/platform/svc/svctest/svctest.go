@@ -135,6 +135,8 @@ type Contract struct {
 	Stream, Consumer string
 	// Started is a line the service logs once it runs ("drift started").
 	Started string
+	// Args are extra flags of the runtime-failure and serves runs (e.g. "--no-kube").
+	Args []string
 }
 
 // CheckContract runs, in parallel subtests, the usage cases ([UsageCases]: exit 0 or 2), the
@@ -149,7 +151,7 @@ func CheckContract(t *testing.T, run Run, c Contract) {
 	})
 	t.Run("runtime failure", func(t *testing.T) {
 		t.Parallel()
-		RuntimeFailure(t, run, "--nats-url", "nats://127.0.0.1:1")
+		RuntimeFailure(t, run, append([]string{"--nats-url", "nats://127.0.0.1:1"}, c.Args...)...)
 	})
 	t.Run("serves", func(t *testing.T) {
 		t.Parallel()
@@ -161,7 +163,7 @@ func CheckContract(t *testing.T, run Run, c Contract) {
 		env := map[string]string{"LAVA_NATS_URL": srv.URL(), "LAVA_METRICS_ADDR": "127.0.0.1:0", "LAVA_HEALTH_ADDR": "127.0.0.1:0",
 			"LAVA_PROVIDER_DIR": t.TempDir()}
 		ready := func(ctx context.Context) error { return Pulling(ctx, srv, c.Stream, c.Consumer) }
-		Serves(t, run, []string{"--log-format", "text"}, env, ready, 200*time.Millisecond, c.Started)
+		Serves(t, run, append([]string{"--log-format", "text"}, c.Args...), env, ready, 200*time.Millisecond, c.Started)
 	})
 }
 
