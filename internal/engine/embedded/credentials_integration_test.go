@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 )
 
 // TestEngine_providerCredentials is the attack of docs/security.md "Engines" on provider
@@ -105,7 +105,10 @@ func TestEngine_providerCredentials(t *testing.T) {
 		t.Fatalf("%d warm provider processes, want 1", len(procs))
 	}
 	pr := procs[0]
-	env := environ(t, pr.pid())
+	env, err := proctest.Environ(pr.pid())
+	if err != nil {
+		t.Fatalf("read the provider's environment: %v", err)
+	}
 	for k, v := range env {
 		if strings.Contains(v, canary) || k == "LAVA_TEST_APPLIER_CANARY" || k == "AWS_ACCESS_KEY_ID" {
 			t.Errorf("the applier's own %s reached the provider", k)
@@ -184,20 +187,4 @@ func warm(e *env) []*process {
 		}
 	}
 	return procs
-}
-
-// environ reads a process's environment from /proc.
-func environ(t *testing.T, pid int) map[string]string {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-	if err != nil {
-		t.Fatalf("read the provider's environment: %v", err)
-	}
-	out := map[string]string{}
-	for _, kv := range strings.Split(string(raw), "\x00") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			out[k] = v
-		}
-	}
-	return out
 }

@@ -5,7 +5,6 @@ package applier_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 )
 
 // TestApplier_providerCredentials is the attack of docs/security.md "Engines" through the
@@ -103,8 +103,8 @@ func TestApplier_providerCredentials(t *testing.T) {
 	// The warm provider process the apply used: a child of this process with the object's
 	// variable.
 	var provEnv map[string]string
-	for _, pid := range children(t) {
-		e := procEnviron(pid)
+	for _, pid := range proctest.Children(t) {
+		e, _ := proctest.Environ(pid)
 		if e["CLOUD_REGION"] == region {
 			provEnv = e
 		}
@@ -135,47 +135,4 @@ func TestApplier_providerCredentials(t *testing.T) {
 	if where := h.leaks(string(token)); len(where) > 0 {
 		t.Errorf("the provider token appears in %v", where)
 	}
-}
-
-// children lists the pids whose parent is this test process (from /proc/PID/stat).
-func children(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-		s := string(stat)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 {
-			if fields := strings.Fields(s[i+1:]); len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
-
-// procEnviron reads a process's environment (nil when unreadable).
-func procEnviron(pid int) map[string]string {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-	if err != nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, kv := range strings.Split(string(raw), "\x00") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			out[k] = v
-		}
-	}
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 	"github.com/lava-operator/lava/internal/service/drift"
 )
@@ -99,8 +99,8 @@ func TestDrift_providerCredentials(t *testing.T) {
 	// The warm provider process the scan used: a child of this process with the resource's
 	// role (the apply before ran without credentials).
 	var provEnv map[string]string
-	for _, pid := range children(t) {
-		if e := procEnviron(pid); e["AWS_ROLE_ARN"] == roleARN {
+	for _, pid := range proctest.Children(t) {
+		if e, _ := proctest.Environ(pid); e["AWS_ROLE_ARN"] == roleARN {
 			provEnv = e
 		}
 	}
@@ -139,47 +139,4 @@ func TestDrift_providerCredentials(t *testing.T) {
 			}
 		}
 	}
-}
-
-// children lists the pids whose parent is this test process (from /proc/PID/stat).
-func children(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-		s := string(stat)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 {
-			if fields := strings.Fields(s[i+1:]); len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
-
-// procEnviron reads a process's environment (nil when unreadable).
-func procEnviron(pid int) map[string]string {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
-	if err != nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, kv := range strings.Split(string(raw), "\x00") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			out[k] = v
-		}
-	}
-	return out
 }
