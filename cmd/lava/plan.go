@@ -109,7 +109,7 @@ connection flags of ` + "`lava state`" + `).`,
 			if err := engine.RenderReview(out, plan); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(out, "\nTo apply exactly this plan: lava approve %s %s\n", key, held.PlanID)
+			_, err = fmt.Fprintf(out, "\nTo apply exactly this plan: lava approve %s %s (on a cluster), or under lava up -f set spec.approvePlan to %s in the manifest\n", key, held.PlanID, held.PlanID)
 			return err
 		},
 	}

@@ -306,7 +306,7 @@ func TestValidate_crdRules(t *testing.T) {
 		want       string
 	}{
 		{"engine warp", hdr + "metadata: {name: a}\nspec:\n  source: {name: dns-record-set}\n  engine: warp\n", `:6:3: error: spec.engine: unsupported value "warp"`},
-		{"empty bindingsFrom entry", hdr + "metadata: {name: a}\nspec:\n  source: {name: dns-record-set}\n  bindingsFrom:\n  - {}\n", ":7:5: error: spec.bindingsFrom[0]: exactly one of configMapRef or secretRef must be set"},
+		{"empty bindingsFrom entry", hdr + "metadata: {name: a}\nspec:\n  source: {name: dns-record-set}\n  bindingsFrom:\n  - {}\n", ":7:5: error: spec.bindingsFrom[0]: exactly one of configMapRef, secretRef or outputsRef must be set"},
 		{"no name", hdr + "metadata: {namespace: x}\nspec:\n  source: {name: dns-record-set}\n", ":3:1: error: metadata.name: required"},
 		{"invalid names", hdr + "metadata: {name: \"Bad Name!\", namespace: \"UPPER\"}\nspec:\n  source: {name: dns-record-set}\n", `:3:12: error: metadata.name: "Bad Name!" is not a DNS-1123 subdomain`},
 		{"short drift interval", hdr + "metadata: {name: a}\nspec:\n  source: {name: dns-record-set}\n  driftInterval: 5s\n", ":6:3: error: spec.driftInterval: must be at least 30s (got 5s)"},

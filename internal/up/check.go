@@ -75,13 +75,21 @@ func CheckObject(o *v1alpha1.LavaArchitecture) []FieldError {
 	}
 	for i, b := range s.BindingsFrom {
 		path := "spec.bindingsFrom[" + strconv.Itoa(i) + "]"
+		n := 0
+		for _, set := range []bool{b.ConfigMapRef != nil, b.SecretRef != nil, b.OutputsRef != nil} {
+			if set {
+				n++
+			}
+		}
 		switch {
-		case (b.ConfigMapRef != nil) == (b.SecretRef != nil):
-			add(path, "exactly one of configMapRef or secretRef must be set")
+		case n != 1:
+			add(path, "exactly one of configMapRef, secretRef or outputsRef must be set")
 		case b.ConfigMapRef != nil && b.ConfigMapRef.Name == "":
 			add(path+".configMapRef.name", "required")
 		case b.SecretRef != nil && b.SecretRef.Name == "":
 			add(path+".secretRef.name", "required")
+		case b.OutputsRef != nil && b.OutputsRef.Name == "":
+			add(path+".outputsRef.name", "required")
 		}
 	}
 	switch s.Engine {

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -115,6 +116,8 @@ func (c *checker) resource(r *arch.Resource, data bool) {
 				c.add(pos, "%s: the %s data source is not allowed (deniedDataSources)", what, r.Type)
 			}
 		}
+	} else if slices.Contains(c.p.DeniedResources, r.Type) {
+		c.add(pos, "%s: the %s resource is not allowed (deniedResources)", what, r.Type)
 	}
 	for k, v := range r.Attributes.All() {
 		if (k == "provisioner" || k == "connection") && !c.p.AllowProvisioners {

@@ -24,6 +24,10 @@ type Policy struct {
 	AllowRemoteModules bool
 	// DeniedDataSources are data source types refused ([DefaultDeniedDataSources]).
 	DeniedDataSources []string
+	// DeniedResources are resource types refused (default none). On a cluster with untrusted
+	// tenants, local_file and local_sensitive_file belong here: they write anywhere the
+	// applier's user may write (docs/security.md, "Known gap").
+	DeniedResources []string
 	// DeniedFunctions are function names refused in any ${} or %{} of any string
 	// ([DefaultDeniedFunctions]); path.Match patterns ("provider::*"). A "core::" prefix is
 	// ignored (OpenTofu's core::file is file).
@@ -71,6 +75,7 @@ type Settings struct {
 	AllowProvisioners  *bool     `json:"allowProvisioners,omitempty"`
 	AllowRemoteModules *bool     `json:"allowRemoteModules,omitempty"`
 	DeniedDataSources  *[]string `json:"deniedDataSources,omitempty"`
+	DeniedResources    *[]string `json:"deniedResources,omitempty"`
 	DeniedFunctions    *[]string `json:"deniedFunctions,omitempty"`
 	AllowedProviders   *[]string `json:"allowedProviders,omitempty"`
 	MaxResources       *int      `json:"maxResources,omitempty"`
@@ -159,6 +164,9 @@ func (s Settings) apply(p *Policy) {
 	}
 	if s.DeniedDataSources != nil {
 		p.DeniedDataSources = slices.Clone(*s.DeniedDataSources)
+	}
+	if s.DeniedResources != nil {
+		p.DeniedResources = slices.Clone(*s.DeniedResources)
 	}
 	if s.DeniedFunctions != nil {
 		p.DeniedFunctions = slices.Clone(*s.DeniedFunctions)

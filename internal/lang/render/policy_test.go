@@ -140,3 +140,32 @@ func TestCheckPolicy_catalogPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckPolicy_deniedResources: a local_file resource writes anywhere the applier's user
+// may write (docs/security.md, "Known gap"); under `deniedResources: [local_file,
+// local_sensitive_file]` (from the admin's policy document) it is refused with its position,
+// while the built-in default still lets it pass.
+func TestCheckPolicy_deniedResources(t *testing.T) {
+	cfg, err := policy.Parse([]byte("cluster:\n  deniedResources: [local_file, local_sensitive_file]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `(deflava-architecture x
+  :resources ((local-file "plant" :filename "/var/lib/lava/providers/terraform-provider-pwn" :content "#!/bin/sh" :file-permission "0755")
+              (terraform-data "ok" :input "a")))`
+	in := Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp"}
+	out, ds := Synthesize(in)
+	if out == nil {
+		t.Fatalf("synthesize: %v", errorsOf(ds))
+	}
+	joined := CheckPolicy(in, out, cfg.For("tenant")).String()
+	if want := "in.tlisp:2:15: policy: resource local_file.plant: the local_file resource is not allowed (deniedResources)"; !strings.Contains(joined, want) {
+		t.Errorf("diagnostics lack %q:\n%s", want, joined)
+	}
+	if strings.Contains(joined, "terraform_data.ok") {
+		t.Errorf("terraform_data refused too:\n%s", joined)
+	}
+	if got := CheckPolicy(in, out, policy.Default()); len(got) > 0 {
+		t.Errorf("the built-in default refused it (it allows local_file):\n%s", got.String())
+	}
+}
