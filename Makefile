@@ -192,7 +192,7 @@ test-e2e: ## End to end: every service its own process, real kube-apiserver/etcd
 SCALE_OBJECTS ?= 500
 .PHONY: test-e2e-scale
 test-e2e-scale: ## Issue 12's full scale-out run: two replicas of every service on SCALE_OBJECTS (500) objects.
-	go test -tags e2e -count=1 -timeout=60m -run '^TestScaleOut_' -v ./test/e2e/ -args -scale.objects=$(SCALE_OBJECTS)
+	go test -tags e2e,scale -count=1 -timeout=60m -run '^TestScaleOut_' -v ./test/e2e/ -args -scale.objects=$(SCALE_OBJECTS)
 
 CLUSTER_OBJECTS ?= 200
 .PHONY: test-e2e-cluster
