@@ -192,12 +192,25 @@ test-e2e: ## End to end: every service its own process, real kube-apiserver/etcd
 SCALE_OBJECTS ?= 500
 .PHONY: test-e2e-scale
 test-e2e-scale: ## Issue 12's full scale-out run: two replicas of every service on SCALE_OBJECTS (500) objects.
-	go test -tags e2e,scale -count=1 -timeout=60m -run '^TestScaleOut_' -v ./test/e2e/ -args -scale.objects=$(SCALE_OBJECTS)
+	go test -tags e2e -count=1 -timeout=60m -run '^TestScaleOut_' -v ./test/e2e/ -args -scale.objects=$(SCALE_OBJECTS)
 
 CLUSTER_OBJECTS ?= 200
 .PHONY: test-e2e-cluster
 test-e2e-cluster: ## Issue 12's full JetStream cluster run: CLUSTER_OBJECTS (200) objects, one server then the meta leader SIGKILLed.
 	go test -tags e2e -count=1 -timeout=60m -run '^TestCluster_' -v ./test/e2e/ -args -cluster.objects=$(CLUSTER_OBJECTS)
+
+CHAOS_OBJECTS ?= 200
+CHAOS_SEED ?= 0
+.PHONY: test-e2e-chaos
+test-e2e-chaos: ## Issue 12's full chaos run: CHAOS_OBJECTS (200) objects, every service SIGKILLed twice and nats-server once (CHAOS_SEED replays a schedule).
+	go test -tags e2e -count=1 -timeout=60m -run '^TestChaos_' -v ./test/e2e/ -args -chaos.objects=$(CHAOS_OBJECTS) -chaos.seed=$(CHAOS_SEED)
+
+SOAK_DURATION ?= 2h
+SOAK_OBJECTS  ?= 100
+SOAK_TIMEOUT  ?= 4h
+.PHONY: soak
+soak: ## Issue 12's soak (not in CI): SOAK_DURATION (2h) of create/update/delete churn with drift scans on SOAK_OBJECTS (100) objects; RSS, goroutines and store sizes flat.
+	go test -tags e2e,soak -count=1 -timeout=$(SOAK_TIMEOUT) -run '^TestSoak$$' -v ./test/e2e/ -args -soak.duration=$(SOAK_DURATION) -soak.objects=$(SOAK_OBJECTS)
 
 .PHONY: test-unit
 test-unit: ## The quick loop: tests that need no built binary.
@@ -213,6 +226,8 @@ bench-smoke: ## Every benchmark once (-benchtime=1x), one package at a time (-p 
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME.
 FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/service/attest:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/up:FuzzParseManifests
+# Issue 12 item 8: the decoders of every service's events (besides bus.DecodeBody's FuzzDecodeEvent) and of a Flux artifact.
+FUZZ_TARGETS += ./internal/service/anomaly:FuzzAnomalyFromEvents ./internal/service/viggy:FuzzRecordPolicy ./internal/service/attest:FuzzLinkChain ./internal/service/synth:FuzzObservedToSynthesized ./internal/service/synth:FuzzFileInTarGz ./internal/service/applier:FuzzSynthesizedInput
 .PHONY: fuzz-smoke
 # A fuzz run that ends with go's own "context deadline exceeded" at the end of -fuzztime and
 # records no failing input (no "Failing input written to") found nothing: it is run once more.
@@ -225,6 +240,10 @@ fuzz-smoke: ## Every fuzz target for FUZZTIME.
 	      echo "[fuzz] $$name: deadline at the end of -fuzztime with no failing input; running it once more"; \
 	      go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	    else rm -f $$out; exit 1; fi; fi; rm -f $$out; done
+
+.PHONY: fuzz
+fuzz: FUZZTIME = 10m
+fuzz: fuzz-smoke ## Every fuzz target, one at a time, for FUZZTIME (10m here: make fuzz FUZZTIME=1h); not in CI (fuzz-smoke is).
 
 .PHONY: bench
 bench: ## The long benchmarks, with figures.

@@ -103,7 +103,7 @@ func upOnce(b *testing.B, lava string, tools tofutest.Tools, dir string) time.Du
 		b.Fatal(err)
 	}
 	cmd := exec.CommandContext(b.Context(), lava, "up", "--once", "-f", m, "--state-dir", filepath.Join(dir, "state"),
-		"--providers", tools.Mirror, "--timeout", "2m")
+		"--providers", tools.Mirror, "--timeout", "2m", "--policy", rootsPolicy(b, dir, files))
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
@@ -123,7 +123,7 @@ func byHand(b *testing.B, lava string, tools tofutest.Tools, dir, cache string) 
 	if err := os.WriteFile(m, []byte(manifest(files)), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	doc, err := exec.CommandContext(b.Context(), lava, "render", m).Output()
+	doc, err := exec.CommandContext(b.Context(), lava, "render", "--policy", rootsPolicy(b, dir, files), m).Output()
 	if err != nil {
 		b.Fatalf("lava render: %v", err)
 	}
@@ -136,6 +136,17 @@ func byHand(b *testing.B, lava string, tools tofutest.Tools, dir, cache string) 
 	d := tools.ByHand(b, "create", ws, cache)
 	written(b, files)
 	return d
+}
+
+// rootsPolicy writes dir/<base of root>-policy.yaml, a policy document letting the manifest's
+// files be written under root only (fileWriteRoots), and returns its path.
+func rootsPolicy(b *testing.B, dir, root string) string {
+	b.Helper()
+	p := filepath.Join(dir, filepath.Base(root)+"-policy.yaml")
+	if err := os.WriteFile(p, []byte("cluster: {fileWriteRoots: ["+root+"]}\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return p
 }
 
 // written fails b unless dir holds the ten files of [manifest].

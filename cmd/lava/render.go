@@ -15,6 +15,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/up"
 )
 
 // bindingFlags are the binding and gate flags shared by render and validate.
@@ -34,7 +35,7 @@ func (f *bindingFlags) register(cmd *cobra.Command) {
 	fs.StringArrayVar(&f.record, "record", nil, "add rows to record-list input `KEY=JSON`: a JSON object of strings is one row, an array of them several (repeatable; rows accumulate)")
 	fs.StringVar(&f.gate, "gate", "", "validate the bindings against bundled interface `NAME` before evaluating (overrides spec.gate)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "do not apply any gate, not even the manifest's spec.gate")
-	fs.StringVar(&f.policy, "policy", "", "check every render against the tenant policy document `FILE` as synth does (default: the built-in policy; docs/design/0010-tenant-policy.md)")
+	fs.StringVar(&f.policy, "policy", "", "check every render against the tenant policy document `FILE` as synth does (default: lava up's, the built-in policy with fileWriteRoots ["+up.DemoDir+"]; docs/design/0010-tenant-policy.md)")
 }
 
 // overrides are parsed binding flags: each key replaces the same key of every binding map of
@@ -61,6 +62,9 @@ func (f *bindingFlags) parse() (overrides, error) {
 	pol, err := policy.ReadFile(f.policy)
 	if err != nil {
 		return o, fmt.Errorf("--policy: %w", err)
+	}
+	if f.policy == "" {
+		pol = up.DefaultPolicy() // what lava up checks against
 	}
 	o.policy = pol
 	split := func(flag, kv string) (string, string, error) {

@@ -83,7 +83,8 @@ func TestUp_tenantAttacks(t *testing.T) {
 		"read-file": p + ":19:21: policy: resource terraform_data.leak attribute input: the function file is not allowed",
 		"dotdot":    p + ":28:21: policy: provider evil: provider source \"../../tmp/evil\" is not a registry address",
 	}
-	_, _, verr := runLava(t, "", "validate", p)
+	pol := rootsPolicy(t, out) // the binding manifest writes under out
+	_, _, verr := runLava(t, "", "validate", "--policy", pol, p)
 	for name, w := range want {
 		if !strings.Contains(verr, strings.Replace(w, ": policy:", ": error: policy:", 1)) {
 			t.Errorf("validate lacks %s's %q:\n%s", name, w, verr)
@@ -91,7 +92,7 @@ func TestUp_tenantAttacks(t *testing.T) {
 	}
 
 	stateDir := filepath.Join(t.TempDir(), "state")
-	upOnce(t, manifests, stateDir)
+	upOnce(t, manifests, stateDir, "--policy", pol)
 	for name, w := range want {
 		o, _ := object(t, stateDir, "tenant", name)
 		c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionSynthesized)

@@ -93,7 +93,7 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "with --once: give up (exit 1) after this long")
 	f.DurationVar(&o.Interval, "interval", time.Second, "how often manifests are re-read")
 	f.StringVar(&o.LogLevel, "log-level", "info", "services' log level in <state-dir>/lava.log: debug, info, warn or error")
-	f.StringVar(&o.PolicyFile, "policy", "", "tenant policy document every render is checked against (default: the built-in policy)")
+	f.StringVar(&o.PolicyFile, "policy", "", "tenant policy document every render is checked against (default: the built-in policy with fileWriteRoots ["+up.DemoDir+"])")
 	return cmd
 }
 

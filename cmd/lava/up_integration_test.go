@@ -52,15 +52,26 @@ func upExamples(t *testing.T, out string) string {
 	return dir
 }
 
+// rootsPolicy writes a policy document whose only setting is fileWriteRoots roots (the
+// directories a test's file-writing resources write under) and returns its path for --policy.
+func rootsPolicy(t *testing.T, roots ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(p, []byte("cluster: {fileWriteRoots: ["+strings.Join(roots, ", ")+"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // upOnce runs `lava up --once` in-process and fails the test unless it exits 0.
-func upOnce(t *testing.T, manifests, stateDir string) string {
+func upOnce(t *testing.T, manifests, stateDir string, extra ...string) string {
 	t.Helper()
 	tofuDir := os.Getenv("LAVA_TOFU_DIR")
 	if tofuDir == "" {
 		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
 	}
-	code, stdout, stderr := runLava(t, "", "up", "--once", "-f", manifests, "--state-dir", stateDir,
-		"--providers", filepath.Join(tofuDir, "providers"), "--timeout", "4m", "--interval", "200ms")
+	code, stdout, stderr := runLava(t, "", append([]string{"up", "--once", "-f", manifests, "--state-dir", stateDir,
+		"--providers", filepath.Join(tofuDir, "providers"), "--timeout", "4m", "--interval", "200ms"}, extra...)...)
 	if code != exitOK {
 		t.Fatalf("lava up --once: exit %d\nstdout:\n%s\nstderr:\n%s\nlog:\n%s", code, stdout, stderr, readFile(t, filepath.Join(stateDir, up.FileLog)))
 	}
@@ -115,7 +126,8 @@ func TestUp_examples(t *testing.T) {
 	manifests := upExamples(t, out)
 	stateDir := filepath.Join(t.TempDir(), "state")
 
-	stdout := upOnce(t, manifests, stateDir)
+	pol := rootsPolicy(t, out)
+	stdout := upOnce(t, manifests, stateDir, "--policy", pol)
 	if !strings.Contains(stdout, "RESOURCE") || !strings.Contains(stdout, "resources settled") {
 		t.Errorf("stdout lacks the final table and summary:\n%s", stdout)
 	}
@@ -152,7 +164,7 @@ func TestUp_examples(t *testing.T) {
 	greetings, _ := object(t, stateDir, "demo", "greetings")
 
 	t.Run("restart applies nothing again", func(t *testing.T) {
-		upOnce(t, manifests, stateDir)
+		upOnce(t, manifests, stateDir, "--policy", pol)
 		if _, n := stateSerials(t, stateDir); n != applies {
 			t.Errorf("%d applies logged after a restart, want still %d", n, applies)
 		}
@@ -170,7 +182,7 @@ func TestUp_examples(t *testing.T) {
 		if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		upOnce(t, manifests, stateDir)
+		upOnce(t, manifests, stateDir, "--policy", pol)
 		o, _ := object(t, stateDir, "demo", "release-notes")
 		if o.Generation != 2 || o.Status.ObservedGeneration != 2 || o.Status.Phase != v1alpha1.PhaseApplied {
 			t.Fatalf("release-notes: generation %d observedGeneration %d phase %s, want Applied at generation 2",
@@ -192,7 +204,7 @@ func TestUp_examples(t *testing.T) {
 		if err := os.Remove(filepath.Join(manifests, "testkit.yaml")); err != nil {
 			t.Fatal(err)
 		}
-		upOnce(t, manifests, stateDir)
+		upOnce(t, manifests, stateDir, "--policy", pol)
 		if _, ok := object(t, stateDir, "demo", "testkit-files"); ok {
 			t.Error("testkit-files still has an object file after its manifest was removed")
 		}
@@ -360,10 +372,11 @@ func TestUp_mirrorBuiltLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
+	pol := rootsPolicy(t, out)
 	upWith := func(providers string) v1alpha1.LavaArchitecture {
 		t.Helper()
 		code, stdout, stderr := runLava(t, "", "up", "--once", "-f", manifests, "--state-dir", stateDir, "--providers", providers,
-			"--timeout", "2m", "--interval", "200ms")
+			"--timeout", "2m", "--interval", "200ms", "--policy", pol)
 		if code != exitOK {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
@@ -417,7 +430,7 @@ func TestUp_interruptDuringApply(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"),
-			"--interval", "200ms"}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
+			"--interval", "200ms", "--policy", rootsPolicy(t, out)}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
 	}()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

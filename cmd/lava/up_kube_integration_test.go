@@ -41,10 +41,11 @@ func TestUp_kubeconfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
+	pol := rootsPolicy(t, out)
 	upKube := func() string {
 		t.Helper()
 		code, stdout, stderr := runLava(t, "", "up", "--once", "--kubeconfig", kubeconfig, "--namespaces", ns, "--state-dir", stateDir,
-			"--providers", filepath.Join(tofuDir, "providers"), "--timeout", "3m")
+			"--providers", filepath.Join(tofuDir, "providers"), "--timeout", "3m", "--policy", pol)
 		if code != exitOK {
 			t.Fatalf("lava up --once --kubeconfig: exit %d\nstdout:\n%s\nstderr:\n%s\nlog:\n%s", code, stdout, stderr, readFile(t, filepath.Join(stateDir, up.FileLog)))
 		}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine/state"
@@ -160,6 +162,12 @@ type PlanRecord struct {
 	HasChanges bool             `json:"hasChanges"`
 	Summary    Summary          `json:"summary"`
 	Resources  []ResourceAction `json:"resources"`
+	// Warnings are the plan's warning diagnostics ("SUMMARY: DETAIL"), failed check block
+	// assertions among them ("Check block assertion failed: MESSAGE"), with the request's
+	// redactions and the plan's sensitive values removed, at most [MaxWarnings] of at most
+	// [MaxWarningLen] bytes each. They derive from the inputs the plan id covers and are not
+	// part of it.
+	Warnings []string `json:"warnings,omitempty"`
 	// CreatedAt is when the plan was made (UTC).
 	CreatedAt time.Time `json:"createdAt"`
 }
@@ -192,4 +200,23 @@ type Outputs struct {
 	Values map[string]json.RawMessage `json:"values"`
 	// Sensitive are the outputs Terraform marks sensitive.
 	Sensitive map[string]json.RawMessage `json:"-"`
+}
+
+// Bounds of PlanRecord.Warnings.
+const (
+	MaxWarnings   = 20
+	MaxWarningLen = 512
+)
+
+// AddWarning appends a warning to the record, redacted by r and within the bounds of
+// [MaxWarnings] and [MaxWarningLen]; repeated warnings are kept once.
+func (p *PlanRecord) AddWarning(r *Redactor, w string) {
+	w = r.Redact(w)
+	if len(w) > MaxWarningLen {
+		w = strings.ToValidUTF8(w[:MaxWarningLen], "") + "…"
+	}
+	if len(p.Warnings) >= MaxWarnings || slices.Contains(p.Warnings, w) {
+		return
+	}
+	p.Warnings = append(p.Warnings, w)
 }

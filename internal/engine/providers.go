@@ -54,6 +54,23 @@ func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequire
 			}
 		}
 	}
+	// The providers of modules bundled in the document (bundle.go) are the root's too.
+	mods, err := ReadBundle(rendered)
+	if err != nil {
+		return nil, err
+	}
+	for _, body := range mods {
+		reqs, err := Requirements(body, nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range reqs {
+			names[r.Name] = true
+			if _, ok := declared[r.Name]; !ok && r.Source != "hashicorp/"+r.Name {
+				declared[r.Name] = r.Source
+			}
+		}
+	}
 	delete(names, builtinProvider)
 	delete(names, "")
 	out := make([]ProviderRequirement, 0, len(names))

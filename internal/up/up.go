@@ -22,6 +22,7 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/providers"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/natsauth"
@@ -69,6 +70,19 @@ const (
 	FileLock = "lock"
 )
 
+// DemoDir is where the examples of `make up` (examples/) write their files; [DefaultPolicy]
+// lets file-writing resources write under it and nowhere else.
+const DemoDir = "/tmp/lava-demo"
+
+// DefaultPolicy is lava up's policy when --policy is not given, also the one `lava validate`
+// and `lava render` check against without --policy: the built-in cluster policy
+// ([policy.Default]) with fileWriteRoots [DemoDir], so the demos apply while a manifest still
+// cannot write lava up's state directory, provider mirror or plugin cache
+// (docs/design/0010-tenant-policy.md, "File writes").
+func DefaultPolicy() policy.Config {
+	return policy.Config{Cluster: policy.Settings{FileWriteRoots: &[]string{DemoDir}}}
+}
+
 // DefaultToolsDir is the OpenTofu tool directory `make tools-tofu` builds, relative to the home
 // directory; $LAVA_TOFU_DIR overrides it.
 const DefaultToolsDir = ".cache/lava/tools/tofu-v1.12.6"
@@ -111,7 +125,7 @@ type Options struct {
 	// LogLevel is the services' log level (default info).
 	LogLevel string
 	// PolicyFile is the tenant policy document synth checks every render against
-	// (docs/design/0010-tenant-policy.md); "" is the built-in policy.
+	// (docs/design/0010-tenant-policy.md); "" is [DefaultPolicy].
 	PolicyFile string
 }
 
@@ -310,7 +324,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
 		return synth.Run(ctx, synth.Options{Common: common(bus.ServiceSynth), BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube,
-			Listener: renderLn, RPCTokenFile: tokenFile, PolicyFile: o.PolicyFile})
+			Listener: renderLn, RPCTokenFile: tokenFile, PolicyFile: o.PolicyFile, DefaultPolicy: DefaultPolicy()})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
 		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kube,

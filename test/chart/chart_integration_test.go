@@ -192,6 +192,11 @@ func TestSchemaRejects(t *testing.T) {
 		{"synth.bindingsKey.existingSecret=", "synth.bindingsKey: set synth.bindingsKey.existingSecret"},
 		{"drift.providerInstall.networkMirror=http://mirror", "/drift/providerInstall/networkMirror"},
 		{"applier.providerInstall.cacheDir=relative", "/applier/providerInstall/cacheDir"},
+		{"policy.cluster.fileWriteRoots={relative}", "/policy/cluster/fileWriteRoots/0"},
+		{"policy.cluster.fileWriteRoots={/var/lib/lava}", "policy.cluster.fileWriteRoots: /var/lib/lava overlaps /var/lib/lava/work"},
+		{"policy.namespaces.team-a.fileWriteRoots={/var/lib/lava/providers/x}", "policy.namespaces.team-a.fileWriteRoots: /var/lib/lava/providers/x overlaps /var/lib/lava/providers"},
+		{"policy.cluster.fileWriteRoots={/}", "policy.cluster.fileWriteRoots: / overlaps"},
+		{"policy.cluster.fileWriteRoots={/tmp}", "policy.cluster.fileWriteRoots: /tmp holds /tmp"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := helm(t, "template", "lava", chartDir, "--set", tc.set)

@@ -63,7 +63,7 @@ spec:
 // the consumer, with no spec change; deleting the ConfigMap is a BindingSourceNotFound
 // condition on the producer.
 func testChain(ctx context.Context, t *testing.T, env *harness.Env, kc client.Client) {
-	dir := t.TempDir()
+	dir := env.Files(t)
 	if _, err := env.Kubectl(ctx, strings.ReplaceAll(chainManifests, "DIR", dir), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}

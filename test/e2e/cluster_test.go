@@ -62,7 +62,7 @@ func TestCluster_killServerThenMetaLeader(t *testing.T) {
 	checkR3(ctx, t, js)
 
 	const ns = "cluster"
-	root := t.TempDir()
+	root := env.Files(t)
 	start := time.Now()
 	createKits(ctx, t, kc, ns, root, n, 1500*time.Millisecond)
 	applied := func() (int, string) { return countApplied(ctx, kc, ns, n) }
@@ -129,24 +129,7 @@ func TestCluster_killServerThenMetaLeader(t *testing.T) {
 	verifyChains(ctx, t, env, ns, n)
 
 	// No message stuck: every consumer drains.
-	poll(ctx, t, env, 2*time.Minute, func() (bool, string) {
-		var stuck []string
-		for name := range js.StreamNames(ctx).Name() {
-			s, err := js.Stream(ctx, name)
-			if err != nil {
-				return false, err.Error()
-			}
-			for ci := range s.ListConsumers(ctx).Info() {
-				if !slices.Contains(services, ci.Name) {
-					continue // a durable of a service this run does not start (drift)
-				}
-				if ci.NumPending != 0 || ci.NumAckPending != 0 {
-					stuck = append(stuck, fmt.Sprintf("%s/%s pending %d, unacked %d", name, ci.Name, ci.NumPending, ci.NumAckPending))
-				}
-			}
-		}
-		return len(stuck) == 0, "consumers not drained: " + strings.Join(stuck, "; ")
-	})
+	checkDrained(ctx, t, env, js, services, 2*time.Minute)
 	if err := env.Dead(); err != nil {
 		t.Errorf("a process died during the run: %v", err)
 	}
@@ -205,4 +188,29 @@ func verifyChains(ctx context.Context, t *testing.T, env *harness.Env, ns string
 		}
 	}
 	t.Logf("receipt chains: %d verified; %d reads retried after \"no responders\"", n, retried)
+}
+
+// checkDrained polls for at most d until every durable consumer of services (named after the
+// service) on every stream has nothing pending and nothing unacknowledged, failing the test
+// with the ones that do not.
+func checkDrained(ctx context.Context, t *testing.T, env *harness.Env, js jetstream.JetStream, services []string, d time.Duration) {
+	t.Helper()
+	poll(ctx, t, env, d, func() (bool, string) {
+		var stuck []string
+		for name := range js.StreamNames(ctx).Name() {
+			s, err := js.Stream(ctx, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			for ci := range s.ListConsumers(ctx).Info() {
+				if !slices.Contains(services, ci.Name) {
+					continue // a durable of a service the run does not start
+				}
+				if ci.NumPending != 0 || ci.NumAckPending != 0 {
+					stuck = append(stuck, fmt.Sprintf("%s/%s pending %d, unacked %d", name, ci.Name, ci.NumPending, ci.NumAckPending))
+				}
+			}
+		}
+		return len(stuck) == 0, "consumers not drained: " + strings.Join(stuck, "; ")
+	})
 }

@@ -129,7 +129,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dirs := map[resource]string{embFile: filepath.Join(t.TempDir(), "embedded"), tofFile: filepath.Join(t.TempDir(), "tofu")}
+	dirs := map[resource]string{embFile: filepath.Join(env.Files(t), "embedded"), tofFile: filepath.Join(env.Files(t), "tofu")}
 	demo, err := os.ReadFile("testdata/demo-files.yaml")
 	if err != nil {
 		t.Fatal(err)

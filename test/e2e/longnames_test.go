@@ -51,7 +51,7 @@ func TestLongNames_andNamespaceDeletion(t *testing.T) {
 	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir := env.Files(t)
 	la := &v1alpha1.LavaArchitecture{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Inline: longSource},

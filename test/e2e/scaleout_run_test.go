@@ -1,9 +1,8 @@
-//go:build e2e && scale
+//go:build e2e
 
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,23 +13,17 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/test/e2e/harness"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
-// flagScaleObjects is the size of TestScaleOut_twoReplicasOfEveryService: 500 (issue 12's run)
-// with `make test-e2e-scale`, 60 for the CI-sized run (`make test-e2e-scale SCALE_OBJECTS=60`).
-// The default 0 leaves it out of `make test` while it fails: with two attest replicas a
-// resource's receipts can be appended out of phase order (runs found 2 and 1 of 60 chains and 1
-// of 500 holding SYNTHESIZED before PENDING; attest orders per resource only within one process,
-// bus.ConsumeOptions.OrderKey).
-var flagScaleObjects = flag.Int("scale.objects", 0, "LavaArchitectures in TestScaleOut_twoReplicasOfEveryService (0: not run)")
+// flagScaleObjects is the size of TestScaleOut_twoReplicasOfEveryService: 60 in `make test`
+// (make test-e2e), 500 (issue 12's run) with `make test-e2e-scale`. Runs before attest ordered
+// receipts across replicas found 2 and 1 of 60 chains and 1 of 500 holding SYNTHESIZED before
+// PENDING (docs/design/0018-receipt-order-across-replicas.md).
+var flagScaleObjects = flag.Int("scale.objects", 60, "LavaArchitectures in TestScaleOut_twoReplicasOfEveryService")
 
 // TestScaleOut_twoReplicasOfEveryService runs two processes of every service (the watchers
 // elect a leader) on N LavaArchitectures. Asserted: every object Applied; every testkit_file
@@ -43,7 +36,7 @@ var flagScaleObjects = flag.Int("scale.objects", 0, "LavaArchitectures in TestSc
 func TestScaleOut_twoReplicasOfEveryService(t *testing.T) {
 	n := *flagScaleObjects
 	if n <= 0 {
-		t.Fatalf("-scale.objects=%d: give the number of objects (make test-e2e-scale SCALE_OBJECTS=N); this test is built only with the scale tag, left out of make test until attest keeps per-resource order across replicas", n)
+		t.Fatalf("-scale.objects=%d: give a positive number of objects (make test-e2e-scale SCALE_OBJECTS=N)", n)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
@@ -61,7 +54,7 @@ func TestScaleOut_twoReplicasOfEveryService(t *testing.T) {
 	states := recordKV(ctx, t, js, bus.BucketState)
 
 	const ns = "scale"
-	root := t.TempDir()
+	root := env.Files(t)
 	start := time.Now()
 	createKits(ctx, t, kc, ns, root, n, 300*time.Millisecond)
 	poll(ctx, t, env, 30*time.Minute, func() (bool, string) {
@@ -74,36 +67,7 @@ func TestScaleOut_twoReplicasOfEveryService(t *testing.T) {
 	}
 
 	verifyChains(ctx, t, env, ns, n)
-	order := map[string]int{"PENDING": 0, "SYNTHESIZED": 1, "PLANNED": 2, "APPLYING": 3, "APPLIED": 4}
-	for i := range n {
-		r := fmt.Sprintf("%s/kit-%03d", ns, i)
-		out, err := env.Lava(ctx, "receipts", "show", r, "--nats-url", env.NATSURL)
-		if err != nil {
-			t.Errorf("%s: lava receipts show: %v", r, err)
-			continue
-		}
-		last, inOrder, seq := -1, true, []string{}
-		for line := range strings.Lines(out) {
-			f := strings.Split(strings.TrimSpace(line), "\t")
-			if len(f) < 4 {
-				continue
-			}
-			ph := strings.SplitN(f[3], "/", 2)[0]
-			rank, ok := order[ph]
-			if !ok {
-				continue
-			}
-			seq = append(seq, ph)
-			inOrder = inOrder && rank >= last
-			last = rank
-		}
-		if !inOrder {
-			t.Errorf("%s: receipt chain out of phase order: %v", r, seq)
-		}
-		if !slices.Contains(seq, "APPLIED") {
-			t.Errorf("%s: receipt chain %v holds no APPLIED", r, seq)
-		}
-	}
+	checkPhaseOrder(ctx, t, env, ns, n)
 
 	// Give the last lease releases a moment to reach the recorders.
 	time.Sleep(2 * time.Second)
@@ -271,37 +235,4 @@ func lockTakeovers(entries []jetstream.KeyValueEntry) (locks int, takeovers []st
 		cur[e.Key()] = h
 	}
 	return locks, takeovers
-}
-
-// metricSum sums the samples of family name in a process's /metrics whose labels include want.
-func metricSum(ctx context.Context, env *harness.Env, proc, name string, want map[string]string) (float64, error) {
-	body, err := env.Metrics(ctx, proc)
-	if err != nil {
-		return 0, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	mf := families[name]
-	if mf == nil {
-		return 0, nil
-	}
-	sum := 0.0
-next:
-	for _, m := range mf.GetMetric() {
-		for k, v := range want {
-			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
-				continue next
-			}
-		}
-		switch {
-		case m.GetCounter() != nil:
-			sum += m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			sum += m.GetGauge().GetValue()
-		}
-	}
-	return sum, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/test/e2e/harness"
 )
 
 // createKits creates kit-000..kit-<n-1> in ns from clusterSource, each with its own directory
@@ -27,21 +29,28 @@ func createKits(ctx context.Context, t *testing.T, kc client.Client, ns, root st
 		t.Fatal(err)
 	}
 	for i := range n {
-		dir := filepath.Join(root, fmt.Sprintf("o%03d", i))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		la := &v1alpha1.LavaArchitecture{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("kit-%03d", i)},
-			Spec: v1alpha1.LavaArchitectureSpec{
-				Source:   v1alpha1.Source{Inline: clusterSource},
-				Bindings: map[string]string{"dir": dir, "delay": strconv.FormatInt(delay.Milliseconds(), 10)},
-				Engine:   v1alpha1.EngineEmbedded,
-			},
-		}
-		if err := kc.Create(ctx, la); err != nil {
-			t.Fatalf("create %s: %v", la.Name, err)
-		}
+		createKit(ctx, t, kc, ns, root, i, delay, v1alpha1.EngineEmbedded)
+	}
+}
+
+// createKit creates kit-<i> (three digits) in ns from clusterSource on engine, its testkit_file's
+// Create taking delay, in the directory <root>/o<i>.
+func createKit(ctx context.Context, t *testing.T, kc client.Client, ns, root string, i int, delay time.Duration, engine v1alpha1.Engine) {
+	t.Helper()
+	dir := filepath.Join(root, fmt.Sprintf("o%03d", i))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	la := &v1alpha1.LavaArchitecture{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("kit-%03d", i)},
+		Spec: v1alpha1.LavaArchitectureSpec{
+			Source:   v1alpha1.Source{Inline: clusterSource},
+			Bindings: map[string]string{"dir": dir, "delay": strconv.FormatInt(delay.Milliseconds(), 10)},
+			Engine:   engine,
+		},
+	}
+	if err := kc.Create(ctx, la); err != nil {
+		t.Fatalf("create %s: %v", la.Name, err)
 	}
 }
 
@@ -80,4 +89,43 @@ func checkCreatedOnce(t *testing.T, root string, n int) int {
 		once++
 	}
 	return once
+}
+
+// phaseRank orders the outcome phases of one generation's way through the pipeline.
+var phaseRank = map[string]int{"PENDING": 0, "SYNTHESIZED": 1, "PLANNED": 2, "APPLYING": 3, "APPLIED": 4}
+
+// checkPhaseOrder reads kit-000..kit-<n-1>'s receipt chains in ns with `lava receipts show` and
+// fails for every chain whose outcome phases are not in pipeline order (phaseRank) or that holds
+// no APPLIED.
+func checkPhaseOrder(ctx context.Context, t *testing.T, env *harness.Env, ns string, n int) {
+	t.Helper()
+	for i := range n {
+		r := fmt.Sprintf("%s/kit-%03d", ns, i)
+		out, err := env.Lava(ctx, "receipts", "show", r, "--nats-url", env.NATSURL)
+		if err != nil {
+			t.Errorf("%s: lava receipts show: %v", r, err)
+			continue
+		}
+		last, inOrder, seq := -1, true, []string{}
+		for line := range strings.Lines(out) {
+			f := strings.Split(strings.TrimSpace(line), "\t")
+			if len(f) < 4 {
+				continue
+			}
+			ph := strings.SplitN(f[3], "/", 2)[0]
+			rank, ok := phaseRank[ph]
+			if !ok {
+				continue
+			}
+			seq = append(seq, ph)
+			inOrder = inOrder && rank >= last
+			last = rank
+		}
+		if !inOrder {
+			t.Errorf("%s: receipt chain out of phase order: %v", r, seq)
+		}
+		if !slices.Contains(seq, "APPLIED") {
+			t.Errorf("%s: receipt chain %v holds no APPLIED", r, seq)
+		}
+	}
 }

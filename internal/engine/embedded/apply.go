@@ -54,6 +54,10 @@ func (e *MissingProvidersError) Unwrap() error { return ErrProviderNotFound }
 // addresses (default hashicorp/NAME). With destroy, every object in prior is planned for
 // deletion. secrets receives the text of sensitive values seen (may be nil).
 func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources map[string]string, destroy bool, secrets map[string]bool) (*Plan, error) {
+	cfg, ev, err := expandModules(cfg, destroy)
+	if err != nil {
+		return nil, err
+	}
 	sess := newSession(r.pool, cfg, sources)
 	defer sess.close()
 	if missing := sess.missing(prior); len(missing) > 0 {
@@ -62,7 +66,7 @@ func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources ma
 	if secrets == nil {
 		secrets = map[string]bool{}
 	}
-	p := &planner{r: r, cfg: cfg, prior: prior, sess: sess, ev: newEvalState(cfg), secrets: secrets}
+	p := &planner{r: r, cfg: cfg, prior: prior, sess: sess, ev: ev, secrets: secrets}
 	return p.run(ctx, destroy)
 }
 
@@ -111,6 +115,10 @@ func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 	if secrets == nil {
 		secrets = map[string]bool{}
 	}
+	cfg, ev, err := expandModules(cfg, plan.Destroy)
+	if err != nil {
+		return nil, err
+	}
 	sess := newSession(r.pool, cfg, sources)
 	defer sess.close()
 	if len(plan.Moves) > 0 {
@@ -120,11 +128,11 @@ func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 		}
 		st = moved
 	}
-	a := &applier{r: r, cfg: cfg, plan: plan, sess: sess, ev: newEvalState(cfg), persist: persist, st: st, secrets: secrets}
+	a := &applier{r: r, cfg: cfg, plan: plan, sess: sess, ev: ev, persist: persist, st: st, secrets: secrets}
 	if len(plan.Moves) > 0 {
 		a.ver++
 	}
-	err := a.run(ctx)
+	err = a.run(ctx)
 	if perr := a.save(context.WithoutCancel(ctx)); perr != nil {
 		err = errors.Join(err, perr)
 	}
@@ -175,9 +183,6 @@ func (a *applier) run(ctx context.Context) error {
 			a.ver++
 			a.mu.Unlock()
 		}
-		return err
-	}
-	if err := a.ev.setVariables(); err != nil {
 		return err
 	}
 	// Phase 2: creations, updates, reads, in dependency order.
@@ -239,9 +244,16 @@ func (a *applier) run(ctx context.Context) error {
 		// configuration does not say so (Terraform refuses such outputs; Lava hides them).
 		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive || marked || a.revealsSecret(vb)}
 	}
+	checks := a.ev.checks()
+	logChecks(a.r.log, "apply", checks)
+	cr := checkResultsJSON(checks)
 	a.mu.Lock()
 	if !sameOutputs(a.st.Outputs, outs) {
 		a.st.Outputs = outs
+		a.ver++
+	}
+	if !jsonEqual(orNull(cr), orNull(a.st.CheckResults)) {
+		a.st.CheckResults = cr
 		a.ver++
 	}
 	a.mu.Unlock()
@@ -371,7 +383,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			if err := a.setInstance(c, v, nil, schema, nil); err != nil {
 				return deposed, err
 			}
-			vals[ks] = v
+			vals[ks] = markSensitive(v, instanceSensitivePaths(schema, v, marked))
 			continue
 		}
 		switch c.Action {
@@ -379,7 +391,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			if err := a.setInstance(c, c.Prior, c.PriorPrivate, schema, a.depsOf(rc)); err != nil {
 				return deposed, err
 			}
-			vals[ks] = c.Prior
+			vals[ks] = markSensitive(c.Prior, instanceSensitivePaths(schema, c.Prior, c.Marked))
 			continue
 		case Create, Update, Replace:
 		default:
@@ -435,7 +447,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		if err := a.save(ctx); err != nil {
 			return deposed, err
 		}
-		vals[ks] = newVal
+		vals[ks] = markSensitive(newVal, instanceSensitivePaths(schema, newVal, c.Marked))
 		if len(rc.Postconditions) > 0 {
 			in := exp.instance(key)
 			in.self = newVal
@@ -462,7 +474,12 @@ func (a *applier) depsOf(rc *ResourceConfig) []string {
 	}
 	visit(rc.Address())
 	delete(set, rc.Address())
-	return setKeys(set)
+	// State records configuration addresses (module paths without instance keys), as tofu.
+	out := map[string]bool{}
+	for d := range set {
+		out[configAddress(d)] = true
+	}
+	return setKeys(out)
 }
 
 func newDeposedKey() string {
@@ -481,7 +498,7 @@ func (a *applier) setInstanceStatus(c *Change, v cty.Value, priv []byte, schema 
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Addr, err)
 	}
-	paths := schema.Block.SensitivePaths(v)
+	paths := instanceSensitivePaths(schema, v, c.Marked)
 	collectSecrets(v, paths, &a.mu, a.secrets)
 	in := StateInstance{
 		IndexKey: c.Key, SchemaVersion: schema.Version, Attributes: attrs, SensitiveAttributes: marshalPaths(paths),
@@ -527,13 +544,13 @@ func lessKey(a, b instanceKey) bool {
 func (a *applier) resource(c *Change) *StateResource {
 	for i := range a.st.Resources {
 		r := &a.st.Resources[i]
-		if r.Mode == c.Mode && r.Type == c.Type && r.Name == c.Name {
+		if r.Module == c.Module && r.Mode == c.Mode && r.Type == c.Type && r.Name == c.Name {
 			// OpenTofu and Terraform no longer write "each"; neither do we.
 			r.Provider, r.Each = c.Provider, ""
 			return r
 		}
 	}
-	a.st.Resources = append(a.st.Resources, StateResource{Mode: c.Mode, Type: c.Type, Name: c.Name, Provider: c.Provider})
+	a.st.Resources = append(a.st.Resources, StateResource{Module: c.Module, Mode: c.Mode, Type: c.Type, Name: c.Name, Provider: c.Provider})
 	return &a.st.Resources[len(a.st.Resources)-1]
 }
 
@@ -557,7 +574,7 @@ func (a *applier) removeInstance(c *Change, dk string) {
 	defer a.mu.Unlock()
 	for i := range a.st.Resources {
 		r := &a.st.Resources[i]
-		if r.Mode != c.Mode || r.Type != c.Type || r.Name != c.Name {
+		if r.Module != c.Module || r.Mode != c.Mode || r.Type != c.Type || r.Name != c.Name {
 			continue
 		}
 		kept := r.Instances[:0]
@@ -646,4 +663,31 @@ func stopOnCancel(ctx context.Context, client Client) (context.Context, func()) 
 		}
 	}()
 	return callCtx, func() { close(finished) }
+}
+
+// orNull is b, or JSON null when b is empty.
+func orNull(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("null")
+	}
+	return b
+}
+
+// expandModules returns the evaluation state of cfg and, unless destroy (a destroy plans from
+// state alone), cfg with its input variables set and its module calls flattened into one
+// configuration (flatten). Errors: a variable's value or validation, a module call.
+func expandModules(cfg *Config, destroy bool) (*Config, *evalState, error) {
+	ev := newEvalState(cfg)
+	if destroy {
+		return cfg, ev, nil
+	}
+	if err := ev.setVariables(); err != nil {
+		return nil, nil, err
+	}
+	flat, err := flatten(cfg, ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	ev.cfg = flat
+	return flat, ev, nil
 }

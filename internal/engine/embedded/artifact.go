@@ -29,26 +29,29 @@ type planArtifact struct {
 }
 
 type changeJSON struct {
-	Addr                string     `json:"addr"`
-	Res                 string     `json:"res"`
-	Mode                string     `json:"mode"`
-	Type                string     `json:"type"`
-	Name                string     `json:"name"`
-	Key                 any        `json:"key,omitempty"`
-	Action              Action     `json:"action"`
-	ProviderKey         string     `json:"providerKey"`
-	Provider            string     `json:"provider"`
-	Each                string     `json:"each,omitempty"`
-	CreateBeforeDestroy bool       `json:"createBeforeDestroy,omitempty"`
-	ReplacePaths        []string   `json:"replacePaths,omitempty"`
-	Deposed             string     `json:"deposed,omitempty"`
-	ImportID            string     `json:"importId,omitempty"`
-	Removed             bool       `json:"removed,omitempty"`
-	Reason              string     `json:"reason,omitempty"`
-	Prior               *valueJSON `json:"prior,omitempty"`
-	Planned             *valueJSON `json:"planned,omitempty"`
-	PriorPrivate        []byte     `json:"priorPrivate,omitempty"`
-	PlannedPrivate      []byte     `json:"plannedPrivate,omitempty"`
+	Addr                string   `json:"addr"`
+	Res                 string   `json:"res"`
+	Module              string   `json:"module,omitempty"`
+	Mode                string   `json:"mode"`
+	Type                string   `json:"type"`
+	Name                string   `json:"name"`
+	Key                 any      `json:"key,omitempty"`
+	Action              Action   `json:"action"`
+	ProviderKey         string   `json:"providerKey"`
+	Provider            string   `json:"provider"`
+	Each                string   `json:"each,omitempty"`
+	CreateBeforeDestroy bool     `json:"createBeforeDestroy,omitempty"`
+	ReplacePaths        []string `json:"replacePaths,omitempty"`
+	Deposed             string   `json:"deposed,omitempty"`
+	ImportID            string   `json:"importId,omitempty"`
+	Removed             bool     `json:"removed,omitempty"`
+	Reason              string   `json:"reason,omitempty"`
+	// Marked is Change.Marked in state's sensitive_attributes encoding.
+	Marked         json.RawMessage `json:"marked,omitempty"`
+	Prior          *valueJSON      `json:"prior,omitempty"`
+	Planned        *valueJSON      `json:"planned,omitempty"`
+	PriorPrivate   []byte          `json:"priorPrivate,omitempty"`
+	PlannedPrivate []byte          `json:"plannedPrivate,omitempty"`
 }
 
 type valueJSON struct {
@@ -86,9 +89,12 @@ func marshalPlan(p *Plan, renderedDigest string, serial uint64, lineage string) 
 	art := planArtifact{Format: planFormat, RenderedDigest: renderedDigest, StateSerial: serial, StateLineage: lineage,
 		Destroy: p.Destroy, Deps: p.Deps, OutputsChanged: p.OutputsChanged, ProviderVersions: p.ProviderVersions, Moves: p.Moves}
 	for _, c := range p.Changes {
-		cj := changeJSON{Addr: c.Addr, Res: c.Res, Mode: c.Mode, Type: c.Type, Name: c.Name, Key: c.Key, Action: c.Action,
+		cj := changeJSON{Addr: c.Addr, Res: c.Res, Module: c.Module, Mode: c.Mode, Type: c.Type, Name: c.Name, Key: c.Key, Action: c.Action,
 			ProviderKey: c.ProviderKey, Provider: c.Provider, Each: c.Each, CreateBeforeDestroy: c.CreateBeforeDestroy,
 			ReplacePaths: c.ReplacePaths, Deposed: c.Deposed, ImportID: c.ImportID, Removed: c.Removed, Reason: c.Reason, PriorPrivate: c.PriorPrivate, PlannedPrivate: c.PlannedPrivate}
+		if len(c.Marked) > 0 {
+			cj.Marked = marshalPaths(c.Marked)
+		}
 		var err error
 		if cj.Prior, err = encodeValue(c.Prior); err != nil {
 			return nil, fmt.Errorf("plan artifact: %s: %w", c.Addr, err)
@@ -111,11 +117,14 @@ func unmarshalPlan(b []byte) (*planArtifact, *Plan, error) {
 	}
 	p := &Plan{Deps: art.Deps, OutputsChanged: art.OutputsChanged, ProviderVersions: art.ProviderVersions, Destroy: art.Destroy, Moves: art.Moves}
 	for _, cj := range art.Changes {
-		c := &Change{Addr: cj.Addr, Res: cj.Res, Mode: cj.Mode, Type: cj.Type, Name: cj.Name, Key: normalizeKey(cj.Key),
+		c := &Change{Addr: cj.Addr, Res: cj.Res, Module: cj.Module, Mode: cj.Mode, Type: cj.Type, Name: cj.Name, Key: normalizeKey(cj.Key),
 			Action: cj.Action, ProviderKey: cj.ProviderKey, Provider: cj.Provider, Each: cj.Each,
 			CreateBeforeDestroy: cj.CreateBeforeDestroy, ReplacePaths: cj.ReplacePaths, Deposed: cj.Deposed, ImportID: cj.ImportID, Removed: cj.Removed, Reason: cj.Reason,
 			PriorPrivate: cj.PriorPrivate, PlannedPrivate: cj.PlannedPrivate}
 		var err error
+		if c.Marked, err = unmarshalPaths(cj.Marked); err != nil {
+			return nil, nil, fmt.Errorf("plan artifact: %s: %w", c.Addr, err)
+		}
 		if c.Prior, err = decodeValue(cj.Prior); err != nil {
 			return nil, nil, fmt.Errorf("plan artifact: %s: %w", c.Addr, err)
 		}

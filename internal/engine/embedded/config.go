@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
 )
 
@@ -42,6 +43,14 @@ type Config struct {
 	Removed map[string]*RemovedConfig
 	// Imports are the import blocks, by target address.
 	Imports []*ImportConfig
+	// Modules are the module calls by name; Checks the check blocks by name.
+	Modules map[string]*ModuleCall
+	Checks  []*CheckConfig
+	// Dir is the module's directory in the bundle ("" for the root, "modules/net").
+	Dir string
+	// root is the module instance tree of a flattened configuration ([flatten]); nil for
+	// a parsed one.
+	root *modScope
 	// protected are resource addresses with prevent_destroy from the configuration a
 	// destroy was asked with (its resources are not planned).
 	protected map[string]bool
@@ -74,16 +83,19 @@ type CheckRule struct {
 	Condition, ErrorMessage hcl.Expression
 }
 
-// Move is a moved block between two resource addresses ("terraform_data.a" to
-// "terraform_data.b"; data sources are not moved, as in Terraform).
+// Move is a moved block between two addresses of the same kind: resources
+// ("terraform_data.a" to "module.m.terraform_data.b"), resource instances
+// ("terraform_data.a[0]" to `terraform_data.a["k"]`) or module calls and instances
+// ("module.a" to "module.b", "module.a[0]" to `module.a["k"]`). Data sources are not moved,
+// as in Terraform.
 type Move struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 }
 
-// RemovedConfig is a removed block: the resource, gone from the configuration, leaves the
-// state; with Destroy (lifecycle { destroy = true }) its objects are destroyed, otherwise
-// they are kept and only forgotten.
+// RemovedConfig is a removed block: the resource or module call (From, no instance keys, as
+// tofu requires), gone from the configuration, leaves the state; with Destroy (lifecycle {
+// destroy = true }) its objects are destroyed, otherwise they are kept and only forgotten.
 type RemovedConfig struct {
 	From    string
 	Destroy bool
@@ -126,14 +138,23 @@ type ResourceConfig struct {
 	Preconditions, Postconditions []*CheckRule
 	// refs are every reference in the block, meta-arguments included.
 	refs []hcl.Traversal
+	// Module is the module instance holding the resource in a flattened configuration
+	// (`module.a["k"].module.b`; "" for the root); scope is that instance.
+	Module string
+	scope  *modScope
 }
 
-// Address is "type.name" or "data.type.name".
+// Address is "type.name" or "data.type.name", after the module instance path when the
+// resource is in a module ("module.a[0].type.name").
 func (r *ResourceConfig) Address() string {
+	a := r.Type + "." + r.Name
 	if r.Mode == "data" {
-		return "data." + r.Type + "." + r.Name
+		a = "data." + a
 	}
-	return r.Type + "." + r.Name
+	if r.Module != "" {
+		return r.Module + "." + a
+	}
+	return a
 }
 
 // ProviderLocalName is the provider's local name ("local" for "local.alias").
@@ -157,18 +178,41 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "check", LabelNames: []string{"name"}},
 }}
 
-// unsupportedBlocks are the top-level blocks the embedded engine refuses, with the reason.
-var unsupportedBlocks = map[string]string{
-	"module": "modules are not supported by the embedded engine (use the tofu engine)",
-	"check":  "check blocks are not supported by the embedded engine (use the tofu engine)",
+// rootOnlyBlocks are the blocks the embedded engine takes only in the root module, with the
+// reason it refuses them in a module.
+var rootOnlyBlocks = map[string]string{
+	"provider": "configure providers in the root module (modules inherit them)",
+	"import":   "import blocks belong in the root module (as in tofu)",
+	"moved":    "the embedded engine takes moved blocks only in the root module (name the module's addresses from there)",
+	"removed":  "the embedded engine takes removed blocks only in the root module (name the module's addresses from there)",
 }
 
-// ParseConfig parses rendered Terraform JSON with hcl/v2's JSON syntax. Unknown top-level
-// keys are errors, as are the blocks the embedded engine does not support (module, moved,
-// removed, check: the error names the block and the reason). Errors carry the JSON's
-// line:col ("main.tf.json:3,17").
+// ParseConfig parses rendered Terraform JSON with hcl/v2's JSON syntax, with the modules
+// bundled in it ([engine.BundleKey]). Unknown top-level keys are errors, as are the blocks the
+// embedded engine does not support (the error names the block and the reason). Errors carry
+// the JSON's line:col ("main.tf.json:3,17"; "modules/net/main.tf.json:2,5" in a module).
 func ParseConfig(rendered []byte) (*Config, error) {
-	f, diags := hcljson.Parse(rendered, configFilename)
+	bundle, err := engine.ReadBundle(rendered)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := parseModule(rendered, "", bundle, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg.providerHash = providerHash(rendered)
+	return cfg, nil
+}
+
+// parseModule parses one module's document; dir is its directory in the bundle ("" for the
+// root), stack the directories of the modules calling it (a module calling itself is an
+// error).
+func parseModule(doc []byte, dir string, bundle map[string][]byte, stack []string) (*Config, error) {
+	filename := configFilename
+	if dir != "" {
+		filename = dir + "/" + configFilename
+	}
+	f, diags := hcljson.Parse(doc, filename)
 	if diags.HasErrors() {
 		return nil, diagError("parse terraform json", diags)
 	}
@@ -177,11 +221,10 @@ func ParseConfig(rendered []byte) (*Config, error) {
 		return nil, diagError("parse terraform json", diags)
 	}
 	cfg := &Config{Providers: map[string]hcl.Body{}, Locals: map[string]hcl.Expression{},
-		Variables: map[string]*VariableConfig{}, Outputs: map[string]*OutputConfig{}}
-	cfg.providerHash = providerHash(rendered)
+		Variables: map[string]*VariableConfig{}, Outputs: map[string]*OutputConfig{}, Dir: dir}
 	for _, blk := range content.Blocks {
-		if why, ok := unsupportedBlocks[blk.Type]; ok {
-			return nil, fmt.Errorf("%s: %s block: %s", rangeText(blk.DefRange), blk.Type, why)
+		if why, ok := rootOnlyBlocks[blk.Type]; ok && dir != "" {
+			return nil, fmt.Errorf("%s: %s block in module %s: %s", rangeText(blk.DefRange), blk.Type, dir, why)
 		}
 		var err error
 		switch blk.Type {
@@ -219,6 +262,10 @@ func ParseConfig(rendered []byte) (*Config, error) {
 			err = cfg.parseMoved(blk)
 		case "removed":
 			err = cfg.parseRemoved(blk)
+		case "module":
+			err = cfg.parseModuleCall(blk, bundle, append(stack, dir))
+		case "check":
+			err = cfg.parseCheck(blk)
 		}
 		if err != nil {
 			return nil, err
@@ -233,6 +280,11 @@ func ParseConfig(rendered []byte) (*Config, error) {
 		seen[rc.Address()] = true
 	}
 	for _, m := range cfg.Moves {
+		// Whole root resources are checked here; addresses in modules and instances when
+		// the configuration is expanded ([flatten]).
+		if strings.HasPrefix(m.From, "module.") || strings.HasPrefix(m.To, "module.") || strings.Contains(m.From+m.To, "[") {
+			continue
+		}
 		if seen[m.From] {
 			return nil, fmt.Errorf("moved: %s is still declared: a moved block's from must no longer be in the configuration", m.From)
 		}
@@ -243,6 +295,9 @@ func ParseConfig(rendered []byte) (*Config, error) {
 	for from := range cfg.Removed {
 		if seen[from] {
 			return nil, fmt.Errorf("removed: %s is still declared: remove its resource block too", from)
+		}
+		if name, ok := strings.CutPrefix(from, "module."); ok && !strings.Contains(name, ".") && cfg.Modules[name] != nil {
+			return nil, fmt.Errorf("removed: %s is still declared: remove its module block too", from)
 		}
 	}
 	return cfg, nil
@@ -461,23 +516,20 @@ func (c *Config) parseOutput(blk *hcl.Block) error {
 
 var movedSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "from", Required: true}, {Name: "to", Required: true}}}
 
-// resourceAddrAttr reads an attribute holding a managed resource address (no instance key).
-func resourceAddrAttr(a *hcl.Attribute, what string) (string, error) {
+// addrAttr reads an attribute holding a moved or removed block's address ([parseAbsAddr]).
+func addrAttr(a *hcl.Attribute, what string) (absAddr, error) {
 	tr, diags := hcl.AbsTraversalForExpr(a.Expr)
 	if diags.HasErrors() {
-		return "", diagError(what, diags)
+		return absAddr{}, diagError(what, diags)
 	}
-	res, key, err := traversalInstance(tr)
+	ad, err := parseAbsAddr(tr)
 	if err != nil {
-		return "", fmt.Errorf("%s: %s: %w", rangeText(a.Range), what, err)
+		return absAddr{}, fmt.Errorf("%s: %s: %w", rangeText(a.Range), what, err)
 	}
-	if key != nil {
-		return "", fmt.Errorf("%s: %s: %s: moving or removing single instances is not supported by the embedded engine (name the whole resource)", rangeText(a.Range), what, traversalText(tr))
+	if strings.HasPrefix(ad.Res, "data.") {
+		return absAddr{}, fmt.Errorf("%s: %s: %s: data sources are not moved or removed", rangeText(a.Range), what, ad)
 	}
-	if strings.HasPrefix(res, "data.") {
-		return "", fmt.Errorf("%s: %s: %s: data sources are not moved or removed", rangeText(a.Range), what, res)
-	}
-	return res, nil
+	return ad, nil
 }
 
 func (c *Config) parseMoved(blk *hcl.Block) error {
@@ -485,20 +537,28 @@ func (c *Config) parseMoved(blk *hcl.Block) error {
 	if diags.HasErrors() {
 		return diagError("moved", diags)
 	}
-	from, err := resourceAddrAttr(content.Attributes["from"], "moved: from")
+	from, err := addrAttr(content.Attributes["from"], "moved: from")
 	if err != nil {
 		return err
 	}
-	to, err := resourceAddrAttr(content.Attributes["to"], "moved: to")
+	to, err := addrAttr(content.Attributes["to"], "moved: to")
 	if err != nil {
 		return err
 	}
-	ft, _, _ := strings.Cut(from, ".")
-	tt, _, _ := strings.Cut(to, ".")
-	if ft != tt {
-		return fmt.Errorf("moved: %s to %s: a move keeps the resource type", from, to)
+	if (from.Res == "") != (to.Res == "") {
+		return fmt.Errorf("moved: %s to %s: a move is between two resources or two modules", from, to)
 	}
-	c.Moves = append(c.Moves, Move{From: from, To: to})
+	if from.Res != "" {
+		ft, _, _ := strings.Cut(from.Res, ".")
+		tt, _, _ := strings.Cut(to.Res, ".")
+		if ft != tt {
+			return fmt.Errorf("moved: %s to %s: a move keeps the resource type", from, to)
+		}
+	}
+	if from.String() == to.String() {
+		return fmt.Errorf("moved: %s to itself", from)
+	}
+	c.Moves = append(c.Moves, Move{From: from.String(), To: to.String()})
 	return nil
 }
 
@@ -513,10 +573,16 @@ func (c *Config) parseRemoved(blk *hcl.Block) error {
 	if diags.HasErrors() {
 		return diagError("removed", diags)
 	}
-	from, err := resourceAddrAttr(content.Attributes["from"], "removed: from")
+	fa := content.Attributes["from"]
+	ad, err := addrAttr(fa, "removed: from")
 	if err != nil {
 		return err
 	}
+	if ad.hasKeys() {
+		// tofu: "Resource instance address with keys is not allowed".
+		return fmt.Errorf("%s: removed: from: %s: a removed block names a resource or a module without instance keys (as in tofu)", rangeText(fa.Range), ad)
+	}
+	from := ad.String()
 	r := &RemovedConfig{From: from}
 	for _, b := range content.Blocks {
 		if b.Type != "lifecycle" {

@@ -32,7 +32,9 @@
 // # Use
 //
 // [New] returns an [Engine] (the engine.Engine interface) over the state store and artifact
-// store; it keeps provider processes warm in a [Pool] until [Engine.Close]. [Runner] is the
+// store; it keeps provider processes warm in a [Pool] until [Engine.Close]. Each provider
+// process gets the parent-death signal (internal/platform/childproc), so a service that is
+// killed without closing its engine leaves none running. [Runner] is the
 // same machinery without the stores (configuration and state values in, state out).
 //
 // # Expressions
@@ -46,10 +48,15 @@
 // # Limits
 //
 // Resources, data sources, providers (with aliases), variables (defaults only), locals and
-// outputs; count, for_each, depends_on; lifecycle create_before_destroy, prevent_destroy
+// outputs; modules bundled in the rendered document (engine.BundleKey: count, for_each,
+// nesting, variables, outputs; state addresses with module paths as tofu writes them);
+// count, for_each, depends_on; lifecycle create_before_destroy, prevent_destroy
 // ([PreventDestroyError]), ignore_changes (paths and all), replace_triggered_by,
-// preconditions and postconditions; import blocks (ImportResourceState, then plan); moved and
-// removed blocks for whole resources. Modules, check, provisioners and provider-defined functions are refused with a clear error;
+// preconditions and postconditions; import blocks (ImportResourceState, then plan); moved
+// blocks for resources, instances, module calls and module instances; removed blocks for
+// resources and module calls; check blocks (failures are warnings: [Plan.Checks], the log,
+// the state's check_results). Remote module sources, provisioners and provider-defined
+// functions are refused with a clear error;
 // required_providers version constraints (hashicorp/go-version) pick the version, which the
 // object's dependency lock then pins; providers come from the mirror directory or, with
 // [Options.Installer], from a registry or network mirror (package providers).

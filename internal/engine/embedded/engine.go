@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -317,6 +318,16 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 		HasChanges: p.HasChanges(), CreatedAt: e.opts.Now().UTC(),
 	}
 	rec.Summary, rec.Resources = summarize(p)
+	red := engine.NewRedactor(req.Redact...)
+	for s := range secrets {
+		red.Add(s)
+	}
+	for _, c := range p.Checks {
+		if c.Status == "fail" {
+			// tofu's words for the same diagnostic; the address as tofu names it.
+			rec.AddWarning(red, "Check block assertion failed: "+strings.Join(c.Messages, "; ")+" ("+c.Object+")")
+		}
+	}
 	rec.PlanID = rec.ComputePlanID()
 	return rec, nil
 }
@@ -544,10 +555,17 @@ func destroyConfig(rendered *Config) *Config {
 		return cfg
 	}
 	cfg.Providers, cfg.providerHash = rendered.Providers, rendered.providerHash
-	for _, rc := range rendered.Resources {
-		if rc.PreventDestroy {
-			cfg.protected[rc.Address()] = true
+	var protect func(c *Config, prefix string)
+	protect = func(c *Config, prefix string) {
+		for _, rc := range c.Resources {
+			if rc.PreventDestroy {
+				cfg.protected[prefix+rc.Address()] = true
+			}
+		}
+		for name, mc := range c.Modules {
+			protect(mc.Config, prefix+"module."+name+".")
 		}
 	}
+	protect(rendered, "")
 	return cfg
 }

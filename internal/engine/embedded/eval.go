@@ -25,10 +25,17 @@ type evalState struct {
 	cfg   *Config
 	funcs map[string]function.Function
 
+	// root is the module instance tree (a flattened configuration's; the root alone
+	// otherwise).
+	root *modScope
+
 	mu     sync.RWMutex
 	values map[string]cty.Value
+	// locals are keyed by module instance path and name ("|name" in the root).
 	locals map[string]cty.Value
 	vars   cty.Value
+	// modVars are the module instances' var objects, by path, once wholly known.
+	modVars map[string]cty.Value
 	// pathVal and tfVal are path.* and terraform.*.
 	pathVal, tfVal cty.Value
 }
@@ -38,7 +45,12 @@ func newEvalState(cfg *Config) *evalState {
 	funcs := maps.Clone(sharedFunctions())
 	funcs["plantimestamp"] = planTimestampFunc(time.Now().UTC())
 	funcs["core::plantimestamp"] = funcs["plantimestamp"]
-	return &evalState{cfg: cfg, funcs: funcs, values: map[string]cty.Value{}, locals: map[string]cty.Value{},
+	root := cfg.root
+	if root == nil {
+		root = &modScope{cfg: cfg}
+	}
+	return &evalState{cfg: cfg, funcs: funcs, root: root, values: map[string]cty.Value{}, locals: map[string]cty.Value{},
+		modVars: map[string]cty.Value{},
 		vars:    cty.EmptyObjectVal,
 		pathVal: cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.StringVal(cwd)}),
 		tfVal:   cty.ObjectVal(map[string]cty.Value{"workspace": cty.StringVal("default")}),
@@ -54,6 +66,8 @@ func (e *evalState) set(addr string, v cty.Value) {
 // instance is what count.index, each.key, each.value and self mean in one evaluation
 // (cty.NilVal: not available).
 type instance struct {
+	// scope is the module instance the expression is in (nil: the root).
+	scope              *modScope
 	countIndex         cty.Value
 	eachKey, eachValue cty.Value
 	self               cty.Value
@@ -65,21 +79,29 @@ func (e *evalState) ctx(refs []hcl.Traversal, in instance) (*hcl.EvalContext, er
 }
 
 func (e *evalState) ctxDepth(refs []hcl.Traversal, in instance, depth int) (*hcl.EvalContext, error) {
+	sc := in.scope
+	if sc == nil {
+		sc = e.root
+	}
+	prefix := sc.prefix()
 	vars := map[string]cty.Value{}
 	resources := map[string]map[string]cty.Value{}
 	data := map[string]map[string]cty.Value{}
 	locals := map[string]cty.Value{}
+	modules := map[string]cty.Value{}
+	modVars := map[string]cty.Value{}
+	outs := moduleOutputs(refs)
 	for _, tr := range refs {
 		root := tr.RootName()
 		switch root {
 		case "count":
 			if in.countIndex == cty.NilVal {
-				return nil, refError(tr, "count.index is only valid in a resource with count")
+				return nil, refError(tr, "count.index is only valid in a resource or module with count")
 			}
 			vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": in.countIndex})
 		case "each":
 			if in.eachKey == cty.NilVal {
-				return nil, refError(tr, "each is only valid in a resource with for_each")
+				return nil, refError(tr, "each is only valid in a resource or module with for_each")
 			}
 			vars["each"] = cty.ObjectVal(map[string]cty.Value{"key": in.eachKey, "value": in.eachValue})
 		case "self":
@@ -88,30 +110,60 @@ func (e *evalState) ctxDepth(refs []hcl.Traversal, in instance, depth int) (*hcl
 			}
 			vars["self"] = in.self
 		case "path":
-			vars["path"] = e.pathVal
+			if sc.parent == nil {
+				vars["path"] = e.pathVal
+			} else {
+				vars["path"] = cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(sc.dir()),
+					"root": e.pathVal.GetAttr("root"), "cwd": e.pathVal.GetAttr("cwd")})
+			}
 		case "terraform":
 			vars["terraform"] = e.tfVal
 		case "var":
-			e.mu.RLock()
-			vars["var"] = e.vars
-			e.mu.RUnlock()
+			if sc.parent == nil {
+				e.mu.RLock()
+				vars["var"] = e.vars
+				e.mu.RUnlock()
+				continue
+			}
+			name, ok := attrStep(tr, 1)
+			if !ok {
+				return nil, refError(tr, "want var.NAME")
+			}
+			v, err := e.varOf(sc, name, depth)
+			if err != nil {
+				return nil, err
+			}
+			modVars[name] = v
 		case "local":
 			name, ok := attrStep(tr, 1)
 			if !ok {
 				return nil, refError(tr, "want local.NAME")
 			}
-			v, err := e.local(name, depth)
+			v, err := e.local(sc, name, depth)
 			if err != nil {
 				return nil, err
 			}
 			locals[name] = v
+		case "module":
+			name, ok := attrStep(tr, 1)
+			if !ok {
+				return nil, refError(tr, "want module.NAME")
+			}
+			if _, done := modules[name]; done {
+				continue
+			}
+			v, err := e.moduleValue(sc, name, outs[name], depth)
+			if err != nil {
+				return nil, refError(tr, err.Error())
+			}
+			modules[name] = v
 		case "data":
 			typ, ok1 := attrStep(tr, 1)
 			name, ok2 := attrStep(tr, 2)
 			if !ok1 || !ok2 {
 				return nil, refError(tr, "want data.TYPE.NAME")
 			}
-			v, err := e.resource("data." + typ + "." + name)
+			v, err := e.resource(prefix + "data." + typ + "." + name)
 			if err != nil {
 				return nil, refError(tr, err.Error())
 			}
@@ -119,14 +171,12 @@ func (e *evalState) ctxDepth(refs []hcl.Traversal, in instance, depth int) (*hcl
 				data[typ] = map[string]cty.Value{}
 			}
 			data[typ][name] = v
-		case "module":
-			return nil, refError(tr, "modules are not supported by the embedded engine")
 		default:
 			name, ok := attrStep(tr, 1)
 			if !ok {
 				return nil, refError(tr, "want TYPE.NAME")
 			}
-			v, err := e.resource(root + "." + name)
+			v, err := e.resource(prefix + root + "." + name)
 			if err != nil {
 				return nil, refError(tr, err.Error())
 			}
@@ -148,6 +198,12 @@ func (e *evalState) ctxDepth(refs []hcl.Traversal, in instance, depth int) (*hcl
 	}
 	if len(locals) > 0 {
 		vars["local"] = cty.ObjectVal(locals)
+	}
+	if len(modules) > 0 {
+		vars["module"] = cty.ObjectVal(modules)
+	}
+	if len(modVars) > 0 {
+		vars["var"] = cty.ObjectVal(modVars)
 	}
 	return &hcl.EvalContext{Variables: vars, Functions: e.funcs}, nil
 }
@@ -175,31 +231,32 @@ func (e *evalState) eval(x hcl.Expression, in instance, where string) (cty.Value
 	return v, nil
 }
 
-func (e *evalState) local(name string, depth int) (cty.Value, error) {
+func (e *evalState) local(sc *modScope, name string, depth int) (cty.Value, error) {
+	key := sc.path + "|" + name
 	e.mu.RLock()
-	v, ok := e.locals[name]
+	v, ok := e.locals[key]
 	e.mu.RUnlock()
 	if ok {
 		return v, nil
 	}
-	x, ok := e.cfg.Locals[name]
+	x, ok := sc.cfg.Locals[name]
 	if !ok {
-		return cty.NilVal, fmt.Errorf("local.%s is not declared", name)
+		return cty.NilVal, fmt.Errorf("%slocal.%s is not declared", sc.prefix(), name)
 	}
 	if depth > 32 {
-		return cty.NilVal, fmt.Errorf("local.%s: locals nest too deep (a cycle?)", name)
+		return cty.NilVal, fmt.Errorf("%slocal.%s: locals nest too deep (a cycle?)", sc.prefix(), name)
 	}
-	ctx, err := e.ctxDepth(x.Variables(), instance{}, depth+1)
+	ctx, err := e.ctxDepth(x.Variables(), instance{scope: sc}, depth+1)
 	if err != nil {
-		return cty.NilVal, fmt.Errorf("local.%s: %w", name, err)
+		return cty.NilVal, fmt.Errorf("%slocal.%s: %w", sc.prefix(), name, err)
 	}
 	v, diags := x.Value(ctx)
 	if diags.HasErrors() {
-		return cty.NilVal, diagError("local."+name, diags)
+		return cty.NilVal, diagError(sc.prefix()+"local."+name, diags)
 	}
 	if v.IsWhollyKnown() {
 		e.mu.Lock()
-		e.locals[name] = v
+		e.locals[key] = v
 		e.mu.Unlock()
 	}
 	return v, nil
@@ -319,8 +376,6 @@ func refAddress(tr hcl.Traversal) (string, error) {
 	switch root {
 	case "count", "each", "self", "path", "terraform":
 		return "", nil
-	case "module":
-		return "", refError(tr, "modules are not supported by the embedded engine")
 	case "local", "var":
 		n, ok := attrStep(tr, 1)
 		if !ok {
@@ -342,83 +397,40 @@ func refAddress(tr hcl.Traversal) (string, error) {
 	return root + "." + n, nil
 }
 
-// dependencies returns the configuration addresses each resource depends on, through locals,
+// dependencies returns the resource addresses (with module paths) each resource of a
+// flattened configuration depends on, through locals, module variables and module outputs,
 // and checks every reference names something declared.
 func (c *Config) dependencies() (map[string][]string, error) {
-	declared := map[string]bool{}
+	root := c.root
+	if root == nil {
+		root = &modScope{cfg: c}
+	}
+	d := &scopeDeps{declared: map[string]bool{}, memo: map[string][]string{}}
 	for _, rc := range c.Resources {
-		declared[rc.Address()] = true
-	}
-	localDeps := map[string][]string{}
-	var resolve func(refs []hcl.Traversal, stack []string, set map[string]bool) error
-	var visitLocal func(name string, stack []string) ([]string, error)
-	resolve = func(refs []hcl.Traversal, stack []string, set map[string]bool) error {
-		for _, tr := range refs {
-			a, err := refAddress(tr)
-			if err != nil {
-				return err
-			}
-			switch {
-			case a == "":
-			case strings.HasPrefix(a, "var."):
-				if _, ok := c.Variables[a[4:]]; !ok {
-					return refError(tr, "reference to undeclared input variable "+a)
-				}
-			case strings.HasPrefix(a, "local."):
-				d, err := visitLocal(a[6:], stack)
-				if err != nil {
-					return err
-				}
-				for _, x := range d {
-					set[x] = true
-				}
-			default:
-				if !declared[a] {
-					return refError(tr, "reference to undeclared resource "+a)
-				}
-				set[a] = true
-			}
-		}
-		return nil
-	}
-	visitLocal = func(name string, stack []string) ([]string, error) {
-		if d, ok := localDeps[name]; ok {
-			return d, nil
-		}
-		for _, s := range stack {
-			if s == name {
-				return nil, fmt.Errorf("locals form a cycle: %s", strings.Join(append(stack, name), " -> "))
-			}
-		}
-		x, ok := c.Locals[name]
-		if !ok {
-			return nil, fmt.Errorf("local.%s is not declared", name)
-		}
-		for _, tr := range x.Variables() {
-			switch tr.RootName() {
-			case "count", "each", "self":
-				return nil, fmt.Errorf("local.%s: %s", name, refError(tr, "is not valid in a local"))
-			}
-		}
-		set := map[string]bool{}
-		if err := resolve(x.Variables(), append(stack, name), set); err != nil {
-			return nil, fmt.Errorf("local.%s: %w", name, err)
-		}
-		out := setKeys(set)
-		localDeps[name] = out
-		return out, nil
+		d.declared[rc.Address()] = true
 	}
 	deps := map[string][]string{}
 	for _, rc := range c.Resources {
+		sc := rc.scope
+		if sc == nil {
+			sc = root
+		}
 		set := map[string]bool{}
-		if err := resolve(rc.refs, nil, set); err != nil {
+		if err := d.resolve(rc.refs, sc, nil, set); err != nil {
 			return nil, fmt.Errorf("%s: %w", rc.Address(), err)
 		}
-		for _, d := range rc.DependsOn {
-			if !declared[d] {
-				return nil, fmt.Errorf("%s: depends_on names undeclared %s", rc.Address(), d)
+		for _, dep := range rc.DependsOn {
+			if err := d.dependsOn(dep, sc, set); err != nil {
+				return nil, fmt.Errorf("%s: %w", rc.Address(), err)
 			}
-			set[d] = true
+		}
+		// A module call's depends_on holds for every resource in it.
+		for s := sc; s.parent != nil; s = s.parent {
+			for _, dep := range s.call.DependsOn {
+				if err := d.dependsOn(dep, s.parent, set); err != nil {
+					return nil, fmt.Errorf("%s: %w", s.path, err)
+				}
+			}
 		}
 		delete(set, rc.Address())
 		deps[rc.Address()] = setKeys(set)
@@ -436,12 +448,12 @@ func (c *Config) dependencies() (map[string][]string, error) {
 				return nil, fmt.Errorf("output %s: %w", name, refError(tr, "is not valid in an output"))
 			}
 		}
-		if err := resolve(refs, nil, map[string]bool{}); err != nil {
+		if err := d.resolve(refs, root, nil, map[string]bool{}); err != nil {
 			return nil, fmt.Errorf("output %s: %w", name, err)
 		}
 	}
 	for _, im := range c.Imports {
-		if !declared[im.Res] {
+		if !d.declared[im.Res] {
 			return nil, fmt.Errorf("import: to names undeclared %s", im.Res)
 		}
 		for _, tr := range im.ID.Variables() {
@@ -449,7 +461,7 @@ func (c *Config) dependencies() (map[string][]string, error) {
 				return nil, fmt.Errorf("import %s: id: %w", im.To, refError(tr, "an import id may refer only to variables and locals"))
 			}
 		}
-		if err := resolve(im.ID.Variables(), nil, map[string]bool{}); err != nil {
+		if err := d.resolve(im.ID.Variables(), root, nil, map[string]bool{}); err != nil {
 			return nil, fmt.Errorf("import %s: id: %w", im.To, err)
 		}
 	}
@@ -541,7 +553,7 @@ func (e *evalState) output(name string, o *OutputConfig) (cty.Value, bool, error
 		return cty.NilVal, false, err
 	}
 	marked := v.ContainsMarked()
-	if marked && !o.Sensitive {
+	if marked && !o.Sensitive && hasMarkDeep(v, sensitiveMark) {
 		return cty.NilVal, false, fmt.Errorf("%s: output refers to sensitive values: set sensitive = true on the output", where)
 	}
 	v, _ = v.UnmarkDeep()

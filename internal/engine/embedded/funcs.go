@@ -714,7 +714,7 @@ var isSensitiveFunc = function.New(&function.Spec{
 	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowNull: true, AllowMarked: true, AllowDynamicType: true}},
 	Type:   function.StaticReturnType(cty.Bool),
 	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		return cty.BoolVal(args[0].HasMark(sensitiveMark)), nil
+		return cty.BoolVal(args[0].HasMark(sensitiveMark) || args[0].HasMark(attributeSensitiveMark)), nil
 	},
 })
 

@@ -5,9 +5,6 @@ package embedded
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
@@ -22,23 +19,11 @@ func TestFunctions_tofuOracle(t *testing.T) {
 	cases := allCases()
 	doc := functionDoc(cases)
 
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.tf.json"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ws := tools.Workspace(t, "", tools.Mirror, "")
+	ws.WriteFile(t, "main.tf.json", []byte(doc))
 	run := func(args ...string) []byte {
 		t.Helper()
-		cmd := exec.CommandContext(t.Context(), tools.Bin, args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+tools.CLIConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-		out, err := cmd.Output()
-		if err != nil {
-			stderr := ""
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			t.Fatalf("tofu %v: %v\n%s%s", args, err, out, stderr)
-		}
+		out, _ := ws.Run(t, nil, args...)
 		return out
 	}
 	run("init", "-input=false", "-no-color")

@@ -245,7 +245,8 @@ func TestRunner_movedAndRemoved(t *testing.T) {
 		{`{"moved":[{"from":"terraform_data.a","to":"terraform_data.b"}],"resource":{"terraform_data":{"a":{},"b":{}}}}`, "moved: terraform_data.a is still declared"},
 		{`{"moved":[{"from":"terraform_data.a","to":"terraform_data.b"}]}`, "moved: terraform_data.b is not declared"},
 		{`{"moved":[{"from":"terraform_data.a","to":"local_file.b"}],"resource":{"local_file":{"b":{}}}}`, "a move keeps the resource type"},
-		{`{"moved":[{"from":"terraform_data.a[0]","to":"terraform_data.b"}],"resource":{"terraform_data":{"b":{}}}}`, "moving or removing single instances is not supported"},
+		{`{"removed":[{"from":"terraform_data.a[0]"}]}`, "a removed block names a resource or a module without instance keys (as in tofu)"},
+		{`{"moved":[{"from":"module.a","to":"terraform_data.b"}],"resource":{"terraform_data":{"b":{}}}}`, "a move is between two resources or two modules"},
 		{`{"removed":[{"from":"terraform_data.a"}],"resource":{"terraform_data":{"a":{}}}}`, "removed: terraform_data.a is still declared"},
 	}
 	for _, b := range bad {

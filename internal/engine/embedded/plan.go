@@ -36,7 +36,9 @@ type Change struct {
 	// Addr is the instance address ("local_file.a", "local_file.b[0]", `x.y["k"]`).
 	Addr string
 	// Res is the resource's configuration address ("local_file.b", "data.x.y").
-	Res              string
+	Res string
+	// Module is the module instance path ("" for the root, `module.a["k"]`).
+	Module           string
 	Mode, Type, Name string
 	Key              instanceKey
 	Action           Action
@@ -62,8 +64,12 @@ type Change struct {
 	Reason string
 	// Deposed names an old object of a create-before-destroy replacement (a delete).
 	Deposed string
-	// Sensitive are the paths of Planned (or Prior) the schema marks sensitive.
+	// Sensitive are the paths of Planned (or Prior) the schema marks sensitive, and for a
+	// managed instance also those its configuration made sensitive (Marked).
 	Sensitive []cty.Path
+	// Marked are the paths that held a sensitive value in the configuration (sensitive
+	// variables, sensitive()); state records them in sensitive_attributes with Sensitive.
+	Marked []cty.Path
 }
 
 // Plan is a computed plan: every instance's change (no-ops included), in address order.
@@ -81,6 +87,9 @@ type Plan struct {
 	Destroy bool
 	// Moves are the moved blocks carried out (state renamed before planning).
 	Moves []Move
+	// Checks are the check blocks' results at plan (failures are warnings, logged by the
+	// runner; the apply records them in the state's check_results).
+	Checks []CheckResult
 }
 
 // HasChanges reports whether applying the plan would change anything real: reading data
@@ -115,6 +124,8 @@ type planner struct {
 	// priorEv resolves references to the prior values (replace_triggered_by compares).
 	priorEv *evalState
 	deps    map[string][]string
+	// forcedCBD are the resources create_before_destroy is forced on (forcedCreateBeforeDestroy).
+	forcedCBD map[string]bool
 
 	mu      sync.Mutex
 	changes []*Change
@@ -129,11 +140,7 @@ func stateIndex(st *State) map[string]*StateResource {
 	}
 	for i := range st.Resources {
 		r := &st.Resources[i]
-		addr := r.Type + "." + r.Name
-		if r.Mode == "data" {
-			addr = "data." + addr
-		}
-		out[addr] = r
+		out[resourceKey(r)] = r
 	}
 	return out
 }
@@ -144,10 +151,8 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		return nil, err
 	}
 	p.deps = deps
+	p.forcedCBD = forcedCreateBeforeDestroy(p.cfg, deps)
 	if !destroy {
-		if err := p.ev.setVariables(); err != nil {
-			return nil, err
-		}
 		p.priorEv = newEvalState(p.cfg)
 		p.priorEv.vars = p.ev.vars
 		if err := p.evalImports(); err != nil {
@@ -171,6 +176,17 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 			allDeps[rc.Address()] = deps[rc.Address()]
 		}
 	}
+	// State records dependencies as configuration addresses (no instance keys): each
+	// names every node of that resource.
+	byConfig := map[string][]string{}
+	for addr := range states {
+		byConfig[configAddress(addr)] = append(byConfig[configAddress(addr)], addr)
+	}
+	for addr := range byAddr {
+		if _, inState := states[addr]; !inState {
+			byConfig[configAddress(addr)] = append(byConfig[configAddress(addr)], addr)
+		}
+	}
 	for addr, sr := range states {
 		if _, inCfg := byAddr[addr]; inCfg && !destroy {
 			continue
@@ -179,9 +195,12 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 		set := map[string]bool{}
 		for _, in := range sr.Instances {
 			for _, d := range in.Dependencies {
-				set[stripIndex(d)] = true
+				for _, n := range byConfig[configAddress(d)] {
+					set[n] = true
+				}
 			}
 		}
+		delete(set, addr)
 		allDeps[addr] = setKeys(set)
 	}
 	sort.Strings(nodes)
@@ -218,6 +237,8 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 			}
 			plan.Outputs[name] = v
 		}
+		plan.Checks = p.ev.checks()
+		logChecks(p.r.log, "plan", plan.Checks)
 	}
 	plan.OutputsChanged = outputsDiffer(plan.Outputs, p.prior)
 	return plan, nil
@@ -310,10 +331,10 @@ func (p *planner) planOrphan(ctx context.Context, addr string, sr *StateResource
 	if alias := stateProviderAlias(sr.Provider); alias != "" {
 		pkey += "." + alias
 	}
-	rm := p.cfg.Removed[addr]
+	rm := p.cfg.removedFor(addr)
 	for _, in := range sr.Instances {
 		key := normalizeKey(in.IndexKey)
-		c := &Change{Addr: addr + keyString(key), Res: addr, Mode: sr.Mode, Type: sr.Type, Name: sr.Name, Key: key,
+		c := &Change{Addr: addr + keyString(key), Res: addr, Module: sr.Module, Mode: sr.Mode, Type: sr.Type, Name: sr.Name, Key: key,
 			ProviderKey: pkey, Provider: sr.Provider, Each: sr.Each, Action: Delete}
 		if rm != nil && !rm.Destroy && in.Deposed == "" {
 			// A removed block keeps the object: only the state forgets it.
@@ -365,48 +386,56 @@ func stateProviderAlias(p string) string {
 
 // expansion is the instances a resource's count or for_each yields.
 type expansion struct {
+	// scope is the module instance of the expanded block (nil: the root).
+	scope  *modScope
 	each   string // "", "list", "map"
 	keys   []instanceKey
 	values map[string]cty.Value // for_each values by key
 }
 
 func expand(rc *ResourceConfig, ev *evalState) (expansion, error) {
+	return expandIn(rc, ev, rc.Address())
+}
+
+// expandIn expands rc's count or for_each in its scope; where names it in errors.
+func expandIn(rc *ResourceConfig, ev *evalState, where string) (expansion, error) {
+	sc := instance{scope: rc.scope}
 	switch {
 	case rc.Count != nil:
-		v, err := ev.eval(rc.Count, instance{}, rc.Address()+": count")
+		v, err := ev.eval(rc.Count, sc, where+": count")
 		if err != nil {
 			return expansion{}, err
 		}
 		v, _ = v.UnmarkDeep()
 		if !v.IsWhollyKnown() {
-			return expansion{}, fmt.Errorf("%s: count depends on values known only after apply", rc.Address())
+			return expansion{}, fmt.Errorf("%s: count depends on values known only after apply", where)
 		}
 		n, err := convert.Convert(v, cty.Number)
 		if err != nil || n.IsNull() {
-			return expansion{}, fmt.Errorf("%s: count must be a whole number", rc.Address())
+			return expansion{}, fmt.Errorf("%s: count must be a whole number", where)
 		}
 		i, acc := n.AsBigFloat().Int64()
 		if acc != big.Exact || i < 0 {
-			return expansion{}, fmt.Errorf("%s: count must be a whole number >= 0", rc.Address())
+			return expansion{}, fmt.Errorf("%s: count must be a whole number >= 0", where)
 		}
-		e := expansion{each: "list"}
+		e := expansion{scope: rc.scope, each: "list"}
 		for k := int64(0); k < i; k++ {
 			e.keys = append(e.keys, k)
 		}
 		return e, nil
 	case rc.ForEach != nil:
-		v, err := ev.eval(rc.ForEach, instance{}, rc.Address()+": for_each")
+		v, err := ev.eval(rc.ForEach, sc, where+": for_each")
 		if err != nil {
 			return expansion{}, err
 		}
 		v, _ = v.UnmarkDeep()
 		if !v.IsWhollyKnown() {
-			return expansion{}, fmt.Errorf("%s: for_each depends on values known only after apply", rc.Address())
+			return expansion{}, fmt.Errorf("%s: for_each depends on values known only after apply", where)
 		}
 		if v.IsNull() {
-			return expansion{}, fmt.Errorf("%s: for_each is null", rc.Address())
+			return expansion{}, fmt.Errorf("%s: for_each is null", where)
 		}
-		e := expansion{each: "map", values: map[string]cty.Value{}}
+		e := expansion{scope: rc.scope, each: "map", values: map[string]cty.Value{}}
 		ty := v.Type()
 		switch {
 		case ty.IsObjectType() || ty.IsMapType():
@@ -419,31 +448,31 @@ func expand(rc *ResourceConfig, ev *evalState) (expansion, error) {
 				// Terraform accepts only sets of strings; JSON arrays of strings are converted.
 				sv, err := convert.Convert(v, cty.Set(cty.String))
 				if err != nil {
-					return expansion{}, fmt.Errorf("%s: for_each must be a map or a set of strings", rc.Address())
+					return expansion{}, fmt.Errorf("%s: for_each must be a map or a set of strings", where)
 				}
 				v = sv
 			}
 			for it := v.ElementIterator(); it.Next(); {
 				_, ev := it.Element()
 				if ev.Type() != cty.String || ev.IsNull() {
-					return expansion{}, fmt.Errorf("%s: for_each set elements must be strings", rc.Address())
+					return expansion{}, fmt.Errorf("%s: for_each set elements must be strings", where)
 				}
 				e.values[ev.AsString()] = ev
 			}
 		default:
-			return expansion{}, fmt.Errorf("%s: for_each must be a map or a set of strings", rc.Address())
+			return expansion{}, fmt.Errorf("%s: for_each must be a map or a set of strings", where)
 		}
 		for _, k := range sortedKeys(e.values) {
 			e.keys = append(e.keys, k)
 		}
 		return e, nil
 	}
-	return expansion{keys: []instanceKey{nil}}, nil
+	return expansion{scope: rc.scope, keys: []instanceKey{nil}}, nil
 }
 
 // instance returns what count.index or each.* mean for one instance.
 func (e expansion) instance(key instanceKey) instance {
-	var in instance
+	in := instance{scope: e.scope}
 	switch k := key.(type) {
 	case int64:
 		in.countIndex = cty.NumberIntVal(k)
@@ -526,8 +555,8 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 	priorVals := map[string]cty.Value{}
 	for _, key := range exp.keys {
 		ks := keyString(key)
-		c := &Change{Addr: addr + ks, Res: addr, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: key,
-			ProviderKey: rc.ProviderKey, Provider: provider, Each: exp.each, CreateBeforeDestroy: rc.CreateBeforeDestroy}
+		c := &Change{Addr: addr + ks, Res: addr, Module: rc.Module, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: key,
+			ProviderKey: rc.ProviderKey, Provider: provider, Each: exp.each, CreateBeforeDestroy: rc.CreateBeforeDestroy || p.forcedCBD[addr]}
 		config, marked, err := p.ev.decodeInstance(schema.Block, rc, exp.instance(key), c.Addr)
 		if err != nil {
 			return err
@@ -539,7 +568,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 				return fmt.Errorf("%s: %w", c.Addr, err)
 			}
 			c.Prior = cty.NullVal(ty)
-			if config.IsWhollyKnown() {
+			if config.IsWhollyKnown() && !p.dependsOnChanges(rc) {
 				v, err := client.ReadDataSource(ctx, rc.Type, config)
 				if err != nil {
 					return fmt.Errorf("%s: %w", c.Addr, err)
@@ -553,7 +582,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			if err := p.postconditions(rc, exp.instance(key), c.Planned, c.Addr); err != nil {
 				return err
 			}
-			vals[ks] = c.Planned
+			vals[ks] = markSensitive(c.Planned, instanceSensitivePaths(schema, c.Planned, marked))
 			p.add(c)
 			continue
 		}
@@ -562,7 +591,9 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		}
 		prior := cty.NullVal(ty)
 		replace := false
+		var priorIn *StateInstance
 		if in, ok := priors[ks]; ok {
+			priorIn = &in
 			delete(priors, ks)
 			prior, c.PriorPrivate, err = p.priorObject(ctx, client, rc.Type, c.Addr, in)
 			if err != nil {
@@ -591,18 +622,22 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		if c.Action == Replace && c.Reason == "" {
 			c.Reason = "changes to " + strings.Join(c.ReplacePaths, ", ") + " force replacement"
 		}
+		c.Marked = marked
+		if c.Action == NoOp && c.ImportID == "" && sensitivityChanged(schema, priorIn, c.Planned, marked) {
+			c.Action, c.Reason = Update, "attributes become sensitive or stop being sensitive"
+		}
 		if err := p.postconditions(rc, exp.instance(key), c.Planned, c.Addr); err != nil {
 			return err
 		}
-		c.Sensitive = schema.Block.SensitivePaths(c.Planned)
+		c.Sensitive = instanceSensitivePaths(schema, c.Planned, marked)
 		p.noteSecrets(c.Planned, c.Sensitive)
 		p.noteSecrets(c.Prior, schema.Block.SensitivePaths(c.Prior))
-		vals[ks] = c.Planned
+		vals[ks] = markSensitive(c.Planned, instanceSensitivePaths(schema, c.Planned, marked))
 		p.add(c)
 	}
 	// Old objects left by an interrupted create-before-destroy replacement are deleted.
 	for _, in := range deposed {
-		c := &Change{Addr: addr + keyString(normalizeKey(in.IndexKey)) + " (deposed " + in.Deposed + ")", Res: addr, Mode: rc.Mode,
+		c := &Change{Addr: addr + keyString(normalizeKey(in.IndexKey)) + " (deposed " + in.Deposed + ")", Res: addr, Module: rc.Module, Mode: rc.Mode,
 			Type: rc.Type, Name: rc.Name, Key: normalizeKey(in.IndexKey), ProviderKey: rc.ProviderKey, Provider: provider,
 			Each: exp.each, Action: Delete, Planned: cty.NullVal(ty), Deposed: in.Deposed}
 		prior, priv, err := p.priorObject(ctx, client, rc.Type, c.Addr, in)
@@ -616,7 +651,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		p.add(c)
 	}
 	for ks, in := range priors {
-		c := &Change{Addr: addr + ks, Res: addr, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: normalizeKey(in.IndexKey),
+		c := &Change{Addr: addr + ks, Res: addr, Module: rc.Module, Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Key: normalizeKey(in.IndexKey),
 			ProviderKey: rc.ProviderKey, Provider: provider, Each: exp.each, Action: Delete, Planned: cty.NullVal(ty)}
 		if rc.Mode == "data" {
 			c.Action = Forget
@@ -684,8 +719,14 @@ func (e *PreventDestroyError) Error() string {
 // checkPreventDestroy fails the plan when it destroys or replaces a protected instance.
 func (p *planner) checkPreventDestroy(destroy bool) error {
 	byAddr := map[string]*ResourceConfig{}
+	// An instance of a module instance that left its call's count or for_each is still
+	// protected by its resource block (configuration address without instance keys).
+	byConfig := map[string]*ResourceConfig{}
 	for _, rc := range p.cfg.Resources {
 		byAddr[rc.Address()] = rc
+		if rc.PreventDestroy {
+			byConfig[configAddress(rc.Address())] = rc
+		}
 	}
 	var errs []error
 	for _, c := range p.changes {
@@ -693,7 +734,10 @@ func (p *planner) checkPreventDestroy(destroy bool) error {
 			continue
 		}
 		rc := byAddr[c.Res]
-		if !p.cfg.protected[c.Res] && (rc == nil || !rc.PreventDestroy) {
+		if rc == nil && !destroy && p.cfg.removedFor(c.Res) == nil {
+			rc = byConfig[configAddress(c.Res)]
+		}
+		if !p.cfg.protected[configAddress(c.Res)] && (rc == nil || !rc.PreventDestroy) {
 			continue
 		}
 		reason := c.Reason
@@ -857,6 +901,21 @@ func (p *planner) checkImportTargets() error {
 	for _, to := range sortedKeys(p.imports) {
 		if !have[to] {
 			return fmt.Errorf("import: %s is not an instance of the configuration", to)
+		}
+	}
+	return nil
+}
+
+// removedFor returns the removed block naming a state resource (its address without
+// instance keys) or a module call holding it; nil when none does.
+func (c *Config) removedFor(addr string) *RemovedConfig {
+	ca := configAddress(addr)
+	if r := c.Removed[ca]; r != nil {
+		return r
+	}
+	for from, r := range c.Removed {
+		if strings.HasPrefix(from, "module.") && strings.HasPrefix(ca, from+".") {
+			return r
 		}
 	}
 	return nil

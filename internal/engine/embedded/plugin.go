@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/lava-operator/lava/internal/platform/childproc"
 	"github.com/lava-operator/lava/internal/platform/credentials"
 
 	"github.com/lava-operator/lava/internal/engine/embedded/tfplugin5"
@@ -83,6 +84,8 @@ func startProvider(exe string, startTimeout time.Duration, creds *credentials.Pr
 	}
 	cmd := exec.Command(exe)
 	cmd.Dir, cmd.Env = dir, env
+	// A SIGKILLed service runs no Kill: the kernel ends the provider with it.
+	childproc.DieWithParent(cmd)
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig: plugin.HandshakeConfig{MagicCookieKey: magicCookieKey, MagicCookieValue: magicCookieValue},
 		VersionedPlugins: map[int]plugin.PluginSet{

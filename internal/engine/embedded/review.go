@@ -34,7 +34,7 @@ func reviewPlan(p *Plan) (*tfjson.Plan, error) {
 		for _, rp := range c.ReplacePaths {
 			ch.ReplacePaths = append(ch.ReplacePaths, []any{rp})
 		}
-		out.ResourceChanges = append(out.ResourceChanges, &tfjson.ResourceChange{Address: c.Addr, Mode: tfjson.ResourceMode(c.Mode),
+		out.ResourceChanges = append(out.ResourceChanges, &tfjson.ResourceChange{Address: c.Addr, ModuleAddress: c.Module, Mode: tfjson.ResourceMode(c.Mode),
 			Type: c.Type, Name: c.Name, Index: c.Key, ProviderName: c.Provider, DeposedKey: c.Deposed, Change: ch})
 	}
 	return out, nil

@@ -12,8 +12,8 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
-// State is a Terraform state, format version 4 (the JSON terraform and tofu write). Only the
-// root module is supported (Lava renders no modules).
+// State is a Terraform state, format version 4 (the JSON terraform and tofu write); a
+// resource in a module names its module instance path ("module.a[0]") as tofu writes it.
 type State struct {
 	Version          int                    `json:"version"`
 	TerraformVersion string                 `json:"terraform_version"`
@@ -71,8 +71,8 @@ func ParseState(body []byte) (*State, error) {
 		return nil, fmt.Errorf("parse state: format version %d, want 4", st.Version)
 	}
 	for _, r := range st.Resources {
-		if r.Module != "" {
-			return nil, fmt.Errorf("parse state: %s.%s is in module %s; only the root module is supported", r.Type, r.Name, r.Module)
+		if _, err := parseModulePath(r.Module); err != nil {
+			return nil, fmt.Errorf("parse state: %s.%s: %w", r.Type, r.Name, err)
 		}
 	}
 	if st.Outputs == nil {
@@ -87,6 +87,9 @@ func (s *State) Marshal() ([]byte, error) {
 	cp.Resources = append([]StateResource(nil), s.Resources...)
 	sort.SliceStable(cp.Resources, func(i, j int) bool {
 		a, b := cp.Resources[i], cp.Resources[j]
+		if a.Module != b.Module {
+			return a.Module < b.Module
+		}
 		if a.Mode != b.Mode {
 			return a.Mode == "data"
 		}
@@ -178,31 +181,159 @@ func marshalPaths(paths []cty.Path) json.RawMessage {
 	return b
 }
 
-// applyMoves returns st with each move's resource renamed (From to To) when st has From and
-// not To, and the moves that applied; st itself is not changed.
+// applyMoves returns st with each move carried out where st has its from and not its to,
+// and the moves that applied; st itself is not changed. A move of resources renames the
+// resource (its module path too); of instances takes one instance out of its resource into
+// the target resource (created as needed) under the target key; of modules rewrites the
+// module paths of every resource in the call (from without a key: every instance of the
+// call, keeping their keys unless to has one) or the instance.
 func applyMoves(st *State, moves []Move) (*State, []Move) {
 	if st == nil || len(moves) == 0 {
 		return st, nil
 	}
 	cp := *st
-	cp.Resources = append([]StateResource(nil), st.Resources...)
-	index := map[string]int{}
-	for i, r := range cp.Resources {
-		if r.Mode == "managed" {
-			index[r.Type+"."+r.Name] = i
-		}
+	cp.Resources = make([]StateResource, len(st.Resources))
+	for i, r := range st.Resources {
+		r.Instances = append([]StateInstance(nil), r.Instances...)
+		cp.Resources[i] = r
 	}
 	var done []Move
 	for _, m := range moves {
-		i, ok := index[m.From]
-		if _, taken := index[m.To]; !ok || taken {
+		from, err1 := parseAddrString(m.From)
+		to, err2 := parseAddrString(m.To)
+		if err1 != nil || err2 != nil {
 			continue
 		}
-		typ, name, _ := strings.Cut(m.To, ".")
-		cp.Resources[i].Type, cp.Resources[i].Name = typ, name
-		delete(index, m.From)
-		index[m.To] = i
-		done = append(done, m)
+		var ok bool
+		switch {
+		case from.Res == "":
+			ok = moveModule(&cp, from, to)
+		case from.HasKey || to.HasKey:
+			ok = moveInstance(&cp, from, to)
+		default:
+			ok = moveResource(&cp, from, to)
+		}
+		if ok {
+			done = append(done, m)
+		}
 	}
 	return &cp, done
+}
+
+// findResource returns the index of the managed resource at a module path and "type.name".
+func findResource(st *State, module, res string) int {
+	for i, r := range st.Resources {
+		if r.Mode == "managed" && r.Module == module && r.Type+"."+r.Name == res {
+			return i
+		}
+	}
+	return -1
+}
+
+func moveResource(st *State, from, to absAddr) bool {
+	i := findResource(st, modulePath(from.Module), from.Res)
+	if i < 0 || findResource(st, modulePath(to.Module), to.Res) >= 0 {
+		return false
+	}
+	typ, name, _ := strings.Cut(to.Res, ".")
+	st.Resources[i].Module, st.Resources[i].Type, st.Resources[i].Name = modulePath(to.Module), typ, name
+	return true
+}
+
+func moveInstance(st *State, from, to absAddr) bool {
+	i := findResource(st, modulePath(from.Module), from.Res)
+	if i < 0 {
+		return false
+	}
+	fk, tk := keyString(from.Key), keyString(to.Key)
+	at := -1
+	for j, in := range st.Resources[i].Instances {
+		if in.Deposed == "" && keyString(normalizeKey(in.IndexKey)) == fk {
+			at = j
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	t := findResource(st, modulePath(to.Module), to.Res)
+	if t >= 0 {
+		for _, in := range st.Resources[t].Instances {
+			if in.Deposed == "" && keyString(normalizeKey(in.IndexKey)) == tk {
+				return false
+			}
+		}
+	}
+	in := st.Resources[i].Instances[at]
+	in.IndexKey = to.Key
+	src := &st.Resources[i]
+	src.Instances = append(src.Instances[:at:at], src.Instances[at+1:]...)
+	if t < 0 {
+		typ, name, _ := strings.Cut(to.Res, ".")
+		st.Resources = append(st.Resources, StateResource{Module: modulePath(to.Module), Mode: "managed", Type: typ, Name: name, Provider: src.Provider})
+		t = len(st.Resources) - 1
+	}
+	st.Resources[t].Instances = append(st.Resources[t].Instances, in)
+	sort.SliceStable(st.Resources[t].Instances, func(a, b int) bool {
+		return lessKey(normalizeKey(st.Resources[t].Instances[a].IndexKey), normalizeKey(st.Resources[t].Instances[b].IndexKey))
+	})
+	if len(st.Resources[i].Instances) == 0 {
+		st.Resources = append(st.Resources[:i], st.Resources[i+1:]...)
+	}
+	return true
+}
+
+// moveModule rewrites module paths under from into to.
+func moveModule(st *State, from, to absAddr) bool {
+	n := len(from.Module)
+	rewrite := func(path []addrStep) ([]addrStep, bool) {
+		if len(path) < n {
+			return nil, false
+		}
+		for i := 0; i < n; i++ {
+			f, p := from.Module[i], path[i]
+			if f.Name != p.Name {
+				return nil, false
+			}
+			if (f.HasKey || i < n-1) && keyString(f.Key) != keyString(p.Key) {
+				return nil, false
+			}
+		}
+		out := append([]addrStep(nil), to.Module...)
+		last := &out[len(out)-1]
+		if !last.HasKey && !from.Module[n-1].HasKey {
+			last.Key, last.HasKey = path[n-1].Key, path[n-1].HasKey
+		}
+		return append(out, path[n:]...), true
+	}
+	type hit struct {
+		i    int
+		path string
+	}
+	var hits []hit
+	taken := map[string]bool{}
+	for _, r := range st.Resources {
+		taken[r.Module+"|"+r.Mode+"."+r.Type+"."+r.Name] = true
+	}
+	for i, r := range st.Resources {
+		path, err := parseModulePath(r.Module)
+		if err != nil {
+			continue
+		}
+		np, ok := rewrite(path)
+		if !ok {
+			continue
+		}
+		// The target already holding resources stops the move, as in tofu.
+		if taken[modulePath(np)+"|"+r.Mode+"."+r.Type+"."+r.Name] {
+			return false
+		}
+		hits = append(hits, hit{i, modulePath(np)})
+	}
+	if len(hits) == 0 {
+		return false
+	}
+	for _, h := range hits {
+		st.Resources[h.i].Module = h.path
+	}
+	return true
 }

@@ -26,7 +26,7 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 		return nil, err
 	}
 	serial, lineage := prior.Serial, prior.Lineage
-	r, err := e.newRun("drift", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
+	r, err := e.newRun("drift", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -181,11 +181,19 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspa
 	if err := os.WriteFile(filepath.Join(r.dir, OverrideFile), ov, 0o600); err != nil {
 		return nil, fmt.Errorf("%s: workspace: %w", e.cfg.Name, err)
 	}
+	// Modules bundled in the document (docs/design/0017-modules-and-bundled-sources.md).
+	if err := engine.WriteBundle(r.dir, rendered); err != nil {
+		return nil, fmt.Errorf("%s: workspace: bundled modules: %w", e.cfg.Name, err)
+	}
 	pin, err := e.objectLock(ctx, t.Key, reqs)
 	if err != nil {
 		return nil, err
 	}
-	return &workspace{reqs: reqs, override: ov, pin: pin}, nil
+	mods, err := engine.ModuleCalls(rendered)
+	if err != nil {
+		return nil, fmt.Errorf("%s: workspace: module calls: %w", e.cfg.Name, err)
+	}
+	return &workspace{reqs: reqs, override: ov, pin: pin, modules: mods}, nil
 }
 
 // lockAddr is the dependency lock's address of a requirement's source ("example/testkit" is
@@ -261,12 +269,15 @@ type workspace struct {
 	override []byte
 	lock     []byte
 	pin      providers.Lock
+	// modules are the document's module calls (engine.ModuleCalls): init installs them
+	// into .terraform/modules, so they are part of the init template's key.
+	modules []byte
 }
 
 // init prepares the workspace's .terraform directory: from an init template when one matches
 // (see template.go), else with `init -input=false`, and then saves a template.
 func (e *Engine) init(ctx context.Context, r *run, ws *workspace) error {
-	tkey := templateKey(ws.override)
+	tkey := templateKey(append(append([]byte(nil), ws.override...), ws.modules...))
 	if e.useTemplate(r, tkey, ws) {
 		return nil
 	}
@@ -342,12 +353,18 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
+	// What an orphaned apply or destroy created is in the state before the plan reads it.
+	o, err := e.openObject(ctx, req.Key, req.Holder)
+	if err != nil {
+		return nil, err
+	}
+	o.unlock()
 	prior, secrets, err := e.stateOf(ctx, req.Key)
 	if err != nil {
 		return nil, err
 	}
 	serial, lineage, stateDigest := prior.Serial, prior.Lineage, prior.Digest
-	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
+	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -446,6 +463,10 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		CreatedAt:        time.Now().UTC(),
 	}
 	rec.Summary, rec.Resources = stream.result()
+	red := engine.NewRedactor(append(secrets, req.Redact...)...)
+	for _, w := range stream.warnings {
+		rec.AddWarning(red, w)
+	}
 	rec.PlanID = rec.ComputePlanID()
 	return rec, nil
 }
@@ -560,6 +581,13 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 	if err := p.Target.Key.Validate(); err != nil {
 		return nil, err
 	}
+	// The object's lock is held to the end: the CLI runs in the object's run directory.
+	// Recovering an orphaned run's state first makes a plan made before it stale.
+	o, err := e.openObject(ctx, p.Target.Key, req.Holder)
+	if err != nil {
+		return nil, err
+	}
+	defer o.unlock()
 	if err := e.checkFresh(ctx, p); err != nil {
 		return nil, err
 	}
@@ -569,7 +597,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 		if err != nil {
 			return nil, err
 		}
-		r, err := e.newRun("apply", p.Target.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
+		r, err := e.newRun("apply", p.Target.Key, req.Holder, append(secrets, req.Redact...), req.Credentials, o)
 		if err != nil {
 			return nil, err
 		}
@@ -591,9 +619,10 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 		if err := e.init(ctx, r, ws); err != nil {
 			return nil, err
 		}
-		err = r.step(ctx, "apply", e.cfg.Timeouts.Apply, func(ctx context.Context) error {
-			return r.tf.Apply(ctx, tfexec.DirOrPlan(PlanFile), tfexec.Lock(true),
-				tfexec.LockTimeout(e.cfg.LockTimeout.String()))
+		// terraform-exec's Apply would start the CLI with a parent-death signal: see runMutating.
+		err = r.step(ctx, "apply", e.cfg.Timeouts.Apply, func(sctx context.Context) error {
+			return r.runMutating(ctx, sctx, o, "apply", r.holder, p.StateDigest, "apply", "-no-color", "-auto-approve", "-input=false",
+				"-lock-timeout="+e.cfg.LockTimeout.String(), "-lock=true", "-parallelism=10", "-refresh=true", PlanFile)
 		})
 		if errors.Is(err, engine.ErrPlanStale) {
 			// The CLI's own check caught a change between our check and its lock.
@@ -641,6 +670,11 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
+	o, err := e.openObject(ctx, req.Key, req.Holder)
+	if err != nil {
+		return nil, err
+	}
+	defer o.unlock()
 	rec, body, err := e.cfg.Store.Body(ctx, req.Key)
 	if errors.Is(err, state.ErrNotFound) {
 		return &engine.DestroyResult{StateSerial: rec.Serial, StateLineage: rec.Lineage}, nil
@@ -653,7 +687,7 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 	if o, err := engine.OutputsFromState(body); err == nil {
 		secrets = o.SensitiveStrings()
 	}
-	r, err := e.newRun("destroy", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials)
+	r, err := e.newRun("destroy", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials, o)
 	if err != nil {
 		return nil, err
 	}
@@ -668,8 +702,9 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 	if err := e.recordLock(ctx, r, ws); err != nil {
 		return nil, err
 	}
-	if err := r.step(ctx, "destroy", e.cfg.Timeouts.Destroy, func(ctx context.Context) error {
-		return r.tf.Destroy(ctx, tfexec.Lock(true), tfexec.LockTimeout(e.cfg.LockTimeout.String()), tfexec.Refresh(true))
+	if err := r.step(ctx, "destroy", e.cfg.Timeouts.Destroy, func(sctx context.Context) error {
+		return r.runMutating(ctx, sctx, o, "destroy", r.holder, rec.Digest, "destroy", "-no-color", "-auto-approve", "-input=false",
+			"-lock-timeout="+e.cfg.LockTimeout.String(), "-lock=true", "-parallelism=10", "-refresh=true")
 	}); err != nil {
 		return nil, err
 	}

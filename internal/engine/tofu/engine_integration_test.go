@@ -451,3 +451,30 @@ func TestEngine_concurrentResources(t *testing.T) {
 		})
 	}
 }
+
+// TestEngine_deepWorkDir: a WorkDir deep enough that a provider's unix socket in the
+// workspace would pass the 107-byte limit of a socket path (here over 100 bytes, so the
+// workspace plus go-plugin's "/plugin<digits>" does) still plans and applies with real
+// providers (hashicorp/local and example/testkit): TMPDIR, where go-plugin puts the socket, is a
+// private directory of its own. Before, tofu failed every plan with "Failed to read any lines
+// from plugin's stdout" (found by TestChaos_killEveryServiceTwiceAndRestartNATS in test/e2e,
+// whose temporary directories carry the test's long name).
+func TestEngine_deepWorkDir(t *testing.T) {
+	deep := t.TempDir()
+	for len(deep) <= 100 {
+		deep = filepath.Join(deep, "a-deep-work-directory")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // where the private temporary directories go
+	h := newHarness(t, harnessOpts{workDir: deep})
+	dir := t.TempDir()
+	h.apply(h.plan(filesJSON(dir, "v1", 0)))
+	if got := fileContent(t, filepath.Join(dir, "readme.txt")); got != "hello from lava\n" {
+		t.Errorf("readme.txt holds %q", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "lava-tmp-*")); len(left) != 0 {
+		t.Errorf("temporary directories left after the operations: %v", left)
+	}
+}

@@ -31,6 +31,9 @@ type harness struct {
 	tools tofutest.Tools
 	opts  harnessOpts
 	key   state.Key
+	// natsURL is the in-process nats-server's client URL (for another process on the same
+	// stores).
+	natsURL string
 }
 
 type harnessOpts struct {
@@ -42,12 +45,13 @@ type harnessOpts struct {
 	holderAlive  state.HolderAlive
 	applyTimeout time.Duration
 	mirror       string // a mirror directory of its own (the CLI config is generated for it)
+	workDir      string // default: a t.TempDir()
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	tools := tofutest.Tofu(t)
-	_, js := tofutest.JetStream(t)
+	srv, js := tofutest.JetStream(t)
 	kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +59,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	art := tofutest.NewArtifacts(t, js)
 	store := state.NewStore(kv, art, state.Options{LockTTL: o.lockTTL, HolderAlive: o.holderAlive})
 	h := &harness{t: t, store: store, art: art, tools: tools, opts: o,
-		key: state.Key{Namespace: "default", Name: "files"}}
+		key: state.Key{Namespace: "default", Name: "files"}, natsURL: srv.URL()}
 	h.eng = h.replica()
 	return h
 }
@@ -87,6 +91,9 @@ func (h *harness) replica() *tofu.Engine {
 	}
 	if o.bin != "" {
 		cfg.Bin = o.bin
+	}
+	if o.workDir != "" {
+		cfg.WorkDir = o.workDir
 	}
 	if o.applyTimeout > 0 {
 		cfg.Timeouts.Apply = o.applyTimeout

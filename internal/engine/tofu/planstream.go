@@ -25,6 +25,8 @@ type planStream struct {
 	partial []byte
 	changed map[string]engine.ResourceAction
 	seen    map[string]engine.ResourceAction
+	// warnings are the warning diagnostics ("SUMMARY: DETAIL"), unredacted.
+	warnings []string
 }
 
 func newPlanStream(out io.Writer) *planStream {
@@ -85,6 +87,8 @@ func (s *planStream) line(b []byte) {
 		level := "Warning"
 		if m.Diagnostic.Severity == "error" {
 			level = "Error"
+		} else {
+			s.warnings = append(s.warnings, m.Diagnostic.Summary+": "+m.Diagnostic.Detail)
 		}
 		_, _ = io.WriteString(s.out, level+": "+m.Diagnostic.Summary+"\n\n"+m.Diagnostic.Detail+"\n")
 	}

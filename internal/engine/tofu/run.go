@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -54,36 +55,64 @@ type run struct {
 	e   *Engine
 	key state.Key
 	dir string
+	// tmp is the operation's private TMPDIR (mode 0700), outside dir: see newRun.
+	tmp string
 	tf  *tfexec.Terraform
 	out *tailBuffer
 	red *engine.Redactor
 	// revoke ends the operation's backend password (BackendTokens).
 	revoke func()
+	// env is the CLI's environment (NAME=value), for the runs Lava starts itself; holder
+	// its state lock holder (TF_HTTP_USERNAME).
+	env    []string
+	holder string
+	// inRunDir: dir is the object's run directory (apply, destroy), not a workspace of
+	// its own; detached: a CLI run there outlived the operation (see runMutating).
+	inRunDir, detached bool
 }
 
 // newRun creates a fresh workspace directory (mode 0700) and a CLI handle on it, whose
 // environment carries creds (the object's provider credentials, written into the workspace;
-// nil: none) and nothing of the applier's own.
-func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *credentials.Provider) (*run, error) {
-	dir, err := os.MkdirTemp(e.cfg.WorkDir, "lava-"+op+"-")
+// nil: none) and nothing of the applier's own. With o (apply, destroy) the workspace is the
+// object's run directory, emptied first; else a new directory under WorkDir.
+func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *credentials.Provider, o *objectDir) (*run, error) {
+	var dir string
+	var err error
+	if o != nil {
+		dir, err = o.freshRunDir()
+	} else {
+		dir, err = os.MkdirTemp(e.cfg.WorkDir, "lava-"+op+"-")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: workspace: %w", e.cfg.Name, op, err)
+	}
+	// TMPDIR is a private directory of its own under the system's temporary directory, as the
+	// embedded engine gives its providers (internal/engine/embedded startProvider): a provider
+	// plugin listens on a unix socket in TMPDIR, and a socket path is limited to 107 bytes, so
+	// under a deep WorkDir every provider would fail its handshake ("Failed to read any lines
+	// from plugin's stdout") [TestEngine_deepWorkDir].
+	tmp, err := os.MkdirTemp("", "lava-tmp-")
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("%s %s: temporary directory: %w", e.cfg.Name, op, err)
 	}
 	tf, err := tfexec.NewTerraform(dir, e.cfg.Bin)
 	if err != nil {
 		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
 	}
 	if holder == "" {
 		holder = "lava"
 	}
 	// A scrubbed environment: nothing of the applier's own (its credentials, tokens) reaches
-	// tofu or the providers it starts (docs/security.md, "Engines"); HOME and TMPDIR are the
-	// operation's private workspace. The object's credentials come first, so nothing Lava sets
+	// tofu or the providers it starts (docs/security.md, "Engines"); HOME is the
+	// operation's private workspace, TMPDIR its private temporary directory. The object's credentials come first, so nothing Lava sets
 	// below can be replaced by them.
 	credEnv, err := creds.Environ(dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
 	}
 	env := map[string]string{}
@@ -91,7 +120,7 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	env["HOME"], env["TMPDIR"] = dir, dir
+	env["HOME"], env["TMPDIR"] = dir, tmp
 	if p, ok := os.LookupEnv("PATH"); ok {
 		env["PATH"] = p
 	}
@@ -114,9 +143,16 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 		password, revoke = tok, func() { e.cfg.BackendTokens.Revoke(tok) }
 	}
 	env["TF_HTTP_PASSWORD"] = password
+	// What terraform-exec sets for the commands it runs, for those Lava runs itself.
+	env["TF_IN_AUTOMATION"] = "1"
+	environ := make([]string, 0, len(env))
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
 	if err := tf.SetEnv(tfexec.CleanEnv(env)); err != nil {
 		revoke()
 		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(tmp)
 		return nil, fmt.Errorf("%s %s: environment: %w", e.cfg.Name, op, err)
 	}
 	out := &tailBuffer{max: outputKeep}
@@ -127,14 +163,31 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	if password != "" {
 		red.Add(password)
 	}
-	return &run{e: e, key: key, dir: dir, tf: tf, out: out, red: red, revoke: revoke}, nil
+	return &run{e: e, key: key, dir: dir, tmp: tmp, tf: tf, out: out, red: red, revoke: revoke, env: environ,
+		holder: holder, inRunDir: o != nil}, nil
 }
 
+// close ends the run: the backend password is revoked and the workspace and TMPDIR removed,
+// except that a detached run keeps them until its CLI exits (runMutating), and a run
+// directory keeps an errored.tfstate for the next operation's recovery (objectDir.recover).
 func (r *run) close() {
+	if r.detached {
+		return
+	}
 	if r.revoke != nil {
 		r.revoke()
 	}
-	_ = os.RemoveAll(r.dir)
+	_ = os.RemoveAll(r.tmp)
+	if !r.inRunDir {
+		_ = os.RemoveAll(r.dir)
+		return
+	}
+	ents, _ := os.ReadDir(r.dir)
+	for _, en := range ents {
+		if en.Name() != erroredState {
+			_ = os.RemoveAll(filepath.Join(r.dir, en.Name()))
+		}
+	}
 }
 
 // step runs f with a timeout, classifying a failure.

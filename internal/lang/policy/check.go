@@ -41,6 +41,9 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 	for i := range a.Providers {
 		pr := &a.Providers[i]
 		c.providerSource(c.pos(pr.Pos), pr.Name, pr.Source)
+		if pr.Alias != "" && !hclsyntax.ValidIdentifier(pr.Alias) {
+			c.add(c.pos(pr.Pos), "provider %s: the alias %q is not an identifier (letters, digits, _ and -, not starting with a digit)", pr.Name, clip(pr.Alias))
+		}
 	}
 	if n := len(a.Resources) + len(a.DataSources); p.MaxResources > 0 && n > p.MaxResources {
 		c.add(a.Pos, "the architecture has %d resources and data sources; the policy allows at most %d (maxResources)", n, p.MaxResources)
@@ -65,9 +68,91 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 	}
 	for _, im := range a.Imports {
 		c.template(a.Pos, "import of "+im.To, im.ID)
+		c.traversal(a.Pos, "import address", im.To)
 	}
 	c.topLevel(rendered)
+	if len(c.out) == 0 {
+		c.document(rendered)
+	}
 	return c.out
+}
+
+// traversal refuses s unless it is a static address (hclsyntax.ParseTraversalAbs: names,
+// attributes and literal [N] / ["key"] indexes), as the import address and a reference's
+// attribute path must be: anything else would be an expression an engine evaluates.
+func (c *checker) traversal(pos arch.Pos, what, s string) {
+	if _, diags := hclsyntax.ParseTraversalAbs([]byte(s), "addr", hcl.InitialPos); diags.HasErrors() {
+		c.add(pos, "%s %q is not a static address (expected TYPE.NAME with literal [N] or [\"key\"] indexes): %s", what, clip(s), diags.Errs()[0])
+	}
+}
+
+// expressionKeys are the Terraform JSON properties whose strings an engine parses as
+// expressions rather than templates (the import address, references in depends_on and in
+// lifecycle, moved and removed addresses).
+var expressionKeys = map[string]bool{"to": true, "from": true, "depends_on": true, "ignore_changes": true,
+	"replace_triggered_by": true, "provider": true, "providers": true}
+
+// document is the last line of defence behind the typed checks: it walks every string and key
+// of the rendered JSON, whatever part of the dialect produced it, parses it as an engine would
+// (a template; an expression under [expressionKeys]) and refuses every denied function. A
+// rendered string the typed model did not see (a reference built from its parts, an import
+// address) is checked here; it is reported at the architecture form, with its JSON path.
+func (c *checker) document(rendered []byte) {
+	if len(rendered) == 0 {
+		return
+	}
+	var doc any
+	if err := json.Unmarshal(rendered, &doc); err != nil {
+		return // topLevel reported it
+	}
+	var walk func(path string, v any, expr bool)
+	walk = func(path string, v any, expr bool) {
+		switch v := v.(type) {
+		case string:
+			c.expression(path, v, expr)
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s[%d]", path, i), e, expr)
+			}
+		case map[string]any:
+			for k, e := range v {
+				c.expression(path+" key", k, false)
+				// At the top level "provider" is the block of provider configurations, not a
+				// meta-argument.
+				walk(path+"."+k, e, expr || (expressionKeys[k] && path != "$"))
+			}
+		}
+	}
+	walk("$", doc, false)
+}
+
+// expression parses s (an expression when expr, and a template unless it parses as one) and
+// refuses the denied functions it calls; a string that parses as neither is left to the
+// engine, which refuses it too.
+func (c *checker) expression(path, s string, expr bool) {
+	var e hclsyntax.Expression
+	parsed := false
+	if expr {
+		var diags hcl.Diagnostics
+		e, diags = hclsyntax.ParseExpression([]byte(s), "attr", hcl.InitialPos)
+		parsed = !diags.HasErrors()
+	}
+	if !parsed && (strings.Contains(s, "${") || strings.Contains(s, "%{")) {
+		// A template that does not parse is visited as far as it parsed; the engine refuses it.
+		e, _ = hclsyntax.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
+	}
+	if e == nil {
+		return
+	}
+	seen := map[string]bool{}
+	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && c.p.functionDenied(call.Name) && !seen[call.Name] {
+			seen[call.Name] = true
+			c.add(c.a.Pos, "rendered JSON %s: the function %s is not allowed (it reads Lava's filesystem or runs provider code; deniedFunctions), in %q",
+				path, call.Name, clip(s))
+		}
+		return nil
+	})
 }
 
 type checker struct {
@@ -119,6 +204,23 @@ func (c *checker) resource(r *arch.Resource, data bool) {
 	} else if slices.Contains(c.p.DeniedResources, r.Type) {
 		c.add(pos, "%s: the %s resource is not allowed (deniedResources)", what, r.Type)
 	}
+	key := r.Type
+	if data {
+		key = "data." + r.Type
+	}
+	for _, attr := range FilePathAttributes[key] {
+		v, ok := r.Attributes.Get(attr)
+		if !ok {
+			continue
+		}
+		if v.Kind != arch.KindString {
+			c.add(pos, "%s attribute %s: want a literal absolute path under one of fileWriteRoots, not a %s", what, attr, v.Kind)
+			continue
+		}
+		if why := c.p.filePathProblem(v.Str); why != "" {
+			c.add(pos, "%s attribute %s: the path %q %s", what, attr, clip(v.Str), why)
+		}
+	}
 	for k, v := range r.Attributes.All() {
 		if (k == "provisioner" || k == "connection") && !c.p.AllowProvisioners {
 			c.add(pos, "%s: a %s block is not allowed: it would run in Lava's applier (allowProvisioners is false)", what, k)
@@ -137,6 +239,8 @@ func (c *checker) value(pos arch.Pos, what string, v arch.Value) {
 	switch v.Kind {
 	case arch.KindString:
 		c.template(pos, what, v.Str)
+	case arch.KindRef:
+		c.traversal(pos, what+" reference", v.Ref.Address()+"."+v.Ref.Attribute)
 	case arch.KindList:
 		for _, e := range v.List {
 			c.value(pos, what, e)

@@ -3,7 +3,9 @@
 // tenant; the engines run in Lava's processes, so the gate refuses what would run code or read
 // files there: provisioner and connection blocks, module blocks with remote sources, the
 // terraform_remote_state and external data sources (and hashicorp/local's file-reading ones),
-// filesystem functions anywhere in a ${} (found with hcl/v2's template parser), provider
+// filesystem functions anywhere in a ${} (found with hcl/v2's template parser), file paths of
+// file-writing resources and data sources outside the admin's fileWriteRoots
+// ([FilePathAttributes]), provider
 // sources outside an allow-list or outside the registry address grammar, and more resources
 // than a limit.
 //

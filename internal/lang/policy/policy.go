@@ -24,10 +24,13 @@ type Policy struct {
 	AllowRemoteModules bool
 	// DeniedDataSources are data source types refused ([DefaultDeniedDataSources]).
 	DeniedDataSources []string
-	// DeniedResources are resource types refused (default none). On a cluster with untrusted
-	// tenants, local_file and local_sensitive_file belong here: they write anywhere the
-	// applier's user may write (docs/security.md, "Known gap").
+	// DeniedResources are resource types refused (default none).
 	DeniedResources []string
+	// FileWriteRoots are the absolute, clean directories under which the file-writing
+	// resources and data sources of [FilePathAttributes] may touch the applier's filesystem
+	// (default none: every such resource is refused). A path attribute passes only as a
+	// literal absolute clean path strictly under a root (docs/design/0010-tenant-policy.md, "File writes").
+	FileWriteRoots []string
 	// DeniedFunctions are function names refused in any ${} or %{} of any string
 	// ([DefaultDeniedFunctions]); path.Match patterns ("provider::*"). A "core::" prefix is
 	// ignored (OpenTofu's core::file is file).
@@ -47,12 +50,54 @@ var (
 	// read the applier's filesystem (its ServiceAccount token included).
 	DefaultDeniedDataSources = []string{"terraform_remote_state", "external", "local_file", "local_sensitive_file"}
 	// DefaultDeniedFunctions are Terraform's filesystem functions (they read the applier's
-	// files at plan time) and provider-defined functions (code of a provider run outside any
-	// resource's lifecycle).
+	// files at plan time), templatestring (it evaluates a string known only at plan time as a
+	// template, so an escaped literal or a binding would become an expression again) and
+	// provider-defined functions (code of a provider run outside any resource's lifecycle).
 	DefaultDeniedFunctions = []string{"abspath", "file", "filebase64", "filebase64sha256", "filebase64sha512",
 		"fileexists", "filemd5", "fileset", "filesha1", "filesha256", "filesha512", "pathexpand",
-		"templatefile", "provider::*"}
+		"templatefile", "templatestring", "provider::*"}
 )
+
+// FilePathAttributes are, per resource type ("local_file") and data source type
+// ("data.archive_file"), the attributes that name a file of the applier's filesystem the
+// provider writes or reads: hashicorp/local's local_file and local_sensitive_file (filename
+// written, source read; their data sources read filename), hashicorp/archive's archive_file
+// (output_path written, source_file and source_dir read; resource and data source) and the
+// test provider example/testkit's testkit_file (filename and its sidecars, test/provider/testkit).
+// [Check] confines each to [Policy.FileWriteRoots]. A provider not listed here that touches
+// files is kept out with allowedProviders.
+var FilePathAttributes = map[string][]string{
+	"local_file":                {"filename", "source"},
+	"local_sensitive_file":      {"filename", "source"},
+	"archive_file":              {"output_path", "source_file", "source_dir"},
+	"testkit_file":              {"filename"},
+	"data.local_file":           {"filename"},
+	"data.local_sensitive_file": {"filename"},
+	"data.archive_file":         {"output_path", "source_file", "source_dir"},
+}
+
+// filePathProblem says why p is not a path the policy lets a file resource touch ("" when it
+// is): a literal (no ${ or %{ at all, escaped or not), absolute, clean path strictly under
+// one of the roots. Paths are slash-separated (the applier runs on Linux).
+func (p Policy) filePathProblem(s string) string {
+	roots := strings.Join(p.FileWriteRoots, ", ")
+	switch {
+	case strings.Contains(s, "${") || strings.Contains(s, "%{"):
+		return "is a template; want a literal absolute path (the policy cannot know where a template points)"
+	case !path.IsAbs(s):
+		return "is relative; want an absolute path (a relative path resolves against the engine's working directory)"
+	case path.Clean(s) != s:
+		return fmt.Sprintf("is not clean (want %q: no .., ., // or trailing /)", path.Clean(s))
+	case len(p.FileWriteRoots) == 0:
+		return "is not allowed: the policy sets no fileWriteRoots, so no resource may touch Lava's filesystem"
+	}
+	for _, r := range p.FileWriteRoots {
+		if r == "/" || strings.HasPrefix(s, r+"/") {
+			return ""
+		}
+	}
+	return "is outside the allowed directories (fileWriteRoots: " + roots + ")"
+}
 
 // DefaultMaxResources is the built-in resource-count limit.
 const DefaultMaxResources = 500
@@ -76,6 +121,7 @@ type Settings struct {
 	AllowRemoteModules *bool     `json:"allowRemoteModules,omitempty"`
 	DeniedDataSources  *[]string `json:"deniedDataSources,omitempty"`
 	DeniedResources    *[]string `json:"deniedResources,omitempty"`
+	FileWriteRoots     *[]string `json:"fileWriteRoots,omitempty"`
 	DeniedFunctions    *[]string `json:"deniedFunctions,omitempty"`
 	AllowedProviders   *[]string `json:"allowedProviders,omitempty"`
 	MaxResources       *int      `json:"maxResources,omitempty"`
@@ -108,6 +154,13 @@ func Parse(data []byte) (Config, error) {
 	check := func(where string, s Settings) error {
 		if s.MaxResources != nil && *s.MaxResources < 0 {
 			return fmt.Errorf("policy: %s.maxResources is %d, want 0 (no limit) or more", where, *s.MaxResources)
+		}
+		if s.FileWriteRoots != nil {
+			for _, r := range *s.FileWriteRoots {
+				if !path.IsAbs(r) || path.Clean(r) != r {
+					return fmt.Errorf("policy: %s.fileWriteRoots: %q is not an absolute clean directory (want e.g. /var/lib/lava-files, no .., no trailing /)", where, r)
+				}
+			}
 		}
 		for _, l := range []*[]string{s.DeniedFunctions, s.AllowedProviders} {
 			if l == nil {
@@ -167,6 +220,9 @@ func (s Settings) apply(p *Policy) {
 	}
 	if s.DeniedResources != nil {
 		p.DeniedResources = slices.Clone(*s.DeniedResources)
+	}
+	if s.FileWriteRoots != nil {
+		p.FileWriteRoots = slices.Clone(*s.FileWriteRoots)
 	}
 	if s.DeniedFunctions != nil {
 		p.DeniedFunctions = slices.Clone(*s.DeniedFunctions)
@@ -230,6 +286,9 @@ func (p Policy) functionDenied(name string) bool {
 // concurrent use. The zero File (no Path) is the built-in policy.
 type File struct {
 	Path string
+	// Default is the document used when Path is empty (zero: the built-in policy); lava up
+	// sets its own (internal/up.DefaultPolicy).
+	Default Config
 
 	mu      sync.Mutex
 	size    int64
@@ -241,8 +300,11 @@ type File struct {
 // Load returns the document's Config. An unreadable or invalid document is an error: the
 // caller fails closed (synth refuses to render rather than apply without its policy).
 func (f *File) Load() (Config, error) {
-	if f == nil || f.Path == "" {
+	if f == nil {
 		return Config{}, nil
+	}
+	if f.Path == "" {
+		return f.Default, nil
 	}
 	st, err := os.Stat(f.Path)
 	if err != nil {

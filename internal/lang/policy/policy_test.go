@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,10 +78,98 @@ func TestParse(t *testing.T) {
 		"cluster: {maxResources: -1}":                "cluster.maxResources is -1",
 		"namespaces: {a: {allowedProviders: ['[']}}": `namespaces.a: pattern "["`,
 		"cluster: {allowProvisioners: 'yes please'}": "cannot unmarshal",
+		"cluster: {fileWriteRoots: [tmp/x]}":         `cluster.fileWriteRoots: "tmp/x" is not an absolute clean directory`,
+		"namespaces: {a: {fileWriteRoots: [/x/]}}":   `namespaces.a.fileWriteRoots: "/x/" is not an absolute clean directory`,
+		"cluster: {fileWriteRoots: [/x/../etc]}":     `"/x/../etc" is not an absolute clean directory`,
 	} {
 		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want an error with %q", doc, err, want)
 		}
+	}
+}
+
+// TestCheck_fileWriteRoots: every path attribute of FilePathAttributes passes only as a literal,
+// absolute, clean path strictly under a root; the built-in default has no root, so it refuses
+// them all. Each case is one attribute of one resource or data source.
+func TestCheck_fileWriteRoots(t *testing.T) {
+	roots := Default()
+	roots.FileWriteRoots = []string{"/srv/lava-files", "/data/team-a"}
+	res := func(typ, attr string, v arch.Value, data bool) *arch.Architecture {
+		r := arch.Resource{Type: typ, Name: "f", Pos: arch.Pos{File: "m.tlisp", Line: 3, Col: 5}}
+		r.Attributes.Set(attr, v)
+		r.Attributes.Set("content", arch.String("x"))
+		a := &arch.Architecture{Pos: arch.Pos{File: "m.tlisp", Line: 1, Col: 1}}
+		if data {
+			a.DataSources = []arch.Resource{r}
+		} else {
+			a.Resources = []arch.Resource{r}
+		}
+		return a
+	}
+	for _, tc := range []struct {
+		typ, attr string
+		data      bool
+		path      string
+		want      string // "" passes under roots
+	}{
+		{typ: "local_file", attr: "filename", path: "/srv/lava-files/a/b.txt"},
+		{typ: "local_sensitive_file", attr: "filename", path: "/data/team-a/k"},
+		{typ: "testkit_file", attr: "filename", path: "/srv/lava-files/kit.txt"},
+		{typ: "archive_file", attr: "output_path", path: "/srv/lava-files/a.zip"},
+		{typ: "archive_file", attr: "output_path", data: true, path: "/srv/lava-files/a.zip"},
+		{typ: "local_file", attr: "filename", path: "/tmp/lava-up/signing.pub", want: "is outside the allowed directories (fileWriteRoots: /srv/lava-files, /data/team-a)"},
+		{typ: "local_file", attr: "filename", path: "/srv/lava-files", want: "is outside the allowed directories"},
+		{typ: "local_file", attr: "filename", path: "/srv/lava-filesystem/x", want: "is outside the allowed directories"},
+		{typ: "local_file", attr: "filename", path: "/srv/lava-files/../../etc/passwd", want: `is not clean (want "/etc/passwd"`},
+		{typ: "local_file", attr: "filename", path: "/srv/lava-files//x", want: "is not clean"},
+		{typ: "local_file", attr: "filename", path: "x/../../signing.pub", want: "is relative"},
+		{typ: "local_file", attr: "filename", path: "${path.module}/../x", want: "is a template"},
+		{typ: "local_file", attr: "filename", path: "/srv/lava-files/%{ if true }x%{ endif }", want: "is a template"},
+		{typ: "local_file", attr: "filename", path: "/srv/lava-files/$${x}", want: "is a template"},
+		{typ: "local_file", attr: "source", path: "/var/run/secrets/kubernetes.io/serviceaccount/token", want: "is outside the allowed directories"},
+		{typ: "local_sensitive_file", attr: "source", path: "/srv/lava-files/../token", want: "is not clean"},
+		{typ: "archive_file", attr: "source_dir", path: "/etc", want: "is outside the allowed directories"},
+		{typ: "archive_file", attr: "source_file", data: true, path: "/etc/shadow", want: "is outside the allowed directories"},
+		{typ: "testkit_file", attr: "filename", path: "/usr/lib/lava/providers/terraform-provider-x", want: "is outside the allowed directories"},
+		{typ: "local_file", attr: "filename", data: true, path: "/etc/hostname", want: "is outside the allowed directories"},
+	} {
+		a := res(tc.typ, tc.attr, arch.String(tc.path), tc.data)
+		got := joined(Check(a, nil, roots))
+		if tc.data {
+			got = strings.ReplaceAll(got, "policy: data source "+tc.typ+".f: the "+tc.typ+" data source is not allowed (deniedDataSources)", "")
+			got = strings.TrimSpace(got)
+		}
+		kind := "resource"
+		if tc.data {
+			kind = "data source"
+		}
+		switch {
+		case tc.want == "" && got != "":
+			t.Errorf("%s %s %s = %q: refused under the roots: %s", kind, tc.typ, tc.attr, tc.path, got)
+		case tc.want != "" && !strings.Contains(got, "m.tlisp:3:5: policy: "+kind+" "+tc.typ+".f attribute "+tc.attr+": the path ") || !strings.Contains(got, tc.want):
+			t.Errorf("%s %s %s = %q: violations %q, want m.tlisp:3:5 and %q", kind, tc.typ, tc.attr, tc.path, got, tc.want)
+		}
+		if d := joined(Check(a, nil, Default())); !strings.Contains(d, "attribute "+tc.attr+": the path ") {
+			t.Errorf("the built-in default let %s %s %s = %q pass: %q", kind, tc.typ, tc.attr, tc.path, d)
+		}
+	}
+	if got := joined(Check(res("local_file", "filename", arch.List(arch.String("/srv/lava-files/x")), false), nil, roots)); !strings.Contains(got, "want a literal absolute path under one of fileWriteRoots, not a list") {
+		t.Errorf("a list filename: %q", got)
+	}
+	everything := roots
+	everything.FileWriteRoots = []string{"/"}
+	if got := joined(Check(res("local_file", "filename", arch.String("/etc/x"), false), nil, everything)); got != "" {
+		t.Errorf("root / refuses /etc/x: %q", got)
+	}
+	c, err := Parse([]byte("cluster: {fileWriteRoots: [/srv/lava-files]}\nnamespaces: {t: {fileWriteRoots: []}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.For("x"); !slices.Equal(p.FileWriteRoots, []string{"/srv/lava-files"}) {
+		t.Errorf("cluster roots %v", p.FileWriteRoots)
+	}
+	if p := c.For("t"); len(p.FileWriteRoots) != 0 {
+		t.Errorf("namespace t did not clear its roots: %v", p.FileWriteRoots)
 	}
 }
 
@@ -90,4 +179,59 @@ func joined(vs []Violation) string {
 		b.WriteString(v.String() + "\n")
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// TestCheck_expressionsBuiltFromParts: a reference's attribute and an import address are
+// rendered into expressions, so they must be static addresses; behind the typed checks, every
+// string of the rendered JSON is parsed as an engine parses it (a template, or an expression
+// under to/from/depends_on/lifecycle) and its denied functions refused. Each case is an attack
+// an attack trial ran through the tofu engine (docs/security.md "Engines").
+func TestCheck_expressionsBuiltFromParts(t *testing.T) {
+	pos := arch.Pos{File: "m.tlisp", Line: 1, Col: 1}
+	ref := func(attr string) *arch.Architecture {
+		a := &arch.Architecture{Pos: pos, Outputs: arch.Map{}}
+		a.Outputs.Set("leak", arch.RefValue(arch.ResourceRef{Type: "terraform_data", Name: "x", Attribute: attr}))
+		return a
+	}
+	tests := []struct {
+		name     string
+		a        *arch.Architecture
+		rendered string
+		want     string // "" passes
+	}{
+		{"a reference's attribute closing its ${}", ref(`id}${file("/seed")`),
+			`{"output":{"leak":{"value":"${terraform_data.x.id}${file(\"/seed\")}"}}}`, `is not a static address`},
+		{"the same string met only in the rendered JSON", &arch.Architecture{Pos: pos},
+			`{"output":{"leak":{"value":"${terraform_data.x.id}${file(\"/seed\")}"}}}`, `rendered JSON $.output.leak.value: the function file is not allowed`},
+		{"an import address with a call in its index", &arch.Architecture{Pos: pos, Imports: []arch.Import{{To: `terraform_data.a[file("/key")]`, ID: "x"}}},
+			`{"import":[{"to":"terraform_data.a[file(\"/key\")]","id":"x"}]}`, `import address "terraform_data.a[file(\"/key\")]" is not a static address`},
+		{"a call in depends_on met only in the rendered JSON", &arch.Architecture{Pos: pos},
+			`{"resource":{"terraform_data":{"a":{"depends_on":["terraform_data.b[file(\"/key\")]"]}}}}`, `rendered JSON $.resource.terraform_data.a.depends_on[0]: the function file is not allowed`},
+		{"templatestring makes a literal a template again", &arch.Architecture{Pos: pos},
+			`{"locals":{"t":"$${file(\"/key\")}"},"resource":{"terraform_data":{"a":{"input":"${templatestring(local.t, {})}"}}}}`, `the function templatestring is not allowed`},
+		{"a template under an expression key that does not parse as an expression", &arch.Architecture{Pos: pos},
+			`{"resource":{"terraform_data":{"a":{"input":{"to":"${file(\"/key\")}"}}}}}`, `rendered JSON $.resource.terraform_data.a.input.to: the function file is not allowed`},
+		{"a template in a top-level provider block", &arch.Architecture{Pos: pos},
+			`{"provider":{"local":{"x":"${file(\"/key\")}"}}}`, `rendered JSON $.provider.local.x: the function file is not allowed`},
+		{"a template in an attribute named like a meta-argument", &arch.Architecture{Pos: pos},
+			`{"resource":{"terraform_data":{"a":{"input":{"depends_on":"x ${file(\"/key\")}"}}}}}`, `the function file is not allowed`},
+		{"a provider alias that is not an identifier", &arch.Architecture{Pos: pos, Providers: []arch.ProviderRef{{Name: "local", Alias: `a${file("/key")}`}}},
+			`{}`, `provider local: the alias "a${file(\"/key\")}" is not an identifier`},
+		{"static addresses and escaped literals pass", ref(`tags["Name"]`),
+			`{"locals":{"t":"$${file(\"/key\")}"},"import":[{"to":"terraform_data.a[\"k\"]","id":"x"}],"output":{"o":{"value":"${terraform_data.x.tags[\"Name\"]}"}}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := joined(Check(tt.a, []byte(tt.rendered), Default()))
+			if tt.want == "" {
+				if got != "" {
+					t.Fatalf("refused: %s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("violations lack %q:\n%s", tt.want, got)
+			}
+		})
+	}
 }

@@ -48,6 +48,10 @@ func TestCheckPolicy_attacks(t *testing.T) {
   :providers ((evil :source "registry.opentofu.org/hashicorp/a\\b"))
   :resources ((terraform-data "r" :input "a")))`,
 			want: []string{`policy: provider evil: provider source "registry.opentofu.org/hashicorp/a\\b" is not a registry address`}},
+		{name: "templatestring re-evaluates an escaped literal", src: `(deflava-architecture x
+  :locals (:t "$${file(\"/key\")}")
+  :resources ((terraform-data "r" :input "${templatestring(local.t, {})}")))`,
+			want: []string{"in.tlisp:3:15: policy: resource terraform_data.r attribute input: the function templatestring is not allowed"}},
 		{name: "unparseable template", src: `(deflava-architecture x
   :resources ((terraform-data "r" :input "${file(")))`,
 			want: []string{"does not parse, so it cannot be checked"}},
@@ -141,31 +145,98 @@ func TestCheckPolicy_catalogPasses(t *testing.T) {
 	}
 }
 
-// TestCheckPolicy_deniedResources: a local_file resource writes anywhere the applier's user
-// may write (docs/security.md, "Known gap"); under `deniedResources: [local_file,
-// local_sensitive_file]` (from the admin's policy document) it is refused with its position,
-// while the built-in default still lets it pass.
-func TestCheckPolicy_deniedResources(t *testing.T) {
-	cfg, err := policy.Parse([]byte("cluster:\n  deniedResources: [local_file, local_sensitive_file]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestCheckPolicy_fileWriteRoots: a local_file resource would write anywhere the applier's
+// user may write (docs/security.md, "Engines"). The built-in default (no fileWriteRoots)
+// refuses it at the resource form's position; under `fileWriteRoots: [/srv/lava-files]` a
+// literal path below the root passes while a template, a "..", a relative path and a path
+// outside are refused; `deniedResources` still refuses the type whatever its path.
+func TestCheckPolicy_fileWriteRoots(t *testing.T) {
 	src := `(deflava-architecture x
   :resources ((local-file "plant" :filename "/var/lib/lava/providers/terraform-provider-pwn" :content "#!/bin/sh" :file-permission "0755")
+              (local-file "ok" :filename "/srv/lava-files/team/a.txt" :content "a")
+              (local-file "tpl" :filename "${path.module}/../x" :content "a")
+              (local-file "dots" :filename "/srv/lava-files/../etc/x" :content "a")
+              (local-sensitive-file "rel" :filename "x/../../signing.pub" :content "a")
               (terraform-data "ok" :input "a")))`
 	in := Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp"}
 	out, ds := Synthesize(in)
 	if out == nil {
 		t.Fatalf("synthesize: %v", errorsOf(ds))
 	}
-	joined := CheckPolicy(in, out, cfg.For("tenant")).String()
-	if want := "in.tlisp:2:15: policy: resource local_file.plant: the local_file resource is not allowed (deniedResources)"; !strings.Contains(joined, want) {
-		t.Errorf("diagnostics lack %q:\n%s", want, joined)
+	def := CheckPolicy(in, out, policy.Default()).String()
+	for _, w := range []string{
+		`in.tlisp:2:15: policy: resource local_file.plant attribute filename: the path "/var/lib/lava/providers/terraform-provider-pwn" is not allowed: the policy sets no fileWriteRoots`,
+		`in.tlisp:3:15: policy: resource local_file.ok attribute filename: the path "/srv/lava-files/team/a.txt" is not allowed`,
+	} {
+		if !strings.Contains(def, w) {
+			t.Errorf("the built-in default's diagnostics lack %q:\n%s", w, def)
+		}
 	}
-	if strings.Contains(joined, "terraform_data.ok") {
-		t.Errorf("terraform_data refused too:\n%s", joined)
+	cfg, err := policy.Parse([]byte("cluster:\n  fileWriteRoots: [/srv/lava-files]\nnamespaces:\n  locked: {deniedResources: [local_file]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := CheckPolicy(in, out, cfg.For("tenant")).String()
+	for _, w := range []string{
+		`in.tlisp:2:15: policy: resource local_file.plant attribute filename: the path "/var/lib/lava/providers/terraform-provider-pwn" is outside the allowed directories (fileWriteRoots: /srv/lava-files)`,
+		`in.tlisp:4:15: policy: resource local_file.tpl attribute filename: the path "${path.module}/../x" is a template`,
+		`in.tlisp:5:15: policy: resource local_file.dots attribute filename: the path "/srv/lava-files/../etc/x" is not clean (want "/srv/etc/x"`,
+		`in.tlisp:6:15: policy: resource local_sensitive_file.rel attribute filename: the path "x/../../signing.pub" is relative`,
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("diagnostics under the roots lack %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "local_file.ok") || strings.Contains(got, "terraform_data.ok") {
+		t.Errorf("a path under the root, or terraform_data, refused:\n%s", got)
+	}
+	if got := CheckPolicy(in, out, cfg.For("locked")).String(); !strings.Contains(got, "in.tlisp:3:15: policy: resource local_file.ok: the local_file resource is not allowed (deniedResources)") {
+		t.Errorf("deniedResources does not refuse local_file under a root:\n%s", got)
+	}
+}
+
+// TestCheckPolicy_addressInjection: a reference's attribute and an import address become
+// expressions in the rendered JSON, so the policy gate accepts only static addresses there
+// (whatever the admin relaxed) and names the form's file:line:col; the attack trial's sources
+// (a "}" closing the reference's ${} before a file() call; a call in an import's index) are
+// refused, and static addresses pass.
+func TestCheckPolicy_addressInjection(t *testing.T) {
+	relaxed := policy.Default()
+	relaxed.DeniedFunctions = nil
+	tests := []struct{ name, src, want string }{
+		{"reference attribute", `(deflava-architecture x
+  :resources ((terraform-data "x" :input "a"))
+  :outputs (:leak (ref terraform-data "x" "id}${file(\"/seed\")")))`,
+			`in.tlisp:3:13: policy: output leak reference "terraform_data.x.id}${file(\"/seed\")" is not a static address`},
+		{"import address", `(deflava-architecture x
+  :resources ((terraform-data "a" :input "x" :for-each (:k "v"))
+              (import "terraform_data.a[file(\"/key\")]" "whatever")))`,
+			`in.tlisp:1:1: policy: import address "terraform_data.a[file(\"/key\")]" is not a static address`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{SourceKind: SourceInline, SourceText: []byte(tt.src), File: "in.tlisp"}
+			out, ds := Synthesize(in)
+			if out == nil {
+				t.Fatalf("synthesize: %v", errorsOf(ds))
+			}
+			for _, p := range []policy.Policy{policy.Default(), relaxed} {
+				if got := CheckPolicy(in, out, p).String(); !strings.Contains(got, tt.want) {
+					t.Fatalf("diagnostics lack %q:\n%s", tt.want, got)
+				}
+			}
+		})
+	}
+	ok := `(deflava-architecture x
+  :resources ((terraform-data "a" :input "x" :for-each (:k "v"))
+              (import "terraform_data.a[\"k\"]" "id"))
+  :outputs (:o (ref terraform-data "a" "output")))`
+	in := Input{SourceKind: SourceInline, SourceText: []byte(ok), File: "in.tlisp"}
+	out, ds := Synthesize(in)
+	if out == nil {
+		t.Fatalf("synthesize: %v", errorsOf(ds))
 	}
 	if got := CheckPolicy(in, out, policy.Default()); len(got) > 0 {
-		t.Errorf("the built-in default refused it (it allows local_file):\n%s", got.String())
+		t.Fatalf("static addresses refused: %s", got.String())
 	}
 }

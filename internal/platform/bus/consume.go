@@ -43,6 +43,9 @@ type Message struct {
 	StreamSeq uint64
 	// NumDelivered counts deliveries of this message to the consumer, from 1.
 	NumDelivered uint64
+	// NumPending is the consumer's lag as the server reported it with this delivery: the
+	// stream's messages matching the consumer not yet delivered to it (metadata num_pending).
+	NumPending uint64
 	// Published is when the stream stored the message.
 	Published time.Time
 }
@@ -396,7 +399,7 @@ func (c *consumer) drainNak(m jetstream.Msg) {
 func (c *consumer) decode(m jetstream.Msg) (*Message, error) {
 	msg := &Message{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Stream: c.opts.Stream, Consumer: c.opts.Consumer}
 	if md, err := m.Metadata(); err == nil {
-		msg.StreamSeq, msg.NumDelivered, msg.Published = md.Sequence.Stream, md.NumDelivered, md.Timestamp
+		msg.StreamSeq, msg.NumDelivered, msg.NumPending, msg.Published = md.Sequence.Stream, md.NumDelivered, md.NumPending, md.Timestamp
 		c.opts.Metrics.lag(c.opts.Stream, c.opts.Consumer, md.NumPending)
 	}
 	return msg, c.decodeBody(msg)

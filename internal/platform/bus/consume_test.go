@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -452,10 +453,30 @@ func TestConsume_lastDeliveryLostToACrashIsReported(t *testing.T) {
 	}
 }
 
-// lava_bus_consumer_pending is the consumer's lag: messages published before the consumer
-// catches up are pending at its first delivery, and none are once it has caught up.
+// lava_bus_consumer_pending is the consumer's lag: it holds each delivery's own num_pending,
+// messages published before the consumer catches up are pending while it works through them,
+// and none are once it has caught up. nats-server computes num_pending itself and now and then
+// (about 1 run in 100 here) reports 0 for a whole backlog, so the lag is looked for in up to
+// three runs on fresh servers; every run must keep the gauge equal to the server's figure.
 func TestConsume_pendingGaugeIsTheLag(t *testing.T) {
 	t.Parallel()
+	const n = 6
+	var runs []string
+	for attempt := range 3 {
+		maxPending := pendingGaugeRun(t, n)
+		if maxPending >= 1 && maxPending <= n-1 {
+			return
+		}
+		runs = append(runs, fmt.Sprintf("run %d: highest pending %v", attempt+1, maxPending))
+	}
+	t.Errorf("no run saw the backlog as pending (want between 1 and %d of %d): %v", n-1, n, runs)
+}
+
+// pendingGaugeRun publishes n events, consumes them with one worker and returns the highest
+// lava_bus_consumer_pending seen in a handler; it fails t when the gauge differs from the
+// delivery's num_pending or is not 0 after the last one.
+func pendingGaugeRun(t *testing.T, n int) float64 {
+	t.Helper()
 	_, js := startBus(t, testTopology)
 	reg := prometheus.NewRegistry()
 	m, err := bus.NewMetrics(reg)
@@ -463,26 +484,37 @@ func TestConsume_pendingGaugeIsTheLag(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := bus.NewPublisher(js)
-	const n = 6
 	for i := range n {
 		if _, err := pub.PublishEvent(t.Context(), synthesized("infra", "lag", int64(i+1), genTrigger(int64(i+1)))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	labels := map[string]string{"stream": bus.StreamPhases, "consumer": bus.ServiceApplier}
-	var first atomic.Value
+	// With one worker nothing is decoded between a delivery and its handler.
+	var mu sync.Mutex
+	var mismatches []string
+	var maxPending float64
 	var seen atomic.Int32
-	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) { o.Metrics, o.Concurrency = m, 1 }), func(ctx context.Context, _ *bus.Message) error {
-		if seen.Add(1) == 1 {
-			first.Store(metricValue(t, reg, "lava_bus_consumer_pending", labels))
+	stop := runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) { o.Metrics, o.Concurrency = m, 1 }), func(ctx context.Context, msg *bus.Message) error {
+		got := metricValue(t, reg, "lava_bus_consumer_pending", labels)
+		mu.Lock()
+		defer mu.Unlock()
+		if got != float64(msg.NumPending) {
+			mismatches = append(mismatches, fmt.Sprintf("stream seq %d: gauge %v, num_pending %d", msg.StreamSeq, got, msg.NumPending))
 		}
+		maxPending = max(maxPending, got)
+		seen.Add(1)
 		return nil
 	})
-	eventually(t, 10*time.Second, "every message handled", func() bool { return seen.Load() == n })
-	if got, _ := first.Load().(float64); got < 1 || got > n-1 {
-		t.Errorf("pending at the first delivery = %v, want between 1 and %d", got, n-1)
+	eventually(t, 10*time.Second, "every message handled", func() bool { return seen.Load() == int32(n) })
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(mismatches) > 0 {
+		t.Errorf("the gauge is not the delivery's num_pending: %v", mismatches)
 	}
 	if got := metricValue(t, reg, "lava_bus_consumer_pending", labels); got != 0 {
 		t.Errorf("pending after catching up = %v, want 0", got)
 	}
+	return maxPending
 }

@@ -408,9 +408,10 @@ func declareAccess() []Access {
 			KeyValues:   []BucketUse{rw(BucketAnomalyWindows), rw(BucketAnomalyProgress)},
 		},
 		{
-			Service:     ServiceAttest,
-			Publish:     []string{PrefixReceipt + ">", phaseFilter(EventReceiptAppended), PoisonAnomalySubject, ForeignReceiptAnomalySubject},
-			ReadStreams: []string{StreamReceipts},
+			Service: ServiceAttest,
+			Publish: []string{PrefixReceipt + ">", phaseFilter(EventReceiptAppended), PoisonAnomalySubject, ForeignReceiptAnomalySubject},
+			// LAVA_PHASES by message: the earlier events of a resource, appended first (phase order).
+			ReadStreams: []string{StreamReceipts, StreamPhases},
 			ScanStreams: []string{StreamReceipts},
 		},
 	}

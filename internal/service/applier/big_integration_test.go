@@ -3,6 +3,7 @@
 package applier_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/service/applier"
 )
 
@@ -113,4 +116,76 @@ func TestApplier_malformedSourcesFail(t *testing.T) {
 	h.observe("demo", "after-malformed", 1, &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
 		Engine: lavav1.Engine_ENGINE_EMBEDDED})
 	await(h, "demo", "after-malformed", time.Minute, gen[*lavav1.Applied](1))
+}
+
+// TestApplier_bigArtifactsGoThrough: an architecture of 200 terraform_data whose inputs add up
+// to 9.4 MiB goes through synth and the applier (embedded engine) to Applied and back to
+// Destroyed: its Terraform JSON, plan and state body (each over 8 MiB) are artifacts in
+// lava-artifacts, and no message on the bus comes near the server's max_payload (1 MiB, the
+// nats-server default this test's server runs with): the largest stays under 128 KiB.
+func TestApplier_bigArtifactsGoThrough(t *testing.T) {
+	h := newHarness(t)
+	h.startApplier(applierOpts{})
+	const n, blobBytes = 200, 48 << 10
+	src := `(deflava-architecture big
+  :inputs ((:xs ()))
+  :resources ((for-each ((i x) (enumerate xs))
+                (terraform-data "d-{i}" :input "{x}-` + strings.Repeat("b", blobBytes) + `"))))
+`
+	xs := make([]string, n)
+	for i := range xs {
+		xs[i] = fmt.Sprint(i)
+	}
+	spec := &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
+		ListBindings: map[string]*lavav1.StringList{"xs": {Values: xs}}, Engine: lavav1.Engine_ENGINE_EMBEDDED}
+	h.observe("demo", "big", 1, spec)
+	a := await(h, "demo", "big", 10*time.Minute, gen[*lavav1.Applied](1))
+	p := await(h, "demo", "big", time.Second, gen[*lavav1.Planned](1))
+	if a.GetSummary().GetAdd() != n || len(p.GetChanges()) != n {
+		t.Fatalf("Applied %d added, Planned lists %d changes; want %d", a.GetSummary().GetAdd(), len(p.GetChanges()), n)
+	}
+	obs, err := h.js.ObjectStore(t.Context(), bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := h.js.KeyValue(t.Context(), bus.BucketState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(t.Context(), "state.demo.big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec state.Record
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]uint64{}
+	for what, digest := range map[string]string{"Terraform JSON": a.GetArtifactDigest(), "plan": p.GetPlanArtifactDigest(), "state body": rec.Digest} {
+		info, err := obs.GetInfo(t.Context(), digest)
+		if err != nil {
+			t.Fatalf("%s artifact %q: %v", what, digest, err)
+		}
+		sizes[what] = info.Size
+		if info.Size <= 8<<20 {
+			t.Errorf("%s artifact is %d bytes, want over 8 MiB (the test must carry big data)", what, info.Size)
+		}
+	}
+	h.deletion("demo", "big", 1, lavav1.DeletionPolicy_DELETION_POLICY_DESTROY, lavav1.Engine_ENGINE_UNSPECIFIED)
+	if d := await[*lavav1.Destroyed](h, "demo", "big", 10*time.Minute, nil); d.GetDestroyedCount() != n {
+		t.Errorf("destroyed %d, want %d", d.GetDestroyedCount(), n)
+	}
+	largest, subject := 0, ""
+	h.mu.Lock()
+	for _, c := range h.msgs {
+		if len(c.data) > largest {
+			largest, subject = len(c.data), c.subject
+		}
+	}
+	h.mu.Unlock()
+	if largest > 128<<10 {
+		t.Errorf("the largest message (%s) is %d bytes, want under 128 KiB", subject, largest)
+	}
+	t.Logf("Terraform JSON %.1f MiB, plan %.1f MiB, state body %.1f MiB; largest message %d bytes (%s)",
+		float64(sizes["Terraform JSON"])/(1<<20), float64(sizes["plan"])/(1<<20), float64(sizes["state body"])/(1<<20), largest, subject)
 }

@@ -115,10 +115,12 @@ func newHarness(t testing.TB, kube ...client.Reader) *harness {
 
 	key := []byte(rand.Text() + rand.Text())[:32]
 	// The tenant policy with a higher resource limit than the built-in 500: the applier's tests
-	// plan architectures of up to 1,600 resources (TestApplier_bigPlanEventBounded); every
-	// other rule stays the built-in one.
+	// plan architectures of up to 1,600 resources (TestApplier_bigPlanEventBounded); file
+	// writes under os.TempDir(), where the t.TempDir() of the tests and their subtests lie
+	// (their local_file and testkit_file resources write there; the fileWriteRoots rule has its
+	// own tests in internal/lang/policy and cmd/lava); every other rule stays the built-in one.
 	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(policyFile, []byte("cluster: {maxResources: 2000}\n"), 0o600); err != nil {
+	if err := os.WriteFile(policyFile, []byte("cluster: {maxResources: 2000, fileWriteRoots: ["+filepath.Clean(os.TempDir())+"]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := synth.Config{JS: js, BindingsKey: key, Logger: h.log, Policy: &policy.File{Path: policyFile}}
@@ -164,6 +166,9 @@ type applierOpts struct {
 	// testkit gives the engines the extended test provider (tofutest.TestkitMirror) in place
 	// of the tools' mirror.
 	testkit bool
+	// workDir is the engines' work directory (default: a new one); replicas sharing one are
+	// on the same node.
+	workDir string
 }
 
 // replica is a running applier.
@@ -188,8 +193,11 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if o.testkit {
 		mirror, cliConfig = tofutest.TestkitMirror(t, h.tools), ""
 	}
+	if o.workDir == "" {
+		o.workDir = t.TempDir()
+	}
 	set, err := applier.OpenEngines(t.Context(), h.js, engines.Options{
-		ProviderDir: mirror, TofuBin: h.tools.Bin, CLIConfigFile: cliConfig, WorkDir: t.TempDir(),
+		ProviderDir: mirror, TofuBin: h.tools.Bin, CLIConfigFile: cliConfig, WorkDir: o.workDir,
 		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 	}, o.lockTTL, h.log)
 	if err != nil {

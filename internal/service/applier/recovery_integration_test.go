@@ -24,25 +24,31 @@ import (
 	"github.com/lava-operator/lava/internal/service/applier"
 )
 
-// slowSource creates a local_file at once and a testkit_file after {delay} ms.
+// slowSource creates a testkit_file at once and another after {delay} ms (each counts its
+// creates in <filename>.creates).
 const slowSource = `(deflava-architecture slow
   :inputs ((:dir "/tmp") (:delay "0"))
   :providers ((testkit :source "example/testkit"))
-  :resources ((local-file "fast" :filename "{dir}/fast.txt" :content "fast\n")
+  :resources ((testkit-file "fast" :filename "{dir}/fast.txt" :content "fast\n")
               (testkit-file "slow" :filename "{dir}/slow.txt" :content "slow\n" :create-delay-ms "{delay}")))
 `
 
-// TestApplier_killedMidApply kills an applier while tofu applies (its context is cancelled
-// mid-apply: the testkit provider sleeps in Create), then starts another replica. The state
-// lock the dead replica left is tied to its lease, not to the lock TTL (15 minutes here): the
-// next replica takes it over at once, the redelivered apply succeeds without ever failing
-// Locked, and every resource exists exactly once in the state.
+// TestApplier_killedMidApply kills an applier while tofu applies (its backend is closed and,
+// after the drain, the apply's context cancelled: the testkit provider sleeps in slow's Create),
+// then starts another replica on the same work directory (the same node). Tofu, interrupted,
+// stops slow's create and, its backend gone, writes what it created (fast) to errored.tfstate
+// in the object's run directory. The next replica's plan stores that errored.tfstate first; the
+// state lock the dead replica left is tied to its lease, not to the lock TTL (15 minutes
+// here), so it is taken over at once: the redelivered apply succeeds without ever failing
+// Locked and adds only slow. Each resource was created exactly once (testkit's create counter)
+// and exists once in the state.
 func TestApplier_killedMidApply(t *testing.T) {
 	h := newHarness(t)
 	const ns, name = "demo", "killed"
 	const lockTTL = state.DefaultLockTTL
-	dir := t.TempDir()
-	a := h.startApplier(applierOpts{holder: "applier-a", lockTTL: lockTTL, drainTimeout: 100 * time.Millisecond})
+	dir, work := t.TempDir(), t.TempDir()
+	a := h.startApplier(applierOpts{holder: "applier-a", lockTTL: lockTTL, drainTimeout: 100 * time.Millisecond,
+		testkit: true, workDir: work})
 	h.observe(ns, name, 1, &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: slowSource}},
 		Bindings: map[string]string{"dir": dir, "delay": "6000"}, Engine: lavav1.Engine_ENGINE_TOFU})
 	key := state.Key{Namespace: ns, Name: name}
@@ -59,7 +65,8 @@ func TestApplier_killedMidApply(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// The replica dies: its loopback state backend goes with it, and after the 100ms drain the
-	// apply's context is cancelled (tofu interrupted). Tofu can neither save nor unlock.
+	// apply's context is cancelled (tofu interrupted). Tofu can neither save to the backend nor
+	// unlock.
 	_ = a.backend.Close()
 	a.stop()
 	rec, err := a.store.Get(t.Context(), key)
@@ -70,7 +77,7 @@ func TestApplier_killedMidApply(t *testing.T) {
 		t.Fatalf("the killed apply published an outcome:\n%s", h.describe(ns, name))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "slow.txt")); !os.IsNotExist(err) {
-		t.Fatalf("slow.txt exists although its create was killed (%v)", err)
+		t.Fatalf("slow.txt exists although its create was interrupted (%v)", err)
 	}
 	leases, err := h.js.KeyValue(t.Context(), bus.BucketLeases)
 	if err != nil {
@@ -80,10 +87,11 @@ func TestApplier_killedMidApply(t *testing.T) {
 		t.Fatalf("lease after the kill: %v, want released", err)
 	}
 
-	// Another replica takes over the redelivered Synthesized: the lock's holder no longer
-	// holds the lease, so the lock is taken over at once, far inside its 15-minute TTL.
+	// Another replica on the same node takes over the redelivered Synthesized: the lock's
+	// holder no longer holds the lease, so the lock is taken over at once, far inside its
+	// 15-minute TTL, to store the errored.tfstate.
 	killed := time.Now()
-	b := h.startApplier(applierOpts{holder: "applier-b", lockTTL: lockTTL})
+	b := h.startApplier(applierOpts{holder: "applier-b", lockTTL: lockTTL, testkit: true, workDir: work})
 	applied := await[*lavav1.Applied](h, ns, name, 2*time.Minute, nil)
 	if f := events[*lavav1.Failed](h, ns, name); len(f) != 0 {
 		t.Fatalf("the takeover failed first (%s: %s); want the dead holder's lock taken over at once", f[0].GetReason(), f[0].GetMessage())
@@ -91,10 +99,21 @@ func TestApplier_killedMidApply(t *testing.T) {
 	if !strings.Contains(h.logs.String(), "state lock taken over") {
 		t.Errorf("the take-over of applier-a's lock was not logged")
 	}
+	if !strings.Contains(h.logs.String(), "recovered the state a CLI run wrote to errored.tfstate") {
+		t.Errorf("the recovery of the orphaned tofu's errored.tfstate was not logged")
+	}
 	for _, f := range []string{"fast.txt", "slow.txt"} {
 		if got := readFile(t, filepath.Join(dir, f)); got != strings.TrimSuffix(f, ".txt")+"\n" {
 			t.Errorf("%s = %q", f, got)
 		}
+	}
+	for _, f := range []string{"fast.txt", "slow.txt"} {
+		if got := readFile(t, filepath.Join(dir, f+".creates")); got != "1\n" {
+			t.Errorf("%s created %q times, want exactly once", f, strings.TrimSpace(got))
+		}
+	}
+	if add := applied.GetSummary().GetAdd(); add != 1 {
+		t.Errorf("the plan after the recovery adds %d resources, want 1 (slow; fast is in the recovered state)", add)
 	}
 	final, body, err := b.store.Body(t.Context(), key)
 	if err != nil {
@@ -104,11 +123,9 @@ func TestApplier_killedMidApply(t *testing.T) {
 		t.Errorf("lock left after the recovery: %+v", final.Lock)
 	}
 	count := stateInstances(t, body)
-	if len(count) != 2 || count["local_file.fast"] != 1 || count["testkit_file.slow"] != 1 {
+	if len(count) != 2 || count["testkit_file.fast"] != 1 || count["testkit_file.slow"] != 1 {
 		t.Errorf("state after recovery holds %v, want each resource exactly once", count)
 	}
-	// A resource the killed apply created but could not save (its backend died with it) is
-	// planned again: local_file rewrites the same file, so the world holds it once.
 	t.Logf("recovery by applier-b %s after the kill: plan %s added %d of 2 resources", time.Since(killed).Round(time.Millisecond),
 		applied.GetPlanId()[:12], applied.GetSummary().GetAdd())
 }

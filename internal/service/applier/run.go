@@ -46,6 +46,9 @@ type Options struct {
 	LockTTL time.Duration
 	// Concurrency bounds handlers per consumer.
 	Concurrency int
+	// CollectInterval and CollectMinAge configure the collection of superseded artifacts
+	// (--artifact-collect-interval, --artifact-min-age; Config.CollectInterval, CollectMinAge).
+	CollectInterval, CollectMinAge time.Duration
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
 	NoKube bool
 	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
@@ -74,6 +77,8 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LockTTL, "lock-ttl", state.DefaultLockTTL, "age after which a state lock whose holder is not tied to a lease can be taken over (a lease-tied holder's lock is taken over as soon as its lease is gone)")
 	fs.StringVar(&o.Engines.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
+	fs.DurationVar(&o.CollectInterval, "artifact-collect-interval", DefaultCollectInterval, "how often superseded artifacts are deleted from lava-artifacts")
+	fs.DurationVar(&o.CollectMinAge, "artifact-min-age", DefaultCollectMinAge, "artifacts put within this long are kept, referenced or not (events in flight name digests no record holds yet)")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
 	o.KubeAPI.Register(fs)
 	o.Identity.Register(fs)
@@ -123,7 +128,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	s, err := New(ctx, Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: holder, Kube: kube, Logger: log,
-		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency, Identities: ids, Credentials: creds})
+		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency, Identities: ids, Credentials: creds,
+		CollectInterval: o.CollectInterval, CollectMinAge: o.CollectMinAge})
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,16 @@
 package attest_test
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
 
@@ -85,4 +88,39 @@ func BenchmarkVerify(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N*length)/b.Elapsed().Seconds(), "receipts/s")
 	})
+}
+
+// BenchmarkHandle measures phase events attested per second by one Service on a real
+// in-process nats-server, the events of 16 resources or more handed in stream order: with Handle (each
+// event first looks for earlier events of its resource not yet receipted: two message gets on
+// LAVA_PHASES; docs/design/0018-receipt-order-across-replicas.md) and with Record (appended
+// after the head, no look-up), so the cost of phase order is the difference.
+func BenchmarkHandle(b *testing.B) {
+	for _, mode := range []string{"handle", "record"} {
+		b.Run(mode, func(b *testing.B) {
+			srv := startBus(b)
+			// At most 32 events per resource: LAVA_PHASES keeps 64 per subject.
+			resources := max(16, b.N/32+1)
+			f := newOrderFixture(b, srv.JetStream(), "bench", resources, b.N/resources+1)
+			rep := newReplica(b, srv, testSigner(b), nil)
+			var msgs []*bus.Message
+			for _, name := range f.names {
+				msgs = append(msgs, f.phases[name]...)
+			}
+			slices.SortFunc(msgs, func(x, y *bus.Message) int { return cmp.Compare(x.StreamSeq, y.StreamSeq) })
+			b.ResetTimer()
+			for i := range b.N {
+				var err error
+				if mode == "handle" {
+					err = rep.svc.Handle(b.Context(), msgs[i])
+				} else {
+					_, err = rep.svc.Record(b.Context(), msgs[i].Event, msgs[i].Published)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }

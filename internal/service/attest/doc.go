@@ -19,6 +19,16 @@
 // from the attested event's event_id) is the Nats-Msg-Id, and the recent tail is searched for
 // the event id, so a redelivered event is recorded once.
 //
+// # Order
+//
+// A chain holds the receipts of its resource's PhaseChanged and TickReported in their
+// LAVA_PHASES stream order, with any number of replicas and handlers: every receipt carries
+// [HeaderPhasesSeq], and [Service.Handle] of the event at stream sequence S first appends the
+// receipts of the resource's events stored after the head's value and before S, read from
+// LAVA_PHASES by subject ([AppendRequest].Earlier), each behind the expected-sequence check, so
+// racing replicas converge; an event at or below the head's value is already recorded
+// (docs/design/0018-receipt-order-across-replicas.md). Anomalies are appended as they come.
+//
 // # Verifying
 //
 // [Verify] checks a chain exactly as upstream's verify_chain does (sequence, links, hashes,

@@ -62,6 +62,8 @@ type member struct {
 	seq     uint64
 	eventID string
 	stored  time.Time
+	// phases is the receipt's [HeaderPhasesSeq]; ok false without one.
+	phases phasesSeq
 }
 
 // linker builds a chain from the messages of its subject in stream order: a message joins
@@ -92,7 +94,7 @@ func (l *linker) add(seq uint64, h nats.Header, data []byte, stored time.Time) {
 	}
 	r, _ := decodeReceipt(h, data)
 	l.seen[string(r.GetContentHash())] = true
-	l.members = append(l.members, member{r: r, seq: seq, eventID: h.Get(HeaderEventID), stored: stored})
+	l.members = append(l.members, member{r: r, seq: seq, eventID: h.Get(HeaderEventID), stored: stored, phases: phasesSeqOf(h)})
 }
 
 func (l *linker) classify(h nats.Header, data []byte) (ForeignReason, string) {

@@ -1,11 +1,14 @@
 package attest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,6 +49,9 @@ type Service struct {
 	store *Store
 	pub   *bus.Publisher
 	opts  ServiceOptions
+
+	mu           sync.Mutex
+	phasesStream jetstream.Stream
 }
 
 // NewService returns a Service appending through store.
@@ -66,8 +72,8 @@ func (s *Service) Run(ctx context.Context) error {
 	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
 		g.Go(func() error {
 			return bus.Consume(gctx, s.js, bus.ConsumeOptions{
-				// A resource's receipts are appended in the order of its transitions.
-				// A resource's receipts are appended in the order of its transitions.
+				// A resource's receipts are appended in the order of its transitions: OrderKey
+				// within this process, Handle's catch-up across replicas.
 				Stream: stream, Consumer: bus.ServiceAttest, Concurrency: s.opts.Concurrency, OrderKey: bus.ResourceOrderKey,
 				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: report.PoisonReporter(s.pub, bus.ServiceAttest, s.opts.Logger, s.opts.OnPoison),
 			}, s.Handle)
@@ -80,10 +86,21 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 // Handle is the bus.Handler of both consumers: [Service.Record] of the message's event with
-// its store time as the duplicate search bound. A malformed event (no resource, unexpected
-// type) is permanent (terminated); anything else is retried.
+// its store time as the duplicate search bound. An event of LAVA_PHASES is appended in that
+// stream's order: the receipts of the resource's earlier PhaseChanged and TickReported that its
+// chain does not hold yet are appended first, read from LAVA_PHASES by subject
+// ([AppendRequest].Earlier; docs/design/0018-receipt-order-across-replicas.md), so any number of
+// replicas and handlers keep a chain in the order of the resource's transitions. A malformed
+// event (no resource, unexpected type) is permanent (terminated); anything else is retried.
 func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
-	_, err := s.Record(ctx, m.Event, m.Published)
+	req, err := request(m.Event, m.Published)
+	if err == nil && m.Stream == bus.StreamPhases && m.StreamSeq > 0 {
+		req.PhasesSeq = m.StreamSeq
+		req.Earlier = s.earlier(req.Resource, m.StreamSeq)
+	}
+	if err == nil {
+		_, err = s.record(ctx, m.Event.GetEnvelope(), req)
+	}
 	if errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrPayloadKind) {
 		return bus.Permanent(err)
 	}
@@ -91,10 +108,89 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 }
 
 // Record appends the receipt of one event (a PhaseChanged, a TickReported or an
-// AnomalyDetected; other types wrap [ErrInvalidRequest]) and publishes ReceiptAppended. notBefore is when the event was
-// stored in its stream (zero if unknown; see [AppendRequest]). Recording an event again
-// appends nothing and publishes the same ReceiptAppended (same event id) again.
+// AnomalyDetected; other types wrap [ErrInvalidRequest]) after the chain's head and publishes
+// ReceiptAppended. notBefore is when the event was stored in its stream (zero if unknown; see
+// [AppendRequest]). Recording an event again appends nothing and publishes the same
+// ReceiptAppended (same event id) again. [Service.Handle] is the same with phase order.
 func (s *Service) Record(ctx context.Context, ev bus.Event, notBefore time.Time) (*Appended, error) {
+	req, err := request(ev, notBefore)
+	if err != nil {
+		return nil, err
+	}
+	return s.record(ctx, ev.GetEnvelope(), req)
+}
+
+// earlier returns the [AppendRequest].Earlier of an event of res stored at LAVA_PHASES stream
+// sequence before: the resource's PhaseChanged and TickReported stored after sequence after
+// and before it, read with the stream's next-message-by-subject get (one cursor per subject,
+// run at once, at most bus.PhaseHistoryPerSubject events each, merged in stream order). An event that does not decode, or has no receipt, is left out (its
+// own delivery terminates it).
+func (s *Service) earlier(res *lavav1.ResourceRef, before uint64) func(ctx context.Context, after uint64) ([]AppendRequest, error) {
+	return func(ctx context.Context, after uint64) ([]AppendRequest, error) {
+		stream, err := s.phases(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// One cursor per subject, both at once: the common case is one get each.
+		subjects := []string{bus.EventPhaseChanged, bus.EventTickReported}
+		found := make([][]AppendRequest, len(subjects))
+		g, gctx := errgroup.WithContext(ctx)
+		for i, event := range subjects {
+			subject := bus.PhaseSubject(res.GetNamespace(), res.GetName(), event)
+			g.Go(func() error {
+				for seq := after + 1; seq < before && len(found[i]) < bus.PhaseHistoryPerSubject; {
+					raw, err := stream.GetMsg(gctx, seq, jetstream.WithGetMsgSubject(subject))
+					if errors.Is(err, jetstream.ErrMsgNotFound) {
+						return nil
+					}
+					if err != nil {
+						return fmt.Errorf("read %s from stream sequence %d: %w", subject, seq, err)
+					}
+					if raw.Sequence >= before {
+						return nil
+					}
+					seq = raw.Sequence + 1
+					m := &bus.Message{Subject: raw.Subject, Header: raw.Header, Data: raw.Data, Stream: bus.StreamPhases, StreamSeq: raw.Sequence, Published: raw.Time}
+					if bus.DecodeBody(nil, m) != nil {
+						continue
+					}
+					req, err := request(m.Event, m.Published)
+					if err != nil || req.Resource.GetNamespace() != res.GetNamespace() || req.Resource.GetName() != res.GetName() {
+						continue
+					}
+					req.PhasesSeq = raw.Sequence
+					found[i] = append(found[i], req)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		out := slices.Concat(found...)
+		slices.SortFunc(out, func(a, b AppendRequest) int { return cmp.Compare(a.PhasesSeq, b.PhasesSeq) })
+		return out, nil
+	}
+}
+
+// phases returns the LAVA_PHASES stream handle, looked up once.
+func (s *Service) phases(ctx context.Context) (jetstream.Stream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.phasesStream != nil {
+		return s.phasesStream, nil
+	}
+	st, err := s.js.Stream(ctx, bus.StreamPhases)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", bus.StreamPhases, err)
+	}
+	s.phasesStream = st
+	return st, nil
+}
+
+// request is the append request of one event; other types than PhaseChanged, TickReported and
+// AnomalyDetected wrap [ErrInvalidRequest].
+func request(ev bus.Event, notBefore time.Time) (AppendRequest, error) {
 	env := ev.GetEnvelope()
 	req := AppendRequest{
 		Resource:   env.GetResource(),
@@ -113,12 +209,17 @@ func (s *Service) Record(ctx context.Context, ev bus.Event, notBefore time.Time)
 		}
 		p, err := AnomalyFromDetected(e)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+			return req, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 		}
 		req.Kind, req.Payload = KindAnomaly, p
 	default:
-		return nil, fmt.Errorf("%w: no receipt for %s", ErrInvalidRequest, eventid.Type(ev))
+		return req, fmt.Errorf("%w: no receipt for %s", ErrInvalidRequest, eventid.Type(ev))
 	}
+	return req, nil
+}
+
+// record appends req (of the event with envelope env) and publishes ReceiptAppended.
+func (s *Service) record(ctx context.Context, env *lavav1.Envelope, req AppendRequest) (*Appended, error) {
 	a, err := s.store.Append(ctx, req)
 	if err != nil {
 		return nil, err

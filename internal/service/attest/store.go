@@ -27,7 +27,32 @@ const (
 	HeaderPrevSeq = "Lava-Prev-Seq"
 	// HeaderReceiptSequence is the receipt's chain sequence.
 	HeaderReceiptSequence = "Lava-Receipt-Sequence"
+	// HeaderPhasesSeq is the highest LAVA_PHASES stream sequence attested by this receipt and
+	// the ones before it in its chain (a receipt of an anomaly carries its head's value on).
+	// Receipts of phase events are appended in that stream's order (docs/design/0018-receipt-order-across-replicas.md):
+	// every event of the resource up to this sequence has its receipt at or before this one.
+	// Receipts written before the header existed have none; an append after such a head
+	// cannot order (it appends as it comes) and starts the header.
+	HeaderPhasesSeq = "Lava-Phases-Seq"
 )
+
+// phasesSeq is a receipt's [HeaderPhasesSeq]: ok is false when the receipt has none.
+type phasesSeq struct {
+	seq uint64
+	ok  bool
+}
+
+func phasesSeqOf(h nats.Header) phasesSeq {
+	v := h.Get(HeaderPhasesSeq)
+	if v == "" {
+		return phasesSeq{}
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return phasesSeq{}
+	}
+	return phasesSeq{seq: n, ok: true}
+}
 
 // receiptType is the Lava-Schema of receipt messages.
 const receiptType = "lava.v1.Receipt"
@@ -124,6 +149,8 @@ type tail struct {
 	seq  uint64          // stream sequence of head
 	last uint64          // stream sequence of the subject's last message (head, or a foreign one after it)
 	head *lavav1.Receipt // the newest receipt
+	// phases is the head's [HeaderPhasesSeq] (an empty chain: 0, known).
+	phases phasesSeq
 	// recent are the newest receipts' stream positions, newest first; recent[0].seq == seq.
 	recent []entry
 }
@@ -154,6 +181,15 @@ type AppendRequest struct {
 	// no receipt of it can be older, which bounds the duplicate search (to MaxLookback
 	// receipts). Zero searches only the newest 32 receipts (and JetStream's duplicate window).
 	NotBefore time.Time
+	// PhasesSeq is the attested event's stream sequence in LAVA_PHASES (bus.Message.StreamSeq);
+	// 0 for an event of another stream (an anomaly), which is appended where it comes.
+	PhasesSeq uint64
+	// Earlier, with PhasesSeq, returns the resource's attested events of LAVA_PHASES stored
+	// after stream sequence after and before PhasesSeq, in stream order ([Service] reads
+	// them by subject). Append appends their receipts first, so a chain holds the receipts of
+	// the resource's phase events in stream order whichever replica or handler gets which
+	// event first. Nil: no catch-up (the receipt is appended after the head).
+	Earlier func(ctx context.Context, after uint64) ([]AppendRequest, error)
 }
 
 // Appended is the result of [Store.Append].
@@ -177,7 +213,10 @@ type Appended struct {
 // An event is already recorded when a receipt with its event id is among the receipts stored
 // since req.NotBefore minus MaxClockSkew (at most MaxLookback back; the newest 32 without
 // NotBefore), or when JetStream reports the receipt id as a duplicate; then Appended.Duplicate
-// is set and Appended.Receipt is the earlier receipt.
+// is set and Appended.Receipt is the earlier receipt. With req.PhasesSeq and req.Earlier, the
+// receipts of the earlier events Earlier returns for the head's [HeaderPhasesSeq] are appended
+// first, in stream order, each with its own expected-sequence check (a lost race re-reads the
+// tail and starts over); errors of Earlier are returned wrapped.
 func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error) {
 	ns, name := req.Resource.GetNamespace(), req.Resource.GetName()
 	if ns == "" || name == "" || req.EventID == "" {
@@ -195,7 +234,6 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error
 	defer unlock()
 
 	start := s.opts.Now()
-	msgID := ReceiptID(req.Resource.GetUid(), req.Generation, req.EventID)
 	var cutoff time.Time
 	if !req.NotBefore.IsZero() {
 		cutoff = req.NotBefore.Add(-s.opts.MaxClockSkew)
@@ -215,36 +253,96 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error
 		if seq, ok := t.find(req.EventID); ok {
 			return s.duplicate(ctx, stream, seq, attempt)
 		}
-		var head *lavav1.Receipt
-		var tailSeq, lastSeq uint64
-		if t != nil {
-			head, tailSeq, lastSeq = t.head, t.seq, t.last
+		// Phase order (docs/design/0018-receipt-order-across-replicas.md): first the receipts of
+		// the resource's earlier phase events that the chain does not hold yet, each with its
+		// own expected-sequence check.
+		if ph := t.phasesHead(); req.PhasesSeq > 0 && req.Earlier != nil && ph.ok && ph.seq < req.PhasesSeq {
+			earlier, err := req.Earlier(ctx, ph.seq)
+			if err != nil {
+				return nil, fmt.Errorf("attest: read earlier events of %s: %w", subject, err)
+			}
+			lost := false
+			for _, e := range earlier {
+				if _, ok := t.find(e.EventID); ok || e.PhasesSeq <= t.phasesHead().seq || e.PhasesSeq >= req.PhasesSeq {
+					continue
+				}
+				next, won, err := s.publish(ctx, subject, t, e)
+				if err != nil {
+					return nil, err
+				}
+				if !won {
+					lost = true
+					break
+				}
+				if next.dupSeq != 0 {
+					continue // recorded beyond the remembered tail: nothing was appended
+				}
+				s.opts.Metrics.appended(e.Kind, s.opts.Now().Sub(start))
+				t = next.tail
+			}
+			if lost {
+				continue
+			}
 		}
-		r, err := NewReceipt(head, req.Kind, req.Payload, s.opts.Now(), s.opts.Signer)
+		next, won, err := s.publish(ctx, subject, t, req)
 		if err != nil {
 			return nil, err
 		}
-		m, err := encodeReceipt(subject, r, req.EventID, msgID, tailSeq)
-		if err != nil {
-			return nil, err
-		}
-		ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(lastSeq))
-		if isWrongLastSequence(err) {
-			s.opts.Metrics.conflict()
-			s.forget(subject)
+		if !won {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("attest: append to %s: %w", subject, err)
+		if next.dupSeq != 0 {
+			return s.duplicate(ctx, stream, next.dupSeq, attempt)
 		}
-		if ack.Duplicate {
-			return s.duplicate(ctx, stream, ack.Sequence, attempt)
-		}
-		s.remember(subject, t, ack.Sequence, tailSeq, r, req.EventID, s.opts.Now())
 		s.opts.Metrics.appended(req.Kind, s.opts.Now().Sub(start))
-		return &Appended{Receipt: r, StreamSeq: ack.Sequence, Conflicts: attempt}, nil
+		return &Appended{Receipt: next.head, StreamSeq: next.seq, Conflicts: attempt}, nil
 	}
 	return nil, fmt.Errorf("%w: %s after %d attempts", ErrConflict, subject, s.opts.MaxAttempts)
+}
+
+// published is the result of [Store.publish]: the new tail, or dupSeq, the stream sequence
+// of the receipt JetStream already holds under the receipt id.
+type published struct {
+	*tail
+	dupSeq uint64
+}
+
+// publish appends req's receipt after t (nil: an empty chain) with the expected last subject
+// sequence of t; won is false when another appender moved the tail first (the cached tail is
+// then forgotten).
+func (s *Store) publish(ctx context.Context, subject string, t *tail, req AppendRequest) (published, bool, error) {
+	var head *lavav1.Receipt
+	var tailSeq, lastSeq uint64
+	if t != nil {
+		head, tailSeq, lastSeq = t.head, t.seq, t.last
+	}
+	phases := t.phasesHead()
+	if req.PhasesSeq > 0 {
+		phases = phasesSeq{seq: max(phases.seq, req.PhasesSeq), ok: true}
+	}
+	r, err := NewReceipt(head, req.Kind, req.Payload, s.opts.Now(), s.opts.Signer)
+	if err != nil {
+		return published{}, false, err
+	}
+	msgID := ReceiptID(req.Resource.GetUid(), req.Generation, req.EventID)
+	m, err := encodeReceipt(subject, r, req.EventID, msgID, tailSeq, phases)
+	if err != nil {
+		return published{}, false, err
+	}
+	ack, err := s.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(lastSeq))
+	if isWrongLastSequence(err) {
+		s.opts.Metrics.conflict()
+		s.forget(subject)
+		return published{}, false, nil
+	}
+	if err != nil {
+		return published{}, false, fmt.Errorf("attest: append to %s: %w", subject, err)
+	}
+	if ack.Duplicate {
+		s.forget(subject)
+		return published{dupSeq: ack.Sequence}, true, nil
+	}
+	return published{tail: s.remember(subject, t, ack.Sequence, tailSeq, r, req.EventID, phases, s.opts.Now())}, true, nil
 }
 
 // duplicate loads the earlier receipt of an already recorded event.
@@ -288,7 +386,7 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 		// "Receipts"). Read the whole chain to find the head, and report what is skipped.
 		return s.relink(ctx, stream, subject, last.Sequence, cutoff)
 	}
-	t := &tail{seq: last.Sequence, last: last.Sequence, head: head, recent: []entry{entryOf(last)}}
+	t := &tail{seq: last.Sequence, last: last.Sequence, head: head, phases: phasesSeqOf(last.Header), recent: []entry{entryOf(last)}}
 	// Splice: walk back until a receipt the cache already knows.
 	known := map[uint64]int{}
 	if cached != nil {
@@ -363,7 +461,8 @@ func (s *Store) relink(ctx context.Context, stream jetstream.Stream, subject str
 		}
 		t.recent = append(t.recent, entry{seq: m.seq, prevSeq: prev, eventID: m.eventID, stored: m.stored})
 	}
-	t.seq, t.head = l.members[len(l.members)-1].seq, l.members[len(l.members)-1].r
+	h := l.members[len(l.members)-1]
+	t.seq, t.head, t.phases = h.seq, h.r, h.phases
 	return s.extend(ctx, stream, t, cutoff)
 }
 
@@ -394,6 +493,15 @@ func (s *Store) extend(ctx context.Context, stream jetstream.Stream, t *tail, cu
 	return t, nil
 }
 
+// phasesHead is the head's [HeaderPhasesSeq]: 0 and known for an empty chain (nil, or only
+// foreign messages).
+func (t *tail) phasesHead() phasesSeq {
+	if t == nil || t.head == nil {
+		return phasesSeq{ok: true}
+	}
+	return t.phases
+}
+
 // find returns the stream sequence of the remembered receipt of eventID.
 func (t *tail) find(eventID string) (uint64, bool) {
 	if t == nil || t.head == nil {
@@ -415,9 +523,9 @@ func entryOf(m *jetstream.RawStreamMsg) entry {
 	return entry{seq: m.Sequence, prevSeq: prev, eventID: m.Header.Get(HeaderEventID), stored: m.Time}
 }
 
-// remember caches the new head appended after old (nil for a new chain).
-func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *lavav1.Receipt, eventID string, now time.Time) {
-	t := &tail{seq: seq, last: seq, head: head, recent: []entry{{seq: seq, prevSeq: prevSeq, eventID: eventID, stored: now}}}
+// remember caches and returns the new head appended after old (nil for a new chain).
+func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *lavav1.Receipt, eventID string, phases phasesSeq, now time.Time) *tail {
+	t := &tail{seq: seq, last: seq, head: head, phases: phases, recent: []entry{{seq: seq, prevSeq: prevSeq, eventID: eventID, stored: now}}}
 	if old != nil {
 		n := min(len(old.recent), s.opts.MaxLookback-1)
 		t.recent = append(t.recent, old.recent[:n]...)
@@ -428,6 +536,7 @@ func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *l
 		clear(s.tails)
 	}
 	s.tails[subject] = t
+	return t
 }
 
 // cached returns this process's view of a chain's tail, nil if none.
@@ -579,7 +688,7 @@ func readLinked(ctx context.Context, stream jetstream.Stream, namespace, name, s
 
 // encodeReceipt builds the message of a receipt: bus.EncodeMessage (Lava-Schema, Content-Type,
 // Nats-Msg-Id) plus [HeaderEventID], [HeaderPrevSeq] and [HeaderReceiptSequence].
-func encodeReceipt(subject string, r *lavav1.Receipt, eventID, msgID string, prevSeq uint64) (*nats.Msg, error) {
+func encodeReceipt(subject string, r *lavav1.Receipt, eventID, msgID string, prevSeq uint64, phases phasesSeq) (*nats.Msg, error) {
 	m, err := bus.EncodeMessage(subject, r, msgID)
 	if err != nil {
 		return nil, fmt.Errorf("attest: encode receipt: %w", err)
@@ -587,6 +696,9 @@ func encodeReceipt(subject string, r *lavav1.Receipt, eventID, msgID string, pre
 	m.Header.Set(HeaderEventID, eventID)
 	m.Header.Set(HeaderPrevSeq, strconv.FormatUint(prevSeq, 10))
 	m.Header.Set(HeaderReceiptSequence, strconv.FormatUint(r.GetSequence(), 10))
+	if phases.ok {
+		m.Header.Set(HeaderPhasesSeq, strconv.FormatUint(phases.seq, 10))
+	}
 	return m, nil
 }
 

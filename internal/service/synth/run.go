@@ -61,6 +61,9 @@ type Options struct {
 	// PolicyFile is the tenant policy document (--policy-file, LAVA_POLICY_FILE; the chart
 	// mounts the lava-policy ConfigMap there); "" is the built-in policy.
 	PolicyFile string
+	// DefaultPolicy is the policy when PolicyFile is empty (zero: the built-in policy,
+	// [policy.Default]); lava up passes its own (internal/up.DefaultPolicy).
+	DefaultPolicy policy.Config
 }
 
 // Flags defines synth's own flags on fs.
@@ -99,7 +102,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := (&policy.File{Path: o.PolicyFile}).Load(); err != nil {
+	if _, err := (&policy.File{Path: o.PolicyFile, Default: o.DefaultPolicy}).Load(); err != nil {
 		return err // a broken document fails the start, not only the first render
 	}
 	base, err := svc.Start(ctx, bus.ServiceSynth, o.Common, svc.Setup{})
@@ -126,7 +129,7 @@ func Run(ctx context.Context, o Options) error {
 		defer os.RemoveAll(cacheDir)
 	}
 	s, err := New(ctx, Config{JS: base.JS, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
-		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile}, Identities: ids,
+		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile, Default: o.DefaultPolicy}, Identities: ids,
 		Artifacts: &ArtifactCache{Dir: cacheDir, MaxBytes: o.MaxArtifactBytes}})
 	if err != nil {
 		return err

@@ -148,6 +148,25 @@ type entry struct {
 	due     time.Time
 	// held is how many of waiters are counted in Core.held.
 	held int
+	// changed, if not nil, is closed (and cleared) when status changes or the entry is
+	// dropped: an event that arrived ahead of its predecessor waits on it ([Core.HandlePhase]).
+	changed chan struct{}
+}
+
+// changes returns a channel closed at the next change of e.status (under e.mu).
+func (e *entry) changes() <-chan struct{} {
+	if e.changed == nil {
+		e.changed = make(chan struct{})
+	}
+	return e.changed
+}
+
+// signal closes the channel [entry.changes] returned, if any (under e.mu).
+func (e *entry) signal() {
+	if e.changed != nil {
+		close(e.changed)
+		e.changed = nil
+	}
 }
 
 type note struct {
@@ -190,6 +209,7 @@ func (c *Core) Forget(key types.NamespacedName) {
 	if e != nil {
 		e.mu.Lock()
 		e.fail(errGone)
+		e.signal()
 		e.mu.Unlock()
 	}
 }
@@ -232,6 +252,7 @@ func (c *Core) Status(key types.NamespacedName, uid types.UID) (v1alpha1.LavaArc
 // answered).
 func (e *entry) reset(obj *v1alpha1.LavaArchitecture) {
 	e.stored = obj
+	e.signal()
 	e.events, e.dirty, e.release, e.notes = nil, false, false, nil
 	if obj != nil {
 		e.status = *obj.Status.DeepCopy()
@@ -323,6 +344,10 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 	}
 	next, tr, err := phase.Reduce(e.status, ev)
 	if err != nil {
+		var illegal *phase.IllegalTransitionError
+		if errors.As(err, &illegal) && !behind(illegal) {
+			err = &aheadError{IllegalTransitionError: illegal, changed: e.changes()}
+		}
 		e.mu.Unlock()
 		return tr, err
 	}
@@ -337,6 +362,7 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 			}
 		}
 		e.status = next
+		e.signal()
 		e.events = append(e.events, ev)
 		if ev.Type != phase.EventReceiptAppended {
 			e.dirty = true
@@ -494,6 +520,7 @@ func (c *Core) writeLocked(ctx context.Context, key types.NamespacedName, e *ent
 				}
 			}
 			e.stored, e.status = fresh, st
+			e.signal()
 			return err
 		}
 		if err != nil {
@@ -502,6 +529,7 @@ func (c *Core) writeLocked(ctx context.Context, key types.NamespacedName, e *ent
 		c.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.statusPatches })
 		e.stored = obj
 		e.status = *obj.Status.DeepCopy()
+		e.signal()
 		return nil
 	})
 	if err != nil {
@@ -642,15 +670,88 @@ func (c *Core) publishPhaseChanged(ctx context.Context, obj *v1alpha1.LavaArchit
 	return nil
 }
 
-// illegalDeliveries is how many deliveries an event the reducer calls illegal gets before it
-// is dropped: an event can arrive before its predecessor when that one was naked.
-const illegalDeliveries = 3
+// illegalDeliveries is how many deliveries an event the reducer calls illegal, and that may be
+// ahead of its predecessor ([behind] is false), gets before it is dropped. Each delivery first
+// waits aheadWait for the predecessor in this process. An event still arrives
+// before its predecessor when a watcher died holding that one
+// unacknowledged: the server redelivers it only after the consumer's ack wait (30 s,
+// bus.TopologyOptions.BackOff[0]). The server schedules a nak's delay from the consumer's
+// BackOff entry of that delivery, not from the ack wait (nats-server's processNak and
+// checkPending), so a handler's naks come back after about 1 s, 32 s, 94 s and 4.5 min
+// (bus.ConsumeOptions.NakBackoff plus BackOff[n-1] minus the ack wait): dropping on the fifth
+// delivery gives a predecessor about 6 minutes, and stays below the consumer's MaxDeliver (10),
+// so the event is dropped, not reported as poison. With 3 deliveries a killed watcher's
+// Planned and Applied were redelivered together after its Synthesized came back, the Applied
+// first, on its last delivery: it was dropped and the object stayed Planned for good
+// (TestChaos_killEveryServiceTwiceAndRestartNATS in test/e2e;
+// TestWatcher/a_phase_event_ahead_of_a_dead_watcher's_predecessor_waits_for_it).
+const illegalDeliveries = 5
+
+// aheadWait is how long a phase event that is ahead of its predecessor (an illegal transition
+// not [behind] the status) waits in its handler for the object's status to change before it
+// is naked. The consumer hands an object's events to concurrent handlers (no OrderKey, so one
+// object's slow write does not hold back another's), so the Applied published right after a
+// Planned can reach the reducer first; and a predecessor naked after a transient error comes
+// back after bus.ConsumeOptions.NakBackoff's first delay (1 s ±20%). Waiting here folds both
+// cases in this process at once; a nak instead would come back only after the consumer's
+// BackOff entry of that delivery (see illegalDeliveries), 32 s from the second nak on. The
+// consumer's heartbeats keep the waiting message's ack wait from running out.
+const aheadWait = 3 * time.Second
+
+// aheadError is a *phase.IllegalTransitionError of an event that may be ahead of its
+// predecessor; changed is closed when the object's status next changes (entry.changes).
+type aheadError struct {
+	*phase.IllegalTransitionError
+	changed <-chan struct{}
+}
+
+func (e *aheadError) Unwrap() error { return e.IllegalTransitionError }
+
+// foldInOrder is fold without waiting for the write's window (modeWait), retried each time
+// the object's status changes while the event is ahead of its predecessor, for up to
+// aheadWait; then it returns the *phase.IllegalTransitionError (errors.As finds it).
+func (c *Core) foldInOrder(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause) (phase.Transition, error) {
+	timer := time.NewTimer(aheadWait)
+	defer timer.Stop()
+	for {
+		tr, err := c.fold(ctx, key, uid, ev, cause, false)
+		var ahead *aheadError
+		if !errors.As(err, &ahead) {
+			return tr, err
+		}
+		select {
+		case <-ahead.changed:
+		case <-timer.C:
+			return tr, ahead.IllegalTransitionError
+		case <-ctx.Done():
+			return tr, ahead.IllegalTransitionError
+		}
+	}
+}
+
+// Ranks of one generation's way through the pipeline: the phases, and the events leading to
+// them.
+var (
+	phaseRank = map[phase.Phase]int{phase.Pending: 0, phase.Synthesized: 1, phase.Planned: 2, phase.Applied: 3}
+	eventRank = map[phase.EventType]int{phase.EventSynthesized: 1, phase.EventPlanned: 2, phase.EventAwaitingApproval: 2,
+		phase.EventApplied: 3}
+)
+
+// behind reports whether an illegal pipeline event of the status's generation is one the
+// status has passed already (a Synthesized or Planned in Applied: a redelivery of an event
+// whose successor was folded), which no later delivery can make legal: it is dropped at once.
+func behind(e *phase.IllegalTransitionError) bool {
+	from, ok1 := phaseRank[e.From]
+	ev, ok2 := eventRank[e.Event]
+	return ok1 && ok2 && ev <= from
+}
 
 // HandlePhase folds one LAVA_PHASES message ([bus.Handler]). It returns nil (ack) when the
 // event is folded and written (or waits in the receipt head for the next write), unchanged,
-// stale, about an object that is gone, not watched, or illegal on its third delivery (logged
-// and dropped: the reducer's table does not allow it in this phase; the first deliveries are
-// naked in case it overtook its predecessor); a transient error naks it for redelivery; a
+// stale, about an object that is gone, not watched, or illegal (logged and dropped: the
+// reducer's table does not allow it in this phase) when it is [behind] the status or on its
+// illegalDeliveries-th delivery (the first ones are naked in case it overtook its
+// predecessor); a transient error naks it for redelivery; a
 // malformed payload is a [bus.Permanent] error.
 func (c *Core) HandlePhase(ctx context.Context, m *bus.Message) error {
 	env := m.Envelope
@@ -682,16 +783,16 @@ func (c *Core) HandlePhase(ctx context.Context, m *bus.Message) error {
 	}
 	log := c.cfg.Logger.With(logattr.Resource(ns, name), logattr.EventID(env.GetEventId()), logattr.Generation(ev.Generation),
 		slog.String("event", string(ev.Type)))
-	tr, err := c.fold(ctx, key, types.UID(res.GetUid()), ev, Cause{
+	tr, err := c.foldInOrder(ctx, key, types.UID(res.GetUid()), ev, Cause{
 		EventID: env.GetEventId(), CorrelationID: env.GetCorrelationId(), Diagnostics: diags,
-	}, false)
+	})
 	var illegal *phase.IllegalTransitionError
 	switch {
 	case errors.Is(err, errGone):
 		c.cfg.Metrics.incPhaseEvent(resultGone)
 		log.Debug("watcher: phase event for an object that is gone")
 		return nil
-	case errors.As(err, &illegal) && m.NumDelivered < illegalDeliveries:
+	case errors.As(err, &illegal) && !behind(illegal) && m.NumDelivered < illegalDeliveries:
 		// Possibly out of order (its predecessor was naked and comes back later): retry a
 		// few times before dropping it.
 		c.cfg.Metrics.incPhaseEvent(resultError)

@@ -45,9 +45,12 @@
 // finalizer is removed and the object goes away (docs/design/0007-status-writes.md).
 //
 // Many phase events are in flight at once (Config.PhaseConcurrency) because each waits for its
-// write. The reducer treats an out-of-order event (Planned before Synthesized) as an illegal
-// transition: such an event is naked on its first two deliveries (its predecessor may have been
-// naked and come back later) and logged and dropped on the third.
+// write, so an object's events can reach the reducer out of order. The reducer treats an
+// out-of-order event (Planned before Synthesized) as an illegal transition: such an event waits
+// in its handler up to 3 s for the object's status to change and is folded as soon as its
+// predecessor is; if it is still ahead it is naked, on its first four deliveries (its
+// predecessor may be held by a dead watcher and come back after the ack wait), and logged and
+// dropped on the fifth. An event the status has already passed is dropped at once.
 //
 // # Entry points
 //

@@ -302,8 +302,14 @@ func (e *env) get(t *testing.T, ns, name string) *v1alpha1.LavaArchitecture {
 // waitStatus waits until the object's status satisfies check.
 func (e *env) waitStatus(t *testing.T, ns, name string, check func(*v1alpha1.LavaArchitecture) error) *v1alpha1.LavaArchitecture {
 	t.Helper()
+	return e.waitStatusFor(t, 30*time.Second, ns, name, check)
+}
+
+// waitStatusFor is waitStatus with its own bound.
+func (e *env) waitStatusFor(t *testing.T, d time.Duration, ns, name string, check func(*v1alpha1.LavaArchitecture) error) *v1alpha1.LavaArchitecture {
+	t.Helper()
 	var obj *v1alpha1.LavaArchitecture
-	eventually(t, 30*time.Second, func() error {
+	eventually(t, d, func() error {
 		obj = &v1alpha1.LavaArchitecture{}
 		if err := e.kube.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
 			return err
@@ -360,6 +366,8 @@ type stage struct {
 	prev string
 	// at is every event's occurred_at, so the same fact published twice is identical.
 	at time.Time
+	// held, if not nil, collects the events instead of publishing them.
+	held *[]bus.Event
 }
 
 func (e *env) stageFor(obj *v1alpha1.LavaArchitecture, ro *lavav1.ResourceObserved) *stage {
@@ -378,10 +386,14 @@ func (s *stage) publish(t *testing.T, source string, ev bus.Event, setEnv func(*
 		CorrelationId: s.corr, Trigger: trigger,
 	}
 	setEnv(env)
+	s.prev = env.EventId
+	if s.held != nil {
+		*s.held = append(*s.held, ev)
+		return env.EventId
+	}
 	if _, err := s.e.pub.PublishEvent(t.Context(), ev); err != nil {
 		t.Fatal(err)
 	}
-	s.prev = env.EventId
 	return env.EventId
 }
 

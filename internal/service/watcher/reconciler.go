@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -330,15 +331,38 @@ func (r *reconciler) lastEventID(ctx context.Context, subject string) (string, e
 	return m.Header.Get(jetstream.MsgIDHeader), nil
 }
 
-// addFinalizer adds the lava finalizer with an optimistic lock.
+// addFinalizer adds the lava finalizer with an optimistic lock. A conflict (another writer
+// changed the object since the cache saw it: labels, annotations) is retried from an uncached
+// read, so metadata churn by other actors costs a read, not a failed reconcile and its
+// requeue; a new generation or deletion seen on the re-read still adds the finalizer (the
+// reconcile goes on with obj as read).
 func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
-	orig := obj.DeepCopy()
-	controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
-	if err := r.c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	first, added := true, false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			fresh := &v1alpha1.LavaArchitecture{}
+			if err := r.reader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				return err
+			}
+			fresh.DeepCopyInto(obj)
+			if controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
+				return nil
+			}
+		}
+		first = false
+		orig := obj.DeepCopy()
+		controllerutil.AddFinalizer(obj, v1alpha1.Finalizer)
+		err := r.c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		added = err == nil
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("watcher: add finalizer to %s/%s: %w", obj.Namespace, obj.Name, err)
 	}
-	r.metrics.inc(func(m *Metrics) prometheus.Counter { return m.finalizerAdded })
-	// The patch answered with the live object: its status is what the server has.
+	if added {
+		r.metrics.inc(func(m *Metrics) prometheus.Counter { return m.finalizerAdded })
+	}
+	// The patch (or the re-read) answered with the live object: its status is what the server has.
 	r.core.Remember(obj)
 	return nil
 }

@@ -39,6 +39,8 @@ func TestWatcher(t *testing.T) {
 	t.Run("restart publishes nothing for an unchanged generation", e.testRestart)
 	t.Run("only the leader works; the standby takes over", e.testLeaderElection)
 	t.Run("a phase event ahead of its predecessor is retried", e.testOutOfOrder)
+	t.Run("a phase event ahead of a dead watcher's predecessor waits for it", e.testOutOfOrderPastDrop)
+	t.Run("a generation's events published in reverse fold without a nak", e.testReverseBurst)
 	t.Run("dependencies hold back until their phase", e.testDependencies)
 	t.Run("two-resource cycle reported on both", e.testCycle)
 	t.Run("lockdown refuses cross-namespace references", e.testLockdown)
@@ -49,6 +51,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("bound Secrets are not read without WatchSecrets", e.testSecretsNotWatched)
 	t.Run("service entry point serves metrics and health", e.testRun)
 	t.Run("a burst is one status write; clean scans write nothing", e.testWrites)
+	t.Run("status discipline under label and annotation churn", e.testStatusDiscipline)
 }
 
 func (e *env) create(t *testing.T, obj client.Object) {
@@ -622,6 +625,99 @@ func (e *env) testLeaderElection(t *testing.T) {
 	}
 	if n := e.observedCount(t, ns, "l"); n != 1 {
 		t.Errorf("%d ResourceObserved after the failover, want 1", n)
+	}
+}
+
+// testOutOfOrderPastDrop: a Planned whose Synthesized comes only after the Planned's third
+// delivery (as when a watcher died holding the Synthesized unacknowledged: the server
+// redelivers it after the consumer's ack wait) is still naked, not dropped, and folded once
+// the Synthesized is; a Synthesized that comes back after that (a redelivery the status has
+// passed) is dropped at once. Dropping on the third delivery left an object Planned for good
+// (TestChaos_killEveryServiceTwiceAndRestartNATS in test/e2e). The consumer's ack wait and
+// BackOff are cut to 2s, 4s, 8s, 16s so the third delivery comes within seconds.
+func (e *env) testOutOfOrderPastDrop(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	w := e.startWatcher(t, ns, "order-late")
+	c, err := e.js.Consumer(t.Context(), bus.StreamPhases, "watcher-"+ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.CachedInfo().Config
+	cfg.AckWait, cfg.BackOff = 2*time.Second, []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
+	if _, err := e.js.UpdateConsumer(t.Context(), bus.StreamPhases, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, newArch(ns, "o", nil))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "o", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "o", phaseIs(v1alpha1.PhasePending, 1))
+	obj := e.get(t, ns, "o")
+	ro := e.observed(t, ns, "o")[0]
+	early := e.stageFor(obj, ro)
+	early.planned(t)
+	illegal := func() float64 {
+		return w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "illegal"})
+	}
+	eventually(t, 60*time.Second, func() error {
+		if n := illegal(); n != 0 {
+			t.Fatalf("the early Planned was dropped as illegal (%v events) before its Synthesized came", n)
+		}
+		if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "error"}); n < 3 {
+			return fmt.Errorf("the early Planned was naked %v times, want 3", n)
+		}
+		return nil
+	})
+	synth := e.stageFor(obj, ro)
+	synth.synthesized(t)
+	e.waitStatus(t, ns, "o", all(phaseIs(v1alpha1.PhasePlanned, 1), conditionIs(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, "")))
+	if n := illegal(); n != 0 {
+		t.Errorf("%v events dropped as illegal, want 0", n)
+	}
+	// A Synthesized the status has passed (published again under a new id, as a producer's
+	// retry would) is dropped on its first delivery, not retried.
+	again := e.stageFor(obj, ro)
+	again.prev = "a-retry"
+	again.synthesized(t)
+	eventually(t, 10*time.Second, func() error {
+		if n := illegal(); n != 1 {
+			return fmt.Errorf("%v events dropped as illegal, want 1", n)
+		}
+		return nil
+	})
+	if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "error"}); n != 3 {
+		t.Errorf("%v naks, want the 3 of the early Planned (the passed Synthesized is not retried)", n)
+	}
+}
+
+// testReverseBurst: a generation's Applied, Planned and Synthesized published in that order
+// reach concurrent handlers at once; the two ahead of their predecessors wait for it in the
+// watcher (aheadWait) instead of being naked, which the server would redeliver only after its
+// BackOff (32 s from a message's second nak; the outputs-between-objects subtest once timed out
+// on that).
+func (e *env) testReverseBurst(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	w := e.startWatcher(t, ns, "order-burst")
+	e.create(t, newArch(ns, "o", nil))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "o", bus.EventObserved), 1)
+	e.waitStatus(t, ns, "o", phaseIs(v1alpha1.PhasePending, 1))
+	s := e.stageFor(e.get(t, ns, "o"), e.observed(t, ns, "o")[0])
+	var held []bus.Event
+	s.held = &held
+	s.synthesized(t)
+	s.planned(t)
+	s.applied(t)
+	for _, ev := range slices.Backward(held) {
+		if _, err := e.pub.PublishEvent(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	e.waitStatus(t, ns, "o", phaseIs(v1alpha1.PhaseApplied, 1))
+	t.Logf("Applied %v after the reversed burst", time.Since(start).Round(time.Millisecond))
+	if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "error"}); n != 0 {
+		t.Errorf("%v phase events naked, want 0 (the early ones wait for their predecessors in the watcher)", n)
+	}
+	if n := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "illegal"}); n != 0 {
+		t.Errorf("%v phase events dropped as illegal, want 0", n)
 	}
 }
 

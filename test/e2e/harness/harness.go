@@ -64,8 +64,8 @@ type Options struct {
 	Replicas map[string]int
 	// TestkitMirror gives the applier and drift the provider mirror of
 	// tofutest.TestkitMirror: example/testkit 0.3.0 with its per-address create counter
-	// (test/provider/testkit) instead of the tools' 0.1.0. The tofu engine's CLI configuration
-	// still names the tools' mirror: use the embedded engine with it.
+	// (test/provider/testkit) instead of the tools' 0.1.0, for both engines (the tofu engine's
+	// CLI configuration is generated for --provider-dir).
 	TestkitMirror bool
 }
 
@@ -98,6 +98,10 @@ type Env struct {
 	KubectlBin string
 	// Tofu is the OpenTofu tool directory with the provider mirror.
 	Tofu tofutest.Tools
+	// FilesDir (Dir/files) is the only fileWriteRoots directory of synth's tenant policy
+	// (Dir/policy.yaml, --policy-file; docs/design/0010-tenant-policy.md): a test's
+	// local_file and testkit_file resources write under [Env.Files].
+	FilesDir string
 
 	providerDir string
 	tb          testing.TB
@@ -118,6 +122,8 @@ type Proc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// killed is set by [Env.Kill]: the exit is the test's doing, not a death.
+	killed bool
 }
 
 // PID is the process id.
@@ -190,10 +196,14 @@ func Start(tb testing.TB, o Options) *Env {
 	if o.TestkitMirror {
 		e.providerDir = tofutest.TestkitMirror(tb, e.Tofu)
 	}
-	for _, d := range []string{e.BinDir, filepath.Join(e.Dir, "logs"), filepath.Join(e.Dir, "work")} {
+	e.FilesDir = filepath.Join(e.Dir, "files")
+	for _, d := range []string{e.BinDir, filepath.Join(e.Dir, "logs"), filepath.Join(e.Dir, "work"), e.FilesDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			tb.Fatal(err)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(e.Dir, "policy.yaml"), []byte("cluster: {fileWriteRoots: ["+e.FilesDir+"]}\n"), 0o644); err != nil {
+		tb.Fatal(err)
 	}
 	// Runs last of the cleanups registered below: every process has stopped by then.
 	tb.Cleanup(func() {
@@ -406,6 +416,16 @@ func (e *Env) bootstrap(tb testing.TB) {
 	}
 }
 
+// Files returns a new directory under FilesDir for one test's files.
+func (e *Env) Files(tb testing.TB) string {
+	tb.Helper()
+	d, err := os.MkdirTemp(e.FilesDir, "t")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
+}
+
 // keys writes attest's signing key (lava receipts keygen), synth's bindings key, the bus
 // identities' seeds (lava nats credentials) and NATS's certificates.
 func (e *Env) keys(tb testing.TB) {
@@ -464,7 +484,8 @@ func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 			"--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--watch-secrets")
 	case Synth:
 		p.ConnectAddr = e.addr(tb)
-		args = append(args, "--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--connect-addr", p.ConnectAddr)
+		args = append(args, "--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--connect-addr", p.ConnectAddr,
+			"--policy-file", filepath.Join(e.Dir, "policy.yaml"))
 	case Applier:
 		args = append(args, "--holder", "applier-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work())
 	case Drift:
@@ -496,6 +517,18 @@ func (e *Env) startService(tb testing.TB, name string, k int, extra []string) st
 // environment loses every LAVA_* variable, so only the flags configure the service.
 func (e *Env) spawn(tb testing.TB, name, bin string, args, env []string) *Proc {
 	tb.Helper()
+	var full []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LAVA_") && !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "TF_CLI_CONFIG_FILE=") {
+			full = append(full, kv)
+		}
+	}
+	return e.spawnCmd(tb, name, bin, args, append(full, env...))
+}
+
+// spawnCmd starts bin with exactly the environment env, as [Env.spawn] describes.
+func (e *Env) spawnCmd(tb testing.TB, name, bin string, args, env []string) *Proc {
+	tb.Helper()
 	logPath := filepath.Join(e.Dir, "logs", name+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -508,12 +541,7 @@ func (e *Env) spawn(tb testing.TB, name, bin string, args, env []string) *Proc {
 	// Its own group, so a stop also ends what it started; killed if the test process dies
 	// without running its cleanups (a go test -timeout panic).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LAVA_") && !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "TF_CLI_CONFIG_FILE=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = env
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("harness: start %s: %v", name, err)
 	}
@@ -528,6 +556,12 @@ func (e *Env) spawn(tb testing.TB, name, bin string, args, env []string) *Proc {
 
 func (e *Env) stop(tb testing.TB, p *Proc) {
 	if exited, err := p.Exited(); exited {
+		e.mu.Lock()
+		killed := p.killed
+		e.mu.Unlock()
+		if killed {
+			return
+		}
 		var ee *exec.ExitError
 		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 0) {
 			tb.Errorf("harness: %s had exited before the cleanup: %v", p.Name, err)
@@ -546,6 +580,46 @@ func (e *Env) stop(tb testing.TB, p *Proc) {
 	<-p.done
 }
 
+// Kill ends the named process and everything it started with SIGKILL to its process group
+// (what a node or container runtime does to a pod: no shutdown, no lease released, provider
+// plugins and tofu gone with it) and waits until it has exited. [Env.Dead] does not count it;
+// [Env.Restart] starts it again.
+func (e *Env) Kill(name string) error {
+	p := e.Proc(name)
+	if p == nil {
+		return fmt.Errorf("harness: no process %s", name)
+	}
+	e.mu.Lock()
+	p.killed = true
+	e.mu.Unlock()
+	if err := syscall.Kill(-p.PID(), syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("harness: SIGKILL %s: %w", name, err)
+	}
+	<-p.done
+	return nil
+}
+
+// Restart starts the named process again, after [Env.Kill], with the command line, environment
+// and ports it had (same log file, appended), and waits up to d for its /readyz. It returns how
+// long the new process took to be ready.
+func (e *Env) Restart(tb testing.TB, name string, d time.Duration) time.Duration {
+	tb.Helper()
+	old := e.Proc(name)
+	if old == nil {
+		tb.Fatalf("harness: no process %s", name)
+	}
+	if exited, _ := old.Exited(); !exited {
+		tb.Fatalf("harness: %s still runs: Kill it first", name)
+	}
+	start := time.Now()
+	q := e.spawnCmd(tb, name, old.cmd.Path, old.cmd.Args[1:], old.cmd.Env)
+	q.MetricsAddr, q.HealthAddr, q.ConnectAddr = old.MetricsAddr, old.HealthAddr, old.ConnectAddr
+	if q.HealthAddr != "" {
+		e.waitReady(tb, name, d)
+	}
+	return time.Since(start)
+}
+
 // Proc returns the named process (nil when not started).
 func (e *Env) Proc(name string) *Proc {
 	e.mu.Lock()
@@ -559,7 +633,7 @@ func (e *Env) Dead() error {
 	defer e.mu.Unlock()
 	var errs []error
 	for _, p := range e.procs {
-		if exited, err := p.Exited(); exited {
+		if exited, err := p.Exited(); exited && !p.killed {
 			errs = append(errs, fmt.Errorf("%s exited: %v", p.Name, err))
 		}
 	}

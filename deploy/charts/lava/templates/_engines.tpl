@@ -33,6 +33,10 @@
   mountPath: {{ .providerDir }}
   readOnly: true
 {{- end }}
+{{- if and .providerInstall .providerInstall.cacheDir }}
+- name: provider-cache
+  mountPath: {{ .providerInstall.cacheDir }}
+{{- end }}
 {{- if and .providerInstall .providerInstall.caConfigMap }}
 - name: provider-ca
   mountPath: /etc/lava/provider-ca
@@ -46,6 +50,11 @@
 {{- with .providerVolume }}
 - name: providers
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if and .providerInstall .providerInstall.cacheDir }}
+- name: provider-cache
+  emptyDir:
+    sizeLimit: {{ .providerInstall.cacheSizeLimit }}
 {{- end }}
 {{- if and .providerInstall .providerInstall.caConfigMap }}
 - name: provider-ca

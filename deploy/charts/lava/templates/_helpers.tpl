@@ -181,7 +181,12 @@ spec:
           resources:
             {{- toYaml $v.resources | nindent 12 }}
           securityContext:
-            {{- toYaml $root.Values.securityContext | nindent 12 }}
+            {{- $sc := deepCopy $root.Values.securityContext }}
+            {{- if .engine }}
+            {{- /* The engines run tenants' providers: never writable image, never root (docs/security.md, "Engines"). */}}
+            {{- $sc = merge (dict "readOnlyRootFilesystem" true "runAsNonRoot" true) $sc }}
+            {{- end }}
+            {{- toYaml $sc | nindent 12 }}
           volumeMounts:
             - name: tmp
               mountPath: /tmp

@@ -4,11 +4,17 @@
 package proctest
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Children lists the pids whose parent is this process, from each /proc/PID/stat; a process
@@ -19,23 +25,15 @@ func Children(tb testing.TB) []int {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	self := strconv.Itoa(os.Getpid())
+	self := os.Getpid()
 	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-		s := string(stat)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 {
-			if fields := strings.Fields(s[i+1:]); len(fields) > 1 && fields[1] == self {
-				out = append(out, pid)
-			}
+		if st, err := stat(pid); err == nil && st.PPID == self {
+			out = append(out, pid)
 		}
 	}
 	return out
@@ -55,4 +53,58 @@ func Environ(pid int) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Running reports whether pid is a live process, from /proc/PID/stat: a zombie awaiting its
+// reaper, or no such process, is not.
+func Running(pid int) bool {
+	st, err := stat(pid)
+	return err == nil && st.State != "Z"
+}
+
+// stat reads /proc/PID/stat with prometheus/procfs.
+func stat(pid int) (procfs.ProcStat, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return procfs.ProcStat{}, err
+	}
+	return p.Stat()
+}
+
+// GoneWithin waits up to d for pid to stop running; it reports whether it did.
+func GoneWithin(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for Running(pid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return !Running(pid)
+}
+
+// StartParent runs the test binary again with env (NAME=value entries) added, as the parent
+// of a child it starts; the parent's first line on stdout must be "pid=N", the child's pid.
+// It returns the parent's command and the child's pid, which cleanup SIGKILLs. A parent that
+// cannot start or prints anything else fails tb.
+func StartParent(tb testing.TB, env ...string) (parent *exec.Cmd, child int) {
+	tb.Helper()
+	parent = exec.Command(os.Args[0])
+	parent.Env = append(os.Environ(), env...)
+	parent.Stderr = os.Stderr
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("proctest: the parent printed no pid: %v", err)
+	}
+	child, err = strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "pid="))
+	if err != nil || child <= 0 {
+		tb.Fatalf("proctest: the parent printed %q, want pid=N: %v", line, err)
+	}
+	tb.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	return parent, child
 }
