@@ -37,6 +37,10 @@ type Options struct {
 	LeaderElect bool
 	// LeaderElectionID and LeaderElectionNamespace locate the Lease.
 	LeaderElectionID, LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod are [Config].LeaseDuration, RenewDeadline
+	// and RetryPeriod (defaults [DefaultLeaseDuration], [DefaultRenewDeadline] and
+	// [DefaultRetryPeriod]).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// ClusterName is this cluster's name in LavaArchitectureDependency references.
 	ClusterName string
 	// KubeAPI is the API client's rate limit (zero: svc.DefaultKubeAPIQPS and Burst).
@@ -63,6 +67,9 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among replicas (only the leader reconciles and consumes phase events)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long standbys wait after the leader's last renewal before they take the Lease")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader keeps retrying a failed renewal before it gives up leadership (and exits)")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often every replica tries to acquire or renew the Lease")
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse every dependsOn and LavaArchitectureDependency reference to another namespace (lockdown)")
 	fs.BoolVar(&o.WatchSecrets, "watch-secrets", false, "watch the Secrets of spec.bindingsFrom too (needs get, list and watch on secrets)")
@@ -133,7 +140,8 @@ func Run(ctx context.Context, o Options) error {
 		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets,
 		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
-		StatusWindow:            o.StatusWindow, StatusHold: o.StatusHold,
+		LeaseDuration:           o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
+		StatusWindow: o.StatusWindow, StatusHold: o.StatusHold,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	})
 	if err != nil {

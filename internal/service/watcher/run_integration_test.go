@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
@@ -24,20 +27,23 @@ import (
 )
 
 // testRun runs the service entry point (kubeconfig file, NATS URL, leader election, the HTTP
-// endpoints) the way services/watcher's main does.
+// endpoints) the way services/watcher's main does, with the defaults of the watcher's flags:
+// the Lease it holds has the leader election timings of the flags (35s, the Flux controllers').
 func (e *env) testRun(t *testing.T) {
 	ns := e.kube.Namespace(t)
 	metricsAddr, healthAddr := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
+	var o watcher.Options
+	fs := pflag.NewFlagSet("watcher", pflag.ContinueOnError)
+	o.Flags(fs)
+	if err := fs.Parse([]string{"--leader-election-id=lava-run", "--leader-election-namespace=" + leaseNamespace, "--phase-consumer=watcher-run"}); err != nil {
+		t.Fatal(err)
+	}
+	o.Common = svc.Common{NATS: bus.ConnectOptions{URL: e.nats.URL()}, MetricsAddr: metricsAddr, HealthAddr: healthAddr,
+		LogFormat: "text", LogLevel: "error", Stderr: testOutput(t)}
+	o.Kubeconfig, o.Namespaces = writeKubeconfig(t, e.kube.Config), []string{ns}
 	done := make(chan error, 1)
-	go func() {
-		done <- watcher.Run(ctx, watcher.Options{
-			Common: svc.Common{NATS: bus.ConnectOptions{URL: e.nats.URL()}, MetricsAddr: metricsAddr, HealthAddr: healthAddr,
-				LogFormat: "text", LogLevel: "error", Stderr: testOutput(t)},
-			Kubeconfig: writeKubeconfig(t, e.kube.Config), Namespaces: []string{ns},
-			PhaseConsumer: "watcher-run", LeaderElect: true, LeaderElectionID: "lava-run", LeaderElectionNamespace: leaseNamespace,
-		})
-	}()
+	go func() { done <- watcher.Run(ctx, o) }()
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -68,6 +74,19 @@ func (e *env) testRun(t *testing.T) {
 			return nil
 		})
 	}
+	eventually(t, 60*time.Second, func() error {
+		var lease coordinationv1.Lease
+		if err := e.kube.Client.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: "lava-run"}, &lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || lease.Spec.LeaseDurationSeconds == nil {
+			return fmt.Errorf("lease lava-run has no holder yet: %+v", lease.Spec)
+		}
+		if got, want := time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second, watcher.DefaultLeaseDuration; got != want {
+			t.Errorf("lease lava-run: leaseDurationSeconds %v, want the flag's default %v", got, want)
+		}
+		return nil
+	})
 	e.create(t, newArch(ns, "run", nil))
 	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "run", bus.EventObserved), 1)
 	eventually(t, 10*time.Second, func() error {

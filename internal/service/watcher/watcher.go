@@ -42,6 +42,13 @@ const (
 	DefaultControllerName = "lavaarchitecture"
 	// DefaultLeaderElectionID is the name of the coordination.k8s.io Lease of leader election.
 	DefaultLeaderElectionID = "lava-watcher"
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod are the flags'
+	// leader election timings: the Flux controllers' (fluxcd/pkg/runtime/leaderelection), longer
+	// than controller-runtime's 15s/10s/2s so that a leader whose API calls are slow on a loaded
+	// node keeps its Lease instead of exiting.
+	DefaultLeaseDuration = 35 * time.Second
+	DefaultRenewDeadline = 30 * time.Second
+	DefaultRetryPeriod   = 5 * time.Second
 	// EventRecorderName is the reportingController of the Kubernetes Events the watcher
 	// records.
 	EventRecorderName = "lava-watcher"
@@ -122,8 +129,9 @@ type Config struct {
 	// LeaderElectionNamespace is the Lease's namespace; required with LeaderElection when not
 	// running in a pod.
 	LeaderElectionNamespace string
-	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election (controller-runtime
-	// defaults 15s, 10s, 2s when zero).
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election; zero means
+	// controller-runtime's defaults (15s, 10s, 2s). The watcher's flags default to
+	// [DefaultLeaseDuration], [DefaultRenewDeadline] and [DefaultRetryPeriod].
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Clock stamps the events the watcher produces itself. Default time.Now.
 	Clock func() time.Time
