@@ -84,6 +84,30 @@ func TestCheckPolicy_attacks(t *testing.T) {
 	}
 }
 
+// TestCheckPolicy_everyFilesystemFunction: every one of Terraform's filesystem functions (the
+// list of OpenTofu's "Filesystem Functions" and the hash functions that read a file), templatestring
+// and a provider-defined function are refused by the default policy wherever they stand, each
+// named with its file:line:col. The list is written out here, not taken from
+// policy.DefaultDeniedFunctions, so dropping a name from the default fails this test.
+func TestCheckPolicy_everyFilesystemFunction(t *testing.T) {
+	for _, fn := range []string{"abspath", "file", "filebase64", "filebase64sha256", "filebase64sha512",
+		"fileexists", "filemd5", "fileset", "filesha1", "filesha256", "filesha512", "pathexpand",
+		"templatefile", "templatestring", "provider::testkit::read"} {
+		t.Run(fn, func(t *testing.T) {
+			src := "(deflava-architecture x\n  :resources ((terraform-data \"r\" :input \"${" + fn + "(\\\"/etc/hostname\\\")}\")))"
+			in := Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp"}
+			out, ds := Synthesize(in)
+			if out == nil {
+				t.Fatalf("synthesize: %v", errorsOf(ds))
+			}
+			want := "in.tlisp:2:15: policy: resource terraform_data.r attribute input: the function " + fn + " is not allowed"
+			if got := CheckPolicy(in, out, policy.Default()).String(); !strings.Contains(got, want) {
+				t.Errorf("diagnostics lack %q:\n%s", want, got)
+			}
+		})
+	}
+}
+
 // TestCheckPolicy_settings: the allow-list, the resource limit, and a namespace that relaxes
 // (provisioners) or tightens (maxResources) the cluster settings.
 func TestCheckPolicy_settings(t *testing.T) {
