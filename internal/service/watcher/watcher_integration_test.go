@@ -395,12 +395,16 @@ func metaCondition(o *v1alpha1.LavaArchitecture, typ string) metav1.Condition {
 
 // testLockdown is the attack of docs/security.md "Kubernetes RBAC" (lockdown): with
 // NoCrossNamespaceRefs a dependsOn naming another namespace, a spec.sourceRef to a Flux source
-// in another namespace, and a LavaArchitectureDependency linking to one, leave DependenciesReady False with reason CrossNamespaceRefRefused naming the
-// reference, and nothing is published for those objects; a same-namespace dependency still works.
+// in another namespace, a LavaArchitectureDependency linking to one and one that lives in
+// another namespace (from and to in ns), leave DependenciesReady False with reason
+// CrossNamespaceRefRefused naming the reference, and nothing is published for those objects; a
+// same-namespace dependency still works.
 func (e *env) testLockdown(t *testing.T) {
 	ns := e.kube.Namespace(t)
 	other := e.kube.Namespace(t)
-	e.startWatcher(t, ns, "lockdown", func(o *watcher.Config) { o.NoCrossNamespaceRefs = true })
+	// The watcher sees both namespaces, so an edge object in the other one is not merely out of
+	// its sight.
+	e.startWatcher(t, ns, "lockdown", func(o *watcher.Config) { o.NoCrossNamespaceRefs, o.Namespaces = true, []string{ns, other} })
 	e.create(t, newArch(ns, "reach", func(s *v1alpha1.LavaArchitectureSpec) {
 		s.DependsOn = []v1alpha1.Dependency{{Name: "victim", Namespace: other}}
 	}))
@@ -417,6 +421,12 @@ func (e *env) testLockdown(t *testing.T) {
 	e.create(t, &v1alpha1.LavaArchitectureDependency{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge-to-other"},
 		Spec: v1alpha1.LavaArchitectureDependencySpec{From: v1alpha1.ArchitectureReference{Name: "edge"},
 			To: v1alpha1.ArchitectureReference{Name: "victim", Namespace: other}}})
+	// A tenant of the other namespace ties an object of ns to another object of ns with an edge
+	// object of its own: only the edge object crosses.
+	e.create(t, newArch(ns, "held", nil))
+	e.create(t, &v1alpha1.LavaArchitectureDependency{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "from-other"},
+		Spec: v1alpha1.LavaArchitectureDependencySpec{From: v1alpha1.ArchitectureReference{Name: "held", Namespace: ns},
+			To: v1alpha1.ArchitectureReference{Name: "edge", Namespace: ns}}})
 	e.create(t, newArch(ns, "local", func(s *v1alpha1.LavaArchitectureSpec) {
 		s.DependsOn = []v1alpha1.Dependency{{Name: "edge"}}
 	}))
@@ -433,6 +443,7 @@ func (e *env) testLockdown(t *testing.T) {
 	}
 	e.waitStatus(t, ns, "reach", refused("spec.dependsOn names "+other+"/victim in another namespace"))
 	e.waitStatus(t, ns, "edge", refused("LavaArchitectureDependency "+ns+"/edge-to-other links "+ns+"/edge to "+other+"/victim across namespaces"))
+	e.waitStatus(t, ns, "held", refused("LavaArchitectureDependency "+other+"/from-other links "+ns+"/held to "+ns+"/edge across namespaces"))
 	e.waitStatus(t, ns, "local", conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonDependencyNotReady))
 	e.waitStatus(t, ns, "source-reach", refused("spec.sourceRef names GitRepository "+other+"/victim in another namespace"))
 	e.waitStatus(t, ns, "no-flux", func(o *v1alpha1.LavaArchitecture) error {
@@ -444,7 +455,7 @@ func (e *env) testLockdown(t *testing.T) {
 		}
 		return nil
 	})
-	for _, name := range []string{"reach", "edge", "source-reach", "no-flux"} {
+	for _, name := range []string{"reach", "edge", "held", "source-reach", "no-flux"} {
 		if n := e.observedCount(t, ns, name); n != 0 {
 			t.Errorf("%s: %d ResourceObserved published, want 0", name, n)
 		}
