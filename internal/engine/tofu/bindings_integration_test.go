@@ -5,12 +5,15 @@ package tofu_test
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/platform/credentials"
@@ -111,5 +114,59 @@ func TestEngine_providerCredentials(t *testing.T) {
 				t.Errorf("the token file %s outlived the operation's workspace (%v)", f, err)
 			}
 		}
+	}
+}
+
+// TestEngine_backendPasswordPerOperation is the rule of docs/security.md "Engines" on the state
+// backend's password through real OpenTofu: with per-operation passwords (state.Tokens, as the
+// applier runs), the password tofu and what it starts see (a local-exec dumps TF_HTTP_PASSWORD
+// and TF_HTTP_ADDRESS) is one of its own operation: the backend refuses it once the operation
+// has ended, it never opens another resource's state, and the next operation gets another one.
+func TestEngine_backendPasswordPerOperation(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, harnessOpts{tokens: state.NewTokens()})
+	dump := func(n int) string {
+		return `{"resource":{"terraform_data":{"probe":{"triggers_replace":"` + strconv.Itoa(n) + `",
+	  "provisioner":{"local-exec":{"command":"echo \"$TF_HTTP_ADDRESS $TF_HTTP_USERNAME $TF_HTTP_PASSWORD\" > ` + filepath.Join(dir, strconv.Itoa(n)) + `"}}}}}}`
+	}
+	// seen applies the n-th configuration (a replacement, so its local-exec runs while the operation holds its
+	// password, and tofu itself reads and writes the state with it) and returns what tofu saw.
+	seen := func(n int) (addr, user, password string) {
+		t.Helper()
+		h.apply(h.plan(dump(n)))
+		f := strings.Fields(fileContent(t, filepath.Join(dir, strconv.Itoa(n))))
+		if len(f) != 3 || f[2] == "" || f[2] == "backend-pw" {
+			t.Fatalf("tofu saw %q, want an address, a user and an issued password", f)
+		}
+		return f[0], f[1], f[2]
+	}
+	get := func(addr, user, password string) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(user, password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	addr, user, first := seen(1)
+	if code := get(addr, user, first); code != http.StatusUnauthorized {
+		t.Errorf("the first operation's password after it ended: HTTP %d, want 401", code)
+	}
+	other := strings.Replace(addr, "/"+h.key.Name, "/another", 1)
+	if other == addr {
+		t.Fatalf("address %s does not name %s", addr, h.key.Name)
+	}
+	if code := get(other, user, first); code != http.StatusUnauthorized {
+		t.Errorf("the first operation's password on another resource: HTTP %d, want 401", code)
+	}
+	_, _, second := seen(2)
+	if second == first {
+		t.Errorf("two operations got the same password %q", first)
 	}
 }

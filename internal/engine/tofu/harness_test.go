@@ -46,6 +46,9 @@ type harnessOpts struct {
 	applyTimeout time.Duration
 	mirror       string // a mirror directory of its own (the CLI config is generated for it)
 	workDir      string // default: a t.TempDir()
+	// tokens, when set, makes the backend accept only passwords issued per operation
+	// (Config.BackendTokens, as engines.New sets it) instead of the fixed "backend-pw".
+	tokens *state.Tokens
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -72,7 +75,7 @@ func (h *harness) replica() *tofu.Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: state.NewHandler(h.store, state.HandlerOptions{Password: "backend-pw"}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: state.NewHandler(h.store, state.HandlerOptions{Password: "backend-pw", Tokens: o.tokens}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	cfg := tofu.Config{
@@ -91,6 +94,9 @@ func (h *harness) replica() *tofu.Engine {
 	}
 	if o.bin != "" {
 		cfg.Bin = o.bin
+	}
+	if o.tokens != nil {
+		cfg.BackendPassword, cfg.BackendTokens = "", o.tokens
 	}
 	if o.workDir != "" {
 		cfg.WorkDir = o.workDir
