@@ -45,6 +45,7 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 			c.add(c.pos(pr.Pos), "provider %s: the alias %q is not an identifier (letters, digits, _ and -, not starting with a digit)", pr.Name, clip(pr.Alias))
 		}
 	}
+	c.impliedProviders()
 	if n := len(a.Resources) + len(a.DataSources); p.MaxResources > 0 && n > p.MaxResources {
 		c.add(a.Pos, "the architecture has %d resources and data sources; the policy allows at most %d (maxResources)", n, p.MaxResources)
 	}
@@ -188,6 +189,42 @@ func (c *checker) providerSource(pos arch.Pos, name, src string) {
 	}
 	if fq := host + "/" + ns + "/" + typ; !c.p.providerAllowed(fq) {
 		c.add(pos, "provider %s: source %s is not in the allowed providers (%s)", name, fq, strings.Join(c.p.AllowedProviders, ", "))
+	}
+}
+
+// impliedProviders checks, like providerSource, the provider each resource and data source
+// uses without a :providers entry: the one its provider meta-argument names, else the first
+// word of its type ("local" for local_file), which Terraform and both engines take as
+// hashicorp/<name> (Terraform "Provider Requirements": implied local names). The built-in
+// terraform provider (terraform_data) needs none. Each local name is reported once, at the
+// first resource that implies it.
+func (c *checker) impliedProviders() {
+	declared := map[string]bool{"terraform": true}
+	for _, pr := range c.a.Providers {
+		declared[pr.Name] = true
+	}
+	for _, rs := range [][]arch.Resource{c.a.Resources, c.a.DataSources} {
+		for i := range rs {
+			r := &rs[i]
+			name, _, _ := strings.Cut(r.Type, "_")
+			if r.Provider != nil {
+				name = r.Provider.Name
+			}
+			if declared[name] {
+				continue
+			}
+			declared[name] = true
+			pos := c.pos(r.Pos)
+			host, ns, typ, err := ProviderAddress("hashicorp/" + name)
+			if err != nil {
+				c.add(pos, "%s implies provider %s: %v", r.Address(), name, err)
+				continue
+			}
+			if fq := host + "/" + ns + "/" + typ; !c.p.providerAllowed(fq) {
+				c.add(pos, "%s implies provider %s (source %s, not declared in :providers), which is not in the allowed providers (%s)",
+					r.Address(), name, fq, strings.Join(c.p.AllowedProviders, ", "))
+			}
+		}
 	}
 }
 

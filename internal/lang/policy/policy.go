@@ -32,8 +32,8 @@ type Policy struct {
 	// literal absolute clean path strictly under a root (docs/design/0010-tenant-policy.md, "File writes").
 	FileWriteRoots []string
 	// DeniedFunctions are function names refused in any ${} or %{} of any string
-	// ([DefaultDeniedFunctions]); path.Match patterns ("provider::*"). A "core::" prefix is
-	// ignored (OpenTofu's core::file is file).
+	// ([DefaultDeniedFunctions]); path.Match patterns ("provider::*"). "core::" prefixes are
+	// ignored (OpenTofu's core::file is file, and so is core::core::file).
 	DeniedFunctions []string
 	// AllowedProviders are path.Match patterns over a provider's fully qualified source
 	// address "hostname/namespace/type" ("registry.opentofu.org/hashicorp/*"). Empty: every
@@ -271,7 +271,10 @@ func (p Policy) providerAllowed(fq string) bool {
 
 // functionDenied reports whether a function name is denied.
 func (p Policy) functionDenied(name string) bool {
-	name = strings.TrimPrefix(name, "core::")
+	// core:: may be repeated; every one is stripped, so core::core::file is file.
+	for strings.HasPrefix(name, "core::") {
+		name = strings.TrimPrefix(name, "core::")
+	}
 	for _, pat := range p.DeniedFunctions {
 		if ok, _ := path.Match(pat, name); ok {
 			return true

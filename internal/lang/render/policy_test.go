@@ -48,6 +48,9 @@ func TestCheckPolicy_attacks(t *testing.T) {
   :providers ((evil :source "registry.opentofu.org/hashicorp/a\\b"))
   :resources ((terraform-data "r" :input "a")))`,
 			want: []string{`policy: provider evil: provider source "registry.opentofu.org/hashicorp/a\\b" is not a registry address`}},
+		{name: "core:: repeated", src: `(deflava-architecture x
+  :resources ((terraform-data "r" :input "${core::core::file(\"/etc/hostname\")}")))`,
+			want: []string{"in.tlisp:2:15: policy: resource terraform_data.r attribute input: the function core::core::file is not allowed"}},
 		{name: "templatestring re-evaluates an escaped literal", src: `(deflava-architecture x
   :locals (:t "$${file(\"/key\")}")
   :resources ((terraform-data "r" :input "${templatestring(local.t, {})}")))`,
@@ -144,6 +147,53 @@ namespaces:
 	}
 	if got := CheckPolicy(in, out, cfg.For("relaxed")); len(got) > 0 {
 		t.Errorf("relaxed namespace refused:\n%s", got)
+	}
+}
+
+// TestCheckPolicy_impliedProviders: allowedProviders also covers the providers a source uses
+// without declaring them in :providers (the attack trial wrote a local_file with no :providers
+// clause under allowedProviders [hashicorp/aws] and it was applied): the implied
+// hashicorp/<first word of the type>, or the provider a :provider meta-argument names, is
+// refused at the resource's line:col unless allowed; the built-in terraform_data needs no
+// provider; a type whose first word is no provider name is refused by the address grammar.
+func TestCheckPolicy_impliedProviders(t *testing.T) {
+	p := policy.Default()
+	p.AllowedProviders = []string{"registry.opentofu.org/hashicorp/aws"}
+	tests := []struct {
+		name, src string
+		want      []string // substrings of the joined diagnostics; none: passes
+	}{
+		{name: "implied by the type", src: `(deflava-architecture x
+  :resources ((terraform-data "ok" :input "a")
+              (local-file "x" :filename "/tmp/lava-demo/implied.txt" :content "c")))`,
+			want: []string{"in.tlisp:3:15: policy: local_file.x implies provider local (source registry.opentofu.org/hashicorp/local, not declared in :providers), which is not in the allowed providers (registry.opentofu.org/hashicorp/aws)"}},
+		{name: "implied by a data source", src: `(deflava-architecture x
+  :resources ((terraform-data "ok" :input "a"))
+  :data ((http "page" :url "https://example.com")))`,
+			want: []string{"http.page implies provider http (source registry.opentofu.org/hashicorp/http"}},
+		{name: "a type that names no provider", src: `(deflava-architecture x
+  :resources ((..-..-tmp-x "y" :a "b")))`,
+			want: []string{"in.tlisp:2:15: policy: .._.._tmp_x.y implies provider ..: provider source \"hashicorp/..\" is not a registry address"}},
+		{name: "allowed, implied or declared", src: `(deflava-architecture x
+  :resources ((terraform-data "ok" :input "a") (aws-s3-bucket "b" :bucket "n")))`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{SourceKind: SourceInline, SourceText: []byte(tt.src), File: "in.tlisp"}
+			out, ds := Synthesize(in)
+			if out == nil {
+				t.Fatalf("synthesize: %v", errorsOf(ds))
+			}
+			joined := CheckPolicy(in, out, p).String()
+			if len(tt.want) == 0 && joined != "" {
+				t.Fatalf("refused:\n%s", joined)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("diagnostics lack %q:\n%s", w, joined)
+				}
+			}
+		})
 	}
 }
 
