@@ -13,13 +13,20 @@ import (
 var templateEscaper = strings.NewReplacer("${", "$${", "%{", "%%{")
 
 // EscapeTemplate returns s escaped so that an engine evaluating it as a Terraform template
-// yields s itself: every "${" becomes "$${" and every "%{" becomes "%%{". Other text, "$" and
-// "%" alone included, is unchanged.
+// yields s itself, whatever text stands next to it: every "${" becomes "$${" and every "%{"
+// becomes "%%{", and a run of "$" and "%" at the end of s becomes the interpolation of that
+// run as a string literal (`${"$"}`), so that a "{" that follows in the rendered string (the
+// source's text or the next binding: "{a}{b}" with a = "$" and b = "{path.cwd}") cannot open a
+// sequence with it. Other text, "$" and "%" elsewhere included, is unchanged.
 func EscapeTemplate(s string) string {
-	if !strings.Contains(s, "{") {
+	if strings.Contains(s, "{") {
+		s = templateEscaper.Replace(s)
+	}
+	run := len(s) - len(strings.TrimRight(s, "$%"))
+	if run == 0 {
 		return s
 	}
-	return templateEscaper.Replace(s)
+	return s[:len(s)-run] + `${"` + s[len(s)-run:] + `"}`
 }
 
 // EscapeBindings returns a copy of b whose every value (scalars, list elements and record

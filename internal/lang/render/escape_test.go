@@ -43,8 +43,9 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 	const attack = `${file("/etc/hostname")}`
 	const directive = `%{ if true }x%{ endif }`
 	src := `(deflava-architecture data
-  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()))
+  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()) (:a "") (:b ""))
   :resources ((terraform-data "scalar" :input "pre-{v}-post")
+              (terraform-data "joined" :input "{a}{b}")
               (terraform-data "secret" :input "{s}")
               (terraform-data "directive" :input "{d}")
               (terraform-data "list" :input "{l}")
@@ -53,7 +54,9 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
               (terraform-data "author" :input "${terraform_data.scalar.id}")))
 `
 	b := tlisp.Bindings{
-		Scalars: map[string]string{"v": attack, "s": attack, "d": directive},
+		// a and b are harmless alone and form a template sequence side by side (the attack trial
+		// applied "${path.cwd}" this way).
+		Scalars: map[string]string{"v": attack, "s": attack, "d": directive, "a": "$", "b": "{path.cwd}"},
 		Lists:   map[string][]string{"l": {attack, "$${kept}"}},
 		Records: map[string][]map[string]string{"recs": {{"name": "one", "value": attack}}},
 	}
@@ -85,6 +88,7 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 		"secret":    attack,
 		"directive": directive,
 		"rec-one":   attack,
+		"joined":    "${path.cwd}",
 	} {
 		if got := evalTemplate(t, str(name)); got != want {
 			t.Errorf("%s evaluates to %q, want the literal binding %q (rendered %q)", name, got, want, str(name))
@@ -114,13 +118,19 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 
 func TestEscapeTemplate(t *testing.T) {
 	for in, want := range map[string]string{
-		"":              "",
-		"plain $ and %": "plain $ and %",
-		"${x}":          "$${x}",
-		"$${x}":         "$$${x}",
-		"%{ if x }":     "%%{ if x }",
-		"a${b}%{c}${":   "a$${b}%%{c}$${",
-		"{name}":        "{name}",
+		"":                     "",
+		"plain $ and %":        `plain $ and ${"%"}`,
+		"plain $ and % inside": "plain $ and % inside",
+		"${x}":                 "$${x}",
+		"$${x}":                "$$${x}",
+		"%{ if x }":            "%%{ if x }",
+		"a${b}%{c}${":          "a$${b}%%{c}$${",
+		"{name}":               "{name}",
+		"$":                    `${"$"}`,
+		"100%":                 `100${"%"}`,
+		"a$$%":                 `a${"$$%"}`,
+		"x${":                  "x$${",
+		"${$":                  `$${${"$"}`,
 	} {
 		if got := EscapeTemplate(in); got != want {
 			t.Errorf("EscapeTemplate(%q) = %q, want %q", in, got, want)
