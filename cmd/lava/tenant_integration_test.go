@@ -114,7 +114,9 @@ func TestUp_tenantAttacks(t *testing.T) {
 
 // TestUp_secretOutputNeverLeaks is the attack of docs/security.md "Rendering" (sensitive
 // values) on a real API server: outputs that show a Secret binding, directly or through a
-// resource, reach only the outputs Secret. The value, in any of the forms text carries it in
+// resource, reach only the outputs Secret, and a resource address that holds it (Terraform's own
+// for_each over a local that holds the binding: the attack trial found it verbatim in
+// status.plan.resources) is redacted. The value, in any of the forms text carries it in
 // (engine.Forms: as is, JSON-escaped, base64, line by line), is in no status, Event, log line,
 // stream message (phases, commands, anomalies, receipts) of the run.
 func TestUp_secretOutputNeverLeaks(t *testing.T) {
@@ -133,7 +135,9 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 	obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leak"}}
 	obj.Spec.Source.Inline = `(deflava-architecture leak
   :inputs ((:pw ""))
-  :resources ((terraform-data "holder" :input "{pw}"))
+  :locals (:pw "{pw}")
+  :resources ((terraform-data "holder" :input "{pw}")
+              (terraform-data "keyed" :for_each "${toset([local.pw])}" :input "k"))
   :outputs (:direct "{pw}" :derived (ref terraform-data "holder" output) :plain "visible"))
 `
 	obj.Spec.BindingsFrom = []v1alpha1.BindingsSource{{SecretRef: &v1alpha1.ObjectKeyReference{Name: "db"}}}

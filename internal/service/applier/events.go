@@ -146,12 +146,16 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 		TerraformJsonDigest: in.terraformJSONDigest,
 		StateRegressed:      in.regressed,
 	}
+	// An address can hold a value a Terraform for_each took from a Secret binding: the
+	// addresses go out redacted of the resource's Secret values, as failure messages do
+	// (docs/security.md, "Rendering": a value Terraform derives from one is a known gap).
+	red := engine.NewRedactor(w.secrets(ctx)...)
 	for i, r := range plan.Resources {
 		if i == MaxEventChanges {
 			ev.ChangesOmitted = int32(len(plan.Resources) - MaxEventChanges)
 			break
 		}
-		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: r.Address, Action: changeKind(r.Action)})
+		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: red.Redact(r.Address), Action: changeKind(r.Action)})
 	}
 	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
 		return nil, err
