@@ -3,6 +3,7 @@
 package natstest_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -40,7 +41,10 @@ func TestRunBinary_restartKeepsStreams(t *testing.T) {
 // publishes; the killed server comes back caught up.
 func TestRunCluster_survivesTheMetaLeader(t *testing.T) {
 	c := natstest.RunCluster(t, natstest.ClusterConfig{})
-	ctx := t.Context()
+	// A JetStream API request without a deadline times out after nats.go's default 5 s; placing
+	// an R3 stream on a loaded 2-core machine (other test packages running) can take longer.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	nc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +75,10 @@ func TestRunCluster_survivesTheMetaLeader(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err = js.Publish(ctx, "t.y", []byte("y")); err == nil {
+		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = js.Publish(pctx, "t.y", []byte("y"))
+		pcancel()
+		if err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
