@@ -98,13 +98,8 @@ func TestCheckPolicy_everyFilesystemFunction(t *testing.T) {
 		"templatefile", "templatestring", "provider::testkit::read"} {
 		t.Run(fn, func(t *testing.T) {
 			src := "(deflava-architecture x\n  :resources ((terraform-data \"r\" :input \"${" + fn + "(\\\"/etc/hostname\\\")}\")))"
-			in := Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp"}
-			out, ds := Synthesize(in)
-			if out == nil {
-				t.Fatalf("synthesize: %v", errorsOf(ds))
-			}
 			want := "in.tlisp:2:15: policy: resource terraform_data.r attribute input: the function " + fn + " is not allowed"
-			if got := CheckPolicy(in, out, policy.Default()).String(); !strings.Contains(got, want) {
+			if got := policyDiagnostics(t, src, policy.Default()); !strings.Contains(got, want) {
 				t.Errorf("diagnostics lack %q:\n%s", want, got)
 			}
 		})
@@ -179,12 +174,7 @@ func TestCheckPolicy_impliedProviders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := Input{SourceKind: SourceInline, SourceText: []byte(tt.src), File: "in.tlisp"}
-			out, ds := Synthesize(in)
-			if out == nil {
-				t.Fatalf("synthesize: %v", errorsOf(ds))
-			}
-			joined := CheckPolicy(in, out, p).String()
+			joined := policyDiagnostics(t, tt.src, p)
 			if len(tt.want) == 0 && joined != "" {
 				t.Fatalf("refused:\n%s", joined)
 			}
@@ -313,4 +303,16 @@ func TestCheckPolicy_addressInjection(t *testing.T) {
 	if got := CheckPolicy(in, out, policy.Default()); len(got) > 0 {
 		t.Fatalf("static addresses refused: %s", got.String())
 	}
+}
+
+// policyDiagnostics synthesizes the inline source src (file in.tlisp, no bindings) and returns
+// the policy violations of p, joined as CheckPolicy's diagnostics print them.
+func policyDiagnostics(t *testing.T, src string, p policy.Policy) string {
+	t.Helper()
+	in := Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp"}
+	out, ds := Synthesize(in)
+	if out == nil {
+		t.Fatalf("synthesize: %v", errorsOf(ds))
+	}
+	return CheckPolicy(in, out, p).String()
 }
