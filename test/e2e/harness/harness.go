@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/childproc"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
@@ -540,7 +541,8 @@ func (e *Env) spawnCmd(tb testing.TB, name, bin string, args, env []string) *Pro
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own group, so a stop also ends what it started; killed if the test process dies
 	// without running its cleanups (a go test -timeout panic).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	childproc.DieWithParent(cmd)
 	cmd.Env = env
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("harness: start %s: %v", name, err)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lava-operator/lava/internal/platform/childproc"
 )
 
 // Binary is a nats-server process started from the binary named by $LAVA_NATS_SERVER_BIN, from
@@ -112,7 +114,7 @@ func (b *Binary) launch() {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The server dies with the test process, even when that is killed (a timeout, SIGKILL):
 	// nothing a test starts outlives it (TestNoChildOutlivesAKilledTest in testutil/kubetest).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	childproc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		b.tb.Fatalf("natstest: start %s: %v", b.bin, err)
 	}
