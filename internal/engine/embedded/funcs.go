@@ -110,6 +110,9 @@ func Functions() map[string]function.Function {
 		// The embedded engine has no ephemeral values: every value passes through.
 		"ephemeralasnull": identityFunc,
 	}
+	for name, f := range fs {
+		fs[name] = hideSensitiveErrors(f)
+	}
 	for _, name := range FilesystemFunctions {
 		fs[name] = refusedFunc(name, "it reads the filesystem of the process running the engine")
 	}
@@ -119,6 +122,63 @@ func Functions() map[string]function.Function {
 		fs["core::"+name] = f
 	}
 	return fs
+}
+
+// hideSensitiveErrors returns f whose error never shows the value of a sensitive argument
+// (sensitive(), a sensitive variable or attribute, and everything computed from one): when an
+// argument holds a sensitive value and f fails, the error is "the argument is sensitive, so
+// this error does not show it" on the first such argument. go-cty's functions print the
+// values they refuse (tonumber: `cannot convert "VALUE" to number`), which would put a value
+// derived from a Secret binding into a Failed condition; OpenTofu words its conversion errors
+// the same way ("cannot convert this sensitive string to number"). Otherwise f is unchanged:
+// types, unknown results and marks are f's own. A function that takes marked arguments itself
+// (sensitive, nonsensitive, issensitive) is returned as is.
+func hideSensitiveErrors(f function.Function) function.Function {
+	params := f.Params()
+	ps := make([]function.Parameter, len(params))
+	for i, p := range params {
+		if p.AllowMarked {
+			return f
+		}
+		p.AllowMarked, p.AllowUnknown, p.AllowNull, p.AllowDynamicType = true, true, true, true
+		ps[i] = p
+	}
+	var vp *function.Parameter
+	if v := f.VarParam(); v != nil {
+		if v.AllowMarked {
+			return f
+		}
+		c := *v
+		c.AllowMarked, c.AllowUnknown, c.AllowNull, c.AllowDynamicType = true, true, true, true
+		vp = &c
+	}
+	hide := func(args []cty.Value, err error) error {
+		for i, a := range args {
+			if hasMarkDeep(a, sensitiveMark) || hasMarkDeep(a, attributeSensitiveMark) {
+				return function.NewArgErrorf(i, "the argument is sensitive, so this error does not show it")
+			}
+		}
+		return err
+	}
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      ps,
+		VarParam:    vp,
+		Type: func(args []cty.Value) (cty.Type, error) {
+			ty, err := f.ReturnTypeForValues(args)
+			if err != nil {
+				return ty, hide(args, err)
+			}
+			return ty, nil
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			v, err := f.Call(args)
+			if err != nil {
+				return v, hide(args, err)
+			}
+			return v, nil
+		},
+	})
 }
 
 var identityFunc = function.New(&function.Spec{

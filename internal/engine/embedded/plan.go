@@ -406,6 +406,9 @@ func expandIn(rc *ResourceConfig, ev *evalState, where string) (expansion, error
 		if err != nil {
 			return expansion{}, err
 		}
+		if sensitiveValue(v) {
+			return expansion{}, fmt.Errorf("%s: count: sensitive values, or values derived from sensitive values, cannot be used as count arguments", where)
+		}
 		v, _ = v.UnmarkDeep()
 		if !v.IsWhollyKnown() {
 			return expansion{}, fmt.Errorf("%s: count depends on values known only after apply", where)
@@ -428,7 +431,12 @@ func expandIn(rc *ResourceConfig, ev *evalState, where string) (expansion, error
 		if err != nil {
 			return expansion{}, err
 		}
-		v, _ = v.UnmarkDeep()
+		// As OpenTofu: a sensitive for_each would put the value into instance addresses; a
+		// map's sensitive element values stay marked in each.value.
+		if sensitiveValue(v) {
+			return expansion{}, fmt.Errorf("%s: for_each: %s", where, sensitiveForEach)
+		}
+		v, _ = v.Unmark()
 		if !v.IsWhollyKnown() {
 			return expansion{}, fmt.Errorf("%s: for_each depends on values known only after apply", where)
 		}
@@ -450,7 +458,11 @@ func expandIn(rc *ResourceConfig, ev *evalState, where string) (expansion, error
 				if err != nil {
 					return expansion{}, fmt.Errorf("%s: for_each must be a map or a set of strings", where)
 				}
-				v = sv
+				// A set takes its elements' marks: a sensitive element marks the set.
+				if sensitiveValue(sv) {
+					return expansion{}, fmt.Errorf("%s: for_each: %s", where, sensitiveForEach)
+				}
+				v, _ = sv.Unmark()
 			}
 			for it := v.ElementIterator(); it.Next(); {
 				_, ev := it.Element()
@@ -468,6 +480,15 @@ func expandIn(rc *ResourceConfig, ev *evalState, where string) (expansion, error
 		return e, nil
 	}
 	return expansion{scope: rc.scope, keys: []instanceKey{nil}}, nil
+}
+
+// sensitiveForEach is OpenTofu's reason for refusing a sensitive for_each.
+const sensitiveForEach = "sensitive values, or values derived from sensitive values, cannot be used as for_each arguments (the value would become part of the instance addresses)"
+
+// sensitiveValue reports whether v itself (not only something inside it) is sensitive: marked by
+// sensitive(), a sensitive variable or a sensitive attribute.
+func sensitiveValue(v cty.Value) bool {
+	return v.HasMark(sensitiveMark) || v.HasMark(attributeSensitiveMark)
 }
 
 // instance returns what count.index or each.* mean for one instance.

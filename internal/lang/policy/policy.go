@@ -51,11 +51,13 @@ var (
 	DefaultDeniedDataSources = []string{"terraform_remote_state", "external", "local_file", "local_sensitive_file"}
 	// DefaultDeniedFunctions are Terraform's filesystem functions (they read the applier's
 	// files at plan time), templatestring (it evaluates a string known only at plan time as a
-	// template, so an escaped literal or a binding would become an expression again) and
+	// template, so an escaped literal or a binding would become an expression again),
+	// nonsensitive (it removes the sensitive mark a Secret binding's value carries, so a value
+	// derived from it could reach an error message, a plan's addresses or an output) and
 	// provider-defined functions (code of a provider run outside any resource's lifecycle).
 	DefaultDeniedFunctions = []string{"abspath", "file", "filebase64", "filebase64sha256", "filebase64sha512",
 		"fileexists", "filemd5", "fileset", "filesha1", "filesha256", "filesha512", "pathexpand",
-		"templatefile", "templatestring", "provider::*"}
+		"templatefile", "templatestring", "nonsensitive", "provider::*"}
 )
 
 // FilePathAttributes are, per resource type ("local_file") and data source type

@@ -3,6 +3,9 @@ package render
 import (
 	"strings"
 
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
@@ -29,16 +32,35 @@ func EscapeTemplate(s string) string {
 	return s[:len(s)-run] + `${"` + s[len(s)-run:] + `"}`
 }
 
+// SensitiveTemplate returns the template that yields s marked sensitive:
+// `${sensitive("S")}`, S being s as an HCL quoted string literal (hclwrite's escaping: `"`,
+// `\`, control characters, and "${" and "%{" doubled), so an engine evaluating it gets s itself,
+// never an expression, with OpenTofu's sensitive mark. Both engines carry the mark through
+// every function and expression over the value, print it as "(sensitive value)" in plans and
+// diagnostics, and refuse it in count, for_each and object keys, so a value a source derives
+// from a Secret binding is kept out of status, events and logs as the value itself is
+// (docs/security.md, "Rendering").
+func SensitiveTemplate(s string) string {
+	return "${sensitive(" + string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes()) + ")}"
+}
+
 // EscapeBindings returns a copy of b whose every value (scalars, list elements and record
-// fields) went through [EscapeTemplate]. A binding is data: whatever text it holds reaches the
+// fields) went through [EscapeTemplate], or through [SensitiveTemplate] for a binding named in
+// secret (its values come from a Secret). A binding is data: whatever text it holds reaches the
 // engine as that literal text, never as an expression the engine evaluates (docs/security.md,
 // "Rendering"). b is not modified.
-func EscapeBindings(b tlisp.Bindings) tlisp.Bindings {
+func EscapeBindings(b tlisp.Bindings, secret map[string]bool) tlisp.Bindings {
+	esc := func(k string) func(string) string {
+		if secret[k] {
+			return SensitiveTemplate
+		}
+		return EscapeTemplate
+	}
 	out := tlisp.Bindings{}
 	if b.Scalars != nil {
 		out.Scalars = make(map[string]string, len(b.Scalars))
 		for k, v := range b.Scalars {
-			out.Scalars[k] = EscapeTemplate(v)
+			out.Scalars[k] = esc(k)(v)
 		}
 	}
 	if b.Lists != nil {
@@ -46,7 +68,7 @@ func EscapeBindings(b tlisp.Bindings) tlisp.Bindings {
 		for k, l := range b.Lists {
 			el := make([]string, len(l))
 			for i, v := range l {
-				el[i] = EscapeTemplate(v)
+				el[i] = esc(k)(v)
 			}
 			out.Lists[k] = el
 		}
@@ -58,7 +80,7 @@ func EscapeBindings(b tlisp.Bindings) tlisp.Bindings {
 			for i, row := range rows {
 				m := make(map[string]string, len(row))
 				for f, v := range row {
-					m[f] = EscapeTemplate(v)
+					m[f] = esc(k)(v)
 				}
 				er[i] = m
 			}

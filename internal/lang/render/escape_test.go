@@ -17,6 +17,14 @@ import (
 // yields that text, an escaped one its literal characters.
 func evalTemplate(t *testing.T, s string) string {
 	t.Helper()
+	v, _ := evalMarked(t, s)
+	return v
+}
+
+// evalMarked evaluates s as evalTemplate does, with OpenTofu's sensitive() (a function that
+// marks its argument), and reports whether the result carries the mark.
+func evalMarked(t *testing.T, s string) (string, bool) {
+	t.Helper()
 	expr, diags := hclsyntax.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
 	if diags.HasErrors() {
 		t.Fatalf("parse template %q: %s", s, diags)
@@ -28,11 +36,19 @@ func evalTemplate(t *testing.T, s string) string {
 			return cty.StringVal("FILE-CONTENT"), nil
 		},
 	})
-	v, diags := expr.Value(&hcl.EvalContext{Functions: map[string]function.Function{"file": file}})
+	sensitive := function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowMarked: true}},
+		Type:   func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return args[0].Mark("sensitive"), nil
+		},
+	})
+	v, diags := expr.Value(&hcl.EvalContext{Functions: map[string]function.Function{"file": file, "sensitive": sensitive}})
 	if diags.HasErrors() {
 		t.Fatalf("evaluate template %q: %s", s, diags)
 	}
-	return v.AsString()
+	v, marks := v.Unmark()
+	return v.AsString(), len(marks) > 0
 }
 
 // TestSynthesize_bindingsAreData is the attack of docs/security.md "Rendering": a binding (scalar,
@@ -41,13 +57,15 @@ func evalTemplate(t *testing.T, s string) string {
 // function. The author's own template in the source stays an expression.
 func TestSynthesize_bindingsAreData(t *testing.T) {
 	const attack = `${file("/etc/hostname")}`
+	const breakout = "\")}${file(\"/etc/hostname\")}${(\"\\\n%{ if true }x%{ endif }$"
 	const directive = `%{ if true }x%{ endif }`
 	src := `(deflava-architecture data
-  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()) (:a "") (:b ""))
+  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()) (:a "") (:b "") (:q ""))
   :resources ((terraform-data "scalar" :input "pre-{v}-post")
               (terraform-data "joined" :input "{a}{b}")
               (terraform-data "secret" :input "{s}")
               (terraform-data "directive" :input "{d}")
+              (terraform-data "breakout" :input "<{q}>")
               (terraform-data "list" :input "{l}")
               (for-each ((i r) (enumerate recs))
                 (terraform-data "rec-{r_name}" :input "{r_value}"))
@@ -56,12 +74,13 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 	b := tlisp.Bindings{
 		// a and b are harmless alone and form a template sequence side by side (the attack trial
 		// applied "${path.cwd}" this way).
-		Scalars: map[string]string{"v": attack, "s": attack, "d": directive, "a": "$", "b": "{path.cwd}"},
+		// q is a Secret whose value tries to close the quoted literal of sensitive("...").
+		Scalars: map[string]string{"v": attack, "s": attack, "d": directive, "a": "$", "b": "{path.cwd}", "q": breakout},
 		Lists:   map[string][]string{"l": {attack, "$${kept}"}},
 		Records: map[string][]map[string]string{"recs": {{"name": "one", "value": attack}}},
 	}
 	out, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "data.tlisp",
-		Bindings: b, SecretKeys: []string{"s"}, BindingsKey: make([]byte, 32)})
+		Bindings: b, SecretKeys: []string{"s", "q"}, BindingsKey: make([]byte, 32)})
 	if out == nil {
 		t.Fatalf("synthesize: %v", errorsOf(ds))
 	}
@@ -86,12 +105,19 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 	for name, want := range map[string]string{
 		"scalar":    "pre-" + attack + "-post",
 		"secret":    attack,
+		"breakout":  "<" + breakout + ">",
 		"directive": directive,
 		"rec-one":   attack,
 		"joined":    "${path.cwd}",
 	} {
-		if got := evalTemplate(t, str(name)); got != want {
+		got, marked := evalMarked(t, str(name))
+		if got != want {
 			t.Errorf("%s evaluates to %q, want the literal binding %q (rendered %q)", name, got, want, str(name))
+		}
+		// A Secret's value reaches the engine marked sensitive, so what a source derives from
+		// it is too; nothing else is marked.
+		if isSecret := name == "secret" || name == "breakout"; marked != isSecret {
+			t.Errorf("%s: sensitive mark %v, want %v (rendered %q)", name, marked, isSecret, str(name))
 		}
 	}
 	var list []string

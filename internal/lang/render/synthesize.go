@@ -193,9 +193,9 @@ func synthesize(in Input) (*Output, tlisp.Diagnostics) {
 	}
 
 	// Bindings are data: every value is escaped before it is interpolated, so the engine
-	// applies its literal text (see [EscapeBindings]). The gate above and the bindingsDigest
-	// below see the values as given.
-	a, ds := tlisp.EvalArchitecture(src, EscapeBindings(in.Bindings), opts)
+	// applies its literal text, a Secret's value marked sensitive (see [EscapeBindings]). The
+	// gate above and the bindingsDigest below see the values as given.
+	a, ds := tlisp.EvalArchitecture(src, EscapeBindings(in.Bindings, secret), opts)
 	if in.SourceKind == SourceName {
 		ds = dropBundledResultWarnings(ds)
 	}
@@ -303,6 +303,7 @@ func redactSecrets(ds tlisp.Diagnostics, in Input) tlisp.Diagnostics {
 		if e := EscapeTemplate(v); e != v {
 			values = append(values, e)
 		}
+		values = append(values, SensitiveTemplate(v))
 	}
 	// Longest first, so a value that contains another is replaced whole.
 	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })

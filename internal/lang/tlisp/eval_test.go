@@ -536,16 +536,27 @@ func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
               (r "b-{token+1}")
               (for-each ((i tk) (enumerate tokens)) (r "c-{i}" :when "{tk}"))
               (r "{token}.x")
-              (import "{token}" "id")))`
+              (import "{token}" "id")
+              (r "d" :n "{token+1}")
+              (r "e" :n "{token-1}")))`
 	b := Bindings{
-		Scalars: map[string]string{"token": "hunter2"},
+		Scalars: map[string]string{"token": "12"},
 		Lists:   map[string][]string{"tokens": {"hunter3"}},
 	}
 	opts := Options{File: "s", SecretInputs: map[string]bool{"token": true, "tokens": true}}
 	_, diags := EvalArchitecture([]byte(src), b, opts)
-	if n := len(diags.Errors()); n != 5 {
-		t.Errorf("%d errors, want 5: %v", n, diags)
+	if n := len(diags.Errors()); n != 7 {
+		t.Errorf("%d errors, want 7: %v", n, diags)
 	}
+	// Arithmetic over a secret is refused, integer or not: the engine gets the value marked
+	// sensitive (render.SensitiveTemplate), never a number to add to.
+	for _, d := range diags.Errors()[5:] {
+		if !strings.Contains(d.Message, "is a secret binding: no arithmetic over it") {
+			t.Errorf("arithmetic over a secret: %s", d)
+		}
+	}
+	b.Scalars["token"] = "hunter2"
+	_, diags = EvalArchitecture([]byte(src), b, opts)
 	if len(diags.Warnings()) != 0 {
 		t.Errorf("want no warning (a secret in a name is an error, not sanitized): %v", diags)
 	}
@@ -553,7 +564,8 @@ func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
 		if strings.Contains(d.Message, "hunter") {
 			t.Errorf("secret value in diagnostic: %s", d)
 		}
-		if !strings.Contains(d.Message, "<redacted>") && !strings.Contains(d.Message, "must not contain a secret binding") {
+		if !strings.Contains(d.Message, "<redacted>") && !strings.Contains(d.Message, "must not contain a secret binding") &&
+			!strings.Contains(d.Message, "is a secret binding") {
 			t.Errorf("diagnostic does not say it redacted: %s", d)
 		}
 	}

@@ -364,6 +364,9 @@ func (e *evaluator) templateExpr(t string, n *Node, off int) (string, bool) {
 		if delta, err := strconv.ParseInt(t[idx+1:], 10, 64); err == nil {
 			name := t[:idx]
 			if v, ok := e.scalar(name); ok {
+				if e.secretVar(name) {
+					return e.arith(name, -delta, n, off, t)
+				}
 				if iv, err := strconv.ParseInt(v, 10, 64); err == nil {
 					return e.sum(iv, -delta, n, off, t)
 				}
@@ -380,13 +383,15 @@ func (e *evaluator) arith(name string, delta int64, n *Node, off int, t string) 
 		e.unknownVar(e.exprPos(n, off), name)
 		return "", false
 	}
+	if e.secretVar(name) {
+		// A Secret's value reaches the engine marked sensitive (render.SensitiveTemplate), not
+		// as a number the evaluator could add to.
+		e.errorf(e.exprPos(n, off), "type mismatch: expected int var (`%s` is a secret binding: no arithmetic over it in {%s})", name, t)
+		return "", false
+	}
 	iv, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		shown := strconv.Quote(v)
-		if e.secretVar(name) {
-			shown = "<redacted>"
-		}
-		e.errorf(e.exprPos(n, off), "type mismatch: expected int var (`%s` is %s in {%s})", name, shown, t)
+		e.errorf(e.exprPos(n, off), "type mismatch: expected int var (`%s` is %s in {%s})", name, strconv.Quote(v), t)
 		return "", false
 	}
 	return e.sum(iv, delta, n, off, t)

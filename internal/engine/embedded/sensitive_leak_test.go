@@ -1,0 +1,75 @@
+package embedded
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunner_sensitiveDerivedValuesStayHidden: a value computed from a sensitive one (how
+// synth hands the engines a Secret binding: render.SensitiveTemplate) never reaches an error
+// message or an instance address, as in OpenTofu: a function that fails over it does not print
+// it, count and for_each refuse it, and a map's sensitive element values stay sensitive in
+// each.value. The control cases run the same expressions over a plain value and find it in the
+// message, so the checks can fail.
+func TestRunner_sensitiveDerivedValuesStayHidden(t *testing.T) {
+	t.Parallel()
+	const secret = "s3cr3t-x"
+	derived := []string{secret, "x-t3rc3s", "S3CR3T-X"}
+	doc := func(locals, resource string) string {
+		return `{"locals":` + locals + `,"resource":{"terraform_data":{"r":` + resource + `}}}`
+	}
+	for _, tc := range []struct {
+		name, locals, resource, want string
+	}{
+		{"conversion error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${tonumber(strrev(local.pw))}"}`, "the argument is sensitive"},
+		{"parse error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${cidrsubnet(upper(local.pw), 8, 1)}"}`, "the argument is sensitive"},
+		{"for_each over a set", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${toset([upper(local.pw)])}","input":"${each.key}"}`, "cannot be used as for_each arguments"},
+		{"for_each over a list", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":["${upper(local.pw)}"],"input":"${each.key}"}`, "cannot be used as for_each arguments"},
+		{"for_each over a map with sensitive keys", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${zipmap([upper(local.pw)], [1])}","input":"${each.key}"}`, "cannot be used as for_each arguments"},
+		{"count", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"count":"${length(local.pw)}","input":"x"}`, "cannot be used as count arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newMemHarness(t, t.TempDir())
+			_, err := h.apply(t, doc(tc.locals, tc.resource), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+			for _, d := range derived {
+				if strings.Contains(err.Error(), d) {
+					t.Errorf("the error shows %q: %v", d, err)
+				}
+			}
+			if h.state == nil {
+				return
+			}
+			for _, a := range h.state.Resources {
+				for _, in := range a.Instances {
+					if in.IndexKey != nil {
+						t.Errorf("an instance %s[%v] was applied", a.Name, in.IndexKey)
+					}
+				}
+			}
+		})
+	}
+	// Controls: the same expressions over the plain value show it, or apply with it as a key.
+	h := newMemHarness(t, t.TempDir())
+	if _, err := h.apply(t, doc(`{"pw":"`+secret+`"}`, `{"input":"${tonumber(strrev(local.pw))}"}`), nil); err == nil || !strings.Contains(err.Error(), "x-t3rc3s") {
+		t.Errorf("control: err = %v, want go-cty's message with the reversed value", err)
+	}
+	if _, err := h.apply(t, doc(`{"pw":"`+secret+`"}`, `{"for_each":"${toset([upper(local.pw)])}","input":"${each.key}"}`), nil); err != nil {
+		t.Errorf("control: for_each over a plain value: %v", err)
+	}
+	// A map whose values (not keys) are sensitive is allowed; each.value stays sensitive.
+	h = newMemHarness(t, t.TempDir())
+	if _, err := h.apply(t, doc(`{"pw":"${sensitive(\"`+secret+`\")}"}`, `{"for_each":{"k":"${local.pw}"},"input":"${each.value}"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.state.Resources {
+		for _, in := range r.Instances {
+			if got := string(in.SensitiveAttributes); !strings.Contains(got, `"input"`) {
+				t.Errorf("%s sensitive_attributes = %s, want input (each.value of a sensitive element)", r.Name, got)
+			}
+		}
+	}
+}
