@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,11 +115,14 @@ func TestUp_tenantAttacks(t *testing.T) {
 
 // TestUp_secretOutputNeverLeaks is the attack of docs/security.md "Rendering" (sensitive
 // values) on a real API server: outputs that show a Secret binding, directly or through a
-// resource, reach only the outputs Secret, and a resource address that holds it (Terraform's own
-// for_each over a local that holds the binding: the attack trial found it verbatim in
-// status.plan.resources) is redacted. The value, in any of the forms text carries it in
-// (engine.Forms: as is, JSON-escaped, base64, line by line), is in no status, Event, log line,
-// stream message (phases, commands, anomalies, receipts) of the run.
+// resource, reach only the outputs Secret. Values a source derives from the binding with
+// Terraform's own functions (the attack trial's `tonumber(strrev(...))`, whose error printed
+// the reversed value into the Failed condition, and a for_each over `upper(...)`, which put it
+// into status.plan.resources), on the embedded and the tofu engine, fail without showing it:
+// synth hands the engines the value marked sensitive. The value and both derived values, in
+// any of the forms text carries them in (engine.Forms: as is, JSON-escaped, base64, line by
+// line), are in no status, Event, log line, stream message (phases, commands, anomalies,
+// receipts) of the run.
 func TestUp_secretOutputNeverLeaks(t *testing.T) {
 	tofuDir := os.Getenv("LAVA_TOFU_DIR")
 	if tofuDir == "" {
@@ -135,14 +139,28 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 	obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leak"}}
 	obj.Spec.Source.Inline = `(deflava-architecture leak
   :inputs ((:pw ""))
-  :locals (:pw "{pw}")
-  :resources ((terraform-data "holder" :input "{pw}")
-              (terraform-data "keyed" :for_each "${toset([local.pw])}" :input "k"))
+  :resources ((terraform-data "holder" :input "{pw}"))
   :outputs (:direct "{pw}" :derived (ref terraform-data "holder" output) :plain "visible"))
 `
 	obj.Spec.BindingsFrom = []v1alpha1.BindingsSource{{SecretRef: &v1alpha1.ObjectKeyReference{Name: "db"}}}
 	if err := env.Client.Create(ctx, obj); err != nil {
 		t.Fatal(err)
+	}
+	// The derived-value attacks, each on both engines: name -> what the Failed message says.
+	attacks := map[string]struct{ source, want string }{
+		"strrev": {`(terraform-data "n" :input "${tonumber(strrev(local.pw))}")`, "sensitive"},
+		"keyed":  {`(terraform-data "k" :for_each "${toset([upper(local.pw)])}" :input "k")`, "for_each"},
+	}
+	for name, a := range attacks {
+		for _, eng := range []v1alpha1.Engine{v1alpha1.EngineEmbedded, v1alpha1.EngineTofu} {
+			o := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + string(eng)}}
+			o.Spec.Engine = eng
+			o.Spec.Source.Inline = "(deflava-architecture " + name + "\n  :inputs ((:pw \"\"))\n  :locals (:pw \"{pw}\")\n  :resources (" + a.source + "))\n"
+			o.Spec.BindingsFrom = obj.Spec.BindingsFrom
+			if err := env.Client.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
 	code, stdout, stderr := runLava(t, "", "up", "--once", "--kubeconfig", writeUpKubeconfig(t, env.Config), "--namespaces", ns,
@@ -167,11 +185,31 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 	if string(sec.Data["direct"]) != value || string(sec.Data["derived"]) != value {
 		t.Errorf("outputs Secret %v, want direct and derived holding the value", sec.Data)
 	}
+	attacked := map[string][]byte{}
+	for name, a := range attacks {
+		for _, eng := range []v1alpha1.Engine{v1alpha1.EngineEmbedded, v1alpha1.EngineTofu} {
+			o := &v1alpha1.LavaArchitecture{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-" + string(eng)}, o); err != nil {
+				t.Fatal(err)
+			}
+			var msgs []string
+			for _, c := range o.Status.Conditions {
+				msgs = append(msgs, c.Type+": "+c.Message)
+			}
+			if msg := strings.Join(msgs, "; "); o.Status.Phase != v1alpha1.PhaseFailed || !strings.Contains(msg, a.want) {
+				t.Errorf("%s on %s: phase %s, conditions %q; want Failed with a message naming %q", name, eng, o.Status.Phase, msg, a.want)
+			}
+			attacked[o.Name], _ = json.Marshal(o.Status)
+		}
+	}
 
 	// Everything a reader of status, Events, logs and streams sees.
 	places := map[string][]byte{"log": []byte(readFile(t, filepath.Join(stateDir, up.FileLog))), "stdout": []byte(stdout)}
 	st, _ := json.Marshal(got.Status)
 	places["status"] = st
+	for name, b := range attacked {
+		places["status of "+name] = b
+	}
 	evs := &corev1.EventList{}
 	if err := env.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -209,11 +247,22 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 	if !control {
 		t.Error("the plain output \"visible\" is in no LAVA_PHASES file: the check below would pass vacuously")
 	}
+	var forms []string
+	for _, v := range []string{value, reverse(value), strings.ToUpper(value)} {
+		forms = append(forms, engine.Forms(v)...)
+	}
 	for where, b := range places {
-		for _, f := range engine.Forms(value) {
+		for _, f := range forms {
 			if bytes.Contains(b, []byte(f)) {
-				t.Errorf("the secret (as %q) is in %s", f, where)
+				t.Errorf("the secret or a value derived from it (as %q) is in %s", f, where)
 			}
 		}
 	}
+}
+
+// reverse is Terraform's strrev for the ASCII test value.
+func reverse(s string) string {
+	b := []byte(s)
+	slices.Reverse(b)
+	return string(b)
 }
