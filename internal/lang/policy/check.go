@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -163,7 +164,27 @@ type checker struct {
 }
 
 func (c *checker) add(pos arch.Pos, format string, args ...any) {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = HideSensitive(s)
+		}
+	}
 	c.out = append(c.out, Violation{Pos: pos, Message: "policy: " + fmt.Sprintf(format, args...)})
+}
+
+// sensitiveLiteral matches the form in which synth renders a Secret binding's value,
+// `${sensitive("VALUE")}` with VALUE an HCL quoted literal (render.SensitiveTemplate).
+var sensitiveLiteral = regexp.MustCompile(`\$\{sensitive\("(?:[^"\\]|\\.)*"\)\}`)
+
+// HideSensitive returns s with every Secret binding's value rendered in it (the
+// `${sensitive("VALUE")}` form of render.SensitiveTemplate) replaced by "(sensitive value)",
+// OpenTofu's wording, so a violation that quotes an attribute never shows a Secret, whole or
+// clipped.
+func HideSensitive(s string) string {
+	if !strings.Contains(s, "${sensitive(") {
+		return s
+	}
+	return sensitiveLiteral.ReplaceAllLiteralString(s, "(sensitive value)")
 }
 
 // pos is p, or the architecture's position when p is unknown.
@@ -355,6 +376,7 @@ func (c *checker) topLevel(rendered []byte) {
 
 // clip shortens s for a message.
 func clip(s string) string {
+	s = HideSensitive(s)
 	if r := []rune(s); len(r) > 80 {
 		return string(r[:80]) + "…"
 	}

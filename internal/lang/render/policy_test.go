@@ -320,3 +320,34 @@ func policyDiagnostics(t *testing.T, src string, p policy.Policy) string {
 	}
 	return CheckPolicy(in, out, p).String()
 }
+
+// TestCheckPolicy_secretInAPath: a Secret binding in a file path makes the path a template
+// (its value is rendered marked sensitive), which the policy refuses; the violation shows
+// "(sensitive value)" where the value stands, never the value or the part of it that fits
+// before the message clips a long path (the first run of this test found
+// "tok-1c2d3e4f-never-…" in the message). Every form SensitiveTemplate writes is recognised.
+func TestCheckPolicy_secretInAPath(t *testing.T) {
+	const token = "tok-1c2d3e4f-never-in-events-0123456789"
+	src := `(deflava-architecture p
+  :inputs ((:token ""))
+  :providers ((testkit :source "example/testkit"))
+  :resources ((testkit-file "f" :filename "/tmp/lava-demo/a-rather-long-directory-name-to-clip/{token}.txt" :content "x")))`
+	in := Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp",
+		Bindings: tlisp.Bindings{Scalars: map[string]string{"token": token}}, SecretKeys: []string{"token"}, BindingsKey: make([]byte, 32)}
+	out, ds := Synthesize(in)
+	if out == nil {
+		t.Fatalf("synthesize: %v", errorsOf(ds))
+	}
+	got := CheckPolicy(in, out, policy.Policy{FileWriteRoots: []string{"/tmp/lava-demo"}}).String()
+	if !strings.Contains(got, "is a template") || !strings.Contains(got, "(sensitive value)") {
+		t.Errorf("diagnostics %q, want the path refused as a template with (sensitive value) in it", got)
+	}
+	if strings.Contains(got, token[:8]) {
+		t.Errorf("diagnostics show part of the secret: %s", got)
+	}
+	for _, v := range []string{"", "plain", `q"uo\te`, "new\nline\ttab", "${file(\"/x\")} %{ if true }", "ünï\u00adcode\u2028", `\"`, `$`, `"}`} {
+		if got := policy.HideSensitive("<" + SensitiveTemplate(v) + ">"); got != "<(sensitive value)>" {
+			t.Errorf("HideSensitive(SensitiveTemplate(%q)) = %q", v, got)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package applier_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
@@ -105,9 +107,13 @@ func TestApplier_contendedLease(t *testing.T) {
 	await(h, "demo", "busy", time.Minute, gen[*lavav1.Applied](1))
 }
 
-// TestApplier_secretNeverLeaks: a Secret-backed binding that ends up in a provider's error text
-// (the file name of a failing create) is redacted from the Failed message; no published event
-// and no log line carries it.
+// TestApplier_secretNeverLeaks: a provider gets a Secret binding's value without its
+// sensitive mark, so its own error text can carry it (testkit_file's failing create names its
+// file); the applier redacts it from the Failed message, and no published event and no log
+// line carries it. synth refuses a Secret in a file path (the path is a template), so the
+// test publishes the rendered JSON itself, as synth renders it (render.SensitiveTemplate); the
+// observed object binds the Secret, from which the applier reads what to redact, and synth's
+// own refusal of that source leaks nothing either.
 func TestApplier_secretNeverLeaks(t *testing.T) {
 	env := kubetest.Start(t)
 	ns := env.Namespace(t)
@@ -118,6 +124,7 @@ func TestApplier_secretNeverLeaks(t *testing.T) {
 	}
 	h := newHarness(t, env.Client)
 	h.startApplier(applierOpts{kube: env.Client})
+	dir := t.TempDir()
 	const src = `(deflava-architecture leaky
   :inputs ((:dir "/tmp") (:token "x"))
   :providers ((testkit :source "example/testkit"))
@@ -131,12 +138,25 @@ func TestApplier_secretNeverLeaks(t *testing.T) {
 	}
 	h.observeUID(ns, "leaky", string(obj.UID), 1, &lavav1.ArchitectureSpec{
 		Source:       &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}},
-		Bindings:     map[string]string{"dir": t.TempDir()},
+		Bindings:     map[string]string{"dir": dir},
 		BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "creds"}}}},
 		Engine:       lavav1.Engine_ENGINE_TOFU,
 	})
-	f := await(h, ns, "leaky", 2*time.Minute, gen[*lavav1.Failed](1))
-	if f.GetStage() != lavav1.Stage_STAGE_APPLY || f.GetReason() != "ApplyFailed" || !f.GetRetryable() ||
+	refused := await(h, ns, "leaky", 2*time.Minute, func(f *lavav1.Failed) bool { return f.GetStage() == lavav1.Stage_STAGE_SYNTH })
+	if refused.GetReason() != "PolicyRejected" || !strings.Contains(refused.GetMessage(), "(sensitive value)") {
+		t.Errorf("synth: %s %q, want PolicyRejected showing (sensitive value) for the path", refused.GetReason(), refused.GetMessage())
+	}
+	rendered, err := json.Marshal(map[string]any{"resource": map[string]any{
+		"terraform_data": map[string]any{"ok": map[string]any{"input": render.SensitiveTemplate(token)}},
+		"testkit_file": map[string]any{"bad": map[string]any{"filename": dir + "/" + render.SensitiveTemplate(token) + ".txt",
+			"content": "x", "fail_on_create": true}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.publishSynthesized(ns, "leaky", 1, string(rendered), lavav1.Engine_ENGINE_TOFU, &lavav1.ProviderRequirement{Name: "testkit", Source: "example/testkit"})
+	f := await(h, ns, "leaky", 2*time.Minute, func(f *lavav1.Failed) bool { return f.GetStage() == lavav1.Stage_STAGE_APPLY })
+	if f.GetReason() != "ApplyFailed" || !f.GetRetryable() ||
 		!strings.Contains(f.GetMessage(), "fail_on_create") || !strings.Contains(f.GetMessage(), "(redacted)") {
 		t.Errorf("Failed %v %s retryable %v: %q, want a retryable ApplyFailed with the provider's error, the file name redacted",
 			f.GetStage(), f.GetReason(), f.GetRetryable(), f.GetMessage())
