@@ -247,8 +247,9 @@ func TestSynth_bindingsFrom(t *testing.T) {
 	if got := doc.Resource.TerraformData["cfg"].Input; got != "/from-spec|from-second-configmap|from-spec" {
 		t.Errorf("cfg input = %q: want spec.bindings over every bindingsFrom entry and the later ConfigMap over the earlier", got)
 	}
-	if got := doc.Resource.TerraformData["secret"].Input; got != secretToken {
-		t.Errorf("secret input = %q", got)
+	// A Secret's value reaches the engine marked sensitive (docs/security.md, "Rendering").
+	if got := doc.Resource.TerraformData["secret"].Input; got != render.SensitiveTemplate(secretToken) {
+		t.Errorf("secret input = %q, want %q", got, render.SensitiveTemplate(secretToken))
 	}
 	// The digest is keyed: the same bindings with another installation key differ, and the
 	// plain (unkeyed) digest of the bindings is not what was published.
