@@ -25,9 +25,11 @@
 // engine writes and the other way round; it is saved after every resource, so a failure
 // mid-apply loses nothing already created.
 //
-// Sensitive values (attributes the schema marks sensitive) are never logged, are redacted
-// from errors and drift findings, and make an output that shows them sensitive. Provider
-// processes' own log output is discarded for the same reason.
+// Sensitive values (attributes the schema marks sensitive, sensitive variables and
+// sensitive()) are never logged, are redacted from errors and drift findings, and make an
+// output that shows them sensitive. As in OpenTofu, count and for_each refuse a sensitive value,
+// and a function that fails over one does not show it (hideSensitiveErrors, every function).
+// Provider processes' own log output is discarded for the same reason.
 //
 // # Use
 //
