@@ -270,6 +270,10 @@ func TestRedactor_forms(t *testing.T) {
 		"raw url: " + base64.RawURLEncoding.EncodeToString([]byte(secret)),
 		"lines: second-line-of-key, and line-one-\"quoted\"",
 		"go: " + strconv.Quote(secret),
+		// tofu init quotes the configuration line of main.tf.json, where synth rendered the
+		// value as an HCL literal inside a JSON string (render.SensitiveTemplate); the attack
+		// trial found the part before the quote in a Failed message.
+		"tofu: " + string(js) + ` 14: "${sensitive(\"line-one-\\\"quoted\\\"\\n  second-line-of-key\\nab\")}"`,
 	} {
 		got := r.Redact(text)
 		for _, leak := range []string{"second-line-of-key", "line-one-", base64.StdEncoding.EncodeToString([]byte(secret))[:12]} {

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // RedactedText replaces a secret in error text.
@@ -44,9 +47,9 @@ func (r *Redactor) Add(secrets ...string) {
 // shorter line ("-----", "}") would mangle unrelated text.
 const MinLineBytes = 8
 
-// Forms returns s and the other texts that carry it: the body of its JSON string encoding
-// (as in a JSON document or a protojson message), the body of its Go quoting (as %q prints
-// it), its base64 encodings (standard and URL alphabets, padded and raw: a Kubernetes Secret's
+// Forms returns s and the other texts that carry it: the body of its HCL quoted literal
+// (as synth renders a Secret binding), the bodies of the JSON string encoding (as in a JSON
+// document or a protojson message) and of the Go quoting (as %q prints it) of both, its base64 encodings (standard and URL alphabets, padded and raw: a Kubernetes Secret's
 // data, a basic-auth header) and, when s has several lines, each line of at least
 // [MinLineBytes] bytes (a PEM key printed one line at a time). Empty s has no forms.
 func Forms(s string) []string {
@@ -59,11 +62,18 @@ func Forms(s string) []string {
 			out = append(out, f)
 		}
 	}
-	if b, err := json.Marshal(s); err == nil {
-		add(string(b[1 : len(b)-1]))
+	// s, and s as the body of an HCL quoted literal (how synth renders a Secret binding:
+	// render.SensitiveTemplate; tofu quotes the configuration line in some errors), each also
+	// as the body of its JSON string and of its Go quoting.
+	hcl := string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
+	for _, f := range []string{s, hcl[1 : len(hcl)-1]} {
+		add(f)
+		if b, err := json.Marshal(f); err == nil {
+			add(string(b[1 : len(b)-1]))
+		}
+		q := strconv.Quote(f)
+		add(q[1 : len(q)-1])
 	}
-	q := strconv.Quote(s)
-	add(q[1 : len(q)-1])
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		add(enc.EncodeToString([]byte(s)))
 	}

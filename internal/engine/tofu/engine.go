@@ -193,7 +193,7 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspa
 	if err != nil {
 		return nil, fmt.Errorf("%s: workspace: module calls: %w", e.cfg.Name, err)
 	}
-	return &workspace{reqs: reqs, override: ov, pin: pin, modules: mods}, nil
+	return &workspace{reqs: reqs, override: ov, pin: pin, modules: mods, sensitive: bytes.Contains(rendered, []byte("sensitive("))}, nil
 }
 
 // lockAddr is the dependency lock's address of a requirement's source ("example/testkit" is
@@ -272,6 +272,9 @@ type workspace struct {
 	// modules are the document's module calls (engine.ModuleCalls): init installs them
 	// into .terraform/modules, so they are part of the init template's key.
 	modules []byte
+	// sensitive: the document renders a value marked sensitive (a Secret binding:
+	// render.SensitiveTemplate), so the plan hides what functions say of their arguments.
+	sensitive bool
 }
 
 // init prepares the workspace's .terraform directory: from an init template when one matches
@@ -393,6 +396,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	planPath := filepath.Join(r.dir, PlanFile)
 	var changes bool
 	stream := newPlanStream(r.out)
+	stream.hideFunctionDetail = ws.sensitive
 	err = r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
 		var err error
 		changes, err = r.tf.PlanJSON(ctx, stream, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),

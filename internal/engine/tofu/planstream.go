@@ -15,8 +15,8 @@ import (
 // a line, each with a "type"): "planned_change" gives each changing resource instance's
 // action, "refresh_complete" names every instance refreshed from state (a no-op unless it also
 // has a planned change), "diagnostic" carries warnings and errors. Diagnostics are written to
-// out as text ("Error: summary", then the detail), so the run's output tail reads as the
-// human output would. It replaces `show -json` of the plan file, which would start every
+// out as text ("Error: summary", then the detail, or [hiddenDetail] when the expression uses a
+// sensitive value), so the run's output tail reads as the human output would. It replaces `show -json` of the plan file, which would start every
 // provider again to read their schemas.
 type planStream struct {
 	out io.Writer
@@ -27,6 +27,9 @@ type planStream struct {
 	seen    map[string]engine.ResourceAction
 	// warnings are the warning diagnostics ("SUMMARY: DETAIL"), unredacted.
 	warnings []string
+	// hideFunctionDetail: the configuration has sensitive values, so the detail of a failed
+	// function call (which quotes the argument it refuses) is [hiddenDetail].
+	hideFunctionDetail bool
 }
 
 func newPlanStream(out io.Writer) *planStream {
@@ -53,8 +56,23 @@ type uiMessage struct {
 		Severity string `json:"severity"`
 		Summary  string `json:"summary"`
 		Detail   string `json:"detail"`
+		Snippet  *struct {
+			// Values are what OpenTofu says of each value the expression refers to; a
+			// sensitive one is "has a sensitive value".
+			Values []struct {
+				Statement string `json:"statement"`
+			} `json:"values"`
+			// FunctionCall is present when the diagnostic is about a function call.
+			FunctionCall json.RawMessage `json:"function_call"`
+		} `json:"snippet"`
 	} `json:"diagnostic"`
 }
+
+// hiddenDetail replaces the detail of a diagnostic about an expression that uses a sensitive
+// value, or of a failed function call in a configuration that has one: OpenTofu's functions quote the argument they refuse (cidrsubnet's "invalid CIDR
+// address: VALUE", timeadd, regex), which for a value derived from a Secret binding would
+// reach the Failed condition (docs/security.md, "Rendering").
+const hiddenDetail = "(the detail is not shown: the expression uses a sensitive value)"
 
 func (s *planStream) Write(p []byte) (int, error) {
 	s.mu.Lock()
@@ -84,6 +102,19 @@ func (s *planStream) line(b []byte) {
 	case m.Type == "refresh_complete" && m.Hook != nil:
 		s.seen[m.Hook.Resource.Addr] = resourceAction(m.Hook.Resource, engine.ActionNoOp)
 	case m.Type == "diagnostic" && m.Diagnostic != nil:
+		if sn := m.Diagnostic.Snippet; sn != nil {
+			// OpenTofu lists no values for a function call's arguments, and its functions quote
+			// the argument they refuse: with sensitive values in the configuration, a failed
+			// call's detail is hidden.
+			if s.hideFunctionDetail && len(sn.FunctionCall) > 0 {
+				m.Diagnostic.Detail = hiddenDetail
+			}
+			for _, v := range sn.Values {
+				if strings.Contains(v.Statement, "sensitive") {
+					m.Diagnostic.Detail = hiddenDetail
+				}
+			}
+		}
 		level := "Warning"
 		if m.Diagnostic.Severity == "error" {
 			level = "Error"

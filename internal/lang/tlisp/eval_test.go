@@ -576,6 +576,35 @@ func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
 	}
 }
 
+// TestEval_secretInputInMetaArgumentIsError: depends_on, a resource's provider and lifecycle
+// are addresses and expressions to Terraform; a secret binding in one is an error at its
+// position, never quoted (the attack trial got tofu init to quote the rendered line).
+func TestEval_secretInputInMetaArgumentIsError(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture s
+  :inputs ((:pw "") (:ok "terraform_data.a"))
+  :resources ((terraform-data "a" :input "x")
+              (terraform-data "b" :input "x" :depends-on ("{pw}"))
+              (terraform-data "c" :input "x" :provider "{pw}")
+              (terraform-data "d" :input "x" :lifecycle (:ignore_changes ("{pw}")))
+              (terraform-data "e" :input "x" :lifecycle (:replace_triggered_by (pw)))
+              (terraform-data "f" :input "{pw}" :depends-on ("{ok}"))))`
+	b := Bindings{Scalars: map[string]string{"pw": "hunter22"}}
+	_, diags := EvalArchitecture([]byte(src), b, Options{File: "s", SecretInputs: map[string]bool{"pw": true}})
+	errs := diags.Errors()
+	want := []string{"s:4:60: a meta-argument depends_on must not contain a secret binding (`pw`)",
+		"s:5:57: a meta-argument provider must not contain", "s:6:76: a meta-argument lifecycle must not contain",
+		"s:7:81: a meta-argument lifecycle must not contain"}
+	if len(errs) != len(want) {
+		t.Fatalf("%d errors, want %d: %v", len(errs), len(want), diags)
+	}
+	for i, w := range want {
+		if got := errs[i].String(); !strings.Contains(got, w) || strings.Contains(got, "hunter") {
+			t.Errorf("error %d = %q, want %q and no value", i, got, w)
+		}
+	}
+}
+
 // A secret input interpolated into anything that becomes an address (resource, data source,
 // ref and import names, provider alias and source) is an error at the interpolation: addresses
 // appear in events and artifacts. Attribute values may carry secrets.

@@ -110,6 +110,9 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 			continue
 		}
 		key := e.snake(k.Text)
+		if metaArguments[key] && !e.noSecretIn(v, "meta-argument "+key) {
+			continue
+		}
 		val, ok := e.evalValue(v)
 		if !ok {
 			continue

@@ -88,6 +88,35 @@ func (e *evaluator) noSecretName(n *Node, what string) bool {
 	return false
 }
 
+// metaArguments are the attributes Terraform reads as addresses and expressions, not values
+// (depends_on, provider, lifecycle): a secret binding there is an error, like one in a name.
+// Rendered marked sensitive, it would make the configuration invalid, and OpenTofu quotes an
+// invalid configuration line in its error.
+var metaArguments = map[string]bool{"depends_on": true, "provider": true, "lifecycle": true}
+
+// noSecretIn is [evaluator.noSecretName] over every string and symbol of n (a list, map or
+// scalar), what naming the attribute (a consonant first); it reports the first secret use only.
+func (e *evaluator) noSecretIn(n *Node, what string) bool {
+	if n == nil || len(e.secret) == 0 {
+		return true
+	}
+	switch n.Kind {
+	case NodeString:
+		return e.noSecretName(n, what)
+	case NodeSymbol:
+		if e.secretVar(n.Text) {
+			e.errorf(n.Pos, "a %s must not contain a secret binding (`%s`)", what, n.Text)
+			return false
+		}
+	}
+	for _, c := range n.List {
+		if !e.noSecretIn(c, what) {
+			return false
+		}
+	}
+	return true
+}
+
 // quoteValue quotes the value v interpolated from node n for a message, or shows the template
 // with "<redacted>" when n uses a secret input.
 func (e *evaluator) quoteValue(n *Node, v string) string {
