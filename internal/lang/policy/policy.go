@@ -52,14 +52,13 @@ var (
 	// DefaultDeniedFunctions are Terraform's filesystem functions (they read the applier's
 	// files at plan time), templatestring (it evaluates a string known only at plan time as a
 	// template, so an escaped literal or a binding would become an expression again),
-	// nonsensitive and can (the first removes the sensitive mark a Secret binding's value
-	// carries; the second returns an unmarked boolean about any expression, so a source can
-	// rebuild the value one character at a time: the attack trial put it into instance
-	// addresses on both engines; try keeps the mark and does what can does) and
-	// provider-defined functions (code of a provider run outside any resource's lifecycle).
+	// nonsensitive (it removes the sensitive mark a Secret binding's value carries; a source
+	// can launder the mark on purpose in other ways, docs/security.md "Threat model for Secret
+	// bindings", but never by accident with this) and provider-defined functions (code of a
+	// provider run outside any resource's lifecycle).
 	DefaultDeniedFunctions = []string{"abspath", "file", "filebase64", "filebase64sha256", "filebase64sha512",
 		"fileexists", "filemd5", "fileset", "filesha1", "filesha256", "filesha512", "pathexpand",
-		"templatefile", "templatestring", "nonsensitive", "can", "provider::*"}
+		"templatefile", "templatestring", "nonsensitive", "provider::*"}
 )
 
 // FilePathAttributes are, per resource type ("local_file") and data source type

@@ -59,11 +59,6 @@ func TestCheckPolicy_attacks(t *testing.T) {
   :inputs ((:pw ""))
   :resources ((terraform-data "r" :input "${tonumber(strrev(nonsensitive(\"{pw}\")))}")))`,
 			want: []string{"in.tlisp:3:15: policy: resource terraform_data.r attribute input: the function nonsensitive is not allowed"}},
-		{name: "can answers about a Secret binding without its mark", src: `(deflava-architecture x
-  :inputs ((:pw ""))
-  :locals (:pw "{pw}")
-  :resources ((terraform-data "r" :input "k" :for_each "${toset([for c in [\"a\", \"b\"] : c if can(regex(c, substr(local.pw, 0, 1)))])}")))`,
-			want: []string{"in.tlisp:4:15: policy: resource terraform_data.r attribute for_each: the function can is not allowed"}},
 		{name: "unparseable template", src: `(deflava-architecture x
   :resources ((terraform-data "r" :input "${file(")))`,
 			want: []string{"does not parse, so it cannot be checked"}},
@@ -98,13 +93,13 @@ func TestCheckPolicy_attacks(t *testing.T) {
 
 // TestCheckPolicy_everyFilesystemFunction: every one of Terraform's filesystem functions (the
 // list of OpenTofu's "Filesystem Functions" and the hash functions that read a file), templatestring,
-// nonsensitive, can and a provider-defined function are refused by the default policy wherever they stand, each
+// nonsensitive and a provider-defined function are refused by the default policy wherever they stand, each
 // named with its file:line:col. The list is written out here, not taken from
 // policy.DefaultDeniedFunctions, so dropping a name from the default fails this test.
 func TestCheckPolicy_everyFilesystemFunction(t *testing.T) {
 	for _, fn := range []string{"abspath", "file", "filebase64", "filebase64sha256", "filebase64sha512",
 		"fileexists", "filemd5", "fileset", "filesha1", "filesha256", "filesha512", "pathexpand",
-		"templatefile", "templatestring", "nonsensitive", "can", "provider::testkit::read"} {
+		"templatefile", "templatestring", "nonsensitive", "provider::testkit::read"} {
 		t.Run(fn, func(t *testing.T) {
 			src := "(deflava-architecture x\n  :resources ((terraform-data \"r\" :input \"${" + fn + "(\\\"/etc/hostname\\\")}\")))"
 			want := "in.tlisp:2:15: policy: resource terraform_data.r attribute input: the function " + fn + " is not allowed"
