@@ -118,13 +118,17 @@ const secureRounds = 11
 
 // secureTarget is issue 17's target: TLS and authorization cost at most 15% of the throughput.
 // It is not reliably met on the 2-core machine (0.81 to 0.90 on an idle machine,
-// bench/README.md): a run below it logs NOT MET; below secureGuard, a regression past what was
-// measured, it fails. Most of the secured side's extra CPU is the server writing each pooled
-// 512-byte outbound buffer as its own TLS record and system call (the secure-writes/event
-// figure; bench/README.md, "Where the secured side's cost is").
+// bench/README.md): a run below it logs NOT MET. The throughput ratio swings with the load of
+// the machine (0.60 to 1.21 at load 15 to 27, and 0.73 in a clean-clone CI run of 2026-12-02), so
+// it fails only below secureGuard, a collapse. The regression guard that does not depend on the
+// load is secureExtraWrites: most of the secured side's extra CPU is the server writing each
+// pooled 512-byte outbound buffer as its own TLS record and system call, and the secured side's
+// write system calls per event beyond the plain side's (0.82 measured; bench/README.md, "Where
+// the secured side's cost is") fail the run above it.
 const (
-	secureTarget = 0.85
-	secureGuard  = 0.75
+	secureTarget      = 0.85
+	secureGuard       = 0.60
+	secureExtraWrites = 1.5
 )
 
 // BenchmarkSecureBus runs the same throughput measurement (8 publishers each waiting for every
@@ -134,8 +138,9 @@ const (
 // processes only slows a run down), then the latency run (1,000 events/s for 300ms) on both. It
 // reports both throughputs, their ratio and both p99s, and for each side the median of its
 // rounds' CPU time and write system calls per event ([processCost]); it logs NOT MET when the
-// secured throughput is below secureTarget (85%) of the plain one and fails below secureGuard
-// (75%).
+// secured throughput is below secureTarget (85%) of the plain one, and fails below secureGuard
+// (60%) or when the secured side makes more than secureExtraWrites (1.5) write system calls per
+// event beyond the plain side's.
 func BenchmarkSecureBus(b *testing.B) {
 	plain, secure := startPlain(b), startSecure(b)
 	n := max(b.N, 5000)
@@ -185,6 +190,10 @@ func BenchmarkSecureBus(b *testing.B) {
 		for _, side := range []string{"plain", "secure"} {
 			b.ReportMetric(median(cpu[side]), side+"-cpu-us/event")
 			b.ReportMetric(median(writes[side]), side+"-writes/event")
+		}
+		if extra := median(writes["secure"]) - median(writes["plain"]); extra > secureExtraWrites {
+			b.Errorf("TLS and authorization: %.2f write system calls per event beyond the plain side's %.2f; want at most %.1f",
+				extra, median(writes["plain"]), secureExtraWrites)
 		}
 	}
 	b.ReportMetric(0, "ns/op")
