@@ -36,7 +36,7 @@ type Display struct {
 
 	mu    sync.Mutex
 	lines int               // lines of the last frame drawn (tty)
-	seen  map[string]string // key -> "generation phase reason" last logged (non-tty)
+	seen  map[string]string // key -> the line last printed for it, without its time (non-tty)
 	spin  int
 }
 
@@ -81,16 +81,18 @@ func (d *Display) Update(snap Snapshot) {
 	for _, o := range snap.Objects {
 		key := o.Namespace + "/" + o.Name
 		reason, msg := readyReason(o)
-		state := fmt.Sprintf("%d %s %s", o.Generation, phaseOf(o), reason)
-		if d.seen[key] == state {
-			continue
-		}
-		d.seen[key] = state
-		line := fmt.Sprintf("%s %-28s gen %d  %-12s %s", d.now().Format("15:04:05"), key, o.Generation, phaseOf(o), resourcesOf(o))
+		// A line is printed when what it shows changed: a reason change within one phase
+		// (Pending while the finalizer is added, then while it waits for synth) prints nothing.
+		line := fmt.Sprintf("%-28s gen %d  %-12s %s", key, o.Generation, phaseOf(o), resourcesOf(o))
 		if phaseOf(o) == v1alpha1.PhaseFailed {
 			line += "  " + reason + ": " + oneLine(msg, 160)
 		}
-		fmt.Fprintln(d.w, strings.TrimRight(line, " "))
+		line = strings.TrimRight(line, " ")
+		if d.seen[key] == line {
+			continue
+		}
+		d.seen[key] = line
+		fmt.Fprintln(d.w, d.now().Format("15:04:05")+" "+line)
 	}
 	// d.seen holds resources ("namespace/name") and file errors ("file:<path>"): a resource
 	// that left the snapshot was destroyed; a file error that left it was fixed.

@@ -218,6 +218,29 @@ func TestDisplayUpdate_fileErrorsAreNotResources(t *testing.T) {
 	}
 }
 
+// TestDisplayUpdate_samePhaseOtherReason: a Pending object whose Ready reason changes (the
+// finalizer added, then waiting for synth) is one line, not two; a change of phase is a line.
+func TestDisplayUpdate_samePhaseOtherReason(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	d := NewDisplay(&b, false, func() time.Time { return now })
+	o := v1alpha1.LavaArchitecture{}
+	o.Namespace, o.Name, o.Generation = "default", "a", 1
+	o.Status.Phase = v1alpha1.PhasePending
+	for _, reason := range []string{"Progressing", "AwaitingSynthesis"} {
+		o.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason}}
+		d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
+	}
+	o.Status.Phase = v1alpha1.PhaseSynthesized
+	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
+	want := "00:00:00 default/a                    gen 1  Pending      -\n" +
+		"00:00:00 default/a                    gen 1  Synthesized  -\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("non-tty output (-want +got):\n%s", diff)
+	}
+}
+
 func TestLockStateDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
