@@ -941,7 +941,7 @@ func decodeBlock(b *Block, body hcl.Body, ctx *hcl.EvalContext, where string) (c
 			vals[name] = cty.NullVal(ty)
 			continue
 		}
-		v, diags := attr.Expr.Value(ctx)
+		v, diags := exprValue(attr.Expr, ctx)
 		if diags.HasErrors() {
 			return cty.NilVal, diagError(where+"."+name, diags)
 		}

@@ -224,7 +224,7 @@ func (e *evalState) eval(x hcl.Expression, in instance, where string) (cty.Value
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("%s: %w", where, err)
 	}
-	v, diags := x.Value(ctx)
+	v, diags := exprValue(x, ctx)
 	if diags.HasErrors() {
 		return cty.NilVal, diagError(where, diags)
 	}
@@ -250,7 +250,7 @@ func (e *evalState) local(sc *modScope, name string, depth int) (cty.Value, erro
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("%slocal.%s: %w", sc.prefix(), name, err)
 	}
-	v, diags := x.Value(ctx)
+	v, diags := exprValue(x, ctx)
 	if diags.HasErrors() {
 		return cty.NilVal, diagError(sc.prefix()+"local."+name, diags)
 	}
@@ -312,7 +312,7 @@ func (e *CheckFailedError) Error() string { return e.Where + " failed: " + e.Mes
 // checkRule evaluates a condition; false is a [CheckFailedError] with the rule's message. An
 // unknown condition passes (it is checked again at apply).
 func checkRule(r *CheckRule, ctx *hcl.EvalContext, where string) error {
-	cv, diags := r.Condition.Value(ctx)
+	cv, diags := exprValue(r.Condition, ctx)
 	if diags.HasErrors() {
 		return diagError(where+": condition", diags)
 	}
@@ -324,7 +324,7 @@ func checkRule(r *CheckRule, ctx *hcl.EvalContext, where string) error {
 	if !cb.IsKnown() || cb.True() {
 		return nil
 	}
-	mv, diags := r.ErrorMessage.Value(ctx)
+	mv, diags := exprValue(r.ErrorMessage, ctx)
 	msg := "(error_message cannot be evaluated)"
 	if !diags.HasErrors() {
 		if mv.IsMarked() {

@@ -306,7 +306,7 @@ func (e *evalState) varOf(s *modScope, name string, depth int) (cty.Value, error
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("%s: %w", where, err)
 		}
-		x, diags := a.Expr.Value(ctx)
+		x, diags := exprValue(a.Expr, ctx)
 		if diags.HasErrors() {
 			return cty.NilVal, diagError(where, diags)
 		}
@@ -449,7 +449,7 @@ func (e *evalState) outputIn(s *modScope, name string, o *OutputConfig, depth in
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("%s: %w", where, err)
 	}
-	v, diags := o.Value.Value(ctx)
+	v, diags := exprValue(o.Value, ctx)
 	if diags.HasErrors() {
 		return cty.NilVal, diagError(where, diags)
 	}
@@ -648,7 +648,7 @@ func (e *evalState) checks() []CheckResult {
 				ctx, err := e.ctx(refs, instance{scope: s})
 				if err == nil {
 					var cv cty.Value
-					cv, diags := r.Condition.Value(ctx)
+					cv, diags := exprValue(r.Condition, ctx)
 					if diags.HasErrors() {
 						err = diagError(where, diags)
 					} else if cv, _ = cv.Unmark(); !cv.IsKnown() {

@@ -1,0 +1,79 @@
+package embedded
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	hcljson "github.com/hashicorp/hcl/v2/json"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// maxTemplates bounds the template cache: when it holds more entries, it is emptied (the
+// configurations it served are cached by digest and bounded the same way, maxConfigs).
+const maxTemplates = 1 << 16
+
+// templates maps a Terraform JSON string expression (the hcl.Expression hashicorp/hcl/v2/json
+// returns, compared by identity: the expressions of a cached Config) to its parsed template
+// (hclsyntax.Expression), or to noTemplate for any other expression and for a string whose
+// template does not parse. Safe for concurrent use: parsed templates are read-only syntax
+// trees.
+var (
+	templates     sync.Map
+	templateCount atomic.Int64
+)
+
+// noTemplate marks an expression that is evaluated by its own Value.
+var noTemplate hcl.Expression = (*hclsyntax.LiteralValueExpr)(nil)
+
+// exprValue evaluates x in ctx exactly as x.Value(ctx) does. hashicorp/hcl/v2/json parses a
+// JSON string's template (hclsyntax.ParseTemplate, at the position just past the opening
+// quote) on every Value call with a context; exprValue parses it once per expression and
+// evaluates the parsed template, so a plan of a cached configuration parses no template.
+// Arrays and objects, a nil ctx, and a string whose template fails to parse go to x.Value,
+// so results and diagnostics are hcl's own.
+func exprValue(x hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if ctx == nil || x == nil {
+		return x.Value(ctx)
+	}
+	if t := templateOf(x); t != noTemplate {
+		return t.Value(ctx)
+	}
+	return x.Value(ctx)
+}
+
+// templateOf returns x's parsed template, parsing it on first use; noTemplate when x is not
+// a Terraform JSON string or its template does not parse.
+func templateOf(x hcl.Expression) hcl.Expression {
+	if t, ok := templates.Load(x); ok {
+		return t.(hcl.Expression)
+	}
+	t := parseJSONTemplate(x)
+	if templateCount.Add(1) > maxTemplates {
+		templates.Clear()
+		templateCount.Store(1)
+	}
+	templates.Store(x, t)
+	return t
+}
+
+func parseJSONTemplate(x hcl.Expression) hcl.Expression {
+	if !hcljson.IsJSONExpression(x) {
+		return noTemplate
+	}
+	// With a nil context hcl/v2/json returns a string verbatim (and any other value as a
+	// literal); the source range of a string expression is the quoted string's.
+	lit, diags := x.Value(nil)
+	if diags.HasErrors() || lit.IsNull() || !lit.IsKnown() || lit.Type() != cty.String {
+		return noTemplate
+	}
+	r := x.Range()
+	t, diags := hclsyntax.ParseTemplate([]byte(lit.AsString()), r.Filename, hcl.Pos{
+		Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1,
+	})
+	if diags.HasErrors() {
+		return noTemplate
+	}
+	return t
+}
