@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/zclconf/go-cty/cty"
@@ -13,8 +14,10 @@ import (
 // one managed resource, terraform_data, served in process.
 type builtinClient struct{}
 
-// terraformDataSchema is the schema of terraform_data (as Terraform defines it).
-func terraformDataSchema() *Schema {
+// terraformDataSchema is the schema of terraform_data (as Terraform defines it), built once:
+// schemas are not changed once built, and one instance keeps its decoded-state cache
+// ([Schema.DecodeState]) across operations.
+var terraformDataSchema = sync.OnceValue(func() *Schema {
 	return &Schema{Block: &Block{
 		Attributes: map[string]*Attribute{
 			"id":               {Type: cty.String, Computed: true},
@@ -24,16 +27,21 @@ func terraformDataSchema() *Schema {
 		},
 		BlockTypes: map[string]*NestedBlock{},
 	}}
-}
+})
 
-func (builtinClient) ProtocolVersion() int { return 6 }
-
-func (builtinClient) Schema(context.Context) (*ProviderSchema, error) {
+// builtinSchema is the built-in provider's schema, built once.
+var builtinSchema = sync.OnceValue(func() *ProviderSchema {
 	return &ProviderSchema{
 		Provider:    &Schema{Block: &Block{Attributes: map[string]*Attribute{}, BlockTypes: map[string]*NestedBlock{}}},
 		Resources:   map[string]*Schema{"terraform_data": terraformDataSchema()},
 		DataSources: map[string]*Schema{},
-	}, nil
+	}
+})
+
+func (builtinClient) ProtocolVersion() int { return 6 }
+
+func (builtinClient) Schema(context.Context) (*ProviderSchema, error) {
+	return builtinSchema(), nil
 }
 
 func (builtinClient) ValidateProviderConfig(_ context.Context, c cty.Value) (cty.Value, error) {

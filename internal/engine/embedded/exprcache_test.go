@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -57,5 +58,61 @@ func TestExprValue_asHCL(t *testing.T) {
 				t.Errorf("%d %s round %d: diagnostics %v, want %v", i, src, round, gotDiags, wantDiags)
 			}
 		}
+	}
+}
+
+// TestSchemaDecodeState: DecodeState gives what go-cty's JSON decoding gives, fails on
+// attributes of another type, keeps each distinct document once, does not keep one over
+// maxCachedState bytes, and empties itself rather than grow past maxStateCache bytes.
+func TestSchemaDecodeState(t *testing.T) {
+	t.Parallel()
+	s := &Schema{Block: &Block{Attributes: map[string]*Attribute{
+		"id":      {Type: cty.String, Computed: true},
+		"content": {Type: cty.String, Optional: true},
+	}}}
+	doc := func(content string) []byte {
+		return []byte(fmt.Sprintf(`{"id":"x","content":%q}`, content))
+	}
+	for range 2 {
+		v, err := s.DecodeState(doc("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("x"), "content": cty.StringVal("hello")})
+		if !v.RawEquals(want) {
+			t.Fatalf("decoded %#v, want %#v", v, want)
+		}
+	}
+	if n := len(s.states.m); n != 1 {
+		t.Errorf("cache holds %d documents after decoding one twice, want 1", n)
+	}
+	if _, err := s.DecodeState([]byte(`{"id":"x","content":"a","extra":1}`)); err == nil {
+		t.Error("attributes the schema lacks decoded without an error")
+	}
+	big := strings.Repeat("b", maxCachedState)
+	if _, err := s.DecodeState(doc(big)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.states.m); n != 1 {
+		t.Errorf("cache holds %d documents after one over maxCachedState, want 1", n)
+	}
+	filler := func(i int) []byte { return doc(fmt.Sprintf("%04d %s", i, strings.Repeat("c", maxCachedState/2))) }
+	for i := 0; s.states.bytes+len(filler(i)) <= maxStateCache; i++ {
+		if _, err := s.DecodeState(filler(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.states.bytes > maxStateCache {
+		t.Errorf("cache grew to %d bytes, bound %d", s.states.bytes, maxStateCache)
+	}
+	before := len(s.states.m)
+	if _, err := s.DecodeState(doc("after " + strings.Repeat("d", maxCachedState/2))); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.states.m); n != 1 || n >= before {
+		t.Errorf("a full cache took one more document without emptying itself: %d documents (before %d)", n, before)
+	}
+	if s.states.bytes > maxStateCache {
+		t.Errorf("cache grew to %d bytes, bound %d", s.states.bytes, maxStateCache)
 	}
 }

@@ -303,7 +303,7 @@ func (p *planner) priorObject(ctx context.Context, c Client, typ, addr string, i
 	// (an older version, attributes the schema no longer has) goes to the provider.
 	v := cty.NilVal
 	if in.SchemaVersion == s.Version {
-		if dv, err := ctyjson.Unmarshal(attrs, s.Block.ImpliedType()); err == nil {
+		if dv, err := s.DecodeState(attrs); err == nil {
 			v = dv
 		}
 	}

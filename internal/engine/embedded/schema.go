@@ -3,8 +3,10 @@ package embedded
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // Nesting is how a nested block type (or an attribute with nested attributes) nests, as the
@@ -50,11 +52,55 @@ type NestedBlock struct {
 	MinItems, MaxItems int64
 }
 
-// Schema is a versioned resource, data source or provider schema.
+// Schema is a versioned resource, data source or provider schema. A Schema is not changed
+// once built, and is used by pointer (it holds the cache of [Schema.DecodeState]).
 type Schema struct {
 	// Version is the resource schema version recorded in state (schema_version).
 	Version int64
 	Block   *Block
+
+	states stateCache
+}
+
+// stateCache maps the JSON attributes of a state instance to their decoded value.
+type stateCache struct {
+	mu    sync.Mutex
+	m     map[string]cty.Value
+	bytes int
+}
+
+// Bounds of a Schema's decoded-state cache: attributes larger than maxCachedState bytes are
+// decoded every time; when the cached attributes reach maxStateCache bytes, the cache is
+// emptied.
+const (
+	maxCachedState = 256 << 10
+	maxStateCache  = 8 << 20
+)
+
+// DecodeState decodes the JSON attributes of a state instance written at this schema's
+// version as the block's implied type (go-cty's JSON encoding), or fails if they do not decode
+// as that type. The value of each distinct attributes document is decoded once and kept (cty
+// values are immutable), so planning an unchanged state again decodes nothing.
+func (s *Schema) DecodeState(attrs []byte) (cty.Value, error) {
+	c := &s.states
+	c.mu.Lock()
+	v, ok := c.m[string(attrs)]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := ctyjson.Unmarshal(attrs, s.Block.ImpliedType())
+	if err != nil || len(attrs) > maxCachedState {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.m == nil || c.bytes+len(attrs) > maxStateCache {
+		c.m, c.bytes = map[string]cty.Value{}, 0
+	}
+	c.m[string(attrs)] = v
+	c.bytes += len(attrs)
+	c.mu.Unlock()
+	return v, nil
 }
 
 // ProviderSchema is everything GetProviderSchema returns that Lava uses.
