@@ -1,0 +1,42 @@
+package embedded
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWorkers: functions run one after another reuse one worker; functions that run at once
+// get a worker each; idle workers end.
+func TestWorkers(t *testing.T) {
+	t.Parallel()
+	w := newWorkers(200 * time.Millisecond)
+	for range 10 {
+		done := make(chan struct{})
+		w.run(func() { close(done) })
+		<-done
+		time.Sleep(10 * time.Millisecond) // the worker is back in its select
+	}
+	// One, or two if a worker was once not back in its select after 10 ms on a busy machine.
+	if n := w.alive.Load(); n > 2 {
+		t.Errorf("%d workers after 10 functions one after another, want 1", n)
+	}
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(5)
+	for range 5 {
+		w.run(func() { started.Done(); <-release })
+	}
+	started.Wait()
+	if n := w.alive.Load(); n != 5 {
+		t.Errorf("%d workers while 5 functions run at once, want 5", n)
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for w.alive.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := w.alive.Load(); n != 0 {
+		t.Errorf("%d workers left 5 s after the last function (idle 200ms), want 0", n)
+	}
+}
