@@ -230,6 +230,15 @@ func (c *checker) impliedProviders() {
 			name, _, _ := strings.Cut(r.Type, "_")
 			if r.Provider != nil {
 				name = r.Provider.Name
+			} else if v, ok := r.Attributes.Get("provider"); ok {
+				// A :provider attribute is rendered as the provider meta-argument, which both
+				// engines read ("NAME" or "NAME.ALIAS").
+				ref, ok := metaProviderName(v)
+				if !ok {
+					c.add(c.pos(r.Pos), "%s: the provider meta-argument must name a provider configuration (NAME or NAME.ALIAS)", r.Address())
+					continue
+				}
+				name = ref
 			}
 			if declared[name] {
 				continue
@@ -248,6 +257,23 @@ func (c *checker) impliedProviders() {
 		}
 	}
 }
+
+// metaProviderName is the provider local name a provider meta-argument value names: the NAME
+// of "NAME" or "NAME.ALIAS" (Terraform "The provider Meta-Argument"); ok is false for any
+// other value.
+func metaProviderName(v arch.Value) (string, bool) {
+	if v.Kind != arch.KindString {
+		return "", false
+	}
+	name, alias, hasAlias := strings.Cut(v.Str, ".")
+	if !providerLocalName.MatchString(name) || (hasAlias && !providerLocalName.MatchString(alias)) {
+		return "", false
+	}
+	return name, true
+}
+
+// providerLocalName is the grammar of a provider local name or alias (an HCL identifier).
+var providerLocalName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 
 func (c *checker) resource(r *arch.Resource, data bool) {
 	pos := c.pos(r.Pos)

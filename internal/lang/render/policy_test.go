@@ -153,8 +153,11 @@ namespaces:
 // without declaring them in :providers (the attack trial wrote a local_file with no :providers
 // clause under allowedProviders [hashicorp/aws] and it was applied): the implied
 // hashicorp/<first word of the type>, or the provider a :provider meta-argument names, is
-// refused at the resource's line:col unless allowed; the built-in terraform_data needs no
-// provider; a type whose first word is no provider name is refused by the address grammar.
+// refused at the resource's line:col unless allowed, also when a plain :provider attribute
+// names it (rendered as the provider meta-argument, which the engines read: an attack trial of
+// 2026-12-03 ran hashicorp/local under an allow-list of example/* that way); the built-in
+// terraform_data needs no provider; a type whose first word is no provider name is refused by
+// the address grammar.
 func TestCheckPolicy_impliedProviders(t *testing.T) {
 	p := policy.Default()
 	p.AllowedProviders = []string{"registry.opentofu.org/hashicorp/aws"}
@@ -173,6 +176,15 @@ func TestCheckPolicy_impliedProviders(t *testing.T) {
 		{name: "a type that names no provider", src: `(deflava-architecture x
   :resources ((..-..-tmp-x "y" :a "b")))`,
 			want: []string{"in.tlisp:2:15: policy: .._.._tmp_x.y implies provider ..: provider source \"hashicorp/..\" is not a registry address"}},
+		{name: "named by a :provider attribute (the meta-argument the engines read)", src: `(deflava-architecture x
+  :resources ((aws-s3-bucket "b" :provider "local" :bucket "n")))`,
+			want: []string{"in.tlisp:2:15: policy: aws_s3_bucket.b implies provider local (source registry.opentofu.org/hashicorp/local, not declared in :providers), which is not in the allowed providers"}},
+		{name: "an alias named by a :provider attribute", src: `(deflava-architecture x
+  :resources ((aws-s3-bucket "b" :provider "google.west" :bucket "n")))`,
+			want: []string{"aws_s3_bucket.b implies provider google (source registry.opentofu.org/hashicorp/google"}},
+		{name: "a :provider attribute that names no provider", src: `(deflava-architecture x
+  :resources ((aws-s3-bucket "b" :provider "../local" :bucket "n")))`,
+			want: []string{"aws_s3_bucket.b: the provider meta-argument must name a provider configuration (NAME or NAME.ALIAS)"}},
 		{name: "allowed, implied or declared", src: `(deflava-architecture x
   :resources ((terraform-data "ok" :input "a") (aws-s3-bucket "b" :bucket "n")))`},
 	}
