@@ -18,13 +18,14 @@ func TestEngine_bindingIsData(t *testing.T) {
 	const attack = `${file("/etc/hostname")}`
 	dir := t.TempDir()
 	src := `(deflava-architecture data
-  :inputs ((:v "") (:dir ""))
+  :inputs ((:v "") (:dir "") (:w ""))
   :resources ((terraform-data "seed" :input "{v}")
+              (terraform-data "joined" :input "${w}")
               (local-file "out" :filename "{dir}/out.txt" :content "{v}"))
-  :outputs (:seed (ref terraform-data "seed" output)))
+  :outputs (:seed (ref terraform-data "seed" output) :joined (ref terraform-data "joined" output)))
 `
 	out, ds := lavarender.Synthesize(lavarender.Input{SourceKind: lavarender.SourceInline, SourceText: []byte(src),
-		Bindings: tlisp.Bindings{Scalars: map[string]string{"v": attack, "dir": dir}}})
+		Bindings: tlisp.Bindings{Scalars: map[string]string{"v": attack, "dir": dir, "w": "{path.cwd}"}}})
 	if out == nil {
 		t.Fatalf("synthesize: %v", ds)
 	}
@@ -42,5 +43,11 @@ func TestEngine_bindingIsData(t *testing.T) {
 	var seed string
 	if err := json.Unmarshal(o.Values["seed"], &seed); err != nil || seed != attack {
 		t.Errorf("output seed %s (%v), want the literal binding %q", o.Values["seed"], err, attack)
+	}
+	// The source's "$" right before a binding that starts with "{" stays literal text (the
+	// attack trial of 2026-12-03 applied "${path.cwd}" this way).
+	var joined string
+	if err := json.Unmarshal(o.Values["joined"], &joined); err != nil || joined != "${path.cwd}" {
+		t.Errorf("output joined %s (%v), want the literal text ${path.cwd}", o.Values["joined"], err)
 	}
 }

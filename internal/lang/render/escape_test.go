@@ -60,9 +60,12 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 	const breakout = "\")}${file(\"/etc/hostname\")}${(\"\\\n%{ if true }x%{ endif }$"
 	const directive = `%{ if true }x%{ endif }`
 	src := `(deflava-architecture data
-  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()) (:a "") (:b "") (:q ""))
+  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()) (:a "") (:b "") (:q "") (:c "") (:t ""))
   :resources ((terraform-data "scalar" :input "pre-{v}-post")
               (terraform-data "joined" :input "{a}{b}")
+              (terraform-data "dollar" :input "${c}")
+              (terraform-data "percent" :input "%{c} and $${c}")
+              (terraform-data "dollar-secret" :input "${t}")
               (terraform-data "secret" :input "{s}")
               (terraform-data "directive" :input "{d}")
               (terraform-data "breakout" :input "<{q}>")
@@ -75,12 +78,16 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 		// a and b are harmless alone and form a template sequence side by side (the attack trial
 		// applied "${path.cwd}" this way).
 		// q is a Secret whose value tries to close the quoted literal of sensitive("...").
-		Scalars: map[string]string{"v": attack, "s": attack, "d": directive, "a": "$", "b": "{path.cwd}", "q": breakout},
+		// c starts with "{" after the source's own "$" (the attack trial of 2026-12-03 applied
+		// "${path.cwd}" this way); t is a Secret after "$", whose sensitive("...") the "$" turned
+		// into the literal text "$${sensitive(...)}", unmarked.
+		Scalars: map[string]string{"v": attack, "s": attack, "d": directive, "a": "$", "b": "{path.cwd}", "q": breakout,
+			"c": "{path.cwd}", "t": "hunter2"},
 		Lists:   map[string][]string{"l": {attack, "$${kept}"}},
 		Records: map[string][]map[string]string{"recs": {{"name": "one", "value": attack}}},
 	}
 	out, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "data.tlisp",
-		Bindings: b, SecretKeys: []string{"s", "q"}, BindingsKey: make([]byte, 32)})
+		Bindings: b, SecretKeys: []string{"s", "q", "t"}, BindingsKey: make([]byte, 32)})
 	if out == nil {
 		t.Fatalf("synthesize: %v", errorsOf(ds))
 	}
@@ -103,12 +110,15 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 		return s
 	}
 	for name, want := range map[string]string{
-		"scalar":    "pre-" + attack + "-post",
-		"secret":    attack,
-		"breakout":  "<" + breakout + ">",
-		"directive": directive,
-		"rec-one":   attack,
-		"joined":    "${path.cwd}",
+		"scalar":        "pre-" + attack + "-post",
+		"secret":        attack,
+		"breakout":      "<" + breakout + ">",
+		"directive":     directive,
+		"rec-one":       attack,
+		"joined":        "${path.cwd}",
+		"dollar":        "${path.cwd}",
+		"percent":       "%{path.cwd} and $${path.cwd}",
+		"dollar-secret": "$hunter2",
 	} {
 		got, marked := evalMarked(t, str(name))
 		if got != want {
@@ -116,7 +126,7 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 		}
 		// A Secret's value reaches the engine marked sensitive, so what a source derives from
 		// it is too; nothing else is marked.
-		if isSecret := name == "secret" || name == "breakout"; marked != isSecret {
+		if isSecret := name == "secret" || name == "breakout" || name == "dollar-secret"; marked != isSecret {
 			t.Errorf("%s: sensitive mark %v, want %v (rendered %q)", name, marked, isSecret, str(name))
 		}
 	}

@@ -361,10 +361,31 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 			e.full = true
 			return "", false
 		}
+		if v != "" && strings.IndexByte("{$%", v[0]) >= 0 {
+			literalTail(&b)
+		}
 		b.WriteString(v)
 		i = k + 1
 	}
 	return b.String(), e.charge(n.Pos, b.Len()) && ok
+}
+
+// literalTail rewrites a run of "$" and "%" at the end of b as the interpolation of that run as
+// a string literal (`${"$"}`), so it stays literal text whatever follows. interp calls it before
+// a value that starts with "{", "$" or "%": joined with a "$" or "%" right before it, such a
+// value would open a Terraform template sequence (a binding "{path.cwd}" after "$" becomes
+// "${path.cwd}") or turn one into an escape (a Secret binding's `${sensitive("…")}` after "$"
+// becomes the literal text "$${sensitive(…)}", unmarked). render.EscapeTemplate handles the
+// other side, a binding that ends with "$" or "%" before a "{".
+func literalTail(b *strings.Builder) {
+	s := b.String()
+	run := len(s) - len(strings.TrimRight(s, "$%"))
+	if run == 0 {
+		return
+	}
+	b.Reset()
+	b.WriteString(s[:len(s)-run])
+	b.WriteString(`${"` + s[len(s)-run:] + `"}`)
 }
 
 // exprPos is the position of byte off of n's text (inside a string literal when n is one).
