@@ -118,9 +118,10 @@ func TestUp_tenantAttacks(t *testing.T) {
 // resource, reach only the outputs Secret. Values a source derives from the binding with
 // Terraform's own functions (the attack trials' `tonumber(strrev(...))` and, on tofu,
 // `cidrsubnet(upper(...))`, whose errors printed the derived value into the Failed condition,
-// and a for_each over `upper(...)`, which put it into status.plan.resources), on the embedded
-// and the tofu engine, fail without showing it: synth hands the engines the value marked
-// sensitive, and the tofu engine hides the detail of a failed function call. The value and both derived values, in
+// a for_each over `upper(...)`, which put it into status.plan.resources, and a for expression
+// whose duplicate key HCL's error quoted), on the embedded and the tofu engine, fail without
+// showing it: synth hands the engines the value marked sensitive, and both engines hide the
+// detail of a failed function call and of an error over sensitive values. The value and both derived values, in
 // any of the forms text carries them in (engine.Forms: as is, JSON-escaped, base64, line by
 // line), are in no status, Event, log line, stream message (phases, commands, anomalies,
 // receipts) of the run.
@@ -153,6 +154,9 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 		"keyed":  {`(terraform-data "k" :for_each "${toset([upper(local.pw)])}" :input "k")`, "for_each"},
 		// OpenTofu's cidrsubnet quotes the address it refuses (the attack trial's tofu finding).
 		"cidr": {`(terraform-data "c" :input "${cidrsubnet(upper(local.pw), 8, 1)}")`, "sensitive"},
+		// HCL's own error quotes the duplicate key (the attack trial of 2026-12-03; no function
+		// fails, so only hiding every error's detail over sensitive values keeps it out).
+		"dupkey": {`(terraform-data "d" :input "${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }")`, "Duplicate object key"},
 	}
 	for name, a := range attacks {
 		for _, eng := range []v1alpha1.Engine{v1alpha1.EngineEmbedded, v1alpha1.EngineTofu} {

@@ -33,14 +33,59 @@ var noTemplate hcl.Expression = (*hclsyntax.LiteralValueExpr)(nil)
 // evaluates the parsed template, so a plan of a cached configuration parses no template.
 // Arrays and objects, a nil ctx, and a string whose template fails to parse go to x.Value,
 // so results and diagnostics are hcl's own.
+//
+// An error over sensitive values has its detail hidden ([hideSensitiveDetail]).
 func exprValue(x hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if ctx == nil || x == nil {
 		return x.Value(ctx)
 	}
+	var v cty.Value
+	var diags hcl.Diagnostics
 	if t := templateOf(x); t != noTemplate {
-		return t.Value(ctx)
+		v, diags = t.Value(ctx)
+	} else {
+		v, diags = x.Value(ctx)
 	}
-	return x.Value(ctx)
+	return v, hideSensitiveDetail(diags, ctx)
+}
+
+// sensitiveDetail replaces the detail of an error in an expression evaluated over sensitive
+// values.
+const sensitiveDetail = "(the detail is not shown: the expression uses a sensitive value)"
+
+// hideSensitiveDetail returns diags with the detail of every error replaced by sensitiveDetail
+// when a variable of ctx (or of a parent context) holds a sensitive value: hcl's own
+// diagnostics quote values ("Duplicate object key: Two different items produced the key
+// \"VALUE\""), and a value derived from a Secret binding must not reach a Failed condition
+// (docs/security.md, "Rendering"). The summary and the position stay. Function errors are
+// hidden before they get here ([hideSensitiveErrors]).
+func hideSensitiveDetail(diags hcl.Diagnostics, ctx *hcl.EvalContext) hcl.Diagnostics {
+	if !diags.HasErrors() || !ctxSensitive(ctx) {
+		return diags
+	}
+	out := make(hcl.Diagnostics, len(diags))
+	for i, d := range diags {
+		c := *d
+		if c.Severity == hcl.DiagError {
+			c.Detail = sensitiveDetail
+		}
+		c.Expression, c.EvalContext = nil, nil
+		out[i] = &c
+	}
+	return out
+}
+
+// ctxSensitive reports whether a variable of ctx or of a parent context holds a value marked
+// sensitive (by sensitive(), a sensitive variable, or a sensitive attribute).
+func ctxSensitive(ctx *hcl.EvalContext) bool {
+	for c := ctx; c != nil; c = c.Parent() {
+		for _, v := range c.Variables {
+			if hasMarkDeep(v, sensitiveMark) || hasMarkDeep(v, attributeSensitiveMark) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // templateOf returns x's parsed template, parsing it on first use; noTemplate when x is not

@@ -21,12 +21,14 @@ func TestRunner_sensitiveDerivedValuesStayHidden(t *testing.T) {
 	for _, tc := range []struct {
 		name, locals, resource, want string
 	}{
-		{"conversion error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${tonumber(strrev(local.pw))}"}`, "the argument is sensitive"},
-		{"parse error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${cidrsubnet(upper(local.pw), 8, 1)}"}`, "the argument is sensitive"},
+		{"conversion error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${tonumber(strrev(local.pw))}"}`, "Invalid function argument: (the detail is not shown: the expression uses a sensitive value)"},
+		{"parse error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${cidrsubnet(upper(local.pw), 8, 1)}"}`, "Invalid function argument: (the detail is not shown: the expression uses a sensitive value)"},
 		{"for_each over a set", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${toset([upper(local.pw)])}","input":"${each.key}"}`, "cannot be used as for_each arguments"},
 		{"for_each over a list", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":["${upper(local.pw)}"],"input":"${each.key}"}`, "cannot be used as for_each arguments"},
 		{"for_each over a map with sensitive keys", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${zipmap([upper(local.pw)], [1])}","input":"${each.key}"}`, "cannot be used as for_each arguments"},
 		{"count", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"count":"${length(local.pw)}","input":"x"}`, "cannot be used as count arguments"},
+		// hcl's own error, not a function's (the attack trial of 2026-12-03).
+		{"duplicate object key", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }"}`, "Duplicate object key: (the detail is not shown: the expression uses a sensitive value)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -56,6 +58,9 @@ func TestRunner_sensitiveDerivedValuesStayHidden(t *testing.T) {
 	h := newMemHarness(t, t.TempDir())
 	if _, err := h.apply(t, doc(`{"pw":"`+secret+`"}`, `{"input":"${tonumber(strrev(local.pw))}"}`), nil); err == nil || !strings.Contains(err.Error(), "x-t3rc3s") {
 		t.Errorf("control: err = %v, want go-cty's message with the reversed value", err)
+	}
+	if _, err := h.apply(t, doc(`{"pw":"`+secret+`"}`, `{"input":"${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }"}`), nil); err == nil || !strings.Contains(err.Error(), "S3CR3T-X") {
+		t.Errorf("control: err = %v, want hcl's duplicate key message with the upper-cased value", err)
 	}
 	if _, err := h.apply(t, doc(`{"pw":"`+secret+`"}`, `{"for_each":"${toset([upper(local.pw)])}","input":"${each.key}"}`), nil); err != nil {
 		t.Errorf("control: for_each over a plain value: %v", err)

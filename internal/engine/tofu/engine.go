@@ -396,7 +396,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	planPath := filepath.Join(r.dir, PlanFile)
 	var changes bool
 	stream := newPlanStream(r.out)
-	stream.hideFunctionDetail = ws.sensitive
+	stream.hideDetail = ws.sensitive
 	err = r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
 		var err error
 		changes, err = r.tf.PlanJSON(ctx, stream, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),

@@ -27,9 +27,10 @@ type planStream struct {
 	seen    map[string]engine.ResourceAction
 	// warnings are the warning diagnostics ("SUMMARY: DETAIL"), unredacted.
 	warnings []string
-	// hideFunctionDetail: the configuration has sensitive values, so the detail of a failed
-	// function call (which quotes the argument it refuses) is [hiddenDetail].
-	hideFunctionDetail bool
+	// hideDetail: the configuration has sensitive values, so the detail of a failed function
+	// call (which quotes the argument it refuses) and of every error about an expression is
+	// [hiddenDetail].
+	hideDetail bool
 }
 
 func newPlanStream(out io.Writer) *planStream {
@@ -69,9 +70,11 @@ type uiMessage struct {
 }
 
 // hiddenDetail replaces the detail of a diagnostic about an expression that uses a sensitive
-// value, or of a failed function call in a configuration that has one: OpenTofu's functions quote the argument they refuse (cidrsubnet's "invalid CIDR
-// address: VALUE", timeadd, regex), which for a value derived from a Secret binding would
-// reach the Failed condition (docs/security.md, "Rendering").
+// value, and of a failed function call or any error about an expression in a configuration
+// that has one: OpenTofu's functions quote the argument they refuse (cidrsubnet's "invalid CIDR
+// address: VALUE", timeadd, regex) and HCL's errors quote values (a duplicate object key), which
+// for a value derived from a Secret binding would reach the Failed condition (docs/security.md,
+// "Rendering").
 const hiddenDetail = "(the detail is not shown: the expression uses a sensitive value)"
 
 func (s *planStream) Write(p []byte) (int, error) {
@@ -104,9 +107,11 @@ func (s *planStream) line(b []byte) {
 	case m.Type == "diagnostic" && m.Diagnostic != nil:
 		if sn := m.Diagnostic.Snippet; sn != nil {
 			// OpenTofu lists no values for a function call's arguments, and its functions quote
-			// the argument they refuse: with sensitive values in the configuration, a failed
-			// call's detail is hidden.
-			if s.hideFunctionDetail && len(sn.FunctionCall) > 0 {
+			// the argument they refuse; HCL's own errors quote values too ("Duplicate object
+			// key: Two different items produced the key \"VALUE\"", with no values listed):
+			// with sensitive values in the configuration, the detail of a failed call and of
+			// every error about an expression is hidden.
+			if s.hideDetail && (len(sn.FunctionCall) > 0 || m.Diagnostic.Severity == "error") {
 				m.Diagnostic.Detail = hiddenDetail
 			}
 			for _, v := range sn.Values {
