@@ -950,7 +950,7 @@ func decodeBlock(b *Block, body hcl.Body, ctx *hcl.EvalContext, where string) (c
 			cv, err = convert.Convert(cv, ty)
 		}
 		if err != nil {
-			return cty.NilVal, fmt.Errorf("%s.%s: want %s: %s", where, name, ty.FriendlyName(), convertErrText(err))
+			return cty.NilVal, fmt.Errorf("%s.%s: want %s: %s", where, name, ty.FriendlyName(), convertErrText(v, err))
 		}
 		vals[name] = cv
 	}
@@ -1067,7 +1067,13 @@ func rangeText(r hcl.Range) string {
 }
 
 // convertErrText is a conversion error's message with its path, if any.
-func convertErrText(err error) string {
+// When v (the value converted) holds a sensitive value, the text is [sensitiveDetail]: go-cty's
+// conversion errors name the map keys and values on their path ("element \"KEY\": string
+// required").
+func convertErrText(v cty.Value, err error) string {
+	if hasMarkDeep(v, sensitiveMark) || hasMarkDeep(v, attributeSensitiveMark) {
+		return sensitiveDetail
+	}
 	if pe, ok := err.(cty.PathError); ok && len(pe.Path) > 0 {
 		return pathString(pe.Path) + ": " + pe.Error()
 	}

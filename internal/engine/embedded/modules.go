@@ -320,7 +320,7 @@ func (e *evalState) varOf(s *modScope, name string, depth int) (cty.Value, error
 	}
 	cv, err := convert.Convert(val, vc.Type)
 	if err != nil {
-		return cty.NilVal, fmt.Errorf("%s: want %s: %s", where, vc.Type.FriendlyName(), convertErrText(err))
+		return cty.NilVal, fmt.Errorf("%s: want %s: %s", where, vc.Type.FriendlyName(), convertErrText(val, err))
 	}
 	if cv.IsNull() && !vc.Nullable {
 		if vc.Default == cty.NilVal || vc.Default.IsNull() {

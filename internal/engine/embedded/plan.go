@@ -884,6 +884,11 @@ func (p *planner) evalImports() error {
 		if err != nil {
 			return err
 		}
+		// An import id is printed in plans and errors, so it cannot be sensitive (OpenTofu:
+		// "Invalid import id argument").
+		if hasMarkDeep(v, sensitiveMark) || hasMarkDeep(v, attributeSensitiveMark) {
+			return fmt.Errorf("import %s: id is sensitive: an import id cannot be a sensitive value (it is shown in plans and errors)", im.To)
+		}
 		v, _ = v.UnmarkDeep()
 		sv, err := convert.Convert(v, cty.String)
 		if err != nil || !sv.IsKnown() || sv.IsNull() || sv.AsString() == "" {

@@ -18,22 +18,35 @@ func TestRunner_sensitiveDerivedValuesStayHidden(t *testing.T) {
 	doc := func(locals, resource string) string {
 		return `{"locals":` + locals + `,"resource":{"terraform_data":{"r":` + resource + `}}}`
 	}
+	// Attack trial of 2026-12-03: go-cty's conversion error named the map key, and an import id
+	// was quoted in the import's errors.
+	const pw = `{"pw":"${sensitive(\"` + secret + `\")}"}`
+	module := `{"//":{"lava_modules":{"modules/m":{"variable":{"tags":{"type":"map(string)"}},"resource":{"terraform_data":{"r":{"input":"${var.tags}"}}}}}},` +
+		`"locals":` + pw + `,"module":{"m":{"source":"./modules/m","tags":"${ {for c in [\"x\"] : upper(local.pw) => [c]} }"}}}`
+	imported := `{"locals":` + pw + `,"import":[{"to":"terraform_data.r","id":"${upper(local.pw)}"}],"resource":{"terraform_data":{"r":{"input":"x"}}}}`
 	for _, tc := range []struct {
 		name, locals, resource, want string
+		whole                        string // the whole document, when set
 	}{
-		{"conversion error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${tonumber(strrev(local.pw))}"}`, "Invalid function argument: (the detail is not shown: the expression uses a sensitive value)"},
-		{"parse error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${cidrsubnet(upper(local.pw), 8, 1)}"}`, "Invalid function argument: (the detail is not shown: the expression uses a sensitive value)"},
-		{"for_each over a set", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${toset([upper(local.pw)])}","input":"${each.key}"}`, "cannot be used as for_each arguments"},
-		{"for_each over a list", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":["${upper(local.pw)}"],"input":"${each.key}"}`, "cannot be used as for_each arguments"},
-		{"for_each over a map with sensitive keys", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${zipmap([upper(local.pw)], [1])}","input":"${each.key}"}`, "cannot be used as for_each arguments"},
-		{"count", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"count":"${length(local.pw)}","input":"x"}`, "cannot be used as count arguments"},
+		{name: "conversion error", whole: module, want: "want map of string: (the detail is not shown: the expression uses a sensitive value)"},
+		{name: "import id", whole: imported, want: "import terraform_data.r: id is sensitive"},
+		{"conversion error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${tonumber(strrev(local.pw))}"}`, "Invalid function argument: (the detail is not shown: the expression uses a sensitive value)", ""},
+		{"parse error", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${cidrsubnet(upper(local.pw), 8, 1)}"}`, "Invalid function argument: (the detail is not shown: the expression uses a sensitive value)", ""},
+		{"for_each over a set", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${toset([upper(local.pw)])}","input":"${each.key}"}`, "cannot be used as for_each arguments", ""},
+		{"for_each over a list", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":["${upper(local.pw)}"],"input":"${each.key}"}`, "cannot be used as for_each arguments", ""},
+		{"for_each over a map with sensitive keys", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${zipmap([upper(local.pw)], [1])}","input":"${each.key}"}`, "cannot be used as for_each arguments", ""},
+		{"count", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"count":"${length(local.pw)}","input":"x"}`, "cannot be used as count arguments", ""},
 		// hcl's own error, not a function's (the attack trial of 2026-12-03).
-		{"duplicate object key", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }"}`, "Duplicate object key: (the detail is not shown: the expression uses a sensitive value)"},
+		{"duplicate object key", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }"}`, "Duplicate object key: (the detail is not shown: the expression uses a sensitive value)", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newMemHarness(t, t.TempDir())
-			_, err := h.apply(t, doc(tc.locals, tc.resource), nil)
+			d := tc.whole
+			if d == "" {
+				d = doc(tc.locals, tc.resource)
+			}
+			_, err := h.apply(t, d, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one saying %q", err, tc.want)
 			}
