@@ -152,6 +152,15 @@ func TestRequirements(t *testing.T) {
 				{Name: "local", Source: "hashicorp/local"},
 				{Name: "old", Source: "hashicorp/old"},
 			}},
+		// Keys are Terraform's, matched exactly: a "Provider" attribute is no meta-argument (an
+		// attack trial of 2026-12-03 had tofu install hashicorp/local through one), nor are
+		// "Resource", "Required_Providers" or "Source".
+		{"keys in another case", `{
+			"Resource":{"google_x":{"a":{}}},
+			"terraform":{"Required_Providers":{"kit":{"source":"example/kit"}},"required_providers":{"p":{"Source":"evil/p"}}},
+			"resource":{"terraform_data":{"b":{"Provider":"local","input":"x"}}}}`,
+			nil,
+			[]engine.ProviderRequirement{{Name: "p", Source: "hashicorp/p"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

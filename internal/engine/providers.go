@@ -27,27 +27,34 @@ const builtinProvider = "terraform"
 // terraform.required_providers is needed too. A source is sources[name], else the rendered
 // required_providers' source, else "hashicorp/NAME".
 func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequirement, error) {
-	var doc struct {
-		Terraform json.RawMessage                       `json:"terraform"`
-		Provider  map[string]json.RawMessage            `json:"provider"`
-		Resource  map[string]map[string]json.RawMessage `json:"resource"`
-		Data      map[string]map[string]json.RawMessage `json:"data"`
-	}
+	// Keys are matched exactly, as Terraform and hcl match them (encoding/json's struct fields
+	// would also take "Provider" for "provider": an attack trial had tofu install and start a
+	// provider that way, past the policy's allow-list).
+	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(rendered, &doc); err != nil {
 		return nil, fmt.Errorf("engine: read providers of the rendered JSON: %w", err)
+	}
+	var provider map[string]json.RawMessage
+	var resource, data map[string]map[string]json.RawMessage
+	for key, into := range map[string]any{"provider": &provider, "resource": &resource, "data": &data} {
+		if raw, ok := doc[key]; ok {
+			if err := json.Unmarshal(raw, into); err != nil {
+				return nil, fmt.Errorf("engine: read providers of the rendered JSON: %s: %w", key, err)
+			}
+		}
 	}
 	names := map[string]bool{}
 	for n := range sources {
 		names[n] = true
 	}
-	declared := requiredProviders(doc.Terraform)
+	declared := requiredProviders(doc["terraform"])
 	for n := range declared {
 		names[n] = true
 	}
-	for n := range doc.Provider {
+	for n := range provider {
 		names[n] = true
 	}
-	for _, blocks := range []map[string]map[string]json.RawMessage{doc.Resource, doc.Data} {
+	for _, blocks := range []map[string]map[string]json.RawMessage{resource, data} {
 		for typ, byName := range blocks {
 			for _, raw := range byName {
 				names[providerOf(typ, raw)] = true
@@ -96,38 +103,42 @@ func requiredProviders(raw json.RawMessage) map[string]string {
 	if len(raw) == 0 {
 		return out
 	}
-	type block struct {
-		RequiredProviders map[string]json.RawMessage `json:"required_providers"`
-	}
-	var blocks []block
-	var one block
+	var blocks []map[string]json.RawMessage
+	var one map[string]json.RawMessage
 	if json.Unmarshal(raw, &one) == nil {
-		blocks = []block{one}
+		blocks = []map[string]json.RawMessage{one}
 	} else {
 		_ = json.Unmarshal(raw, &blocks)
 	}
 	for _, b := range blocks {
-		for n, e := range b.RequiredProviders {
-			var entry struct {
-				Source string `json:"source"`
-			}
-			_ = json.Unmarshal(e, &entry) // a version string has no source
-			out[n] = entry.Source
+		var req map[string]json.RawMessage
+		_ = json.Unmarshal(b["required_providers"], &req)
+		for n, e := range req {
+			out[n] = stringKey(e, "source") // a version string has no source
 		}
 	}
 	return out
 }
 
+// stringKey returns the string at key (matched exactly) of the JSON object raw; "" when raw is
+// not an object or the key is absent or not a string.
+func stringKey(raw json.RawMessage, key string) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return ""
+	}
+	var s string
+	_ = json.Unmarshal(obj[key], &s)
+	return s
+}
+
 // providerOf returns the local provider name of one resource block: its `provider`
 // meta-argument without alias, else the type's prefix.
 func providerOf(typ string, raw json.RawMessage) string {
-	var meta struct {
-		Provider string `json:"provider"`
-	}
 	// A block may be an object or (rarely) an array of objects; only objects carry the
 	// meta-argument we read.
-	if json.Unmarshal(raw, &meta) == nil && meta.Provider != "" {
-		name, _, _ := strings.Cut(meta.Provider, ".")
+	if p := stringKey(raw, "provider"); p != "" {
+		name, _, _ := strings.Cut(p, ".")
 		return name
 	}
 	name, _, _ := strings.Cut(typ, "_")
