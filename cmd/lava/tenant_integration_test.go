@@ -157,6 +157,9 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 		// HCL's own error quotes the duplicate key (the attack trial of 2026-12-03; no function
 		// fails, so only hiding every error's detail over sensitive values keeps it out).
 		"dupkey": {`(terraform-data "d" :input "${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }")`, "Duplicate object key"},
+		// The same error at apply time (the collection is unknown at plan): tofu's apply output
+		// is human text, whose tail showed the key (second attack trial of 2026-12-03).
+		"dupapply": {`(terraform-data "a" :input ("a" "b")) (terraform-data "d" :input "${ {for c in terraform_data.a.output : upper(local.pw) => c} }")`, "Duplicate object key"},
 	}
 	for name, a := range attacks {
 		for _, eng := range []v1alpha1.Engine{v1alpha1.EngineEmbedded, v1alpha1.EngineTofu} {

@@ -193,7 +193,9 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspa
 	if err != nil {
 		return nil, fmt.Errorf("%s: workspace: module calls: %w", e.cfg.Name, err)
 	}
-	return &workspace{reqs: reqs, override: ov, pin: pin, modules: mods, sensitive: bytes.Contains(rendered, []byte("sensitive("))}, nil
+	sensitive := bytes.Contains(rendered, []byte("sensitive("))
+	r.sensitive = sensitive
+	return &workspace{reqs: reqs, override: ov, pin: pin, modules: mods, sensitive: sensitive}, nil
 }
 
 // lockAddr is the dependency lock's address of a requirement's source ("example/testkit" is

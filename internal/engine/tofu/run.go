@@ -69,6 +69,9 @@ type run struct {
 	// inRunDir: dir is the object's run directory (apply, destroy), not a workspace of
 	// its own; detached: a CLI run there outlived the operation (see runMutating).
 	inRunDir, detached bool
+	// sensitive: the workspace's configuration has sensitive values (prepare), so a failed
+	// step's output tail keeps only the diagnostics' summaries and positions (summariesOnly).
+	sensitive bool
 }
 
 // newRun creates a fresh workspace directory (mode 0700) and a CLI handle on it, whose
@@ -220,7 +223,11 @@ var (
 // classify turns a step failure into a typed error with a redacted output tail.
 func (r *run) classify(ctx context.Context, name string, timeout time.Duration, sctx context.Context, err error) error {
 	text := r.out.String() + "\n" + err.Error()
-	tail := engine.Tail(r.red.Redact(r.out.String()), r.e.cfg.TailBytes)
+	out := r.out.String()
+	if r.sensitive {
+		out = summariesOnly(out)
+	}
+	tail := engine.Tail(r.red.Redact(out), r.e.cfg.TailBytes)
 	switch {
 	case errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		return &engine.StepError{Step: name, Tail: tail,
@@ -246,6 +253,26 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 	}
 	msg := strings.TrimSpace(strings.SplitN(err.Error(), "\n", 2)[0])
 	return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %s", r.e.cfg.Name, name, r.red.Redact(msg))}
+}
+
+// summariesOnly keeps of the CLI's human output only each diagnostic's "Error:" or "Warning:"
+// line and its "with"/"on" position lines, each diagnostic's detail replaced by hiddenDetail:
+// in a configuration with sensitive values, HCL's and OpenTofu's details, and the source line
+// and values a diagnostic shows, may quote a value derived from a Secret binding (an apply-time
+// "Duplicate object key" error did: attack trial of 2026-12-03). The plan step's diagnostics
+// are filtered as they are read (planStream).
+func summariesOnly(out string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimLeft(l, " │╷╵")
+		switch {
+		case strings.HasPrefix(t, "Error: "), strings.HasPrefix(t, "Warning: "):
+			b.WriteString(t + "\n" + hiddenDetail + "\n")
+		case strings.HasPrefix(t, "with "), strings.HasPrefix(t, "on ") && strings.Contains(t, " line "):
+			b.WriteString("  " + t + "\n")
+		}
+	}
+	return b.String()
 }
 
 // providerSources extracts "hashicorp/aws" style sources from init output.
