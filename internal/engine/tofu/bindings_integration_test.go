@@ -27,9 +27,9 @@ func TestEngine_bindingIsData(t *testing.T) {
 	const attack = `${file("/etc/hostname")}`
 	dir := t.TempDir()
 	src := `(deflava-architecture data
-  :inputs ((:v "") (:dir "") (:w ""))
+  :inputs ((:v "") (:dir "") (:w "") (:dollar "$"))
   :resources ((terraform-data "seed" :input "{v}")
-              (terraform-data "joined" :input "${w}")
+              (terraform-data "joined" :input "{dollar}{w}")
               (local-file "out" :filename "{dir}/out.txt" :content "{v}"))
   :outputs (:seed (ref terraform-data "seed" output) :joined (ref terraform-data "joined" output)))
 `
@@ -51,8 +51,8 @@ func TestEngine_bindingIsData(t *testing.T) {
 	if err := json.Unmarshal(o.Values["seed"], &seed); err != nil || seed != attack {
 		t.Errorf("output seed %s (%v), want the literal binding %q", o.Values["seed"], err, attack)
 	}
-	// The source's "$" right before a binding that starts with "{" stays literal text (the
-	// attack trial of 2026-12-03 applied "${path.cwd}" this way).
+	// A "$" right before a binding that starts with "{" (here an input's default) stays literal
+	// text; the attack trial of 2026-12-03 applied "${path.cwd}" with the source's own "$".
 	var joined string
 	if err := json.Unmarshal(o.Values["joined"], &joined); err != nil || joined != "${path.cwd}" {
 		t.Errorf("output joined %s (%v), want the literal text ${path.cwd}", o.Values["joined"], err)

@@ -3,6 +3,8 @@ package render
 import (
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
@@ -86,6 +88,40 @@ func EscapeBindings(b tlisp.Bindings, secret map[string]bool) tlisp.Bindings {
 			}
 			out.Records[k] = er
 		}
+	}
+	return out
+}
+
+// TemplateSequences returns the byte ranges [start, end) of s, read as a Terraform template
+// (hclsyntax's template lexer: how both engines read a Terraform JSON string), that lie inside
+// a template sequence: from a "${" or "%{" to its closing "}", the expression's quoted strings
+// and nested sequences included; a sequence left open runs to the end of s. The template's
+// text, "$${" and "%%{" escapes included, is in no range. It is tlisp.Options'
+// TemplateSequences: the dialect refuses to interpolate a value inside a sequence, where a
+// quote or parenthesis in it would be code (an attack trial of 2026-12-03 closed the source's
+// "\"{key}\"" string with a binding and had path.cwd evaluated).
+func TemplateSequences(s string) [][2]int {
+	var out [][2]int
+	depth, start := 0, 0
+	toks, _ := hclsyntax.LexTemplate([]byte(s), "", hcl.InitialPos) // an invalid token is still a token
+	for _, tok := range toks {
+		switch tok.Type {
+		case hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			if depth == 0 {
+				start = tok.Range.Start.Byte
+			}
+			depth++
+		case hclsyntax.TokenTemplateSeqEnd:
+			if depth > 0 {
+				depth--
+				if depth == 0 {
+					out = append(out, [2]int{start, tok.Range.End.Byte})
+				}
+			}
+		}
+	}
+	if depth > 0 {
+		out = append(out, [2]int{start, len(s)})
 	}
 	return out
 }

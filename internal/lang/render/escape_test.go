@@ -2,6 +2,8 @@ package render
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -60,12 +62,13 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 	const breakout = "\")}${file(\"/etc/hostname\")}${(\"\\\n%{ if true }x%{ endif }$"
 	const directive = `%{ if true }x%{ endif }`
 	src := `(deflava-architecture data
-  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()) (:a "") (:b "") (:q "") (:c "") (:t ""))
+  :inputs ((:v "") (:s "") (:d "") (:l ()) (:recs ()) (:a "") (:b "") (:q "") (:c "") (:t "") (:dollar "$"))
   :resources ((terraform-data "scalar" :input "pre-{v}-post")
               (terraform-data "joined" :input "{a}{b}")
-              (terraform-data "dollar" :input "${c}")
-              (terraform-data "percent" :input "%{c} and $${c}")
-              (terraform-data "dollar-secret" :input "${t}")
+              (terraform-data "default-joined" :input "{dollar}{b}")
+              (terraform-data "dollar" :input "$${c}")
+              (terraform-data "percent" :input "%%{c} and $${c}")
+              (terraform-data "dollar-secret" :input "$${t}")
               (terraform-data "secret" :input "{s}")
               (terraform-data "directive" :input "{d}")
               (terraform-data "breakout" :input "<{q}>")
@@ -78,9 +81,10 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 		// a and b are harmless alone and form a template sequence side by side (the attack trial
 		// applied "${path.cwd}" this way).
 		// q is a Secret whose value tries to close the quoted literal of sensitive("...").
-		// c starts with "{" after the source's own "$" (the attack trial of 2026-12-03 applied
-		// "${path.cwd}" this way); t is a Secret after "$", whose sensitive("...") the "$" turned
-		// into the literal text "$${sensitive(...)}", unmarked.
+		// c starts with "{" after a run of "$" or "%" in the source's text, and b after the
+		// default "$" of another input; t is a Secret after "$$", which turned its
+		// sensitive("...") into the literal text "${sensitive(...)}", unmarked (the attack
+		// trial of 2026-12-03). "${c}" itself is refused: TestSynthesize_valueInsideASequence.
 		Scalars: map[string]string{"v": attack, "s": attack, "d": directive, "a": "$", "b": "{path.cwd}", "q": breakout,
 			"c": "{path.cwd}", "t": "hunter2"},
 		Lists:   map[string][]string{"l": {attack, "$${kept}"}},
@@ -110,15 +114,16 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
 		return s
 	}
 	for name, want := range map[string]string{
-		"scalar":        "pre-" + attack + "-post",
-		"secret":        attack,
-		"breakout":      "<" + breakout + ">",
-		"directive":     directive,
-		"rec-one":       attack,
-		"joined":        "${path.cwd}",
-		"dollar":        "${path.cwd}",
-		"percent":       "%{path.cwd} and $${path.cwd}",
-		"dollar-secret": "$hunter2",
+		"scalar":         "pre-" + attack + "-post",
+		"secret":         attack,
+		"breakout":       "<" + breakout + ">",
+		"directive":      directive,
+		"rec-one":        attack,
+		"joined":         "${path.cwd}",
+		"default-joined": "${path.cwd}",
+		"dollar":         "$${path.cwd}",
+		"percent":        "%%{path.cwd} and $${path.cwd}",
+		"dollar-secret":  "$$hunter2",
 	} {
 		got, marked := evalMarked(t, str(name))
 		if got != want {
@@ -175,5 +180,49 @@ func TestEscapeTemplate(t *testing.T) {
 		if got := evalTemplate(t, EscapeTemplate(in)); got != in {
 			t.Errorf("template of EscapeTemplate(%q) evaluates to %q", in, got)
 		}
+	}
+}
+
+// TestTemplateSequences: the ranges of a string that hcl's template lexer reads as a template
+// sequence, so the dialect can refuse a value interpolated there.
+func TestTemplateSequences(t *testing.T) {
+	for s, want := range map[string][][2]int{
+		"plain {x} text":                    nil,
+		"$${not} and %%{ nor }":             nil,
+		"a ${b} c":                          {{2, 6}},
+		`${lookup({a=1}, "{key}", 0)} tail`: {{0, 28}},
+		`%{ if x }{y}%{ endif }`:            {{0, 9}, {12, 22}},
+		`${"${inner}"}{z}`:                  {{0, 13}},
+		"open ${ {x}":                       {{5, 11}},
+	} {
+		if got := TemplateSequences(s); !slices.Equal(got, want) {
+			t.Errorf("TemplateSequences(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestSynthesize_valueInsideASequence: a "{NAME}" inside the source's own "${...}" or "%{...}" is
+// refused at its line:col, whatever its value: there a binding's quote would end the source's
+// HCL string and the rest be evaluated (the attack trial of 2026-12-03 had path.cwd evaluated
+// through "${lookup({a=1}, \"{key}\", 0)}"), and a "$" before "{NAME}" would make the value an
+// expression.
+func TestSynthesize_valueInsideASequence(t *testing.T) {
+	for name, attr := range map[string]string{
+		"quoted string in an expression": `"${lookup({a=1}, \"{key}\", 0)}"`,
+		"the whole interpolation":        `"${key}"`,
+		"a directive":                    `"%{key}"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := "(deflava-architecture seq\n  :inputs ((:key \"\"))\n  :resources ((terraform-data \"t\" :input " + attr + ")))\n"
+			out, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "seq.tlisp",
+				Bindings: tlisp.Bindings{Scalars: map[string]string{"key": `a", 0) == 1 ? path.cwd : lookup({a=1}, "a`}}})
+			if out != nil {
+				t.Fatalf("synthesized %s", out.JSON)
+			}
+			msg := strings.Join(errorsOf(ds), "\n")
+			if !strings.Contains(msg, "seq.tlisp:3:") || !strings.Contains(msg, "{key} is inside a Terraform template sequence") {
+				t.Errorf("diagnostics %q, want seq.tlisp:3:COL and {key} is inside a Terraform template sequence", msg)
+			}
+		})
 	}
 }

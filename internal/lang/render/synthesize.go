@@ -145,7 +145,7 @@ func synthesize(in Input) (*Output, tlisp.Diagnostics) {
 	for _, k := range in.SecretKeys {
 		secret[k] = true
 	}
-	opts := tlisp.Options{File: file, SecretInputs: secret}
+	opts := tlisp.Options{File: file, SecretInputs: secret, TemplateSequences: TemplateSequences}
 	srcDiags := func(ds tlisp.Diagnostics) tlisp.Diagnostics {
 		if in.SourceKind == SourceName {
 			return ds

@@ -80,6 +80,8 @@ type evaluator struct {
 
 	snakeCache map[string]string
 	secret     map[string]bool // Options.SecretInputs
+	// sequences is Options.TemplateSequences.
+	sequences func(s string) [][2]int
 
 	expanded  int
 	iters     int
@@ -99,6 +101,7 @@ func newEvaluator(src []byte, opts Options) *evaluator {
 		resources: make([]arch.Resource, 0, 16),
 		src:       src,
 		file:      opts.File,
+		sequences: opts.TemplateSequences,
 		scalars:   map[string]string{},
 		lists:     map[string][]string{},
 		records:   map[string][]map[string]string{},

@@ -33,6 +33,13 @@ type Options struct {
 	// variable over it) shows the template and "<redacted>" instead, so no secret reaches a
 	// status, event or log through a diagnostic.
 	SecretInputs map[string]bool
+	// TemplateSequences, when set, returns the byte ranges [start, end) of a string that lie
+	// inside a Terraform template sequence ("${…}" or "%{…}", quoted strings in it
+	// included). A "{NAME}" interpolated inside one is an error: the value would land in the
+	// source's own expression, where escaping cannot keep it data (a quote in it would end an
+	// HCL string). internal/lang/render sets it with hcl's template lexer; this package stays
+	// free of hcl (hack/depcheck.sh).
+	TemplateSequences func(s string) [][2]int
 }
 
 // Parse reads every top-level form of src. On an error it returns the forms

@@ -328,6 +328,10 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(t) + 16)
 	ok := true
+	var seqs [][2]int
+	if e.sequences != nil && (strings.Contains(t, "${") || strings.Contains(t, "%{")) {
+		seqs = e.sequences(t)
+	}
 	i := 0
 	for i < len(t) {
 		j := strings.IndexByte(t[i:], '{')
@@ -346,6 +350,12 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 		expr := strings.TrimSpace(t[j+1 : k])
 		if !isTemplateExpr(expr) {
 			b.WriteString(t[j : k+1]) // not a variable reference: verbatim
+			i = k + 1
+			continue
+		}
+		if inSpans(seqs, j) {
+			e.errorf(e.exprPos(n, j), "{%s} is inside a Terraform template sequence (${...} or %%{...}): a value is interpolated only into the string's text, where it stays data; bind it to a local and refer to the local there", expr)
+			ok = false
 			i = k + 1
 			continue
 		}
@@ -368,6 +378,16 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 		i = k + 1
 	}
 	return b.String(), e.charge(n.Pos, b.Len()) && ok
+}
+
+// inSpans reports whether off lies in one of the ranges [start, end).
+func inSpans(spans [][2]int, off int) bool {
+	for _, sp := range spans {
+		if off >= sp[0] && off < sp[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // literalTail rewrites a run of "$" and "%" at the end of b as the interpolation of that run as
