@@ -42,6 +42,11 @@ func ReviewBody(p *tfjson.Plan, redact []string) ([]byte, error) {
 		c := *rc.Change
 		c.Before, c.BeforeSensitive = mask(c.Before, c.BeforeSensitive, secret)
 		c.After, c.AfterSensitive = mask(c.After, c.AfterSensitive, secret)
+		// after_unknown and replace_paths follow the value's structure, map keys included:
+		// under a sensitive value (a map keyed by a value derived from a Secret) they keep no
+		// keys (an attack trial of 2026-12-03 read the key in after_unknown on both engines).
+		c.AfterUnknown = collapseUnder(c.AfterUnknown, c.AfterSensitive)
+		c.ReplacePaths = truncatePaths(c.ReplacePaths, c.BeforeSensitive, c.AfterSensitive)
 		c.Importing, c.GeneratedConfig = nil, ""
 		r := &tfjson.ResourceChange{Address: rc.Address, PreviousAddress: rc.PreviousAddress, ModuleAddress: rc.ModuleAddress,
 			Mode: rc.Mode, Type: rc.Type, Name: rc.Name, Index: rc.Index, ProviderName: rc.ProviderName,
@@ -115,6 +120,115 @@ func mask(v, sens any, secret func(string) bool) (any, any) {
 		return v, false
 	}
 	return v, sens
+}
+
+// collapseUnder returns the unknown-value structure u with each part that sens marks
+// sensitive (true) replaced by one boolean: true when anything in it was unknown.
+func collapseUnder(u, sens any) any {
+	if b, ok := sens.(bool); ok && b {
+		return anyTrue(u)
+	}
+	switch x := u.(type) {
+	case map[string]any:
+		sm, _ := sens.(map[string]any)
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = collapseUnder(e, sm[k])
+		}
+		return out
+	case []any:
+		sl, _ := sens.([]any)
+		out := make([]any, len(x))
+		for i, e := range x {
+			var si any
+			if i < len(sl) {
+				si = sl[i]
+			}
+			out[i] = collapseUnder(e, si)
+		}
+		return out
+	}
+	return u
+}
+
+// anyTrue reports whether the unknown-value structure u holds a true.
+func anyTrue(u any) bool {
+	switch x := u.(type) {
+	case bool:
+		return x
+	case map[string]any:
+		for _, e := range x {
+			if anyTrue(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if anyTrue(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// truncatePaths returns the replace paths with each one cut after its first step that either
+// sensitivity structure marks sensitive, so a path names no key or index inside a sensitive
+// value; duplicates that the cut makes are dropped.
+func truncatePaths(paths []any, sens ...any) []any {
+	if len(paths) == 0 {
+		return paths
+	}
+	var out []any
+	seen := map[string]bool{}
+	for _, p := range paths {
+		steps, ok := p.([]any)
+		if !ok {
+			continue
+		}
+		cut := len(steps)
+		for _, s := range sens {
+			cur := s
+			for i, st := range steps {
+				if i >= cut {
+					break
+				}
+				switch x := cur.(type) {
+				case map[string]any:
+					k, _ := st.(string)
+					cur = x[k]
+				case []any:
+					var idx int
+					switch n := st.(type) {
+					case float64:
+						idx = int(n)
+					case json.Number:
+						v, _ := n.Int64()
+						idx = int(v)
+					case int:
+						idx = n
+					}
+					cur = nil
+					if idx >= 0 && idx < len(x) {
+						cur = x[idx]
+					}
+				default:
+					cur = nil
+				}
+				if b, ok := cur.(bool); ok && b {
+					cut = i + 1
+					break
+				}
+			}
+		}
+		steps = steps[:cut]
+		key, _ := json.Marshal(steps)
+		if !seen[string(key)] {
+			seen[string(key)] = true
+			out = append(out, steps)
+		}
+	}
+	return out
 }
 
 // Symbols and phrases of `tofu show`'s human output, per folded action.

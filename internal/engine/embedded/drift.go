@@ -89,8 +89,12 @@ func diffValues(observed, declared cty.Value, path cty.Path, sensitive []cty.Pat
 		return nil
 	}
 	ot, dt := observed.Type(), declared.Type()
+	// A sensitive value is one finding at its own path: below it a map's keys would name
+	// parts of it (a map keyed by a value derived from a Secret; an attack trial of
+	// 2026-12-03 read the key in a drift anomaly's metadata).
 	descend := observed.IsKnown() && declared.IsKnown() && !observed.IsNull() && !declared.IsNull() &&
-		((ot.IsObjectType() && dt.IsObjectType()) || (ot.IsMapType() && dt.IsMapType()))
+		((ot.IsObjectType() && dt.IsObjectType()) || (ot.IsMapType() && dt.IsMapType())) &&
+		!isSensitive(path, sensitive)
 	if descend {
 		keys := map[string]bool{}
 		for it := observed.ElementIterator(); it.Next(); {

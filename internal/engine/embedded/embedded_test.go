@@ -306,6 +306,12 @@ func TestDriftFindings(t *testing.T) {
 		{Addr: "x.a", Action: Update, Prior: observed, Planned: declared, Sensitive: []cty.Path{cty.GetAttrPath("password")}},
 		{Addr: "x.gone", Action: Create},
 		{Addr: "x.same", Action: NoOp},
+		// A sensitive map is one finding at its own path: its keys (here derived from a
+		// Secret) name no path (attack trial of 2026-12-03); not seeing inside it, the
+		// finding is functional even under a cosmetic prefix.
+		{Addr: "x.keyed", Action: Update, Sensitive: []cty.Path{cty.GetAttrPath("tags")},
+			Prior:   obj(map[string]cty.Value{"tags": cty.MapVal(map[string]cty.Value{"HUNTER2-DERIVED": cty.StringVal("changed")})}),
+			Planned: obj(map[string]cty.Value{"tags": cty.MapVal(map[string]cty.Value{"HUNTER2-DERIVED": cty.StringVal("v")})})},
 	}}
 	str := func(s string) *string { return &s }
 	got := driftFindings(p, []string{"tags."})
@@ -317,6 +323,7 @@ func TestDriftFindings(t *testing.T) {
 		{"x.a", "size", "functional", str("2"), str("3")},
 		{"x.a", "tags.Owner", "cosmetic", str("ops"), str("dev")},
 		{"x.gone", "*", "functional", nil, nil},
+		{"x.keyed", "tags", "functional", str("(sensitive)"), str("(sensitive)")},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("findings = %+v", got)

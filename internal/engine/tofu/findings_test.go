@@ -32,6 +32,10 @@ func TestFindings(t *testing.T) {
 	     "change": {"actions": ["delete"], "before": {"content": "c"}, "after": null}},
 	    {"address": "testkit_file.r", "mode": "managed", "type": "testkit_file", "name": "r",
 	     "change": {"actions": ["delete", "create"], "before": {"content": "a", "id": "x"}, "after": {"content": "b"}, "after_unknown": {"id": true}}},
+	    {"address": "testkit_file.keyed", "mode": "managed", "type": "testkit_file", "name": "keyed",
+	     "change": {"actions": ["update"],
+	       "before": {"tags": {"HUNTER2-DERIVED": "changed"}}, "after": {"tags": {"HUNTER2-DERIVED": "v"}},
+	       "before_sensitive": {"tags": true}, "after_sensitive": {"tags": true}}},
 	    {"address": "terraform_data.same", "mode": "managed", "type": "terraform_data", "name": "same",
 	     "change": {"actions": ["no-op"], "before": {"input": "a"}, "after": {"input": "a"}}},
 	    {"address": "data.x.y", "mode": "data", "type": "x", "name": "y", "change": {"actions": ["read"]}}
@@ -50,6 +54,10 @@ func TestFindings(t *testing.T) {
 		{Address: "aws_vpc.main", Attribute: "tags.Owner", Change: "update", Observed: ptr("bob"), Declared: ptr("alice"), Severity: "cosmetic"},
 		{Address: "local_file.extra", Attribute: "*", Change: "delete", Severity: "critical"},
 		{Address: "local_file.gone", Attribute: "*", Change: "replace", Severity: "critical"},
+		// A sensitive map is one finding at its own path: its keys (here derived from a
+		// Secret) name no path (attack trial of 2026-12-03); not seeing inside it, the
+		// finding is functional even under a cosmetic prefix.
+		{Address: "testkit_file.keyed", Attribute: "tags", Change: "update", Observed: ptr(engine.Redacted), Declared: ptr(engine.Redacted), Severity: "functional"},
 		{Address: "testkit_file.r", Attribute: "content", Change: "replace", Observed: ptr("a"), Declared: ptr("b"), Severity: "critical"},
 	}
 	if diff := cmp.Diff(want, rep.Findings); diff != "" {

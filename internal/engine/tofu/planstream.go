@@ -27,9 +27,8 @@ type planStream struct {
 	seen    map[string]engine.ResourceAction
 	// warnings are the warning diagnostics ("SUMMARY: DETAIL"), unredacted.
 	warnings []string
-	// hideDetail: the configuration has sensitive values, so the detail of a failed function
-	// call (which quotes the argument it refuses) and of every error about an expression is
-	// [hiddenDetail].
+	// hideDetail: the configuration has sensitive values, so the detail of every error and
+	// of a failed function call (which quotes the argument it refuses) is [hiddenDetail].
 	hideDetail bool
 }
 
@@ -105,13 +104,17 @@ func (s *planStream) line(b []byte) {
 	case m.Type == "refresh_complete" && m.Hook != nil:
 		s.seen[m.Hook.Resource.Addr] = resourceAction(m.Hook.Resource, engine.ActionNoOp)
 	case m.Type == "diagnostic" && m.Diagnostic != nil:
+		// With sensitive values in the configuration, the detail of every error is hidden: HCL's
+		// own errors quote values ("Duplicate object key: Two different items produced the key
+		// \"VALUE\"", with no values listed), and so may a provider's (a planned value's path
+		// names map keys), with or without a snippet.
+		if s.hideDetail && m.Diagnostic.Severity == "error" {
+			m.Diagnostic.Detail = hiddenDetail
+		}
 		if sn := m.Diagnostic.Snippet; sn != nil {
 			// OpenTofu lists no values for a function call's arguments, and its functions quote
-			// the argument they refuse; HCL's own errors quote values too ("Duplicate object
-			// key: Two different items produced the key \"VALUE\"", with no values listed):
-			// with sensitive values in the configuration, the detail of a failed call and of
-			// every error about an expression is hidden.
-			if s.hideDetail && (len(sn.FunctionCall) > 0 || m.Diagnostic.Severity == "error") {
+			// the argument they refuse: a failed call's detail is hidden too when it is a warning.
+			if s.hideDetail && len(sn.FunctionCall) > 0 {
 				m.Diagnostic.Detail = hiddenDetail
 			}
 			for _, v := range sn.Values {
