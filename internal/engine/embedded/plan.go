@@ -67,6 +67,10 @@ type Change struct {
 	// Sensitive are the paths of Planned (or Prior) the schema marks sensitive, and for a
 	// managed instance also those its configuration made sensitive (Marked).
 	Sensitive []cty.Path
+	// PriorSensitive are the paths of Prior that were sensitive when it was written: the
+	// schema's and those the state recorded in sensitive_attributes (what the configuration
+	// made sensitive then), as OpenTofu's before_sensitive.
+	PriorSensitive []cty.Path
 	// Marked are the paths that held a sensitive value in the configuration (sensitive
 	// variables, sensitive()); state records them in sensitive_attributes with Sensitive.
 	Marked []cty.Path
@@ -366,10 +370,28 @@ func (p *planner) planOrphan(ctx context.Context, addr string, sr *StateResource
 		ps, _ := client.Schema(ctx)
 		c.Planned = cty.NullVal(ps.Resources[sr.Type].Block.ImpliedType())
 		c.Sensitive = ps.Resources[sr.Type].Block.SensitivePaths(prior)
-		p.noteSecrets(prior, c.Sensitive)
+		c.PriorSensitive = priorSensitivePaths(ps.Resources[sr.Type], prior, in)
+		p.noteSecrets(prior, c.PriorSensitive)
 		p.add(c)
 	}
 	return nil
+}
+
+// priorSensitivePaths are the paths of prior, read from the state instance in, that were
+// sensitive when it was written: the schema's, and those in.SensitiveAttributes records. A
+// sensitive_attributes that does not parse marks every attribute sensitive.
+func priorSensitivePaths(s *Schema, prior cty.Value, in StateInstance) []cty.Path {
+	paths := s.Block.SensitivePaths(prior)
+	recorded, err := unmarshalPaths(in.SensitiveAttributes)
+	if err != nil {
+		if prior != cty.NilVal && prior.Type().IsObjectType() {
+			for name := range prior.Type().AttributeTypes() {
+				paths = append(paths, cty.GetAttrPath(name))
+			}
+		}
+		return paths
+	}
+	return append(paths, recorded...)
 }
 
 // stateProviderAlias returns the alias of provider["..."].alias, if any.
@@ -652,7 +674,12 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 		}
 		c.Sensitive = instanceSensitivePaths(schema, c.Planned, marked)
 		p.noteSecrets(c.Planned, c.Sensitive)
-		p.noteSecrets(c.Prior, schema.Block.SensitivePaths(c.Prior))
+		if priorIn != nil {
+			c.PriorSensitive = priorSensitivePaths(schema, c.Prior, *priorIn)
+		} else {
+			c.PriorSensitive = schema.Block.SensitivePaths(c.Prior)
+		}
+		p.noteSecrets(c.Prior, c.PriorSensitive)
 		vals[ks] = markSensitive(c.Planned, instanceSensitivePaths(schema, c.Planned, marked))
 		p.add(c)
 	}
@@ -666,6 +693,8 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			return err
 		}
 		c.Prior, c.PriorPrivate = prior, priv
+		c.PriorSensitive = priorSensitivePaths(schema, prior, in)
+		p.noteSecrets(prior, c.PriorSensitive)
 		if prior.IsNull() {
 			c.Action = Forget
 		}
@@ -684,6 +713,8 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			return err
 		}
 		c.Prior, c.PriorPrivate = prior, priv
+		c.PriorSensitive = priorSensitivePaths(schema, prior, in)
+		p.noteSecrets(prior, c.PriorSensitive)
 		if prior.IsNull() {
 			c.Action = Forget
 		}

@@ -3,6 +3,7 @@ package embedded
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	tfjson "github.com/hashicorp/terraform-json"
 	"github.com/zclconf/go-cty/cty"
@@ -28,9 +29,12 @@ func reviewPlan(p *Plan) (*tfjson.Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("review %s: %w", c.Addr, err)
 		}
-		sens := sensitiveStructure(c.Sensitive)
+		// Before is sensitive where the prior object was when written (its state's
+		// sensitive_attributes), after where the planned one is; before keeps the planned
+		// paths too, so nothing sensitive now shows in the old value either.
 		ch := &tfjson.Change{Actions: reviewActions(c), Before: before, After: after, AfterUnknown: unknownStructure(c.Planned),
-			BeforeSensitive: sens, AfterSensitive: sens}
+			BeforeSensitive: sensitiveStructure(append(slices.Clone(c.PriorSensitive), c.Sensitive...)),
+			AfterSensitive:  sensitiveStructure(c.Sensitive)}
 		for _, rp := range c.ReplacePaths {
 			ch.ReplacePaths = append(ch.ReplacePaths, []any{rp})
 		}

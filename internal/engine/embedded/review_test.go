@@ -1,10 +1,13 @@
 package embedded
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lava-operator/lava/internal/engine"
 )
 
 // TestReviewStructures: after_unknown marks the unknown values of a planned object, and the
@@ -37,5 +40,60 @@ func TestReviewStructures(t *testing.T) {
 	}
 	if m, ok := v.(map[string]any); !ok || m["id"] != nil || m["name"] != "a" {
 		t.Errorf("review value %v: want unknowns as null", v)
+	}
+}
+
+// TestReviewPlan_priorSensitive: an attribute the configuration made sensitive when it was
+// applied (state's sensitive_attributes) stays hidden in the review body's before when the
+// configuration no longer makes it sensitive, and when the resource is removed, as OpenTofu's
+// before_sensitive has it (an attack trial of 2026-12-03 read an upper-cased Secret in
+// `lava plan show` of such a plan on the embedded engine, not on tofu).
+func TestReviewPlan_priorSensitive(t *testing.T) {
+	t.Parallel()
+	const derived = "S3CR3T-DERIVED"
+	h := newMemHarness(t, t.TempDir())
+	if _, err := h.apply(t, `{"locals":{"pw":"${sensitive(\"s3cr3t-derived\")}"},"resource":{"terraform_data":{
+		"h":{"input":"${upper(local.pw)}"},"g":{"input":"${format(\"k-%s\", upper(local.pw))}"},
+		"m":{"input":"${zipmap([upper(local.pw)], [\"x\"])}"}}}}`, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte(`{"resource":{"terraform_data":{"h":{"input":"plain"},"m":{"input":"plain"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.r.Plan(t.Context(), cfg, h.state, nil, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := reviewPlan(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := engine.ReviewBody(rp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// terraform_data's computed output copies the input unmarked, in OpenTofu's plans too (the
+	// threat model in docs/security.md): only what was sensitive is checked.
+	rev, err := engine.ParseReviewBody(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, rc := range rev.ResourceChanges {
+		before, _ := rc.Change.Before.(map[string]any)
+		if before == nil {
+			t.Fatalf("%s: no before: %s", rc.Address, body)
+		}
+		seen++
+		if in := before["input"]; in != nil {
+			t.Errorf("%s: before.input = %v, want it hidden (it was sensitive when applied)", rc.Address, in)
+		}
+		if bs, _ := rc.Change.BeforeSensitive.(map[string]any); bs["input"] != true {
+			t.Errorf("%s: before_sensitive %v, want input", rc.Address, rc.Change.BeforeSensitive)
+		}
+	}
+	if seen != 3 || !strings.Contains(string(body), `"plain"`) || !strings.Contains(string(body), derived) {
+		t.Errorf("want the three changes, the new plain input and the computed output (the control that the body is read unmasked elsewhere):\n%s", body)
 	}
 }

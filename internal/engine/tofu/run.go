@@ -268,12 +268,17 @@ func summariesOnly(out string) string {
 		switch {
 		case strings.HasPrefix(t, "Error: "), strings.HasPrefix(t, "Warning: "):
 			b.WriteString(t + "\n" + hiddenDetail + "\n")
-		case strings.HasPrefix(t, "with "), strings.HasPrefix(t, "on ") && strings.Contains(t, " line "):
+		case positionLine.MatchString(t):
 			b.WriteString("  " + t + "\n")
 		}
 	}
 	return b.String()
 }
+
+// positionLine is a diagnostic's position in the CLI's human output ("on main.tf.json line 1,
+// in resource.terraform_data.d:", "with terraform_data.d,"); a wrapped line of detail text that
+// happens to start with "on " does not match.
+var positionLine = regexp.MustCompile(`^(on [^ ]+ line [0-9]+(, in [^ ]+)?:|with [^ ]+,)$`)
 
 // providerSources extracts "hashicorp/aws" style sources from init output.
 func providerSources(text string) []string {
