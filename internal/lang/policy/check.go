@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -47,8 +48,8 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 		}
 	}
 	c.impliedProviders()
-	if n := len(a.Resources) + len(a.DataSources); p.MaxResources > 0 && n > p.MaxResources {
-		c.add(a.Pos, "the architecture has %d resources and data sources; the policy allows at most %d (maxResources)", n, p.MaxResources)
+	if n := instances(a); p.MaxResources > 0 && n > int64(p.MaxResources) {
+		c.add(a.Pos, "the architecture has %d resource and data source instances (count and for_each expanded); the policy allows at most %d (maxResources)", n, p.MaxResources)
 	}
 	for i := range a.Resources {
 		c.resource(&a.Resources[i], false)
@@ -275,8 +276,38 @@ func metaProviderName(v arch.Value) (string, bool) {
 // providerLocalName is the grammar of a provider local name or alias (an HCL identifier).
 var providerLocalName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 
+// instances is the number of resource and data source instances a renders: a resource's
+// :count, the entries of its :for-each, else one (saturating at math.MaxInt64).
+func instances(a *arch.Architecture) int64 {
+	var n int64
+	for _, rs := range [][]arch.Resource{a.Resources, a.DataSources} {
+		for i := range rs {
+			k := int64(1)
+			switch r := &rs[i]; {
+			case r.Count != nil:
+				k = max(*r.Count, 0)
+			case r.ForEach != nil:
+				k = int64(r.ForEach.Len())
+			}
+			if n > math.MaxInt64-k {
+				return math.MaxInt64
+			}
+			n += k
+		}
+	}
+	return n
+}
+
 func (c *checker) resource(r *arch.Resource, data bool) {
 	pos := c.pos(r.Pos)
+	// A plain :for_each or :count attribute is rendered as the meta-argument, past the
+	// dialect's typed :for-each and :count, whose instances maxResources counts.
+	for _, meta := range []string{"for_each", "count"} {
+		if _, ok := r.Attributes.Get(meta); ok {
+			c.add(pos, "%s: a %s attribute is not allowed: write :%s, whose instances the policy counts (maxResources)",
+				r.Address(), meta, strings.ReplaceAll(meta, "_", "-"))
+		}
+	}
 	what := "resource " + r.Address()
 	if data {
 		what = "data source " + r.Address()

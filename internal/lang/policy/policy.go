@@ -46,9 +46,10 @@ type Policy struct {
 // The built-in defaults, used where the admin's configuration says nothing.
 var (
 	// DefaultDeniedDataSources: terraform_remote_state reads other state backends with the
-	// applier's network reach; external runs a program; local_file and local_sensitive_file
-	// read the applier's filesystem (its ServiceAccount token included).
-	DefaultDeniedDataSources = []string{"terraform_remote_state", "external", "local_file", "local_sensitive_file"}
+	// applier's network reach; external and local_command (hashicorp/local from v2.6.0) run a
+	// program; local_file and local_sensitive_file read the applier's filesystem (its
+	// ServiceAccount token included).
+	DefaultDeniedDataSources = []string{"terraform_remote_state", "external", "local_command", "local_file", "local_sensitive_file"}
 	// DefaultDeniedFunctions are Terraform's filesystem functions (they read the applier's
 	// files at plan time), templatestring (it evaluates a string known only at plan time as a
 	// template, so an escaped literal or a binding would become an expression again),

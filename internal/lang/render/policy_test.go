@@ -40,6 +40,11 @@ func TestCheckPolicy_attacks(t *testing.T) {
   :resources ((terraform-data "r" :input "a"))
   :data ((terraform-remote-state "other" :backend "s3") (external "prog" :program ("sh" "-c" "id"))))`,
 			want: []string{"data source terraform_remote_state.other: the terraform_remote_state data source is not allowed", "data source external.prog: the external data source is not allowed"}},
+		// hashicorp/local v2.6.0's local_command runs a program (attack trial of 2026-12-03).
+		{name: "local_command data source", src: `(deflava-architecture x
+  :resources ((terraform-data "ok" :input "a"))
+  :data ((local-command "pwn" :command "sh" :arguments ("-c" "id > /tmp/lava-demo/pwned"))))`,
+			want: []string{"data source local_command.pwn: the local_command data source is not allowed"}},
 		{name: "dot-dot provider source", src: `(deflava-architecture x
   :providers ((evil :source "../../tmp/evil"))
   :resources ((terraform-data "r" :input "a")))`,
@@ -135,7 +140,7 @@ namespaces:
 	}
 	for ns, want := range map[string][]string{
 		"other": {"source registry.opentofu.org/example/testkit is not in the allowed providers", "a provisioner block is not allowed"},
-		"tight": {"the architecture has 2 resources and data sources; the policy allows at most 1", "not in the allowed providers"},
+		"tight": {"the architecture has 2 resource and data source instances (count and for_each expanded); the policy allows at most 1", "not in the allowed providers"},
 	} {
 		joined := CheckPolicy(in, out, cfg.For(ns)).String()
 		for _, w := range want {
@@ -198,6 +203,37 @@ func TestCheckPolicy_impliedProviders(t *testing.T) {
 				if !strings.Contains(joined, w) {
 					t.Errorf("diagnostics lack %q:\n%s", w, joined)
 				}
+			}
+		})
+	}
+}
+
+// TestCheckPolicy_maxResourcesCountsInstances: maxResources counts the instances :count and
+// :for-each render, not the resource forms (an attack trial of 2026-12-03 applied three
+// instances under maxResources 1, and a count of 9223372036854775807 passed), and a plain
+// :for_each attribute, rendered as the meta-argument past the dialect's typed one, is refused.
+func TestCheckPolicy_maxResourcesCountsInstances(t *testing.T) {
+	p := policy.Default()
+	p.MaxResources = 2
+	for name, tc := range map[string]struct{ src, want string }{
+		"count": {`(deflava-architecture x
+  :resources ((terraform-data "many" :count 3 :input "x")))`, "the architecture has 3 resource and data source instances"},
+		"huge count": {`(deflava-architecture x
+  :resources ((terraform-data "many" :count 9223372036854775807 :input "x") (terraform-data "one" :input "y")))`, "the architecture has 9223372036854775807 resource and data source instances"},
+		"for-each": {`(deflava-architecture x
+  :resources ((terraform-data "many" :for-each (:a "1" :b "2" :c "3") :input "x")))`, "the architecture has 3 resource and data source instances"},
+		"plain for_each attribute": {`(deflava-architecture x
+  :resources ((terraform-data "many" :for_each "${toset([\"a\", \"b\", \"c\"])}" :input "x")))`, "terraform_data.many: a for_each attribute is not allowed: write :for-each"},
+		"within the limit": {`(deflava-architecture x
+  :resources ((terraform-data "two" :count 2 :input "x")))`, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			joined := policyDiagnostics(t, tc.src, p)
+			if tc.want == "" && joined != "" {
+				t.Fatalf("refused:\n%s", joined)
+			}
+			if !strings.Contains(joined, tc.want) {
+				t.Errorf("diagnostics lack %q:\n%s", tc.want, joined)
 			}
 		})
 	}
