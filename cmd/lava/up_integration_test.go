@@ -491,3 +491,47 @@ func TestUp_inlineErrorPosition(t *testing.T) {
 		t.Fatalf("Ready condition %+v, want a message with %q", c, want)
 	}
 }
+
+// TestUp_longName: an object with a 253-character name (the longest a Kubernetes name may be)
+// is Applied by `lava up --once` in file mode, and its status file is written: a name this
+// long made NAME.yaml.tmp pass the 255-byte file name limit, and lava up never settled (an
+// attack trial of 2026-12-03).
+func TestUp_longName(t *testing.T) {
+	label := strings.Repeat("a", 63)
+	name := label + "." + label + "." + label + "." + strings.Repeat("b", 61) // 253 characters
+	if len(name) != 253 {
+		t.Fatalf("name has %d characters", len(name))
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "long.yaml")
+	body := "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata:\n  name: " + name + "\n  namespace: demo\nspec:\n  source:\n    inline: |\n      (deflava-architecture long\n        :resources ((terraform-data \"d\" :input \"x\")))\n  engine: embedded\n"
+	if err := os.WriteFile(manifest, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	upOnce(t, manifest, stateDir)
+	files, err := os.ReadDir(filepath.Join(stateDir, up.DirStatus, "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range files {
+		var o v1alpha1.LavaArchitecture
+		b, err := os.ReadFile(filepath.Join(stateDir, up.DirStatus, "demo", f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sigsyaml.Unmarshal(b, &o); err != nil {
+			t.Fatalf("%s: %v", f.Name(), err)
+		}
+		if o.Name == name {
+			found = true
+			if o.Status.Phase != v1alpha1.PhaseApplied {
+				t.Errorf("phase %q, want Applied", o.Status.Phase)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no status file holds the object %s (files %v)", name, files)
+	}
+}

@@ -5,7 +5,8 @@
 //
 // Without a kubeconfig a file source plays the watcher's role ([Source]): LavaArchitecture
 // manifests are read from files and directories, re-read on change, and each resource is kept
-// as an object file under <state-dir>/status/<namespace>/<name>.yaml (metadata with a random
+// as an object file under <state-dir>/status/<namespace>/<name>.yaml (a name too long for a
+// file name is cut and given a hash: statusFileName) (metadata with a random
 // uid per incarnation and a generation bumped on every spec change, the spec, and the status
 // folded from the phase events by the watcher's own [watcher.Core] over the file store, which
 // writes every fold at once). A removed

@@ -3,6 +3,7 @@ package up
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -619,7 +620,19 @@ func (s *Source) WaitPhasesFolded(ctx context.Context) error {
 
 func (s *Source) objectPath(key string) string {
 	ns, name, _ := strings.Cut(key, "/")
-	return filepath.Join(s.cfg.StatusDir, ns, name+".yaml")
+	return filepath.Join(s.cfg.StatusDir, ns, statusFileName(name))
+}
+
+// statusFileName is the status file of the object name: NAME.yaml, or, for a name whose file
+// (and its ".tmp" while written) would pass the 255-byte file name limit of common
+// filesystems (a name may have 253 characters), its first 200 bytes, "-", 16 hex digits of
+// the name's SHA-256, and ".yaml". The file is read back by its content, not its name.
+func statusFileName(name string) string {
+	if len(name)+len(".yaml.tmp") <= 255 {
+		return name + ".yaml"
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:200] + "-" + hex.EncodeToString(sum[:8]) + ".yaml"
 }
 
 // writeLocked stores obj in memory and writes its file (atomically). s.mu is held.
