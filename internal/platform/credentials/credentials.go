@@ -180,16 +180,21 @@ func ValidName(k string) bool {
 	return true
 }
 
-// Reserved reports whether k is a variable Lava itself sets for providers and tofu, which
-// spec.providerEnvFrom may not set: PATH, HOME, TMPDIR, TF_* (tofu's CLI configuration and
-// state backend, go-plugin's TF_PLUGIN_MAGIC_COOKIE), PLUGIN_* (go-plugin's protocol) and the
-// workload-identity variables of [Provider.Environ].
+// Reserved reports whether k is a variable spec.providerEnvFrom may not set: those Lava itself
+// sets for providers and tofu (PATH, HOME, TMPDIR, TF_* for tofu's CLI configuration and state
+// backend and go-plugin's TF_PLUGIN_MAGIC_COOKIE, PLUGIN_* for go-plugin's protocol, the
+// workload-identity variables of [Provider.Environ]), and those that make a dynamically linked
+// program load or read code and data from a path (the dynamic loader's LD_*, and glibc's list
+// of variables it drops for set-user-ID programs: GCONV_PATH, LOCPATH, NLSPATH, ...): a path a
+// tenant's resource wrote under a file root would otherwise run in the applier's pod.
 func Reserved(k string) bool {
 	u := strings.ToUpper(k)
 	switch u {
 	case "PATH", "HOME", "TMPDIR", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "GOOGLE_APPLICATION_CREDENTIALS",
-		"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE":
+		"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE",
+		"GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH",
+		"RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR":
 		return true
 	}
-	return strings.HasPrefix(u, "TF_") || strings.HasPrefix(u, "PLUGIN_")
+	return strings.HasPrefix(u, "TF_") || strings.HasPrefix(u, "PLUGIN_") || strings.HasPrefix(u, "LD_")
 }
