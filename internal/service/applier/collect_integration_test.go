@@ -32,9 +32,25 @@ func objects(t *testing.T, js jetstream.JetStream) int {
 	return len(list)
 }
 
+// metaSubjects counts the meta subjects of lava-artifacts' stream: one per live object, and one
+// per deleted object whose delete marker stayed.
+func metaSubjects(t *testing.T, js jetstream.JetStream) int {
+	t.Helper()
+	st, err := js.Stream(t.Context(), "OBJ_"+bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context(), jetstream.WithSubjectFilter("$O."+bus.ObjectStoreArtifacts+".M.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(info.State.Subjects)
+}
+
 // TestApplier_artifactsBounded: 100 generations of one resource each leave a render, a plan
 // and state bodies in lava-artifacts; collecting every 10 generations keeps the store at the
-// few artifacts still referenced (the current state body and the last render), and the
+// few artifacts still referenced (the current state body and the last render), with no delete
+// marker of a collected one left in the stream, and the
 // resource still applies and destroys afterwards (nothing it needs was collected).
 func TestApplier_artifactsBounded(t *testing.T) {
 	h := newHarness(t)
@@ -61,6 +77,11 @@ func TestApplier_artifactsBounded(t *testing.T) {
 		grew, kept = max(grew, before), max(kept, after)
 		if after > 3 || res.Deleted != before-after {
 			t.Fatalf("generation %d: %d artifacts before the collection, %d after (%d deleted): want at most 3 kept", g, before, after, res.Deleted)
+		}
+		// A deleted object leaves no delete marker behind (the 2-hour soak of 2026-12-03 found
+		// the markers growing with every artifact ever collected).
+		if m := metaSubjects(t, h.js); m != after {
+			t.Fatalf("generation %d: %d meta subjects in the store after the collection for %d artifacts: delete markers stay", g, m, after)
 		}
 	}
 	if grew < 20 {
