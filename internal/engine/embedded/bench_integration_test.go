@@ -99,9 +99,12 @@ const (
 	// embedded engine until its targets hold on an idle machine: on the idle CI machine the
 	// create measured 18.0x and the no-op plan 26.8x (29x and 47x on a loaded one, where the
 	// script slows more than the engine), so the run logs NOT MET below the targets and fails
-	// below the figures the issue measured before this work (13x and 23x) less a margin.
+	// below the figures the issue measured before this work (13x and 23x) less a margin. The
+	// no-op ratio of one build moved between 16.4x and 25.0x in three runs on one idle machine
+	// on 2026-12-03 (bench/README.md), so its guard is 12x: a regression to half of what is
+	// measured still fails.
 	guardEmbeddedCreate = 10.0
-	guardEmbeddedNoop   = 15.0
+	guardEmbeddedNoop   = 12.0
 )
 
 // benchRounds is how many interleaved rounds one benchmark iteration runs; each figure is
