@@ -45,7 +45,7 @@ func ReviewBody(p *tfjson.Plan, redact []string) ([]byte, error) {
 		// after_unknown and replace_paths follow the value's structure, map keys included:
 		// under a sensitive value (a map keyed by a value derived from a Secret) they keep no
 		// keys (an attack trial of 2026-12-03 read the key in after_unknown on both engines).
-		c.AfterUnknown = collapseUnder(c.AfterUnknown, c.AfterSensitive)
+		c.AfterUnknown = ReplaceSensitive(c.AfterUnknown, c.AfterSensitive, AnyUnknown)
 		c.ReplacePaths = truncatePaths(c.ReplacePaths, c.BeforeSensitive, c.AfterSensitive)
 		c.Importing, c.GeneratedConfig = nil, ""
 		r := &tfjson.ResourceChange{Address: rc.Address, PreviousAddress: rc.PreviousAddress, ModuleAddress: rc.ModuleAddress,
@@ -122,18 +122,20 @@ func mask(v, sens any, secret func(string) bool) (any, any) {
 	return v, sens
 }
 
-// collapseUnder returns the unknown-value structure u with each part that sens marks
-// sensitive (true) replaced by one boolean: true when anything in it was unknown.
-func collapseUnder(u, sens any) any {
+// ReplaceSensitive returns v, a JSON value of a plan (a value, or its after_unknown
+// structure), with each part that the sensitivity structure sens (terraform-json's
+// before_sensitive/after_sensitive: true, or objects and arrays of them) marks sensitive
+// replaced by leaf(part), so nothing inside it (a map's keys included) stays in the result.
+func ReplaceSensitive(v, sens any, leaf func(any) any) any {
 	if b, ok := sens.(bool); ok && b {
-		return anyTrue(u)
+		return leaf(v)
 	}
-	switch x := u.(type) {
+	switch x := v.(type) {
 	case map[string]any:
 		sm, _ := sens.(map[string]any)
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = collapseUnder(e, sm[k])
+			out[k] = ReplaceSensitive(e, sm[k], leaf)
 		}
 		return out
 	case []any:
@@ -144,12 +146,16 @@ func collapseUnder(u, sens any) any {
 			if i < len(sl) {
 				si = sl[i]
 			}
-			out[i] = collapseUnder(e, si)
+			out[i] = ReplaceSensitive(e, si, leaf)
 		}
 		return out
 	}
-	return u
+	return v
 }
+
+// AnyUnknown is a [ReplaceSensitive] leaf for an after_unknown structure: true when anything
+// in u is unknown.
+func AnyUnknown(u any) any { return anyTrue(u) }
 
 // anyTrue reports whether the unknown-value structure u holds a true.
 func anyTrue(u any) bool {

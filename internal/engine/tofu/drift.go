@@ -111,12 +111,12 @@ func Findings(p *tfjson.Plan, prefixes []string) []engine.Finding {
 func attributeFindings(addr string, kind engine.Action, before, beforeSens, after, afterSens, afterUnknown any,
 	prefixes []string) []engine.Finding {
 	b, a := map[string]any{}, map[string]any{}
-	// A sensitive value is one leaf at its own path (collapseSensitive): below it a map's keys
+	// A sensitive value is one leaf at its own path (sensitiveLeaf): below it a map's keys
 	// would name parts of it (a map keyed by a value derived from a Secret; an attack trial of
 	// 2026-12-03 read the key in a drift anomaly's metadata).
-	flatten("", collapseSensitive(before, beforeSens), b)
-	flatten("", collapseSensitive(after, afterSens), a)
-	afterUnknown = collapseUnknown(afterUnknown, afterSens)
+	flatten("", engine.ReplaceSensitive(before, beforeSens, sensitiveLeaf), b)
+	flatten("", engine.ReplaceSensitive(after, afterSens, sensitiveLeaf), a)
+	afterUnknown = engine.ReplaceSensitive(afterUnknown, afterSens, engine.AnyUnknown)
 	bs, as, au := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	flattenMarks("", beforeSens, bs)
 	flattenMarks("", afterSens, as)
@@ -161,70 +161,16 @@ func attributeFindings(addr string, kind engine.Action, before, beforeSens, afte
 	return out
 }
 
-// collapseSensitive returns v with each part that sens marks sensitive (true) replaced by one
-// opaque string, the SHA-256 of its JSON: a change inside it is still a change, and no key
-// inside it becomes a path.
-func collapseSensitive(v, sens any) any {
-	if b, ok := sens.(bool); ok && b {
-		if v == nil {
-			return nil
-		}
-		j, _ := json.Marshal(v)
-		sum := sha256.Sum256(j)
-		return "(sensitive " + hex.EncodeToString(sum[:8]) + ")"
+// sensitiveLeaf stands for a sensitive value in a drift comparison: an opaque string, the
+// SHA-256 of its JSON, so a change inside it is still a change and no key inside it becomes a
+// path ([engine.ReplaceSensitive]).
+func sensitiveLeaf(v any) any {
+	if v == nil {
+		return nil
 	}
-	switch x := v.(type) {
-	case map[string]any:
-		sm, _ := sens.(map[string]any)
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = collapseSensitive(e, sm[k])
-		}
-		return out
-	case []any:
-		sl, _ := sens.([]any)
-		out := make([]any, len(x))
-		for i, e := range x {
-			var si any
-			if i < len(sl) {
-				si = sl[i]
-			}
-			out[i] = collapseSensitive(e, si)
-		}
-		return out
-	}
-	return v
-}
-
-// collapseUnknown returns the unknown-value structure u with each part that sens marks
-// sensitive replaced by true when anything in it is unknown (false otherwise).
-func collapseUnknown(u, sens any) any {
-	if b, ok := sens.(bool); ok && b {
-		m := map[string]bool{}
-		flattenMarks("", u, m)
-		return len(m) > 0
-	}
-	switch x := u.(type) {
-	case map[string]any:
-		sm, _ := sens.(map[string]any)
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = collapseUnknown(e, sm[k])
-		}
-		return out
-	case []any:
-		sl, _ := sens.([]any)
-		out := make([]any, len(x))
-		for i, e := range x {
-			var si any
-			if i < len(sl) {
-				si = sl[i]
-			}
-			out[i] = collapseUnknown(e, si)
-		}
-		return out
-	}
-	return u
+	j, _ := json.Marshal(v)
+	sum := sha256.Sum256(j)
+	return "(sensitive " + hex.EncodeToString(sum[:8]) + ")"
 }
 
 // flatten maps each leaf of v to its dotted path ("tags.Owner", "ingress.0.cidr"). Empty
