@@ -322,10 +322,12 @@ func (e *env) testDependencies(t *testing.T) {
 	e.create(t, newArch(ns, "b", func(s *v1alpha1.LavaArchitectureSpec) {
 		s.DependsOn = []v1alpha1.Dependency{{Name: "a"}}
 	}))
-	e.create(t, newArch(ns, "c", nil))
+	// The dependency object comes first: C created before it is, correctly, observed at
+	// once (nothing holds it back yet), and the test would race the watcher.
 	e.create(t, &v1alpha1.LavaArchitectureDependency{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-on-a"},
 		Spec: v1alpha1.LavaArchitectureDependencySpec{From: v1alpha1.ArchitectureReference{Name: "c"},
 			To: v1alpha1.ArchitectureReference{Name: "a"}, RequirePhase: v1alpha1.PhasePlanned}})
+	e.create(t, newArch(ns, "c", nil))
 
 	waiting := func(target, phase string) func(*v1alpha1.LavaArchitecture) error {
 		return func(o *v1alpha1.LavaArchitecture) error {
