@@ -87,9 +87,13 @@ type StoreOptions struct {
 	// LAVA_ANOMALIES and LAVA_RECEIPTS (different stream leaders in a cluster). The duplicate
 	// search goes back to AppendRequest.NotBefore minus this. Default 1m.
 	MaxClockSkew time.Duration
-	// MaxLookback bounds how many receipts back the duplicate search goes, and so how many a
-	// Store remembers per chain. Default 1024.
+	// MaxLookback bounds how many receipts back the duplicate search goes. Default 1024.
 	MaxLookback int
+	// CacheWindow is how long a receipt stays among a chain's remembered receipts after it
+	// was appended or read (the head always stays); a duplicate search reaching further back
+	// reads the older receipts from the stream again. It bounds a Store's memory by the
+	// append rate rather than by MaxLookback per chain. Default 2 × MaxClockSkew.
+	CacheWindow time.Duration
 	// MaxAttempts bounds the appends tried when another appender keeps winning the tail.
 	// Default 64.
 	MaxAttempts int
@@ -110,6 +114,9 @@ func (o StoreOptions) withDefaults() StoreOptions {
 	}
 	if o.MaxLookback <= 0 {
 		o.MaxLookback = 1024
+	}
+	if o.CacheWindow <= 0 {
+		o.CacheWindow = 2 * o.MaxClockSkew
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 64
@@ -523,11 +530,17 @@ func entryOf(m *jetstream.RawStreamMsg) entry {
 	return entry{seq: m.Sequence, prevSeq: prev, eventID: m.Header.Get(HeaderEventID), stored: m.Time}
 }
 
-// remember caches and returns the new head appended after old (nil for a new chain).
+// remember caches and returns the new head appended after old (nil for a new chain). It keeps
+// old's receipts stored within CacheWindow of now and the newest one before that (where the
+// next duplicate search stops without a read), at most MaxLookback in all, newest first.
 func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *lavav1.Receipt, eventID string, phases phasesSeq, now time.Time) *tail {
 	t := &tail{seq: seq, last: seq, head: head, phases: phases, recent: []entry{{seq: seq, prevSeq: prevSeq, eventID: eventID, stored: now}}}
 	if old != nil {
+		horizon := now.Add(-s.opts.CacheWindow)
 		n := min(len(old.recent), s.opts.MaxLookback-1)
+		for n > 1 && old.recent[n-2].stored.Before(horizon) {
+			n--
+		}
 		t.recent = append(t.recent, old.recent[:n]...)
 	}
 	s.mu.Lock()
