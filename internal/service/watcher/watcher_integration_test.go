@@ -317,17 +317,19 @@ func (e *env) testRestart(t *testing.T) {
 // LavaArchitectureDependency from C to A, requirePhase Planned) until A reaches Planned.
 func (e *env) testDependencies(t *testing.T) {
 	ns := e.kube.Namespace(t)
-	e.startWatcher(t, ns, "deps")
 	e.create(t, newArch(ns, "a", nil))
 	e.create(t, newArch(ns, "b", func(s *v1alpha1.LavaArchitectureSpec) {
 		s.DependsOn = []v1alpha1.Dependency{{Name: "a"}}
 	}))
-	// The dependency object comes first: C created before it is, correctly, observed at
-	// once (nothing holds it back yet), and the test would race the watcher.
 	e.create(t, &v1alpha1.LavaArchitectureDependency{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-on-a"},
 		Spec: v1alpha1.LavaArchitectureDependencySpec{From: v1alpha1.ArchitectureReference{Name: "c"},
 			To: v1alpha1.ArchitectureReference{Name: "a"}, RequirePhase: v1alpha1.PhasePlanned}})
 	e.create(t, newArch(ns, "c", nil))
+	// The watcher starts after every object exists: its controller starts reconciling only
+	// when the caches of all its watches have synced, so C's first reconcile sees the edge. A
+	// watcher already running could see C before the edge (separate watches) and rightly
+	// observe it at once (docs/dialect.md, LavaArchitectureDependency).
+	e.startWatcher(t, ns, "deps")
 
 	waiting := func(target, phase string) func(*v1alpha1.LavaArchitecture) error {
 		return func(o *v1alpha1.LavaArchitecture) error {
