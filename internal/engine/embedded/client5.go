@@ -217,7 +217,7 @@ func (c *client5) ApplyResourceChange(ctx context.Context, typeName string, prio
 		return cty.NilVal, nil, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin5.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps5()}
+	req := &tfplugin5.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate}
 	if req.PriorState, err = dyn5(prior, ty); err != nil {
 		return cty.NilVal, nil, err
 	}

@@ -210,7 +210,7 @@ func (c *client6) ApplyResourceChange(ctx context.Context, typeName string, prio
 		return cty.NilVal, nil, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin6.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps6()}
+	req := &tfplugin6.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate}
 	if req.PriorState, err = dyn6(prior, ty); err != nil {
 		return cty.NilVal, nil, err
 	}
