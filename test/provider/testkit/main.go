@@ -1,6 +1,6 @@
-// Command terraform-provider-testkit is a test-only Terraform provider (example/testkit 0.3.0)
-// whose one resource, testkit_file, is a file on the local disk that tests can change out of
-// band to cause every class of drift (docs/dialect.md section 6.1):
+// Command terraform-provider-testkit is a test-only Terraform provider (example/testkit 0.4.0)
+// whose resource testkit_file is a file on the local disk that tests can change out of band to
+// cause every class of drift (docs/dialect.md section 6.1):
 //
 //	resource "testkit_file" "a" {
 //	  filename        = "/tmp/a.txt"    # required; a change replaces the resource
@@ -19,6 +19,12 @@
 // are a replacement (critical), other tags in the sidecar an update under "tags." (cosmetic).
 // The id is the SHA-1 of the filename. Delete removes the file and its sidecar.
 //
+// Resource identity (plugin protocol 6.9): testkit_file's identity is its filename. Plan sets
+// the planned identity whenever the filename is known (a create included), Create, Read and
+// Update return it, and import takes either the filename as the import id or the identity
+// (ImportStatePassthroughWithIdentity). testkit_legacy_file is the same file resource without
+// an identity, like a provider built before protocol 5.9/6.9, and without import.
+//
 // Fault knobs for reliability tests, all files next to the resource's file:
 //
 //   - "<filename>.creates" counts the successful Creates of that filename (a decimal number,
@@ -27,8 +33,8 @@
 //   - while "<filename>.fail-delete" exists, Delete fails with an error diagnostic.
 //
 // Version 0.1.0 (built by hack/tools/build-tofu.sh) had content force replacement and no mode
-// or tags; 0.2.0 added mode and tags; 0.3.0 is this file (the fault knobs), built by
-// test/provider/testkit/build.sh.
+// or tags; 0.2.0 added mode and tags; 0.3.0 the fault knobs; 0.4.0 is this file (resource
+// identity, import and testkit_legacy_file), built by test/provider/testkit/build.sh.
 package main
 
 import (
@@ -47,19 +53,23 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 // Version is the provider version this source builds.
-const Version = "0.3.0"
+const Version = "0.4.0"
 
 // defaultMode is the mode of a file whose configuration sets none.
 const defaultMode = "0644"
@@ -79,12 +89,60 @@ func (prov) Schema(_ context.Context, _ provider.SchemaRequest, r *provider.Sche
 func (prov) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {}
 
 func (prov) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{func() resource.Resource { return fileRes{} }}
+	return []func() resource.Resource{
+		func() resource.Resource { return idFileRes{fileRes{name: "_file"}} },
+		func() resource.Resource { return fileRes{name: "_legacy_file"} },
+	}
 }
 
 func (prov) DataSources(context.Context) []func() datasource.DataSource { return nil }
 
-type fileRes struct{}
+// fileRes is testkit_legacy_file (name "_legacy_file"): no identity, no import. idFileRes
+// adds both for testkit_file.
+type fileRes struct{ name string }
+
+// idFileRes is testkit_file: fileRes with a resource identity (the filename) and import.
+type idFileRes struct{ fileRes }
+
+// fileIdentity is testkit_file's identity.
+type fileIdentity struct {
+	Filename types.String `tfsdk:"filename"`
+}
+
+func (idFileRes) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, r *resource.IdentitySchemaResponse) {
+	r.IdentitySchema = identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"filename": identityschema.StringAttribute{RequiredForImport: true, Description: "the file's path"},
+	}}
+}
+
+// ImportState takes the filename as the import id or as the identity.
+func (idFileRes) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resource.ImportStatePassthroughWithIdentity(ctx, path.Root("filename"), path.Root("filename"), req, resp)
+}
+
+// ModifyPlan sets the planned identity once the filename is known, so a client can record it
+// before a create.
+func (idFileRes) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || resp.Identity == nil {
+		return
+	}
+	var name types.String
+	if resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("filename"), &name)...); resp.Diagnostics.HasError() {
+		return
+	}
+	if name.IsUnknown() || name.IsNull() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Identity.Set(ctx, fileIdentity{Filename: name})...)
+}
+
+// setIdentity records m's identity in a response's identity (nil for testkit_legacy_file).
+func setIdentity(ctx context.Context, id *tfsdk.ResourceIdentity, m *fileModel) diag.Diagnostics {
+	if id == nil {
+		return nil
+	}
+	return id.Set(ctx, fileIdentity{Filename: m.Filename})
+}
 
 type fileModel struct {
 	ID           types.String `tfsdk:"id"`
@@ -97,8 +155,8 @@ type fileModel struct {
 	DelayMS      types.Int64  `tfsdk:"create_delay_ms"`
 }
 
-func (fileRes) Metadata(_ context.Context, req resource.MetadataRequest, r *resource.MetadataResponse) {
-	r.TypeName = req.ProviderTypeName + "_file"
+func (f fileRes) Metadata(_ context.Context, req resource.MetadataRequest, r *resource.MetadataResponse) {
+	r.TypeName = req.ProviderTypeName + f.name
 }
 
 func (fileRes) Schema(_ context.Context, _ resource.SchemaRequest, r *resource.SchemaResponse) {
@@ -210,6 +268,7 @@ func (fileRes) Create(ctx context.Context, req resource.CreateRequest, resp *res
 	}
 	m.ID = types.StringValue(idOf(m.Filename.ValueString()))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 }
 
 func (fileRes) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -257,7 +316,9 @@ func (fileRes) Read(ctx context.Context, req resource.ReadRequest, resp *resourc
 		}
 		m.Tags = v
 	}
+	m.ID = types.StringValue(idOf(name)) // an imported object has only its filename
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 }
 
 func (fileRes) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -274,6 +335,7 @@ func (fileRes) Update(ctx context.Context, req resource.UpdateRequest, resp *res
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 }
 
 func (fileRes) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
