@@ -153,6 +153,10 @@ type Client interface {
 	UpgradeResourceState(ctx context.Context, typeName string, version int64, rawJSON []byte) (cty.Value, error)
 	// ReadResource refreshes; a null result means the object no longer exists.
 	ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error)
+	// ReadResourceIdentity is ReadResource with the object's current resource identity (a
+	// value of the type's identity schema; cty.NilVal for none), as Terraform reads an object
+	// it has just imported by identity.
+	ReadResourceIdentity(ctx context.Context, typeName string, state cty.Value, private []byte, identity cty.Value) (cty.Value, []byte, error)
 	PlanResourceChange(ctx context.Context, typeName string, prior, proposed, config cty.Value, priorPrivate []byte) (PlanResult, error)
 	// ApplyResourceChange applies; on error the returned state (possibly non-null) is what
 	// the provider says exists now.

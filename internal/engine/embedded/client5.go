@@ -152,6 +152,10 @@ func (c *client5) UpgradeResourceState(ctx context.Context, typeName string, ver
 }
 
 func (c *client5) ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error) {
+	return c.ReadResourceIdentity(ctx, typeName, state, private, cty.NilVal)
+}
+
+func (c *client5) ReadResourceIdentity(ctx context.Context, typeName string, state cty.Value, private []byte, identity cty.Value) (cty.Value, []byte, error) {
 	s, err := c.resource(ctx, typeName)
 	if err != nil {
 		return cty.NilVal, nil, err
@@ -161,7 +165,15 @@ func (c *client5) ReadResource(ctx context.Context, typeName string, state cty.V
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	resp, err := c.rpc.ReadResource(ctx, &tfplugin5.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps5()})
+	req := &tfplugin5.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps5()}
+	if identity != cty.NilVal {
+		idv, err := dyn5(identity, identity.Type())
+		if err != nil {
+			return cty.NilVal, nil, err
+		}
+		req.CurrentIdentity = &tfplugin5.ResourceIdentityData{IdentityData: idv}
+	}
+	resp, err := c.rpc.ReadResource(ctx, req)
 	if err != nil {
 		return cty.NilVal, nil, fmt.Errorf("readResource: %w", err)
 	}

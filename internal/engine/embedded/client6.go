@@ -145,6 +145,10 @@ func (c *client6) UpgradeResourceState(ctx context.Context, typeName string, ver
 }
 
 func (c *client6) ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error) {
+	return c.ReadResourceIdentity(ctx, typeName, state, private, cty.NilVal)
+}
+
+func (c *client6) ReadResourceIdentity(ctx context.Context, typeName string, state cty.Value, private []byte, identity cty.Value) (cty.Value, []byte, error) {
 	s, err := c.resource(ctx, typeName)
 	if err != nil {
 		return cty.NilVal, nil, err
@@ -154,7 +158,15 @@ func (c *client6) ReadResource(ctx context.Context, typeName string, state cty.V
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	resp, err := c.rpc.ReadResource(ctx, &tfplugin6.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps6()})
+	req := &tfplugin6.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps6()}
+	if identity != cty.NilVal {
+		idv, err := dyn6(identity, identity.Type())
+		if err != nil {
+			return cty.NilVal, nil, err
+		}
+		req.CurrentIdentity = &tfplugin6.ResourceIdentityData{IdentityData: idv}
+	}
+	resp, err := c.rpc.ReadResource(ctx, req)
 	if err != nil {
 		return cty.NilVal, nil, fmt.Errorf("readResource: %w", err)
 	}

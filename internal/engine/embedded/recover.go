@@ -131,7 +131,7 @@ func (r *Runner) findByIdentity(ctx context.Context, sess *session, in state.Int
 	if err != nil {
 		return obj, false, false, err
 	}
-	v, priv, err := client.ReadResource(ctx, in.Type, stub, priv)
+	v, priv, err := client.ReadResourceIdentity(ctx, in.Type, stub, priv, id)
 	if err != nil {
 		return obj, false, false, err
 	}

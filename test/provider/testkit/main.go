@@ -29,6 +29,8 @@
 //
 //   - "<filename>.creates" counts the successful Creates of that filename (a decimal number,
 //     kept by Delete), so a test can assert that nothing was created twice;
+//   - "<filename>.create-started" is written when a Create starts (before create_delay_ms), so
+//     a test can act while a create is in flight;
 //   - while "<filename>.fail-read" exists, Read fails with an error diagnostic;
 //   - while "<filename>.fail-delete" exists, Delete fails with an error diagnostic.
 //
@@ -179,9 +181,10 @@ func idOf(filename string) string { h := sha1.Sum([]byte(filename)); return hex.
 func sidecar(filename string) string { return filename + ".tags.json" }
 
 // Fault knob files next to a resource's file (see the package comment).
-func createsFile(filename string) string    { return filename + ".creates" }
-func failReadFile(filename string) string   { return filename + ".fail-read" }
-func failDeleteFile(filename string) string { return filename + ".fail-delete" }
+func createsFile(filename string) string       { return filename + ".creates" }
+func createStartedFile(filename string) string { return filename + ".create-started" }
+func failReadFile(filename string) string      { return filename + ".fail-read" }
+func failDeleteFile(filename string) string    { return filename + ".fail-delete" }
 
 // exists reports whether a knob file is present.
 func exists(name string) bool { _, err := os.Stat(name); return err == nil }
@@ -246,6 +249,10 @@ func (fileRes) Create(ctx context.Context, req resource.CreateRequest, resp *res
 	if resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...); resp.Diagnostics.HasError() {
 		return
 	}
+	if err := os.WriteFile(createStartedFile(m.Filename.ValueString()), nil, 0o644); err != nil {
+		resp.Diagnostics.AddError("create-started marker", err.Error())
+		return
+	}
 	if d := m.DelayMS.ValueInt64(); d > 0 {
 		select {
 		case <-time.After(time.Duration(d) * time.Millisecond):
@@ -283,6 +290,11 @@ func (fileRes) Read(ctx context.Context, req resource.ReadRequest, resp *resourc
 	}
 	b, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
+		// The framework requires an identity after every Read of a resource with one, a
+		// removal included, unless the client sent the current identity; a client that stores
+		// none (OpenTofu, Lava's refresh) would otherwise get "Missing Resource Identity After
+		// Read" for a file deleted out of band.
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 		resp.State.RemoveResource(ctx)
 		return
 	}
