@@ -458,11 +458,14 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			cp.Addr += " (deposed " + dk + ")"
 			deposed = append(deposed, &cp)
 		}
-		creating := c.Action != Update && a.jr.intend != nil
+		_, builtin := client.(builtinClient)
+		creating := c.Action != Update && a.jr.intend != nil && !builtin
 		if creating {
 			// A create (or a replacement's create half: the old object is already gone from
 			// state, or deposed) is recorded first, so a result lost with this process is
-			// found again, or reported, by the next operation (docs/design/0021).
+			// found again, or reported, by the next operation (docs/design/0021). Not the
+			// built-in terraform_data: its objects exist only in the state, so making one
+			// again creates nothing outside.
 			if err := a.intend(ctx, a.intentFor(ctx, client, rc, c, res)); err != nil {
 				return deposed, fmt.Errorf("%s: record the create intent: %w", c.Addr, err)
 			}
