@@ -137,7 +137,9 @@ func (b builtinClient) ImportResourceState(ctx context.Context, typeName, id str
 }
 
 // IdentitySchema: terraform_data has no resource identity.
-func (builtinClient) IdentitySchema(context.Context, string) (*IdentitySchema, error) { return nil, nil }
+func (builtinClient) IdentitySchema(context.Context, string) (*IdentitySchema, error) {
+	return nil, nil
+}
 
 // ImportResourceIdentity fails: terraform_data has no resource identity.
 func (builtinClient) ImportResourceIdentity(_ context.Context, typeName string, _ cty.Value) (cty.Value, []byte, error) {

@@ -152,7 +152,7 @@ func TestInstaller_failures(t *testing.T) {
 		{name: "bad checksum", fault: registrytest.CorruptArchive, want: engine.ErrProviderChecksumMismatch, text: "signed SHA256SUMS"},
 		{name: "bad checksum from the mirror", fault: registrytest.CorruptArchive, mirror: true, want: engine.ErrProviderChecksumMismatch, text: "network mirror's hashes"},
 		{name: "bad signature", fault: registrytest.BadSignature, want: engine.ErrProviderSignatureInvalid, text: "signature"},
-		{name: "unknown version", constraint: ">= 9.0", want: engine.ErrProviderVersionNotFound, text: "available: 0.2.0, "+tofutest.TestkitVersion},
+		{name: "unknown version", constraint: ">= 9.0", want: engine.ErrProviderVersionNotFound, text: "available: 0.2.0, " + tofutest.TestkitVersion},
 		{name: "unknown version from the mirror", constraint: "7.7.7", mirror: true, want: engine.ErrProviderVersionNotFound, text: "7.7.7"},
 		{name: "registry down", down: true, want: engine.ErrProviderRegistryUnavailable, text: "connection refused"},
 	}
