@@ -80,11 +80,12 @@ type Persist func(ctx context.Context, body []byte) error
 // the create's intent (docs/design/0021). [Runner.Apply] records no intents; the [Engine]
 // keeps both in the state record.
 type journal struct {
-	// save stores a state snapshot and ends the intents of resolved (their results are in
-	// body, or the provider answered that the create made nothing).
-	save func(ctx context.Context, body []byte, resolved []string) error
-	// intend records intents durably, all in one write; nil records none.
-	intend func(ctx context.Context, intents []state.Intent) error
+	// write stores, in one durable write, a state snapshot (nil: unchanged since the last
+	// write), ends the intents of resolved (their results are in the snapshot, or the
+	// provider answered that the create made nothing) and records the intents of added.
+	write func(ctx context.Context, body []byte, resolved []string, added []state.Intent) error
+	// intents is whether creates record intents (write then receives them).
+	intents bool
 }
 
 // applier carries out a plan.
@@ -102,18 +103,16 @@ type applier struct {
 	// resolved are the addresses whose intents the next save ends (a.mu).
 	resolved map[string]bool
 
-	saveMu sync.Mutex
-	saved  uint64 // version written
-	ver    uint64 // version of st
-
-	// Intents are written in batches: the creates that reach their intent while a batch is
-	// being written go together in the next one (intentQ guards next; intentMu orders writes).
-	intentQ  sync.Mutex
-	next     *intentBatch
-	intentMu sync.Mutex
+	// saveMu orders the journal's writes. One write carries everything pending when it
+	// starts: the state's changes, the resolved intents and the pending batch of new intents,
+	// so the creates and saves that arrive while a write is in flight share the next one.
+	saveMu  sync.Mutex
+	saved   uint64       // version written
+	ver     uint64       // version of st
+	pending *intentBatch // intents not written yet (a.mu)
 }
 
-// intentBatch is intents written together; written and err are guarded by applier.intentMu.
+// intentBatch is intents written together; written and err are guarded by applier.saveMu.
 type intentBatch struct {
 	intents []state.Intent
 	written bool
@@ -125,7 +124,12 @@ type intentBatch struct {
 // before it. It returns the final state; on error the state returned (and persisted) holds
 // every change that succeeded. cfg must be the configuration the plan was made from.
 func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *State, sources map[string]string, persist Persist, secrets map[string]bool) (*State, error) {
-	jr := journal{save: func(ctx context.Context, body []byte, _ []string) error { return persist(ctx, body) }}
+	jr := journal{write: func(ctx context.Context, body []byte, _ []string, _ []state.Intent) error {
+		if body == nil {
+			return nil
+		}
+		return persist(ctx, body)
+	}}
 	return r.apply(ctx, cfg, plan, prior, sources, jr, secrets)
 }
 
@@ -459,7 +463,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			deposed = append(deposed, &cp)
 		}
 		_, builtin := client.(builtinClient)
-		creating := c.Action != Update && a.jr.intend != nil && !builtin
+		creating := c.Action != Update && a.jr.intents && !builtin
 		if creating {
 			// A create (or a replacement's create half: the old object is already gone from
 			// state, or deposed) is recorded first, so a result lost with this process is
@@ -644,25 +648,39 @@ func (a *applier) removeInstance(c *Change, dk string) {
 	a.ver++
 }
 
-// save persists the working state if it changed since the last save. Concurrent callers
-// queue; a caller finding its change already written returns at once.
+// save persists the working state if it changed since the last save, with the pending
+// intents. Concurrent callers queue; a caller finding its change already written returns at
+// once.
 func (a *applier) save(ctx context.Context) error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
-	if a.ver == a.saved {
+	batch := a.pending
+	a.pending = nil
+	if a.ver == a.saved && batch == nil {
 		a.mu.Unlock()
 		return nil
 	}
 	ver := a.ver
-	a.st.Serial++
-	b, err := a.st.Marshal()
+	var b []byte
+	var err error
+	if ver != a.saved {
+		a.st.Serial++
+		b, err = a.st.Marshal()
+	}
 	resolved := setKeys(a.resolved)
 	a.mu.Unlock()
-	if err != nil {
-		return err
+	var added []state.Intent
+	if batch != nil {
+		added = batch.intents
 	}
-	if err := a.jr.save(ctx, b, resolved); err != nil {
+	if err == nil {
+		err = a.jr.write(ctx, b, resolved, added)
+	}
+	if batch != nil {
+		batch.err, batch.written = err, true
+	}
+	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
 	a.mu.Lock()
@@ -714,29 +732,25 @@ func (a *applier) intentFor(ctx context.Context, client Client, rc *ResourceConf
 	return in
 }
 
-// intend records in durably before its create, batched with the intents of the creates that
-// reach this point while an earlier batch is being written (one write per batch).
+// intend records in durably before its create, in the next write of the journal (with the
+// state's changes and the other intents pending then).
 func (a *applier) intend(ctx context.Context, in state.Intent) error {
-	a.intentQ.Lock()
-	b := a.next
+	a.mu.Lock()
+	b := a.pending
 	if b == nil {
 		b = &intentBatch{}
-		a.next = b
+		a.pending = b
 	}
 	b.intents = append(b.intents, in)
-	a.intentQ.Unlock()
-
-	a.intentMu.Lock()
-	defer a.intentMu.Unlock()
-	if !b.written {
-		a.intentQ.Lock()
-		if a.next == b {
-			a.next = nil
-		}
-		a.intentQ.Unlock()
-		b.err, b.written = a.jr.intend(ctx, b.intents), true
+	a.mu.Unlock()
+	err := a.save(ctx)
+	a.saveMu.Lock()
+	written, berr := b.written, b.err
+	a.saveMu.Unlock()
+	if written {
+		return berr
 	}
-	return b.err
+	return err
 }
 
 // sameInstance reports whether two instance objects would be written identically.

@@ -455,21 +455,18 @@ func (e *Engine) lockState(ctx context.Context, key state.Key, holder, op string
 func (e *Engine) journal(key state.Key, lockID string, last *state.Record) journal {
 	log := e.opts.Logger.With(slog.String("resource", key.String()))
 	return journal{
-		save: func(ctx context.Context, b []byte, resolved []string) error {
+		intents: true,
+		write: func(ctx context.Context, b []byte, resolved []string, added []state.Intent) error {
 			return retrySave(ctx, log, func() error {
-				rec, err := e.opts.Store.PutResolving(ctx, key, b, lockID, resolved)
+				rec, err := e.opts.Store.Commit(ctx, key, b, lockID, resolved, added)
 				if err != nil {
 					return err
 				}
-				e.cacheBody(key, rec.Digest, b)
+				if b != nil {
+					e.cacheBody(key, rec.Digest, b)
+				}
 				*last = rec
 				return nil
-			})
-		},
-		intend: func(ctx context.Context, intents []state.Intent) error {
-			return retrySave(ctx, log, func() error {
-				_, err := e.opts.Store.AddIntents(ctx, key, lockID, intents)
-				return err
 			})
 		},
 	}

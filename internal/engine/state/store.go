@@ -340,8 +340,30 @@ func (s *Store) Put(ctx context.Context, key Key, body []byte, lockID string) (R
 // PutResolving is [Store.Put] that also removes the intents of the given addresses, in the
 // same record write: the body holds their creates' results (or the creates made nothing).
 func (s *Store) PutResolving(ctx context.Context, key Key, body []byte, lockID string, resolved []string) (Record, error) {
+	return s.Commit(ctx, key, body, lockID, resolved, nil)
+}
+
+// Commit is one record write of an apply's journal: a new state body as [Store.Put] (nil keeps
+// the body, serial and lineage the record has), the intents of resolved removed and added
+// recorded (an intent replaces one of the same address; a zero Started is set to now). Errors
+// as [Store.Put]; with a nil body the record is created when there is none.
+func (s *Store) Commit(ctx context.Context, key Key, body []byte, lockID string, resolved []string, added []Intent) (Record, error) {
 	if err := key.Validate(); err != nil {
 		return Record{}, err
+	}
+	if len(added) > 0 {
+		added = slices.Clone(added)
+		for i := range added {
+			resolved = append(resolved, added[i].Address)
+			if added[i].Started.IsZero() {
+				added[i].Started = s.opts.Now().UTC()
+			}
+		}
+	}
+	if body == nil {
+		return s.editIntents(ctx, key, lockID, func(cur []Intent) []Intent {
+			return append(withoutIntents(cur, resolved), added...)
+		})
 	}
 	if int64(len(body)) > s.opts.MaxStateBytes {
 		return Record{}, fmt.Errorf("state %s: %w: body exceeds %d bytes", key, ErrInvalidState, s.opts.MaxStateBytes)
@@ -378,7 +400,10 @@ func (s *Store) PutResolving(ctx context.Context, key Key, body []byte, lockID s
 		}
 		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, digest, int64(len(body))
 		next.UpdatedAt = s.opts.Now().UTC()
-		next.Intents = withoutIntents(next.Intents, resolved)
+		next.Intents = append(withoutIntents(slices.Clone(next.Intents), resolved), added...)
+		if len(next.Intents) == 0 {
+			next.Intents = nil
+		}
 		rev, err := s.write(ctx, key, cur, next)
 		if errors.Is(err, errCAS) {
 			continue
@@ -396,17 +421,7 @@ func (s *Store) PutResolving(ctx context.Context, key Key, body []byte, lockID s
 // same address; a zero Started is set to now), creating the record if there is none. lockID is the lock the writer holds: a
 // lock held by another ID gives a *[LockedError]. The body and its serial are not changed.
 func (s *Store) AddIntents(ctx context.Context, key Key, lockID string, intents []Intent) (Record, error) {
-	addrs := make([]string, len(intents))
-	intents = slices.Clone(intents)
-	for i := range intents {
-		addrs[i] = intents[i].Address
-		if intents[i].Started.IsZero() {
-			intents[i].Started = s.opts.Now().UTC()
-		}
-	}
-	return s.editIntents(ctx, key, lockID, func(cur []Intent) []Intent {
-		return append(withoutIntents(cur, addrs), intents...)
-	})
+	return s.Commit(ctx, key, nil, lockID, nil, intents)
 }
 
 // ResolveIntents removes the intents of the given addresses (all of them when addrs is empty)
