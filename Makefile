@@ -26,7 +26,7 @@ TOFU_DIR       := $(TOOLS_DIR)/tofu-$(TOFU_VERSION)
 HELM_DIR       := $(TOOLS_DIR)/helm-$(HELM_VERSION)
 TERRAFORM_DIR  := $(TOOLS_DIR)/terraform-$(TERRAFORM_VERSION)
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
-TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.3.0
+TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.4.0
 ALERTMANAGER_DIR := $(TOOLS_DIR)/alertmanager-$(ALERTMANAGER_VERSION)
 PROMTOOL_DIR     := $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)
 SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)
@@ -106,7 +106,7 @@ tools-terraform: ## Terraform 1.8.5 for the terraform engine's tests.
 	TERRAFORM_VERSION=$(TERRAFORM_VERSION) hack/tools/build-terraform.sh $(TERRAFORM_DIR)
 
 .PHONY: tools-testkit
-tools-testkit: ## The extended test provider example/testkit 0.3.0 into a provider mirror.
+tools-testkit: ## The extended test provider example/testkit 0.4.0 into a provider mirror.
 	test/provider/testkit/build.sh $(TESTKIT_DIR)
 
 .PHONY: tools-alertmanager

@@ -224,4 +224,10 @@ const (
 	// with deletionPolicy Orphan (Failed, not retried): the new object does not plan against
 	// it until `lava state adopt NAMESPACE/NAME` (docs/operations.md).
 	ReasonStateOrphaned = "StateOrphaned"
+	// ReasonCreateInterrupted: an earlier apply of the embedded engine asked a provider to
+	// create an object and died before saving the result, and the provider cannot look the
+	// object up by a resource identity (Failed, not retried, raised as an anomaly): the object
+	// may exist, so Lava does not create it again until `lava state forget-intent NAMESPACE/NAME
+	// ADDRESS` (docs/operations.md, docs/design/0021).
+	ReasonCreateInterrupted = "CreateInterrupted"
 )

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,11 +50,11 @@ func (f *stateFlags) open(ctx context.Context) (*nats.Conn, jetstream.JetStream,
 func newStateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Inspect a LavaArchitecture's Terraform state record and force its lock off",
+		Short: "Inspect a LavaArchitecture's Terraform state record, force its lock off, settle interrupted creates",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd(), newStateAdoptCmd())
+	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd(), newStateAdoptCmd(), newStateForgetIntentCmd())
 	return cmd
 }
 
@@ -207,5 +208,78 @@ object that orphaned the state.`,
 		},
 	}
 	f.register(cmd)
+	return cmd
+}
+
+func newStateForgetIntentCmd() *cobra.Command {
+	var f stateFlags
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "forget-intent NAMESPACE/NAME [ADDRESS...]",
+		Short: "Settle interrupted creates (reason CreateInterrupted): the objects do not exist, create them again",
+		Long: `Forget-intent removes the create intents of the given resource instance addresses (every
+intent with --all) from the state record of NAMESPACE/NAME. The embedded engine writes an intent
+before each create and removes it with the state save that records the result; an intent left
+behind means an apply died in between, so the object may exist. When the provider cannot look it
+up by a resource identity, the object fails with reason CreateInterrupted and Lava creates
+nothing for that address until an operator settles it.
+
+Before running this, make sure each object does not exist: delete it if the create made it (or
+add an import block for it to the architecture, so the next plan adopts it instead). The next
+plan then creates whatever is missing. It prints the intents it removed. ` + "`lava state show`" + `
+lists the intents under "intents".`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := state.ParseKey(args[0])
+			if err != nil {
+				return err
+			}
+			addrs := args[1:]
+			if len(addrs) == 0 && !all {
+				return errors.New("name the ADDRESSes to forget, or pass --all")
+			}
+			if len(addrs) > 0 && all {
+				return errors.New("--all takes no ADDRESS")
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			nc, _, store, err := f.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			rec, err := store.Get(ctx, key)
+			if err != nil {
+				return err
+			}
+			var gone []state.Intent
+			for _, in := range rec.Intents {
+				if all || slices.Contains(addrs, in.Address) {
+					gone = append(gone, in)
+				}
+			}
+			for _, a := range addrs {
+				if !slices.ContainsFunc(gone, func(in state.Intent) bool { return in.Address == a }) {
+					return invalidInput(fmt.Errorf("%s has no create intent for %s", key, a))
+				}
+			}
+			if len(gone) == 0 {
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s has no create intents\n", key)
+				return err
+			}
+			if _, err := store.ResolveIntents(ctx, key, "", addrs); err != nil {
+				return err
+			}
+			for _, in := range gone {
+				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "forgot the create intent of %s in %s (started %s)\n", in.Address, key,
+					in.Started.UTC().Format(time.RFC3339)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "forget every create intent of NAMESPACE/NAME")
 	return cmd
 }

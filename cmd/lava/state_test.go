@@ -36,6 +36,14 @@ func TestStateCmd(t *testing.T) {
 	if _, err := store.Lock(t.Context(), key, state.Lock{ID: "lock-1", Holder: "applier-dead/x@infra.prod-vpc", Operation: "OperationTypeApply"}); err != nil {
 		t.Fatal(err)
 	}
+	interrupted := state.Key{Namespace: "infra", Name: "half"}
+	if _, err := store.AddIntents(t.Context(), interrupted, "", []state.Intent{
+		{Address: "testkit_legacy_file.a", Type: "testkit_legacy_file", Name: "a", Provider: `provider["registry.opentofu.org/example/testkit"]`},
+		{Address: `testkit_legacy_file.b["k"]`, Type: "testkit_legacy_file", Name: "b", IndexKey: "k", Provider: `provider["registry.opentofu.org/example/testkit"]`},
+		{Address: "testkit_legacy_file.c", Type: "testkit_legacy_file", Name: "c", Provider: `provider["registry.opentofu.org/example/testkit"]`},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	lava := func(args ...string) (int, string, string) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
@@ -59,6 +67,12 @@ func TestStateCmd(t *testing.T) {
 		{"show orphaned", []string{"state", "show", "infra/kept"}, exitOK, `"orphanedBy": "uid-old"`, ""},
 		{"adopt", []string{"state", "adopt", "infra/kept"}, exitOK, "adopted infra/kept (serial 7, orphaned by uid uid-old", ""},
 		{"adopt again", []string{"state", "adopt", "infra/kept"}, exitOK, "infra/kept is not orphaned", ""},
+		{"show intents", []string{"state", "show", "infra/half"}, exitOK, `"address": "testkit_legacy_file.a"`, ""},
+		{"forget-intent without address", []string{"state", "forget-intent", "infra/half"}, exitUsage, "", "or pass --all"},
+		{"forget-intent unknown", []string{"state", "forget-intent", "infra/half", "x.y"}, exitInvalid, "", "infra/half has no create intent for x.y"},
+		{"forget-intent one", []string{"state", "forget-intent", "infra/half", "testkit_legacy_file.a"}, exitOK, "forgot the create intent of testkit_legacy_file.a in infra/half", ""},
+		{"forget-intent all", []string{"state", "forget-intent", "infra/half", "--all"}, exitOK, `forgot the create intent of testkit_legacy_file.b["k"] in infra/half`, ""},
+		{"forget-intent none left", []string{"state", "forget-intent", "infra/half", "--all"}, exitOK, "infra/half has no create intents", ""},
 	}
 	for _, tt := range tests {
 		// Sequential: each step sees the previous one's effect.
@@ -74,6 +88,9 @@ func TestStateCmd(t *testing.T) {
 	}
 	if rec, err := store.Get(t.Context(), orphan); err != nil || rec.OrphanedBy != "" || rec.Serial != 7 {
 		t.Fatalf("after adopt: record %+v, %v; want the state kept without the orphan mark", rec, err)
+	}
+	if rec, err := store.Get(t.Context(), interrupted); err != nil || len(rec.Intents) != 0 {
+		t.Fatalf("after forget-intent --all: record %+v, %v; want no intents", rec, err)
 	}
 	if _, out, _ := lava("state", "show", "infra/prod-vpc"); strings.Contains(out, `"lock"`) {
 		t.Fatalf("show after unlock still prints a lock: %s", out)

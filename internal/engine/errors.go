@@ -30,6 +30,11 @@ var (
 	// ErrPlanStale reports a plan whose state changed since it was planned; the error is a
 	// *[PlanStaleError]. Plan again.
 	ErrPlanStale = errors.New("engine: plan is stale")
+	// ErrCreateInterrupted reports creates whose results a dead operation lost and that the
+	// engine can neither find again nor rule out: the objects may exist, and a new create could
+	// make them twice (docs/design/0021). The error is a *[CreateInterruptedError]; not retried
+	// until an operator settles it (`lava state forget-intent`).
+	ErrCreateInterrupted = errors.New("engine: create interrupted")
 	// ErrLocked reports a state locked by someone else (the same sentinel as
 	// [state.ErrLocked]; errors.As finds the *[state.LockedError] with the holder).
 	ErrLocked = state.ErrLocked
@@ -99,6 +104,40 @@ func Stale(plan *PlanRecord, cur state.Record) *PlanStaleError {
 
 // Unwrap returns [ErrPlanStale].
 func (e *PlanStaleError) Unwrap() error { return ErrPlanStale }
+
+// CreateInterruptedError names the resource instances whose creates were interrupted after the
+// provider was asked to make them and before the state recorded what it made, with no resource
+// identity to look them up by (the provider has none, or the identity was known only after the
+// create).
+type CreateInterruptedError struct {
+	// Key is the state's NAMESPACE/NAME.
+	Key string
+	// Addresses are the instance addresses ("testkit_file.a", `module.m.x.y["k"]`).
+	Addresses []string
+}
+
+// Error names the addresses and what an operator does about them.
+func (e *CreateInterruptedError) Error() string {
+	return fmt.Sprintf("create of %s interrupted: an earlier apply asked the provider to create it and stopped before saving the result, "+
+		"and the provider cannot look it up by a resource identity, so it may exist; Lava will not create it again. "+
+		"Delete the object if it exists (or add an import block for it), then run `lava state forget-intent %s %s`",
+		strings.Join(e.Addresses, ", "), e.Key, shellWords(e.Addresses))
+}
+
+// shellWords joins addresses as shell arguments, quoting those with brackets or quotes.
+func shellWords(addrs []string) string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a
+		if strings.ContainsAny(a, `[]"' `) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// Unwrap returns [ErrCreateInterrupted].
+func (e *CreateInterruptedError) Unwrap() error { return ErrCreateInterrupted }
 
 // StepError is a failed engine step (a CLI command, or a provider call). Tail holds the end of
 // the step's output with every secret redacted, fit for a Failed condition's message.

@@ -87,7 +87,9 @@ func chaosSchedule(rng *rand.Rand, services []string) []chaosStep {
 // every testkit_file was created exactly once (the provider's create counter per address), on
 // both engines, also for an object in flight when the applier was SIGKILLed (a tofu apply
 // outlives its applier and the next operation stores what it created:
-// docs/design/0019-tofu-apply-survives-a-dead-applier.md);
+// docs/design/0019-tofu-apply-survives-a-dead-applier.md; an embedded create whose result
+// died with the applier is found again by testkit_file's resource identity:
+// docs/design/0021-embedded-create-interrupted-by-a-dead-applier.md);
 // every receipt chain verifies and its outcome phases are in pipeline order; no lease in
 // lava-leases and no state lock in lava-state is left held; every durable consumer drains (no
 // message pending or unacknowledged); no process died other than those the test killed.
@@ -205,30 +207,25 @@ func TestChaos_killEveryServiceTwiceAndRestartNATS(t *testing.T) {
 	// Nothing applied twice: the creates per address, on both engines. A tofu apply in flight
 	// when the applier is SIGKILLed goes on (no parent-death signal) and writes errored.tfstate;
 	// the restarted applier waits for it and stores that state before planning
-	// (docs/design/0019-tofu-apply-survives-a-dead-applier.md). The one exception is the known
-	// limit of the embedded engine written there: a create its provider finished in the moment
-	// before the SIGKILL, before the state save, is created again (issue 12 item 2, open); it
-	// is allowed only to an embedded object in flight at an applier kill, and only once more.
+	// (docs/design/0019-tofu-apply-survives-a-dead-applier.md). An embedded create its provider
+	// finished in the moment before the SIGKILL, before the state save, left a create intent
+	// with testkit_file's identity (its filename), by which the next plan finds the object
+	// again (docs/design/0021). So any second create fails the test.
 	counts := createCounts(root, n)
-	once, inKill, again := 0, 0, 0
+	once, inKill := 0, 0
 	for i, c := range counts {
 		name := fmt.Sprintf("kit-%03d", i)
 		if c == 1 {
 			once++
-			if engines[i] == v1alpha1.EngineTofu && inApplierKill[name] {
+			if inApplierKill[name] {
 				inKill++
 			}
 			continue
 		}
-		if c == 2 && engines[i] == v1alpha1.EngineEmbedded && inApplierKill[name] {
-			again++
-			t.Logf("%s (embedded engine, in flight at an applier kill): testkit_file created twice: the known limit of docs/design/0019", name)
-			continue
-		}
 		t.Errorf("%s (%s engine, in flight at an applier kill: %v): testkit_file created %d times, want exactly once", name, engines[i], inApplierKill[name], c)
 	}
-	t.Logf("creates per testkit_file address: %d of %d created exactly once (%d of them tofu-engine objects in flight at an applier kill), %d embedded created again after an applier kill (%s)",
-		once, n, inKill, again, createsHistogram(counts))
+	t.Logf("creates per testkit_file address: %d of %d created exactly once (%d of them in flight at an applier kill) (%s)",
+		once, n, inKill, createsHistogram(counts))
 
 	// Nothing lost from the receipts: every chain verifies and is in phase order.
 	verifyChains(ctx, t, env, ns, n)

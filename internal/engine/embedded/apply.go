@@ -15,6 +15,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/lava-operator/lava/internal/engine/state"
 )
 
 // Runner plans and applies configurations with providers from a [Pool]. Safe for concurrent
@@ -74,22 +76,47 @@ func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources ma
 // calls it after every change.
 type Persist func(ctx context.Context, body []byte) error
 
+// journal is where an apply records what it does: state snapshots and, before each create,
+// the create's intent (docs/design/0021). [Runner.Apply] records no intents; the [Engine]
+// keeps both in the state record.
+type journal struct {
+	// write stores, in one durable write, a state snapshot (nil: unchanged since the last
+	// write), ends the intents of resolved (their results are in the snapshot, or the
+	// provider answered that the create made nothing) and records the intents of added.
+	write func(ctx context.Context, body []byte, resolved []string, added []state.Intent) error
+	// intents is whether creates record intents (write then receives them).
+	intents bool
+}
+
 // applier carries out a plan.
 type applier struct {
-	r       *Runner
-	cfg     *Config
-	plan    *Plan
-	sess    *session
-	ev      *evalState
-	persist Persist
+	r    *Runner
+	cfg  *Config
+	plan *Plan
+	sess *session
+	ev   *evalState
+	jr   journal
 
 	mu      sync.Mutex
 	st      *State
 	secrets map[string]bool
+	// resolved are the addresses whose intents the next save ends (a.mu).
+	resolved map[string]bool
 
-	saveMu sync.Mutex
-	saved  uint64 // version written
-	ver    uint64 // version of st
+	// saveMu orders the journal's writes. One write carries everything pending when it
+	// starts: the state's changes, the resolved intents and the pending batch of new intents,
+	// so the creates and saves that arrive while a write is in flight share the next one.
+	saveMu  sync.Mutex
+	saved   uint64       // version written
+	ver     uint64       // version of st
+	pending *intentBatch // intents not written yet (a.mu)
+}
+
+// intentBatch is intents written together; written and err are guarded by applier.saveMu.
+type intentBatch struct {
+	intents []state.Intent
+	written bool
+	err     error
 }
 
 // Apply carries out plan on prior (the state the plan was made against), saving the state
@@ -97,6 +124,17 @@ type applier struct {
 // before it. It returns the final state; on error the state returned (and persisted) holds
 // every change that succeeded. cfg must be the configuration the plan was made from.
 func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *State, sources map[string]string, persist Persist, secrets map[string]bool) (*State, error) {
+	jr := journal{write: func(ctx context.Context, body []byte, _ []string, _ []state.Intent) error {
+		if body == nil {
+			return nil
+		}
+		return persist(ctx, body)
+	}}
+	return r.apply(ctx, cfg, plan, prior, sources, jr, secrets)
+}
+
+// apply is [Runner.Apply] recording through jr.
+func (r *Runner) apply(ctx context.Context, cfg *Config, plan *Plan, prior *State, sources map[string]string, jr journal, secrets map[string]bool) (*State, error) {
 	st := NewState()
 	if prior != nil {
 		b, err := prior.Marshal()
@@ -128,7 +166,7 @@ func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 		}
 		st = moved
 	}
-	a := &applier{r: r, cfg: cfg, plan: plan, sess: sess, ev: ev, persist: persist, st: st, secrets: secrets}
+	a := &applier{r: r, cfg: cfg, plan: plan, sess: sess, ev: ev, jr: jr, st: st, secrets: secrets, resolved: map[string]bool{}}
 	if len(plan.Moves) > 0 {
 		a.ver++
 	}
@@ -424,6 +462,18 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			cp.Addr += " (deposed " + dk + ")"
 			deposed = append(deposed, &cp)
 		}
+		_, builtin := client.(builtinClient)
+		creating := c.Action != Update && a.jr.intents && !builtin
+		if creating {
+			// A create (or a replacement's create half: the old object is already gone from
+			// state, or deposed) is recorded first, so a result lost with this process is
+			// found again, or reported, by the next operation (docs/design/0021). Not the
+			// built-in terraform_data: its objects exist only in the state, so making one
+			// again creates nothing outside.
+			if err := a.intend(ctx, a.intentFor(ctx, client, rc, c, res)); err != nil {
+				return deposed, fmt.Errorf("%s: record the create intent: %w", c.Addr, err)
+			}
+		}
 		a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
 		callCtx, done := stopOnCancel(ctx, client)
 		newVal, newPriv, aerr := client.ApplyResourceChange(callCtx, rc.Type, prior, res.Planned, config, res.PlannedPrivate)
@@ -432,8 +482,12 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			if newVal != cty.NilVal && !newVal.IsNull() && newVal.IsWhollyKnown() {
 				// The object exists in some state: keep it, tainted if it was being created.
 				_ = a.setInstanceStatus(c, newVal, newPriv, schema, a.depsOf(rc), c.Action != Update)
+				a.resolve(creating, c.Addr)
 			} else if c.Action == Update {
 				_ = a.setInstance(c, c.Prior, c.PriorPrivate, schema, a.depsOf(rc))
+			} else if newVal != cty.NilVal {
+				// The provider answered that the create failed: nothing was made.
+				a.resolve(creating, c.Addr)
 			}
 			_ = a.save(ctx)
 			return deposed, a.fail(c, aerr)
@@ -444,6 +498,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		if err := a.setInstance(c, newVal, newPriv, schema, a.depsOf(rc)); err != nil {
 			return deposed, err
 		}
+		a.resolve(creating, c.Addr)
 		if err := a.save(ctx); err != nil {
 			return deposed, err
 		}
@@ -593,28 +648,109 @@ func (a *applier) removeInstance(c *Change, dk string) {
 	a.ver++
 }
 
-// save persists the working state if it changed since the last save. Concurrent callers
-// queue; a caller finding its change already written returns at once.
+// save persists the working state if it changed since the last save, with the pending
+// intents. Concurrent callers queue; a caller finding its change already written returns at
+// once.
 func (a *applier) save(ctx context.Context) error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
-	if a.ver == a.saved {
+	batch := a.pending
+	a.pending = nil
+	if a.ver == a.saved && batch == nil {
 		a.mu.Unlock()
 		return nil
 	}
 	ver := a.ver
-	a.st.Serial++
-	b, err := a.st.Marshal()
-	a.mu.Unlock()
-	if err != nil {
-		return err
+	var b []byte
+	var err error
+	if ver != a.saved {
+		a.st.Serial++
+		b, err = a.st.Marshal()
 	}
-	if err := a.persist(ctx, b); err != nil {
+	resolved := setKeys(a.resolved)
+	a.mu.Unlock()
+	var added []state.Intent
+	if batch != nil {
+		added = batch.intents
+	}
+	if err == nil {
+		err = a.jr.write(ctx, b, resolved, added)
+	}
+	if batch != nil {
+		batch.err, batch.written = err, true
+	}
+	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
+	a.mu.Lock()
+	for _, addr := range resolved {
+		delete(a.resolved, addr)
+	}
+	a.mu.Unlock()
 	a.saved = ver
 	return nil
+}
+
+// resolve has the next save end the intent of addr (when one was recorded: recorded).
+func (a *applier) resolve(recorded bool, addr string) {
+	if !recorded {
+		return
+	}
+	a.mu.Lock()
+	a.resolved[addr] = true
+	a.ver++
+	a.mu.Unlock()
+}
+
+// intentFor is the intent of creating c: its address and, when the provider planned a wholly
+// known identity of a type with an identity schema, that identity. Finding no identity is not
+// an error: the intent then records the address alone.
+func (a *applier) intentFor(ctx context.Context, client Client, rc *ResourceConfig, c *Change, res PlanResult) state.Intent {
+	in := state.Intent{Address: c.Addr, Module: c.Module, Type: c.Type, Name: c.Name, IndexKey: c.Key, Provider: c.Provider,
+		Dependencies: a.depsOf(rc)}
+	if res.PlannedIdentity.Empty() {
+		return in
+	}
+	is, err := client.IdentitySchema(ctx, c.Type)
+	if err != nil || is == nil || len(is.Attributes) == 0 {
+		if err != nil {
+			a.r.log.Debug("identity schema unavailable", slog.String("resource", c.Addr), slog.String("error", err.Error()))
+		}
+		return in
+	}
+	ty := is.ImpliedType()
+	v, err := res.PlannedIdentity.Decode(ty)
+	if err != nil || v.IsNull() || !v.IsWhollyKnown() {
+		return in
+	}
+	b, err := ctyjson.Marshal(v, ty)
+	if err != nil {
+		return in
+	}
+	in.Identity, in.IdentityVersion = b, is.Version
+	return in
+}
+
+// intend records in durably before its create, in the next write of the journal (with the
+// state's changes and the other intents pending then).
+func (a *applier) intend(ctx context.Context, in state.Intent) error {
+	a.mu.Lock()
+	b := a.pending
+	if b == nil {
+		b = &intentBatch{}
+		a.pending = b
+	}
+	b.intents = append(b.intents, in)
+	a.mu.Unlock()
+	err := a.save(ctx)
+	a.saveMu.Lock()
+	written, berr := b.written, b.err
+	a.saveMu.Unlock()
+	if written {
+		return berr
+	}
+	return err
 }
 
 // sameInstance reports whether two instance objects would be written identically.

@@ -135,3 +135,18 @@ func (b builtinClient) ImportResourceState(ctx context.Context, typeName, id str
 	vals["id"] = cty.StringVal(id)
 	return cty.ObjectVal(vals), nil, nil
 }
+
+// IdentitySchema: terraform_data has no resource identity.
+func (builtinClient) IdentitySchema(context.Context, string) (*IdentitySchema, error) {
+	return nil, nil
+}
+
+// ImportResourceIdentity fails: terraform_data has no resource identity.
+func (builtinClient) ImportResourceIdentity(_ context.Context, typeName string, _ cty.Value) (cty.Value, []byte, error) {
+	return cty.NilVal, nil, fmt.Errorf("the built-in provider's %s has no resource identity", typeName)
+}
+
+// ReadResourceIdentity is ReadResource: terraform_data has no resource identity.
+func (b builtinClient) ReadResourceIdentity(ctx context.Context, typeName string, state cty.Value, private []byte, _ cty.Value) (cty.Value, []byte, error) {
+	return b.ReadResource(ctx, typeName, state, private)
+}

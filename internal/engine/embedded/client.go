@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"github.com/zclconf/go-cty/cty/msgpack"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TerraformVersion is the version Lava reports to providers (ConfigureProvider) and writes as
@@ -68,6 +71,69 @@ type PlanResult struct {
 	// LegacyTypeSystem is set by SDKv2 providers, whose plans may be inconsistent in ways
 	// Terraform tolerates.
 	LegacyTypeSystem bool
+	// PlannedIdentity is the resource identity the provider planned (protocol 5.9/6.9), as it
+	// sent it; empty when it sent none. Decoded only where needed ([RawValue.Decode] with the
+	// type's [IdentitySchema]), so a plan that needs no identity never asks for the schema.
+	PlannedIdentity RawValue
+}
+
+// RawValue is a value as a provider sent it: MessagePack or JSON of a type the caller knows.
+type RawValue struct {
+	MsgPack, JSON []byte
+}
+
+// Empty reports whether the provider sent no value.
+func (r RawValue) Empty() bool { return len(r.MsgPack) == 0 && len(r.JSON) == 0 }
+
+// Decode decodes the value as ty; an empty RawValue decodes to null.
+func (r RawValue) Decode(ty cty.Type) (cty.Value, error) { return decode(r.MsgPack, r.JSON, ty) }
+
+// IdentitySchema is a managed resource type's identity schema (plugin protocol 5.9/6.9): the
+// attributes that name one object for good, versioned apart from the resource schema.
+type IdentitySchema struct {
+	// Version is the identity schema version (not the resource schema's).
+	Version int64
+	// Attributes are the identity attributes' types by name.
+	Attributes map[string]cty.Type
+}
+
+// ImpliedType is the object type of an identity of this schema.
+func (s *IdentitySchema) ImpliedType() cty.Type { return cty.Object(s.Attributes) }
+
+// identitySchemas holds a client's identity schemas, fetched once (nil map: the provider has
+// none).
+type identitySchemas struct {
+	mu      sync.Mutex
+	fetched bool
+	schemas map[string]*IdentitySchema
+}
+
+// get returns the identity schema of typeName, calling fetch the first time; a fetch error
+// is returned and the next call tries again.
+func (c *identitySchemas) get(typeName string, fetch func() (map[string]*IdentitySchema, error)) (*IdentitySchema, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.fetched {
+		m, err := fetch()
+		if err != nil {
+			return nil, err
+		}
+		c.schemas, c.fetched = m, true
+	}
+	return c.schemas[typeName], nil
+}
+
+// unimplemented reports a gRPC Unimplemented answer: a provider before protocol 5.9/6.9 asked
+// for identity schemas.
+func unimplemented(err error) bool { return status.Code(err) == codes.Unimplemented }
+
+// identityAttributeType decodes an identity attribute's JSON-encoded cty type.
+func identityAttributeType(name string, b []byte) (cty.Type, error) {
+	ty, err := ctyjson.UnmarshalType(b)
+	if err != nil {
+		return cty.NilType, fmt.Errorf("identity attribute %s: type: %w", name, err)
+	}
+	return ty, nil
 }
 
 // Client is a started provider, version independent. Values passed in and returned are of
@@ -87,6 +153,10 @@ type Client interface {
 	UpgradeResourceState(ctx context.Context, typeName string, version int64, rawJSON []byte) (cty.Value, error)
 	// ReadResource refreshes; a null result means the object no longer exists.
 	ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error)
+	// ReadResourceIdentity is ReadResource with the object's current resource identity (a
+	// value of the type's identity schema; cty.NilVal for none), as Terraform reads an object
+	// it has just imported by identity.
+	ReadResourceIdentity(ctx context.Context, typeName string, state cty.Value, private []byte, identity cty.Value) (cty.Value, []byte, error)
 	PlanResourceChange(ctx context.Context, typeName string, prior, proposed, config cty.Value, priorPrivate []byte) (PlanResult, error)
 	// ApplyResourceChange applies; on error the returned state (possibly non-null) is what
 	// the provider says exists now.
@@ -95,6 +165,14 @@ type Client interface {
 	// ImportResourceState reads the existing object with the import id; the object of
 	// typeName is returned (a provider may return others too: they are not imported).
 	ImportResourceState(ctx context.Context, typeName, id string) (cty.Value, []byte, error)
+	// IdentitySchema returns typeName's resource identity schema, nil (and no error) when the
+	// provider has none for it, or none at all (a provider before protocol 5.9/6.9 answers
+	// GetResourceIdentitySchemas Unimplemented). The provider is asked once.
+	IdentitySchema(ctx context.Context, typeName string) (*IdentitySchema, error)
+	// ImportResourceIdentity is ImportResourceState by resource identity (a value of the type's
+	// identity schema) instead of an import id; the result is the import's stub, to be read
+	// (ReadResource) for the object.
+	ImportResourceIdentity(ctx context.Context, typeName string, identity cty.Value) (cty.Value, []byte, error)
 	// Stop asks the provider to cancel in-flight work.
 	Stop(ctx context.Context) error
 	// ProtocolVersion is 5 or 6.

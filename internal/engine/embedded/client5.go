@@ -17,6 +17,7 @@ type client5 struct {
 
 	mu     sync.Mutex
 	schema *ProviderSchema
+	ids    identitySchemas
 }
 
 // caps5 is what Lava tells providers it supports: neither deferrals nor write-only attributes.
@@ -151,6 +152,10 @@ func (c *client5) UpgradeResourceState(ctx context.Context, typeName string, ver
 }
 
 func (c *client5) ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error) {
+	return c.ReadResourceIdentity(ctx, typeName, state, private, cty.NilVal)
+}
+
+func (c *client5) ReadResourceIdentity(ctx context.Context, typeName string, state cty.Value, private []byte, identity cty.Value) (cty.Value, []byte, error) {
 	s, err := c.resource(ctx, typeName)
 	if err != nil {
 		return cty.NilVal, nil, err
@@ -160,7 +165,15 @@ func (c *client5) ReadResource(ctx context.Context, typeName string, state cty.V
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	resp, err := c.rpc.ReadResource(ctx, &tfplugin5.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps5()})
+	req := &tfplugin5.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps5()}
+	if identity != cty.NilVal {
+		idv, err := dyn5(identity, identity.Type())
+		if err != nil {
+			return cty.NilVal, nil, err
+		}
+		req.CurrentIdentity = &tfplugin5.ResourceIdentityData{IdentityData: idv}
+	}
+	resp, err := c.rpc.ReadResource(ctx, req)
 	if err != nil {
 		return cty.NilVal, nil, fmt.Errorf("readResource: %w", err)
 	}
@@ -205,6 +218,9 @@ func (c *client5) PlanResourceChange(ctx context.Context, typeName string, prior
 		return PlanResult{}, err
 	}
 	out := PlanResult{Planned: planned, PlannedPrivate: resp.GetPlannedPrivate(), LegacyTypeSystem: resp.GetLegacyTypeSystem()}
+	if id := resp.GetPlannedIdentity().GetIdentityData(); id != nil {
+		out.PlannedIdentity = RawValue{MsgPack: id.GetMsgpack(), JSON: id.GetJson()}
+	}
 	for _, ap := range resp.GetRequiresReplace() {
 		out.RequiresReplace = append(out.RequiresReplace, path5(ap))
 	}
@@ -217,7 +233,7 @@ func (c *client5) ApplyResourceChange(ctx context.Context, typeName string, prio
 		return cty.NilVal, nil, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin5.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps5()}
+	req := &tfplugin5.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate}
 	if req.PriorState, err = dyn5(prior, ty); err != nil {
 		return cty.NilVal, nil, err
 	}
@@ -388,4 +404,61 @@ func (c *client5) ImportResourceState(ctx context.Context, typeName, id string) 
 		return v, r.GetPrivate(), err
 	}
 	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with id %q", typeName, id)
+}
+
+func (c *client5) IdentitySchema(ctx context.Context, typeName string) (*IdentitySchema, error) {
+	return c.ids.get(typeName, func() (map[string]*IdentitySchema, error) {
+		resp, err := c.rpc.GetResourceIdentitySchemas(ctx, &tfplugin5.GetResourceIdentitySchemas_Request{})
+		if unimplemented(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("getResourceIdentitySchemas: %w", err)
+		}
+		if err := diagsErr("GetResourceIdentitySchemas", diags5(resp.GetDiagnostics())); err != nil {
+			return nil, err
+		}
+		out := map[string]*IdentitySchema{}
+		for name, is := range resp.GetIdentitySchemas() {
+			s := &IdentitySchema{Version: is.GetVersion(), Attributes: map[string]cty.Type{}}
+			for _, a := range is.GetIdentityAttributes() {
+				ty, err := identityAttributeType(a.GetName(), a.GetType())
+				if err != nil {
+					return nil, fmt.Errorf("identity schema of %s: %w", name, err)
+				}
+				s.Attributes[a.GetName()] = ty
+			}
+			out[name] = s
+		}
+		return out, nil
+	})
+}
+
+func (c *client5) ImportResourceIdentity(ctx context.Context, typeName string, identity cty.Value) (cty.Value, []byte, error) {
+	s, err := c.resource(ctx, typeName)
+	if err != nil {
+		return cty.NilVal, nil, err
+	}
+	dv, err := dyn5(identity, identity.Type())
+	if err != nil {
+		return cty.NilVal, nil, err
+	}
+	resp, err := c.rpc.ImportResourceState(ctx, &tfplugin5.ImportResourceState_Request{TypeName: typeName, ClientCapabilities: caps5(),
+		Identity: &tfplugin5.ResourceIdentityData{IdentityData: dv}})
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("importResourceState: %w", err)
+	}
+	if err := diagsErr("ImportResourceState", diags5(resp.GetDiagnostics())); err != nil {
+		return cty.NilVal, nil, err
+	}
+	if resp.GetDeferred() != nil {
+		return cty.NilVal, nil, fmt.Errorf("importResourceState: provider deferred the import (%s), which Lava does not allow", resp.GetDeferred().GetReason())
+	}
+	for _, r := range resp.GetImportedResources() {
+		if r.GetTypeName() == typeName {
+			v, err := undyn5(r.GetState(), s.Block.ImpliedType())
+			return v, r.GetPrivate(), err
+		}
+	}
+	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with the identity", typeName)
 }

@@ -17,6 +17,7 @@ type client6 struct {
 
 	mu     sync.Mutex
 	schema *ProviderSchema
+	ids    identitySchemas
 }
 
 // caps6 is what Lava tells providers it supports: neither deferrals nor write-only attributes.
@@ -144,6 +145,10 @@ func (c *client6) UpgradeResourceState(ctx context.Context, typeName string, ver
 }
 
 func (c *client6) ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error) {
+	return c.ReadResourceIdentity(ctx, typeName, state, private, cty.NilVal)
+}
+
+func (c *client6) ReadResourceIdentity(ctx context.Context, typeName string, state cty.Value, private []byte, identity cty.Value) (cty.Value, []byte, error) {
 	s, err := c.resource(ctx, typeName)
 	if err != nil {
 		return cty.NilVal, nil, err
@@ -153,7 +158,15 @@ func (c *client6) ReadResource(ctx context.Context, typeName string, state cty.V
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	resp, err := c.rpc.ReadResource(ctx, &tfplugin6.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps6()})
+	req := &tfplugin6.ReadResource_Request{TypeName: typeName, CurrentState: dv, Private: private, ClientCapabilities: caps6()}
+	if identity != cty.NilVal {
+		idv, err := dyn6(identity, identity.Type())
+		if err != nil {
+			return cty.NilVal, nil, err
+		}
+		req.CurrentIdentity = &tfplugin6.ResourceIdentityData{IdentityData: idv}
+	}
+	resp, err := c.rpc.ReadResource(ctx, req)
 	if err != nil {
 		return cty.NilVal, nil, fmt.Errorf("readResource: %w", err)
 	}
@@ -198,6 +211,9 @@ func (c *client6) PlanResourceChange(ctx context.Context, typeName string, prior
 		return PlanResult{}, err
 	}
 	out := PlanResult{Planned: planned, PlannedPrivate: resp.GetPlannedPrivate(), LegacyTypeSystem: resp.GetLegacyTypeSystem()}
+	if id := resp.GetPlannedIdentity().GetIdentityData(); id != nil {
+		out.PlannedIdentity = RawValue{MsgPack: id.GetMsgpack(), JSON: id.GetJson()}
+	}
 	for _, ap := range resp.GetRequiresReplace() {
 		out.RequiresReplace = append(out.RequiresReplace, path6(ap))
 	}
@@ -210,7 +226,7 @@ func (c *client6) ApplyResourceChange(ctx context.Context, typeName string, prio
 		return cty.NilVal, nil, err
 	}
 	ty := s.Block.ImpliedType()
-	req := &tfplugin6.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate, ClientCapabilities: caps6()}
+	req := &tfplugin6.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate}
 	if req.PriorState, err = dyn6(prior, ty); err != nil {
 		return cty.NilVal, nil, err
 	}
@@ -393,4 +409,61 @@ func (c *client6) ImportResourceState(ctx context.Context, typeName, id string) 
 		return v, r.GetPrivate(), err
 	}
 	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with id %q", typeName, id)
+}
+
+func (c *client6) IdentitySchema(ctx context.Context, typeName string) (*IdentitySchema, error) {
+	return c.ids.get(typeName, func() (map[string]*IdentitySchema, error) {
+		resp, err := c.rpc.GetResourceIdentitySchemas(ctx, &tfplugin6.GetResourceIdentitySchemas_Request{})
+		if unimplemented(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("getResourceIdentitySchemas: %w", err)
+		}
+		if err := diagsErr("GetResourceIdentitySchemas", diags6(resp.GetDiagnostics())); err != nil {
+			return nil, err
+		}
+		out := map[string]*IdentitySchema{}
+		for name, is := range resp.GetIdentitySchemas() {
+			s := &IdentitySchema{Version: is.GetVersion(), Attributes: map[string]cty.Type{}}
+			for _, a := range is.GetIdentityAttributes() {
+				ty, err := identityAttributeType(a.GetName(), a.GetType())
+				if err != nil {
+					return nil, fmt.Errorf("identity schema of %s: %w", name, err)
+				}
+				s.Attributes[a.GetName()] = ty
+			}
+			out[name] = s
+		}
+		return out, nil
+	})
+}
+
+func (c *client6) ImportResourceIdentity(ctx context.Context, typeName string, identity cty.Value) (cty.Value, []byte, error) {
+	s, err := c.resource(ctx, typeName)
+	if err != nil {
+		return cty.NilVal, nil, err
+	}
+	dv, err := dyn6(identity, identity.Type())
+	if err != nil {
+		return cty.NilVal, nil, err
+	}
+	resp, err := c.rpc.ImportResourceState(ctx, &tfplugin6.ImportResourceState_Request{TypeName: typeName, ClientCapabilities: caps6(),
+		Identity: &tfplugin6.ResourceIdentityData{IdentityData: dv}})
+	if err != nil {
+		return cty.NilVal, nil, fmt.Errorf("importResourceState: %w", err)
+	}
+	if err := diagsErr("ImportResourceState", diags6(resp.GetDiagnostics())); err != nil {
+		return cty.NilVal, nil, err
+	}
+	if resp.GetDeferred() != nil {
+		return cty.NilVal, nil, fmt.Errorf("importResourceState: provider deferred the import (%s), which Lava does not allow", resp.GetDeferred().GetReason())
+	}
+	for _, r := range resp.GetImportedResources() {
+		if r.GetTypeName() == typeName {
+			v, err := undyn6(r.GetState(), s.Block.ImpliedType())
+			return v, r.GetPrivate(), err
+		}
+	}
+	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with the identity", typeName)
 }

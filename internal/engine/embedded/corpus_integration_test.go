@@ -378,7 +378,7 @@ func (c *corpusChain) tofuPlan() map[string]string {
 // TestCorpus_tofuOracle runs every case of testdata/corpus (Terraform JSON exercising
 // expressions, functions, for expressions, splats, conditionals, count and for_each,
 // variables, locals, outputs, lifecycle, import, moved and removed, on the built-in
-// terraform_data, hashicorp/local 1.4.0 (protocol 5) and example/testkit 0.3.0 (built on
+// terraform_data, hashicorp/local 1.4.0 (protocol 5) and example/testkit 0.4.0 (built on
 // terraform-plugin-framework, protocol 6)) both ways against the real tofu CLI on local state:
 //
 //   - embedded applies each step: before, its plan's actions equal tofu's plan JSON of the

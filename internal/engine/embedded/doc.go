@@ -6,7 +6,7 @@
 // # Protocol
 //
 // The tfplugin5 and tfplugin6 subpackages are generated from this directory's own buf module
-// (proto/, the client subset of the published protocol, field numbers as published). [Client]
+// (proto/, the client subset of the published protocol 5.9/6.9, field numbers as published). [Client]
 // hides the version differences; values cross the wire as MessagePack encoded by go-cty from
 // the cty types this package derives from the provider's schema.
 //
@@ -23,7 +23,12 @@
 //
 // State is Terraform state format version 4 JSON, so tofu and terraform can read what this
 // engine writes and the other way round; it is saved after every resource, so a failure
-// mid-apply loses nothing already created.
+// mid-apply loses nothing already created. A create whose result dies with the process before
+// that save is covered by a create intent written into the state record first (address and,
+// from providers of protocol 5.9/6.9, the planned resource identity): the next operation finds
+// the object again by identity (ImportResourceState, ReadResource) or fails with
+// engine.ErrCreateInterrupted rather than create it twice (recover.go,
+// docs/design/0021-embedded-create-interrupted-by-a-dead-applier.md).
 //
 // Sensitive values (attributes the schema marks sensitive, sensitive variables and
 // sensitive()) are never logged, are redacted from errors and drift findings, and make an

@@ -169,33 +169,102 @@ func (e *Engine) loadState(ctx context.Context, key state.Key) (*State, error) {
 // loadStateRecord returns the current state and the digest of its body; nil and "" when
 // there is none.
 func (e *Engine) loadStateRecord(ctx context.Context, key state.Key) (*State, string, error) {
+	st, digest, _, err := e.loadStateIntents(ctx, key)
+	return st, digest, err
+}
+
+// loadStateIntents is [Engine.loadStateRecord] that also returns the record's create intents
+// (state.Record.Intents; there may be intents and no state).
+func (e *Engine) loadStateIntents(ctx context.Context, key state.Key) (*State, string, []state.Intent, error) {
+	st, digest, rec, err := e.loadStateBody(ctx, key)
+	return st, digest, rec.Intents, err
+}
+
+// loadStateBody returns the state, its digest and the record read (zero when none).
+func (e *Engine) loadStateBody(ctx context.Context, key state.Key) (*State, string, state.Record, error) {
 	rec, err := e.opts.Store.Get(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, "", nil
+		return nil, "", state.Record{}, nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", state.Record{}, err
 	}
 	if !rec.HasState() {
-		return nil, "", nil
+		return nil, "", rec, nil
 	}
 	e.cfgMu.Lock()
 	c, ok := e.bodies[key]
 	e.cfgMu.Unlock()
 	if ok && c.digest == rec.Digest {
 		st, err := ParseState(c.body)
-		return st, rec.Digest, err
+		return st, rec.Digest, rec, err
 	}
 	rec, body, err := e.opts.Store.Body(ctx, key)
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, "", nil
+		return nil, "", rec, nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, "", state.Record{}, err
 	}
 	e.cacheBody(key, rec.Digest, body)
 	st, err := ParseState(body)
-	return st, rec.Digest, err
+	return st, rec.Digest, rec, err
+}
+
+// recover settles the create intents in key's record (docs/design/0021) before an operation
+// plans: objects found by their identity are saved into the state, intents found to have made
+// nothing are dropped, all in one write under lockID (the state lock the caller holds). The
+// error is a *engine.CreateInterruptedError when intents remain that only an operator can
+// settle; other errors leave every intent in place. cfg gives the provider configurations
+// (destroy: as given, without evaluating variables).
+func (e *Engine) recover(ctx context.Context, key state.Key, lockID string, cfg *Config, sources map[string]string, destroy bool) error {
+	st, _, intents, err := e.loadStateIntents(ctx, key)
+	if err != nil || len(intents) == 0 {
+		return err
+	}
+	found, err := e.runner.recoverIntents(ctx, cfg, st, intents, sources, destroy)
+	if err != nil {
+		return err
+	}
+	if found.State != nil {
+		found.State.Serial++
+		body, err := found.State.Marshal()
+		if err != nil {
+			return err
+		}
+		err = retrySave(ctx, e.opts.Logger.With(slog.String("resource", key.String())), func() error {
+			rec, err := e.opts.Store.PutResolving(ctx, key, body, lockID, found.Resolved)
+			if err == nil {
+				e.cacheBody(key, rec.Digest, body)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("save the recovered objects: %w", err)
+		}
+	} else if len(found.Resolved) > 0 {
+		if _, err := e.opts.Store.ResolveIntents(ctx, key, lockID, found.Resolved); err != nil {
+			return fmt.Errorf("drop settled create intents: %w", err)
+		}
+	}
+	if len(found.Interrupted) > 0 {
+		return interruptedError(key, found.Interrupted)
+	}
+	return nil
+}
+
+// recoverUnlocked is [Engine.recover] for a plan, which holds no state lock: it takes the lock
+// only when the record has intents, so a plan without them costs nothing more.
+func (e *Engine) recoverUnlocked(ctx context.Context, key state.Key, intents []state.Intent, holder string, cfg *Config, sources map[string]string) error {
+	if len(intents) == 0 {
+		return nil
+	}
+	lockID, unlock, err := e.lockState(ctx, key, holder, "OperationTypePlan")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return e.recover(ctx, key, lockID, cfg, sources, false)
 }
 
 func (e *Engine) loadConfig(ctx context.Context, digest string) (*Config, error) {
@@ -240,7 +309,7 @@ func stepError(step string, err error, redact []string, secrets map[string]bool)
 	if errors.As(err, &missing) {
 		return &engine.ProviderUnavailableError{Sources: missing.Sources, Where: missing.Dir}
 	}
-	if errors.Is(err, engine.ErrPlanStale) || errors.Is(err, engine.ErrLocked) {
+	if errors.Is(err, engine.ErrPlanStale) || errors.Is(err, engine.ErrLocked) || errors.Is(err, engine.ErrCreateInterrupted) {
 		return err
 	}
 	r := engine.NewRedactor(redact...)
@@ -265,9 +334,17 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err != nil {
 		return nil, err
 	}
-	prior, stateDigest, err := e.loadStateRecord(ctx, req.Key)
+	prior, stateDigest, intents, err := e.loadStateIntents(ctx, req.Key)
 	if err != nil {
 		return nil, err
+	}
+	if len(intents) > 0 {
+		if err := e.recoverUnlocked(ctx, req.Key, intents, req.Holder, cfg, req.ProviderSources); err != nil {
+			return nil, err
+		}
+		if prior, stateDigest, err = e.loadStateRecord(ctx, req.Key); err != nil {
+			return nil, err
+		}
 	}
 	p, err := e.runner.Plan(ctx, cfg, prior, req.ProviderSources, false, secrets)
 	if err != nil {
@@ -373,17 +450,25 @@ func (e *Engine) lockState(ctx context.Context, key state.Key, holder, op string
 	}, nil
 }
 
-func (e *Engine) persister(key state.Key, lockID string, last *state.Record) Persist {
-	return func(ctx context.Context, b []byte) error {
-		return retrySave(ctx, e.opts.Logger.With(slog.String("resource", key.String())), func() error {
-			rec, err := e.opts.Store.Put(ctx, key, b, lockID)
-			if err != nil {
-				return err
-			}
-			e.cacheBody(key, rec.Digest, b)
-			*last = rec
-			return nil
-		})
+// journal records an apply's state snapshots and create intents in key's state record under
+// lockID; last receives the record of the last snapshot saved.
+func (e *Engine) journal(key state.Key, lockID string, last *state.Record) journal {
+	log := e.opts.Logger.With(slog.String("resource", key.String()))
+	return journal{
+		intents: true,
+		write: func(ctx context.Context, b []byte, resolved []string, added []state.Intent) error {
+			return retrySave(ctx, log, func() error {
+				rec, err := e.opts.Store.Commit(ctx, key, b, lockID, resolved, added)
+				if err != nil {
+					return err
+				}
+				if b != nil {
+					e.cacheBody(key, rec.Digest, b)
+				}
+				*last = rec
+				return nil
+			})
+		},
 	}
 }
 
@@ -442,9 +527,27 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 		return nil, err
 	}
 	defer unlock()
-	prior, stateDigest, err := e.loadStateRecord(ctx, key)
+	prior, stateDigest, intents, err := e.loadStateIntents(ctx, key)
 	if err != nil {
 		return nil, err
+	}
+	var art *planArtifact
+	var plan *Plan
+	var cfg *Config
+	if len(intents) > 0 {
+		// A plan made before an apply died: objects recovered now make it stale.
+		if art, plan, err = e.loadPlan(ctx, rec.PlanDigest); err != nil {
+			return nil, err
+		}
+		if cfg, err = e.loadConfig(ctx, art.RenderedDigest); err != nil {
+			return nil, err
+		}
+		if err := e.recover(ctx, key, lockID, cfg, rec.Target.ProviderSources, false); err != nil {
+			return nil, err
+		}
+		if prior, stateDigest, err = e.loadStateRecord(ctx, key); err != nil {
+			return nil, err
+		}
 	}
 	var serial uint64
 	var lineage string
@@ -454,20 +557,22 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 	if stale := engine.Stale(rec, state.Record{Serial: serial, Lineage: lineage, Digest: stateDigest}); stale != nil {
 		return nil, stale
 	}
-	art, plan, err := e.loadPlan(ctx, rec.PlanDigest)
-	if err != nil {
-		return nil, err
+	if art == nil {
+		if art, plan, err = e.loadPlan(ctx, rec.PlanDigest); err != nil {
+			return nil, err
+		}
 	}
 	if art.StateSerial != serial || art.StateLineage != lineage {
 		return nil, &engine.PlanStaleError{PlanID: rec.PlanID, PlannedSerial: art.StateSerial, CurrentSerial: serial,
 			PlannedLineage: art.StateLineage, CurrentLineage: lineage}
 	}
-	cfg, err := e.loadConfig(ctx, art.RenderedDigest)
-	if err != nil {
-		return nil, err
+	if cfg == nil {
+		if cfg, err = e.loadConfig(ctx, art.RenderedDigest); err != nil {
+			return nil, err
+		}
 	}
 	var last state.Record
-	st, err := e.runner.Apply(ctx, cfg, plan, prior, rec.Target.ProviderSources, e.persister(key, lockID, &last), secrets)
+	st, err := e.runner.apply(ctx, cfg, plan, prior, rec.Target.ProviderSources, e.journal(key, lockID, &last), secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -504,11 +609,11 @@ func (e *Engine) destroy(ctx context.Context, req engine.DestroyRequest, secrets
 		return nil, err
 	}
 	defer unlock()
-	prior, err := e.loadState(ctx, key)
+	prior, _, intents, err := e.loadStateIntents(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	if prior == nil {
+	if prior == nil && len(intents) == 0 {
 		return &engine.DestroyResult{}, nil
 	}
 	var rendered *Config
@@ -518,12 +623,21 @@ func (e *Engine) destroy(ctx context.Context, req engine.DestroyRequest, secrets
 		}
 	}
 	cfg := destroyConfig(rendered)
+	if len(intents) > 0 {
+		// An object an interrupted create made is destroyed with the rest once found.
+		if err := e.recover(ctx, key, lockID, cfg, req.ProviderSources, true); err != nil {
+			return nil, err
+		}
+		if prior, err = e.loadState(ctx, key); err != nil || prior == nil {
+			return &engine.DestroyResult{}, err
+		}
+	}
 	plan, err := e.runner.Plan(ctx, cfg, prior, req.ProviderSources, true, secrets)
 	if err != nil {
 		return nil, err
 	}
 	var last state.Record
-	st, err := e.runner.Apply(ctx, cfg, plan, prior, req.ProviderSources, e.persister(key, lockID, &last), secrets)
+	st, err := e.runner.apply(ctx, cfg, plan, prior, req.ProviderSources, e.journal(key, lockID, &last), secrets)
 	if err != nil {
 		return nil, err
 	}

@@ -338,8 +338,11 @@ func TestEngine_failMidApply(t *testing.T) {
 	}
 }
 
+// A provider process that dies mid-create leaves the create's intent (the object may exist);
+// testkit_file's identity lets the next operation, on a new process, find that it does not
+// and create it (docs/design/0021).
 func TestEngine_providerCrash(t *testing.T) {
-	e := newEnv(t)
+	e := kitEnv(t)
 	dir := t.TempDir()
 	doc := jsonDoc(t, map[string]any{"resource": map[string]any{
 		"testkit_file": map[string]any{
@@ -385,6 +388,9 @@ func TestEngine_providerCrash(t *testing.T) {
 	// A new process serves the next operation.
 	if _, err := e.planApply(strings.Replace(doc, "20000", "0", 1)); err != nil {
 		t.Fatalf("apply after crash: %v", err)
+	}
+	if n := creates(t, dir+"/slow.txt"); n != 1 {
+		t.Errorf("slow.txt created %d times, want once", n)
 	}
 }
 

@@ -152,7 +152,7 @@ func TestInstaller_failures(t *testing.T) {
 		{name: "bad checksum", fault: registrytest.CorruptArchive, want: engine.ErrProviderChecksumMismatch, text: "signed SHA256SUMS"},
 		{name: "bad checksum from the mirror", fault: registrytest.CorruptArchive, mirror: true, want: engine.ErrProviderChecksumMismatch, text: "network mirror's hashes"},
 		{name: "bad signature", fault: registrytest.BadSignature, want: engine.ErrProviderSignatureInvalid, text: "signature"},
-		{name: "unknown version", constraint: ">= 9.0", want: engine.ErrProviderVersionNotFound, text: "available: 0.2.0, 0.3.0"},
+		{name: "unknown version", constraint: ">= 9.0", want: engine.ErrProviderVersionNotFound, text: "available: 0.2.0, " + tofutest.TestkitVersion},
 		{name: "unknown version from the mirror", constraint: "7.7.7", mirror: true, want: engine.ErrProviderVersionNotFound, text: "7.7.7"},
 		{name: "registry down", down: true, want: engine.ErrProviderRegistryUnavailable, text: "connection refused"},
 	}
@@ -208,7 +208,7 @@ func TestRegistry_tofuOracle(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			main := `{"terraform":{"required_providers":{"testkit":{"source":"` + tc.source + `","version":"~> 0.3.0"}}}}`
+			main := `{"terraform":{"required_providers":{"testkit":{"source":"` + tc.source + `","version":"~> ` + tofutest.TestkitVersion + `"}}}}`
 			if err := os.WriteFile(filepath.Join(dir, "main.tf.json"), []byte(main), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -250,7 +250,7 @@ func TestRegistry_tofuOracle(t *testing.T) {
 			if !ok {
 				t.Fatalf("tofu's lock has no %s:\n%s", addr, b)
 			}
-			p, err := newInstaller(t, reg, t.TempDir(), mirror).Install(t.Context(), addr, "~> 0.3.0", nil)
+			p, err := newInstaller(t, reg, t.TempDir(), mirror).Install(t.Context(), addr, "~> "+tofutest.TestkitVersion, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

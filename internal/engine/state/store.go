@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -103,8 +104,39 @@ type Record struct {
 	// adopt NS/NAME`).
 	OrphanedBy string    `json:"orphanedBy,omitempty"`
 	OrphanedAt time.Time `json:"orphanedAt,omitzero"`
+	// Intents are the creates the embedded engine started whose results no saved body holds
+	// yet ([Store.AddIntents]; docs/design/0021). They live in the record, not the body, so
+	// tofu and terraform never see them.
+	Intents []Intent `json:"intents,omitempty"`
 	// Revision is the KV revision the record was read at (not stored).
 	Revision uint64 `json:"-"`
+}
+
+// Intent is one create the embedded engine is about to make (docs/design/0021): written before
+// the provider's ApplyResourceChange and removed in the same write as the state body holding
+// the create's result. An intent whose address has no object in the body is a create whose
+// result was lost (the applier died in between): the object may exist.
+type Intent struct {
+	// Address is the resource instance address as the engine names it ("testkit_file.a",
+	// `module.m.x.y["k"]`); Module, Type, Name and IndexKey are its parts as state v4 writes
+	// them (IndexKey: absent, a number or a string).
+	Address  string `json:"address"`
+	Module   string `json:"module,omitempty"`
+	Type     string `json:"type"`
+	Name     string `json:"name"`
+	IndexKey any    `json:"indexKey,omitempty"`
+	// Provider is the state's provider reference (provider["registry.opentofu.org/hashicorp/aws"]).
+	Provider string `json:"provider"`
+	// Identity is the resource identity the provider planned for the object, JSON of the
+	// type's identity schema, wholly known; absent when the provider planned none (no identity
+	// support, or parts known only after the create). IdentityVersion is that identity schema's
+	// version.
+	Identity        json.RawMessage `json:"identity,omitempty"`
+	IdentityVersion int64           `json:"identityVersion,omitempty"`
+	// Dependencies are the state dependencies the object will be recorded with.
+	Dependencies []string `json:"dependencies,omitempty"`
+	// Started is when the intent was written (UTC).
+	Started time.Time `json:"started"`
 }
 
 // HasState reports whether a state body exists.
@@ -299,10 +331,39 @@ func ManagedInstances(body []byte) ([]string, error) {
 // Put stores a new state body. lockID is the lock the writer holds ("" when it holds none):
 // a locked state accepts only its lock's writes. The body must be state v4 JSON; for an
 // existing state its lineage must be the same and its serial must not go backwards, else the
-// error wraps [ErrConflict]. A lock held by another ID gives a *[LockedError].
+// error wraps [ErrConflict]. A lock held by another ID gives a *[LockedError]. The record's
+// intents are kept.
 func (s *Store) Put(ctx context.Context, key Key, body []byte, lockID string) (Record, error) {
+	return s.PutResolving(ctx, key, body, lockID, nil)
+}
+
+// PutResolving is [Store.Put] that also removes the intents of the given addresses, in the
+// same record write: the body holds their creates' results (or the creates made nothing).
+func (s *Store) PutResolving(ctx context.Context, key Key, body []byte, lockID string, resolved []string) (Record, error) {
+	return s.Commit(ctx, key, body, lockID, resolved, nil)
+}
+
+// Commit is one record write of an apply's journal: a new state body as [Store.Put] (nil keeps
+// the body, serial and lineage the record has), the intents of resolved removed and added
+// recorded (an intent replaces one of the same address; a zero Started is set to now). Errors
+// as [Store.Put]; with a nil body the record is created when there is none.
+func (s *Store) Commit(ctx context.Context, key Key, body []byte, lockID string, resolved []string, added []Intent) (Record, error) {
 	if err := key.Validate(); err != nil {
 		return Record{}, err
+	}
+	if len(added) > 0 {
+		added = slices.Clone(added)
+		for i := range added {
+			resolved = append(resolved, added[i].Address)
+			if added[i].Started.IsZero() {
+				added[i].Started = s.opts.Now().UTC()
+			}
+		}
+	}
+	if body == nil {
+		return s.editIntents(ctx, key, lockID, func(cur []Intent) []Intent {
+			return append(withoutIntents(cur, resolved), added...)
+		})
 	}
 	if int64(len(body)) > s.opts.MaxStateBytes {
 		return Record{}, fmt.Errorf("state %s: %w: body exceeds %d bytes", key, ErrInvalidState, s.opts.MaxStateBytes)
@@ -339,6 +400,10 @@ func (s *Store) Put(ctx context.Context, key Key, body []byte, lockID string) (R
 		}
 		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, digest, int64(len(body))
 		next.UpdatedAt = s.opts.Now().UTC()
+		next.Intents = append(withoutIntents(slices.Clone(next.Intents), resolved), added...)
+		if len(next.Intents) == 0 {
+			next.Intents = nil
+		}
 		rev, err := s.write(ctx, key, cur, next)
 		if errors.Is(err, errCAS) {
 			continue
@@ -350,6 +415,80 @@ func (s *Store) Put(ctx context.Context, key Key, body []byte, lockID string) (R
 		return next, nil
 	}
 	return Record{}, fmt.Errorf("state %s: write: too many concurrent updates", key)
+}
+
+// AddIntents writes intents into the record (one write for all; an intent replaces one of the
+// same address; a zero Started is set to now), creating the record if there is none. lockID is the lock the writer holds: a
+// lock held by another ID gives a *[LockedError]. The body and its serial are not changed.
+func (s *Store) AddIntents(ctx context.Context, key Key, lockID string, intents []Intent) (Record, error) {
+	return s.Commit(ctx, key, nil, lockID, nil, intents)
+}
+
+// ResolveIntents removes the intents of the given addresses (all of them when addrs is empty)
+// and returns the record as written; a record without them is left alone. lockID as for
+// [Store.AddIntents]. `lava state forget-intent` calls it once an operator has made sure the
+// interrupted creates left nothing behind.
+func (s *Store) ResolveIntents(ctx context.Context, key Key, lockID string, addrs []string) (Record, error) {
+	return s.editIntents(ctx, key, lockID, func(cur []Intent) []Intent {
+		if len(addrs) == 0 {
+			return nil
+		}
+		return withoutIntents(cur, addrs)
+	})
+}
+
+// editIntents replaces the record's intents with edit's result under compare-and-set.
+func (s *Store) editIntents(ctx context.Context, key Key, lockID string, edit func([]Intent) []Intent) (Record, error) {
+	if err := key.Validate(); err != nil {
+		return Record{}, err
+	}
+	for range casAttempts {
+		cur, err := s.get(ctx, key)
+		if err != nil {
+			return Record{}, err
+		}
+		next := Record{}
+		if cur != nil {
+			next = *cur
+			if cur.Lock != nil && cur.Lock.ID != lockID {
+				return Record{}, &LockedError{Key: key, Lock: *cur.Lock}
+			}
+		}
+		next.Intents = edit(slices.Clone(next.Intents))
+		if len(next.Intents) == 0 {
+			next.Intents = nil
+			if cur == nil || len(cur.Intents) == 0 {
+				return next, nil
+			}
+		}
+		rev, err := s.write(ctx, key, cur, next)
+		if errors.Is(err, errCAS) {
+			continue
+		}
+		if err != nil {
+			return Record{}, err
+		}
+		next.Revision = rev
+		return next, nil
+	}
+	return Record{}, fmt.Errorf("state %s: intents: too many concurrent updates", key)
+}
+
+// withoutIntents returns intents without those of the given addresses.
+func withoutIntents(intents []Intent, addrs []string) []Intent {
+	if len(addrs) == 0 || len(intents) == 0 {
+		return intents
+	}
+	out := intents[:0:0]
+	for _, in := range intents {
+		if !slices.Contains(addrs, in.Address) {
+			out = append(out, in)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // errCAS is a lost compare-and-set race; the caller re-reads and retries.

@@ -34,6 +34,7 @@ func TestClassify(t *testing.T) {
 		{"registry down", lavav1.Stage_STAGE_PLAN, &providers.RegistryError{URL: "https://r/", Err: errors.New("connection refused")}, v1alpha1.ReasonProviderRegistryUnavailable, true},
 		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, v1alpha1.ReasonPlanStale, true},
 		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, v1alpha1.ReasonLocked, true},
+		{"create interrupted", lavav1.Stage_STAGE_PLAN, &engine.CreateInterruptedError{Key: "ns/a", Addresses: []string{"x.y"}}, v1alpha1.ReasonCreateInterrupted, false},
 		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), v1alpha1.ReasonPlanFailed, true},
 		{"apply", lavav1.Stage_STAGE_APPLY, &engine.StepError{Step: "apply", Err: errors.New("boom"), Tail: "tail"}, v1alpha1.ReasonApplyFailed, true},
 		{"destroy", lavav1.Stage_STAGE_DESTROY, errors.New("boom"), v1alpha1.ReasonDestroyFailed, true},

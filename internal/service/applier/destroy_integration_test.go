@@ -23,7 +23,7 @@ import (
 	"github.com/lava-operator/lava/internal/service/applier"
 )
 
-// kitSource is one testkit_file (example/testkit 0.3.0, with the fault knobs).
+// kitSource is one testkit_file (example/testkit 0.4.0, with the fault knobs).
 const kitSource = `(deflava-architecture kit
   :inputs ((:dir "/tmp"))
   :providers ((testkit :source "example/testkit"))

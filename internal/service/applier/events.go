@@ -45,6 +45,8 @@ func classify(stage lavav1.Stage, err error) *failure {
 		f.reason = v1alpha1.ReasonPlanStale
 	case errors.Is(err, engine.ErrLocked):
 		f.reason = v1alpha1.ReasonLocked
+	case errors.Is(err, engine.ErrCreateInterrupted):
+		f.reason, f.retryable = v1alpha1.ReasonCreateInterrupted, false
 	case stage == lavav1.Stage_STAGE_PLAN:
 		f.reason = v1alpha1.ReasonPlanFailed
 	case stage == lavav1.Stage_STAGE_APPLY:

@@ -64,7 +64,7 @@ type Options struct {
 	// own ports, --holder and work directory; the watchers elect a leader.
 	Replicas map[string]int
 	// TestkitMirror gives the applier and drift the provider mirror of
-	// tofutest.TestkitMirror: example/testkit 0.3.0 with its per-address create counter
+	// tofutest.TestkitMirror: example/testkit 0.4.0 with its per-address create counter
 	// (test/provider/testkit) instead of the tools' 0.1.0, for both engines (the tofu engine's
 	// CLI configuration is generated for --provider-dir).
 	TestkitMirror bool

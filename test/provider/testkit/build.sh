@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # build.sh OUTDIR
 #
-# Builds the test provider example/testkit 0.3.0 (this directory, its own Go module) into a
+# Builds the test provider example/testkit 0.4.0 (this directory, its own Go module) into a
 # filesystem provider mirror:
-#   OUTDIR/registry.opentofu.org/example/testkit/0.3.0/linux_amd64/terraform-provider-testkit_v0.3.0
-#   OUTDIR/registry.terraform.io/example/testkit/0.3.0/linux_amd64/terraform-provider-testkit_v0.3.0
+#   OUTDIR/registry.opentofu.org/example/testkit/0.4.0/linux_amd64/terraform-provider-testkit_v0.4.0
+#   OUTDIR/registry.terraform.io/example/testkit/0.4.0/linux_amd64/terraform-provider-testkit_v0.4.0
 # Tests find OUTDIR through $LAVA_TESTKIT_MIRROR. Rebuilds only when a source file is newer than
 # the binary. Runs from any directory; needs only the Go module cache (or the module proxy).
 set -euo pipefail
 
 OUT=${1:?usage: build.sh OUTDIR}
-VERSION=0.3.0
+VERSION=0.4.0
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

@@ -1,6 +1,6 @@
-// Command terraform-provider-testkit is a test-only Terraform provider (example/testkit 0.3.0)
-// whose one resource, testkit_file, is a file on the local disk that tests can change out of
-// band to cause every class of drift (docs/dialect.md section 6.1):
+// Command terraform-provider-testkit is a test-only Terraform provider (example/testkit 0.4.0)
+// whose resource testkit_file is a file on the local disk that tests can change out of band to
+// cause every class of drift (docs/dialect.md section 6.1):
 //
 //	resource "testkit_file" "a" {
 //	  filename        = "/tmp/a.txt"    # required; a change replaces the resource
@@ -19,16 +19,24 @@
 // are a replacement (critical), other tags in the sidecar an update under "tags." (cosmetic).
 // The id is the SHA-1 of the filename. Delete removes the file and its sidecar.
 //
+// Resource identity (plugin protocol 6.9): testkit_file's identity is its filename. Plan sets
+// the planned identity whenever the filename is known (a create included), Create, Read and
+// Update return it, and import takes either the filename as the import id or the identity
+// (ImportStatePassthroughWithIdentity). testkit_legacy_file is the same file resource without
+// an identity, like a provider built before protocol 5.9/6.9, and without import.
+//
 // Fault knobs for reliability tests, all files next to the resource's file:
 //
 //   - "<filename>.creates" counts the successful Creates of that filename (a decimal number,
 //     kept by Delete), so a test can assert that nothing was created twice;
+//   - "<filename>.create-started" is written when a Create starts (before create_delay_ms), so
+//     a test can act while a create is in flight;
 //   - while "<filename>.fail-read" exists, Read fails with an error diagnostic;
 //   - while "<filename>.fail-delete" exists, Delete fails with an error diagnostic.
 //
 // Version 0.1.0 (built by hack/tools/build-tofu.sh) had content force replacement and no mode
-// or tags; 0.2.0 added mode and tags; 0.3.0 is this file (the fault knobs), built by
-// test/provider/testkit/build.sh.
+// or tags; 0.2.0 added mode and tags; 0.3.0 the fault knobs; 0.4.0 is this file (resource
+// identity, import and testkit_legacy_file), built by test/provider/testkit/build.sh.
 package main
 
 import (
@@ -47,19 +55,23 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	pschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 // Version is the provider version this source builds.
-const Version = "0.3.0"
+const Version = "0.4.0"
 
 // defaultMode is the mode of a file whose configuration sets none.
 const defaultMode = "0644"
@@ -79,12 +91,60 @@ func (prov) Schema(_ context.Context, _ provider.SchemaRequest, r *provider.Sche
 func (prov) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {}
 
 func (prov) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{func() resource.Resource { return fileRes{} }}
+	return []func() resource.Resource{
+		func() resource.Resource { return idFileRes{fileRes{name: "_file"}} },
+		func() resource.Resource { return fileRes{name: "_legacy_file"} },
+	}
 }
 
 func (prov) DataSources(context.Context) []func() datasource.DataSource { return nil }
 
-type fileRes struct{}
+// fileRes is testkit_legacy_file (name "_legacy_file"): no identity, no import. idFileRes
+// adds both for testkit_file.
+type fileRes struct{ name string }
+
+// idFileRes is testkit_file: fileRes with a resource identity (the filename) and import.
+type idFileRes struct{ fileRes }
+
+// fileIdentity is testkit_file's identity.
+type fileIdentity struct {
+	Filename types.String `tfsdk:"filename"`
+}
+
+func (idFileRes) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, r *resource.IdentitySchemaResponse) {
+	r.IdentitySchema = identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"filename": identityschema.StringAttribute{RequiredForImport: true, Description: "the file's path"},
+	}}
+}
+
+// ImportState takes the filename as the import id or as the identity.
+func (idFileRes) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resource.ImportStatePassthroughWithIdentity(ctx, path.Root("filename"), path.Root("filename"), req, resp)
+}
+
+// ModifyPlan sets the planned identity once the filename is known, so a client can record it
+// before a create.
+func (idFileRes) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || resp.Identity == nil {
+		return
+	}
+	var name types.String
+	if resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("filename"), &name)...); resp.Diagnostics.HasError() {
+		return
+	}
+	if name.IsUnknown() || name.IsNull() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Identity.Set(ctx, fileIdentity{Filename: name})...)
+}
+
+// setIdentity records m's identity in a response's identity (nil for testkit_legacy_file).
+func setIdentity(ctx context.Context, id *tfsdk.ResourceIdentity, m *fileModel) diag.Diagnostics {
+	if id == nil {
+		return nil
+	}
+	return id.Set(ctx, fileIdentity{Filename: m.Filename})
+}
 
 type fileModel struct {
 	ID           types.String `tfsdk:"id"`
@@ -97,8 +157,8 @@ type fileModel struct {
 	DelayMS      types.Int64  `tfsdk:"create_delay_ms"`
 }
 
-func (fileRes) Metadata(_ context.Context, req resource.MetadataRequest, r *resource.MetadataResponse) {
-	r.TypeName = req.ProviderTypeName + "_file"
+func (f fileRes) Metadata(_ context.Context, req resource.MetadataRequest, r *resource.MetadataResponse) {
+	r.TypeName = req.ProviderTypeName + f.name
 }
 
 func (fileRes) Schema(_ context.Context, _ resource.SchemaRequest, r *resource.SchemaResponse) {
@@ -121,9 +181,10 @@ func idOf(filename string) string { h := sha1.Sum([]byte(filename)); return hex.
 func sidecar(filename string) string { return filename + ".tags.json" }
 
 // Fault knob files next to a resource's file (see the package comment).
-func createsFile(filename string) string    { return filename + ".creates" }
-func failReadFile(filename string) string   { return filename + ".fail-read" }
-func failDeleteFile(filename string) string { return filename + ".fail-delete" }
+func createsFile(filename string) string       { return filename + ".creates" }
+func createStartedFile(filename string) string { return filename + ".create-started" }
+func failReadFile(filename string) string      { return filename + ".fail-read" }
+func failDeleteFile(filename string) string    { return filename + ".fail-delete" }
 
 // exists reports whether a knob file is present.
 func exists(name string) bool { _, err := os.Stat(name); return err == nil }
@@ -188,6 +249,10 @@ func (fileRes) Create(ctx context.Context, req resource.CreateRequest, resp *res
 	if resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...); resp.Diagnostics.HasError() {
 		return
 	}
+	if err := os.WriteFile(createStartedFile(m.Filename.ValueString()), nil, 0o644); err != nil {
+		resp.Diagnostics.AddError("create-started marker", err.Error())
+		return
+	}
 	if d := m.DelayMS.ValueInt64(); d > 0 {
 		select {
 		case <-time.After(time.Duration(d) * time.Millisecond):
@@ -210,6 +275,7 @@ func (fileRes) Create(ctx context.Context, req resource.CreateRequest, resp *res
 	}
 	m.ID = types.StringValue(idOf(m.Filename.ValueString()))
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 }
 
 func (fileRes) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -224,6 +290,11 @@ func (fileRes) Read(ctx context.Context, req resource.ReadRequest, resp *resourc
 	}
 	b, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
+		// The framework requires an identity after every Read of a resource with one, a
+		// removal included, unless the client sent the current identity; a client that stores
+		// none (OpenTofu, Lava's refresh) would otherwise get "Missing Resource Identity After
+		// Read" for a file deleted out of band.
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 		resp.State.RemoveResource(ctx)
 		return
 	}
@@ -257,7 +328,9 @@ func (fileRes) Read(ctx context.Context, req resource.ReadRequest, resp *resourc
 		}
 		m.Tags = v
 	}
+	m.ID = types.StringValue(idOf(name)) // an imported object has only its filename
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 }
 
 func (fileRes) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -274,6 +347,7 @@ func (fileRes) Update(ctx context.Context, req resource.UpdateRequest, resp *res
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, &m)...)
 }
 
 func (fileRes) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

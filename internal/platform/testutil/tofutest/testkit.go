@@ -10,7 +10,7 @@ import (
 
 // TestkitVersion is the version of the test provider example/testkit that
 // test/provider/testkit/build.sh builds (`make tools-testkit`).
-const TestkitVersion = "0.3.0"
+const TestkitVersion = "0.4.0"
 
 // EnvTestkitMirror names the filesystem mirror holding example/testkit [TestkitVersion]
 // (test/provider/testkit/build.sh OUTDIR).
