@@ -270,9 +270,14 @@ func (e *env) testSeedLifecycle(t *testing.T) {
 		}
 		return nil
 	})
-	if n := w.metric(t, "lava_watcher_finalizers_removed_total", nil); n != 1 {
-		t.Errorf("finalizers removed %v, want 1", n)
-	}
+	// The counter moves after the release's write returns, which may be after the test saw the
+	// object gone (a clean-clone CI run of 2026-12-03 read 0).
+	eventually(t, 10*time.Second, func() error {
+		if n := w.metric(t, "lava_watcher_finalizers_removed_total", nil); n != 1 {
+			return fmt.Errorf("finalizers removed %v, want 1", n)
+		}
+		return nil
+	})
 
 	// The watcher's metric names pass promlint.
 	problems, err := testutil.GatherAndLint(w.reg)
@@ -635,9 +640,13 @@ func (e *env) testLeaderElection(t *testing.T) {
 	}
 	s.planned(t)
 	e.waitStatus(t, ns, "l", phaseIs(v1alpha1.PhasePlanned, 1))
-	if n := standby.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"}); n != 1 {
-		t.Errorf("the new leader folded %v events, want 1", n)
-	}
+	// The counter moves after the fold's status write returns (see the finalizer count above).
+	eventually(t, 10*time.Second, func() error {
+		if n := standby.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"}); n != 1 {
+			return fmt.Errorf("the new leader folded %v events, want 1", n)
+		}
+		return nil
+	})
 	if n := e.observedCount(t, ns, "l"); n != 1 {
 		t.Errorf("%d ResourceObserved after the failover, want 1", n)
 	}
