@@ -142,7 +142,8 @@ func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, e
 		w = io.MultiWriter(h, kh)
 	}
 	tmp := "tmp-" + rand.Text()
-	if _, err := a.obs.Put(ctx, jetstream.ObjectMeta{Name: tmp}, io.TeeReader(r, w)); err != nil {
+	up, err := a.obs.Put(ctx, jetstream.ObjectMeta{Name: tmp}, io.TeeReader(r, w))
+	if err != nil {
 		return "", fmt.Errorf("bus: put artifact: %w", err)
 	}
 	digest := hex.EncodeToString(h.Sum(nil))
@@ -181,10 +182,33 @@ func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, e
 		return digest, nil
 	}
 	if err != nil {
-		discard()
+		// A rename stores the new name first and then removes the old one; failing between
+		// the two (a NATS server lost: the chaos run of 2026-12-03) leaves both names on the
+		// same chunks, and deleting the temporary name would take the artifact's chunks too.
+		cur, gerr := a.obs.GetInfo(ctx, digest)
+		switch {
+		case gerr == nil && cur.NUID == up.NUID:
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultCleanupTimeout)
+			defer cancel()
+			_ = a.dropName(dctx, tmp) // left over: Collect drops it later
+			return digest, nil
+		case errors.Is(gerr, jetstream.ErrObjectNotFound):
+			discard()
+		}
+		// Otherwise unknown: the temporary object stays for Collect, which keeps shared chunks.
 		return "", fmt.Errorf("bus: name artifact %s: %w", digest, err)
 	}
 	return digest, nil
+}
+
+// dropName removes the name of an object whose chunks another name holds too (a rename that
+// stopped halfway): its meta subject is purged and the chunks stay.
+func (a *Artifacts) dropName(ctx context.Context, name string) error {
+	subj := "$O." + ObjectStoreArtifacts + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+	if err := a.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+		return fmt.Errorf("bus: drop the name %s: %w", name, err)
+	}
+	return nil
 }
 
 // Has reports whether an artifact with this digest exists.
@@ -280,6 +304,12 @@ func (a *Artifacts) Collect(ctx context.Context, o CollectOptions) (CollectResul
 	if err != nil {
 		return res, fmt.Errorf("bus: list %s: %w", ObjectStoreArtifacts, err)
 	}
+	// Objects whose chunks another listed name holds too (a rename that stopped halfway) lose
+	// only their name: deleting them would purge the other's chunks.
+	holders := map[string]int{}
+	for _, info := range infos {
+		holders[info.NUID]++
+	}
 	for _, info := range infos {
 		old := info.ModTime.Before(cutoff)
 		if !old || (ValidDigest(info.Name) && o.Keep != nil && o.Keep(info.Name)) {
@@ -295,6 +325,14 @@ func (a *Artifacts) Collect(ctx context.Context, o CollectOptions) (CollectResul
 		}
 		if !cur.ModTime.Before(cutoff) {
 			res.Kept++
+			continue
+		}
+		if holders[info.NUID] > 1 {
+			if err := a.dropName(ctx, info.Name); err != nil {
+				return res, err
+			}
+			holders[info.NUID]--
+			res.Deleted++
 			continue
 		}
 		if err := a.delete(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {

@@ -3,12 +3,15 @@ package bus_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/hex"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -179,5 +182,64 @@ func TestArtifacts_keyed(t *testing.T) {
 	defer rc.Close()
 	if _, err := io.ReadAll(rc); !errors.Is(err, bus.ErrDigestMismatch) {
 		t.Errorf("reading tampered keyed content: %v, want ErrDigestMismatch", err)
+	}
+}
+
+// TestArtifacts_collectKeepsSharedChunks: a rename that stopped halfway (the artifact's name
+// stored, the temporary name not yet removed: a NATS server lost in between, the chaos run of
+// 2026-12-03) leaves two names on the same chunks. Collecting the temporary name removes only
+// that name; the artifact still reads back whole (before: its chunks were purged with the
+// temporary object, and every later Put of the same content kept the broken artifact).
+func TestArtifacts_collectKeepsSharedChunks(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	store, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("shared chunks "), 20000) // three chunks
+	digest, err := store.Put(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := obs.GetInfo(ctx, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The temporary name the halfway rename left: the same object info under another name, as
+	// the object store's meta message (ADR-20).
+	left := *info
+	left.Name = "tmp-halfway"
+	left.ModTime = time.Time{}
+	b, err := json.Marshal(left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "$O."+bus.ObjectStoreArtifacts+".M."+base64.URLEncoding.EncodeToString([]byte(left.Name)), b); err != nil {
+		t.Fatal(err)
+	}
+	res, err := store.Collect(ctx, bus.CollectOptions{MinAge: -time.Hour, Keep: func(d string) bool { return d == digest }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 1 || res.Kept != 1 {
+		t.Errorf("collected %+v, want the temporary name deleted and the artifact kept", res)
+	}
+	if _, err := obs.GetInfo(ctx, left.Name); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("the temporary name after the collection: %v, want not found", err)
+	}
+	rc, err := store.Get(ctx, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the artifact after the collection: %d bytes, %v; want %d bytes", len(got), err, len(data))
 	}
 }
