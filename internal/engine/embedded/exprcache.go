@@ -12,7 +12,9 @@ import (
 
 // maxTemplates bounds the template cache: when it holds more entries, it is emptied (the
 // configurations it served are cached by digest and bounded the same way, maxConfigs).
-const maxTemplates = 1 << 16
+// 4096 covers the templates of the 64 cached configurations at 64 each; the keys of a larger
+// cache hold the syntax trees of configurations long evicted.
+const maxTemplates = 1 << 12
 
 // templates maps a Terraform JSON string expression (the hcl.Expression hashicorp/hcl/v2/json
 // returns, compared by identity: the expressions of a cached Config) to its parsed template

@@ -71,10 +71,11 @@ type stateCache struct {
 
 // Bounds of a Schema's decoded-state cache: attributes larger than maxCachedState bytes are
 // decoded every time; when the cached attributes reach maxStateCache bytes, the cache is
-// emptied.
+// emptied. The decoded values take several times their JSON's size, and every resource type
+// has its own cache.
 const (
-	maxCachedState = 256 << 10
-	maxStateCache  = 8 << 20
+	maxCachedState = 64 << 10
+	maxStateCache  = 1 << 20
 )
 
 // DecodeState decodes the JSON attributes of a state instance written at this schema's
