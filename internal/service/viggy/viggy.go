@@ -644,6 +644,9 @@ func (s *Service) schedule(ctx context.Context) error {
 			return nil
 		case kve, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // the watch ends with ctx, which select may see second
+				}
 				return errors.New("viggy: watch ended")
 			}
 			if kve == nil {
