@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -241,5 +242,87 @@ func TestArtifacts_collectKeepsSharedChunks(t *testing.T) {
 	got, err := io.ReadAll(rc)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the artifact after the collection: %d bytes, %v; want %d bytes", len(got), err, len(data))
+	}
+}
+
+// halfwayRename is a real object store whose first rename of a temporary name stops halfway, as
+// when the NATS server is lost between the rename's two writes: the new name's meta message is
+// stored (the same chunks, the new name) and the temporary name is not removed.
+type halfwayRename struct {
+	jetstream.ObjectStore
+	js  jetstream.JetStream
+	tmp *string
+}
+
+func (h halfwayRename) UpdateMeta(ctx context.Context, name string, meta jetstream.ObjectMeta) error {
+	if *h.tmp != "" || !strings.HasPrefix(name, "tmp-") {
+		return h.ObjectStore.UpdateMeta(ctx, name, meta)
+	}
+	*h.tmp = name
+	info, err := h.GetInfo(ctx, name)
+	if err != nil {
+		return err
+	}
+	info.Name, info.Description, info.Headers, info.Metadata = meta.Name, meta.Description, meta.Headers, meta.Metadata
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	if _, err := h.js.Publish(ctx, "$O."+bus.ObjectStoreArtifacts+".M."+base64.URLEncoding.EncodeToString([]byte(meta.Name)), b); err != nil {
+		return err
+	}
+	return errors.New("nats: connection closed") // what the client sees when the server is lost
+}
+
+// TestArtifacts_putAfterHalfwayRename: a Put whose rename stopped halfway keeps the artifact:
+// its name landed on the upload's chunks, so Put returns the digest, drops only the temporary
+// name, and the content reads back whole (before: the upload was discarded with its chunks, and
+// the artifact's name was left on nothing).
+func TestArtifacts_putAfterHalfwayRename(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	store, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmp string
+	bus.WrapObjectStoreForTest(store, func(o jetstream.ObjectStore) jetstream.ObjectStore {
+		return halfwayRename{ObjectStore: o, js: js, tmp: &tmp}
+	})
+	data := bytes.Repeat([]byte("halfway rename "), 20000) // three chunks
+	digest, err := store.Put(ctx, bytes.NewReader(data))
+	if err != nil {
+		t.Errorf("Put after a halfway rename: %v, want the digest", err)
+		digest = bus.Digest(data)
+	}
+	if tmp == "" {
+		t.Fatal("the rename was never cut: the test exercised nothing")
+	}
+	if digest != bus.Digest(data) {
+		t.Fatalf("digest %s, want %s", digest, bus.Digest(data))
+	}
+	// Whatever Put returned, the content put again reads back whole: a Put that finds the
+	// digest present keeps that artifact, so lost chunks would stay lost.
+	if _, err := store.Put(ctx, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.GetInfo(ctx, tmp); !errors.Is(err, jetstream.ErrObjectNotFound) {
+		t.Errorf("the temporary name %s after Put: %v, want not found", tmp, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rc, err := store.Get(rctx, digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the artifact after Put: %d bytes, %v; want %d bytes", len(got), err, len(data))
 	}
 }
