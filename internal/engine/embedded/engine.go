@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -359,7 +358,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err != nil {
 		return nil, err
 	}
-	digest, err := e.opts.Artifacts.Put(ctx, bytes.NewReader(body))
+	digest, err := e.opts.Artifacts.PutBytes(ctx, body)
 	if err != nil {
 		return nil, fmt.Errorf("store plan artifact: %w", err)
 	}
@@ -383,7 +382,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 		if err != nil {
 			return nil, err
 		}
-		if reviewDigest, err = e.opts.Artifacts.Put(ctx, bytes.NewReader(body)); err != nil {
+		if reviewDigest, err = e.opts.Artifacts.PutBytes(ctx, body); err != nil {
 			return nil, fmt.Errorf("store the review body: %w", err)
 		}
 	}

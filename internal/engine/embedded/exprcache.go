@@ -10,20 +10,32 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-// maxTemplates bounds the template cache: when it holds more entries, it is emptied (the
-// configurations it served are cached by digest and bounded the same way, maxConfigs).
-// 4096 covers the templates of the 64 cached configurations at 64 each; the keys of a larger
-// cache hold the syntax trees of configurations long evicted.
-const maxTemplates = 1 << 12
+// maxTemplates and maxTemplateBytes bound the template cache: when it holds more entries, or
+// its strings more bytes, it is emptied. A string longer than maxCachedTemplate is parsed on
+// every use and never cached.
+const (
+	maxTemplates      = 1 << 12
+	maxTemplateBytes  = 4 << 20
+	maxCachedTemplate = 64 << 10
+)
 
-// templates maps a Terraform JSON string expression (the hcl.Expression hashicorp/hcl/v2/json
-// returns, compared by identity: the expressions of a cached Config) to its parsed template
-// (hclsyntax.Expression), or to noTemplate for any other expression and for a string whose
-// template does not parse. Safe for concurrent use: parsed templates are read-only syntax
-// trees.
+// templateKey identifies a Terraform JSON string expression by what its parsed template
+// depends on: the string and where it starts. hcl/v2/json returns a new hcl.Expression for
+// the same source on every Body.Content call, so an expression's identity would miss on every
+// plan of a cached configuration.
+type templateKey struct {
+	file string
+	pos  hcl.Pos
+	lit  string
+}
+
+// templates maps a templateKey to its parsed template (hclsyntax.Expression), or to noTemplate
+// for a string whose template does not parse. Safe for concurrent use: parsed templates are
+// read-only syntax trees.
 var (
 	templates     sync.Map
 	templateCount atomic.Int64
+	templateBytes atomic.Int64
 )
 
 // noTemplate marks an expression that is evaluated by its own Value.
@@ -31,8 +43,8 @@ var noTemplate hcl.Expression = (*hclsyntax.LiteralValueExpr)(nil)
 
 // exprValue evaluates x in ctx exactly as x.Value(ctx) does. hashicorp/hcl/v2/json parses a
 // JSON string's template (hclsyntax.ParseTemplate, at the position just past the opening
-// quote) on every Value call with a context; exprValue parses it once per expression and
-// evaluates the parsed template, so a plan of a cached configuration parses no template.
+// quote) on every Value call with a context; exprValue parses it once per string and position and
+// evaluates the parsed template, so a plan of a configuration seen before parses no template.
 // Arrays and objects, a nil ctx, and a string whose template fails to parse go to x.Value,
 // so results and diagnostics are hcl's own.
 //
@@ -93,19 +105,6 @@ func ctxSensitive(ctx *hcl.EvalContext) bool {
 // templateOf returns x's parsed template, parsing it on first use; noTemplate when x is not
 // a Terraform JSON string or its template does not parse.
 func templateOf(x hcl.Expression) hcl.Expression {
-	if t, ok := templates.Load(x); ok {
-		return t.(hcl.Expression)
-	}
-	t := parseJSONTemplate(x)
-	if templateCount.Add(1) > maxTemplates {
-		templates.Clear()
-		templateCount.Store(1)
-	}
-	templates.Store(x, t)
-	return t
-}
-
-func parseJSONTemplate(x hcl.Expression) hcl.Expression {
 	if !hcljson.IsJSONExpression(x) {
 		return noTemplate
 	}
@@ -116,9 +115,26 @@ func parseJSONTemplate(x hcl.Expression) hcl.Expression {
 		return noTemplate
 	}
 	r := x.Range()
-	t, diags := hclsyntax.ParseTemplate([]byte(lit.AsString()), r.Filename, hcl.Pos{
-		Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1,
-	})
+	key := templateKey{file: r.Filename, pos: hcl.Pos{Line: r.Start.Line, Column: r.Start.Column + 1, Byte: r.Start.Byte + 1}, lit: lit.AsString()}
+	if t, ok := templates.Load(key); ok {
+		return t.(hcl.Expression)
+	}
+	t := parseTemplate(key)
+	if len(key.lit) > maxCachedTemplate {
+		return t
+	}
+	if templateCount.Add(1) > maxTemplates || templateBytes.Add(int64(len(key.lit))) > maxTemplateBytes {
+		templates.Clear()
+		templateCount.Store(1)
+		templateBytes.Store(int64(len(key.lit)))
+	}
+	templates.Store(key, t)
+	return t
+}
+
+// parseTemplate parses a string's template at its position; noTemplate when it does not parse.
+func parseTemplate(k templateKey) hcl.Expression {
+	t, diags := hclsyntax.ParseTemplate([]byte(k.lit), k.file, k.pos)
 	if diags.HasErrors() {
 		return noTemplate
 	}

@@ -116,3 +116,40 @@ func TestSchemaDecodeState(t *testing.T) {
 		t.Errorf("cache grew to %d bytes, bound %d", s.states.bytes, maxStateCache)
 	}
 }
+
+// TestTemplateOf_sameSourceNewExpression: hcl/v2/json returns a new expression for the same
+// source on every Body.Content call; the template parsed for the first is used for the second
+// (the cache is keyed by the string and its position, not by the expression's identity), and
+// the same string at another position gets its own template (its diagnostics point there).
+func TestTemplateOf_sameSourceNewExpression(t *testing.T) {
+	t.Parallel()
+	doc := "{\n  \"x\": \"cached ${var.name} by source\",\n  \"y\": \"cached ${var.name} by source\"\n}"
+	f, diags := hcljson.Parse([]byte(doc), "same-source.tf.json")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	schema := &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "x"}, {Name: "y"}}}
+	first, diags := f.Body.Content(schema)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	second, diags := f.Body.Content(schema)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	x1, x2 := first.Attributes["x"].Expr, second.Attributes["x"].Expr
+	if x1 == x2 {
+		t.Fatal("hcl/v2/json returned the same expression twice: the test exercises nothing")
+	}
+	t1, t2 := templateOf(x1), templateOf(x2)
+	if t1 == noTemplate || t1 != t2 {
+		t.Errorf("templates %p and %p for one source, want the same parsed template", t1, t2)
+	}
+	ty := templateOf(first.Attributes["y"].Expr)
+	if ty == t1 {
+		t.Error("the same string at another position got the first one's template")
+	}
+	if ty.Range().Start.Line != 3 || t1.Range().Start.Line != 2 {
+		t.Errorf("template ranges %v and %v, want lines 2 and 3", t1.Range(), ty.Range())
+	}
+}

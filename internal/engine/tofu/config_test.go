@@ -35,4 +35,5 @@ func TestConfig_validate_makesPathsAbsolute(t *testing.T) {
 type nopArtifacts struct{}
 
 func (nopArtifacts) Put(context.Context, io.Reader) (string, error)     { return "", nil }
+func (nopArtifacts) PutBytes(context.Context, []byte) (string, error)   { return "", nil }
 func (nopArtifacts) Get(context.Context, string) (io.ReadCloser, error) { return nil, nil }

@@ -423,7 +423,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 			stateDigest = cur.Digest
 		}
 	}
-	digest, err := e.cfg.Artifacts.Put(ctx, bytes.NewReader(planBytes))
+	digest, err := e.cfg.Artifacts.PutBytes(ctx, planBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s plan: store plan file: %w", e.cfg.Name, err)
 	}
@@ -448,7 +448,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		if err != nil {
 			return nil, err
 		}
-		if reviewDigest, err = e.cfg.Artifacts.Put(ctx, bytes.NewReader(body)); err != nil {
+		if reviewDigest, err = e.cfg.Artifacts.PutBytes(ctx, body); err != nil {
 			return nil, fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
 		}
 	}

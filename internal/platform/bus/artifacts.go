@@ -105,6 +105,33 @@ func (a *Artifacts) Put(ctx context.Context, r io.Reader) (string, error) {
 	return a.put(ctx, r, nil)
 }
 
+// PutBytes is [Artifacts.Put] for content already in memory. Its digest is known before any
+// write, so it is stored under that name directly (no temporary name, no rename) and not sent
+// at all when an artifact with that digest exists, whose modification time is refreshed
+// instead (as Put does). Errors are the store's, wrapped.
+//
+// Two PutBytes of the same new content at once both upload it; the second replaces the first's
+// chunks with identical ones, so a Get of the first's running meanwhile can fail (transient:
+// the reader retries). Writers of one object's state and plans hold its lease, so this does not
+// arise in Lava's own use.
+func (a *Artifacts) PutBytes(ctx context.Context, data []byte) (string, error) {
+	digest := Digest(data)
+	has, err := a.Has(ctx, digest)
+	if err != nil {
+		return "", err
+	}
+	if has {
+		if err := a.obs.UpdateMeta(ctx, digest, jetstream.ObjectMeta{Name: digest}); err != nil {
+			return "", fmt.Errorf("bus: refresh artifact %s: %w", digest, err)
+		}
+		return digest, nil
+	}
+	if _, err := a.obs.PutBytes(ctx, digest, data); err != nil {
+		return "", fmt.Errorf("bus: put artifact %s: %w", digest, err)
+	}
+	return digest, nil
+}
+
 // keyedArtifactDomain separates keyed artifact names from any other use of the key.
 const keyedArtifactDomain = "lava.artifact-digest.v1"
 
