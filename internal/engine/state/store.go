@@ -372,49 +372,55 @@ func (s *Store) Commit(ctx context.Context, key Key, body []byte, lockID string,
 	if err != nil {
 		return Record{}, fmt.Errorf("state %s: %w", key, err)
 	}
-	var digest string
-	for range casAttempts {
-		cur, err := s.get(ctx, key)
-		if err != nil {
-			return Record{}, err
+	// The body's upload overlaps the record's read: it is content-addressed, so a write refused
+	// below leaves only an unreferenced artifact, which a collection removes. Commit returns
+	// after the upload in every case (the caller may reuse body).
+	type stored struct {
+		digest string
+		err    error
+	}
+	put := make(chan stored, 1)
+	go func() {
+		d, err := s.art.PutBytes(ctx, body)
+		put <- stored{d, err}
+	}()
+	var uploaded *stored
+	defer func() {
+		if uploaded == nil {
+			<-put
 		}
+	}()
+	return s.update(ctx, key, "write", func(cur *Record) (Record, bool, error) {
 		next := Record{}
 		if cur != nil {
 			next = *cur
 			if cur.Lock != nil && cur.Lock.ID != lockID {
-				return Record{}, &LockedError{Key: key, Lock: *cur.Lock}
+				return Record{}, false, &LockedError{Key: key, Lock: *cur.Lock}
 			}
 			if cur.HasState() {
 				if cur.Lineage != h.Lineage {
-					return Record{}, fmt.Errorf("state %s: %w: lineage %s would replace %s", key, ErrConflict, h.Lineage, cur.Lineage)
+					return Record{}, false, fmt.Errorf("state %s: %w: lineage %s would replace %s", key, ErrConflict, h.Lineage, cur.Lineage)
 				}
 				if h.Serial < cur.Serial {
-					return Record{}, fmt.Errorf("state %s: %w: serial %d is older than %d", key, ErrConflict, h.Serial, cur.Serial)
+					return Record{}, false, fmt.Errorf("state %s: %w: serial %d is older than %d", key, ErrConflict, h.Serial, cur.Serial)
 				}
 			}
 		}
-		if digest == "" {
-			if digest, err = s.art.PutBytes(ctx, body); err != nil {
-				return Record{}, fmt.Errorf("state %s: store body: %w", key, err)
-			}
+		if uploaded == nil {
+			r := <-put
+			uploaded = &r
 		}
-		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, digest, int64(len(body))
+		if uploaded.err != nil {
+			return Record{}, false, fmt.Errorf("state %s: store body: %w", key, uploaded.err)
+		}
+		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, uploaded.digest, int64(len(body))
 		next.UpdatedAt = s.opts.Now().UTC()
 		next.Intents = append(withoutIntents(slices.Clone(next.Intents), resolved), added...)
 		if len(next.Intents) == 0 {
 			next.Intents = nil
 		}
-		rev, err := s.write(ctx, key, cur, next)
-		if errors.Is(err, errCAS) {
-			continue
-		}
-		if err != nil {
-			return Record{}, err
-		}
-		next.Revision = rev
-		return next, nil
-	}
-	return Record{}, fmt.Errorf("state %s: write: too many concurrent updates", key)
+		return next, true, nil
+	})
 }
 
 // AddIntents writes intents into the record (one write for all; an intent replaces one of the
@@ -442,24 +448,39 @@ func (s *Store) editIntents(ctx context.Context, key Key, lockID string, edit fu
 	if err := key.Validate(); err != nil {
 		return Record{}, err
 	}
-	for range casAttempts {
-		cur, err := s.get(ctx, key)
-		if err != nil {
-			return Record{}, err
-		}
+	return s.update(ctx, key, "intents", func(cur *Record) (Record, bool, error) {
 		next := Record{}
 		if cur != nil {
 			next = *cur
 			if cur.Lock != nil && cur.Lock.ID != lockID {
-				return Record{}, &LockedError{Key: key, Lock: *cur.Lock}
+				return Record{}, false, &LockedError{Key: key, Lock: *cur.Lock}
 			}
 		}
 		next.Intents = edit(slices.Clone(next.Intents))
 		if len(next.Intents) == 0 {
 			next.Intents = nil
 			if cur == nil || len(cur.Intents) == 0 {
-				return next, nil
+				return next, false, nil
 			}
+		}
+		return next, true, nil
+	})
+}
+
+// update reads key's record, lets edit compute the next one from it (cur is nil when there is
+// none; edit's false ends the update with its record unwritten, and its error is returned as
+// is) and writes that with compare-and-set, reading again when another writer came first, at
+// most casAttempts times. It returns the record written, with its new Revision; op names the
+// update in the error when the attempts run out.
+func (s *Store) update(ctx context.Context, key Key, op string, edit func(cur *Record) (Record, bool, error)) (Record, error) {
+	for range casAttempts {
+		cur, err := s.get(ctx, key)
+		if err != nil {
+			return Record{}, err
+		}
+		next, write, err := edit(cur)
+		if err != nil || !write {
+			return next, err
 		}
 		rev, err := s.write(ctx, key, cur, next)
 		if errors.Is(err, errCAS) {
@@ -471,7 +492,7 @@ func (s *Store) editIntents(ctx context.Context, key Key, lockID string, edit fu
 		next.Revision = rev
 		return next, nil
 	}
-	return Record{}, fmt.Errorf("state %s: intents: too many concurrent updates", key)
+	return Record{}, fmt.Errorf("state %s: %s: too many concurrent updates", key, op)
 }
 
 // withoutIntents returns intents without those of the given addresses.
@@ -530,20 +551,18 @@ func (s *Store) Lock(ctx context.Context, key Key, l Lock) (Lock, error) {
 	if l.ID == "" {
 		return Lock{}, fmt.Errorf("state %s: lock: empty lock id", key)
 	}
-	for range casAttempts {
-		cur, err := s.get(ctx, key)
-		if err != nil {
-			return Lock{}, err
-		}
+	var taken Lock
+	_, err := s.update(ctx, key, "lock", func(cur *Record) (Record, bool, error) {
 		next := Record{}
 		if cur != nil {
 			next = *cur
 			if held := cur.Lock; held != nil {
 				if held.ID == l.ID {
-					return *held, nil
+					taken = *held
+					return Record{}, false, nil
 				}
 				if !s.expired(ctx, *held) {
-					return Lock{}, &LockedError{Key: key, Lock: *held}
+					return Record{}, false, &LockedError{Key: key, Lock: *held}
 				}
 				s.opts.Logger.WarnContext(ctx, "state lock taken over", "resource", key.String(),
 					"lock_id", held.ID, "holder", held.Holder, "created", held.Created, "new_holder", l.Holder)
@@ -551,14 +570,13 @@ func (s *Store) Lock(ctx context.Context, key Key, l Lock) (Lock, error) {
 		}
 		l.Created = s.opts.Now().UTC()
 		next.Lock = &l
-		if _, err := s.write(ctx, key, cur, next); errors.Is(err, errCAS) {
-			continue
-		} else if err != nil {
-			return Lock{}, err
-		}
-		return l, nil
+		taken = l
+		return next, true, nil
+	})
+	if err != nil {
+		return Lock{}, err
 	}
-	return Lock{}, fmt.Errorf("state %s: lock: too many concurrent updates", key)
+	return taken, nil
 }
 
 // expired reports whether a lock may be taken over: its holder is known to be gone, or it
@@ -583,16 +601,12 @@ func (s *Store) Unlock(ctx context.Context, key Key, id string, force bool) erro
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	for range casAttempts {
-		cur, err := s.get(ctx, key)
-		if err != nil {
-			return err
-		}
+	_, err := s.update(ctx, key, "unlock", func(cur *Record) (Record, bool, error) {
 		if cur == nil || cur.Lock == nil {
-			return nil
+			return Record{}, false, nil
 		}
 		if !force && cur.Lock.ID != id {
-			return &LockedError{Key: key, Lock: *cur.Lock}
+			return Record{}, false, &LockedError{Key: key, Lock: *cur.Lock}
 		}
 		if force {
 			s.opts.Logger.WarnContext(ctx, "state lock force-released", "resource", key.String(),
@@ -600,14 +614,9 @@ func (s *Store) Unlock(ctx context.Context, key Key, id string, force bool) erro
 		}
 		next := *cur
 		next.Lock = nil
-		if _, err := s.write(ctx, key, cur, next); errors.Is(err, errCAS) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		return nil
-	}
-	return fmt.Errorf("state %s: unlock: too many concurrent updates", key)
+		return next, true, nil
+	})
+	return err
 }
 
 // Orphan marks the state of a deleted object (uid) as orphaned: its deletionPolicy was Orphan,
@@ -628,21 +637,15 @@ func (s *Store) mark(ctx context.Context, key Key, change func(*Record)) error {
 	if err := key.Validate(); err != nil {
 		return err
 	}
-	for range casAttempts {
-		cur, err := s.get(ctx, key)
-		if err != nil || cur == nil {
-			return err
+	_, err := s.update(ctx, key, "mark", func(cur *Record) (Record, bool, error) {
+		if cur == nil {
+			return Record{}, false, nil
 		}
 		next := *cur
 		change(&next)
-		if _, err := s.write(ctx, key, cur, next); errors.Is(err, errCAS) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		return nil
-	}
-	return fmt.Errorf("state %s: too many concurrent updates", key)
+		return next, true, nil
+	})
+	return err
 }
 
 // Forgotten is what [Store.Forget] keeps under "forgotten.<namespace>.<name>": the last record
