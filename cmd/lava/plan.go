@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,62 +56,53 @@ connection flags of ` + "`lava state`" + `).`,
   lava plan show infra/prod-vpc --json | jq '.resource_changes[].address'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := state.ParseKey(args[0])
-			if err != nil {
-				return invalidInput(err)
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			nc, js, _, err := f.open(ctx)
-			if err != nil {
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, js jetstream.JetStream, _ *state.Store) error {
+				rec, err := applier.Load(ctx, js, key.Namespace, key.Name)
+				if err != nil {
+					return err
+				}
+				held := rec.Held
+				if held == nil {
+					return invalidInput(fmt.Errorf("no plan of %s awaits approval (spec.approvePlan auto applies every plan; `kubectl get lava -n %s %s -o jsonpath='{.status.plan}'` shows the last one)",
+						key, key.Namespace, key.Name))
+				}
+				if held.ReviewDigest == "" {
+					return fmt.Errorf("plan %s of %s has no review body (planned by an applier older than this CLI): request a reconcile to plan again", held.PlanID, key)
+				}
+				arts, err := bus.NewArtifacts(ctx, js)
+				if err != nil {
+					return err
+				}
+				rc, err := arts.Get(ctx, held.ReviewDigest)
+				if err != nil {
+					return fmt.Errorf("read the review body of plan %s: %w", held.PlanID, err)
+				}
+				defer rc.Close()
+				body, err := io.ReadAll(io.LimitReader(rc, maxReviewBytes+1))
+				if err != nil {
+					return err
+				}
+				if len(body) > maxReviewBytes {
+					return fmt.Errorf("review body of plan %s exceeds %d bytes", held.PlanID, maxReviewBytes)
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					_, err = fmt.Fprintln(out, string(body))
+					return err
+				}
+				plan, err := engine.ParseReviewBody(body)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "Plan %s of %s (generation %d), awaiting approval\n", held.PlanID, key, rec.HeldGeneration)
+				fmt.Fprintf(out, "Engine %s %s; planned %s against state serial %d, lineage %q, body %s\n\n",
+					held.Engine, held.EngineVersion, held.CreatedAt.UTC().Format(time.RFC3339), held.StateSerial, held.StateLineage, orNone(held.StateDigest))
+				if err := engine.RenderReview(out, plan); err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(out, "\nTo apply exactly this plan: lava approve %s %s (on a cluster), or under lava up -f set spec.approvePlan to %s in the manifest\n", key, held.PlanID, held.PlanID)
 				return err
-			}
-			defer nc.Close()
-			rec, err := applier.Load(ctx, js, key.Namespace, key.Name)
-			if err != nil {
-				return err
-			}
-			held := rec.Held
-			if held == nil {
-				return invalidInput(fmt.Errorf("no plan of %s awaits approval (spec.approvePlan auto applies every plan; `kubectl get lava -n %s %s -o jsonpath='{.status.plan}'` shows the last one)",
-					key, key.Namespace, key.Name))
-			}
-			if held.ReviewDigest == "" {
-				return fmt.Errorf("plan %s of %s has no review body (planned by an applier older than this CLI): request a reconcile to plan again", held.PlanID, key)
-			}
-			arts, err := bus.NewArtifacts(ctx, js)
-			if err != nil {
-				return err
-			}
-			rc, err := arts.Get(ctx, held.ReviewDigest)
-			if err != nil {
-				return fmt.Errorf("read the review body of plan %s: %w", held.PlanID, err)
-			}
-			defer rc.Close()
-			body, err := io.ReadAll(io.LimitReader(rc, maxReviewBytes+1))
-			if err != nil {
-				return err
-			}
-			if len(body) > maxReviewBytes {
-				return fmt.Errorf("review body of plan %s exceeds %d bytes", held.PlanID, maxReviewBytes)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				_, err = fmt.Fprintln(out, string(body))
-				return err
-			}
-			plan, err := engine.ParseReviewBody(body)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "Plan %s of %s (generation %d), awaiting approval\n", held.PlanID, key, rec.HeldGeneration)
-			fmt.Fprintf(out, "Engine %s %s; planned %s against state serial %d, lineage %q, body %s\n\n",
-				held.Engine, held.EngineVersion, held.CreatedAt.UTC().Format(time.RFC3339), held.StateSerial, held.StateLineage, orNone(held.StateDigest))
-			if err := engine.RenderReview(out, plan); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(out, "\nTo apply exactly this plan: lava approve %s %s (on a cluster), or under lava up -f set spec.approvePlan to %s in the manifest\n", key, held.PlanID, held.PlanID)
-			return err
+			})
 		},
 	}
 	f.register(cmd)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -28,23 +27,30 @@ func (f *stateFlags) register(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "give up after this long")
 }
 
-// open connects and returns the state store (records in lava-state, bodies in lava-artifacts).
-func (f *stateFlags) open(ctx context.Context) (*nats.Conn, jetstream.JetStream, *state.Store, error) {
+// run parses the NAMESPACE/NAME argument, connects within --timeout and calls fn with the
+// key, the JetStream context and the state store (records in lava-state, bodies in
+// lava-artifacts); the connection is closed when fn returns.
+func (f *stateFlags) run(cmd *cobra.Command, arg string, fn func(ctx context.Context, key state.Key, js jetstream.JetStream, store *state.Store) error) error {
+	key, err := state.ParseKey(arg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
 	nc, js, err := f.connect()
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
+	defer nc.Close()
 	kv, err := js.KeyValue(ctx, bus.BucketState)
 	if err != nil {
-		nc.Close()
-		return nil, nil, nil, fmt.Errorf("bucket %s: %w", bus.BucketState, err)
+		return fmt.Errorf("bucket %s: %w", bus.BucketState, err)
 	}
 	art, err := bus.NewArtifacts(ctx, js)
 	if err != nil {
-		nc.Close()
-		return nil, nil, nil, err
+		return err
 	}
-	return nc, js, state.NewStore(kv, art, state.Options{}), nil
+	return fn(ctx, key, js, state.NewStore(kv, art, state.Options{}))
 }
 
 func newStateCmd() *cobra.Command {
@@ -79,45 +85,36 @@ func newStateShowCmd() *cobra.Command {
 		Short: "Print the state record (serial, lineage, body digest, lock) and the applier's record as JSON",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := state.ParseKey(args[0])
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			nc, js, store, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			view := stateView{Resource: key.String()}
-			rec, err := store.Get(ctx, key)
-			switch {
-			case errors.Is(err, state.ErrNotFound):
-			case err != nil:
-				return err
-			default:
-				view.State = &rec
-			}
-			ar, err := applier.Load(ctx, js, key.Namespace, key.Name)
-			if err != nil {
-				return err
-			}
-			if ar.UID != "" {
-				view.Applier = &applierSummary{AppliedPlans: ar.Applied, Last: ar.Last, HeldGeneration: ar.HeldGeneration}
-				if ar.Held != nil {
-					view.Applier.HeldPlan = ar.Held.PlanID
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, js jetstream.JetStream, store *state.Store) error {
+				view := stateView{Resource: key.String()}
+				rec, err := store.Get(ctx, key)
+				switch {
+				case errors.Is(err, state.ErrNotFound):
+				case err != nil:
+					return err
+				default:
+					view.State = &rec
 				}
-			}
-			if view.State == nil && view.Applier == nil {
-				return invalidInput(fmt.Errorf("no state for %s", key))
-			}
-			b, err := json.MarshalIndent(view, "", "  ")
-			if err != nil {
+				ar, err := applier.Load(ctx, js, key.Namespace, key.Name)
+				if err != nil {
+					return err
+				}
+				if ar.UID != "" {
+					view.Applier = &applierSummary{AppliedPlans: ar.Applied, Last: ar.Last, HeldGeneration: ar.HeldGeneration}
+					if ar.Held != nil {
+						view.Applier.HeldPlan = ar.Held.PlanID
+					}
+				}
+				if view.State == nil && view.Applier == nil {
+					return invalidInput(fmt.Errorf("no state for %s", key))
+				}
+				b, err := json.MarshalIndent(view, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return err
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			return err
+			})
 		},
 	}
 	f.register(cmd)
@@ -136,31 +133,22 @@ released. Only use it when no apply is running: the state could otherwise be wri
 operations.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := state.ParseKey(args[0])
-			if err != nil {
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, _ jetstream.JetStream, store *state.Store) error {
+				rec, err := store.Get(ctx, key)
+				if err != nil && !errors.Is(err, state.ErrNotFound) {
+					return err
+				}
+				if rec.Lock == nil {
+					_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s is not locked\n", key)
+					return err
+				}
+				if err := store.Unlock(ctx, key, "", true); err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "unlocked %s (lock %s held by %q for %s since %s)\n", key, rec.Lock.ID,
+					rec.Lock.Holder, rec.Lock.Operation, rec.Lock.Created.UTC().Format(time.RFC3339))
 				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			nc, _, store, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			rec, err := store.Get(ctx, key)
-			if err != nil && !errors.Is(err, state.ErrNotFound) {
-				return err
-			}
-			if rec.Lock == nil {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s is not locked\n", key)
-				return err
-			}
-			if err := store.Unlock(ctx, key, "", true); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "unlocked %s (lock %s held by %q for %s since %s)\n", key, rec.Lock.ID,
-				rec.Lock.Holder, rec.Lock.Operation, rec.Lock.Created.UTC().Format(time.RFC3339))
-			return err
+			})
 		},
 	}
 	f.register(cmd)
@@ -180,31 +168,22 @@ manages (changes, or destroys on deletion) the infrastructure it records; reques
 object that orphaned the state.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := state.ParseKey(args[0])
-			if err != nil {
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, _ jetstream.JetStream, store *state.Store) error {
+				rec, err := store.Get(ctx, key)
+				if err != nil {
+					return err
+				}
+				if rec.OrphanedBy == "" {
+					_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s is not orphaned\n", key)
+					return err
+				}
+				if err := store.Adopt(ctx, key); err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "adopted %s (serial %d, orphaned by uid %s on %s)\n", key, rec.Serial,
+					rec.OrphanedBy, rec.OrphanedAt.UTC().Format(time.RFC3339))
 				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			nc, _, store, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			rec, err := store.Get(ctx, key)
-			if err != nil {
-				return err
-			}
-			if rec.OrphanedBy == "" {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s is not orphaned\n", key)
-				return err
-			}
-			if err := store.Adopt(ctx, key); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "adopted %s (serial %d, orphaned by uid %s on %s)\n", key, rec.Serial,
-				rec.OrphanedBy, rec.OrphanedAt.UTC().Format(time.RFC3339))
-			return err
+			})
 		},
 	}
 	f.register(cmd)
@@ -230,10 +209,6 @@ plan then creates whatever is missing. It prints the intents it removed. ` + "`l
 lists the intents under "intents".`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := state.ParseKey(args[0])
-			if err != nil {
-				return err
-			}
 			addrs := args[1:]
 			if len(addrs) == 0 && !all {
 				return errors.New("name the ADDRESSes to forget, or pass --all")
@@ -241,42 +216,37 @@ lists the intents under "intents".`,
 			if len(addrs) > 0 && all {
 				return errors.New("--all takes no ADDRESS")
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			nc, _, store, err := f.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			rec, err := store.Get(ctx, key)
-			if err != nil {
-				return err
-			}
-			var gone []state.Intent
-			for _, in := range rec.Intents {
-				if all || slices.Contains(addrs, in.Address) {
-					gone = append(gone, in)
-				}
-			}
-			for _, a := range addrs {
-				if !slices.ContainsFunc(gone, func(in state.Intent) bool { return in.Address == a }) {
-					return invalidInput(fmt.Errorf("%s has no create intent for %s", key, a))
-				}
-			}
-			if len(gone) == 0 {
-				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s has no create intents\n", key)
-				return err
-			}
-			if _, err := store.ResolveIntents(ctx, key, "", addrs); err != nil {
-				return err
-			}
-			for _, in := range gone {
-				if _, err := fmt.Fprintf(cmd.OutOrStdout(), "forgot the create intent of %s in %s (started %s)\n", in.Address, key,
-					in.Started.UTC().Format(time.RFC3339)); err != nil {
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, _ jetstream.JetStream, store *state.Store) error {
+				rec, err := store.Get(ctx, key)
+				if err != nil {
 					return err
 				}
-			}
-			return nil
+				var gone []state.Intent
+				for _, in := range rec.Intents {
+					if all || slices.Contains(addrs, in.Address) {
+						gone = append(gone, in)
+					}
+				}
+				for _, a := range addrs {
+					if !slices.ContainsFunc(gone, func(in state.Intent) bool { return in.Address == a }) {
+						return invalidInput(fmt.Errorf("%s has no create intent for %s", key, a))
+					}
+				}
+				if len(gone) == 0 {
+					_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s has no create intents\n", key)
+					return err
+				}
+				if _, err := store.ResolveIntents(ctx, key, "", addrs); err != nil {
+					return err
+				}
+				for _, in := range gone {
+					if _, err := fmt.Fprintf(cmd.OutOrStdout(), "forgot the create intent of %s in %s (started %s)\n", in.Address, key,
+						in.Started.UTC().Format(time.RFC3339)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		},
 	}
 	f.register(cmd)
