@@ -21,12 +21,8 @@ import (
 
 func TestArtifacts_fiveMiBRoundTrip(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, js := newArtifacts(t)
 	data := make([]byte, 5<<20)
 	rng := rand.NewChaCha8([32]byte{1})
 	_, _ = rng.Read(data)
@@ -61,10 +57,7 @@ func TestArtifacts_fiveMiBRoundTrip(t *testing.T) {
 	if err != nil || again != digest {
 		t.Fatalf("second Put = %s, %v", again, err)
 	}
-	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := objectStore(t, js)
 	infos, err := obs.List(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -89,12 +82,8 @@ func names(infos []*jetstream.ObjectInfo) []string {
 
 func TestArtifacts_errors(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, js := newArtifacts(t)
 	missing := bus.Digest([]byte("never stored"))
 	if ok, err := store.Has(ctx, missing); ok || err != nil {
 		t.Errorf("Has(missing) = %v, %v", ok, err)
@@ -108,10 +97,7 @@ func TestArtifacts_errors(t *testing.T) {
 		}
 	}
 	// Content stored under a wrong name is detected on read.
-	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := objectStore(t, js)
 	wrong := bus.Digest([]byte("the real content"))
 	if _, err := obs.PutBytes(ctx, wrong, []byte("tampered")); err != nil {
 		t.Fatal(err)
@@ -133,12 +119,8 @@ func TestArtifacts_errors(t *testing.T) {
 // still detected.
 func TestArtifacts_keyed(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, js := newArtifacts(t)
 	key := []byte("0123456789abcdef0123456789abcdef")
 	data := []byte(`{"resource":{"terraform_data":{"d":{"input":"hunter22"}}}}`)
 	d, err := store.PutKeyed(ctx, bytes.NewReader(data), key)
@@ -165,10 +147,7 @@ func TestArtifacts_keyed(t *testing.T) {
 		t.Error("a 16-byte key passed")
 	}
 	// Tampered content under the keyed name, its metadata kept: detected.
-	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := objectStore(t, js)
 	info, err := obs.GetInfo(ctx, d)
 	if err != nil {
 		t.Fatal(err)
@@ -193,21 +172,14 @@ func TestArtifacts_keyed(t *testing.T) {
 // temporary object, and every later Put of the same content kept the broken artifact).
 func TestArtifacts_collectKeepsSharedChunks(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, js := newArtifacts(t)
 	data := bytes.Repeat([]byte("shared chunks "), 20000) // three chunks
 	digest, err := store.Put(ctx, bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := objectStore(t, js)
 	info, err := obs.GetInfo(ctx, digest)
 	if err != nil {
 		t.Fatal(err)
@@ -280,12 +252,8 @@ func (h halfwayRename) UpdateMeta(ctx context.Context, name string, meta jetstre
 // the artifact's name was left on nothing).
 func TestArtifacts_putAfterHalfwayRename(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, js := newArtifacts(t)
 	var tmp string
 	bus.WrapObjectStoreForTest(store, func(o jetstream.ObjectStore) jetstream.ObjectStore {
 		return halfwayRename{ObjectStore: o, js: js, tmp: &tmp}
@@ -307,10 +275,7 @@ func TestArtifacts_putAfterHalfwayRename(t *testing.T) {
 	if _, err := store.Put(ctx, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
-	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := objectStore(t, js)
 	if _, err := obs.GetInfo(ctx, tmp); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Errorf("the temporary name %s after Put: %v, want not found", tmp, err)
 	}
@@ -332,12 +297,8 @@ func TestArtifacts_putAfterHalfwayRename(t *testing.T) {
 // artifact (the same object) and refreshes its modification time.
 func TestArtifacts_putBytes(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, js := newArtifacts(t)
 	data := bytes.Repeat([]byte("put bytes "), 30000) // three chunks
 	digest, err := store.PutBytes(ctx, data)
 	if err != nil {
@@ -346,10 +307,7 @@ func TestArtifacts_putBytes(t *testing.T) {
 	if digest != bus.Digest(data) {
 		t.Fatalf("digest %s, want %s", digest, bus.Digest(data))
 	}
-	obs, err := js.ObjectStore(ctx, bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	obs := objectStore(t, js)
 	list, err := obs.List(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -389,4 +347,26 @@ func TestArtifacts_putBytes(t *testing.T) {
 	if d, err := store.Put(ctx, bytes.NewReader(data)); err != nil || d != digest {
 		t.Errorf("Put of the same content: %s, %v; want %s", d, err, digest)
 	}
+}
+
+// newArtifacts starts a bus with the test topology and returns its artifact store and the
+// JetStream context it uses.
+func newArtifacts(t *testing.T) (*bus.Artifacts, jetstream.JetStream) {
+	t.Helper()
+	_, js := startBus(t, testTopology)
+	store, err := bus.NewArtifacts(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, js
+}
+
+// objectStore binds the object store under the artifact store, to look at its objects.
+func objectStore(t *testing.T, js jetstream.JetStream) jetstream.ObjectStore {
+	t.Helper()
+	obs, err := js.ObjectStore(t.Context(), bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs
 }
