@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,7 @@ var soakName = regexp.MustCompile(`soak-[0-9]{3}`)
 type soakSample struct {
 	at         time.Duration
 	rss        map[string]float64 // process name -> bytes (process_resident_memory_bytes)
+	anon       map[string]float64 // process name -> bytes of anonymous RSS (RssAnon, /proc/PID/status)
 	goroutines map[string]float64 // process name -> go_goroutines
 	stores     map[string]jetstream.StreamState
 	shapes     map[string]int // store -> distinct subjects once the soak's names are replaced by "*"
@@ -155,7 +157,7 @@ func TestSoak(t *testing.T) {
 	var samples []soakSample
 	ops := map[string]int{}
 	take := func(at time.Duration, applied int) {
-		s := soakSample{at: at, rss: map[string]float64{}, goroutines: map[string]float64{}, stores: map[string]jetstream.StreamState{},
+		s := soakSample{at: at, rss: map[string]float64{}, anon: map[string]float64{}, goroutines: map[string]float64{}, stores: map[string]jetstream.StreamState{},
 			shapes: map[string]int{}, applied: applied, ops: ops["create"] + ops["update"] + ops["delete"]}
 		for _, p := range procs {
 			for metric, into := range map[string]map[string]float64{"process_resident_memory_bytes": s.rss, "go_goroutines": s.goroutines} {
@@ -168,6 +170,15 @@ func TestSoak(t *testing.T) {
 				}
 				into[p] = v
 			}
+			pr, err := procfs.NewProc(env.Proc(p).PID())
+			if err != nil {
+				t.Fatalf("sample %s: %v", p, err)
+			}
+			st, err := pr.NewStatus()
+			if err != nil {
+				t.Fatalf("sample %s: %v", p, err)
+			}
+			s.anon[p] = float64(st.RssAnon)
 		}
 		for info := range js.ListStreams(ctx).Info() {
 			s.stores[info.Config.Name] = info.State
@@ -358,7 +369,10 @@ func checkSoakFlat(ctx context.Context, t *testing.T, samples []soakSample, proc
 		r4 := median(column(last, func(s soakSample) float64 { return s.rss[p] }))
 		g1 := median(column(first, func(s soakSample) float64 { return s.goroutines[p] }))
 		g4 := median(column(last, func(s soakSample) float64 { return s.goroutines[p] }))
-		t.Logf("flatness %-8s RSS median %6.1f -> %6.1f MiB (x%.2f), goroutines median %5.0f -> %5.0f", p, r1/(1<<20), r4/(1<<20), r4/r1, g1, g4)
+		a1 := median(column(first, func(s soakSample) float64 { return s.anon[p] }))
+		a4 := median(column(last, func(s soakSample) float64 { return s.anon[p] }))
+		t.Logf("flatness %-8s RSS median %6.1f -> %6.1f MiB (x%.2f), anonymous %6.1f -> %6.1f MiB (x%.2f), goroutines median %5.0f -> %5.0f",
+			p, r1/(1<<20), r4/(1<<20), r4/r1, a1/(1<<20), a4/(1<<20), a4/a1, g1, g4)
 		if r4 > soakRSSRatio*r1 {
 			t.Errorf("%s: RSS grew from a median of %.1f MiB to %.1f MiB (x%.2f > x%.2f)", p, r1/(1<<20), r4/(1<<20), r4/r1, soakRSSRatio)
 		}
@@ -389,19 +403,20 @@ func checkSoakFlat(ctx context.Context, t *testing.T, samples []soakSample, proc
 	}
 }
 
-// soakServiceTable prints one row per sample: RSS (MiB) and goroutines of every service.
+// soakServiceTable prints one row per sample: RSS and anonymous RSS (MiB) and goroutines of
+// every service.
 func soakServiceTable(samples []soakSample, procs []string) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 1, ' ', tabwriter.AlignRight)
 	fmt.Fprint(w, "t\tapplied\tops\t")
 	for _, p := range procs {
-		fmt.Fprintf(w, "%s MiB\t%s gor\t", p, p)
+		fmt.Fprintf(w, "%s MiB\tanon\t%s gor\t", p, p)
 	}
 	fmt.Fprintln(w)
 	for _, s := range samples {
 		fmt.Fprintf(w, "%s\t%d\t%d\t", s.at.Round(time.Second), s.applied, s.ops)
 		for _, p := range procs {
-			fmt.Fprintf(w, "%.1f\t%.0f\t", s.rss[p]/(1<<20), s.goroutines[p])
+			fmt.Fprintf(w, "%.1f\t%.1f\t%.0f\t", s.rss[p]/(1<<20), s.anon[p]/(1<<20), s.goroutines[p])
 		}
 		fmt.Fprintln(w)
 	}
