@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/lava-operator/lava/internal/engine/bundle"
+	"github.com/lava-operator/lava/internal/lang/bundle"
 )
 
 // BundleKey is the property of the rendered document's top-level "//" object that carries
@@ -14,7 +14,7 @@ import (
 // main.tf.json. Terraform's JSON syntax ignores "//" properties (comments), so tofu reads
 // the same document; the tofu engine writes each module to DIR/main.tf.json of its
 // workspace. docs/design/0017-modules-and-bundled-sources.md. The path rules live in
-// internal/engine/bundle, which the renderer and the tenant policy share.
+// internal/lang/bundle, which the renderer and the tenant policy share.
 const BundleKey = bundle.Key
 
 // ReadBundle returns the modules bundled in a rendered document by directory (nil when it

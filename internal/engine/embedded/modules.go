@@ -13,7 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	enginebundle "github.com/lava-operator/lava/internal/engine/bundle"
+	enginebundle "github.com/lava-operator/lava/internal/lang/bundle"
 )
 
 // maxModuleDepth bounds module nesting.
