@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path"
 	"slices"
@@ -179,6 +180,25 @@ func readInterface(name string, src []byte) (*arch.Interface, error) {
 
 // ModuleFile is the file name of a bundled module's Terraform JSON in its directory.
 const ModuleFile = "main.tf.json"
+
+// ModuleDirs returns the module directories shipped with the bundled architecture name
+// (each directory under architectures/NAME that holds a main.tf.json, relative to it), sorted;
+// nil when it ships none.
+func ModuleDirs(name string) []string {
+	if _, ok := source(name); !ok {
+		return nil
+	}
+	var dirs []string
+	root := path.Join(archDir, name)
+	_ = fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == ModuleFile {
+			dirs = append(dirs, strings.TrimPrefix(path.Dir(p), root+"/"))
+		}
+		return nil
+	})
+	slices.Sort(dirs)
+	return dirs
+}
 
 // ModuleBundle returns the module directories of the bundled architecture name that dirs
 // name, and every directory their local module sources name in turn (transitively): each

@@ -386,8 +386,12 @@ func moduleBundle(in Input, a *arch.Architecture) tlisp.Diagnostics {
 			continue
 		}
 		if in.SourceKind != SourceName {
-			errorf(m.Pos, "module %s: the local source %q names a module directory, but an %s source has no bundle: only a bundled architecture of the catalog ships module directories (docs/design/0017-modules-and-bundled-sources.md)",
-				m.Name, m.Source, in.SourceKind)
+			kind := "an inline source"
+			if in.SourceKind == SourceFile {
+				kind = "a file source"
+			}
+			errorf(m.Pos, "module %s: the local source %q names a module directory, but %s has no bundle: only a bundled architecture of the catalog ships module directories (docs/design/0017-modules-and-bundled-sources.md)",
+				m.Name, m.Source, kind)
 			continue
 		}
 		dir, err := bundle.Resolve("", m.Source)
