@@ -31,10 +31,13 @@ func (v Violation) String() string {
 }
 
 // Check applies p to an evaluated architecture and its rendered Terraform JSON (rendered may
-// be nil; it is read for top-level blocks the typed model cannot hold: module and terraform).
+// be nil; it is read for what the typed model cannot hold: the terraform block, module calls
+// and the modules bundled under "//", docs/design/0017-modules-and-bundled-sources.md).
 // It returns every violation, in source order of the checks: provider sources, the resource
-// limit, each resource and data source, providers' settings, locals, outputs, imports, then
-// the rendered JSON's top-level blocks. A nil or empty result means the architecture passes.
+// limit (bundled modules' instances included), each resource and data source, providers'
+// settings, locals, outputs, imports, module arguments, then the rendered JSON's top-level
+// blocks, module calls and bundled modules. A nil or empty result means the architecture
+// passes.
 func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 	c := &checker{p: p, a: a}
 	if a == nil {
