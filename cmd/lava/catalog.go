@@ -112,6 +112,9 @@ func showEntry(w io.Writer, name string, src []byte, iface *arch.Interface, minR
 		fmt.Fprintf(w, "About:      %s\n", iface.Doc)
 	}
 	fmt.Fprintf(w, "Resources:  %d with the defaults\n", minResources)
+	if dirs := catalog.ModuleDirs(name); len(dirs) > 0 {
+		fmt.Fprintf(w, "Modules:    %s (bundled in the rendered document)\n", strings.Join(dirs, ", "))
+	}
 
 	fmt.Fprintln(w, "\nInputs:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -17,8 +17,8 @@ func TestCatalogLs(t *testing.T) {
 	if !strings.HasPrefix(lines[0], "NAME") {
 		t.Errorf("no header: %q", lines[0])
 	}
-	if got := len(lines) - 1; got != 40 {
-		t.Errorf("catalog ls lists %d architectures, want 40:\n%s", got, stdout)
+	if got := len(lines) - 1; got != 41 {
+		t.Errorf("catalog ls lists %d architectures, want 41:\n%s", got, stdout)
 	}
 	var vpc string
 	for _, l := range lines {
@@ -53,6 +53,11 @@ func TestCatalogShow(t *testing.T) {
 				"aws-vpc-network, closed: a binding it does not declare is rejected",
 				"public-subnet-ids    (:list-of :string)",
 			},
+		},
+		{
+			name:   "module directories are listed",
+			args:   []string{"catalog", "show", "modules-demo"},
+			stdout: []string{"Modules:    modules/stamp, modules/stamp/tag (bundled in the rendered document)\n"},
 		},
 		{
 			name:   "required inputs are marked",

@@ -2,11 +2,10 @@ package engine
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
+
+	"github.com/lava-operator/lava/internal/lang/bundle"
 )
 
 // BundleKey is the property of the rendered document's top-level "//" object that carries
@@ -14,63 +13,14 @@ import (
 // key is a module directory relative to the root ("modules/net"), each value that module's
 // main.tf.json. Terraform's JSON syntax ignores "//" properties (comments), so tofu reads
 // the same document; the tofu engine writes each module to DIR/main.tf.json of its
-// workspace. docs/design/0017-modules-and-bundled-sources.md.
-const BundleKey = "lava_modules"
+// workspace. docs/design/0017-modules-and-bundled-sources.md. The path rules live in
+// internal/lang/bundle, which the renderer and the tenant policy share.
+const BundleKey = bundle.Key
 
 // ReadBundle returns the modules bundled in a rendered document by directory (nil when it
 // has none). A directory must be relative, clean and inside the bundle ("modules/net", never
-// "/x", "../x" or "a/../b"); a module must be a JSON object.
-func ReadBundle(rendered []byte) (map[string][]byte, error) {
-	var doc struct {
-		Comment json.RawMessage `json:"//"`
-	}
-	if err := json.Unmarshal(rendered, &doc); err != nil || len(doc.Comment) == 0 || doc.Comment[0] != '{' {
-		// Not an object: a plain comment, or a parse error that hcl reports with its place.
-		return nil, nil
-	}
-	var comment map[string]json.RawMessage
-	if err := json.Unmarshal(doc.Comment, &comment); err != nil {
-		return nil, nil
-	}
-	raw, ok := comment[BundleKey]
-	if !ok {
-		return nil, nil
-	}
-	var mods map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &mods); err != nil {
-		return nil, fmt.Errorf(`"//".%s: want an object of module directories: %w`, BundleKey, err)
-	}
-	out := make(map[string][]byte, len(mods))
-	for dir, body := range mods {
-		if err := checkModuleDir(dir); err != nil {
-			return nil, fmt.Errorf(`"//".%s: %w`, BundleKey, err)
-		}
-		if len(body) == 0 || body[0] != '{' {
-			return nil, fmt.Errorf(`"//".%s[%q]: want the module's Terraform JSON object`, BundleKey, dir)
-		}
-		out[dir] = body
-	}
-	return out, nil
-}
-
-// checkModuleDir accepts a bundled module directory: relative, clean, no "..", letters,
-// digits, '-', '_', '.' and '/' only.
-func checkModuleDir(dir string) error {
-	if dir == "" || dir != path.Clean(dir) || path.IsAbs(dir) || dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
-		return fmt.Errorf("module directory %q: want a clean relative path inside the configuration (modules/NAME)", dir)
-	}
-	for _, c := range dir {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./", c)) {
-			return fmt.Errorf("module directory %q: only letters, digits, '-', '_', '.' and '/'", dir)
-		}
-	}
-	for _, part := range strings.Split(dir, "/") {
-		if part == ".." || strings.HasPrefix(part, ".") {
-			return fmt.Errorf("module directory %q: no element may start with '.'", dir)
-		}
-	}
-	return nil
-}
+// "/x", "../x" or "a/../b"; [bundle.CheckDir]); a module must be a JSON object.
+func ReadBundle(rendered []byte) (map[string][]byte, error) { return bundle.Read(rendered) }
 
 // WriteBundle writes each module bundled in rendered to DIR/main.tf.json under root (the
 // tofu engine's workspace), directories mode 0700, files 0600.

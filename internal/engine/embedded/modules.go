@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
+
 	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	enginebundle "github.com/lava-operator/lava/internal/lang/bundle"
 )
 
 // maxModuleDepth bounds module nesting.
@@ -54,12 +56,12 @@ func (c *Config) parseModuleCall(blk *hcl.Block, bundle map[string][]byte, stack
 			return fmt.Errorf("%s: %s: %s is not supported by the embedded engine (modules are bundled and inherit the root's providers)", rangeText(a.Range), where, k)
 		}
 	}
-	if !strings.HasPrefix(src, "./") && !strings.HasPrefix(src, "../") {
+	if !enginebundle.IsLocal(src) {
 		return fmt.Errorf("%s: %s: the source %q is not a bundled module: the embedded engine loads only modules bundled in the configuration (a local path such as ./modules/NAME); remote sources are refused", rangeText(content.Attributes["source"].Range), where, src)
 	}
-	dir := path.Join(c.Dir, src)
-	if dir == "." || dir == ".." || strings.HasPrefix(dir, "../") {
-		return fmt.Errorf("%s: source %q leaves the configuration", where, src)
+	dir, err := enginebundle.Resolve(c.Dir, src)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	body, ok := bundle[dir]
 	if !ok {

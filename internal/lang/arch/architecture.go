@@ -13,6 +13,13 @@ type Architecture struct {
 	// Locals maps a local name (dashes already turned into underscores) to its value.
 	Locals  Map
 	Imports []Import
+	// Modules are the :modules calls, in source order.
+	Modules []ModuleCall
+	// Bundle maps a bundled module directory ("modules/net") to that module's main.tf.json:
+	// the module directories shipped with a bundled architecture that Modules (transitively)
+	// call. The renderer fills it from the catalog and emits it under the document's "//"
+	// property (docs/design/0017-modules-and-bundled-sources.md); the evaluator never sets it.
+	Bundle map[string][]byte
 	// Pos is where the deflava-architecture form starts (zero when built in code); KeyPos
 	// optionally gives the position of an output or local by "output.NAME" or "local.NAME".
 	// Diagnostics about what has no position of its own (the policy gate's) use them.
@@ -65,6 +72,23 @@ type ProviderRef struct {
 	Config Map
 	// Pos is where the provider form starts (zero when built in code).
 	Pos Pos
+}
+
+// ModuleCall is a module block from :modules.
+type ModuleCall struct {
+	// Name is the call's name, verbatim (module.NAME).
+	Name string
+	// Source is the module's source: a local path ("./modules/net") names a module directory
+	// bundled with the architecture; anything else is remote (which the tenant policy refuses
+	// by default).
+	Source string
+	// Arguments are the module's input variables in source order; keys turned from kebab to
+	// snake case.
+	Arguments Map
+	// Pos is where the module form starts (zero when built in code).
+	Pos Pos
+	// Secret tells that an argument interpolates a secret binding.
+	Secret bool
 }
 
 // Import is a Terraform import block: To is the resource address, ID the provider's id.

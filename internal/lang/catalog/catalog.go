@@ -2,20 +2,27 @@ package catalog
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
+	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/bundle"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
-//go:embed architectures/*.tlisp
+// files holds architectures/NAME.tlisp and, beside an architecture that calls modules, its
+// module directories architectures/NAME/DIR/main.tf.json (ModuleBundle).
+//
+//go:embed architectures
 var files embed.FS
 
-// dir is the embedded directory holding NAME.tlisp files.
-const dir = "architectures"
+// archDir is the embedded directory holding NAME.tlisp files.
+const archDir = "architectures"
 
 // Entry is one bundled architecture.
 type Entry struct {
@@ -81,12 +88,13 @@ func Registry() map[string]int {
 		"discord-server-baseline":        3,
 		"pleme-io-server":                44,
 		"pleme-io-dns":                   9,
+		"modules-demo":                   1,
 	}
 }
 
 // Names returns the names of the embedded .tlisp files, sorted.
 func Names() []string {
-	des, err := files.ReadDir(dir)
+	des, err := files.ReadDir(archDir)
 	if err != nil { // the directory is embedded; it always reads
 		return nil
 	}
@@ -150,7 +158,7 @@ func source(name string) ([]byte, bool) {
 	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return nil, false
 	}
-	b, err := files.ReadFile(path.Join(dir, name+".tlisp"))
+	b, err := files.ReadFile(path.Join(archDir, name+".tlisp"))
 	if err != nil {
 		return nil, false
 	}
@@ -168,4 +176,86 @@ func readInterface(name string, src []byte) (*arch.Interface, error) {
 		}
 	}
 	return nil, fmt.Errorf("bundled architecture %q has no deflava-interface %s", name, name)
+}
+
+// ModuleFile is the file name of a bundled module's Terraform JSON in its directory.
+const ModuleFile = "main.tf.json"
+
+// ModuleDirs returns the module directories shipped with the bundled architecture name
+// (each directory under architectures/NAME that holds a main.tf.json, relative to it), sorted;
+// nil when it ships none.
+func ModuleDirs(name string) []string {
+	if _, ok := source(name); !ok {
+		return nil
+	}
+	var dirs []string
+	root := path.Join(archDir, name)
+	_ = fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == ModuleFile {
+			dirs = append(dirs, strings.TrimPrefix(path.Dir(p), root+"/"))
+		}
+		return nil
+	})
+	slices.Sort(dirs)
+	return dirs
+}
+
+// ModuleBundle returns the module directories of the bundled architecture name that dirs
+// name, and every directory their local module sources name in turn (transitively): each
+// directory mapped to its main.tf.json, read from architectures/NAME/DIR/main.tf.json. A
+// directory is relative to the architecture's configuration root ("modules/net", what the
+// source "./modules/net" names) and must pass bundle.CheckDir; a nested local source resolves
+// against the calling module's directory (bundle.Resolve). A remote source is left to the
+// tenant policy. Errors name the directory and, for a nested call, the module that calls it.
+func ModuleBundle(name string, dirs []string) (map[string][]byte, error) {
+	if _, ok := source(name); !ok {
+		return nil, &UnknownError{Name: name}
+	}
+	out := map[string][]byte{}
+	var add func(dir, from string) error
+	add = func(dir, from string) error {
+		if _, ok := out[dir]; ok {
+			return nil
+		}
+		where := ""
+		if from != "" {
+			where = fmt.Sprintf(" (called from %s)", from)
+		}
+		if err := bundle.CheckDir(dir); err != nil {
+			return fmt.Errorf("%w%s", err, where)
+		}
+		body, err := files.ReadFile(path.Join(archDir, name, dir, ModuleFile))
+		if err != nil {
+			return fmt.Errorf("no module directory %s is bundled with architecture %s (want architectures/%s/%s/%s in the catalog)%s",
+				dir, name, name, dir, ModuleFile, where)
+		}
+		if !json.Valid(body) || len(body) == 0 || body[0] != '{' {
+			return fmt.Errorf("bundled module %s of architecture %s: %s is not a JSON object", dir, name, ModuleFile)
+		}
+		out[dir] = body
+		calls, err := bundle.Calls(body)
+		if err != nil {
+			return fmt.Errorf("bundled module %s of architecture %s: %w", dir, name, err)
+		}
+		for _, call := range slices.Sorted(maps.Keys(calls)) {
+			src := calls[call]
+			if !bundle.IsLocal(src) {
+				continue
+			}
+			child, err := bundle.Resolve(dir, src)
+			if err != nil {
+				return fmt.Errorf("bundled module %s, module %s: %w", dir, call, err)
+			}
+			if err := add(child, dir+" module "+call); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, d := range dirs {
+		if err := add(d, ""); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -1,7 +1,7 @@
 // Package catalog is Lava's bundle of ready-made architectures: the 40 architectures of
 // upstream's lava-architectures (docs/dialect.md section 3), written for Lava as .tlisp files and
 // embedded in the binary, each with the deflava-interface of the same name that gates its
-// bindings.
+// bindings, and Lava's modules-demo.
 //
 // # Files
 //
@@ -9,7 +9,9 @@
 // deflava-architecture NAME that the evaluator (internal/lang/tlisp) turns into Terraform JSON, and
 // the deflava-interface NAME that the gate (internal/lang/gate) validates binding bags against. The
 // files are embedded with go:embed, so resolution never depends on the build machine's file
-// system (upstream read them from the crate's source directory at run time).
+// system (upstream read them from the crate's source directory at run time). An architecture
+// may ship module directories beside its file, architectures/NAME/DIR/main.tf.json, which
+// [ModuleBundle] reads for the renderer (docs/dialect.md section 3.2).
 //
 // # Contract
 //

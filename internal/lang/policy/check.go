@@ -31,10 +31,13 @@ func (v Violation) String() string {
 }
 
 // Check applies p to an evaluated architecture and its rendered Terraform JSON (rendered may
-// be nil; it is read for top-level blocks the typed model cannot hold: module and terraform).
+// be nil; it is read for what the typed model cannot hold: the terraform block, module calls
+// and the modules bundled under "//", docs/design/0017-modules-and-bundled-sources.md).
 // It returns every violation, in source order of the checks: provider sources, the resource
-// limit, each resource and data source, providers' settings, locals, outputs, imports, then
-// the rendered JSON's top-level blocks. A nil or empty result means the architecture passes.
+// limit (bundled modules' instances included), each resource and data source, providers'
+// settings, locals, outputs, imports, module arguments, then the rendered JSON's top-level
+// blocks, module calls and bundled modules. A nil or empty result means the architecture
+// passes.
 func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 	c := &checker{p: p, a: a}
 	if a == nil {
@@ -48,7 +51,14 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 		}
 	}
 	c.impliedProviders()
-	if n := instances(a); p.MaxResources > 0 && n > int64(p.MaxResources) {
+	// The bundled modules' violations are reported with the top-level blocks; their
+	// instances count toward the limit here.
+	out := c.out
+	c.out = nil
+	modInstances := c.modules(rendered)
+	modOut := c.out
+	c.out = out
+	if n := addSat(instances(a), modInstances); p.MaxResources > 0 && n > int64(p.MaxResources) {
 		c.add(a.Pos, "the architecture has %d resource and data source instances (count and for_each expanded); the policy allows at most %d (maxResources)", n, p.MaxResources)
 	}
 	for i := range a.Resources {
@@ -73,7 +83,14 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 		c.template(a.Pos, "import of "+im.To, im.ID)
 		c.traversal(a.Pos, "import address", im.To)
 	}
+	for i := range a.Modules {
+		m := &a.Modules[i]
+		for k, v := range m.Arguments.All() {
+			c.value(c.pos(m.Pos), "module "+m.Name+" argument "+k, v)
+		}
+	}
 	c.topLevel(rendered)
+	c.out = append(c.out, modOut...)
 	if len(c.out) == 0 {
 		c.document(rendered)
 	}
@@ -108,31 +125,37 @@ func (c *checker) document(rendered []byte) {
 	if err := json.Unmarshal(rendered, &doc); err != nil {
 		return // topLevel reported it
 	}
+	c.walk(c.a.Pos, "$", doc)
+}
+
+// walk checks every string and key of a decoded Terraform JSON document (the root, or a
+// bundled module's) with [checker.expression], reporting at pos with the JSON path from root.
+func (c *checker) walk(pos arch.Pos, root string, doc any) {
 	var walk func(path string, v any, expr bool)
 	walk = func(path string, v any, expr bool) {
 		switch v := v.(type) {
 		case string:
-			c.expression(path, v, expr)
+			c.expression(pos, path, v, expr)
 		case []any:
 			for i, e := range v {
 				walk(fmt.Sprintf("%s[%d]", path, i), e, expr)
 			}
 		case map[string]any:
 			for k, e := range v {
-				c.expression(path+" key", k, false)
+				c.expression(pos, path+" key", k, false)
 				// At the top level "provider" is the block of provider configurations, not a
 				// meta-argument.
-				walk(path+"."+k, e, expr || (expressionKeys[k] && path != "$"))
+				walk(path+"."+k, e, expr || (expressionKeys[k] && path != root))
 			}
 		}
 	}
-	walk("$", doc, false)
+	walk(root, doc, false)
 }
 
 // expression parses s (an expression when expr, and a template unless it parses as one) and
 // refuses the denied functions it calls; a string that parses as neither is left to the
 // engine, which refuses it too.
-func (c *checker) expression(path, s string, expr bool) {
+func (c *checker) expression(pos arch.Pos, path, s string, expr bool) {
 	var e hclsyntax.Expression
 	parsed := false
 	if expr {
@@ -151,7 +174,7 @@ func (c *checker) expression(path, s string, expr bool) {
 	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
 		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && c.p.functionDenied(call.Name) && !seen[call.Name] {
 			seen[call.Name] = true
-			c.add(c.a.Pos, "rendered JSON %s: the function %s is not allowed (it reads Lava's filesystem or runs provider code; deniedFunctions), in %q",
+			c.add(pos, "rendered JSON %s: the function %s is not allowed (it reads Lava's filesystem or runs provider code; deniedFunctions), in %q",
 				path, call.Name, clip(s))
 		}
 		return nil
@@ -245,17 +268,21 @@ func (c *checker) impliedProviders() {
 				continue
 			}
 			declared[name] = true
-			pos := c.pos(r.Pos)
-			host, ns, typ, err := ProviderAddress("hashicorp/" + name)
-			if err != nil {
-				c.add(pos, "%s implies provider %s: %v", r.Address(), name, err)
-				continue
-			}
-			if fq := host + "/" + ns + "/" + typ; !c.p.providerAllowed(fq) {
-				c.add(pos, "%s implies provider %s (source %s, not declared in :providers), which is not in the allowed providers (%s)",
-					r.Address(), name, fq, strings.Join(c.p.AllowedProviders, ", "))
-			}
+			c.impliedProvider(c.pos(r.Pos), r.Address(), name)
 		}
+	}
+}
+
+// impliedProvider checks the provider hashicorp/NAME that what uses without declaring it.
+func (c *checker) impliedProvider(pos arch.Pos, what, name string) {
+	host, ns, typ, err := ProviderAddress("hashicorp/" + name)
+	if err != nil {
+		c.add(pos, "%s implies provider %s: %v", what, name, err)
+		return
+	}
+	if fq := host + "/" + ns + "/" + typ; !c.p.providerAllowed(fq) {
+		c.add(pos, "%s implies provider %s (source %s, not declared in :providers), which is not in the allowed providers (%s)",
+			what, name, fq, strings.Join(c.p.AllowedProviders, ", "))
 	}
 }
 
@@ -394,7 +421,7 @@ func (c *checker) template(pos arch.Pos, what, s string) {
 	})
 }
 
-// topLevel checks the rendered JSON's module and terraform blocks.
+// topLevel checks that the rendered JSON parses and has no terraform block.
 func (c *checker) topLevel(rendered []byte) {
 	if len(rendered) == 0 {
 		return
@@ -407,28 +434,7 @@ func (c *checker) topLevel(rendered []byte) {
 	if _, ok := doc["terraform"]; ok {
 		c.add(c.a.Pos, "a terraform block is not allowed in the architecture (the engine writes its own)")
 	}
-	raw, ok := doc["module"]
-	if !ok {
-		return
-	}
-	var mods map[string]struct {
-		Source string `json:"source"`
-	}
-	if err := json.Unmarshal(raw, &mods); err != nil {
-		c.add(c.a.Pos, "module blocks cannot be checked: %v", err)
-		return
-	}
-	for name, m := range mods {
-		local := strings.HasPrefix(m.Source, "./") || strings.HasPrefix(m.Source, "../")
-		switch {
-		case local:
-			// The workspace holds no module: a local path can only reach the applier's own
-			// directories.
-			c.add(c.a.Pos, "module %s: the local source %q is not allowed (it would load files of Lava's applier)", name, m.Source)
-		case !c.p.AllowRemoteModules:
-			c.add(c.a.Pos, "module %s: the remote source %q is not allowed (allowRemoteModules is false)", name, m.Source)
-		}
-	}
+	// Module calls and the bundled modules: [checker.modules].
 }
 
 // clip shortens s for a message.

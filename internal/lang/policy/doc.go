@@ -1,7 +1,9 @@
 // Package policy is the tenant policy gate: the rules a rendered architecture must satisfy
 // before any engine plans it (docs/security.md, "Engines"). A LavaArchitecture's author is a
 // tenant; the engines run in Lava's processes, so the gate refuses what would run code or read
-// files there: provisioner and connection blocks, module blocks with remote sources, the
+// files there: provisioner and connection blocks, module blocks with remote sources or with
+// local sources outside the modules bundled in the document (whose bodies it holds to the same
+// rules as the root: docs/design/0017-modules-and-bundled-sources.md), the
 // terraform_remote_state and external data sources (and hashicorp/local's file-reading ones),
 // filesystem functions anywhere in a ${} (found with hcl/v2's template parser), file paths of
 // file-writing resources and data sources outside the admin's fileWriteRoots

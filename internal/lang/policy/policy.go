@@ -20,7 +20,8 @@ type Policy struct {
 	// local-exec provisioner would run a command inside the applier).
 	AllowProvisioners bool
 	// AllowRemoteModules permits module blocks whose source is not a local path (default
-	// false). The dialect renders no module block; the rule guards the JSON all the same.
+	// false). A local source passes only inside the modules bundled in the rendered document,
+	// whatever this says (docs/design/0017-modules-and-bundled-sources.md).
 	AllowRemoteModules bool
 	// DeniedDataSources are data source types refused ([DefaultDeniedDataSources]).
 	DeniedDataSources []string

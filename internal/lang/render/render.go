@@ -1,13 +1,18 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/bundle"
 )
 
 // JSON renders a as pretty Terraform JSON: 2-space indent and a trailing newline, keys in
@@ -114,6 +119,25 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 			return err
 		}
 	}
+	if len(a.Modules) > 0 {
+		w.key("module")
+		w.open('{')
+		for i := range a.Modules {
+			m := &a.Modules[i]
+			w.key(m.Name)
+			w.open('{')
+			w.key("source")
+			w.str(m.Source)
+			for k, v := range m.Arguments.All() {
+				w.key(k)
+				if err := w.value(v); err != nil {
+					return fmt.Errorf("module %s argument %s: %w", m.Name, k, err)
+				}
+			}
+			w.close('}')
+		}
+		w.close('}')
+	}
 	if a.Outputs.Len() > 0 {
 		w.key("output")
 		w.open('{')
@@ -147,6 +171,39 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 		}
 		w.close(']')
 	}
+	if len(a.Bundle) > 0 {
+		if err := w.bundle(a.Bundle); err != nil {
+			return err
+		}
+	}
+	w.close('}')
+	return nil
+}
+
+// bundle renders the bundled modules as {"//": {"lava_modules": {DIR: {...}}}}
+// (bundle.Key), directories sorted, each module's JSON re-indented to its depth (pretty) or
+// compacted.
+func (w *emitter) bundle(mods map[string][]byte) error {
+	w.key("//")
+	w.open('{')
+	w.key(bundle.Key)
+	w.open('{')
+	for _, dir := range slices.Sorted(maps.Keys(mods)) {
+		w.key(dir)
+		var buf bytes.Buffer
+		var err error
+		if w.pretty {
+			prefix := strings.Repeat("  ", len(w.first))
+			err = json.Indent(&buf, bytes.TrimSpace(mods[dir]), prefix, "  ")
+		} else {
+			err = json.Compact(&buf, mods[dir])
+		}
+		if err != nil {
+			return fmt.Errorf("bundled module %s: %w", dir, err)
+		}
+		w.b = append(w.b, buf.Bytes()...)
+	}
+	w.close('}')
 	w.close('}')
 	return nil
 }

@@ -37,6 +37,11 @@ func SensitiveOutputs(a *arch.Architecture) map[string]bool {
 			tainted["local."+k] = true
 		}
 	}
+	for i := range a.Modules {
+		if a.Modules[i].Secret {
+			tainted["module."+a.Modules[i].Name] = true
+		}
+	}
 	// The fixpoint of "references a tainted address".
 	for changed := true; changed; {
 		changed = false
@@ -55,6 +60,10 @@ func SensitiveOutputs(a *arch.Architecture) map[string]bool {
 		}
 		for k, v := range a.Locals.All() {
 			mark("local."+k, func(f func(string) bool) bool { return valueRefs(v, f) })
+		}
+		for i := range a.Modules {
+			m := &a.Modules[i]
+			mark("module."+m.Name, func(f func(string) bool) bool { return mapRefs(&m.Arguments, f) })
 		}
 	}
 	if len(tainted) == 0 && len(a.Secret) == 0 && len(a.SensitiveOutputs) == 0 {

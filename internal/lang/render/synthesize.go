@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/bundle"
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/gate"
 	"github.com/lava-operator/lava/internal/lang/policy"
@@ -203,6 +204,14 @@ func synthesize(in Input) (*Output, tlisp.Diagnostics) {
 	if a == nil || diags.HasErrors() {
 		return nil, diags
 	}
+	if len(a.Modules) > 0 {
+		for _, d := range moduleBundle(in, a) {
+			diags = append(diags, srcDiags(tlisp.Diagnostics{d})...)
+		}
+		if diags.HasErrors() {
+			return nil, diags
+		}
+	}
 	pretty, err := JSON(a)
 	if err != nil {
 		errorf(arch.Pos{}, "render terraform.json: %v", err)
@@ -356,4 +365,61 @@ func CheckPolicy(in Input, out *Output, p policy.Policy) tlisp.Diagnostics {
 		ds = append(ds, tlisp.Diagnostic{Pos: pos, Severity: tlisp.SeverityError, Message: v.Message})
 	}
 	return redactSecrets(ds, in)
+}
+
+// moduleBundle sets a.Bundle to the module directories a's local module sources name,
+// transitively (catalog.ModuleBundle), and returns an error diagnostic at the module form for
+// each call it cannot satisfy. Only a bundled architecture (SourceName) ships module
+// directories: a local source in an inline or file source names nothing the architecture owns
+// (it would be a directory of Lava's applier) and is refused. Remote sources are left to the
+// tenant policy.
+func moduleBundle(in Input, a *arch.Architecture) tlisp.Diagnostics {
+	var ds tlisp.Diagnostics
+	errorf := func(p arch.Pos, format string, args ...any) {
+		ds = append(ds, tlisp.Diagnostic{Pos: p, Severity: tlisp.SeverityError, Message: fmt.Sprintf(format, args...)})
+	}
+	bundled := map[string]bool{}
+	var dirs []string
+	for i := range a.Modules {
+		m := &a.Modules[i]
+		if !bundle.IsLocal(m.Source) {
+			continue
+		}
+		if in.SourceKind != SourceName {
+			kind := "an inline source"
+			if in.SourceKind == SourceFile {
+				kind = "a file source"
+			}
+			errorf(m.Pos, "module %s: the local source %q names a module directory, but %s has no bundle: only a bundled architecture of the catalog ships module directories (docs/design/0017-modules-and-bundled-sources.md)",
+				m.Name, m.Source, kind)
+			continue
+		}
+		dir, err := bundle.Resolve("", m.Source)
+		if err != nil {
+			errorf(m.Pos, "module %s: %v", m.Name, err)
+			continue
+		}
+		// Each call's directories are read on their own, so an error names the call.
+		mods, err := catalog.ModuleBundle(in.SourceName, []string{dir})
+		if err != nil {
+			errorf(m.Pos, "module %s: %v", m.Name, err)
+			continue
+		}
+		for d := range mods {
+			if !bundled[d] {
+				bundled[d] = true
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	if len(ds) > 0 || len(dirs) == 0 {
+		return ds
+	}
+	mods, err := catalog.ModuleBundle(in.SourceName, dirs)
+	if err != nil {
+		errorf(a.Pos, "%v", err)
+		return ds
+	}
+	a.Bundle = mods
+	return ds
 }

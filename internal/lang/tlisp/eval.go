@@ -89,6 +89,7 @@ type evaluator struct {
 	taints    int            // string and symbol values evaluated that use a secret input
 	declared  map[string]Pos // resource address -> position of its form
 	dataDecl  map[string]Pos // data source address ("type.name") -> position
+	modules   map[string]Pos // module name -> position of its form
 	omitted   map[string]Pos // resource addresses a false :when dropped
 	refs      []pendingRef
 	imports   []pendingImport
@@ -234,6 +235,9 @@ func (e *evaluator) evalArchitecture(form *Node, b Bindings) *arch.Architecture 
 	}
 	if l, ok := vals["locals"]; ok {
 		e.evalPlist(l, ":locals", true, &a.Locals, "local.", a)
+	}
+	if m, ok := vals["modules"]; ok {
+		a.Modules = e.evalModules(m)
 	}
 	if r, ok := keys["result"]; ok {
 		if _, out := keys["outputs"]; !out {

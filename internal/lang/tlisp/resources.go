@@ -477,6 +477,12 @@ func (e *evaluator) evalImport(n *Node) {
 // checkRefs reports references and imports to resources and data sources not declared.
 func (e *evaluator) checkRefs() {
 	for _, r := range e.refs {
+		if r.ref.Type == "module" {
+			if _, ok := e.modules[r.ref.Name]; !ok {
+				e.errorf(r.pos, "reference to undeclared module module.%s (declare it in :modules)", r.ref.Name)
+			}
+			continue
+		}
 		if typ, ok := strings.CutPrefix(r.ref.Type, "data."); ok {
 			addr := typ + "." + r.ref.Name
 			if _, ok := e.dataDecl[addr]; !ok {

@@ -4,8 +4,10 @@
 // name, or spec.path in the Flux artifact the watcher resolved for spec.sourceRef, fetched,
 // digest-verified and cached by [ArtifactCache]), gathers the bindings (scalar, list,
 // record, and bindingsFrom ConfigMaps and Secrets read with its own read-only client), runs the
-// gate and renders with internal/lang/render, stores the Terraform JSON in the artifact store and
-// publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected,
+// gate and renders with internal/lang/render (a bundled architecture's module directories
+// embedded in the document's "//", docs/design/0017-modules-and-bundled-sources.md), applies
+// the tenant policy, stores the Terraform JSON in the artifact store and
+// publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected, PolicyRejected,
 // SourceUnsupported, SourceNotReady or SourceFetchFailed and a file:line:col message.
 //
 // Values that come from Secrets never leave the process: they enter the RenderRecord's

@@ -13,6 +13,7 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/lang/bundle"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/service/synth"
 )
@@ -63,6 +64,25 @@ func TestRenderService(t *testing.T) {
 			func(t *testing.T, r *lavav1.RenderResponse) {
 				if r.GetRender().GetResourceCount() != 11 || r.GetGate() != nil {
 					t.Errorf("response = %v", r)
+				}
+			}},
+		{"bundled with module directories", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "modules-demo"}}, 0,
+			func(t *testing.T, r *lavav1.RenderResponse) {
+				mods, err := bundle.Read([]byte(r.GetTerraformJson()))
+				if err != nil || len(mods) != 2 || mods["modules/stamp"] == nil || mods["modules/stamp/tag"] == nil || r.GetReason() != "" {
+					t.Errorf("bundle %v (%v), response = %v", mods, err, r)
+				}
+			}},
+		{"inline local module is refused", &lavav1.RenderRequest{Source: &lavav1.RenderRequest_Inline{
+			Inline: "(deflava-architecture x\n  :modules ((net :source \"./modules/net\"))\n  :resources ())"}, FileName: "x.tlisp"}, 0,
+			func(t *testing.T, r *lavav1.RenderResponse) {
+				if r.GetTerraformJson() != "" || len(r.GetDiagnostics()) != 1 {
+					t.Fatalf("response = %v", r)
+				}
+				d := r.GetDiagnostics()[0]
+				if d.GetFile() != "x.tlisp" || d.GetLine() != 2 || d.GetColumn() != 13 ||
+					!strings.Contains(d.GetMessage(), `module net: the local source "./modules/net" names a module directory, but an inline source has no bundle`) {
+					t.Errorf("diagnostic = %v", d)
 				}
 			}},
 		{"no source", &lavav1.RenderRequest{}, connect.CodeInvalidArgument, nil},

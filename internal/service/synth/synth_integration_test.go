@@ -17,6 +17,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/bundle"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -84,6 +85,24 @@ func TestSynth_outcomes(t *testing.T) {
 					t.Errorf("engine %v approve %q", ev.GetEngine(), ev.GetApprovePlan())
 				}
 			},
+		},
+		{
+			name: "bundled name ships its module directories in the artifact",
+			spec: &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Name{Name: "modules-demo"}}},
+			check: func(t *testing.T, ev *lavav1.Synthesized) {
+				mods, err := bundle.Read(h.artifact(ev.GetArtifactDigest()))
+				if err != nil || len(mods) != 2 || mods["modules/stamp"] == nil || mods["modules/stamp/tag"] == nil {
+					t.Errorf("bundled modules %v (%v), want modules/stamp and modules/stamp/tag", mods, err)
+				}
+			},
+		},
+		{
+			name: "inline source with a local module",
+			spec: &lavav1.ArchitectureSpec{Source: inline(`(deflava-architecture tenant
+  :modules ((net :source "./modules/net"))
+  :resources ())`)},
+			wantReason: "SynthesisFailed",
+			wantMsg:    regexp.MustCompile(`^inline:2:13: module net: the local source "\./modules/net" names a module directory, but an inline source has no bundle`),
 		},
 		{
 			name:       "syntax error",
