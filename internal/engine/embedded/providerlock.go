@@ -101,16 +101,31 @@ type providerLock struct {
 	// read is the lock as this operation first read it (nil before): a provider that matches
 	// it needs no second read.
 	read providers.Lock
+	// prefetch delivers the read started with the operation (withProviderLock), so the first
+	// provider does not wait for it after the state read; nil once consumed.
+	prefetch chan lockRead
+}
+
+type lockRead struct {
+	lock providers.Lock
+	err  error
 }
 
 type providerLockKey struct{}
 
-// withProviderLock carries the resource's lock to the session that starts providers.
+// withProviderLock carries the resource's lock to the session that starts providers, and
+// starts reading it: the read overlaps the operation's own reads of the configuration and
+// the state record (one round trip less before the first provider call).
 func withProviderLock(ctx context.Context, store *state.Store, key state.Key) context.Context {
 	if store == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, providerLockKey{}, &providerLock{store: store, key: key})
+	l := &providerLock{store: store, key: key, prefetch: make(chan lockRead, 1)}
+	go func() {
+		lock, _, err := providers.ReadLock(ctx, store, key)
+		l.prefetch <- lockRead{lock, err}
+	}()
+	return context.WithValue(ctx, providerLockKey{}, l)
 }
 
 type credentialsKey struct{}
@@ -135,7 +150,15 @@ func providerLockFrom(ctx context.Context) *providerLock {
 func (l *providerLock) entry(ctx context.Context, addr ProviderAddr) (*providers.LockEntry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.read == nil && l.prefetch != nil {
+		r := <-l.prefetch
+		l.prefetch = nil
+		if r.err == nil {
+			l.read = r.lock
+		}
+	}
 	if l.read == nil {
+		// No prefetch, or it failed (read again: the error is this read's).
 		lock, _, err := providers.ReadLock(ctx, l.store, l.key)
 		if err != nil {
 			return nil, err
