@@ -175,3 +175,58 @@ func TestArtifacts_refreshRacingCollectNeverBreaksTheArtifact(t *testing.T) {
 		}
 	}
 }
+
+// TestArtifacts_putRacingCollect: PutBytes of content whose artifact is old and unreferenced,
+// started while a collection is about to delete that artifact (from its Keep callback, after
+// it listed the store), at delays swept over a few round trips. Whatever the interleaving: a
+// PutBytes that returns the digest leaves the content readable under it, and a PutBytes of the
+// same content afterwards always leaves it readable (never a name on purged chunks).
+func TestArtifacts_putRacingCollect(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	store, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost, broken := 0, 0
+	for trial := range 80 {
+		delay := time.Duration(trial%40) * 50 * time.Microsecond
+		data := bytes.Repeat([]byte(fmt.Sprintf("race %d ", trial)), 30000)
+		digest, err := store.PutBytes(ctx, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		putDone := make(chan error, 1)
+		keep := func(d string) bool {
+			if d == digest {
+				go func() {
+					time.Sleep(delay)
+					_, err := store.PutBytes(ctx, data)
+					putDone <- err
+				}()
+			}
+			return false
+		}
+		if _, err := store.Collect(ctx, bus.CollectOptions{MinAge: 10 * time.Millisecond, Keep: keep}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-putDone; err == nil {
+			if got, err := readBack(ctx, store, digest); err != nil || !bytes.Equal(got, data) {
+				lost++
+				t.Errorf("trial %d (delay %v): PutBytes returned the digest while a collection ran, then reading it: %d bytes, %v",
+					trial, delay, len(got), err)
+			}
+		}
+		if _, err := store.PutBytes(ctx, data); err != nil {
+			t.Fatalf("trial %d: PutBytes after the race: %v", trial, err)
+		}
+		if got, err := readBack(ctx, store, digest); err != nil || !bytes.Equal(got, data) {
+			broken++
+			t.Errorf("trial %d (delay %v): after a PutBytes of the same content the artifact reads %d bytes, %v (a name on purged chunks)",
+				trial, delay, len(got), err)
+		}
+	}
+	t.Logf("%d lost, %d broken in 80 trials", lost, broken)
+}
