@@ -230,3 +230,39 @@ func TestArtifacts_putRacingCollect(t *testing.T) {
 	}
 	t.Logf("%d lost, %d broken in 80 trials", lost, broken)
 }
+
+// TestArtifacts_collectEndsWhileRefreshed: a collection lists lava-artifacts while another
+// writer refreshes an artifact (a PutBytes of content already stored: the object store
+// rewrites that object's meta message with a subject rollup). Every collection must end: the
+// applier's collection loop runs under the service's context, with no deadline, so a listing
+// that waits forever stops the collection of every artifact for good. Each trial is bounded by
+// 15 s here (a listing takes milliseconds).
+func TestArtifacts_collectEndsWhileRefreshed(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	store, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := range 80 {
+		data := bytes.Repeat([]byte(fmt.Sprintf("listed %d ", trial)), 30000)
+		digest, err := store.PutBytes(ctx, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = store.PutBytes(ctx, data)
+		}()
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err = store.Collect(cctx, bus.CollectOptions{MinAge: 10 * time.Millisecond, Keep: func(d string) bool { return d != digest }})
+		cancel()
+		<-done
+		if err != nil {
+			t.Fatalf("trial %d: a collection while an artifact was refreshed: %v", trial, err)
+		}
+	}
+}
