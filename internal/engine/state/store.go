@@ -53,6 +53,10 @@ var (
 	ErrConflict = errors.New("state: conflicting write")
 	// ErrInvalidState reports a body that is not Terraform state format v4 JSON.
 	ErrInvalidState = errors.New("state: invalid state body")
+	// ErrLockLost reports a write under a lock ID the record no longer holds: the lock was
+	// taken over (its holder's lease ended) and released, or force-released. The error wraps
+	// [ErrLocked] too, so callers that give up on a lock held by another give up on it.
+	ErrLockLost = errors.New("state: the writer's lock is no longer held")
 	// ErrHolderUnknown is what a [HolderAlive] returns for a holder it cannot judge (a name
 	// not tied to a lease); such a lock is honoured for [Options].LockTTL.
 	ErrHolderUnknown = errors.New("state: lock holder not tied to a lease")
@@ -391,12 +395,12 @@ func (s *Store) Commit(ctx context.Context, key Key, body []byte, lockID string,
 		}
 	}()
 	return s.update(ctx, key, "write", func(cur *Record) (Record, bool, error) {
+		if err := checkLock(key, cur, lockID); err != nil {
+			return Record{}, false, err
+		}
 		next := Record{}
 		if cur != nil {
 			next = *cur
-			if cur.Lock != nil && cur.Lock.ID != lockID {
-				return Record{}, false, &LockedError{Key: key, Lock: *cur.Lock}
-			}
 			if cur.HasState() {
 				if cur.Lineage != h.Lineage {
 					return Record{}, false, fmt.Errorf("state %s: %w: lineage %s would replace %s", key, ErrConflict, h.Lineage, cur.Lineage)
@@ -449,12 +453,12 @@ func (s *Store) editIntents(ctx context.Context, key Key, lockID string, edit fu
 		return Record{}, err
 	}
 	return s.update(ctx, key, "intents", func(cur *Record) (Record, bool, error) {
+		if err := checkLock(key, cur, lockID); err != nil {
+			return Record{}, false, err
+		}
 		next := Record{}
 		if cur != nil {
 			next = *cur
-			if cur.Lock != nil && cur.Lock.ID != lockID {
-				return Record{}, false, &LockedError{Key: key, Lock: *cur.Lock}
-			}
 		}
 		next.Intents = edit(slices.Clone(next.Intents))
 		if len(next.Intents) == 0 {
@@ -493,6 +497,20 @@ func (s *Store) update(ctx context.Context, key Key, op string, edit func(cur *R
 		return next, nil
 	}
 	return Record{}, fmt.Errorf("state %s: %s: too many concurrent updates", key, op)
+}
+
+// checkLock lets a writer holding lockID ("" for none) write cur (nil: no record): a locked
+// record only under its lock, and a writer that names a lock only while the record holds that
+// lock (a writer whose lock was taken over and released must not replace what the new holder
+// wrote with a state built before the takeover).
+func checkLock(key Key, cur *Record, lockID string) error {
+	if cur != nil && cur.Lock != nil && cur.Lock.ID != lockID {
+		return &LockedError{Key: key, Lock: *cur.Lock}
+	}
+	if lockID != "" && (cur == nil || cur.Lock == nil) {
+		return fmt.Errorf("state %s: %w: lock %s (%w)", key, ErrLockLost, lockID, ErrLocked)
+	}
+	return nil
 }
 
 // withoutIntents returns intents without those of the given addresses.

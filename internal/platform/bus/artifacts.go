@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"lukechampine.com/blake3"
 )
@@ -35,6 +38,9 @@ type Artifacts struct {
 	// stream is the object store's stream (OBJ_lava-artifacts), for purging the delete
 	// markers of deleted objects ([Artifacts.delete]).
 	stream jetstream.Stream
+	// js publishes meta messages with compare-and-set ([Artifacts.refresh],
+	// [Artifacts.deleteAt]).
+	js jetstream.JetStream
 }
 
 // NewArtifacts binds lava-artifacts (created by [EnsureTopology]).
@@ -47,7 +53,100 @@ func NewArtifacts(ctx context.Context, js jetstream.JetStream) (*Artifacts, erro
 	if err != nil {
 		return nil, fmt.Errorf("bus: bind %s: %w", ObjectStoreArtifacts, err)
 	}
-	return &Artifacts{obs: obs, stream: st}, nil
+	return &Artifacts{obs: obs, stream: st, js: js}, nil
+}
+
+// metaSubject is the object store's meta subject of an object name (ADR-20).
+func metaSubject(name string) string {
+	return "$O." + ObjectStoreArtifacts + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+}
+
+// errGone: [Artifacts.refresh] found no live object under the name (never stored, or deleted
+// by a collection); the caller stores the content again.
+var errGone = errors.New("bus: artifact gone")
+
+// metaAttempts bounds the compare-and-set retries of one refresh.
+const metaAttempts = 16
+
+// refresh rewrites the live object info of name (its modification time becomes now) with meta's
+// description, headers and metadata. The write is a compare-and-set on the meta message it read
+// (the subject's last sequence): jetstream's UpdateMeta reads the info and writes it back
+// without one, so a collection's delete marker written in between was overwritten with the live
+// info while the chunks were purged (a name on nothing, kept by every later Put as present:
+// TestArtifacts_putRacingCollect). Here the collection's marker and the refresh cannot both
+// win: errGone when the object is not there (any more).
+func (a *Artifacts) refresh(ctx context.Context, name string, meta jetstream.ObjectMeta) error {
+	subj := metaSubject(name)
+	for range metaAttempts {
+		m, err := a.stream.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return errGone
+		}
+		if err != nil {
+			return fmt.Errorf("bus: artifact %s: %w", name, err)
+		}
+		var info jetstream.ObjectInfo
+		if json.Unmarshal(m.Data, &info) != nil || info.Deleted || info.NUID == "" {
+			return errGone
+		}
+		info.Description, info.Headers, info.Metadata = meta.Description, meta.Headers, meta.Metadata
+		_, err = a.publishMeta(ctx, subj, info, m.Sequence)
+		if wrongLastSequence(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("bus: refresh artifact %s: %w", name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("bus: refresh artifact %s: too many concurrent updates", name)
+}
+
+// publishMeta writes info as the object's meta message (a subject rollup, as the object store
+// does) if the subject's last message is still last (its sequence).
+func (a *Artifacts) publishMeta(ctx context.Context, subj string, info jetstream.ObjectInfo, last uint64) (*jetstream.PubAck, error) {
+	info.ModTime = time.Time{}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	msg := nats.NewMsg(subj)
+	msg.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	msg.Data = b
+	return a.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last))
+}
+
+// wrongLastSequence reports a compare-and-set publish that lost (another meta message came
+// first).
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// deleteAt deletes the object whose meta message info (of name) is the subject's message at
+// sequence last, only if it still is (compare-and-set: a refresh or a new Put meanwhile keeps
+// it; false then), then purges its chunks and the delete marker (up to the marker: anything
+// put after it stays).
+func (a *Artifacts) deleteAt(ctx context.Context, name string, info jetstream.ObjectInfo, last uint64) (bool, error) {
+	subj := metaSubject(name)
+	info.Deleted = true
+	info.Size, info.Chunks, info.Digest = 0, 0, ""
+	ack, err := a.publishMeta(ctx, subj, info, last)
+	if wrongLastSequence(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	chunks := "$O." + ObjectStoreArtifacts + ".C." + info.NUID
+	if err := a.stream.Purge(ctx, jetstream.WithPurgeSubject(chunks)); err != nil {
+		return true, fmt.Errorf("bus: purge the chunks of %s: %w", name, err)
+	}
+	if err := a.stream.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeSequence(ack.Sequence+1)); err != nil {
+		return true, fmt.Errorf("bus: purge the delete marker of %s: %w", name, err)
+	}
+	return true, nil
 }
 
 // delete deletes the object name and then its delete marker. The object store keeps a deleted
@@ -116,15 +215,12 @@ func (a *Artifacts) Put(ctx context.Context, r io.Reader) (string, error) {
 // arise in Lava's own use.
 func (a *Artifacts) PutBytes(ctx context.Context, data []byte) (string, error) {
 	digest := Digest(data)
-	has, err := a.Has(ctx, digest)
-	if err != nil {
-		return "", err
-	}
-	if has {
-		if err := a.obs.UpdateMeta(ctx, digest, jetstream.ObjectMeta{Name: digest}); err != nil {
-			return "", fmt.Errorf("bus: refresh artifact %s: %w", digest, err)
-		}
+	err := a.refresh(ctx, digest, jetstream.ObjectMeta{Name: digest})
+	if err == nil {
 		return digest, nil
+	}
+	if !errors.Is(err, errGone) {
+		return "", err
 	}
 	if _, err := a.obs.PutBytes(ctx, digest, data); err != nil {
 		return "", fmt.Errorf("bus: put artifact %s: %w", digest, err)
@@ -186,21 +282,16 @@ func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, e
 		defer cancel()
 		_ = a.delete(dctx, tmp)
 	}
-	has, err := a.Has(ctx, digest)
-	if err != nil {
+	// Present: refresh the artifact's modification time, since a collection
+	// ([Artifacts.Collect]) keeps whatever was put within its MinAge, so the caller's reference
+	// stays valid for it. Gone (or deleted by a collection meanwhile): the upload is renamed.
+	switch err := a.refresh(ctx, digest, meta); {
+	case err == nil:
+		discard()
+		return digest, nil
+	case !errors.Is(err, errGone):
 		discard()
 		return "", err
-	}
-	if has {
-		discard()
-		// Refresh the artifact's modification time: a collection ([Artifacts.Collect]) keeps
-		// whatever was put within its MinAge, so the caller's reference stays valid for it.
-		// A collection that deleted it between Has and here makes this Put fail (transient:
-		// the caller retries and uploads it again).
-		if err := a.obs.UpdateMeta(ctx, digest, meta); err != nil {
-			return "", fmt.Errorf("bus: refresh artifact %s: %w", digest, err)
-		}
-		return digest, nil
 	}
 	err = a.obs.UpdateMeta(ctx, tmp, meta)
 	if errors.Is(err, jetstream.ErrObjectAlreadyExists) {
@@ -314,6 +405,36 @@ type CollectResult struct {
 	DeletedBytes  uint64
 }
 
+// list returns the live objects of lava-artifacts: each meta subject's last message, with its
+// time as ModTime. It reads the stream's meta subjects and then each one's last message rather
+// than jetstream's List, whose ordered consumer waits forever when a message it is about to
+// deliver is replaced by a subject rollup meanwhile (a refresh, a rename, another replica's
+// delete; TestArtifacts_collectEndsWhileRefreshed).
+func (a *Artifacts) list(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+	si, err := a.stream.Info(ctx, jetstream.WithSubjectFilter("$O."+ObjectStoreArtifacts+".M.>"))
+	if err != nil {
+		return nil, err
+	}
+	subjects := slices.Sorted(maps.Keys(si.State.Subjects))
+	var out []*jetstream.ObjectInfo
+	for _, subj := range subjects {
+		m, err := a.stream.GetLastMsgForSubject(ctx, subj)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var info jetstream.ObjectInfo
+		if json.Unmarshal(m.Data, &info) != nil || info.Deleted || info.Name == "" {
+			continue
+		}
+		info.ModTime = m.Time
+		out = append(out, &info)
+	}
+	return out, nil
+}
+
 // Collect deletes the superseded objects of lava-artifacts: every artifact (and every
 // temporary upload a crashed Put left) older than MinAge that Keep does not keep. An object
 // put again meanwhile ([Artifacts.Put] refreshes its time) is re-checked just before its
@@ -324,10 +445,7 @@ func (a *Artifacts) Collect(ctx context.Context, o CollectOptions) (CollectResul
 		o.Now = time.Now
 	}
 	cutoff := o.Now().Add(-o.MinAge)
-	infos, err := a.obs.List(ctx)
-	if errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return res, nil
-	}
+	infos, err := a.list(ctx)
 	if err != nil {
 		return res, fmt.Errorf("bus: list %s: %w", ObjectStoreArtifacts, err)
 	}
@@ -343,14 +461,20 @@ func (a *Artifacts) Collect(ctx context.Context, o CollectOptions) (CollectResul
 			res.Kept++
 			continue
 		}
-		cur, err := a.obs.GetInfo(ctx, info.Name)
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
+		// Re-check the meta message and delete only that one (compare-and-set): a Put or
+		// refresh after it keeps the object.
+		m, err := a.stream.GetLastMsgForSubject(ctx, metaSubject(info.Name))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
 			return res, fmt.Errorf("bus: artifact %s: %w", info.Name, err)
 		}
-		if !cur.ModTime.Before(cutoff) {
+		var cur jetstream.ObjectInfo
+		if json.Unmarshal(m.Data, &cur) != nil || cur.Deleted {
+			continue
+		}
+		if !m.Time.Before(cutoff) || cur.NUID != info.NUID {
 			res.Kept++
 			continue
 		}
@@ -362,8 +486,13 @@ func (a *Artifacts) Collect(ctx context.Context, o CollectOptions) (CollectResul
 			res.Deleted++
 			continue
 		}
-		if err := a.delete(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		deleted, err := a.deleteAt(ctx, info.Name, cur, m.Sequence)
+		if err != nil {
 			return res, fmt.Errorf("bus: delete artifact %s: %w", info.Name, err)
+		}
+		if !deleted {
+			res.Kept++
+			continue
 		}
 		res.Deleted++
 		res.DeletedBytes += info.Size
