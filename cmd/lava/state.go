@@ -71,6 +71,21 @@ type stateView struct {
 	Applier  *applierSummary `json:"applier,omitempty"`
 }
 
+// maskedIdentity replaces the identity of an intent that holds a sensitive value.
+var maskedIdentity = json.RawMessage(`"(sensitive value)"`)
+
+// maskIdentities returns rec with the identity of every intent marked sensitive masked, so
+// `lava state show` prints no value derived from a Secret.
+func maskIdentities(rec state.Record) *state.Record {
+	rec.Intents = slices.Clone(rec.Intents)
+	for i := range rec.Intents {
+		if rec.Intents[i].IdentitySensitive {
+			rec.Intents[i].Identity = maskedIdentity
+		}
+	}
+	return &rec
+}
+
 type applierSummary struct {
 	HeldPlan       string               `json:"heldPlan,omitempty"`
 	HeldGeneration int64                `json:"heldGeneration,omitempty"`
@@ -93,7 +108,7 @@ func newStateShowCmd() *cobra.Command {
 				case err != nil:
 					return err
 				default:
-					view.State = &rec
+					view.State = maskIdentities(rec)
 				}
 				ar, err := applier.Load(ctx, js, key.Namespace, key.Name)
 				if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -41,6 +42,10 @@ func TestStateCmd(t *testing.T) {
 		{Address: "testkit_legacy_file.a", Type: "testkit_legacy_file", Name: "a", Provider: `provider["registry.opentofu.org/example/testkit"]`},
 		{Address: `testkit_legacy_file.b["k"]`, Type: "testkit_legacy_file", Name: "b", IndexKey: "k", Provider: `provider["registry.opentofu.org/example/testkit"]`},
 		{Address: "testkit_legacy_file.c", Type: "testkit_legacy_file", Name: "c", Provider: `provider["registry.opentofu.org/example/testkit"]`},
+		{Address: "testkit_file.d", Type: "testkit_file", Name: "d", Provider: `provider["registry.opentofu.org/example/testkit"]`,
+			Identity: json.RawMessage(`{"path":"/srv/hunter2-secret-name"}`), IdentitySensitive: true},
+		{Address: "testkit_file.e", Type: "testkit_file", Name: "e", Provider: `provider["registry.opentofu.org/example/testkit"]`,
+			Identity: json.RawMessage(`{"path":"/srv/plain-name"}`)},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +73,16 @@ func TestStateCmd(t *testing.T) {
 		{"adopt", []string{"state", "adopt", "infra/kept"}, exitOK, "adopted infra/kept (serial 7, orphaned by uid uid-old", ""},
 		{"adopt again", []string{"state", "adopt", "infra/kept"}, exitOK, "infra/kept is not orphaned", ""},
 		{"show intents", []string{"state", "show", "infra/half"}, exitOK, `"address": "testkit_legacy_file.a"`, ""},
+		{"show a plain identity", []string{"state", "show", "infra/half"}, exitOK, `"path": "/srv/plain-name"`, ""},
+		{"show a sensitive identity masked", []string{"state", "show", "infra/half"}, exitOK, `"identity": "(sensitive value)"`, ""},
 		{"forget-intent without address", []string{"state", "forget-intent", "infra/half"}, exitUsage, "", "or pass --all"},
 		{"forget-intent unknown", []string{"state", "forget-intent", "infra/half", "x.y"}, exitInvalid, "", "infra/half has no create intent for x.y"},
 		{"forget-intent one", []string{"state", "forget-intent", "infra/half", "testkit_legacy_file.a"}, exitOK, "forgot the create intent of testkit_legacy_file.a in infra/half", ""},
 		{"forget-intent all", []string{"state", "forget-intent", "infra/half", "--all"}, exitOK, `forgot the create intent of testkit_legacy_file.b["k"] in infra/half`, ""},
 		{"forget-intent none left", []string{"state", "forget-intent", "infra/half", "--all"}, exitOK, "infra/half has no create intents", ""},
+	}
+	if _, out, _ := lava("state", "show", "infra/half"); strings.Contains(out, "hunter2") {
+		t.Fatalf("state show printed a sensitive identity:\n%s", out)
 	}
 	for _, tt := range tests {
 		// Sequential: each step sees the previous one's effect.

@@ -729,6 +729,7 @@ func (a *applier) intentFor(ctx context.Context, client Client, rc *ResourceConf
 		return in
 	}
 	in.Identity, in.IdentityVersion = b, is.Version
+	in.IdentitySensitive = a.revealsSecret(b)
 	return in
 }
 

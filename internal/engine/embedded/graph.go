@@ -100,7 +100,7 @@ func walk(ctx context.Context, nodes []string, deps map[string][]string, limit i
 			n := ready[0]
 			ready = ready[1:]
 			running++
-			nodeWorkers.run(func() { done <- result{n, fn(ctx, n)} })
+			nodeWorkers.run(func() { done <- result{n, callNode(ctx, n, fn)} })
 		}
 		if running == 0 {
 			break
@@ -123,6 +123,18 @@ func walk(ctx context.Context, nodes []string, deps map[string][]string, limit i
 		return ctx.Err()
 	}
 	return errors.Join(errs...)
+}
+
+// callNode runs fn for node n, turning a panic into n's error: a bug in a node's code (or
+// in a library it calls on a provider's answer) fails that node, as an error would, instead
+// of ending the process with every other operation it runs.
+func callNode(ctx context.Context, n string, fn func(context.Context, string) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: internal error (a bug in Lava, please report it): panic: %v", n, r)
+		}
+	}()
+	return fn(ctx, n)
 }
 
 func checkCycle(nodes []string, pending map[string]int, dependents map[string][]string) error {

@@ -1,7 +1,10 @@
 package embedded
 
 import (
+	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -38,5 +41,26 @@ func TestWorkers(t *testing.T) {
 	}
 	if n := w.alive.Load(); n != 0 {
 		t.Errorf("%d workers left 5 s after the last function (idle 200ms), want 0", n)
+	}
+}
+
+// TestWalk_panicFailsTheNode: a node whose function panics fails with an error naming it; with
+// keepGoing the other nodes still run, and the process goes on.
+func TestWalk_panicFailsTheNode(t *testing.T) {
+	t.Parallel()
+	var ran atomic.Int32
+	err := walk(t.Context(), []string{"a", "b", "c"}, map[string][]string{"c": {"a"}}, 2, true, func(_ context.Context, n string) error {
+		ran.Add(1)
+		if n == "b" {
+			var m map[string]int
+			m["boom"] = 1 // a nil map write: a runtime panic
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "b: internal error") || !strings.Contains(err.Error(), "panic: assignment to entry in nil map") {
+		t.Fatalf("walk: %v, want b's panic as its error", err)
+	}
+	if ran.Load() != 3 {
+		t.Errorf("%d nodes ran, want 3 (keepGoing)", ran.Load())
 	}
 }

@@ -97,6 +97,8 @@ func TestEngine_interruptedCreateRecoveredByIdentity(t *testing.T) {
 	rec, err := e.store.Get(t.Context(), e.key)
 	if err != nil || len(rec.Intents) != 1 || rec.Intents[0].Address != "testkit_file.a" || string(rec.Intents[0].Identity) != `{"filename":`+jsonString(filename)+`}` {
 		t.Errorf("record %+v, %v; want one intent for testkit_file.a with its planned identity", rec, err)
+	} else if rec.Intents[0].IdentitySensitive {
+		t.Errorf("intent %+v: marked sensitive, but nothing in its identity is", rec.Intents[0])
 	}
 
 	plan, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
@@ -230,4 +232,28 @@ func jsonString(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// An intent whose planned identity holds a sensitive value (here the filename, built from a
+// sensitive variable) is marked IdentitySensitive, so `lava state show` masks it; the identity
+// itself is kept for the recovery.
+func TestEngine_interruptedCreateSensitiveIdentityMarked(t *testing.T) {
+	e := kitEnv(t)
+	dir := filepath.Join(t.TempDir(), "secret-dir")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	filename := filepath.Join(dir, "s.txt")
+	doc := jsonDoc(t, map[string]any{
+		"variable": map[string]any{"dir": map[string]any{"type": "string", "default": dir, "sensitive": true}},
+		"resource": map[string]any{"testkit_file": map[string]any{"s": map[string]any{
+			"filename": "${var.dir}/s.txt", "content": "kit", "create_delay_ms": 1500}}}})
+	interruptCreate(t, e, doc, filename)
+	rec, err := e.store.Get(t.Context(), e.key)
+	if err != nil || len(rec.Intents) != 1 {
+		t.Fatalf("record %+v, %v; want one intent", rec, err)
+	}
+	if in := rec.Intents[0]; !in.IdentitySensitive || string(in.Identity) != `{"filename":`+jsonString(filename)+`}` {
+		t.Errorf("intent %+v: want its identity kept and marked sensitive", in)
+	}
 }

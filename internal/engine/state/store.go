@@ -137,6 +137,9 @@ type Intent struct {
 	// version.
 	Identity        json.RawMessage `json:"identity,omitempty"`
 	IdentityVersion int64           `json:"identityVersion,omitempty"`
+	// IdentitySensitive is set when the identity holds a sensitive value (one derived from a
+	// Secret binding or a sensitive attribute): readers that print records mask it.
+	IdentitySensitive bool `json:"identitySensitive,omitempty"`
 	// Dependencies are the state dependencies the object will be recorded with.
 	Dependencies []string `json:"dependencies,omitempty"`
 	// Started is when the intent was written (UTC).
