@@ -345,6 +345,18 @@ func TestReceiptsKeygen(t *testing.T) {
 	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("secret file mode: %v %v", st, err)
 	}
+	// README's install step: "lava receipts keygen --secret-file attest.key > attest.pub"; the
+	// file as written is what "lava receipts verify --public-key" reads.
+	pubFile := filepath.Join(t.TempDir(), "attest.pub")
+	if err := os.WriteFile(pubFile, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if pub, err := attest.LoadPublicKey(pubFile); err != nil || !pub.Equal(s2.PublicKey()) {
+		t.Fatalf("keygen's stdout as a public-key file: %v", err)
+	}
+	if _, err := attest.ParsePublicKey("SECRET " + attest.Hex(s2.PublicKey())); err == nil {
+		t.Fatal("a SECRET line was taken for a public key")
+	}
 	if code, _, _ := runLava(t, "", "receipts", "keygen", "--secret-file", file); code != exitUsage {
 		t.Fatalf("overwriting an existing secret file: exit %d", code)
 	}

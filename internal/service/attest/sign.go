@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"lukechampine.com/blake3"
 
@@ -132,9 +133,12 @@ func KeyID(pub []byte) string {
 	return Hex(sum[:])[:KeyIDLen]
 }
 
-// ParsePublicKey parses a public key written as 64 hex digits (surrounding whitespace
-// ignored), the format of `lava receipts keygen`'s PUBLIC line.
+// ParsePublicKey parses a public key written as 64 hex digits, alone or as `lava receipts
+// keygen`'s line "PUBLIC <64 hex digits>" (surrounding whitespace ignored), so the output of
+// `lava receipts keygen --secret-file FILE > attest.pub` is a public-key file as it is.
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(strings.TrimPrefix(s, "PUBLIC "))
 	b, err := ParseHash(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
@@ -142,7 +146,7 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	return ed25519.PublicKey(b), nil
 }
 
-// LoadPublicKey reads a public-key file (64 hex digits).
+// LoadPublicKey reads a public-key file ([ParsePublicKey]'s formats).
 func LoadPublicKey(path string) (ed25519.PublicKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
