@@ -442,7 +442,10 @@ type LavaArchitectureStatus struct {
 	// +optional
 	LastAppliedAt *metav1.Time `json:"lastAppliedAt,omitempty"`
 
-	// receipt is the head of this object's receipt chain.
+	// receipt is the head of this object's receipt chain as of the last status write: a new
+	// head rides on the next status write and never causes one of its own, so the receipt of
+	// the last transition (usually APPLIED) shows with the next change; `lava receipts show`
+	// reads the chain itself.
 	// +optional
 	Receipt *ReceiptHead `json:"receipt,omitempty"`
 }

@@ -181,7 +181,7 @@ func showEntry(w io.Writer, name string, src []byte, iface *arch.Interface, minR
 		fmt.Fprintln(w, "  (none)")
 		return nil
 	}
-	mode := "closed: a binding it does not declare is rejected"
+	mode := "closed: with spec.gate (or --gate) naming it, a binding it does not declare is rejected"
 	for _, f := range iface.Inputs {
 		if f.Loose || f.Type.IsLoose() {
 			mode = fmt.Sprintf("open: loose input `%s` admits any other binding", f.Name)

@@ -50,7 +50,7 @@ func TestCatalogShow(t *testing.T) {
 				`cidr                :cidr-block`,
 				"\nResources:\n  aws_vpc \"{name}-vpc\"\n  aws_internet_gateway \"{name}-igw\"\n  for each item of availability-zones:\n    aws_subnet \"{name}-public-{i}\"\n",
 				"Outputs (rendered):\n  vpc-id = (ref aws-vpc \"{name}-vpc\" id)\n",
-				"aws-vpc-network, closed: a binding it does not declare is rejected",
+				"aws-vpc-network, closed: with spec.gate (or --gate) naming it, a binding it does not declare is rejected",
 				"public-subnet-ids    (:list-of :string)",
 			},
 		},

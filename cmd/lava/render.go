@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
@@ -277,6 +279,9 @@ func readUnits(stdin io.Reader, path string, srcs sources) ([]unit, tlisp.Diagno
 		data, err = readFileLimited(path)
 	}
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && isCatalogName(path) {
+			return nil, nil, fmt.Errorf("read %s: %w (%s is a bundled architecture: render it through a manifest whose spec.source.name is %s, or print it with `lava catalog show %s`)", name, err, path, path, path)
+		}
 		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if len(data) > maxInputBytes {
@@ -285,6 +290,12 @@ func readUnits(stdin io.Reader, path string, srcs sources) ([]unit, tlisp.Diagno
 	srcs[name] = data
 	units, diags := loadUnits(name, data)
 	return units, diags, nil
+}
+
+// isCatalogName reports whether arg names a bundled architecture of the catalog.
+func isCatalogName(arg string) bool {
+	_, ok := catalog.Get(arg)
+	return ok
 }
 
 // maxInputBytes bounds what the CLI reads from one file (a manifest may hold several sources

@@ -134,6 +134,7 @@ func TestRender(t *testing.T) {
 		{name: "missing file", args: []string{"render", "testdata/does-not-exist.yaml"}, code: exitInvalid, stderr: []string{"lava: read testdata/does-not-exist.yaml:"}},
 		{name: "bad output format", args: []string{"render", "-o", "yaml", "../../examples/prod-vpc.yaml"}, code: exitUsage, stderr: []string{`-o "yaml": want json or compact`}},
 		{name: "--set without =", args: []string{"render", "--set", "cidr", "../../examples/prod-vpc.yaml"}, code: exitUsage, stderr: []string{`--set "cidr": want KEY=VALUE`}},
+		{name: "a bundled architecture's name", args: []string{"render", "modules-demo"}, code: exitInvalid, stderr: []string{"modules-demo is a bundled architecture", "spec.source.name is modules-demo"}},
 		{name: "bad --record JSON", args: []string{"render", "--record", "r=[1]", "../../examples/repos.yaml"}, code: exitUsage, stderr: []string{"--record r:"}},
 		{name: "two files", args: []string{"render", "a", "b"}, code: exitUsage, stderr: []string{"accepts at most 1 arg(s)"}},
 		{name: "unknown flag", args: []string{"render", "--nope"}, code: exitUsage, stderr: []string{"unknown flag: --nope"}},
