@@ -159,7 +159,7 @@ func (a *Artifacts) delete(ctx context.Context, name string) error {
 	if err := a.obs.Delete(ctx, name); err != nil {
 		return err
 	}
-	subj := "$O." + ObjectStoreArtifacts + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+	subj := metaSubject(name)
 	m, err := a.stream.GetLastMsgForSubject(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
@@ -322,7 +322,7 @@ func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, e
 // dropName removes the name of an object whose chunks another name holds too (a rename that
 // stopped halfway): its meta subject is purged and the chunks stay.
 func (a *Artifacts) dropName(ctx context.Context, name string) error {
-	subj := "$O." + ObjectStoreArtifacts + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+	subj := metaSubject(name)
 	if err := a.stream.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
 		return fmt.Errorf("bus: drop the name %s: %w", name, err)
 	}

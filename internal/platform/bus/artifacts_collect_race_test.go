@@ -30,12 +30,8 @@ func readBack(ctx context.Context, store *bus.Artifacts, digest string) ([]byte,
 // same content afterwards always leaves it readable (never a name on purged chunks).
 func TestArtifacts_putRacingCollect(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _ := newArtifacts(t)
 	lost, broken := 0, 0
 	for trial := range 80 {
 		delay := time.Duration(trial%40) * 50 * time.Microsecond
@@ -86,12 +82,8 @@ func TestArtifacts_putRacingCollect(t *testing.T) {
 // 15 s here (a listing takes milliseconds).
 func TestArtifacts_collectEndsWhileRefreshed(t *testing.T) {
 	t.Parallel()
-	_, js := startBus(t, testTopology)
 	ctx := t.Context()
-	store, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _ := newArtifacts(t)
 	for trial := range 80 {
 		data := bytes.Repeat([]byte(fmt.Sprintf("listed %d ", trial)), 30000)
 		digest, err := store.PutBytes(ctx, data)
