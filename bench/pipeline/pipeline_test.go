@@ -309,6 +309,9 @@ func floorReconcile(ctx context.Context, ri dynamic.ResourceInterface, name stri
 // process.
 type usage struct {
 	writes map[string]float64 // resource -> POST, PUT and PATCH requests the API server served
+	// rejected is the part of writes answered with a 4xx code (409 Conflict: a stale
+	// resourceVersion under an optimistic lock): requests the server paid for that wrote nothing.
+	rejected map[string]float64
 	reads  map[string]float64 // resource -> GET and LIST requests
 	cpu    map[string]float64 // process -> user+system CPU seconds
 }
@@ -322,7 +325,7 @@ const (
 
 // snapshot reads the API server's apiserver_request_total and the CPU time of every process.
 func snapshot(ctx context.Context, env *harness.Env, rc rest.Interface, services []string) (usage, error) {
-	u := usage{writes: map[string]float64{}, reads: map[string]float64{}, cpu: map[string]float64{}}
+	u := usage{writes: map[string]float64{}, rejected: map[string]float64{}, reads: map[string]float64{}, cpu: map[string]float64{}}
 	body, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return u, fmt.Errorf("kube-apiserver /metrics: %w", err)
@@ -348,6 +351,9 @@ func snapshot(ctx context.Context, env *harness.Env, rc rest.Interface, services
 		switch labels["verb"] {
 		case "POST", "PUT", "PATCH", "APPLY":
 			u.writes[r] += m.GetCounter().GetValue()
+			if strings.HasPrefix(labels["code"], "4") {
+				u.rejected[r+" "+labels["code"]] += m.GetCounter().GetValue()
+			}
 		case "GET", "LIST":
 			u.reads[r] += m.GetCounter().GetValue()
 		}
@@ -537,6 +543,7 @@ func BenchmarkPipeline(b *testing.B) {
 		fmt.Printf("  floor: total %v, create->Applied p50 %v p99 %v (create; finalizer + 1 status patch by a second client)\n", floor.total.Round(time.Millisecond), floor.p50.Round(time.Millisecond), floor.p99.Round(time.Millisecond))
 		fmt.Printf("  ratio lava/floor %.2f; lava p99 / floor total %.2f\n", ratio, lava.p99.Seconds()/floor.total.Seconds())
 		fmt.Printf("  API writes per object beyond the create: lava %.2f %v, floor %.2f %v\n", lavaPer, perObject(lavaWrites, n), floorPer, perObject(floorWrites, n))
+		fmt.Printf("  of which rejected (4xx, by resource and code): lava %v, floor %v\n", perObject(sub(u1.rejected, u0.rejected), n), perObject(sub(u2.rejected, u1.rejected), n))
 		fmt.Printf("  API reads (GET, LIST) per object: lava %v, floor %v\n", perObject(sub(u1.reads, u0.reads), n), perObject(sub(u2.reads, u1.reads), n))
 		for _, h := range hopList {
 			fmt.Printf("  hop %-42s p50 %v p99 %v\n", h.name, hop[h.name][0].Round(time.Millisecond), hop[h.name][1].Round(time.Millisecond))

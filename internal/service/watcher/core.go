@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -42,7 +43,8 @@ type Store interface {
 	// [ErrGone] when it does not exist.
 	Get(ctx context.Context, key types.NamespacedName) (*v1alpha1.LavaArchitecture, error)
 	// UpdateStatus writes status as the status of obj (the object as last returned by Get or
-	// UpdateStatus, with its uid and resourceVersion) and returns the object as stored. It is an
+	// UpdateStatus, reduced to its type, name, namespace, uid, resourceVersion, generation and
+	// status) and returns the object as stored. It is an
 	// optimistic lock: an error for which apierrors.IsConflict is true makes the Core read the
 	// object again and reduce its events again; [ErrGone] when the object no longer exists.
 	UpdateStatus(ctx context.Context, obj *v1alpha1.LavaArchitecture, status v1alpha1.LavaArchitectureStatus) (*v1alpha1.LavaArchitecture, error)
@@ -251,6 +253,9 @@ func (c *Core) Status(key types.NamespacedName, uid types.UID) (v1alpha1.LavaArc
 // reset makes obj the stored object, dropping unwritten folds (their waiters must have been
 // answered).
 func (e *entry) reset(obj *v1alpha1.LavaArchitecture) {
+	if obj != nil {
+		obj = statusOnly(obj)
+	}
 	e.stored = obj
 	e.signal()
 	e.events, e.dirty, e.release, e.notes = nil, false, false, nil
@@ -519,7 +524,7 @@ func (c *Core) writeLocked(ctx context.Context, key types.NamespacedName, e *ent
 					st = next
 				}
 			}
-			e.stored, e.status = fresh, st
+			e.stored, e.status = statusOnly(fresh), st
 			e.signal()
 			return err
 		}
@@ -527,7 +532,7 @@ func (c *Core) writeLocked(ctx context.Context, key types.NamespacedName, e *ent
 			return err
 		}
 		c.cfg.Metrics.inc(func(m *Metrics) prometheus.Counter { return m.statusPatches })
-		e.stored = obj
+		e.stored = statusOnly(obj)
 		e.status = *obj.Status.DeepCopy()
 		e.signal()
 		return nil
@@ -842,4 +847,20 @@ func (c *Core) Consume(ctx context.Context, js jetstream.JetStream, o ConsumeOpt
 		Metrics:     o.Metrics,
 		OnPoison:    report.PoisonReporter(c.cfg.Publisher, bus.ServiceWatcher, c.cfg.Logger),
 	}, c.HandlePhase)
+}
+
+// statusOnly is a copy of obj reduced to what an entry keeps of an object between writes: what
+// a [Store] needs to write its status (type, name, namespace, uid, resourceVersion), its
+// generation, and its status. The Core keeps one per object for as long as the object lives,
+// beside the manager's cache of whole objects; without spec, labels, annotations and
+// managedFields it is a fraction of the object.
+func statusOnly(obj *v1alpha1.LavaArchitecture) *v1alpha1.LavaArchitecture {
+	return &v1alpha1.LavaArchitecture{
+		TypeMeta: obj.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: obj.Name, Namespace: obj.Namespace, UID: obj.UID,
+			ResourceVersion: obj.ResourceVersion, Generation: obj.Generation,
+		},
+		Status: *obj.Status.DeepCopy(),
+	}
 }

@@ -228,6 +228,11 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	if o.RetryPeriod > 0 {
 		mo.RetryPeriod = ptr.To(o.RetryPeriod)
 	}
+	// The cache keeps every watched object; their managedFields are read by nothing here
+	// (merge patches diff only what the reconciler changed), so they are dropped before an
+	// object is stored (controller-runtime's cache.TransformStripManagedFields): the
+	// watcher's memory per object is then its spec and status.
+	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	watched := map[string]bool{}
 	if len(o.Namespaces) > 0 {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{}
