@@ -430,7 +430,8 @@ const settle = 2 * time.Second
 // (Lava's total over the floor's), writes/object (API writes beyond the benchmark's creates),
 // CPU seconds per object per process, peak RSS per service. Asserted: writes per object at most 4
 // on every run; with N < 1000 (the CI-sized run, N=100) the ratio at most 2; with N >= 1000 the
-// ratio at most 1.5 and Lava's p99 at most 1.5 times the floor's total (issue 13).
+// ratio at most 1.5 and Lava's p99 at most 1.5 times the floor's total; with N >= 5000 the
+// watcher's peak RSS at most 200 MiB (issue 13).
 func BenchmarkPipeline(b *testing.B) {
 	n := objects()
 	// client-go's throttling notices would drown the figures.
@@ -564,6 +565,9 @@ func BenchmarkPipeline(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			if s == "watcher" && n >= 5000 && v > watcherRSSTarget {
+				b.Errorf("N=%d: the watcher's peak RSS is %.0f MiB: the target is at most %d MiB", n, float64(v)/(1<<20), watcherRSSTarget>>20)
+			}
 			b.ReportMetric(float64(v)/(1<<20), s+"-rss-MB")
 			rss = append(rss, fmt.Sprintf("%s %.0f", s, float64(v)/(1<<20)))
 		}
@@ -597,6 +601,9 @@ const (
 	ciRatioTarget = 2.0
 	ciRatioGuard  = 12.0
 )
+
+// watcherRSSTarget is issue 13's bound on the watcher's peak RSS (VmHWM) at N=5000, in bytes.
+const watcherRSSTarget = 200 << 20
 
 // perObject formats writes per object by resource.
 func perObject(w map[string]float64, n int) string {
