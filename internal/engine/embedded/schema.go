@@ -215,13 +215,13 @@ func (b *Block) sensitivePaths(val cty.Value, prefix cty.Path, out *[]cty.Path) 
 	}
 	for _, name := range sortedKeys(b.Attributes) {
 		a := b.Attributes[name]
-		p := append(prefix.Copy(), cty.GetAttrStep{Name: name})
+		// The path is built only for an attribute that is or may hold one: most are neither.
 		if a.Sensitive {
-			*out = append(*out, p)
+			*out = append(*out, append(prefix.Copy(), cty.GetAttrStep{Name: name}))
 			continue
 		}
 		if a.NestedType != nil && val.Type().HasAttribute(name) {
-			a.NestedType.sensitivePaths(val.GetAttr(name), p, out)
+			a.NestedType.sensitivePaths(val.GetAttr(name), append(prefix.Copy(), cty.GetAttrStep{Name: name}), out)
 		}
 	}
 	for _, name := range sortedKeys(b.BlockTypes) {
@@ -247,11 +247,10 @@ func (o *Object) sensitivePaths(val cty.Value, prefix cty.Path, out *[]cty.Path)
 		}
 		for _, name := range sortedKeys(o.Attributes) {
 			a := o.Attributes[name]
-			ap := append(p.Copy(), cty.GetAttrStep{Name: name})
 			if a.Sensitive {
-				*out = append(*out, ap)
+				*out = append(*out, append(p.Copy(), cty.GetAttrStep{Name: name}))
 			} else if a.NestedType != nil {
-				a.NestedType.sensitivePaths(v.GetAttr(name), ap, out)
+				a.NestedType.sensitivePaths(v.GetAttr(name), append(p.Copy(), cty.GetAttrStep{Name: name}), out)
 			}
 		}
 	}

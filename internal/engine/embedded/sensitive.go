@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -62,12 +63,24 @@ func sensitivityChanged(schema *Schema, prior *StateInstance, v cty.Value, marke
 	if prior != nil {
 		priorPaths = prior.SensitiveAttributes
 	}
+	afterPaths := instanceSensitivePaths(schema, v, marked)
+	if len(afterPaths) == 0 && noPaths(priorPaths) {
+		// afterPaths holds the schema's paths of v: none before, none after.
+		return false
+	}
 	before := sensitivePathSet(priorPaths)
 	for _, p := range schema.Block.SensitivePaths(v) {
 		before = append(before, sensitivePathSet(marshalPaths([]cty.Path{p}))...)
 	}
-	after := sensitivePathSet(marshalPaths(instanceSensitivePaths(schema, v, marked)))
+	after := sensitivePathSet(marshalPaths(afterPaths))
 	return !sameSet(before, after)
+}
+
+// noPaths reports whether encoded (sensitive_attributes as state stores it) lists no path:
+// absent, null or an empty array.
+func noPaths(encoded json.RawMessage) bool {
+	t := bytes.TrimSpace(encoded)
+	return len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte("[]"))
 }
 
 func sameSet(a, b []string) bool {

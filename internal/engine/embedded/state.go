@@ -81,7 +81,9 @@ func ParseState(body []byte) (*State, error) {
 	return &st, nil
 }
 
-// Marshal renders the state as indented JSON with resources in a stable order.
+// Marshal renders the state as compact JSON (OpenTofu's state v4 format; tofu indents its
+// files, which no reader needs and which costs a pass over every save) with resources in a
+// stable order.
 func (s *State) Marshal() ([]byte, error) {
 	cp := *s
 	cp.Resources = append([]StateResource(nil), s.Resources...)
@@ -104,7 +106,7 @@ func (s *State) Marshal() ([]byte, error) {
 	if cp.Resources == nil {
 		cp.Resources = []StateResource{}
 	}
-	b, err := json.MarshalIndent(&cp, "", "  ")
+	b, err := json.Marshal(&cp)
 	if err != nil {
 		return nil, fmt.Errorf("marshal state: %w", err)
 	}
