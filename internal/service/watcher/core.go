@@ -230,7 +230,7 @@ func (c *Core) Remember(obj *v1alpha1.LavaArchitecture) {
 	if len(e.waiters) > 0 {
 		e.fail(errGone)
 	}
-	e.reset(obj.DeepCopy())
+	e.reset(obj) // reset keeps a statusOnly copy
 }
 
 // Status returns the status known for key of incarnation uid (stored, with the folds not yet

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -320,5 +321,39 @@ func TestPhaseEvent_planResourcesBounded(t *testing.T) {
 		p.Resources[4] != (v1alpha1.PlannedResource{Address: "a.r04", Action: "replace"}) ||
 		p.Resources[49].Address != "a.r49" {
 		t.Errorf("resources %v", p.Resources)
+	}
+}
+
+// TestCore_keepsStatusOnly: what the Core keeps of an object between writes is its status and
+// the metadata a status write needs, not its spec, labels, annotations or managedFields (the
+// watcher's memory per object, issue 13), and it is a copy.
+func TestCore_keepsStatusOnly(t *testing.T) {
+	core, err := watcher.NewCore(watcher.CoreConfig{Store: watcher.NewAPIStore(nil, nil, nil), Publisher: bus.NewPublisher(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &v1alpha1.LavaArchitecture{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7", Generation: 3,
+			Labels: map[string]string{"team": "x"}, Annotations: map[string]string{"note": "y"},
+			Finalizers:    []string{v1alpha1.Finalizer},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}},
+		},
+		Spec: v1alpha1.LavaArchitectureSpec{Engine: "embedded", Bindings: map[string]string{"v": "1"}},
+		Status: v1alpha1.LavaArchitectureStatus{Phase: v1alpha1.PhaseApplied, ObservedGeneration: 3,
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied"}}},
+	}
+	core.Remember(obj)
+	got := core.StoredForTest(types.NamespacedName{Namespace: "ns", Name: "a"})
+	want := &v1alpha1.LavaArchitecture{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "7", Generation: 3},
+		Status:     obj.Status,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	obj.Status.Conditions[0].Reason = "changed"
+	if got.Status.Conditions[0].Reason != "Applied" {
+		t.Error("the kept status shares memory with the object remembered")
 	}
 }

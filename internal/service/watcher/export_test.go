@@ -1,0 +1,20 @@
+package watcher
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+)
+
+// StoredForTest returns the object the Core keeps for key between writes (nil if none).
+func (c *Core) StoredForTest(key types.NamespacedName) *v1alpha1.LavaArchitecture {
+	c.mu.Lock()
+	e := c.entries[key]
+	c.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stored
+}
