@@ -312,8 +312,8 @@ type usage struct {
 	// rejected is the part of writes answered with a 4xx code (409 Conflict: a stale
 	// resourceVersion under an optimistic lock): requests the server paid for that wrote nothing.
 	rejected map[string]float64
-	reads  map[string]float64 // resource -> GET and LIST requests
-	cpu    map[string]float64 // process -> user+system CPU seconds
+	reads    map[string]float64 // resource -> GET and LIST requests
+	cpu      map[string]float64 // process -> user+system CPU seconds
 }
 
 // measured names the processes whose CPU is measured: the services with their harness name,
