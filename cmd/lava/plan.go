@@ -63,8 +63,8 @@ connection flags of ` + "`lava state`" + `).`,
 				}
 				held := rec.Held
 				if held == nil {
-					return invalidInput(fmt.Errorf("no plan of %s awaits approval (spec.approvePlan auto applies every plan; `kubectl get lava -n %s %s -o jsonpath='{.status.plan}'` shows the last one)",
-						key, key.Namespace, key.Name))
+					return invalidInput(fmt.Errorf("no plan of %s awaits approval (spec.approvePlan auto applies every plan; the last one is the object's status.plan: `kubectl get lava -n %s %s -o jsonpath='{.status.plan}'` on a cluster, <state-dir>/status/%s/%s.yaml under lava up)",
+						key, key.Namespace, key.Name, key.Namespace, key.Name))
 				}
 				if held.ReviewDigest == "" {
 					return fmt.Errorf("plan %s of %s has no review body (planned by an applier older than this CLI): request a reconcile to plan again", held.PlanID, key)

@@ -86,7 +86,8 @@ func TestPlanShow(t *testing.T) {
 			t.Errorf("the Secret's value appears in the %s output:\n%s", name, text)
 		}
 	}
-	if code, _, errOut := lava("plan", "show", "infra/none"); code != exitInvalid || !strings.Contains(errOut, "no plan of infra/none awaits approval") {
+	if code, _, errOut := lava("plan", "show", "infra/none"); code != exitInvalid || !strings.Contains(errOut, "no plan of infra/none awaits approval") ||
+		!strings.Contains(errOut, "<state-dir>/status/infra/none.yaml under lava up") {
 		t.Errorf("plan show of an object without a held plan: exit %d, stderr %s", code, errOut)
 	}
 }
