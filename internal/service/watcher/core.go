@@ -250,8 +250,8 @@ func (c *Core) Status(key types.NamespacedName, uid types.UID) (v1alpha1.LavaArc
 	return *e.status.DeepCopy(), true
 }
 
-// reset makes obj the stored object, dropping unwritten folds (their waiters must have been
-// answered).
+// reset makes a [statusOnly] copy of obj the stored object, dropping unwritten folds (their
+// waiters must have been answered).
 func (e *entry) reset(obj *v1alpha1.LavaArchitecture) {
 	if obj != nil {
 		obj = statusOnly(obj)

@@ -230,8 +230,7 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	}
 	// The cache keeps every watched object; their managedFields are read by nothing here
 	// (merge patches diff only what the reconciler changed), so they are dropped before an
-	// object is stored (controller-runtime's cache.TransformStripManagedFields): the
-	// watcher's memory per object is then its spec and status.
+	// object is stored (controller-runtime's cache.TransformStripManagedFields).
 	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	watched := map[string]bool{}
 	if len(o.Namespaces) > 0 {
