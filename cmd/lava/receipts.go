@@ -271,7 +271,7 @@ of stdout, ready for "kubectl create secret generic lava-attest-signing-key --fr
 			} else {
 				fmt.Fprintf(out, "SECRET %s\n", attest.Hex(seed))
 			}
-			fmt.Fprintf(out, "PUBLIC %s\n", attest.Hex(s.PublicKey()))
+			fmt.Fprintf(out, "%s %s\n", attest.PublicKeyLabel, attest.Hex(s.PublicKey()))
 			return nil
 		},
 	}

@@ -133,12 +133,16 @@ func KeyID(pub []byte) string {
 	return Hex(sum[:])[:KeyIDLen]
 }
 
+// PublicKeyLabel starts the line of `lava receipts keygen` that holds the public key
+// ("PUBLIC <64 hex digits>"), which [ParsePublicKey] accepts as it is.
+const PublicKeyLabel = "PUBLIC"
+
 // ParsePublicKey parses a public key written as 64 hex digits, alone or as `lava receipts
 // keygen`'s line "PUBLIC <64 hex digits>" (surrounding whitespace ignored), so the output of
 // `lava receipts keygen --secret-file FILE > attest.pub` is a public-key file as it is.
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	s = strings.TrimSpace(s)
-	s = strings.TrimSpace(strings.TrimPrefix(s, "PUBLIC "))
+	s = strings.TrimSpace(strings.TrimPrefix(s, PublicKeyLabel+" "))
 	b, err := ParseHash(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
