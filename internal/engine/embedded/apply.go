@@ -334,7 +334,7 @@ func (a *applier) destroy(ctx context.Context, c *Change, deposedKey string) err
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Addr, err)
 	}
-	null := cty.NullVal(s.Block.ImpliedType())
+	null := cty.NullVal(s.Type())
 	priv := c.PriorPrivate
 	if ps.PlanDestroy {
 		res, err := client.PlanResourceChange(ctx, c.Type, c.Prior, null, null, c.PriorPrivate)
@@ -369,7 +369,7 @@ func (a *applier) fail(c *Change, err error) error {
 // applyResource applies every non-delete change of one resource, sets its value for
 // references, and returns create-before-destroy changes whose old object awaits deletion.
 func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes []*Change) ([]*Change, error) {
-	client, _, err := a.sess.provider(ctx, rc.ProviderKey)
+	client, paddr, err := a.sess.provider(ctx, rc.ProviderKey)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rc.Address(), err)
 	}
-	ty := schema.Block.ImpliedType()
+	ty := schema.Type()
 	exp, err := expand(rc, a.ev)
 	if err != nil {
 		return nil, err
@@ -439,7 +439,12 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		if c.Action != Update {
 			prior = cty.NullVal(ty)
 		}
-		// Plan again with the values now known, as Terraform core does before applying.
+		// Validate and plan again with the values now known, as Terraform core does before
+		// applying: a value unknown at plan time is checked by the provider here, before
+		// anything is created (and the verdict is remembered for the next plan).
+		if err := a.sess.validate(ctx, client, paddr, rc.Type, config); err != nil {
+			return deposed, a.fail(c, err)
+		}
 		cfg := applyIgnoreChanges(rc, prior, config)
 		privIn := c.PriorPrivate
 		if c.Action != Update {
@@ -549,10 +554,11 @@ func (a *applier) setInstance(c *Change, v cty.Value, priv []byte, schema *Schem
 }
 
 func (a *applier) setInstanceStatus(c *Change, v cty.Value, priv []byte, schema *Schema, deps []string, tainted bool) error {
-	attrs, err := marshalAttributes(v, schema.Block.ImpliedType())
+	attrs, err := marshalAttributes(v, schema.Type())
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Addr, err)
 	}
+	schema.keepState(attrs, v)
 	paths := instanceSensitivePaths(schema, v, c.Marked)
 	collectSecrets(v, paths, &a.mu, a.secrets)
 	in := StateInstance{

@@ -62,7 +62,7 @@ func (builtinClient) ValidateDataResourceConfig(_ context.Context, typeName stri
 }
 
 func (builtinClient) UpgradeResourceState(_ context.Context, _ string, _ int64, raw []byte) (cty.Value, error) {
-	v, err := ctyjson.Unmarshal(raw, terraformDataSchema().Block.ImpliedType())
+	v, err := ctyjson.Unmarshal(raw, terraformDataSchema().Type())
 	if err != nil {
 		return cty.NilVal, fmt.Errorf("upgradeResourceState: terraform_data: %w", err)
 	}

@@ -62,7 +62,7 @@ func (c *client5) ValidateProviderConfig(ctx context.Context, config cty.Value) 
 	if err != nil {
 		return cty.NilVal, err
 	}
-	ty := ps.Provider.Block.ImpliedType()
+	ty := ps.Provider.Type()
 	dv, err := dyn5(config, ty)
 	if err != nil {
 		return cty.NilVal, err
@@ -85,7 +85,7 @@ func (c *client5) Configure(ctx context.Context, config cty.Value) error {
 	if err != nil {
 		return err
 	}
-	dv, err := dyn5(config, ps.Provider.Block.ImpliedType())
+	dv, err := dyn5(config, ps.Provider.Type())
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (c *client5) ValidateResourceConfig(ctx context.Context, typeName string, c
 	if err != nil {
 		return err
 	}
-	dv, err := dyn5(config, s.Block.ImpliedType())
+	dv, err := dyn5(config, s.Type())
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (c *client5) ValidateDataResourceConfig(ctx context.Context, typeName strin
 	if err != nil {
 		return err
 	}
-	dv, err := dyn5(config, s.Block.ImpliedType())
+	dv, err := dyn5(config, s.Type())
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (c *client5) UpgradeResourceState(ctx context.Context, typeName string, ver
 	if err := diagsErr("UpgradeResourceState", diags5(resp.GetDiagnostics())); err != nil {
 		return cty.NilVal, err
 	}
-	return undyn5(resp.GetUpgradedState(), s.Block.ImpliedType())
+	return undyn5(resp.GetUpgradedState(), s.Type())
 }
 
 func (c *client5) ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error) {
@@ -160,7 +160,7 @@ func (c *client5) ReadResourceIdentity(ctx context.Context, typeName string, sta
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	dv, err := dyn5(state, ty)
 	if err != nil {
 		return cty.NilVal, nil, err
@@ -192,7 +192,7 @@ func (c *client5) PlanResourceChange(ctx context.Context, typeName string, prior
 	if err != nil {
 		return PlanResult{}, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	req := &tfplugin5.PlanResourceChange_Request{TypeName: typeName, PriorPrivate: priorPrivate, ClientCapabilities: caps5()}
 	if req.PriorState, err = dyn5(prior, ty); err != nil {
 		return PlanResult{}, err
@@ -232,7 +232,7 @@ func (c *client5) ApplyResourceChange(ctx context.Context, typeName string, prio
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	req := &tfplugin5.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate}
 	if req.PriorState, err = dyn5(prior, ty); err != nil {
 		return cty.NilVal, nil, err
@@ -263,7 +263,7 @@ func (c *client5) ReadDataSource(ctx context.Context, typeName string, config ct
 	if err != nil {
 		return cty.NilVal, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	dv, err := dyn5(config, ty)
 	if err != nil {
 		return cty.NilVal, err
@@ -400,7 +400,7 @@ func (c *client5) ImportResourceState(ctx context.Context, typeName, id string) 
 		if r.GetTypeName() != typeName {
 			continue
 		}
-		v, err := undyn5(r.GetState(), s.Block.ImpliedType())
+		v, err := undyn5(r.GetState(), s.Type())
 		return v, r.GetPrivate(), err
 	}
 	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with id %q", typeName, id)
@@ -456,7 +456,7 @@ func (c *client5) ImportResourceIdentity(ctx context.Context, typeName string, i
 	}
 	for _, r := range resp.GetImportedResources() {
 		if r.GetTypeName() == typeName {
-			v, err := undyn5(r.GetState(), s.Block.ImpliedType())
+			v, err := undyn5(r.GetState(), s.Type())
 			return v, r.GetPrivate(), err
 		}
 	}

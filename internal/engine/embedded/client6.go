@@ -62,7 +62,7 @@ func (c *client6) ValidateProviderConfig(ctx context.Context, config cty.Value) 
 	if err != nil {
 		return cty.NilVal, err
 	}
-	dv, err := dyn6(config, ps.Provider.Block.ImpliedType())
+	dv, err := dyn6(config, ps.Provider.Type())
 	if err != nil {
 		return cty.NilVal, err
 	}
@@ -78,7 +78,7 @@ func (c *client6) Configure(ctx context.Context, config cty.Value) error {
 	if err != nil {
 		return err
 	}
-	dv, err := dyn6(config, ps.Provider.Block.ImpliedType())
+	dv, err := dyn6(config, ps.Provider.Type())
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (c *client6) ValidateResourceConfig(ctx context.Context, typeName string, c
 	if err != nil {
 		return err
 	}
-	dv, err := dyn6(config, s.Block.ImpliedType())
+	dv, err := dyn6(config, s.Type())
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (c *client6) ValidateDataResourceConfig(ctx context.Context, typeName strin
 	if err != nil {
 		return err
 	}
-	dv, err := dyn6(config, s.Block.ImpliedType())
+	dv, err := dyn6(config, s.Type())
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (c *client6) UpgradeResourceState(ctx context.Context, typeName string, ver
 	if err := diagsErr("UpgradeResourceState", diags6(resp.GetDiagnostics())); err != nil {
 		return cty.NilVal, err
 	}
-	return undyn6(resp.GetUpgradedState(), s.Block.ImpliedType())
+	return undyn6(resp.GetUpgradedState(), s.Type())
 }
 
 func (c *client6) ReadResource(ctx context.Context, typeName string, state cty.Value, private []byte) (cty.Value, []byte, error) {
@@ -153,7 +153,7 @@ func (c *client6) ReadResourceIdentity(ctx context.Context, typeName string, sta
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	dv, err := dyn6(state, ty)
 	if err != nil {
 		return cty.NilVal, nil, err
@@ -185,7 +185,7 @@ func (c *client6) PlanResourceChange(ctx context.Context, typeName string, prior
 	if err != nil {
 		return PlanResult{}, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	req := &tfplugin6.PlanResourceChange_Request{TypeName: typeName, PriorPrivate: priorPrivate, ClientCapabilities: caps6()}
 	if req.PriorState, err = dyn6(prior, ty); err != nil {
 		return PlanResult{}, err
@@ -225,7 +225,7 @@ func (c *client6) ApplyResourceChange(ctx context.Context, typeName string, prio
 	if err != nil {
 		return cty.NilVal, nil, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	req := &tfplugin6.ApplyResourceChange_Request{TypeName: typeName, PlannedPrivate: plannedPrivate}
 	if req.PriorState, err = dyn6(prior, ty); err != nil {
 		return cty.NilVal, nil, err
@@ -256,7 +256,7 @@ func (c *client6) ReadDataSource(ctx context.Context, typeName string, config ct
 	if err != nil {
 		return cty.NilVal, err
 	}
-	ty := s.Block.ImpliedType()
+	ty := s.Type()
 	dv, err := dyn6(config, ty)
 	if err != nil {
 		return cty.NilVal, err
@@ -405,7 +405,7 @@ func (c *client6) ImportResourceState(ctx context.Context, typeName, id string) 
 		if r.GetTypeName() != typeName {
 			continue
 		}
-		v, err := undyn6(r.GetState(), s.Block.ImpliedType())
+		v, err := undyn6(r.GetState(), s.Type())
 		return v, r.GetPrivate(), err
 	}
 	return cty.NilVal, nil, fmt.Errorf("importResourceState: the provider found no %s with id %q", typeName, id)
@@ -461,7 +461,7 @@ func (c *client6) ImportResourceIdentity(ctx context.Context, typeName string, i
 	}
 	for _, r := range resp.GetImportedResources() {
 		if r.GetTypeName() == typeName {
-			v, err := undyn6(r.GetState(), s.Block.ImpliedType())
+			v, err := undyn6(r.GetState(), s.Type())
 			return v, r.GetPrivate(), err
 		}
 	}

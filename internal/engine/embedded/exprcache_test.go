@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
 // TestExprValue_asHCL: exprValue gives what hcl/v2/json's own Value gives, value and
@@ -151,5 +152,68 @@ func TestTemplateOf_sameSourceNewExpression(t *testing.T) {
 	}
 	if ty.Range().Start.Line != 3 || t1.Range().Start.Line != 2 {
 		t.Errorf("template ranges %v and %v, want lines 2 and 3", t1.Range(), ty.Range())
+	}
+}
+
+// TestSchemaKeepState: the value the applier keeps for the attributes it writes is the value
+// DecodeState would decode from them, for every kind of attribute and nested block; a value
+// whose type is not exactly the schema's (a dynamically typed attribute) is not kept.
+func TestSchemaKeepState(t *testing.T) {
+	t.Parallel()
+	s := &Schema{Block: &Block{
+		Attributes: map[string]*Attribute{
+			"id":    {Type: cty.String, Computed: true},
+			"n":     {Type: cty.Number, Optional: true},
+			"flag":  {Type: cty.Bool, Optional: true},
+			"tags":  {Type: cty.Map(cty.String), Optional: true},
+			"ports": {Type: cty.List(cty.Number), Optional: true},
+			"names": {Type: cty.Set(cty.String), Optional: true},
+			"pair":  {Type: cty.Tuple([]cty.Type{cty.String, cty.Number}), Optional: true},
+			"none":  {Type: cty.String, Optional: true},
+		},
+		BlockTypes: map[string]*NestedBlock{
+			"rule": {Nesting: NestingList, Block: Block{Attributes: map[string]*Attribute{"to": {Type: cty.String, Optional: true}}}},
+		},
+	}}
+	v := cty.ObjectVal(map[string]cty.Value{
+		"id":    cty.StringVal("x"),
+		"n":     cty.NumberFloatVal(0.1),
+		"flag":  cty.True,
+		"tags":  cty.MapVal(map[string]cty.Value{"a": cty.StringVal("b")}),
+		"ports": cty.ListVal([]cty.Value{cty.NumberIntVal(80), cty.NumberIntVal(443)}),
+		"names": cty.SetVal([]cty.Value{cty.StringVal("q"), cty.StringVal("p")}),
+		"pair":  cty.TupleVal([]cty.Value{cty.StringVal("s"), cty.NumberIntVal(1)}),
+		"none":  cty.NullVal(cty.String),
+		"rule":  cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"to": cty.StringVal("y")})}),
+	})
+	attrs, err := marshalAttributes(v, s.Type())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.keepState(attrs, v)
+	if n := len(s.states.m); n != 1 {
+		t.Fatalf("cache holds %d documents after keeping one, want 1", n)
+	}
+	decoded, err := ctyjson.Unmarshal(attrs, s.Type())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.DecodeState(attrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !kept.RawEquals(decoded) {
+		t.Errorf("kept %#v, decoding gives %#v", kept, decoded)
+	}
+
+	dyn := &Schema{Block: &Block{Attributes: map[string]*Attribute{"output": {Type: cty.DynamicPseudoType, Computed: true}}}}
+	dv := cty.ObjectVal(map[string]cty.Value{"output": cty.StringVal("z")})
+	dattrs, err := marshalAttributes(dv, dyn.Type())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn.keepState(dattrs, dv)
+	if n := len(dyn.states.m); n != 0 {
+		t.Errorf("a value with a dynamically typed attribute was kept (%d documents)", n)
 	}
 }

@@ -262,3 +262,37 @@ func TestEngine_movedRemovedOracle(t *testing.T) {
 		})
 	}
 }
+
+// TestEngine_applyValidatesOracle: a value unknown at plan time is validated by the provider
+// when it becomes known at apply, before the object is created, as tofu does (hashicorp/local
+// checks file_permission): both engines fail the apply with the provider's message, create
+// the terraform_data the value comes from, and neither creates the file.
+func TestEngine_applyValidatesOracle(t *testing.T) {
+	e := newEnv(t)
+	tf := e.tofuEngine()
+	for _, eng := range []engine.Engine{e.eng, tf} {
+		t.Run(eng.Name(), func(t *testing.T) {
+			e.key = state.Key{Namespace: "demo", Name: "apply-validates-" + eng.Name()}
+			file := filepath.Join(t.TempDir(), "f.txt")
+			doc := jsonDoc(t, map[string]any{"resource": map[string]any{
+				"terraform_data": map[string]any{"mode": map[string]any{"input": "abc"}},
+				"local_file": map[string]any{"f": map[string]any{"filename": file, "content": "x",
+					"file_permission": "${terraform_data.mode.output}"}},
+			}})
+			rec, err := eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+			if err != nil {
+				t.Fatalf("plan: %v (the value is unknown at plan time: the plan must pass)", err)
+			}
+			_, err = eng.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"})
+			if err == nil || !strings.Contains(err.Error(), "bad mode for file") {
+				t.Fatalf("apply error = %v, want the provider's validation error (bad mode for file)", err)
+			}
+			if _, err := os.Stat(file); !os.IsNotExist(err) {
+				t.Errorf("the file was created despite its invalid configuration (stat: %v)", err)
+			}
+			if got := strings.Join(addresses(e.state()), " "); got != "terraform_data.mode" {
+				t.Errorf("state holds %q, want only terraform_data.mode", got)
+			}
+		})
+	}
+}

@@ -368,7 +368,7 @@ func (p *planner) planOrphan(ctx context.Context, addr string, sr *StateResource
 			c.Action = Forget
 		}
 		ps, _ := client.Schema(ctx)
-		c.Planned = cty.NullVal(ps.Resources[sr.Type].Block.ImpliedType())
+		c.Planned = cty.NullVal(ps.Resources[sr.Type].Type())
 		c.Sensitive = ps.Resources[sr.Type].Block.SensitivePaths(prior)
 		c.PriorSensitive = priorSensitivePaths(ps.Resources[sr.Type], prior, in)
 		p.noteSecrets(prior, c.PriorSensitive)
@@ -569,7 +569,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 	if err != nil {
 		return fmt.Errorf("%s: %w", addr, err)
 	}
-	ty := schema.Block.ImpliedType()
+	ty := schema.Type()
 	exp, err := expand(rc, p.ev)
 	if err != nil {
 		return err
@@ -817,7 +817,7 @@ func providerAliasOf(key string) string {
 // planInstance asks the provider for a managed instance's plan and folds it into an action.
 // With tainted (a tainted object, or replace_triggered_by) the instance is replaced.
 func planInstance(ctx context.Context, client Client, schema *Schema, rc *ResourceConfig, c *Change, config cty.Value, tainted bool) error {
-	ty := schema.Block.ImpliedType()
+	ty := schema.Type()
 	prior := c.Prior
 	planPrior := prior
 	if tainted {

@@ -149,7 +149,7 @@ func (r *Runner) findByIdentity(ctx context.Context, sess *session, in state.Int
 	if !v.IsWhollyKnown() {
 		return obj, false, false, fmt.Errorf("the provider read an incomplete object")
 	}
-	attrs, err := marshalAttributes(v, s.Block.ImpliedType())
+	attrs, err := marshalAttributes(v, s.Type())
 	if err != nil {
 		return obj, false, false, err
 	}

@@ -60,6 +60,16 @@ type Schema struct {
 	Block   *Block
 
 	states stateCache
+	ty     struct {
+		once sync.Once
+		t    cty.Type
+	}
+}
+
+// Type is s.Block.ImpliedType(), computed once: a schema does not change after it is read.
+func (s *Schema) Type() cty.Type {
+	s.ty.once.Do(func() { s.ty.t = s.Block.ImpliedType() })
+	return s.ty.t
 }
 
 // stateCache maps the JSON attributes of a state instance to their decoded value.
@@ -90,18 +100,34 @@ func (s *Schema) DecodeState(attrs []byte) (cty.Value, error) {
 	if ok {
 		return v, nil
 	}
-	v, err := ctyjson.Unmarshal(attrs, s.Block.ImpliedType())
-	if err != nil || len(attrs) > maxCachedState {
+	v, err := ctyjson.Unmarshal(attrs, s.Type())
+	if err != nil {
 		return v, err
 	}
+	s.keepState(attrs, v)
+	return v, nil
+}
+
+// keepState records v as the decoded value of attrs, v's go-cty JSON encoding as the schema's
+// type, within the cache's bounds; the applier calls it with what it writes, so the plan after
+// an apply decodes nothing either. Only a value of exactly the schema's type is kept: decoding
+// its encoding gives it back, while a value with a dynamically typed attribute has a type of
+// its own that decoding need not reproduce.
+func (s *Schema) keepState(attrs []byte, v cty.Value) {
+	if len(attrs) > maxCachedState || !v.Type().Equals(s.Type()) || !v.IsWhollyKnown() || v.ContainsMarked() {
+		return
+	}
+	c := &s.states
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[string(attrs)]; ok {
+		return
+	}
 	if c.m == nil || c.bytes+len(attrs) > maxStateCache {
 		c.m, c.bytes = map[string]cty.Value{}, 0
 	}
 	c.m[string(attrs)] = v
 	c.bytes += len(attrs)
-	c.mu.Unlock()
-	return v, nil
 }
 
 // ProviderSchema is everything GetProviderSchema returns that Lava uses.
