@@ -157,7 +157,8 @@ func TestTemplateOf_sameSourceNewExpression(t *testing.T) {
 
 // TestSchemaKeepState: the value the applier keeps for the attributes it writes is the value
 // DecodeState would decode from them, for every kind of attribute and nested block; a value
-// whose type is not exactly the schema's (a dynamically typed attribute) is not kept.
+// whose type is not exactly the schema's (a dynamically typed attribute) is not kept, though
+// DecodeState still remembers what it decodes for such a schema.
 func TestSchemaKeepState(t *testing.T) {
 	t.Parallel()
 	s := &Schema{Block: &Block{
@@ -215,5 +216,12 @@ func TestSchemaKeepState(t *testing.T) {
 	dyn.keepState(dattrs, dv)
 	if n := len(dyn.states.m); n != 0 {
 		t.Errorf("a value with a dynamically typed attribute was kept (%d documents)", n)
+	}
+	// Decoding such a document is still remembered (terraform_data's schema is like this).
+	if _, err := dyn.DecodeState(dattrs); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(dyn.states.m); n != 1 {
+		t.Errorf("cache holds %d documents after decoding one with a dynamically typed attribute, want 1", n)
 	}
 }

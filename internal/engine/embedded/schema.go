@@ -104,7 +104,7 @@ func (s *Schema) DecodeState(attrs []byte) (cty.Value, error) {
 	if err != nil {
 		return v, err
 	}
-	s.keepState(attrs, v)
+	s.states.put(attrs, v)
 	return v, nil
 }
 
@@ -114,10 +114,18 @@ func (s *Schema) DecodeState(attrs []byte) (cty.Value, error) {
 // its encoding gives it back, while a value with a dynamically typed attribute has a type of
 // its own that decoding need not reproduce.
 func (s *Schema) keepState(attrs []byte, v cty.Value) {
-	if len(attrs) > maxCachedState || !v.Type().Equals(s.Type()) || !v.IsWhollyKnown() || v.ContainsMarked() {
+	if !v.Type().Equals(s.Type()) || !v.IsWhollyKnown() || v.ContainsMarked() {
 		return
 	}
-	c := &s.states
+	s.states.put(attrs, v)
+}
+
+// put records v as the value of attrs unless attrs is over maxCachedState bytes; the cache is
+// emptied first when it would grow past maxStateCache bytes.
+func (c *stateCache) put(attrs []byte, v cty.Value) {
+	if len(attrs) > maxCachedState {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[string(attrs)]; ok {
