@@ -4,6 +4,7 @@ package embedded
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,7 +130,7 @@ func median(ds []time.Duration) time.Duration {
 // the script, the tofu engine's create at most 1.15x the script's): a target not met is
 // logged as NOT MET, and only a regression past the guard* constants fails.
 func BenchmarkEngines20(b *testing.B) {
-	e := newEnv(b)
+	e := newEnvAt(b, slog.LevelInfo)
 	tf := e.tofuEngine()
 	cache := filepath.Join(b.TempDir(), "script-plugins")
 	if err := os.MkdirAll(cache, 0o755); err != nil {

@@ -51,6 +51,13 @@ func (s *syncBuffer) String() string {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvAt(t, slog.LevelDebug)
+}
+
+// newEnvAt is newEnv with the engine and store logging at level (tests read the debug lines;
+// a benchmark logs as the services do by default, --log-level info).
+func newEnvAt(t testing.TB, level slog.Level) *env {
+	t.Helper()
 	tools := tofutest.Tofu(t)
 	_, js := tofutest.JetStream(t)
 	kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
@@ -59,7 +66,7 @@ func newEnv(t testing.TB) *env {
 	}
 	art := tofutest.NewArtifacts(t, js)
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	store := state.NewStore(kv, art, state.Options{Logger: log})
 	eng := New(Options{Store: store, Artifacts: art, ProviderDir: tools.Mirror, Logger: log})
 	t.Cleanup(func() { _ = eng.Close() })

@@ -202,6 +202,11 @@ func changedReplacePaths(paths []cty.Path, prior, planned cty.Value) []cty.Path 
 
 // valuesEqual reports whether two values are equal and wholly known.
 func valuesEqual(a, b cty.Value) bool {
+	if a.RawEquals(b) {
+		// Identical values (the usual case of an unchanged object) are equal when known;
+		// Equals decides the rest (numbers of equal value written differently, say).
+		return a.IsWhollyKnown()
+	}
 	eq := a.Equals(b)
 	return eq.IsKnown() && eq.True()
 }

@@ -284,7 +284,9 @@ func (p *planner) add(c *Change) {
 	p.mu.Lock()
 	p.changes = append(p.changes, c)
 	p.mu.Unlock()
-	p.r.log.Debug("plan", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
+	if p.r.log.Enabled(context.Background(), slog.LevelDebug) {
+		p.r.log.Debug("plan", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
+	}
 }
 
 // priorObject decodes, upgrades and refreshes one state instance. A nil result value means
@@ -666,13 +668,13 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			c.Reason = "changes to " + strings.Join(c.ReplacePaths, ", ") + " force replacement"
 		}
 		c.Marked = marked
-		if c.Action == NoOp && c.ImportID == "" && sensitivityChanged(schema, priorIn, c.Planned, marked) {
+		c.Sensitive = instanceSensitivePaths(schema, c.Planned, marked)
+		if c.Action == NoOp && c.ImportID == "" && sensitivityChanged(schema, priorIn, c.Planned, c.Sensitive) {
 			c.Action, c.Reason = Update, "attributes become sensitive or stop being sensitive"
 		}
 		if err := p.postconditions(rc, exp.instance(key), c.Planned, c.Addr); err != nil {
 			return err
 		}
-		c.Sensitive = instanceSensitivePaths(schema, c.Planned, marked)
 		p.noteSecrets(c.Planned, c.Sensitive)
 		if priorIn != nil {
 			c.PriorSensitive = priorSensitivePaths(schema, c.Prior, *priorIn)
@@ -680,7 +682,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			c.PriorSensitive = schema.Block.SensitivePaths(c.Prior)
 		}
 		p.noteSecrets(c.Prior, c.PriorSensitive)
-		vals[ks] = markSensitive(c.Planned, instanceSensitivePaths(schema, c.Planned, marked))
+		vals[ks] = markSensitive(c.Planned, c.Sensitive)
 		p.add(c)
 	}
 	// Old objects left by an interrupted create-before-destroy replacement are deleted.

@@ -58,22 +58,27 @@ func instanceSensitivePaths(schema *Schema, v cty.Value, marked []cty.Path) []ct
 // sensitivityChanged reports whether a no-op change would still rewrite which attributes
 // state marks sensitive: OpenTofu plans that as an update ("this attribute value will be
 // marked as sensitive"), so the engines agree on the state's sensitive_attributes.
-func sensitivityChanged(schema *Schema, prior *StateInstance, v cty.Value, marked []cty.Path) bool {
+// afterPaths are v's paths as the state would record them (instanceSensitivePaths).
+func sensitivityChanged(schema *Schema, prior *StateInstance, v cty.Value, afterPaths []cty.Path) bool {
 	var priorPaths json.RawMessage
 	if prior != nil {
 		priorPaths = prior.SensitiveAttributes
 	}
-	afterPaths := instanceSensitivePaths(schema, v, marked)
 	if len(afterPaths) == 0 && noPaths(priorPaths) {
 		// afterPaths holds the schema's paths of v: none before, none after.
+		return false
+	}
+	after := marshalPaths(afterPaths)
+	if bytes.Equal(after, priorPaths) {
+		// The state lists exactly the paths it would be written with; those include the
+		// schema's paths of v, so nothing changes.
 		return false
 	}
 	before := sensitivePathSet(priorPaths)
 	for _, p := range schema.Block.SensitivePaths(v) {
 		before = append(before, sensitivePathSet(marshalPaths([]cty.Path{p}))...)
 	}
-	after := sensitivePathSet(marshalPaths(afterPaths))
-	return !sameSet(before, after)
+	return !sameSet(before, sensitivePathSet(after))
 }
 
 // noPaths reports whether encoded (sensitive_attributes as state stores it) lists no path:
