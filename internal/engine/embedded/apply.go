@@ -120,8 +120,8 @@ type intentBatch struct {
 }
 
 // Apply carries out plan on prior (the state the plan was made against), saving the state
-// through persist after every resource instance, so that a failure keeps everything done
-// before it. It returns the final state; on error the state returned (and persisted) holds
+// through persist after every resource instance (terraform_data instances with the next save),
+// so that a failure keeps everything done before it. It returns the final state; on error the state returned (and persisted) holds
 // every change that succeeded. cfg must be the configuration the plan was made from.
 func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *State, sources map[string]string, persist Persist, secrets map[string]bool) (*State, error) {
 	jr := journal{write: func(ctx context.Context, body []byte, _ []string, _ []state.Intent) error {
@@ -504,8 +504,13 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			return deposed, err
 		}
 		a.resolve(creating, c.Addr)
-		if err := a.save(ctx); err != nil {
-			return deposed, err
+		// A terraform_data object exists only in the state: it is saved with the next write
+		// (the intent of a create that may depend on it, the next save, or the final one),
+		// not on its own; lost with this process, it is made again by the next apply.
+		if !builtin {
+			if err := a.save(ctx); err != nil {
+				return deposed, err
+			}
 		}
 		vals[ks] = markSensitive(newVal, instanceSensitivePaths(schema, newVal, c.Marked))
 		if len(rc.Postconditions) > 0 {
