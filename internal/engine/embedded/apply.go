@@ -62,7 +62,7 @@ func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources ma
 	}
 	sess := newSession(r.pool, cfg, sources)
 	defer sess.close()
-	if missing := sess.missing(prior); len(missing) > 0 {
+	if missing := sess.missing(ctx, prior); len(missing) > 0 {
 		return nil, &MissingProvidersError{Sources: missing, Dir: r.pool.mirror.Dir}
 	}
 	if secrets == nil {

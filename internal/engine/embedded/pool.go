@@ -128,6 +128,11 @@ func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey st
 	if err != nil {
 		return nil, err
 	}
+	return p.get(ctx, addr, exe, found, configKey, creds, configure)
+}
+
+// get is [Pool.Get] of the package exe, version found, already found.
+func (p *Pool) get(ctx context.Context, addr ProviderAddr, exe, found, configKey string, creds *credentials.Provider, configure func(context.Context, Client) error) (*Lease, error) {
 	key := addr.String() + "@" + found + "#" + configKey + "#" + creds.Key()
 	for {
 		p.mu.Lock()

@@ -32,10 +32,39 @@ type session struct {
 	mu       sync.Mutex
 	leases   map[string]*Lease
 	versions map[string]string // provider address -> version
+
+	findMu sync.Mutex
+	finds  map[string]found // by address and constraint: what the operation found
+}
+
+// found is one provider package an operation found ([Pool.find]).
+type found struct {
+	exe, version string
+	known        []string
 }
 
 func newSession(pool *Pool, cfg *Config, sources map[string]string) *session {
-	return &session{pool: pool, cfg: cfg, sources: sources, leases: map[string]*Lease{}, versions: map[string]string{}}
+	return &session{pool: pool, cfg: cfg, sources: sources, leases: map[string]*Lease{}, versions: map[string]string{}, finds: map[string]found{}}
+}
+
+// find is [Pool.find], once per address and constraint in an operation: the missing-provider
+// check and the provider's start see the same package, and the mirror's directories are read
+// once.
+func (s *session) find(ctx context.Context, addr ProviderAddr, constraint string, lock *providers.LockEntry) (exe, version string, known []string, err error) {
+	key := addr.String() + "|" + constraint
+	s.findMu.Lock()
+	f, ok := s.finds[key]
+	s.findMu.Unlock()
+	if ok {
+		return f.exe, f.version, f.known, nil
+	}
+	if exe, version, known, err = s.pool.find(ctx, addr, constraint, lock); err != nil {
+		return "", "", nil, err
+	}
+	s.findMu.Lock()
+	s.finds[key] = found{exe: exe, version: version, known: known}
+	s.findMu.Unlock()
+	return exe, version, known, nil
 }
 
 // addrOf returns the provider address of a local name.
@@ -58,7 +87,7 @@ func (s *session) constraint(local string) string { return s.cfg.Requirements[lo
 
 // missing returns the sources of every provider the configuration (and the given state)
 // needs that the mirror does not have.
-func (s *session) missing(st *State) []string {
+func (s *session) missing(ctx context.Context, st *State) []string {
 	locals := map[string]bool{}
 	for _, rc := range s.cfg.Resources {
 		locals[rc.ProviderLocalName()] = true
@@ -86,7 +115,7 @@ func (s *session) missing(st *State) []string {
 		if s.pool.installer != nil {
 			continue // the installer reports each provider's own failure
 		}
-		if _, _, err := s.pool.mirror.Find(addr, s.constraint(l)); err != nil {
+		if _, _, _, err := s.find(ctx, addr, s.constraint(l), nil); err != nil {
 			src := addr.Namespace + "/" + addr.Type
 			if c := s.constraint(l); c != "" {
 				src += " (" + c + ")"
@@ -188,11 +217,11 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 	if entry != nil && meets(entry.Version, constraint) {
 		want = entry.Version
 	}
-	exe, found, known, err := s.pool.find(ctx, addr, want, entry)
+	exe, found, known, err := s.find(ctx, addr, want, entry)
 	if err != nil && want != constraint && errors.Is(err, ErrProviderNotFound) {
 		// The directory mirror no longer has the locked version (it was upgraded): the
 		// newest that meets the constraint is recorded anew.
-		exe, found, known, err = s.pool.find(ctx, addr, constraint, entry)
+		exe, found, known, err = s.find(ctx, addr, constraint, entry)
 	}
 	if err != nil {
 		return nil, addr, err
@@ -202,7 +231,8 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 			return nil, addr, err
 		}
 	}
-	l, err := s.pool.Get(ctx, addr, found, hex.EncodeToString(sum[:]), credentialsFrom(ctx), configure)
+	// The package started is the one verified against the lock above.
+	l, err := s.pool.get(ctx, addr, exe, found, hex.EncodeToString(sum[:]), credentialsFrom(ctx), configure)
 	if err != nil {
 		return nil, addr, err
 	}

@@ -32,6 +32,19 @@ type LockEntry struct {
 // entry.
 type Lock map[string]LockEntry
 
+// Clone returns a copy of l that shares nothing with it.
+func (l Lock) Clone() Lock {
+	if l == nil {
+		return nil
+	}
+	out := make(Lock, len(l))
+	for k, e := range l {
+		e.Hashes = slices.Clone(e.Hashes)
+		out[k] = e
+	}
+	return out
+}
+
 // ParseLock reads a dependency lock in the .terraform.lock.hcl format that `tofu init` and
 // `tofu providers lock` write: provider "ADDRESS" { version = "V" constraints = "C"
 // hashes = ["h1:...", "zh:..."] }. Other blocks and attributes are ignored. The error has the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -20,11 +21,48 @@ func ReadLock(ctx context.Context, store *state.Store, key state.Key) (Lock, uin
 	if body == nil {
 		return Lock{}, 0, nil
 	}
-	l, err := ParseLock(body)
+	l, err := parsedLocks.parse(body)
 	if err != nil {
 		return nil, 0, fmt.Errorf("provider lock of %s: %w", key, err)
 	}
 	return l, rev, nil
+}
+
+// maxParsedLocks bounds the bytes of lock files whose parse [ReadLock] keeps; when the next
+// would pass it, the kept parses are dropped.
+const maxParsedLocks = 1 << 20
+
+// parsedLocks keeps the parse of each distinct lock file ReadLock read, so an operation on an
+// object whose lock did not change parses nothing (every plan reads its object's lock).
+var parsedLocks lockCache
+
+type lockCache struct {
+	mu    sync.Mutex
+	m     map[string]Lock
+	bytes int
+}
+
+// parse is ParseLock(body), from the cache when body was parsed before; the caller gets its
+// own copy to change.
+func (c *lockCache) parse(body []byte) (Lock, error) {
+	c.mu.Lock()
+	l, ok := c.m[string(body)]
+	c.mu.Unlock()
+	if !ok {
+		var err error
+		if l, err = ParseLock(body); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.m == nil || c.bytes+len(body) > maxParsedLocks {
+			c.m, c.bytes = map[string]Lock{}, 0
+		}
+		if len(body) <= maxParsedLocks {
+			c.m[string(body)], c.bytes = l, c.bytes+len(body)
+		}
+		c.mu.Unlock()
+	}
+	return l.Clone(), nil
 }
 
 // UpdateLock reads the object's lock, lets change edit it (it reports whether it changed
