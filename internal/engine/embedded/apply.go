@@ -413,6 +413,10 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		if rc.Mode == "data" {
 			v := c.Planned
 			if c.Action == Read || !v.IsWhollyKnown() {
+				// Validated with the values now known, as Terraform core does before reading.
+				if err := client.ValidateDataResourceConfig(ctx, rc.Type, config); err != nil {
+					return deposed, a.fail(c, err)
+				}
 				a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", "read"))
 				if v, err = client.ReadDataSource(ctx, rc.Type, config); err != nil {
 					return deposed, a.fail(c, err)
@@ -469,6 +473,14 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		}
 		_, builtin := client.(builtinClient)
 		creating := c.Action != Update && a.jr.intents && !builtin
+		if !builtin && !creating {
+			// What it is updated (or, without intents, created) with may come from
+			// terraform_data changes not saved yet (they go out with the next write): saved
+			// first, as a create's intent saves them.
+			if err := a.save(ctx); err != nil {
+				return deposed, err
+			}
+		}
 		if creating {
 			// A create (or a replacement's create half: the old object is already gone from
 			// state, or deposed) is recorded first, so a result lost with this process is
@@ -505,8 +517,9 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 		}
 		a.resolve(creating, c.Addr)
 		// A terraform_data object exists only in the state: it is saved with the next write
-		// (the intent of a create that may depend on it, the next save, or the final one),
-		// not on its own; lost with this process, it is made again by the next apply.
+		// (the intent of a create, or the save before an update, that may depend on it; the
+		// next save; the final one), not on its own; lost with this process, it is made again
+		// by the next apply.
 		if !builtin {
 			if err := a.save(ctx); err != nil {
 				return deposed, err
@@ -563,7 +576,9 @@ func (a *applier) setInstanceStatus(c *Change, v cty.Value, priv []byte, schema 
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Addr, err)
 	}
-	schema.keepState(attrs, v)
+	if c.Mode != "data" {
+		schema.keepState(attrs, v)
+	}
 	paths := instanceSensitivePaths(schema, v, c.Marked)
 	collectSecrets(v, paths, &a.mu, a.secrets)
 	in := StateInstance{

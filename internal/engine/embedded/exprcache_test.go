@@ -157,8 +157,9 @@ func TestTemplateOf_sameSourceNewExpression(t *testing.T) {
 
 // TestSchemaKeepState: the value the applier keeps for the attributes it writes is the value
 // DecodeState would decode from them, for every kind of attribute and nested block; a value
-// whose type is not exactly the schema's (a dynamically typed attribute) is not kept, though
-// DecodeState still remembers what it decodes for such a schema.
+// whose type is not exactly the schema's (a dynamically typed attribute), or with a number of
+// another precision than decoding gives, is not kept, though DecodeState still remembers what
+// it decodes for such a schema.
 func TestSchemaKeepState(t *testing.T) {
 	t.Parallel()
 	s := &Schema{Block: &Block{
@@ -178,12 +179,12 @@ func TestSchemaKeepState(t *testing.T) {
 	}}
 	v := cty.ObjectVal(map[string]cty.Value{
 		"id":    cty.StringVal("x"),
-		"n":     cty.NumberFloatVal(0.1),
+		"n":     cty.MustParseNumberVal("0.1"),
 		"flag":  cty.True,
 		"tags":  cty.MapVal(map[string]cty.Value{"a": cty.StringVal("b")}),
-		"ports": cty.ListVal([]cty.Value{cty.NumberIntVal(80), cty.NumberIntVal(443)}),
+		"ports": cty.ListVal([]cty.Value{cty.MustParseNumberVal("80"), cty.MustParseNumberVal("443")}),
 		"names": cty.SetVal([]cty.Value{cty.StringVal("q"), cty.StringVal("p")}),
-		"pair":  cty.TupleVal([]cty.Value{cty.StringVal("s"), cty.NumberIntVal(1)}),
+		"pair":  cty.TupleVal([]cty.Value{cty.StringVal("s"), cty.MustParseNumberVal("1")}),
 		"none":  cty.NullVal(cty.String),
 		"rule":  cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"to": cty.StringVal("y")})}),
 	})
@@ -205,6 +206,19 @@ func TestSchemaKeepState(t *testing.T) {
 	}
 	if !kept.RawEquals(decoded) {
 		t.Errorf("kept %#v, decoding gives %#v", kept, decoded)
+	}
+
+	// A number as a provider sends it over msgpack (a float64, 53 bits of precision) encodes to
+	// the same text as the decoded number (512 bits) but computes differently: not kept.
+	floaty := &Schema{Block: &Block{Attributes: map[string]*Attribute{"n": {Type: cty.Number, Optional: true}}}}
+	fv := cty.ObjectVal(map[string]cty.Value{"n": cty.NumberFloatVal(0.1)})
+	fattrs, err := marshalAttributes(fv, floaty.Type())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floaty.keepState(fattrs, fv)
+	if n := len(floaty.states.m); n != 0 {
+		t.Errorf("a value with a float64 number was kept (%d documents)", n)
 	}
 
 	dyn := &Schema{Block: &Block{Attributes: map[string]*Attribute{"output": {Type: cty.DynamicPseudoType, Computed: true}}}}

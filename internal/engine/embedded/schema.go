@@ -114,10 +114,24 @@ func (s *Schema) DecodeState(attrs []byte) (cty.Value, error) {
 // its encoding gives it back, while a value with a dynamically typed attribute has a type of
 // its own that decoding need not reproduce.
 func (s *Schema) keepState(attrs []byte, v cty.Value) {
-	if !v.Type().Equals(s.Type()) || !v.IsWhollyKnown() || v.ContainsMarked() {
+	if !v.Type().Equals(s.Type()) || !v.IsWhollyKnown() || v.ContainsMarked() || !decodedPrecision(v) {
 		return
 	}
 	s.states.put(attrs, v)
+}
+
+// decodedPrecision reports whether every number in v has the precision go-cty gives a number
+// it parses from JSON (512 bits): a number a provider sent as a float64 has 53, and although
+// it encodes to the same text, arithmetic on it rounds differently from the decoded value's.
+func decodedPrecision(v cty.Value) bool {
+	ok := true
+	_ = cty.Walk(v, func(_ cty.Path, x cty.Value) (bool, error) {
+		if ok && x.Type() == cty.Number && !x.IsNull() && x.AsBigFloat().Prec() != 512 {
+			ok = false
+		}
+		return ok, nil
+	})
+	return ok
 }
 
 // put records v as the value of attrs unless attrs is over maxCachedState bytes; the cache is

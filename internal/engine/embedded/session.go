@@ -314,6 +314,9 @@ func (e *ProviderCrashedError) Unwrap() error { return e.Err }
 // one configuration value does not change (validation has no side effects), so a plan of an
 // unchanged configuration skips the call.
 func (s *session) validate(ctx context.Context, c Client, addr ProviderAddr, typ string, config cty.Value) error {
+	if _, ok := c.(builtinClient); ok {
+		return c.ValidateResourceConfig(ctx, typ, config) // in-process and cheaper than the key
+	}
 	b, err := ctyjson.Marshal(config, config.Type())
 	if err != nil {
 		return c.ValidateResourceConfig(ctx, typ, config)

@@ -38,6 +38,14 @@ func TestLockCache(t *testing.T) {
 	if len(c.m) != 1 {
 		t.Errorf("cache holds %d parses after a malformed file, want 1", len(c.m))
 	}
+	// A file over the bound is parsed, not kept, and empties nothing.
+	huge := Lock{"registry.opentofu.org/hashicorp/local": {Version: "1.4.0", Hashes: []string{"h1:" + strings.Repeat("y", maxParsedLocks)}}}
+	if _, err := c.parse(huge.Write()); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.m) != 1 {
+		t.Errorf("cache holds %d parses after one over the bound, want the 1 it had", len(c.m))
+	}
 	big := Lock{"registry.opentofu.org/hashicorp/local": {Version: "1.4.0", Hashes: []string{"h1:" + strings.Repeat("x", maxParsedLocks/3)}}}
 	for i := range 4 {
 		e := big["registry.opentofu.org/hashicorp/local"]

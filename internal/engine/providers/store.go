@@ -54,10 +54,10 @@ func (c *lockCache) parse(body []byte) (Lock, error) {
 			return nil, err
 		}
 		c.mu.Lock()
-		if c.m == nil || c.bytes+len(body) > maxParsedLocks {
-			c.m, c.bytes = map[string]Lock{}, 0
-		}
-		if len(body) <= maxParsedLocks {
+		if _, dup := c.m[string(body)]; !dup && len(body) <= maxParsedLocks {
+			if c.m == nil || c.bytes+len(body) > maxParsedLocks {
+				c.m, c.bytes = map[string]Lock{}, 0
+			}
 			c.m[string(body)], c.bytes = l, c.bytes+len(body)
 		}
 		c.mu.Unlock()
