@@ -157,9 +157,9 @@ func TestTemplateOf_sameSourceNewExpression(t *testing.T) {
 
 // TestSchemaKeepState: the value the applier keeps for the attributes it writes is the value
 // DecodeState would decode from them, for every kind of attribute and nested block; a value
-// whose type is not exactly the schema's (a dynamically typed attribute), or with a number of
-// another precision than decoding gives, is not kept, though DecodeState still remembers what
-// it decodes for such a schema.
+// that would decode otherwise (a typed null in a dynamically typed attribute, a number of
+// another precision than decoding gives) is not kept, though DecodeState still remembers what
+// it decodes.
 func TestSchemaKeepState(t *testing.T) {
 	t.Parallel()
 	s := &Schema{Block: &Block{
@@ -221,21 +221,53 @@ func TestSchemaKeepState(t *testing.T) {
 		t.Errorf("a value with a float64 number was kept (%d documents)", n)
 	}
 
-	dyn := &Schema{Block: &Block{Attributes: map[string]*Attribute{"output": {Type: cty.DynamicPseudoType, Computed: true}}}}
-	dv := cty.ObjectVal(map[string]cty.Value{"output": cty.StringVal("z")})
+	// A dynamically typed attribute (terraform_data's input and output) holding a value is
+	// written with its type and decodes as it was: kept. A typed null there decodes as a null
+	// of the dynamic pseudo-type: not kept.
+	dyn := &Schema{Block: &Block{Attributes: map[string]*Attribute{
+		"id":     {Type: cty.String, Computed: true},
+		"output": {Type: cty.DynamicPseudoType, Computed: true},
+		"input":  {Type: cty.DynamicPseudoType, Optional: true},
+	}}}
+	for _, out := range []cty.Value{
+		cty.StringVal("z"),
+		cty.ObjectVal(map[string]cty.Value{"a": cty.ListVal([]cty.Value{cty.StringVal("b")}), "n": cty.NullVal(cty.DynamicPseudoType)}),
+		cty.TupleVal([]cty.Value{cty.True, cty.MustParseNumberVal("2")}),
+	} {
+		dv := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("i"), "output": out, "input": cty.NullVal(cty.DynamicPseudoType)})
+		dattrs, err := marshalAttributes(dv, dyn.Type())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := len(dyn.states.m)
+		dyn.keepState(dattrs, dv)
+		if len(dyn.states.m) != before+1 {
+			t.Errorf("output %#v: not kept", out)
+			continue
+		}
+		want, err := ctyjson.Unmarshal(dattrs, dyn.Type())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := dyn.DecodeState(dattrs); !got.RawEquals(want) {
+			t.Errorf("output %#v: kept %#v, decoding gives %#v", out, got, want)
+		}
+	}
+	dv := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("j"), "output": cty.NullVal(cty.String), "input": cty.NullVal(cty.DynamicPseudoType)})
 	dattrs, err := marshalAttributes(dv, dyn.Type())
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := len(dyn.states.m)
 	dyn.keepState(dattrs, dv)
-	if n := len(dyn.states.m); n != 0 {
-		t.Errorf("a value with a dynamically typed attribute was kept (%d documents)", n)
+	if n := len(dyn.states.m); n != before {
+		t.Errorf("a typed null in a dynamically typed attribute was kept (%d documents, %d before)", n, before)
 	}
-	// Decoding such a document is still remembered (terraform_data's schema is like this).
+	// Decoding such a document is still remembered.
 	if _, err := dyn.DecodeState(dattrs); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(dyn.states.m); n != 1 {
-		t.Errorf("cache holds %d documents after decoding one with a dynamically typed attribute, want 1", n)
+	if n := len(dyn.states.m); n != before+1 {
+		t.Errorf("cache holds %d documents after decoding one more, want %d", n, before+1)
 	}
 }

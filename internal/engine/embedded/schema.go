@@ -110,14 +110,45 @@ func (s *Schema) DecodeState(attrs []byte) (cty.Value, error) {
 
 // keepState records v as the decoded value of attrs, v's go-cty JSON encoding as the schema's
 // type, within the cache's bounds; the applier calls it with what it writes, so the plan after
-// an apply decodes nothing either. Only a value of exactly the schema's type is kept: decoding
-// its encoding gives it back, while a value with a dynamically typed attribute has a type of
-// its own that decoding need not reproduce.
+// an apply decodes nothing either. Only a value that decoding its encoding gives back is kept
+// (decodesAs).
 func (s *Schema) keepState(attrs []byte, v cty.Value) {
-	if !v.Type().Equals(s.Type()) || !v.IsWhollyKnown() || v.ContainsMarked() || !decodedPrecision(v) {
+	if !v.IsWhollyKnown() || v.ContainsMarked() || !decodesAs(s.Type(), v) || !decodedPrecision(v) {
 		return
 	}
 	s.states.put(attrs, v)
+}
+
+// decodesAs reports whether go-cty's JSON decoding as want of v's encoding as want has v's
+// type: v has exactly that type, or want is an object type and v differs only in attributes
+// want types dynamically, where v holds a value that is not null (go-cty's JSON encoding writes
+// such a value with its type, and decoding restores it; a null is written without one and
+// decodes as a null of the dynamic pseudo-type).
+func decodesAs(want cty.Type, v cty.Value) bool {
+	vt := v.Type()
+	if vt.Equals(want) {
+		return true
+	}
+	if !want.IsObjectType() || !vt.IsObjectType() || v.IsNull() {
+		return false
+	}
+	wat, vat := want.AttributeTypes(), vt.AttributeTypes()
+	if len(wat) != len(vat) {
+		return false
+	}
+	for name, wt := range wat {
+		at, ok := vat[name]
+		if !ok {
+			return false
+		}
+		if at.Equals(wt) {
+			continue
+		}
+		if wt != cty.DynamicPseudoType || v.GetAttr(name).IsNull() {
+			return false
+		}
+	}
+	return true
 }
 
 // decodedPrecision reports whether every number in v has the precision go-cty gives a number
