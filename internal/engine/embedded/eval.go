@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -40,11 +41,38 @@ type evalState struct {
 	pathVal, tfVal cty.Value
 }
 
-func newEvalState(cfg *Config) *evalState {
+// workingDir is the process's working directory (path.cwd), read once: nothing in Lava changes
+// it.
+var workingDir = sync.OnceValue(func() string {
 	cwd, _ := os.Getwd()
+	return cwd
+})
+
+// planFunctions is the function table of the plans that started in one second.
+type planFunctions struct {
+	sec   int64
+	funcs map[string]function.Function
+}
+
+var lastPlanFunctions atomic.Pointer[planFunctions]
+
+// functionsAt returns the functions of an evaluation started at now: the shared table and
+// plantimestamp. plantimestamp's text (RFC 3339) has whole seconds, so the evaluations of one
+// second share one table (it is never changed once made).
+func functionsAt(now time.Time) map[string]function.Function {
+	sec := now.Unix()
+	if p := lastPlanFunctions.Load(); p != nil && p.sec == sec {
+		return p.funcs
+	}
 	funcs := maps.Clone(sharedFunctions())
-	funcs["plantimestamp"] = planTimestampFunc(time.Now().UTC())
+	funcs["plantimestamp"] = planTimestampFunc(time.Unix(sec, 0).UTC())
 	funcs["core::plantimestamp"] = funcs["plantimestamp"]
+	lastPlanFunctions.Store(&planFunctions{sec: sec, funcs: funcs})
+	return funcs
+}
+
+func newEvalState(cfg *Config) *evalState {
+	funcs := functionsAt(time.Now())
 	root := cfg.root
 	if root == nil {
 		root = &modScope{cfg: cfg}
@@ -52,7 +80,7 @@ func newEvalState(cfg *Config) *evalState {
 	return &evalState{cfg: cfg, funcs: funcs, root: root, values: map[string]cty.Value{}, locals: map[string]cty.Value{},
 		modVars: map[string]cty.Value{},
 		vars:    cty.EmptyObjectVal,
-		pathVal: cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.StringVal(cwd)}),
+		pathVal: cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.StringVal(workingDir())}),
 		tfVal:   cty.ObjectVal(map[string]cty.Value{"workspace": cty.StringVal("default")}),
 	}
 }

@@ -3,9 +3,13 @@ package embedded
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty/function"
 )
 
 // functionCase is one call of a function: the expression (inside "${...}") and the JSON of
@@ -252,3 +256,30 @@ oXLwO6ezoqHyQ0UbcDDNAkEAiqoGzVSK6gv/+FQyFhPnasT9JCbXWmUzrLbWTNXd
 cLY9JMGG2+2nQ9K8TDP0jBIMW1Jowie8iuH7AwircZZ1ZQ==
 -----END RSA PRIVATE KEY-----
 `
+
+// TestFunctionsAt: evaluations in one second share a function table whose plantimestamp is
+// that second; the next second gets its own; the shared table keeps its own.
+func TestFunctionsAt(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 100, time.UTC)
+	a, b := functionsAt(t0), functionsAt(t0.Add(800*time.Millisecond))
+	if reflect.ValueOf(a).Pointer() != reflect.ValueOf(b).Pointer() {
+		t.Error("two evaluations in one second got two tables")
+	}
+	ts := func(funcs map[string]function.Function) string {
+		v, err := funcs["plantimestamp"].Call(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.AsString()
+	}
+	if got := ts(a); got != "2026-12-03T10:00:00Z" {
+		t.Errorf("plantimestamp = %s", got)
+	}
+	c := functionsAt(t0.Add(time.Second))
+	if got := ts(c); got != "2026-12-03T10:00:01Z" {
+		t.Errorf("plantimestamp a second later = %s", got)
+	}
+	if got := ts(sharedFunctions()); got == "2026-12-03T10:00:00Z" || got == "2026-12-03T10:00:01Z" {
+		t.Errorf("the shared table's plantimestamp became a plan's: %s", got)
+	}
+}
