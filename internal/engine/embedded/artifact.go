@@ -99,7 +99,7 @@ func marshalPlan(p *Plan, renderedDigest string, serial uint64, lineage string) 
 		if cj.Prior, err = encodeValue(c.Prior); err != nil {
 			return nil, fmt.Errorf("plan artifact: %s: %w", c.Addr, err)
 		}
-		if c.Prior != cty.NilVal && c.Planned != cty.NilVal && c.Planned.RawEquals(c.Prior) {
+		if sameValue(c.Planned, c.Prior) {
 			cj.Planned = cj.Prior // an unchanged object: the same encoding
 		} else if cj.Planned, err = encodeValue(c.Planned); err != nil {
 			return nil, fmt.Errorf("plan artifact: %s: %w", c.Addr, err)

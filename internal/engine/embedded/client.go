@@ -182,6 +182,15 @@ type Client interface {
 // ErrUnknownType reports a resource or data source type the provider does not have.
 var ErrUnknownType = errors.New("provider has no such type")
 
+// sameValue reports whether a and b are the same value (RawEquals); cty.NilVal is the same
+// only as itself.
+func sameValue(a, b cty.Value) bool {
+	if a == cty.NilVal || b == cty.NilVal {
+		return a == cty.NilVal && b == cty.NilVal
+	}
+	return a.RawEquals(b)
+}
+
 func encode(v cty.Value, ty cty.Type) ([]byte, error) {
 	if v == cty.NilVal {
 		v = cty.NullVal(ty)

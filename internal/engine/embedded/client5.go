@@ -197,7 +197,10 @@ func (c *client5) PlanResourceChange(ctx context.Context, typeName string, prior
 	if req.PriorState, err = dyn5(prior, ty); err != nil {
 		return PlanResult{}, err
 	}
-	if req.ProposedNewState, err = dyn5(proposed, ty); err != nil {
+	if sameValue(proposed, prior) {
+		// An unchanged object (every no-op): the same encoding.
+		req.ProposedNewState = &tfplugin5.DynamicValue{Msgpack: req.PriorState.GetMsgpack()}
+	} else if req.ProposedNewState, err = dyn5(proposed, ty); err != nil {
 		return PlanResult{}, err
 	}
 	if req.Config, err = dyn5(config, ty); err != nil {

@@ -190,7 +190,10 @@ func (c *client6) PlanResourceChange(ctx context.Context, typeName string, prior
 	if req.PriorState, err = dyn6(prior, ty); err != nil {
 		return PlanResult{}, err
 	}
-	if req.ProposedNewState, err = dyn6(proposed, ty); err != nil {
+	if sameValue(proposed, prior) {
+		// An unchanged object (every no-op): the same encoding.
+		req.ProposedNewState = &tfplugin6.DynamicValue{Msgpack: req.PriorState.GetMsgpack()}
+	} else if req.ProposedNewState, err = dyn6(proposed, ty); err != nil {
 		return PlanResult{}, err
 	}
 	if req.Config, err = dyn6(config, ty); err != nil {

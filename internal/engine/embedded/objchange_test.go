@@ -32,3 +32,26 @@ func TestValuesEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestSameValue: identical values are the same, marks and types included; cty.NilVal only as
+// itself.
+func TestSameValue(t *testing.T) {
+	t.Parallel()
+	v := cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x")})
+	for _, tc := range []struct {
+		name string
+		a, b cty.Value
+		want bool
+	}{
+		{"identical", v, cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x")}), true},
+		{"different", v, cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("y")}), false},
+		{"marked", v, v.Mark("sensitive"), false},
+		{"null of another type", cty.NullVal(cty.String), cty.NullVal(cty.Number), false},
+		{"nil and nil", cty.NilVal, cty.NilVal, true},
+		{"nil and a null", cty.NilVal, cty.NullVal(cty.String), false},
+	} {
+		if got := sameValue(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameValue = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
