@@ -121,8 +121,9 @@ type intentBatch struct {
 
 // Apply carries out plan on prior (the state the plan was made against), saving the state
 // through persist after every resource instance (terraform_data instances with the next save),
-// so that a failure keeps everything done before it. It returns the final state; on error the state returned (and persisted) holds
-// every change that succeeded. cfg must be the configuration the plan was made from.
+// so that a failure keeps everything done before it. It returns the final state; on error the
+// state returned (and persisted) holds every change that succeeded. cfg must be the
+// configuration the plan was made from.
 func (r *Runner) Apply(ctx context.Context, cfg *Config, plan *Plan, prior *State, sources map[string]string, persist Persist, secrets map[string]bool) (*State, error) {
 	jr := journal{write: func(ctx context.Context, body []byte, _ []string, _ []state.Intent) error {
 		if body == nil {

@@ -144,7 +144,7 @@ func decodesAs(want cty.Type, v cty.Value) bool {
 		if at.Equals(wt) {
 			continue
 		}
-		if wt != cty.DynamicPseudoType || v.GetAttr(name).IsNull() {
+		if !wt.Equals(cty.DynamicPseudoType) || v.GetAttr(name).IsNull() {
 			return false
 		}
 	}
@@ -157,7 +157,7 @@ func decodesAs(want cty.Type, v cty.Value) bool {
 func decodedPrecision(v cty.Value) bool {
 	ok := true
 	_ = cty.Walk(v, func(_ cty.Path, x cty.Value) (bool, error) {
-		if ok && x.Type() == cty.Number && !x.IsNull() && x.AsBigFloat().Prec() != 512 {
+		if ok && x.Type().Equals(cty.Number) && !x.IsNull() && x.AsBigFloat().Prec() != 512 {
 			ok = false
 		}
 		return ok, nil
