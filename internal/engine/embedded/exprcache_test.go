@@ -84,7 +84,7 @@ func TestSchemaDecodeState(t *testing.T) {
 			t.Fatalf("decoded %#v, want %#v", v, want)
 		}
 	}
-	if n := len(s.states.m); n != 1 {
+	if n := s.states.Len(); n != 1 {
 		t.Errorf("cache holds %d documents after decoding one twice, want 1", n)
 	}
 	if _, err := s.DecodeState([]byte(`{"id":"x","content":"a","extra":1}`)); err == nil {
@@ -94,27 +94,27 @@ func TestSchemaDecodeState(t *testing.T) {
 	if _, err := s.DecodeState(doc(big)); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(s.states.m); n != 1 {
+	if n := s.states.Len(); n != 1 {
 		t.Errorf("cache holds %d documents after one over maxCachedState, want 1", n)
 	}
 	filler := func(i int) []byte { return doc(fmt.Sprintf("%04d %s", i, strings.Repeat("c", maxCachedState/2))) }
-	for i := 0; s.states.bytes+len(filler(i)) <= maxStateCache; i++ {
+	for i := 0; s.states.Bytes()+len(filler(i)) <= maxStateCache; i++ {
 		if _, err := s.DecodeState(filler(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if s.states.bytes > maxStateCache {
-		t.Errorf("cache grew to %d bytes, bound %d", s.states.bytes, maxStateCache)
+	if s.states.Bytes() > maxStateCache {
+		t.Errorf("cache grew to %d bytes, bound %d", s.states.Bytes(), maxStateCache)
 	}
-	before := len(s.states.m)
+	before := s.states.Len()
 	if _, err := s.DecodeState(doc("after " + strings.Repeat("d", maxCachedState/2))); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(s.states.m); n != 1 || n >= before {
+	if n := s.states.Len(); n != 1 || n >= before {
 		t.Errorf("a full cache took one more document without emptying itself: %d documents (before %d)", n, before)
 	}
-	if s.states.bytes > maxStateCache {
-		t.Errorf("cache grew to %d bytes, bound %d", s.states.bytes, maxStateCache)
+	if s.states.Bytes() > maxStateCache {
+		t.Errorf("cache grew to %d bytes, bound %d", s.states.Bytes(), maxStateCache)
 	}
 }
 
@@ -162,6 +162,16 @@ func TestTemplateOf_sameSourceNewExpression(t *testing.T) {
 // it decodes.
 func TestSchemaKeepState(t *testing.T) {
 	t.Parallel()
+	// keep writes v as the applier does (its attributes JSON, then keepState) and returns the JSON.
+	keep := func(s *Schema, v cty.Value) []byte {
+		t.Helper()
+		attrs, err := marshalAttributes(v, s.Type())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.keepState(attrs, v)
+		return attrs
+	}
 	s := &Schema{Block: &Block{
 		Attributes: map[string]*Attribute{
 			"id":    {Type: cty.String, Computed: true},
@@ -188,12 +198,8 @@ func TestSchemaKeepState(t *testing.T) {
 		"none":  cty.NullVal(cty.String),
 		"rule":  cty.ListVal([]cty.Value{cty.ObjectVal(map[string]cty.Value{"to": cty.StringVal("y")})}),
 	})
-	attrs, err := marshalAttributes(v, s.Type())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.keepState(attrs, v)
-	if n := len(s.states.m); n != 1 {
+	attrs := keep(s, v)
+	if n := s.states.Len(); n != 1 {
 		t.Fatalf("cache holds %d documents after keeping one, want 1", n)
 	}
 	decoded, err := ctyjson.Unmarshal(attrs, s.Type())
@@ -212,12 +218,8 @@ func TestSchemaKeepState(t *testing.T) {
 	// the same text as the decoded number (512 bits) but computes differently: not kept.
 	floaty := &Schema{Block: &Block{Attributes: map[string]*Attribute{"n": {Type: cty.Number, Optional: true}}}}
 	fv := cty.ObjectVal(map[string]cty.Value{"n": cty.NumberFloatVal(0.1)})
-	fattrs, err := marshalAttributes(fv, floaty.Type())
-	if err != nil {
-		t.Fatal(err)
-	}
-	floaty.keepState(fattrs, fv)
-	if n := len(floaty.states.m); n != 0 {
+	keep(floaty, fv)
+	if n := floaty.states.Len(); n != 0 {
 		t.Errorf("a value with a float64 number was kept (%d documents)", n)
 	}
 
@@ -235,13 +237,9 @@ func TestSchemaKeepState(t *testing.T) {
 		cty.TupleVal([]cty.Value{cty.True, cty.MustParseNumberVal("2")}),
 	} {
 		dv := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("i"), "output": out, "input": cty.NullVal(cty.DynamicPseudoType)})
-		dattrs, err := marshalAttributes(dv, dyn.Type())
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := len(dyn.states.m)
-		dyn.keepState(dattrs, dv)
-		if len(dyn.states.m) != before+1 {
+		before := dyn.states.Len()
+		dattrs := keep(dyn, dv)
+		if dyn.states.Len() != before+1 {
 			t.Errorf("output %#v: not kept", out)
 			continue
 		}
@@ -254,20 +252,16 @@ func TestSchemaKeepState(t *testing.T) {
 		}
 	}
 	dv := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal("j"), "output": cty.NullVal(cty.String), "input": cty.NullVal(cty.DynamicPseudoType)})
-	dattrs, err := marshalAttributes(dv, dyn.Type())
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := len(dyn.states.m)
-	dyn.keepState(dattrs, dv)
-	if n := len(dyn.states.m); n != before {
+	before := dyn.states.Len()
+	dattrs := keep(dyn, dv)
+	if n := dyn.states.Len(); n != before {
 		t.Errorf("a typed null in a dynamically typed attribute was kept (%d documents, %d before)", n, before)
 	}
 	// Decoding such a document is still remembered.
 	if _, err := dyn.DecodeState(dattrs); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(dyn.states.m); n != before+1 {
+	if n := dyn.states.Len(); n != before+1 {
 		t.Errorf("cache holds %d documents after decoding one more, want %d", n, before+1)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/lava-operator/lava/internal/platform/contentcache"
 )
 
 // Nesting is how a nested block type (or an attribute with nested attributes) nests, as the
@@ -59,7 +61,8 @@ type Schema struct {
 	Version int64
 	Block   *Block
 
-	states stateCache
+	// states maps the JSON attributes of a state instance to their decoded value.
+	states contentcache.Cache[cty.Value]
 	ty     struct {
 		once sync.Once
 		t    cty.Type
@@ -70,13 +73,6 @@ type Schema struct {
 func (s *Schema) Type() cty.Type {
 	s.ty.once.Do(func() { s.ty.t = s.Block.ImpliedType() })
 	return s.ty.t
-}
-
-// stateCache maps the JSON attributes of a state instance to their decoded value.
-type stateCache struct {
-	mu    sync.Mutex
-	m     map[string]cty.Value
-	bytes int
 }
 
 // Bounds of a Schema's decoded-state cache: attributes larger than maxCachedState bytes are
@@ -93,18 +89,14 @@ const (
 // as that type. The value of each distinct attributes document is decoded once and kept (cty
 // values are immutable), so planning an unchanged state again decodes nothing.
 func (s *Schema) DecodeState(attrs []byte) (cty.Value, error) {
-	c := &s.states
-	c.mu.Lock()
-	v, ok := c.m[string(attrs)]
-	c.mu.Unlock()
-	if ok {
+	if v, ok := s.states.Get(attrs); ok {
 		return v, nil
 	}
 	v, err := ctyjson.Unmarshal(attrs, s.Type())
 	if err != nil {
 		return v, err
 	}
-	s.states.put(attrs, v)
+	s.states.Put(attrs, v, maxCachedState, maxStateCache)
 	return v, nil
 }
 
@@ -116,7 +108,7 @@ func (s *Schema) keepState(attrs []byte, v cty.Value) {
 	if !v.IsWhollyKnown() || v.ContainsMarked() || !decodesAs(s.Type(), v) || !decodedPrecision(v) {
 		return
 	}
-	s.states.put(attrs, v)
+	s.states.Put(attrs, v, maxCachedState, maxStateCache)
 }
 
 // decodesAs reports whether go-cty's JSON decoding as want of v's encoding as want has v's
@@ -163,24 +155,6 @@ func decodedPrecision(v cty.Value) bool {
 		return ok, nil
 	})
 	return ok
-}
-
-// put records v as the value of attrs unless attrs is over maxCachedState bytes; the cache is
-// emptied first when it would grow past maxStateCache bytes.
-func (c *stateCache) put(attrs []byte, v cty.Value) {
-	if len(attrs) > maxCachedState {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[string(attrs)]; ok {
-		return
-	}
-	if c.m == nil || c.bytes+len(attrs) > maxStateCache {
-		c.m, c.bytes = map[string]cty.Value{}, 0
-	}
-	c.m[string(attrs)] = v
-	c.bytes += len(attrs)
 }
 
 // ProviderSchema is everything GetProviderSchema returns that Lava uses.

@@ -34,17 +34,17 @@ type session struct {
 	versions map[string]string // provider address -> version
 
 	findMu sync.Mutex
-	finds  map[string]found // by address and constraint: what the operation found
+	finds  map[string]foundPackage // by address and constraint: what the operation found
 }
 
-// found is one provider package an operation found ([Pool.find]).
-type found struct {
+// foundPackage is one provider package an operation found ([Pool.find]).
+type foundPackage struct {
 	exe, version string
 	known        []string
 }
 
 func newSession(pool *Pool, cfg *Config, sources map[string]string) *session {
-	return &session{pool: pool, cfg: cfg, sources: sources, leases: map[string]*Lease{}, versions: map[string]string{}, finds: map[string]found{}}
+	return &session{pool: pool, cfg: cfg, sources: sources, leases: map[string]*Lease{}, versions: map[string]string{}, finds: map[string]foundPackage{}}
 }
 
 // find is [Pool.find], once per address and constraint in an operation: the missing-provider
@@ -62,7 +62,7 @@ func (s *session) find(ctx context.Context, addr ProviderAddr, constraint string
 		return "", "", nil, err
 	}
 	s.findMu.Lock()
-	s.finds[key] = found{exe: exe, version: version, known: known}
+	s.finds[key] = foundPackage{exe: exe, version: version, known: known}
 	s.findMu.Unlock()
 	return exe, version, known, nil
 }

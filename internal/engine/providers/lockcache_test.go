@@ -29,22 +29,22 @@ func TestLockCache(t *testing.T) {
 	if !reflect.DeepEqual(b, want) {
 		t.Errorf("second parse %+v, want %+v (a caller's change reached the cache)", b, want)
 	}
-	if len(c.m) != 1 {
-		t.Errorf("cache holds %d parses of one file, want 1", len(c.m))
+	if c.Len() != 1 {
+		t.Errorf("cache holds %d parses of one file, want 1", c.Len())
 	}
 	if _, err := c.parse([]byte("provider {")); err == nil {
 		t.Error("a malformed lock parsed without an error")
 	}
-	if len(c.m) != 1 {
-		t.Errorf("cache holds %d parses after a malformed file, want 1", len(c.m))
+	if c.Len() != 1 {
+		t.Errorf("cache holds %d parses after a malformed file, want 1", c.Len())
 	}
 	// A file over the bound is parsed, not kept, and empties nothing.
 	huge := Lock{"registry.opentofu.org/hashicorp/local": {Version: "1.4.0", Hashes: []string{"h1:" + strings.Repeat("y", maxParsedLocks)}}}
 	if _, err := c.parse(huge.Write()); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.m) != 1 {
-		t.Errorf("cache holds %d parses after one over the bound, want the 1 it had", len(c.m))
+	if c.Len() != 1 {
+		t.Errorf("cache holds %d parses after one over the bound, want the 1 it had", c.Len())
 	}
 	big := Lock{"registry.opentofu.org/hashicorp/local": {Version: "1.4.0", Hashes: []string{"h1:" + strings.Repeat("x", maxParsedLocks/3)}}}
 	for i := range 4 {
@@ -54,8 +54,8 @@ func TestLockCache(t *testing.T) {
 		if _, err := c.parse(big.Write()); err != nil {
 			t.Fatal(err)
 		}
-		if c.bytes > maxParsedLocks {
-			t.Fatalf("cache grew to %d bytes, bound %d", c.bytes, maxParsedLocks)
+		if c.Bytes() > maxParsedLocks {
+			t.Fatalf("cache grew to %d bytes, bound %d", c.Bytes(), maxParsedLocks)
 		}
 	}
 }

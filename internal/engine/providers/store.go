@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/contentcache"
 )
 
 // ReadLock returns the object's dependency lock from the state store (empty when none is
@@ -36,31 +36,18 @@ const maxParsedLocks = 1 << 20
 // object whose lock did not change parses nothing (every plan reads its object's lock).
 var parsedLocks lockCache
 
-type lockCache struct {
-	mu    sync.Mutex
-	m     map[string]Lock
-	bytes int
-}
+type lockCache struct{ contentcache.Cache[Lock] }
 
 // parse is ParseLock(body), from the cache when body was parsed before; the caller gets its
 // own copy to change.
 func (c *lockCache) parse(body []byte) (Lock, error) {
-	c.mu.Lock()
-	l, ok := c.m[string(body)]
-	c.mu.Unlock()
+	l, ok := c.Get(body)
 	if !ok {
 		var err error
 		if l, err = ParseLock(body); err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		if _, dup := c.m[string(body)]; !dup && len(body) <= maxParsedLocks {
-			if c.m == nil || c.bytes+len(body) > maxParsedLocks {
-				c.m, c.bytes = map[string]Lock{}, 0
-			}
-			c.m[string(body)], c.bytes = l, c.bytes+len(body)
-		}
-		c.mu.Unlock()
+		c.Put(body, l, maxParsedLocks, maxParsedLocks)
 	}
 	return l.Clone(), nil
 }
