@@ -12,7 +12,7 @@
 //
 // Condition types and reasons are documented constants in condition_types.go. The phase a
 // LavaArchitecture is in is [Phase]; the one transition table between phases lives in
-// internal/service/phase, which is the only code that should compute a new [LavaArchitectureStatus].
+// internal/pipeline, which is the only code that should compute a new [LavaArchitectureStatus].
 //
 // +kubebuilder:object:generate=true
 // +groupName=lava.pleme.io

@@ -46,7 +46,7 @@ const (
 const DefaultDriftInterval = "5m0s"
 
 // Phase is where a LavaArchitecture is in its lifecycle (docs/dialect.md section 5.4). The values
-// are PascalCase strings; package internal/service/phase holds the transition table between them.
+// are PascalCase strings; package internal/pipeline holds the transition table between them.
 type Phase string
 
 // The phases. The zero value "" means no event has been folded into the status yet and is read
@@ -394,7 +394,7 @@ type Dependency struct {
 }
 
 // LavaArchitectureStatus is what Lava observed and did. The watcher computes it with
-// internal/service/phase and patches the status subresource only when it changed.
+// internal/pipeline and patches the status subresource only when it changed.
 type LavaArchitectureStatus struct {
 	// phase is the lifecycle phase.
 	// +optional

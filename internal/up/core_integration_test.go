@@ -18,10 +18,10 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
-	"github.com/lava-operator/lava/internal/service/phase"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
@@ -76,7 +76,7 @@ func TestCore_sameStatusThroughBothStores(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	at := func(n int) *timestamppb.Timestamp { return timestamppb.New(t0.Add(time.Duration(n) * time.Second)) }
 	type step struct {
-		local *phase.Event // folded by the watcher itself (Observed)
+		local *pipeline.Event // folded by the watcher itself (Observed)
 		ev    bus.Event
 	}
 	steps := func(seq int) []step {
@@ -84,7 +84,7 @@ func TestCore_sameStatusThroughBothStores(t *testing.T) {
 			return &lavav1.Envelope{EventId: id, Generation: 1, OccurredAt: at(n), CorrelationId: "c"}
 		}
 		return []step{
-			{local: &phase.Event{Type: phase.EventObserved, Force: true, Generation: 1, Time: t0}},
+			{local: &pipeline.Event{Type: pipeline.EventObserved, Force: true, Generation: 1, Time: t0}},
 			{ev: &lavav1.Synthesized{Envelope: env("s", 1), Render: &lavav1.RenderRecord{SourceKind: lavav1.SourceKind_SOURCE_KIND_NAME,
 				ArchitectureName: "greeting", ResourceCount: 3, SourceDigest: "sha256:aa"}, Gate: &lavav1.GateVerdict{Passed: true}}},
 			{ev: &lavav1.ReceiptAppended{Envelope: env("r0", 2), Sequence: uint64(seq), ContentHash: []byte{1}}},
@@ -99,7 +99,7 @@ func TestCore_sameStatusThroughBothStores(t *testing.T) {
 			{ev: &lavav1.Applied{Envelope: env("a2", 9), PlanId: "plan-2", Summary: &lavav1.ChangeSummary{Change: 1}}},
 		}
 	}
-	run := func(t *testing.T, key types.NamespacedName, uid types.UID, fold func(context.Context, types.NamespacedName, types.UID, phase.Event, watcher.Cause) error,
+	run := func(t *testing.T, key types.NamespacedName, uid types.UID, fold func(context.Context, types.NamespacedName, types.UID, pipeline.Event, watcher.Cause) error,
 		handle func(context.Context, *bus.Message) error) {
 		for i, s := range steps(10) {
 			if s.local != nil {
@@ -117,11 +117,11 @@ func TestCore_sameStatusThroughBothStores(t *testing.T) {
 		}
 	}
 	apiKey := types.NamespacedName{Namespace: ns, Name: "same"}
-	run(t, apiKey, obj.UID, func(ctx context.Context, k types.NamespacedName, u types.UID, ev phase.Event, c watcher.Cause) error {
+	run(t, apiKey, obj.UID, func(ctx context.Context, k types.NamespacedName, u types.UID, ev pipeline.Event, c watcher.Cause) error {
 		_, err := apiCore.Fold(ctx, k, u, ev, c)
 		return err
 	}, apiCore.HandlePhase)
-	run(t, types.NamespacedName{Namespace: "files", Name: "same"}, fileObj.UID, func(ctx context.Context, k types.NamespacedName, u types.UID, ev phase.Event, c watcher.Cause) error {
+	run(t, types.NamespacedName{Namespace: "files", Name: "same"}, fileObj.UID, func(ctx context.Context, k types.NamespacedName, u types.UID, ev pipeline.Event, c watcher.Cause) error {
 		_, err := src.core.Fold(ctx, k, u, ev, c)
 		return err
 	}, src.HandlePhase)

@@ -25,10 +25,10 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/phase"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
@@ -68,7 +68,7 @@ type SourceConfig struct {
 	// OnChange, if set, is called after any object changed (display refresh).
 	OnChange func()
 	// OnTransition, if set, is called for each accepted transition.
-	OnTransition func(key string, tr phase.Transition, ev phase.Event)
+	OnTransition func(key string, tr pipeline.Transition, ev pipeline.Event)
 	// Now is the clock (time.Now).
 	Now func() time.Time
 }
@@ -112,7 +112,7 @@ func NewSource(ctx context.Context, cfg SourceConfig) (*Source, error) {
 	}
 	core, err := watcher.NewCore(watcher.CoreConfig{
 		Store: fileStore{s}, Publisher: s.pub, Logger: cfg.Logger, Rewrite: s.rewrite,
-		OnTransition: func(key types.NamespacedName, tr phase.Transition, ev phase.Event) {
+		OnTransition: func(key types.NamespacedName, tr pipeline.Transition, ev pipeline.Event) {
 			if cfg.OnTransition != nil {
 				cfg.OnTransition(key.String(), tr, ev)
 			}
@@ -372,7 +372,7 @@ func userAnnotations(a map[string]string) map[string]string {
 // whose generation is published for drift and viggy and starts no pass), as the watcher does.
 func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
 	if !obj.Spec.Suspend && meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionSuspended) {
-		if err := s.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
+		if err := s.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventResumed}); err != nil {
 			return err
 		}
 	}
@@ -403,9 +403,9 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 		}
 	}
 	at := s.cfg.Now()
-	ev := phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation}
+	ev := pipeline.Event{Type: pipeline.EventObserved, Force: true, Time: at, Generation: obj.Generation}
 	if obj.Spec.Suspend {
-		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
+		ev = pipeline.Event{Type: pipeline.EventSuspended, Time: at, Generation: obj.Generation}
 	}
 	if _, err := s.fold(ctx, key, obj.UID, ev, id); err != nil && !errors.Is(err, watcher.ErrGone) {
 		return err
@@ -465,7 +465,7 @@ func (s *Source) remove(ctx context.Context, key string) error {
 		}
 	}
 	s.mu.Unlock()
-	dr := &lavav1.DeletionRequested{DeletionPolicy: watcher.DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: watcher.EngineProto(obj.Spec.Engine)}
+	dr := &lavav1.DeletionRequested{DeletionPolicy: watcher.DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: pipeline.EngineProto(obj.Spec.Engine)}
 	trigger := eventid.GenerationTrigger(obj.Generation)
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(dr), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventDeletionRequested)
@@ -477,7 +477,7 @@ func (s *Source) remove(ctx context.Context, key string) error {
 	if dr.DeletionPolicy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
 		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
 	}
-	if _, err := s.fold(ctx, key, obj.UID, phase.Event{Type: phase.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
+	if _, err := s.fold(ctx, key, obj.UID, pipeline.Event{Type: pipeline.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
 		id); err != nil && !errors.Is(err, watcher.ErrGone) {
 		return err
 	}
@@ -492,7 +492,7 @@ func (s *Source) remove(ctx context.Context, key string) error {
 
 // foldLocal folds an event the source derives itself (resume), with a cause id derived from
 // its type and message.
-func (s *Source) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
+func (s *Source) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev pipeline.Event) error {
 	ev.Generation, ev.Time = obj.Generation, s.cfg.Now()
 	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
 	_, err := s.fold(ctx, obj.Namespace+"/"+obj.Name, obj.UID, ev, id)
@@ -517,13 +517,13 @@ func (s *Source) lastEventID(ctx context.Context, subject string) (string, error
 
 // fold folds an event the source derives itself through the watcher's core (written at once),
 // with causeID as its cause and correlation id.
-func (s *Source) fold(ctx context.Context, key string, uid types.UID, ev phase.Event, causeID string) (phase.Transition, error) {
+func (s *Source) fold(ctx context.Context, key string, uid types.UID, ev pipeline.Event, causeID string) (pipeline.Transition, error) {
 	return s.core.Fold(ctx, nsName(key), uid, ev, watcher.Cause{EventID: causeID, CorrelationID: causeID})
 }
 
 // rewrite maps inline-source positions in a phase event's message and diagnostics to the
 // manifest ([CoreConfig].Rewrite).
-func (s *Source) rewrite(key types.NamespacedName, ev *phase.Event, diags []string) {
+func (s *Source) rewrite(key types.NamespacedName, ev *pipeline.Event, diags []string) {
 	s.mu.Lock()
 	mapInline := s.inline[key.String()]
 	s.mu.Unlock()

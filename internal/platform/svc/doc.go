@@ -26,5 +26,5 @@
 //	func main() { svc.Main(run) }
 //
 // and `lava up` (internal/up) calls x.Run with the Options it builds. Poison messages are
-// reported by every consumer the same way (internal/service/anomaly/report.PoisonReporter).
+// reported by every consumer the same way (internal/pipeline.PoisonReporter).
 package svc

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // Kind is the kind of an anomaly, PascalCase as upstream serializes it ("DriftDetected").
@@ -161,13 +161,13 @@ func (a *LavaAnomaly) ComputeFingerprint() string {
 	return Fingerprint(a.Kind.Proto(), a.ExtensionKind, src, a.Severity.Proto(), a.Discriminator)
 }
 
-// Fingerprint is the de-duplication key of anomaly.proto ([report.Fingerprint]: BLAKE3-256
+// Fingerprint is the de-duplication key of anomaly.proto ([pipeline.Fingerprint]: BLAKE3-256
 // of kind, extension kind, resource uid, severity and discriminator, 64 lowercase hex
 // digits). viggy computes the same function for its escalation anomalies, so they and the
 // DriftDetected this service derives from the same scan share a fingerprint. Times, messages and secret values are never
 // inputs.
 func Fingerprint(kind lavav1.AnomalyKind, extension, uid string, sev lavav1.Severity, discriminator string) string {
-	return report.Fingerprint(kind, extension, uid, sev, discriminator)
+	return pipeline.Fingerprint(kind, extension, uid, sev, discriminator)
 }
 
 // ErrInvalid reports an anomaly that cannot be published: no kind or severity, a Custom kind

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/remediation"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // RequeueAfter is how soon a resource is looked at again after a decision (docs/dialect.md section 7.1):
@@ -36,19 +36,19 @@ type Decision struct {
 
 // Router decides what a remediation policy does about an anomaly.
 type Router interface {
-	// Route returns the decision for a under p (nil p is remediation.Default).
+	// Route returns the decision for a under p (nil p is pipeline.DefaultRemediation).
 	Route(a LavaAnomaly, p *lavav1.RemediationPolicy) (Decision, error)
 }
 
 // PolicyRouter is upstream's PolicyRouter: the action is the policy's entry for the anomaly's
 // severity (the kind is ignored; UNSPECIFIED reads as Alert); Escalate picks the first tier and
-// fails with remediation.ErrNoLadder without tiers.
+// fails with pipeline.ErrNoLadder without tiers.
 type PolicyRouter struct{}
 
 // Route implements [Router].
 func (PolicyRouter) Route(a LavaAnomaly, p *lavav1.RemediationPolicy) (Decision, error) {
 	if p == nil {
-		p = remediation.Default()
+		p = pipeline.DefaultRemediation()
 	}
 	var act lavav1.RemediationAction
 	switch a.Severity {
@@ -66,7 +66,7 @@ func (PolicyRouter) Route(a LavaAnomaly, p *lavav1.RemediationPolicy) (Decision,
 	if act == lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE {
 		tiers := p.GetEscalationTiers()
 		if len(tiers) == 0 {
-			return d, remediation.ErrNoLadder
+			return d, pipeline.ErrNoLadder
 		}
 		d.Escalation = tiers[0]
 	}

@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // Config configures a [Service]. JS is required.
@@ -175,7 +175,7 @@ func (s *Service) Run(ctx context.Context) error {
 		g.Go(func() error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceAnomaly, Concurrency: s.cfg.Concurrency,
-				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, OnPoison: report.PoisonReporter(s.bus.pub, bus.ServiceAnomaly, s.cfg.Logger, s.cfg.OnPoison),
+				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, OnPoison: pipeline.PoisonReporter(s.bus.pub, bus.ServiceAnomaly, s.cfg.Logger, s.cfg.OnPoison),
 			}, s.Handle)
 		})
 	}
@@ -214,8 +214,8 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	case *lavav1.AnomalyDetected:
 		event = eventDetected
 		// The service's own anomalies went to every sink already; its poison-message reports
-		// (report.PoisonReporter) were published directly and are routed like a foreign one.
-		if ev.GetEnvelope().GetSource() == bus.ServiceAnomaly && ev.GetExtensionKind() != report.ExtensionPoisonMessage {
+		// (pipeline.PoisonReporter) were published directly and are routed like a foreign one.
+		if ev.GetEnvelope().GetSource() == bus.ServiceAnomaly && ev.GetExtensionKind() != pipeline.ExtensionPoisonMessage {
 			s.metrics.events.WithLabelValues(event, "own").Inc()
 			return nil
 		}

@@ -23,12 +23,11 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/service/anomaly"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
-	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 const (
@@ -172,7 +171,7 @@ rules:
 
 func (h *harness) observed(t *testing.T, name, uid string, labels map[string]string) {
 	t.Helper()
-	ro := &lavav1.ResourceObserved{Labels: labels, Remediation: remediation.Default()}
+	ro := &lavav1.ResourceObserved{Labels: labels, Remediation: pipeline.DefaultRemediation()}
 	ro.Envelope = &lavav1.Envelope{EventId: eventid.ID(uid, 1, "lava.v1.ResourceObserved", eventid.GenerationTrigger(1)),
 		Source: "watcher", Resource: &lavav1.ResourceRef{Namespace: "infra", Name: name, Uid: uid}, Generation: 1}
 	if _, err := h.pub.PublishEvent(t.Context(), ro); err != nil {
@@ -644,7 +643,7 @@ func TestNew_needsTheTopology(t *testing.T) {
 	}
 }
 
-// Poison-message reports are published directly (report.PoisonReporter), so the service routes
+// Poison-message reports are published directly (pipeline.PoisonReporter), so the service routes
 // them to its other sinks like viggy's escalations, its own included.
 func TestService_routesPoisonReports(t *testing.T) {
 	h := start(t, 1)
@@ -652,7 +651,7 @@ func TestService_routesPoisonReports(t *testing.T) {
 	h.observed(t, "junk", uid, map[string]string{"team": "infra"})
 	env := &lavav1.Envelope{EventId: "poisoned", Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "junk", Uid: uid}, Generation: 1}
 	for i, svc := range []string{bus.ServiceAttest, bus.ServiceAnomaly} {
-		an := report.PoisonAnomaly(svc, bus.PoisonReport{Stream: bus.StreamPhases, Consumer: svc,
+		an := pipeline.PoisonAnomaly(svc, bus.PoisonReport{Stream: bus.StreamPhases, Consumer: svc,
 			Subject: bus.PhaseSubject("infra", "junk", bus.EventPhaseChanged), StreamSeq: uint64(10 + i), NumDelivered: 1,
 			Reason: bus.PoisonPermanent, Err: errors.New("no resource"), Envelope: env}, time.Now())
 		if _, err := h.pub.PublishEvent(t.Context(), an); err != nil {

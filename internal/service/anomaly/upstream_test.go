@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/service/anomaly"
-	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 // Upstream's lava-anomaly and anomaly-bridge behaviours (docs/dialect.md section 11).
@@ -44,7 +44,7 @@ func sample(sev anomaly.Severity) anomaly.LavaAnomaly {
 
 func TestPolicyRouter_defaultPolicyMapping(t *testing.T) {
 	t.Parallel()
-	p := remediation.Default()
+	p := pipeline.DefaultRemediation()
 	if p.GetCosmetic() != alert || p.GetFunctional() != autoFix || p.GetCritical() != approval {
 		t.Fatalf("default policy %v, want Alert/AutoCorrect/RequireApproval", p)
 	}
@@ -102,7 +102,7 @@ func TestPolicyRouter_escalatePicksFirstTier(t *testing.T) {
 func TestPolicyRouter_escalateWithoutLadderErrors(t *testing.T) {
 	t.Parallel()
 	_, err := anomaly.PolicyRouter{}.Route(sample(anomaly.SeverityCritical), &lavav1.RemediationPolicy{Critical: escalate})
-	if !errors.Is(err, remediation.ErrNoLadder) || err.Error() != "escalation: Escalate set but no ladder" {
+	if !errors.Is(err, pipeline.ErrNoLadder) || err.Error() != "escalation: Escalate set but no ladder" {
 		t.Fatalf("err = %v, want upstream's ladder error", err)
 	}
 }
@@ -124,7 +124,7 @@ func TestRequeueAfter_autoCorrectShorterThanAlert(t *testing.T) {
 func TestFixedRouter_returnsItsDecision(t *testing.T) {
 	t.Parallel()
 	r := anomaly.FixedRouter{Decision: anomaly.Decision{Action: noOp, RequeueAfter: time.Hour}}
-	d, err := r.Route(sample(anomaly.SeverityCritical), remediation.Default())
+	d, err := r.Route(sample(anomaly.SeverityCritical), pipeline.DefaultRemediation())
 	if err != nil || d.Action != noOp || d.RequeueAfter != time.Hour {
 		t.Fatalf("%+v, %v", d, err)
 	}

@@ -17,42 +17,10 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
-
-// Engine names as the CRD spells them.
-const (
-	EngineEmbedded  = "embedded"
-	EngineTofu      = "tofu"
-	EngineTerraform = "terraform"
-)
-
-// EngineName maps the proto enum to an engine name; UNSPECIFIED is the CRD default,
-// "embedded".
-func EngineName(e lavav1.Engine) string {
-	switch e {
-	case lavav1.Engine_ENGINE_TOFU:
-		return EngineTofu
-	case lavav1.Engine_ENGINE_TERRAFORM:
-		return EngineTerraform
-	}
-	return EngineEmbedded
-}
-
-// EngineEnum maps an engine name back to the proto enum (UNSPECIFIED for an unknown name).
-func EngineEnum(name string) lavav1.Engine {
-	switch name {
-	case EngineEmbedded:
-		return lavav1.Engine_ENGINE_EMBEDDED
-	case EngineTofu:
-		return lavav1.Engine_ENGINE_TOFU
-	case EngineTerraform:
-		return lavav1.Engine_ENGINE_TERRAFORM
-	}
-	return lavav1.Engine_ENGINE_UNSPECIFIED
-}
 
 // Operation is one engine operation, reported to [Config].Observe when it ends.
 type Operation struct {
@@ -74,7 +42,7 @@ type Config struct {
 	JS jetstream.JetStream
 	// Store is the state store every engine uses (lava-state and lava-artifacts).
 	Store *state.Store
-	// Engines maps an engine name (EngineEmbedded, EngineTofu, EngineTerraform) to the engine;
+	// Engines maps an engine name (string(v1alpha1.EngineEmbedded), string(v1alpha1.EngineTofu), string(v1alpha1.EngineTerraform)) to the engine;
 	// a resource naming an absent engine fails with reason EngineUnavailable.
 	Engines map[string]engine.Engine
 	// Holder names this replica in leases and state locks; unique per process (e.g. the pod
@@ -193,7 +161,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceApplier, Concurrency: s.cfg.Concurrency,
 				DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: report.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceApplier, s.cfg.Logger),
+				OnPoison: pipeline.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceApplier, s.cfg.Logger),
 			}, s.Handle)
 		})
 	}

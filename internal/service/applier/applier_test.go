@@ -54,18 +54,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestEngineNames(t *testing.T) {
-	t.Parallel()
-	for _, e := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU, lavav1.Engine_ENGINE_TERRAFORM} {
-		if got := EngineEnum(EngineName(e)); got != e {
-			t.Errorf("round trip of %v gives %v", e, got)
-		}
-	}
-	if EngineName(lavav1.Engine_ENGINE_UNSPECIFIED) != EngineEmbedded {
-		t.Error("an unspecified engine is not the CRD default, embedded")
-	}
-}
-
 func TestPush(t *testing.T) {
 	t.Parallel()
 	var l []string

@@ -7,7 +7,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
@@ -41,7 +43,7 @@ func FuzzSynthesizedInput(f *testing.F) {
 			t.Fatalf("decoded %T", msg.Event)
 		}
 		in := inputOf(ev)
-		if e := EngineEnum(in.engine); e == lavav1.Engine_ENGINE_UNSPECIFIED {
+		if e := pipeline.EngineProto(v1alpha1.Engine(in.engine)); e == lavav1.Engine_ENGINE_UNSPECIFIED {
 			t.Fatalf("engine %v became %q, which the applier does not run", ev.GetEngine(), in.engine)
 		}
 		if in.approve == "" || (ev.GetApprovePlan() == "" && in.approve != ApproveAuto) {

@@ -18,9 +18,9 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
-	"github.com/lava-operator/lava/internal/service/applier"
 )
 
 // kitSource is one testkit_file (example/testkit 0.4.0, with the fault knobs).
@@ -78,9 +78,9 @@ func TestApplier_destroyErrorsKeepState(t *testing.T) {
 	h := newHarness(t)
 	r := h.startApplier(applierOpts{testkit: true})
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
-		t.Run(applier.EngineName(eng), func(t *testing.T) {
+		t.Run(pipeline.EngineName(eng), func(t *testing.T) {
 			const ns = "demo"
-			name := "doomed-" + applier.EngineName(eng)
+			name := "doomed-" + pipeline.EngineName(eng)
 			dir := t.TempDir()
 			file := filepath.Join(dir, "a.txt")
 			h.observe(ns, name, 1, &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: kitSource}},
@@ -267,7 +267,7 @@ func TestApplier_destroyAfterBindingsSecretDeleted(t *testing.T) {
   :resources ((testkit-file "a" :filename "{dir}/a.txt" :content "{body}")))`
 	objs := map[string]*v1alpha1.LavaArchitecture{}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
-		name := "fromsecret-" + applier.EngineName(eng)
+		name := "fromsecret-" + pipeline.EngineName(eng)
 		file := filepath.Join(dir, name+".txt")
 		// synth reads bindingsFrom, and the applier destroys, only for an object the API
 		// server has (and shows being deleted): the object, held by Lava's finalizer.
@@ -291,7 +291,7 @@ func TestApplier_destroyAfterBindingsSecretDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
-		name := "fromsecret-" + applier.EngineName(eng)
+		name := "fromsecret-" + pipeline.EngineName(eng)
 		if err := env.Client.Delete(t.Context(), objs[name]); err != nil {
 			t.Fatal(err)
 		}

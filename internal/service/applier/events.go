@@ -14,9 +14,9 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // failure is a stage failure to publish as Failed.
@@ -112,24 +112,6 @@ func summaryProto(s engine.Summary) *lavav1.ChangeSummary {
 	return &lavav1.ChangeSummary{Add: int32(s.Add), Change: int32(s.Change), Destroy: int32(s.Destroy)}
 }
 
-func changeKind(a engine.Action) lavav1.ChangeKind {
-	switch a {
-	case engine.ActionNoOp:
-		return lavav1.ChangeKind_CHANGE_KIND_NO_OP
-	case engine.ActionCreate:
-		return lavav1.ChangeKind_CHANGE_KIND_CREATE
-	case engine.ActionRead:
-		return lavav1.ChangeKind_CHANGE_KIND_READ
-	case engine.ActionUpdate:
-		return lavav1.ChangeKind_CHANGE_KIND_UPDATE
-	case engine.ActionReplace:
-		return lavav1.ChangeKind_CHANGE_KIND_REPLACE
-	case engine.ActionDelete:
-		return lavav1.ChangeKind_CHANGE_KIND_DELETE
-	}
-	return lavav1.ChangeKind_CHANGE_KIND_UNSPECIFIED
-}
-
 // MaxEventChanges bounds Planned.changes: a plan of any size keeps its event small (the plan
 // artifact, Planned.plan_artifact_digest, holds every change).
 const MaxEventChanges = 1000
@@ -139,7 +121,7 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 	ev := &lavav1.Planned{
 		Envelope:            w.envelope(w.cause, "lava.v1.Planned"),
 		PlanId:              plan.PlanID,
-		Engine:              EngineEnum(in.engine),
+		Engine:              pipeline.EngineProto(v1alpha1.Engine(in.engine)),
 		Summary:             summaryProto(plan.Summary),
 		PlanArtifactDigest:  plan.PlanDigest,
 		StateSerial:         int64(plan.StateSerial),
@@ -157,7 +139,7 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 			ev.ChangesOmitted = int32(len(plan.Resources) - MaxEventChanges)
 			break
 		}
-		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: red.Redact(r.Address), Action: changeKind(r.Action)})
+		ev.Changes = append(ev.Changes, &lavav1.ResourceChange{Address: red.Redact(r.Address), Action: pipeline.ChangeKind(r.Action)})
 	}
 	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
 		return nil, err
@@ -168,13 +150,13 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 }
 
 // stateRegressed reports a plan made against a regressed state: a warning in the log and the
-// Custom anomaly report.StateRegressedAnomaly (one per plan id). The Planned event carries
+// Custom anomaly pipeline.StateRegressedAnomaly (one per plan id). The Planned event carries
 // the same words (state_regressed), from which the watcher sets the StateRegressed
 // condition.
 func (w *work) stateRegressed(ctx context.Context, plan *engine.PlanRecord, in input) error {
 	w.log.Warn("state regressed since the last apply; planned with an id of its own", "plan_id", plan.PlanID,
 		"last_applied_plan_id", in.regressedFrom, "regressed", in.regressed)
-	an := report.StateRegressedAnomaly(w.cause, bus.ServiceApplier, plan.PlanID, in.regressedFrom, in.regressed, w.s.cfg.Now())
+	an := pipeline.StateRegressedAnomaly(w.cause, bus.ServiceApplier, plan.PlanID, in.regressedFrom, in.regressed, w.s.cfg.Now())
 	if _, err := w.s.pub.PublishEvent(ctx, an); err != nil {
 		return err
 	}
@@ -225,7 +207,7 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 		}
 		name := last.Engine
 		if eng != lavav1.Engine_ENGINE_UNSPECIFIED {
-			name = EngineName(eng)
+			name = pipeline.EngineName(eng)
 		}
 		e := w.s.cfg.Engines[name]
 		if e == nil {

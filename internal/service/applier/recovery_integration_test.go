@@ -19,6 +19,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/service/applier"
@@ -383,7 +384,7 @@ func TestApplier_seedProviderUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_TOFU, lavav1.Engine_ENGINE_EMBEDDED} {
-		name := obj.Name + "-" + applier.EngineName(eng)
+		name := obj.Name + "-" + pipeline.EngineName(eng)
 		h.observe(obj.Namespace, name, 1, &lavav1.ArchitectureSpec{
 			Source:   &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: obj.Spec.Source.Inline}},
 			Bindings: obj.Spec.Bindings, Gate: obj.Spec.Gate, Engine: eng,

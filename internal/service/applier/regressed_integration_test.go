@@ -10,9 +10,9 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // reconcile publishes a ResourceObserved of an existing generation as the watcher does for
@@ -81,7 +81,7 @@ func TestApplier_stateRegressed(t *testing.T) {
 	if n := len(events[*lavav1.Applied](h, ns, name)); n != 1 {
 		t.Fatalf("%d Applied events, want only the first: the regressed plan must wait for its own approval", n)
 	}
-	an := await(h, ns, name, time.Minute, func(a *lavav1.AnomalyDetected) bool { return a.GetExtensionKind() == report.ExtensionStateRegressed })
+	an := await(h, ns, name, time.Minute, func(a *lavav1.AnomalyDetected) bool { return a.GetExtensionKind() == pipeline.ExtensionStateRegressed })
 	if an.GetSeverity() != lavav1.Severity_SEVERITY_CRITICAL || an.GetMetadata()["plan_id"] != second ||
 		an.GetMetadata()["last_applied_plan_id"] != first || !strings.Contains(an.GetMessage(), "the state is gone") {
 		t.Errorf("anomaly %v", an)

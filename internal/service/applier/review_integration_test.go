@@ -12,6 +12,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/service/applier"
 )
@@ -24,7 +25,7 @@ import (
 // the state digest) and is refused as superseded; approving the new id applies it.
 func TestApplier_reviewThenStateChanges(t *testing.T) {
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
-		t.Run(applier.EngineName(eng), func(t *testing.T) { testReviewThenStateChanges(t, eng) })
+		t.Run(pipeline.EngineName(eng), func(t *testing.T) { testReviewThenStateChanges(t, eng) })
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/credentials"
 	"github.com/lava-operator/lava/internal/platform/identity"
@@ -210,7 +211,7 @@ type input struct {
 func inputOf(ev *lavav1.Synthesized) input {
 	in := input{
 		generation:          ev.GetEnvelope().GetGeneration(),
-		engine:              EngineName(ev.GetEngine()),
+		engine:              pipeline.EngineName(ev.GetEngine()),
 		artifactDigest:      ev.GetArtifactDigest(),
 		terraformJSONDigest: ev.GetRender().GetTerraformJsonDigest(),
 		bindingsDigest:      ev.GetRender().GetBindingsDigest(),
@@ -567,7 +568,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		StateSerial:         int64(res.StateSerial),
 		StateLineage:        res.StateLineage,
 		Summary:             summaryProto(res.Summary),
-		Engine:              EngineEnum(in.engine),
+		Engine:              pipeline.EngineProto(v1alpha1.Engine(in.engine)),
 		TerraformJsonDigest: in.terraformJSONDigest,
 		ArtifactDigest:      in.artifactDigest,
 	}

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // ForeignReason says why a message on a chain's subject is not part of the chain
@@ -153,12 +153,12 @@ func ForeignAnomaly(f Foreign, now time.Time) *lavav1.AnomalyDetected {
 		ExtensionKind: ExtensionForeignReceipt,
 		Severity:      lavav1.Severity_SEVERITY_CRITICAL,
 		Source:        res,
-		Message: report.Sanitize(fmt.Sprintf("a message on %s that attest did not append was skipped (%s): %s",
+		Message: pipeline.Sanitize(fmt.Sprintf("a message on %s that attest did not append was skipped (%s): %s",
 			subject, f.Reason, f.Detail)),
 		Metadata: map[string]string{
 			"subject": subject, "stream": bus.StreamReceipts, "stream_seq": seq, "reason": string(f.Reason),
 		},
-		Fingerprint: report.Fingerprint(lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM, ExtensionForeignReceipt,
+		Fingerprint: pipeline.Fingerprint(lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM, ExtensionForeignReceipt,
 			f.Namespace+"/"+f.Name, lavav1.Severity_SEVERITY_CRITICAL, string(f.Reason)),
 		Count:     1,
 		FirstSeen: timestamppb.New(now.UTC()),

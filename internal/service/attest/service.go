@@ -16,10 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // EventReceiptAppended is the last token of the subject ReceiptAppended is published on:
@@ -75,7 +75,7 @@ func (s *Service) Run(ctx context.Context) error {
 				// A resource's receipts are appended in the order of its transitions: OrderKey
 				// within this process, Handle's catch-up across replicas.
 				Stream: stream, Consumer: bus.ServiceAttest, Concurrency: s.opts.Concurrency, OrderKey: bus.ResourceOrderKey,
-				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: report.PoisonReporter(s.pub, bus.ServiceAttest, s.opts.Logger, s.opts.OnPoison),
+				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: pipeline.PoisonReporter(s.pub, bus.ServiceAttest, s.opts.Logger, s.opts.OnPoison),
 			}, s.Handle)
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/service/drift"
@@ -37,7 +38,7 @@ func scan1000(b *testing.B, lease bool) {
 		name := fmt.Sprintf("r%04d", i)
 		ev := w.apply("bench", name, doc)
 		entries = append(entries, &drift.Entry{Namespace: "bench", Name: name, UID: "uid-" + name, Generation: 1,
-			Engine: drift.EngineEmbedded, PlanID: ev.GetPlanId(), TerraformJSONDigest: ev.GetTerraformJsonDigest(),
+			Engine: string(v1alpha1.EngineEmbedded), PlanID: ev.GetPlanId(), TerraformJSONDigest: ev.GetTerraformJsonDigest(),
 			ArtifactDigest: ev.GetArtifactDigest(), Interval: time.Hour})
 	}
 	st, err := w.js.Stream(b.Context(), bus.StreamPhases)
@@ -66,7 +67,7 @@ func scan1000(b *testing.B, lease bool) {
 				b.Fatal(err)
 			}
 		}
-		s, err := drift.New(b.Context(), drift.Config{JS: w.js, Engines: map[string]engine.Engine{drift.EngineEmbedded: w.engines[drift.EngineEmbedded]},
+		s, err := drift.New(b.Context(), drift.Config{JS: w.js, Engines: map[string]engine.Engine{string(v1alpha1.EngineEmbedded): w.engines[string(v1alpha1.EngineEmbedded)]},
 			Holder: holder, Tick: 10 * time.Millisecond, Leases: leases})
 		if err != nil {
 			b.Fatal(err)

@@ -15,13 +15,14 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/identity"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // Defaults of [Config].
@@ -33,13 +34,6 @@ const (
 	DefaultConcurrency = 4
 	DefaultClaimTTL    = 10 * time.Minute
 	DefaultScanTimeout = 5 * time.Minute
-)
-
-// Engine names as the CRD spells them.
-const (
-	EngineEmbedded  = "embedded"
-	EngineTofu      = "tofu"
-	EngineTerraform = "terraform"
 )
 
 // Config configures a [Service]. JS, Engines and Holder are required.
@@ -172,7 +166,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceDrift, Concurrency: s.cfg.Concurrency,
 				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: report.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceDrift, s.cfg.Logger),
+				OnPoison: pipeline.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceDrift, s.cfg.Logger),
 			}, s.Handle)
 		})
 	}
@@ -237,7 +231,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 				return nil, errSkip
 			}
 			e.Generation = gen
-			e.Engine = engineName(ev.GetEngine())
+			e.Engine = pipeline.EngineName(ev.GetEngine())
 			e.PlanID = ev.GetPlanId()
 			e.TerraformJSONDigest = ev.GetTerraformJsonDigest()
 			e.ArtifactDigest = ev.GetArtifactDigest()
@@ -510,7 +504,7 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 	}
 	ev := Event(e, rep, s.cfg.CosmeticPrefixes)
 	for _, f := range ev.GetFindings() {
-		s.metrics.findings.WithLabelValues(severityLabel(f.GetSeverity())).Inc()
+		s.metrics.findings.WithLabelValues(pipeline.SeverityName(f.GetSeverity(), "none")).Inc()
 	}
 	if _, err := s.pub.PublishEvent(ctx, ev); err != nil {
 		return nil, fmt.Errorf("drift: %w", err)
@@ -533,7 +527,7 @@ func Event(e *Entry, rep *engine.DriftReport, prefixes []string) *lavav1.DriftSc
 			Resource:   &lavav1.ResourceRef{Namespace: e.Namespace, Name: e.Name, Uid: e.UID},
 			Generation: e.Generation, CorrelationId: id, Trigger: eventid.DriftTrigger(scanned)},
 		ScannedAt:           timestamppb.New(scanned),
-		Engine:              engineEnum(e.Engine),
+		Engine:              pipeline.EngineProto(v1alpha1.Engine(e.Engine)),
 		PlanId:              e.PlanID,
 		TerraformJsonDigest: e.TerraformJSONDigest,
 	}
@@ -546,7 +540,7 @@ func Event(e *Entry, rep *engine.DriftReport, prefixes []string) *lavav1.DriftSc
 		}
 		ev.Findings = append(ev.Findings, p)
 	}
-	ev.MaxSeverity = severityProto(r.MaxSeverity)
+	ev.MaxSeverity = pipeline.SeverityProto(r.MaxSeverity)
 	return ev
 }
 
@@ -567,8 +561,8 @@ func Classify(findings []engine.Finding, prefixes []string) []engine.Finding {
 }
 
 func findingProto(f engine.Finding) *lavav1.DriftFinding {
-	p := &lavav1.DriftFinding{Address: f.Address, Attribute: f.Attribute, Change: changeProto(f.Change),
-		Severity: severityProto(f.Severity)}
+	p := &lavav1.DriftFinding{Address: f.Address, Attribute: f.Attribute, Change: pipeline.ChangeKind(f.Change),
+		Severity: pipeline.SeverityProto(f.Severity)}
 	if f.Observed != nil {
 		p.Observed = *f.Observed
 	}
@@ -580,56 +574,6 @@ func findingProto(f engine.Finding) *lavav1.DriftFinding {
 		p.Observed, p.Declared = engine.Redacted, engine.Redacted
 	}
 	return p
-}
-
-func changeProto(a engine.Action) lavav1.ChangeKind {
-	switch a {
-	case engine.ActionCreate:
-		return lavav1.ChangeKind_CHANGE_KIND_CREATE
-	case engine.ActionUpdate:
-		return lavav1.ChangeKind_CHANGE_KIND_UPDATE
-	case engine.ActionDelete:
-		return lavav1.ChangeKind_CHANGE_KIND_DELETE
-	case engine.ActionReplace:
-		return lavav1.ChangeKind_CHANGE_KIND_REPLACE
-	case engine.ActionRead:
-		return lavav1.ChangeKind_CHANGE_KIND_READ
-	case engine.ActionNoOp:
-		return lavav1.ChangeKind_CHANGE_KIND_NO_OP
-	}
-	return lavav1.ChangeKind_CHANGE_KIND_UNSPECIFIED
-}
-
-func severityProto(s engine.Severity) lavav1.Severity {
-	switch s {
-	case engine.SeverityCosmetic:
-		return lavav1.Severity_SEVERITY_COSMETIC
-	case engine.SeverityFunctional:
-		return lavav1.Severity_SEVERITY_FUNCTIONAL
-	case engine.SeverityCritical:
-		return lavav1.Severity_SEVERITY_CRITICAL
-	}
-	return lavav1.Severity_SEVERITY_UNSPECIFIED
-}
-
-func engineName(e lavav1.Engine) string {
-	switch e {
-	case lavav1.Engine_ENGINE_TOFU:
-		return EngineTofu
-	case lavav1.Engine_ENGINE_TERRAFORM:
-		return EngineTerraform
-	}
-	return EngineEmbedded
-}
-
-func engineEnum(name string) lavav1.Engine {
-	switch name {
-	case EngineTofu:
-		return lavav1.Engine_ENGINE_TOFU
-	case EngineTerraform:
-		return lavav1.Engine_ENGINE_TERRAFORM
-	}
-	return lavav1.Engine_ENGINE_EMBEDDED
 }
 
 // leaseKey is the context key of the lease a scan runs under.

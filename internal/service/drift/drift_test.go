@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/eventid"
@@ -69,7 +70,7 @@ func TestSeverity_ordering(t *testing.T) {
 }
 
 func entry() *drift.Entry {
-	return &drift.Entry{Namespace: "ns", Name: "web", UID: "uid-1", Generation: 3, Engine: drift.EngineTofu, PlanID: "p1",
+	return &drift.Entry{Namespace: "ns", Name: "web", UID: "uid-1", Generation: 3, Engine: string(v1alpha1.EngineTofu), PlanID: "p1",
 		TerraformJSONDigest: "d1", ArtifactDigest: "a1"}
 }
 

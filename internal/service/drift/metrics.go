@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 )
 
 // Scan results (label result of lava_drift_scans_total).
@@ -46,16 +44,4 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
-}
-
-func severityLabel(s lavav1.Severity) string {
-	switch s {
-	case lavav1.Severity_SEVERITY_COSMETIC:
-		return "cosmetic"
-	case lavav1.Severity_SEVERITY_FUNCTIONAL:
-		return "functional"
-	case lavav1.Severity_SEVERITY_CRITICAL:
-		return "critical"
-	}
-	return "none"
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/service/drift"
 )
@@ -14,7 +15,7 @@ func TestMetrics_lint(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	reg := prometheus.NewRegistry()
-	if _, err := drift.New(t.Context(), drift.Config{JS: w.js, Engines: map[string]engine.Engine{drift.EngineEmbedded: w.engines[drift.EngineEmbedded]},
+	if _, err := drift.New(t.Context(), drift.Config{JS: w.js, Engines: map[string]engine.Engine{string(v1alpha1.EngineEmbedded): w.engines[string(v1alpha1.EngineEmbedded)]},
 		Holder: "lint", Registerer: reg}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
@@ -79,7 +80,7 @@ func (w *world) apply(ns, name string, doc []byte) *lavav1.Applied {
 	if err != nil {
 		w.tb.Fatal(err)
 	}
-	eng := w.engines[drift.EngineEmbedded]
+	eng := w.engines[string(v1alpha1.EngineEmbedded)]
 	rec, err := eng.Plan(w.tb.Context(), engine.PlanRequest{Target: engine.Target{Key: state.Key{Namespace: ns, Name: name},
 		RenderedDigest: digest, Holder: "test"}})
 	if err != nil {
@@ -210,7 +211,7 @@ func TestService_scheduleSurvivesRestartAndDestroyUnschedules(t *testing.T) {
 	before := time.Now()
 	handle(t, s1, applied)
 	e := w.entry("ns", "web")
-	if e == nil || e.Engine != drift.EngineEmbedded || e.PlanID != applied.GetPlanId() || e.Interval != 300*time.Millisecond {
+	if e == nil || e.Engine != string(v1alpha1.EngineEmbedded) || e.PlanID != applied.GetPlanId() || e.Interval != 300*time.Millisecond {
 		t.Fatalf("entry after Applied: %+v", e)
 	}
 	if d := e.Due.Sub(before); d < 250*time.Millisecond || d > 400*time.Millisecond {
@@ -271,14 +272,14 @@ func (o *overlapEngine) ScanDrift(ctx context.Context, req engine.DriftRequest) 
 func TestService_replicasNeverScanOneResourceAtOnce(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	shared := &overlapEngine{Engine: w.engines[drift.EngineEmbedded], running: map[state.Key]string{}, by: map[string]int{}}
+	shared := &overlapEngine{Engine: w.engines[string(v1alpha1.EngineEmbedded)], running: map[state.Key]string{}, by: map[string]int{}}
 	var svcs []*drift.Service
 	for _, holder := range []string{"a", "b", "c"} {
 		leases, err := bus.NewLeases(t.Context(), w.js, holder, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := drift.New(t.Context(), drift.Config{JS: w.js, Engines: map[string]engine.Engine{drift.EngineEmbedded: shared}, Holder: holder,
+		s, err := drift.New(t.Context(), drift.Config{JS: w.js, Engines: map[string]engine.Engine{string(v1alpha1.EngineEmbedded): shared}, Holder: holder,
 			MinInterval: time.Millisecond, Jitter: 0.5, Tick: 5 * time.Millisecond, Leases: leases, RetryDelay: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

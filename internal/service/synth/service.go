@@ -24,11 +24,11 @@ import (
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // maxMessageBytes bounds a Failed message.
@@ -139,7 +139,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceSynth, Concurrency: s.cfg.Concurrency,
 				DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: report.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceSynth, s.cfg.Logger),
+				OnPoison: pipeline.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceSynth, s.cfg.Logger),
 			}, s.Handle)
 		})
 	}

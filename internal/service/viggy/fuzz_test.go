@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/remediation"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // FuzzRecordPolicy decodes arbitrary bytes as viggy's per-resource record (JSON, as load reads
@@ -21,7 +21,7 @@ func FuzzRecordPolicy(f *testing.F) {
 	withTiers := &lavav1.RemediationPolicy{Cosmetic: lavav1.RemediationAction_REMEDIATION_ACTION_ALERT,
 		Functional: lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, Critical: lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE,
 		EscalationTiers: []*lavav1.EscalationTier{{Team: "net", WaitBeforeNext: durationpb.New(time.Minute)}, {Team: "sre"}}}
-	for _, p := range []*lavav1.RemediationPolicy{remediation.Default(), withTiers} {
+	for _, p := range []*lavav1.RemediationPolicy{pipeline.DefaultRemediation(), withTiers} {
 		b, err := proto.Marshal(p)
 		if err != nil {
 			f.Fatal(err)

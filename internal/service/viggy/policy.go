@@ -1,19 +1,18 @@
 package viggy
 
 import (
-	"strings"
 	"time"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/remediation"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // ActionFor is the policy's action for a severity (docs/dialect.md section 7.1, routing: the kind is
-// ignored). A nil policy is remediation.Default; an unset action degrades to Alert; a clean scan
+// ignored). A nil policy is pipeline.DefaultRemediation; an unset action degrades to Alert; a clean scan
 // (SEVERITY_UNSPECIFIED) is NoOp.
 func ActionFor(p *lavav1.RemediationPolicy, sev lavav1.Severity) lavav1.RemediationAction {
 	if p == nil {
-		p = remediation.Default()
+		p = pipeline.DefaultRemediation()
 	}
 	var a lavav1.RemediationAction
 	switch sev {
@@ -30,14 +29,6 @@ func ActionFor(p *lavav1.RemediationPolicy, sev lavav1.Severity) lavav1.Remediat
 		return lavav1.RemediationAction_REMEDIATION_ACTION_ALERT
 	}
 	return a
-}
-
-// SeverityName is "cosmetic", "functional", "critical", or "clean" for none.
-func SeverityName(s lavav1.Severity) string {
-	if s == lavav1.Severity_SEVERITY_UNSPECIFIED {
-		return "clean"
-	}
-	return strings.ToLower(strings.TrimPrefix(s.String(), "SEVERITY_"))
 }
 
 // MaxSeverity is the highest severity of findings (UNSPECIFIED when there are none); the

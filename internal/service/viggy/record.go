@@ -13,7 +13,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/remediation"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // Bucket is the JetStream KV bucket holding viggy's per-resource [Record], keyed by
@@ -90,11 +90,11 @@ type Escalation struct {
 // policy decodes r.Policy ([DefaultPolicy] when empty or undecodable).
 func (r *Record) policy() *lavav1.RemediationPolicy {
 	if len(r.Policy) == 0 {
-		return remediation.Default()
+		return pipeline.DefaultRemediation()
 	}
 	p := &lavav1.RemediationPolicy{}
 	if proto.Unmarshal(r.Policy, p) != nil {
-		return remediation.Default()
+		return pipeline.DefaultRemediation()
 	}
 	return p
 }

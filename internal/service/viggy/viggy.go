@@ -19,10 +19,9 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
-	"github.com/lava-operator/lava/internal/service/remediation"
 )
 
 // Defaults of [Config].
@@ -127,7 +126,7 @@ func (s *Service) Run(ctx context.Context) error {
 			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
 				Stream: stream, Consumer: bus.ServiceViggy, Concurrency: s.cfg.Concurrency,
 				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: report.PoisonReporter(s.pub, bus.ServiceViggy, s.cfg.Logger),
+				OnPoison: pipeline.PoisonReporter(s.pub, bus.ServiceViggy, s.cfg.Logger),
 			}, s.Handle)
 		})
 	}
@@ -275,7 +274,7 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 		Diff: func(context.Context) (string, error) { return k.diff(), nil },
 		Classify: func(context.Context) (string, error) {
 			p.sev = k.severity()
-			return SeverityName(p.sev), nil
+			return pipeline.SeverityName(p.sev, "clean"), nil
 		},
 		Decide: func(context.Context) (string, error) {
 			a, msg, err := k.decide(p)
@@ -291,7 +290,7 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 				return "", err
 			}
 			p.phase = phase
-			s.metrics.actions.WithLabelValues(remediation.ActionName(p.action)).Inc()
+			s.metrics.actions.WithLabelValues(pipeline.ActionName(p.action)).Inc()
 			return msg, nil
 		},
 		Attest: func(ctx context.Context) (string, error) {
@@ -352,8 +351,8 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 	s.metrics.passes.WithLabelValues(phaseLabel(p.phase)).Inc()
 	s.metrics.duration.Observe(res.Ended.Sub(res.Started).Seconds())
 	s.cfg.Logger.Info("viggy: pass", "resource", cause.GetResource().GetNamespace()+"/"+cause.GetResource().GetName(),
-		"generation", cause.GetGeneration(), "event_id", cause.GetEventId(), "severity", SeverityName(p.sev),
-		"action", remediation.ActionName(p.action), "final_phase", phaseLabel(p.phase))
+		"generation", cause.GetGeneration(), "event_id", cause.GetEventId(), "severity", pipeline.SeverityName(p.sev, "clean"),
+		"action", pipeline.ActionName(p.action), "final_phase", phaseLabel(p.phase))
 	return nil
 }
 
@@ -396,12 +395,12 @@ func (d *driftPass) decide(p *passState) (lavav1.RemediationAction, string, erro
 	}
 	a := ActionFor(p.policy, p.sev)
 	if a == lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE && len(p.policy.GetEscalationTiers()) == 0 {
-		return a, "", remediation.ErrNoLadder
+		return a, "", pipeline.ErrNoLadder
 	}
 	if a == lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL {
 		p.planID = p.rec.HeldPlanID
 	}
-	return a, remediation.ActionName(a), nil
+	return a, pipeline.ActionName(a), nil
 }
 
 func (d *driftPass) act(ctx context.Context, p *passState) (lavav1.Phase, string, error) {
@@ -585,7 +584,7 @@ func stageWord(s lavav1.Stage) string {
 func (s *Service) raiseDrift(ctx context.Context, rec *Record, policy *lavav1.RemediationPolicy, cause *lavav1.Envelope, esc *Escalation,
 	action lavav1.RemediationAction, tier int) error {
 	md := map[string]string{"drifted_fields": strconv.Itoa(esc.Fields), "drift_event_id": esc.DriftEventID,
-		"terraform_json_digest": esc.TerraformJSONDigest, "action": remediation.ActionName(action)}
+		"terraform_json_digest": esc.TerraformJSONDigest, "action": pipeline.ActionName(action)}
 	md["escalation_tier"] = strconv.Itoa(tier)
 	md["escalation_team"] = tierTeam(policy, tier)
 	count := int64(tier) + 1
@@ -612,7 +611,7 @@ func tierTeam(p *lavav1.RemediationPolicy, i int) string {
 func (s *Service) anomaly(rec *Record, cause *lavav1.Envelope, kind lavav1.AnomalyKind, sev lavav1.Severity, msg string,
 	md map[string]string, sourceDigest string, action lavav1.RemediationAction, count int64) *lavav1.AnomalyDetected {
 	res := cause.GetResource()
-	fp := report.Fingerprint(kind, "", res.GetUid(), sev, sourceDigest)
+	fp := pipeline.Fingerprint(kind, "", res.GetUid(), sev, sourceDigest)
 	now := timestamppb.New(s.cfg.Now().UTC())
 	for k, v := range md {
 		if v == "" {

@@ -18,10 +18,10 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
-	"github.com/lava-operator/lava/internal/service/remediation"
 	"github.com/lava-operator/lava/internal/service/viggy"
 )
 
@@ -99,7 +99,7 @@ func TestRunPass_failureSkipsLaterBeats(t *testing.T) {
 
 func TestActionFor_policy(t *testing.T) {
 	t.Parallel()
-	def := remediation.Default()
+	def := pipeline.DefaultRemediation()
 	custom := &lavav1.RemediationPolicy{Cosmetic: lavav1.RemediationAction_REMEDIATION_ACTION_NO_OP,
 		Functional: lavav1.RemediationAction_REMEDIATION_ACTION_ESCALATE}
 	tests := []struct {
@@ -117,7 +117,7 @@ func TestActionFor_policy(t *testing.T) {
 		{custom, lavav1.Severity_SEVERITY_CRITICAL, "Alert"}, // unset degrades to Alert
 	}
 	for _, tt := range tests {
-		if got := remediation.ActionName(viggy.ActionFor(tt.policy, tt.sev)); got != tt.want {
+		if got := pipeline.ActionName(viggy.ActionFor(tt.policy, tt.sev)); got != tt.want {
 			t.Errorf("ActionFor(%v, %v) = %s, want %s", tt.policy.GetOrigin(), tt.sev, got, tt.want)
 		}
 	}
@@ -250,7 +250,7 @@ func TestService_driftPasses(t *testing.T) {
 				t.Fatalf("beats %d trigger %q", len(tr.GetBeats()), tr.GetEnvelope().GetTrigger())
 			}
 			if tt.wantPhase == lavav1.Phase_PHASE_FAILED {
-				if tr.GetDecision() != nil || tr.GetBeats()[3].GetMessage() != remediation.ErrNoLadder.Error() {
+				if tr.GetDecision() != nil || tr.GetBeats()[3].GetMessage() != pipeline.ErrNoLadder.Error() {
 					t.Fatalf("decision %v, decide message %q", tr.GetDecision(), tr.GetBeats()[3].GetMessage())
 				}
 			}
@@ -278,7 +278,7 @@ func TestService_driftPasses(t *testing.T) {
 			an := &lavav1.AnomalyDetected{}
 			sev, _ := bus.SeverityToken(max(viggy.MaxSeverity(tt.findings), lavav1.Severity_SEVERITY_COSMETIC))
 			if e.last(bus.StreamAnomalies, bus.AnomalySubject(sev, "drift_detected"), an) && an.GetSource().GetName() == name {
-				t.Errorf("viggy published DriftDetected under %s: %v", remediation.ActionName(tt.wantAction), an)
+				t.Errorf("viggy published DriftDetected under %s: %v", pipeline.ActionName(tt.wantAction), an)
 			}
 		})
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/service/phase"
 )
 
 // phaseConsumer folds LAVA_PHASES into status through the [Core]. It is a manager runnable
@@ -44,13 +44,13 @@ func (p *phaseConsumer) Start(ctx context.Context) error {
 	return p.core.Consume(ctx, p.js, ConsumeOptions{Consumer: p.consumer, Concurrency: p.concurrency, Metrics: p.busMetrics})
 }
 
-// PhaseEvent maps a consumed bus event onto the reducer's [phase.Event]. ok is false for
+// PhaseEvent maps a consumed bus event onto the reducer's [pipeline.Event]. ok is false for
 // events that do not touch status (PhaseChanged, TickReported of phase Applied or Failed,
 // DriftScanned with findings, which viggy decides on, and any other type). diagnostics are the
 // lines a PhaseChanged for it carries. published (the stream's timestamp) is the event time
 // when the envelope has no occurred_at. It fails for an event whose payload is malformed for
 // its type (an output that is not JSON).
-func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics []string, ok bool, err error) {
+func PhaseEvent(ev bus.Event, published time.Time) (out pipeline.Event, diagnostics []string, ok bool, err error) {
 	env := ev.GetEnvelope()
 	out.Generation = env.GetGeneration()
 	out.Time = published
@@ -59,19 +59,19 @@ func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics
 	}
 	switch e := ev.(type) {
 	case *lavav1.Synthesized:
-		out.Type = phase.EventSynthesized
+		out.Type = pipeline.EventSynthesized
 		out.Render = renderRecord(e.GetRender(), e.GetGate().GetGate())
 		diagnostics = e.GetGate().GetWarnings()
 	case *lavav1.Planned:
-		out.Type = phase.EventPlanned
+		out.Type = pipeline.EventPlanned
 		if e.GetAwaitingApproval() {
-			out.Type = phase.EventAwaitingApproval
+			out.Type = pipeline.EventAwaitingApproval
 		}
 		out.Plan = planSummary(e.GetPlanId(), e.GetSummary())
 		out.Plan.Resources, out.Plan.ResourcesOmitted = plannedResources(e)
 		out.StateRegressed = e.GetStateRegressed()
 	case *lavav1.Applied:
-		out.Type = phase.EventApplied
+		out.Type = pipeline.EventApplied
 		if e.GetPlanId() != "" {
 			out.Plan = planSummary(e.GetPlanId(), e.GetSummary())
 		}
@@ -86,7 +86,7 @@ func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics
 			out.Outputs[k] = apiextensionsv1.JSON{Raw: []byte(v)}
 		}
 	case *lavav1.Failed:
-		out.Type = phase.EventFailed
+		out.Type = pipeline.EventFailed
 		out.Stage = stage(e.GetStage(), e.GetReason())
 		out.Reason = e.GetReason()
 		out.Message = e.GetMessage()
@@ -95,7 +95,7 @@ func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics
 			diagnostics = []string{e.GetMessage()}
 		}
 	case *lavav1.Destroyed:
-		out.Type = phase.EventDestroyed
+		out.Type = pipeline.EventDestroyed
 		out.Message = fmt.Sprintf("destroyed %d resources", e.GetDestroyedCount())
 		if e.GetOrphaned() {
 			out.Message = "infrastructure orphaned (deletionPolicy Orphan)"
@@ -104,24 +104,24 @@ func PhaseEvent(ev bus.Event, published time.Time) (out phase.Event, diagnostics
 		if e.GetMaxSeverity() != lavav1.Severity_SEVERITY_UNSPECIFIED || len(e.GetFindings()) > 0 {
 			return out, nil, false, nil
 		}
-		out.Type = phase.EventDriftClean
+		out.Type = pipeline.EventDriftClean
 	case *lavav1.TickReported:
 		d := e.GetDecision()
 		switch e.GetFinalPhase() {
 		case lavav1.Phase_PHASE_DRIFTED:
-			out.Type = phase.EventDrifted
+			out.Type = pipeline.EventDrifted
 			out.Message = fmt.Sprintf("drift of severity %s: %s", enumWord(d.GetSeverity().String(), "SEVERITY_"),
 				enumWord(d.GetAction().String(), "REMEDIATION_ACTION_"))
 			if d.GetPlanId() != "" {
 				out.Message += ", plan " + d.GetPlanId() + " awaits approval"
 			}
 		case lavav1.Phase_PHASE_RECONVERGING:
-			out.Type = phase.EventReconverging
+			out.Type = pipeline.EventReconverging
 		default:
 			return out, nil, false, nil
 		}
 	case *lavav1.ReceiptAppended:
-		out.Type = phase.EventReceiptAppended
+		out.Type = pipeline.EventReceiptAppended
 		out.Receipt = &v1alpha1.ReceiptHead{Sequence: int64(e.GetSequence()), Hash: hex.EncodeToString(e.GetContentHash())}
 	default:
 		return out, nil, false, nil
@@ -136,19 +136,19 @@ func enumWord(name, prefix string) string {
 	return name
 }
 
-func stage(s lavav1.Stage, reason string) phase.Stage {
+func stage(s lavav1.Stage, reason string) pipeline.Stage {
 	switch s {
 	case lavav1.Stage_STAGE_SYNTH:
 		if reason == v1alpha1.ReasonGateRejected {
-			return phase.StageGate
+			return pipeline.StageGate
 		}
-		return phase.StageSynthesis
+		return pipeline.StageSynthesis
 	case lavav1.Stage_STAGE_PLAN:
-		return phase.StagePlan
+		return pipeline.StagePlan
 	case lavav1.Stage_STAGE_APPLY:
-		return phase.StageApply
+		return pipeline.StageApply
 	case lavav1.Stage_STAGE_DESTROY:
-		return phase.StageDestroy
+		return pipeline.StageDestroy
 	}
 	return ""
 }
@@ -165,7 +165,7 @@ func plannedResources(e *lavav1.Planned) ([]v1alpha1.PlannedResource, int32) {
 	var out []v1alpha1.PlannedResource
 	omitted := e.GetChangesOmitted()
 	for _, c := range e.GetChanges() {
-		action := changeAction(c.GetAction())
+		action := pipeline.ChangeAction(c.GetAction())
 		if action == "" {
 			continue
 		}
@@ -176,23 +176,6 @@ func plannedResources(e *lavav1.Planned) ([]v1alpha1.PlannedResource, int32) {
 		out = append(out, v1alpha1.PlannedResource{Address: c.GetAddress(), Action: action})
 	}
 	return out, omitted
-}
-
-// changeAction is the status word of a change kind; "" for a no-op or an unknown kind.
-func changeAction(k lavav1.ChangeKind) string {
-	switch k {
-	case lavav1.ChangeKind_CHANGE_KIND_CREATE:
-		return "create"
-	case lavav1.ChangeKind_CHANGE_KIND_UPDATE:
-		return "update"
-	case lavav1.ChangeKind_CHANGE_KIND_DELETE:
-		return "delete"
-	case lavav1.ChangeKind_CHANGE_KIND_REPLACE:
-		return "replace"
-	case lavav1.ChangeKind_CHANGE_KIND_READ:
-		return "read"
-	}
-	return ""
 }
 
 func renderRecord(r *lavav1.RenderRecord, gate string) *v1alpha1.RenderRecord {

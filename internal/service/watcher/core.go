@@ -21,11 +21,10 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
-	"github.com/lava-operator/lava/internal/service/phase"
 )
 
 // ErrGone reports that the object, or the incarnation of it an event is about, no longer
@@ -93,9 +92,9 @@ type CoreConfig struct {
 	MaxHeld int
 	// Rewrite, if set, rewrites a consumed phase event and its diagnostics before the fold
 	// (lava up maps inline-source positions to the manifest).
-	Rewrite func(key types.NamespacedName, ev *phase.Event, diagnostics []string)
+	Rewrite func(key types.NamespacedName, ev *pipeline.Event, diagnostics []string)
 	// OnTransition, if set, is called for each accepted transition (a PhaseChanged published).
-	OnTransition func(key types.NamespacedName, tr phase.Transition, ev phase.Event)
+	OnTransition func(key types.NamespacedName, tr pipeline.Transition, ev pipeline.Event)
 	// OnWrite, if set, is called after a status write or a release.
 	OnWrite func(key types.NamespacedName)
 	// Namespaces, if set, says which namespaces' phase events are folded; the others are acked
@@ -113,7 +112,7 @@ const (
 )
 
 // Core is the watcher's one implementation of folding phase events into status: it reduces
-// each event with [phase.Reduce] onto the last status known for the object, publishes
+// each event with [pipeline.Reduce] onto the last status known for the object, publishes
 // PhaseChanged for every accepted transition at once, and writes the status through its
 // [Store], coalescing the events of one object that arrive within a short window into one
 // write. An event consumed from LAVA_PHASES is acked only after the write that holds it, so
@@ -137,7 +136,7 @@ type entry struct {
 	status v1alpha1.LavaArchitectureStatus
 	// events are the events folded since the last write, in order, reduced again onto a
 	// fresh read after a conflict.
-	events []phase.Event
+	events []pipeline.Event
 	// dirty: status differs from stored.Status in more than the receipt head.
 	dirty bool
 	// release: a Destroyed was folded; the object is released after the write.
@@ -172,8 +171,8 @@ func (e *entry) signal() {
 }
 
 type note struct {
-	tr phase.Transition
-	ev phase.Event
+	tr pipeline.Transition
+	ev pipeline.Event
 }
 
 // NewCore returns a Core over cfg.Store.
@@ -296,9 +295,9 @@ func (e *entry) fail(err error) {
 // Fold reduces ev into the status of key (which must be incarnation uid, unless uid is empty)
 // and writes it before it returns, together with any events of the object waiting for a write.
 // It publishes PhaseChanged for an accepted transition before the write, and releases the
-// object after Destroyed. Errors: [ErrGone], a *phase.IllegalTransitionError,
-// phase.ErrInvalidEvent, or a transient Store or NATS error.
-func (c *Core) Fold(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause) (phase.Transition, error) {
+// object after Destroyed. Errors: [ErrGone], a *pipeline.IllegalTransitionError,
+// pipeline.ErrInvalidEvent, or a transient Store or NATS error.
+func (c *Core) Fold(ctx context.Context, key types.NamespacedName, uid types.UID, ev pipeline.Event, cause Cause) (pipeline.Transition, error) {
 	return c.fold(ctx, key, uid, ev, cause, true)
 }
 
@@ -306,7 +305,7 @@ func (c *Core) Fold(ctx context.Context, key types.NamespacedName, uid types.UID
 // object's next write (at the latest after the Hold or Window of its phase). Use it only for an
 // event whose loss a later event repairs: an Observed of a new generation, which the reducer
 // also derives from any later lifecycle event of that generation.
-func (c *Core) FoldCoalesced(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause) (phase.Transition, error) {
+func (c *Core) FoldCoalesced(ctx context.Context, key types.NamespacedName, uid types.UID, ev pipeline.Event, cause Cause) (pipeline.Transition, error) {
 	return c.foldMode(ctx, key, uid, ev, cause, modeNoWait)
 }
 
@@ -320,13 +319,13 @@ const (
 
 // fold is [Core.Fold]; without now the write may wait for the object's window, and fold
 // returns after it.
-func (c *Core) fold(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause, now bool) (phase.Transition, error) {
+func (c *Core) fold(ctx context.Context, key types.NamespacedName, uid types.UID, ev pipeline.Event, cause Cause, now bool) (pipeline.Transition, error) {
 	if now {
 		return c.foldMode(ctx, key, uid, ev, cause, modeNow)
 	}
 	return c.foldMode(ctx, key, uid, ev, cause, modeWait)
 }
-func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause, mode foldMode) (phase.Transition, error) {
+func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types.UID, ev pipeline.Event, cause Cause, mode foldMode) (pipeline.Transition, error) {
 	e := c.entry(key)
 	e.mu.Lock()
 	if e.stored == nil || (uid != "" && e.stored.UID != uid) {
@@ -339,17 +338,17 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 			if errors.Is(err, errGone) {
 				c.drop(key, e)
 			}
-			return phase.Transition{}, err
+			return pipeline.Transition{}, err
 		}
 		e.reset(obj)
 	}
 	if uid != "" && e.stored.UID != uid {
 		e.mu.Unlock()
-		return phase.Transition{}, errGone
+		return pipeline.Transition{}, errGone
 	}
-	next, tr, err := phase.Reduce(e.status, ev)
+	next, tr, err := pipeline.Reduce(e.status, ev)
 	if err != nil {
-		var illegal *phase.IllegalTransitionError
+		var illegal *pipeline.IllegalTransitionError
 		if errors.As(err, &illegal) && !behind(illegal) {
 			err = &aheadError{IllegalTransitionError: illegal, changed: e.changes()}
 		}
@@ -369,7 +368,7 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 		e.status = next
 		e.signal()
 		e.events = append(e.events, ev)
-		if ev.Type != phase.EventReceiptAppended {
+		if ev.Type != pipeline.EventReceiptAppended {
 			e.dirty = true
 		}
 		if tr.Publish && Actionable(e.status, ev) {
@@ -520,7 +519,7 @@ func (c *Core) writeLocked(ctx context.Context, key types.NamespacedName, e *ent
 			}
 			st := *fresh.Status.DeepCopy()
 			for _, ev := range e.events {
-				if next, _, rerr := phase.Reduce(st, ev); rerr == nil {
+				if next, _, rerr := pipeline.Reduce(st, ev); rerr == nil {
 					st = next
 				}
 			}
@@ -568,21 +567,21 @@ func Intermediate(st v1alpha1.LavaArchitectureStatus) bool {
 
 // Actionable reports whether the transition that led to st by ev is one a user acts on, and so
 // gets a Kubernetes Event: Applied, Failed, Drifted, or a plan awaiting approval.
-func Actionable(st v1alpha1.LavaArchitectureStatus, ev phase.Event) bool {
+func Actionable(st v1alpha1.LavaArchitectureStatus, ev pipeline.Event) bool {
 	switch ev.Type {
-	case phase.EventApplied, phase.EventFailed, phase.EventDrifted, phase.EventAwaitingApproval:
+	case pipeline.EventApplied, pipeline.EventFailed, pipeline.EventDrifted, pipeline.EventAwaitingApproval:
 		return true
 	}
 	return false
 }
 
 // record emits the Kubernetes Event of an accepted, actionable transition.
-func (c *Core) record(obj *v1alpha1.LavaArchitecture, tr phase.Transition, ev phase.Event) {
+func (c *Core) record(obj *v1alpha1.LavaArchitecture, tr pipeline.Transition, ev pipeline.Event) {
 	if c.cfg.Recorder == nil || obj == nil {
 		return
 	}
 	typ := corev1.EventTypeNormal
-	if ev.Type == phase.EventFailed || ev.Type == phase.EventDrifted {
+	if ev.Type == pipeline.EventFailed || ev.Type == pipeline.EventDrifted {
 		typ = corev1.EventTypeWarning
 	}
 	reason, msg := TransitionReason(obj.Status, ev)
@@ -606,13 +605,13 @@ func nameOrPending(p v1alpha1.Phase) v1alpha1.Phase {
 
 // conditionOf is the condition an event type sets, for the reason and message of its
 // PhaseChanged; "" means the kstatus Ready condition.
-func conditionOf(t phase.EventType) string {
+func conditionOf(t pipeline.EventType) string {
 	switch t {
-	case phase.EventSuspended, phase.EventResumed:
+	case pipeline.EventSuspended, pipeline.EventResumed:
 		return v1alpha1.ConditionSuspended
-	case phase.EventDependenciesBlocked, phase.EventDependenciesSatisfied:
+	case pipeline.EventDependenciesBlocked, pipeline.EventDependenciesSatisfied:
 		return v1alpha1.ConditionDependenciesReady
-	case phase.EventDrifted, phase.EventReconverging, phase.EventDriftClean:
+	case pipeline.EventDrifted, pipeline.EventReconverging, pipeline.EventDriftClean:
 		return v1alpha1.ConditionDrifted
 	}
 	return v1alpha1.ConditionReady
@@ -621,7 +620,7 @@ func conditionOf(t phase.EventType) string {
 // TransitionReason is the CamelCase reason and the message of a transition (for its
 // PhaseChanged and Kubernetes Event): the event's reason and message when it has them, else
 // those of the condition the event sets in st, else the event type.
-func TransitionReason(st v1alpha1.LavaArchitectureStatus, ev phase.Event) (string, string) {
+func TransitionReason(st v1alpha1.LavaArchitectureStatus, ev pipeline.Event) (string, string) {
 	reason, msg := ev.Reason, ev.Message
 	if c := meta.FindStatusCondition(st.Conditions, conditionOf(ev.Type)); c != nil {
 		if reason == "" {
@@ -640,7 +639,7 @@ func TransitionReason(st v1alpha1.LavaArchitectureStatus, ev phase.Event) (strin
 // publishPhaseChanged publishes the PhaseChanged of a transition of obj from status from to
 // next.
 func (c *Core) publishPhaseChanged(ctx context.Context, obj *v1alpha1.LavaArchitecture, from, next v1alpha1.LavaArchitectureStatus,
-	tr phase.Transition, ev phase.Event, cause Cause) error {
+	tr pipeline.Transition, ev pipeline.Event, cause Cause) error {
 	trigger := eventid.CauseTrigger(cause.EventID)
 	pc := &lavav1.PhaseChanged{
 		From:         PhaseProto(from.Phase),
@@ -703,10 +702,10 @@ const illegalDeliveries = 5
 // consumer's heartbeats keep the waiting message's ack wait from running out.
 const aheadWait = 3 * time.Second
 
-// aheadError is a *phase.IllegalTransitionError of an event that may be ahead of its
+// aheadError is a *pipeline.IllegalTransitionError of an event that may be ahead of its
 // predecessor; changed is closed when the object's status next changes (entry.changes).
 type aheadError struct {
-	*phase.IllegalTransitionError
+	*pipeline.IllegalTransitionError
 	changed <-chan struct{}
 }
 
@@ -714,8 +713,8 @@ func (e *aheadError) Unwrap() error { return e.IllegalTransitionError }
 
 // foldInOrder is fold without waiting for the write's window (modeWait), retried each time
 // the object's status changes while the event is ahead of its predecessor, for up to
-// aheadWait; then it returns the *phase.IllegalTransitionError (errors.As finds it).
-func (c *Core) foldInOrder(ctx context.Context, key types.NamespacedName, uid types.UID, ev phase.Event, cause Cause) (phase.Transition, error) {
+// aheadWait; then it returns the *pipeline.IllegalTransitionError (errors.As finds it).
+func (c *Core) foldInOrder(ctx context.Context, key types.NamespacedName, uid types.UID, ev pipeline.Event, cause Cause) (pipeline.Transition, error) {
 	timer := time.NewTimer(aheadWait)
 	defer timer.Stop()
 	for {
@@ -737,15 +736,15 @@ func (c *Core) foldInOrder(ctx context.Context, key types.NamespacedName, uid ty
 // Ranks of one generation's way through the pipeline: the phases, and the events leading to
 // them.
 var (
-	phaseRank = map[phase.Phase]int{phase.Pending: 0, phase.Synthesized: 1, phase.Planned: 2, phase.Applied: 3}
-	eventRank = map[phase.EventType]int{phase.EventSynthesized: 1, phase.EventPlanned: 2, phase.EventAwaitingApproval: 2,
-		phase.EventApplied: 3}
+	phaseRank = map[pipeline.Phase]int{pipeline.Pending: 0, pipeline.Synthesized: 1, pipeline.Planned: 2, pipeline.Applied: 3}
+	eventRank = map[pipeline.EventType]int{pipeline.EventSynthesized: 1, pipeline.EventPlanned: 2, pipeline.EventAwaitingApproval: 2,
+		pipeline.EventApplied: 3}
 )
 
 // behind reports whether an illegal pipeline event of the status's generation is one the
 // status has passed already (a Synthesized or Planned in Applied: a redelivery of an event
 // whose successor was folded), which no later delivery can make legal: it is dropped at once.
-func behind(e *phase.IllegalTransitionError) bool {
+func behind(e *pipeline.IllegalTransitionError) bool {
 	from, ok1 := phaseRank[e.From]
 	ev, ok2 := eventRank[e.Event]
 	return ok1 && ok2 && ev <= from
@@ -791,7 +790,7 @@ func (c *Core) HandlePhase(ctx context.Context, m *bus.Message) error {
 	tr, err := c.foldInOrder(ctx, key, types.UID(res.GetUid()), ev, Cause{
 		EventID: env.GetEventId(), CorrelationID: env.GetCorrelationId(), Diagnostics: diags,
 	})
-	var illegal *phase.IllegalTransitionError
+	var illegal *pipeline.IllegalTransitionError
 	switch {
 	case errors.Is(err, errGone):
 		c.cfg.Metrics.incPhaseEvent(resultGone)
@@ -803,7 +802,7 @@ func (c *Core) HandlePhase(ctx context.Context, m *bus.Message) error {
 		c.cfg.Metrics.incPhaseEvent(resultError)
 		log.Debug("watcher: phase event not allowed yet, redelivering", slog.Any("error", err))
 		return err
-	case errors.As(err, &illegal), errors.Is(err, phase.ErrInvalidEvent):
+	case errors.As(err, &illegal), errors.Is(err, pipeline.ErrInvalidEvent):
 		c.cfg.Metrics.incPhaseEvent(resultIllegal)
 		log.Warn("watcher: phase event dropped", slog.Any("error", err))
 		return nil
@@ -845,7 +844,7 @@ func (c *Core) Consume(ctx context.Context, js jetstream.JetStream, o ConsumeOpt
 		Concurrency: o.Concurrency,
 		Logger:      c.cfg.Logger,
 		Metrics:     o.Metrics,
-		OnPoison:    report.PoisonReporter(c.cfg.Publisher, bus.ServiceWatcher, c.cfg.Logger),
+		OnPoison:    pipeline.PoisonReporter(c.cfg.Publisher, bus.ServiceWatcher, c.cfg.Logger),
 	}, c.HandlePhase)
 }
 

@@ -31,7 +31,7 @@
 // A manager runnable that needs leader election consumes LAVA_PHASES with the durable consumer
 // "watcher" and hands each event to the [Core], the one implementation of the fold (lava up's
 // file source uses it over its files): it reduces the event with the pure reducer
-// internal/service/phase onto the last status known for the object (kept in memory per
+// internal/pipeline onto the last status known for the object (kept in memory per
 // resource, never read back from the informer cache) and writes the status through a [Store]
 // ([NewAPIStore] here: status subresource merge patches with an optimistic lock; a conflict
 // re-reads the object and reduces again, retry.RetryOnConflict). Every accepted transition is

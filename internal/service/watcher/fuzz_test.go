@@ -13,13 +13,13 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/service/phase"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // FuzzPhaseEvent decodes arbitrary bytes as every lava.v1 event and folds what decodes into a
-// status the way the watcher does (watcher.PhaseEvent, then phase.Reduce on a fresh status
+// status the way the watcher does (watcher.PhaseEvent, then pipeline.Reduce on a fresh status
 // and on one already Applied): nothing panics, and what Reduce accepts stays a known phase.
 func FuzzPhaseEvent(f *testing.F) {
 	var schemas []protoreflect.MessageType
@@ -49,13 +49,13 @@ func FuzzPhaseEvent(f *testing.F) {
 		f.Add(uint8(i), b)
 	}
 	applied := v1alpha1.LavaArchitectureStatus{}
-	for _, ev := range []phase.Event{
-		{Type: phase.EventObserved, Generation: 1, Time: time.Unix(1, 0)},
-		{Type: phase.EventSynthesized, Generation: 1, Time: time.Unix(2, 0), Render: &v1alpha1.RenderRecord{SourceKind: v1alpha1.SourceKindInline}},
-		{Type: phase.EventPlanned, Generation: 1, Time: time.Unix(3, 0), Plan: &v1alpha1.PlanSummary{ID: "p"}},
-		{Type: phase.EventApplied, Generation: 1, Time: time.Unix(4, 0)},
+	for _, ev := range []pipeline.Event{
+		{Type: pipeline.EventObserved, Generation: 1, Time: time.Unix(1, 0)},
+		{Type: pipeline.EventSynthesized, Generation: 1, Time: time.Unix(2, 0), Render: &v1alpha1.RenderRecord{SourceKind: v1alpha1.SourceKindInline}},
+		{Type: pipeline.EventPlanned, Generation: 1, Time: time.Unix(3, 0), Plan: &v1alpha1.PlanSummary{ID: "p"}},
+		{Type: pipeline.EventApplied, Generation: 1, Time: time.Unix(4, 0)},
 	} {
-		st, _, err := phase.Reduce(applied, ev)
+		st, _, err := pipeline.Reduce(applied, ev)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -73,11 +73,11 @@ func FuzzPhaseEvent(f *testing.F) {
 			return
 		}
 		for _, st := range []v1alpha1.LavaArchitectureStatus{{}, applied} {
-			next, _, err := phase.Reduce(st, out)
+			next, _, err := pipeline.Reduce(st, out)
 			if err != nil {
 				continue
 			}
-			if next.Phase != "" && !phase.Valid(next.Phase) {
+			if next.Phase != "" && !pipeline.Valid(next.Phase) {
 				t.Fatalf("%s folded into unknown phase %q", mt.Descriptor().FullName(), next.Phase)
 			}
 		}

@@ -26,10 +26,10 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
-	"github.com/lava-operator/lava/internal/service/phase"
 )
 
 // reconciler reconciles one LavaArchitecture: finalizer, suspend, dependencies, policy, and
@@ -87,14 +87,14 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		policy, ok, err := r.policy(ctx, obj)
 		if err != nil || !ok {
 			if err == nil {
-				err = r.foldLocal(ctx, obj, phase.Event{Type: phase.EventSuspended})
+				err = r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventSuspended})
 			}
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, nil, "", fresh)
 	}
 	if r.conditionTrue(obj, v1alpha1.ConditionSuspended) {
-		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventResumed}); err != nil {
+		if err := r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventResumed}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -110,22 +110,22 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	switch {
 	case len(deps.refused) > 0:
 		r.metrics.incHeld(heldDependencies)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
 			Reason: v1alpha1.ReasonCrossNamespaceRefRefused, Message: deps.message()})
 	case len(deps.cycle) > 0:
 		r.metrics.incHeld(heldCycle)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
 			Reason: v1alpha1.ReasonDependencyCycle, Message: deps.message()})
 	case !deps.proto.GetReady():
 		r.metrics.incHeld(heldDependencies)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
 			Reason: v1alpha1.ReasonDependencyNotReady, Message: deps.message()})
 	case missing != "":
 		// A bindingsFrom source is gone: nothing new is rendered until it exists again (its
 		// watch enqueues obj then); what was applied stays.
 		r.metrics.incHeld(heldDependencies)
 		r.logMissing(obj, missing)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
 			Reason: v1alpha1.ReasonBindingSourceNotFound, Message: missing})
 	}
 	var src *lavav1.FluxSource
@@ -138,7 +138,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if hold != nil {
 			r.metrics.incHeld(heldSource)
-			return reconcile.Result{}, r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesBlocked,
+			return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
 				Reason: hold.reason, Message: hold.message})
 		}
 	}
@@ -147,7 +147,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if src != nil {
 			msg = "the source has an artifact and every dependency reached its phase"
 		}
-		if err := r.foldLocal(ctx, obj, phase.Event{Type: phase.EventDependenciesSatisfied, Message: msg}); err != nil {
+		if err := r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesSatisfied, Message: msg}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -243,10 +243,10 @@ func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture
 		}
 	}
 	at := now(r.clock)
-	ev := phase.Event{Type: phase.EventObserved, Force: true, Time: at, Generation: obj.Generation}
+	ev := pipeline.Event{Type: pipeline.EventObserved, Force: true, Time: at, Generation: obj.Generation}
 	c := Cause{EventID: id, CorrelationID: id}
 	if obj.Spec.Suspend {
-		ev = phase.Event{Type: phase.EventSuspended, Time: at, Generation: obj.Generation}
+		ev = pipeline.Event{Type: pipeline.EventSuspended, Time: at, Generation: obj.Generation}
 	}
 	if st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID); !obj.Spec.Suspend &&
 		generationOnly && ok && obj.Generation > st.ObservedGeneration {
@@ -275,7 +275,7 @@ func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitectur
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
 		return nil
 	}
-	dr := &lavav1.DeletionRequested{DeletionPolicy: DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: EngineProto(obj.Spec.Engine)}
+	dr := &lavav1.DeletionRequested{DeletionPolicy: DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: pipeline.EngineProto(obj.Spec.Engine)}
 	trigger := eventid.GenerationTrigger(obj.Generation)
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(dr), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventDeletionRequested)
@@ -287,7 +287,7 @@ func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitectur
 	if dr.DeletionPolicy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
 		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
 	}
-	err := r.foldLocalCause(ctx, obj, phase.Event{Type: phase.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
+	err := r.foldLocalCause(ctx, obj, pipeline.Event{Type: pipeline.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
 		Cause{EventID: id, CorrelationID: id})
 	if err != nil {
 		return err
@@ -370,13 +370,13 @@ func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchite
 // foldLocal folds an event the watcher derives itself (suspend, dependencies), stamped with
 // the object's generation and the current time; its cause id is derived from the event type
 // and message, so the same condition yields the same PhaseChanged id.
-func (r *reconciler) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event) error {
+func (r *reconciler) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev pipeline.Event) error {
 	ev.Generation, ev.Time = obj.Generation, now(r.clock)
 	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
 	return r.foldLocalCause(ctx, obj, ev, Cause{EventID: id, CorrelationID: id})
 }
 
-func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev phase.Event, c Cause) error {
+func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev pipeline.Event, c Cause) error {
 	_, err := r.core.Fold(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c)
 	if errors.Is(err, errGone) {
 		return nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/remediation"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // minDriftInterval is the floor of spec.driftInterval (the CRD's CEL rule enforces it too).
@@ -23,7 +23,7 @@ func SpecMirror(s v1alpha1.LavaArchitectureSpec) *lavav1.ArchitectureSpec {
 	out := &lavav1.ArchitectureSpec{
 		Source:               sourceMirror(s.Source),
 		Gate:                 s.Gate,
-		Engine:               EngineProto(s.Engine),
+		Engine:               pipeline.EngineProto(s.Engine),
 		Suspend:              s.Suspend,
 		DeletionPolicy:       DeletionPolicyProto(s.DeletionPolicy),
 		ApprovePlan:          s.ApprovePlan,
@@ -110,17 +110,6 @@ func driftInterval(s v1alpha1.LavaArchitectureSpec) time.Duration {
 	return max(d, minDriftInterval)
 }
 
-// EngineProto maps spec.engine to the proto enum; empty is the default, embedded.
-func EngineProto(e v1alpha1.Engine) lavav1.Engine {
-	switch e {
-	case v1alpha1.EngineTofu:
-		return lavav1.Engine_ENGINE_TOFU
-	case v1alpha1.EngineTerraform:
-		return lavav1.Engine_ENGINE_TERRAFORM
-	}
-	return lavav1.Engine_ENGINE_EMBEDDED
-}
-
 // DeletionPolicyProto maps spec.deletionPolicy to the proto enum; empty is the default, Destroy.
 func DeletionPolicyProto(p v1alpha1.DeletionPolicy) lavav1.DeletionPolicy {
 	if p == v1alpha1.DeletionPolicyOrphan {
@@ -187,6 +176,6 @@ func EffectivePolicy(spec v1alpha1.LavaArchitectureSpec, ref *v1alpha1.Remediati
 		out.Origin = lavav1.PolicyOrigin_POLICY_ORIGIN_DEFAULT
 	}
 	r = withDefaults(r)
-	out.Cosmetic, out.Functional, out.Critical = remediation.ActionProto(r.Cosmetic), remediation.ActionProto(r.Functional), remediation.ActionProto(r.Critical)
+	out.Cosmetic, out.Functional, out.Critical = pipeline.ActionProto(r.Cosmetic), pipeline.ActionProto(r.Functional), pipeline.ActionProto(r.Critical)
 	return out, nil
 }

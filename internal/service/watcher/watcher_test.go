@@ -18,8 +18,8 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/service/phase"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
@@ -190,41 +190,41 @@ func TestPhaseEvent(t *testing.T) {
 	tests := []struct {
 		name   string
 		ev     bus.Event
-		want   phase.Event
+		want   pipeline.Event
 		diags  []string
 		ignore bool
 	}{{
 		name: "synthesized",
 		ev: &lavav1.Synthesized{Envelope: env(), Render: &lavav1.RenderRecord{SourceKind: lavav1.SourceKind_SOURCE_KIND_NAME, ArchitectureName: "a", ResourceCount: 2},
 			Gate: &lavav1.GateVerdict{Gate: "g", Passed: true, Warnings: []string{"w"}}},
-		want:  phase.Event{Type: phase.EventSynthesized, Generation: 3, Time: at, Render: &v1alpha1.RenderRecord{SourceKind: v1alpha1.SourceKindName, ArchitectureName: "a", ResourceCount: 2, Gate: "g"}},
+		want:  pipeline.Event{Type: pipeline.EventSynthesized, Generation: 3, Time: at, Render: &v1alpha1.RenderRecord{SourceKind: v1alpha1.SourceKindName, ArchitectureName: "a", ResourceCount: 2, Gate: "g"}},
 		diags: []string{"w"},
 	}, {
 		name: "planned awaiting approval",
 		ev:   &lavav1.Planned{Envelope: env(), PlanId: "p", Summary: &lavav1.ChangeSummary{Add: 1, Destroy: 2}, AwaitingApproval: true},
-		want: phase.Event{Type: phase.EventAwaitingApproval, Generation: 3, Time: at, Plan: &v1alpha1.PlanSummary{ID: "p", Add: 1, Destroy: 2}},
+		want: pipeline.Event{Type: pipeline.EventAwaitingApproval, Generation: 3, Time: at, Plan: &v1alpha1.PlanSummary{ID: "p", Add: 1, Destroy: 2}},
 	}, {
 		name: "applied with outputs",
 		ev:   &lavav1.Applied{Envelope: env(), PlanId: "p", Outputs: map[string]string{"id": `"x"`}, OutputsSecret: "s-lava-outputs"},
-		want: phase.Event{Type: phase.EventApplied, Generation: 3, Time: at, Plan: &v1alpha1.PlanSummary{ID: "p"},
+		want: pipeline.Event{Type: pipeline.EventApplied, Generation: 3, Time: at, Plan: &v1alpha1.PlanSummary{ID: "p"},
 			Outputs: map[string]apiextensionsv1.JSON{"id": {Raw: []byte(`"x"`)}}, OutputsSecret: "s-lava-outputs"},
 	}, {
 		name:  "gate rejection is terminal",
 		ev:    &lavav1.Failed{Envelope: env(), Stage: lavav1.Stage_STAGE_SYNTH, Reason: "GateRejected", Message: "cidr: missing"},
-		want:  phase.Event{Type: phase.EventFailed, Generation: 3, Time: at, Stage: phase.StageGate, Reason: "GateRejected", Message: "cidr: missing", Terminal: true},
+		want:  pipeline.Event{Type: pipeline.EventFailed, Generation: 3, Time: at, Stage: pipeline.StageGate, Reason: "GateRejected", Message: "cidr: missing", Terminal: true},
 		diags: []string{"cidr: missing"},
 	}, {
 		name: "retryable apply failure",
 		ev:   &lavav1.Failed{Envelope: env(), Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Retryable: true},
-		want: phase.Event{Type: phase.EventFailed, Generation: 3, Time: at, Stage: phase.StageApply, Reason: "ApplyFailed"},
+		want: pipeline.Event{Type: pipeline.EventFailed, Generation: 3, Time: at, Stage: pipeline.StageApply, Reason: "ApplyFailed"},
 	}, {
 		name: "orphaned",
 		ev:   &lavav1.Destroyed{Envelope: env(), Orphaned: true},
-		want: phase.Event{Type: phase.EventDestroyed, Generation: 3, Time: at, Message: "infrastructure orphaned (deletionPolicy Orphan)"},
+		want: pipeline.Event{Type: pipeline.EventDestroyed, Generation: 3, Time: at, Message: "infrastructure orphaned (deletionPolicy Orphan)"},
 	}, {
 		name: "clean drift scan",
 		ev:   &lavav1.DriftScanned{Envelope: env()},
-		want: phase.Event{Type: phase.EventDriftClean, Generation: 3, Time: at},
+		want: pipeline.Event{Type: pipeline.EventDriftClean, Generation: 3, Time: at},
 	}, {
 		name:   "drift with findings waits for viggy",
 		ev:     &lavav1.DriftScanned{Envelope: env(), MaxSeverity: lavav1.Severity_SEVERITY_FUNCTIONAL},
@@ -233,11 +233,11 @@ func TestPhaseEvent(t *testing.T) {
 		name: "viggy holds drift",
 		ev: &lavav1.TickReported{Envelope: env(), FinalPhase: lavav1.Phase_PHASE_DRIFTED, Decision: &lavav1.Decision{
 			Action: lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, Severity: lavav1.Severity_SEVERITY_CRITICAL, PlanId: "p"}},
-		want: phase.Event{Type: phase.EventDrifted, Generation: 3, Time: at, Message: "drift of severity CRITICAL: REQUIRE_APPROVAL, plan p awaits approval"},
+		want: pipeline.Event{Type: pipeline.EventDrifted, Generation: 3, Time: at, Message: "drift of severity CRITICAL: REQUIRE_APPROVAL, plan p awaits approval"},
 	}, {
 		name: "viggy re-applies",
 		ev:   &lavav1.TickReported{Envelope: env(), FinalPhase: lavav1.Phase_PHASE_RECONVERGING},
-		want: phase.Event{Type: phase.EventReconverging, Generation: 3, Time: at},
+		want: pipeline.Event{Type: pipeline.EventReconverging, Generation: 3, Time: at},
 	}, {
 		name:   "tick to applied",
 		ev:     &lavav1.TickReported{Envelope: env(), FinalPhase: lavav1.Phase_PHASE_APPLIED},
@@ -245,7 +245,7 @@ func TestPhaseEvent(t *testing.T) {
 	}, {
 		name: "receipt without occurred_at uses the stream time",
 		ev:   &lavav1.ReceiptAppended{Envelope: &lavav1.Envelope{EventId: "id"}, Sequence: 4, ContentHash: []byte{0xab, 0xcd}},
-		want: phase.Event{Type: phase.EventReceiptAppended, Time: published, Receipt: &v1alpha1.ReceiptHead{Sequence: 4, Hash: "abcd"}},
+		want: pipeline.Event{Type: pipeline.EventReceiptAppended, Time: published, Receipt: &v1alpha1.ReceiptHead{Sequence: 4, Hash: "abcd"}},
 	}, {
 		name:   "own phase changed",
 		ev:     &lavav1.PhaseChanged{Envelope: env()},
@@ -272,13 +272,13 @@ func TestPhaseEvent(t *testing.T) {
 		})
 	}
 	_, _, _, err := watcher.PhaseEvent(&lavav1.Applied{Envelope: env(), Outputs: map[string]string{"x": "not json"}}, published)
-	if err == nil || errors.Is(err, phase.ErrInvalidEvent) {
+	if err == nil || errors.Is(err, pipeline.ErrInvalidEvent) {
 		t.Errorf("an output that is not JSON: err = %v", err)
 	}
 }
 
 func TestPhaseProto(t *testing.T) {
-	for _, p := range phase.All() {
+	for _, p := range pipeline.All() {
 		if got := watcher.PhaseProto(p); got == lavav1.Phase_PHASE_UNSPECIFIED || got.String() != "PHASE_"+upper(string(p)) {
 			t.Errorf("PhaseProto(%s) = %s", p, got)
 		}

@@ -1,4 +1,4 @@
-package phase
+package pipeline
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package remediation
+package pipeline
 
 import (
 	"errors"
@@ -11,11 +11,11 @@ import (
 // escalation tiers (viggy's Decide beat, the anomaly service's PolicyRouter).
 var ErrNoLadder = errors.New("escalation: Escalate set but no ladder")
 
-// Default is the policy of a resource neither spec.remediation nor spec.remediationPolicyRef
+// DefaultRemediation is the policy of a resource neither spec.remediation nor spec.remediationPolicyRef
 // configures: api/v1alpha1.DefaultDriftRemediation (Alert / AutoCorrect / RequireApproval for
 // cosmetic / functional / critical), origin DEFAULT, no escalation tiers. Each call returns a
 // new message.
-func Default() *lavav1.RemediationPolicy {
+func DefaultRemediation() *lavav1.RemediationPolicy {
 	d := v1alpha1.DefaultDriftRemediation()
 	return &lavav1.RemediationPolicy{
 		Cosmetic: ActionProto(d.Cosmetic), Functional: ActionProto(d.Functional), Critical: ActionProto(d.Critical),

@@ -1,4 +1,4 @@
-package phase
+package pipeline
 
 import "github.com/lava-operator/lava/api/v1alpha1"
 

@@ -1,8 +1,14 @@
-// Package phase is the LavaArchitecture lifecycle: the [Phase] enum, the one pure transition
-// table between phases ([Table]) and the reducer [Reduce] that folds an [Event] into a
-// [v1alpha1.LavaArchitectureStatus].
+// Package pipeline is the vocabulary the pipeline's services share, so that no service imports
+// another: the LavaArchitecture lifecycle (phases, the transition table and the status reducer),
+// the remediation policy in the form the services carry it, the engine names, the anomaly
+// fingerprint and sanitizer, and the poison-message reporter every consumer uses.
 //
-// # Model
+// # Lifecycle
+//
+// The phases are the [Phase] enum, the one pure transition table between them is [Table], and
+// the reducer [Reduce] folds an [Event] into a [v1alpha1.LavaArchitectureStatus].
+//
+// # Lifecycle model
 //
 // The happy path is Pending → Synthesized → Planned → Applied; after an apply, drift scans move
 // Applied → Drifted (recorded or held) or Reconverging (being corrected) and back to Applied;
@@ -10,7 +16,7 @@
 // deletion moves any phase to Finalizing, and Destroyed ends it (the watcher then removes the
 // finalizer). docs/dialect.md section 5.4 has the diagram this table encodes.
 //
-// # Conditions
+// # Lifecycle conditions
 //
 // Reduce sets conditions with [meta.SetStatusCondition], stamping each with the event's
 // generation and time, so lastTransitionTime moves only when a condition's status flips.
@@ -18,7 +24,7 @@
 // generation; Reconciling is True while work (or a scheduled retry) is in progress; Stalled is
 // True after a terminal failure. See api/v1alpha1/condition_types.go for every type and reason.
 //
-// # Idempotence and ordering
+// # Reducer idempotence and ordering
 //
 // Reduce is pure: it never reads the clock, never mutates its input and returns the same output
 // for the same input. Events for a generation older than status.observedGeneration are ignored
@@ -29,7 +35,7 @@
 // The package does not depend on the protobuf events: the watcher maps each consumed message
 // onto an [Event].
 //
-// # Using it from a controller
+// # Using the reducer from a controller
 //
 //   - Fold an Observed event when metadata.generation is newer than status.observedGeneration
 //     (or with Force for a reconcile-requested-at change or an edited RemediationPolicy), never
@@ -54,4 +60,20 @@
 //   - A stale event (Transition.Stale) and an [*IllegalTransitionError] are final: acknowledge
 //     the message and log it at debug level; retrying cannot change the answer. An error
 //     wrapping [ErrInvalidEvent] is a producer bug: terminate the message.
-package phase
+//
+// # Remediation policy
+//
+// [DefaultRemediation] is the policy of a resource that configures none
+// (api/v1alpha1.DefaultDriftRemediation, its one declaration, in the proto form
+// lavav1.RemediationPolicy that ResourceObserved.remediation carries); [ActionProto] and
+// [ActionName] map the CRD's actions to the proto enum and to metric labels. The watcher
+// resolves a resource's policy; viggy and the anomaly service fall back to the default.
+//
+// # Anomalies every service reports
+//
+// The parts of the anomaly contract every service shares without the anomaly service's
+// dependencies (no Kubernetes client): the fingerprint ([Fingerprint]), the sanitizer
+// ([Sanitize]), the poison-message reporter ([PoisonReporter]) that turns a message
+// bus.Consume terminated into an AnomalyDetected, and the state-regression anomaly
+// ([StateRegressedAnomaly]).
+package pipeline

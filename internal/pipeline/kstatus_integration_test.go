@@ -1,6 +1,6 @@
 //go:build integration
 
-package phase
+package pipeline
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package report
+package pipeline
 
 import (
 	"encoding/hex"

@@ -1,14 +1,14 @@
 //go:build integration
 
-package report_test
+package pipeline_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 // The same message reported twice (the max-deliveries advisory redelivered, two replicas) is
@@ -22,12 +22,12 @@ func TestPoisonReporter_onceAndNoLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := 0
-	onPoison := report.PoisonReporter(bus.NewPublisher(js), bus.ServiceDrift, nil, nil, func(_ context.Context, _ bus.PoisonReport) { calls++ })
+	onPoison := pipeline.PoisonReporter(bus.NewPublisher(js), bus.ServiceDrift, nil, nil, func(_ context.Context, _ bus.PoisonReport) { calls++ })
 	r := bus.PoisonReport{Stream: bus.StreamPhases, Consumer: bus.ServiceDrift, Subject: bus.PhaseSubject("infra", "vpc", bus.EventApplied),
 		StreamSeq: 7, NumDelivered: 10, Reason: bus.PoisonMaxDeliveries}
 	onPoison(ctx, r)
 	onPoison(ctx, r)
-	loop := bus.PoisonReport{Stream: bus.StreamAnomalies, Consumer: bus.ServiceAttest, Subject: bus.AnomalySubject("functional", report.ExtensionPoisonMessage),
+	loop := bus.PoisonReport{Stream: bus.StreamAnomalies, Consumer: bus.ServiceAttest, Subject: bus.AnomalySubject("functional", pipeline.ExtensionPoisonMessage),
 		StreamSeq: 1, NumDelivered: 1, Reason: bus.PoisonPermanent}
 	onPoison(ctx, loop)
 	st, err := js.Stream(ctx, bus.StreamAnomalies)

@@ -1,4 +1,4 @@
-package remediation_test
+package pipeline_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/remediation"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // TestDefault: the proto default is the CRD default, action for action, with origin DEFAULT.
@@ -19,14 +19,14 @@ func TestDefault(t *testing.T) {
 		Critical:   lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL,
 		Origin:     lavav1.PolicyOrigin_POLICY_ORIGIN_DEFAULT,
 	}
-	if got := remediation.Default(); !proto.Equal(got, want) {
-		t.Fatalf("Default() = %v, want %v", got, want)
+	if got := pipeline.DefaultRemediation(); !proto.Equal(got, want) {
+		t.Fatalf("DefaultRemediation() = %v, want %v", got, want)
 	}
 	d := v1alpha1.DefaultDriftRemediation()
-	p := remediation.Default()
+	p := pipeline.DefaultRemediation()
 	for crd, pb := range map[v1alpha1.RemediationAction]lavav1.RemediationAction{d.Cosmetic: p.GetCosmetic(), d.Functional: p.GetFunctional(), d.Critical: p.GetCritical()} {
-		if remediation.ActionName(pb) != string(crd) {
-			t.Errorf("%v named %q, want %q", pb, remediation.ActionName(pb), crd)
+		if pipeline.ActionName(pb) != string(crd) {
+			t.Errorf("%v named %q, want %q", pb, pipeline.ActionName(pb), crd)
 		}
 	}
 }
@@ -37,16 +37,16 @@ func TestActionProto_roundTrip(t *testing.T) {
 	t.Parallel()
 	for _, a := range []v1alpha1.RemediationAction{v1alpha1.RemediationNoOp, v1alpha1.RemediationAlert,
 		v1alpha1.RemediationAutoCorrect, v1alpha1.RemediationRequireApproval, v1alpha1.RemediationEscalate} {
-		if got := remediation.ActionName(remediation.ActionProto(a)); got != string(a) {
+		if got := pipeline.ActionName(pipeline.ActionProto(a)); got != string(a) {
 			t.Errorf("%s round-trips to %s", a, got)
 		}
 	}
 	for _, a := range []v1alpha1.RemediationAction{"", "Reboot"} {
-		if got := remediation.ActionProto(a); got != lavav1.RemediationAction_REMEDIATION_ACTION_ALERT {
+		if got := pipeline.ActionProto(a); got != lavav1.RemediationAction_REMEDIATION_ACTION_ALERT {
 			t.Errorf("ActionProto(%q) = %v, want ALERT", a, got)
 		}
 	}
-	if got := remediation.ActionName(lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED); got != "Alert" {
+	if got := pipeline.ActionName(lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED); got != "Alert" {
 		t.Errorf("ActionName(UNSPECIFIED) = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package report_test
+package pipeline_test
 
 import (
 	"errors"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/service/anomaly/report"
 )
 
 func TestPoisonAnomaly(t *testing.T) {
@@ -36,12 +36,12 @@ func TestPoisonAnomaly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := base
 			tt.mut(&r)
-			an := report.PoisonAnomaly("applier", r, now)
+			an := pipeline.PoisonAnomaly("applier", r, now)
 			src := an.GetSource()
 			if src.GetNamespace() != tt.wantNamespace || src.GetName() != tt.wantName || src.GetUid() != tt.wantUID {
 				t.Errorf("source %v, want %s/%s uid %q", src, tt.wantNamespace, tt.wantName, tt.wantUID)
 			}
-			if an.GetKind() != lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM || an.GetExtensionKind() != report.ExtensionPoisonMessage ||
+			if an.GetKind() != lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM || an.GetExtensionKind() != pipeline.ExtensionPoisonMessage ||
 				an.GetSeverity() != lavav1.Severity_SEVERITY_FUNCTIONAL {
 				t.Errorf("kind %v/%s severity %v", an.GetKind(), an.GetExtensionKind(), an.GetSeverity())
 			}
@@ -55,13 +55,13 @@ func TestPoisonAnomaly(t *testing.T) {
 			if an.GetMetadata()["deliveries"] != "10" || an.GetMetadata()["stream_seq"] != "42" || an.GetMetadata()["subject"] != r.Subject {
 				t.Errorf("metadata %v", an.GetMetadata())
 			}
-			again := report.PoisonAnomaly("applier", r, now.Add(time.Minute))
+			again := pipeline.PoisonAnomaly("applier", r, now.Add(time.Minute))
 			if again.GetEnvelope().GetEventId() != an.GetEnvelope().GetEventId() || again.GetFingerprint() != an.GetFingerprint() {
 				t.Error("a second report of the same message has another event id or fingerprint")
 			}
 			next := r
 			next.StreamSeq++
-			if report.PoisonAnomaly("applier", next, now).GetEnvelope().GetEventId() == an.GetEnvelope().GetEventId() {
+			if pipeline.PoisonAnomaly("applier", next, now).GetEnvelope().GetEventId() == an.GetEnvelope().GetEventId() {
 				t.Error("another message has the same event id")
 			}
 		})
@@ -71,7 +71,7 @@ func TestPoisonAnomaly(t *testing.T) {
 // Vectors shared with internal/service/anomaly (TestFingerprint_vectors).
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
-	got := report.Fingerprint(lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, "", "uid-1", lavav1.Severity_SEVERITY_FUNCTIONAL, "abc")
+	got := pipeline.Fingerprint(lavav1.AnomalyKind_ANOMALY_KIND_DRIFT_DETECTED, "", "uid-1", lavav1.Severity_SEVERITY_FUNCTIONAL, "abc")
 	if want := "538909d5243ff244eefb74aabe8f04059704cb70c796d2631001cef9b7fb25e6"; got != want {
 		t.Errorf("Fingerprint = %s, want %s", got, want)
 	}
