@@ -19,8 +19,8 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/service/applier"
-	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // maxReviewBytes bounds a review body read from the artifact store.
@@ -163,11 +163,11 @@ too. An approval that becomes superseded after the patch is refused by the appli
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			cfg, err := watcher.RESTConfig(kubeconfig)
+			cfg, err := kube.Config(kubeconfig)
 			if err != nil {
 				return unavailable(err)
 			}
-			scheme, err := watcher.NewScheme()
+			scheme, err := kube.NewScheme()
 			if err != nil {
 				return err
 			}

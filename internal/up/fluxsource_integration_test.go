@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
-	"github.com/lava-operator/lava/internal/service/watcher"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -63,7 +63,7 @@ func TestUp_fluxGitRepository(t *testing.T) {
 	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(scDir, "crd")}, ErrorIfPathMissing: true}); err != nil {
 		t.Fatalf("install Flux's CRDs from %s/crd: %v", scDir, err)
 	}
-	scheme, err := watcher.NewScheme()
+	scheme, err := kube.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}

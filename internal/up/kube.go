@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
-	"github.com/lava-operator/lava/internal/service/watcher"
+	"github.com/lava-operator/lava/internal/platform/kube"
 )
 
 // kubeView lists LavaArchitectures for the display when the watcher runs against a cluster.
@@ -20,7 +20,7 @@ type kubeView struct {
 }
 
 func newKubeView(cfg *rest.Config, namespaces []string) (*kubeView, error) {
-	scheme, err := watcher.NewScheme()
+	scheme, err := kube.NewScheme()
 	if err != nil {
 		return nil, err
 	}

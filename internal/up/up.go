@@ -25,6 +25,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
@@ -266,12 +267,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		display.Println(fmt.Sprintf("lava up: provider mirror %s is missing: run `make tools-tofu` (only terraform_data can apply without it)", o.ProviderDir))
 	}
 
-	var kube *rest.Config
+	var kubeCfg *rest.Config
 	if o.Kubeconfig != "" {
-		if kube, err = watcher.RESTConfig(o.Kubeconfig); err != nil {
+		if kubeCfg, err = kube.Config(o.Kubeconfig); err != nil {
 			return Result{}, err
 		}
-		o.KubeAPI.Apply(kube)
+		o.KubeAPI.Apply(kubeCfg)
 	}
 
 	// Every service runs until svcCtx is cancelled; the driver below cancels it when ctx is
@@ -323,16 +324,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	runSvc(bus.ServiceSynth, func(ctx context.Context) error {
-		return synth.Run(ctx, synth.Options{Common: common(bus.ServiceSynth), BindingsKeyFile: keyFile, Concurrency: 8, Kube: kube,
+		return synth.Run(ctx, synth.Options{Common: common(bus.ServiceSynth), BindingsKeyFile: keyFile, Concurrency: 8, Kube: kubeCfg,
 			Listener: renderLn, RPCTokenFile: tokenFile, PolicyFile: o.PolicyFile, DefaultPolicy: DefaultPolicy()})
 	})
 	runSvc(bus.ServiceApplier, func(ctx context.Context) error {
-		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kube,
+		return applier.Run(ctx, applier.Options{Common: common(bus.ServiceApplier), Holder: "lava-up", Concurrency: 4, Kube: kubeCfg,
 			Engines: engines.Options{ProviderDir: o.ProviderDir, Install: o.Install, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "applier")}})
 	})
 	runSvc(bus.ServiceDrift, func(ctx context.Context) error {
-		return drift.Run(ctx, drift.Options{Common: common(bus.ServiceDrift), Holder: "lava-up", Kube: kube,
+		return drift.Run(ctx, drift.Options{Common: common(bus.ServiceDrift), Holder: "lava-up", Kube: kubeCfg,
 			Engines: engines.Options{ProviderDir: o.ProviderDir, Install: o.Install, TofuBin: o.TofuBin, TerraformBin: o.TerraformBin,
 				WorkDir: filepath.Join(workDir, "drift")}})
 	})
@@ -341,7 +342,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			Concurrency: viggy.DefaultConcurrency})
 	})
 	runSvc(bus.ServiceAnomaly, func(ctx context.Context) error {
-		return anomaly.Run(ctx, anomaly.Options{Common: common(bus.ServiceAnomaly), Kube: kube})
+		return anomaly.Run(ctx, anomaly.Options{Common: common(bus.ServiceAnomaly), Kube: kubeCfg})
 	})
 	runSvc(bus.ServiceAttest, func(ctx context.Context) error {
 		return attest.Run(ctx, attest.Options{Common: common(bus.ServiceAttest), SigningKeyFile: signingKey,
@@ -362,7 +363,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return watcher.Run(ctx, watcher.Options{Common: common(bus.ServiceWatcher), Kubeconfig: o.Kubeconfig, Namespaces: o.Namespaces, KubeAPI: o.KubeAPI,
 				BindingsKeyFile: keyFile, WatchSecrets: true})
 		})
-		kv, err := newKubeView(kube, o.Namespaces)
+		kv, err := newKubeView(kubeCfg, o.Namespaces)
 		if err != nil {
 			return Result{}, err
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
@@ -49,14 +50,14 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 }
 
 // Complete loads the routing configuration (an invalid one, [ErrConfig], is a svc.UsageError) and the
-// Kubernetes configuration unless --no-kube (svc.KubeConfig).
+// Kubernetes configuration unless --no-kube (kube.Optional).
 func (o *Options) Complete() error {
 	routing, err := LoadRouting(o.ConfigFile)
 	if err != nil {
 		return usage(err)
 	}
 	o.Routing = routing
-	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.Kube, err = kube.Optional(o.NoKube)
 	o.KubeAPI.Apply(o.Kube)
 	return err
 }

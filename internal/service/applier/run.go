@@ -17,6 +17,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
@@ -85,10 +86,10 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	o.Credentials.Register(fs)
 }
 
-// Complete loads the Kubernetes configuration unless --no-kube (svc.KubeConfig).
+// Complete loads the Kubernetes configuration unless --no-kube (kube.Optional).
 func (o *Options) Complete() error {
 	var err error
-	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.Kube, err = kube.Optional(o.NoKube)
 	o.KubeAPI.Apply(o.Kube)
 	return err
 }

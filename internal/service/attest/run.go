@@ -11,6 +11,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
@@ -51,13 +52,13 @@ type Options struct {
 }
 
 // Complete loads the Kubernetes configuration when ReceiptService authenticates callers with
-// it (svc.KubeConfig).
+// it (kube.Optional).
 func (o *Options) Complete() error {
 	if o.NoKube || o.RPCTokenFile != "" || o.ConnectAddr == "" {
 		return nil
 	}
 	var err error
-	o.Kube, err = svc.KubeConfig(false)
+	o.Kube, err = kube.Optional(false)
 	o.KubeAPI.Apply(o.Kube)
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
@@ -81,13 +82,13 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 }
 
 // Complete requires --bindings-key-file (a svc.UsageError) and loads the Kubernetes
-// configuration unless --no-kube (svc.KubeConfig).
+// configuration unless --no-kube (kube.Optional).
 func (o *Options) Complete() error {
 	if o.BindingsKeyFile == "" {
 		return svc.BadUsage(errors.New("--bindings-key-file (LAVA_BINDINGS_KEY_FILE) is required"))
 	}
 	var err error
-	o.Kube, err = svc.KubeConfig(o.NoKube)
+	o.Kube, err = kube.Optional(o.NoKube)
 	o.KubeAPI.Apply(o.Kube)
 	return err
 }

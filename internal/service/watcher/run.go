@@ -9,13 +9,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
@@ -82,34 +81,13 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	_ = fs.MarkDeprecated("stream-replicas", "use --replicas (LAVA_REPLICAS)")
 }
 
-// RESTConfig loads the API server configuration: the kubeconfig file when given, else the
-// in-cluster configuration, else $KUBECONFIG or ~/.kube/config.
-func RESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("watcher: kubeconfig %s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	if cfg, err := rest.InClusterConfig(); err == nil {
-		return cfg, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("watcher: no in-cluster configuration and no kubeconfig: %w", err)
-	}
-	return cfg, nil
-}
-
 // Run runs the watcher service until ctx is done: it loads the API server configuration,
 // starts (svc.Start: NATS, topology, metrics with controller-runtime's registry, health),
 // ensures the phase consumer and runs [Watcher.Start]. It sets controller-runtime's
 // process-wide logger to the service's handler (controller-runtime has no other way to
 // receive it).
 func Run(ctx context.Context, o Options) error {
-	rc, err := RESTConfig(o.Kubeconfig)
+	rc, err := kube.Config(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -120,7 +98,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	scheme, err := NewScheme()
+	scheme, err := kube.NewScheme()
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -135,22 +134,6 @@ type Config struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Clock stamps the events the watcher produces itself. Default time.Now.
 	Clock func() time.Time
-}
-
-// NewScheme returns a scheme with the client-go built-in types (Events, Leases),
-// lava.pleme.io/v1alpha1 and Flux's source.toolkit.fluxcd.io/v1 (spec.sourceRef).
-func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("watcher: scheme: %w", err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("watcher: scheme: %w", err)
-	}
-	if err := sourcev1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("watcher: scheme: %w", err)
-	}
-	return s, nil
 }
 
 // Watcher is the watcher service: a controller-runtime manager running the LavaArchitecture

@@ -15,7 +15,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -23,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/config/crd"
+	"github.com/lava-operator/lava/internal/platform/kube"
 )
 
 // AssetsEnv is the environment variable naming the directory with kube-apiserver and etcd.
@@ -42,14 +41,15 @@ type Env struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
-// NewScheme returns a scheme with the client-go built-in types, apiextensions.k8s.io/v1 and
-// lava.pleme.io/v1alpha1.
+// NewScheme returns Lava's scheme (kube.NewScheme) with apiextensions.k8s.io/v1 added, for
+// tests that install CRDs.
 func NewScheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, fmt.Errorf("kubetest: build scheme: %w", err)
-		}
+	s, err := kube.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("kubetest: build scheme: %w", err)
 	}
 	return s, nil
 }
