@@ -244,16 +244,13 @@ func (s *Service) resource(ctx context.Context, src Source) (map[string]string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("anomaly: stream %s: %w", bus.StreamResources, err)
 	}
-	raw, err := st.GetLastMsgForSubject(ctx, bus.ResourceSubject(src.Namespace, src.Name, bus.EventObserved))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
+	ro := &lavav1.ResourceObserved{}
+	found, err := bus.LastEvent(ctx, st, bus.ResourceSubject(src.Namespace, src.Name, bus.EventObserved), ro)
+	if errors.Is(err, bus.ErrUndecodable) || (err == nil && !found) {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("anomaly: read ResourceObserved: %w", err)
-	}
-	ro := &lavav1.ResourceObserved{}
-	if err := proto.Unmarshal(raw.Data, ro); err != nil {
-		return nil, nil, nil
 	}
 	if uid := ro.GetEnvelope().GetResource().GetUid(); src.UID != "" && uid != src.UID {
 		return nil, nil, nil

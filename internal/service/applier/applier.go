@@ -235,15 +235,9 @@ func lastEvent(ctx context.Context, js jetstream.JetStream, stream, subject stri
 	if err != nil {
 		return false, fmt.Errorf("applier: %w", err)
 	}
-	raw, err := st.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
+	found, err := bus.LastEvent(ctx, st, subject, m)
 	if err != nil {
-		return false, fmt.Errorf("applier: read %s: %w", subject, err)
+		return false, fmt.Errorf("applier: %w", err)
 	}
-	if err := proto.Unmarshal(raw.Data, m); err != nil {
-		return false, bus.Permanent(fmt.Errorf("applier: decode %s: %w", subject, err))
-	}
-	return true, nil
+	return found, nil
 }

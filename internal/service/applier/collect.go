@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -86,16 +85,13 @@ func liveRenders(ctx context.Context, js jetstream.JetStream, live map[string]bo
 		return fmt.Errorf("applier: list Synthesized subjects: %w", err)
 	}
 	for subject := range info.State.Subjects {
-		raw, err := st.GetLastMsgForSubject(ctx, subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
+		syn := &lavav1.Synthesized{}
+		found, err := bus.LastEvent(ctx, st, subject, syn)
+		if errors.Is(err, bus.ErrUndecodable) || (err == nil && !found) {
+			continue // a poison message references nothing
 		}
 		if err != nil {
-			return fmt.Errorf("applier: read %s: %w", subject, err)
-		}
-		syn := &lavav1.Synthesized{}
-		if err := proto.Unmarshal(raw.Data, syn); err != nil {
-			continue // a poison message references nothing
+			return fmt.Errorf("applier: %w", err)
 		}
 		if d := syn.GetArtifactDigest(); d != "" {
 			live[d] = true

@@ -321,12 +321,9 @@ func Envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) 
 // lastEventID is the Nats-Msg-Id (event id) of the last message stored on subject in
 // LAVA_RESOURCES, or "" when there is none.
 func (r *reconciler) lastEventID(ctx context.Context, subject string) (string, error) {
-	m, err := r.resources.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("watcher: last message on %s: %w", subject, err)
+	m, err := bus.LastMsg(ctx, r.resources, subject)
+	if err != nil || m == nil {
+		return "", err
 	}
 	return m.Header.Get(jetstream.MsgIDHeader), nil
 }
