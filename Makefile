@@ -168,7 +168,7 @@ check-generate: generate ## Fail if regenerating changes anything.
 
 ##@ Checks
 .PHONY: lint
-lint: tools-buf tools-staticcheck ## go vet, staticcheck, gofmt, buf lint/format/breaking, module dependency rules.
+lint: tools-buf tools-staticcheck ## go vet, staticcheck, gofmt, buf lint/format/breaking, module dependency rules, function length.
 	go vet -tags integration,terraform,e2e $(PKGS)
 	$(STATICCHECK) -tags integration,terraform,e2e $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
@@ -179,6 +179,7 @@ lint: tools-buf tools-staticcheck ## go vet, staticcheck, gofmt, buf lint/format
 	@if [ -d internal/engine/embedded/proto ]; then cd internal/engine/embedded && \
 	  $(BUF) lint && $(BUF) format -d --exit-code; fi
 	hack/depcheck.sh
+	go run ./hack/funclen -allow hack/funclen/allow.txt .
 
 ##@ Tests
 .PHONY: test
@@ -194,25 +195,25 @@ test-e2e: ## End to end: every service its own process, real kube-apiserver/etcd
 
 SCALE_OBJECTS ?= 500
 .PHONY: test-e2e-scale
-test-e2e-scale: ## Issue 12's full scale-out run: two replicas of every service on SCALE_OBJECTS (500) objects.
+test-e2e-scale: ## The full-size scale-out run (docs/design/0018-receipt-order-across-replicas.md): two replicas of every service on SCALE_OBJECTS (500) objects.
 	go test -tags e2e -count=1 -timeout=60m -run '^TestScaleOut_' -v ./test/e2e/ -args -scale.objects=$(SCALE_OBJECTS)
 
 CLUSTER_OBJECTS ?= 200
 .PHONY: test-e2e-cluster
-test-e2e-cluster: ## Issue 12's full JetStream cluster run: CLUSTER_OBJECTS (200) objects, one server then the meta leader SIGKILLed.
+test-e2e-cluster: ## The full-size JetStream cluster run (docs/operations.md): CLUSTER_OBJECTS (200) objects, one server then the meta leader SIGKILLed.
 	go test -tags e2e -count=1 -timeout=60m -run '^TestCluster_' -v ./test/e2e/ -args -cluster.objects=$(CLUSTER_OBJECTS)
 
 CHAOS_OBJECTS ?= 200
 CHAOS_SEED ?= 0
 .PHONY: test-e2e-chaos
-test-e2e-chaos: ## Issue 12's full chaos run: CHAOS_OBJECTS (200) objects, every service SIGKILLed twice and nats-server once (CHAOS_SEED replays a schedule).
+test-e2e-chaos: ## The full-size chaos run (docs/operations.md): CHAOS_OBJECTS (200) objects, every service SIGKILLed twice and nats-server once (CHAOS_SEED replays a schedule).
 	go test -tags e2e -count=1 -timeout=60m -run '^TestChaos_' -v ./test/e2e/ -args -chaos.objects=$(CHAOS_OBJECTS) -chaos.seed=$(CHAOS_SEED)
 
 SOAK_DURATION ?= 2h
 SOAK_OBJECTS  ?= 100
 SOAK_TIMEOUT  ?= 4h
 .PHONY: soak
-soak: ## Issue 12's soak (not in CI): SOAK_DURATION (2h) of create/update/delete churn with drift scans on SOAK_OBJECTS (100) objects; RSS, goroutines and store sizes flat.
+soak: ## The soak (docs/operations.md; not in CI): SOAK_DURATION (2h) of create/update/delete churn with drift scans on SOAK_OBJECTS (100) objects; RSS, goroutines and store sizes flat.
 	go test -tags e2e,soak -count=1 -timeout=$(SOAK_TIMEOUT) -run '^TestSoak$$' -v ./test/e2e/ -args -soak.duration=$(SOAK_DURATION) -soak.objects=$(SOAK_OBJECTS)
 
 .PHONY: test-unit
@@ -228,9 +229,9 @@ bench-smoke: ## Every benchmark once (-benchtime=1x), one package at a time (-p 
 	go test -p 1 -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME (executions, or a duration for make fuzz).
-FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/service/attest:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/up:FuzzParseManifests
-# Issue 12 item 8: the decoders of every service's events (besides bus.DecodeBody's FuzzDecodeEvent) and of a Flux artifact.
-FUZZ_TARGETS += ./internal/service/anomaly:FuzzAnomalyFromEvents ./internal/service/viggy:FuzzRecordPolicy ./internal/service/attest:FuzzLinkChain ./internal/service/synth:FuzzObservedToSynthesized ./internal/service/synth:FuzzFileInTarGz ./internal/service/applier:FuzzSynthesizedInput
+FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/readmodel:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/manifest:FuzzParse
+# The decoders of every service's events (besides bus.DecodeBody's FuzzDecodeEvent) and of a Flux artifact.
+FUZZ_TARGETS += ./internal/service/anomaly:FuzzAnomalyFromEvents ./internal/service/viggy:FuzzRecordPolicy ./internal/readmodel:FuzzLinkChain ./internal/service/synth:FuzzObservedToSynthesized ./internal/service/synth:FuzzFileInTarGz ./internal/service/applier:FuzzSynthesizedInput
 .PHONY: fuzz-smoke
 # A duration-budget run (make fuzz) that ends with go's own "context deadline exceeded" at the
 # end of -fuzztime and records no failing input (no "Failing input written to") found nothing

@@ -4,7 +4,12 @@
 #   - no service imports another service;
 #   - internal/gen imports only protobuf and connect;
 #   - internal/lang/arch imports only the standard library; internal/lang/tlisp only that and internal/lang/arch.
-#   - the layers of internal/: lang, then platform, then engine, then service (see below).
+#   - the layers of internal/: lang, then platform, then engine, then pipeline and readmodel,
+#     then service (see below);
+#   - no package under internal/service/X imports one under internal/service/Y (Y != X);
+#   - cmd/ (its packages and their tests) imports no internal/service/ package directly: it reads
+#     what the services store through internal/readmodel (internal/up, which runs the services,
+#     is the one composition root).
 # A `go list` that fails (or lists nothing) fails the check: a rule is never passed unchecked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,7 +69,9 @@ if [ -d internal/lang/tlisp ]; then
   [ -z "$bad" ] || { echo "internal/lang/tlisp imports outside the standard library and internal/lang/arch: $bad" >&2; fail=1; }
 fi
 # The layers of internal/ (docs/architecture.md section 7): lang imports nothing of Lava's outside
-# lang; platform only platform and gen; engine only engine, lang, platform and gen.
+# lang; platform only platform and gen; engine only engine, lang, platform and gen; pipeline (the
+# services' shared vocabulary) only those and itself; readmodel (what the CLI and the read RPCs
+# show) those, pipeline and itself.
 layer() { # layer DIR ALLOWED-REGEX
   local deps bad
   deps=$(nonstd "./internal/$1/...")
@@ -74,6 +81,31 @@ layer() { # layer DIR ALLOWED-REGEX
 layer lang 'lang'
 layer platform 'platform|gen'
 layer engine 'engine|lang|platform|gen'
+layer pipeline 'pipeline|engine|lang|platform|gen'
+layer readmodel 'readmodel|pipeline|engine|lang|platform|gen'
+
+# A service is one package tree: internal/service/X never imports internal/service/Y (its tests
+# may: an integration test runs the services it hands events to).
+for s in internal/service/*/; do
+  name=$(basename "$s")
+  deps=$(golist "./internal/service/$name/...")
+  bad=$(printf '%s\n' "$deps" | grep "^$root/internal/service/" | grep -v -E "^$root/internal/service/$name(/|$)" || true)
+  [ -z "$bad" ] || { echo "internal/service/$name imports another service: $bad" >&2; fail=1; }
+done
+
+# cmd/ imports no service package itself, in its code or its tests of any build tag (internal/up
+# does, and cmd/lava reaches the services only through it).
+if [ -d cmd ]; then
+  if ! cmdimports=$(go list -tags integration,e2e,terraform,soak \
+    -f '{{.ImportPath}}: {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./cmd/...); then
+    echo "[depcheck] go list ./cmd/... failed" >&2
+    exit 1
+  fi
+  [ -n "$cmdimports" ] || { echo "[depcheck] go list ./cmd/... listed no package" >&2; exit 1; }
+  bad=$(printf '%s\n' "$cmdimports" | awk -v svc="$root/internal/service/" '{
+    for (i = 2; i <= NF; i++) if (index($i, svc) == 1) print $1 " " $i }' | sort -u)
+  [ -z "$bad" ] || { echo "cmd/ imports internal/service/ (use internal/readmodel or internal/up): $bad" >&2; fail=1; }
+fi
 
 [ "$fail" = 0 ] && echo "[depcheck] module dependency rules hold" >&2
 exit "$fail"

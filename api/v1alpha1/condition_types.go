@@ -116,7 +116,10 @@ const (
 	ReasonGateRejected = "GateRejected"
 	// ReasonPolicyRejected: the rendered architecture breaks the tenant policy (a provisioner,
 	// a filesystem function, a provider outside the allow-list, ...; docs/security.md,
-	// "Engines"), or the policy document cannot be read. The message has file:line:col.
+	// "Engines"), or the policy document cannot be read. From synth the message has
+	// file:line:col; from the applier (stage plan) it names the resource, attribute and roots of
+	// a provider file path the engine refused with the provider schemas
+	// (docs/design/0022-file-access-from-schemas.md).
 	ReasonPolicyRejected = "PolicyRejected"
 	// ReasonProviderChecksumMismatch: a provider package's h1: hash is none of those the
 	// object's dependency lock records for its version (recorded on first use; docs/security.md,

@@ -116,15 +116,14 @@ func startSecure(b *testing.B) Conns {
 // load from other processes only ever slows a run down.
 const secureRounds = 11
 
-// secureTarget is issue 17's target: TLS and authorization cost at most 15% of the throughput.
-// It is not reliably met on the 2-core machine (0.81 to 0.90 on an idle machine,
-// bench/README.md): a run below it logs NOT MET. The throughput ratio swings with the load of
-// the machine (0.60 to 1.21 at load 15 to 27, and 0.73 in a clean-clone CI run of 2026-12-02), so
-// it fails only below secureGuard, a collapse. The regression guard that does not depend on the
-// load is secureExtraWrites: most of the secured side's extra CPU is the server writing each
-// pooled 512-byte outbound buffer as its own TLS record and system call, and the secured side's
-// write system calls per event beyond the plain side's (0.82 measured; bench/README.md, "Where
-// the secured side's cost is") fail the run above it.
+// secureTarget is the target: TLS and authorization cost at most 15% of the throughput. It is
+// not reliably met on the 2-core machine (0.81 to 0.90 on an idle machine, bench/README.md): a
+// run below it logs NOT MET. The throughput ratio swings with the load of the machine (0.60 to
+// 1.21 at load 15 to 27), so it fails only below secureGuard, a collapse. The regression guard
+// that does not depend on the load is secureExtraWrites: most of the secured side's extra CPU is
+// the server writing each pooled 512-byte outbound buffer as its own TLS record and system call,
+// and the secured side's write system calls per event beyond the plain side's (0.82 measured;
+// bench/README.md, "BenchmarkSecureBus") fail the run above it.
 const (
 	secureTarget      = 0.85
 	secureGuard       = 0.60

@@ -20,7 +20,7 @@ import (
 // one iteration runs; the medians are compared.
 const rounds = 7
 
-// wantRatio is issue 13 item 5's target: `lava up --once` takes at most the script's time.
+// wantRatio is the target, asserted: `lava up --once` takes at most the script's time.
 const wantRatio = 1.0
 
 // manifest is one LavaArchitecture of 20 resources, 10 terraform_data and 10 local_file under

@@ -94,7 +94,8 @@ outputs, and its interface's outputs. With --source it prints the .tlisp file in
 	return cmd
 }
 
-// showEntry writes the description of one bundled architecture.
+// showEntry writes the description of one bundled architecture: its header, then the
+// sections Inputs, Resources (with data sources, outputs or result) and Interface.
 func showEntry(w io.Writer, name string, src []byte, iface *arch.Interface, minResources int) error {
 	opts := tlisp.Options{File: render.BundledFile(name)}
 	decls, _ := tlisp.DeclaredInputs(src, opts)
@@ -115,7 +116,19 @@ func showEntry(w io.Writer, name string, src []byte, iface *arch.Interface, minR
 	if dirs := catalog.ModuleDirs(name); len(dirs) > 0 {
 		fmt.Fprintf(w, "Modules:    %s (bundled in the rendered document)\n", strings.Join(dirs, ", "))
 	}
+	if err := writeInputs(w, decls, iface); err != nil {
+		return err
+	}
+	if form != nil {
+		writeClauses(w, clauseValues(form))
+	}
+	return writeInterface(w, iface)
+}
 
+// writeInputs writes the Inputs section: one row per declared input (with the interface's
+// type, whether the gate requires it, the architecture's default and the description), then
+// the inputs only the interface declares.
+func writeInputs(w io.Writer, decls []tlisp.InputDecl, iface *arch.Interface) error {
 	fmt.Fprintln(w, "\nInputs:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tTYPE\tREQUIRED\tDEFAULT\tDESCRIPTION")
@@ -150,32 +163,36 @@ func showEntry(w io.Writer, name string, src []byte, iface *arch.Interface, minR
 			}
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
 
-	if form != nil {
-		vals := clauseValues(form)
-		fmt.Fprintln(w, "\nResources:")
-		writeResources(w, vals["resources"], "  ")
-		if d := vals["data"]; d != nil {
-			fmt.Fprintln(w, "\nData sources:")
-			writeResources(w, d, "  ")
-		}
-		if o := vals["outputs"]; o != nil && o.Kind == tlisp.NodeList {
-			fmt.Fprintln(w, "\nOutputs (rendered):")
-			for i := 0; i+1 < len(o.List); i += 2 {
-				fmt.Fprintf(w, "  %s = %s\n", o.List[i].Text, o.List[i+1])
-			}
-		}
-		if r := vals["result"]; r != nil && vals["outputs"] == nil && r.Kind == tlisp.NodeList {
-			fmt.Fprintln(w, "\nResult (consumer contract, not rendered):")
-			for i := 0; i+1 < len(r.List); i += 2 {
-				fmt.Fprintf(w, "  %s\n", r.List[i].Text)
-			}
+// writeClauses writes the sections of a deflava-architecture form's clause values (by
+// keyword): Resources, Data sources, Outputs (rendered), or the Result of an architecture
+// without outputs.
+func writeClauses(w io.Writer, vals map[string]*tlisp.Node) {
+	fmt.Fprintln(w, "\nResources:")
+	writeResources(w, vals["resources"], "  ")
+	if d := vals["data"]; d != nil {
+		fmt.Fprintln(w, "\nData sources:")
+		writeResources(w, d, "  ")
+	}
+	if o := vals["outputs"]; o != nil && o.Kind == tlisp.NodeList {
+		fmt.Fprintln(w, "\nOutputs (rendered):")
+		for i := 0; i+1 < len(o.List); i += 2 {
+			fmt.Fprintf(w, "  %s = %s\n", o.List[i].Text, o.List[i+1])
 		}
 	}
+	if r := vals["result"]; r != nil && vals["outputs"] == nil && r.Kind == tlisp.NodeList {
+		fmt.Fprintln(w, "\nResult (consumer contract, not rendered):")
+		for i := 0; i+1 < len(r.List); i += 2 {
+			fmt.Fprintf(w, "  %s\n", r.List[i].Text)
+		}
+	}
+}
 
+// writeInterface writes the Interface section: the interface's name, whether it is closed or
+// open (a loose input admits any binding) and its outputs; "(none)" without an interface.
+func writeInterface(w io.Writer, iface *arch.Interface) error {
 	fmt.Fprintln(w, "\nInterface:")
 	if iface == nil {
 		fmt.Fprintln(w, "  (none)")
@@ -191,7 +208,7 @@ func showEntry(w io.Writer, name string, src []byte, iface *arch.Interface, minR
 	fmt.Fprintf(w, "  %s, %s\n", iface.Name, mode)
 	if len(iface.Outputs) > 0 {
 		fmt.Fprintln(w, "  outputs:")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, f := range iface.Outputs {
 			if doc := deref(f.Doc); doc != "" {
 				fmt.Fprintf(tw, "    %s\t%s\t%s\n", f.Name, typeString(f.Type), doc)

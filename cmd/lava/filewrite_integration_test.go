@@ -14,7 +14,7 @@ import (
 	"github.com/lava-operator/lava/internal/up"
 )
 
-// fileWriteAttacks are the writes of the attack trial of docs/security.md ("Engines", file
+// fileWriteAttacks are the file-write attacks of docs/security.md ("Engines", file
 // writes): a tenant's local_file over lava up's signing.pub (embedded engine), an executable
 // planted into the provider mirror (tofu engine; a second manifest naming evil/pwn would have
 // run it) and into the engines' work directory, a templated filename that leaves its
@@ -230,12 +230,12 @@ spec:
 	}
 }
 
-// expressionAttacks are the reads of a second attack trial, each of which applied through
-// the tofu engine before the rules of docs/security.md ("Engines": static addresses, the
-// rendered-JSON walk, templatestring denied) and leaked lava up's signing key into
-// status.outputs or a condition: a reference's attribute that closes its ${} before a file()
-// call, templatestring re-evaluating an escaped literal and a binding, a call in an import's
-// index. STATE is replaced by the test's state directory.
+// expressionAttacks are reads of lava up's signing key into status.outputs or a condition, each
+// of which applies through the tofu engine unless the rules of docs/security.md ("Engines":
+// static addresses, the rendered-JSON walk, templatestring denied) refuse it: a reference's
+// attribute that closes its ${} before a file() call, templatestring re-evaluating an escaped
+// literal and a binding, a call in an import's index. STATE is replaced by the test's state
+// directory.
 const expressionAttacks = `apiVersion: lava.pleme.io/v1alpha1
 kind: LavaArchitecture
 metadata: {name: ref, namespace: tenant}

@@ -20,7 +20,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/kube"
-	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // maxReviewBytes bounds a review body read from the artifact store.
@@ -57,7 +57,7 @@ connection flags of ` + "`lava state`" + `).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, js jetstream.JetStream, _ *state.Store) error {
-				rec, err := applier.Load(ctx, js, key.Namespace, key.Name)
+				rec, err := readmodel.Load(ctx, js, key.Namespace, key.Name)
 				if err != nil {
 					return err
 				}

@@ -11,7 +11,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
-	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // TestPlanShow: a plan the embedded engine made for review (terraform_data, built in: no
@@ -49,11 +49,11 @@ func TestPlanShow(t *testing.T) {
 	if plan.ReviewDigest == "" {
 		t.Fatal("a plan made for review has no review body")
 	}
-	rec, err := json.Marshal(applier.Record{UID: "uid-web", Held: plan, HeldGeneration: 3})
+	rec, err := json.Marshal(readmodel.Record{UID: "uid-web", Held: plan, HeldGeneration: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, applier.RecordKey(key.Namespace, key.Name), rec); err != nil {
+	if _, err := kv.Put(ctx, readmodel.RecordKey(key.Namespace, key.Name), rec); err != nil {
 		t.Fatal(err)
 	}
 	lava := func(args ...string) (int, string, string) {

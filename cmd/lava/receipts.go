@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/readmodel"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -80,7 +80,7 @@ func newReceiptsVerifyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := attest.VerifyOptions{RequireSignatures: !allowUnsig || requireSig}
+			opts := readmodel.VerifyOptions{RequireSignatures: !allowUnsig || requireSig}
 			if publicKey == "" {
 				if p := filepath.Join(nf.stateDir, up.FilePublicKey); isFile(p) {
 					publicKey = p
@@ -88,7 +88,7 @@ func newReceiptsVerifyCmd() *cobra.Command {
 			}
 			switch {
 			case publicKey != "":
-				if opts.PublicKey, err = attest.LoadPublicKey(publicKey); err != nil {
+				if opts.PublicKey, err = readmodel.LoadPublicKey(publicKey); err != nil {
 					return err
 				}
 			case !allowUnsig:
@@ -105,7 +105,7 @@ func newReceiptsVerifyCmd() *cobra.Command {
 				return err
 			}
 			defer nc.Close()
-			read, err := attest.ReadChain(cmd.Context(), js, ns, name, opts)
+			read, err := readmodel.ReadChain(cmd.Context(), js, ns, name, opts)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func newReceiptsVerifyCmd() *cobra.Command {
 			if len(chain) == 0 && !allowEmpty {
 				return invalidInput(fmt.Errorf("%s/%s: no receipts (is the name right? a resource gets its first receipt when it is first seen; --allow-empty accepts an empty chain)", ns, name))
 			}
-			res := attest.Verify(chain, opts)
+			res := readmodel.Verify(chain, opts)
 			for _, f := range res.Failures {
 				fmt.Fprintln(cmd.ErrOrStderr(), f.Message)
 			}
@@ -151,14 +151,14 @@ func describeHead(chain []*lavav1.Receipt) string {
 	for _, r := range chain {
 		id := r.GetSignature().GetKeyId()
 		if id == "" {
-			id = attest.AlgoNone
+			id = readmodel.AlgoNone
 		}
 		if !seen[id] {
 			seen[id] = true
 			keys = append(keys, id)
 		}
 	}
-	return fmt.Sprintf(", head %s, keys %s", attest.Hex(chain[len(chain)-1].GetContentHash()), strings.Join(keys, ","))
+	return fmt.Sprintf(", head %s, keys %s", readmodel.Hex(chain[len(chain)-1].GetContentHash()), strings.Join(keys, ","))
 }
 
 func newReceiptsShowCmd() *cobra.Command {
@@ -187,7 +187,7 @@ chain; use "lava receipts verify".`,
 				return err
 			}
 			defer nc.Close()
-			read, err := attest.ReadChain(cmd.Context(), js, ns, name, attest.VerifyOptions{})
+			read, err := readmodel.ReadChain(cmd.Context(), js, ns, name, readmodel.VerifyOptions{})
 			if err != nil {
 				return err
 			}
@@ -233,10 +233,10 @@ func writeChain(w io.Writer, chain []*lavav1.Receipt) {
 		}
 		key := r.GetSignature().GetKeyId()
 		if key == "" {
-			key = attest.AlgoNone
+			key = readmodel.AlgoNone
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", r.GetSequence(), attest.FormatTimestamp(r.GetTimestamp().AsTime()),
-			r.GetKind(), what, attest.Hex(r.GetContentHash()), key)
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", r.GetSequence(), readmodel.FormatTimestamp(r.GetTimestamp().AsTime()),
+			r.GetKind(), what, readmodel.Hex(r.GetContentHash()), key)
 	}
 }
 
@@ -254,7 +254,7 @@ With --secret-file FILE the seed is written to FILE (mode 0600, which must not e
 of stdout, ready for "kubectl create secret generic lava-attest-signing-key --from-file=key=FILE".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, seed, err := attest.GenerateSigner(nil)
+			s, seed, err := readmodel.GenerateSigner(nil)
 			if err != nil {
 				return err
 			}
@@ -264,14 +264,14 @@ of stdout, ready for "kubectl create secret generic lava-attest-signing-key --fr
 				if err != nil {
 					return fmt.Errorf("secret file: %w", err)
 				}
-				_, werr := fmt.Fprintln(f, attest.Hex(seed))
+				_, werr := fmt.Fprintln(f, readmodel.Hex(seed))
 				if err := errors.Join(werr, f.Close()); err != nil {
 					return fmt.Errorf("secret file: %w", err)
 				}
 			} else {
-				fmt.Fprintf(out, "SECRET %s\n", attest.Hex(seed))
+				fmt.Fprintf(out, "SECRET %s\n", readmodel.Hex(seed))
 			}
-			fmt.Fprintf(out, "%s %s\n", attest.PublicKeyLabel, attest.Hex(s.PublicKey()))
+			fmt.Fprintf(out, "%s %s\n", readmodel.PublicKeyLabel, readmodel.Hex(s.PublicKey()))
 			return nil
 		},
 	}

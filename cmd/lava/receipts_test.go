@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,7 +15,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
-	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // receiptsFixture is a JetStream server holding a signed lifecycle chain for infra/vpc.
@@ -22,7 +23,7 @@ type receiptsFixture struct {
 	srv     *natstest.Server
 	chain   []*lavav1.Receipt
 	pubFile string
-	signer  *attest.Signer
+	signer  *readmodel.Signer
 }
 
 func newReceiptsFixture(t *testing.T) receiptsFixture {
@@ -32,31 +33,39 @@ func newReceiptsFixture(t *testing.T) receiptsFixture {
 	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	signer, err := attest.ParseSigner(strings.Repeat("5a", 32))
+	signer, err := readmodel.ParseSigner(strings.Repeat("5a", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := attest.NewStore(js, attest.StoreOptions{Signer: signer})
 	phases := []lavav1.Phase{lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, lavav1.Phase_PHASE_PLANNED,
 		lavav1.Phase_PHASE_APPLIED, lavav1.Phase_PHASE_FINALIZING}
 	ref := &lavav1.ResourceRef{Namespace: "infra", Name: "vpc", Uid: "u-1"}
 	var chain []*lavav1.Receipt
+	var head *lavav1.Receipt
+	var prevSeq uint64
 	for i, p := range phases {
 		pc := &lavav1.PhaseChanged{
 			Envelope: &lavav1.Envelope{EventId: fmt.Sprintf("%064x", i+1), Resource: ref, Generation: 1},
 			To:       p, Reason: "Test", PlanId: strings.Repeat("c", 64),
 		}
-		a, err := store.Append(t.Context(), attest.AppendRequest{
-			Resource: ref, Generation: 1, EventID: pc.GetEnvelope().GetEventId(),
-			Kind: attest.KindOutcome, Payload: attest.OutcomeFromPhaseChanged(pc),
-		})
+		r, err := readmodel.NewReceipt(head, readmodel.KindOutcome, readmodel.OutcomeFromPhaseChanged(pc), time.Now(), signer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		chain = append(chain, a.Receipt)
+		// Stored as attest stores a receipt (the CLI's tests do not run the attest service).
+		id := pc.GetEnvelope().GetEventId()
+		m, err := readmodel.EncodeReceipt(bus.ReceiptSubject(ref.GetNamespace(), ref.GetName()), r, id, id, prevSeq, readmodel.PhasesSeq{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack, err := js.PublishMsg(t.Context(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain, head, prevSeq = append(chain, r), r, ack.Sequence
 	}
 	pubFile := filepath.Join(t.TempDir(), "lava.pub")
-	if err := os.WriteFile(pubFile, []byte(attest.Hex(signer.PublicKey())+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(pubFile, []byte(readmodel.Hex(signer.PublicKey())+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return receiptsFixture{srv: srv, chain: chain, pubFile: pubFile, signer: signer}
@@ -107,12 +116,12 @@ func TestReceiptsVerify(t *testing.T) {
 	fx := newReceiptsFixture(t)
 	js := fx.srv.JetStream()
 	url := fx.srv.URL()
-	other, err := attest.ParseSigner(strings.Repeat("77", 32))
+	other, err := readmodel.ParseSigner(strings.Repeat("77", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
 	otherPub := filepath.Join(t.TempDir(), "other.pub")
-	if err := os.WriteFile(otherPub, []byte(attest.Hex(other.PublicKey())), 0o600); err != nil {
+	if err := os.WriteFile(otherPub, []byte(readmodel.Hex(other.PublicKey())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	badKey := filepath.Join(t.TempDir(), "bad.pub")
@@ -128,7 +137,7 @@ func TestReceiptsVerify(t *testing.T) {
 	publishCopy(t, js, "tamper", "link", link)
 	publishCopy(t, js, "tamper", "sequence", append(cloneChain(fx.chain[:1]), cloneChain(fx.chain[2:])...))
 	stripped := cloneChain(fx.chain)
-	stripped[4].Signature = &lavav1.Signature{Algo: attest.AlgoNone}
+	stripped[4].Signature = &lavav1.Signature{Algo: readmodel.AlgoNone}
 	publishCopy(t, js, "tamper", "stripped", stripped)
 	// Foreign messages between real receipts (docs/security.md, "Receipts"): garbage, a receipt
 	// with a broken signature and a replayed copy of receipt 1 are skipped and named.
@@ -150,7 +159,7 @@ func TestReceiptsVerify(t *testing.T) {
 			name:   "valid, required signatures, signer's key",
 			args:   []string{"infra/vpc", "--public-key", fx.pubFile},
 			code:   exitOK,
-			stdout: fmt.Sprintf("infra/vpc: ok (5 receipts, head %s, keys %s)\n", attest.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
+			stdout: fmt.Sprintf("infra/vpc: ok (5 receipts, head %s, keys %s)\n", readmodel.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
 		},
 		{name: "no pinned key", args: []string{"infra/vpc"}, code: exitUsage, stderr: []string{"a pinned public key is required"}},
 		{name: "embedded keys under --allow-unsigned", args: []string{"infra/vpc", "--allow-unsigned"}, code: exitOK, stdout: "infra/vpc: ok (5 receipts",
@@ -164,9 +173,9 @@ func TestReceiptsVerify(t *testing.T) {
 			args: []string{"tamper/payload", "--public-key", fx.pubFile},
 			code: exitInvalid,
 			stderr: []string{
-				fmt.Sprintf(": bad_content_hash: content_hash %s does not match the receipt", attest.Hex(fx.chain[2].GetContentHash())),
+				fmt.Sprintf(": bad_content_hash: content_hash %s does not match the receipt", readmodel.Hex(fx.chain[2].GetContentHash())),
 				"receipt 2: sequence expected 2, got 3\n",
-				fmt.Sprintf("receipt 2: prev_hash expected %s, got %s\n", attest.Hex(fx.chain[1].GetContentHash()), attest.Hex(fx.chain[2].GetContentHash())),
+				fmt.Sprintf("receipt 2: prev_hash expected %s, got %s\n", readmodel.Hex(fx.chain[1].GetContentHash()), readmodel.Hex(fx.chain[2].GetContentHash())),
 			},
 		},
 		{
@@ -176,14 +185,14 @@ func TestReceiptsVerify(t *testing.T) {
 			stderr: []string{
 				"bad_content_hash",
 				"receipt 3: sequence expected 3, got 4\n",
-				fmt.Sprintf("receipt 3: prev_hash expected %s, got %s\n", attest.Hex(fx.chain[2].GetContentHash()), attest.Hex(fx.chain[3].GetContentHash())),
+				fmt.Sprintf("receipt 3: prev_hash expected %s, got %s\n", readmodel.Hex(fx.chain[2].GetContentHash()), readmodel.Hex(fx.chain[3].GetContentHash())),
 			},
 		},
 		{
 			name:   "foreign messages are skipped and named",
 			args:   []string{"tamper/foreign", "--public-key", fx.pubFile},
 			code:   exitOK,
-			stdout: fmt.Sprintf("tamper/foreign: ok (5 receipts, head %s, keys %s, 3 foreign messages skipped)\n", attest.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
+			stdout: fmt.Sprintf("tamper/foreign: ok (5 receipts, head %s, keys %s, 3 foreign messages skipped)\n", readmodel.Hex(fx.chain[4].GetContentHash()), fx.signer.KeyID()),
 			stderr: []string{
 				"skipped a foreign message on tamper/foreign's receipt subject: stream sequence ",
 				": does_not_follow: sequence 1 ", ": not_a_receipt: ", ": bad_signature: invalid signature: verification failed",
@@ -301,8 +310,8 @@ func TestReceiptsShow(t *testing.T) {
 	if len(lines) != 5 {
 		t.Fatalf("%d lines:\n%s", len(lines), stdout)
 	}
-	want := fmt.Sprintf("3\t%s\tlava.outcome\tAPPLIED/Test\t%s\t%s", attest.FormatTimestamp(fx.chain[3].GetTimestamp().AsTime()),
-		attest.Hex(fx.chain[3].GetContentHash()), fx.signer.KeyID())
+	want := fmt.Sprintf("3\t%s\tlava.outcome\tAPPLIED/Test\t%s\t%s", readmodel.FormatTimestamp(fx.chain[3].GetTimestamp().AsTime()),
+		readmodel.Hex(fx.chain[3].GetContentHash()), fx.signer.KeyID())
 	if lines[3] != want {
 		t.Fatalf("line 3 %q, want %q", lines[3], want)
 	}
@@ -329,8 +338,8 @@ func TestReceiptsKeygen(t *testing.T) {
 	if _, err := fmt.Sscanf(stdout, "SECRET %s\nPUBLIC %s\n", &secret, &public); err != nil {
 		t.Fatalf("output %q: %v", stdout, err)
 	}
-	s, err := attest.ParseSigner(secret)
-	if err != nil || attest.Hex(s.PublicKey()) != public {
+	s, err := readmodel.ParseSigner(secret)
+	if err != nil || readmodel.Hex(s.PublicKey()) != public {
 		t.Fatalf("SECRET does not yield PUBLIC: %v", err)
 	}
 	file := filepath.Join(t.TempDir(), "seed")
@@ -338,8 +347,8 @@ func TestReceiptsKeygen(t *testing.T) {
 	if code != exitOK || strings.Contains(stdout, "SECRET") || !strings.HasPrefix(stdout, "PUBLIC ") {
 		t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
 	}
-	s2, err := attest.LoadSigner(file)
-	if err != nil || "PUBLIC "+attest.Hex(s2.PublicKey())+"\n" != stdout {
+	s2, err := readmodel.LoadSigner(file)
+	if err != nil || "PUBLIC "+readmodel.Hex(s2.PublicKey())+"\n" != stdout {
 		t.Fatalf("secret file: %v", err)
 	}
 	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
@@ -351,10 +360,10 @@ func TestReceiptsKeygen(t *testing.T) {
 	if err := os.WriteFile(pubFile, []byte(stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if pub, err := attest.LoadPublicKey(pubFile); err != nil || !pub.Equal(s2.PublicKey()) {
+	if pub, err := readmodel.LoadPublicKey(pubFile); err != nil || !pub.Equal(s2.PublicKey()) {
 		t.Fatalf("keygen's stdout as a public-key file: %v", err)
 	}
-	if _, err := attest.ParsePublicKey("SECRET " + attest.Hex(s2.PublicKey())); err == nil {
+	if _, err := readmodel.ParsePublicKey("SECRET " + readmodel.Hex(s2.PublicKey())); err == nil {
 		t.Fatal("a SECRET line was taken for a public key")
 	}
 	if code, _, _ := runLava(t, "", "receipts", "keygen", "--secret-file", file); code != exitUsage {

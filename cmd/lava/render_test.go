@@ -16,8 +16,8 @@ func runLava(t *testing.T, stdin string, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// TestRender_seedCompact is the issue's acceptance line: the exact compact JSON on stdout and
-// the warning about the undeclared `name` binding on stderr.
+// TestRender_seedCompact: `lava render -o compact` of the seed manifest prints the exact
+// compact JSON on stdout and the warning about the undeclared `name` binding on stderr.
 // testdata/seed-prod-vpc.yaml is the seed manifest, of which
 // examples/prod-vpc.yaml must be a copy.
 func TestRender_seedCompact(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // stateFlags are the connection flags of the state subcommands.
@@ -87,10 +87,10 @@ func maskIdentities(rec state.Record) *state.Record {
 }
 
 type applierSummary struct {
-	HeldPlan       string               `json:"heldPlan,omitempty"`
-	HeldGeneration int64                `json:"heldGeneration,omitempty"`
-	AppliedPlans   []string             `json:"appliedPlans,omitempty"`
-	Last           *applier.LastApplied `json:"lastApplied,omitempty"`
+	HeldPlan       string                 `json:"heldPlan,omitempty"`
+	HeldGeneration int64                  `json:"heldGeneration,omitempty"`
+	AppliedPlans   []string               `json:"appliedPlans,omitempty"`
+	Last           *readmodel.LastApplied `json:"lastApplied,omitempty"`
 }
 
 func newStateShowCmd() *cobra.Command {
@@ -110,7 +110,7 @@ func newStateShowCmd() *cobra.Command {
 				default:
 					view.State = maskIdentities(rec)
 				}
-				ar, err := applier.Load(ctx, js, key.Namespace, key.Name)
+				ar, err := readmodel.Load(ctx, js, key.Namespace, key.Name)
 				if err != nil {
 					return err
 				}

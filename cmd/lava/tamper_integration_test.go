@@ -16,7 +16,7 @@ import (
 	"github.com/lava-operator/lava/internal/up"
 )
 
-// TestUp_tamperedProvider is issue 11's tampered-provider attack through lava up (synth, the
+// TestUp_tamperedProvider is the tampered-provider attack through lava up (synth, the
 // applier with the embedded engine, anomaly and attest, all real): an object applies with
 // example/testkit, whose package hash the applier records; the provider binary in the mirror
 // is then modified, and the object's next generation fails with reason

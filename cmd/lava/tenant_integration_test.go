@@ -116,10 +116,10 @@ func TestUp_tenantAttacks(t *testing.T) {
 // TestUp_secretOutputNeverLeaks is the attack of docs/security.md "Rendering" (sensitive
 // values) on a real API server: outputs that show a Secret binding, directly or through a
 // resource, reach only the outputs Secret. Values a source derives from the binding with
-// Terraform's own functions (the attack trials' `tonumber(strrev(...))` and, on tofu,
-// `cidrsubnet(upper(...))`, whose errors printed the derived value into the Failed condition,
-// a for_each over `upper(...)`, which put it into status.plan.resources, and a for expression
-// whose duplicate key HCL's error quoted), on the embedded and the tofu engine, fail without
+// Terraform's own functions (`tonumber(strrev(...))` and, on tofu, `cidrsubnet(upper(...))`,
+// whose errors print the derived value, which must stay out of the Failed condition, a for_each
+// over `upper(...)`, which must stay out of status.plan.resources, and a for expression whose
+// duplicate key HCL's error quotes), on the embedded and the tofu engine, fail without
 // showing it: synth hands the engines the value marked sensitive, and both engines hide the
 // detail of a failed function call and of an error over sensitive values. The value and both derived values, in
 // any of the forms text carries them in (engine.Forms: as is, JSON-escaped, base64, line by
@@ -152,13 +152,13 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 	attacks := map[string]struct{ source, want string }{
 		"strrev": {`(terraform-data "n" :input "${tonumber(strrev(local.pw))}")`, "sensitive"},
 		"keyed":  {`(terraform-data "k" :for_each "${toset([upper(local.pw)])}" :input "k")`, "for_each"},
-		// OpenTofu's cidrsubnet quotes the address it refuses (the attack trial's tofu finding).
+		// OpenTofu's cidrsubnet quotes the address it refuses.
 		"cidr": {`(terraform-data "c" :input "${cidrsubnet(upper(local.pw), 8, 1)}")`, "sensitive"},
-		// HCL's own error quotes the duplicate key (the attack trial of 2026-12-03; no function
-		// fails, so only hiding every error's detail over sensitive values keeps it out).
+		// HCL's own error quotes the duplicate key (no function fails, so only hiding every
+		// error's detail over sensitive values keeps it out).
 		"dupkey": {`(terraform-data "d" :input "${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }")`, "Duplicate object key"},
 		// The same error at apply time (the collection is unknown at plan): tofu's apply output
-		// is human text, whose tail showed the key (second attack trial of 2026-12-03).
+		// is human text, whose tail shows the key.
 		"dupapply": {`(terraform-data "a" :input ("a" "b")) (terraform-data "d" :input "${ {for c in terraform_data.a.output : upper(local.pw) => c} }")`, "Duplicate object key"},
 	}
 	for name, a := range attacks {

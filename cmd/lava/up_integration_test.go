@@ -117,8 +117,8 @@ func stateSerials(t *testing.T, stateDir string) (map[string]int, int) {
 	return out, n
 }
 
-// TestUp_examples is issue 8's first acceptance line: `lava up --once -f examples/` with the
-// real embedded engine and provider mirror applies every example that can apply here, shows
+// TestUp_examples: `lava up --once -f examples/` with the real embedded engine and provider
+// mirror applies every example that can apply here, shows
 // prod-vpc's provider-unavailable failure, updates in place on a binding change, destroys a
 // removed manifest, and re-applies nothing after a restart.
 func TestUp_examples(t *testing.T) {
@@ -493,9 +493,9 @@ func TestUp_inlineErrorPosition(t *testing.T) {
 }
 
 // TestUp_longName: an object with a 253-character name (the longest a Kubernetes name may be)
-// is Applied by `lava up --once` in file mode, and its status file is written: a name this
-// long made NAME.yaml.tmp pass the 255-byte file name limit, and lava up never settled (an
-// attack trial of 2026-12-03).
+// is Applied by `lava up --once` in file mode, and its status file is written: the status
+// file's temporary name must stay within the 255-byte file name limit (NAME.yaml.tmp would pass
+// it), or lava up never settles.
 func TestUp_longName(t *testing.T) {
 	label := strings.Repeat("a", 63)
 	name := label + "." + label + "." + label + "." + strings.Repeat("b", 61) // 253 characters

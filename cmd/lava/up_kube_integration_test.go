@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/manifest"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/internal/up"
 )
@@ -31,7 +32,7 @@ func TestUp_kubeconfig(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfig := writeUpKubeconfig(t, env.Config)
 	out := t.TempDir()
-	ms, err := up.ParseManifests("local-files.yaml", []byte(strings.ReplaceAll(readFile(t, "../../examples/local-files.yaml"), "/tmp/lava-demo", out)))
+	ms, err := manifest.Parse("local-files.yaml", []byte(strings.ReplaceAll(readFile(t, "../../examples/local-files.yaml"), "/tmp/lava-demo", out)))
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("examples/local-files.yaml: %v (%d documents)", err, len(ms))
 	}

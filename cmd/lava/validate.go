@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lava-operator/lava/internal/lang/arch"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/manifest"
 )
 
 const validateLong = `Validate reads each FILE (a .tlisp source or a LavaArchitecture manifest, "-" for standard
@@ -19,13 +19,11 @@ gate plus the flags, and prints every diagnostic on stderr as
     the source line
     ^ under the column
 
-A manifest document is first checked against the LavaArchitecture CRD's admission rules, the
-same check lava up applies to its manifests: metadata.name (a DNS-1123 subdomain) and
-metadata.namespace (a DNS-1123 label), exactly one source kind (url with rev and path), the
-engine and deletionPolicy values, each bindingsFrom entry naming one ConfigMap or Secret,
-driftInterval of at least 30s, approvePlan's pattern, remediation or remediationPolicyRef
-(not both), and no namespace/name defined twice across the files given; each violation is
-reported at its YAML key and the document is not synthesized.
+A manifest document is first checked as the API server admits it, against the
+LavaArchitecture CRD itself (its schema, formats and CEL rules, and the object's metadata: a
+DNS-1123 name and namespace), the same check lava up applies to its manifests, and no
+namespace/name may be defined twice across the files given; each violation is reported at its
+YAML key and the document is not synthesized.
 
 Columns count characters; a caret line copies the tabs of the source line so it lines up. A
 quoted line is cut to 120 characters around the column ("…" marks a cut).
@@ -48,7 +46,7 @@ func newValidateCmd() *cobra.Command {
 			}
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			nerr := 0
-			defined := map[string]arch.Pos{} // namespace/name -> where, across every file
+			defined := manifest.Keys{} // across every file
 			for _, path := range args {
 				srcs := sources{}
 				units, diags, err := readUnits(cmd.InOrStdin(), path, srcs)
@@ -62,14 +60,12 @@ func newValidateCmd() *cobra.Command {
 				}
 				nerr += len(diags.Errors())
 				for i := range units {
-					if k := units[i].Key; k != "" {
-						if prev, dup := defined[k]; dup {
-							writeDiag(stderr, diagnostic(units[i].KeyPos, tlisp.SeverityError, "%s is already defined at %s:%d:%d",
-								k, prev.File, prev.Line, prev.Col), units[i].Label, srcs, true)
+					if k, at := units[i].Key, units[i].KeyPos; k != "" {
+						if pe := defined.Define(k, at.File, at.Line, at.Col); pe != nil {
+							writeDiag(stderr, diagnostic(at, tlisp.SeverityError, "%s", pe.Msg), units[i].Label, srcs, true)
 							nerr++
 							continue
 						}
-						defined[k] = units[i].KeyPos
 					}
 					o.apply(&units[i])
 					out, ds := synthesizeUnit(units[i], srcs, o.policy)

@@ -288,7 +288,7 @@ func FuzzLoadUnits(f *testing.F) {
 }
 
 // TestValidate_crdRules: lava validate rejects, at the offending key, what lava up and the
-// API server reject (the shared up.DecodeDocument check), and a namespace/name defined twice
+// API server reject (the shared internal/manifest check), and a namespace/name defined twice
 // across the files given.
 func TestValidate_crdRules(t *testing.T) {
 	t.Parallel()

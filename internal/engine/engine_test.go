@@ -152,8 +152,8 @@ func TestRequirements(t *testing.T) {
 				{Name: "local", Source: "hashicorp/local"},
 				{Name: "old", Source: "hashicorp/old"},
 			}},
-		// Keys are Terraform's, matched exactly: a "Provider" attribute is no meta-argument (an
-		// attack trial of 2026-12-03 had tofu install hashicorp/local through one), nor are
+		// Keys are Terraform's, matched exactly: a "Provider" attribute is no meta-argument (read
+		// as one, it would have tofu install hashicorp/local past the allow-list), nor are
 		// "Resource", "Required_Providers" or "Source".
 		{"keys in another case", `{
 			"Resource":{"google_x":{"a":{}}},
@@ -280,8 +280,8 @@ func TestRedactor_forms(t *testing.T) {
 		"lines: second-line-of-key, and line-one-\"quoted\"",
 		"go: " + strconv.Quote(secret),
 		// tofu init quotes the configuration line of main.tf.json, where synth rendered the
-		// value as an HCL literal inside a JSON string (render.SensitiveTemplate); the attack
-		// trial found the part before the quote in a Failed message.
+		// value as an HCL literal inside a JSON string (render.SensitiveTemplate), so the part
+		// before the quote could reach a Failed message.
 		"tofu: " + string(js) + ` 14: "${sensitive(\"line-one-\\\"quoted\\\"\\n  second-line-of-key\\nab\")}"`,
 	} {
 		got := r.Redact(text)

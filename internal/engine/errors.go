@@ -35,6 +35,11 @@ var (
 	// make them twice (docs/design/0021). The error is a *[CreateInterruptedError]; not retried
 	// until an operator settles it (`lava state forget-intent`).
 	ErrCreateInterrupted = errors.New("engine: create interrupted")
+	// ErrEvaluationLimit reports an expression the embedded engine refused to evaluate because
+	// it would exceed one of its evaluation limits (result size, evaluation budget, bcrypt
+	// cost; docs/embedded-engine.md, "Evaluation limits"): the same configuration fails again,
+	// so it is not retried.
+	ErrEvaluationLimit = errors.New("engine: evaluation limit exceeded")
 	// ErrLocked reports a state locked by someone else (the same sentinel as
 	// [state.ErrLocked]; errors.As finds the *[state.LockedError] with the holder).
 	ErrLocked = state.ErrLocked

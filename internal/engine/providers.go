@@ -28,7 +28,7 @@ const builtinProvider = "terraform"
 // required_providers' source, else "hashicorp/NAME".
 func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequirement, error) {
 	// Keys are matched exactly, as Terraform and hcl match them (encoding/json's struct fields
-	// would also take "Provider" for "provider": an attack trial had tofu install and start a
+	// would also take "Provider" for "provider", and tofu would then install and start a
 	// provider that way, past the policy's allow-list).
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(rendered, &doc); err != nil {

@@ -44,7 +44,7 @@ func ReviewBody(p *tfjson.Plan, redact []string) ([]byte, error) {
 		c.After, c.AfterSensitive = mask(c.After, c.AfterSensitive, secret)
 		// after_unknown and replace_paths follow the value's structure, map keys included:
 		// under a sensitive value (a map keyed by a value derived from a Secret) they keep no
-		// keys (an attack trial of 2026-12-03 read the key in after_unknown on both engines).
+		// keys (otherwise a Secret-derived map key would be readable in after_unknown).
 		c.AfterUnknown = ReplaceSensitive(c.AfterUnknown, c.AfterSensitive, AnyUnknown)
 		c.ReplacePaths = truncatePaths(c.ReplacePaths, c.BeforeSensitive, c.AfterSensitive)
 		c.Importing, c.GeneratedConfig = nil, ""

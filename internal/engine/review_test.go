@@ -10,9 +10,8 @@ import (
 )
 
 // TestReviewBody_sensitiveMapKeys: a map keyed by a value derived from a Secret is sensitive as
-// a whole; its keys appear neither in after_unknown nor in replace_paths of the review body (an
-// attack trial of 2026-12-03 read the key in after_unknown of `lava plan show --json` on both
-// engines), while the structure outside it is kept.
+// a whole; its keys appear neither in after_unknown nor in replace_paths of the review body
+// (`lava plan show --json` prints both), while the structure outside it is kept.
 func TestReviewBody_sensitiveMapKeys(t *testing.T) {
 	const key = "HUNTER2-DERIVED"
 	p := &tfjson.Plan{FormatVersion: "1.2", ResourceChanges: []*tfjson.ResourceChange{{

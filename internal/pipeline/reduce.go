@@ -169,100 +169,17 @@ func (r reducer) observe() {
 
 // apply sets the status fields and conditions of the event, which leads to phase to.
 func (r reducer) apply(to Phase) {
-	ev := r.ev
-	switch ev.Type {
+	switch r.ev.Type {
 	case EventObserved:
 		r.observe()
-
 	case EventSynthesized:
-		rec := *ev.Render
-		r.out.Render = &rec
-		r.set(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, r.reason(v1alpha1.ReasonSynthesisSucceeded),
-			r.message(fmt.Sprintf("rendered %s: %d resources", nameOr(rec.ArchitectureName, "architecture"), rec.ResourceCount)))
-		if rec.Gate != "" {
-			r.set(v1alpha1.ConditionGated, metav1.ConditionTrue, v1alpha1.ReasonGatePassed,
-				fmt.Sprintf("bindings satisfy interface %s", rec.Gate))
-		} else {
-			meta.RemoveStatusCondition(&r.out.Conditions, v1alpha1.ConditionGated)
-		}
-		r.progressing(v1alpha1.ReasonProgressing, "synthesized; planning")
-
+		r.synthesized()
 	case EventPlanned, EventAwaitingApproval:
-		p := *ev.Plan.DeepCopy()
-		r.out.Plan = &p
-		r.set(v1alpha1.ConditionPlanned, metav1.ConditionTrue, v1alpha1.ReasonPlanSucceeded, planMessage(p))
-		reason, msg := v1alpha1.ReasonProgressing, "planned; applying"
-		if to == Reconverging {
-			reason, msg = v1alpha1.ReasonReconverging, "planned; re-applying to correct drift"
-		}
-		if ev.StateRegressed != "" {
-			r.set(v1alpha1.ConditionStateRegressed, metav1.ConditionTrue, v1alpha1.ReasonStateRegressed,
-				truncate(ev.StateRegressed+"; plan "+p.ID+" was made against it"))
-		}
-		if ev.Type == EventAwaitingApproval {
-			reason = v1alpha1.ReasonApprovalRequired
-			msg = r.message(fmt.Sprintf("plan %s awaits approval: set spec.approvePlan to %s", p.ID, p.ID))
-			r.set(v1alpha1.ConditionAwaitingApproval, metav1.ConditionTrue, reason, msg)
-		}
-		r.progressing(reason, msg)
-
+		r.planned(to)
 	case EventApplied:
-		if ev.Plan != nil {
-			p := *ev.Plan.DeepCopy()
-			// Applied carries no per-resource actions: those of the plan it applied stay.
-			if prev := r.out.Plan; prev != nil && prev.ID == p.ID && p.Resources == nil {
-				p.Resources, p.ResourcesOmitted = prev.Resources, prev.ResourcesOmitted
-			}
-			r.out.Plan = &p
-		}
-		r.out.Outputs = maps.Clone(ev.Outputs)
-		for k, v := range r.out.Outputs {
-			r.out.Outputs[k] = *v.DeepCopy()
-		}
-		r.out.OutputsSecret = ev.OutputsSecret
-		at := r.at
-		r.out.LastAppliedAt = &at
-		// The applier applies what synth rendered last: the render's source revision (a Flux
-		// artifact's; empty for other sources) is the applied one.
-		r.out.LastAppliedRevision = ""
-		if r.out.Render != nil {
-			r.out.LastAppliedRevision = r.out.Render.SourceRevision
-		}
-		planID := ""
-		if r.out.Plan != nil {
-			planID = r.out.Plan.ID
-		}
-		r.set(v1alpha1.ConditionApplied, metav1.ConditionTrue, r.reason(v1alpha1.ReasonApplySucceeded),
-			r.message(strings.TrimSpace("applied plan "+planID)))
-		r.clear(v1alpha1.ConditionAwaitingApproval, v1alpha1.ReasonApproved, "")
-		r.clear(v1alpha1.ConditionDrifted, v1alpha1.ReasonNoDrift, "applied")
-		r.clear(v1alpha1.ConditionStateRegressed, v1alpha1.ReasonApplySucceeded,
-			strings.TrimSpace("the state was rebuilt by applying plan "+planID))
-		r.ready(fmt.Sprintf("applied generation %d", ev.Generation))
-
+		r.applied()
 	case EventFailed:
-		reason := r.reason(defaultFailReason(ev.Stage))
-		msg := r.message(strings.ToLower(nameOr(string(ev.Stage), "reconcile")) + " failed")
-		switch ev.Stage {
-		case StageSynthesis:
-			r.set(v1alpha1.ConditionSynthesized, metav1.ConditionFalse, reason, msg)
-		case StageGate:
-			r.set(v1alpha1.ConditionGated, metav1.ConditionFalse, reason, msg)
-			r.set(v1alpha1.ConditionSynthesized, metav1.ConditionFalse, reason, msg)
-		case StagePlan:
-			r.set(v1alpha1.ConditionPlanned, metav1.ConditionFalse, reason, msg)
-		case StageApply:
-			r.set(v1alpha1.ConditionApplied, metav1.ConditionFalse, reason, msg)
-		}
-		r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		if ev.Terminal {
-			r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
-			r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
-		} else {
-			r.set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonProgressingWithRetry, msg)
-			r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonProgressingWithRetry, "")
-		}
-
+		r.failed()
 	case EventDriftClean:
 		// A clean scan of a resource that is not drifted (Drifted False or absent) changes
 		// nothing (no write, no PhaseChanged): only the end of a drift is news.
@@ -270,72 +187,194 @@ func (r reducer) apply(to Phase) {
 			r.set(v1alpha1.ConditionDrifted, metav1.ConditionFalse, r.reason(v1alpha1.ReasonNoDrift), r.message("no drift"))
 		}
 		r.ready(fmt.Sprintf("applied generation %d", r.out.ObservedGeneration))
-
 	case EventDrifted:
-		reason, msg := r.reason(v1alpha1.ReasonDriftDetected), r.message("drift detected")
-		r.set(v1alpha1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
-		r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
-		// Drift the policy does not correct (Alert, NoOp, a RequireApproval hold) waits for a
-		// person: Stalled, so kstatus reports Failed instead of InProgress forever. A re-apply
-		// (Reconverging) or a clean scan clears it.
-		r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
-
+		r.drifted()
 	case EventReconverging:
 		reason, msg := r.reason(v1alpha1.ReasonReconverging), r.message("re-applying to correct drift")
 		r.set(v1alpha1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
 		r.progressing(reason, msg)
-
 	case EventDeletionRequested:
-		if ev.Generation > r.out.ObservedGeneration {
-			r.out.ObservedGeneration = ev.Generation
-		}
+		r.catchUpGeneration()
 		r.progressing(v1alpha1.ReasonFinalizing, r.message("deleting"))
-
 	case EventDestroyed:
-		if ev.Generation > r.out.ObservedGeneration {
-			r.out.ObservedGeneration = ev.Generation
-		}
-		msg := r.message("infrastructure released")
-		r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, msg)
-		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, "")
-		r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, "")
-
+		r.destroyed()
 	case EventSuspended:
-		msg := r.message("spec.suspend is true: no new work is started")
-		r.set(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended, msg)
-		// The controller has observed the suspended generation and holds it: nothing is
-		// reconciling. Ready and Stalled keep what they say about the last pass (their own
-		// observedGeneration names its generation), so kstatus reads a suspended applied
-		// object as Current and a suspended terminal failure as Failed, never InProgress
-		// because of a stale status.observedGeneration.
-		if ev.Generation > r.out.ObservedGeneration {
-			r.out.ObservedGeneration = ev.Generation
-		}
-		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, msg)
-
+		r.suspended()
 	case EventResumed:
 		r.clear(v1alpha1.ConditionSuspended, v1alpha1.ReasonResumed, r.message("spec.suspend is false"))
-
 	case EventDependenciesBlocked:
-		reason, msg := r.reason(v1alpha1.ReasonDependencyNotReady), r.message("waiting for dependencies")
-		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, reason, msg)
-		if r.held {
-			// The held generation: waiting is progress (kstatus InProgress); a cycle cannot
-			// resolve without a spec change (Stalled: kstatus Failed).
-			r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-			if reason == v1alpha1.ReasonDependencyCycle {
-				r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
-				r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
-			} else {
-				r.set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
-				r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "")
-			}
-		}
-
+		r.dependenciesBlocked()
 	case EventDependenciesSatisfied:
 		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionTrue,
 			r.reason(v1alpha1.ReasonDependenciesSatisfied), r.message("every dependency reached its phase"))
+	}
+}
+
+// catchUpGeneration advances status.observedGeneration to the event's generation when the
+// event is for a newer one, without starting a pass (no condition changes).
+func (r reducer) catchUpGeneration() {
+	if r.ev.Generation > r.out.ObservedGeneration {
+		r.out.ObservedGeneration = r.ev.Generation
+	}
+}
+
+// synthesized records a Synthesized event: the render, Synthesized True, Gated True when the
+// render passed an interface gate (absent otherwise), and work in progress towards a plan.
+func (r reducer) synthesized() {
+	rec := *r.ev.Render
+	r.out.Render = &rec
+	r.set(v1alpha1.ConditionSynthesized, metav1.ConditionTrue, r.reason(v1alpha1.ReasonSynthesisSucceeded),
+		r.message(fmt.Sprintf("rendered %s: %d resources", nameOr(rec.ArchitectureName, "architecture"), rec.ResourceCount)))
+	if rec.Gate != "" {
+		r.set(v1alpha1.ConditionGated, metav1.ConditionTrue, v1alpha1.ReasonGatePassed,
+			fmt.Sprintf("bindings satisfy interface %s", rec.Gate))
+	} else {
+		meta.RemoveStatusCondition(&r.out.Conditions, v1alpha1.ConditionGated)
+	}
+	r.progressing(v1alpha1.ReasonProgressing, "synthesized; planning")
+}
+
+// planned records a Planned or AwaitingApproval event, which leads to phase to: the plan,
+// Planned True, StateRegressed True when the plan was made against a regressed state, and
+// AwaitingApproval True for a plan held for approval.
+func (r reducer) planned(to Phase) {
+	ev := r.ev
+	p := *ev.Plan.DeepCopy()
+	r.out.Plan = &p
+	r.set(v1alpha1.ConditionPlanned, metav1.ConditionTrue, v1alpha1.ReasonPlanSucceeded, planMessage(p))
+	reason, msg := v1alpha1.ReasonProgressing, "planned; applying"
+	if to == Reconverging {
+		reason, msg = v1alpha1.ReasonReconverging, "planned; re-applying to correct drift"
+	}
+	if ev.StateRegressed != "" {
+		r.set(v1alpha1.ConditionStateRegressed, metav1.ConditionTrue, v1alpha1.ReasonStateRegressed,
+			truncate(ev.StateRegressed+"; plan "+p.ID+" was made against it"))
+	}
+	if ev.Type == EventAwaitingApproval {
+		reason = v1alpha1.ReasonApprovalRequired
+		msg = r.message(fmt.Sprintf("plan %s awaits approval: set spec.approvePlan to %s", p.ID, p.ID))
+		r.set(v1alpha1.ConditionAwaitingApproval, metav1.ConditionTrue, reason, msg)
+	}
+	r.progressing(reason, msg)
+}
+
+// applied records an Applied event: the applied plan, the outputs, the applied time and
+// revision, Applied True, the end of any approval hold, drift or state regression, and Ready.
+func (r reducer) applied() {
+	ev := r.ev
+	if ev.Plan != nil {
+		p := *ev.Plan.DeepCopy()
+		// Applied carries no per-resource actions: those of the plan it applied stay.
+		if prev := r.out.Plan; prev != nil && prev.ID == p.ID && p.Resources == nil {
+			p.Resources, p.ResourcesOmitted = prev.Resources, prev.ResourcesOmitted
+		}
+		r.out.Plan = &p
+	}
+	r.out.Outputs = maps.Clone(ev.Outputs)
+	for k, v := range r.out.Outputs {
+		r.out.Outputs[k] = *v.DeepCopy()
+	}
+	r.out.OutputsSecret = ev.OutputsSecret
+	at := r.at
+	r.out.LastAppliedAt = &at
+	// The applier applies what synth rendered last: the render's source revision (a Flux
+	// artifact's; empty for other sources) is the applied one.
+	r.out.LastAppliedRevision = ""
+	if r.out.Render != nil {
+		r.out.LastAppliedRevision = r.out.Render.SourceRevision
+	}
+	planID := ""
+	if r.out.Plan != nil {
+		planID = r.out.Plan.ID
+	}
+	r.set(v1alpha1.ConditionApplied, metav1.ConditionTrue, r.reason(v1alpha1.ReasonApplySucceeded),
+		r.message(strings.TrimSpace("applied plan "+planID)))
+	r.clear(v1alpha1.ConditionAwaitingApproval, v1alpha1.ReasonApproved, "")
+	r.clear(v1alpha1.ConditionDrifted, v1alpha1.ReasonNoDrift, "applied")
+	r.clear(v1alpha1.ConditionStateRegressed, v1alpha1.ReasonApplySucceeded,
+		strings.TrimSpace("the state was rebuilt by applying plan "+planID))
+	r.ready(fmt.Sprintf("applied generation %d", ev.Generation))
+}
+
+// failed records a Failed event: the failed stage's condition False, Ready False, and either
+// Stalled True (a terminal failure) or Reconciling True (a failure that is retried).
+func (r reducer) failed() {
+	ev := r.ev
+	reason := r.reason(defaultFailReason(ev.Stage))
+	msg := r.message(strings.ToLower(nameOr(string(ev.Stage), "reconcile")) + " failed")
+	switch ev.Stage {
+	case StageSynthesis:
+		r.set(v1alpha1.ConditionSynthesized, metav1.ConditionFalse, reason, msg)
+	case StageGate:
+		r.set(v1alpha1.ConditionGated, metav1.ConditionFalse, reason, msg)
+		r.set(v1alpha1.ConditionSynthesized, metav1.ConditionFalse, reason, msg)
+	case StagePlan:
+		r.set(v1alpha1.ConditionPlanned, metav1.ConditionFalse, reason, msg)
+	case StageApply:
+		r.set(v1alpha1.ConditionApplied, metav1.ConditionFalse, reason, msg)
+	}
+	r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	if ev.Terminal {
+		r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
+	} else {
+		r.set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonProgressingWithRetry, msg)
+		r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonProgressingWithRetry, "")
+	}
+}
+
+// drifted records a Drifted event: Drifted True, Ready False, Reconciling False, Stalled True.
+func (r reducer) drifted() {
+	reason, msg := r.reason(v1alpha1.ReasonDriftDetected), r.message("drift detected")
+	r.set(v1alpha1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
+	r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
+	// Drift the policy does not correct (Alert, NoOp, a RequireApproval hold) waits for a
+	// person: Stalled, so kstatus reports Failed instead of InProgress forever. A re-apply
+	// (Reconverging) or a clean scan clears it.
+	r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+}
+
+// destroyed records a Destroyed event: Ready, Reconciling and Stalled False with reason
+// Destroyed.
+func (r reducer) destroyed() {
+	r.catchUpGeneration()
+	msg := r.message("infrastructure released")
+	r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, msg)
+	r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, "")
+	r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonDestroyed, "")
+}
+
+// suspended records a Suspended event: Suspended True and Reconciling False.
+func (r reducer) suspended() {
+	msg := r.message("spec.suspend is true: no new work is started")
+	r.set(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspended, msg)
+	// The controller has observed the suspended generation and holds it: nothing is
+	// reconciling. Ready and Stalled keep what they say about the last pass (their own
+	// observedGeneration names its generation), so kstatus reads a suspended applied
+	// object as Current and a suspended terminal failure as Failed, never InProgress
+	// because of a stale status.observedGeneration.
+	r.catchUpGeneration()
+	r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSuspended, msg)
+}
+
+// dependenciesBlocked records a DependenciesBlocked event: DependenciesReady False and, for a
+// held generation, Ready False with Reconciling True (waiting) or Stalled True (a cycle).
+func (r reducer) dependenciesBlocked() {
+	reason, msg := r.reason(v1alpha1.ReasonDependencyNotReady), r.message("waiting for dependencies")
+	r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, reason, msg)
+	if !r.held {
+		return
+	}
+	// The held generation: waiting is progress (kstatus InProgress); a cycle cannot
+	// resolve without a spec change (Stalled: kstatus Failed).
+	r.set(v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	if reason == v1alpha1.ReasonDependencyCycle {
+		r.set(v1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+		r.set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, reason, "")
+	} else {
+		r.set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, reason, msg)
+		r.set(v1alpha1.ConditionStalled, metav1.ConditionFalse, reason, "")
 	}
 }
 

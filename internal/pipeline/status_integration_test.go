@@ -66,8 +66,8 @@ func TestReduce_statusAcceptedByTheAPIServer(t *testing.T) {
 		sample(EventApplied, gen, 7),
 		sample(EventReceiptAppended, 0, 8),
 		sample(EventDrifted, gen, 9),
-		// A clean scan changes the status only when it ends a drift (issue 13: a clean scan of
-		// a clean resource writes nothing).
+		// A clean scan changes the status only when it ends a drift (a clean scan of a clean
+		// resource writes nothing: docs/design/0007-status-writes.md).
 		sample(EventDriftClean, gen, 10),
 		sample(EventReconverging, gen, 11),
 		sample(EventPlanned, gen, 12),

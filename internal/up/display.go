@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/manifest"
 )
 
 // Snapshot is what the display shows: the objects and the manifest files that failed to read.
@@ -21,7 +22,7 @@ type Snapshot struct {
 	// Objects are the LavaArchitectures, sorted by namespace/name.
 	Objects []v1alpha1.LavaArchitecture
 	// FileErrors are the manifest files that failed to read at the last scan.
-	FileErrors []*FileError
+	FileErrors []*manifest.FileError
 	// Loaded is true once the source read its inputs completely at least once (every
 	// manifest reconciled, or the cluster listed).
 	Loaded bool

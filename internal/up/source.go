@@ -23,12 +23,11 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
-	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/manifest"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
-	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
@@ -85,8 +84,8 @@ type Source struct {
 
 	mu         sync.Mutex
 	objs       map[string]*v1alpha1.LavaArchitecture
-	inline     map[string]func(arch.Pos) arch.Pos // key -> its manifest's [Manifest.MapInline]
-	fileErrors []*FileError
+	inline     map[string]func(arch.Pos) arch.Pos // key -> its manifest's [manifest.Manifest].MapInline
+	fileErrors []*manifest.FileError
 	scans      int // completed scans
 
 	kick chan chan error // ScanNow's requests to Run
@@ -185,7 +184,7 @@ func (s *Source) Objects() []v1alpha1.LavaArchitecture {
 
 // FileErrors returns the files that failed to read at the last scan, and whether a scan has
 // completed at all (every object created, updated, observed or deleted as its manifests say).
-func (s *Source) FileErrors() ([]*FileError, bool) {
+func (s *Source) FileErrors() ([]*manifest.FileError, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.fileErrors), s.scans > 0
@@ -246,7 +245,7 @@ func (s *Source) ScanNow(ctx context.Context) error {
 // DeletionRequested. With all set, every object is observed again (a restarted process
 // publishes nothing for a generation already published: the event id is the same).
 func (s *Source) Scan(ctx context.Context, all bool) error {
-	ms, ferrs, err := ReadManifests(s.cfg.Paths)
+	ms, ferrs, err := manifest.Read(s.cfg.Paths)
 	if err != nil {
 		return err
 	}
@@ -297,7 +296,7 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 
 // upsert creates or updates the object of m and observes it when it is new or changed (or
 // always when all is set).
-func (s *Source) upsert(ctx context.Context, m Manifest, all bool) error {
+func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) error {
 	key := m.Key()
 	s.mu.Lock()
 	cur := s.objs[key]
@@ -353,7 +352,7 @@ func (s *Source) upsert(ctx context.Context, m Manifest, all bool) error {
 	if changed && s.cfg.OnChange != nil {
 		s.cfg.OnChange()
 	}
-	return s.observe(ctx, obj)
+	return s.submit(ctx, obj)
 }
 
 // userAnnotations is annotations without the ones the file source sets.
@@ -367,15 +366,12 @@ func userAnnotations(a map[string]string) map[string]string {
 	return out
 }
 
-// observe publishes the ResourceObserved of obj's current state unless the last one stored for
-// the resource already has its id, folding Observed first (Suspended for a suspended object,
-// whose generation is published for drift and viggy and starts no pass), as the watcher does.
-func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
-	if !obj.Spec.Suspend && meta.IsStatusConditionTrue(obj.Status.Conditions, v1alpha1.ConditionSuspended) {
-		if err := s.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventResumed}); err != nil {
-			return err
-		}
-	}
+// submit observes obj with the watcher's [watcher.Observe] in this process's environment
+// ([SourceConfig].Environment): a resource that failed because a provider or an engine was
+// unavailable in another environment first gets [AnnotationRetryEnvironment], whose value is
+// part of the trigger (a new pass), and once a ResourceObserved is published the environment is
+// recorded in [AnnotationEnvironment].
+func (s *Source) submit(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
 	policy, err := watcher.EffectivePolicy(obj.Spec, nil)
 	if err != nil {
 		return fmt.Errorf("up: %s/%s: %w", obj.Namespace, obj.Name, err)
@@ -387,36 +383,16 @@ func (s *Source) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture) er
 			return err
 		}
 	}
-	ro := &lavav1.ResourceObserved{Spec: watcher.SpecMirror(obj.Spec), Remediation: policy, Labels: obj.Labels}
-	trigger := watcher.ObservedTrigger(obj, "", "")
+	var triggers []string
 	if r := obj.Annotations[AnnotationRetryEnvironment]; r != "" {
-		trigger += ";" + eventid.ReconcileTrigger("environment:"+r)
+		triggers = append(triggers, eventid.ReconcileTrigger("environment:"+r))
 	}
-	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
-	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
-	if last, err := s.lastEventID(ctx, subject); err != nil || last == id {
+	published, err := watcher.Observe(ctx, s.core, s.res, watcher.Observation{Object: obj, Policy: policy, Triggers: triggers, At: s.cfg.Now()})
+	if err != nil || !published || obj.Annotations[AnnotationEnvironment] == env {
 		return err
 	}
-	if obj.Annotations[AnnotationEnvironment] != env {
-		if obj, err = s.annotate(key, AnnotationEnvironment, env); err != nil || obj == nil {
-			return err
-		}
-	}
-	at := s.cfg.Now()
-	ev := pipeline.Event{Type: pipeline.EventObserved, Force: true, Time: at, Generation: obj.Generation}
-	if obj.Spec.Suspend {
-		ev = pipeline.Event{Type: pipeline.EventSuspended, Time: at, Generation: obj.Generation}
-	}
-	if _, err := s.fold(ctx, key, obj.UID, ev, id); err != nil && !errors.Is(err, watcher.ErrGone) {
-		return err
-	}
-	ro.Envelope = watcher.Envelope(obj, id, trigger, at)
-	if _, err := s.pub.Publish(ctx, subject, ro); err != nil {
-		return fmt.Errorf("up: publish ResourceObserved: %w", err)
-	}
-	s.cfg.Logger.Info("up: published ResourceObserved", logattr.Resource(obj.Namespace, obj.Name),
-		logattr.Generation(obj.Generation), logattr.EventID(id))
-	return nil
+	_, err = s.annotate(key, AnnotationEnvironment, env)
+	return err
 }
 
 // unavailable reports whether obj failed because a provider or an engine was not available.
@@ -446,8 +422,8 @@ func (s *Source) annotate(key, k, v string) (*v1alpha1.LavaArchitecture, error) 
 	return obj.DeepCopy(), nil
 }
 
-// remove starts the deletion of key: deletionTimestamp, DeletionRequested (once per
-// generation).
+// remove starts the deletion of key: deletionTimestamp, then DeletionRequested once per
+// generation ([watcher.Observe]).
 func (s *Source) remove(ctx context.Context, key string) error {
 	s.mu.Lock()
 	cur := s.objs[key]
@@ -465,60 +441,8 @@ func (s *Source) remove(ctx context.Context, key string) error {
 		}
 	}
 	s.mu.Unlock()
-	dr := &lavav1.DeletionRequested{DeletionPolicy: watcher.DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: pipeline.EngineProto(obj.Spec.Engine)}
-	trigger := eventid.GenerationTrigger(obj.Generation)
-	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(dr), trigger)
-	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventDeletionRequested)
-	if last, err := s.lastEventID(ctx, subject); err != nil || last == id {
-		return err
-	}
-	at := s.cfg.Now()
-	msg := "deleting: destroying the infrastructure"
-	if dr.DeletionPolicy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
-		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
-	}
-	if _, err := s.fold(ctx, key, obj.UID, pipeline.Event{Type: pipeline.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
-		id); err != nil && !errors.Is(err, watcher.ErrGone) {
-		return err
-	}
-	dr.Envelope = watcher.Envelope(obj, id, trigger, at)
-	if _, err := s.pub.Publish(ctx, subject, dr); err != nil {
-		return fmt.Errorf("up: publish DeletionRequested: %w", err)
-	}
-	s.cfg.Logger.Info("up: published DeletionRequested", logattr.Resource(obj.Namespace, obj.Name),
-		logattr.Generation(obj.Generation), logattr.EventID(id))
-	return nil
-}
-
-// foldLocal folds an event the source derives itself (resume), with a cause id derived from
-// its type and message.
-func (s *Source) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev pipeline.Event) error {
-	ev.Generation, ev.Time = obj.Generation, s.cfg.Now()
-	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
-	_, err := s.fold(ctx, obj.Namespace+"/"+obj.Name, obj.UID, ev, id)
-	if errors.Is(err, watcher.ErrGone) {
-		return nil
-	}
+	_, err := watcher.Observe(ctx, s.core, s.res, watcher.Observation{Object: obj, At: s.cfg.Now()})
 	return err
-}
-
-// lastEventID is the event id of the last message stored on subject in LAVA_RESOURCES ("" when
-// none).
-func (s *Source) lastEventID(ctx context.Context, subject string) (string, error) {
-	m, err := s.res.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("up: last message on %s: %w", subject, err)
-	}
-	return m.Header.Get(jetstream.MsgIDHeader), nil
-}
-
-// fold folds an event the source derives itself through the watcher's core (written at once),
-// with causeID as its cause and correlation id.
-func (s *Source) fold(ctx context.Context, key string, uid types.UID, ev pipeline.Event, causeID string) (pipeline.Transition, error) {
-	return s.core.Fold(ctx, nsName(key), uid, ev, watcher.Cause{EventID: causeID, CorrelationID: causeID})
 }
 
 // rewrite maps inline-source positions in a phase event's message and diagnostics to the
@@ -527,20 +451,15 @@ func (s *Source) rewrite(key types.NamespacedName, ev *pipeline.Event, diags []s
 	s.mu.Lock()
 	mapInline := s.inline[key.String()]
 	s.mu.Unlock()
-	ev.Message = mapInlineText(ev.Message, mapInline)
+	ev.Message = manifest.MapInlineText(ev.Message, mapInline)
 	for i := range diags {
-		diags[i] = mapInlineText(diags[i], mapInline)
+		diags[i] = manifest.MapInlineText(diags[i], mapInline)
 	}
 }
 
 // HandlePhase folds one LAVA_PHASES message with the watcher's [watcher.Core.HandlePhase].
 func (s *Source) HandlePhase(ctx context.Context, m *bus.Message) error {
 	return s.core.HandlePhase(ctx, m)
-}
-
-func nsName(key string) types.NamespacedName {
-	ns, name, _ := strings.Cut(key, "/")
-	return types.NamespacedName{Namespace: ns, Name: name}
 }
 
 // fileStore is the [watcher.Store] of lava up's files: the Source's objects, each written to

@@ -197,6 +197,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"policy.namespaces.team-a.fileWriteRoots={/var/lib/lava/providers/x}", "policy.namespaces.team-a.fileWriteRoots: /var/lib/lava/providers/x overlaps /var/lib/lava/providers"},
 		{"policy.cluster.fileWriteRoots={/}", "policy.cluster.fileWriteRoots: / overlaps"},
 		{"policy.cluster.fileWriteRoots={/tmp}", "policy.cluster.fileWriteRoots: /tmp holds /tmp"},
+		{"policy.cluster.fileReadRoots={relative}", "/policy/cluster/fileReadRoots/0"},
+		{"policy.namespaces.team-a.fileReadRoots={/etc/lava}", "policy.namespaces.team-a.fileReadRoots: /etc/lava overlaps /etc/lava"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := helm(t, "template", "lava", chartDir, "--set", tc.set)

@@ -30,7 +30,7 @@ import (
 )
 
 // flagChaosObjects is the size of TestChaos_killEveryServiceTwiceAndRestartNATS: 40 in `make
-// test`, 200 (issue 12's run) with `make test-e2e-chaos` or -chaos.objects=200.
+// test`, 200 (the full-size run) with `make test-e2e-chaos` or -chaos.objects=200.
 var flagChaosObjects = flag.Int("chaos.objects", 40, "LavaArchitectures in TestChaos_killEveryServiceTwiceAndRestartNATS")
 
 // flagChaosSeed seeds the chaos schedule; 0 takes one from the clock. The seed is logged

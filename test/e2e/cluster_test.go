@@ -21,7 +21,7 @@ import (
 )
 
 // flagClusterObjects is the size of TestCluster_killServerThenMetaLeader: 40 in `make test`,
-// 200 (issue 12's run) with `make test-e2e-cluster` or -cluster.objects=200.
+// 200 (the full-size run) with `make test-e2e-cluster` or -cluster.objects=200.
 var flagClusterObjects = flag.Int("cluster.objects", 40, "LavaArchitectures in TestCluster_killServerThenMetaLeader")
 
 // clusterSource is one object of the cluster run: a testkit_file whose Create takes {delay} ms

@@ -20,9 +20,10 @@ import (
 )
 
 // flagScaleObjects is the size of TestScaleOut_twoReplicasOfEveryService: 60 in `make test`
-// (make test-e2e), 500 (issue 12's run) with `make test-e2e-scale`. Runs before attest ordered
-// receipts across replicas found 2 and 1 of 60 chains and 1 of 500 holding SYNTHESIZED before
-// PENDING (docs/design/0018-receipt-order-across-replicas.md).
+// (make test-e2e), 500 (the full-size run) with `make test-e2e-scale`. Both sizes catch two attest
+// replicas appending out of phase order: without the ordering of
+// docs/design/0018-receipt-order-across-replicas.md, 1 or 2 chains of 60 and 1 of 500 held
+// SYNTHESIZED before PENDING.
 var flagScaleObjects = flag.Int("scale.objects", 60, "LavaArchitectures in TestScaleOut_twoReplicasOfEveryService")
 
 // TestScaleOut_twoReplicasOfEveryService runs two processes of every service (the watchers

@@ -56,14 +56,22 @@ func (e *MissingProvidersError) Unwrap() error { return ErrProviderNotFound }
 // addresses (default hashicorp/NAME). With destroy, every object in prior is planned for
 // deletion. secrets receives the text of sensitive values seen (may be nil).
 func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources map[string]string, destroy bool, secrets map[string]bool) (*Plan, error) {
-	cfg, ev, err := expandModules(cfg, destroy)
+	b := newBudget(ctx)
+	cfg, ev, err := expandModules(cfg, destroy, b)
 	if err != nil {
 		return nil, err
 	}
-	sess := newSession(r.pool, cfg, sources)
+	sess := newSession(r.pool, cfg, sources, ev.funcs)
 	defer sess.close()
 	if missing := sess.missing(ctx, prior); len(missing) > 0 {
 		return nil, &MissingProvidersError{Sources: missing, Dir: r.pool.mirror.Dir}
+	}
+	// The tenant policy's file paths, with the providers' schemas, before any provider reads
+	// (a data source, an import) or plans anything.
+	if check := fileCheckFrom(ctx); check != nil && !destroy {
+		if err := check(ctx, sessionSchemas{sess}); err != nil {
+			return nil, err
+		}
 	}
 	if secrets == nil {
 		secrets = map[string]bool{}
@@ -154,11 +162,12 @@ func (r *Runner) apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 	if secrets == nil {
 		secrets = map[string]bool{}
 	}
-	cfg, ev, err := expandModules(cfg, plan.Destroy)
+	b := newBudget(ctx)
+	cfg, ev, err := expandModules(cfg, plan.Destroy, b)
 	if err != nil {
 		return nil, err
 	}
-	sess := newSession(r.pool, cfg, sources)
+	sess := newSession(r.pool, cfg, sources, ev.funcs)
 	defer sess.close()
 	if len(plan.Moves) > 0 {
 		moved, done := applyMoves(st, plan.Moves)
@@ -837,11 +846,12 @@ func orNull(b []byte) []byte {
 	return b
 }
 
-// expandModules returns the evaluation state of cfg and, unless destroy (a destroy plans from
-// state alone), cfg with its input variables set and its module calls flattened into one
-// configuration (flatten). Errors: a variable's value or validation, a module call.
-func expandModules(cfg *Config, destroy bool) (*Config, *evalState, error) {
-	ev := newEvalState(cfg)
+// expandModules returns the evaluation state of cfg under the budget b and, unless destroy (a
+// destroy plans from state alone), cfg with its input variables set and its module calls
+// flattened into one configuration (flatten). Errors: a variable's value or validation, a
+// module call, an evaluation limit ([LimitError]).
+func expandModules(cfg *Config, destroy bool, b *budget) (*Config, *evalState, error) {
+	ev := newEvalState(cfg, b)
 	if destroy {
 		return cfg, ev, nil
 	}

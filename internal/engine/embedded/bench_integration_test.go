@@ -86,22 +86,21 @@ func (e *env) scriptPhases(b *testing.B, cache string) (create, noop time.Durati
 	return create, e.tools.ByHand(b, "noop", ws, cache)
 }
 
-// Targets of BenchmarkEngines20, against the shell script (issue 16).
+// Targets of BenchmarkEngines20, against the shell script (bench/README.md).
 const (
 	wantEmbeddedCreate = 20.0 // the script's create time / the embedded create time, at least
 	wantEmbeddedNoop   = 40.0 // the script's no-op plan / the embedded no-op plan, at least
 	wantTofuCreate     = 1.15 // Lava's tofu engine create / the script's create, at most
 	// guardTofuCreate is what the CI-sized run asserts for the tofu engine: its 1.15 target is
-	// not reliably met yet (0.9 to 1.27 measured, bench/README.md), so the run fails only on a
-	// regression past the 1.38 the issue measured before this work, with room for a loaded
-	// machine; whether 1.15 held is logged and reported as a metric.
+	// not reliably met (1.04 to 1.25 measured, bench/README.md), so the run fails only past 1.5,
+	// with room for a loaded machine; whether 1.15 held is logged and reported as a metric.
 	guardTofuCreate = 1.5
 	// guardEmbeddedCreate and guardEmbeddedNoop are what the CI-sized run asserts for the
 	// embedded engine until its targets hold on every run: the run logs NOT MET below a target
 	// and fails below its guard, about half of what is measured, so a regression to half
-	// fails. On 2026-12-03 (bench/README.md), after the fifth session's changes, seven runs on
-	// the development machine measured the create at 16.2x to 23.3x and the no-op plan at
-	// 24.9x to 38.0x (the script itself moved between 213 and 318 ms).
+	// fails. Measured on the idle 2-core machine (bench/README.md): the create at 18.2x to
+	// 26.0x and the no-op plan at 30.3x to 44.4x (the script itself moves by half between
+	// runs).
 	guardEmbeddedCreate = 10.0
 	guardEmbeddedNoop   = 16.0
 )

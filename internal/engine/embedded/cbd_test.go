@@ -8,8 +8,8 @@ import (
 
 // TestRunner_forcedCreateBeforeDestroy: a resource that a create_before_destroy resource
 // depends on (directly, or through a local and another resource) is replaced create-first
-// too, as tofu forces it; one no such resource depends on is not. Found by the corpus
-// (testdata/corpus/lifecycle_dependencies.json).
+// too, as tofu forces it; one no such resource depends on is not (the corpus case
+// testdata/corpus/lifecycle_dependencies.json).
 func TestRunner_forcedCreateBeforeDestroy(t *testing.T) {
 	t.Parallel()
 	doc := func(trig string) string {
@@ -48,8 +48,8 @@ func TestRunner_forcedCreateBeforeDestroy(t *testing.T) {
 // sensitive variable) stays sensitive through a reference: the referring resource records it
 // in sensitive_attributes and issensitive() sees it, as in tofu. An output showing it
 // without sensitive = true is hidden (recorded sensitive) rather than refused, while one
-// showing the variable itself is still refused. Found by the corpus
-// (testdata/corpus/sensitive_values.json).
+// showing the variable itself is still refused (the corpus case
+// testdata/corpus/sensitive_values.json).
 func TestRunner_referencedSensitiveAttributes(t *testing.T) {
 	t.Parallel()
 	base := `"variable":{"token":{"type":"string","default":"s3cr3t-x","sensitive":true}},

@@ -54,6 +54,9 @@ type Config struct {
 	// protected are resource addresses with prevent_destroy from the configuration a
 	// destroy was asked with (its resources are not planned).
 	protected map[string]bool
+	// doc is the rendered document the configuration was parsed from (by the engine, which
+	// checks its file paths: [engine.FileAccess]); nil for one parsed elsewhere.
+	doc []byte
 }
 
 // OutputConfig is one output block.
@@ -1058,8 +1061,24 @@ func diagError(where string, diags hcl.Diagnostics) error {
 	if where != "" {
 		msg = where + ": " + msg
 	}
+	for _, d := range diags {
+		if err := stopOf(d); err != nil {
+			return &stopDiagError{msg: msg, err: err}
+		}
+	}
 	return fmt.Errorf("%s", msg)
 }
+
+// stopDiagError is diagError's error for diagnostics that report a stopped evaluation: the
+// diagnostics' text, matching the error that stopped it (a [LimitError], and so
+// [engine.ErrEvaluationLimit], or the operation context's).
+type stopDiagError struct {
+	msg string
+	err error
+}
+
+func (e *stopDiagError) Error() string { return e.msg }
+func (e *stopDiagError) Unwrap() error { return e.err }
 
 // rangeText is "main.tf.json:LINE,COL".
 func rangeText(r hcl.Range) string {

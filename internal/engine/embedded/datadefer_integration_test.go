@@ -13,7 +13,7 @@ import (
 // TestRunner_dataSourceWaitsForPendingChange: a data source whose configuration is known at
 // plan but which depends on a managed resource with a planned change (here: the file it
 // reads is created or replaced in the same plan) is read during apply, as tofu does; with no
-// change pending it is read at plan. Found by the corpus (testdata/corpus/update_replace.json).
+// change pending it is read at plan (the corpus case testdata/corpus/update_replace.json).
 func TestRunner_dataSourceWaitsForPendingChange(t *testing.T) {
 	tools := tofutest.Tofu(t)
 	h := newMemHarness(t, tools.Mirror)

@@ -41,7 +41,11 @@
 // [New] returns an [Engine] (the engine.Engine interface) over the state store and artifact
 // store; it keeps provider processes warm in a [Pool] until [Engine.Close]. Each provider
 // process gets the parent-death signal (internal/platform/childproc), so a service that is
-// killed without closing its engine leaves none running. [Runner] is the
+// killed without closing its engine leaves none running. A provider package of the mirror
+// starts only as the mirror held it when the pool was made (providers.Pins). With
+// [Options.FileAccess] every plan and drift scan first holds the configuration's file paths
+// and import ids to the tenant policy's roots with the providers' schemas
+// (engine.FileAccess, docs/design/0022-file-access-from-schemas.md). [Runner] is the
 // same machinery without the stores (configuration and state values in, state out).
 //
 // # Expressions
@@ -51,6 +55,15 @@
 // [Functions]: OpenTofu's functions without filesystem or network effects, from go-cty's
 // stdlib, hcl's ext packages, go-cty-yaml and small wrappers; the filesystem functions
 // ([FilesystemFunctions]) fail with a clear error.
+//
+// Every plan and apply evaluates under a budget (limits.go): one value at most
+// [MaxValueElements] elements and [MaxValueBytes] of text, the operation [EvalElements]
+// and [EvalBytes], bcrypt at most [MaxBcryptCost], every function call and for-expression
+// iteration checking the operation's context. The operation's function table guards each
+// function (an estimate before it runs, the result checked after), and each parsed template
+// is instrumented (for expressions, constructors, function arguments and template parts
+// checked as they are evaluated). A breach is a [LimitError] (engine.ErrEvaluationLimit) at
+// the expression's position; docs/embedded-engine.md, "Evaluation limits".
 //
 // # Limits
 //

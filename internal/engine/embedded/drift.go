@@ -33,7 +33,7 @@ func (e *Engine) scanDrift(ctx context.Context, req engine.DriftRequest, secrets
 	if err != nil {
 		return nil, err
 	}
-	p, err := e.runner.Plan(ctx, cfg, prior, req.ProviderSources, false, secrets)
+	p, err := e.runner.Plan(withFileCheck(ctx, e.opts.FileAccess, req.Key.Namespace, cfg.doc), cfg, prior, req.ProviderSources, false, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +90,8 @@ func diffValues(observed, declared cty.Value, path cty.Path, sensitive []cty.Pat
 	}
 	ot, dt := observed.Type(), declared.Type()
 	// A sensitive value is one finding at its own path: below it a map's keys would name
-	// parts of it (a map keyed by a value derived from a Secret; an attack trial of
-	// 2026-12-03 read the key in a drift anomaly's metadata).
+	// parts of it (a map keyed by a value derived from a Secret would show the key in a drift
+	// anomaly's metadata).
 	descend := observed.IsKnown() && declared.IsKnown() && !observed.IsNull() && !declared.IsNull() &&
 		((ot.IsObjectType() && dt.IsObjectType()) || (ot.IsMapType() && dt.IsMapType())) &&
 		!isSensitive(path, sensitive)

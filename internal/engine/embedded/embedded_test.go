@@ -307,7 +307,7 @@ func TestDriftFindings(t *testing.T) {
 		{Addr: "x.gone", Action: Create},
 		{Addr: "x.same", Action: NoOp},
 		// A sensitive map is one finding at its own path: its keys (here derived from a
-		// Secret) name no path (attack trial of 2026-12-03); not seeing inside it, the
+		// Secret) name no path; not seeing inside it, the
 		// finding is functional even under a cosmetic prefix.
 		{Addr: "x.keyed", Action: Update, Sensitive: []cty.Path{cty.GetAttrPath("tags")},
 			Prior:   obj(map[string]cty.Value{"tags": cty.MapVal(map[string]cty.Value{"HUNTER2-DERIVED": cty.StringVal("changed")})}),
@@ -443,7 +443,7 @@ func TestDecodeBlock_nesting(t *testing.T) {
 	}
 	body := jsonBody(t, `{"name":"n","tags":{"a":"1"},"ports":[{"n":1},{}],
 	  "list":[{"port":1},{"port":"2"}],"set":{"port":3},"map":{"k":{"port":4}}}`)
-	v, err := decodeBlock(b, body, staticContext(), "r")
+	v, err := decodeBlock(b, body, staticContext(Functions()), "r")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,10 +468,10 @@ func TestDecodeBlock_nesting(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", name, got, want)
 		}
 	}
-	if _, err := decodeBlock(b, jsonBody(t, `{"name":"n","single":[{},{}]}`), staticContext(), "r"); err == nil {
+	if _, err := decodeBlock(b, jsonBody(t, `{"name":"n","single":[{},{}]}`), staticContext(Functions()), "r"); err == nil {
 		t.Error("two single blocks accepted")
 	}
-	if _, err := decodeBlock(b, jsonBody(t, `{"name":["not","a","string"]}`), staticContext(), "r"); err == nil {
+	if _, err := decodeBlock(b, jsonBody(t, `{"name":["not","a","string"]}`), staticContext(Functions()), "r"); err == nil {
 		t.Error("a list accepted for a string attribute")
 	}
 }
@@ -618,7 +618,7 @@ func TestDecodeBlock_optionalObjectAttributes(t *testing.T) {
 	t.Parallel()
 	ty := cty.ObjectWithOptionalAttrs(map[string]cty.Type{"a": cty.String, "b": cty.String}, []string{"b"})
 	blk := &Block{Attributes: map[string]*Attribute{"o": {Type: ty, Optional: true}}}
-	v, err := decodeBlock(blk, jsonBody(t, `{"o":{"a":"x"}}`), staticContext(), "r")
+	v, err := decodeBlock(blk, jsonBody(t, `{"o":{"a":"x"}}`), staticContext(Functions()), "r")
 	if err != nil {
 		t.Fatal(err)
 	}

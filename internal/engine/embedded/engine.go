@@ -50,6 +50,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// FileAccess holds every plan's and drift scan's provider path attributes and import ids
+	// to the tenant policy's file roots, with the providers' schemas, before any provider
+	// touches a file (docs/design/0022-file-access-from-schemas.md); nil: no such check.
+	FileAccess *engine.FileAccess
 }
 
 // Engine is the embedded engine: [engine.Engine] over in-process provider calls. Close it to
@@ -280,6 +284,7 @@ func (e *Engine) loadConfig(ctx context.Context, digest string) (*Config, error)
 	if cfg, err = ParseConfig(b); err != nil {
 		return nil, err
 	}
+	cfg.doc = b
 	e.cfgMu.Lock()
 	if e.configs == nil || len(e.configs) >= maxConfigs {
 		e.configs = map[string]*Config{}
@@ -345,7 +350,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 			return nil, err
 		}
 	}
-	p, err := e.runner.Plan(ctx, cfg, prior, req.ProviderSources, false, secrets)
+	p, err := e.runner.Plan(withFileCheck(ctx, e.opts.FileAccess, req.Key.Namespace, cfg.doc), cfg, prior, req.ProviderSources, false, secrets)
 	if err != nil {
 		return nil, err
 	}

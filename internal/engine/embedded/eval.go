@@ -2,13 +2,10 @@ package embedded
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -23,8 +20,10 @@ import (
 // locals and the input variables. Expressions are evaluated by hcl/v2 in an [hcl.EvalContext]
 // built from the references each expression holds ([hcl.Expression.Variables]).
 type evalState struct {
-	cfg   *Config
-	funcs map[string]function.Function
+	cfg *Config
+	// budget bounds the evaluation; funcs is its function table.
+	budget *budget
+	funcs  map[string]function.Function
 
 	// root is the module instance tree (a flattened configuration's; the root alone
 	// otherwise).
@@ -48,36 +47,14 @@ var workingDir = sync.OnceValue(func() string {
 	return cwd
 })
 
-// planFunctions is the function table of the plans that started in one second.
-type planFunctions struct {
-	sec   int64
-	funcs map[string]function.Function
-}
-
-var lastPlanFunctions atomic.Pointer[planFunctions]
-
-// functionsAt returns the functions of an evaluation started at now: the shared table and
-// plantimestamp. plantimestamp's text (RFC 3339) has whole seconds, so the evaluations of one
-// second share one table (it is never changed once made).
-func functionsAt(now time.Time) map[string]function.Function {
-	sec := now.Unix()
-	if p := lastPlanFunctions.Load(); p != nil && p.sec == sec {
-		return p.funcs
-	}
-	funcs := maps.Clone(sharedFunctions())
-	funcs["plantimestamp"] = planTimestampFunc(time.Unix(sec, 0).UTC())
-	funcs["core::plantimestamp"] = funcs["plantimestamp"]
-	lastPlanFunctions.Store(&planFunctions{sec: sec, funcs: funcs})
-	return funcs
-}
-
-func newEvalState(cfg *Config) *evalState {
-	funcs := functionsAt(time.Now())
+// newEvalState returns the evaluation state of cfg, whose expressions evaluate under b (its
+// function table, [budget.functions]).
+func newEvalState(cfg *Config, b *budget) *evalState {
 	root := cfg.root
 	if root == nil {
 		root = &modScope{cfg: cfg}
 	}
-	return &evalState{cfg: cfg, funcs: funcs, root: root, values: map[string]cty.Value{}, locals: map[string]cty.Value{},
+	return &evalState{cfg: cfg, budget: b, funcs: b.functions(), root: root, values: map[string]cty.Value{}, locals: map[string]cty.Value{},
 		modVars: map[string]cty.Value{},
 		vars:    cty.EmptyObjectVal,
 		pathVal: cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.StringVal(workingDir())}),

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // maxTemplates and maxTemplateBytes bound the template cache: when it holds more entries, or
@@ -41,26 +43,127 @@ var (
 // noTemplate marks an expression that is evaluated by its own Value.
 var noTemplate hcl.Expression = (*hclsyntax.LiteralValueExpr)(nil)
 
-// exprValue evaluates x in ctx exactly as x.Value(ctx) does. hashicorp/hcl/v2/json parses a
-// JSON string's template (hclsyntax.ParseTemplate, at the position just past the opening
-// quote) on every Value call with a context; exprValue parses it once per string and position and
+// exprValue evaluates x in ctx as x.Value(ctx) does. hashicorp/hcl/v2/json parses a JSON
+// string's template (hclsyntax.ParseTemplate, at the position just past the opening quote) on
+// every Value call with a context; exprValue parses it once per string and position and
 // evaluates the parsed template, so a plan of a configuration seen before parses no template.
-// Arrays and objects, a nil ctx, and a string whose template fails to parse go to x.Value,
-// so results and diagnostics are hcl's own.
+// A JSON array or object is evaluated element by element the same way ([jsonValue]), so every
+// template of the configuration carries the evaluation limits' hooks ([instrument]). A nil
+// ctx, a literal, and a string whose template fails to parse go to x.Value, so results and
+// diagnostics are hcl's own.
 //
-// An error over sensitive values has its detail hidden ([hideSensitiveDetail]).
+// Under an evaluation budget (ctx's functions are an operation's, [budget.functions]) the
+// value is checked against one value's limits and charged ([budget.value]), unless it is a
+// reference to a value that exists already or a value a check inside the expression covered.
+// A refusal reads "Evaluation limit exceeded" with the limit ([limitDiags]); the detail of any
+// other error over sensitive values is hidden ([hideSensitiveDetail]).
 func exprValue(x hcl.Expression, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	if ctx == nil || x == nil {
 		return x.Value(ctx)
 	}
-	var v cty.Value
-	var diags hcl.Diagnostics
-	if t := templateOf(x); t != noTemplate {
-		v, diags = t.Value(ctx)
-	} else {
-		v, diags = x.Value(ctx)
+	v, diags, whole := jsonValue(x, ctx)
+	if b := budgetOf(ctx); b != nil && !diags.HasErrors() && !whole {
+		if err := b.value("expression", v); err != nil {
+			v, diags = cty.DynamicVal, append(diags, stopDiag(err, x.Range()))
+		}
 	}
-	return v, hideSensitiveDetail(diags, ctx)
+	return v, hideSensitiveDetail(limitDiags(diags), ctx)
+}
+
+// checkedWhole reports whether the value of the template t (noTemplate: a JSON array, object
+// or literal) needs no check of its own: a string without interpolation, a reference (to a
+// value built and checked before, or given by a provider), or what instrument's checks or a
+// function's guard already checked whole.
+func checkedWhole(t hcl.Expression) bool {
+	switch t := t.(type) {
+	case checkExpr:
+		return t.kind == checkValue
+	case *hclsyntax.TemplateExpr:
+		return t.IsStringLiteral()
+	case *hclsyntax.TemplateWrapExpr:
+		switch w := t.Wrapped.(type) {
+		case *hclsyntax.ScopeTraversalExpr, *hclsyntax.RelativeTraversalExpr, *hclsyntax.IndexExpr,
+			*hclsyntax.FunctionCallExpr:
+			return true
+		case checkExpr:
+			return w.kind == checkValue
+		}
+	}
+	return false
+}
+
+// jsonValue evaluates x (ctx not nil): an array or object through its elements, as
+// hcl/v2/json does (an array is a tuple; an object's keys are templates too, and a null,
+// non-string or repeated key is an error, an unknown one makes the object unknown), a
+// Terraform JSON string through its cached template. whole reports a value that needs no
+// check of its own ([checkedWhole]).
+func jsonValue(x hcl.Expression, ctx *hcl.EvalContext) (v cty.Value, diags hcl.Diagnostics, whole bool) {
+	if hcljson.IsJSONExpression(x) {
+		if l, ok := x.(interface{ ExprList() []hcl.Expression }); ok {
+			if elems := l.ExprList(); elems != nil {
+				vals := make([]cty.Value, len(elems))
+				for i, e := range elems {
+					v, d, _ := jsonValue(e, ctx)
+					vals[i], diags = v, append(diags, d...)
+				}
+				return cty.TupleVal(vals), diags, false
+			}
+		}
+		if m, ok := x.(interface{ ExprMap() []hcl.KeyValuePair }); ok {
+			if pairs := m.ExprMap(); pairs != nil {
+				v, diags := jsonObject(pairs, ctx)
+				return v, diags, false
+			}
+		}
+	}
+	if t := templateOf(x); t != noTemplate {
+		v, diags := t.Value(ctx)
+		return v, diags, checkedWhole(t)
+	}
+	v, diags = x.Value(ctx)
+	return v, diags, false
+}
+
+// jsonObject is the value of a JSON object's pairs, as hcl/v2/json makes it.
+func jsonObject(pairs []hcl.KeyValuePair, ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	attrs := map[string]cty.Value{}
+	ranges := map[string]hcl.Range{}
+	known := true
+	var keyMarks []cty.ValueMarks
+	for _, kv := range pairs {
+		name, nd, _ := jsonValue(kv.Key, ctx)
+		val, vd, _ := jsonValue(kv.Value, ctx)
+		diags = append(append(diags, nd...), vd...)
+		keyRange := kv.Key.Range()
+		name, err := convert.Convert(name, cty.String)
+		switch {
+		case err != nil:
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid object key expression",
+				Detail: fmt.Sprintf("Cannot use this expression as an object key: %s.", err), Subject: &keyRange})
+			continue
+		case name.IsNull():
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid object key expression",
+				Detail: "Cannot use null value as an object key.", Subject: &keyRange})
+			continue
+		case !name.IsKnown():
+			known = false
+			continue
+		}
+		name, marks := name.Unmark()
+		keyMarks = append(keyMarks, marks)
+		key := name.AsString()
+		if _, dup := attrs[key]; dup {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate object attribute",
+				Detail: fmt.Sprintf("An attribute named %q was already defined at %s.", key, ranges[key]), Subject: &keyRange})
+			continue
+		}
+		attrs[key], ranges[key] = val, keyRange
+	}
+	if !known {
+		return cty.DynamicVal, diags
+	}
+	return cty.ObjectVal(attrs).WithMarks(keyMarks...), diags
 }
 
 // sensitiveDetail replaces the detail of an error in an expression evaluated over sensitive
@@ -80,7 +183,7 @@ func hideSensitiveDetail(diags hcl.Diagnostics, ctx *hcl.EvalContext) hcl.Diagno
 	out := make(hcl.Diagnostics, len(diags))
 	for i, d := range diags {
 		c := *d
-		if c.Severity == hcl.DiagError {
+		if c.Severity == hcl.DiagError && stopOf(d) == nil {
 			c.Detail = sensitiveDetail
 		}
 		c.Expression, c.EvalContext = nil, nil
@@ -132,11 +235,12 @@ func templateOf(x hcl.Expression) hcl.Expression {
 	return t
 }
 
-// parseTemplate parses a string's template at its position; noTemplate when it does not parse.
+// parseTemplate parses a string's template at its position, with the evaluation limits' hooks
+// ([instrument]); noTemplate when it does not parse.
 func parseTemplate(k templateKey) hcl.Expression {
 	t, diags := hclsyntax.ParseTemplate([]byte(k.lit), k.file, k.pos)
 	if diags.HasErrors() {
 		return noTemplate
 	}
-	return t
+	return instrument(t)
 }

@@ -116,7 +116,7 @@ func Functions() map[string]function.Function {
 	for _, name := range FilesystemFunctions {
 		fs[name] = refusedFunc(name, "it reads the filesystem of the process running the engine")
 	}
-	fs["templatestring"] = templateStringFunc(fs)
+	fs["templatestring"] = templateStringFunc(sync.OnceValue(func() map[string]function.Function { return withoutTemplateString(fs) }))
 	// OpenTofu also names every built-in function in the core:: namespace.
 	for name, f := range fs {
 		fs["core::"+name] = f
@@ -153,6 +153,9 @@ func hideSensitiveErrors(f function.Function) function.Function {
 		vp = &c
 	}
 	hide := func(args []cty.Value, err error) error {
+		if le := (*LimitError)(nil); errors.As(err, &le) {
+			return err // sizes only, never a value
+		}
 		for i, a := range args {
 			if hasMarkDeep(a, sensitiveMark) || hasMarkDeep(a, attributeSensitiveMark) {
 				return function.NewArgErrorf(i, "the argument is sensitive, so this error does not show it")
@@ -188,12 +191,9 @@ var identityFunc = function.New(&function.Spec{
 })
 
 // templateStringFunc renders a template held in a string with the given variables (hcl/v2
-// template syntax), with the same functions except templatestring itself.
-func templateStringFunc(funcs map[string]function.Function) function.Function {
-	inner := make(map[string]function.Function, len(funcs))
-	for k, v := range funcs {
-		inner[k] = v
-	}
+// template syntax), with the functions of table (read on the first call), under the same
+// evaluation limits as the configuration's own templates (instrument).
+func templateStringFunc(table func() map[string]function.Function) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "template", Type: cty.String}, {Name: "vars", Type: cty.DynamicPseudoType}},
 		Type:   function.StaticReturnType(cty.String),
@@ -206,14 +206,26 @@ func templateStringFunc(funcs map[string]function.Function) function.Function {
 			if diags.HasErrors() {
 				return cty.NilVal, function.NewArgError(0, diags)
 			}
-			ctx := &hcl.EvalContext{Variables: vars.AsValueMap(), Functions: inner}
-			v, diags := tpl.Value(ctx)
+			ctx := &hcl.EvalContext{Variables: vars.AsValueMap(), Functions: table()}
+			v, diags := instrument(tpl).Value(ctx)
 			if diags.HasErrors() {
 				return cty.NilVal, diags
 			}
 			return convert.Convert(v, cty.String)
 		},
 	})
+}
+
+// withoutTemplateString is funcs without templatestring (under any name): a template held in
+// a string cannot render another one, so a string that renders itself does not recurse.
+func withoutTemplateString(funcs map[string]function.Function) map[string]function.Function {
+	out := make(map[string]function.Function, len(funcs))
+	for k, v := range funcs {
+		if k != "templatestring" && k != "core::templatestring" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // refusedFunc fails every call with the reason.
@@ -278,7 +290,7 @@ var (
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("failed to gunzip: %w", err)
 		}
-		out, err := io.ReadAll(io.LimitReader(r, 64<<20))
+		out, err := io.ReadAll(io.LimitReader(r, MaxValueBytes+1)) // more is refused (MaxValueBytes)
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("failed to gunzip: %w", err)
 		}
@@ -387,6 +399,9 @@ var (
 			}
 			if len(args) > 2 {
 				return cty.NilVal, errors.New("bcrypt() takes no more than two arguments")
+			}
+			if err := bcryptCost(int64(cost)); err != nil {
+				return cty.NilVal, err
 			}
 			h, err := bcrypt.GenerateFromPassword([]byte(args[0].AsString()), cost)
 			if err != nil {

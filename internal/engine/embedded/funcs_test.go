@@ -257,13 +257,15 @@ cLY9JMGG2+2nQ9K8TDP0jBIMW1Jowie8iuH7AwircZZ1ZQ==
 -----END RSA PRIVATE KEY-----
 `
 
-// TestFunctionsAt: evaluations in one second share a function table whose plantimestamp is
-// that second; the next second gets its own; the shared table keeps its own.
-func TestFunctionsAt(t *testing.T) {
-	t0 := time.Date(2026, 12, 3, 10, 0, 0, 100, time.UTC)
-	a, b := functionsAt(t0), functionsAt(t0.Add(800*time.Millisecond))
-	if reflect.ValueOf(a).Pointer() != reflect.ValueOf(b).Pointer() {
-		t.Error("two evaluations in one second got two tables")
+// TestBudget_functions: an operation's function table has plantimestamp at the operation's
+// start, is built once per operation, and leaves the shared table's own.
+func TestBudget_functions(t *testing.T) {
+	t.Parallel()
+	b := newBudget(t.Context())
+	b.now = time.Date(2026, 12, 3, 10, 0, 0, 100, time.UTC)
+	a := b.functions()
+	if reflect.ValueOf(a).Pointer() != reflect.ValueOf(b.functions()).Pointer() {
+		t.Error("one operation got two tables")
 	}
 	ts := func(funcs map[string]function.Function) string {
 		v, err := funcs["plantimestamp"].Call(nil)
@@ -275,11 +277,7 @@ func TestFunctionsAt(t *testing.T) {
 	if got := ts(a); got != "2026-12-03T10:00:00Z" {
 		t.Errorf("plantimestamp = %s", got)
 	}
-	c := functionsAt(t0.Add(time.Second))
-	if got := ts(c); got != "2026-12-03T10:00:01Z" {
-		t.Errorf("plantimestamp a second later = %s", got)
-	}
-	if got := ts(sharedFunctions()); got == "2026-12-03T10:00:00Z" || got == "2026-12-03T10:00:01Z" {
-		t.Errorf("the shared table's plantimestamp became a plan's: %s", got)
+	if got := ts(sharedFunctions()); got == "2026-12-03T10:00:00Z" {
+		t.Errorf("the shared table's plantimestamp became an operation's: %s", got)
 	}
 }

@@ -20,7 +20,7 @@ func TestWorkers(t *testing.T) {
 		<-done
 		time.Sleep(10 * time.Millisecond) // the worker is back in its select
 	}
-	// One, or two if a worker was once not back in its select after 10 ms on a busy machine.
+	// One, or two if a worker is not yet back in its select after 10 ms on a busy machine.
 	if n := w.alive.Load(); n > 2 {
 		t.Errorf("%d workers after 10 functions one after another, want 1", n)
 	}

@@ -157,7 +157,7 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 	p.deps = deps
 	p.forcedCBD = forcedCreateBeforeDestroy(p.cfg, deps)
 	if !destroy {
-		p.priorEv = newEvalState(p.cfg)
+		p.priorEv = newEvalState(p.cfg, p.ev.budget)
 		p.priorEv.vars = p.ev.vars
 		if err := p.evalImports(); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -37,7 +38,10 @@ type Pool struct {
 	// maxValidated keys; the set is cleared when full.
 	valid map[string]bool
 	// hashes caches package hashes ([Pool.PackageHash]).
-	hashes packageHashes
+	hashes providers.HashCache
+	// pins are the mirror's packages as they were when the pool was made: a package found in
+	// the mirror is checked against them before every process of it starts.
+	pins *providers.Pins
 }
 
 const maxValidated = 4096
@@ -67,12 +71,14 @@ type poolEntry struct {
 }
 
 // NewPool returns a pool over the mirror directory and, when installer is not nil, the
-// providers it installs. maxWarm <= 0 means 8.
+// providers it installs. maxWarm <= 0 means 8. The mirror's packages are pinned as they are
+// now ([providers.PinMirror]): one added or changed later is never started.
 func NewPool(mirror Mirror, installer *providers.Installer, maxWarm int) *Pool {
 	if maxWarm <= 0 {
 		maxWarm = 8
 	}
-	return &Pool{mirror: mirror, installer: installer, maxWarm: maxWarm, startTimeout: time.Minute, entries: map[string]*poolEntry{}}
+	return &Pool{mirror: mirror, installer: installer, maxWarm: maxWarm, startTimeout: time.Minute, entries: map[string]*poolEntry{},
+		pins: providers.PinMirror(mirror.Dir)}
 }
 
 // find returns the executable and version of addr meeting constraint, and the hashes its
@@ -87,9 +93,13 @@ func (p *Pool) find(ctx context.Context, addr ProviderAddr, constraint string, l
 	}
 	// An exact version (the lock's, or a plan's) already in the cache is used as is; a range
 	// asks the source for its newest version first, as `tofu init` does.
-	if _, exact := providers.ExactVersion(constraint); exact {
-		if exe, version, err := (Mirror{Dir: p.installer.CacheDir()}).findHost(addr, constraint); err == nil {
-			return exe, version, nil, nil
+	if v, exact := providers.ExactVersion(constraint); exact {
+		pkg, ok, err := p.installer.Cached(providers.Addr(addr), v)
+		if err != nil {
+			return "", "", nil, err
+		}
+		if ok {
+			return pkg.Exe, pkg.Version, pkg.Hashes, nil
 		}
 	}
 	pkg, err := p.installer.Install(ctx, providers.Addr(addr), constraint, lock)
@@ -167,10 +177,16 @@ func (p *Pool) get(ctx context.Context, addr ProviderAddr, exe, found, configKey
 		}
 		e = &poolEntry{key: key, ready: make(chan struct{}), refs: 1}
 		p.entries[key] = e
-		p.starts++
 		p.mu.Unlock()
 
-		e.proc, e.err = startProvider(exe, p.startTimeout, creds)
+		// Every new process: the package found is checked against the mirror's pins right
+		// before it starts (the object's lock was checked by the session).
+		if e.err = p.pins.Verify(addr.String(), found, filepath.Dir(exe)); e.err == nil {
+			p.mu.Lock()
+			p.starts++
+			p.mu.Unlock()
+			e.proc, e.err = startProvider(exe, p.startTimeout, creds)
+		}
 		if e.err == nil {
 			if cerr := configure(ctx, e.proc); cerr != nil {
 				e.proc.kill()

@@ -2,14 +2,9 @@ package embedded
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
@@ -17,65 +12,9 @@ import (
 	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
-// packageHashes caches PackageHash per directory, valid while no file in it changed: the
-// signature is every file's name, size, modification and status-change time and inode (the
-// status-change time moves on any write, chmod or rename and cannot be set back by a process).
-type packageHashes struct {
-	mu sync.Mutex
-	m  map[string]cachedHash
-}
-
-type cachedHash struct{ sig, h1 string }
-
-// fileSignature describes the files under dir; "" when it cannot (no caching then).
-func fileSignature(dir string) string {
-	var b strings.Builder
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		if !ok {
-			return errors.ErrUnsupported
-		}
-		fmt.Fprintf(&b, "%s\x00%d\x00%d\x00%d.%d\x00%d.%d\x00%o\n", p, info.Size(), st.Ino,
-			st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, info.Mode())
-		return nil
-	})
-	if err != nil {
-		return ""
-	}
-	return b.String()
-}
-
-// PackageHash is [providers.PackageHash] of dir, computed again only when a file under dir changed.
-func (p *Pool) PackageHash(dir string) (string, error) {
-	sig := fileSignature(dir)
-	c := &p.hashes
-	c.mu.Lock()
-	if h, ok := c.m[dir]; ok && sig != "" && h.sig == sig {
-		c.mu.Unlock()
-		return h.h1, nil
-	}
-	c.mu.Unlock()
-	h1, err := providers.PackageHash(dir)
-	if err != nil {
-		return "", err
-	}
-	if sig != "" && sig == fileSignature(dir) {
-		c.mu.Lock()
-		if c.m == nil {
-			c.m = map[string]cachedHash{}
-		}
-		c.m[dir] = cachedHash{sig: sig, h1: h1}
-		c.mu.Unlock()
-	}
-	return h1, nil
-}
+// PackageHash is [providers.PackageHash] of dir, computed again only when a file under dir
+// changed ([providers.HashCache]).
+func (p *Pool) PackageHash(dir string) (string, error) { return p.hashes.Hash(dir) }
 
 // ChecksumMismatchError is a provider package whose h1: hash is none of the hashes the
 // resource's lock records for its version. It wraps [engine.ErrProviderChecksumMismatch].

@@ -14,6 +14,8 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // TestEngine_tamperedProvider is the attack of docs/security.md "Engines": a provider binary
@@ -126,5 +128,44 @@ func TestEngine_providerEnvironment(t *testing.T) {
 		if err != nil || cwd == wd || cwd != pr.dir {
 			t.Errorf("provider pid %d works in %q (%v), want its private directory %q", pid, cwd, err, pr.dir)
 		}
+	}
+}
+
+// TestEngine_plantedProvider is the planted-provider attack (docs/security.md,
+// "Engines"): an executable terraform-provider-testkit written into testkit's package
+// directory of the mirror after the engine started, which the lookup (FindExecutable) picks
+// before the real binary. The package is checked against the mirror's pins before the object's
+// lock records anything and before every process starts, so another object's first use (a new
+// process: another provider configuration) is refused with engine.ErrProviderChecksumMismatch
+// and the planted program never runs; nothing is recorded in that object's lock.
+func TestEngine_plantedProvider(t *testing.T) {
+	e := newEnv(t)
+	mirror := tofutest.TestkitMirror(t, e.tools)
+	e.eng = New(Options{Store: e.store, Artifacts: e.art, ProviderDir: mirror})
+	t.Cleanup(func() { _ = e.eng.Close() })
+	dir := t.TempDir()
+	doc := jsonDoc(t, map[string]any{"resource": map[string]any{"testkit_file": map[string]any{"k": map[string]any{
+		"filename": filepath.Join(dir, "k.txt"), "content": "kit"}}}})
+	if _, err := e.planApply(doc); err != nil {
+		t.Fatalf("first object: %v", err)
+	}
+	marker := tofutest.PlantProvider(t, mirror)
+	starts := e.eng.Pool().Starts()
+	e.key = state.Key{Namespace: "tenant-b", Name: "other"}
+	other := jsonDoc(t, map[string]any{"provider": map[string]any{"testkit": map[string]any{}},
+		"resource": map[string]any{"testkit_file": map[string]any{"o": map[string]any{"filename": filepath.Join(dir, "o.txt"), "content": "kit"}}}})
+	_, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(other)})
+	var pinErr *providers.PinError
+	if !errors.Is(err, engine.ErrProviderChecksumMismatch) || !errors.As(err, &pinErr) {
+		t.Errorf("plan with a planted provider: %v, want a PinError (ErrProviderChecksumMismatch)", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the planted provider ran")
+	}
+	if n := e.eng.Pool().Starts(); n != starts {
+		t.Errorf("%d provider processes started after the plant, want none", n-starts)
+	}
+	if body, _, err := e.store.ProviderLock(t.Context(), e.key); err != nil || body != nil {
+		t.Errorf("the refused object's lock: %q, %v; want none recorded", body, err)
 	}
 }

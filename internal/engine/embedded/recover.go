@@ -33,11 +33,12 @@ type recovery struct {
 // given). Errors: a provider that fails to start, import or read (the intents stay).
 func (r *Runner) recoverIntents(ctx context.Context, cfg *Config, st *State, intents []state.Intent, sources map[string]string, destroy bool) (recovery, error) {
 	var out recovery
-	cfg, _, err := expandModules(cfg, destroy)
+	b := newBudget(ctx)
+	cfg, ev, err := expandModules(cfg, destroy, b)
 	if err != nil {
 		return out, err
 	}
-	sess := newSession(r.pool, cfg, sources)
+	sess := newSession(r.pool, cfg, sources, ev.funcs)
 	defer sess.close()
 	work := st
 	for _, in := range intents {

@@ -46,8 +46,8 @@ func TestReviewStructures(t *testing.T) {
 // TestReviewPlan_priorSensitive: an attribute the configuration made sensitive when it was
 // applied (state's sensitive_attributes) stays hidden in the review body's before when the
 // configuration no longer makes it sensitive, and when the resource is removed, as OpenTofu's
-// before_sensitive has it (an attack trial of 2026-12-03 read an upper-cased Secret in
-// `lava plan show` of such a plan on the embedded engine, not on tofu).
+// before_sensitive has it (otherwise `lava plan show` of such a plan shows the value, e.g. an
+// upper-cased Secret).
 func TestReviewPlan_priorSensitive(t *testing.T) {
 	t.Parallel()
 	const derived = "S3CR3T-DERIVED"

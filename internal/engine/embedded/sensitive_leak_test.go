@@ -18,8 +18,8 @@ func TestRunner_sensitiveDerivedValuesStayHidden(t *testing.T) {
 	doc := func(locals, resource string) string {
 		return `{"locals":` + locals + `,"resource":{"terraform_data":{"r":` + resource + `}}}`
 	}
-	// Attack trial of 2026-12-03: go-cty's conversion error named the map key, and an import id
-	// was quoted in the import's errors.
+	// go-cty's conversion error names the map key, and an import's errors quote its id: both
+	// must hide the detail.
 	const pw = `{"pw":"${sensitive(\"` + secret + `\")}"}`
 	module := `{"//":{"lava_modules":{"modules/m":{"variable":{"tags":{"type":"map(string)"}},"resource":{"terraform_data":{"r":{"input":"${var.tags}"}}}}}},` +
 		`"locals":` + pw + `,"module":{"m":{"source":"./modules/m","tags":"${ {for c in [\"x\"] : upper(local.pw) => [c]} }"}}}`
@@ -36,7 +36,7 @@ func TestRunner_sensitiveDerivedValuesStayHidden(t *testing.T) {
 		{"for_each over a list", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":["${upper(local.pw)}"],"input":"${each.key}"}`, "cannot be used as for_each arguments", ""},
 		{"for_each over a map with sensitive keys", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"for_each":"${zipmap([upper(local.pw)], [1])}","input":"${each.key}"}`, "cannot be used as for_each arguments", ""},
 		{"count", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"count":"${length(local.pw)}","input":"x"}`, "cannot be used as count arguments", ""},
-		// hcl's own error, not a function's (the attack trial of 2026-12-03).
+		// hcl's own error, not a function's.
 		{"duplicate object key", `{"pw":"${sensitive(\"` + secret + `\")}"}`, `{"input":"${ {for c in [\"a\", \"b\"] : upper(local.pw) => c} }"}`, "Duplicate object key: (the detail is not shown: the expression uses a sensitive value)", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

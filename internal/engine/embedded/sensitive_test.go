@@ -10,8 +10,8 @@ import (
 // TestRunner_configSensitiveInState: a value a sensitive variable (or sensitive()) puts in an
 // attribute is recorded in state's sensitive_attributes, as tofu writes it; the same
 // configuration then plans nothing; a state that lacks the mark (or has one the
-// configuration no longer makes) plans an update, as tofu does. Found by the corpus
-// (testdata/corpus/variables_outputs.json).
+// configuration no longer makes) plans an update, as tofu does (the corpus case
+// testdata/corpus/variables_outputs.json).
 func TestRunner_configSensitiveInState(t *testing.T) {
 	t.Parallel()
 	doc := `{"variable":{"token":{"type":"string","default":"s3cr3t","sensitive":true}},

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,6 +29,8 @@ type session struct {
 	pool    *Pool
 	cfg     *Config
 	sources map[string]string
+	// funcs are the operation's functions (its budget's), for provider configurations.
+	funcs map[string]function.Function
 
 	mu       sync.Mutex
 	leases   map[string]*Lease
@@ -43,8 +46,8 @@ type foundPackage struct {
 	known        []string
 }
 
-func newSession(pool *Pool, cfg *Config, sources map[string]string) *session {
-	return &session{pool: pool, cfg: cfg, sources: sources, leases: map[string]*Lease{}, versions: map[string]string{}, finds: map[string]foundPackage{}}
+func newSession(pool *Pool, cfg *Config, sources map[string]string, funcs map[string]function.Function) *session {
+	return &session{pool: pool, cfg: cfg, sources: sources, funcs: funcs, leases: map[string]*Lease{}, versions: map[string]string{}, finds: map[string]foundPackage{}}
 }
 
 // find is [Pool.find], once per address and constraint in an operation: the missing-provider
@@ -192,7 +195,7 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 		if err != nil {
 			return err
 		}
-		cfgVal, err := decodeBlock(ps.Provider.Block, body, staticContext(), "provider "+key)
+		cfgVal, err := decodeBlock(ps.Provider.Block, body, staticContext(s.funcs), "provider "+key)
 		if err != nil {
 			return err
 		}
@@ -203,8 +206,9 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 		return c.Configure(ctx, cfgVal)
 	}
 	// The version is the one the resource's dependency lock pins when it still meets the
-	// constraint, else the newest that does; the package is checked against the lock before
-	// any process of it is handed out (docs/security.md, "Engines").
+	// constraint, else the newest that does; the package is checked against the mirror's pins
+	// and the object's lock before any process of it is handed out, and against the pins again
+	// before every process of it starts (docs/security.md, "Engines").
 	constraint := s.constraint(local)
 	pl := providerLockFrom(ctx)
 	var entry *providers.LockEntry
@@ -224,6 +228,11 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 		exe, found, known, err = s.find(ctx, addr, constraint, entry)
 	}
 	if err != nil {
+		return nil, addr, err
+	}
+	// A mirror package not as the engine found it at start is refused before the object's
+	// lock records anything of it.
+	if err := s.pool.pins.Verify(addr.String(), found, filepath.Dir(exe)); err != nil {
 		return nil, addr, err
 	}
 	if pl != nil {
@@ -291,10 +300,10 @@ func (s *session) close() {
 	}
 }
 
-// staticContext is the evaluation context of provider configurations: functions, no
-// references (a reference is an error naming it).
-func staticContext() *hcl.EvalContext {
-	return &hcl.EvalContext{Functions: sharedFunctions()}
+// staticContext is the evaluation context of provider configurations: the operation's
+// functions, no references (a reference is an error naming it).
+func staticContext(funcs map[string]function.Function) *hcl.EvalContext {
+	return &hcl.EvalContext{Functions: funcs}
 }
 
 // ProviderCrashedError reports a provider process that died during an operation.

@@ -2,6 +2,7 @@
 // store: the state store over the lava-state bucket and the artifact store (engine/state,
 // internal/platform/bus), the embedded engine (engine/embedded, always), the tofu and terraform
 // CLI engines (engine/tofu, when their binary is given) and the loopback Terraform http state
-// backend those CLIs read and write state through. The applier and drift build their engines
+// backend those CLIs read and write state through (bounded in connections and time,
+// internal/platform/httpserver). The applier and drift build their engines
 // with [Open]; a test builds the same set the same way.
 package engines

@@ -18,7 +18,9 @@ import (
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/httpserver"
 )
 
 // Options configures the engines of a process. The embedded engine is always offered; tofu
@@ -46,12 +48,24 @@ type Options struct {
 	// BackendAddr is the loopback address of the state backend (default "127.0.0.1:0", a free
 	// port). The backend is served only when a CLI engine is offered.
 	BackendAddr string
+	// BackendLimits bound the state backend's server (zero fields: the defaults of
+	// internal/platform/httpserver; see [ServeBackend]).
+	BackendLimits httpserver.Limits
 	// State configures the state store (lock TTL, holder liveness); its Logger defaults to
 	// [Open]'s log.
 	State state.Options
 	// Process names the process in errors and in the temporary work directory ("applier",
 	// "drift").
 	Process string
+	// Policy is the tenant policy document (the one synth reads: --policy-file) whose
+	// fileWriteRoots and fileReadRoots both engines hold every provider path attribute and
+	// import id to at plan time, with the provider schemas (engine.FileAccess,
+	// docs/design/0022-file-access-from-schemas.md). nil: no such check (the services always
+	// set one; its empty Path is the built-in policy, which has no roots).
+	Policy *policy.File
+	// ProtectedDirs are directories, besides ProviderDir, Install.CacheDir and WorkDir, that no
+	// provider path may reach and no root may overlap (`lava up`: its state directory).
+	ProtectedDirs []string
 }
 
 // Set is what [Open] built. Close it to stop the engines (provider processes, generated
@@ -81,16 +95,21 @@ type Backend struct {
 func (b *Backend) Close() error { return b.srv.Close() }
 
 // ServeBackend serves the state.Handler of store on addr (a loopback address such as
-// "127.0.0.1:0"); a request must carry a password issued from Backend.Tokens for the resource
-// it names. Error: "state backend: listen ...".
-func ServeBackend(store *state.Store, addr string, log *slog.Logger) (*Backend, error) {
+// "127.0.0.1:0") with limits (httpserver.Limits: connections, timeouts, header size; a zero
+// MaxConnsPerClient is the whole MaxConns, since every CLI connects from the same loopback
+// address); a request must carry a password issued from Backend.Tokens for the resource it
+// names. Error: "state backend: listen ...".
+func ServeBackend(store *state.Store, addr string, limits httpserver.Limits, log *slog.Logger) (*Backend, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("state backend: %w", err)
 	}
+	if limits.MaxConnsPerClient <= 0 {
+		limits.MaxConnsPerClient = limits.WithDefaults().MaxConns
+	}
 	tokens := state.NewTokens() // a password per tofu operation and resource
-	srv := &http.Server{Handler: state.NewHandler(store, state.HandlerOptions{Tokens: tokens, Logger: log}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	srv := limits.Server(state.NewHandler(store, state.HandlerOptions{Tokens: tokens, Logger: log}))
+	go func() { _ = srv.Serve(limits.Listener(ln)) }()
 	return &Backend{URL: "http://" + ln.Addr().String(), Tokens: tokens, srv: srv}, nil
 }
 
@@ -113,6 +132,15 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 	if so.Logger == nil {
 		so.Logger = log
 	}
+	var files *engine.FileAccess
+	if o.Policy != nil {
+		files = &engine.FileAccess{Policy: o.Policy,
+			Protected: append([]string{o.ProviderDir, o.Install.CacheDir, o.WorkDir}, o.ProtectedDirs...)}
+		// A root over the mirror, the cache or the work directory is refused at start.
+		if err := files.CheckRoots(); err != nil {
+			return nil, wrap("%w", err)
+		}
+	}
 	s := &Set{Store: state.NewStore(kv, art, so), Engines: map[string]engine.Engine{}}
 	var installer *providers.Installer
 	if o.Install.CacheDir != "" {
@@ -120,7 +148,8 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 			return nil, wrap("%w", err)
 		}
 	}
-	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log})
+	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log,
+		FileAccess: files})
 	s.closers = append(s.closers, func() { _ = emb.Close() })
 	s.Engines[string(v1alpha1.EngineEmbedded)] = emb
 	if o.TofuBin == "" && o.TerraformBin == "" {
@@ -130,7 +159,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	if s.Backend, err = ServeBackend(s.Store, addr, log); err != nil {
+	if s.Backend, err = ServeBackend(s.Store, addr, o.BackendLimits, log); err != nil {
 		s.Close()
 		return nil, wrap("%w", err)
 	}
@@ -140,6 +169,9 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		if workDir, err = os.MkdirTemp("", "lava-"+o.Process+"-"); err != nil {
 			s.Close()
 			return nil, wrap("work dir: %w", err)
+		}
+		if files != nil {
+			files.Protected = append(files.Protected, workDir)
 		}
 	}
 	for _, cli := range []struct {
@@ -154,7 +186,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 			Name: name, Bin: cli.bin, CLIConfigFile: o.CLIConfigFile, MirrorDir: o.ProviderDir,
 			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+name), WorkDir: workDir,
 			BackendURL: s.Backend.URL, BackendTokens: s.Backend.Tokens, Store: s.Store, Artifacts: art,
-			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log,
+			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log, FileAccess: files,
 		})
 		if err != nil {
 			s.Close()

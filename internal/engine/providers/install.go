@@ -73,6 +73,8 @@ type Installer struct {
 	client *http.Client
 	group  singleflight.Group
 	disco  discovery
+	// hashes caches the h1: hashes of cached packages ([Installer.Cached]).
+	hashes HashCache
 }
 
 // installTimeout bounds one package's install (waiting for another process's file lock,
@@ -227,23 +229,38 @@ func (in *Installer) hashesFile(addr Addr, ver string) string {
 	return filepath.Join(in.opts.CacheDir, ".lava", "hashes", addr.Host, addr.Namespace, addr.Type, ver+"_"+in.opts.Platform)
 }
 
-// cached returns the package when the cache holds it.
+// Cached returns the package of addr at version ver when the cache holds it, verified: its
+// h1: hash must be one the install recorded (the cache's .lava/hashes entry), so a package
+// changed in the cache after its verified install is never used (the error wraps
+// [engine.ErrProviderChecksumMismatch]). A package with no recorded hashes is not cached (it
+// is installed again).
+func (in *Installer) Cached(addr Addr, ver string) (*Package, bool, error) {
+	return in.cached(addr, ver)
+}
+
 func (in *Installer) cached(addr Addr, ver string) (*Package, bool, error) {
 	dir := in.packageDir(addr, ver)
 	exe := FindExecutable(dir, addr.Type)
 	if exe == "" {
 		return nil, false, nil
 	}
-	h1, err := PackageHash(dir)
+	b, err := os.ReadFile(in.hashesFile(addr, ver))
+	if err != nil {
+		return nil, false, nil
+	}
+	recorded := strings.Fields(string(b))
+	h1, err := in.hashes.Hash(dir)
 	if err != nil {
 		return nil, false, err
 	}
+	if !slices.Contains(recorded, h1) {
+		return nil, false, &ChecksumError{Addr: addr, Version: ver, What: "the hashes recorded when it was installed into the cache",
+			Got: []string{h1}, Want: recorded}
+	}
 	hashes := []string{h1}
-	if b, err := os.ReadFile(in.hashesFile(addr, ver)); err == nil {
-		for _, h := range strings.Fields(string(b)) {
-			if h != h1 {
-				hashes = append(hashes, h)
-			}
+	for _, h := range recorded {
+		if h != h1 {
+			hashes = append(hashes, h)
 		}
 	}
 	return &Package{Addr: addr, Version: ver, Dir: dir, Exe: exe, Hashes: hashes}, true, nil

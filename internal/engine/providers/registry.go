@@ -198,33 +198,52 @@ type releaseInfo struct {
 // verifies the signed SHA256SUMS.
 func (in *Installer) release(ctx context.Context, addr Addr, ver string) (*releaseInfo, error) {
 	if in.opts.NetworkMirror != "" {
-		u := in.opts.NetworkMirror + addr.Host + "/" + addr.Namespace + "/" + addr.Type + "/" + ver + ".json"
-		var doc struct {
-			Archives map[string]struct {
-				URL    string   `json:"url"`
-				Hashes []string `json:"hashes"`
-			} `json:"archives"`
-		}
-		if err := in.getJSON(ctx, u, &doc); err != nil {
-			if isNotFound(err) {
-				return nil, &VersionNotFoundError{Addr: addr, Constraint: ver}
-			}
-			return nil, err
-		}
-		a, ok := doc.Archives[in.opts.Platform]
-		if !ok {
+		return in.mirrorRelease(ctx, addr, ver)
+	}
+	return in.registryRelease(ctx, addr, ver)
+}
+
+// mirrorRelease locates version ver of addr for this platform on the network mirror: the
+// archive's URL and the hashes the mirror lists for it (at least one).
+func (in *Installer) mirrorRelease(ctx context.Context, addr Addr, ver string) (*releaseInfo, error) {
+	u := in.opts.NetworkMirror + addr.Host + "/" + addr.Namespace + "/" + addr.Type + "/" + ver + ".json"
+	var doc struct {
+		Archives map[string]struct {
+			URL    string   `json:"url"`
+			Hashes []string `json:"hashes"`
+		} `json:"archives"`
+	}
+	if err := in.getJSON(ctx, u, &doc); err != nil {
+		if isNotFound(err) {
 			return nil, &VersionNotFoundError{Addr: addr, Constraint: ver}
 		}
-		if len(a.Hashes) == 0 {
-			return nil, &ChecksumError{Addr: addr, Version: ver, What: "the network mirror's hashes (it lists none)"}
-		}
-		base, _ := url.Parse(u)
-		full, err := resolve(base, a.URL)
-		if err != nil {
-			return nil, &RegistryError{URL: u, Err: err}
-		}
-		return &releaseInfo{url: full, mirrorHashes: a.Hashes}, nil
+		return nil, err
 	}
+	a, ok := doc.Archives[in.opts.Platform]
+	if !ok {
+		return nil, &VersionNotFoundError{Addr: addr, Constraint: ver}
+	}
+	if len(a.Hashes) == 0 {
+		return nil, &ChecksumError{Addr: addr, Version: ver, What: "the network mirror's hashes (it lists none)"}
+	}
+	base, _ := url.Parse(u)
+	full, err := resolve(base, a.URL)
+	if err != nil {
+		return nil, &RegistryError{URL: u, Err: err}
+	}
+	return &releaseInfo{url: full, mirrorHashes: a.Hashes}, nil
+}
+
+// gpgPublicKey is one signing key of a registry's download answer.
+type gpgPublicKey struct {
+	KeyID      string `json:"key_id"`
+	ASCIIArmor string `json:"ascii_armor"`
+}
+
+// registryRelease locates version ver of addr for this platform through the registry's
+// download answer, then fetches its SHA256SUMS and their signature and verifies them
+// ([signedSums]); the SHA256SUMS must list the archive.
+func (in *Installer) registryRelease(ctx context.Context, addr Addr, ver string) (*releaseInfo, error) {
 	base, err := in.providersBase(ctx, addr.Host)
 	if err != nil {
 		return nil, err
@@ -241,10 +260,7 @@ func (in *Installer) release(ctx context.Context, addr Addr, ver string) (*relea
 		SHASumsSignatureURL string `json:"shasums_signature_url"`
 		SHASum              string `json:"shasum"`
 		SigningKeys         struct {
-			GPGPublicKeys []struct {
-				KeyID      string `json:"key_id"`
-				ASCIIArmor string `json:"ascii_armor"`
-			} `json:"gpg_public_keys"`
+			GPGPublicKeys []gpgPublicKey `json:"gpg_public_keys"`
 		} `json:"signing_keys"`
 	}
 	if err := in.getJSON(ctx, u, &doc); err != nil {
@@ -280,8 +296,22 @@ func (in *Installer) release(ctx context.Context, addr Addr, ver string) (*relea
 	if err != nil {
 		return nil, err
 	}
+	table, err := signedSums(addr, ver, sums, sig, doc.SigningKeys.GPGPublicKeys)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := table[doc.Filename]; !ok || doc.Filename == "" {
+		return nil, &ChecksumError{Addr: addr, Version: ver, What: "the signed SHA256SUMS (it does not list " + doc.Filename + ")"}
+	}
+	return &releaseInfo{url: dl, fromRegistry: true, filename: doc.Filename, sums: table, shasum: strings.ToLower(doc.SHASum)}, nil
+}
+
+// signedSums checks the detached OpenPGP signature sig of the SHA256SUMS document sums of
+// version ver of addr against keys (at least one) and returns its table (file name ->
+// lower-case hex SHA-256). A bad key, no key or a bad signature is a [*SignatureError].
+func signedSums(addr Addr, ver string, sums, sig []byte, keys []gpgPublicKey) (map[string]string, error) {
 	var keyring openpgp.EntityList
-	for _, k := range doc.SigningKeys.GPGPublicKeys {
+	for _, k := range keys {
 		el, err := openpgp.ReadArmoredKeyRing(strings.NewReader(k.ASCIIArmor))
 		if err != nil {
 			return nil, &SignatureError{Addr: addr, Version: ver, Err: fmt.Errorf("signing key %s: %w", k.KeyID, err)}
@@ -301,10 +331,7 @@ func (in *Installer) release(ctx context.Context, addr Addr, ver string) (*relea
 			table[f[1]] = strings.ToLower(f[0])
 		}
 	}
-	if _, ok := table[doc.Filename]; !ok || doc.Filename == "" {
-		return nil, &ChecksumError{Addr: addr, Version: ver, What: "the signed SHA256SUMS (it does not list " + doc.Filename + ")"}
-	}
-	return &releaseInfo{url: dl, fromRegistry: true, filename: doc.Filename, sums: table, shasum: strings.ToLower(doc.SHASum)}, nil
+	return table, nil
 }
 
 // verifyArchive checks the archive's zh: hash against the signed SHA256SUMS (and the download

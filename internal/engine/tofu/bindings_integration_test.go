@@ -52,7 +52,7 @@ func TestEngine_bindingIsData(t *testing.T) {
 		t.Errorf("output seed %s (%v), want the literal binding %q", o.Values["seed"], err, attack)
 	}
 	// A "$" right before a binding that starts with "{" (here an input's default) stays literal
-	// text; the attack trial of 2026-12-03 applied "${path.cwd}" with the source's own "$".
+	// text, or "${path.cwd}" would be evaluated with the source's own "$".
 	var joined string
 	if err := json.Unmarshal(o.Values["joined"], &joined); err != nil || joined != "${path.cwd}" {
 		t.Errorf("output joined %s (%v), want the literal text ${path.cwd}", o.Values["joined"], err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 )
 
@@ -81,6 +82,11 @@ type Config struct {
 	Env map[string]string
 	// Logger receives step timings at debug level (slog.DiscardHandler when nil).
 	Logger *slog.Logger
+	// FileAccess holds every plan's and drift scan's provider path attributes and import ids
+	// to the tenant policy's file roots, with the providers' schemas (`providers schema
+	// -json`), before any provider touches a file (docs/design/0022-file-access-from-schemas.md);
+	// nil: no such check.
+	FileAccess *engine.FileAccess
 }
 
 func (c *Config) validate() error {

@@ -40,6 +40,9 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 	if err := e.init(ctx, r, ws); err != nil {
 		return nil, err
 	}
+	if err := e.checkFiles(ctx, r, ws, req.Target); err != nil {
+		return nil, err
+	}
 	if err := r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
 		_, err := r.tf.Plan(ctx, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(false))
 		return err
@@ -112,8 +115,8 @@ func attributeFindings(addr string, kind engine.Action, before, beforeSens, afte
 	prefixes []string) []engine.Finding {
 	b, a := map[string]any{}, map[string]any{}
 	// A sensitive value is one leaf at its own path (sensitiveLeaf): below it a map's keys
-	// would name parts of it (a map keyed by a value derived from a Secret; an attack trial of
-	// 2026-12-03 read the key in a drift anomaly's metadata).
+	// would name parts of it (a map keyed by a value derived from a Secret would show the key
+	// in a drift anomaly's metadata).
 	flatten("", engine.ReplaceSensitive(before, beforeSens, sensitiveLeaf), b)
 	flatten("", engine.ReplaceSensitive(after, afterSens, sensitiveLeaf), a)
 	afterUnknown = engine.ReplaceSensitive(afterUnknown, afterSens, engine.AnyUnknown)

@@ -50,6 +50,12 @@ type Engine struct {
 	// cacheRW guards the plugin cache when one is used: an init holds it exclusively (it may
 	// replace cache entries), every other step shares it.
 	cacheRW sync.RWMutex
+	// pins are the mirror's packages as the engine found them at start; hashes caches their
+	// h1: hashes (verifyMirror). schemas are provider schemas for the file check, by package
+	// (workspaceSchemas; guarded by mu).
+	pins    *providers.Pins
+	hashes  providers.HashCache
+	schemas map[string]*tfjson.ProviderSchema
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -68,7 +74,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tofu engine: %w", err)
 	}
-	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, home: home}
+	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, home: home, pins: providers.PinMirror(cfg.MirrorDir)}
 	if e.cliConfig == "" {
 		p, err := writeCLIConfig(home, cfg.MirrorDir)
 		if err != nil {
@@ -195,7 +201,7 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspa
 	}
 	sensitive := bytes.Contains(rendered, []byte("sensitive("))
 	r.sensitive = sensitive
-	return &workspace{reqs: reqs, override: ov, pin: pin, modules: mods, sensitive: sensitive}, nil
+	return &workspace{reqs: reqs, override: ov, pin: pin, modules: mods, sensitive: sensitive, rendered: rendered}, nil
 }
 
 // lockAddr is the dependency lock's address of a requirement's source ("example/testkit" is
@@ -227,16 +233,9 @@ func (e *Engine) objectLock(ctx context.Context, key state.Key, reqs []engine.Pr
 // selected and verified) in the object's lock: a provider's first use records it, a changed
 // version replaces it.
 func (e *Engine) recordLock(ctx context.Context, r *run, ws *workspace) error {
-	b, err := os.ReadFile(filepath.Join(r.dir, lockFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%s: read %s: %w", e.cfg.Name, lockFile, err)
-	}
-	got, err := providers.ParseLock(b)
-	if err != nil {
-		return fmt.Errorf("%s: %w", e.cfg.Name, err)
+	got, err := e.workspaceLock(r)
+	if err != nil || len(got) == 0 {
+		return err
 	}
 	_, err = providers.UpdateLock(ctx, e.cfg.Store, r.key, func(l providers.Lock) (bool, error) {
 		changed := false
@@ -277,11 +276,22 @@ type workspace struct {
 	// sensitive: the document renders a value marked sensitive (a Secret binding:
 	// render.SensitiveTemplate), so the plan hides what functions say of their arguments.
 	sensitive bool
+	// rendered is the rendered document (main.tf.json), for the file check (checkFiles).
+	rendered []byte
 }
 
-// init prepares the workspace's .terraform directory: from an init template when one matches
-// (see template.go), else with `init -input=false`, and then saves a template.
+// init prepares the workspace's .terraform directory (initWorkspace) and verifies the
+// provider packages it selected from the mirror before any of them runs (verifyMirror).
 func (e *Engine) init(ctx context.Context, r *run, ws *workspace) error {
+	if err := e.initWorkspace(ctx, r, ws); err != nil {
+		return err
+	}
+	return e.verifyMirror(r)
+}
+
+// initWorkspace prepares the workspace's .terraform directory: from an init template when one
+// matches (see template.go), else with `init -input=false`, and then saves a template.
+func (e *Engine) initWorkspace(ctx context.Context, r *run, ws *workspace) error {
 	tkey := templateKey(append(append([]byte(nil), ws.override...), ws.modules...))
 	if e.useTemplate(r, tkey, ws) {
 		return nil
@@ -386,6 +396,9 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		return nil, err
 	}
 	if err := e.init(ctx, r, ws); err != nil {
+		return nil, err
+	}
+	if err := e.checkFiles(ctx, r, ws, req.Target); err != nil {
 		return nil, err
 	}
 	if err := e.recordLock(ctx, r, ws); err != nil {
@@ -703,6 +716,9 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 		return nil, err
 	}
 	if err := e.init(ctx, r, ws); err != nil {
+		return nil, err
+	}
+	if err := e.checkFiles(ctx, r, ws, req.Target); err != nil {
 		return nil, err
 	}
 	if err := e.recordLock(ctx, r, ws); err != nil {

@@ -456,8 +456,8 @@ func TestEngine_concurrentResources(t *testing.T) {
 // workspace would pass the 107-byte limit of a socket path (here over 100 bytes, so the
 // workspace plus go-plugin's "/plugin<digits>" does) still plans and applies with real
 // providers (hashicorp/local and example/testkit): TMPDIR, where go-plugin puts the socket, is a
-// private directory of its own. Before, tofu failed every plan with "Failed to read any lines
-// from plugin's stdout" (found by TestChaos_killEveryServiceTwiceAndRestartNATS in test/e2e,
+// private directory of its own; otherwise tofu fails every plan with "Failed to read any lines
+// from plugin's stdout" (as under TestChaos_killEveryServiceTwiceAndRestartNATS in test/e2e,
 // whose temporary directories carry the test's long name).
 func TestEngine_deepWorkDir(t *testing.T) {
 	deep := t.TempDir()

@@ -55,7 +55,7 @@ func TestFindings(t *testing.T) {
 		{Address: "local_file.extra", Attribute: "*", Change: "delete", Severity: "critical"},
 		{Address: "local_file.gone", Attribute: "*", Change: "replace", Severity: "critical"},
 		// A sensitive map is one finding at its own path: its keys (here derived from a
-		// Secret) name no path (attack trial of 2026-12-03); not seeing inside it, the
+		// Secret) name no path; not seeing inside it, the
 		// finding is functional even under a cosmetic prefix.
 		{Address: "testkit_file.keyed", Attribute: "tags", Change: "update", Observed: ptr(engine.Redacted), Declared: ptr(engine.Redacted), Severity: "functional"},
 		{Address: "testkit_file.r", Attribute: "content", Change: "replace", Observed: ptr("a"), Declared: ptr("b"), Severity: "critical"},

@@ -49,6 +49,8 @@ type harnessOpts struct {
 	// tokens, when set, makes the backend accept only passwords issued per operation
 	// (Config.BackendTokens, as engines.New sets it) instead of the fixed "backend-pw".
 	tokens *state.Tokens
+	// files is the engine's file-access check (Config.FileAccess; nil: none).
+	files *engine.FileAccess
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -91,6 +93,7 @@ func (h *harness) replica() *tofu.Engine {
 		Artifacts:       h.art,
 		LockTimeout:     o.lockTimeout,
 		Timeouts:        tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+		FileAccess:      o.files,
 	}
 	if o.bin != "" {
 		cfg.Bin = o.bin

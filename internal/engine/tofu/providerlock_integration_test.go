@@ -14,7 +14,9 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
+	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // TestEngine_tamperedProvider is the attack of docs/security.md "Engines" on the tofu engine:
@@ -84,5 +86,38 @@ func TestEngine_tamperedProvider(t *testing.T) {
 	other, _, err := providers.ReadLock(t.Context(), h.store, h.key)
 	if err != nil || other[addr].Version != "0.1.0" || slices.Contains(other[addr].Hashes, h1) {
 		t.Errorf("another object's lock %+v (%v), want the tampered binary's own hash", other, err)
+	}
+}
+
+// TestEngine_plantedProvider is the planted-provider attack on the tofu engine
+// (docs/security.md, "Engines"): an executable terraform-provider-testkit written into
+// testkit's package directory of the mirror after the engine started, which OpenTofu's lookup
+// picks before the real binary and, for an object with no lock yet, would record and run. The
+// engine checks what init selected against the mirror's pins before any provider runs: the
+// plan fails with engine.ErrProviderChecksumMismatch, the planted program never runs, and the
+// object's lock records nothing.
+func TestEngine_plantedProvider(t *testing.T) {
+	tools := tofutest.Tofu(t)
+	mirror := tofutest.TestkitMirror(t, tools)
+	h := newHarness(t, harnessOpts{mirror: mirror})
+	dir := t.TempDir()
+	doc := func(name string) string {
+		return fmt.Sprintf(`{"resource":{"testkit_file":{"k":{"filename":%q,"content":"kit"}}}}`, filepath.Join(dir, name))
+	}
+	h.apply(h.plan(doc("k.txt")))
+	fresh := h.replica() // started before the plant, no init template yet
+	marker := tofutest.PlantProvider(t, mirror)
+	h.key = state.Key{Namespace: "tenant-b", Name: "other"}
+	for name, eng := range map[string]*tofu.Engine{"with an init template": h.eng, "a replica that runs init": fresh} {
+		_, err := eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(doc("other.txt"))})
+		if !errors.Is(err, engine.ErrProviderChecksumMismatch) || !strings.Contains(err.Error(), "example/testkit") {
+			t.Errorf("%s: plan with a planted provider: %v, want ErrProviderChecksumMismatch naming example/testkit", name, err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("%s: the planted provider ran", name)
+		}
+	}
+	if body, _, err := h.store.ProviderLock(t.Context(), h.key); err != nil || body != nil {
+		t.Errorf("the refused object's lock: %q, %v; want none recorded", body, err)
 	}
 }

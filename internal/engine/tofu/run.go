@@ -259,7 +259,7 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 // line and its "with"/"on" position lines, each diagnostic's detail replaced by hiddenDetail:
 // in a configuration with sensitive values, HCL's and OpenTofu's details, and the source line
 // and values a diagnostic shows, may quote a value derived from a Secret binding (an apply-time
-// "Duplicate object key" error did: attack trial of 2026-12-03). The plan step's diagnostics
+// "Duplicate object key" error does). The plan step's diagnostics
 // are filtered as they are read (planStream).
 func summariesOnly(out string) string {
 	var b strings.Builder

@@ -350,19 +350,11 @@ func (c *checker) resource(r *arch.Resource, data bool) {
 	if data {
 		key = "data." + r.Type
 	}
-	for _, attr := range FilePathAttributes[key] {
-		v, ok := r.Attributes.Get(attr)
-		if !ok {
-			continue
-		}
-		if v.Kind != arch.KindString {
-			c.add(pos, "%s attribute %s: want a literal absolute path under one of fileWriteRoots, not a %s", what, attr, v.Kind)
-			continue
-		}
-		if why := c.p.filePathProblem(v.Str); why != "" {
-			c.add(pos, "%s attribute %s: the path %q %s", what, attr, clip(v.Str), why)
-		}
+	provider := c.providerOf(r)
+	for attr, v := range r.Attributes.All() {
+		c.filePath(pos, what, provider, key, attr, v.Str, v.Kind == arch.KindString, v.Kind.String())
 	}
+	c.importIDs(pos, r)
 	for k, v := range r.Attributes.All() {
 		if (k == "provisioner" || k == "connection") && !c.p.AllowProvisioners {
 			c.add(pos, "%s: a %s block is not allowed: it would run in Lava's applier (allowProvisioners is false)", what, k)
@@ -373,6 +365,87 @@ func (c *checker) resource(r *arch.Resource, data bool) {
 	if r.ForEach != nil {
 		c.value(pos, what+" for_each", arch.MapValue(r.ForEach))
 	}
+}
+
+// filePath checks one top-level attribute of a resource or data source (key "TYPE" or
+// "data.TYPE" of the fully qualified provider) against the file model ([FileAttribute]): an
+// attribute that names a path must be a literal string (s; isString false for any other value,
+// of kind) that [Policy.FilePathProblem] accepts. The gate sees no provider schema, so it
+// checks top-level attributes only; the engines check every attribute the schema declares,
+// nested ones included (internal/engine, CheckFileAccess).
+func (c *checker) filePath(pos arch.Pos, what, provider, key, attr, s string, isString bool, kind string) {
+	access, isPath, modelled := FileAttribute(provider, key, attr)
+	if !isPath {
+		return
+	}
+	if !isString {
+		c.add(pos, "%s attribute %s: want a literal absolute path under one of %s, not a %s (%s)", what, attr, rootNames(access), kind, c.p.rootsText(access))
+		return
+	}
+	if why := c.p.FilePathProblem(s, access); why != "" {
+		c.add(pos, "%s attribute %s: the path %q %s%s", what, attr, clip(s), why, UnmodelledNote(modelled, provider, key))
+	}
+}
+
+// importIDs checks the import ids of the imports into r (any instance of it): when r sets an
+// attribute that names a path, its id names a file too (testkit_file's import id is its
+// filename), which the import reads and the resource then manages, so the id is held to
+// fileWriteRoots. The engines apply the same rule from the provider schema, to every type
+// with a required path attribute.
+func (c *checker) importIDs(pos arch.Pos, r *arch.Resource) {
+	takesPath := false
+	provider := c.providerOf(r)
+	for attr, v := range r.Attributes.All() {
+		if _, isPath, _ := FileAttribute(provider, r.Type, attr); isPath && v.Kind == arch.KindString {
+			takesPath = true
+			break
+		}
+	}
+	if !takesPath {
+		return
+	}
+	for _, im := range c.a.Imports {
+		if to := im.To; to != r.Address() && !strings.HasPrefix(to, r.Address()+"[") {
+			continue
+		}
+		if why := c.p.FilePathProblem(im.ID, FileWrite); why != "" {
+			c.add(pos, "import of %s: the id %q names a file (%s sets a path), which the import reads and the resource then writes and deletes; the path %s",
+				im.To, clip(im.ID), r.Address(), why)
+		}
+	}
+}
+
+// providerOf is the fully qualified address of the provider r uses: the configuration its
+// :provider names, else the provider its :provider meta-argument or the first word of its type
+// names, by its :providers source, else hashicorp/NAME ("" when the address does not parse:
+// the provider checks report it).
+func (c *checker) providerOf(r *arch.Resource) string {
+	name, _, _ := strings.Cut(r.Type, "_")
+	if r.Provider != nil {
+		name = r.Provider.Name
+	} else if v, ok := r.Attributes.Get("provider"); ok {
+		if ref, ok := metaProviderName(v); ok {
+			name = ref
+		}
+	}
+	return c.providerAddr(name)
+}
+
+// providerAddr is the fully qualified address of the provider local name (its :providers
+// source, else hashicorp/NAME; "" when it does not parse).
+func (c *checker) providerAddr(name string) string {
+	src := "hashicorp/" + name
+	for _, pr := range c.a.Providers {
+		if pr.Name == name && pr.Source != "" {
+			src = pr.Source
+			break
+		}
+	}
+	host, ns, typ, err := ProviderAddress(src)
+	if err != nil {
+		return ""
+	}
+	return host + "/" + ns + "/" + typ
 }
 
 // value checks every string (map keys included: Terraform JSON reads them as templates too)

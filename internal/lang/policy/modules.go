@@ -72,7 +72,7 @@ func (m *moduleWalk) calls(pos arch.Pos, caller string, raw json.RawMessage, sta
 	if caller != "" {
 		in = "bundled module " + caller + ": "
 	}
-	blocks, ok := objects(raw)
+	blocks, ok := JSONObjects(raw)
 	if !ok {
 		c.add(pos, "%smodule blocks cannot be checked (want an object of module calls)", in)
 		return 0
@@ -80,7 +80,7 @@ func (m *moduleWalk) calls(pos arch.Pos, caller string, raw json.RawMessage, sta
 	var n int64
 	for _, calls := range blocks {
 		for _, name := range slices.Sorted(maps.Keys(calls)) {
-			bodies, ok := objects(calls[name])
+			bodies, ok := JSONObjects(calls[name])
 			if !ok {
 				c.add(pos, "%smodule %s cannot be checked (want an object)", in, name)
 				continue
@@ -165,14 +165,14 @@ func (m *moduleWalk) body(pos arch.Pos, dir string, stack []string) int64 {
 		case "resource", "data":
 			n = addSat(n, m.blocks(pos, in, key == "data", raw, declared))
 		case "check":
-			checks, ok := objects(raw)
+			checks, ok := JSONObjects(raw)
 			if !ok {
 				c.add(pos, "%s: check blocks cannot be checked", in)
 				continue
 			}
 			for _, byName := range checks {
 				for _, name := range slices.Sorted(maps.Keys(byName)) {
-					bodies, _ := objects(byName[name])
+					bodies, _ := JSONObjects(byName[name])
 					for _, b := range bodies {
 						if d, ok := b["data"]; ok {
 							m.blocks(pos, in+" check "+name, true, d, declared)
@@ -200,7 +200,7 @@ func (m *moduleWalk) body(pos arch.Pos, dir string, stack []string) int64 {
 // allow-list, its local names added to declared) and required_version only.
 func (m *moduleWalk) terraform(pos arch.Pos, in string, raw json.RawMessage, declared map[string]bool) {
 	c := m.c
-	blocks, ok := objects(raw)
+	blocks, ok := JSONObjects(raw)
 	if !ok {
 		c.add(pos, "%s: the terraform block cannot be checked", in)
 		return
@@ -210,7 +210,7 @@ func (m *moduleWalk) terraform(pos arch.Pos, in string, raw json.RawMessage, dec
 			switch k {
 			case "required_version":
 			case "required_providers":
-				reqs, ok := objects(b[k])
+				reqs, ok := JSONObjects(b[k])
 				if !ok {
 					c.add(pos, "%s: required_providers cannot be checked", in)
 					continue
@@ -236,7 +236,7 @@ func (m *moduleWalk) terraform(pos arch.Pos, in string, raw json.RawMessage, dec
 // rules and returns their instances.
 func (m *moduleWalk) blocks(pos arch.Pos, in string, data bool, raw json.RawMessage, declared map[string]bool) int64 {
 	c := m.c
-	types, ok := objects(raw)
+	types, ok := JSONObjects(raw)
 	if !ok {
 		c.add(pos, "%s: resource blocks cannot be checked", in)
 		return 0
@@ -244,14 +244,14 @@ func (m *moduleWalk) blocks(pos arch.Pos, in string, data bool, raw json.RawMess
 	var n int64
 	for _, byType := range types {
 		for _, typ := range slices.Sorted(maps.Keys(byType)) {
-			names, ok := objects(byType[typ])
+			names, ok := JSONObjects(byType[typ])
 			if !ok {
 				c.add(pos, "%s: %s blocks cannot be checked", in, clip(typ))
 				continue
 			}
 			for _, byName := range names {
 				for _, name := range slices.Sorted(maps.Keys(byName)) {
-					bodies, ok := objects(byName[name])
+					bodies, ok := JSONObjects(byName[name])
 					if !ok {
 						c.add(pos, "%s: %s.%s cannot be checked (want an object)", in, clip(typ), clip(name))
 						continue
@@ -284,20 +284,6 @@ func (m *moduleWalk) block(pos arch.Pos, in string, data bool, typ, name string,
 			c.add(pos, "%s: a %s block is not allowed: it would run in Lava's applier (allowProvisioners is false)", what, k)
 		}
 	}
-	for _, attr := range FilePathAttributes[key] {
-		raw, ok := body[attr]
-		if !ok {
-			continue
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			c.add(pos, "%s attribute %s: want a literal absolute path under one of fileWriteRoots", what, attr)
-			continue
-		}
-		if why := c.p.filePathProblem(s); why != "" {
-			c.add(pos, "%s attribute %s: the path %q %s", what, attr, clip(s), why)
-		}
-	}
 	local, _, _ := strings.Cut(typ, "_")
 	if raw, ok := body["provider"]; ok {
 		var s string
@@ -312,6 +298,12 @@ func (m *moduleWalk) block(pos arch.Pos, in string, data bool, typ, name string,
 	if !declared[local] {
 		declared[local] = true
 		c.impliedProvider(pos, what, local)
+	}
+	provider := c.providerAddr(local)
+	for _, attr := range slices.Sorted(maps.Keys(body)) {
+		var s string
+		isString := json.Unmarshal(body[attr], &s) == nil
+		c.filePath(pos, what, provider, key, attr, s, isString, "non-string value")
 	}
 	k, ok := m.multiplicity(pos, what, body)
 	if !ok {
@@ -360,7 +352,7 @@ func (c *checker) modulePos(name string) arch.Pos {
 
 // objects reads a Terraform JSON block level: an object, or an array of objects (hcl's JSON
 // syntax takes both); ok is false for anything else.
-func objects(raw json.RawMessage) ([]map[string]json.RawMessage, bool) {
+func JSONObjects(raw json.RawMessage) ([]map[string]json.RawMessage, bool) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err == nil && obj != nil {
 		return []map[string]json.RawMessage{obj}, true

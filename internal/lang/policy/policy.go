@@ -27,11 +27,16 @@ type Policy struct {
 	DeniedDataSources []string
 	// DeniedResources are resource types refused (default none).
 	DeniedResources []string
-	// FileWriteRoots are the absolute, clean directories under which the file-writing
-	// resources and data sources of [FilePathAttributes] may touch the applier's filesystem
-	// (default none: every such resource is refused). A path attribute passes only as a
-	// literal absolute clean path strictly under a root (docs/design/0010-tenant-policy.md, "File writes").
+	// FileWriteRoots are the absolute, clean directories under which providers may write,
+	// create and delete files (default none). Every attribute that names a path by the file
+	// model ([FileAttribute]: the name rule and [KnownFileAttributes]), and every import id
+	// of a type that takes a path, passes only as a literal absolute clean path strictly under
+	// a root ([Policy.FilePathProblem]; docs/design/0022-file-access-from-schemas.md).
 	FileWriteRoots []string
+	// FileReadRoots are the absolute, clean directories under which providers may only read
+	// files ([FileRead] attributes such as local_file's source), besides FileWriteRoots
+	// (default none).
+	FileReadRoots []string
 	// DeniedFunctions are function names refused in any ${} or %{} of any string
 	// ([DefaultDeniedFunctions]); path.Match patterns ("provider::*"). "core::" prefixes are
 	// ignored (OpenTofu's core::file is file, and so is core::core::file).
@@ -63,47 +68,6 @@ var (
 		"templatefile", "templatestring", "nonsensitive", "provider::*"}
 )
 
-// FilePathAttributes are, per resource type ("local_file") and data source type
-// ("data.archive_file"), the attributes that name a file of the applier's filesystem the
-// provider writes or reads: hashicorp/local's local_file and local_sensitive_file (filename
-// written, source read; their data sources read filename), hashicorp/archive's archive_file
-// (output_path written, source_file and source_dir read; resource and data source) and the
-// test provider example/testkit's testkit_file (filename and its sidecars, test/provider/testkit).
-// [Check] confines each to [Policy.FileWriteRoots]. A provider not listed here that touches
-// files is kept out with allowedProviders.
-var FilePathAttributes = map[string][]string{
-	"local_file":                {"filename", "source"},
-	"local_sensitive_file":      {"filename", "source"},
-	"archive_file":              {"output_path", "source_file", "source_dir"},
-	"testkit_file":              {"filename"},
-	"data.local_file":           {"filename"},
-	"data.local_sensitive_file": {"filename"},
-	"data.archive_file":         {"output_path", "source_file", "source_dir"},
-}
-
-// filePathProblem says why p is not a path the policy lets a file resource touch ("" when it
-// is): a literal (no ${ or %{ at all, escaped or not), absolute, clean path strictly under
-// one of the roots. Paths are slash-separated (the applier runs on Linux).
-func (p Policy) filePathProblem(s string) string {
-	roots := strings.Join(p.FileWriteRoots, ", ")
-	switch {
-	case strings.Contains(s, "${") || strings.Contains(s, "%{"):
-		return "is a template; want a literal absolute path (the policy cannot know where a template points)"
-	case !path.IsAbs(s):
-		return "is relative; want an absolute path (a relative path resolves against the engine's working directory)"
-	case path.Clean(s) != s:
-		return fmt.Sprintf("is not clean (want %q: no .., ., // or trailing /)", path.Clean(s))
-	case len(p.FileWriteRoots) == 0:
-		return "is not allowed: the policy sets no fileWriteRoots, so no resource may touch Lava's filesystem"
-	}
-	for _, r := range p.FileWriteRoots {
-		if r == "/" || strings.HasPrefix(s, r+"/") {
-			return ""
-		}
-	}
-	return "is outside the allowed directories (fileWriteRoots: " + roots + ")"
-}
-
 // DefaultMaxResources is the built-in resource-count limit.
 const DefaultMaxResources = 500
 
@@ -127,6 +91,7 @@ type Settings struct {
 	DeniedDataSources  *[]string `json:"deniedDataSources,omitempty"`
 	DeniedResources    *[]string `json:"deniedResources,omitempty"`
 	FileWriteRoots     *[]string `json:"fileWriteRoots,omitempty"`
+	FileReadRoots      *[]string `json:"fileReadRoots,omitempty"`
 	DeniedFunctions    *[]string `json:"deniedFunctions,omitempty"`
 	AllowedProviders   *[]string `json:"allowedProviders,omitempty"`
 	MaxResources       *int      `json:"maxResources,omitempty"`
@@ -160,11 +125,9 @@ func Parse(data []byte) (Config, error) {
 		if s.MaxResources != nil && *s.MaxResources < 0 {
 			return fmt.Errorf("policy: %s.maxResources is %d, want 0 (no limit) or more", where, *s.MaxResources)
 		}
-		if s.FileWriteRoots != nil {
-			for _, r := range *s.FileWriteRoots {
-				if !path.IsAbs(r) || path.Clean(r) != r {
-					return fmt.Errorf("policy: %s.fileWriteRoots: %q is not an absolute clean directory (want e.g. /var/lib/lava-files, no .., no trailing /)", where, r)
-				}
+		for _, r := range s.roots(where) {
+			if !path.IsAbs(r[1]) || path.Clean(r[1]) != r[1] {
+				return fmt.Errorf("policy: %s: %q is not an absolute clean directory (want e.g. /var/lib/lava-files, no .., no trailing /)", r[0], r[1])
 			}
 		}
 		for _, l := range []*[]string{s.DeniedFunctions, s.AllowedProviders} {
@@ -228,6 +191,9 @@ func (s Settings) apply(p *Policy) {
 	}
 	if s.FileWriteRoots != nil {
 		p.FileWriteRoots = slices.Clone(*s.FileWriteRoots)
+	}
+	if s.FileReadRoots != nil {
+		p.FileReadRoots = slices.Clone(*s.FileReadRoots)
 	}
 	if s.DeniedFunctions != nil {
 		p.DeniedFunctions = slices.Clone(*s.DeniedFunctions)

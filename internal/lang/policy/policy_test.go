@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +89,7 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestCheck_fileWriteRoots: every path attribute of FilePathAttributes passes only as a literal,
+// TestCheck_fileWriteRoots: every path attribute of the file model passes only as a literal,
 // absolute, clean path strictly under a root; the built-in default has no root, so it refuses
 // them all. Each case is one attribute of one resource or data source.
 func TestCheck_fileWriteRoots(t *testing.T) {
@@ -173,6 +174,74 @@ func TestCheck_fileWriteRoots(t *testing.T) {
 	}
 }
 
+// TestCheck_fileModel: the gate's file model is a name rule plus an explicit table, not a table
+// of known types. testkit_legacy_file (a file-writing type no table of known types lists) and
+// a type nobody modelled are held to fileWriteRoots, the message naming
+// the roots and that the type is not modelled; what hashicorp/local only reads may lie under
+// fileReadRoots, what it writes may not; names the table says are no file pass (the catalog's
+// Akeyless paths); an import into a resource that sets a path attribute is held to
+// fileWriteRoots.
+func TestCheck_fileModel(t *testing.T) {
+	p := Default()
+	p.FileWriteRoots, p.FileReadRoots = []string{"/srv/files"}, []string{"/srv/in"}
+	pos := arch.Pos{File: "m.tlisp", Line: 2, Col: 3}
+	one := func(typ string, attrs map[string]string, imports ...arch.Import) *arch.Architecture {
+		r := arch.Resource{Type: typ, Name: "r", Pos: pos}
+		for _, k := range slices.Sorted(maps.Keys(attrs)) {
+			r.Attributes.Set(k, arch.String(attrs[k]))
+		}
+		a := &arch.Architecture{Pos: arch.Pos{File: "m.tlisp", Line: 1, Col: 1}, Resources: []arch.Resource{r}, Imports: imports}
+		a.Providers = []arch.ProviderRef{{Name: "testkit", Source: "example/testkit"}, {Name: "kit", Source: "example/kit"}}
+		return a
+	}
+	for _, tc := range []struct {
+		name string
+		a    *arch.Architecture
+		want string // "" passes
+	}{
+		{"legacy file outside", one("testkit_legacy_file", map[string]string{"filename": "/etc/cron.d/x"}),
+			`m.tlisp:2:3: policy: resource testkit_legacy_file.r attribute filename: the path "/etc/cron.d/x" is outside the allowed directories (fileWriteRoots: /srv/files) (registry.opentofu.org/example/testkit testkit_legacy_file is not in the file model`},
+		{"legacy file under the root", one("testkit_legacy_file", map[string]string{"filename": "/srv/files/x"}), ""},
+		{"an unmodelled type", one("kit_thing", map[string]string{"config_path": "/srv/in/c", "name": "/etc/passwd"}),
+			`resource kit_thing.r attribute config_path: the path "/srv/in/c" is outside the allowed directories (fileWriteRoots: /srv/files) (registry.opentofu.org/example/kit kit_thing is not in the file model`},
+		{"a read under the read root", one("local_file", map[string]string{"filename": "/srv/files/o", "source": "/srv/in/i"}), ""},
+		{"a read outside", one("local_file", map[string]string{"filename": "/srv/files/o", "source": "/etc/shadow"}),
+			`attribute source: the path "/etc/shadow" is outside the allowed directories (fileReadRoots: /srv/in; fileWriteRoots: /srv/files)`},
+		{"a write under the read root", one("local_file", map[string]string{"filename": "/srv/in/o"}),
+			`attribute filename: the path "/srv/in/o" is outside the allowed directories (fileWriteRoots: /srv/files)`},
+		{"an akeyless path is no file", one("akeyless_static_secret", map[string]string{"path": "/prod/db/password"}), ""},
+		{"the same name of another provider", func() *arch.Architecture {
+			a := one("akeyless_static_secret", map[string]string{"path": "/prod/db/password"})
+			a.Providers = append(a.Providers, arch.ProviderRef{Name: "akeyless", Source: "evil.example.com/hashicorp/akeyless"})
+			return a
+		}(), `attribute path: the path "/prod/db/password" is outside the allowed directories`},
+		{"an import of a seed", one("testkit_file", map[string]string{"filename": "/srv/files/s"}, arch.Import{To: "testkit_file.r", ID: "/var/lib/lava/nats-credentials/bootstrap.nk"}),
+			`import of testkit_file.r: the id "/var/lib/lava/nats-credentials/bootstrap.nk" names a file (testkit_file.r sets a path)`},
+		{"an import under the root", one("testkit_file", map[string]string{"filename": "/srv/files/s"}, arch.Import{To: "testkit_file.r", ID: "/srv/files/old"}), ""},
+	} {
+		got := joined(Check(tc.a, nil, p))
+		switch {
+		case tc.want == "" && got != "":
+			t.Errorf("%s: refused: %s", tc.name, got)
+		case tc.want != "" && !strings.Contains(got, tc.want):
+			t.Errorf("%s: violations %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	c, err := Parse([]byte("cluster: {fileReadRoots: [/srv/in]}\nnamespaces: {t: {fileReadRoots: []}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.For("x").FileReadRoots; !slices.Equal(got, []string{"/srv/in"}) {
+		t.Errorf("cluster read roots %v", got)
+	}
+	if got := c.For("t").FileReadRoots; len(got) != 0 {
+		t.Errorf("namespace t read roots %v", got)
+	}
+	if _, err := Parse([]byte("cluster: {fileReadRoots: [in]}")); err == nil || !strings.Contains(err.Error(), `cluster.fileReadRoots: "in" is not an absolute clean directory`) {
+		t.Errorf("a relative read root: %v", err)
+	}
+}
+
 func joined(vs []Violation) string {
 	var b strings.Builder
 	for _, v := range vs {
@@ -185,7 +254,7 @@ func joined(vs []Violation) string {
 // rendered into expressions, so they must be static addresses; behind the typed checks, every
 // string of the rendered JSON is parsed as an engine parses it (a template, or an expression
 // under to/from/depends_on/lifecycle) and its denied functions refused. Each case is an attack
-// an attack trial ran through the tofu engine (docs/security.md "Engines").
+// that reads a file through the tofu engine when unchecked (docs/security.md "Engines").
 func TestCheck_expressionsBuiltFromParts(t *testing.T) {
 	pos := arch.Pos{File: "m.tlisp", Line: 1, Col: 1}
 	ref := func(attr string) *arch.Architecture {

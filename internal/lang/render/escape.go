@@ -98,8 +98,8 @@ func EscapeBindings(b tlisp.Bindings, secret map[string]bool) tlisp.Bindings {
 // and nested sequences included; a sequence left open runs to the end of s. The template's
 // text, "$${" and "%%{" escapes included, is in no range. It is tlisp.Options'
 // TemplateSequences: the dialect refuses to interpolate a value inside a sequence, where a
-// quote or parenthesis in it would be code (an attack trial of 2026-12-03 closed the source's
-// "\"{key}\"" string with a binding and had path.cwd evaluated).
+// quote or parenthesis in it would be code (a binding could close the source's "\"{key}\""
+// string and have path.cwd evaluated).
 func TemplateSequences(s string) [][2]int {
 	var out [][2]int
 	depth, start := 0, 0

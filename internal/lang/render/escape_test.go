@@ -78,13 +78,13 @@ func TestSynthesize_bindingsAreData(t *testing.T) {
               (terraform-data "author" :input "${terraform_data.scalar.id}")))
 `
 	b := tlisp.Bindings{
-		// a and b are harmless alone and form a template sequence side by side (the attack trial
-		// applied "${path.cwd}" this way).
+		// a and b are harmless alone and form a template sequence side by side ("${path.cwd}",
+		// which must stay literal).
 		// q is a Secret whose value tries to close the quoted literal of sensitive("...").
 		// c starts with "{" after a run of "$" or "%" in the source's text, and b after the
-		// default "$" of another input; t is a Secret after "$$", which turned its
-		// sensitive("...") into the literal text "${sensitive(...)}", unmarked (the attack
-		// trial of 2026-12-03). "${c}" itself is refused: TestSynthesize_valueInsideASequence.
+		// default "$" of another input; t is a Secret after "$$", which must not turn its
+		// sensitive("...") into the literal text "${sensitive(...)}", unmarked. "${c}" itself is
+		// refused: TestSynthesize_valueInsideASequence.
 		Scalars: map[string]string{"v": attack, "s": attack, "d": directive, "a": "$", "b": "{path.cwd}", "q": breakout,
 			"c": "{path.cwd}", "t": "hunter2"},
 		Lists:   map[string][]string{"l": {attack, "$${kept}"}},
@@ -203,8 +203,8 @@ func TestTemplateSequences(t *testing.T) {
 
 // TestSynthesize_valueInsideASequence: a "{NAME}" inside the source's own "${...}" or "%{...}" is
 // refused at its line:col, whatever its value: there a binding's quote would end the source's
-// HCL string and the rest be evaluated (the attack trial of 2026-12-03 had path.cwd evaluated
-// through "${lookup({a=1}, \"{key}\", 0)}"), and a "$" before "{NAME}" would make the value an
+// HCL string and the rest be evaluated (path.cwd, through "${lookup({a=1}, \"{key}\", 0)}"), and
+// a "$" before "{NAME}" would make the value an
 // expression.
 func TestSynthesize_valueInsideASequence(t *testing.T) {
 	for name, attr := range map[string]string{

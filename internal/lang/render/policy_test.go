@@ -40,7 +40,7 @@ func TestCheckPolicy_attacks(t *testing.T) {
   :resources ((terraform-data "r" :input "a"))
   :data ((terraform-remote-state "other" :backend "s3") (external "prog" :program ("sh" "-c" "id"))))`,
 			want: []string{"data source terraform_remote_state.other: the terraform_remote_state data source is not allowed", "data source external.prog: the external data source is not allowed"}},
-		// hashicorp/local v2.6.0's local_command runs a program (attack trial of 2026-12-03).
+		// hashicorp/local v2.6.0's local_command runs a program.
 		{name: "local_command data source", src: `(deflava-architecture x
   :resources ((terraform-data "ok" :input "a"))
   :data ((local-command "pwn" :command "sh" :arguments ("-c" "id > /tmp/lava-demo/pwned"))))`,
@@ -155,12 +155,12 @@ namespaces:
 }
 
 // TestCheckPolicy_impliedProviders: allowedProviders also covers the providers a source uses
-// without declaring them in :providers (the attack trial wrote a local_file with no :providers
-// clause under allowedProviders [hashicorp/aws] and it was applied): the implied
+// without declaring them in :providers (a local_file with no :providers clause under
+// allowedProviders [hashicorp/aws] must not apply): the implied
 // hashicorp/<first word of the type>, or the provider a :provider meta-argument names, is
 // refused at the resource's line:col unless allowed, also when a plain :provider attribute
-// names it (rendered as the provider meta-argument, which the engines read: an attack trial of
-// 2026-12-03 ran hashicorp/local under an allow-list of example/* that way); the built-in
+// names it (rendered as the provider meta-argument, which the engines read: hashicorp/local
+// would run under an allow-list of example/* that way); the built-in
 // terraform_data needs no provider; a type whose first word is no provider name is refused by
 // the address grammar.
 func TestCheckPolicy_impliedProviders(t *testing.T) {
@@ -209,8 +209,8 @@ func TestCheckPolicy_impliedProviders(t *testing.T) {
 }
 
 // TestCheckPolicy_maxResourcesCountsInstances: maxResources counts the instances :count and
-// :for-each render, not the resource forms (an attack trial of 2026-12-03 applied three
-// instances under maxResources 1, and a count of 9223372036854775807 passed), and a plain
+// :for-each render, not the resource forms (three instances under maxResources 1 and a count
+// of 9223372036854775807 are refused), and a plain
 // :for_each attribute, rendered as the meta-argument past the dialect's typed one, is refused.
 func TestCheckPolicy_maxResourcesCountsInstances(t *testing.T) {
 	p := policy.Default()
@@ -313,8 +313,8 @@ func TestCheckPolicy_fileWriteRoots(t *testing.T) {
 
 // TestCheckPolicy_addressInjection: a reference's attribute and an import address become
 // expressions in the rendered JSON, so the policy gate accepts only static addresses there
-// (whatever the admin relaxed) and names the form's file:line:col; the attack trial's sources
-// (a "}" closing the reference's ${} before a file() call; a call in an import's index) are
+// (whatever the admin relaxed) and names the form's file:line:col; the attack sources (a "}"
+// closing the reference's ${} before a file() call; a call in an import's index) are
 // refused, and static addresses pass.
 func TestCheckPolicy_addressInjection(t *testing.T) {
 	relaxed := policy.Default()
@@ -372,8 +372,8 @@ func policyDiagnostics(t *testing.T, src string, p policy.Policy) string {
 // TestCheckPolicy_secretInAPath: a Secret binding in a file path makes the path a template
 // (its value is rendered marked sensitive), which the policy refuses; the violation shows
 // "(sensitive value)" where the value stands, never the value or the part of it that fits
-// before the message clips a long path (the first run of this test found
-// "tok-1c2d3e4f-never-…" in the message). Every form SensitiveTemplate writes is recognised.
+// before the message clips a long path (such as "tok-1c2d3e4f-never-…"). Every form
+// SensitiveTemplate writes is recognised.
 func TestCheckPolicy_secretInAPath(t *testing.T) {
 	const token = "tok-1c2d3e4f-never-in-events-0123456789"
 	src := `(deflava-architecture p

@@ -104,130 +104,174 @@ func Synthesize(in Input) (out *Output, diags tlisp.Diagnostics) {
 	return out, diags
 }
 
+// synthesis is the state of one [synthesize] run, which its ordered steps share.
+type synthesis struct {
+	in    Input
+	diags tlisp.Diagnostics
+	// src and file are the resolved source text and the file its positions name.
+	src  []byte
+	file string
+	// iface is the bundled interface of in.Gate (nil without a gate).
+	iface *arch.Interface
+	// secret is the set of in.SecretKeys.
+	secret map[string]bool
+	opts   tlisp.Options
+	// arch is the evaluated architecture.
+	arch *arch.Architecture
+}
+
+// synthesize runs the steps of [Synthesize] in order, stopping after the first that reports
+// an error, and renders the architecture when none did.
 func synthesize(in Input) (*Output, tlisp.Diagnostics) {
-	var diags tlisp.Diagnostics
-	errorf := func(p arch.Pos, format string, args ...any) {
-		diags = append(diags, tlisp.Diagnostic{Pos: p, Severity: tlisp.SeverityError, Message: fmt.Sprintf(format, args...)})
+	s := &synthesis{in: in}
+	for _, step := range []func() bool{s.resolve, s.gate, s.evaluate, s.bundleModules} {
+		if !step() {
+			return nil, s.diags
+		}
 	}
-	mapPos := func(ds tlisp.Diagnostics) tlisp.Diagnostics {
-		if in.MapPos == nil {
-			return ds
-		}
-		for i := range ds {
-			ds[i].Pos = in.MapPos(ds[i].Pos)
-		}
+	return s.render()
+}
+
+// errorf adds an error diagnostic at p.
+func (s *synthesis) errorf(p arch.Pos, format string, args ...any) {
+	s.diags = append(s.diags, tlisp.Diagnostic{Pos: p, Severity: tlisp.SeverityError, Message: fmt.Sprintf(format, args...)})
+}
+
+// srcDiags maps the positions of diagnostics about the source text with in.MapPos (when set);
+// a bundled source's positions stay as they are.
+func (s *synthesis) srcDiags(ds tlisp.Diagnostics) tlisp.Diagnostics {
+	if s.in.SourceKind == SourceName || s.in.MapPos == nil {
 		return ds
 	}
+	for i := range ds {
+		ds[i].Pos = s.in.MapPos(ds[i].Pos)
+	}
+	return ds
+}
 
-	src, file := in.SourceText, in.File
+// resolve finds the source text (a bundled architecture's for SourceName) and the gate's
+// bundled interface, and sets up the evaluation options.
+func (s *synthesis) resolve() bool {
+	in := s.in
+	s.src, s.file = in.SourceText, in.File
 	switch in.SourceKind {
 	case SourceInline, SourceFile:
 	case SourceName:
 		if e, ok := catalog.Get(in.SourceName); ok {
-			src, file = e.Source, BundledFile(in.SourceName)
+			s.src, s.file = e.Source, BundledFile(in.SourceName)
 		} else {
-			errorf(in.SourcePos, "unknown bundled architecture %q", in.SourceName)
+			s.errorf(in.SourcePos, "unknown bundled architecture %q", in.SourceName)
 		}
 	default:
-		errorf(arch.Pos{}, "unknown source kind %q (want %s, %s or %s)", in.SourceKind, SourceInline, SourceName, SourceFile)
+		s.errorf(arch.Pos{}, "unknown source kind %q (want %s, %s or %s)", in.SourceKind, SourceInline, SourceName, SourceFile)
 	}
-	var iface *arch.Interface
 	if in.Gate != "" {
 		if e, ok := catalog.Get(in.Gate); ok && e.Interface != nil {
-			iface = e.Interface
+			s.iface = e.Interface
 		} else {
-			errorf(in.GatePos, "unknown bundled interface %q", in.Gate)
+			s.errorf(in.GatePos, "unknown bundled interface %q", in.Gate)
 		}
 	}
-	if diags.HasErrors() {
-		return nil, diags
+	if s.diags.HasErrors() {
+		return false
 	}
-	secret := make(map[string]bool, len(in.SecretKeys))
+	s.secret = make(map[string]bool, len(in.SecretKeys))
 	for _, k := range in.SecretKeys {
-		secret[k] = true
+		s.secret[k] = true
 	}
-	opts := tlisp.Options{File: file, SecretInputs: secret, TemplateSequences: TemplateSequences}
-	srcDiags := func(ds tlisp.Diagnostics) tlisp.Diagnostics {
-		if in.SourceKind == SourceName {
-			return ds
-		}
-		return mapPos(ds)
-	}
+	s.opts = tlisp.Options{File: s.file, SecretInputs: s.secret, TemplateSequences: TemplateSequences}
+	return true
+}
 
-	if iface != nil {
-		decls, ds := tlisp.DeclaredInputs(src, opts)
-		diags = append(diags, srcDiags(ds.Errors())...)
-		if diags.HasErrors() {
-			return nil, diags
-		}
-		res := gate.Validate(iface, gate.Bag{Scalars: in.Bindings.Scalars, Lists: in.Bindings.Lists, Records: in.Bindings.Records})
-		if err := res.Err(); err != nil {
-			errorf(in.GatePos, "%s", err)
-			for _, fe := range res.Errors {
-				p := in.GatePos
-				if name := fieldName(fe); name != "" {
-					if bp, ok := in.BindingPos[name]; ok {
-						p = bp
-					}
-				}
-				errorf(p, "%s", fe)
-			}
-		}
-		inputs := make([]gate.ArchInput, 0, len(decls))
-		for _, d := range decls {
-			inputs = append(inputs, gate.ArchInput{Name: d.Name, HasDefault: d.Default != nil, Pos: d.Pos})
-		}
-		for _, f := range gate.CheckArchitecture(iface, inputs) {
+// gate validates the bindings against the gate's interface (one error with the summary at
+// GatePos, then one per field at the binding's position) and the interface against the
+// architecture's declared :inputs ([gate.CheckArchitecture]). Without a gate it does nothing.
+func (s *synthesis) gate() bool {
+	if s.iface == nil {
+		return true
+	}
+	in := s.in
+	decls, ds := tlisp.DeclaredInputs(s.src, s.opts)
+	s.diags = append(s.diags, s.srcDiags(ds.Errors())...)
+	if s.diags.HasErrors() {
+		return false
+	}
+	res := gate.Validate(s.iface, gate.Bag{Scalars: in.Bindings.Scalars, Lists: in.Bindings.Lists, Records: in.Bindings.Records})
+	if err := res.Err(); err != nil {
+		s.errorf(in.GatePos, "%s", err)
+		for _, fe := range res.Errors {
 			p := in.GatePos
-			if f.Pos.IsValid() {
-				p = srcDiags(tlisp.Diagnostics{{Pos: f.Pos}})[0].Pos
+			if name := fieldName(fe); name != "" {
+				if bp, ok := in.BindingPos[name]; ok {
+					p = bp
+				}
 			}
-			sev := tlisp.SeverityWarning
-			if f.Severity == gate.SeverityError {
-				sev = tlisp.SeverityError
-			}
-			diags = append(diags, tlisp.Diagnostic{Pos: p, Severity: sev, Message: f.Message})
-		}
-		if diags.HasErrors() {
-			return nil, diags
+			s.errorf(p, "%s", fe)
 		}
 	}
+	inputs := make([]gate.ArchInput, 0, len(decls))
+	for _, d := range decls {
+		inputs = append(inputs, gate.ArchInput{Name: d.Name, HasDefault: d.Default != nil, Pos: d.Pos})
+	}
+	for _, f := range gate.CheckArchitecture(s.iface, inputs) {
+		p := in.GatePos
+		if f.Pos.IsValid() {
+			p = s.srcDiags(tlisp.Diagnostics{{Pos: f.Pos}})[0].Pos
+		}
+		sev := tlisp.SeverityWarning
+		if f.Severity == gate.SeverityError {
+			sev = tlisp.SeverityError
+		}
+		s.diags = append(s.diags, tlisp.Diagnostic{Pos: p, Severity: sev, Message: f.Message})
+	}
+	return !s.diags.HasErrors()
+}
 
+// evaluate evaluates the source with the escaped bindings.
+func (s *synthesis) evaluate() bool {
 	// Bindings are data: every value is escaped before it is interpolated, so the engine
 	// applies its literal text, a Secret's value marked sensitive (see [EscapeBindings]). The
 	// gate above and the bindingsDigest below see the values as given.
-	a, ds := tlisp.EvalArchitecture(src, EscapeBindings(in.Bindings, secret), opts)
-	if in.SourceKind == SourceName {
+	a, ds := tlisp.EvalArchitecture(s.src, EscapeBindings(s.in.Bindings, s.secret), s.opts)
+	if s.in.SourceKind == SourceName {
 		ds = dropBundledResultWarnings(ds)
 	}
-	diags = append(diags, srcDiags(ds)...)
-	if a == nil || diags.HasErrors() {
-		return nil, diags
+	s.diags = append(s.diags, s.srcDiags(ds)...)
+	s.arch = a
+	return a != nil && !s.diags.HasErrors()
+}
+
+// bundleModules sets the architecture's Bundle to the module directories its local :modules
+// sources name and reports each call it cannot satisfy ([moduleBundle]).
+func (s *synthesis) bundleModules() bool {
+	if len(s.arch.Modules) == 0 {
+		return true
 	}
-	if len(a.Modules) > 0 {
-		for _, d := range moduleBundle(in, a) {
-			diags = append(diags, srcDiags(tlisp.Diagnostics{d})...)
-		}
-		if diags.HasErrors() {
-			return nil, diags
-		}
+	for _, d := range moduleBundle(s.in, s.arch) {
+		s.diags = append(s.diags, s.srcDiags(tlisp.Diagnostics{d})...)
 	}
+	return !s.diags.HasErrors()
+}
+
+// render renders the pretty and compact Terraform JSON and fills the RenderRecord.
+func (s *synthesis) render() (*Output, tlisp.Diagnostics) {
+	a := s.arch
 	pretty, err := JSON(a)
 	if err != nil {
-		errorf(arch.Pos{}, "render terraform.json: %v", err)
-		return nil, diags
+		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
+		return nil, s.diags
 	}
 	compact, err := CompactJSON(a)
 	if err != nil {
-		errorf(arch.Pos{}, "render terraform.json: %v", err)
-		return nil, diags
+		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
+		return nil, s.diags
 	}
-	rec, err := newRecord(in, src, a, compact)
+	rec, err := newRecord(s.in, s.src, a, compact)
 	if err != nil {
-		errorf(arch.Pos{}, "render record: %v", err)
-		return nil, diags
+		s.errorf(arch.Pos{}, "render record: %v", err)
+		return nil, s.diags
 	}
-	return &Output{Architecture: a, JSON: pretty, Compact: compact, Record: rec, Warnings: diags.Warnings()}, diags
+	return &Output{Architecture: a, JSON: pretty, Compact: compact, Record: rec, Warnings: s.diags.Warnings()}, s.diags
 }
 
 // fieldName returns the input a gate field error is about.

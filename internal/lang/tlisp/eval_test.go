@@ -578,7 +578,7 @@ func TestEval_secretValuesNeverInDiagnostics(t *testing.T) {
 
 // TestEval_secretInputInMetaArgumentIsError: depends_on, a resource's provider and lifecycle
 // are addresses and expressions to Terraform; a secret binding in one is an error at its
-// position, never quoted (the attack trial got tofu init to quote the rendered line).
+// position, never quoted (tofu init quotes the rendered line of an invalid one).
 func TestEval_secretInputInMetaArgumentIsError(t *testing.T) {
 	t.Parallel()
 	src := `(deflava-architecture s

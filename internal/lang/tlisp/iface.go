@@ -206,43 +206,18 @@ func typeOpts(xs []*Node) map[string]*Node {
 	return m
 }
 
+// readParamType reads a parametric type form, (:HEAD ...): :list-of, :enum, :int-range,
+// :port-range, :length or :pattern. It reports an error at v (or its head) and returns false
+// for a malformed form or an unknown head.
 func (e *evaluator) readParamType(v *Node) (arch.Type, bool) {
 	xs := v.List
 	if len(xs) == 0 || xs[0].Kind != NodeKeyword {
 		e.errorf(at(v, 0), "malformed type form: parametric head must be :kw (like (:list-of :string))")
 		return arch.Type{}, false
 	}
-	intOpt := func(m map[string]*Node, names ...string) (int64, bool) {
-		for _, n := range names {
-			if x, ok := m[n]; ok && x.Kind == NodeInt {
-				return x.Int, true
-			}
-		}
-		return 0, false
-	}
 	switch head := xs[0].Text; head {
 	case "list-of":
-		if len(xs) < 2 {
-			e.errorf(v.Pos, "malformed type form: :list-of missing inner (expected (:list-of TYPE), like (:list-of :string))")
-			return arch.Type{}, false
-		}
-		inner, ok := e.readType(xs[1])
-		if !ok {
-			return arch.Type{}, false
-		}
-		t := arch.Type{Kind: arch.TypeListOf, Elem: &inner}
-		for i := 2; i+1 < len(xs); i += 2 {
-			if xs[i].Kind != NodeKeyword {
-				continue
-			}
-			switch xs[i].Text {
-			case "min-items":
-				t.MinItems = nonNegInt(xs[i+1])
-			case "max-items":
-				t.MaxItems = nonNegInt(xs[i+1])
-			}
-		}
-		return t, true
+		return e.readListOfType(v)
 	case "enum":
 		t := arch.Type{Kind: arch.TypeEnum, Enum: []string{}}
 		for _, x := range xs[1:] {
@@ -252,76 +227,131 @@ func (e *evaluator) readParamType(v *Node) (arch.Type, bool) {
 		}
 		return t, true
 	case "int-range", "port-range":
-		m := typeOpts(xs)
-		lo, lok := intOpt(m, "lo", "min")
-		hi, hok := intOpt(m, "hi", "max")
-		kind := arch.TypeIntRange
-		if head == "port-range" {
-			kind = arch.TypePortRange
-			if lok && (lo < 0 || lo > 65535) {
-				lok = false
-			}
-			if hok && (hi < 0 || hi > 65535) {
-				hok = false
-			}
-		}
-		if !lok {
-			e.errorf(v.Pos, "malformed type form: :%s needs :lo (expected (:%s :lo N :hi M) with %s)", head, head, rangeInts(head))
-			return arch.Type{}, false
-		}
-		if !hok {
-			e.errorf(v.Pos, "malformed type form: :%s needs :hi (expected (:%s :lo N :hi M) with %s)", head, head, rangeInts(head))
-			return arch.Type{}, false
-		}
-		return arch.Type{Kind: kind, Lo: lo, Hi: hi}, true
+		return e.readRangeType(v, head)
 	case "length":
-		m := typeOpts(xs)
-		t := arch.Type{Kind: arch.TypeLength}
-		if x, ok := m["min"]; ok {
-			t.MinLen = nonNegInt(x)
-		}
-		if x, ok := m["max"]; ok {
-			t.MaxLen = nonNegInt(x)
-		}
-		if t.MinLen == nil {
-			e.errorf(v.Pos, "malformed type form: :length needs :min (expected (:length :min N :max M) with integers >= 0)")
-			return arch.Type{}, false
-		}
-		if t.MaxLen == nil {
-			e.errorf(v.Pos, "malformed type form: :length needs :max (expected (:length :min N :max M) with integers >= 0)")
-			return arch.Type{}, false
-		}
-		return t, true
+		return e.readLengthType(v)
 	case "pattern":
-		t := arch.Type{Kind: arch.TypePattern, Match: "contains"}
-		for i := 1; i+1 < len(xs); i += 2 {
-			if xs[i].Kind != NodeKeyword {
-				continue
-			}
-			x := xs[i+1]
-			switch xs[i].Text {
-			case "source", "value":
-				if x.Kind == NodeString {
-					t.Pattern = x.Text
-				} else {
-					t.Pattern = ""
-				}
-			case "match-kind":
-				mk := "contains"
-				if x.Kind == NodeSymbol {
-					switch x.Text {
-					case "starts-with", "ends-with":
-						mk = x.Text
-					}
-				}
-				t.Match = mk
-			}
-		}
-		return t, true
+		return readPatternType(xs), true
 	default:
 		e.errorf(xs[0].Pos, "unknown type keyword `%s`", head)
 		return arch.Type{}, false
 	}
+}
+
+// readListOfType reads (:list-of TYPE [:min-items N] [:max-items M]).
+func (e *evaluator) readListOfType(v *Node) (arch.Type, bool) {
+	xs := v.List
+	if len(xs) < 2 {
+		e.errorf(v.Pos, "malformed type form: :list-of missing inner (expected (:list-of TYPE), like (:list-of :string))")
+		return arch.Type{}, false
+	}
+	inner, ok := e.readType(xs[1])
+	if !ok {
+		return arch.Type{}, false
+	}
+	t := arch.Type{Kind: arch.TypeListOf, Elem: &inner}
+	for i := 2; i+1 < len(xs); i += 2 {
+		if xs[i].Kind != NodeKeyword {
+			continue
+		}
+		switch xs[i].Text {
+		case "min-items":
+			t.MinItems = nonNegInt(xs[i+1])
+		case "max-items":
+			t.MaxItems = nonNegInt(xs[i+1])
+		}
+	}
+	return t, true
+}
+
+// intOpt is the first of the options names that is an integer literal in m.
+func intOpt(m map[string]*Node, names ...string) (int64, bool) {
+	for _, n := range names {
+		if x, ok := m[n]; ok && x.Kind == NodeInt {
+			return x.Int, true
+		}
+	}
+	return 0, false
+}
+
+// readRangeType reads (:int-range :lo N :hi M) or (:port-range :lo N :hi M) (head names
+// which; :min and :max are accepted for :lo and :hi). A port bound outside 0..65535 counts as
+// missing.
+func (e *evaluator) readRangeType(v *Node, head string) (arch.Type, bool) {
+	m := typeOpts(v.List)
+	lo, lok := intOpt(m, "lo", "min")
+	hi, hok := intOpt(m, "hi", "max")
+	kind := arch.TypeIntRange
+	if head == "port-range" {
+		kind = arch.TypePortRange
+		if lok && (lo < 0 || lo > 65535) {
+			lok = false
+		}
+		if hok && (hi < 0 || hi > 65535) {
+			hok = false
+		}
+	}
+	if !lok {
+		e.errorf(v.Pos, "malformed type form: :%s needs :lo (expected (:%s :lo N :hi M) with %s)", head, head, rangeInts(head))
+		return arch.Type{}, false
+	}
+	if !hok {
+		e.errorf(v.Pos, "malformed type form: :%s needs :hi (expected (:%s :lo N :hi M) with %s)", head, head, rangeInts(head))
+		return arch.Type{}, false
+	}
+	return arch.Type{Kind: kind, Lo: lo, Hi: hi}, true
+}
+
+// readLengthType reads (:length :min N :max M), both integers >= 0.
+func (e *evaluator) readLengthType(v *Node) (arch.Type, bool) {
+	m := typeOpts(v.List)
+	t := arch.Type{Kind: arch.TypeLength}
+	if x, ok := m["min"]; ok {
+		t.MinLen = nonNegInt(x)
+	}
+	if x, ok := m["max"]; ok {
+		t.MaxLen = nonNegInt(x)
+	}
+	if t.MinLen == nil {
+		e.errorf(v.Pos, "malformed type form: :length needs :min (expected (:length :min N :max M) with integers >= 0)")
+		return arch.Type{}, false
+	}
+	if t.MaxLen == nil {
+		e.errorf(v.Pos, "malformed type form: :length needs :max (expected (:length :min N :max M) with integers >= 0)")
+		return arch.Type{}, false
+	}
+	return t, true
+}
+
+// readPatternType reads (:pattern :source "TEXT" :match-kind KIND) from the form's elements
+// xs. :value is accepted for :source; KIND is contains (the default), starts-with or
+// ends-with, and anything else reads as contains.
+func readPatternType(xs []*Node) arch.Type {
+	t := arch.Type{Kind: arch.TypePattern, Match: "contains"}
+	for i := 1; i+1 < len(xs); i += 2 {
+		if xs[i].Kind != NodeKeyword {
+			continue
+		}
+		x := xs[i+1]
+		switch xs[i].Text {
+		case "source", "value":
+			if x.Kind == NodeString {
+				t.Pattern = x.Text
+			} else {
+				t.Pattern = ""
+			}
+		case "match-kind":
+			mk := "contains"
+			if x.Kind == NodeSymbol {
+				switch x.Text {
+				case "starts-with", "ends-with":
+					mk = x.Text
+				}
+			}
+			t.Match = mk
+		}
+	}
+	return t
 }
 
 // rangeInts describes the integers a range type form head (int-range, port-range) takes.

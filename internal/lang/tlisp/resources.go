@@ -32,22 +32,14 @@ func (e *evaluator) snake(s string) string {
 }
 
 // evalEntry evaluates one element of :resources (resource, for-each or import) or of :data.
+// Its steps: the entry's shape, the for-each and import forms, the name, the attributes and
+// meta-arguments, then the declaration (unless :when is false).
 func (e *evaluator) evalEntry(n *Node, inData bool) {
 	what := "resource"
 	if inData {
 		what = "data source"
 	}
-	if n.Kind != NodeList {
-		e.errorf(n.Pos, "expected deflava-architecture form, got %s not a list (expected (TYPE \"NAME\" :attr value ...), got %s)", what, describe(n))
-		return
-	}
-	if len(n.List) == 0 || n.List[0].Kind != NodeSymbol {
-		p := n.Pos
-		got := "an empty list"
-		if len(n.List) > 0 {
-			p, got = n.List[0].Pos, describe(n.List[0])
-		}
-		e.errorf(p, "expected deflava-architecture form, got %s head not sym (expected a type symbol like aws-vpc, got %s)", what, got)
+	if !e.entryShape(n, what) {
 		return
 	}
 	switch head := n.List[0].Text; {
@@ -67,23 +59,72 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 	r := arch.Resource{Type: e.snake(n.List[0].Text), Pos: n.Pos}
 	r.Attributes.Grow((len(n.List) - 2) / 2)
 	refMark := len(e.refs)
-	nameOK := false
+	nameOK := e.entryName(n, what, &r)
+	taintMark := e.taints
+	include, count, forEach := e.entryAttributes(n, &r)
+	e.entryMeta(&r, count, forEach, inData)
+	r.Secret = e.taints > taintMark
+	if !include {
+		if nameOK {
+			setMap(&e.omitted, r.Address(), n.Pos)
+		}
+		e.refs = e.refs[:refMark]
+		return
+	}
+	if nameOK {
+		e.declareEntry(n, r, inData)
+	}
+}
+
+// entryShape reports whether n has the shape of an entry, (TYPE ...) with a symbol head; it
+// reports an error at n (or its head) when not. what names the entry ("resource" or "data
+// source").
+func (e *evaluator) entryShape(n *Node, what string) bool {
+	if n.Kind != NodeList {
+		e.errorf(n.Pos, "expected deflava-architecture form, got %s not a list (expected (TYPE \"NAME\" :attr value ...), got %s)", what, describe(n))
+		return false
+	}
+	if len(n.List) == 0 || n.List[0].Kind != NodeSymbol {
+		p := n.Pos
+		got := "an empty list"
+		if len(n.List) > 0 {
+			p, got = n.List[0].Pos, describe(n.List[0])
+		}
+		e.errorf(p, "expected deflava-architecture form, got %s head not sym (expected a type symbol like aws-vpc, got %s)", what, got)
+		return false
+	}
+	return true
+}
+
+// entryName sets r.Name from the entry's second element, a quoted name without secrets, and
+// reports whether it is a valid name; otherwise it reports an error.
+func (e *evaluator) entryName(n *Node, what string, r *arch.Resource) bool {
 	if len(n.List) < 2 || n.List[1].Kind != NodeString {
 		p, got := n.Pos, "nothing"
 		if len(n.List) >= 2 {
 			p, got = n.List[1].Pos, describe(n.List[1])
 		}
 		e.errorf(p, "expected deflava-architecture form, got %s name not string (expected a quoted name like \"main\", got %s)", what, got)
-	} else if !e.noSecretName(n.List[1], what+" name") {
-		// An address is shown in events and artifacts: no secret in it.
-	} else if name, ok := e.interp(n.List[1]); ok {
-		r.Name, nameOK = e.resourceName(name, n.List[1], true)
+		return false
 	}
+	if !e.noSecretName(n.List[1], what+" name") {
+		// An address is shown in events and artifacts: no secret in it.
+		return false
+	}
+	name, ok := e.interp(n.List[1])
+	if !ok {
+		return false
+	}
+	var nameOK bool
+	r.Name, nameOK = e.resourceName(name, n.List[1], true)
+	return nameOK
+}
 
-	include := true
-	var count *Node
-	var forEach *Node
-	taintMark := e.taints
+// entryAttributes evaluates the entry's :key value pairs into r.Attributes and returns the
+// value of :when (true when absent or not a boolean) and the unevaluated :count and :for-each
+// nodes (nil when absent).
+func (e *evaluator) entryAttributes(n *Node, r *arch.Resource) (include bool, count, forEach *Node) {
+	include = true
 	xs := n.List
 	for i := 2; i < len(xs); i += 2 {
 		k := xs[i]
@@ -127,6 +168,12 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 		}
 		r.Attributes.Set(key, val)
 	}
+	return include, count, forEach
+}
+
+// entryMeta sets r.Count and r.ForEach from the :count and :for-each nodes (either may be
+// nil). They exclude each other, and a data source ignores both with a warning.
+func (e *evaluator) entryMeta(r *arch.Resource, count, forEach *Node, inData bool) {
 	if count != nil && forEach != nil {
 		e.errorf(forEach.Pos, "a resource cannot have both :count and :for-each")
 	}
@@ -151,17 +198,11 @@ func (e *evaluator) evalEntry(n *Node, inData bool) {
 			}
 		}
 	}
-	r.Secret = e.taints > taintMark
-	if !include {
-		if nameOK {
-			setMap(&e.omitted, r.Address(), n.Pos)
-		}
-		e.refs = e.refs[:refMark]
-		return
-	}
-	if !nameOK {
-		return
-	}
+}
+
+// declareEntry adds r, declared at n, to the resources (or data sources), unless its address
+// is already declared: that is an error naming the first declaration.
+func (e *evaluator) declareEntry(n *Node, r arch.Resource, inData bool) {
 	addr := r.Address()
 	decl := &e.declared
 	if inData {

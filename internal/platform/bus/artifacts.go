@@ -153,7 +153,7 @@ func (a *Artifacts) deleteAt(ctx context.Context, name string, info jetstream.Ob
 // object's metadata as a marker on the object's meta subject ("$O.<bucket>.M.<name, base64url>",
 // the NATS object store specification, ADR-20), one per name: every artifact has a name of its
 // own (a digest, or a temporary upload's), so the markers would grow with every artifact ever
-// collected (the 2-hour soak of 2026-12-03: 86,000 meta subjects for 100 objects). The marker is
+// collected (a 2-hour create/update/delete soak of 100 objects left 86,000 meta subjects). The marker is
 // purged up to its own sequence, so an object put under the same name after the delete stays.
 func (a *Artifacts) delete(ctx context.Context, name string) error {
 	if err := a.obs.Delete(ctx, name); err != nil {
@@ -301,7 +301,7 @@ func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, e
 	}
 	if err != nil {
 		// A rename stores the new name first and then removes the old one; failing between
-		// the two (a NATS server lost: the chaos run of 2026-12-03) leaves both names on the
+		// the two (a NATS server lost, as the chaos run does) leaves both names on the
 		// same chunks, and deleting the temporary name would take the artifact's chunks too.
 		cur, gerr := a.obs.GetInfo(ctx, digest)
 		switch {

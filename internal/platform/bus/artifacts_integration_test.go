@@ -24,9 +24,9 @@ import (
 // first asynchronous publish starts resetPendingAcksOnReconnect, which read the context's
 // connection-status channel only once it ran, after Put's cleanup could have set it to nil; it
 // then waited on a nil channel for good. v1.56.0 hands the goroutine its channel when it starts.
-// Seen: 3 to 8 left behind in each run of this test on v1.55.0 on the 2-core development
-// machine, and about 20 an hour in the applier of the 2-hour soak of 2026-12-03
-// (docs/operations.md). The race needs more than one processor.
+// Seen: 3 to 8 left behind in each run of this test on v1.55.0 on a 2-core machine, and about 20
+// an hour in the applier of the 2-hour soak (docs/operations.md). The race needs more than one
+// processor.
 func TestArtifacts_putLeavesNoGoroutine(t *testing.T) {
 	srv := natstest.RunBinary(t, t.TempDir())
 	_, js := srv.Connect(t)

@@ -166,10 +166,10 @@ func TestArtifacts_keyed(t *testing.T) {
 }
 
 // TestArtifacts_collectKeepsSharedChunks: a rename that stopped halfway (the artifact's name
-// stored, the temporary name not yet removed: a NATS server lost in between, the chaos run of
-// 2026-12-03) leaves two names on the same chunks. Collecting the temporary name removes only
-// that name; the artifact still reads back whole (before: its chunks were purged with the
-// temporary object, and every later Put of the same content kept the broken artifact).
+// stored, the temporary name not yet removed: a NATS server lost in between) leaves two names
+// on the same chunks. Collecting the temporary name removes only that name; the artifact still
+// reads back whole (purging the chunks with the temporary object would break it, and every
+// later Put of the same content would keep the broken artifact).
 func TestArtifacts_collectKeepsSharedChunks(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -248,8 +248,8 @@ func (h halfwayRename) UpdateMeta(ctx context.Context, name string, meta jetstre
 
 // TestArtifacts_putAfterHalfwayRename: a Put whose rename stopped halfway keeps the artifact:
 // its name landed on the upload's chunks, so Put returns the digest, drops only the temporary
-// name, and the content reads back whole (before: the upload was discarded with its chunks, and
-// the artifact's name was left on nothing).
+// name, and the content reads back whole (discarding the upload with its chunks would leave the
+// artifact's name on nothing).
 func TestArtifacts_putAfterHalfwayRename(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -52,8 +52,10 @@ type Message struct {
 
 // Handler handles one message. Returning nil acks it; a [Permanent] error terminates it
 // (poison); any other error naks it for redelivery with exponential delay, until the
-// consumer's MaxDeliver, where it is terminated as poison. ctx is cancelled only when a
-// graceful drain times out. Handlers must be idempotent: a message can be delivered again.
+// consumer's MaxDeliver, where it is terminated as poison. ctx ends at the message's deadline
+// (ConsumeOptions.HandlerTimeout) or when a graceful drain times out; a handler that has not
+// returned HandlerGrace after that is abandoned ([PoisonHandlerTimeout]). Handlers must be
+// idempotent: a message can be delivered again.
 type Handler func(ctx context.Context, m *Message) error
 
 // PoisonReason says why a message was terminated.
@@ -68,6 +70,11 @@ const (
 	// subject names. Permissions are per subject (docs/security.md, "Bus"), so a body that
 	// names another resource is never trusted: the handler does not run.
 	PoisonSubjectMismatch PoisonReason = "subject_mismatch"
+	// PoisonHandlerTimeout: the handler ran past its deadline (ConsumeOptions.HandlerTimeout)
+	// and then past HandlerGrace without returning: it ignores its context (wedged). Its run
+	// is abandoned, and the message is terminated at once rather than given to another worker
+	// to wedge too.
+	PoisonHandlerTimeout PoisonReason = "handler_timeout"
 )
 
 // ErrSubjectMismatch is the error of a [PoisonSubjectMismatch] report.
@@ -135,6 +142,18 @@ type ConsumeOptions struct {
 	// DrainTimeout is how long in-flight handlers may run after ctx is cancelled before their
 	// context is cancelled too. Default 30s.
 	DrainTimeout time.Duration
+	// HandlerTimeout is the deadline of one handler run, from its start (the handler's
+	// context, derived from Consume's). A handler that returns after it fails like any
+	// transient error. Default 1h (longer than the engines' own step timeouts: OpenTofu's
+	// apply is bounded at 30m).
+	HandlerTimeout time.Duration
+	// HandlerGrace is how long Consume still waits for a handler whose context ended (its
+	// deadline passed, or a drain timed out). After it the run is abandoned: it goes on in the
+	// background with its result dropped, and its worker takes the next message, so one
+	// handler that ignores its context never holds a worker, or shutdown, for good. A message
+	// abandoned at its deadline is terminated and reported ([PoisonHandlerTimeout]); one
+	// abandoned by a drain is naked for another replica. Default 30s.
+	HandlerGrace time.Duration
 	// HeartbeatInterval is how often a running handler's message, and the message waiting for
 	// a free worker, gets an InProgress (resets the server's ack wait). Default a third of the
 	// consumer's AckWait. Up to Concurrency more messages can wait in the client's pull buffer
@@ -186,6 +205,12 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
 	}
+	if o.HandlerTimeout <= 0 {
+		o.HandlerTimeout = time.Hour
+	}
+	if o.HandlerGrace <= 0 {
+		o.HandlerGrace = 30 * time.Second
+	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = max(info.Config.AckWait/3, 10*time.Millisecond)
 	}
@@ -210,8 +235,9 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 // server redelivers it after the consumer's ack wait (TopologyOptions.BackOff[0], 30s by
 // default), to any replica. Nothing is lost; that message is only late.
 //
-// At most Concurrency handlers run at once, on a fixed pool of goroutines. A message is acked
-// only after its handler returned nil. Consume returns an error if the consumer cannot be
+// At most Concurrency handlers run at once, on a fixed pool of goroutines, each run in a
+// goroutine its worker waits for; a run abandoned past its deadline (HandlerGrace) is the only
+// one that outlives its worker's wait. A message is acked only after its handler returned nil. Consume returns an error if the consumer cannot be
 // found, the pull subscription fails to start, or it ends before ctx (the consumer was deleted
 // or the connection closed).
 func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h Handler) error {
@@ -534,11 +560,17 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 	}
 
 	start := time.Now()
-	err = c.run(ctx, msg)
+	abandoned, err := c.run(ctx, msg)
 	o.Metrics.handled(o.Stream, o.Consumer, time.Since(start).Seconds())
 	c.untrack(m)
 
 	switch {
+	case abandoned && ctx.Err() != nil:
+		// A drain timed out and the handler ignored it: another replica takes the message.
+		log().Warn("bus: handler abandoned at shutdown", "delivery", msg.NumDelivered, "error", err)
+		c.drainNak(m)
+	case abandoned:
+		c.term(ctx, m, msg, PoisonHandlerTimeout, err, log())
 	case err == nil:
 		var aerr error
 		if o.AckSync {
@@ -574,8 +606,31 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
-// run calls the handler, turning a panic into a transient error.
-func (c *consumer) run(ctx context.Context, msg *Message) (err error) {
+// run calls the handler with the message's deadline (HandlerTimeout) and waits for it, up to
+// HandlerGrace after its context ended; abandoned reports a run it stopped waiting for (the
+// error then says so).
+func (c *consumer) run(ctx context.Context, msg *Message) (abandoned bool, err error) {
+	hctx, cancel := context.WithTimeout(ctx, c.opts.HandlerTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.call(hctx, msg) }()
+	select {
+	case err := <-done:
+		return false, err
+	case <-hctx.Done():
+	}
+	grace := time.NewTimer(c.opts.HandlerGrace)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return false, err
+	case <-grace.C:
+		return true, fmt.Errorf("bus: the handler did not return within %v of its context's end (%w); abandoned", c.opts.HandlerGrace, hctx.Err())
+	}
+}
+
+// call calls the handler, turning a panic into a transient error.
+func (c *consumer) call(ctx context.Context, msg *Message) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("bus: handler panic: %v", r)
@@ -591,7 +646,7 @@ func (c *consumer) term(ctx context.Context, m jetstream.Msg, msg *Message, reas
 	}
 	result := map[PoisonReason]string{
 		PoisonPermanent: ResultTermPermanent, PoisonUndecodable: ResultTermUndecodable, PoisonMaxDeliveries: ResultTermMaxDeliveries,
-		PoisonSubjectMismatch: ResultTermSubjectMismatch,
+		PoisonSubjectMismatch: ResultTermSubjectMismatch, PoisonHandlerTimeout: ResultTermHandlerTimeout,
 	}[reason]
 	o.Metrics.message(o.Stream, o.Consumer, result)
 	log.Warn("bus: poison message terminated", "reason", string(reason), "delivery", msg.NumDelivered, "error", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
@@ -364,8 +365,8 @@ func TestConsume_twoReplicasOlderGenerationNeverWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The ack floor against the last publish, not NumPending alone: right after the last
-	// publish, NumPending and NumAckPending both read 0 once with most events not yet handled
-	// (a CI run of 2026-12-03, under load).
+	// publish, NumPending and NumAckPending can both read 0 with most events not yet handled
+	// (on a loaded machine).
 	eventually(t, 30*time.Second, "every message acked", func() bool {
 		ci, err := cons.Info(ctx)
 		return err == nil && ci.AckFloor.Stream >= last && ci.NumAckPending == 0
@@ -523,4 +524,94 @@ func pendingGaugeRun(t *testing.T, n int) float64 {
 		t.Errorf("pending after catching up = %v, want 0", got)
 	}
 	return maxPending
+}
+
+// A handler that ignores its context (wedged: an uncancellable computation, a call without a
+// deadline) holds its worker only until its deadline and grace: the message is then
+// terminated and reported as poison (handler_timeout), its run abandoned, and the messages
+// behind it flow on the same single worker. Shutting down with a handler wedged returns
+// after the drain timeout and the grace instead of waiting for it.
+func TestConsume_wedgedHandlerIsTerminatedOthersFlow(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	reg := prometheus.NewRegistry()
+	metrics, err := bus.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{}) // the wedged runs end with the test
+	t.Cleanup(func() { close(release) })
+	var wedged atomic.Int32
+	handled := make(chan string, 8)
+	reports := make(chan bus.PoisonReport, 4)
+	stop := runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
+		o.Concurrency = 1
+		o.HandlerTimeout = 300 * time.Millisecond
+		o.HandlerGrace = 200 * time.Millisecond
+		o.DrainTimeout = 200 * time.Millisecond
+		o.Metrics = metrics
+		o.OnPoison = func(_ context.Context, r bus.PoisonReport) { reports <- r }
+	}), func(_ context.Context, m *bus.Message) error {
+		name := m.Envelope.GetResource().GetName()
+		if name == "wedge" || name == "wedge-at-shutdown" {
+			wedged.Add(1)
+			<-release // ignores its context
+			return nil
+		}
+		handled <- name
+		return nil
+	})
+	pub := bus.NewPublisher(js)
+	wedge := synthesized("infra", "wedge", 1, genTrigger(1))
+	for _, ev := range []*lavav1.Synthesized{wedge, synthesized("infra", "a", 1, genTrigger(1)),
+		synthesized("infra", "b", 1, genTrigger(1)), synthesized("infra", "c", 1, genTrigger(1))} {
+		if _, err := pub.PublishEvent(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case r := <-reports:
+		if r.Reason != bus.PoisonHandlerTimeout || r.Envelope.GetEventId() != wedge.GetEnvelope().GetEventId() ||
+			r.NumDelivered != 1 || r.Err == nil {
+			t.Fatalf("report %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wedged message was not reported")
+	}
+	got := map[string]bool{}
+	for range 3 {
+		select {
+		case name := <-handled:
+			got[name] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the messages behind the wedged one did not flow; handled %v", got)
+		}
+	}
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "every message settled", func() bool {
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.AckFloor.Stream == 4 && ci.NumAckPending == 0
+	})
+	if n := wedged.Load(); n != 1 {
+		t.Errorf("the wedging message ran %d times; want 1 (terminated, never redelivered)", n)
+	}
+	if got := metricValue(t, reg, "lava_bus_messages_total", map[string]string{"result": bus.ResultTermHandlerTimeout}); got != 1 {
+		t.Errorf("lava_bus_messages_total{result=%q} = %v, want 1", bus.ResultTermHandlerTimeout, got)
+	}
+
+	// Shutdown with a wedged handler running: Consume returns once the drain timeout and the
+	// grace are over.
+	if _, err := pub.PublishEvent(ctx, synthesized("infra", "wedge-at-shutdown", 1, genTrigger(1))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the second wedge", func() bool { return wedged.Load() == 2 })
+	start := time.Now()
+	stop()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Consume took %v to return with a wedged handler; want about the drain timeout and the grace", took)
+	}
 }

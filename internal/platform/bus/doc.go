@@ -16,8 +16,12 @@
 // [Consume] runs a service's durable pull consumer with bounded concurrency. A message is acked
 // only after its handler returned nil; a transient error naks it with exponential delay; a
 // [Permanent] error, an undecodable body or the last allowed delivery terminates it and reports
-// it to the poison callback. Handlers must be idempotent: take the resource's lease
-// ([Leases]), check the generation ([Watermarks]), then act.
+// it to the poison callback. Each handler run has a deadline (ConsumeOptions.HandlerTimeout);
+// a handler still running HandlerGrace after its context ended is abandoned and its message
+// terminated and reported ([PoisonHandlerTimeout]), so a wedged handler never holds a worker.
+// An event over the server's max_payload is a [PayloadTooLargeError]. Handlers must be
+// idempotent: take the resource's lease ([Leases]), check the generation ([Watermarks]), then
+// act.
 //
 // # Usage
 //

@@ -1,6 +1,27 @@
 package bus
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// PayloadTooLargeError is a message the server refuses because it is larger than the server's
+// max_payload (1 MiB by default): Size is the message's body in bytes, Max the server's limit.
+// Publishing it again fails again. It wraps nats.ErrMaxPayload.
+type PayloadTooLargeError struct {
+	Subject   string
+	Size, Max int64
+}
+
+// Error implements error.
+func (e *PayloadTooLargeError) Error() string {
+	return fmt.Sprintf("bus: publish %s: the message is %d bytes, more than the server's maximum payload of %d bytes", e.Subject, e.Size, e.Max)
+}
+
+// Unwrap returns nats.ErrMaxPayload.
+func (e *PayloadTooLargeError) Unwrap() error { return nats.ErrMaxPayload }
 
 // PermanentError marks a handler error that no redelivery can fix (a malformed event, a
 // rejected input). [Consume] terminates the message instead of retrying it and reports it to

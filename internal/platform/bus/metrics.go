@@ -18,6 +18,9 @@ const (
 	// ResultTermSubjectMismatch: terminated because the payload names another resource than
 	// its subject ([PoisonSubjectMismatch]).
 	ResultTermSubjectMismatch = "term_subject_mismatch"
+	// ResultTermHandlerTimeout: terminated because its handler ran past its deadline and
+	// grace without returning ([PoisonHandlerTimeout]).
+	ResultTermHandlerTimeout = "term_handler_timeout"
 	// ResultMaxDeliveriesExpired: the last allowed delivery expired unacked (reported from
 	// the server's advisory).
 	ResultMaxDeliveriesExpired = "max_deliveries_expired"

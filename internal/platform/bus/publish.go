@@ -87,15 +87,25 @@ func EncodeMessage(subject string, msg proto.Message, msgID string) (*nats.Msg, 
 // Publish encodes ev as [Encode] does and publishes it, waiting for the stream's ack. A
 // re-publish of the same event_id inside the stream's duplicate window is stored once
 // (the returned ack has Duplicate set). opts pass through (for example
-// jetstream.WithExpectLastSequencePerSubject for receipt chains).
+// jetstream.WithExpectLastSequencePerSubject for receipt chains). An event larger than the
+// server's max_payload is a [PayloadTooLargeError].
 func (p *Publisher) Publish(ctx context.Context, subject string, ev Event, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	m, err := Encode(subject, ev)
 	if err != nil {
 		return nil, err
 	}
+	return p.publish(ctx, m, opts)
+}
+
+// publish publishes m and waits for the stream's ack; a message over the server's
+// max_payload is a [PayloadTooLargeError].
+func (p *Publisher) publish(ctx context.Context, m *nats.Msg, opts []jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	ack, err := p.js.PublishMsg(ctx, m, opts...)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		return nil, &PayloadTooLargeError{Subject: m.Subject, Size: int64(len(m.Data)), Max: p.js.Conn().MaxPayload()}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("bus: publish %s: %w", subject, err)
+		return nil, fmt.Errorf("bus: publish %s: %w", m.Subject, err)
 	}
 	return ack, nil
 }
@@ -118,11 +128,7 @@ func (p *Publisher) PublishMessage(ctx context.Context, subject string, msg prot
 	if err != nil {
 		return nil, err
 	}
-	ack, err := p.js.PublishMsg(ctx, m, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("bus: publish %s: %w", subject, err)
-	}
-	return ack, nil
+	return p.publish(ctx, m, opts)
 }
 
 // PublishBatch publishes events (each on [SubjectFor]) without waiting between them, then

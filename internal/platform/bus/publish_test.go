@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -225,5 +227,24 @@ func TestPublishMessage_receiptChainNeverForks(t *testing.T) {
 	// Receipts cannot be deleted.
 	if err := s.DeleteMsg(ctx, raw.Sequence); err == nil {
 		t.Fatal("deleted a receipt from LAVA_RECEIPTS")
+	}
+}
+
+// An event over the server's max_payload (1 MiB by default) is a PayloadTooLargeError naming
+// its size and the server's limit, so a caller can fail what it reports instead of retrying a
+// publish that can never succeed.
+func TestPublish_payloadTooLarge(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ev := &lavav1.Applied{Envelope: synthesized("infra", "big", 1, genTrigger(1)).GetEnvelope(),
+		Outputs: map[string]string{"blob": strings.Repeat("x", 2<<20)}}
+	ev.Envelope.EventId = eventid.ID("uid-infra-big", 1, "lava.v1.Applied", genTrigger(1))
+	_, err := bus.NewPublisher(js).PublishEvent(t.Context(), ev)
+	var big *bus.PayloadTooLargeError
+	if !errors.As(err, &big) || !errors.Is(err, nats.ErrMaxPayload) {
+		t.Fatalf("err = %v, want a PayloadTooLargeError", err)
+	}
+	if big.Max != js.Conn().MaxPayload() || big.Size < 2<<20 || big.Subject != "lava.v1.phase.infra.big.applied" {
+		t.Errorf("error %+v", big)
 	}
 }

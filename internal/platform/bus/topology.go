@@ -232,6 +232,22 @@ func phaseFilter(event string) string { return PrefixPhase + "*.*." + event }
 // creates, reads or documents a stream, consumer or bucket starts here.
 func Declare(opts TopologyOptions) Topology {
 	o := opts.withDefaults()
+	return Topology{
+		Streams:   declareStreams(o),
+		Consumers: declareConsumers(o),
+		Access:    declareAccess(),
+		KeyValues: declareKeyValues(o),
+		ObjectStores: []jetstream.ObjectStoreConfig{{
+			Bucket:      ObjectStoreArtifacts,
+			Description: "Terraform JSON, plans and state bodies by BLAKE3 digest",
+			Storage:     o.Storage,
+			Replicas:    o.Replicas,
+		}},
+	}
+}
+
+// declareStreams is the streams of [Declare], with o's storage, replicas and duplicate window.
+func declareStreams(o TopologyOptions) []jetstream.StreamConfig {
 	stream := func(name, desc string, subjects []string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
 			Name:        name,
@@ -271,7 +287,12 @@ func Declare(opts TopologyOptions) Topology {
 	receipts.DenyDelete = true
 	receipts.DenyPurge = true
 	receipts.AllowDirect = true
+	return []jetstream.StreamConfig{resources, phases, commands, anomalies, receipts}
+}
 
+// declareConsumers is the durable consumers of [Declare], one per reading service and stream,
+// with o's back-off, delivery and ack-pending bounds.
+func declareConsumers(o TopologyOptions) []ConsumerSpec {
 	consumer := func(streamName, service string, filters ...string) ConsumerSpec {
 		return ConsumerSpec{Stream: streamName, Config: jetstream.ConsumerConfig{
 			Durable:        service,
@@ -292,7 +313,7 @@ func Declare(opts TopologyOptions) Topology {
 	anomalyReader := consumer(StreamAnomalies, ServiceAnomaly, PrefixAnomaly+">")
 	anomalyReader.Config.DeliverPolicy = jetstream.DeliverNewPolicy
 	// Who reads what follows the event catalogue of docs/events.md.
-	consumers := []ConsumerSpec{
+	return []ConsumerSpec{
 		consumer(StreamResources, ServiceSynth, ResourceSubjectFilter(EventObserved)),
 		consumer(StreamResources, ServiceApplier, ResourceSubjectFilter(EventDeletionRequested)),
 		consumer(StreamResources, ServiceDrift, ResourceSubjectFilter(EventObserved)),
@@ -317,7 +338,11 @@ func Declare(opts TopologyOptions) Topology {
 		anomalyReader,
 		consumer(StreamAnomalies, ServiceAttest, PrefixAnomaly+">"),
 	}
+}
 
+// declareKeyValues is the key-value buckets of [Declare], with o's storage, replicas, lease
+// TTL and anomaly window.
+func declareKeyValues(o TopologyOptions) []jetstream.KeyValueConfig {
 	kv := func(bucket, desc string) jetstream.KeyValueConfig {
 		return jetstream.KeyValueConfig{Bucket: bucket, Description: desc, History: 1, Storage: o.Storage, Replicas: o.Replicas}
 	}
@@ -327,26 +352,14 @@ func Declare(opts TopologyOptions) Topology {
 	leases.TTL = o.LeaseTTL
 	windows := kv(BucketAnomalyWindows, "Anomaly de-duplication windows, per fingerprint (anomaly)")
 	windows.TTL = AnomalyWindowsTTL(o.AnomalyWindow)
-
-	return Topology{
-		Streams:   []jetstream.StreamConfig{resources, phases, commands, anomalies, receipts},
-		Consumers: consumers,
-		Access:    declareAccess(),
-		KeyValues: []jetstream.KeyValueConfig{
-			state,
-			leases,
-			kv(BucketWatermarks, "Newest generation seen, per service and resource"),
-			kv(BucketDriftSchedule, "Per-resource drift scan schedule"),
-			kv(BucketViggy, "viggy: per-resource policy, last decision, scheduled retries and escalations"),
-			windows,
-			kv(BucketAnomalyProgress, "Resources in a working phase and since when (anomaly)"),
-		},
-		ObjectStores: []jetstream.ObjectStoreConfig{{
-			Bucket:      ObjectStoreArtifacts,
-			Description: "Terraform JSON, plans and state bodies by BLAKE3 digest",
-			Storage:     o.Storage,
-			Replicas:    o.Replicas,
-		}},
+	return []jetstream.KeyValueConfig{
+		state,
+		leases,
+		kv(BucketWatermarks, "Newest generation seen, per service and resource"),
+		kv(BucketDriftSchedule, "Per-resource drift scan schedule"),
+		kv(BucketViggy, "viggy: per-resource policy, last decision, scheduled retries and escalations"),
+		windows,
+		kv(BucketAnomalyProgress, "Resources in a working phase and since when (anomaly)"),
 	}
 }
 

@@ -61,7 +61,7 @@ func TestProvider_environ(t *testing.T) {
 func TestReserved(t *testing.T) {
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "TF_HTTP_PASSWORD", "tf_cli_config_file", "TF_PLUGIN_MAGIC_COOKIE", "PLUGIN_PROTOCOL_VERSIONS",
 		"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_FEDERATED_TOKEN_FILE",
-		// The dynamic loader's and glibc's path variables (an attack trial of 2026-12-03).
+		// The dynamic loader's and glibc's path variables, which load code from a path.
 		"LD_PRELOAD", "ld_library_path", "LD_AUDIT", "GCONV_PATH", "LOCPATH", "NLSPATH"} {
 		if !Reserved(k) {
 			t.Errorf("%s is not reserved", k)

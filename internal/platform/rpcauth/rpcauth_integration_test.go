@@ -4,10 +4,8 @@ package rpcauth_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"testing"
@@ -21,9 +19,9 @@ import (
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/platform/httpserver"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
-	"github.com/lava-operator/lava/internal/service/synth"
 )
 
 // serviceAccountToken creates a ServiceAccount in ns, binds it to verbs on lavaarchitectures
@@ -57,7 +55,10 @@ func serviceAccountToken(t *testing.T, cs kubernetes.Interface, ns, name string,
 // SubjectAccessReview on a real kube-apiserver: no token and a forged token are
 // Unauthenticated, a token without create in the namespace is PermissionDenied (also for a
 // namespace where it may only get), an allowed caller renders, and a 100 MiB request is refused
-// without the server reading it into memory.
+// without the server reading it into memory. Then, with TokenReview: 64 forged-token 4 MiB
+// requests at once allocate under 32 MiB (no body read), and the in-flight limit binds per
+// remote address (another user from it is refused) and per user (the same user from another
+// address is refused).
 func TestGuard_renderService(t *testing.T) {
 	env := kubetest.Start(t)
 	cs, err := kubernetes.NewForConfig(env.Config)
@@ -69,24 +70,8 @@ func TestGuard_renderService(t *testing.T) {
 	reader := serviceAccountToken(t, cs, ns, "reader", "get")
 	nobody := serviceAccountToken(t, cs, ns, "nobody")
 
-	guard := rpcauth.Guard{Authn: rpcauth.Kube{Client: cs}, Authz: rpcauth.Kube{Client: cs},
-		Verbs: map[string]string{lavav1connect.RenderServiceRenderProcedure: "create"}}
-	mux := http.NewServeMux()
-	mux.Handle(synth.NewRenderHandler(nil, guard.HandlerOptions()...))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- rpcauth.Serve(ctx, ln, mux) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	url := "http://" + ln.Addr().String()
+	kube := rpcauth.Kube{Client: cs}
+	url := serveRender(t, rpcauth.Guard{Authn: kube, Authz: kube})
 	client := lavav1connect.NewRenderServiceClient(http.DefaultClient, url)
 	render := func(token, namespace string) error {
 		req := connect.NewRequest(&lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "aws-vpc-network"}, Namespace: namespace})
@@ -151,14 +136,23 @@ func TestGuard_renderService(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > huge/4 {
 		t.Errorf("the process allocated %d MiB for a refused 100 MiB request, want under %d MiB", grew>>20, huge/4>>20)
 	}
-}
 
-// repeat is an endless reader of b.
-type repeat byte
-
-func (r repeat) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = byte(r)
-	}
-	return len(p), nil
+	t.Run("anonymous flood", func(t *testing.T) {
+		// every forged token goes to TokenReview, and no body is read
+		url := serveRender(t, rpcauth.Guard{Authn: kube, Authz: kube, Limits: rpcauth.Limits{MaxInFlight: floodRequests,
+			MaxInFlightPerClient: floodRequests, Server: httpserver.Limits{MaxConns: 2 * floodRequests, MaxConnsPerClient: 2 * floodRequests}}})
+		if alloc := anonymousFlood(t, url, "eyJhbGciOiJSUzI1NiJ9.forged.token", floodRequests); alloc > floodAllocBound {
+			t.Errorf("%d forged-token 4 MiB requests made the process allocate %d MiB, want under %d MiB", floodRequests, alloc>>20, floodAllocBound>>20)
+		}
+	})
+	t.Run("in flight per address and per user", func(t *testing.T) {
+		second := serviceAccountToken(t, cs, ns, "second-creator", "create")
+		url := serveRender(t, rpcauth.Guard{Authn: kube, Authz: kube, Limits: rpcauth.Limits{MaxInFlightPerClient: 1}})
+		a := caller{from: "127.0.0.2", token: creator, ns: ns}.hold(t, url)
+		caller{from: "127.0.0.2", token: second, ns: ns}.refused(t, url, connect.CodeResourceExhausted)  // the address
+		caller{from: "127.0.0.3", token: creator, ns: ns}.refused(t, url, connect.CodeResourceExhausted) // the user
+		caller{from: "127.0.0.3", token: second, ns: ns}.served(t, url)
+		a.release(t)
+		caller{from: "127.0.0.2", token: creator, ns: ns}.served(t, url)
+	})
 }

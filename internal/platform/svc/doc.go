@@ -25,6 +25,9 @@
 //	var run = svc.Command(bus.ServiceX, x.Run)
 //	func main() { svc.Main(run) }
 //
-// and `lava up` (internal/up) calls x.Run with the Options it builds. Poison messages are
-// reported by every consumer the same way (internal/pipeline.PoisonReporter).
+// and `lava up` (internal/up) calls x.Run with the Options it builds. Every service consumes
+// through internal/pipeline.Consumer, filled from its Base (JS, Log, BusMetrics) and its own
+// --concurrency: one bus.ConsumeOptions for all, poison messages reported the same way
+// (internal/pipeline.PoisonReporter). It lives in internal/pipeline, not here, because this
+// package imports only internal/platform and internal/gen (hack/depcheck.sh).
 package svc

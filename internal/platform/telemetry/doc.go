@@ -4,6 +4,7 @@
 //
 // A service's main builds one [*slog.Logger] with [NewLogger], one [*prometheus.Registry] with
 // [NewRegistry], and runs [Serve] for the metrics and health listeners (docs/architecture.md section 8:
-// metrics on :9090, health on :9091). Attribute keys shared by every service's logs are in
-// package logattr.
+// metrics on :9090, health on :9091); both listeners have the connection, time and header
+// limits of every Lava listener (internal/platform/httpserver). Attribute keys shared by every
+// service's logs are in package logattr.
 package telemetry

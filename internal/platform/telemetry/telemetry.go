@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lava-operator/lava/internal/platform/httpserver"
 )
 
 // NewLogger returns a logger writing to w. format is "json" (the default in a cluster) or
@@ -113,25 +115,11 @@ func Listen(addr string) (net.Listener, error) {
 }
 
 // ServeListener serves h on ln until ctx is done, then shuts down gracefully within 10 seconds.
-// It returns nil after a clean shutdown.
+// The server has the default limits of every Lava listener (internal/platform/httpserver: at
+// most 128 connections, 32 per client address, header, read, write and idle timeouts, 64 KiB
+// of header). It returns nil after a clean shutdown.
 func ServeListener(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("telemetry: serve %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("telemetry: shutdown %s: %w", ln.Addr(), err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("telemetry: serve %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return httpserver.Serve(ctx, ln, h, httpserver.Limits{})
 }
 
 // Serve listens on metricsAddr (serving /metrics from reg and the gatherers also,

@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lava-operator/lava/internal/platform/httpserver"
+	"github.com/lava-operator/lava/internal/platform/testutil/conntest"
 )
 
 func TestNewLogger_formatsAndLevels(t *testing.T) {
@@ -57,14 +61,7 @@ func TestHealth_readyzFollowsChecks(t *testing.T) {
 		}
 		return nil
 	})
-	ln, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- ServeListener(ctx, ln, h.Handler()) }()
-	base := "http://" + ln.Addr().String()
+	base := "http://" + serve(t, h.Handler())
 
 	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz = %d, want 200", code)
@@ -75,10 +72,6 @@ func TestHealth_readyzFollowsChecks(t *testing.T) {
 	failing = false
 	if code, _ := get(t, base+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz = %d after the check passed, want 200", code)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("shutdown: %v", err)
 	}
 }
 
@@ -94,15 +87,30 @@ func TestMetricsHandler_servesRegistryAndLints(t *testing.T) {
 	if len(problems) != 0 {
 		t.Fatalf("promlint: %v", problems)
 	}
-	ln, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() { _ = ServeListener(ctx, ln, MetricsHandler(reg)) }()
-	code, body := get(t, "http://"+ln.Addr().String()+"/metrics")
+	code, body := get(t, "http://"+serve(t, MetricsHandler(reg))+"/metrics")
 	if code != http.StatusOK || !strings.Contains(body, "lava_test_events_total 3") || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("/metrics = %d, body lacks the counter or the Go collector:\n%s", code, body)
 	}
+}
+
+// TestServeListener_idleConnectionFlood: the metrics and health listeners hold at most
+// httpserver.DefaultMaxConnsPerClient idle connections of one address (the file-descriptor
+// attack), and /healthz answers another address at once.
+func TestServeListener_idleConnectionFlood(t *testing.T) {
+	var h Health
+	addr := serve(t, h.Handler())
+	conntest.Flood(t, addr, []string{"127.0.0.2"}, 3*httpserver.DefaultMaxConnsPerClient, httpserver.DefaultMaxConnsPerClient, func() {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conntest.Serve(t, "127.0.0.1", req, http.StatusOK)
+	})
+}
+
+// serve serves h with ServeListener on a loopback port until the test ends (the shutdown must
+// be clean) and returns the address.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	return conntest.Listen(t, func(ctx context.Context, ln net.Listener) error { return ServeListener(ctx, ln, h) })
 }

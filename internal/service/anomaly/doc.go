@@ -15,7 +15,7 @@
 //     Stalled anomaly with reason ProgressDeadlineExceeded;
 //   - from LAVA_ANOMALIES: AnomalyDetected that other services publish directly
 //     ([FromDetected]): viggy's escalation tiers, and every service's poison-message reports
-//     (report.PoisonReporter, kind Custom "poison_message"). Those are already on the public
+//     (pipeline.PoisonReporter, kind Custom "poison_message"). Those are already on the public
 //     subjects, so they go only to the other sinks; the service's own anomalies
 //     (envelope.source "anomaly", except its poison-message reports) are acknowledged and
 //     skipped. viggy leaves DriftDetected (Alert) and Stalled (RetriesExhausted) to this

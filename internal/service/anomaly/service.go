@@ -171,14 +171,11 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		})
 	}
-	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
-		g.Go(func() error {
-			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
-				Stream: stream, Consumer: bus.ServiceAnomaly, Concurrency: s.cfg.Concurrency,
-				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, OnPoison: pipeline.PoisonReporter(s.bus.pub, bus.ServiceAnomaly, s.cfg.Logger, s.cfg.OnPoison),
-			}, s.Handle)
-		})
-	}
+	g.Go(func() error {
+		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceAnomaly, Concurrency: s.cfg.Concurrency,
+			Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, Publisher: s.bus.pub, OnPoison: s.cfg.OnPoison,
+		}.Consume(gctx, s.Handle, bus.StreamPhases, bus.StreamAnomalies)
+	})
 	if err := g.Wait(); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("anomaly: consume: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // Operation is one engine operation, reported to [Config].Observe when it ends.
@@ -156,15 +157,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.collectLoop(gctx) })
-	for _, stream := range []string{bus.StreamPhases, bus.StreamResources, bus.StreamCommands} {
-		g.Go(func() error {
-			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
-				Stream: stream, Consumer: bus.ServiceApplier, Concurrency: s.cfg.Concurrency,
-				DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: pipeline.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceApplier, s.cfg.Logger),
-			}, s.Handle)
-		})
-	}
+	g.Go(func() error {
+		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceApplier, Concurrency: s.cfg.Concurrency,
+			DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+		}.Consume(gctx, s.Handle, bus.StreamPhases, bus.StreamResources, bus.StreamCommands)
+	})
 	return g.Wait()
 }
 
@@ -179,7 +176,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	}
 	ns, name := res.GetNamespace(), res.GetName()
 	return s.withLease(ctx, ns, name, func(ctx context.Context, lease *bus.Lease) error {
-		rec, err := s.recs.load(ctx, ns, name)
+		rec, revision, err := s.recs.load(ctx, ns, name)
 		if err != nil {
 			return err
 		}
@@ -189,8 +186,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			if err := s.wmKV.Delete(ctx, bus.WatermarkKey(bus.ServiceApplier, ns, name)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 				return fmt.Errorf("applier: reset watermark: %w", err)
 			}
-			rev := rec.revision
-			*rec = Record{revision: rev, Last: rec.Last}
+			*rec = readmodel.Record{Last: rec.Last}
 		}
 		rec.UID = res.GetUid()
 		if slices.Contains(rec.Handled, env.GetEventId()) || rec.Deleted {
@@ -224,7 +220,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			return err
 		}
 		rec.Handled = push(rec.Handled, env.GetEventId(), maxHandled)
-		return s.recs.save(ctx, ns, name, rec)
+		return s.recs.save(ctx, ns, name, rec, revision)
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
-	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // filesSource makes a terraform_data (input from :marker) and one local_file per person.
@@ -117,7 +117,7 @@ func TestApplier_lifecycle(t *testing.T) {
 	if n := len(events[*lavav1.Applied](h, ns, name)); n != 2 {
 		t.Errorf("%d Applied events, want 2", n)
 	}
-	rec, err := applier.Load(t.Context(), h.js, ns, name)
+	rec, err := readmodel.Load(t.Context(), h.js, ns, name)
 	if err != nil || rec.Last == nil || rec.Last.PlanID != applied2.GetPlanId() || len(rec.Applied) != 2 {
 		t.Errorf("applier record = %+v, %v", rec, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // Defaults of the artifact collection ([Config].CollectInterval, CollectMinAge).
@@ -55,8 +56,8 @@ func LiveArtifacts(ctx context.Context, kv jetstream.KeyValue) (map[string]bool,
 				return nil, fmt.Errorf("applier: decode %s: %w", key, err)
 			}
 			live[f.Record.Digest] = true
-		case strings.HasPrefix(key, recordPrefix):
-			var r Record
+		case strings.HasPrefix(key, readmodel.RecordPrefix):
+			var r readmodel.Record
 			if err := json.Unmarshal(e.Value(), &r); err != nil {
 				return nil, fmt.Errorf("applier: decode %s: %w", key, err)
 			}

@@ -78,8 +78,8 @@ func TestApplier_artifactsBounded(t *testing.T) {
 		if after > 3 || res.Deleted != before-after {
 			t.Fatalf("generation %d: %d artifacts before the collection, %d after (%d deleted): want at most 3 kept", g, before, after, res.Deleted)
 		}
-		// A deleted object leaves no delete marker behind (the 2-hour soak of 2026-12-03 found
-		// the markers growing with every artifact ever collected).
+		// A deleted object leaves no delete marker behind (otherwise the markers grow with every
+		// artifact ever collected: docs/operations.md, the soak).
 		if m := metaSubjects(t, h.js); m != after {
 			t.Fatalf("generation %d: %d meta subjects in the store after the collection for %d artifacts: delete markers stay", g, m, after)
 		}

@@ -9,9 +9,11 @@
 // Every handler runs under the resource's lease in lava-leases, taken without waiting: a lease
 // held by another replica naks the message with delay, so two replicas never plan, apply or
 // destroy one resource at once. Generations older than the applier's watermark are dropped.
-// Per resource the applier keeps a [Record] in lava-state (key "applier.<ns>.<name>"): the
-// plan held for approval, recent plan ids, the applied plan ids, the event ids already handled
-// and what a later destroy needs (the last applied configuration's artifact digest, engine and
+// Per resource the applier keeps a [readmodel.Record] in lava-state (key "applier.<ns>.<name>",
+// written here with a compare-and-set under the lease; the type and its read live in
+// internal/readmodel, which `lava state show` and `lava plan show` use): the plan held for
+// approval, recent plan ids, the applied plan ids, the event ids already handled and what a
+// later destroy needs (the last applied configuration's artifact digest, engine and
 // providers). A redelivered message whose outcome was published is acknowledged without
 // acting, and an applied plan id is never applied again. State is never deleted because a
 // spec changed; only a successful destroy forgets it (state.Store.Forget keeps history).

@@ -17,42 +17,41 @@ import (
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
-
-// failure is a stage failure to publish as Failed.
-type failure struct {
-	reason    string
-	message   string
-	retryable bool
-}
 
 // classify maps an engine error to its Failed reason and retryability. The message is the
 // error's text (engines redact secrets and keep only the output tail), bounded.
-func classify(stage lavav1.Stage, err error) *failure {
-	f := &failure{message: truncate(err.Error()), retryable: true}
+func classify(stage lavav1.Stage, err error) *pipeline.Failure {
+	f := &pipeline.Failure{Kind: pipeline.FailureRetryable, Message: truncate(err.Error()), Err: err}
 	switch {
 	case errors.Is(err, engine.ErrProviderUnavailable):
-		f.reason, f.retryable = v1alpha1.ReasonProviderUnavailable, false
+		f.Reason, f.Kind = v1alpha1.ReasonProviderUnavailable, pipeline.FailureTerminal
 	case errors.Is(err, engine.ErrProviderChecksumMismatch):
-		f.reason, f.retryable = v1alpha1.ReasonProviderChecksumMismatch, false
+		f.Reason, f.Kind = v1alpha1.ReasonProviderChecksumMismatch, pipeline.FailureTerminal
 	case errors.Is(err, engine.ErrProviderSignatureInvalid):
-		f.reason, f.retryable = v1alpha1.ReasonProviderSignatureInvalid, false
+		f.Reason, f.Kind = v1alpha1.ReasonProviderSignatureInvalid, pipeline.FailureTerminal
 	case errors.Is(err, engine.ErrProviderVersionNotFound):
-		f.reason, f.retryable = v1alpha1.ReasonProviderVersionNotFound, false
+		f.Reason, f.Kind = v1alpha1.ReasonProviderVersionNotFound, pipeline.FailureTerminal
 	case errors.Is(err, engine.ErrProviderRegistryUnavailable):
-		f.reason = v1alpha1.ReasonProviderRegistryUnavailable
+		f.Reason = v1alpha1.ReasonProviderRegistryUnavailable
 	case errors.Is(err, engine.ErrPlanStale):
-		f.reason = v1alpha1.ReasonPlanStale
+		f.Reason = v1alpha1.ReasonPlanStale
 	case errors.Is(err, engine.ErrLocked):
-		f.reason = v1alpha1.ReasonLocked
+		f.Reason = v1alpha1.ReasonLocked
 	case errors.Is(err, engine.ErrCreateInterrupted):
-		f.reason, f.retryable = v1alpha1.ReasonCreateInterrupted, false
+		f.Reason, f.Kind = v1alpha1.ReasonCreateInterrupted, pipeline.FailureTerminal
+	case errors.Is(err, engine.ErrPolicyRejected):
+		f.Reason, f.Kind = v1alpha1.ReasonPolicyRejected, pipeline.FailureTerminal
 	case stage == lavav1.Stage_STAGE_PLAN:
-		f.reason = v1alpha1.ReasonPlanFailed
+		f.Reason = v1alpha1.ReasonPlanFailed
 	case stage == lavav1.Stage_STAGE_APPLY:
-		f.reason = v1alpha1.ReasonApplyFailed
+		f.Reason = v1alpha1.ReasonApplyFailed
 	default:
-		f.reason = v1alpha1.ReasonDestroyFailed
+		f.Reason = v1alpha1.ReasonDestroyFailed
+	}
+	if errors.Is(err, engine.ErrEvaluationLimit) {
+		f.Kind = pipeline.FailureTerminal // the same configuration exceeds the same limit again
 	}
 	return f
 }
@@ -86,25 +85,25 @@ func (w *work) envelope(cause *lavav1.Envelope, eventType string) *lavav1.Envelo
 }
 
 // failed publishes Failed caused by the message handled.
-func (w *work) failed(ctx context.Context, stage lavav1.Stage, f *failure, attempt int32, planID string) error {
+func (w *work) failed(ctx context.Context, stage lavav1.Stage, f *pipeline.Failure, attempt int32, planID string) error {
 	return w.failedCause(ctx, w.cause, stage, f, attempt, planID)
 }
 
 // failedCause publishes Failed caused by cause.
-func (w *work) failedCause(ctx context.Context, cause *lavav1.Envelope, stage lavav1.Stage, f *failure, attempt int32, planID string) error {
+func (w *work) failedCause(ctx context.Context, cause *lavav1.Envelope, stage lavav1.Stage, f *pipeline.Failure, attempt int32, planID string) error {
 	ev := &lavav1.Failed{
 		Envelope:  w.envelope(cause, "lava.v1.Failed"),
 		Stage:     stage,
-		Reason:    f.reason,
-		Message:   f.message,
-		Retryable: f.retryable,
+		Reason:    f.Reason,
+		Message:   f.Message,
+		Retryable: f.Retryable(),
 		Attempt:   attempt,
 		PlanId:    planID,
 	}
 	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
 		return err
 	}
-	w.log.Info("stage failed", "stage", stage.String(), "reason", f.reason, "retryable", f.retryable, "message", f.message)
+	w.log.Info("stage failed", "stage", stage.String(), "reason", f.Reason, "retryable", f.Retryable(), "message", f.Message)
 	return nil
 }
 
@@ -199,11 +198,11 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 				return err
 			}
 			if !ok {
-				return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: v1alpha1.ReasonDestroyFailed,
-					message: "the resource has state but no rendered configuration is known to destroy it with"}, attempt, "")
+				return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &pipeline.Failure{Reason: v1alpha1.ReasonDestroyFailed,
+					Message: "the resource has state but no rendered configuration is known to destroy it with"}, attempt, "")
 			}
 			in := inputOf(syn)
-			last = &LastApplied{Engine: in.engine, ArtifactDigest: in.artifactDigest, Providers: in.providers}
+			last = &readmodel.LastApplied{Engine: in.engine, ArtifactDigest: in.artifactDigest, Providers: in.providers}
 		}
 		name := last.Engine
 		if eng != lavav1.Engine_ENGINE_UNSPECIFIED {
@@ -211,8 +210,8 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 		}
 		e := w.s.cfg.Engines[name]
 		if e == nil {
-			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: v1alpha1.ReasonEngineUnavailable,
-				message: fmt.Sprintf("engine %q is not available in this applier", name)}, attempt, "")
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &pipeline.Failure{Reason: v1alpha1.ReasonEngineUnavailable,
+				Message: fmt.Sprintf("engine %q is not available in this applier", name)}, attempt, "")
 		}
 		in := input{engine: name, artifactDigest: last.ArtifactDigest, providers: last.Providers}
 		if f, err := w.credentialsFailure(ctx); err != nil || f != nil {
@@ -238,8 +237,8 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 			return err
 		}
 		if len(left) > 0 {
-			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &failure{reason: v1alpha1.ReasonDestroyFailed, retryable: true,
-				message: fmt.Sprintf("destroy reported success but the state still holds %d resource(s) (%s); the state and the finalizer are kept",
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &pipeline.Failure{Reason: v1alpha1.ReasonDestroyFailed, Kind: pipeline.FailureRetryable,
+				Message: fmt.Sprintf("destroy reported success but the state still holds %d resource(s) (%s); the state and the finalizer are kept",
 					len(left), listAddrs(left))}, attempt, "")
 		}
 		destroyed.DestroyedCount = int32(res.Destroyed)

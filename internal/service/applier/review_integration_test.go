@@ -14,7 +14,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // TestApplier_reviewThenStateChanges, with each engine: a plan held for approval carries its
@@ -58,7 +58,7 @@ func testReviewThenStateChanges(t *testing.T, eng lavav1.Engine) {
 	}
 
 	// The review body: what `lava plan show` prints.
-	rec, err := applier.Load(t.Context(), h.js, ns, name)
+	rec, err := readmodel.Load(t.Context(), h.js, ns, name)
 	if err != nil || rec.Held == nil || rec.Held.PlanID != held.GetPlanId() || rec.Held.ReviewDigest == "" {
 		t.Fatalf("applier record %+v, %v: want the held plan with a review body", rec.Held, err)
 	}

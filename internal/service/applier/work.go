@@ -23,6 +23,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/credentials"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // Approval values of approvePlan besides a plan id.
@@ -39,7 +40,7 @@ var planIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // work is the handling of one message for one resource, under its lease.
 type work struct {
 	s        *Service
-	rec      *Record
+	rec      *readmodel.Record
 	ns, name string
 	// cause is the envelope of the message handled.
 	cause *lavav1.Envelope
@@ -120,7 +121,7 @@ func (w *work) kube(ctx context.Context) (access, error) {
 // credentialsFailure builds the resource's provider credentials and maps an error to its
 // Failed outcome (RBACForbidden for a Secret or ServiceAccount the identity may not read,
 // naming identity and object, never a value); a transient error is returned as such.
-func (w *work) credentialsFailure(ctx context.Context) (*failure, error) {
+func (w *work) credentialsFailure(ctx context.Context) (*pipeline.Failure, error) {
 	_, err := w.credentials(ctx)
 	if err == nil {
 		return nil, nil
@@ -133,19 +134,19 @@ func (w *work) credentialsFailure(ctx context.Context) (*failure, error) {
 
 // kubeFailure maps an outputs Secret error to its Failed outcome; ok is false for an error
 // that is none of them (transient: nak).
-func kubeFailure(err error) (*failure, bool) {
+func kubeFailure(err error) (*pipeline.Failure, bool) {
 	switch {
 	case errors.Is(err, ErrOutputsSecretNotOwned):
-		return &failure{reason: v1alpha1.ReasonOutputsSecretNotOwned, message: err.Error()}, true
+		return &pipeline.Failure{Reason: v1alpha1.ReasonOutputsSecretNotOwned, Message: err.Error()}, true
 	case errors.Is(err, ErrForbidden):
-		return &failure{reason: v1alpha1.ReasonRBACForbidden, message: err.Error(), retryable: true}, true
+		return &pipeline.Failure{Reason: v1alpha1.ReasonRBACForbidden, Message: err.Error(), Kind: pipeline.FailureRetryable}, true
 	case errors.Is(err, identity.ErrNoServiceAccount):
-		return &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: err.Error()}, true
+		return &pipeline.Failure{Reason: v1alpha1.ReasonServiceAccountRequired, Message: err.Error()}, true
 	case errors.Is(err, identity.ErrProviderEnvForbidden):
-		return &failure{reason: v1alpha1.ReasonRBACForbidden, message: err.Error(), retryable: true}, true
+		return &pipeline.Failure{Reason: v1alpha1.ReasonRBACForbidden, Message: err.Error(), Kind: pipeline.FailureRetryable}, true
 	case errors.Is(err, identity.ErrProviderEnvInvalid):
 		// Creating the Secret or ServiceAccount fixes it: retryable.
-		return &failure{reason: v1alpha1.ReasonPlanFailed, message: err.Error(), retryable: true}, true
+		return &pipeline.Failure{Reason: v1alpha1.ReasonPlanFailed, Message: err.Error(), Kind: pipeline.FailureRetryable}, true
 	}
 	return nil, false
 }
@@ -188,9 +189,9 @@ func (w *work) secrets(ctx context.Context) []string {
 }
 
 // classify is [classify] with the message redacted of the resource's Secret values.
-func (w *work) classify(ctx context.Context, stage lavav1.Stage, err error) *failure {
+func (w *work) classify(ctx context.Context, stage lavav1.Stage, err error) *pipeline.Failure {
 	f := classify(stage, err)
-	f.message = engine.NewRedactor(w.secrets(ctx)...).Redact(f.message)
+	f.Message = engine.NewRedactor(w.secrets(ctx)...).Redact(f.Message)
 	return f
 }
 
@@ -310,8 +311,8 @@ func (w *work) retry(ctx context.Context, ev *lavav1.RetryRequested) error {
 func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error {
 	eng := w.s.cfg.Engines[in.engine]
 	if eng == nil {
-		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: v1alpha1.ReasonEngineUnavailable,
-			message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &pipeline.Failure{Reason: v1alpha1.ReasonEngineUnavailable,
+			Message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
 	}
 	// Before anything is planned: the outputs Secret, if it exists, must be this object's, and
 	// readable by the identity the object acts with. Without an identity nothing is checked
@@ -384,8 +385,8 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			if slices.Contains(w.rec.Plans, in.approve) {
 				what = "is superseded: the rendered configuration, the bindings, the engine or the state changed since it was planned"
 			}
-			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &failure{reason: v1alpha1.ReasonPlanSuperseded,
-				message: fmt.Sprintf("spec.approvePlan %s %s; the current plan is %s (%d to add, %d to change, %d to destroy): set spec.approvePlan to %s to apply it",
+			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &pipeline.Failure{Reason: v1alpha1.ReasonPlanSuperseded,
+				Message: fmt.Sprintf("spec.approvePlan %s %s; the current plan is %s (%d to add, %d to change, %d to destroy): set spec.approvePlan to %s to apply it",
 					in.approve, what, plan.PlanID, plan.Summary.Add, plan.Summary.Change, plan.Summary.Destroy, plan.PlanID)}, attempt, in.approve)
 		}
 		return nil
@@ -411,7 +412,7 @@ func (w *work) sameInputs(held *engine.PlanRecord, in input) bool {
 // orphaned refuses to plan against a state a deleted object of the same name left with
 // deletionPolicy Orphan (state.Record.OrphanedBy another uid): its infrastructure belongs to
 // nobody until an operator adopts it. nil when the state is this object's or unmarked.
-func (w *work) orphaned(ctx context.Context) (*failure, error) {
+func (w *work) orphaned(ctx context.Context) (*pipeline.Failure, error) {
 	rec, err := w.s.cfg.Store.Get(ctx, w.key())
 	if errors.Is(err, state.ErrNotFound) {
 		return nil, nil
@@ -423,7 +424,7 @@ func (w *work) orphaned(ctx context.Context) (*failure, error) {
 	if rec.OrphanedBy == "" || rec.OrphanedBy == uid {
 		return nil, nil
 	}
-	return &failure{reason: v1alpha1.ReasonStateOrphaned, message: fmt.Sprintf(
+	return &pipeline.Failure{Reason: v1alpha1.ReasonStateOrphaned, Message: fmt.Sprintf(
 		"the state of %s (serial %d) was left by a deleted object (uid %s) with deletionPolicy Orphan on %s; this object (uid %s) will not plan against it: "+
 			"run `lava state adopt %s` to manage that infrastructure with this object, or delete and recreate this object under another name",
 		w.key(), rec.Serial, rec.OrphanedBy, rec.OrphanedAt.UTC().Format(time.RFC3339), uid, w.key())}, nil
@@ -556,7 +557,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 	}
 	w.rec.Applied = push(w.rec.Applied, plan.PlanID, maxApplied)
 	w.rec.Held, w.rec.HeldGeneration = nil, 0
-	w.rec.Last = &LastApplied{PlanID: plan.PlanID, Engine: in.engine, ArtifactDigest: in.artifactDigest,
+	w.rec.Last = &readmodel.LastApplied{PlanID: plan.PlanID, Engine: in.engine, ArtifactDigest: in.artifactDigest,
 		TerraformJSONDigest: in.terraformJSONDigest, BindingsDigest: in.bindingsDigest, Providers: in.providers,
 		Generation: in.generation, StateSerial: res.StateSerial, StateLineage: res.StateLineage, Resources: len(left),
 		AppliedAt: w.s.cfg.Now().UTC()}
@@ -581,11 +582,31 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		}
 	}
 	if _, err := w.s.pub.PublishEvent(ctx, ev); err != nil {
+		if big := (*bus.PayloadTooLargeError)(nil); errors.As(err, &big) {
+			return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, outputsTooLarge(ev.GetOutputs(), big), attempt, plan.PlanID)
+		}
 		return err
 	}
 	w.log.Info("applied", "plan_id", plan.PlanID, "state_serial", res.StateSerial,
 		"add", res.Summary.Add, "change", res.Summary.Change, "destroy", res.Summary.Destroy)
 	return nil
+}
+
+// outputsTooLarge is the failure of an apply whose Applied event (its non-sensitive outputs)
+// is larger than the bus takes: the plan is applied and recorded, but nothing can report it, so
+// the object fails (not retried: the same outputs fail again) naming the largest output and
+// the sizes, never a value.
+func outputsTooLarge(outputs map[string]string, big *bus.PayloadTooLargeError) *pipeline.Failure {
+	largest := ""
+	for k, v := range outputs {
+		if largest == "" || len(v) > len(outputs[largest]) || len(v) == len(outputs[largest]) && k < largest {
+			largest = k
+		}
+	}
+	return &pipeline.Failure{Reason: v1alpha1.ReasonApplyFailed, Message: fmt.Sprintf(
+		"applied, but the Applied event is %d bytes, more than the bus's maximum message size of %d bytes (the NATS server's max_payload); "+
+			"the largest output is %q (%d bytes of JSON): make the outputs smaller, or mark large ones sensitive (they then go only to the outputs Secret)",
+		big.Size, big.Max, largest, len(outputs[largest]))}
 }
 
 // compactJSON is v as compact JSON text.

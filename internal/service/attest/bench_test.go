@@ -11,6 +11,8 @@ import (
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
 
@@ -20,7 +22,7 @@ import (
 func BenchmarkAppend(b *testing.B) {
 	b.Run("one_chain", func(b *testing.B) {
 		srv := startBus(b)
-		store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: testSigner(b)})
+		store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: receipttest.Signer(b)})
 		b.ResetTimer()
 		for i := range b.N {
 			if _, err := store.Append(b.Context(), request("bench", "one", lavav1.Phase_PHASE_APPLIED, i)); err != nil {
@@ -31,7 +33,7 @@ func BenchmarkAppend(b *testing.B) {
 	})
 	b.Run("64_chains_parallel", func(b *testing.B) {
 		srv := startBus(b)
-		store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: testSigner(b)})
+		store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: receipttest.Signer(b)})
 		var n atomic.Int64
 		b.SetParallelism(8)
 		b.ResetTimer()
@@ -55,7 +57,7 @@ func BenchmarkVerify(b *testing.B) {
 	const length = 1000
 	srv := startBus(b)
 	js := srv.JetStream()
-	s := testSigner(b)
+	s := receipttest.Signer(b)
 	store := attest.NewStore(js, attest.StoreOptions{Signer: s})
 	for i := range length {
 		if _, err := store.Append(b.Context(), request("bench", "chain", lavav1.Phase_PHASE_APPLIED, i)); err != nil {
@@ -79,11 +81,11 @@ func BenchmarkVerify(b *testing.B) {
 	})
 	b.Run("in_memory", func(b *testing.B) {
 		chain := readChain(b, js, "bench", "chain")
-		opts := attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}
+		opts := readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}
 		b.ResetTimer()
 		for range b.N {
-			if res := attest.Verify(chain, opts); !res.OK() {
-				b.Fatal(messages(res))
+			if res := readmodel.Verify(chain, opts); !res.OK() {
+				b.Fatal(receipttest.Messages(res))
 			}
 		}
 		b.ReportMetric(float64(b.N*length)/b.Elapsed().Seconds(), "receipts/s")
@@ -102,7 +104,7 @@ func BenchmarkHandle(b *testing.B) {
 			// At most 32 events per resource: LAVA_PHASES keeps 64 per subject.
 			resources := max(16, b.N/32+1)
 			f := newOrderFixture(b, srv.JetStream(), "bench", resources, b.N/resources+1)
-			rep := newReplica(b, srv, testSigner(b), nil)
+			rep := newReplica(b, srv, receipttest.Signer(b), nil)
 			var msgs []*bus.Message
 			for _, name := range f.names {
 				msgs = append(msgs, f.phases[name]...)

@@ -19,6 +19,8 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
 
@@ -56,7 +58,7 @@ func TestForeignMessages_skippedAndReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	signer := testSigner(t)
+	signer := receipttest.Signer(t)
 	onForeign := attest.ForeignReporter(bus.NewPublisher(js), nil)
 	svc := attest.NewService(js, attest.NewStore(js, attest.StoreOptions{Signer: signer, OnForeign: onForeign}), attest.ServiceOptions{})
 	run(t, svc.Run)
@@ -64,22 +66,22 @@ func TestForeignMessages_skippedAndReported(t *testing.T) {
 	pub := bus.NewPublisher(admin) // stands in for the watcher, which publishes PhaseChanged
 	phase := func(name string, n int) {
 		t.Helper()
-		if _, err := pub.PublishEvent(ctx, phaseChanged("infra", name, lavav1.Phase_PHASE_UNSPECIFIED, lifecycle[n%len(lifecycle)], n)); err != nil {
+		if _, err := pub.PublishEvent(ctx, receipttest.PhaseChanged("infra", name, lavav1.Phase_PHASE_UNSPECIFIED, receipttest.Lifecycle[n%len(receipttest.Lifecycle)], n)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	pinned := attest.VerifyOptions{RequireSignatures: true, PublicKey: signer.PublicKey()}
-	read := func(name string) *attest.Chain {
+	pinned := readmodel.VerifyOptions{RequireSignatures: true, PublicKey: signer.PublicKey()}
+	read := func(name string) *readmodel.Chain {
 		t.Helper()
-		c, err := attest.ReadChain(ctx, admin, "infra", name, pinned)
+		c, err := readmodel.ReadChain(ctx, admin, "infra", name, pinned)
 		if err != nil {
 			t.Fatalf("the chain of infra/%s is unreadable: %v", name, err)
 		}
 		return c
 	}
-	waitLen := func(name string, n int) *attest.Chain {
+	waitLen := func(name string, n int) *readmodel.Chain {
 		t.Helper()
-		var c *attest.Chain
+		var c *readmodel.Chain
 		eventually(t, 15*time.Second, fmt.Sprintf("infra/%s has %d receipts", name, n), func() bool { c = read(name); return len(c.Receipts) >= n })
 		return c
 	}
@@ -100,20 +102,20 @@ func TestForeignMessages_skippedAndReported(t *testing.T) {
 		}
 	}
 	inject(subject, []byte("not a receipt \xff\xff"))
-	badSig, err := attest.NewReceipt(head, attest.KindOutcome, attest.OutcomeFromPhaseChanged(phaseChanged("infra", "web", 0, lavav1.Phase_PHASE_FAILED, 90)), time.Now(), signer)
+	badSig, err := readmodel.NewReceipt(head, readmodel.KindOutcome, readmodel.OutcomeFromPhaseChanged(receipttest.PhaseChanged("infra", "web", 0, lavav1.Phase_PHASE_FAILED, 90)), time.Now(), signer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	badSig.Signature.Sig[0] ^= 0xff
 	inject(subject, marshal(t, badSig))
-	other, err := attest.ParseSigner(strings.Repeat("42", 32))
+	other, err := readmodel.ParseSigner(strings.Repeat("42", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fakeHead := proto.Clone(head).(*lavav1.Receipt)
 	fakeHead.ContentHash = make([]byte, 32)
 	_, _ = rand.Read(fakeHead.ContentHash)
-	wrongPrev, err := attest.NewReceipt(fakeHead, attest.KindOutcome, attest.OutcomeFromPhaseChanged(phaseChanged("infra", "web", 0, lavav1.Phase_PHASE_FAILED, 91)), time.Now(), other)
+	wrongPrev, err := readmodel.NewReceipt(fakeHead, readmodel.KindOutcome, readmodel.OutcomeFromPhaseChanged(receipttest.PhaseChanged("infra", "web", 0, lavav1.Phase_PHASE_FAILED, 91)), time.Now(), other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +163,8 @@ func TestForeignMessages_skippedAndReported(t *testing.T) {
 		if len(c.Receipts) != want {
 			t.Errorf("infra/%s: %d receipts, want %d", name, len(c.Receipts), want)
 		}
-		if res := attest.Verify(c.Receipts, pinned); !res.OK() {
-			t.Errorf("infra/%s does not verify: %v", name, messages(res))
+		if res := readmodel.Verify(c.Receipts, pinned); !res.OK() {
+			t.Errorf("infra/%s does not verify: %v", name, receipttest.Messages(res))
 		}
 		wantForeign := map[string]int{"web": 3, "fresh": 1}[name]
 		if len(c.Foreign) != wantForeign {

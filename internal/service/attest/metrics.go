@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // Values of the "result" label of lava_attest_verifications_total.
@@ -104,7 +106,7 @@ func (m *Metrics) duplicate() {
 	}
 }
 
-func (m *Metrics) verified(res Result) {
+func (m *Metrics) verified(res readmodel.Result) {
 	if m != nil {
 		result := VerifyResultOK
 		if !res.OK() {

@@ -14,6 +14,8 @@ import (
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
 
@@ -28,7 +30,7 @@ type replica struct {
 // there to kill the replica at an exact point of an append.
 func newReplica(t testing.TB, srv interface {
 	Connect(testing.TB) (*nats.Conn, jetstream.JetStream)
-}, signer *attest.Signer, onNow func()) *replica {
+}, signer *readmodel.Signer, onNow func()) *replica {
 	t.Helper()
 	nc, js := srv.Connect(t)
 	now := time.Now
@@ -65,12 +67,12 @@ func newOrderFixture(t testing.TB, js jetstream.JetStream, ns string, resources,
 		for _, name := range f.names {
 			var ev bus.Event
 			if i%4 == 3 {
-				tr := tick(ns, name, i, lavav1.Phase_PHASE_APPLIED, lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED, "")
+				tr := receipttest.Tick(ns, name, i, lavav1.Phase_PHASE_APPLIED, lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED, "")
 				tr.Envelope.EventId = nextID()
 				ev = tr
 			} else {
-				to := lifecycle[i%len(lifecycle)]
-				pc := phaseChanged(ns, name, prev[name], to, i)
+				to := receipttest.Lifecycle[i%len(receipttest.Lifecycle)]
+				pc := receipttest.PhaseChanged(ns, name, prev[name], to, i)
 				pc.Envelope.EventId = nextID()
 				prev[name] = to
 				ev = pc
@@ -82,7 +84,7 @@ func newOrderFixture(t testing.TB, js jetstream.JetStream, ns string, resources,
 		}
 	}
 	for _, name := range f.names {
-		an := anomaly(ns, name, 1)
+		an := receipttest.Anomaly(ns, name, 1)
 		an.Envelope.EventId = nextID()
 		if _, err := pub.PublishEvent(t.Context(), an); err != nil {
 			t.Fatal(err)
@@ -127,10 +129,10 @@ func newOrderFixture(t testing.TB, js jetstream.JetStream, ns string, resources,
 // check asserts every chain of the fixture: the receipts of the phase events in stream order
 // (the order of the resource's transitions), the anomaly once, nothing twice, no foreign
 // message (a fork's losing receipt would be one) and a chain that verifies.
-func (f *orderFixture) check(t *testing.T, js jetstream.JetStream, ns string, signer *attest.Signer) {
+func (f *orderFixture) check(t *testing.T, js jetstream.JetStream, ns string, signer *readmodel.Signer) {
 	t.Helper()
 	for _, name := range f.names {
-		chain, err := attest.ReadChain(t.Context(), js, ns, name, attest.VerifyOptions{})
+		chain, err := readmodel.ReadChain(t.Context(), js, ns, name, readmodel.VerifyOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,12 +140,12 @@ func (f *orderFixture) check(t *testing.T, js jetstream.JetStream, ns string, si
 		seen := map[string]bool{}
 		anomalies := 0
 		for _, rc := range chain.Receipts {
-			id := attest.PayloadEventID(rc.GetPayload())
+			id := readmodel.PayloadEventID(rc.GetPayload())
 			if seen[id] {
 				t.Errorf("%s/%s: event %s recorded twice", ns, name, id)
 			}
 			seen[id] = true
-			if rc.GetKind() == attest.KindAnomaly {
+			if rc.GetKind() == readmodel.KindAnomaly {
 				anomalies++
 				continue
 			}
@@ -158,8 +160,8 @@ func (f *orderFixture) check(t *testing.T, js jetstream.JetStream, ns string, si
 		if len(chain.Foreign) != 0 {
 			t.Errorf("%s/%s: %d foreign messages on the chain (a fork?): %v", ns, name, len(chain.Foreign), chain.Foreign)
 		}
-		if res := attest.Verify(chain.Receipts, attest.VerifyOptions{RequireSignatures: true, PublicKey: signer.PublicKey()}); !res.OK() {
-			t.Errorf("%s/%s: chain does not verify: %v", ns, name, messages(res))
+		if res := readmodel.Verify(chain.Receipts, readmodel.VerifyOptions{RequireSignatures: true, PublicKey: signer.PublicKey()}); !res.OK() {
+			t.Errorf("%s/%s: chain does not verify: %v", ns, name, receipttest.Messages(res))
 		}
 	}
 }
@@ -181,7 +183,7 @@ func (f *orderFixture) check(t *testing.T, js jetstream.JetStream, ns string, si
 // fail on their first resource.
 func TestService_phaseOrderAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	signer := testSigner(t)
+	signer := receipttest.Signer(t)
 	const transitions = 9
 
 	t.Run("reverse", func(t *testing.T) {
@@ -288,11 +290,11 @@ func TestService_catchUpSkipsMismatchedEvents(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
 	js := srv.JetStream()
-	signer := testSigner(t)
+	signer := receipttest.Signer(t)
 	pub := bus.NewPublisher(js)
-	first := phaseChanged("tenant", "a", lavav1.Phase_PHASE_UNSPECIFIED, lavav1.Phase_PHASE_PENDING, 1)
-	forged := phaseChanged("tenant", "b", lavav1.Phase_PHASE_UNSPECIFIED, lavav1.Phase_PHASE_APPLIED, 2)
-	last := phaseChanged("tenant", "a", lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, 3)
+	first := receipttest.PhaseChanged("tenant", "a", lavav1.Phase_PHASE_UNSPECIFIED, lavav1.Phase_PHASE_PENDING, 1)
+	forged := receipttest.PhaseChanged("tenant", "b", lavav1.Phase_PHASE_UNSPECIFIED, lavav1.Phase_PHASE_APPLIED, 2)
+	last := receipttest.PhaseChanged("tenant", "a", lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, 3)
 	var seqs []uint64
 	for _, p := range []struct {
 		subject string
@@ -327,7 +329,7 @@ func TestService_catchUpSkipsMismatchedEvents(t *testing.T) {
 	}
 	var got []string
 	for _, rc := range readChain(t, js, "tenant", "a") {
-		got = append(got, attest.PayloadEventID(rc.GetPayload()))
+		got = append(got, readmodel.PayloadEventID(rc.GetPayload()))
 	}
 	if want := []string{first.GetEnvelope().GetEventId(), last.GetEnvelope().GetEventId()}; !slices.Equal(got, want) {
 		t.Fatalf("tenant/a: receipts %v, want %v (the forged event left out)", got, want)
@@ -343,7 +345,7 @@ func TestService_catchUpSkipsMismatchedEvents(t *testing.T) {
 func TestService_phaseOrderThreeConsumers(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
-	signer := testSigner(t)
+	signer := receipttest.Signer(t)
 	f := newOrderFixture(t, srv.JetStream(), "fleet", 20, 9)
 	for range 3 {
 		rep := newReplica(t, srv, signer, nil)

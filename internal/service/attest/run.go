@@ -15,6 +15,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // Options is the attest service's process configuration: the common service options and
@@ -40,6 +41,9 @@ type Options struct {
 	// otherwise callers authenticate with a Kubernetes token and see the receipts of the
 	// namespaces where they may get lavaarchitectures (internal/platform/rpcauth).
 	RPCTokenFile string
+	// RPC bounds ReceiptService: request size, requests in flight in total and per client,
+	// connections and timeouts (the --rpc-* flags, rpcauth.Limits; zero fields: the defaults).
+	RPC rpcauth.Limits
 	// NoKube (--no-kube) runs without Kubernetes access; without RPCTokenFile, ReceiptService
 	// is then not served.
 	NoKube bool
@@ -71,6 +75,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (ReceiptService is then served only with --rpc-token-file)")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "events handled at once per consumer")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "ReceiptService (connect, gRPC, gRPC-Web) listen address; empty disables it")
+	o.RPC.Register(fs)
 	o.KubeAPI.Register(fs)
 }
 
@@ -79,13 +84,13 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 // AnomalyDetected ([Service]) and serves ReceiptService ([Handler]); on cancellation it drains
 // in-flight events and shuts the servers down. It returns nil after a clean shutdown.
 func Run(ctx context.Context, o Options) error {
-	var signer *Signer
+	var signer *readmodel.Signer
 	if o.SigningKeyFile == "" && !o.AllowUnsigned {
 		return errors.New("attest: no signing key (--signing-key-file, LAVA_SIGNING_KEY_FILE): receipts must be signed; --allow-unsigned starts without one for development")
 	}
 	if o.SigningKeyFile != "" {
 		var err error
-		if signer, err = LoadSigner(o.SigningKeyFile); err != nil {
+		if signer, err = readmodel.LoadSigner(o.SigningKeyFile); err != nil {
 			return err
 		}
 	}
@@ -116,7 +121,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if ln != nil {
 		guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{
-			lavav1connect.ReceiptServiceGetChainProcedure: "get", lavav1connect.ReceiptServiceVerifyChainProcedure: "get"})
+			lavav1connect.ReceiptServiceGetChainProcedure: "get", lavav1connect.ReceiptServiceVerifyChainProcedure: "get"}, o.RPC)
 		switch {
 		case errors.Is(err, rpcauth.ErrNoAuthenticator):
 			log.Warn("attest: ReceiptService is not served: no Kubernetes access and no --rpc-token-file to authenticate callers")
@@ -126,7 +131,7 @@ func Run(ctx context.Context, o Options) error {
 			mux := http.NewServeMux()
 			mux.Handle(NewHandler(base.JS, metrics, onForeign).Mount(guard.HandlerOptions()...))
 			log.Info("attest: serving ReceiptService", "addr", ln.Addr().String())
-			runs = append(runs, func(ctx context.Context) error { return rpcauth.Serve(ctx, ln, mux) })
+			runs = append(runs, func(ctx context.Context) error { return guard.Serve(ctx, ln, mux) })
 		}
 	}
 	return base.Serve(ctx, runs...)

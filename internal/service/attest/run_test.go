@@ -18,6 +18,8 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
 
@@ -32,7 +34,7 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(strings.Repeat("0102", 16)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	signer, err := attest.LoadSigner(keyFile)
+	signer, err := readmodel.LoadSigner(keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestRun(t *testing.T) {
 		_, err := js.Consumer(t.Context(), bus.StreamPhases, bus.ServiceAttest)
 		return err == nil
 	})
-	if _, err := bus.NewPublisher(js).PublishEvent(t.Context(), phaseChanged("infra", "vpc", 0, lavav1.Phase_PHASE_PENDING, 0)); err != nil {
+	if _, err := bus.NewPublisher(js).PublishEvent(t.Context(), receipttest.PhaseChanged("infra", "vpc", 0, lavav1.Phase_PHASE_PENDING, 0)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 // EventReceiptAppended is the last token of the subject ReceiptAppended is published on:
@@ -68,18 +69,13 @@ func NewService(js jetstream.JetStream, store *Store, opts ServiceOptions) *Serv
 // Run consumes both streams until ctx is cancelled, then drains in-flight events (bus.Consume)
 // and returns nil. The consumers must exist (bus.EnsureTopology).
 func (s *Service) Run(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	for _, stream := range []string{bus.StreamPhases, bus.StreamAnomalies} {
-		g.Go(func() error {
-			return bus.Consume(gctx, s.js, bus.ConsumeOptions{
-				// A resource's receipts are appended in the order of its transitions: OrderKey
-				// within this process, Handle's catch-up across replicas.
-				Stream: stream, Consumer: bus.ServiceAttest, Concurrency: s.opts.Concurrency, OrderKey: bus.ResourceOrderKey,
-				Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, OnPoison: pipeline.PoisonReporter(s.pub, bus.ServiceAttest, s.opts.Logger, s.opts.OnPoison),
-			}, s.Handle)
-		})
-	}
-	if err := g.Wait(); err != nil && ctx.Err() == nil {
+	err := pipeline.Consumer{
+		// A resource's receipts are appended in the order of its transitions: OrderKey
+		// within this process, Handle's catch-up across replicas.
+		JS: s.js, Service: bus.ServiceAttest, Concurrency: s.opts.Concurrency, OrderKey: bus.ResourceOrderKey,
+		Logger: s.opts.Logger, Metrics: s.opts.BusMetrics, Publisher: s.pub, OnPoison: s.opts.OnPoison,
+	}.Consume(ctx, s.Handle, bus.StreamPhases, bus.StreamAnomalies)
+	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("attest: consume: %w", err)
 	}
 	return nil
@@ -101,7 +97,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	if err == nil {
 		_, err = s.record(ctx, m.Event.GetEnvelope(), req)
 	}
-	if errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrPayloadKind) {
+	if errors.Is(err, ErrInvalidRequest) || errors.Is(err, readmodel.ErrPayloadKind) {
 		return bus.Permanent(err)
 	}
 	return err
@@ -200,18 +196,18 @@ func request(ev bus.Event, notBefore time.Time) (AppendRequest, error) {
 	}
 	switch e := ev.(type) {
 	case *lavav1.PhaseChanged:
-		req.Kind, req.Payload = KindOutcome, OutcomeFromPhaseChanged(e)
+		req.Kind, req.Payload = readmodel.KindOutcome, readmodel.OutcomeFromPhaseChanged(e)
 	case *lavav1.TickReported:
-		req.Kind, req.Payload = KindOutcome, OutcomeFromTick(e)
+		req.Kind, req.Payload = readmodel.KindOutcome, readmodel.OutcomeFromTick(e)
 	case *lavav1.AnomalyDetected:
 		if req.Resource.GetName() == "" {
 			req.Resource = e.GetSource()
 		}
-		p, err := AnomalyFromDetected(e)
+		p, err := readmodel.AnomalyFromDetected(e)
 		if err != nil {
 			return req, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 		}
-		req.Kind, req.Payload = KindAnomaly, p
+		req.Kind, req.Payload = readmodel.KindAnomaly, p
 	default:
 		return req, fmt.Errorf("%w: no receipt for %s", ErrInvalidRequest, eventid.Type(ev))
 	}
@@ -230,7 +226,7 @@ func (s *Service) record(ctx context.Context, env *lavav1.Envelope, req AppendRe
 		log.Debug("attest: event already recorded", "sequence", a.Receipt.GetSequence())
 	} else {
 		log.Info("attest: receipt appended", "sequence", a.Receipt.GetSequence(), "kind", req.Kind,
-			"content_hash", Hex(a.Receipt.GetContentHash()), "conflicts", a.Conflicts)
+			"content_hash", readmodel.Hex(a.Receipt.GetContentHash()), "conflicts", a.Conflicts)
 	}
 	if err := s.publishAppended(ctx, env, res, a.Receipt); err != nil {
 		return nil, err
@@ -246,7 +242,7 @@ func (s *Service) publishAppended(ctx context.Context, cause *lavav1.Envelope, r
 			EventId:       eventid.ID(res.GetUid(), cause.GetGeneration(), "lava.v1.ReceiptAppended", trigger),
 			OccurredAt:    timestamppb.New(s.opts.Now()),
 			Source:        bus.ServiceAttest,
-			Resource:      cloneRef(res),
+			Resource:      &lavav1.ResourceRef{Namespace: res.GetNamespace(), Name: res.GetName(), Uid: res.GetUid()},
 			Generation:    cause.GetGeneration(),
 			CorrelationId: cause.GetCorrelationId(),
 			Trigger:       trigger,

@@ -18,6 +18,8 @@ import (
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
 
@@ -29,15 +31,15 @@ func TestService_lifecycle(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
 	js := srv.JetStream()
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	svc := attest.NewService(js, attest.NewStore(js, attest.StoreOptions{Signer: s}), attest.ServiceOptions{})
 	run(t, svc.Run)
 
 	pub := bus.NewPublisher(js)
-	phases := append([]lavav1.Phase{lavav1.Phase_PHASE_FAILED}, lifecycle...)
+	phases := append([]lavav1.Phase{lavav1.Phase_PHASE_FAILED}, receipttest.Lifecycle...)
 	prev := lavav1.Phase_PHASE_UNSPECIFIED
 	for i, phase := range phases {
-		pc := phaseChanged("infra", "web.prod", prev, phase, i)
+		pc := receipttest.PhaseChanged("infra", "web.prod", prev, phase, i)
 		prev = phase
 		for range 2 { // the second publish is a retried publish (Nats-Msg-Id de-duplicates it)
 			if _, err := pub.PublishEvent(t.Context(), pc); err != nil {
@@ -45,11 +47,11 @@ func TestService_lifecycle(t *testing.T) {
 			}
 		}
 	}
-	an := anomaly("infra", "web.prod", 1)
+	an := receipttest.Anomaly("infra", "web.prod", 1)
 	if _, err := pub.PublishEvent(t.Context(), an); err != nil {
 		t.Fatal(err)
 	}
-	tr := tick("infra", "web.prod", 1, lavav1.Phase_PHASE_RECONVERGING, lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, "1 drifted field(s)")
+	tr := receipttest.Tick("infra", "web.prod", 1, lavav1.Phase_PHASE_RECONVERGING, lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, "1 drifted field(s)")
 	if _, err := pub.PublishEvent(t.Context(), tr); err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +68,11 @@ func TestService_lifecycle(t *testing.T) {
 	for _, r := range chain {
 		kinds[r.GetKind()]++
 	}
-	if kinds[attest.KindOutcome] != len(phases)+1 || kinds[attest.KindAnomaly] != 1 {
+	if kinds[readmodel.KindOutcome] != len(phases)+1 || kinds[readmodel.KindAnomaly] != 1 {
 		t.Fatalf("kinds %v", kinds)
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
-		t.Fatal(messages(res))
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
+		t.Fatal(receipttest.Messages(res))
 	}
 
 	// The head is announced on lava.v1.phase.infra.web_prod.receipt_appended.
@@ -94,7 +96,7 @@ func TestService_lifecycle(t *testing.T) {
 	if !bytes.Equal(ra.GetContentHash(), head.GetContentHash()) || ra.GetKind() != head.GetKind() || ra.GetKeyId() != s.KeyID() {
 		t.Fatalf("ReceiptAppended %v does not describe the head", &ra)
 	}
-	cause := attest.PayloadEventID(head.GetPayload())
+	cause := readmodel.PayloadEventID(head.GetPayload())
 	wantID := eventid.ID("uid-web.prod", 1, "lava.v1.ReceiptAppended", eventid.CauseTrigger(cause))
 	if env := ra.GetEnvelope(); env.GetEventId() != wantID || env.GetSource() != "attest" || env.GetTrigger() != "cause:"+cause {
 		t.Fatalf("ReceiptAppended envelope %v", env)
@@ -115,7 +117,7 @@ func TestService_Record(t *testing.T) {
 	srv := startBus(t)
 	js := srv.JetStream()
 	svc := attest.NewService(js, attest.NewStore(js, attest.StoreOptions{}), attest.ServiceOptions{})
-	pc := phaseChanged("a", "b", lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, 1)
+	pc := receipttest.PhaseChanged("a", "b", lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, 1)
 	first, err := svc.Record(t.Context(), pc, time.Time{})
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +137,9 @@ func TestHandler(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
 	js := srv.JetStream()
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	store := attest.NewStore(js, attest.StoreOptions{Signer: s})
-	for i, phase := range lifecycle {
+	for i, phase := range receipttest.Lifecycle {
 		if _, err := store.Append(t.Context(), request("infra", "vpc", phase, i)); err != nil {
 			t.Fatal(err)
 		}
@@ -164,14 +166,14 @@ func TestHandler(t *testing.T) {
 	}{
 		{"embedded keys", &lavav1.VerifyChainRequest{Namespace: "infra", Name: "vpc"}, true, 0},
 		{"signer's key, required", &lavav1.VerifyChainRequest{Namespace: "infra", Name: "vpc", RequireSignatures: true, PublicKey: s.PublicKey()}, true, 0},
-		{"wrong key", &lavav1.VerifyChainRequest{Namespace: "infra", Name: "vpc", PublicKey: otherSigner(t).PublicKey()}, false, len(lifecycle)},
+		{"wrong key", &lavav1.VerifyChainRequest{Namespace: "infra", Name: "vpc", PublicKey: receipttest.OtherSigner(t).PublicKey()}, false, len(receipttest.Lifecycle)},
 	}
 	for _, tt := range tests {
 		res, err := client.VerifyChain(t.Context(), connect.NewRequest(tt.req))
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if res.Msg.GetOk() != tt.ok || len(res.Msg.GetFailures()) != tt.fails || res.Msg.GetLength() != uint64(len(lifecycle)) || len(res.Msg.GetHeadHash()) != 32 {
+		if res.Msg.GetOk() != tt.ok || len(res.Msg.GetFailures()) != tt.fails || res.Msg.GetLength() != uint64(len(receipttest.Lifecycle)) || len(res.Msg.GetHeadHash()) != 32 {
 			t.Fatalf("%s: %v", tt.name, res.Msg)
 		}
 	}
@@ -212,7 +214,7 @@ func TestService_perResourceOrder(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
 	js := srv.JetStream()
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	svc := attest.NewService(js, attest.NewStore(js, attest.StoreOptions{Signer: s}), attest.ServiceOptions{Concurrency: 8})
 	const resources, transitions = 4, 60
 	pub := bus.NewPublisher(js)
@@ -221,8 +223,8 @@ func TestService_perResourceOrder(t *testing.T) {
 	for i := range transitions {
 		for r := range resources {
 			name := fmt.Sprintf("r%d", r)
-			to := lifecycle[i%len(lifecycle)]
-			pc := phaseChanged("fleet", name, prev[name], to, r*1000+i)
+			to := receipttest.Lifecycle[i%len(receipttest.Lifecycle)]
+			pc := receipttest.PhaseChanged("fleet", name, prev[name], to, r*1000+i)
 			prev[name] = to
 			want[name] = append(want[name], pc.GetEnvelope().GetEventId())
 			if _, err := pub.PublishEvent(t.Context(), pc); err != nil {
@@ -240,13 +242,13 @@ func TestService_perResourceOrder(t *testing.T) {
 		})
 		var got []string
 		for _, rc := range chain {
-			got = append(got, attest.PayloadEventID(rc.GetPayload()))
+			got = append(got, readmodel.PayloadEventID(rc.GetPayload()))
 		}
 		if !slices.Equal(got, want[name]) {
 			t.Fatalf("%s: receipts in the order %v, want the transitions' order %v", name, got, want[name])
 		}
-		if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
-			t.Fatal(messages(res))
+		if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
+			t.Fatal(receipttest.Messages(res))
 		}
 	}
 }

@@ -8,54 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
-
-// Headers of a receipt message in LAVA_RECEIPTS, besides bus.HeaderSchema
-// ("lava.v1.Receipt"), bus.HeaderContentType (binary protobuf) and Nats-Msg-Id ([ReceiptID]).
-const (
-	// HeaderEventID is the event_id of the attested event.
-	HeaderEventID = "Lava-Event-Id"
-	// HeaderPrevSeq is the stream sequence of the previous receipt of the same chain ("0" for
-	// the first), so the recent tail can be walked backwards without reading the whole chain.
-	HeaderPrevSeq = "Lava-Prev-Seq"
-	// HeaderReceiptSequence is the receipt's chain sequence.
-	HeaderReceiptSequence = "Lava-Receipt-Sequence"
-	// HeaderPhasesSeq is the highest LAVA_PHASES stream sequence attested by this receipt and
-	// the ones before it in its chain (a receipt of an anomaly carries its head's value on).
-	// Receipts of phase events are appended in that stream's order (docs/design/0018-receipt-order-across-replicas.md):
-	// every event of the resource up to this sequence has its receipt at or before this one.
-	// Receipts written before the header existed have none; an append after such a head
-	// cannot order (it appends as it comes) and starts the header.
-	HeaderPhasesSeq = "Lava-Phases-Seq"
-)
-
-// phasesSeq is a receipt's [HeaderPhasesSeq]: ok is false when the receipt has none.
-type phasesSeq struct {
-	seq uint64
-	ok  bool
-}
-
-func phasesSeqOf(h nats.Header) phasesSeq {
-	v := h.Get(HeaderPhasesSeq)
-	if v == "" {
-		return phasesSeq{}
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return phasesSeq{}
-	}
-	return phasesSeq{seq: n, ok: true}
-}
-
-// receiptType is the Lava-Schema of receipt messages.
-const receiptType = "lava.v1.Receipt"
 
 // Errors of the store.
 var (
@@ -63,22 +22,19 @@ var (
 	ErrInvalidRequest = errors.New("attest: invalid append request")
 	// ErrConflict reports an append that lost the race for the chain's tail MaxAttempts times.
 	ErrConflict = errors.New("attest: chain tail kept moving")
-	// ErrCorrupt reports a message on a receipt subject that is not a receipt (readers skip it
-	// as [Foreign]; this error is only seen for a receipt looked up by its stream sequence).
-	ErrCorrupt = errors.New("attest: not a receipt")
 )
 
 // ReceiptID is the Nats-Msg-Id of the receipt of an event: an [eventid.ID] of type
 // "lava.v1.Receipt" with trigger "cause:<event_id>", so every attest replica derives the same
 // id for the same event and JetStream stores it once within the stream's duplicate window.
 func ReceiptID(uid string, generation int64, eventID string) string {
-	return eventid.ID(uid, generation, receiptType, eventid.CauseTrigger(eventID))
+	return eventid.ID(uid, generation, readmodel.ReceiptSchema, eventid.CauseTrigger(eventID))
 }
 
 // StoreOptions configures a [Store]. The zero value is valid.
 type StoreOptions struct {
 	// Signer signs receipts; nil appends unsigned receipts (algo "none").
-	Signer *Signer
+	Signer *readmodel.Signer
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Metrics, if set, counts appends, conflicts and duplicates.
@@ -102,7 +58,7 @@ type StoreOptions struct {
 	MaxCachedChains int
 	// OnForeign, if set, is called for each foreign message found on a chain's subject when the
 	// tail is read ([ForeignReporter] publishes it as an anomaly). The message is skipped either way.
-	OnForeign func(context.Context, Foreign)
+	OnForeign func(context.Context, readmodel.Foreign)
 }
 
 func (o StoreOptions) withDefaults() StoreOptions {
@@ -156,8 +112,8 @@ type tail struct {
 	seq  uint64          // stream sequence of head
 	last uint64          // stream sequence of the subject's last message (head, or a foreign one after it)
 	head *lavav1.Receipt // the newest receipt
-	// phases is the head's [HeaderPhasesSeq] (an empty chain: 0, known).
-	phases phasesSeq
+	// phases is the head's [readmodel.HeaderPhasesSeq] (an empty chain: 0, known).
+	phases readmodel.PhasesSeq
 	// recent are the newest receipts' stream positions, newest first; recent[0].seq == seq.
 	recent []entry
 }
@@ -181,7 +137,7 @@ type AppendRequest struct {
 	Generation int64
 	// EventID of the attested event (required): the receipt id and the duplicate check.
 	EventID string
-	// Kind is KindOutcome or KindAnomaly, matching Payload.
+	// Kind is readmodel.KindOutcome or readmodel.KindAnomaly, matching Payload.
 	Kind    string
 	Payload *lavav1.ReceiptPayload
 	// NotBefore is when the attested event was stored in its stream (bus.Message.Published):
@@ -214,22 +170,23 @@ type Appended struct {
 
 // Append appends the receipt of one event to its resource's chain, unless the event is
 // already recorded. It takes the chain's tail (the one this Store last wrote, else read from
-// the stream), builds the next receipt ([NewReceipt]) and publishes it with the expected last
-// subject sequence of that tail and Nats-Msg-Id [ReceiptID]; when another appender moved the
-// tail first, it reads the real tail and tries again (up to MaxAttempts, then [ErrConflict]).
-// An event is already recorded when a receipt with its event id is among the receipts stored
-// since req.NotBefore minus MaxClockSkew (at most MaxLookback back; the newest 32 without
-// NotBefore), or when JetStream reports the receipt id as a duplicate; then Appended.Duplicate
-// is set and Appended.Receipt is the earlier receipt. With req.PhasesSeq and req.Earlier, the
-// receipts of the earlier events Earlier returns for the head's [HeaderPhasesSeq] are appended
-// first, in stream order, each with its own expected-sequence check (a lost race re-reads the
-// tail and starts over); errors of Earlier are returned wrapped.
+// the stream), builds the next receipt ([readmodel.NewReceipt]) and publishes it with the
+// expected last subject sequence of that tail and Nats-Msg-Id [ReceiptID]; when another
+// appender moved the tail first, it reads the real tail and tries again (up to MaxAttempts,
+// then [ErrConflict]). An event is already recorded when a receipt with its event id is among
+// the receipts stored since req.NotBefore minus MaxClockSkew (at most MaxLookback back; the
+// newest 32 without NotBefore), or when JetStream reports the receipt id as a duplicate; then
+// Appended.Duplicate is set and Appended.Receipt is the earlier receipt. With req.PhasesSeq and
+// req.Earlier, the receipts of the earlier events Earlier returns for the head's
+// [readmodel.HeaderPhasesSeq] are appended first, in stream order, each with its own
+// expected-sequence check (a lost race re-reads the tail and starts over); errors of Earlier
+// are returned wrapped.
 func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error) {
 	ns, name := req.Resource.GetNamespace(), req.Resource.GetName()
 	if ns == "" || name == "" || req.EventID == "" {
 		return nil, fmt.Errorf("%w: resource namespace, name and event id are required", ErrInvalidRequest)
 	}
-	if err := checkPayloadKind(req.Kind, req.Payload); err != nil {
+	if err := readmodel.CheckPayloadKind(req.Kind, req.Payload); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	stream, err := s.receipts(ctx)
@@ -263,14 +220,14 @@ func (s *Store) Append(ctx context.Context, req AppendRequest) (*Appended, error
 		// Phase order (docs/design/0018-receipt-order-across-replicas.md): first the receipts of
 		// the resource's earlier phase events that the chain does not hold yet, each with its
 		// own expected-sequence check.
-		if ph := t.phasesHead(); req.PhasesSeq > 0 && req.Earlier != nil && ph.ok && ph.seq < req.PhasesSeq {
-			earlier, err := req.Earlier(ctx, ph.seq)
+		if ph := t.phasesHead(); req.PhasesSeq > 0 && req.Earlier != nil && ph.OK && ph.Seq < req.PhasesSeq {
+			earlier, err := req.Earlier(ctx, ph.Seq)
 			if err != nil {
 				return nil, fmt.Errorf("attest: read earlier events of %s: %w", subject, err)
 			}
 			lost := false
 			for _, e := range earlier {
-				if _, ok := t.find(e.EventID); ok || e.PhasesSeq <= t.phasesHead().seq || e.PhasesSeq >= req.PhasesSeq {
+				if _, ok := t.find(e.EventID); ok || e.PhasesSeq <= t.phasesHead().Seq || e.PhasesSeq >= req.PhasesSeq {
 					continue
 				}
 				next, won, err := s.publish(ctx, subject, t, e)
@@ -325,14 +282,14 @@ func (s *Store) publish(ctx context.Context, subject string, t *tail, req Append
 	}
 	phases := t.phasesHead()
 	if req.PhasesSeq > 0 {
-		phases = phasesSeq{seq: max(phases.seq, req.PhasesSeq), ok: true}
+		phases = readmodel.PhasesSeq{Seq: max(phases.Seq, req.PhasesSeq), OK: true}
 	}
-	r, err := NewReceipt(head, req.Kind, req.Payload, s.opts.Now(), s.opts.Signer)
+	r, err := readmodel.NewReceipt(head, req.Kind, req.Payload, s.opts.Now(), s.opts.Signer)
 	if err != nil {
 		return published{}, false, err
 	}
 	msgID := ReceiptID(req.Resource.GetUid(), req.Generation, req.EventID)
-	m, err := encodeReceipt(subject, r, req.EventID, msgID, tailSeq, phases)
+	m, err := readmodel.EncodeReceipt(subject, r, req.EventID, msgID, tailSeq, phases)
 	if err != nil {
 		return published{}, false, err
 	}
@@ -358,7 +315,7 @@ func (s *Store) duplicate(ctx context.Context, stream jetstream.Stream, seq uint
 	if err != nil {
 		return nil, fmt.Errorf("attest: read recorded receipt %d: %w", seq, err)
 	}
-	r, err := decodeReceipt(raw.Header, raw.Data)
+	r, err := readmodel.DecodeReceipt(raw.Header, raw.Data)
 	if err != nil {
 		return nil, fmt.Errorf("attest: stream sequence %d: %w", seq, err)
 	}
@@ -382,10 +339,10 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 	if cached != nil && cached.last == last.Sequence {
 		return s.extend(ctx, stream, cached, cutoff)
 	}
-	head, err := decodeReceipt(last.Header, last.Data)
+	head, err := readmodel.DecodeReceipt(last.Header, last.Data)
 	if err == nil {
-		if reason, _ := standalone(head, s.trust()); reason != "" {
-			err = fmt.Errorf("%w: %s", ErrCorrupt, reason)
+		if reason, _ := readmodel.Standalone(head, s.trust()); reason != "" {
+			err = fmt.Errorf("%w: %s", readmodel.ErrCorrupt, reason)
 		}
 	}
 	if err != nil {
@@ -393,7 +350,7 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 		// "Receipts"). Read the whole chain to find the head, and report what is skipped.
 		return s.relink(ctx, stream, subject, last.Sequence, cutoff)
 	}
-	t := &tail{seq: last.Sequence, last: last.Sequence, head: head, phases: phasesSeqOf(last.Header), recent: []entry{entryOf(last)}}
+	t := &tail{seq: last.Sequence, last: last.Sequence, head: head, phases: readmodel.PhasesSeqOf(last.Header), recent: []entry{entryOf(last)}}
 	// Splice: walk back until a receipt the cache already knows.
 	known := map[uint64]int{}
 	if cached != nil {
@@ -428,14 +385,14 @@ func (s *Store) refresh(ctx context.Context, stream jetstream.Stream, subject st
 // trust is what the tail's fast path requires of the subject's last message: a valid signature
 // by this Store's own key when it signs (a receipt signed with an earlier key still joins the
 // chain on [Store.relink]'s full read, so a key rotation does not fork it).
-func (s *Store) trust() VerifyOptions {
+func (s *Store) trust() readmodel.VerifyOptions {
 	if s.opts.Signer != nil {
-		return VerifyOptions{RequireSignatures: true, PublicKey: s.opts.Signer.PublicKey()}
+		return readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.opts.Signer.PublicKey()}
 	}
-	return VerifyOptions{}
+	return readmodel.VerifyOptions{}
 }
 
-// relink reads the whole chain ([ReadChain]'s linking, any valid signature) when the subject's
+// relink reads the whole chain ([readmodel.ReadLinked], any valid signature) when the subject's
 // last message (stream sequence last) is not a trusted receipt, reports each foreign message to
 // StoreOptions.OnForeign, and returns the tail of the receipts that form the chain; nil when none.
 func (s *Store) relink(ctx context.Context, stream jetstream.Stream, subject string, last uint64, cutoff time.Time) (*tail, error) {
@@ -444,32 +401,32 @@ func (s *Store) relink(ctx context.Context, stream jetstream.Stream, subject str
 		return nil, fmt.Errorf("attest: %w", err)
 	}
 	ns, name := sub.Namespace, sub.Name
-	l, err := readLinked(ctx, stream, ns, name, subject, last, VerifyOptions{})
+	l, err := readmodel.ReadLinked(ctx, stream, ns, name, last, readmodel.VerifyOptions{})
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range l.foreign {
+	for _, f := range l.Foreign {
 		s.opts.Metrics.foreign()
 		if s.opts.OnForeign != nil {
 			s.opts.OnForeign(ctx, f)
 		}
 	}
 	s.forget(subject)
-	if len(l.members) == 0 {
+	if len(l.Members) == 0 {
 		// Nothing but foreign messages: the chain starts at Genesis after them.
 		return &tail{last: last}, nil
 	}
 	t := &tail{last: last}
-	for i := len(l.members) - 1; i >= 0 && len(t.recent) < s.opts.MaxLookback; i-- {
-		m := l.members[i]
+	for i := len(l.Members) - 1; i >= 0 && len(t.recent) < s.opts.MaxLookback; i-- {
+		m := l.Members[i]
 		var prev uint64
 		if i > 0 {
-			prev = l.members[i-1].seq
+			prev = l.Members[i-1].StreamSeq
 		}
-		t.recent = append(t.recent, entry{seq: m.seq, prevSeq: prev, eventID: m.eventID, stored: m.stored})
+		t.recent = append(t.recent, entry{seq: m.StreamSeq, prevSeq: prev, eventID: m.EventID, stored: m.Stored})
 	}
-	h := l.members[len(l.members)-1]
-	t.seq, t.head, t.phases = h.seq, h.r, h.phases
+	h := l.Members[len(l.Members)-1]
+	t.seq, t.head, t.phases = h.StreamSeq, h.Receipt, h.PhasesSeq
 	return s.extend(ctx, stream, t, cutoff)
 }
 
@@ -500,11 +457,11 @@ func (s *Store) extend(ctx context.Context, stream jetstream.Stream, t *tail, cu
 	return t, nil
 }
 
-// phasesHead is the head's [HeaderPhasesSeq]: 0 and known for an empty chain (nil, or only
+// phasesHead is the head's [readmodel.HeaderPhasesSeq]: 0 and known for an empty chain (nil, or only
 // foreign messages).
-func (t *tail) phasesHead() phasesSeq {
+func (t *tail) phasesHead() readmodel.PhasesSeq {
 	if t == nil || t.head == nil {
-		return phasesSeq{ok: true}
+		return readmodel.PhasesSeq{OK: true}
 	}
 	return t.phases
 }
@@ -523,17 +480,17 @@ func (t *tail) find(eventID string) (uint64, bool) {
 }
 
 func entryOf(m *jetstream.RawStreamMsg) entry {
-	prev, err := strconv.ParseUint(m.Header.Get(HeaderPrevSeq), 10, 64)
+	prev, err := strconv.ParseUint(m.Header.Get(readmodel.HeaderPrevSeq), 10, 64)
 	if err != nil {
 		prev = 0 // written without the header: the walk stops here
 	}
-	return entry{seq: m.Sequence, prevSeq: prev, eventID: m.Header.Get(HeaderEventID), stored: m.Time}
+	return entry{seq: m.Sequence, prevSeq: prev, eventID: m.Header.Get(readmodel.HeaderEventID), stored: m.Time}
 }
 
 // remember caches and returns the new head appended after old (nil for a new chain). It keeps
 // old's receipts stored within CacheWindow of now and the newest one before that (where the
 // next duplicate search stops without a read), at most MaxLookback in all, newest first.
-func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *lavav1.Receipt, eventID string, phases phasesSeq, now time.Time) *tail {
+func (s *Store) remember(subject string, old *tail, seq, prevSeq uint64, head *lavav1.Receipt, eventID string, phases readmodel.PhasesSeq, now time.Time) *tail {
 	t := &tail{seq: seq, last: seq, head: head, phases: phases, recent: []entry{{seq: seq, prevSeq: prevSeq, eventID: eventID, stored: now}}}
 	if old != nil {
 		horizon := now.Add(-s.opts.CacheWindow)
@@ -603,129 +560,6 @@ func (s *Store) receipts(ctx context.Context) (jetstream.Stream, error) {
 	s.stream = st
 	s.mu.Unlock()
 	return st, nil
-}
-
-// Chain reads a resource's whole chain; see [ReadChain].
-func (s *Store) Chain(ctx context.Context, namespace, name string, opts VerifyOptions) (*Chain, error) {
-	return ReadChain(ctx, s.js, namespace, name, opts)
-}
-
-// Chain is a resource's receipt chain as read from LAVA_RECEIPTS.
-type Chain struct {
-	// Receipts in chain order.
-	Receipts []*lavav1.Receipt
-	// Foreign are the other messages on the chain's subject, skipped, in stream order.
-	Foreign []Foreign
-}
-
-// ReadChain reads a resource's chain from LAVA_RECEIPTS, in order, up to the subject's last
-// message stored when it started (receipts appended meanwhile are left out). An unknown
-// resource has an empty chain. Only attest appends receipts: a message on the subject that is
-// not the chain's next receipt (not a receipt, a content_hash that does not recompute, a
-// signature that does not verify with its own key, a sequence or prev_hash that does not
-// follow the head) is skipped and returned in Chain.Foreign; it never makes the chain
-// unreadable. With opts.PublicKey a receipt signed with that key stays in the chain even out of
-// place, so [Verify] reports a removed receipt. Errors are JetStream's, wrapped.
-func ReadChain(ctx context.Context, js jetstream.JetStream, namespace, name string, opts VerifyOptions) (*Chain, error) {
-	subject := bus.ReceiptSubject(namespace, name)
-	stream, err := js.Stream(ctx, bus.StreamReceipts)
-	if err != nil {
-		return nil, fmt.Errorf("attest: stream %s: %w", bus.StreamReceipts, err)
-	}
-	last, err := stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return &Chain{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("attest: read tail of %s: %w", subject, err)
-	}
-	l, err := readLinked(ctx, stream, namespace, name, subject, last.Sequence, opts)
-	if err != nil {
-		return nil, err
-	}
-	c := &Chain{Foreign: l.foreign}
-	for _, m := range l.members {
-		c.Receipts = append(c.Receipts, m.r)
-	}
-	return c, nil
-}
-
-// readLinked reads subject's messages up to stream sequence last through a [linker].
-func readLinked(ctx context.Context, stream jetstream.Stream, namespace, name, subject string, last uint64, opts VerifyOptions) (*linker, error) {
-	// The ordered consumer is ephemeral; the server removes it after 30s of inactivity, and
-	// it is deleted at once when the chain has been read.
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject}, InactiveThreshold: 30 * time.Second,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("attest: read %s: %w", subject, err)
-	}
-	defer func() {
-		if info := cons.CachedInfo(); info != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = stream.DeleteConsumer(dctx, info.Name) // best effort: it expires anyway
-		}
-	}()
-	l := newLinker(namespace, name, opts)
-	for empty := 0; ; {
-		batch, err := cons.Fetch(512, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("attest: read %s: %w", subject, err)
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, fmt.Errorf("attest: read %s: %w", subject, err)
-			}
-			l.add(md.Sequence.Stream, m.Headers(), m.Data(), md.Timestamp)
-			if md.Sequence.Stream >= last {
-				return l, nil
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("attest: read %s: %w", subject, err)
-		}
-		if got == 0 {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("attest: read %s: %w", subject, ctx.Err())
-			}
-			if empty++; empty >= 3 {
-				return nil, fmt.Errorf("attest: read %s: stream sequence %d never arrived", subject, last)
-			}
-		}
-	}
-}
-
-// encodeReceipt builds the message of a receipt: bus.EncodeMessage (Lava-Schema, Content-Type,
-// Nats-Msg-Id) plus [HeaderEventID], [HeaderPrevSeq] and [HeaderReceiptSequence].
-func encodeReceipt(subject string, r *lavav1.Receipt, eventID, msgID string, prevSeq uint64, phases phasesSeq) (*nats.Msg, error) {
-	m, err := bus.EncodeMessage(subject, r, msgID)
-	if err != nil {
-		return nil, fmt.Errorf("attest: encode receipt: %w", err)
-	}
-	m.Header.Set(HeaderEventID, eventID)
-	m.Header.Set(HeaderPrevSeq, strconv.FormatUint(prevSeq, 10))
-	m.Header.Set(HeaderReceiptSequence, strconv.FormatUint(r.GetSequence(), 10))
-	if phases.ok {
-		m.Header.Set(HeaderPhasesSeq, strconv.FormatUint(phases.seq, 10))
-	}
-	return m, nil
-}
-
-// decodeReceipt decodes a receipt message body; a Lava-Schema other than lava.v1.Receipt is
-// [ErrCorrupt].
-func decodeReceipt(h nats.Header, data []byte) (*lavav1.Receipt, error) {
-	if schema := h.Get(bus.HeaderSchema); schema != "" && schema != receiptType {
-		return nil, fmt.Errorf("%w: message of type %s", ErrCorrupt, schema)
-	}
-	r := &lavav1.Receipt{}
-	if err := proto.Unmarshal(data, r); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	return r, nil
 }
 
 // isWrongLastSequence reports JetStream's answer to a publish whose expected last subject

@@ -15,6 +15,8 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 	"github.com/lava-operator/lava/internal/service/attest"
 )
 
@@ -30,16 +32,16 @@ func startBus(t testing.TB) *natstest.Server {
 
 // request is the append request of the n-th PhaseChanged of a resource.
 func request(ns, name string, phase lavav1.Phase, n int) attest.AppendRequest {
-	pc := phaseChanged(ns, name, lavav1.Phase_PHASE_UNSPECIFIED, phase, n)
+	pc := receipttest.PhaseChanged(ns, name, lavav1.Phase_PHASE_UNSPECIFIED, phase, n)
 	return attest.AppendRequest{
 		Resource: pc.GetEnvelope().GetResource(), Generation: 1, EventID: pc.GetEnvelope().GetEventId(),
-		Kind: attest.KindOutcome, Payload: attest.OutcomeFromPhaseChanged(pc),
+		Kind: readmodel.KindOutcome, Payload: readmodel.OutcomeFromPhaseChanged(pc),
 	}
 }
 
 func readChain(t testing.TB, js jetstream.JetStream, ns, name string) []*lavav1.Receipt {
 	t.Helper()
-	chain, err := attest.ReadChain(t.Context(), js, ns, name, attest.VerifyOptions{})
+	chain, err := readmodel.ReadChain(t.Context(), js, ns, name, readmodel.VerifyOptions{})
 	if err != nil {
 		t.Fatalf("ReadChain %s/%s: %v", ns, name, err)
 	}
@@ -52,10 +54,10 @@ func readChain(t testing.TB, js jetstream.JetStream, ns, name string) []*lavav1.
 func TestStore_lifecycle(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: s})
 	var appended []*lavav1.Receipt
-	for i, phase := range lifecycle {
+	for i, phase := range receipttest.Lifecycle {
 		a, err := store.Append(t.Context(), request("infra", "web.prod", phase, i))
 		if err != nil {
 			t.Fatalf("append %v: %v", phase, err)
@@ -66,26 +68,26 @@ func TestStore_lifecycle(t *testing.T) {
 		appended = append(appended, a.Receipt)
 	}
 	chain := readChain(t, srv.JetStream(), "infra", "web.prod")
-	if len(chain) != len(lifecycle) {
-		t.Fatalf("read %d receipts, want %d", len(chain), len(lifecycle))
+	if len(chain) != len(receipttest.Lifecycle) {
+		t.Fatalf("read %d receipts, want %d", len(chain), len(receipttest.Lifecycle))
 	}
 	for i := range chain {
 		if !proto.Equal(chain[i], appended[i]) {
 			t.Fatalf("receipt %d read back differs from the appended one", i)
 		}
-		if got := chain[i].GetPayload().GetOutcome().GetPhase(); got != lifecycle[i] {
-			t.Fatalf("receipt %d phase %v, want %v", i, got, lifecycle[i])
+		if got := chain[i].GetPayload().GetOutcome().GetPhase(); got != receipttest.Lifecycle[i] {
+			t.Fatalf("receipt %d phase %v, want %v", i, got, receipttest.Lifecycle[i])
 		}
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
-		t.Fatalf("lifecycle chain: %v", messages(res))
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
+		t.Fatalf("receipttest.Lifecycle chain: %v", receipttest.Messages(res))
 	}
 	if c := readChain(t, srv.JetStream(), "infra", "other"); len(c) != 0 {
 		t.Fatalf("unknown resource has %d receipts", len(c))
 	}
 	// Another resource's chain is independent: it starts at 0 from genesis.
 	a, err := store.Append(t.Context(), request("infra", "web-prod", lavav1.Phase_PHASE_PENDING, 100))
-	if err != nil || a.Receipt.GetSequence() != 0 || !bytes.Equal(a.Receipt.GetPrevHash(), attest.Genesis()) {
+	if err != nil || a.Receipt.GetSequence() != 0 || !bytes.Equal(a.Receipt.GetPrevHash(), readmodel.Genesis()) {
 		t.Fatalf("second chain: %v %v", a, err)
 	}
 }
@@ -134,8 +136,8 @@ func TestStore_redelivery(t *testing.T) {
 	if len(chain) != 4 {
 		t.Fatalf("chain has %d receipts after redeliveries, want 4", len(chain))
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{}); !res.OK() {
-		t.Fatal(messages(res))
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{}); !res.OK() {
+		t.Fatal(receipttest.Messages(res))
 	}
 }
 
@@ -148,8 +150,8 @@ func TestStore_concurrentReplicas(t *testing.T) {
 	_, js2 := srv.Connect(t)
 	reg := newRegistry(t)
 	stores := []*attest.Store{
-		attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: testSigner(t), Metrics: reg.metrics}),
-		attest.NewStore(js2, attest.StoreOptions{Signer: testSigner(t), Metrics: reg.metrics}),
+		attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: receipttest.Signer(t), Metrics: reg.metrics}),
+		attest.NewStore(js2, attest.StoreOptions{Signer: receipttest.Signer(t), Metrics: reg.metrics}),
 	}
 	const resources, perResource, workers = 3, 60, 4
 	var wg sync.WaitGroup
@@ -181,14 +183,14 @@ func TestStore_concurrentReplicas(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for i, rc := range chain {
-			id := attest.PayloadEventID(rc.GetPayload())
+			id := readmodel.PayloadEventID(rc.GetPayload())
 			if seen[id] {
 				t.Fatalf("res-%d: event %s recorded twice (receipt %d)", r, id, i)
 			}
 			seen[id] = true
 		}
-		if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true, PublicKey: testSigner(t).PublicKey()}); !res.OK() {
-			t.Fatalf("res-%d forked or broken: %v", r, messages(res))
+		if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true, PublicKey: receipttest.Signer(t).PublicKey()}); !res.OK() {
+			t.Fatalf("res-%d forked or broken: %v", r, receipttest.Messages(res))
 		}
 	}
 	t.Logf("append conflicts retried: %v", reg.counter(t, "lava_attest_append_conflicts_total"))
@@ -204,7 +206,7 @@ func TestStore_invalid(t *testing.T) {
 	tests := map[string]func(r *attest.AppendRequest){
 		"no namespace": func(r *attest.AppendRequest) { r.Resource = &lavav1.ResourceRef{Name: "r"} },
 		"no event id":  func(r *attest.AppendRequest) { r.EventID = "" },
-		"kind":         func(r *attest.AppendRequest) { r.Kind = attest.KindAnomaly },
+		"kind":         func(r *attest.AppendRequest) { r.Kind = readmodel.KindAnomaly },
 	}
 	for name, mutate := range tests {
 		req := good
@@ -215,27 +217,6 @@ func TestStore_invalid(t *testing.T) {
 	}
 	if c := readChain(t, srv.JetStream(), "ns", "r"); len(c) != 0 {
 		t.Fatalf("invalid requests wrote %d receipts", len(c))
-	}
-}
-
-// TestReadChain_notAReceipt: a message on a chain's subject that is not a receipt is skipped
-// and returned as foreign, never decoded as a receipt.
-func TestReadChain_notAReceipt(t *testing.T) {
-	t.Parallel()
-	srv := startBus(t)
-	m, err := bus.Encode(bus.ReceiptSubject("ns", "x"), &lavav1.ReceiptAppended{Envelope: &lavav1.Envelope{EventId: "e1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := srv.JetStream().PublishMsg(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
-	c, err := attest.ReadChain(t.Context(), srv.JetStream(), "ns", "x", attest.VerifyOptions{})
-	if err != nil {
-		t.Fatalf("the chain became unreadable: %v", err)
-	}
-	if len(c.Receipts) != 0 || len(c.Foreign) != 1 || c.Foreign[0].Reason != attest.ForeignNotAReceipt {
-		t.Fatalf("a ReceiptAppended on the receipt subject: receipts %v, foreign %v", c.Receipts, c.Foreign)
 	}
 }
 
@@ -271,7 +252,7 @@ func run(t *testing.T, f func(ctx context.Context) error) {
 func TestReadChain_long(t *testing.T) {
 	t.Parallel()
 	srv := startBus(t)
-	store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: testSigner(t)})
+	store := attest.NewStore(srv.JetStream(), attest.StoreOptions{Signer: receipttest.Signer(t)})
 	const n = 700
 	for i := range n {
 		if _, err := store.Append(t.Context(), request("long", "chain", lavav1.Phase_PHASE_APPLIED, i)); err != nil {
@@ -293,8 +274,8 @@ func TestReadChain_long(t *testing.T) {
 	if info.State.Consumers != 0 {
 		t.Fatalf("reading left %d consumers on %s", info.State.Consumers, bus.StreamReceipts)
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true}); !res.OK() {
-		t.Fatal(messages(res)[:1])
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true}); !res.OK() {
+		t.Fatal(receipttest.Messages(res)[:1])
 	}
 	b, err := protojson.Marshal(chain[n-1])
 	if err != nil {
@@ -308,12 +289,12 @@ func TestReadChain_long(t *testing.T) {
 		t.Fatal("protojson round trip changed the receipt")
 	}
 	chain[n-1] = back
-	if res := attest.Verify(chain[n-2:], attest.VerifyOptions{}); len(res.Failures) != 3 {
+	if res := readmodel.Verify(chain[n-2:], readmodel.VerifyOptions{}); len(res.Failures) != 3 {
 		// A suffix is not a chain: its sequences do not start at 0 and its first receipt links
 		// to one it does not hold.
-		t.Fatalf("suffix: %v", messages(res))
+		t.Fatalf("suffix: %v", receipttest.Messages(res))
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true}); !res.OK() {
-		t.Fatal(messages(res))
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true}); !res.OK() {
+		t.Fatal(receipttest.Messages(res))
 	}
 }

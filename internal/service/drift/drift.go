@@ -161,15 +161,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // cancelled.
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	for _, stream := range []string{bus.StreamResources, bus.StreamPhases} {
-		g.Go(func() error {
-			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
-				Stream: stream, Consumer: bus.ServiceDrift, Concurrency: s.cfg.Concurrency,
-				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: pipeline.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceDrift, s.cfg.Logger),
-			}, s.Handle)
-		})
-	}
+	g.Go(func() error {
+		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceDrift, Concurrency: s.cfg.Concurrency,
+			Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+		}.Consume(gctx, s.Handle, bus.StreamResources, bus.StreamPhases)
+	})
 	g.Go(func() error { return s.schedule(gctx) })
 	return g.Wait()
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/engine/engines"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/kube"
@@ -56,6 +57,8 @@ type Options struct {
 func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Holder, "holder", "", "replica name in schedule claims and leases (default: the host name)")
 	fs.StringVar(&o.Engines.ProviderDir, "provider-dir", "/var/lib/lava/providers", "provider mirror directory (OpenTofu filesystem-mirror layout)")
+	o.Engines.Policy = &policy.File{}
+	fs.StringVar(&o.Engines.Policy.Path, "policy-file", "", "tenant policy document whose fileWriteRoots and fileReadRoots the engines hold provider file paths to (docs/design/0022-file-access-from-schemas.md); empty: the built-in policy (no roots)")
 	fs.StringVar(&o.Engines.TofuBin, "tofu-bin", "", "OpenTofu binary; empty: resources applied with tofu are not scanned")
 	fs.StringVar(&o.Engines.TerraformBin, "terraform-bin", "", "Terraform binary; empty: resources applied with terraform are not scanned")
 	o.Engines.Install.RegisterFlags(fs)

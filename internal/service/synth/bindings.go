@@ -26,7 +26,35 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 	spec := obs.GetSpec()
 	ns := obs.GetEnvelope().GetResource().GetNamespace()
 	in = render.Input{Gate: spec.GetGate(), BindingsKey: s.cfg.BindingsKey}
-	switch src := spec.GetSource().GetKind().(type) {
+	if fail := s.source(ctx, spec.GetSource(), ns, &in); fail != nil {
+		return in, nil, fail, nil
+	}
+	b, failSecrets, fail, err := s.bindingsFrom(ctx, spec, ns)
+	if fail != nil || err != nil {
+		return in, failSecrets, fail, err
+	}
+	b.set(spec.GetBindings(), false)
+	in.Bindings = BindingsOf(b.scalars, spec.GetListBindings(), spec.GetRecordBindings())
+	for k, sec := range b.fromSecret {
+		if sec {
+			in.SecretKeys = append(in.SecretKeys, k)
+		}
+	}
+	slices.Sort(in.SecretKeys)
+	// Plain replacement only for values long enough not to mangle unrelated text.
+	long := b.secrets[:0:0]
+	for _, v := range b.secrets {
+		if len(v) >= minRedactBytes {
+			long = append(long, v)
+		}
+	}
+	return in, long, nil, nil
+}
+
+// source sets the source of in from spec.source: inline text, a bundled name, or the file of
+// a Flux artifact (read through Config.Artifacts). A failure is the outcome to publish.
+func (s *Service) source(ctx context.Context, source *lavav1.Source, ns string, in *render.Input) *failure {
+	switch src := source.GetKind().(type) {
 	case *lavav1.Source_Inline:
 		in.SourceKind, in.SourceText, in.File = render.SourceInline, []byte(src.Inline), "inline"
 	case *lavav1.Source_Name:
@@ -34,21 +62,52 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 	case *lavav1.Source_Flux:
 		text, f := s.fluxSource(ctx, src.Flux, ns)
 		if f != nil {
-			return in, nil, f, nil
+			return f
 		}
 		in.SourceKind, in.SourceText, in.SourceName = render.SourceFile, text, src.Flux.GetPath()
 		in.File = src.Flux.GetPath()
 	default:
-		return in, nil, &failure{reason: v1alpha1.ReasonSourceUnsupported, message: "spec.source: no source set"}, nil
+		return &failure{reason: v1alpha1.ReasonSourceUnsupported, message: "spec.source: no source set"}
 	}
+	return nil
+}
 
-	scalars := map[string]string{}
-	fromSecret := map[string]bool{}
+// bindingSet gathers the scalar bindings of one input.
+type bindingSet struct {
+	scalars map[string]string
+	// fromSecret is true for the keys whose value came from a Secret.
+	fromSecret map[string]bool
+	// secrets are the non-empty values read from Secrets, for redaction.
+	secrets []string
+}
+
+// set binds every key of values, overriding earlier bindings; secret says whether they came
+// from a Secret.
+func (b *bindingSet) set(values map[string]string, secret bool) {
+	for k, v := range values {
+		b.scalars[k], b.fromSecret[k] = v, secret
+	}
+}
+
+// addSecrets records the non-empty values of values as secrets.
+func (b *bindingSet) addSecrets(values map[string]string) {
+	for _, v := range values {
+		if len(v) > 0 {
+			b.secrets = append(b.secrets, v)
+		}
+	}
+}
+
+// bindingsFrom reads the entries of spec.bindingsFrom in order (a later entry overrides an
+// earlier one), as the identity of spec.serviceAccountName when Config.Identities is set.
+// With a failure or err, failSecrets are the secret values to redact from the failure.
+func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpec, ns string) (b *bindingSet, failSecrets []string, fail *failure, err error) {
+	b = &bindingSet{scalars: map[string]string{}, fromSecret: map[string]bool{}}
 	reader, who := s.cfg.Kube, "synth"
 	if len(spec.GetBindingsFrom()) > 0 && s.cfg.Identities != nil {
 		c, w, ierr := s.cfg.Identities.For(ns, spec.GetServiceAccountName())
 		if ierr != nil {
-			return in, nil, &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: "spec.bindingsFrom: " + ierr.Error()}, nil
+			return b, nil, &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: "spec.bindingsFrom: " + ierr.Error()}, nil
 		}
 		reader, who = c, w
 	}
@@ -57,7 +116,6 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 			obj    client.Object
 			kind   string
 			key    string
-			values map[string]string
 			secret bool
 		)
 		switch r := ref.GetRef().(type) {
@@ -69,96 +127,78 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 			obj.SetName(r.SecretRef.GetName())
 		case *lavav1.BindingsFromRef_OutputsRef:
 			if reader == nil {
-				return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
+				return b, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
 					message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read LavaArchitecture %q", i, r.OutputsRef.GetName())}, nil
 			}
 			plain, sensitive, fail, err := producerOutputs(ctx, reader, who, ns, i, r.OutputsRef)
 			if fail != nil || err != nil {
-				return in, nil, fail, err
+				return b, nil, fail, err
 			}
-			for _, v := range sensitive {
-				if len(v) > 0 {
-					secrets = append(secrets, v)
-				}
-			}
-			for k, v := range plain {
-				scalars[k], fromSecret[k] = v, false
-			}
-			for k, v := range sensitive {
-				scalars[k], fromSecret[k] = v, true
-			}
+			b.addSecrets(sensitive)
+			b.set(plain, false)
+			b.set(sensitive, true)
 			continue
 		default:
-			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: none of configMapRef, secretRef, outputsRef", i)}, nil
+			return b, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: none of configMapRef, secretRef, outputsRef", i)}, nil
 		}
-		name := obj.GetName()
-		if reader == nil {
-			return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
-				message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
+		values, fail, err := objectValues(ctx, reader, who, ns, i, obj, kind)
+		if fail != nil || err != nil {
+			return b, nil, fail, err
 		}
-		if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
-			switch {
-			case apierrors.IsNotFound(gerr):
-				return in, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q not found in namespace %q", i, kind, name, ns)}, nil
-			case apierrors.IsForbidden(gerr):
-				return in, nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get %s %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, kind, name, ns)}, nil
-			}
-			return in, nil, nil, fmt.Errorf("synth: get %s %s/%s: %w", kind, ns, name, gerr)
-		}
-		switch o := obj.(type) {
-		case *corev1.ConfigMap:
-			values = map[string]string{}
-			for k, v := range o.Data {
-				values[k] = v
-			}
-			for k, v := range o.BinaryData {
-				values[k] = string(v)
-			}
-		case *corev1.Secret:
-			values = map[string]string{}
-			for k, v := range o.Data {
-				values[k] = string(v)
-			}
-			for _, v := range values {
-				if len(v) > 0 {
-					secrets = append(secrets, v)
-				}
-			}
+		if secret {
+			b.addSecrets(values)
 		}
 		if key != "" {
 			v, ok := values[key]
 			if !ok {
-				return in, secrets, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q has no key %q", i, kind, name, key)}, nil
+				return b, b.secrets, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
+					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q has no key %q", i, kind, obj.GetName(), key)}, nil
 			}
 			values = map[string]string{key: v}
 		}
-		for k, v := range values {
-			scalars[k] = v
-			fromSecret[k] = secret
+		b.set(values, secret)
+	}
+	return b, nil, nil, nil
+}
+
+// objectValues gets obj (a ConfigMap or a Secret of kind kind, named, entry i of
+// spec.bindingsFrom) from namespace ns through reader and returns its data (a ConfigMap's
+// binary data as text). A missing object, a missing reader and an RBAC refusal (who names
+// the reader) are failures; any other API error is err.
+func objectValues(ctx context.Context, reader client.Reader, who, ns string, i int, obj client.Object, kind string) (map[string]string, *failure, error) {
+	name := obj.GetName()
+	if reader == nil {
+		return nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
+			message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
+	}
+	if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
+		switch {
+		case apierrors.IsNotFound(gerr):
+			return nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
+				message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q not found in namespace %q", i, kind, name, ns)}, nil
+		case apierrors.IsForbidden(gerr):
+			return nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
+				message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get %s %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, kind, name, ns)}, nil
+		}
+		return nil, nil, fmt.Errorf("synth: get %s %s/%s: %w", kind, ns, name, gerr)
+	}
+	var values map[string]string
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		values = map[string]string{}
+		for k, v := range o.Data {
+			values[k] = v
+		}
+		for k, v := range o.BinaryData {
+			values[k] = string(v)
+		}
+	case *corev1.Secret:
+		values = map[string]string{}
+		for k, v := range o.Data {
+			values[k] = string(v)
 		}
 	}
-	for k, v := range spec.GetBindings() {
-		scalars[k] = v
-		fromSecret[k] = false
-	}
-	in.Bindings = BindingsOf(scalars, spec.GetListBindings(), spec.GetRecordBindings())
-	for k, sec := range fromSecret {
-		if sec {
-			in.SecretKeys = append(in.SecretKeys, k)
-		}
-	}
-	slices.Sort(in.SecretKeys)
-	// Plain replacement only for values long enough not to mangle unrelated text.
-	long := secrets[:0:0]
-	for _, v := range secrets {
-		if len(v) >= minRedactBytes {
-			long = append(long, v)
-		}
-	}
-	return in, long, nil, nil
+	return values, nil, nil
 }
 
 // fluxSource reads spec.path from the artifact the watcher resolved for spec.sourceRef

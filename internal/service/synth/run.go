@@ -37,6 +37,9 @@ type Options struct {
 	// RPCTokenFile, if set, is the one token RenderService accepts instead of Kubernetes
 	// tokens (`lava up`).
 	RPCTokenFile string
+	// RPC bounds RenderService: request size, requests in flight in total and per client,
+	// connections and timeouts (the --rpc-* flags, rpcauth.Limits; zero fields: the defaults).
+	RPC rpcauth.Limits
 	// Listener, if set, serves RenderService instead of listening on ConnectAddr (`lava up`,
 	// tests).
 	Listener net.Listener
@@ -77,6 +80,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	fs.StringVar(&o.ArtifactCacheDir, "artifact-cache-dir", "", "directory caching verified Flux source artifacts by digest; empty: a temporary directory")
 	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", DefaultMaxArtifactBytes, "largest Flux source artifact (tar.gz) synth downloads, in bytes")
+	o.RPC.Register(fs)
 	o.KubeAPI.Register(fs)
 	o.Identity.Register(fs)
 }
@@ -137,7 +141,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	runs := []func(context.Context) error{s.Run}
 	if o.ConnectAddr != "" || o.Listener != nil {
-		guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{lavav1connect.RenderServiceRenderProcedure: "create"})
+		guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{lavav1connect.RenderServiceRenderProcedure: "create"}, o.RPC)
 		switch {
 		case errors.Is(err, rpcauth.ErrNoAuthenticator):
 			log.Warn("synth: RenderService is not served: no Kubernetes access and no --rpc-token-file to authenticate callers")
@@ -152,7 +156,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 			mux := http.NewServeMux()
 			mux.Handle(NewRenderHandler(s.cfg.Policy, guard.HandlerOptions()...))
-			runs = append(runs, func(ctx context.Context) error { return rpcauth.Serve(ctx, ln, mux) })
+			runs = append(runs, func(ctx context.Context) error { return guard.Serve(ctx, ln, mux) })
 		}
 	}
 	log.Info("synth started", "nats", o.NATS.URL, "connect", o.ConnectAddr, "kubernetes", o.Kube != nil)

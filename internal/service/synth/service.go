@@ -11,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,17 +132,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // Run consumes ResourceObserved (LAVA_RESOURCES) and synth-stage RetryRequested
 // (LAVA_COMMANDS) with the durable consumer "synth" until ctx is cancelled, then drains.
 func (s *Service) Run(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	for _, stream := range []string{bus.StreamResources, bus.StreamCommands} {
-		g.Go(func() error {
-			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
-				Stream: stream, Consumer: bus.ServiceSynth, Concurrency: s.cfg.Concurrency,
-				DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: pipeline.PoisonReporter(bus.NewPublisher(s.cfg.JS), bus.ServiceSynth, s.cfg.Logger),
-			}, s.Handle)
-		})
-	}
-	return g.Wait()
+	return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceSynth, Concurrency: s.cfg.Concurrency,
+		DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+	}.Consume(ctx, s.Handle, bus.StreamResources, bus.StreamCommands)
 }
 
 // Handle handles one delivery: a ResourceObserved, or a RetryRequested for stage SYNTH (the
@@ -266,6 +257,15 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	if f := checkPolicy(s.cfg.Policy, in, out, res.GetNamespace()); f != nil {
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
+	return s.publishSynthesized(ctx, log, obs, cause, in, out, diags, red)
+}
+
+// publishSynthesized stores the Terraform JSON of a successful render out of in as an
+// artifact (keyed like its terraformJSONDigest when in has Secret bindings) and publishes
+// Synthesized for obs's generation, with the gate verdict's warnings redacted by red.
+func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs *lavav1.ResourceObserved, cause *lavav1.Envelope,
+	in render.Input, out *render.Output, diags tlisp.Diagnostics, red *engine.Redactor) error {
+	env := obs.GetEnvelope()
 	// With Secret bindings the JSON holds their values: its artifact name is keyed like its
 	// terraformJSONDigest (docs/security.md, "Rendering").
 	put := s.art.Put

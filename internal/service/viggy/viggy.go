@@ -121,15 +121,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // retries and escalations, until ctx is cancelled.
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	for _, stream := range []string{bus.StreamResources, bus.StreamPhases} {
-		g.Go(func() error {
-			return bus.Consume(gctx, s.cfg.JS, bus.ConsumeOptions{
-				Stream: stream, Consumer: bus.ServiceViggy, Concurrency: s.cfg.Concurrency,
-				Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
-				OnPoison: pipeline.PoisonReporter(s.pub, bus.ServiceViggy, s.cfg.Logger),
-			}, s.Handle)
-		})
-	}
+	g.Go(func() error {
+		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceViggy, Concurrency: s.cfg.Concurrency,
+			Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, Publisher: s.pub,
+		}.Consume(gctx, s.Handle, bus.StreamResources, bus.StreamPhases)
+	})
 	g.Go(func() error { return s.schedule(gctx) })
 	return g.Wait()
 }
@@ -253,25 +249,35 @@ type passState struct {
 // pass runs the seven beats for one event and publishes TickReported.
 func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, k passKind) error {
 	p := &passState{s: s, key: key, cause: cause, tier: -1, phase: lavav1.Phase_PHASE_FAILED}
-	beats := Beats{
-		Observe: func(ctx context.Context) (string, error) {
-			rec, _, err := load(ctx, s.kv, key)
-			if err != nil {
-				return "", err
-			}
-			if rec == nil || rec.UID != cause.GetResource().GetUid() {
-				rec = &Record{Namespace: cause.GetResource().GetNamespace(), Name: cause.GetResource().GetName(),
-					UID: cause.GetResource().GetUid()}
-			}
-			p.rec, p.policy = rec, rec.policy()
-			p.requeue = rec.Interval
-			if p.requeue <= 0 {
-				p.requeue = s.cfg.DefaultInterval
-			}
-			return fmt.Sprintf("generation %d, policy %s", cause.GetGeneration(),
-				SnakeOrigin(p.policy.GetOrigin())), nil
-		},
-		Diff: func(context.Context) (string, error) { return k.diff(), nil },
+	// A stale event (an older generation than the newest seen) gets no pass.
+	rec, _, err := load(ctx, s.kv, key)
+	if err != nil {
+		return err
+	}
+	if rec != nil && rec.UID == cause.GetResource().GetUid() && cause.GetGeneration() < rec.Generation {
+		s.cfg.Logger.Debug("viggy: stale event ignored", "event_id", cause.GetEventId(), "generation", cause.GetGeneration())
+		return nil
+	}
+	if rec != nil && rec.UID == cause.GetResource().GetUid() && rec.Suspended {
+		s.cfg.Logger.Info("viggy: suspended resource: no pass", "event_id", cause.GetEventId(), "generation", cause.GetGeneration())
+		return nil
+	}
+	res := RunPass(ctx, p.beats(k), s.cfg.Now)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if res.Failed {
+		p.phase = lavav1.Phase_PHASE_FAILED
+	}
+	return s.report(ctx, p, res)
+}
+
+// beats are the beats of pass p for an event of kind k: Observe, Attest and the metrics of Act
+// are shared; k diffs, classifies, decides, acts and ticks.
+func (p *passState) beats(k passKind) Beats {
+	return Beats{
+		Observe: p.observe,
+		Diff:    func(context.Context) (string, error) { return k.diff(), nil },
 		Classify: func(context.Context) (string, error) {
 			p.sev = k.severity()
 			return pipeline.SeverityName(p.sev, "clean"), nil
@@ -290,45 +296,56 @@ func (s *Service) pass(ctx context.Context, key string, cause *lavav1.Envelope, 
 				return "", err
 			}
 			p.phase = phase
-			s.metrics.actions.WithLabelValues(pipeline.ActionName(p.action)).Inc()
+			p.s.metrics.actions.WithLabelValues(pipeline.ActionName(p.action)).Inc()
 			return msg, nil
 		},
-		Attest: func(ctx context.Context) (string, error) {
-			_, err := update(ctx, s.kv, key, func(cur *Record) (*Record, error) {
-				r := cur
-				if r == nil || r.UID != p.rec.UID {
-					r = &Record{Namespace: p.rec.Namespace, Name: p.rec.Name, UID: p.rec.UID, Generation: p.rec.Generation}
-				}
-				r.LastEventID, r.LastSeverity, r.LastAction, r.LastPhase = cause.GetEventId(), int32(p.sev), int32(p.action), int32(p.phase)
-				return r, nil
-			})
-			if err != nil {
-				return "", err
-			}
-			return "decision recorded; receipt by attest", nil
-		},
-		Tick: func(context.Context) (string, error) { return k.tick(p), nil },
+		Attest: p.attest,
+		Tick:   func(context.Context) (string, error) { return k.tick(p), nil },
 	}
-	// A stale event (an older generation than the newest seen) gets no pass.
-	rec, _, err := load(ctx, s.kv, key)
+}
+
+// observe is the Observe beat: it loads the resource's record (a new one for a new uid), its
+// policy and its requeue interval (the policy's, else Config.DefaultInterval).
+func (p *passState) observe(ctx context.Context) (string, error) {
+	s, cause := p.s, p.cause
+	rec, _, err := load(ctx, s.kv, p.key)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if rec != nil && rec.UID == cause.GetResource().GetUid() && cause.GetGeneration() < rec.Generation {
-		s.cfg.Logger.Debug("viggy: stale event ignored", "event_id", cause.GetEventId(), "generation", cause.GetGeneration())
-		return nil
+	if rec == nil || rec.UID != cause.GetResource().GetUid() {
+		rec = &Record{Namespace: cause.GetResource().GetNamespace(), Name: cause.GetResource().GetName(),
+			UID: cause.GetResource().GetUid()}
 	}
-	if rec != nil && rec.UID == cause.GetResource().GetUid() && rec.Suspended {
-		s.cfg.Logger.Info("viggy: suspended resource: no pass", "event_id", cause.GetEventId(), "generation", cause.GetGeneration())
-		return nil
+	p.rec, p.policy = rec, rec.policy()
+	p.requeue = rec.Interval
+	if p.requeue <= 0 {
+		p.requeue = s.cfg.DefaultInterval
 	}
-	res := RunPass(ctx, beats, s.cfg.Now)
-	if ctx.Err() != nil {
-		return ctx.Err()
+	return fmt.Sprintf("generation %d, policy %s", cause.GetGeneration(),
+		SnakeOrigin(p.policy.GetOrigin())), nil
+}
+
+// attest is the Attest beat: it records the pass's event, severity, action and phase in the
+// resource's record (the receipt is attest's).
+func (p *passState) attest(ctx context.Context) (string, error) {
+	_, err := update(ctx, p.s.kv, p.key, func(cur *Record) (*Record, error) {
+		r := cur
+		if r == nil || r.UID != p.rec.UID {
+			r = &Record{Namespace: p.rec.Namespace, Name: p.rec.Name, UID: p.rec.UID, Generation: p.rec.Generation}
+		}
+		r.LastEventID, r.LastSeverity, r.LastAction, r.LastPhase = p.cause.GetEventId(), int32(p.sev), int32(p.action), int32(p.phase)
+		return r, nil
+	})
+	if err != nil {
+		return "", err
 	}
-	if res.Failed {
-		p.phase = lavav1.Phase_PHASE_FAILED
-	}
+	return "decision recorded; receipt by attest", nil
+}
+
+// report publishes TickReported for pass p with result res and then, unless the pass failed,
+// its commands; it counts and logs the pass.
+func (s *Service) report(ctx context.Context, p *passState, res PassResult) error {
+	cause := p.cause
 	tr := &lavav1.TickReported{Beats: res.Beats, FinalPhase: p.phase, StartedAt: timestamppb.New(res.Started),
 		EndedAt: timestamppb.New(res.Ended)}
 	if res.Decided {

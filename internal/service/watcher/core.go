@@ -838,14 +838,9 @@ func (c *Core) Consume(ctx context.Context, js jetstream.JetStream, o ConsumeOpt
 	if o.Concurrency <= 0 {
 		o.Concurrency = 1
 	}
-	return bus.Consume(ctx, js, bus.ConsumeOptions{
-		Stream:      bus.StreamPhases,
-		Consumer:    o.Consumer,
-		Concurrency: o.Concurrency,
-		Logger:      c.cfg.Logger,
-		Metrics:     o.Metrics,
-		OnPoison:    pipeline.PoisonReporter(c.cfg.Publisher, bus.ServiceWatcher, c.cfg.Logger),
-	}, c.HandlePhase)
+	return pipeline.Consumer{JS: js, Service: bus.ServiceWatcher, Durable: o.Consumer, Concurrency: o.Concurrency,
+		Logger: c.cfg.Logger, Metrics: o.Metrics, Publisher: c.cfg.Publisher,
+	}.Consume(ctx, c.HandlePhase, bus.StreamPhases)
 }
 
 // statusOnly is a copy of obj reduced to what an entry keeps of an object between writes: what

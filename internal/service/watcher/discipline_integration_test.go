@@ -103,7 +103,7 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// testStatusDiscipline (issue 12, item 6): while other actors keep patching the labels and
+// testStatusDiscipline: while other actors keep patching the labels and
 // annotations of 100 objects (with an optimistic lock, 409s retried), every object goes through
 // two generations to Applied. Measured from controller-runtime's
 // controller_runtime_reconcile_total and the watcher's own HTTP transport: at most

@@ -22,9 +22,11 @@
 // Event ids come from internal/platform/eventid with the generation as input and a trigger built from
 // the forcing state ("generation:<n>" alone, else "reconcile:<value>" and/or
 // "policy:<resourceVersion>" joined by ";"), so a repeated reconcile of the same state
-// publishes the same id. Before publishing, the reconciler reads the last message stored on
-// the resource's subject and skips the publish when it has that id: a restarted watcher does
-// not publish again for an unchanged generation, even outside JetStream's duplicate window.
+// publishes the same id. [Observe] builds and publishes ResourceObserved and DeletionRequested
+// for any [Store]: the reconciler calls it, and so does lava up's file source (internal/up).
+// Before publishing, it reads the last message stored on the resource's subject and skips the
+// publish when it has that id: a restarted watcher does not publish again for an unchanged
+// generation, even outside JetStream's duplicate window.
 //
 // # Phase side (leader only)
 //

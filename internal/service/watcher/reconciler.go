@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,11 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +24,6 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/pipeline"
-	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 )
@@ -44,7 +40,6 @@ type reconciler struct {
 	watchSecrets bool
 	core         *Core
 	rec          recorder.EventRecorder
-	pub          *bus.Publisher
 	resources    jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
 	deps         resolver
 	// sourceKinds are the Flux source kinds the API server served at start (watched).
@@ -93,7 +88,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, nil, "", fresh)
 	}
-	if r.conditionTrue(obj, v1alpha1.ConditionSuspended) {
+	if conditionTrue(r.core, obj, v1alpha1.ConditionSuspended) {
 		if err := r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventResumed}); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -206,126 +201,23 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV, bindings string) 
 	return strings.Join(parts, ";")
 }
 
-// observe publishes the ResourceObserved of obj's current state, unless the last one stored
-// for the resource already has its id. It folds the Observed event first (Suspended for a
-// suspended object, whose generation starts no pass; its PhaseChanged is published before the
-// ResourceObserved). A forced pass (same generation) or a suspended generation writes that
-// status before publishing, so a crash between the two re-publishes the same id on the next
-// reconcile; a new generation's Observed rides on the object's next status write, because the
-// reducer derives it from any later event of that generation.
-//
-// fresh says obj is new (this reconcile added its finalizer to an object never observed): no
-// ResourceObserved can exist for it, so the stream is not asked.
-//
-// src, when set, is spec.sourceRef resolved to its artifact: the event carries it, and its
-// digest is part of the trigger (eventid.SourceTrigger), so a new artifact is a new pass.
-// bindings is the digest of obj's bindingsFrom sources ("" without them), part of the trigger.
+// observe publishes the ResourceObserved of obj's current state ([Observe]); fresh says obj
+// is new (this reconcile added its finalizer to an object never observed), so no
+// ResourceObserved can exist for it yet.
 func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, src *lavav1.FluxSource, bindings string, fresh bool) error {
-	ro := &lavav1.ResourceObserved{
-		Spec:         SpecMirror(obj.Spec),
-		Remediation:  policy,
-		Dependencies: deps,
-		Labels:       obj.Labels,
-	}
-	trigger := ObservedTrigger(obj, policy.GetPolicyResourceVersion(), bindings)
-	// A new generation without a forced pass coalesces its Observed (below), whatever source
-	// artifact and binding data it carries.
-	generationOnly := ObservedTrigger(obj, policy.GetPolicyResourceVersion(), "") == eventid.GenerationTrigger(obj.Generation)
-	if src != nil {
-		ro.Spec.Source = &lavav1.Source{Kind: &lavav1.Source_Flux{Flux: src}}
-		trigger += ";" + eventid.SourceTrigger(src.GetArtifact().GetDigest())
-	}
-	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(ro), trigger)
-	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventObserved)
-	if !fresh {
-		if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
-			return err
-		}
-	}
-	at := now(r.clock)
-	ev := pipeline.Event{Type: pipeline.EventObserved, Force: true, Time: at, Generation: obj.Generation}
-	c := Cause{EventID: id, CorrelationID: id}
-	if obj.Spec.Suspend {
-		ev = pipeline.Event{Type: pipeline.EventSuspended, Time: at, Generation: obj.Generation}
-	}
-	if st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID); !obj.Spec.Suspend &&
-		generationOnly && ok && obj.Generation > st.ObservedGeneration {
-		// A new generation: its Observed rides on the object's next status write (the
-		// reducer derives it from any later event of this generation if that write is
-		// lost), saving a write per generation.
-		if _, err := r.core.FoldCoalesced(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c); err != nil && !errors.Is(err, errGone) {
-			return err
-		}
-	} else if err := r.foldLocalCause(ctx, obj, ev, c); err != nil {
-		return err
-	}
-	ro.Envelope = Envelope(obj, id, trigger, at)
-	if _, err := r.pub.Publish(ctx, subject, ro); err != nil {
-		return fmt.Errorf("watcher: publish ResourceObserved: %w", err)
-	}
-	r.metrics.incPublished(publishedResourceObserved)
-	r.log.Info("watcher: published ResourceObserved", logattr.Resource(obj.Namespace, obj.Name),
-		logattr.Generation(obj.Generation), logattr.EventID(id), slog.String("trigger", trigger))
-	return nil
+	_, err := Observe(ctx, r.core, r.resources, Observation{Object: obj, Policy: policy, Dependencies: deps, Source: src,
+		Bindings: bindings, Fresh: fresh, At: now(r.clock)})
+	return err
 }
 
-// finalize handles an object being deleted: fold DeletionRequested and publish it once per
-// generation. The finalizer goes when the applier answers with Destroyed.
+// finalize handles an object being deleted: DeletionRequested, once per generation
+// ([Observe]). The finalizer goes when the applier answers with Destroyed.
 func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
 	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
 		return nil
 	}
-	dr := &lavav1.DeletionRequested{DeletionPolicy: DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: pipeline.EngineProto(obj.Spec.Engine)}
-	trigger := eventid.GenerationTrigger(obj.Generation)
-	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(dr), trigger)
-	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventDeletionRequested)
-	if last, err := r.lastEventID(ctx, subject); err != nil || last == id {
-		return err
-	}
-	at := now(r.clock)
-	msg := "deleting: destroying the infrastructure"
-	if dr.DeletionPolicy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
-		msg = "deleting: orphaning the infrastructure (deletionPolicy Orphan)"
-	}
-	err := r.foldLocalCause(ctx, obj, pipeline.Event{Type: pipeline.EventDeletionRequested, Time: at, Generation: obj.Generation, Message: msg},
-		Cause{EventID: id, CorrelationID: id})
-	if err != nil {
-		return err
-	}
-	dr.Envelope = Envelope(obj, id, trigger, at)
-	if _, err := r.pub.Publish(ctx, subject, dr); err != nil {
-		return fmt.Errorf("watcher: publish DeletionRequested: %w", err)
-	}
-	r.metrics.incPublished(publishedDeletionRequested)
-	r.log.Info("watcher: published DeletionRequested", logattr.Resource(obj.Namespace, obj.Name),
-		logattr.Generation(obj.Generation), logattr.EventID(id))
-	return nil
-}
-
-// Envelope is the envelope of an event the watcher publishes about obj (ResourceObserved,
-// DeletionRequested): event id id (also the correlation id, as a chain starts here), trigger,
-// occurred at at, source "watcher", obj's generation and resource (lava up's file source
-// publishes the same).
-func Envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) *lavav1.Envelope {
-	return &lavav1.Envelope{
-		EventId:       id,
-		OccurredAt:    timestamppb.New(at),
-		Source:        bus.ServiceWatcher,
-		Resource:      &lavav1.ResourceRef{Namespace: obj.Namespace, Name: obj.Name, Uid: string(obj.UID)},
-		Generation:    obj.Generation,
-		CorrelationId: id,
-		Trigger:       trigger,
-	}
-}
-
-// lastEventID is the Nats-Msg-Id (event id) of the last message stored on subject in
-// LAVA_RESOURCES, or "" when there is none.
-func (r *reconciler) lastEventID(ctx context.Context, subject string) (string, error) {
-	m, err := bus.LastMsg(ctx, r.resources, subject)
-	if err != nil || m == nil {
-		return "", err
-	}
-	return m.Header.Get(jetstream.MsgIDHeader), nil
+	_, err := Observe(ctx, r.core, r.resources, Observation{Object: obj, At: now(r.clock)})
+	return err
 }
 
 // addFinalizer adds the lava finalizer with an optimistic lock. A conflict (another writer
@@ -364,31 +256,10 @@ func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchite
 	return nil
 }
 
-// foldLocal folds an event the watcher derives itself (suspend, dependencies), stamped with
-// the object's generation and the current time; its cause id is derived from the event type
-// and message, so the same condition yields the same PhaseChanged id.
+// foldLocal folds an event the watcher derives itself (suspend, dependencies) about obj, now
+// ([foldLocal]).
 func (r *reconciler) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev pipeline.Event) error {
-	ev.Generation, ev.Time = obj.Generation, now(r.clock)
-	id := eventid.ID(string(obj.UID), obj.Generation, "lava.watcher."+string(ev.Type), ev.Reason+":"+ev.Message)
-	return r.foldLocalCause(ctx, obj, ev, Cause{EventID: id, CorrelationID: id})
-}
-
-func (r *reconciler) foldLocalCause(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev pipeline.Event, c Cause) error {
-	_, err := r.core.Fold(ctx, client.ObjectKeyFromObject(obj), obj.UID, ev, c)
-	if errors.Is(err, errGone) {
-		return nil
-	}
-	return err
-}
-
-// conditionTrue reports whether condition typ is True in the last status known for obj: the
-// Core's of the same incarnation (with folds not yet written), else obj's (cached) status.
-func (r *reconciler) conditionTrue(obj *v1alpha1.LavaArchitecture, typ string) bool {
-	st, ok := r.core.Status(client.ObjectKeyFromObject(obj), obj.UID)
-	if !ok {
-		st = obj.Status
-	}
-	return meta.IsStatusConditionTrue(st.Conditions, typ)
+	return foldLocal(ctx, r.core, obj, ev, now(r.clock))
 }
 
 // forcedPass passes updates that change the reconcile-requested-at annotation.

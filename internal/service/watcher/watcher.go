@@ -151,6 +151,46 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	if o.RESTConfig == nil || o.Scheme == nil || o.JetStream == nil {
 		return nil, errors.New("watcher: RESTConfig, Scheme and JetStream are required")
 	}
+	o.setDefaults()
+	metrics, err := NewMetrics(o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	busMetrics := o.BusMetrics
+	if busMetrics == nil {
+		if busMetrics, err = bus.NewMetrics(o.Registry); err != nil {
+			return nil, fmt.Errorf("watcher: %w", err)
+		}
+	}
+	mgr, err := ctrl.NewManager(o.RESTConfig, o.managerOptions())
+	if err != nil {
+		return nil, fmt.Errorf("watcher: new manager: %w", err)
+	}
+	if err := indexes(ctx, mgr.GetFieldIndexer(), o.ClusterName); err != nil {
+		return nil, err
+	}
+	r, err := newReconciler(ctx, mgr, o, metrics)
+	if err != nil {
+		return nil, err
+	}
+	if err := discoverFluxSources(mgr, r, o.Logger); err != nil {
+		return nil, err
+	}
+	if err := buildController(mgr, r, o); err != nil {
+		return nil, err
+	}
+	pc := &phaseConsumer{
+		js: o.JetStream, consumer: o.PhaseConsumer, concurrency: o.PhaseConcurrency, core: r.core,
+		busMetrics: busMetrics, log: o.Logger.With(slog.String("component", "phases")),
+	}
+	if err := mgr.Add(pc); err != nil {
+		return nil, fmt.Errorf("watcher: add phase consumer: %w", err)
+	}
+	return &Watcher{mgr: mgr, metrics: metrics, js: o.JetStream}, nil
+}
+
+// setDefaults fills in the defaults of the fields documented on [Config].
+func (o *Config) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -181,17 +221,12 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = DefaultLeaderElectionID
 	}
-	metrics, err := NewMetrics(o.Registry)
-	if err != nil {
-		return nil, err
-	}
-	busMetrics := o.BusMetrics
-	if busMetrics == nil {
-		if busMetrics, err = bus.NewMetrics(o.Registry); err != nil {
-			return nil, fmt.Errorf("watcher: %w", err)
-		}
-	}
+}
 
+// managerOptions are the controller-runtime manager's options: no metrics or health server of
+// its own, leader election as configured, and a cache limited to o.Namespaces (all when empty)
+// that drops managedFields.
+func (o *Config) managerOptions() ctrl.Options {
 	mo := ctrl.Options{
 		Scheme:                        o.Scheme,
 		Logger:                        logr.FromSlogHandler(o.Logger.Handler()),
@@ -215,21 +250,18 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	// (merge patches diff only what the reconciler changed), so they are dropped before an
 	// object is stored (controller-runtime's cache.TransformStripManagedFields).
 	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
-	watched := map[string]bool{}
 	if len(o.Namespaces) > 0 {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.Namespaces {
 			mo.Cache.DefaultNamespaces[ns] = cache.Config{}
-			watched[ns] = true
 		}
 	}
-	mgr, err := ctrl.NewManager(o.RESTConfig, mo)
-	if err != nil {
-		return nil, fmt.Errorf("watcher: new manager: %w", err)
-	}
-	if err := indexes(ctx, mgr.GetFieldIndexer(), o.ClusterName); err != nil {
-		return nil, err
-	}
+	return mo
+}
+
+// newReconciler builds the status core (limited to o.Namespaces when set) and the reconciler
+// that uses it, on mgr's clients and event recorder.
+func newReconciler(ctx context.Context, mgr manager.Manager, o Config, metrics *Metrics) (*reconciler, error) {
 	resources, err := o.JetStream.Stream(ctx, bus.StreamResources)
 	if err != nil {
 		return nil, fmt.Errorf("watcher: stream %s: %w", bus.StreamResources, err)
@@ -244,29 +276,45 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(watched) > 0 {
+	if len(o.Namespaces) > 0 {
+		watched := map[string]bool{}
+		for _, ns := range o.Namespaces {
+			watched[ns] = true
+		}
 		core.cfg.Namespaces = func(ns string) bool { return watched[ns] }
 	}
-	r := &reconciler{
+	return &reconciler{
 		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey, watchSecrets: o.WatchSecrets,
-		core: core, rec: rec, pub: pub, resources: resources,
+		core: core, rec: rec, resources: resources,
 		deps:        resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
 		sourceKinds: map[string]bool{},
 		clock:       o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
-	}
-	// Flux sources are watched only where the API server serves them: a cluster without Flux
-	// runs the watcher as before, and a spec.sourceRef there is held with SourceNotFound.
+	}, nil
+}
+
+// discoverFluxSources records in r.sourceKinds the Flux source kinds the API server serves.
+// Flux sources are watched only where the API server serves them: a cluster without Flux
+// runs the watcher as before, and a spec.sourceRef there is held with SourceNotFound. An
+// error other than "no match" from the REST mapper is returned.
+func discoverFluxSources(mgr manager.Manager, r *reconciler, log *slog.Logger) error {
 	for _, kind := range fluxSourceKinds {
 		_, merr := mgr.GetRESTMapper().RESTMapping(sourceGroupVersion.WithKind(kind).GroupKind(), sourceGroupVersion.Version)
 		switch {
 		case merr == nil:
 			r.sourceKinds[kind] = true
 		case meta.IsNoMatchError(merr):
-			o.Logger.Info("watcher: the API server serves no Flux "+kind+"; spec.sourceRef to one is held (SourceNotFound)", slog.String("group", sourceGroupVersion.String()))
+			log.Info("watcher: the API server serves no Flux "+kind+"; spec.sourceRef to one is held (SourceNotFound)", slog.String("group", sourceGroupVersion.String()))
 		default:
-			return nil, fmt.Errorf("watcher: discover Flux %s: %w", kind, merr)
+			return fmt.Errorf("watcher: discover Flux %s: %w", kind, merr)
 		}
 	}
+	return nil
+}
+
+// buildController registers r with mgr as the LavaArchitecture controller, with its watches:
+// the served Flux sources, dependencies, remediation policies, dependency edges and the
+// ConfigMaps (and, with o.WatchSecrets, Secrets) of spec.bindingsFrom.
+func buildController(mgr manager.Manager, r *reconciler, o Config) error {
 	b := ctrl.NewControllerManagedBy(mgr)
 	for _, kind := range fluxSourceKinds {
 		if r.sourceKinds[kind] {
@@ -289,23 +337,16 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.bindingUsers(bindingKindSecret)),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
 	}
-	err = b.WithOptions(controller.Options{
+	err := b.WithOptions(controller.Options{
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		SkipNameValidation:      ptr.To(true),
 		ReconciliationTimeout:   time.Minute,
 	}).
 		Complete(r)
 	if err != nil {
-		return nil, fmt.Errorf("watcher: build controller: %w", err)
+		return fmt.Errorf("watcher: build controller: %w", err)
 	}
-	pc := &phaseConsumer{
-		js: o.JetStream, consumer: o.PhaseConsumer, concurrency: o.PhaseConcurrency, core: core,
-		busMetrics: busMetrics, log: o.Logger.With(slog.String("component", "phases")),
-	}
-	if err := mgr.Add(pc); err != nil {
-		return nil, fmt.Errorf("watcher: add phase consumer: %w", err)
-	}
-	return &Watcher{mgr: mgr, metrics: metrics, js: o.JetStream}, nil
+	return nil
 }
 
 // Start runs the manager until ctx is done: caches on every replica; after winning the

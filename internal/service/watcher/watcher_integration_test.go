@@ -27,8 +27,8 @@ import (
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
-// maxReconcilesPerGeneration is the bound issue 4 sets: status writes must not retrigger the
-// controller.
+// maxReconcilesPerGeneration bounds the reconciles of one generation: status writes must not
+// retrigger the controller.
 const maxReconcilesPerGeneration = 3
 
 // TestWatcher runs the watcher against a real kube-apiserver and etcd (envtest) and a real
@@ -200,7 +200,8 @@ func (e *env) testSeedLifecycle(t *testing.T) {
 	}
 
 	// A Kubernetes Event for the transition a user acts on (Applied), none for the hops
-	// between (issue 13: Events only for Applied, Failed, Drifted and awaiting approval).
+	// between (Events only for Applied, Failed, Drifted and awaiting approval:
+	// docs/design/0007-status-writes.md).
 	eventually(t, 10*time.Second, func() error {
 		if got := e.eventReasons(t, ns, name); !slices.Contains(got, "Applied") {
 			return fmt.Errorf("events %v: no Applied", got)
@@ -271,7 +272,7 @@ func (e *env) testSeedLifecycle(t *testing.T) {
 		return nil
 	})
 	// The counter moves after the release's write returns, which may be after the test saw the
-	// object gone (a clean-clone CI run of 2026-12-03 read 0).
+	// object gone, so it is polled.
 	eventually(t, 10*time.Second, func() error {
 		if n := w.metric(t, "lava_watcher_finalizers_removed_total", nil); n != 1 {
 			return fmt.Errorf("finalizers removed %v, want 1", n)
@@ -783,7 +784,8 @@ func (e *env) testOutOfOrder(t *testing.T) {
 	receipt := &lavav1.ReceiptAppended{Sequence: 3, ContentHash: []byte{0xde, 0xad}, Kind: "lava.outcome"}
 	receipt.Envelope = &lavav1.Envelope{EventId: eventid.ID(string(obj.UID), 1, eventid.Type(receipt), eventid.CauseTrigger("x")),
 		Source: bus.ServiceAttest, Resource: s.ref, Generation: 1, Trigger: eventid.CauseTrigger("x")}
-	// The receipt head never causes a write of its own (issue 13): it rides on the next one.
+	// The receipt head never causes a write of its own (docs/design/0007-status-writes.md): it
+	// rides on the next one.
 	folded := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"})
 	patches := w.metric(t, "lava_watcher_status_patches_total", nil)
 	if _, err := e.pub.Publish(t.Context(), bus.PhaseSubject(ns, "o", "receipt_appended"), receipt); err != nil {

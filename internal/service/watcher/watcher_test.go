@@ -326,7 +326,7 @@ func TestPhaseEvent_planResourcesBounded(t *testing.T) {
 
 // TestCore_keepsStatusOnly: what the Core keeps of an object between writes is its status and
 // the metadata a status write needs, not its spec, labels, annotations or managedFields (the
-// watcher's memory per object, issue 13), and it is a copy.
+// watcher's memory per object, docs/design/0007-status-writes.md), and it is a copy.
 func TestCore_keepsStatusOnly(t *testing.T) {
 	core, err := watcher.NewCore(watcher.CoreConfig{Store: watcher.NewAPIStore(nil, nil, nil), Publisher: bus.NewPublisher(nil)})
 	if err != nil {

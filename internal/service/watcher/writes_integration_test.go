@@ -18,7 +18,7 @@ import (
 // testWrites: the API writes of one object from create to Applied when its phase events
 // arrive in a burst are at most 4 (the finalizer, the Observed status, one status write for
 // Synthesized, Planned and Applied, one Event for Applied), with a PhaseChanged for every
-// transition; then 1,000 clean drift scans write nothing (issue 13).
+// transition; then 1,000 clean drift scans write nothing (docs/design/0007-status-writes.md).
 func (e *env) testWrites(t *testing.T) {
 	ns := e.kube.Namespace(t)
 	w := e.startWatcher(t, ns, "writes")

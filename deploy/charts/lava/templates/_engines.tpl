@@ -63,3 +63,19 @@
     items: [{key: ca.crt, path: ca.crt}]
 {{- end }}
 {{- end -}}
+
+{{/* The tenant policy's ConfigMap (synth.yaml), mounted read-only into synth, the applier and drift: synth checks every render against it, the engines hold provider file paths to its roots (docs/design/0022-file-access-from-schemas.md). Argument: the root context. */}}
+{{- define "lava.policy.env" -}}
+- name: LAVA_POLICY_FILE
+  value: /etc/lava/policy/policy.yaml
+{{- end -}}
+{{- define "lava.policy.mount" -}}
+- name: policy
+  mountPath: /etc/lava/policy
+  readOnly: true
+{{- end -}}
+{{- define "lava.policy.volume" -}}
+- name: policy
+  configMap:
+    name: {{ include "lava.fullname" . }}-policy
+{{- end -}}

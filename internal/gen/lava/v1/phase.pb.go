@@ -22,7 +22,7 @@ const (
 )
 
 // Phase is status.phase of a LavaArchitecture (docs/architecture.md section 4). The transition table lives in
-// internal/service/phase.
+// internal/pipeline (pipeline.Table).
 type Phase int32
 
 const (

@@ -210,7 +210,7 @@ func (SourceKind) EnumDescriptor() ([]byte, []int) {
 	return file_lava_v1_pipeline_proto_rawDescGZIP(), []int{2}
 }
 
-// RenderRecord identifies one render (issue 2, docs/dialect.md section 2.5); it is status.render and part of
+// RenderRecord identifies one render (docs/dialect.md section 2.5); it is status.render and part of
 // every receipt payload. Digests are BLAKE3, 64 lowercase hex digits.
 type RenderRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`

@@ -1,4 +1,4 @@
-package attest
+package readmodel
 
 import (
 	"encoding/hex"
@@ -36,7 +36,7 @@ const EncodingV1 uint32 = 1
 const HashSize = 32
 
 // ErrUnsupportedEncoding reports a receipt whose encoding_version this package cannot encode.
-var ErrUnsupportedEncoding = errors.New("attest: unsupported encoding_version")
+var ErrUnsupportedEncoding = errors.New("readmodel: unsupported encoding_version")
 
 // Genesis is the prev_hash of the first receipt of every chain: 32 zero bytes. It returns a
 // new slice each time.
@@ -50,10 +50,10 @@ func Hex(h []byte) string { return hex.EncodeToString(h) }
 func ParseHash(s string) ([]byte, error) {
 	b, err := hex.DecodeString(strings.TrimSpace(s))
 	if err != nil {
-		return nil, fmt.Errorf("attest: parse hex: %w", err)
+		return nil, fmt.Errorf("readmodel: parse hex: %w", err)
 	}
 	if len(b) != HashSize {
-		return nil, fmt.Errorf("attest: parse hex: %d bytes, want %d", len(b), HashSize)
+		return nil, fmt.Errorf("readmodel: parse hex: %d bytes, want %d", len(b), HashSize)
 	}
 	return b, nil
 }
@@ -109,11 +109,11 @@ func Canonical(r *lavav1.Receipt) ([]byte, error) {
 	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
-		return nil, fmt.Errorf("attest: canonical encoding: %w", err)
+		return nil, fmt.Errorf("readmodel: canonical encoding: %w", err)
 	}
 	out, err := jcs.Transform(raw)
 	if err != nil {
-		return nil, fmt.Errorf("attest: canonical encoding: %w", err)
+		return nil, fmt.Errorf("readmodel: canonical encoding: %w", err)
 	}
 	return out, nil
 }
@@ -133,7 +133,7 @@ func ContentHash(r *lavav1.Receipt) ([]byte, error) {
 func AnomalyHash(a *lavav1.AnomalyDetected) ([]byte, error) {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(a)
 	if err != nil {
-		return nil, fmt.Errorf("attest: anomaly hash: %w", err)
+		return nil, fmt.Errorf("readmodel: anomaly hash: %w", err)
 	}
 	sum := blake3.Sum256(b)
 	return sum[:], nil

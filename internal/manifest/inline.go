@@ -1,4 +1,4 @@
-package up
+package manifest
 
 import (
 	"fmt"
@@ -101,9 +101,9 @@ func blockIndent(lines []string, n *yaml.Node) (int, bool) {
 // inlinePos matches a position in an inline source as the synth service reports it.
 var inlinePos = regexp.MustCompile(`\binline:(\d+):(\d+)`)
 
-// mapInlineText rewrites every "inline:LINE:COL" in msg with mapInline (nil: msg as it is),
+// MapInlineText rewrites every "inline:LINE:COL" in msg with mapInline (nil: msg as it is),
 // so a status message points into the manifest file as `lava validate` does.
-func mapInlineText(msg string, mapInline func(arch.Pos) arch.Pos) string {
+func MapInlineText(msg string, mapInline func(arch.Pos) arch.Pos) string {
 	if mapInline == nil || !strings.Contains(msg, "inline:") {
 		return msg
 	}

@@ -1,4 +1,4 @@
-package up
+package manifest
 
 import (
 	"errors"
@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// FuzzParseManifests feeds arbitrary files to the manifest decoder lava up and lava validate
-// share (ParseManifests, DecodeDocument): it never panics; every problem with a position has
+// FuzzParse feeds arbitrary files to the manifest decoder lava up and lava validate
+// share (Parse, Decode): it never panics; every problem with a position has
 // a 1-based line and column; every object it accepts has a namespace and a name.
-func FuzzParseManifests(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, seed := range []string{"../../examples/prod-vpc.yaml", "../../examples/testkit.yaml",
 		"../../cmd/lava/testdata/multi.yaml", "../../cmd/lava/testdata/not-yaml.yaml", "../../cmd/lava/testdata/bad-binding.yaml"} {
 		data, err := os.ReadFile(seed)
@@ -21,7 +21,7 @@ func FuzzParseManifests(f *testing.F) {
 	f.Add([]byte("apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: x}\nspec: {source: {inline: \"(\"}}\n---\n"))
 	f.Add([]byte("{\"kind\": \"LavaArchitecture\", \"spec\": [1, 2]}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ms, err := ParseManifests("f.yaml", data)
+		ms, err := Parse("f.yaml", data)
 		var pe *PosError
 		if errors.As(err, &pe) && (pe.Line < 1 || pe.Col < 1) {
 			t.Fatalf("problem at %d:%d: %s", pe.Line, pe.Col, pe.Msg)

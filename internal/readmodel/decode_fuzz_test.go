@@ -1,4 +1,4 @@
-package attest
+package readmodel
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 // FuzzLinkChain puts one arbitrary message (with the receipt schema header, or the one the
 // input names) among the three messages of a genuine signed chain, at any place, and reads
-// the subject the way every reader does (decodeReceipt and the linker of ReadChain and
+// the subject the way every reader does (DecodeReceipt and the linker of ReadChain and
 // attest's own append). Nothing panics; every genuine receipt stays in the chain; when the
 // chain then verifies with the signing key pinned and signatures required, it is exactly the
 // genuine chain, and the arbitrary message was either a copy of a genuine receipt or reported
@@ -43,7 +43,7 @@ func FuzzLinkChain(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		m, err := encodeReceipt(subject, r, pc.GetEnvelope().GetEventId(), fmt.Sprintf("m%d", i), uint64(i), phasesSeq{seq: uint64(i + 1), ok: true})
+		m, err := EncodeReceipt(subject, r, pc.GetEnvelope().GetEventId(), fmt.Sprintf("m%d", i), uint64(i), PhasesSeq{Seq: uint64(i + 1), OK: true})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func FuzzLinkChain(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pos uint8, schema string, data []byte) {
 		at := int(pos) % (len(msgs) + 1)
 		h := nats.Header{}
-		h.Set(bus.HeaderSchema, receiptType)
+		h.Set(bus.HeaderSchema, ReceiptSchema)
 		if schema != "" {
 			h.Set(bus.HeaderSchema, schema)
 		}
@@ -86,7 +86,7 @@ func FuzzLinkChain(f *testing.F) {
 		}
 		var chain []*lavav1.Receipt
 		for _, m := range l.members {
-			chain = append(chain, m.r)
+			chain = append(chain, m.Receipt)
 		}
 		for _, g := range genuine {
 			found := false

@@ -1,11 +1,10 @@
-package applier
+package readmodel
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,19 +13,13 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
-// recordPrefix starts the applier's keys in lava-state ("applier.<ns>.<name>", the
+// RecordPrefix starts the applier's keys in lava-state ("applier.<ns>.<name>", the
 // name part being bus.ResourceKey).
-const recordPrefix = "applier."
-
-// History bounds of a [Record].
-const (
-	maxPlans   = 32
-	maxApplied = 32
-	maxHandled = 64
-)
+const RecordPrefix = "applier."
 
 // Record is what the applier keeps per resource in lava-state under "applier.<ns>.<name>"
-// (JSON). It is written only under the resource's lease.
+// (JSON). The applier writes it, only under the resource's lease; `lava state show` and
+// `lava plan show` read it.
 type Record struct {
 	// UID is the LavaArchitecture's metadata.uid the record belongs to.
 	UID string `json:"uid"`
@@ -47,8 +40,6 @@ type Record struct {
 	// Deleted is set once Destroyed was published for UID: later events of that object are
 	// dropped (a late Synthesized must never resurrect it).
 	Deleted bool `json:"deleted,omitempty"`
-
-	revision uint64
 }
 
 // LastApplied describes the configuration last applied to a resource.
@@ -70,68 +61,34 @@ type LastApplied struct {
 	AppliedAt time.Time `json:"appliedAt"`
 }
 
-func push(list []string, v string, limit int) []string {
-	if slices.Contains(list, v) {
-		return list
-	}
-	list = append(list, v)
-	if len(list) > limit {
-		list = list[len(list)-limit:]
-	}
-	return list
-}
-
-// records reads and writes [Record]s.
-type records struct {
-	kv jetstream.KeyValue
-}
-
 // RecordKey is the lava-state key of a resource's [Record]: "applier.<ns>.<name>".
-func RecordKey(namespace, name string) string { return recordPrefix + bus.ResourceKey(namespace, name) }
+func RecordKey(namespace, name string) string { return RecordPrefix + bus.ResourceKey(namespace, name) }
 
-// load returns the record of a resource (an empty one when absent).
-func (r records) load(ctx context.Context, namespace, name string) (*Record, error) {
-	e, err := r.kv.Get(ctx, RecordKey(namespace, name))
+// ReadRecord reads a resource's [Record] from kv (the lava-state bucket) with the revision it
+// was read at, for a compare-and-set write; an empty Record and revision 0 when there is none.
+// Errors (reading, or a value that is not a Record's JSON) name the resource.
+func ReadRecord(ctx context.Context, kv jetstream.KeyValue, namespace, name string) (*Record, uint64, error) {
+	e, err := kv.Get(ctx, RecordKey(namespace, name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return &Record{}, nil
+		return &Record{}, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("applier: read record of %s/%s: %w", namespace, name, err)
+		return nil, 0, fmt.Errorf("readmodel: read the applier's record of %s/%s: %w", namespace, name, err)
 	}
 	rec := &Record{}
 	if err := json.Unmarshal(e.Value(), rec); err != nil {
-		return nil, fmt.Errorf("applier: decode record of %s/%s: %w", namespace, name, err)
+		return nil, 0, fmt.Errorf("readmodel: decode the applier's record of %s/%s: %w", namespace, name, err)
 	}
-	rec.revision = e.Revision()
-	return rec, nil
+	return rec, e.Revision(), nil
 }
 
-// save writes rec with a compare-and-set on the revision it was read at.
-func (r records) save(ctx context.Context, namespace, name string, rec *Record) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("applier: encode record of %s/%s: %w", namespace, name, err)
-	}
-	key := RecordKey(namespace, name)
-	var rev uint64
-	if rec.revision == 0 {
-		rev, err = r.kv.Create(ctx, key, b)
-	} else {
-		rev, err = r.kv.Update(ctx, key, b, rec.revision)
-	}
-	if err != nil {
-		return fmt.Errorf("applier: write record of %s/%s: %w", namespace, name, err)
-	}
-	rec.revision = rev
-	return nil
-}
-
-// Load reads the applier's record of a resource from lava-state (for `lava state show` and
-// tests); the zero Record when there is none.
+// Load reads the applier's record of a resource from lava-state (for `lava state show`,
+// `lava plan show` and tests); the zero Record when there is none.
 func Load(ctx context.Context, js jetstream.JetStream, namespace, name string) (*Record, error) {
 	kv, err := js.KeyValue(ctx, bus.BucketState)
 	if err != nil {
-		return nil, fmt.Errorf("applier: bind %s: %w", bus.BucketState, err)
+		return nil, fmt.Errorf("readmodel: bind %s: %w", bus.BucketState, err)
 	}
-	return records{kv: kv}.load(ctx, namespace, name)
+	rec, _, err := ReadRecord(ctx, kv, namespace, name)
+	return rec, err
 }

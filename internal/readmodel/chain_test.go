@@ -1,4 +1,4 @@
-package attest_test
+package readmodel_test
 
 import (
 	"bytes"
@@ -18,83 +18,18 @@ import (
 	"lukechampine.com/blake3"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 )
 
-// t0 is the clock of the pure tests.
-var t0 = time.Date(2026, 11, 30, 1, 2, 3, 400000000, time.UTC)
-
-// testSigner is a fixed key (seed 0x01 0x02 ... 0x20).
-func testSigner(t testing.TB) *attest.Signer {
-	t.Helper()
-	seed := make([]byte, 32)
-	for i := range seed {
-		seed[i] = byte(i + 1)
-	}
-	s, err := attest.NewSigner(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func otherSigner(t testing.TB) *attest.Signer {
-	t.Helper()
-	s, err := attest.ParseSigner(strings.Repeat("ab", 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// outcome is the payload of a PhaseChanged to phase.
-func outcome(ns, name string, phase lavav1.Phase, n int) *lavav1.ReceiptPayload {
-	return attest.OutcomeFromPhaseChanged(phaseChanged(ns, name, lavav1.Phase_PHASE_UNSPECIFIED, phase, n))
-}
-
-// phaseChanged builds the n-th PhaseChanged of a resource.
-func phaseChanged(ns, name string, from, to lavav1.Phase, n int) *lavav1.PhaseChanged {
-	pc := &lavav1.PhaseChanged{
-		Envelope: &lavav1.Envelope{
-			EventId:    fmt.Sprintf("%064x", n+1),
-			Source:     "watcher",
-			Resource:   &lavav1.ResourceRef{Namespace: ns, Name: name, Uid: "uid-" + name},
-			Generation: 1,
-			Trigger:    fmt.Sprintf("cause:%064x", n+1000),
-		},
-		From:         from,
-		To:           to,
-		Reason:       strings.TrimPrefix(to.String(), "PHASE_"),
-		SourceDigest: strings.Repeat("a", 64),
-	}
-	if to >= lavav1.Phase_PHASE_SYNTHESIZED {
-		pc.TerraformJsonDigest = strings.Repeat("b", 64)
-	}
-	if to >= lavav1.Phase_PHASE_PLANNED {
-		pc.PlanId = strings.Repeat("c", 64)
-		pc.ChangeSummary = &lavav1.ChangeSummary{Add: 2, Change: 1}
-	}
-	if to == lavav1.Phase_PHASE_FAILED {
-		pc.Message = "plan: provider unavailable"
-		pc.Diagnostics = []string{"Observe=Ok", "Act=Failed"}
-	}
-	return pc
-}
-
-// lifecycle is the phases of a full lifecycle.
-var lifecycle = []lavav1.Phase{
-	lavav1.Phase_PHASE_PENDING, lavav1.Phase_PHASE_SYNTHESIZED, lavav1.Phase_PHASE_PLANNED,
-	lavav1.Phase_PHASE_APPLIED, lavav1.Phase_PHASE_FINALIZING,
-}
-
 // buildChain builds a chain of n outcome receipts one millisecond apart.
-func buildChain(t testing.TB, n int, signer *attest.Signer) []*lavav1.Receipt {
+func buildChain(t testing.TB, n int, signer *readmodel.Signer) []*lavav1.Receipt {
 	t.Helper()
 	var chain []*lavav1.Receipt
 	var head *lavav1.Receipt
 	for i := range n {
-		phase := lifecycle[i%len(lifecycle)]
-		r, err := attest.NewReceipt(head, attest.KindOutcome, outcome("infra", "vpc", phase, i), t0.Add(time.Duration(i)*time.Millisecond), signer)
+		phase := receipttest.Lifecycle[i%len(receipttest.Lifecycle)]
+		r, err := readmodel.NewReceipt(head, readmodel.KindOutcome, receipttest.Outcome("infra", "vpc", phase, i), receipttest.T0.Add(time.Duration(i)*time.Millisecond), signer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,31 +47,23 @@ func clone(chain []*lavav1.Receipt) []*lavav1.Receipt {
 	return out
 }
 
-func messages(res attest.Result) []string {
-	var out []string
-	for _, f := range res.Failures {
-		out = append(out, f.Message)
-	}
-	return out
-}
-
 // TestContentHash_deterministicAndDistinct: the same receipt hashes the same; any field change
 // changes the hash (upstream: hash deterministic/distinct).
 func TestContentHash_deterministicAndDistinct(t *testing.T) {
 	t.Parallel()
 	r := buildChain(t, 1, nil)[0]
-	h1, err := attest.ContentHash(r)
+	h1, err := readmodel.ContentHash(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h2, _ := attest.ContentHash(proto.Clone(r).(*lavav1.Receipt))
+	h2, _ := readmodel.ContentHash(proto.Clone(r).(*lavav1.Receipt))
 	if !bytes.Equal(h1, h2) || !bytes.Equal(h1, r.GetContentHash()) {
 		t.Fatalf("hash not deterministic: %x %x %x", h1, h2, r.GetContentHash())
 	}
 	mutations := map[string]func(r *lavav1.Receipt){
 		"sequence":  func(r *lavav1.Receipt) { r.Sequence++ },
-		"timestamp": func(r *lavav1.Receipt) { r.Timestamp = timestamppb.New(t0.Add(time.Nanosecond)) },
-		"kind":      func(r *lavav1.Receipt) { r.Kind = attest.KindAnomaly },
+		"timestamp": func(r *lavav1.Receipt) { r.Timestamp = timestamppb.New(receipttest.T0.Add(time.Nanosecond)) },
+		"kind":      func(r *lavav1.Receipt) { r.Kind = readmodel.KindAnomaly },
 		"prevHash":  func(r *lavav1.Receipt) { r.PrevHash[31] = 1 },
 		"phase":     func(r *lavav1.Receipt) { r.GetPayload().GetOutcome().Phase = lavav1.Phase_PHASE_FAILED },
 		"diagnostic": func(r *lavav1.Receipt) {
@@ -152,7 +79,7 @@ func TestContentHash_deterministicAndDistinct(t *testing.T) {
 			t.Parallel()
 			m := proto.Clone(r).(*lavav1.Receipt)
 			mutate(m)
-			h, err := attest.ContentHash(m)
+			h, err := readmodel.ContentHash(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,15 +95,15 @@ func TestContentHash_deterministicAndDistinct(t *testing.T) {
 func TestCanonical_v1(t *testing.T) {
 	t.Parallel()
 	r := &lavav1.Receipt{
-		Sequence: 3, Timestamp: timestamppb.New(t0), Kind: attest.KindOutcome, PrevHash: attest.Genesis(),
-		EncodingVersion: attest.EncodingV1,
+		Sequence: 3, Timestamp: timestamppb.New(receipttest.T0), Kind: readmodel.KindOutcome, PrevHash: readmodel.Genesis(),
+		EncodingVersion: readmodel.EncodingV1,
 		Payload: &lavav1.ReceiptPayload{Kind: &lavav1.ReceiptPayload_Outcome{Outcome: &lavav1.OutcomePayload{
 			Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "web.prod", Uid: "u-1"}, Generation: 7,
 			Phase: lavav1.Phase_PHASE_APPLIED, Reason: "Applied", PlanId: "p", ChangeSummary: &lavav1.ChangeSummary{Add: 1},
 			Diagnostics: []string{"<ok> & \"done\""}, EventId: "e",
 		}}},
 	}
-	got, err := attest.Canonical(r)
+	got, err := readmodel.Canonical(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,13 +115,13 @@ func TestCanonical_v1(t *testing.T) {
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Fatalf("canonical encoding (-want +got):\n%s", diff)
 	}
-	h, _ := attest.ContentHash(r)
+	h, _ := readmodel.ContentHash(r)
 	sum := blake3.Sum256([]byte(want))
 	if !bytes.Equal(h, sum[:]) {
 		t.Fatalf("content hash %x is not BLAKE3 of the canonical encoding %x", h, sum)
 	}
 	r.EncodingVersion = 2
-	if _, err := attest.Canonical(r); err == nil {
+	if _, err := readmodel.Canonical(r); err == nil {
 		t.Fatal("encoding_version 2 accepted")
 	}
 }
@@ -203,8 +130,8 @@ func TestCanonical_v1(t *testing.T) {
 // hash, and the anomaly hash is BLAKE3 of the deterministic protobuf.
 func TestCanonical_anomaly(t *testing.T) {
 	t.Parallel()
-	a := anomaly("infra", "vpc", 1)
-	p, err := attest.AnomalyFromDetected(a)
+	a := receipttest.Anomaly("infra", "vpc", 1)
+	p, err := readmodel.AnomalyFromDetected(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,11 +140,11 @@ func TestCanonical_anomaly(t *testing.T) {
 	if !bytes.Equal(p.GetAnomaly().GetAnomalyHash(), sum[:]) {
 		t.Fatal("anomaly hash is not BLAKE3 of the deterministic protobuf encoding")
 	}
-	r, err := attest.NewReceipt(nil, attest.KindAnomaly, p, t0, nil)
+	r, err := readmodel.NewReceipt(nil, readmodel.KindAnomaly, p, receipttest.T0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := attest.Canonical(r)
+	enc, _ := readmodel.Canonical(r)
 	for _, want := range []string{`"kind":"ANOMALY_KIND_APPLY_FAILURE"`, `"severity":"SEVERITY_CRITICAL"`,
 		`"fingerprint":"` + strings.Repeat("f", 64) + `"`, `"message":"apply failed"`, `"metadata":{"stage":"apply"}`,
 		`"count":"1"`, `"action":"REMEDIATION_ACTION_REQUIRE_APPROVAL"`} {
@@ -227,26 +154,11 @@ func TestCanonical_anomaly(t *testing.T) {
 	}
 	m := proto.Clone(r).(*lavav1.Receipt)
 	m.GetPayload().GetAnomaly().GetAnomaly().Metadata["stage"] = "plan"
-	if res := attest.Verify([]*lavav1.Receipt{m}, attest.VerifyOptions{}); res.OK() {
+	if res := readmodel.Verify([]*lavav1.Receipt{m}, readmodel.VerifyOptions{}); res.OK() {
 		t.Fatal("tampered anomaly metadata verified")
 	}
-	if _, err := attest.NewReceipt(nil, attest.KindOutcome, p, t0, nil); err == nil {
+	if _, err := readmodel.NewReceipt(nil, readmodel.KindOutcome, p, receipttest.T0, nil); err == nil {
 		t.Fatal("an anomaly payload was accepted for kind lava.outcome")
-	}
-}
-
-// anomaly builds the n-th AnomalyDetected of a resource.
-func anomaly(ns, name string, n int) *lavav1.AnomalyDetected {
-	ref := &lavav1.ResourceRef{Namespace: ns, Name: name, Uid: "uid-" + name}
-	return &lavav1.AnomalyDetected{
-		Envelope: &lavav1.Envelope{
-			EventId: fmt.Sprintf("%064x", n+5000), Source: "anomaly", Resource: ref, Generation: 1,
-			Trigger: fmt.Sprintf("anomaly:%s:%d", strings.Repeat("f", 64), n), OccurredAt: timestamppb.New(t0),
-		},
-		Kind: lavav1.AnomalyKind_ANOMALY_KIND_APPLY_FAILURE, Severity: lavav1.Severity_SEVERITY_CRITICAL,
-		Source: ref, Message: "apply failed", Metadata: map[string]string{"stage": "apply"},
-		Fingerprint: strings.Repeat("f", 64), Count: int64(n), FirstSeen: timestamppb.New(t0), LastSeen: timestamppb.New(t0),
-		Action: lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL,
 	}
 }
 
@@ -254,23 +166,23 @@ func anomaly(ns, name string, n int) *lavav1.AnomalyDetected {
 // digits and round-trip through ParseHash.
 func TestGenesis(t *testing.T) {
 	t.Parallel()
-	if g := attest.Genesis(); len(g) != 32 || !bytes.Equal(g, make([]byte, 32)) {
+	if g := readmodel.Genesis(); len(g) != 32 || !bytes.Equal(g, make([]byte, 32)) {
 		t.Fatalf("genesis %x", g)
 	}
-	if got := attest.Hex(attest.Genesis()); got != strings.Repeat("0", 64) {
+	if got := readmodel.Hex(readmodel.Genesis()); got != strings.Repeat("0", 64) {
 		t.Fatalf("genesis hex %q", got)
 	}
 	h := buildChain(t, 1, nil)[0].GetContentHash()
-	s := attest.Hex(h)
+	s := readmodel.Hex(h)
 	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(s) {
 		t.Fatalf("hash hex %q is not 64 lowercase hex digits", s)
 	}
-	back, err := attest.ParseHash(strings.ToUpper(s) + "\n")
+	back, err := readmodel.ParseHash(strings.ToUpper(s) + "\n")
 	if err != nil || !bytes.Equal(back, h) {
 		t.Fatalf("ParseHash round trip: %x %v", back, err)
 	}
 	for _, bad := range []string{"", "zz", strings.Repeat("0", 62), strings.Repeat("0", 66)} {
-		if _, err := attest.ParseHash(bad); err == nil {
+		if _, err := readmodel.ParseHash(bad); err == nil {
 			t.Errorf("ParseHash(%q) accepted", bad)
 		}
 	}
@@ -283,7 +195,7 @@ func TestNewReceipt_firstAndLinks(t *testing.T) {
 	t.Parallel()
 	chain := buildChain(t, 3, nil)
 	first := chain[0]
-	if first.GetSequence() != 0 || !bytes.Equal(first.GetPrevHash(), attest.Genesis()) || first.GetKind() != attest.KindOutcome {
+	if first.GetSequence() != 0 || !bytes.Equal(first.GetPrevHash(), readmodel.Genesis()) || first.GetKind() != readmodel.KindOutcome {
 		t.Fatalf("first receipt: sequence %d prev %x kind %q", first.GetSequence(), first.GetPrevHash(), first.GetKind())
 	}
 	for i := 1; i < len(chain); i++ {
@@ -292,15 +204,15 @@ func TestNewReceipt_firstAndLinks(t *testing.T) {
 		}
 	}
 	for _, r := range chain {
-		if diff := cmp.Diff(&lavav1.Signature{Algo: attest.AlgoNone}, r.GetSignature(), protocmp.Transform()); diff != "" {
+		if diff := cmp.Diff(&lavav1.Signature{Algo: readmodel.AlgoNone}, r.GetSignature(), protocmp.Transform()); diff != "" {
 			t.Fatalf("unsigned signature (-want +got):\n%s", diff)
 		}
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{}); !res.OK() {
-		t.Fatalf("unsigned chain: %v", messages(res))
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{}); !res.OK() {
+		t.Fatalf("unsigned chain: %v", receipttest.Messages(res))
 	}
 	// A clock that goes backwards never makes the chain's time regress.
-	back, err := attest.NewReceipt(chain[2], attest.KindOutcome, outcome("infra", "vpc", lavav1.Phase_PHASE_APPLIED, 9), t0.Add(-time.Hour), nil)
+	back, err := readmodel.NewReceipt(chain[2], readmodel.KindOutcome, receipttest.Outcome("infra", "vpc", lavav1.Phase_PHASE_APPLIED, 9), receipttest.T0.Add(-time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +225,7 @@ func TestNewReceipt_firstAndLinks(t *testing.T) {
 // the secret never shows in String/GoString/%v/%+v (upstream: signer debug hides secret).
 func TestSigner(t *testing.T) {
 	t.Parallel()
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	h := buildChain(t, 1, nil)[0].GetContentHash()
 	sig := s.Sign(h)
 	if sig.GetAlgo() != "ed25519" || len(sig.GetSig()) != 64 || !bytes.Equal(sig.GetPublicKey(), s.PublicKey()) {
@@ -333,11 +245,11 @@ func TestSigner(t *testing.T) {
 			t.Errorf("%s of the signer = %q: must show the key id and never the seed", format, out)
 		}
 	}
-	if _, err := attest.NewSigner(make([]byte, 31)); err == nil {
+	if _, err := readmodel.NewSigner(make([]byte, 31)); err == nil {
 		t.Fatal("31-byte seed accepted")
 	}
-	var none *attest.Signer
-	if got := none.Sign(h).GetAlgo(); got != attest.AlgoNone {
+	var none *readmodel.Signer
+	if got := none.Sign(h).GetAlgo(); got != readmodel.AlgoNone {
 		t.Fatalf("nil signer algo %q", got)
 	}
 }
@@ -347,15 +259,15 @@ func TestSigner(t *testing.T) {
 // chain).
 func TestVerify_signedChain(t *testing.T) {
 	t.Parallel()
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	chain := buildChain(t, 5, s)
-	for _, opts := range []attest.VerifyOptions{{}, {PublicKey: s.PublicKey()}, {RequireSignatures: true, PublicKey: s.PublicKey()}} {
-		res := attest.Verify(chain, opts)
+	for _, opts := range []readmodel.VerifyOptions{{}, {PublicKey: s.PublicKey()}, {RequireSignatures: true, PublicKey: s.PublicKey()}} {
+		res := readmodel.Verify(chain, opts)
 		if !res.OK() || res.Length != 5 || !bytes.Equal(res.HeadHash, chain[4].GetContentHash()) {
-			t.Fatalf("Verify(%+v) = %v length %d head %x", opts, messages(res), res.Length, res.HeadHash)
+			t.Fatalf("Verify(%+v) = %v length %d head %x", opts, receipttest.Messages(res), res.Length, res.HeadHash)
 		}
 	}
-	if res := attest.Verify(nil, attest.VerifyOptions{RequireSignatures: true}); !res.OK() || res.Length != 0 || res.HeadHash != nil {
+	if res := readmodel.Verify(nil, readmodel.VerifyOptions{RequireSignatures: true}); !res.OK() || res.Length != 0 || res.HeadHash != nil {
 		t.Fatalf("empty chain: %+v", res)
 	}
 }
@@ -364,13 +276,13 @@ func TestVerify_signedChain(t *testing.T) {
 // section 8.4), and only the tampered receipt fails.
 func TestVerify_tampering(t *testing.T) {
 	t.Parallel()
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	good := buildChain(t, 5, s)
-	hx := func(b []byte) string { return attest.Hex(b) }
+	hx := func(b []byte) string { return readmodel.Hex(b) }
 	tests := []struct {
 		name   string
 		tamper func(c []*lavav1.Receipt) []*lavav1.Receipt
-		opts   attest.VerifyOptions
+		opts   readmodel.VerifyOptions
 		want   func(c []*lavav1.Receipt) []string
 	}{
 		{
@@ -380,7 +292,7 @@ func TestVerify_tampering(t *testing.T) {
 				return c
 			},
 			want: func(c []*lavav1.Receipt) []string {
-				h, _ := attest.ContentHash(c[2])
+				h, _ := readmodel.ContentHash(c[2])
 				return []string{fmt.Sprintf("receipt 2: content_hash expected %s, got %s", hx(h), hx(c[2].GetContentHash()))}
 			},
 		},
@@ -391,7 +303,7 @@ func TestVerify_tampering(t *testing.T) {
 				return c
 			},
 			want: func(c []*lavav1.Receipt) []string {
-				h, _ := attest.ContentHash(c[3])
+				h, _ := readmodel.ContentHash(c[3])
 				return []string{
 					fmt.Sprintf("receipt 3: prev_hash expected %s, got %s", hx(c[2].GetContentHash()), strings.Repeat("07", 32)),
 					fmt.Sprintf("receipt 3: content_hash expected %s, got %s", hx(h), hx(c[3].GetContentHash())),
@@ -418,7 +330,7 @@ func TestVerify_tampering(t *testing.T) {
 				return c
 			},
 			want: func(c []*lavav1.Receipt) []string {
-				h, _ := attest.ContentHash(c[1])
+				h, _ := readmodel.ContentHash(c[1])
 				return []string{
 					"receipt 1: sequence expected 1, got 7",
 					fmt.Sprintf("receipt 1: content_hash expected %s, got %s", hx(h), hx(c[1].GetContentHash())),
@@ -428,12 +340,12 @@ func TestVerify_tampering(t *testing.T) {
 		{
 			name:   "wrong key",
 			tamper: func(c []*lavav1.Receipt) []*lavav1.Receipt { return c },
-			opts:   attest.VerifyOptions{PublicKey: otherSigner(t).PublicKey()},
+			opts:   readmodel.VerifyOptions{PublicKey: receipttest.OtherSigner(t).PublicKey()},
 			want: func(c []*lavav1.Receipt) []string {
 				var out []string
 				for i := range c {
 					out = append(out, fmt.Sprintf("receipt %d: signature: signature scheme mismatch: signed with key %s, verifier's key is %s",
-						i, testSigner(t).KeyID(), otherSigner(t).KeyID()))
+						i, receipttest.Signer(t).KeyID(), receipttest.OtherSigner(t).KeyID()))
 				}
 				return out
 			},
@@ -441,13 +353,13 @@ func TestVerify_tampering(t *testing.T) {
 		{
 			name: "re-signed with another key",
 			tamper: func(c []*lavav1.Receipt) []*lavav1.Receipt {
-				c[4].Signature = otherSigner(t).Sign(c[4].GetContentHash())
+				c[4].Signature = receipttest.OtherSigner(t).Sign(c[4].GetContentHash())
 				return c
 			},
-			opts: attest.VerifyOptions{PublicKey: testSigner(t).PublicKey()},
+			opts: readmodel.VerifyOptions{PublicKey: receipttest.Signer(t).PublicKey()},
 			want: func(c []*lavav1.Receipt) []string {
 				return []string{fmt.Sprintf("receipt 4: signature: signature scheme mismatch: signed with key %s, verifier's key is %s",
-					otherSigner(t).KeyID(), testSigner(t).KeyID())}
+					receipttest.OtherSigner(t).KeyID(), receipttest.Signer(t).KeyID())}
 			},
 		},
 		{
@@ -467,26 +379,26 @@ func TestVerify_tampering(t *testing.T) {
 				return c
 			},
 			want: func([]*lavav1.Receipt) []string {
-				return []string{fmt.Sprintf(`receipt 0: signature: invalid signature: key_id "0000000000000000" does not match the public key (%s)`, testSigner(t).KeyID())}
+				return []string{fmt.Sprintf(`receipt 0: signature: invalid signature: key_id "0000000000000000" does not match the public key (%s)`, receipttest.Signer(t).KeyID())}
 			},
 		},
 		{
 			name: "stripped signature passes without require-signatures",
 			tamper: func(c []*lavav1.Receipt) []*lavav1.Receipt {
-				c[1].Signature = &lavav1.Signature{Algo: attest.AlgoNone}
+				c[1].Signature = &lavav1.Signature{Algo: readmodel.AlgoNone}
 				return c
 			},
-			opts: attest.VerifyOptions{PublicKey: testSigner(t).PublicKey()},
+			opts: readmodel.VerifyOptions{PublicKey: receipttest.Signer(t).PublicKey()},
 			want: func([]*lavav1.Receipt) []string { return nil },
 		},
 		{
 			name: "stripped signature under require-signatures",
 			tamper: func(c []*lavav1.Receipt) []*lavav1.Receipt {
-				c[1].Signature = &lavav1.Signature{Algo: attest.AlgoNone}
+				c[1].Signature = &lavav1.Signature{Algo: readmodel.AlgoNone}
 				c[2].Signature = nil
 				return c
 			},
-			opts: attest.VerifyOptions{RequireSignatures: true},
+			opts: readmodel.VerifyOptions{RequireSignatures: true},
 			want: func([]*lavav1.Receipt) []string {
 				return []string{
 					"receipt 1: signature: unsigned (algo none) but signatures are required",
@@ -508,14 +420,14 @@ func TestVerify_tampering(t *testing.T) {
 			name: "time regression",
 			tamper: func(c []*lavav1.Receipt) []*lavav1.Receipt {
 				// Re-sealed so that only the time order is wrong.
-				c[3].Timestamp = timestamppb.New(t0.Add(-time.Second))
-				h, _ := attest.ContentHash(c[3])
+				c[3].Timestamp = timestamppb.New(receipttest.T0.Add(-time.Second))
+				h, _ := readmodel.ContentHash(c[3])
 				c[3].ContentHash = h
-				c[3].Signature = testSigner(t).Sign(h)
+				c[3].Signature = receipttest.Signer(t).Sign(h)
 				c[4].PrevHash = h
-				h4, _ := attest.ContentHash(c[4])
+				h4, _ := readmodel.ContentHash(c[4])
 				c[4].ContentHash = h4
-				c[4].Signature = testSigner(t).Sign(h4)
+				c[4].Signature = receipttest.Signer(t).Sign(h4)
 				return c
 			},
 			want: func([]*lavav1.Receipt) []string {
@@ -527,8 +439,8 @@ func TestVerify_tampering(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := tt.tamper(clone(good))
-			res := attest.Verify(c, tt.opts)
-			if diff := cmp.Diff(tt.want(c), messages(res)); diff != "" {
+			res := readmodel.Verify(c, tt.opts)
+			if diff := cmp.Diff(tt.want(c), receipttest.Messages(res)); diff != "" {
 				t.Fatalf("failures (-want +got):\n%s", diff)
 			}
 			if res.OK() != (len(tt.want(c)) == 0) {
@@ -542,38 +454,38 @@ func TestVerify_tampering(t *testing.T) {
 // (upstream lava-anomaly: anomaly payloads chain and verify).
 func TestNewReceipt_anomalyPayloadsChain(t *testing.T) {
 	t.Parallel()
-	s := testSigner(t)
+	s := receipttest.Signer(t)
 	var chain []*lavav1.Receipt
 	var head *lavav1.Receipt
 	for i := range 4 {
-		kind, p := attest.KindOutcome, outcome("infra", "vpc", lavav1.Phase_PHASE_APPLIED, i)
+		kind, p := readmodel.KindOutcome, receipttest.Outcome("infra", "vpc", lavav1.Phase_PHASE_APPLIED, i)
 		if i%2 == 1 {
 			var err error
-			kind = attest.KindAnomaly
-			if p, err = attest.AnomalyFromDetected(anomaly("infra", "vpc", i)); err != nil {
+			kind = readmodel.KindAnomaly
+			if p, err = readmodel.AnomalyFromDetected(receipttest.Anomaly("infra", "vpc", i)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		r, err := attest.NewReceipt(head, kind, p, t0.Add(time.Duration(i)*time.Second), s)
+		r, err := readmodel.NewReceipt(head, kind, p, receipttest.T0.Add(time.Duration(i)*time.Second), s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		chain, head = append(chain, r), r
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
-		t.Fatalf("mixed chain: %v", messages(res))
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
+		t.Fatalf("mixed chain: %v", receipttest.Messages(res))
 	}
-	if chain[1].GetKind() != attest.KindAnomaly || attest.PayloadEventID(chain[1].GetPayload()) != fmt.Sprintf("%064x", 5001) {
-		t.Fatalf("anomaly receipt: kind %q event %q", chain[1].GetKind(), attest.PayloadEventID(chain[1].GetPayload()))
+	if chain[1].GetKind() != readmodel.KindAnomaly || readmodel.PayloadEventID(chain[1].GetPayload()) != fmt.Sprintf("%064x", 5001) {
+		t.Fatalf("anomaly receipt: kind %q event %q", chain[1].GetKind(), readmodel.PayloadEventID(chain[1].GetPayload()))
 	}
 }
 
 // TestOutcomeFromPhaseChanged: the payload carries the outcome fields and nothing secret.
 func TestOutcomeFromPhaseChanged(t *testing.T) {
 	t.Parallel()
-	pc := phaseChanged("infra", "vpc", lavav1.Phase_PHASE_PLANNED, lavav1.Phase_PHASE_FAILED, 4)
+	pc := receipttest.PhaseChanged("infra", "vpc", lavav1.Phase_PHASE_PLANNED, lavav1.Phase_PHASE_FAILED, 4)
 	pc.BindingsDigest = strings.Repeat("9", 64)
-	got := attest.OutcomeFromPhaseChanged(pc).GetOutcome()
+	got := readmodel.OutcomeFromPhaseChanged(pc).GetOutcome()
 	want := &lavav1.OutcomePayload{
 		Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "vpc", Uid: "uid-vpc"}, Generation: 1,
 		SourceDigest: strings.Repeat("a", 64), TerraformJsonDigest: strings.Repeat("b", 64), PlanId: strings.Repeat("c", 64),
@@ -583,40 +495,11 @@ func TestOutcomeFromPhaseChanged(t *testing.T) {
 	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
 		t.Fatalf("payload (-want +got):\n%s", diff)
 	}
-	r, _ := attest.NewReceipt(nil, attest.KindOutcome, attest.OutcomeFromPhaseChanged(pc), t0, nil)
+	r, _ := readmodel.NewReceipt(nil, readmodel.KindOutcome, readmodel.OutcomeFromPhaseChanged(pc), receipttest.T0, nil)
 	b, _ := proto.Marshal(r)
 	if bytes.Contains(b, []byte(pc.BindingsDigest)) {
 		t.Fatal("the keyed bindings digest reached the receipt")
 	}
-}
-
-// tick builds the n-th TickReported of a resource: a clean pass, a functional drift under
-// AutoCorrect, or a critical one held for approval.
-func tick(ns, name string, n int, final lavav1.Phase, action lavav1.RemediationAction, diff string) *lavav1.TickReported {
-	beats := []*lavav1.BeatReport{
-		{Beat: lavav1.Beat_BEAT_OBSERVE, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
-		{Beat: lavav1.Beat_BEAT_DIFF, Status: lavav1.BeatStatus_BEAT_STATUS_OK, Message: diff},
-		{Beat: lavav1.Beat_BEAT_CLASSIFY, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
-		{Beat: lavav1.Beat_BEAT_DECIDE, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
-		{Beat: lavav1.Beat_BEAT_ACT, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
-		{Beat: lavav1.Beat_BEAT_ATTEST, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
-		{Beat: lavav1.Beat_BEAT_TICK, Status: lavav1.BeatStatus_BEAT_STATUS_OK},
-	}
-	tr := &lavav1.TickReported{
-		Envelope: &lavav1.Envelope{
-			EventId: fmt.Sprintf("%064x", n+9000), Source: "viggy", Generation: 1,
-			Resource: &lavav1.ResourceRef{Namespace: ns, Name: name, Uid: "uid-" + name},
-		},
-		Beats: beats, FinalPhase: final,
-	}
-	if action != lavav1.RemediationAction_REMEDIATION_ACTION_UNSPECIFIED {
-		tr.Decision = &lavav1.Decision{Action: action}
-		beats[3].Message = strings.TrimPrefix(action.String(), "REMEDIATION_ACTION_")
-		if action == lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL {
-			tr.Decision.PlanId = strings.Repeat("d", 64)
-		}
-	}
-	return tr
 }
 
 // TestOutcomeFromTick: upstream's viggy loop receipts: a clean tick is recorded with phase
@@ -626,9 +509,9 @@ func tick(ns, name string, n int, final lavav1.Phase, action lavav1.RemediationA
 func TestOutcomeFromTick(t *testing.T) {
 	t.Parallel()
 	ticks := []*lavav1.TickReported{
-		tick("infra", "vpc", 0, lavav1.Phase_PHASE_APPLIED, 0, ""),
-		tick("infra", "vpc", 1, lavav1.Phase_PHASE_RECONVERGING, lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, "1 drifted field(s)"),
-		tick("infra", "vpc", 2, lavav1.Phase_PHASE_DRIFTED, lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, "1 drifted field(s)"),
+		receipttest.Tick("infra", "vpc", 0, lavav1.Phase_PHASE_APPLIED, 0, ""),
+		receipttest.Tick("infra", "vpc", 1, lavav1.Phase_PHASE_RECONVERGING, lavav1.RemediationAction_REMEDIATION_ACTION_AUTO_CORRECT, "1 drifted field(s)"),
+		receipttest.Tick("infra", "vpc", 2, lavav1.Phase_PHASE_DRIFTED, lavav1.RemediationAction_REMEDIATION_ACTION_REQUIRE_APPROVAL, "1 drifted field(s)"),
 	}
 	want := []struct {
 		phase  lavav1.Phase
@@ -643,13 +526,13 @@ func TestOutcomeFromTick(t *testing.T) {
 	var chain []*lavav1.Receipt
 	var head *lavav1.Receipt
 	for i, tr := range ticks {
-		p := attest.OutcomeFromTick(tr)
+		p := readmodel.OutcomeFromTick(tr)
 		o := p.GetOutcome()
 		if o.GetPhase() != want[i].phase || o.GetReason() != want[i].reason || o.GetPlanId() != want[i].plan ||
 			len(o.GetDiagnostics()) != 7 || !slices.Contains(o.GetDiagnostics(), want[i].diag) || o.GetEventId() != tr.GetEnvelope().GetEventId() {
 			t.Fatalf("tick %d: %v", i, o)
 		}
-		r, err := attest.NewReceipt(head, attest.KindOutcome, p, t0.Add(time.Duration(i)*time.Minute), testSigner(t))
+		r, err := readmodel.NewReceipt(head, readmodel.KindOutcome, p, receipttest.T0.Add(time.Duration(i)*time.Minute), receipttest.Signer(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -663,7 +546,7 @@ func TestOutcomeFromTick(t *testing.T) {
 			t.Fatalf("tick %d does not link to tick %d", i, i-1)
 		}
 	}
-	if res := attest.Verify(chain, attest.VerifyOptions{RequireSignatures: true}); !res.OK() {
-		t.Fatal(messages(res))
+	if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true}); !res.OK() {
+		t.Fatal(receipttest.Messages(res))
 	}
 }

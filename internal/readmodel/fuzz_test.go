@@ -1,4 +1,4 @@
-package attest_test
+package readmodel_test
 
 import (
 	"bytes"
@@ -7,7 +7,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/readmodel/receipttest"
 )
 
 // FuzzVerifyTamper corrupts the stored bytes of one receipt of a signed chain (as a tamperer
@@ -15,12 +16,12 @@ import (
 // signatures required, never panics and accepts the chain only when the corruption changed
 // nothing that is attested: the canonical encoding, the content hash and the signature.
 func FuzzVerifyTamper(f *testing.F) {
-	s := testSigner(f)
+	s := receipttest.Signer(f)
 	chain := buildChain(f, 3, s)
 	f.Add(uint8(1), uint16(0), []byte{0xff})
 	f.Add(uint8(2), uint16(10), []byte{0x00, 0x01})
 	f.Add(uint8(0), uint16(40), []byte("x"))
-	opts := attest.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}
+	opts := readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}
 	f.Fuzz(func(t *testing.T, which uint8, at uint16, patch []byte) {
 		i := int(which) % len(chain)
 		orig, err := proto.Marshal(chain[i])
@@ -36,7 +37,7 @@ func FuzzVerifyTamper(f *testing.F) {
 		}
 		tampered := clone(chain)
 		tampered[i] = r
-		res := attest.Verify(tampered, opts)
+		res := readmodel.Verify(tampered, opts)
 		for _, fl := range res.Failures {
 			if fl.Index >= res.Length {
 				t.Fatalf("failure index %d beyond length %d", fl.Index, res.Length)
@@ -45,8 +46,8 @@ func FuzzVerifyTamper(f *testing.F) {
 		if !res.OK() {
 			return
 		}
-		want, _ := attest.Canonical(chain[i])
-		got, err := attest.Canonical(r)
+		want, _ := readmodel.Canonical(chain[i])
+		got, err := readmodel.Canonical(r)
 		if err != nil || !bytes.Equal(got, want) || !bytes.Equal(r.GetContentHash(), chain[i].GetContentHash()) ||
 			!sameSignature(r.GetSignature(), chain[i].GetSignature()) {
 			t.Fatalf("tampered receipt %d verified:\ncanonical %s\nwant      %s", i, got, want)

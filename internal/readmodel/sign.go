@@ -1,4 +1,4 @@
-package attest
+package readmodel
 
 import (
 	"crypto/ed25519"
@@ -26,7 +26,7 @@ const (
 const KeyIDLen = 16
 
 // ErrInvalidKey reports a key that is not 64 hex digits (32 bytes).
-var ErrInvalidKey = errors.New("attest: invalid key")
+var ErrInvalidKey = errors.New("readmodel: invalid key")
 
 // Signer signs receipts with an Ed25519 key. Its String and GoString show only the key id, so
 // the secret never reaches a log or an error by accident. A nil *Signer signs nothing: every
@@ -62,11 +62,11 @@ func ParseSigner(seedHex string) (*Signer, error) {
 func LoadSigner(path string) (*Signer, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("attest: read signing key: %w", err)
+		return nil, fmt.Errorf("readmodel: read signing key: %w", err)
 	}
 	s, err := ParseSigner(string(b))
 	if err != nil {
-		return nil, fmt.Errorf("attest: signing key %s: %w", path, err)
+		return nil, fmt.Errorf("readmodel: signing key %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -79,7 +79,7 @@ func GenerateSigner(r io.Reader) (*Signer, []byte, error) {
 	}
 	seed := make([]byte, ed25519.SeedSize)
 	if _, err := io.ReadFull(r, seed); err != nil {
-		return nil, nil, fmt.Errorf("attest: generate key: %w", err)
+		return nil, nil, fmt.Errorf("readmodel: generate key: %w", err)
 	}
 	s, err := NewSigner(seed)
 	return s, seed, err
@@ -104,9 +104,9 @@ func (s *Signer) KeyID() string {
 // String shows the key id only.
 func (s *Signer) String() string {
 	if s == nil {
-		return "attest.Signer(none)"
+		return "readmodel.Signer(none)"
 	}
-	return "attest.Signer(ed25519, key_id " + s.keyID + ", secret redacted)"
+	return "readmodel.Signer(ed25519, key_id " + s.keyID + ", secret redacted)"
 }
 
 // GoString shows the key id only (for %#v).
@@ -154,11 +154,11 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 func LoadPublicKey(path string) (ed25519.PublicKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("attest: read public key: %w", err)
+		return nil, fmt.Errorf("readmodel: read public key: %w", err)
 	}
 	k, err := ParsePublicKey(string(b))
 	if err != nil {
-		return nil, fmt.Errorf("attest: public key %s: %w", path, err)
+		return nil, fmt.Errorf("readmodel: public key %s: %w", path, err)
 	}
 	return k, nil
 }

@@ -1,4 +1,4 @@
-package attest
+package readmodel
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 // ErrPayloadKind reports a payload that does not match the receipt kind (an OutcomePayload
 // for [KindOutcome], an AnomalyPayload for [KindAnomaly]).
-var ErrPayloadKind = errors.New("attest: payload does not match the receipt kind")
+var ErrPayloadKind = errors.New("readmodel: payload does not match the receipt kind")
 
 // NewReceipt builds the receipt that follows head (nil for an empty chain) as upstream's
 // append does (docs/dialect.md section 8.2): sequence head+1 (or 0), prev_hash head's content hash (or
@@ -23,7 +23,7 @@ var ErrPayloadKind = errors.New("attest: payload does not match the receipt kind
 // signature (algo "none" for a nil signer). It changes neither head nor payload; the receipt
 // shares payload.
 func NewReceipt(head *lavav1.Receipt, kind string, payload *lavav1.ReceiptPayload, now time.Time, signer *Signer) (*lavav1.Receipt, error) {
-	if err := checkPayloadKind(kind, payload); err != nil {
+	if err := CheckPayloadKind(kind, payload); err != nil {
 		return nil, err
 	}
 	r := &lavav1.Receipt{Kind: kind, Payload: payload, EncodingVersion: EncodingV1, PrevHash: Genesis()}
@@ -45,7 +45,10 @@ func NewReceipt(head *lavav1.Receipt, kind string, payload *lavav1.ReceiptPayloa
 	return r, nil
 }
 
-func checkPayloadKind(kind string, p *lavav1.ReceiptPayload) error {
+// CheckPayloadKind returns nil when p is the payload kind's receipts carry (an OutcomePayload
+// for [KindOutcome], an AnomalyPayload for [KindAnomaly]), else an error wrapping
+// [ErrPayloadKind] naming the kind.
+func CheckPayloadKind(kind string, p *lavav1.ReceiptPayload) error {
 	switch kind {
 	case KindOutcome:
 		if p.GetOutcome() == nil {

@@ -1,0 +1,887 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/lava-operator/lava/internal/engine"
+)
+
+// The evaluation limits of the embedded engine (docs/embedded-engine.md, "Evaluation limits").
+// An element is one value inside another, counted deep (a list of three strings is four
+// elements); a value that appears in several places counts once per place, as JSON would
+// write it. Text is the bytes of strings and the digits of numbers beyond an ordinary
+// number's (go-cty writes a number in full: 1e600000000 is 600 million digits).
+const (
+	// MaxValueElements bounds the elements of one value a function, a for expression or an
+	// expression builds.
+	MaxValueElements = 1 << 18
+	// MaxValueBytes bounds the text of one such value (all its strings and numbers together).
+	MaxValueBytes = 16 << 20
+	// EvalElements is the element budget of one plan or apply: the elements every function
+	// call, for-expression iteration and expression result builds or visits, together.
+	EvalElements = 1 << 20
+	// EvalBytes is the text budget of one plan or apply: the text functions, templates and
+	// expression results build, and the text of the arguments functions read.
+	EvalBytes = 128 << 20
+	// MaxBcryptCost is the highest bcrypt cost accepted: OpenTofu's default is 10, and each
+	// step doubles the time of a hash (cost 12 takes about a quarter of a second of one CPU;
+	// cost 31, which OpenTofu accepts, takes days and cannot be interrupted).
+	MaxBcryptCost = 12
+	// bcryptElements is what a bcrypt hash counts per unit of 2^cost against the element
+	// budget: at the default cost 10 one plan or apply hashes up to 64 strings.
+	bcryptElements = 16
+)
+
+// LimitError is an evaluation refused because it would exceed one of the limits above: Func
+// names the function, or the construct ("for expression", "template", "tuple", "object",
+// "argument of F"), and Reason the limit. It matches [engine.ErrEvaluationLimit]. The message
+// holds sizes, never a value.
+type LimitError struct {
+	Func, Reason string
+}
+
+func (e *LimitError) Error() string {
+	return e.Func + ": " + e.Reason + " (the embedded engine's evaluation limits, docs/embedded-engine.md)"
+}
+
+// Is matches [engine.ErrEvaluationLimit].
+func (e *LimitError) Is(target error) bool { return target == engine.ErrEvaluationLimit }
+
+// budgetFunc names the function of an operation's table that returns its budget (a capsule):
+// how the syntax-tree checks ([instrument]) find the budget from an evaluation context. A
+// table without it (the plain [Functions]) evaluates without limits.
+const budgetFunc = "lava::budget"
+
+var budgetType = cty.Capsule("budget", reflect.TypeOf(budget{}))
+
+// budget is the evaluation budget of one plan or apply: what is left of [EvalElements] and
+// [EvalBytes], and the operation's context (checked before every function call and
+// for-expression iteration). The first limit exceeded, or the end of the context, stops every
+// later function call of the operation (try and can cannot hide it).
+type budget struct {
+	elems, bytes atomic.Int64
+	stop         atomic.Pointer[error]
+	// ended is the operation's context's Done channel, cause its cause.
+	ended <-chan struct{}
+	cause func() error
+	now   time.Time
+
+	funcsOnce sync.Once
+	funcs     map[string]function.Function
+}
+
+// newBudget returns the budget of an operation running under ctx.
+func newBudget(ctx context.Context) *budget {
+	b := &budget{now: time.Now(), ended: ctx.Done(), cause: func() error { return context.Cause(ctx) }}
+	b.elems.Store(EvalElements)
+	b.bytes.Store(EvalBytes)
+	return b
+}
+
+// err is the error that stopped the evaluation (a limit, or the context's end), or nil.
+func (b *budget) err() error {
+	if p := b.stop.Load(); p != nil {
+		return *p
+	}
+	select {
+	case <-b.ended:
+		return b.fail(fmt.Errorf("evaluation stopped: %w", b.cause()))
+	default:
+		return nil
+	}
+}
+
+// fail records err as what stopped the evaluation (the first one wins) and returns it.
+func (b *budget) fail(err error) error {
+	b.stop.CompareAndSwap(nil, &err)
+	return *b.stop.Load()
+}
+
+// charge takes elems and bytes from the budget; what names the function or construct.
+func (b *budget) charge(what string, elems, bytes int64) error {
+	if err := b.err(); err != nil {
+		return err
+	}
+	// Clamped, so that the counters, negative once exceeded, never wrap around.
+	elems, bytes = min(elems, EvalElements+1), min(bytes, EvalBytes+1)
+	if elems > 0 && b.elems.Add(-elems) < 0 {
+		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("this plan or apply would build or visit more than %d elements", EvalElements)})
+	}
+	if bytes > 0 && b.bytes.Add(-bytes) < 0 {
+		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("this plan or apply would build or read more than %d bytes of text", EvalBytes)})
+	}
+	return nil
+}
+
+// expect refuses a result of elems elements and bytes string bytes before it is built: over
+// one value's limits, or over what is left of the budget; otherwise it charges them.
+func (b *budget) expect(what string, elems, bytes int64) error {
+	if elems > MaxValueElements {
+		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("the result would have %d elements, more than %d, the limit of one value", elems, MaxValueElements)})
+	}
+	if bytes > MaxValueBytes {
+		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("the result would have %d bytes of text, more than %d, the limit of one value", bytes, MaxValueBytes)})
+	}
+	return b.charge(what, elems, bytes)
+}
+
+// value checks a value built by what against one value's limits and charges its size. It
+// stops counting at the limits (a value that shares one part many times is not walked to
+// its end).
+func (b *budget) value(what string, v cty.Value) error {
+	if err := b.err(); err != nil {
+		return err
+	}
+	maxE := min(MaxValueElements, max(b.elems.Load(), 0)) + 1
+	maxB := min(MaxValueBytes, max(b.bytes.Load(), 0)) + 1
+	e, by := valueSize(v, maxE, maxB)
+	if e > MaxValueElements {
+		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("the value has more than %d elements, the limit of one value", MaxValueElements)})
+	}
+	if by > MaxValueBytes {
+		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("the value has more than %d bytes of text, the limit of one value", MaxValueBytes)})
+	}
+	return b.charge(what, e, by)
+}
+
+// valueSize counts the elements and text of v, deep, stopping once either reaches its
+// maximum. Marks, unknown and null values are allowed.
+func valueSize(v cty.Value, maxElems, maxBytes int64) (elems, bytes int64) {
+	stack := []cty.Value{v}
+	for len(stack) > 0 && elems < maxElems && bytes < maxBytes {
+		x, _ := stack[len(stack)-1].Unmark()
+		stack = stack[:len(stack)-1]
+		elems++
+		if !x.IsKnown() || x.IsNull() {
+			continue
+		}
+		ty := x.Type()
+		switch {
+		case ty == cty.String:
+			bytes += int64(len(x.AsString()))
+		case ty == cty.Number:
+			bytes += numberDigits(x)
+		case ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType():
+			for it := x.ElementIterator(); it.Next() && elems+int64(len(stack)) < maxElems; {
+				_, e := it.Element()
+				stack = append(stack, e)
+			}
+		}
+	}
+	return elems, bytes
+}
+
+// numberDigits is how many more digits than an ordinary number's (40) the decimal text of a
+// known number has: about 0.3 per bit of its binary exponent, either way (a tiny number is
+// written with as many zeros).
+func numberDigits(v cty.Value) int64 {
+	f := v.AsBigFloat()
+	if f.IsInf() {
+		return 0
+	}
+	exp := int64(f.MantExp(nil))
+	if exp < 0 {
+		exp = -exp
+	}
+	return max(0, exp*30103/100000-40)
+}
+
+// functions returns the operation's function table: [sharedFunctions], each function guarded
+// by the budget ([budget.guard]), templatestring evaluating with the guarded table, and
+// plantimestamp the operation's start. It is built once per budget.
+func (b *budget) functions() map[string]function.Function {
+	b.funcsOnce.Do(func() {
+		shapes := guardShapes()
+		out := make(map[string]function.Function, len(sharedFunctions())+4)
+		guarded := make(map[string]function.Function, len(shapes))
+		for name, plain := range guardedNames() {
+			g, ok := guarded[plain]
+			if !ok {
+				g = b.guard(shapes[plain])
+				guarded[plain] = g
+			}
+			out[name] = g
+		}
+		out["plantimestamp"] = b.guard(shapeOf("plantimestamp", planTimestampFunc(b.now.UTC().Truncate(time.Second))))
+		out["templatestring"] = b.guard(shapeOf("templatestring", templateStringFunc(sync.OnceValue(func() map[string]function.Function {
+			return withoutTemplateString(out)
+		}))))
+		out["core::plantimestamp"], out["core::templatestring"] = out["plantimestamp"], out["templatestring"]
+		out[budgetFunc] = function.New(&function.Spec{
+			Type: function.StaticReturnType(budgetType),
+			Impl: func([]cty.Value, cty.Type) (cty.Value, error) { return cty.CapsuleVal(budgetType, b), nil },
+		})
+		b.funcs = out
+	})
+	return b.funcs
+}
+
+// guardShape is what [budget.guard] needs of a function, computed once per process: the
+// function, its parameters accepting every value (the function itself checks them) and its
+// estimate.
+type guardShape struct {
+	name   string
+	f      function.Function
+	params []function.Parameter
+	vp     *function.Parameter
+	pre    precheck
+}
+
+func shapeOf(name string, f function.Function) *guardShape {
+	allow := func(p function.Parameter) function.Parameter {
+		p.AllowMarked, p.AllowUnknown, p.AllowNull, p.AllowDynamicType = true, true, true, true
+		return p
+	}
+	params := f.Params()
+	sh := &guardShape{name: name, f: f, params: make([]function.Parameter, len(params)), pre: prechecks[name]}
+	for i, p := range params {
+		sh.params[i] = allow(p)
+	}
+	if v := f.VarParam(); v != nil {
+		c := allow(*v)
+		sh.vp = &c
+	}
+	return sh
+}
+
+// guardShapes are the shapes of [sharedFunctions] but templatestring and plantimestamp
+// (whose functions are each operation's own), by name without "core::".
+var guardShapes = sync.OnceValue(func() map[string]*guardShape {
+	out := map[string]*guardShape{}
+	for name, plain := range guardedNames() {
+		if _, ok := out[plain]; !ok {
+			out[plain] = shapeOf(plain, sharedFunctions()[name])
+		}
+	}
+	return out
+})
+
+// guardedNames maps each name of [sharedFunctions] but templatestring and plantimestamp (and
+// their core:: names) to the name without "core::".
+var guardedNames = sync.OnceValue(func() map[string]string {
+	out := map[string]string{}
+	for name := range sharedFunctions() {
+		plain := strings.TrimPrefix(name, "core::")
+		if plain != "templatestring" && plain != "plantimestamp" {
+			out[name] = plain
+		}
+	}
+	return out
+})
+
+// guard returns sh's function bounded by the budget. Before it runs: the operation must not
+// be stopped, the call is charged one element, and the estimate of the function (precheck)
+// refuses a result over the limits before it is built (the arguments themselves were checked
+// and charged as they were evaluated: [instrument]). After: a stopped operation wins over the
+// function's answer (so try and can cannot hide a limit), and the result is checked and
+// charged ([budget.value]).
+func (b *budget) guard(sh *guardShape) function.Function {
+	name, f, pre := sh.name, sh.f, sh.pre
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      sh.params,
+		VarParam:    sh.vp,
+		Type: func(args []cty.Value) (cty.Type, error) {
+			if err := b.err(); err != nil {
+				return cty.NilType, err
+			}
+			if pre != nil {
+				if err := pre(b, name, knownArgs(args)); err != nil {
+					return cty.NilType, err
+				}
+			}
+			ty, err := f.ReturnTypeForValues(args)
+			if serr := b.err(); serr != nil {
+				return cty.NilType, serr // try and can evaluate their arguments here
+			}
+			return ty, err
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if err := b.charge(name, 1, 0); err != nil {
+				return cty.NilVal, err
+			}
+			v, err := f.Call(args)
+			if serr := b.err(); serr != nil {
+				return cty.NilVal, serr
+			}
+			if err != nil {
+				return v, err
+			}
+			if err := b.value(name, v); err != nil {
+				return cty.NilVal, err
+			}
+			return v, nil
+		},
+	})
+}
+
+// knownArgs returns args unmarked (shallow), with cty.NilVal for an unknown or null one: a
+// precheck estimates from what is known.
+func knownArgs(args []cty.Value) []cty.Value {
+	out := make([]cty.Value, len(args))
+	for i, a := range args {
+		a, _ = a.Unmark()
+		if a.IsKnown() && !a.IsNull() {
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// precheck estimates, from a call's known arguments (cty.NilVal: unknown or null), the size
+// of its result or the work it does, and refuses or charges it before the function runs.
+type precheck func(b *budget, name string, args []cty.Value) error
+
+// prechecks are the estimates of the functions whose result or work can be far larger than
+// their arguments: a product of collections, a padding or width, a separator or replacement
+// repeated, a document's aliases expanded, or every element compared with every other.
+// (Every function's arguments are checked and charged as they are evaluated: [instrument].)
+var prechecks = map[string]precheck{
+	"setproduct": func(b *budget, name string, args []cty.Value) error {
+		n := int64(1)
+		for _, a := range args {
+			if a == cty.NilVal || !a.CanIterateElements() {
+				return nil
+			}
+			n = mulSat(n, int64(a.LengthInt()))
+		}
+		return b.expect(name, mulSat(n, int64(len(args))+1), 0)
+	},
+	"indent": func(b *budget, name string, args []cty.Value) error {
+		spaces, ok := intArg(args, 0)
+		if !ok {
+			return nil
+		}
+		if spaces < 0 {
+			return b.fail(&LimitError{Func: name, Reason: "the number of spaces must not be negative"})
+		}
+		s, _ := strArg(args, 1)
+		return b.expect(name, 1, addSat(addSat(spaces, int64(len(s))), mulSat(spaces, int64(strings.Count(s, "\n")))))
+	},
+	"format":     formatPrecheck,
+	"formatlist": formatPrecheck,
+	"join": func(b *budget, name string, args []cty.Value) error {
+		sep, ok := strArg(args, 0)
+		if !ok {
+			return nil
+		}
+		var n, size int64
+		for _, l := range args[1:] {
+			if l == cty.NilVal {
+				return nil
+			}
+			e, by := valueSize(l, MaxValueElements+1, MaxValueBytes+1)
+			n, size = addSat(n, e), addSat(size, by)
+		}
+		return b.expect(name, 1, addSat(size, mulSat(n, int64(len(sep)))))
+	},
+	"replace": func(b *budget, name string, args []cty.Value) error {
+		s, ok1 := strArg(args, 0)
+		sub, ok2 := strArg(args, 1)
+		rep, ok3 := strArg(args, 2)
+		if !ok1 || !ok2 || !ok3 {
+			return nil
+		}
+		return b.expect(name, 1, replacedSize(s, sub, rep))
+	},
+	"split": func(b *budget, name string, args []cty.Value) error {
+		sep, ok1 := strArg(args, 0)
+		s, ok2 := strArg(args, 1)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		n := int64(strings.Count(s, sep)) + 1
+		if sep == "" {
+			n = int64(utf8.RuneCountInString(s)) // one element per character
+		}
+		return b.expect(name, n+1, int64(len(s)))
+	},
+	"regexall": func(b *budget, name string, args []cty.Value) error {
+		pat, ok1 := strArg(args, 0)
+		s, ok2 := strArg(args, 1)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return nil // regexall reports it
+		}
+		n, _ := regexpMatches(re, s)
+		return b.expect(name, mulSat(n, int64(re.NumSubexp())+2)+1, int64(len(s)))
+	},
+	"csvdecode": func(b *budget, name string, args []cty.Value) error {
+		s, ok := strArg(args, 0)
+		if !ok {
+			return nil
+		}
+		// Each field ends at a comma or a newline: at most one value per separator, plus the
+		// rows.
+		n := int64(strings.Count(s, ",")+strings.Count(s, "\n")) + 1
+		return b.expect(name, 2*n+1, int64(len(s)))
+	},
+	"jsondecode": func(b *budget, name string, args []cty.Value) error {
+		s, ok := strArg(args, 0)
+		if !ok {
+			return nil
+		}
+		// Every value but the first follows a comma, a colon or an opening bracket.
+		n := int64(strings.Count(s, ",")+strings.Count(s, ":")+strings.Count(s, "[")+strings.Count(s, "{")) + 1
+		return b.expect(name, n, int64(len(s)))
+	},
+	"yamldecode": func(b *budget, name string, args []cty.Value) error {
+		s, ok := strArg(args, 0)
+		if !ok {
+			return nil
+		}
+		elems, size, err := yamlExpanded(s)
+		if err != nil {
+			return b.fail(&LimitError{Func: name, Reason: err.Error()})
+		}
+		return b.expect(name, elems, size)
+	},
+	"distinct": func(b *budget, name string, args []cty.Value) error {
+		// go-cty compares each element with those kept before it.
+		n := collLen(args, 0)
+		return b.charge(name, mulSat(n, n)/2, 0)
+	},
+	"matchkeys": func(b *budget, name string, args []cty.Value) error {
+		return b.charge(name, mulSat(collLen(args, 1), collLen(args, 2)), 0)
+	},
+	"bcrypt": func(b *budget, name string, args []cty.Value) error {
+		cost := int64(10)
+		if len(args) > 1 {
+			c, ok := intArg(args, 1)
+			if !ok {
+				return nil
+			}
+			cost = c
+		}
+		if err := bcryptCost(cost); err != nil {
+			return b.fail(err)
+		}
+		if cost < 4 {
+			cost = 10 // golang.org/x/crypto/bcrypt uses its default cost below its minimum
+		}
+		return b.charge(name, bcryptElements<<cost, 0)
+	},
+}
+
+// bcryptCost refuses a bcrypt cost above [MaxBcryptCost].
+func bcryptCost(cost int64) error {
+	if cost > MaxBcryptCost {
+		return &LimitError{Func: "bcrypt", Reason: fmt.Sprintf("cost %d is above the highest cost accepted, %d (OpenTofu's default is 10)", cost, MaxBcryptCost)}
+	}
+	return nil
+}
+
+// formatPrecheck bounds format and formatlist: the format's text, each verb's width and
+// precision (padding and digits are written out), and the arguments' text, once per element
+// for formatlist.
+func formatPrecheck(b *budget, name string, args []cty.Value) error {
+	f, ok := strArg(args, 0)
+	if !ok {
+		return nil
+	}
+	per := addSat(int64(len(f)), formatPadding(f))
+	var argBytes int64
+	rounds := int64(1)
+	for _, a := range args[1:] {
+		if a == cty.NilVal {
+			continue
+		}
+		e, by := valueSize(a, MaxValueElements+1, MaxValueBytes+1)
+		argBytes = addSat(argBytes, addSat(by, mulSat(e, 24))) // a number's digits, JSON punctuation
+		if name == "formatlist" && (a.Type().IsListType() || a.Type().IsTupleType()) {
+			rounds = max(rounds, int64(a.LengthInt()))
+		}
+	}
+	return b.expect(name, rounds+1, addSat(mulSat(per, rounds), argBytes))
+}
+
+// formatPadding is the sum of the widths and precisions of f's verbs ("%9.2f": 11), the most
+// the verbs can add beyond their arguments' text.
+func formatPadding(f string) int64 {
+	var total int64
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		if i < len(f) && f[i] == '%' {
+			continue
+		}
+		var n int64
+		for ; i < len(f); i++ {
+			c := f[i]
+			switch {
+			case c >= '0' && c <= '9':
+				n = addSat(mulSat(n, 10), int64(c-'0'))
+				continue
+			case c == '.' || c == '[' || c == ']' || strings.IndexByte("+-# ", c) >= 0:
+				total, n = addSat(total, n), 0
+				continue
+			}
+			break
+		}
+		total = addSat(total, n)
+	}
+	return total
+}
+
+// replacedSize is the length of replace(s, sub, rep): exact for a plain substring; for a
+// regular expression ("/.../") an upper bound from the matches (each match becomes rep, whose
+// "$" references each expand to at most the match).
+func replacedSize(s, sub, rep string) int64 {
+	if len(sub) > 1 && sub[0] == '/' && sub[len(sub)-1] == '/' {
+		re, err := regexp.Compile(sub[1 : len(sub)-1])
+		if err != nil {
+			return 0 // replace reports it
+		}
+		n, matched := regexpMatches(re, s)
+		refs := int64(strings.Count(rep, "$"))
+		return addSat(addSat(int64(len(s))-matched, mulSat(n, int64(len(rep)))), mulSat(refs, matched))
+	}
+	n := int64(strings.Count(s, sub))
+	if sub == "" {
+		n = int64(utf8.RuneCountInString(s)) + 1
+	}
+	return addSat(int64(len(s)), mulSat(n, int64(len(rep)-len(sub))))
+}
+
+// regexpMatches counts re's matches in s and their total length, without building them.
+func regexpMatches(re *regexp.Regexp, s string) (n, size int64) {
+	re.ReplaceAllStringFunc(s, func(m string) string {
+		n++
+		size += int64(len(m))
+		return ""
+	})
+	return n, size
+}
+
+// yamlExpanded counts the elements and scalar bytes of a YAML document with every alias
+// expanded, as yamldecode (go-cty-yaml) builds it, without expanding: each node is counted
+// once and its count reused (saturating at math.MaxInt64). A document with aliases that
+// go.yaml.in/yaml/v3 cannot read is refused (its size cannot be bounded); one without aliases
+// is left to yamldecode.
+func yamlExpanded(src string) (elems, size int64, err error) {
+	var doc yaml.Node
+	if uerr := yaml.Unmarshal([]byte(src), &doc); uerr != nil {
+		if strings.Contains(src, "*") {
+			return 0, 0, fmt.Errorf("the document has aliases whose expansion cannot be bounded (%v)", uerr)
+		}
+		return 0, 0, nil
+	}
+	type count struct{ e, b int64 }
+	memo := map[*yaml.Node]count{}
+	var walk func(n *yaml.Node, depth int) count
+	walk = func(n *yaml.Node, depth int) count {
+		if n == nil || depth > 10000 {
+			return count{}
+		}
+		if c, ok := memo[n]; ok {
+			return c
+		}
+		c := count{e: 1}
+		switch n.Kind {
+		case yaml.AliasNode:
+			c = walk(n.Alias, depth+1)
+		case yaml.ScalarNode:
+			c.b = int64(len(n.Value))
+		default:
+			for _, ch := range n.Content {
+				x := walk(ch, depth+1)
+				c.e, c.b = addSat(c.e, x.e), addSat(c.b, x.b)
+			}
+		}
+		memo[n] = c
+		return c
+	}
+	c := walk(&doc, 0)
+	return c.e, c.b, nil
+}
+
+// instrument adds the evaluation limits' checks to a parsed template, by wrapping its nodes in
+// nodes that embed them (ranges, children and diagnostics stay the original's):
+//   - every argument of a function call, every element a for expression yields, and every
+//     tuple, object, for expression or template of several parts, wherever it stands (the
+//     template itself too), is a checked value ([checkExpr]): refused over one value's limits,
+//     else charged, before a function or an operator walks it. go-cty walks every argument of
+//     every call (for marks) before the function runs, so a value that repeats another one
+//     many times must be refused before it reaches a call;
+//   - a for expression's collection charges one element per iteration before the first;
+//   - a template's interpolated parts charge their bytes as they are joined.
+//
+// Object keys are left alone: hcl reads a bare name there as a literal key.
+func instrument(x hclsyntax.Expression) hclsyntax.Expression {
+	_ = hclsyntax.Walk(x, walker(func(n hclsyntax.Node) {
+		switch n := n.(type) {
+		case *hclsyntax.FunctionCallExpr:
+			for i, a := range n.Args {
+				n.Args[i] = checked("argument of "+n.Name, a)
+			}
+		case *hclsyntax.ForExpr:
+			n.CollExpr = check(built(n.CollExpr), checkIterate, "for expression")
+			n.ValExpr = checked("for expression", n.ValExpr)
+			if n.CondExpr != nil {
+				n.CondExpr = built(n.CondExpr)
+			}
+		case *hclsyntax.TemplateExpr:
+			if n.IsStringLiteral() {
+				return
+			}
+			for i, p := range n.Parts {
+				if _, lit := p.(*hclsyntax.LiteralValueExpr); !lit {
+					n.Parts[i] = check(built(p), checkPart, "template")
+				}
+			}
+		case *hclsyntax.TupleConsExpr:
+			for i, e := range n.Exprs {
+				n.Exprs[i] = built(e)
+			}
+		case *hclsyntax.ObjectConsExpr:
+			for i := range n.Items {
+				n.Items[i].ValueExpr = built(n.Items[i].ValueExpr)
+			}
+		case *hclsyntax.ConditionalExpr:
+			n.Condition, n.TrueResult, n.FalseResult = built(n.Condition), built(n.TrueResult), built(n.FalseResult)
+		case *hclsyntax.BinaryOpExpr:
+			n.LHS, n.RHS = built(n.LHS), built(n.RHS)
+		case *hclsyntax.UnaryOpExpr:
+			n.Val = built(n.Val)
+		case *hclsyntax.IndexExpr:
+			n.Collection, n.Key = built(n.Collection), built(n.Key)
+		case *hclsyntax.SplatExpr:
+			n.Source = built(n.Source)
+		case *hclsyntax.RelativeTraversalExpr:
+			n.Source = built(n.Source)
+		case *hclsyntax.ParenthesesExpr:
+			n.Expression = built(n.Expression)
+		case *hclsyntax.TemplateWrapExpr:
+			n.Wrapped = built(n.Wrapped)
+		}
+	}))
+	return built(x)
+}
+
+// built is x as a checked value when x builds one (a tuple, an object, a for expression, a
+// template of several parts), else x.
+func built(x hclsyntax.Expression) hclsyntax.Expression {
+	switch x := x.(type) {
+	case *hclsyntax.TupleConsExpr:
+		return check(x, checkValue, "tuple")
+	case *hclsyntax.ObjectConsExpr:
+		return check(x, checkValue, "object")
+	case *hclsyntax.ForExpr:
+		return check(x, checkValue, "for expression")
+	case *hclsyntax.TemplateExpr:
+		if len(x.Parts) > 1 && !x.IsStringLiteral() {
+			return check(x, checkValue, "template")
+		}
+	}
+	return x
+}
+
+// checked is x as a checked value (a literal needs no check).
+func checked(what string, x hclsyntax.Expression) hclsyntax.Expression {
+	switch c := x.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return x
+	case checkExpr:
+		if c.kind == checkValue {
+			return x
+		}
+	}
+	return check(x, checkValue, what)
+}
+
+// walker calls exit on every node after its children.
+type walker func(hclsyntax.Node)
+
+func (w walker) Enter(hclsyntax.Node) hcl.Diagnostics  { return nil }
+func (w walker) Exit(n hclsyntax.Node) hcl.Diagnostics { w(n); return nil }
+
+// checkKind is what a [checkExpr] does with its expression's value.
+type checkKind int
+
+const (
+	// checkValue: checked against one value's limits and charged ([budget.value]).
+	checkValue checkKind = iota
+	// checkIterate: a for expression's collection, one element per iteration charged before
+	// the first.
+	checkIterate
+	// checkPart: a template's interpolated part, its text checked and charged before the
+	// template writes it out.
+	checkPart
+)
+
+// checkExpr is an expression whose value is checked by kind; what names it in the error. It
+// wraps the expression as hcl's own grouping parentheses do, so that a walk of the syntax tree
+// (hclsyntax.Variables, which try and can use) still reaches it.
+type checkExpr struct {
+	*hclsyntax.ParenthesesExpr
+	kind checkKind
+	what string
+}
+
+// check returns x checked by kind.
+func check(x hclsyntax.Expression, kind checkKind, what string) checkExpr {
+	return checkExpr{&hclsyntax.ParenthesesExpr{Expression: x, SrcRange: x.Range()}, kind, what}
+}
+
+func (x checkExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	v, diags := x.Expression.Value(ctx)
+	b := budgetOf(ctx)
+	if b == nil {
+		return v, diags
+	}
+	err := b.err()
+	if u, _ := v.Unmark(); err == nil {
+		known := u.IsKnown() && !u.IsNull()
+		switch {
+		case x.kind == checkValue:
+			err = b.value(x.what, u)
+		case x.kind == checkIterate && known && u.CanIterateElements():
+			err = b.charge(x.what, int64(u.LengthInt()), 0)
+		case x.kind == checkPart && known && u.Type().IsPrimitiveType():
+			err = b.value(x.what, u) // a string, or a number about to be written out
+		}
+	}
+	if err != nil {
+		return cty.DynamicVal, append(diags, stopDiag(err, x.Range()))
+	}
+	return v, diags
+}
+
+// budgetOf returns the budget of ctx's function table ([budgetFunc]), or nil.
+func budgetOf(ctx *hcl.EvalContext) *budget {
+	for c := ctx; c != nil; c = c.Parent() {
+		f, ok := c.Functions[budgetFunc]
+		if !ok {
+			continue
+		}
+		v, err := f.Call(nil)
+		if err != nil {
+			return nil
+		}
+		return v.EncapsulatedValue().(*budget)
+	}
+	return nil
+}
+
+// stopDiag is the diagnostic of an evaluation stopped at rng by err (a [LimitError], or the
+// end of the operation's context).
+func stopDiag(err error, rng hcl.Range) *hcl.Diagnostic {
+	summary := "Evaluation stopped"
+	if le := (*LimitError)(nil); errors.As(err, &le) {
+		summary = "Evaluation limit exceeded"
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: err.Error(), Subject: rng.Ptr(), Extra: stopExtra{err}}
+}
+
+// limitDiags returns the first diagnostic of a stopped evaluation in diags alone, when there
+// is one (what follows a stop is its echo: every later check of the operation fails the same
+// way, once per remaining iteration), else diags. A function call that failed with a
+// [LimitError] is rewritten: the summary says so, the detail is the limit (never a value, so
+// it stays visible next to sensitive values), and Extra carries the error for [diagError].
+func limitDiags(diags hcl.Diagnostics) hcl.Diagnostics {
+	for _, d := range diags {
+		err := stopOf(d)
+		if err == nil {
+			continue
+		}
+		if _, done := d.Extra.(stopExtra); done {
+			return hcl.Diagnostics{d}
+		}
+		c := *d
+		c.Summary, c.Detail = "Evaluation limit exceeded", err.Error()
+		c.Expression, c.EvalContext, c.Extra = nil, nil, stopExtra{err}
+		if c.Context != nil {
+			c.Subject = c.Context
+		}
+		return hcl.Diagnostics{&c}
+	}
+	return diags
+}
+
+// stopExtra is the Extra of a diagnostic of a stopped evaluation (stopDiag, limitDiags): the
+// error, a [LimitError] or the operation context's.
+type stopExtra struct{ err error }
+
+// stopOf returns the error that stopped the evaluation a diagnostic reports, or nil.
+func stopOf(d *hcl.Diagnostic) error {
+	if x, ok := d.Extra.(stopExtra); ok {
+		return x.err
+	}
+	var le *LimitError
+	if x, ok := d.Extra.(hclsyntax.FunctionCallDiagExtra); ok && errors.As(x.FunctionCallError(), &le) {
+		return le
+	}
+	return nil
+}
+
+// Saturating arithmetic for estimates.
+func addSat(a, b int64) int64 {
+	if s := a + b; s >= a && s >= b {
+		return s
+	}
+	return math.MaxInt64
+}
+
+func mulSat(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lo)
+}
+
+func strArg(args []cty.Value, i int) (string, bool) {
+	if i >= len(args) || args[i] == cty.NilVal || args[i].Type() != cty.String {
+		return "", false
+	}
+	return args[i].AsString(), true
+}
+
+// intArg reads a number argument, saturated to int64.
+func intArg(args []cty.Value, i int) (int64, bool) {
+	if i >= len(args) || args[i] == cty.NilVal || args[i].Type() != cty.Number {
+		return 0, false
+	}
+	f := args[i].AsBigFloat()
+	if f.IsInf() {
+		if f.Sign() > 0 {
+			return math.MaxInt64, true
+		}
+		return math.MinInt64, true
+	}
+	n, _ := f.Int64()
+	return n, true
+}
+
+// collLen is the length of a known collection argument, else 0.
+func collLen(args []cty.Value, i int) int64 {
+	if i >= len(args) || args[i] == cty.NilVal || !args[i].CanIterateElements() {
+		return 0
+	}
+	return int64(args[i].LengthInt())
+}

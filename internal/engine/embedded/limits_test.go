@@ -1,0 +1,217 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lava-operator/lava/internal/engine"
+)
+
+// yamlBomb is a "billion laughs" document: nine levels of nine aliases of the level below,
+// 9^9 strings once expanded, a few hundred bytes as written.
+func yamlBomb() string {
+	var b strings.Builder
+	b.WriteString(`{l0: &l0 lol`)
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, `, l%d: &l%d [`, i, i)
+		for j := range 9 {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "*l%d", i-1)
+		}
+		b.WriteString("]")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// outputDoc is a configuration whose output "o" is expr, with the given locals.
+func outputDoc(t *testing.T, expr string, locals map[string]string) string {
+	t.Helper()
+	doc := map[string]any{"output": map[string]any{"o": map[string]any{"value": "${" + expr + "}"}}}
+	if len(locals) > 0 {
+		doc["locals"] = locals
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestEvaluationLimits_attacks: expressions that, evaluated as OpenTofu evaluates them, ask
+// the process for gigabytes of memory or days of one CPU (setproduct of three range(1024), a
+// YAML alias bomb through jsonencode(yamldecode(...)), indent(1e9, ...), bcrypt at cost 31,
+// and their kin: widths, separators, replacements, nested for expressions, a value repeated
+// through locals, a template doubling) fail the plan quickly with an error that names the
+// function, the limit and the position, and match engine.ErrEvaluationLimit. try() does not
+// hide a refusal.
+func TestEvaluationLimits_attacks(t *testing.T) {
+	t.Parallel()
+	big := func(n int) string { return fmt.Sprintf(`format("%%%ds", "")`, n) }
+	tests := []struct {
+		name, expr string
+		locals     map[string]string
+		want       string
+	}{
+		{"setproduct", `setproduct(range(1024), range(1024), range(1024))`, nil,
+			"setproduct: the result would have 4294967296 elements, more than 262144, the limit of one value"},
+		{"yaml alias bomb", `jsonencode(yamldecode(` + jsonQuote(yamlBomb()) + `))`, nil,
+			"yamldecode: the result would have "},
+		{"indent", `indent(1e9, "x")`, nil, "indent: the result would have 1000000001 bytes of text, more than 16777216, the limit of one value"},
+		{"negative indent", `indent(-1, "a\nb")`, nil, "indent: the number of spaces must not be negative"},
+		{"bcrypt cost 31", `bcrypt("x", 31)`, nil, "bcrypt: cost 31 is above the highest cost accepted, 12"},
+		{"format width", `format("%1000000000d", 1)`, nil, "format: the result would have "},
+		{"format precision", `format("%.999999999f", 1)`, nil, "format: the result would have "},
+		{"formatlist", `formatlist("%20000s", range(1024))`, nil, "formatlist: the result would have "},
+		{"join separator", `join(local.sep, [for i in range(1024) : tostring(i)])`, map[string]string{"sep": "${" + big(1<<20) + "}"},
+			"join: the result would have "},
+		{"replace every position", `replace(local.s, "", local.s)`, map[string]string{"s": "${" + big(1<<16) + "}"},
+			"replace: the result would have "},
+		{"nested for", `[for a in range(1024) : [for b in range(1024) : [for c in range(1024) : c]]]`, nil,
+			"this plan or apply would build or visit more than 1048576 elements"},
+		{"shared value repeated", `jsonencode(local.l2)`, map[string]string{
+			"l1": "${[for i in range(128) : range(128)]}",
+			"l2": "${[for i in range(32) : local.l1]}"},
+			"for expression: the value has more than 262144 elements, the limit of one value"},
+		{"tuple of a shared value", "jsonencode([" + strings.Repeat("local.l1, ", 64) + "])",
+			map[string]string{"l1": "${[for i in range(128) : range(128)]}"},
+			"argument of jsonencode: the value has more than 262144 elements, the limit of one value"},
+		{"template doubling", `local.s3`, map[string]string{
+			"s0": "${" + big(4<<20) + "}", "s1": "${local.s0}${local.s0}", "s2": "${local.s1}${local.s1}",
+			"s3": "${local.s2}${local.s2}"},
+			"template: the value has more than 16777216 bytes of text, the limit of one value"},
+		{"try hides nothing", `try(setproduct(range(1024), range(1024), range(1024)), "fallback")`, nil,
+			"setproduct: the result would have 4294967296 elements"},
+		{"templatestring", `templatestring("$${setproduct(range(1024), range(1024), range(1024))}", {})`, nil,
+			"setproduct: the result would have 4294967296 elements"},
+		{"huge number", `1e600000000`, nil, "expression: the value has more than 16777216 bytes of text, the limit of one value"},
+		{"huge number in a template", `"n=${local.a * local.a}"`, map[string]string{"a": "${1e10000000}"},
+			"template: the value has more than 16777216 bytes of text, the limit of one value"},
+		{"huge number written out", `tostring(local.a * local.a)`, map[string]string{"a": "${1e10000000}"},
+			"argument of tostring: the value has more than 16777216 bytes of text, the limit of one value"},
+		{"split", `split("", local.s)`, map[string]string{"s": "${" + big(1<<20) + "}"}, "split: the result would have 1048577 elements"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newMemHarness(t, t.TempDir())
+			start := time.Now()
+			_, err := h.apply(t, outputDoc(t, tt.expr, tt.locals), nil)
+			took := time.Since(start)
+			if err == nil {
+				t.Fatalf("%s was evaluated; want it refused", tt.expr)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tt.want) || !strings.Contains(msg, "Evaluation limit exceeded") ||
+				!strings.Contains(msg, "main.tf.json:") {
+				t.Errorf("error %q; want it to name the limit (%q) and the position", msg, tt.want)
+			}
+			if !errors.Is(err, engine.ErrEvaluationLimit) {
+				t.Errorf("error %v does not match engine.ErrEvaluationLimit", err)
+			}
+			if took > 10*time.Second {
+				t.Errorf("refused after %v; want it refused quickly", took)
+			}
+		})
+	}
+}
+
+// ctxArgs are string arguments.
+func ctxArgs(s ...string) []cty.Value {
+	out := make([]cty.Value, len(s))
+	for i, x := range s {
+		out[i] = cty.StringVal(x)
+	}
+	return out
+}
+
+// jsonQuote is s as an HCL quoted string (JSON's quoting is a subset of HCL's).
+func jsonQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestEvaluationLimits_legitimate: what OpenTofu users write stays within the limits:
+// bcrypt at the default cost and at the highest accepted cost, format widths, a setproduct of
+// a few thousand elements, a for expression over a thousand objects.
+func TestEvaluationLimits_legitimate(t *testing.T) {
+	t.Parallel()
+	for _, expr := range []string{
+		`length(bcrypt("x")) + length(bcrypt("x", 12))`,
+		`format("%08.3f|%-10s|%5d", 3.14159, "a", 42)`,
+		`length(setproduct(range(32), range(32), ["a", "b"]))`,
+		`length([for i in range(1000) : {name = "n-${i}", tags = {a = i, b = "x"}}])`,
+		`jsonencode(yamldecode("{a: &a [1, 2], b: *a, c: *a}"))`,
+		`indent(4, "a\nb\nc")`,
+		`"${1e30 * 1e30} ${tostring(-1.5e-20)}"`,
+	} {
+		h := newMemHarness(t, t.TempDir())
+		if _, err := h.apply(t, outputDoc(t, expr, nil), nil); err != nil {
+			t.Errorf("%s: %v", expr, err)
+		}
+	}
+}
+
+// TestBudget_contextEndsEvaluation: every function call and for-expression iteration checks
+// the operation's context: once it ends, the next one fails with the context's error.
+func TestBudget_contextEndsEvaluation(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	b := newBudget(ctx)
+	upper := b.functions()["upper"]
+	if _, err := upper.Call(ctxArgs("a")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_, err := upper.Call(ctxArgs("a"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("after cancel: %v, want context.Canceled", err)
+	}
+}
+
+// TestInstrument_keepsVariables: the checks instrument adds leave everything a template
+// refers to visible to a walk of its syntax tree (hclsyntax.Variables: try and can read it to
+// wait for unknown values), for-expression variables still scoped, and its value unchanged.
+func TestInstrument_keepsVariables(t *testing.T) {
+	t.Parallel()
+	const src = `${try(upper(local.x), [for s in var.l : "${s}-${local.y}" if s != ""], {a = [local.z]})}`
+	parse := func() hclsyntax.Expression {
+		tpl, diags := hclsyntax.ParseTemplate([]byte(src), "t", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		return tpl
+	}
+	names := func(x hclsyntax.Expression) []string {
+		var out []string
+		for _, tr := range hclsyntax.Variables(x) {
+			out = append(out, traversalText(tr))
+		}
+		return out
+	}
+	want := names(parse())
+	inst := instrument(parse())
+	if got := names(inst); fmt.Sprint(got) != fmt.Sprint(want) || len(want) != 4 {
+		t.Errorf("variables %v, want %v", got, want)
+	}
+	b := newBudget(t.Context())
+	ctx := &hcl.EvalContext{Functions: b.functions(), Variables: map[string]cty.Value{
+		"local": cty.ObjectVal(map[string]cty.Value{"x": cty.UnknownVal(cty.String), "y": cty.StringVal("y"), "z": cty.True}),
+		"var":   cty.ObjectVal(map[string]cty.Value{"l": cty.TupleVal([]cty.Value{cty.StringVal("a")})}),
+	}}
+	got, diags := inst.Value(ctx)
+	if diags.HasErrors() || got.IsKnown() {
+		t.Errorf("try over an unknown value: %#v %v, want it unknown (it waits for the value)", got, diags)
+	}
+}

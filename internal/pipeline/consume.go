@@ -1,0 +1,82 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+// Consumer is the one way a Lava service consumes the bus: its durable consumer on one or more
+// streams, with the bus.ConsumeOptions every service shares built in one place ([Consumer.Options]):
+// poison messages reported as anomalies ([PoisonReporter]), the service's logger and bus
+// metrics, and the concurrency, drain timeout and redelivery schedule of the service's own
+// flags. A service fills it from its configuration (the JetStream context, logger and bus
+// metrics of its svc.Base) and runs [Consumer.Consume] from its Run.
+type Consumer struct {
+	// JS is the service's JetStream context. Required.
+	JS jetstream.JetStream
+	// Service is the service's name (a bus.Service* name): the durable consumer's name unless
+	// Durable is set, and the service the poison anomalies name. Required.
+	Service string
+	// Durable names the durable consumer when it is not Service (the watcher's
+	// --phase-consumer). Default Service.
+	Durable string
+	// Concurrency bounds the handlers running at once per stream (the service's
+	// --concurrency). 0: bus.ConsumeOptions' default (8).
+	Concurrency int
+	// DrainTimeout is how long in-flight handlers may run after ctx ends. 0: the bus's default
+	// (30s).
+	DrainTimeout time.Duration
+	// NakBackoff is the redelivery delay after a transient error. Zero: the bus's default (1s
+	// doubling to 1m, ±20%).
+	NakBackoff bus.Backoff
+	// OrderKey, if set, keeps the messages of one key in stream order in this process
+	// (bus.ConsumeOptions.OrderKey).
+	OrderKey func(subject string) string
+	// Logger is the service's logger (nil: discarded).
+	Logger *slog.Logger
+	// Metrics are the service's bus metrics (nil: not counted).
+	Metrics *bus.Metrics
+	// Publisher publishes the poison anomalies. Nil: bus.NewPublisher(JS).
+	Publisher *bus.Publisher
+	// OnPoison, if set, is called for each terminated message after its anomaly was published
+	// (a caller's own callback; see [PoisonReporter]).
+	OnPoison func(ctx context.Context, r bus.PoisonReport)
+}
+
+// Options returns the bus.ConsumeOptions of c's durable consumer on stream: Consumer Durable
+// (or Service), OnPoison the [PoisonReporter] of Service (chained with c.OnPoison), and c's
+// concurrency, drain timeout, redelivery schedule, order key, logger and metrics.
+func (c Consumer) Options(stream string) bus.ConsumeOptions {
+	durable := c.Durable
+	if durable == "" {
+		durable = c.Service
+	}
+	pub := c.Publisher
+	if pub == nil {
+		pub = bus.NewPublisher(c.JS)
+	}
+	return bus.ConsumeOptions{
+		Stream: stream, Consumer: durable, Concurrency: c.Concurrency,
+		DrainTimeout: c.DrainTimeout, NakBackoff: c.NakBackoff, OrderKey: c.OrderKey,
+		Logger: c.Logger, Metrics: c.Metrics,
+		OnPoison: PoisonReporter(pub, c.Service, c.Logger, c.OnPoison),
+	}
+}
+
+// Consume runs h on c's durable consumer on each of streams ([bus.Consume] with
+// [Consumer.Options]) until ctx ends, then drains them and returns nil. When one stream's
+// bus.Consume fails (its consumer is missing, the connection closed) the others drain and
+// Consume returns that error.
+func (c Consumer) Consume(ctx context.Context, h bus.Handler, streams ...string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, stream := range streams {
+		g.Go(func() error { return bus.Consume(gctx, c.JS, c.Options(stream), h) })
+	}
+	return g.Wait()
+}

@@ -1,0 +1,458 @@
+package up
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/engines"
+	"github.com/lava-operator/lava/internal/lang/policy"
+	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/kube"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
+	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/platform/telemetry"
+	"github.com/lava-operator/lava/internal/readmodel"
+	"github.com/lava-operator/lava/internal/service/anomaly"
+	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/service/attest"
+	"github.com/lava-operator/lava/internal/service/drift"
+	"github.com/lava-operator/lava/internal/service/synth"
+	"github.com/lava-operator/lava/internal/service/viggy"
+	"github.com/lava-operator/lava/internal/service/watcher"
+)
+
+// holder names lava up in the leases and state locks of the applier and drift.
+const holder = "lava-up"
+
+// session is one [Run]: what its steps set up, each step using what the earlier ones set.
+// close releases it all, in reverse order.
+type session struct {
+	o Options
+
+	// prepareStateDir
+	unlock    func()
+	logFile   *os.File // o.Log when Run opened it
+	log       *slog.Logger
+	policy    *policy.File // the tenant policy, for synth and the engines' file access
+	protected []string     // what the policy's file roots may not overlap
+	// ensureKeys: the key files under the state directory.
+	bindingsKey, signingKey, rpcToken string
+	// startBus
+	credDir string
+	srv     *server.Server
+	url     string
+	nc      *nats.Conn // the file source's connection, as the watcher
+	js      jetstream.JetStream
+	display *Display
+	// connectKube: the cluster (nil without a kubeconfig).
+	kube *rest.Config
+	// startSource
+	src        *Source // the file source (nil with a kubeconfig)
+	snapshot   func() Snapshot
+	changed    chan struct{} // signalled (without blocking) when the file source wrote an object
+	stopPhases context.CancelFunc
+	phaseDone  chan error
+}
+
+// close stops what the steps started: the phase consumer, the connection, the NATS server,
+// the log file, the state directory's lock.
+func (s *session) close() {
+	if s.stopPhases != nil {
+		s.stopPhases()
+	}
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	if s.srv != nil {
+		s.srv.Shutdown()
+		s.srv.WaitForShutdown()
+	}
+	if s.logFile != nil {
+		s.logFile.Close()
+	}
+	if s.unlock != nil {
+		s.unlock()
+	}
+}
+
+// prepareStateDir creates the state directory and locks it, checks the policy's file roots
+// against what Lava keeps, and opens the log (<state-dir>/lava.log unless Options.Log).
+func (s *session) prepareStateDir(context.Context) error {
+	o := s.o
+	for _, d := range []string{o.StateDir, filepath.Join(o.StateDir, DirNATS), filepath.Join(o.StateDir, DirWork)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("up: state dir: %w", err)
+		}
+	}
+	unlock, err := LockStateDir(o.StateDir)
+	if err != nil {
+		return err
+	}
+	s.unlock = unlock
+	// The policy's file roots may not overlap what Lava keeps: the state directory (keys,
+	// seeds, the JetStream store, the engines' workspaces), the provider mirror and cache.
+	s.policy = &policy.File{Path: o.PolicyFile, Default: DefaultPolicy()}
+	s.protected = []string{o.StateDir, o.ProviderDir, o.Install.CacheDir}
+	if err := (&engine.FileAccess{Policy: s.policy, Protected: s.protected}).CheckRoots(); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	if s.o.Log == nil {
+		f, err := os.OpenFile(filepath.Join(o.StateDir, FileLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("up: log: %w", err)
+		}
+		s.logFile, s.o.Log = f, f
+	}
+	s.log, err = telemetry.NewLogger(s.o.Log, "text", o.LogLevel)
+	return err
+}
+
+// ensureKeys creates, once, the installation's bindings key, attest's signing seed (and writes
+// its public key) and the RPC token under the state directory.
+func (s *session) ensureKeys(context.Context) error {
+	dir := s.o.StateDir
+	var err error
+	s.bindingsKey, err = ensureKey(filepath.Join(dir, FileBindingsKey), func() (string, error) {
+		k := make([]byte, render.BindingsKeySize)
+		_, err := rand.Read(k)
+		return hex.EncodeToString(k), err
+	})
+	if err != nil {
+		return err
+	}
+	s.signingKey, err = ensureKey(filepath.Join(dir, FileSigningKey), func() (string, error) {
+		_, seed, err := readmodel.GenerateSigner(nil)
+		return hex.EncodeToString(seed), err
+	})
+	if err != nil {
+		return err
+	}
+	signer, err := readmodel.LoadSigner(s.signingKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, FilePublicKey), []byte(hex.EncodeToString(signer.PublicKey())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	s.rpcToken, err = ensureKey(filepath.Join(dir, FileRPCToken), func() (string, error) { return rand.Text(), nil })
+	return err
+}
+
+// startBus starts the embedded NATS server, admitting only the bus identities of the
+// credential directory, writes its URL, runs the bootstrap step (as the chart's hook Job: the
+// admin identity creates the topology; every service then only checks it), connects the file
+// source as the watcher, and prints the run's first line.
+func (s *session) startBus(ctx context.Context) error {
+	o := s.o
+	s.credDir = filepath.Join(o.StateDir, DirNATSCredentials)
+	keys, err := natsauth.GenerateDir(s.credDir)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	users, err := natsauth.Users(bus.Declare(bus.TopologyOptions{Replicas: 1}), keys)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	if s.srv, err = startNATS(filepath.Join(o.StateDir, DirNATS), o.NATSAddr, users); err != nil {
+		return err
+	}
+	s.url = s.srv.ClientURL()
+	if err := os.WriteFile(filepath.Join(o.StateDir, FileNATSURL), []byte(s.url+"\n"), 0o644); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	boot := s.as(bus.IdentityBootstrap)
+	boot.Name = "lava-up-bootstrap"
+	bnc, bjs, err := bus.Connect(boot)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	err = bus.EnsureTopology(ctx, bjs, bus.TopologyOptions{Replicas: 1})
+	bnc.Close()
+	if err != nil {
+		return err
+	}
+	// The file source plays the watcher's role, with the watcher's identity.
+	srcConn := s.as(bus.ServiceWatcher)
+	srcConn.Name = "lava-up"
+	if s.nc, s.js, err = bus.Connect(srcConn); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	s.display = NewDisplay(o.Stdout, o.Terminal, nil)
+	mode := "manifests from " + fmt.Sprint(o.Paths)
+	if o.Kubeconfig != "" {
+		mode = "cluster " + o.Kubeconfig
+	}
+	s.display.Println(fmt.Sprintf("lava up: %s · state %s · NATS %s · logs %s", mode, o.StateDir, s.url, filepath.Join(o.StateDir, FileLog)))
+	if st, err := os.Stat(o.ProviderDir); err != nil || !st.IsDir() {
+		s.display.Println(fmt.Sprintf("lava up: provider mirror %s is missing: run `make tools-tofu` (only terraform_data can apply without it)", o.ProviderDir))
+	}
+	return nil
+}
+
+// as is the connection options of identity on the embedded server (its nkey seed in the
+// credential directory).
+func (s *session) as(identity string) bus.ConnectOptions {
+	return bus.ConnectOptions{URL: s.url, Identity: identity, NKeyFile: filepath.Join(s.credDir, natsauth.SeedFileName(identity))}
+}
+
+// connectKube loads the kubeconfig, when given, with Options.KubeAPI's rate limit.
+func (s *session) connectKube(context.Context) error {
+	if s.o.Kubeconfig == "" {
+		return nil
+	}
+	cfg, err := kube.Config(s.o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	s.kube = s.o.KubeAPI.Apply(cfg)
+	return nil
+}
+
+// common is the svc.Common of service: its own bus identity on the embedded server, text logs
+// to Options.Log, one replica, no metrics or health listener.
+func (s *session) common(service string) svc.Common {
+	return svc.Common{NATS: s.as(service), LogFormat: "text", LogLevel: s.o.LogLevel, Replicas: 1, Stderr: s.o.Log}
+}
+
+// flagDefaults returns the options the flag set of a service declares: its Flags registered
+// on a fresh flag set and nothing parsed, so lava up runs each service with the defaults of
+// its one declaration and sets only what it must.
+func flagDefaults[T any, P interface {
+	*T
+	Flags(*pflag.FlagSet)
+}]() T {
+	var o T
+	P(&o).Flags(pflag.NewFlagSet("defaults", pflag.ContinueOnError))
+	return o
+}
+
+// engines is e (an engine service's flag defaults) with lava up's provider mirror, installer,
+// CLI binaries, policy and protected directories, and the workspaces under
+// <state-dir>/work/<service>.
+func (s *session) engines(e engines.Options, service string) engines.Options {
+	o := s.o
+	e.ProviderDir, e.Install, e.TofuBin, e.TerraformBin = o.ProviderDir, o.Install, o.TofuBin, o.TerraformBin
+	e.WorkDir, e.Policy, e.ProtectedDirs = filepath.Join(o.StateDir, DirWork, service), s.policy, s.protected
+	return e
+}
+
+// startServices starts synth, the applier, drift, viggy, anomaly and attest in g, each through
+// its own Run as its binary does, with the defaults of its own flag set ([flagDefaults]) and
+// what lava up sets: the bus identity and logs ([session.common]), the keys, the RPCs on
+// loopback behind the state directory's token (addresses in FileRenderAddr and
+// FileReceiptsAddr), the holder, the engines ([session.engines]), the policy and the cluster.
+func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
+	renderLn, err := s.rpcListen(FileRenderAddr)
+	if err != nil {
+		return err
+	}
+	receiptsLn, err := s.rpcListen(FileReceiptsAddr)
+	if err != nil {
+		renderLn.Close()
+		return err
+	}
+	so := flagDefaults[synth.Options]()
+	so.Common, so.BindingsKeyFile, so.Kube = s.common(bus.ServiceSynth), s.bindingsKey, s.kube
+	so.ConnectAddr, so.Listener, so.RPCTokenFile = renderLn.Addr().String(), renderLn, s.rpcToken
+	so.PolicyFile, so.DefaultPolicy = s.o.PolicyFile, DefaultPolicy()
+	ao := flagDefaults[applier.Options]()
+	ao.Common, ao.Holder, ao.Kube, ao.Engines = s.common(bus.ServiceApplier), holder, s.kube, s.engines(ao.Engines, "applier")
+	do := flagDefaults[drift.Options]()
+	do.Common, do.Holder, do.Kube, do.Engines = s.common(bus.ServiceDrift), holder, s.kube, s.engines(do.Engines, "drift")
+	vo := flagDefaults[viggy.Options]()
+	vo.Common = s.common(bus.ServiceViggy)
+	no := flagDefaults[anomaly.Options]()
+	no.Common, no.Kube = s.common(bus.ServiceAnomaly), s.kube
+	to := flagDefaults[attest.Options]()
+	to.Common, to.SigningKeyFile = s.common(bus.ServiceAttest), s.signingKey
+	to.ConnectAddr, to.Listener, to.RPCTokenFile = receiptsLn.Addr().String(), receiptsLn, s.rpcToken
+	for _, sv := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{bus.ServiceSynth, func(ctx context.Context) error { return synth.Run(ctx, so) }},
+		{bus.ServiceApplier, func(ctx context.Context) error { return applier.Run(ctx, ao) }},
+		{bus.ServiceDrift, func(ctx context.Context) error { return drift.Run(ctx, do) }},
+		{bus.ServiceViggy, func(ctx context.Context) error { return viggy.Run(ctx, vo) }},
+		{bus.ServiceAnomaly, func(ctx context.Context) error { return anomaly.Run(ctx, no) }},
+		{bus.ServiceAttest, func(ctx context.Context) error { return attest.Run(ctx, to) }},
+	} {
+		runService(gctx, g, sv.name, sv.run)
+	}
+	return nil
+}
+
+// runService runs f in g until gctx is done; its error names the service.
+func runService(gctx context.Context, g *errgroup.Group, name string, f func(context.Context) error) {
+	g.Go(func() error {
+		if err := f(gctx); err != nil {
+			return fmt.Errorf("up: %s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// rpcListen listens on a free loopback port and writes its address to addrFile under the
+// state directory.
+func (s *session) rpcListen(addrFile string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(s.o.StateDir, addrFile), []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("up: %w", err)
+	}
+	return ln, nil
+}
+
+// startSource starts what turns LavaArchitectures into events and folds their status: with a
+// kubeconfig the watcher against the cluster (its flag defaults, without leader election, with
+// Secrets watched), the snapshot listing from the cluster; otherwise the file source in g and
+// its phase consumer, which outlives the services (what they publish while they drain, an
+// apply finishing after Ctrl-C, is folded before the final table) and stops everything
+// (stop) when it fails.
+func (s *session) startSource(ctx, gctx context.Context, g *errgroup.Group, stop context.CancelFunc) error {
+	o := s.o
+	if o.Kubeconfig != "" {
+		wo := flagDefaults[watcher.Options]()
+		wo.Common, wo.Kubeconfig, wo.Namespaces, wo.KubeAPI = s.common(bus.ServiceWatcher), o.Kubeconfig, o.Namespaces, o.KubeAPI
+		wo.BindingsKeyFile, wo.WatchSecrets, wo.LeaderElect = s.bindingsKey, true, false
+		runService(gctx, g, bus.ServiceWatcher, func(ctx context.Context) error { return watcher.Run(ctx, wo) })
+		kv, err := newKubeView(s.kube, o.Namespaces)
+		if err != nil {
+			return err
+		}
+		s.snapshot = func() Snapshot { return kv.Snapshot(gctx) }
+		return nil
+	}
+	s.changed = make(chan struct{}, 1)
+	src, err := NewSource(ctx, SourceConfig{JS: s.js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus),
+		Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: s.log.With("service", "file-source"),
+		OnChange: func() {
+			select {
+			case s.changed <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	s.src = src
+	runService(gctx, g, "file source", func(ctx context.Context) error { return src.Run(ctx, o.Interval) })
+	phaseCtx, stopPhases := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopPhases, s.phaseDone = stopPhases, make(chan error, 1)
+	go func() {
+		err := src.RunPhases(phaseCtx, nil)
+		if err != nil && phaseCtx.Err() == nil {
+			stop() // the consumer failed: stop everything
+			err = fmt.Errorf("up: phase consumer: %w", err)
+		} else {
+			err = nil
+		}
+		s.phaseDone <- err
+	}()
+	s.snapshot = func() Snapshot {
+		fe, loaded := src.FileErrors()
+		return Snapshot{Objects: src.Objects(), FileErrors: fe, Loaded: loaded}
+	}
+	return nil
+}
+
+// drive updates the display from a snapshot every tick (or, with --once, as soon as the file
+// source wrote) until gctx is done; with --once it returns when every resource settled, or
+// [ErrNotSettled] when Options.Timeout ran out first.
+func (s *session) drive(gctx context.Context) error {
+	o := s.o
+	tick := 250 * time.Millisecond
+	switch {
+	case o.Kubeconfig != "":
+		tick = 500 * time.Millisecond // each snapshot lists from the API server
+	case !o.Terminal:
+		tick = 100 * time.Millisecond
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var deadline <-chan time.Time
+	var wake <-chan struct{} // with --once, a write by the file source wakes the driver before its tick
+	if o.Once {
+		tm := time.NewTimer(o.Timeout)
+		defer tm.Stop()
+		deadline, wake = tm.C, s.changed
+	}
+	settledSince := time.Time{}
+	var last time.Time
+	for {
+		select {
+		case <-gctx.Done():
+			return nil
+		case <-deadline:
+			return fmt.Errorf("%w (%s)", ErrNotSettled, o.Timeout)
+		case <-t.C:
+		case <-wake:
+			// At most one snapshot per minSnapshotGap: each copies every object.
+			if d := minSnapshotGap - time.Since(last); d > 0 {
+				select {
+				case <-gctx.Done():
+					return nil
+				case <-time.After(d):
+				}
+			}
+		}
+		last = time.Now()
+		snap := s.snapshot()
+		s.display.Update(snap)
+		switch {
+		case !o.Once || !ready(snap):
+			settledSince = time.Time{}
+		case s.src != nil:
+			// Every object settled: one more scan, at once, confirms that the manifests did
+			// not change meanwhile (a change makes an object unsettled again).
+			if err := s.src.ScanNow(gctx); err == nil && ready(s.snapshot()) {
+				return nil
+			}
+		case settledSince.IsZero():
+			// The cluster's objects settled: they must stay settled a moment, so that the
+			// watcher had time to observe a change made meanwhile.
+			settledSince = time.Now()
+		case time.Since(settledSince) >= o.Interval+250*time.Millisecond:
+			return nil
+		}
+	}
+}
+
+// finish ends a run once the services drained (err is how they ended): it folds what they
+// published while they drained, stops the phase consumer, and shows the final table. The
+// error is err, else the phase consumer's.
+func (s *session) finish(ctx context.Context, err error) (Result, error) {
+	if s.src != nil {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), foldTimeout)
+		if ferr := s.src.WaitPhasesFolded(fctx); ferr != nil {
+			s.log.Warn("up: phase events left unfolded at exit", "error", ferr)
+		}
+		cancel()
+		s.stopPhases()
+		if perr := <-s.phaseDone; perr != nil && err == nil {
+			err = perr
+		}
+	}
+	snap := s.snapshot()
+	s.display.Final(snap)
+	return Result{Objects: snap.Objects, FileErrors: snap.FileErrors}, err
+}
