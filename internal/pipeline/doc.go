@@ -1,8 +1,10 @@
 // Package pipeline is the vocabulary the pipeline's services share, so that no service imports
 // another: the LavaArchitecture lifecycle (phases, the transition table and the status reducer),
 // the remediation policy in the form the services carry it, the engine names, the anomaly
-// fingerprint and sanitizer, and the consumer every service runs ([Consumer]: its durable on
-// the bus with the poison-message reporter every consumer uses).
+// fingerprint and sanitizer, the consumer every service runs ([Consumer]: its durable on the
+// bus with the poison-message reporter every consumer uses), and the typed stage failures synth
+// and the applier publish as Failed ([Failure]: [FailureTerminal], [FailureRetryable],
+// [FailureWaiting], after the error kinds of Flux's controllers).
 //
 // # Lifecycle
 //

@@ -44,14 +44,14 @@ func TestClassify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := classify(tt.stage, tt.err)
-			if f.reason != tt.wantReason || f.retryable != tt.wantRetryable || f.message != tt.err.Error() {
+			if f.Reason != tt.wantReason || f.Retryable() != tt.wantRetryable || f.Message != tt.err.Error() {
 				t.Errorf("classify = %+v, want %s retryable %v", f, tt.wantReason, tt.wantRetryable)
 			}
 		})
 	}
 	long := classify(lavav1.Stage_STAGE_APPLY, errors.New(strings.Repeat("x", 3*maxMessageBytes)+"END"))
-	if len(long.message) > maxMessageBytes+len("…") || !strings.HasSuffix(long.message, "END") {
-		t.Errorf("a long message keeps %d bytes; want its tail", len(long.message))
+	if len(long.Message) > maxMessageBytes+len("…") || !strings.HasSuffix(long.Message, "END") {
+		t.Errorf("a long message keeps %d bytes; want its tail", len(long.Message))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/render"
+	"github.com/lava-operator/lava/internal/pipeline"
 )
 
 // input builds the synthesis input of obs: the source, the bindings gathered from
@@ -22,7 +23,7 @@ import (
 // override them all), the list and record bindings, the gate, and which keys hold Secret
 // values. secrets are those values (for redaction). A failure is the outcome to publish; err
 // is transient (nak).
-func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in render.Input, secrets []string, fail *failure, err error) {
+func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in render.Input, secrets []string, fail *pipeline.Failure, err error) {
 	spec := obs.GetSpec()
 	ns := obs.GetEnvelope().GetResource().GetNamespace()
 	in = render.Input{Gate: spec.GetGate(), BindingsKey: s.cfg.BindingsKey}
@@ -53,7 +54,7 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 
 // source sets the source of in from spec.source: inline text, a bundled name, or the file of
 // a Flux artifact (read through Config.Artifacts). A failure is the outcome to publish.
-func (s *Service) source(ctx context.Context, source *lavav1.Source, ns string, in *render.Input) *failure {
+func (s *Service) source(ctx context.Context, source *lavav1.Source, ns string, in *render.Input) *pipeline.Failure {
 	switch src := source.GetKind().(type) {
 	case *lavav1.Source_Inline:
 		in.SourceKind, in.SourceText, in.File = render.SourceInline, []byte(src.Inline), "inline"
@@ -67,7 +68,7 @@ func (s *Service) source(ctx context.Context, source *lavav1.Source, ns string, 
 		in.SourceKind, in.SourceText, in.SourceName = render.SourceFile, text, src.Flux.GetPath()
 		in.File = src.Flux.GetPath()
 	default:
-		return &failure{reason: v1alpha1.ReasonSourceUnsupported, message: "spec.source: no source set"}
+		return &pipeline.Failure{Reason: v1alpha1.ReasonSourceUnsupported, Message: "spec.source: no source set"}
 	}
 	return nil
 }
@@ -101,13 +102,13 @@ func (b *bindingSet) addSecrets(values map[string]string) {
 // bindingsFrom reads the entries of spec.bindingsFrom in order (a later entry overrides an
 // earlier one), as the identity of spec.serviceAccountName when Config.Identities is set.
 // With a failure or err, failSecrets are the secret values to redact from the failure.
-func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpec, ns string) (b *bindingSet, failSecrets []string, fail *failure, err error) {
+func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpec, ns string) (b *bindingSet, failSecrets []string, fail *pipeline.Failure, err error) {
 	b = &bindingSet{scalars: map[string]string{}, fromSecret: map[string]bool{}}
 	reader, who := s.cfg.Kube, "synth"
 	if len(spec.GetBindingsFrom()) > 0 && s.cfg.Identities != nil {
 		c, w, ierr := s.cfg.Identities.For(ns, spec.GetServiceAccountName())
 		if ierr != nil {
-			return b, nil, &failure{reason: v1alpha1.ReasonServiceAccountRequired, message: "spec.bindingsFrom: " + ierr.Error()}, nil
+			return b, nil, &pipeline.Failure{Reason: v1alpha1.ReasonServiceAccountRequired, Message: "spec.bindingsFrom: " + ierr.Error()}, nil
 		}
 		reader, who = c, w
 	}
@@ -127,8 +128,8 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 			obj.SetName(r.SecretRef.GetName())
 		case *lavav1.BindingsFromRef_OutputsRef:
 			if reader == nil {
-				return b, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read LavaArchitecture %q", i, r.OutputsRef.GetName())}, nil
+				return b, nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed,
+					Message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read LavaArchitecture %q", i, r.OutputsRef.GetName())}, nil
 			}
 			plain, sensitive, fail, err := producerOutputs(ctx, reader, who, ns, i, r.OutputsRef)
 			if fail != nil || err != nil {
@@ -139,7 +140,7 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 			b.set(sensitive, true)
 			continue
 		default:
-			return b, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, message: fmt.Sprintf("spec.bindingsFrom[%d]: none of configMapRef, secretRef, outputsRef", i)}, nil
+			return b, nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Message: fmt.Sprintf("spec.bindingsFrom[%d]: none of configMapRef, secretRef, outputsRef", i)}, nil
 		}
 		values, fail, err := objectValues(ctx, reader, who, ns, i, obj, kind)
 		if fail != nil || err != nil {
@@ -151,8 +152,8 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 		if key != "" {
 			v, ok := values[key]
 			if !ok {
-				return b, b.secrets, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q has no key %q", i, kind, obj.GetName(), key)}, nil
+				return b, b.secrets, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Kind: pipeline.FailureRetryable,
+					Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q has no key %q", i, kind, obj.GetName(), key)}, nil
 			}
 			values = map[string]string{key: v}
 		}
@@ -165,20 +166,20 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 // spec.bindingsFrom) from namespace ns through reader and returns its data (a ConfigMap's
 // binary data as text). A missing object, a missing reader and an RBAC refusal (who names
 // the reader) are failures; any other API error is err.
-func objectValues(ctx context.Context, reader client.Reader, who, ns string, i int, obj client.Object, kind string) (map[string]string, *failure, error) {
+func objectValues(ctx context.Context, reader client.Reader, who, ns string, i int, obj client.Object, kind string) (map[string]string, *pipeline.Failure, error) {
 	name := obj.GetName()
 	if reader == nil {
-		return nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
-			message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
+		return nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed,
+			Message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
 	}
 	if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
 		switch {
 		case apierrors.IsNotFound(gerr):
-			return nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
-				message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q not found in namespace %q", i, kind, name, ns)}, nil
+			return nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Kind: pipeline.FailureRetryable,
+				Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q not found in namespace %q", i, kind, name, ns)}, nil
 		case apierrors.IsForbidden(gerr):
-			return nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
-				message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get %s %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, kind, name, ns)}, nil
+			return nil, &pipeline.Failure{Reason: v1alpha1.ReasonRBACForbidden, Kind: pipeline.FailureRetryable,
+				Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get %s %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, kind, name, ns)}, nil
 		}
 		return nil, nil, fmt.Errorf("synth: get %s %s/%s: %w", kind, ns, name, gerr)
 	}
@@ -203,7 +204,7 @@ func objectValues(ctx context.Context, reader client.Reader, who, ns string, i i
 
 // fluxSource reads spec.path from the artifact the watcher resolved for spec.sourceRef
 // (Config.Artifacts fetches, verifies and caches it). The failure names the source.
-func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns string) ([]byte, *failure) {
+func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns string) ([]byte, *pipeline.Failure) {
 	srcNS := src.GetNamespace()
 	if srcNS == "" {
 		srcNS = ns
@@ -211,17 +212,20 @@ func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns str
 	name := src.GetKind() + " " + srcNS + "/" + src.GetName()
 	switch {
 	case src.GetArtifact().GetUrl() == "":
-		return nil, &failure{reason: v1alpha1.ReasonSourceNotReady,
-			message: "spec.sourceRef: no artifact of " + name + " was resolved (the watcher resolves Flux sources; lava up -f has no cluster to read them from)"}
+		return nil, &pipeline.Failure{Reason: v1alpha1.ReasonSourceNotReady,
+			Message: "spec.sourceRef: no artifact of " + name + " was resolved (the watcher resolves Flux sources; lava up -f has no cluster to read them from)"}
 	case s.cfg.Artifacts == nil:
-		return nil, &failure{reason: v1alpha1.ReasonSourceFetchFailed, message: "spec.sourceRef: this synth has no artifact cache configured"}
+		return nil, &pipeline.Failure{Reason: v1alpha1.ReasonSourceFetchFailed, Message: "spec.sourceRef: this synth has no artifact cache configured"}
 	}
 	b, err := s.cfg.Artifacts.File(ctx, src.GetArtifact(), src.GetPath())
 	if err != nil {
 		var ae *ArtifactError
-		retry := errors.As(err, &ae) && ae.Retryable
-		return nil, &failure{reason: v1alpha1.ReasonSourceFetchFailed, retryable: retry,
-			message: fmt.Sprintf("spec.sourceRef %s revision %s: %v", name, src.GetArtifact().GetRevision(), err)}
+		kind := pipeline.FailureTerminal
+		if errors.As(err, &ae) && ae.Retryable {
+			kind = pipeline.FailureRetryable
+		}
+		return nil, &pipeline.Failure{Kind: kind, Reason: v1alpha1.ReasonSourceFetchFailed, Err: err,
+			Message: fmt.Sprintf("spec.sourceRef %s revision %s: %v", name, src.GetArtifact().GetRevision(), err)}
 	}
 	return b, nil
 }
@@ -231,18 +235,18 @@ func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns str
 // its text, any other JSON value as its JSON text), sensitive from its outputs Secret
 // (status.outputsSecret; its values as stored). With ref.key only that output is bound, and
 // its absence is a failure. who names the reader in RBAC failures.
-func producerOutputs(ctx context.Context, reader client.Reader, who, ns string, i int, ref *lavav1.ObjectKeyRef) (plain, sensitive map[string]string, fail *failure, err error) {
+func producerOutputs(ctx context.Context, reader client.Reader, who, ns string, i int, ref *lavav1.ObjectKeyRef) (plain, sensitive map[string]string, fail *pipeline.Failure, err error) {
 	name := ref.GetName()
 	p := &unstructured.Unstructured{}
 	p.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("LavaArchitecture"))
 	if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); gerr != nil {
 		switch {
 		case apierrors.IsNotFound(gerr):
-			return nil, nil, &failure{reason: v1alpha1.ReasonBindingSourceNotFound, retryable: true,
-				message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q not found in namespace %q", i, name, ns)}, nil
+			return nil, nil, &pipeline.Failure{Reason: v1alpha1.ReasonBindingSourceNotFound, Kind: pipeline.FailureWaiting,
+				Message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q not found in namespace %q", i, name, ns)}, nil
 		case apierrors.IsForbidden(gerr):
-			return nil, nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
-				message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get LavaArchitecture %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, name, ns)}, nil
+			return nil, nil, &pipeline.Failure{Reason: v1alpha1.ReasonRBACForbidden, Kind: pipeline.FailureRetryable,
+				Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get LavaArchitecture %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, name, ns)}, nil
 		}
 		return nil, nil, nil, fmt.Errorf("synth: get LavaArchitecture %s/%s: %w", ns, name, gerr)
 	}
@@ -255,8 +259,8 @@ func producerOutputs(ctx context.Context, reader client.Reader, who, ns string, 
 		}
 		b, jerr := json.Marshal(v)
 		if jerr != nil {
-			return nil, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed,
-				message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q output %q: %v", i, name, k, jerr)}, nil
+			return nil, nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed,
+				Message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q output %q: %v", i, name, k, jerr)}, nil
 		}
 		plain[k] = string(b)
 	}
@@ -265,11 +269,11 @@ func producerOutputs(ctx context.Context, reader client.Reader, who, ns string, 
 		if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: sname}, sec); gerr != nil {
 			switch {
 			case apierrors.IsNotFound(gerr):
-				return nil, nil, &failure{reason: v1alpha1.ReasonBindingSourceNotFound, retryable: true,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: outputs Secret %q of LavaArchitecture %q not found", i, sname, name)}, nil
+				return nil, nil, &pipeline.Failure{Reason: v1alpha1.ReasonBindingSourceNotFound, Kind: pipeline.FailureWaiting,
+					Message: fmt.Sprintf("spec.bindingsFrom[%d]: outputs Secret %q of LavaArchitecture %q not found", i, sname, name)}, nil
 			case apierrors.IsForbidden(gerr):
-				return nil, nil, &failure{reason: v1alpha1.ReasonRBACForbidden, retryable: true,
-					message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get Secret %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, sname, ns)}, nil
+				return nil, nil, &pipeline.Failure{Reason: v1alpha1.ReasonRBACForbidden, Kind: pipeline.FailureRetryable,
+					Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s may not get Secret %q in namespace %q (Kubernetes RBAC: grant it get on that object)", i, who, sname, ns)}, nil
 			}
 			return nil, nil, nil, fmt.Errorf("synth: get Secret %s/%s: %w", ns, sname, gerr)
 		}
@@ -287,8 +291,8 @@ func producerOutputs(ctx context.Context, reader client.Reader, who, ns string, 
 		case ok:
 			return map[string]string{key: v}, map[string]string{}, nil, nil
 		}
-		return nil, nil, &failure{reason: v1alpha1.ReasonSynthesisFailed, retryable: true,
-			message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q has no output %q", i, name, key)}, nil
+		return nil, nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Kind: pipeline.FailureRetryable,
+			Message: fmt.Sprintf("spec.bindingsFrom[%d]: LavaArchitecture %q has no output %q", i, name, key)}, nil
 	}
 	return plain, sensitive, nil, nil
 }

@@ -66,7 +66,7 @@ func FuzzObservedToSynthesized(f *testing.F) {
 		}
 		in, _, fail, err := s.input(t.Context(), obs)
 		if err != nil || fail != nil {
-			if fail != nil && (fail.reason == "" || fail.message == "") {
+			if fail != nil && (fail.Reason == "" || fail.Message == "") {
 				t.Fatalf("a failure without reason or message: %+v", fail)
 			}
 			return

@@ -8,7 +8,8 @@
 // embedded in the document's "//", docs/design/0017-modules-and-bundled-sources.md), applies
 // the tenant policy, stores the Terraform JSON in the artifact store and
 // publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected, PolicyRejected,
-// SourceUnsupported, SourceNotReady or SourceFetchFailed and a file:line:col message.
+// SourceUnsupported, SourceNotReady or SourceFetchFailed and a file:line:col message (a
+// pipeline.Failure: terminal, retryable, or waiting for a binding source to appear).
 //
 // Values that come from Secrets never leave the process: they enter the RenderRecord's
 // bindingsDigest only through a BLAKE3 keyed with the installation's bindings key, and they are

@@ -65,12 +65,14 @@ func (rs RenderServer) Render(_ context.Context, req *connect.Request[lavav1.Ren
 	}
 	out, diags := render.Synthesize(in)
 	if f := checkPolicy(rs.Policy, in, out, r.GetNamespace()); f != nil {
-		if f.retryable {
-			return nil, connect.NewError(connect.CodeUnavailable, errors.New(f.message))
+		if f.Retryable() {
+			return nil, connect.NewError(connect.CodeUnavailable, errors.New(f.Message))
 		}
-		diags = append(diags, f.diags...)
+		var violations tlisp.Diagnostics // a PolicyRejected failure's Err
+		errors.As(f, &violations)
+		diags = append(diags, violations...)
 		out = nil
-		resp := &lavav1.RenderResponse{Diagnostics: Diagnostics(diags), Reason: f.reason}
+		resp := &lavav1.RenderResponse{Diagnostics: Diagnostics(diags), Reason: f.Reason}
 		if in.Gate != "" {
 			resp.Gate = Verdict(in, diags)
 		}

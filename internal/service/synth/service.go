@@ -187,16 +187,6 @@ func lastObserved(ctx context.Context, js jetstream.JetStream, namespace, name s
 	return obs, nil
 }
 
-// failure is a stage failure to publish as Failed.
-type failure struct {
-	reason    string
-	message   string
-	retryable bool
-	// diags are the policy violations of a PolicyRejected failure (RenderService returns them
-	// as diagnostics).
-	diags tlisp.Diagnostics
-}
-
 // process synthesizes obs's generation; cause is the envelope of the event being handled
 // (the ResourceObserved itself, or a RetryRequested).
 func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cause *lavav1.Envelope, attempt int32) error {
@@ -245,12 +235,12 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	}
 	out, diags := render.Synthesize(in)
 	if out == nil {
-		f := &failure{reason: v1alpha1.ReasonSynthesisFailed, message: diagMessage(diags)}
+		f := &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Message: diagMessage(diags)}
 		switch {
 		case in.SourceKind == render.SourceName && !knownSource(in.SourceName):
-			f.reason = v1alpha1.ReasonSourceUnsupported
+			f.Reason = v1alpha1.ReasonSourceUnsupported
 		case GateRejected(in):
-			f.reason = v1alpha1.ReasonGateRejected
+			f.Reason = v1alpha1.ReasonGateRejected
 		}
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
@@ -319,13 +309,13 @@ func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs 
 // policy document could not be read, so an admin's fix takes effect; not retryable for a
 // violation, which needs a new generation; diags holds the violations). The one policy gate
 // of synth's pipeline renders and of RenderService previews.
-func checkPolicy(pf *policy.File, in render.Input, out *render.Output, namespace string) *failure {
+func checkPolicy(pf *policy.File, in render.Input, out *render.Output, namespace string) *pipeline.Failure {
 	cfg, err := pf.Load()
 	if err != nil {
-		return &failure{reason: v1alpha1.ReasonPolicyRejected, message: "the tenant policy cannot be read, so nothing is rendered: " + err.Error(), retryable: true}
+		return &pipeline.Failure{Reason: v1alpha1.ReasonPolicyRejected, Message: "the tenant policy cannot be read, so nothing is rendered: " + err.Error(), Kind: pipeline.FailureRetryable}
 	}
 	if ds := render.CheckPolicy(in, out, cfg.For(namespace)); len(ds) > 0 {
-		return &failure{reason: v1alpha1.ReasonPolicyRejected, message: diagMessage(ds), diags: ds}
+		return &pipeline.Failure{Reason: v1alpha1.ReasonPolicyRejected, Message: diagMessage(ds), Err: ds}
 	}
 	return nil
 }
@@ -381,21 +371,21 @@ func truncate(s string) string {
 }
 
 // fail publishes Failed for the SYNTH stage.
-func (s *Service) fail(ctx context.Context, log *slog.Logger, cause *lavav1.Envelope, generation int64, attempt int32, f *failure, red *engine.Redactor) error {
-	msg := red.Redact(f.message)
+func (s *Service) fail(ctx context.Context, log *slog.Logger, cause *lavav1.Envelope, generation int64, attempt int32, f *pipeline.Failure, red *engine.Redactor) error {
+	msg := red.Redact(f.Message)
 	ev := &lavav1.Failed{
 		Envelope:  s.envelope(cause, generation, "lava.v1.Failed"),
 		Stage:     lavav1.Stage_STAGE_SYNTH,
-		Reason:    f.reason,
+		Reason:    f.Reason,
 		Message:   msg,
-		Retryable: f.retryable,
+		Retryable: f.Retryable(),
 		Attempt:   attempt,
 	}
 	if _, err := s.pub.PublishEvent(ctx, ev); err != nil {
 		return err
 	}
 	s.metrics.results.WithLabelValues("failed").Inc()
-	log.Info("synthesis failed", "reason", f.reason, "message", msg, "retryable", f.retryable)
+	log.Info("synthesis failed", "reason", f.Reason, "message", msg, "retryable", f.Retryable())
 	return nil
 }
 
