@@ -170,7 +170,8 @@ spec:
 
 // TestUp_fileWriteRoots: under a policy whose fileWriteRoots holds the test's directory, the
 // same kind of write applies through both engines (local_file with embedded and with tofu),
-// and a path one level outside the root is still refused.
+// and a path one level outside the root is still refused; a policy whose root holds the state
+// directory stops lava up at start.
 func TestUp_fileWriteRoots(t *testing.T) {
 	out := t.TempDir()
 	manifests := t.TempDir()
@@ -227,6 +228,16 @@ spec:
 	}
 	if _, err := os.Stat(out + "-sibling.txt"); !os.IsNotExist(err) {
 		t.Errorf("the write outside the root happened (%v)", err)
+	}
+	// A root that holds the state directory (its keys and seeds) is refused at start
+	// (docs/design/0022-file-access-from-schemas.md).
+	wide := t.TempDir()
+	if err := os.WriteFile(pol, []byte("cluster: {fileWriteRoots: ["+wide+"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runLava(t, "", "up", "--once", "-f", manifests, "--state-dir", filepath.Join(wide, "state"), "--policy", pol)
+	if code == 0 || !strings.Contains(stderr, "cluster.fileWriteRoots: "+wide+" overlaps "+filepath.Join(wide, "state")) {
+		t.Errorf("lava up with a root over its state directory: exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -314,9 +314,7 @@ func (c *fileCheck) block(provider, key, what, prefix string, b *FileBlock, body
 	for _, d := range jsonObjects(body["dynamic"]) {
 		for name, raw := range d {
 			for _, db := range jsonObjects(raw) {
-				for _, content := range jsonObjects(db["content"]) {
-					dynamic[name] = append(dynamic[name], content)
-				}
+				dynamic[name] = append(dynamic[name], jsonObjects(db["content"])...)
 			}
 		}
 	}

@@ -15,26 +15,32 @@
 // # Validation
 //
 // [Validate] checks a document as the API server does on create, from the CRD that
-// controller-gen generated (config/crd, embedded): metadata with
-// k8s.io/apimachinery's ValidateObjectMeta (a DNS-1123 subdomain name, a DNS-1123 label
-// namespace, labels and annotations); then, on a copy with the schema's defaults applied
-// (structural defaulting), the openAPIV3Schema (k8s.io/apiextensions-apiserver's schema
-// validator: types, enums, patterns, lengths, required fields), the list-type invariants, and,
-// unless one of those errors blocks them as it blocks the API server (an unsupported or
-// missing value, a value too long, too many items, a wrong type), the CEL rules
-// (x-kubernetes-validations, with the API server's cost limits). There is no hand-written copy
-// of the CRD's rules: a marker changed in api/v1alpha1 and regenerated into config/crd changes
-// what lava up and lava validate accept. The decoded object itself is not defaulted: what the
-// file does not set stays empty, and the services read empty as the CRD's default.
+// controller-gen generated (config/crd, embedded; no hand-written copy of its rules, so a marker
+// changed in api/v1alpha1 and regenerated changes what lava up and lava validate accept):
+// metadata with k8s.io/apimachinery's ValidateObjectMeta (a DNS-1123 subdomain name, a DNS-1123
+// label namespace, labels, annotations, finalizers); then, on a copy with the schema's defaults
+// applied (structural defaulting), k8s.io/apiextensions-apiserver's openAPIV3Schema validator
+// (types, enums, patterns, lengths, required fields, item counts), the list-type invariants and,
+// unless one of those errors blocks them as it blocks the API server (a missing or unsupported
+// value, a value too long, too many items, a wrong type), the CEL rules
+// (x-kubernetes-validations) with the API server's cost limits.
+//
+// What is validated is the object as decoded into its Go type (its JSON encoding), the object
+// lava up runs and the services read: a YAML 1.1 "yes" in a boolean field or an unquoted number
+// in a string field reads as the Go type decoded it, and an empty optional string is unset. The
+// object itself is not defaulted: what the file does not set stays empty, and the services read
+// empty as the CRD's default.
 //
 // # Errors and positions
 //
 // Every problem is a [PosError] at the YAML node it is about ([FieldNode]: the key of the
 // deepest field of the error's path that exists in the file), formatted by [FileError] as
 // "file:line:col: message". A field error reads "path: message", the API server's field path
-// and message, worded for a terminal (wording.go: "spec.engine: unsupported value "x": want
-// embedded, tofu or terraform", "metadata.name: required"); the CEL rules' messages are the
-// CRD's own, with the path said once. Problems come in document order.
+// and message worded for a terminal (wording.go: "metadata.name: required", "spec.engine:
+// unsupported value "x": want embedded, tofu or terraform", `spec.approvePlan: "x y" must match
+// PATTERN`); a CEL rule's message is the CRD's own with the path said once, and four of them say
+// more from the object (how many source kinds are set, which way spec.path and spec.sourceRef
+// disagree, the driftInterval given). A document's problems come in document order.
 //
 // # Inline sources
 //

@@ -73,12 +73,13 @@ var schema = sync.OnceValues(func() (*crdSchema, error) {
 
 // Validate checks a LavaArchitecture as the API server does when it is created: obj's metadata
 // (ValidateObjectMeta: name a DNS-1123 subdomain, namespace a DNS-1123 label, labels,
-// annotations; a name is required, generateName does not stand in for it), then content, the
-// document as JSON values, against the CRD's openAPIV3Schema with its defaults applied (on a
-// copy), its list-type invariants and, when none of those errors blocks them, its CEL rules.
-// content's status is not validated (the status subresource ignores it on create) and its
-// metadata.namespace is obj's. The result is nil when obj passes; otherwise each error's
-// Message is worded as wording.go says.
+// annotations; a name is required, generateName does not stand in for it), then content (obj as
+// JSON values, integers as int64) against the CRD's openAPIV3Schema with its defaults applied
+// (on a copy), its list-type invariants and, when none of those errors blocks them, its CEL
+// rules. content's status is not validated (the status subresource ignores it on create) and
+// its metadata.namespace is obj's. The result is nil when obj passes; otherwise the errors in
+// the order the checks found them, each worded as wording.go says. An embedded CRD that does
+// not build is one error without a path.
 func Validate(obj *v1alpha1.LavaArchitecture, content map[string]any) []FieldError {
 	s, err := schema()
 	if err != nil {

@@ -1,19 +1,28 @@
-// Package up is `lava up`, the embedded default: an in-process NATS JetStream server with its
-// file store under a state directory, the JetStream topology, and every Lava service (synth,
-// applier, drift, viggy, anomaly, attest) in one process, built from the same internal
-// packages as the service binaries.
+// Package up is `lava up`, the embedded default: the composition root that runs an in-process
+// NATS JetStream server with its file store under a state directory, the JetStream topology,
+// and every Lava service (synth, applier, drift, viggy, anomaly, attest) in one process, built
+// from the same internal packages as the service binaries, and the terminal UI.
+//
+// [Run] is a sequence of named steps (steps.go): prepare and lock the state directory, create
+// the keys, start the bus, start the services, start the source, drive the display, finish.
+// Each service runs through its own Run with the defaults of its own flag set (its Flags
+// registered on a fresh flag set, nothing parsed), overridden only where lava up must: the bus
+// identity and logs, the keys and the RPCs on loopback, the holder, the engines' directories
+// and the tenant policy, the cluster.
 //
 // Without a kubeconfig a file source plays the watcher's role ([Source]): LavaArchitecture
-// manifests are read from files and directories, re-read on change, and each resource is kept
-// as an object file under <state-dir>/status/<namespace>/<name>.yaml (a name too long for a
-// file name is cut and given a hash: statusFileName) (metadata with a random
-// uid per incarnation and a generation bumped on every spec change, the spec, and the status
-// folded from the phase events by the watcher's own [watcher.Core] over the file store, which
-// writes every fold at once). A removed
-// document is a deletion: DeletionRequested, then the object file goes after Destroyed. With a
-// kubeconfig the watcher itself runs against that cluster instead. A resource that failed
-// because a provider or an engine was missing gets one new pass when a later run has a
-// different provider mirror or engines ([AnnotationRetryEnvironment]).
+// manifests are read from files and directories by internal/manifest (decoded with positions
+// and checked against the CRD as the API server checks them), re-read on change, and each
+// resource is kept as an object file under <state-dir>/status/<namespace>/<name>.yaml (a name
+// too long for a file name is cut and given a hash: statusFileName) (metadata with a random uid
+// per incarnation and a generation bumped on every spec change, the spec, and the status). The
+// source hands each object to the watcher's own [watcher.Observe], which publishes
+// ResourceObserved and, for a removed document, DeletionRequested (the object file goes after
+// Destroyed); the watcher's own [watcher.Core] folds the phase events into status over the file
+// store, which writes every fold at once. With a kubeconfig the watcher itself runs against
+// that cluster instead. A resource that failed because a provider or an engine was missing gets
+// one new pass when a later run has a different provider mirror or engines
+// ([AnnotationRetryEnvironment]).
 //
 // The terminal shows a table of resource, phase, engine, resources and last change, and a
 // progress line while an engine works: redrawn in place when stdout is a terminal, one line

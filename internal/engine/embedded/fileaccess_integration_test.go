@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/enginetest"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // TestEngine_fileAccessAttacks runs the file-access attacks on the embedded engine, with the
 // real example/testkit 0.4.0 (docs/security.md, "Engines"; the tofu engine's
-// test runs the same documents, tofutest.FileAttacks): a testkit_legacy_file writing outside
+// test runs the same documents, enginetest.FileAttacks): a testkit_legacy_file writing outside
 // the policy's root, an import whose id names a NATS seed of a `lava up` state directory
 // (ignore_changes and an output: the seed's content would be read into the object's outputs),
 // and imports of signing.key and rpc.token whose plan replaces them (an unchecked apply deletes
@@ -24,7 +25,7 @@ import (
 func TestEngine_fileAccessAttacks(t *testing.T) {
 	e := newEnv(t)
 	mirror := tofutest.TestkitMirror(t, e.tools)
-	atk := tofutest.NewFileAttacks(t, mirror)
+	atk := enginetest.NewFileAttacks(t, mirror)
 	e.eng = New(Options{Store: e.store, Artifacts: e.art, ProviderDir: mirror, Logger: e.eng.opts.Logger, FileAccess: atk.FileAccess})
 	t.Cleanup(func() { _ = e.eng.Close() })
 	atk.Run(t, func(key state.Key, doc string) error {

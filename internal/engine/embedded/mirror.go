@@ -79,15 +79,6 @@ func (m Mirror) Find(addr ProviderAddr, constraint string) (path, found string, 
 	return m.find(addr, constraint, hosts)
 }
 
-// findHost is [Mirror.Find] under addr's own host only (the installer's cache, whose
-// directories are exactly the addresses installed).
-func (m Mirror) findHost(addr ProviderAddr, constraint string) (path, found string, err error) {
-	if _, err := ParseProviderSource(addr.String()); err != nil {
-		return "", "", fmt.Errorf("%w: %w", err, ErrProviderNotFound)
-	}
-	return m.find(addr, constraint, []string{addr.Host})
-}
-
 func (m Mirror) find(addr ProviderAddr, constraint string, hosts []string) (path, found string, err error) {
 	want, err := providers.ParseConstraint(constraint)
 	if err != nil {

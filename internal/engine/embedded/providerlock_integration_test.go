@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/enginetest"
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
@@ -149,7 +150,7 @@ func TestEngine_plantedProvider(t *testing.T) {
 	if _, err := e.planApply(doc); err != nil {
 		t.Fatalf("first object: %v", err)
 	}
-	marker := tofutest.PlantProvider(t, mirror)
+	marker := enginetest.PlantProvider(t, mirror)
 	starts := e.eng.Pool().Starts()
 	e.key = state.Key{Namespace: "tenant-b", Name: "other"}
 	other := jsonDoc(t, map[string]any{"provider": map[string]any{"testkit": map[string]any{}},

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/enginetest"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // TestEngine_fileAccessAttacks runs the file-access attacks on the tofu engine, with real
 // OpenTofu and example/testkit 0.4.0 (docs/security.md, "Engines"; the embedded
-// engine's test runs the same documents, tofutest.FileAttacks): a testkit_legacy_file writing
+// engine's test runs the same documents, enginetest.FileAttacks): a testkit_legacy_file writing
 // outside the policy's root, an import whose id names a NATS seed of a `lava up` state
 // directory with ignore_changes and an output (unchecked, it reads the seed or attest's signing
 // key into the object's status.outputs), and imports of signing.key and
@@ -25,7 +26,7 @@ import (
 func TestEngine_fileAccessAttacks(t *testing.T) {
 	tools := tofutest.Tofu(t)
 	mirror := tofutest.TestkitMirror(t, tools)
-	atk := tofutest.NewFileAttacks(t, mirror)
+	atk := enginetest.NewFileAttacks(t, mirror)
 	h := newHarness(t, harnessOpts{mirror: mirror, files: atk.FileAccess})
 	atk.Run(t, func(key state.Key, doc string) error {
 		h.key = key

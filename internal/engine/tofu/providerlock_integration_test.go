@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/enginetest"
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/engine/tofu"
@@ -106,9 +107,13 @@ func TestEngine_plantedProvider(t *testing.T) {
 	}
 	h.apply(h.plan(doc("k.txt")))
 	fresh := h.replica() // started before the plant, no init template yet
-	marker := tofutest.PlantProvider(t, mirror)
+	marker := enginetest.PlantProvider(t, mirror)
 	h.key = state.Key{Namespace: "tenant-b", Name: "other"}
-	for name, eng := range map[string]*tofu.Engine{"with an init template": h.eng, "a replica that runs init": fresh} {
+	for _, r := range []struct {
+		name string
+		eng  *tofu.Engine
+	}{{"a replica that runs init", fresh}, {"a replica with an init template", h.eng}} {
+		name, eng := r.name, r.eng
 		_, err := eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(doc("other.txt"))})
 		if !errors.Is(err, engine.ErrProviderChecksumMismatch) || !strings.Contains(err.Error(), "example/testkit") {
 			t.Errorf("%s: plan with a planted provider: %v, want ErrProviderChecksumMismatch naming example/testkit", name, err)

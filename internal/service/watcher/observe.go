@@ -214,12 +214,9 @@ func envelope(obj *v1alpha1.LavaArchitecture, id, trigger string, at time.Time) 
 // lastEventID is the Nats-Msg-Id (event id) of the last message stored on subject in
 // resources (LAVA_RESOURCES), or "" when there is none.
 func lastEventID(ctx context.Context, resources jetstream.Stream, subject string) (string, error) {
-	m, err := resources.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("watcher: last message on %s: %w", subject, err)
+	m, err := bus.LastMsg(ctx, resources, subject)
+	if err != nil || m == nil {
+		return "", err
 	}
 	return m.Header.Get(jetstream.MsgIDHeader), nil
 }

@@ -1,4 +1,4 @@
-package tofutest
+package enginetest
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/lang/policy"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // FileAttacks are file-access attacks on an engine through the test
@@ -61,7 +62,7 @@ type FileAttack struct {
 	Creates   []string
 }
 
-// Attacks are the documents: testkit_legacy_file (once missing from the policy's table)
+// Attacks are the documents: testkit_legacy_file (a type no table of known types listed)
 // writing outside the root; imports whose id names the seed, with ignore_changes and an output
 // that would read its content into the object's outputs, and without, which plans a replace
 // that deletes the imported file (signing.key, then rpc.token).
@@ -119,11 +120,11 @@ func (a *FileAttacks) Run(t testing.TB, attack func(key state.Key, doc string) e
 // directory of mirror (the name FindExecutable and OpenTofu pick before the real
 // terraform-provider-testkit_vVERSION), which writes a marker file when it runs, and returns
 // the marker's path. mirror's package directory must be a directory of the test's own (a
-// merged mirror: [TestkitMirror]).
+// merged mirror: tofutest.TestkitMirror).
 func PlantProvider(t testing.TB, mirror string) string {
 	t.Helper()
 	marker := filepath.Join(t.TempDir(), "planted-ran")
-	dir := filepath.Join(mirror, "registry.opentofu.org", "example", "testkit", TestkitVersion, runtime.GOOS+"_"+runtime.GOARCH)
+	dir := filepath.Join(mirror, "registry.opentofu.org", "example", "testkit", tofutest.TestkitVersion, runtime.GOOS+"_"+runtime.GOARCH)
 	script := fmt.Sprintf("#!/bin/sh\necho ran > %q\nexit 1\n", marker)
 	if err := os.WriteFile(filepath.Join(dir, "terraform-provider-testkit"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
