@@ -17,7 +17,8 @@ import (
 // applier and drift containers run as non-root on a read-only root filesystem even when the
 // values' securityContext says otherwise, the provider mirror is read-only (a read-only volume,
 // or the image's directory on the read-only root), the installer's provider cache is its own
-// emptyDir volume apart from the work directory, no writable mount holds the mirror, and the
+// emptyDir volume apart from the work directory, no writable mount holds the mirror, both read
+// the tenant policy synth reads (its ConfigMap, read-only, as LAVA_POLICY_FILE), and the
 // default tenant policy lets no resource write a file (fileWriteRoots empty).
 func TestEngineFilesystem(t *testing.T) {
 	for _, tc := range []struct {
@@ -81,6 +82,18 @@ func checkEnginePod(t *testing.T, name string, pod corev1.PodSpec, volume bool, 
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Volumes {
 		volumes[v.Name] = v
+	}
+	// The engines hold provider file paths to synth's policy document: the same ConfigMap,
+	// read-only (docs/design/0022-file-access-from-schemas.md).
+	policyMounted := false
+	for _, m := range c.VolumeMounts {
+		if v := volumes[m.Name]; v.ConfigMap != nil && v.ConfigMap.Name == "lava-policy" && m.ReadOnly &&
+			env["LAVA_POLICY_FILE"] == path.Join(m.MountPath, "policy.yaml") {
+			policyMounted = true
+		}
+	}
+	if !policyMounted {
+		t.Errorf("%s: LAVA_POLICY_FILE %q is not the lava-policy ConfigMap mounted read-only", name, env["LAVA_POLICY_FILE"])
 	}
 	var mirrorMount, cacheMount *corev1.VolumeMount
 	for i, m := range c.VolumeMounts {

@@ -35,6 +35,7 @@ func TestClassify(t *testing.T) {
 		{"stale", lavav1.Stage_STAGE_APPLY, &engine.PlanStaleError{PlanID: "p"}, v1alpha1.ReasonPlanStale, true},
 		{"locked", lavav1.Stage_STAGE_PLAN, &state.LockedError{Lock: state.Lock{Holder: "x"}}, v1alpha1.ReasonLocked, true},
 		{"create interrupted", lavav1.Stage_STAGE_PLAN, &engine.CreateInterruptedError{Key: "ns/a", Addresses: []string{"x.y"}}, v1alpha1.ReasonCreateInterrupted, false},
+		{"file access", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan", Err: &engine.FileAccessError{Violations: []string{"resource testkit_legacy_file.w attribute filename: the path \"/etc/x\" is outside the allowed directories"}}}, v1alpha1.ReasonPolicyRejected, false},
 		{"plan", lavav1.Stage_STAGE_PLAN, errors.New("boom"), v1alpha1.ReasonPlanFailed, true},
 		{"evaluation limit", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan", Err: fmt.Errorf("output o: %w", engine.ErrEvaluationLimit)}, v1alpha1.ReasonPlanFailed, false},
 		{"apply", lavav1.Stage_STAGE_APPLY, &engine.StepError{Step: "apply", Err: errors.New("boom"), Tail: "tail"}, v1alpha1.ReasonApplyFailed, true},
