@@ -488,9 +488,11 @@ func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 		args = append(args, "--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--connect-addr", p.ConnectAddr,
 			"--policy-file", filepath.Join(e.Dir, "policy.yaml"))
 	case Applier:
-		args = append(args, "--holder", "applier-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work())
+		args = append(args, "--holder", "applier-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work(),
+			"--policy-file", filepath.Join(e.Dir, "policy.yaml"))
 	case Drift:
-		args = append(args, "--holder", "drift-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work())
+		args = append(args, "--holder", "drift-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work(),
+			"--policy-file", filepath.Join(e.Dir, "policy.yaml"))
 	case Attest:
 		p.ConnectAddr = e.addr(tb)
 		args = append(args, "--signing-key-file", filepath.Join(e.Dir, "attest-signing.key"), "--connect-addr", p.ConnectAddr)
