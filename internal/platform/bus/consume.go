@@ -610,7 +610,7 @@ func (c *consumer) handle(ctx context.Context, m jetstream.Msg) {
 // HandlerGrace after its context ended; abandoned reports a run it stopped waiting for (the
 // error then says so).
 func (c *consumer) run(ctx context.Context, msg *Message) (abandoned bool, err error) {
-	hctx, cancel := context.WithTimeout(ctx, c.opts.HandlerTimeout)
+	hctx, cancel := CancelAfter(ctx, c.opts.HandlerTimeout)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- c.call(hctx, msg) }()
@@ -625,7 +625,7 @@ func (c *consumer) run(ctx context.Context, msg *Message) (abandoned bool, err e
 	case err := <-done:
 		return false, err
 	case <-grace.C:
-		return true, fmt.Errorf("bus: the handler did not return within %v of its context's end (%w); abandoned", c.opts.HandlerGrace, hctx.Err())
+		return true, fmt.Errorf("bus: the handler did not return within %v of its context's end (%w); abandoned", c.opts.HandlerGrace, context.Cause(hctx))
 	}
 }
 

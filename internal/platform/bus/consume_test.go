@@ -615,3 +615,48 @@ func TestConsume_wedgedHandlerIsTerminatedOthersFlow(t *testing.T) {
 		t.Errorf("Consume took %v to return with a wedged handler; want about the drain timeout and the grace", took)
 	}
 }
+
+// A JetStream request made by a handler whose reply is lost (sent just before a server
+// restart, say) fails at the jetstream package's DefaultTimeout and the handler returns, rather
+// than waiting for all of HandlerTimeout: the handler's context carries no deadline, which
+// would replace that default (nats.go jetstream applies it only to a context without one).
+// The lost reply is real: the requests go to an API prefix a core subscriber swallows.
+func TestConsume_lostJetStreamReplyDoesNotHoldTheHandler(t *testing.T) {
+	t.Parallel()
+	srv, js := startBus(t, testTopology)
+	ctx := t.Context()
+	nc := srv.Conn()
+	sink, err := nc.Subscribe("blackhole.API.>", func(*nats.Msg) {}) // never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sink.Unsubscribe() })
+	lost, err := jetstream.NewWithAPIPrefix(nc, "blackhole.API", jetstream.WithDefaultTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan error, 4)
+	stop := runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
+		o.HandlerTimeout = time.Hour
+	}), func(hctx context.Context, _ *bus.Message) error {
+		if d, ok := hctx.Deadline(); ok {
+			results <- fmt.Errorf("the handler's context has a deadline (%v)", d)
+			return nil
+		}
+		_, err := lost.AccountInfo(hctx)
+		results <- err
+		return nil
+	})
+	defer stop()
+	if _, err := bus.NewPublisher(js).PublishEvent(ctx, synthesized("infra", "lost-reply", 1, genTrigger(1))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-results:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the request with a lost reply: got %v, want the jetstream default timeout", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a request whose reply was lost held the handler past the jetstream default timeout")
+	}
+}

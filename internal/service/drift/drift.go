@@ -447,7 +447,7 @@ func (s *Service) scanKey(ctx context.Context, key string) {
 // publishes DriftScanned. The lease rides in the context to [Service.Scan], which names the
 // state locks it takes after it.
 func (s *Service) scanClaimed(ctx context.Context, e *Entry) (*lavav1.DriftScanned, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ScanTimeout)
+	ctx, cancel := bus.CancelAfter(ctx, s.cfg.ScanTimeout)
 	defer cancel()
 	if s.cfg.Leases == nil {
 		return s.Scan(ctx, e)
