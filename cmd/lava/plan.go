@@ -44,7 +44,7 @@ func newPlanShowCmd() *cobra.Command {
 		Use:   "show NAMESPACE/NAME",
 		Short: "Print the plan awaiting approval as `tofu show` does: actions and attribute diffs, sensitive values masked",
 		Long: `Show prints the plan NAMESPACE/NAME holds for approval (spec.approvePlan: manual or a plan
-id): its id, engine and the state it was planned against, then per resource address the action
+id, or under any policy a plan against a lost or regressed state): its id, engine and the state it was planned against, then per resource address the action
 and the attribute changes, as ` + "`tofu show`" + ` prints a saved plan. Values the plan marks
 sensitive and values of the Secrets the object binds are never in the body ("(sensitive
 value)"). With --json it prints the body itself: the JSON plan format of ` + "`tofu show -json`" + `

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -56,11 +57,11 @@ func (f *stateFlags) run(cmd *cobra.Command, arg string, fn func(ctx context.Con
 func newStateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Inspect a LavaArchitecture's Terraform state record, force its lock off, settle interrupted creates",
+		Short: "Inspect a LavaArchitecture's Terraform state record, force its lock off, settle interrupted creates, restore a lost state",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd(), newStateAdoptCmd(), newStateForgetIntentCmd())
+	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd(), newStateAdoptCmd(), newStateRestoreCmd(), newStateForgetIntentCmd())
 	return cmd
 }
 
@@ -69,6 +70,8 @@ type stateView struct {
 	Resource string          `json:"resource"`
 	State    *state.Record   `json:"state"`
 	Applier  *applierSummary `json:"applier,omitempty"`
+	// Replaced is the record `lava state restore` last replaced, when one did.
+	Replaced *state.Forgotten `json:"replaced,omitempty"`
 }
 
 // maskedIdentity replaces the identity of an intent that holds a sensitive value.
@@ -109,6 +112,14 @@ func newStateShowCmd() *cobra.Command {
 					return err
 				default:
 					view.State = maskIdentities(rec)
+				}
+				switch rep, err := store.Replaced(ctx, key); {
+				case errors.Is(err, state.ErrNotFound):
+				case err != nil:
+					return err
+				default:
+					rep.Record = *maskIdentities(rep.Record)
+					view.Replaced = &rep
 				}
 				ar, err := readmodel.Load(ctx, js, key.Namespace, key.Name)
 				if err != nil {
@@ -203,6 +214,111 @@ object that orphaned the state.`,
 	}
 	f.register(cmd)
 	return cmd
+}
+
+func newStateRestoreCmd() *cobra.Command {
+	var f stateFlags
+	var digest string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "restore NAMESPACE/NAME",
+		Short: "Put back the state the last apply left, after the state was lost or regressed out of band",
+		Long: `Restore makes the state body the last apply of NAMESPACE/NAME left (its digest is in the applier's
+record: ` + "`lava state show`" + `, lastApplied.stateDigest) the object's current state again: the way back
+when the state record was deleted, or replaced by another lineage or an older serial, and the
+object holds a plan against that state for approval (condition StateRegressed, anomaly
+state_regressed). With --digest it restores another body of the artifact store instead (one
+from the bucket's history, ` + "`nats kv history lava-state state.NS.NAME`" + `, or the record an
+earlier restore replaced, ` + "`lava state show`" + ` "replaced").
+
+A current state of another body is not lost: its record is kept under "replaced" and its body
+in the artifact store. Restore refuses a locked state (an operation is running), and a current
+state of the same lineage at a later serial than the one restored (a later Lava operation wrote
+it; --force restores anyway). Then request a reconcile (the
+lava.pleme.io/reconcile-requested-at annotation): the next plan is made against the restored
+state and follows spec.approvePlan as usual. It prints what it restored and what it replaced.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if digest != "" && !bus.ValidDigest(digest) {
+				return invalidInput(fmt.Errorf("--digest %q: want 64 lowercase hex digits", digest))
+			}
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, js jetstream.JetStream, store *state.Store) error {
+				if digest == "" {
+					ar, err := readmodel.Load(ctx, js, key.Namespace, key.Name)
+					if err != nil {
+						return err
+					}
+					switch {
+					case ar.Last == nil:
+						return invalidInput(fmt.Errorf("%s has no apply recorded: there is no state of its own to restore; give one with --digest", key))
+					case ar.Last.StateDigest == "":
+						return invalidInput(fmt.Errorf("the last apply of %s (plan %s) was recorded without its state body's digest; find the body of serial %d of lineage %s in the history of lava-state (nats kv history lava-state %s) and give its digest with --digest",
+							key, ar.Last.PlanID, ar.Last.StateSerial, ar.Last.StateLineage, "state."+bus.ResourceKey(key.Namespace, key.Name)))
+					}
+					digest = ar.Last.StateDigest
+				}
+				cur, err := store.Get(ctx, key)
+				if err != nil && !errors.Is(err, state.ErrNotFound) {
+					return err
+				}
+				if cur.HasState() && cur.Digest != digest && !force {
+					h, err := restoredHeader(ctx, js, digest)
+					if err != nil {
+						return err
+					}
+					if h.Lineage == cur.Lineage && cur.Serial > h.Serial {
+						return invalidInput(fmt.Errorf("%s holds serial %d of lineage %s, later than the serial %d to restore: a later operation wrote it, so it has not regressed; --force restores anyway",
+							key, cur.Serial, cur.Lineage, h.Serial))
+					}
+				}
+				rec, replaced, err := store.Restore(ctx, key, digest)
+				if errors.Is(err, state.ErrLocked) {
+					return invalidInput(fmt.Errorf("%w: an operation is running on it; restore after it ends (lava state show NS/NAME names the lock)", err))
+				}
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if cur.Digest == digest {
+					_, err = fmt.Fprintf(out, "%s already holds that state (serial %d of lineage %s)\n", key, rec.Serial, rec.Lineage)
+					return err
+				}
+				if _, err := fmt.Fprintf(out, "restored %s to serial %d of lineage %s (body %s)\n", key, rec.Serial, rec.Lineage, rec.Digest); err != nil {
+					return err
+				}
+				if replaced != nil {
+					if _, err := fmt.Fprintf(out, "replaced serial %d of lineage %s (body %s), kept as %s's replaced record (lava state show)\n",
+						replaced.Serial, replaced.Lineage, replaced.Digest, key); err != nil {
+						return err
+					}
+				}
+				_, err = fmt.Fprintf(out, "request a reconcile of %s to plan against the restored state\n", key)
+				return err
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&digest, "digest", "", "the artifact digest of the state body to restore (default: the one the last apply left)")
+	cmd.Flags().BoolVar(&force, "force", false, "restore even over a later serial of the same lineage")
+	return cmd
+}
+
+// restoredHeader reads the serial and lineage of the state body stored under digest.
+func restoredHeader(ctx context.Context, js jetstream.JetStream, digest string) (state.Header, error) {
+	art, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		return state.Header{}, err
+	}
+	rc, err := art.Get(ctx, digest)
+	if err != nil {
+		return state.Header{}, fmt.Errorf("state body %s: %w", digest, err)
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(io.LimitReader(rc, state.DefaultMaxStateBytes+1))
+	if err != nil {
+		return state.Header{}, fmt.Errorf("state body %s: %w", digest, err)
+	}
+	return state.ParseHeader(body)
 }
 
 func newStateForgetIntentCmd() *cobra.Command {

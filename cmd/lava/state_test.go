@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 func TestStateCmd(t *testing.T) {
@@ -104,5 +106,122 @@ func TestStateCmd(t *testing.T) {
 	}
 	if _, out, _ := lava("state", "show", "infra/prod-vpc"); strings.Contains(out, `"lock"`) {
 		t.Fatalf("show after unlock still prints a lock: %s", out)
+	}
+}
+
+// TestStateRestoreCmd: `lava state restore` puts back the state body the last apply left after
+// the state record was deleted, replaced by another lineage or rolled back, keeping what it
+// replaced (shown by `lava state show` as "replaced"); it refuses a state a later operation
+// wrote (same lineage, later serial) unless forced, a locked state, and an object whose record
+// names no body.
+func TestStateRestoreCmd(t *testing.T) {
+	srv := natstest.RunJetStream(t)
+	js := srv.JetStream()
+	ctx := t.Context()
+	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, bus.BucketState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := bus.NewArtifacts(ctx, js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := state.NewStore(kv, art, state.Options{})
+	lava := func(args ...string) (int, string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append(args, "--nats-url", srv.URL()), strings.NewReader(""), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	expect := func(what string, wantCode int, wantOut, wantErr string, args ...string) {
+		t.Helper()
+		code, out, errOut := lava(args...)
+		if code != wantCode || !strings.Contains(out, wantOut) || !strings.Contains(errOut, wantErr) {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q; want exit %d, stdout containing %q, stderr containing %q",
+				what, code, out, errOut, wantCode, wantOut, wantErr)
+		}
+	}
+	body := func(lineage string, serial int) []byte {
+		return fmt.Appendf(nil, `{"version":4,"serial":%d,"lineage":%q,"resources":[]}`, serial, lineage)
+	}
+	key := state.Key{Namespace: "infra", Name: "lost"}
+	stateKey := "state." + bus.ResourceKey(key.Namespace, key.Name)
+	applied, err := store.Put(ctx, key, body("L", 3), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(last *readmodel.LastApplied) {
+		t.Helper()
+		b, err := json.Marshal(readmodel.Record{UID: "uid-lost", Last: last})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Put(ctx, readmodel.RecordKey(key.Namespace, key.Name), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digestOf := func() string {
+		t.Helper()
+		rec, err := store.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec.Digest
+	}
+
+	expect("no apply recorded", exitInvalid, "", "infra/lost has no apply recorded", "state", "restore", "infra/lost")
+	record(&readmodel.LastApplied{PlanID: "p1", StateSerial: 3, StateLineage: "L"})
+	expect("no body digest recorded", exitInvalid, "", "give its digest with --digest", "state", "restore", "infra/lost")
+	expect("a bad digest", exitInvalid, "", "want 64 lowercase hex digits", "state", "restore", "infra/lost", "--digest", "xyz")
+	record(&readmodel.LastApplied{PlanID: "p1", StateSerial: 3, StateLineage: "L", StateDigest: applied.Digest})
+
+	// The record deleted out of band (`nats kv del`).
+	if err := kv.Delete(ctx, stateKey); err != nil {
+		t.Fatal(err)
+	}
+	expect("restore a deleted state", exitOK, "restored infra/lost to serial 3 of lineage L (body "+applied.Digest+")", "",
+		"state", "restore", "infra/lost")
+	if digestOf() != applied.Digest {
+		t.Fatal("the deleted state was not restored")
+	}
+	expect("restore again", exitOK, "infra/lost already holds that state (serial 3 of lineage L)", "", "state", "restore", "infra/lost")
+
+	// Another lineage put in its place.
+	if err := kv.Delete(ctx, stateKey); err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.Put(ctx, key, body("L2", 9), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("restore over another lineage", exitOK, "replaced serial 9 of lineage L2 (body "+other.Digest+")", "", "state", "restore", "infra/lost")
+	expect("show the replaced record", exitOK, `"replaced": {`, "", "state", "show", "infra/lost")
+	if rep, err := store.Replaced(ctx, key); err != nil || rep.Record.Digest != other.Digest {
+		t.Fatalf("replaced record %+v %v, want the L2 state's", rep, err)
+	}
+
+	// A later serial of the same lineage is a later operation's work: not restored unless forced.
+	later, err := store.Put(ctx, key, body("L", 5), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("a later serial", exitInvalid, "", "infra/lost holds serial 5 of lineage L, later than the serial 3 to restore", "state", "restore", "infra/lost")
+	if digestOf() != later.Digest {
+		t.Fatal("a refused restore changed the state")
+	}
+	// A locked state: an operation is running.
+	if _, err := store.Lock(ctx, key, state.Lock{ID: "l1", Holder: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	expect("a locked state", exitInvalid, "", `is locked by "someone"`, "state", "restore", "infra/lost", "--force")
+	if err := store.Unlock(ctx, key, "l1", false); err != nil {
+		t.Fatal(err)
+	}
+	expect("a later serial, forced", exitOK, "replaced serial 5 of lineage L", "", "state", "restore", "infra/lost", "--force")
+	if digestOf() != applied.Digest {
+		t.Fatal("the forced restore did not restore the last applied state")
 	}
 }

@@ -11,14 +11,16 @@ import (
 
 // ExtensionStateRegressed is the extension kind of the Custom anomaly reporting a state that
 // regressed since the last apply (lowercase snake case, the subject token:
-// lava.anomaly.critical.state_regressed).
+// lava.anomaly.critical.state_regressed, bus.StateRegressedAnomalySubject, which the
+// applier's bus identity may publish).
 const ExtensionStateRegressed = "state_regressed"
 
 // StateRegressedAnomaly is the AnomalyDetected service publishes when it planned against a
-// state that regressed since the apply of plan lastApplied: kind Custom, extension kind
-// [ExtensionStateRegressed], severity critical (infrastructure may exist that no state
-// records); source the cause's resource; message what regressed (sanitized); metadata
-// plan_id and last_applied_plan_id. The fingerprint's discriminator and the event id's
+// state that is gone or regressed since the apply of plan lastApplied (docs/design/0025): kind
+// Custom, extension kind [ExtensionStateRegressed], severity critical (infrastructure may
+// exist that no state records); source the cause's resource; message what regressed and that
+// the plan against it needs its own approval (sanitized); metadata plan_id and
+// last_applied_plan_id. The fingerprint's discriminator and the event id's
 // trigger ("state_regressed:<plan id>") are the new plan id, so a redelivery reports it once.
 func StateRegressedAnomaly(cause *lavav1.Envelope, service, planID, lastApplied, regressed string, now time.Time) *lavav1.AnomalyDetected {
 	r := cause.GetResource()
@@ -26,7 +28,8 @@ func StateRegressedAnomaly(cause *lavav1.Envelope, service, planID, lastApplied,
 	const kind, sev = lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM, lavav1.Severity_SEVERITY_CRITICAL
 	an := &lavav1.AnomalyDetected{
 		Kind: kind, ExtensionKind: ExtensionStateRegressed, Severity: sev, Source: res,
-		Message:     Sanitize("state regressed: " + regressed + "; the plan against it has its own id " + planID),
+		Message: Sanitize("state regressed: " + regressed + "; the plan against it has its own id " + planID +
+			" and is applied only when approved by that id (spec.approvePlan: " + planID + "), whatever the approval policy"),
 		Metadata:    map[string]string{"plan_id": planID, "last_applied_plan_id": lastApplied},
 		Fingerprint: Fingerprint(kind, ExtensionStateRegressed, res.GetUid(), sev, planID),
 		Count:       1, FirstSeen: timestamppb.New(now.UTC()), LastSeen: timestamppb.New(now.UTC()),

@@ -8,7 +8,9 @@
 //
 // [Record] is the JSON the applier keeps per resource under [RecordKey] ("applier.<ns>.<name>"):
 // the plan held for approval, the recent plan ids, the applied plan ids, the handled event ids
-// and the last applied configuration ([LastApplied]). [Load] reads it; [ReadRecord] also returns
+// and the last applied configuration ([LastApplied]: with the state serial, lineage and body
+// digest the apply left, against which the applier detects a lost or regressed state and from
+// which `lava state restore` puts it back). [Load] reads it; [ReadRecord] also returns
 // the revision the applier's compare-and-set write expects.
 //
 // # Receipts

@@ -57,8 +57,12 @@ type LastApplied struct {
 	// Resources is the number of managed resource instances the apply left in the state
 	// (state.ManagedInstances); a later state with fewer at the same or an older serial has
 	// regressed.
-	Resources int       `json:"resources,omitempty"`
-	AppliedAt time.Time `json:"appliedAt"`
+	Resources int `json:"resources,omitempty"`
+	// StateDigest is the artifact digest of the state body the apply left (StateSerial of
+	// StateLineage): the body `lava state restore` puts back when the state is lost or
+	// regressed; the artifact collection keeps it. Empty in records written before it existed.
+	StateDigest string    `json:"stateDigest,omitempty"`
+	AppliedAt   time.Time `json:"appliedAt"`
 }
 
 // RecordKey is the lava-state key of a resource's [Record]: "applier.<ns>.<name>".

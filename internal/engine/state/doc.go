@@ -5,5 +5,8 @@
 // the Terraform CLI as an `http` backend (GET/POST state, LOCK/UNLOCK).
 //
 // State is never deleted because a spec changed: the only removal is [Store.Forget], called
-// after a successful destroy, and it keeps a history key.
+// after a successful destroy, and it keeps a history key. The only write that may change a
+// state's lineage or move its serial backwards is [Store.Restore], an operator's decision
+// (`lava state restore NS/NAME`) after a state was lost or regressed out of band; it keeps the
+// record it replaces under a history key of its own (docs/design/0025-lost-or-regressed-state.md).
 package state

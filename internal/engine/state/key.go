@@ -60,3 +60,6 @@ func (k Key) kvKey() string { return "state." + token(k.Namespace) + "." + token
 func (k Key) lockKey() string { return "providers." + token(k.Namespace) + "." + token(k.Name) }
 
 func (k Key) historyKey() string { return "forgotten." + token(k.Namespace) + "." + token(k.Name) }
+
+// replacedKey is the key Restore keeps the replaced record under: "replaced.<namespace>.<name>".
+func (k Key) replacedKey() string { return ReplacedPrefix + token(k.Namespace) + "." + token(k.Name) }

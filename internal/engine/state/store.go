@@ -705,22 +705,109 @@ func (s *Store) Forget(ctx context.Context, key Key) error {
 	return nil
 }
 
+// ReplacedPrefix starts the keys under which [Store.Restore] keeps the record it replaced
+// ("replaced.<namespace>.<name>", a [Forgotten] whose ForgottenAt is when it was replaced).
+const ReplacedPrefix = "replaced."
+
+// Restore makes a state body the store held before (digest, an artifact in the artifact store,
+// such as the body the last apply left: readmodel.LastApplied.StateDigest) the resource's
+// current state again, whatever the current record's lineage and serial: the way back, decided
+// by an operator (`lava state restore NS/NAME`), after the record was deleted, or replaced by
+// another lineage or an older serial out of band. It never runs under an operation: a locked
+// state gives a *[LockedError]. The record's intents and orphan mark are kept. A current body of
+// another digest is not lost: its record is kept under "replaced.<namespace>.<name>" ([Store.Replaced];
+// its body stays in the artifact store, and the applier's collection keeps it). It returns the
+// record written and the one replaced (nil when there was no body; when the current body already
+// is digest nothing is written and replaced is nil). Errors: the body is missing from the
+// artifact store or is not state v4 JSON (wrapping [ErrInvalidState]).
+func (s *Store) Restore(ctx context.Context, key Key, digest string) (Record, *Record, error) {
+	if err := key.Validate(); err != nil {
+		return Record{}, nil, err
+	}
+	rc, err := s.art.Get(ctx, digest)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("state %s: read body %s to restore: %w", key, digest, err)
+	}
+	body, err := io.ReadAll(io.LimitReader(rc, s.opts.MaxStateBytes+1))
+	rc.Close()
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("state %s: read body %s to restore: %w", key, digest, err)
+	}
+	if int64(len(body)) > s.opts.MaxStateBytes {
+		return Record{}, nil, fmt.Errorf("state %s: %w: body %s exceeds %d bytes", key, ErrInvalidState, digest, s.opts.MaxStateBytes)
+	}
+	h, err := ParseHeader(body)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("state %s: body %s: %w", key, digest, err)
+	}
+	var replaced *Record
+	rec, err := s.update(ctx, key, "restore", func(cur *Record) (Record, bool, error) {
+		replaced = nil
+		if err := checkLock(key, cur, ""); err != nil {
+			return Record{}, false, err
+		}
+		next := Record{}
+		if cur != nil {
+			next = *cur
+			if cur.Digest == digest {
+				return next, false, nil
+			}
+			if cur.HasState() {
+				old := *cur
+				b, err := json.Marshal(Forgotten{Record: old, ForgottenAt: s.opts.Now().UTC()})
+				if err != nil {
+					return Record{}, false, fmt.Errorf("state %s: encode the replaced record: %w", key, err)
+				}
+				if _, err := s.kv.Put(ctx, key.replacedKey(), b); err != nil {
+					return Record{}, false, fmt.Errorf("state %s: keep the replaced record: %w", key, err)
+				}
+				replaced = &old
+			}
+		}
+		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, digest, int64(len(body))
+		next.UpdatedAt = s.opts.Now().UTC()
+		return next, true, nil
+	})
+	if err != nil {
+		return Record{}, nil, err
+	}
+	if replaced != nil {
+		s.opts.Logger.WarnContext(ctx, "state restored", "resource", key.String(), "digest", digest, "serial", h.Serial,
+			"lineage", h.Lineage, "replaced_digest", replaced.Digest, "replaced_serial", replaced.Serial, "replaced_lineage", replaced.Lineage)
+	}
+	return rec, replaced, nil
+}
+
+// Replaced returns the record [Store.Restore] last replaced for a resource; [ErrNotFound] when
+// none was.
+func (s *Store) Replaced(ctx context.Context, key Key) (Forgotten, error) {
+	if err := key.Validate(); err != nil {
+		return Forgotten{}, err
+	}
+	return s.readForgotten(ctx, key, key.replacedKey(), "replaced record")
+}
+
 // History returns what [Store.Forget] kept for a resource; [ErrNotFound] when it was never
 // forgotten.
 func (s *Store) History(ctx context.Context, key Key) (Forgotten, error) {
 	if err := key.Validate(); err != nil {
 		return Forgotten{}, err
 	}
-	e, err := s.kv.Get(ctx, key.historyKey())
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Forgotten{}, fmt.Errorf("state %s history: %w", key, ErrNotFound)
+	return s.readForgotten(ctx, key, key.historyKey(), "history")
+}
+
+// readForgotten reads the [Forgotten] under kvKey; what names it in errors.
+func (s *Store) readForgotten(ctx context.Context, key Key, kvKey, what string) (Forgotten, error) {
+	e, err := s.kv.Get(ctx, kvKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return Forgotten{}, fmt.Errorf("state %s %s: %w", key, what, ErrNotFound)
 	}
 	if err != nil {
-		return Forgotten{}, fmt.Errorf("state %s: read history: %w", key, err)
+		return Forgotten{}, fmt.Errorf("state %s: read %s: %w", key, what, err)
 	}
 	var f Forgotten
 	if err := json.Unmarshal(e.Value(), &f); err != nil {
-		return Forgotten{}, fmt.Errorf("state %s: decode history: %w", key, err)
+		return Forgotten{}, fmt.Errorf("state %s: decode %s: %w", key, what, err)
 	}
 	return f, nil
 }

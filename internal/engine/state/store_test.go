@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,6 +246,73 @@ func TestStore_Forget(t *testing.T) {
 	}
 	if err := s.Forget(ctx, state.Key{Namespace: "x", Name: "never"}); err != nil {
 		t.Fatalf("Forget of an unknown key: %v", err)
+	}
+}
+
+// TestStore_Restore: a body the store held before becomes the current state again whatever
+// the current lineage and serial (after the record was forgotten, or replaced by another
+// lineage or an older serial), keeping the intents and the orphan mark; a current body of
+// another digest is kept as the replaced record; restoring the current body writes nothing; a
+// locked state and an unknown digest are refused.
+func TestStore_Restore(t *testing.T) {
+	s, _ := newStore(t, state.Options{})
+	ctx := t.Context()
+	applied, err := s.Put(ctx, key, body("L1", 3), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	rec, replaced, err := s.Restore(ctx, key, applied.Digest)
+	if err != nil || replaced != nil || rec.Digest != applied.Digest || rec.Serial != 3 || rec.Lineage != "L1" {
+		t.Fatalf("restore of a forgotten state: %+v replaced %+v %v", rec, replaced, err)
+	}
+	if _, err := s.Replaced(ctx, key); !errors.Is(err, state.ErrNotFound) {
+		t.Errorf("Replaced after restoring over nothing: %v, want ErrNotFound", err)
+	}
+	if _, replaced, err := s.Restore(ctx, key, applied.Digest); err != nil || replaced != nil {
+		t.Errorf("restoring the current body: replaced %+v %v, want nothing", replaced, err)
+	}
+
+	// Another lineage (which Put refuses over an existing state) is replaced, and kept.
+	if err := s.Forget(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	other, err := s.Put(ctx, key, body("L2", 9), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddIntents(ctx, key, "", []state.Intent{{Address: "x.y", Type: "x", Name: "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Orphan(ctx, key, "uid-old"); err != nil {
+		t.Fatal(err)
+	}
+	rec, replaced, err = s.Restore(ctx, key, applied.Digest)
+	if err != nil || replaced == nil || replaced.Digest != other.Digest || rec.Lineage != "L1" || rec.Serial != 3 ||
+		len(rec.Intents) != 1 || rec.OrphanedBy != "uid-old" {
+		t.Fatalf("restore over another lineage: %+v replaced %+v %v; want L1 serial 3 with the intent and the orphan mark kept", rec, replaced, err)
+	}
+	if rep, err := s.Replaced(ctx, key); err != nil || rep.Record.Digest != other.Digest || rep.Record.Lineage != "L2" {
+		t.Errorf("the replaced record: %+v %v, want the L2 state", rep, err)
+	}
+	if got, err := s.Get(ctx, key); err != nil || got.Digest != applied.Digest {
+		t.Errorf("record after the restore: %+v %v", got, err)
+	}
+
+	// A locked state is never restored; neither is a body the store does not hold.
+	if _, err := s.Lock(ctx, key, state.Lock{ID: "l1", Holder: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Restore(ctx, key, other.Digest); !errors.Is(err, state.ErrLocked) {
+		t.Errorf("restore of a locked state: %v, want ErrLocked", err)
+	}
+	if err := s.Unlock(ctx, key, "l1", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Restore(ctx, key, strings.Repeat("0", 64)); err == nil {
+		t.Error("a digest the store does not hold was restored")
 	}
 }
 

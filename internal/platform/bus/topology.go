@@ -372,6 +372,12 @@ var PoisonAnomalySubject = AnomalySubject("functional", "poison_message")
 // lava.anomaly.critical.foreign_receipt.
 var ForeignReceiptAnomalySubject = AnomalySubject("critical", "foreign_receipt")
 
+// StateRegressedAnomalySubject is the subject the applier reports a plan made against a lost
+// or regressed state on (pipeline.StateRegressedAnomaly): lava.anomaly.critical.state_regressed.
+// Without it in the applier's permissions the report is refused and the applier's handling of
+// the object never ends (docs/design/0025-lost-or-regressed-state.md).
+var StateRegressedAnomalySubject = AnomalySubject("critical", "state_regressed")
+
 // declareAccess is who writes what and which buckets each service uses, following the
 // "published by" column of docs/events.md's event catalogue and the services' packages
 // (internal/service/*): the input of [Topology.Permissions] with the consumers.
@@ -395,7 +401,7 @@ func declareAccess() []Access {
 		{
 			Service: ServiceApplier,
 			Publish: []string{phaseFilter(EventPlanned), phaseFilter(EventApplied), phaseFilter(EventFailed),
-				phaseFilter(EventDestroyed), PoisonAnomalySubject},
+				phaseFilter(EventDestroyed), PoisonAnomalySubject, StateRegressedAnomalySubject},
 			ReadStreams:  []string{StreamResources, StreamPhases},
 			KeyValues:    []BucketUse{rw(BucketState), rw(BucketLeases), rw(BucketWatermarks)},
 			ObjectStores: []BucketUse{rw(ObjectStoreArtifacts)},

@@ -3,9 +3,12 @@ package applier
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -15,6 +18,8 @@ import (
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
+	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
 func TestClassify(t *testing.T) {
@@ -106,5 +111,75 @@ func TestOutputsSecretName(t *testing.T) {
 	}
 	if got := OutputsSecretName(strings.Repeat("n", 240)); got != strings.Repeat("n", 240)+"-lava-outputs" {
 		t.Errorf("a 240-character name is cut: %q", got)
+	}
+}
+
+// TestPermissions_applierMayPublishWhatItPublishes: every event the applier publishes is on a
+// subject its bus identity may publish (bus.Topology.Permissions, what the chart's NATS, lava up
+// and the end-to-end harness enforce). A subject missing from the applier's allow list is
+// refused by the server, the handler that publishes it never succeeds, and its object stays
+// where it was: the state_regressed anomaly was such a subject (issue 32, attack 7).
+func TestPermissions_applierMayPublishWhatItPublishes(t *testing.T) {
+	t.Parallel()
+	perms, err := bus.Declare(bus.TopologyOptions{}).Permissions(bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cause := &lavav1.Envelope{EventId: "e", Generation: 1, Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "prod.vpc", Uid: "u"}}
+	published := []bus.Event{
+		&lavav1.Planned{Envelope: cause}, &lavav1.Applied{Envelope: cause}, &lavav1.Failed{Envelope: cause},
+		&lavav1.Destroyed{Envelope: cause},
+		pipeline.StateRegressedAnomaly(cause, bus.ServiceApplier, "p2", "p1", "the state is gone", time.Unix(0, 0)),
+	}
+	subjects := []string{bus.PoisonAnomalySubject}
+	for _, ev := range published {
+		s, err := bus.SubjectFor(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects = append(subjects, s)
+	}
+	for _, s := range subjects {
+		if !slices.ContainsFunc(perms.Publish, func(f string) bool { return server.SubjectMatchesFilter(s, f) }) {
+			t.Errorf("the applier publishes %s, which its identity may not publish (allowed: %v)", s, perms.Publish)
+		}
+	}
+	if s, _ := bus.SubjectFor(published[len(published)-1]); s != bus.StateRegressedAnomalySubject {
+		t.Errorf("the state_regressed anomaly goes to %s, want bus.StateRegressedAnomalySubject %s", s, bus.StateRegressedAnomalySubject)
+	}
+}
+
+// TestApprovedPlan: a plan against a lost or regressed state is applied only when approved by
+// its id, whatever approvePlan says otherwise and even when it changes nothing; other plans
+// follow approvePlan, and a plan that changes nothing needs no approval.
+func TestApprovedPlan(t *testing.T) {
+	t.Parallel()
+	changes := &engine.PlanRecord{PlanID: "p", HasChanges: true}
+	none := &engine.PlanRecord{PlanID: "p"}
+	tests := []struct {
+		name      string
+		approve   string
+		regressed string
+		plan      *engine.PlanRecord
+		want      bool
+	}{
+		{"auto", ApproveAuto, "", changes, true},
+		{"manual", ApproveManual, "", changes, false},
+		{"manual, no changes", ApproveManual, "", none, true},
+		{"its id", "p", "", changes, true},
+		{"another id", "q", "", changes, false},
+		{"regressed, auto", ApproveAuto, "the state is gone", changes, false},
+		{"regressed, auto, no changes", ApproveAuto, "the state has lineage L2", none, false},
+		{"regressed, manual, no changes", ApproveManual, "the state has lineage L2", none, false},
+		{"regressed, another id", "q", "the state is gone", changes, false},
+		{"regressed, its id", "p", "the state is gone", changes, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := approvedPlan(input{approve: tt.approve, regressed: tt.regressed}, tt.plan); got != tt.want {
+				t.Errorf("approvedPlan = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -25,9 +25,11 @@ const (
 
 // LiveArtifacts returns the digests in lava-artifacts that records in lava-state still
 // reference: every resource's current state body ("state.*"), the body a destroy forgot
-// ("forgotten.*", kept for audit), and in the applier's records ("applier.*") the held plan's
-// artifact, review body and render and the last applied render (what a destroy, a re-apply and drift
-// need). Old plans, old renders and the bodies of superseded state serials are not live.
+// ("forgotten.*", kept for audit), the body a `lava state restore` replaced ("replaced.*"), and
+// in the applier's records ("applier.*") the held plan's artifact, review body and render, the
+// last applied render (what a destroy, a re-apply and drift need) and the state body the last
+// apply left (what `lava state restore` puts back after the state was lost). Old plans, old
+// renders and the bodies of superseded state serials are not live.
 func LiveArtifacts(ctx context.Context, kv jetstream.KeyValue) (map[string]bool, error) {
 	live := map[string]bool{}
 	keys, err := kv.ListKeys(ctx)
@@ -50,7 +52,7 @@ func LiveArtifacts(ctx context.Context, kv jetstream.KeyValue) (map[string]bool,
 				return nil, fmt.Errorf("applier: decode %s: %w", key, err)
 			}
 			live[r.Digest] = true
-		case strings.HasPrefix(key, "forgotten."):
+		case strings.HasPrefix(key, "forgotten."), strings.HasPrefix(key, state.ReplacedPrefix):
 			var f state.Forgotten
 			if err := json.Unmarshal(e.Value(), &f); err != nil {
 				return nil, fmt.Errorf("applier: decode %s: %w", key, err)
@@ -65,7 +67,7 @@ func LiveArtifacts(ctx context.Context, kv jetstream.KeyValue) (map[string]bool,
 				live[h.PlanDigest], live[h.Target.RenderedDigest], live[h.ReviewDigest] = true, true, true
 			}
 			if r.Last != nil {
-				live[r.Last.ArtifactDigest] = true
+				live[r.Last.ArtifactDigest], live[r.Last.StateDigest] = true, true
 			}
 		}
 	}

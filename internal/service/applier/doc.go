@@ -14,7 +14,7 @@
 // internal/readmodel, which `lava state show` and `lava plan show` use): the plan held for
 // approval, recent plan ids, the applied plan ids, the event ids already handled and what a
 // later destroy needs (the last applied configuration's artifact digest, engine and
-// providers). A redelivered message whose outcome was published is acknowledged without
+// providers, and the state serial, lineage and body the apply left). A redelivered message whose outcome was published is acknowledged without
 // acting, and an applied plan id is never applied again. State is never deleted because a
 // spec changed; only a successful destroy forgets it (state.Store.Forget keeps history).
 //
@@ -31,6 +31,18 @@
 // into phase Failed with Planned=False/PlanSuperseded and AwaitingApproval naming the new id,
 // and the Failed becomes a Kubernetes Event and an anomaly. A plan that changes nothing is
 // applied without approval (nothing can change).
+//
+// # A lost or regressed state
+//
+// Before planning, the state is compared with the last apply recorded (readmodel.LastApplied):
+// a state that is gone, has another lineage, an older serial, or fewer resources at the same
+// serial has regressed. The plan against it gets an id of its own (engine.RegressedPlanID),
+// carries state_regressed on Planned (the watcher's StateRegressed condition), is reported once
+// as the critical anomaly pipeline.StateRegressedAnomaly (on bus.StateRegressedAnomalySubject,
+// which the applier's identity may publish), and is applied only when approvePlan names its id:
+// under auto too, and even when it changes nothing (docs/design/0025-lost-or-regressed-state.md).
+// LastApplied.StateDigest names the state body each apply left; the artifact collection keeps it,
+// so `lava state restore` (state.Store.Restore) can put a lost state back.
 //
 // # Failures
 //

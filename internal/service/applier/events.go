@@ -252,14 +252,22 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 
 // remaining lists the managed objects left in the resource's state (none without a state).
 func (w *work) remaining(ctx context.Context) ([]string, error) {
-	_, body, err := w.s.cfg.Store.Body(ctx, w.key())
+	_, left, err := w.stateAfter(ctx)
+	return left, err
+}
+
+// stateAfter returns the resource's state record and the managed objects its body holds (a
+// zero record and none without a state).
+func (w *work) stateAfter(ctx context.Context) (state.Record, []string, error) {
+	rec, body, err := w.s.cfg.Store.Body(ctx, w.key())
 	if errors.Is(err, state.ErrNotFound) {
-		return nil, nil
+		return state.Record{}, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return state.Record{}, nil, err
 	}
-	return state.ManagedInstances(body)
+	left, err := state.ManagedInstances(body)
+	return rec, left, err
 }
 
 // listAddrs joins at most 10 addresses, then "and N more".

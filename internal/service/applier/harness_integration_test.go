@@ -32,6 +32,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 	"github.com/lava-operator/lava/internal/service/applier"
@@ -66,7 +67,12 @@ type captured struct {
 }
 
 // harness: real JetStream with Lava's topology, a running synth service, appliers started on
-// demand with the real tofu and embedded engines, and every message on "lava.>" captured.
+// demand with the real tofu and embedded engines, and every message on "lava.>" captured. The
+// server admits only the bus identities, each with its generated permissions, as the chart's
+// NATS, `lava up` and the end-to-end harness do: the harness acts as the bootstrap identity
+// (it publishes what the watcher would and reads everything), synth and every applier as their
+// own, so a publish or read an identity may not make fails here as it does in a cluster (the
+// state_regressed anomaly the applier could not publish: docs/design/0025).
 type harness struct {
 	t     testing.TB
 	srv   *natstest.Server
@@ -75,6 +81,8 @@ type harness struct {
 	logs  *syncBuffer
 	log   *slog.Logger
 	tools tofutest.Tools
+	// credDir holds the identities' nkey seeds (natsauth.GenerateDir).
+	credDir string
 
 	mu   sync.Mutex
 	msgs []captured
@@ -84,13 +92,27 @@ type harness struct {
 func newHarness(t testing.TB, kube ...client.Reader) *harness {
 	t.Helper()
 	tools := tofutest.Tofu(t)
-	srv := natstest.RunJetStream(t)
+	credDir := filepath.Join(t.TempDir(), "nats-credentials")
+	keys, err := natsauth.GenerateDir(credDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := natsauth.Users(bus.Declare(bus.TopologyOptions{}), keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := nats.NkeyOptionFromSeed(filepath.Join(credDir, natsauth.SeedFileName(bus.IdentityBootstrap)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := natstest.Run(t, natstest.Config{Nkeys: users, Client: []nats.Option{admin,
+		nats.CustomInboxPrefix(bus.InboxPrefix(bus.IdentityBootstrap))}})
 	js := srv.JetStream()
 	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{LeaseTTL: leaseTTL, BackOff: []time.Duration{10 * time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	h := &harness{t: t, srv: srv, js: js, pub: bus.NewPublisher(js), logs: logs, tools: tools,
+	h := &harness{t: t, srv: srv, js: js, pub: bus.NewPublisher(js), logs: logs, tools: tools, credDir: credDir,
 		log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	sub, err := srv.Conn().Subscribe("lava.>", func(m *nats.Msg) {
 		c := captured{subject: m.Subject, data: append([]byte(nil), m.Data...)}
@@ -123,7 +145,7 @@ func newHarness(t testing.TB, kube ...client.Reader) *harness {
 	if err := os.WriteFile(policyFile, []byte("cluster: {maxResources: 2000, fileWriteRoots: ["+filepath.Clean(os.TempDir())+"]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := synth.Config{JS: js, BindingsKey: key, Logger: h.log, Policy: &policy.File{Path: policyFile}}
+	cfg := synth.Config{JS: h.jetStreamAs(bus.ServiceSynth), BindingsKey: key, Logger: h.log, Policy: &policy.File{Path: policyFile}}
 	if len(kube) > 0 {
 		cfg.Kube = kube[0]
 	}
@@ -133,6 +155,19 @@ func newHarness(t testing.TB, kube ...client.Reader) *harness {
 	}
 	h.run(t, "synth", svc.Run)
 	return h
+}
+
+// jetStreamAs is a JetStream context acting as identity: a connection of its own through
+// bus.Connect with the identity's seed, closed at the end of the test.
+func (h *harness) jetStreamAs(identity string) jetstream.JetStream {
+	h.t.Helper()
+	nc, js, err := bus.Connect(bus.ConnectOptions{URL: h.srv.URL(), Name: "test-" + identity, Identity: identity,
+		NKeyFile: filepath.Join(h.credDir, natsauth.SeedFileName(identity))})
+	if err != nil {
+		h.t.Fatalf("connect as %s: %v", identity, err)
+	}
+	h.t.Cleanup(nc.Close)
+	return js
 }
 
 // run runs f until the test ends.
@@ -196,7 +231,8 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if o.workDir == "" {
 		o.workDir = t.TempDir()
 	}
-	set, err := applier.OpenEngines(t.Context(), h.js, engines.Options{
+	js := h.jetStreamAs(bus.ServiceApplier)
+	set, err := applier.OpenEngines(t.Context(), js, engines.Options{
 		ProviderDir: mirror, TofuBin: h.tools.Bin, CLIConfigFile: cliConfig, WorkDir: o.workDir,
 		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 	}, o.lockTTL, h.log)
@@ -209,7 +245,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := applier.New(t.Context(), applier.Config{JS: h.js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube, Identities: o.identities, Credentials: o.credentials,
+	svc, err := applier.New(t.Context(), applier.Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube, Identities: o.identities, Credentials: o.credentials,
 		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
 		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe})
 	if err != nil {

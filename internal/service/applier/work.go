@@ -365,13 +365,15 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
 		}
 	}
-	w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
-	if in.regressed != "" {
+	if in.regressed != "" && !slices.Contains(w.rec.Plans, plan.PlanID) {
+		// Reported once per plan id: a plan id already recorded was reported when it was made
+		// (the record is written only after its handling published everything).
 		if err := w.stateRegressed(ctx, plan, in); err != nil {
 			return err
 		}
 	}
-	approved := in.approve == ApproveAuto || in.approve == plan.PlanID || !plan.HasChanges
+	w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
+	approved := approvedPlan(in, plan)
 	planned, err := w.publishPlanned(ctx, plan, in, !approved)
 	if err != nil {
 		return err
@@ -379,7 +381,7 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 	if !approved {
 		w.rec.Held, w.rec.HeldGeneration = plan, in.generation
 		w.s.metrics.awaiting.Inc()
-		w.log.Info("plan held for approval", "plan_id", plan.PlanID, "approve_plan", in.approve)
+		w.log.Info("plan held for approval", "plan_id", plan.PlanID, "approve_plan", in.approve, "state_regressed", in.regressed != "")
 		if planIDPattern.MatchString(in.approve) {
 			what := "is not a plan of this resource"
 			if slices.Contains(w.rec.Plans, in.approve) {
@@ -392,6 +394,19 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return nil
 	}
 	return w.apply(ctx, eng, plan, in, planned, attempt)
+}
+
+// approvedPlan reports whether plan may be applied now: spec.approvePlan names its id, or the
+// state did not regress and either the policy is auto or the plan changes nothing. A plan
+// against a lost or regressed state (in.regressed) is applied only when approved by its id,
+// even under auto and even when it changes nothing: it would recreate what the lost state
+// recorded, or make a state Lava did not write the baseline of every later plan
+// (docs/design/0025-lost-or-regressed-state.md).
+func approvedPlan(in input, plan *engine.PlanRecord) bool {
+	if in.approve == plan.PlanID {
+		return true
+	}
+	return in.regressed == "" && (in.approve == ApproveAuto || !plan.HasChanges)
 }
 
 func (w *work) engineNames() []string {
@@ -493,9 +508,10 @@ func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error)
 // plan runs the engine's plan, observed.
 func (w *work) plan(ctx context.Context, eng engine.Engine, in input) (*engine.PlanRecord, error) {
 	start := w.s.cfg.Now()
-	// A plan that may be held for approval gets its reviewable body (`lava plan show`).
+	// A plan that may be held for approval gets its reviewable body (`lava plan show`): every
+	// plan unless the policy is auto, and every plan against a regressed state.
 	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest,
-		Review: in.approve != ApproveAuto})
+		Review: in.approve != ApproveAuto || in.regressed != ""})
 	w.observe(OpPlan, start, err)
 	return p, err
 }
@@ -551,7 +567,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 	if err != nil {
 		return err
 	}
-	left, err := w.remaining(ctx)
+	after, left, err := w.stateAfter(ctx)
 	if err != nil {
 		return err
 	}
@@ -561,6 +577,11 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		TerraformJSONDigest: in.terraformJSONDigest, BindingsDigest: in.bindingsDigest, Providers: in.providers,
 		Generation: in.generation, StateSerial: res.StateSerial, StateLineage: res.StateLineage, Resources: len(left),
 		AppliedAt: w.s.cfg.Now().UTC()}
+	if after.Serial == res.StateSerial && after.Lineage == res.StateLineage {
+		// The body this apply left, which `lava state restore` puts back after a loss; kept
+		// from the artifact collection while it is the last applied one (LiveArtifacts).
+		w.rec.Last.StateDigest = after.Digest
+	}
 	ev := &lavav1.Applied{
 		Envelope:            w.envelope(planned, "lava.v1.Applied"),
 		PlanId:              plan.PlanID,
