@@ -67,8 +67,9 @@ const (
 	// ConditionStateRegressed (abnormal-true): the state the current plan was made against
 	// regressed since the last apply (no state, another lineage, an older serial, fewer
 	// resources); reason ReasonStateRegressed, the message says what regressed. The plan has
-	// an id of its own (under manual approval it needs its own approval). False with
-	// ReasonApplySucceeded once a plan was applied again.
+	// an id of its own and needs its own approval whatever spec.approvePlan says
+	// (docs/design/0025-lost-or-regressed-state.md). False with ReasonApplySucceeded once a
+	// plan was applied again.
 	ConditionStateRegressed = "StateRegressed"
 )
 
@@ -208,9 +209,10 @@ const (
 	// lists it).
 	ReasonDependencyCycle = "DependencyCycle"
 	// ReasonCrossNamespaceRefRefused: a spec.dependsOn entry, spec.sourceRef or a
-	// LavaArchitectureDependency crosses a namespace and the installation refuses such references (watcher
-	// --no-cross-namespace-refs, chart value tenancy.noCrossNamespaceRefs; DependenciesReady
-	// False, the message names each reference).
+	// LavaArchitectureDependency crosses a namespace and the installation refuses such
+	// references (the default; the watcher's --allow-cross-namespace-refs and the chart value
+	// tenancy.allowCrossNamespaceRefs allow them); DependenciesReady False, the message names
+	// each reference and nothing about its target.
 	ReasonCrossNamespaceRefRefused = "CrossNamespaceRefRefused"
 	// ReasonBindingSourceNotFound: a ConfigMap, Secret or LavaArchitecture named by
 	// spec.bindingsFrom does not exist (DependenciesReady False, the message names it); nothing
@@ -219,9 +221,9 @@ const (
 	// ReasonDependenciesSatisfied: every dependency reached its phase (DependenciesReady True).
 	ReasonDependenciesSatisfied = "DependenciesSatisfied"
 
-	// ReasonStateRegressed: the state has fewer resources, an older serial or another lineage
-	// than the last apply recorded (StateRegressed True). The plan against it has an id of its
-	// own and needs its own approval under manual approval.
+	// ReasonStateRegressed: the state is gone, or has fewer resources, an older serial or
+	// another lineage than the last apply recorded (StateRegressed True). The plan against it
+	// has an id of its own and needs its own approval, under approvePlan auto too.
 	ReasonStateRegressed = "StateRegressed"
 	// ReasonStateOrphaned: the state under this object's name was left by a deleted object
 	// with deletionPolicy Orphan (Failed, not retried): the new object does not plan against

@@ -318,8 +318,8 @@ type SourceReference struct {
 	Name string `json:"name"`
 
 	// namespace of the source; default the LavaArchitecture's own. Another namespace is
-	// refused when the installation locks cross-namespace references down (watcher
-	// --no-cross-namespace-refs; docs/security.md).
+	// refused unless the installation allows cross-namespace references (watcher
+	// --allow-cross-namespace-refs; docs/security.md).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -381,6 +381,8 @@ type Dependency struct {
 	Name string `json:"name"`
 
 	// namespace of the LavaArchitecture depended on; default the depending object's own.
+	// Another namespace is refused unless the installation allows cross-namespace references
+	// (watcher --allow-cross-namespace-refs; docs/security.md).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63

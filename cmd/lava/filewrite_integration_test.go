@@ -70,11 +70,11 @@ spec:
 `
 
 // TestUp_fileWriteAttacks runs the writes of fileWriteAttacks through lava up with its
-// built-in policy (fileWriteRoots [up.DemoDir]): each ends Failed with reason PolicyRejected at
-// the manifest's line:col, signing.pub keeps lava up's key, nothing is planted in the mirror
-// or the work directory, no escaped file exists; a second run with a manifest naming the
-// planted provider finds none, and the planted program never ran. lava validate reports the
-// same positions.
+// built-in policy (namespace tenant: fileWriteRoots [up.DemoDir/tenant]): each ends Failed
+// with reason PolicyRejected at the manifest's line:col, signing.pub keeps lava up's key,
+// nothing is planted in the mirror or the work directory, no escaped file exists; a second run
+// with a manifest naming the planted provider finds none, and the planted program never ran.
+// lava validate reports the same positions.
 func TestUp_fileWriteAttacks(t *testing.T) {
 	tofuDir := os.Getenv("LAVA_TOFU_DIR")
 	if tofuDir == "" {
@@ -97,7 +97,7 @@ func TestUp_fileWriteAttacks(t *testing.T) {
 	escaped := filepath.Join(filepath.Dir(up.DemoDir), "lava-demo-escaped-"+filepath.Base(out)+".txt")
 	t.Cleanup(func() { os.Remove(escaped) })
 	want := map[string]string{
-		"pub":        p + ":8:21: policy: resource local_file.k attribute filename: the path \"" + stateDir + "/signing.pub\" is outside the allowed directories (fileWriteRoots: " + up.DemoDir + ")",
+		"pub":        p + ":8:21: policy: resource local_file.k attribute filename: the path \"" + stateDir + "/signing.pub\" is outside the allowed directories (fileWriteRoots: " + up.DemoDir + "/tenant)",
 		"plant":      p + ":18:21: policy: resource local_file.p attribute filename: the path \"" + mirror + "/registry.opentofu.org/evil/pwn",
 		"plant-work": p + ":28:21: policy: resource local_file.p attribute filename: the path \"" + stateDir + "/work/terraform-provider-pwn\" is outside",
 		"escape":     p + ":38:21: policy: resource local_file.e attribute filename: the path \"${path.module}/../escaped.txt\" is a template",

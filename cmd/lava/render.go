@@ -37,7 +37,7 @@ func (f *bindingFlags) register(cmd *cobra.Command) {
 	fs.StringArrayVar(&f.record, "record", nil, "add rows to record-list input `KEY=JSON`: a JSON object of strings is one row, an array of them several (repeatable; rows accumulate)")
 	fs.StringVar(&f.gate, "gate", "", "validate the bindings against bundled interface `NAME` before evaluating (overrides spec.gate)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "do not apply any gate, not even the manifest's spec.gate")
-	fs.StringVar(&f.policy, "policy", "", "check every render against the tenant policy document `FILE` as synth does (default: lava up's, the built-in policy with fileWriteRoots ["+up.DemoDir+"]; docs/design/0010-tenant-policy.md)")
+	fs.StringVar(&f.policy, "policy", "", "check every render against the tenant policy document `FILE` as synth does (default: lava up's, the built-in policy with each namespace's files under "+up.DemoDir+"/NAMESPACE; docs/design/0010-tenant-policy.md)")
 }
 
 // overrides are parsed binding flags: each key replaces the same key of every binding map of

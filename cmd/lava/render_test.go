@@ -93,8 +93,8 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name:   "list binding from flags",
-			args:   []string{"render", "-o", "compact", "--set-list", "extra=ana,bo", "--set", "dir=/tmp/lava-demo/d", "../../examples/greeting.tlisp"},
-			stdout: `{"resource":{"local_file":{"greeting":{"filename":"/tmp/lava-demo/d/greeting.txt","content":"hello lava\n"},"extra-0":{"filename":"/tmp/lava-demo/d/hello-ana.txt","content":"hello ana\n"},"extra-1":{"filename":"/tmp/lava-demo/d/hello-bo.txt","content":"hello bo\n"}}},"output":{"greeting-file":{"value":"${local_file.greeting.filename}"}}}` + "\n",
+			args:   []string{"render", "-o", "compact", "--set-list", "extra=ana,bo", "--set", "dir=/tmp/lava-demo/default/d", "../../examples/greeting.tlisp"},
+			stdout: `{"resource":{"local_file":{"greeting":{"filename":"/tmp/lava-demo/default/d/greeting.txt","content":"hello lava\n"},"extra-0":{"filename":"/tmp/lava-demo/default/d/hello-ana.txt","content":"hello ana\n"},"extra-1":{"filename":"/tmp/lava-demo/default/d/hello-bo.txt","content":"hello bo\n"}}},"output":{"greeting-file":{"value":"${local_file.greeting.filename}"}}}` + "\n",
 		},
 		{
 			name:   "record binding from flags replaces the manifest's rows",
@@ -167,7 +167,7 @@ func TestRender(t *testing.T) {
 
 // TestRender_examples renders every example manifest and .tlisp file: each must succeed and
 // print valid JSON. Without --policy, render checks lava up's built-in policy, so the demos'
-// files under up.DemoDir pass the fileWriteRoots rule as `make up` needs.
+// files under up.DemoDir/NAMESPACE pass the fileWriteRoots rule as `make up` needs.
 func TestRender_examples(t *testing.T) {
 	t.Parallel()
 	for _, f := range []string{"prod-vpc.yaml", "local-files.yaml", "testkit.yaml", "tofu-files.yaml", "aws-vpc-network.yaml", "dns-record-set.yaml", "subnets.yaml", "repos.yaml", "greeting.tlisp"} {

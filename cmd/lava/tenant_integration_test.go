@@ -138,6 +138,9 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 		Data: map[string][]byte{"pw": []byte(value)}}); err != nil {
 		t.Fatal(err)
 	}
+	// lava up impersonates the objects' ServiceAccount (--default-service-account app), which
+	// may read the Secret and write the outputs Secrets.
+	secretsRole(t, env.Client, ns, "app", []string{"get", "create", "update"})
 	obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "leak"}}
 	obj.Spec.Source.Inline = `(deflava-architecture leak
   :inputs ((:pw ""))
@@ -174,7 +177,7 @@ func TestUp_secretOutputNeverLeaks(t *testing.T) {
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
 	code, stdout, stderr := runLava(t, "", "up", "--once", "--kubeconfig", writeUpKubeconfig(t, env.Config), "--namespaces", ns,
-		"--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"), "--timeout", "3m")
+		"--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"), "--timeout", "3m", "--default-service-account", "app")
 	if code != exitOK {
 		t.Fatalf("lava up: exit %d\nstdout:\n%s\nstderr:\n%s\nlog:\n%s", code, stdout, stderr, readFile(t, filepath.Join(stateDir, up.FileLog)))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/up"
@@ -23,10 +24,26 @@ store under --state-dir) and the synth, applier, drift, viggy, anomaly and attes
 
 Without --kubeconfig, LavaArchitecture manifests come from the files and directories given
 with -f (a directory's *.yaml, *.yml and *.json files, not its subdirectories; multi-document
-YAML), re-read every --interval: a new document is created, a changed spec becomes a new
-generation, a removed document is destroyed. Each resource is written with its status to
+YAML; at most 1 MiB per file), checked every --interval and read again when changed: a new
+document is created, a changed spec becomes a new generation, a removed document is
+destroyed. A resource belongs to the file that created it: a namespace/name defined in two
+files is an error of both documents and changes nothing, and a document moved to another file
+is destroyed and created again from there. Each resource is written with its status to
 <state-dir>/status/<namespace>/<name>.yaml. With --kubeconfig the watcher runs against that
 cluster instead and -f is not used.
+
+Without --policy, a resource writes files only below its namespace's own directory,
+--file-root/NAMESPACE (default /tmp/lava-demo/NAMESPACE); lava up creates --file-root with
+mode 0700 and refuses to start when it is a symbolic link, owned by another user or open to
+others.
+
+With --kubeconfig, lava up is locked down as the chart is by default: an object's ConfigMaps
+and Secrets are read, and its outputs Secret written, as its ServiceAccount, impersonated
+(spec.serviceAccountName, else --default-service-account; ServiceAccountRequired without
+either), and references to another namespace are refused unless --allow-cross-namespace-refs.
+The kubeconfig's identity needs the verb impersonate on serviceaccounts in the watched
+namespaces, checked at start; --impersonate=false acts with it for every object (a cluster
+with a single tenant). docs/design/0026-lava-up-lockdown.md.
 
 The state directory (default .lava) also holds the services' logs (lava.log), the NATS URL
 (nats.url), the bindings key and the receipt signing key (signing.pub for
@@ -56,7 +73,8 @@ parsed, when --timeout ran out first or a service failed, 2 for a usage error.
 Ctrl-C stops every service cleanly and exits 0.`,
 		Example: `  lava up -f examples/
   lava up --once -f examples/local-files.yaml --state-dir /tmp/lava-state
-  lava up --kubeconfig ~/.kube/config`,
+  lava up --kubeconfig ~/.kube/config --namespaces dev --default-service-account lava
+  lava up --kubeconfig ~/.kube/config --impersonate=false   # a single-tenant dev cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(o.Paths) == 0 && o.Kubeconfig == "" {
@@ -79,10 +97,7 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.Paths, "filename", "f", nil, "manifest file or directory (repeatable)")
-	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this cluster (the watcher) instead of files")
-	f.StringSliceVar(&o.Namespaces, "namespaces", nil, "with --kubeconfig: namespaces to watch (default all)")
-	f.Float32Var(&o.KubeAPI.QPS, "kube-api-qps", svc.DefaultKubeAPIQPS, "with --kubeconfig: Kubernetes API client requests per second (negative: no client-side limit)")
-	f.IntVar(&o.KubeAPI.Burst, "kube-api-burst", svc.DefaultKubeAPIBurst, "with --kubeconfig: Kubernetes API client burst above --kube-api-qps")
+	kubeFlags(f, &o)
 	f.StringVar(&o.StateDir, "state-dir", ".lava", "directory for the NATS store, resource status, keys and logs")
 	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
 	o.Install.RegisterFlags(f)
@@ -93,8 +108,22 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "with --once: give up (exit 1) after this long")
 	f.DurationVar(&o.Interval, "interval", time.Second, "how often manifests are re-read")
 	f.StringVar(&o.LogLevel, "log-level", "info", "services' log level in <state-dir>/lava.log: debug, info, warn or error")
-	f.StringVar(&o.PolicyFile, "policy", "", "tenant policy document every render is checked against (default: the built-in policy with fileWriteRoots ["+up.DemoDir+"])")
+	f.StringVar(&o.PolicyFile, "policy", "", "tenant policy document every render is checked against (default: the built-in policy, each namespace writing files only under --file-root/NAMESPACE)")
+	f.StringVar(&o.FileRoot, "file-root", "", "without --policy: the directory, created with mode 0700, below which each namespace gets its own file root, DIR/NAMESPACE (default "+up.DemoDir+")")
 	return cmd
+}
+
+// kubeFlags adds lava up's flags for --kubeconfig to f: the cluster, its namespaces and rate
+// limit, and the services' own lockdown flags, declared once by their owners: synth's, the
+// applier's and drift's --impersonate, --default-service-account and --allow-own-identity, the
+// watcher's --allow-cross-namespace-refs.
+func kubeFlags(f *pflag.FlagSet, o *up.Options) {
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this cluster (the watcher) instead of files")
+	f.StringSliceVar(&o.Namespaces, "namespaces", nil, "with --kubeconfig: namespaces to watch (default all)")
+	f.Float32Var(&o.KubeAPI.QPS, "kube-api-qps", svc.DefaultKubeAPIQPS, "with --kubeconfig: Kubernetes API client requests per second (negative: no client-side limit)")
+	f.IntVar(&o.KubeAPI.Burst, "kube-api-burst", svc.DefaultKubeAPIBurst, "with --kubeconfig: Kubernetes API client burst above --kube-api-qps")
+	o.Identity.Register(f)
+	o.Lockdown.Register(f)
 }
 
 // summary is the last line of a --once run: how many resources ended in each phase.

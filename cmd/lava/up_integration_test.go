@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,7 +31,7 @@ import (
 	"github.com/lava-operator/lava/internal/up"
 )
 
-// upExamples copies examples/*.yaml into a temporary directory with /tmp/lava-demo replaced by
+// upExamples copies examples/*.yaml into a temporary directory with /tmp/lava-demo/demo replaced by
 // out, so the test writes its files where no other run does.
 func upExamples(t *testing.T, out string) string {
 	t.Helper()
@@ -44,7 +45,7 @@ func upExamples(t *testing.T, out string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b = []byte(strings.ReplaceAll(string(b), "/tmp/lava-demo", out))
+		b = []byte(strings.ReplaceAll(string(b), "/tmp/lava-demo/demo", out))
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -63,12 +64,16 @@ func rootsPolicy(t *testing.T, roots ...string) string {
 	return p
 }
 
-// upOnce runs `lava up --once` in-process and fails the test unless it exits 0.
+// upOnce runs `lava up --once` in-process and fails the test unless it exits 0. Without
+// --policy or --file-root in extra, the built-in policy's file root is a directory of the test.
 func upOnce(t *testing.T, manifests, stateDir string, extra ...string) string {
 	t.Helper()
 	tofuDir := os.Getenv("LAVA_TOFU_DIR")
 	if tofuDir == "" {
 		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
+	}
+	if !slices.Contains(extra, "--policy") && !slices.Contains(extra, "--file-root") {
+		extra = append(extra, "--file-root", filepath.Join(t.TempDir(), "files"))
 	}
 	code, stdout, stderr := runLava(t, "", append([]string{"up", "--once", "-f", manifests, "--state-dir", stateDir,
 		"--providers", filepath.Join(tofuDir, "providers"), "--timeout", "4m", "--interval", "200ms"}, extra...)...)
@@ -367,7 +372,7 @@ func TestUp_mirrorBuiltLater(t *testing.T) {
 	}
 	out := t.TempDir()
 	manifests := t.TempDir()
-	b := strings.ReplaceAll(readFile(t, "../../examples/local-files.yaml"), "/tmp/lava-demo", out)
+	b := strings.ReplaceAll(readFile(t, "../../examples/local-files.yaml"), "/tmp/lava-demo/demo", out)
 	if err := os.WriteFile(filepath.Join(manifests, "local-files.yaml"), []byte(b), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +423,7 @@ func TestUp_interruptDuringApply(t *testing.T) {
 	}
 	out := t.TempDir()
 	manifests := t.TempDir()
-	b := strings.ReplaceAll(readFile(t, "../../examples/testkit.yaml"), "/tmp/lava-demo", out)
+	b := strings.ReplaceAll(readFile(t, "../../examples/testkit.yaml"), "/tmp/lava-demo/demo", out)
 	b = strings.Replace(b, `(:delay-ms "2000")`, `(:delay-ms "4000")`, 1)
 	if err := os.WriteFile(filepath.Join(manifests, "testkit.yaml"), []byte(b), 0o644); err != nil {
 		t.Fatal(err)

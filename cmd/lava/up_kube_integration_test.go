@@ -32,7 +32,7 @@ func TestUp_kubeconfig(t *testing.T) {
 	ns := env.Namespace(t)
 	kubeconfig := writeUpKubeconfig(t, env.Config)
 	out := t.TempDir()
-	ms, err := manifest.Parse("local-files.yaml", []byte(strings.ReplaceAll(readFile(t, "../../examples/local-files.yaml"), "/tmp/lava-demo", out)))
+	ms, err := manifest.Parse("local-files.yaml", []byte(strings.ReplaceAll(readFile(t, "../../examples/local-files.yaml"), "/tmp/lava-demo/demo", out)))
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("examples/local-files.yaml: %v (%d documents)", err, len(ms))
 	}

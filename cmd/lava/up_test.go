@@ -46,7 +46,7 @@ func TestUpOnce_unreadableManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runLava(t, "", "up", "--once", "-f", dir, "--state-dir", filepath.Join(t.TempDir(), "s"),
-		"--providers", t.TempDir(), "--timeout", "1m", "--interval", "100ms")
+		"--providers", t.TempDir(), "--file-root", filepath.Join(t.TempDir(), "files"), "--timeout", "1m", "--interval", "100ms")
 	if code != exitInvalid {
 		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInvalid, stdout, stderr)
 	}

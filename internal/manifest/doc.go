@@ -10,7 +10,16 @@
 // a LavaArchitecture is decoded strictly (an unknown field is an error) into its Go type, with
 // metadata.namespace defaulted to "default" and status and identity (uid, generation,
 // resourceVersion) cleared. [Parse] and [Read] build lava up's [Manifest]s on it: a file's first
-// problem makes the whole file a [FileError], so a half-saved file never deletes what it held.
+// problem makes the whole file a [FileError], so a half-saved file never deletes what it held;
+// a namespace/name that documents of two files define is a FileError of each of those
+// documents, and neither is returned.
+//
+// # Reading files
+//
+// [ReadFile] reads regular files only, of at most [MaxFileBytes] (1 MiB; the size is checked
+// before reading, and no more than the limit is read). A [Reader] keeps what it read of each
+// file and reads a file again only when its size, mode, times, inode or device changed (lava
+// up's file source checks its files every second).
 //
 // # Validation
 //

@@ -33,11 +33,15 @@ type Manifest struct {
 // Key is "namespace/name".
 func (m Manifest) Key() string { return m.Object.Namespace + "/" + m.Object.Name }
 
-// FileError is a file that could not be read or holds an invalid document. Resources that
-// came from it are left as they are until it reads again.
+// FileError is a file that could not be read or holds an invalid document (Key empty:
+// resources that came from it are left as they are until it reads again), or one document
+// of a file that [Read] refuses on its own (Key set: a namespace/name that another file
+// defines too).
 type FileError struct {
 	// File is the file's path.
 	File string
+	// Key is the namespace/name of the one document refused; empty when the whole file is.
+	Key string
 	// Err is what went wrong.
 	Err error
 }
@@ -74,14 +78,19 @@ func nodeErr(n *yaml.Node, format string, args ...any) *PosError {
 var Exts = []string{".yaml", ".yml", ".json"}
 
 // ListFiles expands paths: a file is taken as it is; a directory gives its *.yaml, *.yml and
-// *.json files (not its subdirectories, nor hidden files), in lexical order. A path that does
-// not exist is an error.
+// *.json files (not its subdirectories, nor hidden files), in lexical order. A file named twice
+// (also as another spelling of the same absolute path) is listed once, as first named. A path
+// that does not exist is an error.
 func ListFiles(paths []string) ([]string, error) {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
+		id := p
+		if abs, err := filepath.Abs(p); err == nil {
+			id = abs
+		}
+		if !seen[id] {
+			seen[id] = true
 			out = append(out, p)
 		}
 	}
@@ -106,48 +115,6 @@ func ListFiles(paths []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// Read reads every LavaArchitecture document of the files paths expands to ([ListFiles]).
-// Documents of another kind and empty documents are skipped. A file that cannot be read or
-// parsed, or a document that is not a valid LavaArchitecture, gives a [FileError] and none of
-// that file's manifests (so a half-saved file never deletes what it held). A second document
-// with the same namespace/name is reported as an error of its file. The error is ListFiles'.
-func Read(paths []string) ([]Manifest, []*FileError, error) {
-	files, err := ListFiles(paths)
-	if err != nil {
-		return nil, nil, err
-	}
-	var (
-		out  []Manifest
-		errs []*FileError
-		keys = Keys{}
-	)
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			errs = append(errs, &FileError{File: f, Err: err})
-			continue
-		}
-		ms, err := Parse(f, data)
-		if err == nil {
-			for _, m := range ms {
-				if pe := keys.Conflict(m.Key(), m.Line, m.Col); pe != nil {
-					err = pe
-					break
-				}
-			}
-		}
-		if err != nil {
-			errs = append(errs, &FileError{File: f, Err: err})
-			continue
-		}
-		for _, m := range ms {
-			keys.Define(m.Key(), f, m.Line, m.Col)
-		}
-		out = append(out, ms...)
-	}
-	return out, errs, nil
 }
 
 // Parse parses the LavaArchitecture documents of one YAML (or JSON) file. The first problem

@@ -104,18 +104,26 @@ func TestRead_brokenAndDuplicateFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 || ms[0].File != filepath.Join(dir, "1.yaml") {
-		t.Errorf("manifests %v, want the two of 1.yaml", ms)
+	// default/a is defined by 1.yaml and 2.yaml: neither document is returned, both are
+	// errors; 1.yaml's other document stays.
+	if len(ms) != 1 || ms[0].File != filepath.Join(dir, "1.yaml") || ms[0].Key() != "infra/b" {
+		t.Errorf("manifests %v, want infra/b of 1.yaml", ms)
 	}
-	var files []string
+	var got []string
 	for _, e := range errs {
-		files = append(files, filepath.Base(e.File))
+		got = append(got, filepath.Base(e.File)+" "+e.Key)
 	}
-	if diff := cmp.Diff([]string{"2.yaml", "3.yml"}, files); diff != "" {
+	if diff := cmp.Diff([]string{"3.yml ", "1.yaml default/a", "2.yaml default/a"}, got); diff != "" {
 		t.Errorf("file errors (-want +got):\n%s", diff)
 	}
-	if want := filepath.Join(dir, "2.yaml") + ":3:12: default/a is already defined at " + filepath.Join(dir, "1.yaml") + ":3:12"; errs[0].Error() != want {
-		t.Errorf("duplicate error %q, want %q", errs[0], want)
+	one, two := filepath.Join(dir, "1.yaml"), filepath.Join(dir, "2.yaml")
+	for i, want := range []string{
+		one + ":3:12: default/a is also defined at " + two + ":3:12: a namespace/name belongs to one document, so none of them is applied",
+		two + ":3:12: default/a is also defined at " + one + ":3:12: a namespace/name belongs to one document, so none of them is applied",
+	} {
+		if len(errs) > i+1 && errs[i+1].Error() != want {
+			t.Errorf("duplicate error %q, want %q", errs[i+1], want)
+		}
 	}
 	if _, _, err := Read([]string{filepath.Join(dir, "missing")}); err == nil {
 		t.Error("a missing -f path is not an error")

@@ -33,8 +33,6 @@ type FieldError struct {
 	Message string
 }
 
-func (e FieldError) Error() string { return e.Message }
-
 // crdSchema is the LavaArchitecture CRD's v1alpha1 schema as the API server builds it from the
 // CRD: structural, with the openAPIV3Schema's validator and the CEL rules compiled.
 type crdSchema struct {

@@ -95,8 +95,9 @@ func (d *Display) Update(snap Snapshot) {
 		d.seen[key] = line
 		fmt.Fprintln(d.w, d.now().Format("15:04:05")+" "+line)
 	}
-	// d.seen holds resources ("namespace/name") and file errors ("file:<path>"): a resource
-	// that left the snapshot was destroyed; a file error that left it was fixed.
+	// d.seen holds resources ("namespace/name") and file errors ("file:<path> <key>", the key
+	// empty for an error of the whole file): a resource that left the snapshot was destroyed;
+	// a file error that left it was fixed.
 	gone := map[string]bool{}
 	for k := range d.seen {
 		gone[k] = true
@@ -105,7 +106,7 @@ func (d *Display) Update(snap Snapshot) {
 		delete(gone, o.Namespace+"/"+o.Name)
 	}
 	for _, fe := range snap.FileErrors {
-		delete(gone, fileKey+fe.File)
+		delete(gone, fileKey+fe.File+" "+fe.Key)
 	}
 	for _, k := range slices.Sorted(maps.Keys(gone)) {
 		delete(d.seen, k)
@@ -114,7 +115,7 @@ func (d *Display) Update(snap Snapshot) {
 		}
 	}
 	for _, fe := range snap.FileErrors {
-		k := fileKey + fe.File
+		k := fileKey + fe.File + " " + fe.Key
 		if d.seen[k] != fe.Err.Error() {
 			d.seen[k] = fe.Err.Error()
 			fmt.Fprintf(d.w, "%s %s\n", d.now().Format("15:04:05"), oneLine(fe.Error(), 200))

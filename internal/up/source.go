@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,7 +34,9 @@ import (
 
 // Annotations the file source keeps on its objects (never taken from a manifest).
 const (
-	// AnnotationFile records the manifest file the object came from.
+	// AnnotationFile records the manifest file whose document created the object, as an
+	// absolute path: the object belongs to it, and no other file's document updates it
+	// ([Source.Scan]).
 	AnnotationFile = "lava.pleme.io/file"
 	// AnnotationEnvironment is the [SourceConfig].Environment digest when its last
 	// ResourceObserved was published.
@@ -56,8 +59,13 @@ type SourceConfig struct {
 	JS jetstream.JetStream
 	// Paths are the manifest files and directories (-f).
 	Paths []string
-	// StatusDir holds one object file per resource: <StatusDir>/<namespace>/<name>.yaml.
+	// StatusDir holds one object file per resource: <StatusDir>/<namespace>/<name>.yaml
+	// ([statusFileName]).
 	StatusDir string
+	// FileRoot, when set, is the directory of the namespaces' file roots (lava up's built-in
+	// policy, [NamespaceRootsPolicy]): the Source creates <FileRoot>/<namespace> (mode 0700)
+	// before it observes the first object of a namespace.
+	FileRoot string
 	// Environment digests what the engines can use (the provider mirror's files, the CLI
 	// binaries). A resource that failed with ProviderUnavailable or EngineUnavailable in
 	// another environment gets a new pass (see [AnnotationRetryEnvironment]).
@@ -82,11 +90,15 @@ type Source struct {
 	res  jetstream.Stream
 	core *watcher.Core
 
+	scanMu sync.Mutex      // one Scan at a time
+	reader manifest.Reader // the manifest files, read again only when changed (scanMu)
+
 	mu         sync.Mutex
 	objs       map[string]*v1alpha1.LavaArchitecture
 	inline     map[string]func(arch.Pos) arch.Pos // key -> its manifest's [manifest.Manifest].MapInline
 	fileErrors []*manifest.FileError
-	scans      int // completed scans
+	scans      int             // completed scans
+	nsDirs     map[string]bool // namespaces whose file root exists ([Source.namespaceDir])
 
 	kick chan chan error // ScanNow's requests to Run
 }
@@ -162,9 +174,37 @@ func (s *Source) load() error {
 			if obj.Name == "" || obj.UID == "" {
 				return fmt.Errorf("up: %s: not an object written by lava up", p)
 			}
-			s.objs[obj.Namespace+"/"+obj.Name] = obj
+			if err := s.loadedAt(p, obj); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// loadedAt keeps obj, read from the status file p, when p is its own status file
+// ([Source.objectPath]); a file of an earlier version's cut name ([legacyStatusFileName]) is
+// renamed to it first (or removed, when the object's own file exists: that one is newer).
+// Any other file holding obj is an error: lava up did not write it there.
+func (s *Source) loadedAt(p string, obj *v1alpha1.LavaArchitecture) error {
+	key := obj.Namespace + "/" + obj.Name
+	own := s.objectPath(key)
+	switch {
+	case p == own:
+	case filepath.Dir(p) == filepath.Dir(own) && len(obj.Name)+len(".yaml.tmp") > 255 && filepath.Base(p) == legacyStatusFileName(obj.Name):
+		if _, err := os.Stat(own); err == nil {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("up: %w", err)
+			}
+			return nil // the own file is read on its own
+		}
+		if err := os.Rename(p, own); err != nil {
+			return fmt.Errorf("up: %w", err)
+		}
+	default:
+		return fmt.Errorf("up: %s holds %s, whose status file is %s: not a file lava up wrote", p, key, own)
+	}
+	s.objs[key] = obj
 	return nil
 }
 
@@ -239,19 +279,63 @@ func (s *Source) ScanNow(ctx context.Context) error {
 	}
 }
 
-// Scan reads the manifests once and reconciles the objects with them: a new document creates
-// an object (a new uid, generation 1); a changed spec bumps the generation; either publishes
-// ResourceObserved. A document that is gone (and whose file read cleanly) starts deletion:
-// DeletionRequested. With all set, every object is observed again (a restarted process
-// publishes nothing for a generation already published: the event id is the same).
+// Scan reads the manifests once (a file unchanged since the last scan is not read again:
+// [manifest.Reader]) and reconciles the objects with them. An object belongs to the file
+// whose document created it ([AnnotationFile]: the file's absolute path): a new document
+// creates an object (a new uid, generation 1); a changed spec bumps the generation; either
+// publishes ResourceObserved. A document that is gone from its object's file (and that file
+// read cleanly) starts deletion: DeletionRequested. A namespace/name that documents of more
+// than one file define is an error of each of them ([manifest.Reader.Read]) and changes
+// nothing: its object keeps its spec, uid and generation. A document of another file than its
+// object's is never applied to that object: it waits while the object is destroyed (its own
+// file no longer defines it) and then creates a new object, with a new uid; it is an error
+// while the object's file cannot be read. With all set, every object is observed again (a
+// restarted process publishes nothing for a generation already published: the event id is
+// the same).
 func (s *Source) Scan(ctx context.Context, all bool) error {
-	ms, ferrs, err := manifest.Read(s.cfg.Paths)
+	s.scanMu.Lock()
+	defer s.scanMu.Unlock()
+	ms, ferrs, err := s.reader.Read(s.cfg.Paths)
 	if err != nil {
 		return err
 	}
-	broken := map[string]bool{}
+	broken := map[string]bool{}               // files (fileID) that did not read
+	contested := map[string]map[string]bool{} // namespace/name -> files (fileID) defining it together
 	for _, fe := range ferrs {
-		broken[fe.File] = true
+		id := fileID(fe.File)
+		if fe.Key == "" {
+			broken[id] = true
+			continue
+		}
+		if contested[fe.Key] == nil {
+			contested[fe.Key] = map[string]bool{}
+		}
+		contested[fe.Key][id] = true
+	}
+	s.mu.Lock()
+	if s.inline == nil {
+		s.inline = map[string]func(arch.Pos) arch.Pos{}
+	}
+	for _, m := range ms {
+		if cur := s.objs[m.Key()]; cur == nil || fileID(cur.Annotations[AnnotationFile]) == fileID(m.File) {
+			s.inline[m.Key()] = m.MapInline // not for a document waiting on another file's object
+		}
+	}
+	s.mu.Unlock()
+
+	var errs []error
+	want := map[string]bool{} // keys whose object's own file defines them (or a new object's)
+	for _, m := range ms {
+		owner, err := s.upsert(ctx, m, all)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if owner == "" {
+			want[m.Key()] = true
+		} else if broken[owner] {
+			ferrs = append(ferrs, &manifest.FileError{File: m.File, Key: m.Key(), Err: &manifest.PosError{Line: m.Line, Col: m.Col,
+				Msg: fmt.Sprintf("%s is the object of %s, which could not be read: this document waits until that file reads again", m.Key(), owner)}})
+		}
 	}
 	s.mu.Lock()
 	s.fileErrors = ferrs
@@ -259,26 +343,9 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 	if s.cfg.OnChange != nil {
 		s.cfg.OnChange()
 	}
-
-	var errs []error
-	want := map[string]bool{}
-	s.mu.Lock()
-	if s.inline == nil {
-		s.inline = map[string]func(arch.Pos) arch.Pos{}
-	}
-	for _, m := range ms {
-		s.inline[m.Key()] = m.MapInline
-	}
-	s.mu.Unlock()
-	for _, m := range ms {
-		want[m.Key()] = true
-		if err := s.upsert(ctx, m, all); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	for _, obj := range s.Objects() {
-		key := obj.Namespace + "/" + obj.Name
-		if want[key] || broken[obj.Annotations[AnnotationFile]] {
+		key, owner := obj.Namespace+"/"+obj.Name, fileID(obj.Annotations[AnnotationFile])
+		if want[key] || broken[owner] || contested[key][owner] {
 			continue
 		}
 		if err := s.remove(ctx, key); err != nil {
@@ -294,21 +361,39 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 	return nil
 }
 
+// fileID is the identity of a manifest file, to which its objects belong: its absolute clean
+// path (symbolic links are not resolved, so a link switched to another file keeps its
+// objects). "" stays "" (an object without a file belongs to none).
+func fileID(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
+}
+
 // upsert creates or updates the object of m and observes it when it is new or changed (or
-// always when all is set).
-func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) error {
-	key := m.Key()
+// always when all is set). When the key's object belongs to another file than m's it does
+// nothing and returns that file ([fileID]): the document is not this object's.
+func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) (otherOwner string, err error) {
+	key, id := m.Key(), fileID(m.File)
 	s.mu.Lock()
 	cur := s.objs[key]
 	var obj *v1alpha1.LavaArchitecture
 	changed := false
 	switch {
+	case cur != nil && fileID(cur.Annotations[AnnotationFile]) != id:
+		s.mu.Unlock()
+		return fileID(cur.Annotations[AnnotationFile]), nil
 	case cur != nil && cur.DeletionTimestamp != nil:
 		// Being deleted: it comes back as a new incarnation once Destroyed.
 		s.mu.Unlock()
-		return nil
+		return "", nil
 	case cur == nil:
 		obj = m.Object.DeepCopy()
+		obj.Annotations = userAnnotations(obj.Annotations)
 		obj.UID = types.UID(newUID())
 		obj.Generation = 1
 		obj.CreationTimestamp = metav1.NewTime(s.cfg.Now().UTC().Truncate(time.Second))
@@ -316,12 +401,12 @@ func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) erro
 	default:
 		obj = cur.DeepCopy()
 		if !equality.Semantic.DeepEqual(cur.Spec, m.Object.Spec) {
-			obj.Spec = m.Object.Spec
+			obj.Spec = *m.Object.Spec.DeepCopy()
 			obj.Generation++
 			changed = true
 		}
 		if !equality.Semantic.DeepEqual(cur.Labels, m.Object.Labels) || !equality.Semantic.DeepEqual(userAnnotations(cur.Annotations), userAnnotations(m.Object.Annotations)) {
-			obj.Labels = m.Object.Labels
+			obj.Labels = maps.Clone(m.Object.Labels)
 			ann := userAnnotations(m.Object.Annotations)
 			for k, v := range cur.Annotations {
 				if internalAnnotation(k) {
@@ -335,24 +420,51 @@ func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) erro
 	if obj.Annotations == nil {
 		obj.Annotations = map[string]string{}
 	}
-	if obj.Annotations[AnnotationFile] != m.File {
-		obj.Annotations[AnnotationFile] = m.File
+	if obj.Annotations[AnnotationFile] != id {
+		obj.Annotations[AnnotationFile] = id
 		changed = true
 	}
 	if changed {
 		if err := s.writeLocked(obj); err != nil {
 			s.mu.Unlock()
-			return err
+			return "", err
 		}
 	}
 	s.mu.Unlock()
 	if !changed && !all {
-		return nil
+		return "", nil
 	}
 	if changed && s.cfg.OnChange != nil {
 		s.cfg.OnChange()
 	}
-	return s.submit(ctx, obj)
+	if err := s.namespaceDir(obj.Namespace); err != nil {
+		return "", err
+	}
+	return "", s.submit(ctx, obj)
+}
+
+// namespaceDir creates the file root of namespace below [SourceConfig].FileRoot (mode 0700,
+// [ensurePrivateDir]), once per Source; nothing without a FileRoot.
+func (s *Source) namespaceDir(namespace string) error {
+	if s.cfg.FileRoot == "" {
+		return nil
+	}
+	s.mu.Lock()
+	done := s.nsDirs[namespace]
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := ensurePrivateDir(filepath.Join(s.cfg.FileRoot, namespace)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.nsDirs == nil {
+		s.nsDirs = map[string]bool{}
+	}
+	s.nsDirs[namespace] = true
+	s.mu.Unlock()
+	return nil
 }
 
 // userAnnotations is annotations without the ones the file source sets.
@@ -544,14 +656,23 @@ func (s *Source) objectPath(key string) string {
 
 // statusFileName is the status file of the object name: NAME.yaml, or, for a name whose file
 // (and its ".tmp" while written) would pass the 255-byte file name limit of common
-// filesystems (a name may have 253 characters), its first 200 bytes, "-", 16 hex digits of
-// the name's SHA-256, and ".yaml". The file is read back by its content, not its name.
+// filesystems (a name may have 253 characters), its first 200 bytes, "_", 32 hex digits of
+// the name's SHA-256, and ".yaml". A name never holds "_" (a DNS-1123 subdomain), so no name's
+// NAME.yaml is another name's cut one: one object never writes or removes another's file.
 func statusFileName(name string) string {
 	if len(name)+len(".yaml.tmp") <= 255 {
 		return name + ".yaml"
 	}
 	sum := sha256.Sum256([]byte(name))
-	return name[:200] + "-" + hex.EncodeToString(sum[:8]) + ".yaml"
+	return name[:200] + "_" + hex.EncodeToString(sum[:16]) + ".yaml"
+}
+
+// legacyStatusFileName is the cut status file name earlier versions wrote for a long name
+// (first 200 bytes, "-", 16 hex digits): a short name could equal it. [Source.load] renames
+// such a file to [statusFileName].
+func legacyStatusFileName(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return name[:min(len(name), 200)] + "-" + hex.EncodeToString(sum[:8]) + ".yaml"
 }
 
 // writeLocked stores obj in memory and writes its file (atomically). s.mu is held.

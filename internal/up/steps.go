@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
@@ -92,7 +94,8 @@ func (s *session) close() {
 }
 
 // prepareStateDir creates the state directory and locks it, checks the policy's file roots
-// against what Lava keeps, and opens the log (<state-dir>/lava.log unless Options.Log).
+// against what Lava keeps, creates the built-in policy's file root (Options.FileRoot), and
+// opens the log (<state-dir>/lava.log unless Options.Log).
 func (s *session) prepareStateDir(context.Context) error {
 	o := s.o
 	for _, d := range []string{o.StateDir, filepath.Join(o.StateDir, DirNATS), filepath.Join(o.StateDir, DirWork)} {
@@ -107,10 +110,17 @@ func (s *session) prepareStateDir(context.Context) error {
 	s.unlock = unlock
 	// The policy's file roots may not overlap what Lava keeps: the state directory (keys,
 	// seeds, the JetStream store, the engines' workspaces), the provider mirror and cache.
-	s.policy = &policy.File{Path: o.PolicyFile, Default: DefaultPolicy()}
+	s.policy = &policy.File{Path: o.PolicyFile, Default: NamespaceRootsPolicy(o.FileRoot)}
 	s.protected = []string{o.StateDir, o.ProviderDir, o.Install.CacheDir}
 	if err := (&engine.FileAccess{Policy: s.policy, Protected: s.protected}).CheckRoots(); err != nil {
 		return fmt.Errorf("up: %w", err)
+	}
+	// The built-in policy's roots, one per namespace, lie below a directory only this user
+	// may use (docs/design/0024-file-source-identity-and-roots.md).
+	if o.PolicyFile == "" {
+		if err := ensurePrivateDir(o.FileRoot); err != nil {
+			return err
+		}
 	}
 	if s.o.Log == nil {
 		f, err := os.OpenFile(filepath.Join(o.StateDir, FileLog), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -211,8 +221,10 @@ func (s *session) as(identity string) bus.ConnectOptions {
 	return bus.ConnectOptions{URL: s.url, Identity: identity, NKeyFile: filepath.Join(s.credDir, natsauth.SeedFileName(identity))}
 }
 
-// connectKube loads the kubeconfig, when given, with Options.KubeAPI's rate limit.
-func (s *session) connectKube(context.Context) error {
+// connectKube loads the kubeconfig, when given, with Options.KubeAPI's rate limit, and, with
+// impersonation on, checks that its identity may impersonate ServiceAccounts in the watched
+// namespaces: otherwise every object that needs an identity would fail, one by one.
+func (s *session) connectKube(ctx context.Context) error {
 	if s.o.Kubeconfig == "" {
 		return nil
 	}
@@ -221,6 +233,16 @@ func (s *session) connectKube(context.Context) error {
 		return err
 	}
 	s.kube = s.o.KubeAPI.Apply(cfg)
+	if !s.o.Identity.Impersonate {
+		return nil
+	}
+	if err := identity.CheckImpersonation(ctx, s.kube, s.o.Namespaces); err != nil {
+		if errors.Is(err, identity.ErrImpersonationRefused) {
+			return fmt.Errorf("up: --impersonate: the kubeconfig's %w; grant it that (or watch only namespaces where it has it, --namespaces), "+
+				"or run with --impersonate=false to act with the kubeconfig's own identity for every object (a cluster with a single tenant only)", err)
+		}
+		return fmt.Errorf("up: %w", err)
+	}
 	return nil
 }
 
@@ -256,7 +278,9 @@ func (s *session) engines(e engines.Options, service string) engines.Options {
 // its own Run as its binary does, with the defaults of its own flag set ([flagDefaults]) and
 // what lava up sets: the bus identity and logs ([session.common]), the keys, the RPCs on
 // loopback behind the state directory's token (addresses in FileRenderAddr and
-// FileReceiptsAddr), the holder, the engines ([session.engines]), the policy and the cluster.
+// FileReceiptsAddr), the holder, the engines ([session.engines]), the policy, the cluster and
+// who synth, the applier and drift act as (Options.Identity: their own flags, on lava up's
+// command line).
 func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
 	renderLn, err := s.rpcListen(FileRenderAddr)
 	if err != nil {
@@ -270,11 +294,13 @@ func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
 	so := flagDefaults[synth.Options]()
 	so.Common, so.BindingsKeyFile, so.Kube = s.common(bus.ServiceSynth), s.bindingsKey, s.kube
 	so.ConnectAddr, so.Listener, so.RPCTokenFile = renderLn.Addr().String(), renderLn, s.rpcToken
-	so.PolicyFile, so.DefaultPolicy = s.o.PolicyFile, DefaultPolicy()
+	so.PolicyFile, so.DefaultPolicy, so.Identity = s.o.PolicyFile, NamespaceRootsPolicy(s.o.FileRoot), s.o.Identity
 	ao := flagDefaults[applier.Options]()
 	ao.Common, ao.Holder, ao.Kube, ao.Engines = s.common(bus.ServiceApplier), holder, s.kube, s.engines(ao.Engines, "applier")
+	ao.Identity = s.o.Identity
 	do := flagDefaults[drift.Options]()
 	do.Common, do.Holder, do.Kube, do.Engines = s.common(bus.ServiceDrift), holder, s.kube, s.engines(do.Engines, "drift")
+	do.Identity = s.o.Identity
 	vo := flagDefaults[viggy.Options]()
 	vo.Common = s.common(bus.ServiceViggy)
 	no := flagDefaults[anomaly.Options]()
@@ -324,16 +350,16 @@ func (s *session) rpcListen(addrFile string) (net.Listener, error) {
 
 // startSource starts what turns LavaArchitectures into events and folds their status: with a
 // kubeconfig the watcher against the cluster (its flag defaults, without leader election, with
-// Secrets watched), the snapshot listing from the cluster; otherwise the file source in g and
-// its phase consumer, which outlives the services (what they publish while they drain, an
-// apply finishing after Ctrl-C, is folded before the final table) and stops everything
-// (stop) when it fails.
+// Secrets watched, Options.Lockdown), the snapshot listing from the cluster; otherwise the
+// file source in g and its phase consumer, which outlives the services (what they publish
+// while they drain, an apply finishing after Ctrl-C, is folded before the final table) and
+// stops everything (stop) when it fails.
 func (s *session) startSource(ctx, gctx context.Context, g *errgroup.Group, stop context.CancelFunc) error {
 	o := s.o
 	if o.Kubeconfig != "" {
 		wo := flagDefaults[watcher.Options]()
 		wo.Common, wo.Kubeconfig, wo.Namespaces, wo.KubeAPI = s.common(bus.ServiceWatcher), o.Kubeconfig, o.Namespaces, o.KubeAPI
-		wo.BindingsKeyFile, wo.WatchSecrets, wo.LeaderElect = s.bindingsKey, true, false
+		wo.BindingsKeyFile, wo.WatchSecrets, wo.LeaderElect, wo.Lockdown = s.bindingsKey, true, false, o.Lockdown
 		runService(gctx, g, bus.ServiceWatcher, func(ctx context.Context) error { return watcher.Run(ctx, wo) })
 		kv, err := newKubeView(s.kube, o.Namespaces)
 		if err != nil {
@@ -343,7 +369,7 @@ func (s *session) startSource(ctx, gctx context.Context, g *errgroup.Group, stop
 		return nil
 	}
 	s.changed = make(chan struct{}, 1)
-	src, err := NewSource(ctx, SourceConfig{JS: s.js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus),
+	src, err := NewSource(ctx, SourceConfig{JS: s.js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus), FileRoot: o.FileRoot,
 		Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: s.log.With("service", "file-source"),
 		OnChange: func() {
 			select {

@@ -21,7 +21,9 @@ import (
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/manifest"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
 // Files under the state directory.
@@ -57,17 +59,24 @@ const (
 	FileLock = "lock"
 )
 
-// DemoDir is where the examples of `make up` (examples/) write their files; [DefaultPolicy]
-// lets file-writing resources write under it and nowhere else.
+// DemoDir is the default [Options].FileRoot: the directory below which lava up's built-in
+// policy gives each namespace its file root, DemoDir/NAMESPACE, where the examples of `make up`
+// (examples/, namespace demo) write their files.
 const DemoDir = "/tmp/lava-demo"
 
-// DefaultPolicy is lava up's policy when --policy is not given, also the one `lava validate`
-// and `lava render` check against without --policy: the built-in cluster policy
-// ([policy.Default]) with fileWriteRoots [DemoDir], so the demos apply while a manifest still
-// cannot write lava up's state directory, provider mirror or plugin cache
-// (docs/design/0010-tenant-policy.md, "File writes").
-func DefaultPolicy() policy.Config {
-	return policy.Config{Cluster: policy.Settings{FileWriteRoots: &[]string{DemoDir}}}
+// DefaultPolicy is the policy `lava validate` and `lava render` check against without
+// --policy: lava up's built-in policy with the default file root, [NamespaceRootsPolicy]
+// ([DemoDir]).
+func DefaultPolicy() policy.Config { return NamespaceRootsPolicy(DemoDir) }
+
+// NamespaceRootsPolicy is lava up's policy when --policy is not given: the built-in cluster
+// policy ([policy.Default]) with each namespace's file writes confined to a root of its own,
+// fileRoot/NAMESPACE ([policy.Config].NamespaceFileRoot), so the demos apply while a manifest
+// still cannot write lava up's state directory, provider mirror or plugin cache, nor another
+// namespace's files (docs/design/0010-tenant-policy.md, "File writes";
+// docs/design/0024-file-source-identity-and-roots.md).
+func NamespaceRootsPolicy(fileRoot string) policy.Config {
+	return policy.Config{NamespaceFileRoot: fileRoot}
 }
 
 // DefaultToolsDir is the OpenTofu tool directory `make tools-tofu` builds, relative to the home
@@ -85,6 +94,15 @@ type Options struct {
 	// KubeAPI is the rate limit of every Kubernetes API client (Kubeconfig only; zero:
 	// svc.DefaultKubeAPIQPS and Burst).
 	KubeAPI svc.KubeAPI
+	// Identity is who synth, the applier and drift act as for an object's ConfigMaps and
+	// Secrets (Kubeconfig only): their own options, registered on lava up's flags by
+	// [identity.Options.Register] with their defaults (impersonation on). With Impersonate,
+	// Run checks at start that the kubeconfig's identity may impersonate ServiceAccounts in
+	// Namespaces. The zero value acts with the kubeconfig's identity for every object.
+	Identity identity.Options
+	// Lockdown is the watcher's refusal of references to another namespace (Kubeconfig only;
+	// [watcher.Lockdown.Register]); the zero value refuses them, as the flag's default.
+	Lockdown watcher.Lockdown
 	// StateDir holds the JetStream store, the object files, keys and logs (default ".lava").
 	StateDir string
 	// ProviderDir is the provider mirror (default [DefaultProviderDir]).
@@ -112,8 +130,13 @@ type Options struct {
 	// LogLevel is the services' log level (default info).
 	LogLevel string
 	// PolicyFile is the tenant policy document synth checks every render against
-	// (docs/design/0010-tenant-policy.md); "" is [DefaultPolicy].
+	// (docs/design/0010-tenant-policy.md); "" is [NamespaceRootsPolicy] of FileRoot.
 	PolicyFile string
+	// FileRoot is the directory of the namespaces' file roots under the built-in policy
+	// (PolicyFile ""; default [DemoDir]): lava up creates it with mode 0700, and refuses to
+	// start when it is a symbolic link, not a directory, owned by another user or open to
+	// others ([ensurePrivateDir]). It cannot be combined with PolicyFile.
+	FileRoot string
 }
 
 // Result is what a run ended with.
@@ -277,6 +300,18 @@ func (o *Options) defaults() error {
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
+	}
+	switch {
+	case o.PolicyFile != "" && o.FileRoot != "":
+		return errors.New("up: --file-root is the built-in policy's; with --policy, the document's fileWriteRoots apply")
+	case o.PolicyFile == "" && o.FileRoot == "":
+		o.FileRoot = DemoDir
+	case o.PolicyFile == "":
+		abs, err := filepath.Abs(o.FileRoot)
+		if err != nil {
+			return fmt.Errorf("up: --file-root: %w", err)
+		}
+		o.FileRoot = abs
 	}
 	return nil
 }

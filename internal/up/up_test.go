@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/manifest"
@@ -168,5 +170,111 @@ func TestRun_stateDirInUse(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, FileNATSURL)); err == nil {
 		t.Errorf("Run wrote %s although the state dir was locked", FileNATSURL)
+	}
+}
+
+// TestEnsurePrivateDir_attacks: lava up's file root is a directory only its user may use: a
+// missing one is created with mode 0700, an own 0700 one is taken; a pre-existing symbolic
+// link (to a directory the attacker controls), a directory of another user, one open to group
+// or others, and a file are refused, each naming what is wrong.
+func TestEnsurePrivateDir_attacks(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	fresh := filepath.Join(base, "fresh")
+	if err := ensurePrivateDir(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(fresh); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Fatalf("created %v (%v), want a directory with mode 0700", st, err)
+	}
+	if err := ensurePrivateDir(fresh); err != nil {
+		t.Errorf("an own 0700 directory is refused: %v", err)
+	}
+
+	elsewhere := t.TempDir()
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(elsewhere, link); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(base, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Another user's directory: one this test gives away when it runs as root, else "/".
+	foreign, owner := "/", "0"
+	if os.Getuid() == 0 {
+		foreign, owner = filepath.Join(base, "foreign"), "65534"
+		if err := os.Mkdir(foreign, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(foreign, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ dir, want string }{
+		{link, link + " is a symbolic link"},
+		{open, open + " has mode 0777, open to group or others"},
+		{file, file + " is not a directory"},
+		{foreign, foreign + " is owned by uid " + owner + ", not by this user"},
+	} {
+		if err := ensurePrivateDir(tt.dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ensurePrivateDir(%s) = %v, want an error with %q", tt.dir, err, tt.want)
+		}
+	}
+}
+
+// TestSource_loadStatusFiles: a long name's status file of the cut form earlier versions wrote
+// is renamed to its own file at load (or removed when that one exists); a status file that
+// holds another object than its name says is an error, never loaded as that object.
+func TestSource_loadStatusFiles(t *testing.T) {
+	t.Parallel()
+	label := strings.Repeat("a", 63)
+	long := label + "." + label + "." + label + "." + strings.Repeat("b", 61)
+	write := func(dir, file string, obj v1alpha1.LavaArchitecture) {
+		t.Helper()
+		data, err := sigsyaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, obj.Namespace), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, obj.Namespace, file), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj := func(name, uid string) v1alpha1.LavaArchitecture {
+		var o v1alpha1.LavaArchitecture
+		o.Namespace, o.Name, o.UID = "ns", name, types.UID(uid)
+		return o
+	}
+	dir := t.TempDir()
+	write(dir, legacyStatusFileName(long), obj(long, "u1"))
+	s := &Source{cfg: SourceConfig{StatusDir: dir}, objs: map[string]*v1alpha1.LavaArchitecture{}}
+	if err := s.load(); err != nil {
+		t.Fatal(err)
+	}
+	if o := s.objs["ns/"+long]; o == nil || o.UID != "u1" {
+		t.Fatalf("loaded %v, want the long name's object", s.objs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ns", statusFileName(long))); err != nil {
+		t.Errorf("the legacy file was not renamed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ns", legacyStatusFileName(long))); !os.IsNotExist(err) {
+		t.Errorf("the legacy file is still there: %v", err)
+	}
+
+	bad := t.TempDir()
+	write(bad, "victim.yaml", obj("attacker", "u2"))
+	s = &Source{cfg: SourceConfig{StatusDir: bad}, objs: map[string]*v1alpha1.LavaArchitecture{}}
+	if err := s.load(); err == nil || !strings.Contains(err.Error(), "holds ns/attacker, whose status file is") {
+		t.Errorf("load of a misplaced status file: %v, want an error", err)
 	}
 }

@@ -524,6 +524,9 @@ func TestRenderedObjects(t *testing.T) {
 				if _, ok := env["LAVA_NATS_URL"]; !ok {
 					t.Errorf("%s: no LAVA_NATS_URL", name)
 				}
+				if tc.name != "all-on" {
+					checkLockdown(t, name, svc, env)
+				}
 				if tc.name == "all-on" {
 					for _, v := range []string{"LAVA_NATS_CREDS", "LAVA_CONCURRENCY", "SSL_CERT_DIR"} {
 						if _, ok := env[v]; !ok && !(v == "LAVA_CONCURRENCY" && svc == "watcher") {
@@ -549,6 +552,41 @@ func TestRenderedObjects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lockdownFlags are the flags of the tenancy lockdown per service (docs/design/0026): the
+// chart's defaults set each of them to the service's own flag default, which is the lockdown,
+// also lava up's.
+var lockdownFlags = map[string][]string{
+	bus.ServiceWatcher: {"allow-cross-namespace-refs"},
+	bus.ServiceSynth:   {"impersonate", "default-service-account", "allow-own-identity"},
+	bus.ServiceApplier: {"impersonate", "default-service-account", "allow-own-identity"},
+	bus.ServiceDrift:   {"impersonate", "default-service-account", "allow-own-identity"},
+}
+
+// checkLockdown fails unless env (the container of service svc rendered with the chart's
+// default values) sets every lockdown flag of svc to the flag's default, and those defaults
+// are the lockdown: impersonation on, cross-namespace references refused.
+func checkLockdown(t *testing.T, name, svcName string, env map[string]corev1.EnvVar) {
+	t.Helper()
+	fs := svc.NewFlagSet(svcName, serviceOptions[svcName]())
+	for _, f := range lockdownFlags[svcName] {
+		fl := fs.Lookup(f)
+		if fl == nil {
+			t.Errorf("%s: services/%s has no --%s", name, svcName, f)
+			continue
+		}
+		v := envflag.VarName("LAVA", f)
+		if e, ok := env[v]; !ok || e.Value != fl.DefValue {
+			t.Errorf("%s: %s = %q (set %v), want the flag's default %q", name, v, e.Value, ok, fl.DefValue)
+		}
+	}
+	locked := map[string]string{"impersonate": "true", "allow-own-identity": "false", "allow-cross-namespace-refs": "false"}
+	for _, f := range lockdownFlags[svcName] {
+		if want, ok := locked[f]; ok && fs.Lookup(f) != nil && fs.Lookup(f).DefValue != want {
+			t.Errorf("services/%s: --%s defaults to %s, want %s (the lockdown)", svcName, f, fs.Lookup(f).DefValue, want)
+		}
 	}
 }
 

@@ -191,9 +191,15 @@ func Overlaps(a, b string) bool {
 }
 
 // Roots returns every fileWriteRoots and fileReadRoots entry of the document, each with where
-// it is set ("cluster.fileWriteRoots", "namespaces.NS.fileReadRoots"), in a stable order.
+// it is set ("cluster.fileWriteRoots", "namespaces.NS.fileReadRoots"), in a stable order; a
+// [Config].NamespaceFileRoot comes first, as "namespaceFileRoot" (it holds every namespace's
+// root).
 func (c Config) Roots() [][2]string {
-	out := c.Cluster.roots("cluster")
+	var out [][2]string
+	if c.NamespaceFileRoot != "" {
+		out = append(out, [2]string{"namespaceFileRoot", c.NamespaceFileRoot})
+	}
+	out = append(out, c.Cluster.roots("cluster")...)
 	for _, ns := range slices.Sorted(maps.Keys(c.Namespaces)) {
 		out = append(out, c.Namespaces[ns].roots("namespaces."+ns)...)
 	}

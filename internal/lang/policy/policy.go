@@ -108,6 +108,14 @@ type Settings struct {
 type Config struct {
 	Cluster    Settings            `json:"cluster"`
 	Namespaces map[string]Settings `json:"namespaces,omitempty"`
+	// NamespaceFileRoot, when set, gives each namespace a write root of its own,
+	// NamespaceFileRoot/NAMESPACE, in place of the cluster's fileWriteRoots (a namespace's own
+	// fileWriteRoots still replace it), so one namespace's resources cannot write or delete
+	// another's files. A check without a namespace (a bare .tlisp file in `lava render`) gets
+	// the root of namespace "default", where a manifest without one lives. `lava up`'s built-in
+	// policy sets it (internal/up.NamespaceRootsPolicy); a policy document cannot (an admin
+	// lists each namespace's roots).
+	NamespaceFileRoot string `json:"-"`
 }
 
 // Parse decodes a policy document (YAML or JSON). Unknown fields, a negative maxResources and
@@ -170,10 +178,34 @@ func ReadFile(name string) (Config, error) {
 func (c Config) For(namespace string) Policy {
 	p := Default()
 	c.Cluster.apply(&p)
+	if c.NamespaceFileRoot != "" {
+		p.FileWriteRoots = nil
+		ns := namespace
+		if ns == "" {
+			ns = "default"
+		}
+		if dnsLabel(ns) {
+			p.FileWriteRoots = []string{path.Join(c.NamespaceFileRoot, ns)}
+		}
+	}
 	if s, ok := c.Namespaces[namespace]; ok {
 		s.apply(&p)
 	}
 	return p
+}
+
+// dnsLabel reports whether s is a DNS-1123 label (a namespace name): so never "..", and no
+// "/", as a path element.
+func dnsLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func (s Settings) apply(p *Policy) {

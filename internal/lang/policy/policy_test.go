@@ -174,6 +174,37 @@ func TestCheck_fileWriteRoots(t *testing.T) {
 	}
 }
 
+// TestConfig_namespaceFileRoot: a NamespaceFileRoot gives each namespace its own write root
+// (so one namespace's resources cannot reach another's files), replacing the cluster's; a
+// namespace's own fileWriteRoots still win; a check without a namespace gets "default"'s; no
+// name escapes the root; Roots lists it first, for the overlap checks.
+func TestConfig_namespaceFileRoot(t *testing.T) {
+	t.Parallel()
+	c := Config{NamespaceFileRoot: "/tmp/lava-demo", Cluster: Settings{FileWriteRoots: &[]string{"/srv/all"}},
+		Namespaces: map[string]Settings{"own": {FileWriteRoots: &[]string{"/srv/own"}}}}
+	for ns, want := range map[string][]string{
+		"team-a": {"/tmp/lava-demo/team-a"}, "team-b": {"/tmp/lava-demo/team-b"}, "": {"/tmp/lava-demo/default"},
+		"own": {"/srv/own"}, "..": nil, "a/b": nil, "UPPER": nil,
+	} {
+		if got := c.For(ns).FileWriteRoots; !slices.Equal(got, want) {
+			t.Errorf("For(%q).FileWriteRoots = %v, want %v", ns, got, want)
+		}
+	}
+	a := &arch.Architecture{Pos: arch.Pos{File: "m.tlisp", Line: 1, Col: 1}}
+	r := arch.Resource{Type: "local_file", Name: "f", Pos: arch.Pos{File: "m.tlisp", Line: 3, Col: 5}}
+	r.Attributes.Set("filename", arch.String("/tmp/lava-demo/team-b/victim.txt"))
+	a.Resources = []arch.Resource{r}
+	if got := joined(Check(a, nil, c.For("team-a"))); !strings.Contains(got, "is outside the allowed directories (fileWriteRoots: /tmp/lava-demo/team-a)") {
+		t.Errorf("team-a writing team-b's file: %q", got)
+	}
+	if got := joined(Check(a, nil, c.For("team-b"))); got != "" {
+		t.Errorf("team-b writing its own file: %q", got)
+	}
+	if got := c.Roots(); len(got) == 0 || got[0] != [2]string{"namespaceFileRoot", "/tmp/lava-demo"} {
+		t.Errorf("Roots() = %v, want namespaceFileRoot first", got)
+	}
+}
+
 // TestCheck_fileModel: the gate's file model is a name rule plus an explicit table, not a table
 // of known types. testkit_legacy_file (a file-writing type no table of known types lists) and
 // a type nobody modelled are held to fileWriteRoots, the message naming

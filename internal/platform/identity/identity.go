@@ -124,18 +124,24 @@ func (c *Clients) ServiceAccount(sa string) string {
 	return sa
 }
 
-// Options are the flags of synth, the applier and drift that choose who they act as for an object
-// (chart values tenancy.*; docs/security.md, "Kubernetes RBAC").
+// Options are the flags of synth, the applier, drift and `lava up --kubeconfig` that choose who
+// they act as for an object (chart values tenancy.*; docs/security.md, "Kubernetes RBAC";
+// docs/design/0026-lava-up-lockdown.md). [Options.Register] declares them and their defaults,
+// once, for all four: impersonation is on by default.
 type Options struct {
-	// Impersonate turns impersonation on (--impersonate); off, every object acts with the
-	// service's own identity, as before impersonation existed.
+	// Impersonate turns impersonation on (--impersonate, default true); off, every object acts
+	// with the service's own identity, which is then every tenant's: for a cluster with a
+	// single tenant only. The zero Options (a caller that sets fields itself) has it off.
 	Impersonate bool
 	Policy
 }
 
+// DefaultImpersonate is the default of --impersonate: on, as the chart's tenancy.impersonate.
+const DefaultImpersonate = true
+
 // Register adds --impersonate, --default-service-account and --allow-own-identity to fs.
 func (o *Options) Register(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.Impersonate, "impersonate", false, "act as each object's ServiceAccount (spec.serviceAccountName, else --default-service-account) for its ConfigMaps and Secrets")
+	fs.BoolVar(&o.Impersonate, "impersonate", DefaultImpersonate, "act as each object's ServiceAccount (spec.serviceAccountName, else --default-service-account) for its ConfigMaps and Secrets; --impersonate=false acts with this process's own identity for every object (a cluster with a single tenant only)")
 	fs.StringVar(&o.DefaultServiceAccount, "default-service-account", "", "with --impersonate: ServiceAccount, in the object's namespace, for objects that name none")
 	fs.BoolVar(&o.AllowOwnIdentity, "allow-own-identity", false, "with --impersonate: let objects that name no ServiceAccount, without a default, act with the service's own identity")
 }

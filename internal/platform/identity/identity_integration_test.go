@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/platform/identity"
@@ -106,11 +107,62 @@ func TestOptions_whoAnObjectActsAs(t *testing.T) {
 		var o identity.Options
 		fs := pflag.NewFlagSet("svc", pflag.ContinueOnError)
 		o.Register(fs)
-		if err := fs.Parse([]string{"--default-service-account=tenant-default"}); err != nil {
+		if err := fs.Parse([]string{"--impersonate=false", "--default-service-account=tenant-default"}); err != nil {
 			t.Fatal(err)
 		}
 		if c, err := o.Clients(env.Config); c != nil || err != nil {
-			t.Errorf("without --impersonate: Clients %v, %v; want none (the service's own identity)", c, err)
+			t.Errorf("with --impersonate=false: Clients %v, %v; want none (the service's own identity)", c, err)
 		}
 	})
+	t.Run("impersonation is the default", func(t *testing.T) {
+		var o identity.Options
+		fs := pflag.NewFlagSet("svc", pflag.ContinueOnError)
+		o.Register(fs)
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := o.Clients(env.Config); c == nil || err != nil {
+			t.Errorf("no flags: Clients %v, %v; want impersonation (the chart's default)", c, err)
+		}
+	})
+}
+
+// TestCheckImpersonation: on a real API server with RBAC, the check `lava up --kubeconfig` makes
+// at start passes for an identity that may impersonate ServiceAccounts in the watched
+// namespaces and names the user and the first namespace where it may not; without namespaces it
+// asks for every namespace.
+func TestCheckImpersonation(t *testing.T) {
+	env := kubetest.Start(t)
+	ns, other := env.Namespace(t), env.Namespace(t)
+	for _, o := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impersonate"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impersonate"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "impersonate"},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "dev"}}},
+	} {
+		if err := env.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := identity.CheckImpersonation(t.Context(), env.Config, nil); err != nil {
+		t.Errorf("admin, every namespace: %v", err)
+	}
+	dev := rest.CopyConfig(env.Config)
+	dev.Impersonate = rest.ImpersonationConfig{UserName: "dev"}
+	if err := identity.CheckImpersonation(t.Context(), dev, []string{ns}); err != nil {
+		t.Errorf("dev in %s: %v", ns, err)
+	}
+	for _, c := range []struct {
+		namespaces []string
+		want       string
+	}{
+		{[]string{ns, other}, `user "dev" may not impersonate ServiceAccounts in namespace "` + other + `"`},
+		{nil, `user "dev" may not impersonate ServiceAccounts in every namespace`},
+	} {
+		err := identity.CheckImpersonation(t.Context(), dev, c.namespaces)
+		if !errors.Is(err, identity.ErrImpersonationRefused) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("dev in %v: %v, want ErrImpersonationRefused with %q", c.namespaces, err, c.want)
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -382,4 +383,22 @@ func TestGuard_interceptorFailsClosed(t *testing.T) {
 		return httpserver.Serve(ctx, ln, mux, httpserver.Limits{})
 	})
 	as("127.0.0.1", staticToken).refused(t, base, connect.CodeUnauthenticated)
+}
+
+// Without a way to authenticate callers (no Kubernetes access, no token file) New gives no
+// guard but ErrNoAuthenticator, on which synth and attest leave their RPCs unserved; with a
+// token file it authenticates by that token.
+func TestNew_withoutAnAuthenticatorThereIsNoGuard(t *testing.T) {
+	t.Parallel()
+	g, err := rpcauth.New(nil, "", nil, rpcauth.Limits{})
+	if !errors.Is(err, rpcauth.ErrNoAuthenticator) {
+		t.Fatalf("New(nil, \"\"): err %v, want ErrNoAuthenticator", err)
+	}
+	if g.Authn != nil || g.Authz != nil {
+		t.Fatalf("New(nil, \"\") returned a guard that authenticates: %+v", g)
+	}
+	if _, err := rpcauth.New(nil, filepath.Join(t.TempDir(), "missing"), nil, rpcauth.Limits{}); err == nil ||
+		errors.Is(err, rpcauth.ErrNoAuthenticator) {
+		t.Fatalf("New with a missing token file: err %v, want the file's error", err)
+	}
 }

@@ -96,7 +96,8 @@ type resolver struct {
 }
 
 // edges lists the dependencies of key: spec.dependsOn and the bindingsFrom outputsRef entries of
-// spec (nil when the object does not exist) and the LavaArchitectureDependency objects whose from is key.
+// spec (nil when the object does not exist) and the LavaArchitectureDependency objects whose from
+// is key (with noCrossNamespace, only those of key's namespace).
 func (r resolver) edges(ctx context.Context, key types.NamespacedName, spec *v1alpha1.LavaArchitectureSpec) ([]edge, error) {
 	var out []edge
 	if spec != nil {
@@ -125,6 +126,11 @@ func (r resolver) edges(ctx context.Context, key types.NamespacedName, spec *v1a
 		return nil, fmt.Errorf("watcher: list dependencies of %s: %w", key, err)
 	}
 	for _, e := range list.Items {
+		if r.noCrossNamespace && e.Namespace != key.Namespace {
+			// Another namespace's edge object says nothing about key's object: refusing it would
+			// let that namespace's tenant hold any object of this one.
+			continue
+		}
 		to, _ := refKey(e.Namespace, e.Spec.To, r.cluster)
 		kind := e.Spec.Kind
 		if kind != v1alpha1.DependencyInfluences {
@@ -139,7 +145,7 @@ func (r resolver) edges(ctx context.Context, key types.NamespacedName, spec *v1a
 			cl = ""
 		}
 		ed := edge{target: to, cluster: cl, kind: kind, require: req}
-		if r.noCrossNamespace && (e.Namespace != key.Namespace || to.Namespace != key.Namespace) {
+		if r.noCrossNamespace && to.Namespace != key.Namespace {
 			ed.refused = fmt.Sprintf("LavaArchitectureDependency %s/%s links %s to %s across namespaces", e.Namespace, e.Name, key, to)
 		}
 		out = append(out, ed)
@@ -180,7 +186,7 @@ func (s depState) has() bool { return len(s.proto.GetDependencies()) > 0 }
 // message is the DependenciesReady condition message when not ready.
 func (s depState) message() string {
 	if len(s.refused) > 0 {
-		return "cross-namespace references are refused by this installation (--no-cross-namespace-refs): " + strings.Join(s.refused, "; ")
+		return "cross-namespace references are refused by this installation (an admin allows them with --allow-cross-namespace-refs): " + strings.Join(s.refused, "; ")
 	}
 	if len(s.cycle) > 0 {
 		parts := make([]string, 0, len(s.cycle)+1)

@@ -48,8 +48,9 @@ type Options struct {
 	StatusWindow, StatusHold time.Duration
 	// MaxConcurrentReconciles is [Config].MaxConcurrentReconciles.
 	MaxConcurrentReconciles int
-	// NoCrossNamespaceRefs is [Config].NoCrossNamespaceRefs (--no-cross-namespace-refs).
-	NoCrossNamespaceRefs bool
+	// Lockdown is the watcher's refusal of references to another namespace
+	// (--allow-cross-namespace-refs; [Config].NoCrossNamespaceRefs is its opposite).
+	Lockdown
 	// WatchSecrets is [Config].WatchSecrets (--watch-secrets).
 	WatchSecrets bool
 	// BindingsKeyFile holds the installation's bindings key (synth's file; [Config].BindingsKey);
@@ -70,7 +71,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader keeps retrying a failed renewal before it gives up leadership (and exits)")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often every replica tries to acquire or renew the Lease")
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
-	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "refuse every dependsOn and LavaArchitectureDependency reference to another namespace (lockdown)")
+	o.Lockdown.Register(fs)
 	fs.BoolVar(&o.WatchSecrets, "watch-secrets", false, "watch the Secrets of spec.bindingsFrom too (needs get, list and watch on secrets)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's), the BLAKE3 key of Secret data in the bindings digest (default: none, Secrets contribute their resourceVersion)")
 	o.KubeAPI.Register(fs)
@@ -79,6 +80,24 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatusHold, "status-hold", DefaultStatusHold, "longest an intermediate phase (Synthesized, Planned, ...) waits for its successor before it is written")
 	fs.IntVar(&o.Replicas, "stream-replicas", 1, "deprecated name of --replicas")
 	_ = fs.MarkDeprecated("stream-replicas", "use --replicas (LAVA_REPLICAS)")
+}
+
+// Lockdown is whether the watcher lets an object reach into another namespace: a spec.dependsOn
+// entry, spec.sourceRef or a LavaArchitectureDependency that crosses one is refused unless
+// AllowCrossNamespaceRefs (docs/security.md, "Kubernetes RBAC"). The watcher and `lava up
+// --kubeconfig` register its one flag with [Lockdown.Register], so both declare it, and its
+// default (refused, as the chart's tenancy.allowCrossNamespaceRefs), once
+// (docs/design/0026-lava-up-lockdown.md). The zero Lockdown refuses.
+type Lockdown struct {
+	// AllowCrossNamespaceRefs lets references cross namespaces (--allow-cross-namespace-refs):
+	// a tenant may then read another namespace's Flux source through spec.sourceRef and learn
+	// whether another namespace's objects exist and their phase through spec.dependsOn.
+	AllowCrossNamespaceRefs bool
+}
+
+// Register adds --allow-cross-namespace-refs to fs.
+func (l *Lockdown) Register(fs *pflag.FlagSet) {
+	fs.BoolVar(&l.AllowCrossNamespaceRefs, "allow-cross-namespace-refs", false, "let spec.dependsOn, spec.sourceRef and LavaArchitectureDependency objects name another namespace (default: refused, DependenciesReady False with reason CrossNamespaceRefRefused; a tenant could otherwise use another namespace's Flux source and learn which objects exist there)")
 }
 
 // Run runs the watcher service until ctx is done: it loads the API server configuration,
@@ -115,7 +134,7 @@ func Run(ctx context.Context, o Options) error {
 	w, err := New(ctx, Config{
 		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry, BusMetrics: base.BusMetrics,
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
-		NoCrossNamespaceRefs: o.NoCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets,
+		NoCrossNamespaceRefs: !o.AllowCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets,
 		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaseDuration:           o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,

@@ -78,7 +78,7 @@ func (r *reconciler) resolveSource(ctx context.Context, obj *v1alpha1.LavaArchit
 	name := ref.Kind + " " + key.String()
 	if r.deps.noCrossNamespace && key.Namespace != obj.Namespace {
 		return nil, &sourceHold{reason: v1alpha1.ReasonCrossNamespaceRefRefused,
-			message: "spec.sourceRef names " + name + " in another namespace (this installation refuses cross-namespace references)"}, nil
+			message: "spec.sourceRef names " + name + " in another namespace (this installation refuses cross-namespace references; an admin allows them with --allow-cross-namespace-refs)"}, nil
 	}
 	src := newFluxSource(ref.Kind)
 	if src == nil {

@@ -91,8 +91,10 @@ type Config struct {
 	// references are local).
 	ClusterName string
 	// NoCrossNamespaceRefs refuses every reference to another namespace (spec.dependsOn,
-	// LavaArchitectureDependency from/to): the object's DependenciesReady is False with reason
-	// CrossNamespaceRefRefused and nothing is published for it (docs/security.md).
+	// spec.sourceRef, LavaArchitectureDependency from/to): the object's DependenciesReady is
+	// False with reason CrossNamespaceRefRefused, the target is never read and nothing is
+	// published for it (docs/security.md). [Run] sets it unless the flags allow such
+	// references ([Lockdown]: refused by default); a Config built directly must set it.
 	NoCrossNamespaceRefs bool
 	// WatchSecrets watches the Secrets of spec.bindingsFrom (and the outputs Secrets of
 	// outputsRef producers) like ConfigMaps. It needs get, list and watch on secrets, which

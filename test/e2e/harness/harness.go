@@ -472,6 +472,10 @@ func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 	p.MetricsAddr, p.HealthAddr = e.addr(tb), e.addr(tb)
 	args := append(e.natsArgs(name), "--metrics-addr", p.MetricsAddr, "--health-addr", p.HealthAddr,
 		"--log-format", "json", "--log-level", "info", "--replicas", strconv.Itoa(e.Replicas))
+	// The end-to-end objects name no ServiceAccount: synth, the applier and drift act with the
+	// admin kubeconfig (impersonation, their default, is tested by TestUp_kubeconfigLockdown and
+	// the services' impersonation tests).
+	noImpersonation := "--impersonate=false"
 	work := func() string {
 		d := filepath.Join(e.Dir, "work", p.Name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -486,13 +490,13 @@ func (e *Env) serviceArgs(tb testing.TB, name string, p *Proc) []string {
 	case Synth:
 		p.ConnectAddr = e.addr(tb)
 		args = append(args, "--bindings-key-file", filepath.Join(e.Dir, "bindings.key"), "--connect-addr", p.ConnectAddr,
-			"--policy-file", filepath.Join(e.Dir, "policy.yaml"))
+			"--policy-file", filepath.Join(e.Dir, "policy.yaml"), noImpersonation)
 	case Applier:
 		args = append(args, "--holder", "applier-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work(),
-			"--policy-file", filepath.Join(e.Dir, "policy.yaml"))
+			"--policy-file", filepath.Join(e.Dir, "policy.yaml"), noImpersonation)
 	case Drift:
 		args = append(args, "--holder", "drift-e2e"+suffix, "--provider-dir", e.providerDir, "--tofu-bin", e.Tofu.Bin, "--work-dir", work(),
-			"--policy-file", filepath.Join(e.Dir, "policy.yaml"))
+			"--policy-file", filepath.Join(e.Dir, "policy.yaml"), noImpersonation)
 	case Attest:
 		p.ConnectAddr = e.addr(tb)
 		args = append(args, "--signing-key-file", filepath.Join(e.Dir, "attest-signing.key"), "--connect-addr", p.ConnectAddr)

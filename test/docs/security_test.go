@@ -1,0 +1,233 @@
+package docs
+
+import (
+	"bufio"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// securityDoc is the document of trust boundaries, rules and their attack tests.
+const securityDoc = "docs/security.md"
+
+// attack is one attack of the attack trial recorded in docs/security.md ("Attack trial"): what
+// was tried and the tests that try it again and assert that it is refused.
+type attack struct {
+	id    string
+	tried string
+	tests []string
+}
+
+// attackTrial is the attack trial's list: every attack it reproduced, each refused by the tests
+// named (they live beside the code they attack, on real parts, and run in make test-all).
+var attackTrial = []attack{
+	{"1a", "lava up -f: a file sorting first declares another file's namespace/name and takes over its object",
+		[]string{"TestSource_duplicateNameAttack"}},
+	{"1b", "lava up -f: a new file inherits the uid and state of an object removed from its own file",
+		[]string{"TestSource_uidBelongsToItsFile"}},
+	{"2a", "setproduct of three 1024-element ranges, a YAML alias bomb, indent(1e9): out of memory in the engine",
+		[]string{"TestEvaluationLimits_attacks", "TestApplier_evaluationLimits"}},
+	{"2b", "a message whose handling kills or wedges its consumer is delivered again for ever",
+		[]string{"TestConsume_wedgedHandlerIsTerminatedOthersFlow"}},
+	{"3", "bcrypt(\"x\", 31) runs uncancellable and fills the applier's handlers",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"4a", "a provider type the file policy does not model (testkit_legacy_file) writes anywhere",
+		[]string{"TestEngine_fileAccessAttacks"}},
+	{"4b", "an executable planted in the provider mirror runs for another tenant",
+		[]string{"TestEngine_plantedProvider"}},
+	{"4c", "an import id that is a file path reads lava up's NATS seed and attest's signing key",
+		[]string{"TestEngine_fileAccessAttacks"}},
+	{"5a", "anonymous 4 MiB RPC requests read and decoded before the token is checked",
+		[]string{"TestGuard_refusesBeforeReadingTheBody", "TestGuard_anonymousFlood"}},
+	{"5b", "20,000 idle connections exhaust the RPC server's file descriptors",
+		[]string{"TestServe_idleConnectionFlood"}},
+	{"6a", "lava up --kubeconfig binds a Secret the tenant cannot read and shows it in status",
+		[]string{"TestUp_kubeconfigLockdown"}},
+	{"6b", "a sourceRef to another namespace's GitRepository puts that tenant's key into the attacker's outputs",
+		[]string{"TestUp_kubeconfigLockdown"}},
+	{"6c", "dependsOn tells which objects exist in any namespace and their phase",
+		[]string{"TestUp_kubeconfigLockdown", "TestWatcher"}},
+	{"7", "an Applied object's state record deleted: the object wedges in Synthesized",
+		[]string{"TestApplier_lostOrRegressedStateHeldForApproval"}},
+	{"8a", "one /tmp/lava-demo file root shared by every namespace",
+		[]string{"TestUp_namespaceFileRootAttacks"}},
+	{"8b", "a 22 MB manifest file read without a limit and parsed again every second",
+		[]string{"TestSource_manifestSizeAttack", "TestSource_readsOnlyChangedFiles"}},
+	{"8c", "a short name equal to a long name's hashed status-file name removes the victim's file",
+		[]string{"TestSource_statusFileNameAttack"}},
+	{"8d", "an output over NATS' max payload leaves the object in Planned with no message",
+		[]string{"TestApplier_outputsOverMaxPayload"}},
+}
+
+var (
+	// testFunc is a top-level Go test function's declaration.
+	testFunc = regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`)
+	// testName is a test named in a document, in backticks: `TestX` or `TestX/subtest`.
+	testName = regexp.MustCompile("`(Test[A-Za-z0-9_]+)(?:/[^`]*)?`")
+)
+
+// repositoryTests returns the names of every top-level test function in the repository's
+// _test.go files (any build tag).
+func repositoryTests(t *testing.T) map[string]bool {
+	t.Helper()
+	tests := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range testFunc.FindAllSubmatch(b, -1) {
+			tests[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests) < 100 {
+		t.Fatalf("found only %d test functions under %s: the walk is broken", len(tests), root)
+	}
+	return tests
+}
+
+// ruleRow is one row of a rule table in docs/security.md.
+type ruleRow struct {
+	line              int
+	rule, attackTests string
+}
+
+// ruleRows returns the rows of every table whose header is "| rule | enforced by | attack test |".
+func ruleRows(t *testing.T) []ruleRow {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, securityDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []ruleRow
+	inTable := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "| rule | enforced by | attack test |":
+			inTable = true
+		case !strings.HasPrefix(line, "|"):
+			inTable = false
+		case inTable && !strings.HasPrefix(line, "|---"):
+			cells := splitRow(line)
+			if len(cells) != 3 {
+				t.Fatalf("%s:%d: a rule row has %d cells, want 3 (rule, enforced by, attack test)", securityDoc, n, len(cells))
+			}
+			rows = append(rows, ruleRow{line: n, rule: cells[0], attackTests: cells[2]})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 50 {
+		t.Fatalf("%s: only %d rule rows found: the table header changed?", securityDoc, len(rows))
+	}
+	return rows
+}
+
+// splitRow splits a Markdown table row into its trimmed cells; a `|` inside backticks or
+// escaped as \| is part of its cell.
+func splitRow(line string) []string {
+	line = strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|")
+	var cells []string
+	var cur strings.Builder
+	code := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '\\' && i+1 < len(line) && line[i+1] == '|':
+			cur.WriteByte('|')
+			i++
+		case c == '`':
+			code = !code
+			cur.WriteByte(c)
+		case c == '|' && !code:
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+// TestSecurity_everyRuleNamesAnAttackTestThatExists: every rule row of docs/security.md names at
+// least one test in its attack-test column, and every test the document names is a test function
+// of the repository (a renamed or deleted attack test fails here, not silently).
+func TestSecurity_everyRuleNamesAnAttackTestThatExists(t *testing.T) {
+	t.Parallel()
+	tests := repositoryTests(t)
+	for _, r := range ruleRows(t) {
+		names := testName.FindAllStringSubmatch(r.attackTests, -1)
+		if len(names) == 0 {
+			t.Errorf("%s:%d: the rule %.80q names no attack test", securityDoc, r.line, r.rule)
+		}
+		for _, m := range names {
+			if !tests[m[1]] {
+				t.Errorf("%s:%d: %s is not a test function of the repository", securityDoc, r.line, m[1])
+			}
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join(root, securityDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range testName.FindAllSubmatch(doc, -1) {
+		if !tests[string(m[1])] {
+			t.Errorf("%s names %s, which is not a test function of the repository", securityDoc, m[1])
+		}
+	}
+}
+
+// TestSecurity_attackTrial: every attack of the attack trial has tests that refuse it, the
+// tests exist, and docs/security.md names each of them in a rule row.
+func TestSecurity_attackTrial(t *testing.T) {
+	t.Parallel()
+	tests := repositoryTests(t)
+	var named []string
+	for _, r := range ruleRows(t) {
+		for _, m := range testName.FindAllStringSubmatch(r.attackTests, -1) {
+			named = append(named, m[1])
+		}
+	}
+	ids := map[string]bool{}
+	for _, a := range attackTrial {
+		t.Run(a.id, func(t *testing.T) {
+			if ids[a.id] {
+				t.Fatalf("attack %s listed twice", a.id)
+			}
+			ids[a.id] = true
+			if len(a.tests) == 0 {
+				t.Fatalf("attack %s (%s) has no test", a.id, a.tried)
+			}
+			for _, name := range a.tests {
+				if !tests[name] {
+					t.Errorf("attack %s (%s): %s is not a test function of the repository", a.id, a.tried, name)
+				}
+				if !slices.Contains(named, name) {
+					t.Errorf("attack %s (%s): %s is named in no rule row of %s", a.id, a.tried, name, securityDoc)
+				}
+			}
+		})
+	}
+}
