@@ -38,7 +38,7 @@ import (
 	"github.com/lava-operator/lava/internal/up"
 )
 
-// TestUp_kubeconfigLockdown is attack 6 of the attack trial (issue 32; docs/security.md,
+// TestUp_kubeconfigLockdown is attack 6 of the attack trial (docs/security.md,
 // "Kubernetes RBAC") against `lava up --kubeconfig` with its default flags, on a real API
 // server with RBAC: the kubeconfig is a cluster admin's, lava up watches the tenant's namespace
 // and a victim's, and the tenant is a user allowed nothing but LavaArchitectures in its own

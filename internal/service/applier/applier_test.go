@@ -118,7 +118,7 @@ func TestOutputsSecretName(t *testing.T) {
 // subject its bus identity may publish (bus.Topology.Permissions, what the chart's NATS, lava up
 // and the end-to-end harness enforce). A subject missing from the applier's allow list is
 // refused by the server, the handler that publishes it never succeeds, and its object stays
-// where it was: the state_regressed anomaly was such a subject (issue 32, attack 7).
+// where it was: the state_regressed anomaly was such a subject.
 func TestPermissions_applierMayPublishWhatItPublishes(t *testing.T) {
 	t.Parallel()
 	perms, err := bus.Declare(bus.TopologyOptions{}).Permissions(bus.ServiceApplier)

@@ -106,7 +106,7 @@ func (h *harness) idle(d time.Duration) {
 	}
 }
 
-// TestApplier_lostOrRegressedStateHeldForApproval is attack 7 of issue 32: an Applied object
+// TestApplier_lostOrRegressedStateHeldForApproval is an attack of the attack trial (docs/security.md): an Applied object
 // whose state is lost or regressed out of band and then reconciled, under approvePlan auto, on
 // a NATS server that enforces every identity's permissions (the harness's, as the chart's
 // NATS, lava up and the end-to-end harness do). For each way a state regresses (the record deleted, an older
