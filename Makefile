@@ -16,6 +16,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 ALERTMANAGER_VERSION   := v0.28.1
 PROMTOOL_VERSION       := v0.316.0
 STATICCHECK_VERSION    := v0.8.2
+DEADCODE_VERSION       := v0.53.0
 SOURCE_CONTROLLER_VERSION := v1.9.6
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
@@ -32,6 +33,7 @@ PROMTOOL_DIR     := $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)
 SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)
 BUF            := $(BUF_DIR)/buf
 STATICCHECK    := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+DEADCODE       := $(TOOLS_DIR)/deadcode-$(DEADCODE_VERSION)/deadcode
 
 # What tests read to find the real binaries. A test whose binary is missing fails and names the
 # `make tools` target that builds it.
@@ -83,7 +85,7 @@ images: ## Build every service image and the lava CLI image (needs docker with B
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-controller-gen tools-staticcheck ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-controller-gen tools-staticcheck tools-deadcode ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -137,6 +139,12 @@ tools-staticcheck: ## staticcheck (honnef.co/go/tools) for make lint.
 	else cd "$${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dir $(STATICCHECK)) \
 	  go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); fi
 
+.PHONY: tools-deadcode
+tools-deadcode: ## deadcode (golang.org/x/tools, DEADCODE_VERSION is that module's version) for make lint.
+	@if [ -x $(DEADCODE) ]; then echo "[tools] deadcode $(DEADCODE_VERSION) present, skipping" >&2; \
+	else cd "$${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dir $(DEADCODE)) \
+	  go install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION); fi
+
 ##@ Generated code
 .PHONY: generate
 generate: tools-buf tools-controller-gen tools-helm ## Regenerate protobuf code, deepcopy, CRDs, the chart's CRDs and deploy/manifests; tidy modules.
@@ -167,8 +175,12 @@ check-generate: generate ## Fail if regenerating changes anything.
 	  echo "generated files are stale: run 'make generate' and commit" >&2; exit 1; fi
 
 ##@ Checks
+# Dead code (hack/deadcode.sh): every function of a package a binary links must be reached from a
+# binary (code only tests call is deleted, or moved into a _test.go file or a test-support
+# package); every function of a test-support package (under test/ or internal/platform/testutil/,
+# or named *test; no binary links it) must be reached from a test.
 .PHONY: lint
-lint: tools-buf tools-staticcheck ## go vet, staticcheck, gofmt, buf lint/format/breaking, module dependency rules, function length.
+lint: tools-buf tools-staticcheck tools-deadcode ## go vet, staticcheck, gofmt, buf lint/format/breaking, module dependency rules, function length, dead code (a binary reaches every function it links, a test every test-support function).
 	go vet -tags integration,terraform,e2e $(PKGS)
 	$(STATICCHECK) -tags integration,terraform,e2e $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
@@ -180,6 +192,7 @@ lint: tools-buf tools-staticcheck ## go vet, staticcheck, gofmt, buf lint/format
 	  $(BUF) lint && $(BUF) format -d --exit-code; fi
 	hack/depcheck.sh
 	go run ./hack/funclen -allow hack/funclen/allow.txt .
+	hack/deadcode.sh $(DEADCODE)
 
 ##@ Tests
 .PHONY: test

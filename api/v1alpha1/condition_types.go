@@ -73,16 +73,6 @@ const (
 	ConditionStateRegressed = "StateRegressed"
 )
 
-// ConditionTypes lists every condition type in the order `kubectl describe` should show them.
-func ConditionTypes() []string {
-	return []string{
-		ConditionReady, ConditionReconciling, ConditionStalled,
-		ConditionSynthesized, ConditionGated, ConditionPlanned, ConditionApplied,
-		ConditionDrifted, ConditionDependenciesReady, ConditionSuspended, ConditionAwaitingApproval,
-		ConditionStateRegressed,
-	}
-}
-
 // Condition reasons (CamelCase, as metav1.Condition requires). Failed events may carry other
 // CamelCase reasons; these are the ones Lava's services use.
 const (

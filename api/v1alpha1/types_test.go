@@ -124,6 +124,16 @@ spec:
 	}
 }
 
+// ConditionTypes lists every condition type of condition_types.go.
+func ConditionTypes() []string {
+	return []string{
+		ConditionReady, ConditionReconciling, ConditionStalled,
+		ConditionSynthesized, ConditionGated, ConditionPlanned, ConditionApplied,
+		ConditionDrifted, ConditionDependenciesReady, ConditionSuspended, ConditionAwaitingApproval,
+		ConditionStateRegressed,
+	}
+}
+
 func TestConditionTypes_distinct(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}

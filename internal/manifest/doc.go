@@ -9,10 +9,10 @@
 // another kind is returned with its kind and apiVersion (the CLI warns, lava up ignores it), and
 // a LavaArchitecture is decoded strictly (an unknown field is an error) into its Go type, with
 // metadata.namespace defaulted to "default" and status and identity (uid, generation,
-// resourceVersion) cleared. [Parse] and [Read] build lava up's [Manifest]s on it: a file's first
-// problem makes the whole file a [FileError], so a half-saved file never deletes what it held;
-// a namespace/name that documents of two files define is a FileError of each of those
-// documents, and neither is returned.
+// resourceVersion) cleared. [Parse] and [Reader.Read] build lava up's [Manifest]s on it: a
+// file's first problem makes the whole file a [FileError], so a half-saved file never deletes
+// what it held; a namespace/name that documents of two files define is a FileError of each of
+// those documents, and neither is returned.
 //
 // # Reading files
 //

@@ -35,7 +35,7 @@ func (m Manifest) Key() string { return m.Object.Namespace + "/" + m.Object.Name
 
 // FileError is a file that could not be read or holds an invalid document (Key empty:
 // resources that came from it are left as they are until it reads again), or one document
-// of a file that [Read] refuses on its own (Key set: a namespace/name that another file
+// of a file that [Reader.Read] refuses on its own (Key set: a namespace/name that another file
 // defines too).
 type FileError struct {
 	// File is the file's path.

@@ -100,7 +100,7 @@ func TestRead_brokenAndDuplicateFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("sub/4.yaml", twoDocs)
-	ms, errs, err := Read([]string{dir})
+	ms, errs, err := new(Reader).Read([]string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRead_brokenAndDuplicateFiles(t *testing.T) {
 			t.Errorf("duplicate error %q, want %q", errs[i+1], want)
 		}
 	}
-	if _, _, err := Read([]string{filepath.Join(dir, "missing")}); err == nil {
+	if _, _, err := new(Reader).Read([]string{filepath.Join(dir, "missing")}); err == nil {
 		t.Error("a missing -f path is not an error")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// MaxFileBytes is the largest manifest file [Read] and [ReadFile] accept: 1 MiB. A
+// MaxFileBytes is the largest manifest file [Reader.Read] and [ReadFile] accept: 1 MiB. A
 // LavaArchitecture's inline source may hold 256 KiB, so a file has room for several; a larger
 // file is refused before it is read (its size is checked first, and no more than this is
 // ever read from it).
@@ -53,13 +53,6 @@ func ReadFile(name string) ([]byte, error) {
 }
 
 func tooLarge(size int64) error { return fmt.Errorf("%w: %d bytes", ErrTooLarge, size) }
-
-// Read reads every LavaArchitecture document of the files paths expands to ([ListFiles]) with
-// a new [Reader].
-func Read(paths []string) ([]Manifest, []*FileError, error) {
-	var r Reader
-	return r.Read(paths)
-}
 
 // Reader reads manifest files and keeps what it read of each: a file whose size, mode,
 // modification time (and, where the platform has them, status-change time, inode and device)

@@ -43,21 +43,6 @@ type Failure struct {
 	Err error
 }
 
-// Terminal returns a [FailureTerminal] failure.
-func Terminal(reason, message string) *Failure {
-	return &Failure{Kind: FailureTerminal, Reason: reason, Message: message}
-}
-
-// Retryable returns a [FailureRetryable] failure.
-func Retryable(reason, message string) *Failure {
-	return &Failure{Kind: FailureRetryable, Reason: reason, Message: message}
-}
-
-// Waiting returns a [FailureWaiting] failure.
-func Waiting(reason, message string) *Failure {
-	return &Failure{Kind: FailureWaiting, Reason: reason, Message: message}
-}
-
 // Retryable reports whether the stage is retried: the Failed event's retryable (every kind but
 // [FailureTerminal]).
 func (f *Failure) Retryable() bool { return f.Kind != FailureTerminal }

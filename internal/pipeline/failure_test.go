@@ -19,9 +19,9 @@ func TestFailure(t *testing.T) {
 		wantRetryable bool
 		wantString    string
 	}{
-		{pipeline.Terminal(v1alpha1.ReasonPolicyRejected, "denied"), pipeline.FailureTerminal, false, "terminal"},
-		{pipeline.Retryable(v1alpha1.ReasonRBACForbidden, "forbidden"), pipeline.FailureRetryable, true, "retryable"},
-		{pipeline.Waiting(v1alpha1.ReasonBindingSourceNotFound, "not found"), pipeline.FailureWaiting, true, "waiting"},
+		{&pipeline.Failure{Kind: pipeline.FailureTerminal, Reason: v1alpha1.ReasonPolicyRejected, Message: "denied"}, pipeline.FailureTerminal, false, "terminal"},
+		{&pipeline.Failure{Kind: pipeline.FailureRetryable, Reason: v1alpha1.ReasonRBACForbidden, Message: "forbidden"}, pipeline.FailureRetryable, true, "retryable"},
+		{&pipeline.Failure{Kind: pipeline.FailureWaiting, Reason: v1alpha1.ReasonBindingSourceNotFound, Message: "not found"}, pipeline.FailureWaiting, true, "waiting"},
 		{&pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed}, pipeline.FailureTerminal, false, "terminal"},
 	}
 	for _, tt := range tests {
@@ -43,7 +43,7 @@ func TestFailure(t *testing.T) {
 	if want := v1alpha1.ReasonProviderRegistryUnavailable + ": provider registry: connection refused"; f.Error() != want {
 		t.Errorf("Error() = %q, want %q", f.Error(), want)
 	}
-	if got := pipeline.Terminal("", "no reason").Error(); got != "no reason" {
+	if got := (&pipeline.Failure{Message: "no reason"}).Error(); got != "no reason" {
 		t.Errorf("Error() without a reason = %q", got)
 	}
 }

@@ -31,16 +31,6 @@ func All() []Phase {
 	return []Phase{Pending, Synthesized, Planned, Applied, Drifted, Reconverging, Finalizing, Failed}
 }
 
-// Valid reports whether p is one of [All].
-func Valid(p Phase) bool {
-	for _, q := range All() {
-		if p == q {
-			return true
-		}
-	}
-	return false
-}
-
 // current reads status.phase, treating the empty phase of a fresh object as Pending.
 func current(p Phase) Phase {
 	if p == "" {

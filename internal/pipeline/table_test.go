@@ -144,3 +144,13 @@ func TestNext(t *testing.T) {
 		}
 	}
 }
+
+// Valid reports whether p is one of [All].
+func Valid(p Phase) bool {
+	for _, q := range All() {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}

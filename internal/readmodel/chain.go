@@ -150,15 +150,6 @@ func AnomalyFromDetected(a *lavav1.AnomalyDetected) (*lavav1.ReceiptPayload, err
 	}}}, nil
 }
 
-// PayloadEventID returns the event_id a payload attests (OutcomePayload.event_id, or the
-// anomaly's envelope event_id).
-func PayloadEventID(p *lavav1.ReceiptPayload) string {
-	if o := p.GetOutcome(); o != nil {
-		return o.GetEventId()
-	}
-	return p.GetAnomaly().GetAnomaly().GetEnvelope().GetEventId()
-}
-
 func cloneRef(r *lavav1.ResourceRef) *lavav1.ResourceRef {
 	if r == nil {
 		return nil

@@ -222,7 +222,7 @@ func TestNewReceipt_firstAndLinks(t *testing.T) {
 }
 
 // TestSigner: Ed25519 sign/verify round trip over the raw digest, "ed25519" tag, key id, and
-// the secret never shows in String/GoString/%v/%+v (upstream: signer debug hides secret).
+// the secret never shows in %v/%+v/%#v/%s (upstream: signer debug hides secret).
 func TestSigner(t *testing.T) {
 	t.Parallel()
 	s := receipttest.Signer(t)
@@ -475,8 +475,8 @@ func TestNewReceipt_anomalyPayloadsChain(t *testing.T) {
 	if res := readmodel.Verify(chain, readmodel.VerifyOptions{RequireSignatures: true, PublicKey: s.PublicKey()}); !res.OK() {
 		t.Fatalf("mixed chain: %v", receipttest.Messages(res))
 	}
-	if chain[1].GetKind() != readmodel.KindAnomaly || readmodel.PayloadEventID(chain[1].GetPayload()) != fmt.Sprintf("%064x", 5001) {
-		t.Fatalf("anomaly receipt: kind %q event %q", chain[1].GetKind(), readmodel.PayloadEventID(chain[1].GetPayload()))
+	if chain[1].GetKind() != readmodel.KindAnomaly || receipttest.PayloadEventID(chain[1].GetPayload()) != fmt.Sprintf("%064x", 5001) {
+		t.Fatalf("anomaly receipt: kind %q event %q", chain[1].GetKind(), receipttest.PayloadEventID(chain[1].GetPayload()))
 	}
 }
 

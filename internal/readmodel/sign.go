@@ -28,13 +28,14 @@ const KeyIDLen = 16
 // ErrInvalidKey reports a key that is not 64 hex digits (32 bytes).
 var ErrInvalidKey = errors.New("readmodel: invalid key")
 
-// Signer signs receipts with an Ed25519 key. Its String and GoString show only the key id, so
-// the secret never reaches a log or an error by accident. A nil *Signer signs nothing: every
-// receipt gets algo "none".
+// Signer signs receipts with an Ed25519 key. The private key lives only inside its signing
+// function, so no formatting of a Signer (%v, %#v, a field of a logged struct, a reflection
+// dump) can show the secret: it shows the public key and key id. A nil *Signer signs nothing:
+// every receipt gets algo "none".
 type Signer struct {
-	priv  ed25519.PrivateKey
 	pub   ed25519.PublicKey
 	keyID string
+	sign  func(message []byte) []byte
 }
 
 // NewSigner returns a Signer for a 32-byte Ed25519 seed (docs/dialect.md section 8.3: the key is the seed).
@@ -44,7 +45,8 @@ func NewSigner(seed []byte) (*Signer, error) {
 	}
 	priv := ed25519.NewKeyFromSeed(seed)
 	pub := priv.Public().(ed25519.PublicKey)
-	return &Signer{priv: priv, pub: pub, keyID: KeyID(pub)}, nil
+	sign := func(message []byte) []byte { return ed25519.Sign(priv, message) }
+	return &Signer{pub: pub, keyID: KeyID(pub), sign: sign}, nil
 }
 
 // ParseSigner parses a seed written as 64 hex digits (surrounding whitespace ignored), the
@@ -101,17 +103,6 @@ func (s *Signer) KeyID() string {
 	return s.keyID
 }
 
-// String shows the key id only.
-func (s *Signer) String() string {
-	if s == nil {
-		return "readmodel.Signer(none)"
-	}
-	return "readmodel.Signer(ed25519, key_id " + s.keyID + ", secret redacted)"
-}
-
-// GoString shows the key id only (for %#v).
-func (s *Signer) GoString() string { return s.String() }
-
 // Sign returns the signature of a content hash: algo "none" for a nil Signer, otherwise
 // Ed25519 over the 32 raw digest bytes with the public key and key id.
 func (s *Signer) Sign(contentHash []byte) *lavav1.Signature {
@@ -120,7 +111,7 @@ func (s *Signer) Sign(contentHash []byte) *lavav1.Signature {
 	}
 	return &lavav1.Signature{
 		Algo:      AlgoEd25519,
-		Sig:       ed25519.Sign(s.priv, contentHash),
+		Sig:       s.sign(contentHash),
 		PublicKey: append([]byte(nil), s.pub...),
 		KeyId:     s.keyID,
 	}

@@ -49,6 +49,14 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// pid is the provider process's id (0 when unknown), for tests that look at the process.
+func (p *process) pid() int {
+	if rc := p.pc.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	return newEnvAt(t, slog.LevelDebug)
@@ -60,10 +68,7 @@ func newEnvAt(t testing.TB, level slog.Level) *env {
 	t.Helper()
 	tools := tofutest.Tofu(t)
 	_, js := tofutest.JetStream(t)
-	kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := tofutest.StateBucket(t, js)
 	art := tofutest.NewArtifacts(t, js)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))

@@ -134,11 +134,3 @@ func (p *process) kill() {
 		_ = os.RemoveAll(p.dir)
 	}
 }
-
-// pid is the provider process's id (0 when unknown).
-func (p *process) pid() int {
-	if rc := p.pc.ReattachConfig(); rc != nil {
-		return rc.Pid
-	}
-	return 0
-}

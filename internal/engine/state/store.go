@@ -19,18 +19,6 @@ import (
 // declared with the rest of the topology by bus.EnsureTopology.
 const Bucket = bus.BucketState
 
-// BucketConfig returns the KV configuration of [Bucket] with the given replica count, as the
-// bus topology declares it (bus.StateHistory revisions per key), for tests that create the
-// bucket alone.
-func BucketConfig(replicas int) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{
-		Bucket:      Bucket,
-		Description: "Lava Terraform state records: serial, lineage, body digest, lock",
-		History:     bus.StateHistory,
-		Replicas:    replicas,
-	}
-}
-
 // Default limits.
 const (
 	// DefaultLockTTL is how long the lock of a holder [Options].HolderAlive cannot judge

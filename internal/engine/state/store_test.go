@@ -23,10 +23,7 @@ func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func newStore(t *testing.T, opts state.Options) (*state.Store, *clock) {
 	t.Helper()
 	_, js := tofutest.JetStream(t)
-	kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := tofutest.StateBucket(t, js)
 	c := &clock{}
 	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	if opts.Now == nil {

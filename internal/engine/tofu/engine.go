@@ -557,38 +557,6 @@ func providerVersions(path string) (map[string]string, error) {
 	return l.Versions(), nil
 }
 
-// summarize counts a plan's changes and lists each resource's action.
-func summarize(p *tfjson.Plan) (engine.Summary, []engine.ResourceAction) {
-	var s engine.Summary
-	res := []engine.ResourceAction{}
-	if p == nil {
-		return s, res
-	}
-	for _, rc := range p.ResourceChanges {
-		if rc.Change == nil {
-			continue
-		}
-		act := engine.FoldActions(rc.Change.Actions)
-		if rc.Mode == tfjson.ManagedResourceMode {
-			switch act {
-			case engine.ActionCreate:
-				s.Add++
-			case engine.ActionUpdate:
-				s.Change++
-			case engine.ActionDelete:
-				s.Destroy++
-			case engine.ActionReplace:
-				s.Add++
-				s.Destroy++
-			}
-		} else if act == engine.ActionNoOp {
-			continue
-		}
-		res = append(res, engine.ResourceAction{Address: rc.Address, Type: rc.Type, Mode: string(rc.Mode), Action: act})
-	}
-	return s, res
-}
-
 // Apply implements [engine.Engine]: it checks the state's serial and lineage against the plan,
 // rebuilds a fresh workspace from the artifact store (rendered JSON, plan file, its dependency
 // lock file), inits, and applies exactly the saved plan file.

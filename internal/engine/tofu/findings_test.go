@@ -68,23 +68,6 @@ func TestFindings(t *testing.T) {
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	var p tfjson.Plan
-	if err := json.Unmarshal([]byte(`{"format_version":"1.2","resource_changes":[
-	  {"address":"a.b","mode":"managed","type":"a","change":{"actions":["create"]}},
-	  {"address":"a.c","mode":"managed","type":"a","change":{"actions":["create","delete"]}},
-	  {"address":"a.d","mode":"managed","type":"a","change":{"actions":["update"]}},
-	  {"address":"a.e","mode":"managed","type":"a","change":{"actions":["no-op"]}},
-	  {"address":"a.f","mode":"managed","type":"a","change":{"actions":["delete"]}},
-	  {"address":"data.a.g","mode":"data","type":"a","change":{"actions":["read"]}}]}`), &p); err != nil {
-		t.Fatal(err)
-	}
-	s, res := summarize(&p)
-	if s != (engine.Summary{Add: 2, Change: 1, Destroy: 2}) || len(res) != 6 || res[1].Action != engine.ActionReplace {
-		t.Fatalf("summarize = %+v %+v", s, res)
-	}
-}
-
 // TestSummariesOnly: of the CLI's human output with sensitive values in the configuration, a
 // failed step's tail keeps each diagnostic's summary and position lines, never its detail,
 // source line or values, nor a wrapped detail line that starts like a position.

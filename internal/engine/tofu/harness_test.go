@@ -57,10 +57,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	tools := tofutest.Tofu(t)
 	srv, js := tofutest.JetStream(t)
-	kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := tofutest.StateBucket(t, js)
 	art := tofutest.NewArtifacts(t, js)
 	store := state.NewStore(kv, art, state.Options{LockTTL: o.lockTTL, HolderAlive: o.holderAlive})
 	h := &harness{t: t, store: store, art: art, tools: tools, opts: o,

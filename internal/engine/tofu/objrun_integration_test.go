@@ -47,10 +47,7 @@ func TestObjectDir_recoverErrored(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, js := tofutest.JetStream(t)
-			kv, err := js.CreateKeyValue(t.Context(), state.BucketConfig(1))
-			if err != nil {
-				t.Fatal(err)
-			}
+			kv := tofutest.StateBucket(t, js)
 			art := tofutest.NewArtifacts(t, js)
 			var logs bytes.Buffer
 			store := state.NewStore(kv, art, state.Options{HolderAlive: func(_ context.Context, h string) (bool, error) {

@@ -158,8 +158,8 @@ func uiAction(a string) engine.Action {
 	return engine.ActionNoOp
 }
 
-// result counts the changes and lists each instance's action in address order, as summarize
-// does for a `show -json` plan: managed instances always, data sources only when read at apply.
+// result counts the changes and lists each instance's action in address order: managed
+// instances always, data sources only when read at apply.
 func (s *planStream) result() (engine.Summary, []engine.ResourceAction) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,11 +1,6 @@
 package arch
 
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"strconv"
-)
+import "strconv"
 
 // Kind tells which field of a [Value] is set.
 type Kind int
@@ -45,19 +40,14 @@ type Value struct {
 	Map   *Map
 }
 
-// Constructors for each kind.
-
-// Null returns the null value.
-func Null() Value { return Value{} }
+// Constructors for the kinds the evaluator builds. The zero Value is Null; no syntax of the
+// dialect makes a Float (code that needs one sets Kind and Float).
 
 // Bool returns a boolean value.
 func Bool(b bool) Value { return Value{Kind: KindBool, Bool: b} }
 
 // Int returns an integer value.
 func Int(i int64) Value { return Value{Kind: KindInt, Int: i} }
-
-// Float returns a floating-point value.
-func Float(f float64) Value { return Value{Kind: KindFloat, Float: f} }
 
 // String returns a string value.
 func String(s string) Value { return Value{Kind: KindString, Str: s} }
@@ -93,68 +83,6 @@ type ResourceRef struct {
 // Address returns "type.name".
 func (r ResourceRef) Address() string { return r.Type + "." + r.Name }
 
-// String returns the Terraform interpolation "${type.name.attr}", the form a reference takes
-// in Terraform JSON.
-func (r ResourceRef) String() string { return "${" + r.Type + "." + r.Name + "." + r.Attribute + "}" }
-
-// MarshalJSON renders v in Terraform JSON configuration syntax: a Ref becomes its "${...}"
-// string at any depth, a Map keeps insertion order, Null is null. It never fails for values
-// built by this package's constructors; a Float that is NaN or infinite is an error.
-func (v Value) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	if err := v.appendJSON(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func (v Value) appendJSON(buf *bytes.Buffer) error {
-	switch v.Kind {
-	case KindNull:
-		buf.WriteString("null")
-	case KindBool:
-		buf.WriteString(strconv.FormatBool(v.Bool))
-	case KindInt:
-		buf.WriteString(strconv.FormatInt(v.Int, 10))
-	case KindFloat:
-		b, err := json.Marshal(v.Float)
-		if err != nil {
-			return fmt.Errorf("arch: float %v: %w", v.Float, err)
-		}
-		buf.Write(b)
-	case KindString:
-		appendJSONString(buf, v.Str)
-	case KindRef:
-		appendJSONString(buf, v.Ref.String())
-	case KindList:
-		buf.WriteByte('[')
-		for i, e := range v.List {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := e.appendJSON(buf); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte(']')
-	case KindMap:
-		return v.Map.appendJSON(buf)
-	default:
-		return fmt.Errorf("arch: unknown value kind %d", int(v.Kind))
-	}
-	return nil
-}
-
-// appendJSONString writes s as a JSON string with encoding/json's escaping rules, but without
-// HTML escaping, so "<", ">" and "&" stay readable in rendered Terraform JSON.
-func appendJSONString(buf *bytes.Buffer, s string) {
-	var tmp bytes.Buffer
-	enc := json.NewEncoder(&tmp)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a Go string always encodes
-	buf.Write(bytes.TrimSuffix(tmp.Bytes(), []byte("\n")))
-}
-
 // Map is an ordered string-keyed map. Set on an existing key replaces the value and keeps the
 // key's first position ("last wins, position of first kept"). The zero Map is empty and ready.
 type Map struct {
@@ -171,9 +99,6 @@ type mapEntry struct {
 
 // mapIndexMin is the size from which a Map keeps a hash index.
 const mapIndexMin = 8
-
-// NewMap returns an empty map.
-func NewMap() *Map { return &Map{} }
 
 func (m *Map) find(k string) int {
 	if m.index != nil {
@@ -234,18 +159,6 @@ func (m *Map) Len() int {
 	return len(m.entries)
 }
 
-// Keys returns the keys in insertion order (a copy).
-func (m *Map) Keys() []string {
-	if m == nil {
-		return nil
-	}
-	keys := make([]string, len(m.entries))
-	for i, e := range m.entries {
-		keys[i] = e.key
-	}
-	return keys
-}
-
 // All iterates over the entries in insertion order.
 func (m *Map) All() func(yield func(string, Value) bool) {
 	return func(yield func(string, Value) bool) {
@@ -258,29 +171,4 @@ func (m *Map) All() func(yield func(string, Value) bool) {
 			}
 		}
 	}
-}
-
-// MarshalJSON renders the map as a JSON object in insertion order (see [Value.MarshalJSON]).
-func (m *Map) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	if err := m.appendJSON(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func (m *Map) appendJSON(buf *bytes.Buffer) error {
-	buf.WriteByte('{')
-	for i, e := range m.entries {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		appendJSONString(buf, e.key)
-		buf.WriteByte(':')
-		if err := e.val.appendJSON(buf); err != nil {
-			return err
-		}
-	}
-	buf.WriteByte('}')
-	return nil
 }

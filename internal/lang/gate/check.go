@@ -25,14 +25,6 @@ const (
 	SeverityError
 )
 
-// String returns "warning" or "error".
-func (s Severity) String() string {
-	if s == SeverityError {
-		return "error"
-	}
-	return "warning"
-}
-
 // Finding is one disagreement between an interface and an architecture.
 type Finding struct {
 	Severity Severity
@@ -106,26 +98,4 @@ func CheckArchitecture(iface *arch.Interface, inputs []ArchInput) []Finding {
 		})
 	}
 	return out
-}
-
-// MissingOutputs returns the names in required that iface does not declare as outputs, in the
-// order given (upstream's InterfaceRegistry.provides, for typed composition). A nil iface
-// provides nothing.
-func MissingOutputs(iface *arch.Interface, required []string) []string {
-	var missing []string
-	for _, name := range required {
-		found := false
-		if iface != nil {
-			for _, f := range iface.Outputs {
-				if f.Name == name {
-					found = true
-					break
-				}
-			}
-		}
-		if !found {
-			missing = append(missing, name)
-		}
-	}
-	return missing
 }

@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,16 +59,6 @@ func (b Bag) Has(key string) bool {
 	}
 	_, ok := b.Records[key]
 	return ok
-}
-
-// Keys returns every bound key once, sorted.
-func (b Bag) Keys() []string {
-	var ks []string
-	for _, e := range b.entries() {
-		ks = append(ks, e.name)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -204,10 +193,4 @@ func checkRecords(t arch.Type, rows []map[string]string) error {
 		return typeErr(WrongValidator, "", "a record list cannot be checked as list-of %s", elem)
 	}
 	return typeErr(WrongValidator, "", "a record list cannot be checked as %s", t.Kind)
-}
-
-// IsRejected reports whether err is (or wraps) a gate rejection.
-func IsRejected(err error) bool {
-	var r *Rejected
-	return errors.As(err, &r)
 }

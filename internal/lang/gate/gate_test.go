@@ -120,7 +120,7 @@ func TestValidate_rejectedSummary(t *testing.T) {
 		t.Fatalf("Err() = %v, want %q", err, want)
 	}
 	var rej *Rejected
-	if !errors.As(err, &rej) || len(rej.Errors) != 1 || !IsRejected(err) {
+	if !errors.As(err, &rej) || len(rej.Errors) != 1 {
 		t.Fatalf("want a *Rejected with 1 error, got %#v", err)
 	}
 	var tm *TypeMismatch
@@ -208,20 +208,6 @@ func TestCheckArchitecture(t *testing.T) {
 				t.Errorf("findings (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestMissingOutputs is lava-schema's registry_provides_check_finds_missing_outputs.
-func TestMissingOutputs(t *testing.T) {
-	t.Parallel()
-	iface := vpcInterface()
-	iface.Outputs = []arch.Field{{Name: "vpc-id", Type: kw(arch.TypeString)}, {Name: "public-subnet-ids", Type: arch.Type{Kind: arch.TypeListOf, Elem: ptr(kw(arch.TypeString))}}}
-	got := MissingOutputs(iface, []string{"vpc-id", "public-subnet-ids", "kubeconfig"})
-	if diff := cmp.Diff([]string{"kubeconfig"}, got); diff != "" {
-		t.Errorf("MissingOutputs (-want +got):\n%s", diff)
-	}
-	if got := MissingOutputs(nil, []string{"a"}); len(got) != 1 {
-		t.Errorf("nil interface provides %v", got)
 	}
 }
 

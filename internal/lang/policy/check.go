@@ -22,14 +22,6 @@ type Violation struct {
 	Message string
 }
 
-// String is "file:line:col: message" (the message alone without a position).
-func (v Violation) String() string {
-	if v.Pos.IsValid() {
-		return v.Pos.String() + ": " + v.Message
-	}
-	return v.Message
-}
-
 // Check applies p to an evaluated architecture and its rendered Terraform JSON (rendered may
 // be nil; it is read for what the typed model cannot hold: the terraform block, module calls
 // and the modules bundled under "//", docs/design/0017-modules-and-bundled-sources.md).

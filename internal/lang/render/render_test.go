@@ -93,12 +93,12 @@ func TestJSON_codeBuiltArchitecture(t *testing.T) {
 	one := int64(1)
 	a := &arch.Architecture{Name: "x"}
 	a.Imports = []arch.Import{{To: "t.a", ID: "1"}}
-	a.Outputs.Set("o", arch.Null())
+	a.Outputs.Set("o", arch.Value{})
 	a.DataSources = []arch.Resource{{Type: "d", Name: "n", Count: &one}}
 	r1 := arch.Resource{Type: "t", Name: "a", Count: &one,
 		DependsOn: []arch.ResourceRef{{Type: "t", Name: "b"}, {Type: "data.d", Name: "n"}},
 		Provider:  &arch.ProviderRef{Name: "aws", Alias: "west"}}
-	r1.Attributes.Set("f", arch.Float(1.5))
+	r1.Attributes.Set("f", arch.Value{Kind: arch.KindFloat, Float: 1.5})
 	r2 := arch.Resource{Type: "u", Name: "z"}
 	r3 := arch.Resource{Type: "t", Name: "b", Provider: &arch.ProviderRef{Name: "aws"}}
 	r4 := arch.Resource{Type: "t", Name: "a"}
@@ -124,7 +124,7 @@ func TestJSON_codeBuiltArchitecture(t *testing.T) {
 		t.Errorf("JSON(nil) = %q, %v", b, err)
 	}
 	bad := &arch.Architecture{Locals: arch.Map{}}
-	bad.Locals.Set("nan", arch.Float(zero()/zero()))
+	bad.Locals.Set("nan", arch.Value{Kind: arch.KindFloat, Float: zero() / zero()})
 	if _, err := JSON(bad); err == nil {
 		t.Error("NaN rendered without error")
 	}

@@ -2,7 +2,6 @@ package tlisp
 
 import (
 	"cmp"
-	"errors"
 	"slices"
 	"strings"
 
@@ -157,16 +156,6 @@ func (e *ErrorList) Unwrap() []error {
 		}
 	}
 	return out
-}
-
-// AsDiagnostics returns the diagnostics an error from [Diagnostics.Err] carries (also through
-// wrapping); ok is false for any other error.
-func AsDiagnostics(err error) (ds Diagnostics, ok bool) {
-	var el *ErrorList
-	if errors.As(err, &el) {
-		return el.Diags, true
-	}
-	return nil, false
 }
 
 // sortDiags orders diagnostics by byte offset (diagnostics without a position last), keeping

@@ -12,7 +12,7 @@
 // expected. Errors are accumulated up to [MaxDiagnostics]; a call returns no result when any
 // diagnostic is an error.
 //
-// Entry points: [EvalArchitecture] (source plus bindings to an arch.Architecture),
-// [ReadInterfaces] (deflava-interface forms), [DeclaredInputs] (the :inputs entries),
-// [ReadImports] (deflava-import forms, read but never composed) and [Parse] (the forms).
+// Entry points: [EvalArchitecture] (source plus bindings to an arch.Architecture; a
+// deflava-import form only gets a warning, it is never composed), [ReadInterfaces]
+// (deflava-interface forms), [DeclaredInputs] (the :inputs entries) and [Parse] (the forms).
 package tlisp

@@ -23,17 +23,6 @@ type InputDefault struct {
 	Items  []string
 }
 
-// String returns the scalar, or the list items comma-joined.
-func (d *InputDefault) String() string {
-	if d == nil {
-		return ""
-	}
-	if d.IsList {
-		return strings.Join(d.Items, ",")
-	}
-	return d.Scalar
-}
-
 // DeclaredInputs reads the :inputs clause of src's first deflava-architecture form. Malformed
 // entries are reported and left out.
 func DeclaredInputs(src []byte, opts Options) (decls []InputDecl, diags Diagnostics) {

@@ -20,7 +20,7 @@ func TestEval_modules(t *testing.T) {
 		t.Fatalf("modules = %+v", a.Modules)
 	}
 	m := a.Modules[0]
-	args, err := m.Arguments.MarshalJSON()
+	args, err := mapJSON(&m.Arguments)
 	if err != nil {
 		t.Fatal(err)
 	}

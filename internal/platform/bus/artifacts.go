@@ -247,14 +247,6 @@ func (a *Artifacts) PutKeyed(ctx context.Context, r io.Reader, key []byte) (stri
 	return a.put(ctx, r, key)
 }
 
-// KeyedDigest is the name [Artifacts.PutKeyed] gives data under key.
-func KeyedDigest(data, key []byte) string {
-	h := blake3.New(32, key)
-	_, _ = h.Write([]byte(keyedArtifactDomain + "\x00"))
-	_, _ = h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, error) {
 	h := blake3.New(32, nil)
 	w := io.Writer(h)

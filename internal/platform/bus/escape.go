@@ -139,16 +139,6 @@ func WatermarkKey(service, namespace, name string) string {
 	return service + "." + ResourceKey(namespace, name)
 }
 
-// ParseWatermarkKey inverts [WatermarkKey]. Errors wrap [ErrInvalidToken].
-func ParseWatermarkKey(key string) (service, namespace, name string, err error) {
-	parts := strings.Split(key, ".")
-	if len(parts) != 3 || !isWord(parts[0]) {
-		return "", "", "", fmt.Errorf("%w: watermark key %q, want service.namespace.name", ErrInvalidToken, key)
-	}
-	namespace, name, err = unescapePair(parts[1], parts[2])
-	return parts[0], namespace, name, err
-}
-
 func unescapePair(a, b string) (string, string, error) {
 	x, err := UnescapeToken(a)
 	if err != nil {

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/quick"
@@ -244,4 +245,33 @@ func TestParseSubject_errors(t *testing.T) {
 	if err != nil || got.Severity != "critical" || got.AnomalyKind != "apply_failure" {
 		t.Errorf("anomaly subject parsed as %+v, %v", got, err)
 	}
+}
+
+// ParseWatermarkKey inverts [WatermarkKey], so the tests can check that no two resources share
+// a watermark key. Errors wrap [ErrInvalidToken].
+func ParseWatermarkKey(key string) (service, namespace, name string, err error) {
+	parts := strings.Split(key, ".")
+	if len(parts) != 3 || !isWord(parts[0]) {
+		return "", "", "", fmt.Errorf("%w: watermark key %q, want service.namespace.name", ErrInvalidToken, key)
+	}
+	namespace, name, err = unescapePair(parts[1], parts[2])
+	return parts[0], namespace, name, err
+}
+
+// String formats s back into its subject, so the tests can check that a subject parses back
+// to itself.
+func (s Subject) String() string {
+	switch s.Kind {
+	case KindResource:
+		return ResourceSubject(s.Namespace, s.Name, s.Event)
+	case KindPhase:
+		return PhaseSubject(s.Namespace, s.Name, s.Event)
+	case KindCommand:
+		return CommandSubject(s.Stage, s.Namespace, s.Name, s.Verb)
+	case KindAnomaly:
+		return AnomalySubject(s.Severity, s.AnomalyKind)
+	case KindReceipt:
+		return ReceiptSubject(s.Namespace, s.Name)
+	}
+	return ""
 }

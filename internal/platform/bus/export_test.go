@@ -1,9 +1,23 @@
 package bus
 
-import "github.com/nats-io/nats.go/jetstream"
+import (
+	"encoding/hex"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"lukechampine.com/blake3"
+)
 
 // WrapObjectStoreForTest replaces the object store a uses with wrap of it, so a test can inject
 // a fault into a real store's calls (a rename that stops halfway).
 func WrapObjectStoreForTest(a *Artifacts, wrap func(jetstream.ObjectStore) jetstream.ObjectStore) {
 	a.obs = wrap(a.obs)
+}
+
+// KeyedDigest is the name [Artifacts.PutKeyed] gives data under key: the keyed BLAKE3-256 of
+// the domain, a zero byte and data, in lowercase hex.
+func KeyedDigest(data, key []byte) string {
+	h := blake3.New(32, key)
+	_, _ = h.Write([]byte(keyedArtifactDomain + "\x00"))
+	_, _ = h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -125,23 +125,6 @@ type Subject struct {
 	Severity, AnomalyKind string
 }
 
-// String formats s back into its subject.
-func (s Subject) String() string {
-	switch s.Kind {
-	case KindResource:
-		return ResourceSubject(s.Namespace, s.Name, s.Event)
-	case KindPhase:
-		return PhaseSubject(s.Namespace, s.Name, s.Event)
-	case KindCommand:
-		return CommandSubject(s.Stage, s.Namespace, s.Name, s.Verb)
-	case KindAnomaly:
-		return AnomalySubject(s.Severity, s.AnomalyKind)
-	case KindReceipt:
-		return ReceiptSubject(s.Namespace, s.Name)
-	}
-	return ""
-}
-
 // ResourceOrderKey is the [ConsumeOptions].OrderKey that keeps each resource's messages in
 // order: "<namespace>/<name>" of a resource, phase, command or receipt subject; "" for a
 // subject that names no resource (anomalies), which therefore share one key.

@@ -92,12 +92,6 @@ func BindingsTrigger(digest string) string {
 	return "bindings:" + digest
 }
 
-// DependencyTrigger is the trigger of an event caused by the release of a dependency:
-// "dependency:<namespace>/<name>@<uid>" of the dependency that became ready.
-func DependencyTrigger(namespace, name, uid string) string {
-	return "dependency:" + namespace + "/" + name + "@" + uid
-}
-
 // RetryTrigger is the trigger of a retry and of the events of that attempt:
 // "retry:<stage>:<attempt>", stage being the subject token ("synth", "plan", "apply",
 // "destroy") and attempt the attempt number in decimal.

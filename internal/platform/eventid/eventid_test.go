@@ -144,7 +144,6 @@ func TestTriggers(t *testing.T) {
 		{eventid.GenerationTrigger(7), "generation:7"},
 		{eventid.ReconcileTrigger("2026-11-30T00:00:00Z"), "reconcile:2026-11-30T00:00:00Z"},
 		{eventid.PolicyTrigger("12345"), "policy:12345"},
-		{eventid.DependencyTrigger("infra", "vpc.prod", "u-1"), "dependency:infra/vpc.prod@u-1"},
 		{eventid.RetryTrigger("apply", 3), "retry:apply:3"},
 		{eventid.CauseTrigger("ab12"), "cause:ab12"},
 		{eventid.DriftTrigger(at), "drift:2026-11-30T00:02:03.0000045Z"},

@@ -15,6 +15,15 @@ import (
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
+// PayloadEventID returns the event_id a receipt payload attests (OutcomePayload.event_id, or
+// the anomaly's envelope event_id).
+func PayloadEventID(p *lavav1.ReceiptPayload) string {
+	if o := p.GetOutcome(); o != nil {
+		return o.GetEventId()
+	}
+	return p.GetAnomaly().GetAnomaly().GetEnvelope().GetEventId()
+}
+
 // T0 is the clock of the pure tests.
 var T0 = time.Date(2026, 11, 30, 1, 2, 3, 400000000, time.UTC)
 

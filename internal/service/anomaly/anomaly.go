@@ -42,12 +42,6 @@ var kindProto = map[Kind]lavav1.AnomalyKind{
 	KindCustom:            lavav1.AnomalyKind_ANOMALY_KIND_CUSTOM,
 }
 
-// Kinds lists every kind, in enum order.
-func Kinds() []Kind {
-	return []Kind{KindDriftDetected, KindSynthesisFailure, KindGateRejected, KindApplyFailure, KindDestroyFailure,
-		KindDependencyBlocked, KindPolicyViolation, KindStalled, KindCustom}
-}
-
 // Proto is the lava.v1 enum value of k (ANOMALY_KIND_UNSPECIFIED for an unknown kind).
 func (k Kind) Proto() lavav1.AnomalyKind { return kindProto[k] }
 

@@ -72,15 +72,3 @@ func (PolicyRouter) Route(a LavaAnomaly, p *lavav1.RemediationPolicy) (Decision,
 	}
 	return d, nil
 }
-
-// FixedRouter returns the same decision for every anomaly (upstream's MockRouter), for tests and
-// for a deployment that routes everything one way.
-type FixedRouter struct {
-	// Decision is returned by Route.
-	Decision Decision
-}
-
-// Route implements [Router].
-func (r FixedRouter) Route(LavaAnomaly, *lavav1.RemediationPolicy) (Decision, error) {
-	return r.Decision, nil
-}

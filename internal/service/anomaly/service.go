@@ -147,9 +147,6 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Windows is the service's de-duplication state.
-func (s *Service) Windows() *Windows { return s.windows }
-
 // Run consumes LAVA_PHASES and LAVA_ANOMALIES with the durable "anomaly" and, unless
 // stuckAfter is negative, checks resources in a working phase every ScanInterval, until ctx is
 // cancelled; then it drains and returns nil.

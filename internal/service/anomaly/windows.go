@@ -88,12 +88,6 @@ func (w *Windows) TTL(ctx context.Context) (time.Duration, error) {
 // casAttempts bounds optimistic-concurrency retries on one key.
 const casAttempts = 20
 
-// Get returns the window of key, or nil when there is none.
-func (w *Windows) Get(ctx context.Context, key string) (*Window, error) {
-	win, _, err := w.get(ctx, key)
-	return win, err
-}
-
 func (w *Windows) get(ctx context.Context, key string) (*Window, uint64, error) {
 	e, err := w.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {

@@ -140,7 +140,7 @@ func (f *orderFixture) check(t *testing.T, js jetstream.JetStream, ns string, si
 		seen := map[string]bool{}
 		anomalies := 0
 		for _, rc := range chain.Receipts {
-			id := readmodel.PayloadEventID(rc.GetPayload())
+			id := receipttest.PayloadEventID(rc.GetPayload())
 			if seen[id] {
 				t.Errorf("%s/%s: event %s recorded twice", ns, name, id)
 			}
@@ -329,7 +329,7 @@ func TestService_catchUpSkipsMismatchedEvents(t *testing.T) {
 	}
 	var got []string
 	for _, rc := range readChain(t, js, "tenant", "a") {
-		got = append(got, readmodel.PayloadEventID(rc.GetPayload()))
+		got = append(got, receipttest.PayloadEventID(rc.GetPayload()))
 	}
 	if want := []string{first.GetEnvelope().GetEventId(), last.GetEnvelope().GetEventId()}; !slices.Equal(got, want) {
 		t.Fatalf("tenant/a: receipts %v, want %v (the forged event left out)", got, want)

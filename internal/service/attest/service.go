@@ -103,19 +103,6 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	return err
 }
 
-// Record appends the receipt of one event (a PhaseChanged, a TickReported or an
-// AnomalyDetected; other types wrap [ErrInvalidRequest]) after the chain's head and publishes
-// ReceiptAppended. notBefore is when the event was stored in its stream (zero if unknown; see
-// [AppendRequest]). Recording an event again appends nothing and publishes the same
-// ReceiptAppended (same event id) again. [Service.Handle] is the same with phase order.
-func (s *Service) Record(ctx context.Context, ev bus.Event, notBefore time.Time) (*Appended, error) {
-	req, err := request(ev, notBefore)
-	if err != nil {
-		return nil, err
-	}
-	return s.record(ctx, ev.GetEnvelope(), req)
-}
-
 // earlier returns the [AppendRequest].Earlier of an event of res stored at LAVA_PHASES stream
 // sequence before: the resource's PhaseChanged and TickReported stored after sequence after
 // and before it, read with the stream's next-message-by-subject get (one cursor per subject,

@@ -96,7 +96,7 @@ func TestService_lifecycle(t *testing.T) {
 	if !bytes.Equal(ra.GetContentHash(), head.GetContentHash()) || ra.GetKind() != head.GetKind() || ra.GetKeyId() != s.KeyID() {
 		t.Fatalf("ReceiptAppended %v does not describe the head", &ra)
 	}
-	cause := readmodel.PayloadEventID(head.GetPayload())
+	cause := receipttest.PayloadEventID(head.GetPayload())
 	wantID := eventid.ID("uid-web.prod", 1, "lava.v1.ReceiptAppended", eventid.CauseTrigger(cause))
 	if env := ra.GetEnvelope(); env.GetEventId() != wantID || env.GetSource() != "attest" || env.GetTrigger() != "cause:"+cause {
 		t.Fatalf("ReceiptAppended envelope %v", env)
@@ -242,7 +242,7 @@ func TestService_perResourceOrder(t *testing.T) {
 		})
 		var got []string
 		for _, rc := range chain {
-			got = append(got, readmodel.PayloadEventID(rc.GetPayload()))
+			got = append(got, receipttest.PayloadEventID(rc.GetPayload()))
 		}
 		if !slices.Equal(got, want[name]) {
 			t.Fatalf("%s: receipts in the order %v, want the transitions' order %v", name, got, want[name])

@@ -183,7 +183,7 @@ func TestStore_concurrentReplicas(t *testing.T) {
 		}
 		seen := map[string]bool{}
 		for i, rc := range chain {
-			id := readmodel.PayloadEventID(rc.GetPayload())
+			id := receipttest.PayloadEventID(rc.GetPayload())
 			if seen[id] {
 				t.Fatalf("res-%d: event %s recorded twice (receipt %d)", r, id, i)
 			}

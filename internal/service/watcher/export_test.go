@@ -18,3 +18,6 @@ func (c *Core) StoredForTest(key types.NamespacedName) *v1alpha1.LavaArchitectur
 	defer e.mu.Unlock()
 	return e.stored
 }
+
+// Elected is closed when this replica became the leader (at once without leader election).
+func (w *Watcher) Elected() <-chan struct{} { return w.mgr.Elected() }

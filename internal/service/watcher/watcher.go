@@ -361,9 +361,6 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return nil
 }
 
-// Elected is closed when this replica became the leader (at once without leader election).
-func (w *Watcher) Elected() <-chan struct{} { return w.mgr.Elected() }
-
 // Ready is the /readyz check: the NATS connection is up and the caches have synced.
 func (w *Watcher) Ready(ctx context.Context) error {
 	if nc := w.js.Conn(); nc != nil && nc.Status() != nats.CONNECTED {

@@ -154,9 +154,6 @@ func (r *Registry) ArchiveSHA256(p Provider) string {
 // KeyID is the signing key's id (16 hex digits).
 func (r *Registry) KeyID() string { return r.key.PrimaryKey.KeyIdString() }
 
-// PublicKey is the armored public key that signs SHA256SUMS.
-func (r *Registry) PublicKey() string { return armored(r.key) }
-
 func (r *Registry) archiveName(p Provider) string {
 	return fmt.Sprintf("terraform-provider-%s_%s_%s.zip", p.Type, p.Version, r.Platform)
 }

@@ -17,6 +17,23 @@ func JetStream(t testing.TB) (*natstest.Server, jetstream.JetStream) {
 	return s, s.JetStream()
 }
 
+// StateBucket creates the KV bucket lava-state on js as the topology declares it
+// ([bus.Declare], one replica) and returns it: what state.NewStore reads and writes.
+func StateBucket(t testing.TB, js jetstream.JetStream) jetstream.KeyValue {
+	t.Helper()
+	for _, cfg := range bus.Declare(bus.TopologyOptions{}).KeyValues {
+		if cfg.Bucket == bus.BucketState {
+			kv, err := js.CreateKeyValue(t.Context(), cfg)
+			if err != nil {
+				t.Fatalf("state bucket: %v", err)
+			}
+			return kv
+		}
+	}
+	t.Fatalf("the topology declares no bucket %s", bus.BucketState)
+	return nil
+}
+
 // ObjectArtifacts is the production artifact store ([bus.Artifacts]: BLAKE3-256 hex digests
 // over the "lava-artifacts" object store); it satisfies state.Artifacts.
 type ObjectArtifacts struct {
