@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -15,8 +16,9 @@ import (
 // streams, with the bus.ConsumeOptions every service shares built in one place ([Consumer.Options]):
 // poison messages reported as anomalies ([PoisonReporter]), the service's logger and bus
 // metrics, and the concurrency, drain timeout and redelivery schedule of the service's own
-// flags. A service fills it from its configuration (the JetStream context, logger and bus
-// metrics of its svc.Base) and runs [Consumer.Consume] from its Run.
+// flags; and, for a service whose every event is about one resource, the envelope guard
+// ([Consumer.Resource]). A service fills it from its configuration (the JetStream context,
+// logger and bus metrics of its svc.Base) and runs [Consumer.Consume] from its Run.
 type Consumer struct {
 	// JS is the service's JetStream context. Required.
 	JS jetstream.JetStream
@@ -35,6 +37,11 @@ type Consumer struct {
 	// NakBackoff is the redelivery delay after a transient error. Zero: the bus's default (1s
 	// doubling to 1m, ±20%).
 	NakBackoff bus.Backoff
+	// Resource, when set, is the envelope guard: a message whose envelope names no resource
+	// (namespace, name and uid) never reaches the handler; it is a permanent error, "SERVICE:
+	// SCHEMA without resource" (bus.Permanent: terminated and reported as poison). The
+	// applier, drift and viggy set it.
+	Resource bool
 	// OrderKey, if set, keeps the messages of one key in stream order in this process
 	// (bus.ConsumeOptions.OrderKey).
 	OrderKey func(subject string) string
@@ -70,13 +77,28 @@ func (c Consumer) Options(stream string) bus.ConsumeOptions {
 }
 
 // Consume runs h on c's durable consumer on each of streams ([bus.Consume] with
-// [Consumer.Options]) until ctx ends, then drains them and returns nil. When one stream's
-// bus.Consume fails (its consumer is missing, the connection closed) the others drain and
-// Consume returns that error.
+// [Consumer.Options]; behind the envelope guard when c.Resource) until ctx ends, then drains
+// them and returns nil. When one stream's bus.Consume fails (its consumer is missing, the
+// connection closed) the others drain and Consume returns that error.
 func (c Consumer) Consume(ctx context.Context, h bus.Handler, streams ...string) error {
+	h = c.Handler(h)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, stream := range streams {
 		g.Go(func() error { return bus.Consume(gctx, c.JS, c.Options(stream), h) })
 	}
 	return g.Wait()
+}
+
+// Handler returns h behind c's envelope guard ([Consumer.Resource]); h itself when
+// c.Resource is not set.
+func (c Consumer) Handler(h bus.Handler) bus.Handler {
+	if !c.Resource {
+		return h
+	}
+	return func(ctx context.Context, m *bus.Message) error {
+		if res := m.Envelope.GetResource(); res.GetNamespace() == "" || res.GetName() == "" || res.GetUid() == "" {
+			return bus.Permanent(fmt.Errorf("%s: %s without resource", c.Service, m.Schema))
+		}
+		return h(ctx, m)
+	}
 }

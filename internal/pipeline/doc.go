@@ -2,7 +2,9 @@
 // another: the LavaArchitecture lifecycle (phases, the transition table and the status reducer),
 // the remediation policy in the form the services carry it, the engine names, the anomaly
 // fingerprint and sanitizer, the consumer every service runs ([Consumer]: its durable on the
-// bus with the poison-message reporter every consumer uses), and the typed stage failures synth
+// bus with the poison-message reporter every consumer uses and, for the applier, drift and
+// viggy, the envelope guard that terminates an event naming no resource before the service's
+// handler sees it), and the typed stage failures synth
 // and the applier publish as Failed ([Failure]: [FailureTerminal], [FailureRetryable],
 // [FailureWaiting], after the error kinds of Flux's controllers).
 //

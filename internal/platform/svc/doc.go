@@ -4,18 +4,24 @@
 // the NATS connection through bus.Connect, the JetStream topology, the metrics and health
 // servers, and the drain on SIGTERM through [Main]'s context).
 //
-// A service package declares
+// A service package declares one options type: the common options, the settings its service
+// takes (its Config, which its flags bind into, so each setting and its default is declared
+// once) and what only the process needs:
 //
 //	type Options struct {
 //		svc.Common
-//		Concurrency int // its own fields
+//		Config Config // bound by the flags; Run adds what Start built
 //	}
-//	func (o *Options) Flags(fs *pflag.FlagSet) { fs.IntVar(&o.Concurrency, "concurrency", 8, "...") }
+//	func (o *Options) Flags(fs *pflag.FlagSet) {
+//		fs.IntVar(&o.Config.Concurrency, "concurrency", DefaultConcurrency, "...")
+//	}
 //	func Run(ctx context.Context, o Options) error {
 //		base, err := svc.Start(ctx, bus.ServiceX, o.Common, svc.Setup{})
 //		if err != nil { return err }
 //		defer base.Close()
-//		s, err := New(ctx, Config{JS: base.JS, Logger: base.Log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
+//		cfg := o.Config
+//		cfg.JS, cfg.Logger, cfg.Registerer, cfg.BusMetrics = base.JS, base.Log, base.Registry, base.BusMetrics
+//		s, err := New(ctx, cfg)
 //		if err != nil { return err }
 //		return base.Serve(ctx, s.Run)
 //	}
@@ -25,9 +31,14 @@
 //	var run = svc.Command(bus.ServiceX, x.Run)
 //	func main() { svc.Main(run) }
 //
-// and `lava up` (internal/up) calls x.Run with the Options it builds. Every service consumes
-// through internal/pipeline.Consumer, filled from its Base (JS, Log, BusMetrics) and its own
-// --concurrency: one bus.ConsumeOptions for all, poison messages reported the same way
-// (internal/pipeline.PoisonReporter). It lives in internal/pipeline, not here, because this
-// package imports only internal/platform and internal/gen (hack/depcheck.sh).
+// and `lava up` (internal/up) calls x.Run with the Options it builds from the defaults of the
+// service's own flag set. The applier and drift also embed the configuration they share
+// (internal/engine/engines.Host: holder, engines, Kubernetes access, identities, credentials,
+// one flag set). Every service consumes through internal/pipeline.Consumer, filled from its
+// Base (JS, Log, BusMetrics) and its own --concurrency: one bus.ConsumeOptions for all, poison
+// messages reported the same way (internal/pipeline.PoisonReporter), and one envelope guard
+// for the services whose every event names a resource (Consumer.Resource). It lives in
+// internal/pipeline, not here, because this package imports only internal/platform and
+// internal/gen (hack/depcheck.sh), and the poison anomaly is pipeline vocabulary (its
+// fingerprint and sanitizer).
 package svc

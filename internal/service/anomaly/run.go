@@ -15,19 +15,20 @@ import (
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
-// Options is the anomaly service's process configuration: the common service options and the
-// anomaly service's own (flags and LAVA_* variables, svc.Command; `lava up` sets them
+// Options is the anomaly service's process configuration, one type: the common service options
+// and the anomaly service's own (flags and LAVA_* variables, svc.Command; `lava up` sets them
 // directly).
 type Options struct {
 	svc.Common
+	// Config holds the anomaly service's settings, bound by its flags (--concurrency,
+	// --instance: the reportingInstance of Kubernetes Events, default the host name) and its
+	// routing (Complete loads ConfigFile into Config.Routing unless it is set); [Run] sets its
+	// dependencies (JS, Kube, Logger, Registerer, BusMetrics).
+	Config Config
 	// ConfigFile is the routing configuration (YAML or JSON, [LoadRouting]); empty: bus only.
 	ConfigFile string
-	// Routing, if set, is the routing used instead of ConfigFile's (Complete loads it).
-	Routing *Routing
 	// Cluster, if set, overrides the configuration's cluster name.
 	Cluster string
-	// Concurrency bounds handlers per consumer.
-	Concurrency int
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
 	NoKube bool
 	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
@@ -35,16 +36,14 @@ type Options struct {
 	KubeAPI svc.KubeAPI
 	// Kube reaches the Kubernetes API for the kubernetesEvents sinks (nil: none allowed).
 	Kube *rest.Config
-	// Instance is the reportingInstance of Kubernetes Events (default the host name).
-	Instance string
 }
 
 // Flags defines the anomaly service's own flags on fs.
 func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConfigFile, "config", "", "routing configuration (YAML or JSON: window, cluster, sinks, rules); empty publishes on the bus only")
 	fs.StringVar(&o.Cluster, "cluster", "", "cluster name in every anomaly (overrides the configuration's)")
-	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
-	fs.StringVar(&o.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
+	fs.IntVar(&o.Config.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	fs.StringVar(&o.Config.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (kubernetesEvents sinks are then refused)")
 	o.KubeAPI.Register(fs)
 }
@@ -56,7 +55,7 @@ func (o *Options) Complete() error {
 	if err != nil {
 		return usage(err)
 	}
-	o.Routing = routing
+	o.Config.Routing = routing
 	o.Kube, err = kube.Optional(o.NoKube)
 	o.KubeAPI.Apply(o.Kube)
 	return err
@@ -66,7 +65,8 @@ func (o *Options) Complete() error {
 // routing's window, metrics and health; then the consumers). An invalid routing is a
 // svc.UsageError wrapping [ErrConfig]. It returns nil after a graceful shutdown.
 func Run(ctx context.Context, o Options) error {
-	routing := o.Routing
+	cfg := o.Config
+	routing := cfg.Routing
 	if routing == nil {
 		var err error
 		if routing, err = LoadRouting(o.ConfigFile); err != nil {
@@ -76,8 +76,8 @@ func Run(ctx context.Context, o Options) error {
 	if o.Cluster != "" {
 		routing.Cluster = o.Cluster
 	}
-	if o.Instance == "" {
-		o.Instance, _ = os.Hostname()
+	if cfg.Instance == "" {
+		cfg.Instance, _ = os.Hostname()
 	}
 	base, err := svc.Start(ctx, bus.ServiceAnomaly, o.Common, svc.Setup{Topology: bus.TopologyOptions{AnomalyWindow: routing.Window.Duration}})
 	if err != nil {
@@ -85,14 +85,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer base.Close()
 	log := base.Log
-	var kube kubernetes.Interface
 	if o.Kube != nil {
-		if kube, err = kubernetes.NewForConfig(o.Kube); err != nil {
+		if cfg.Kube, err = kubernetes.NewForConfig(o.Kube); err != nil {
 			return fmt.Errorf("anomaly: kubernetes client: %w", err)
 		}
 	}
-	s, err := New(ctx, Config{JS: base.JS, Routing: routing, Kube: kube, Instance: o.Instance,
-		Concurrency: o.Concurrency, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
+	cfg.JS, cfg.Routing, cfg.Logger, cfg.Registerer, cfg.BusMetrics = base.JS, routing, log, base.Registry, base.BusMetrics
+	s, err := New(ctx, cfg)
 	if err != nil {
 		return usage(err)
 	}

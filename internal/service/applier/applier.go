@@ -37,6 +37,10 @@ type Operation struct {
 	Err error
 }
 
+// DefaultConcurrency is the handlers running at once per consumer when [Config].Concurrency
+// is not set (--concurrency).
+const DefaultConcurrency = 4
+
 // Config configures a [Service]. JS, Store, Engines and Holder are required.
 type Config struct {
 	// JS is the JetStream context; the topology must exist (bus.EnsureTopology).
@@ -68,7 +72,7 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// BusMetrics counts consumed messages, leases and watermark drops (may be nil).
 	BusMetrics *bus.Metrics
-	// Concurrency bounds handlers per consumer (default 4).
+	// Concurrency bounds handlers per consumer (default [DefaultConcurrency]).
 	Concurrency int
 	// DrainTimeout bounds in-flight work after shutdown starts (default 30s); after it the
 	// work's context is cancelled and the message naked for another replica.
@@ -119,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 4
+		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.CollectInterval <= 0 {
 		cfg.CollectInterval = DefaultCollectInterval
@@ -158,22 +162,20 @@ func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.collectLoop(gctx) })
 	g.Go(func() error {
-		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceApplier, Concurrency: s.cfg.Concurrency,
+		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceApplier, Resource: true, Concurrency: s.cfg.Concurrency,
 			DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
 		}.Consume(gctx, s.Handle, bus.StreamPhases, bus.StreamResources, bus.StreamCommands)
 	})
 	return g.Wait()
 }
 
-// Handle handles one delivery under the resource's lease. nil means the outcome is published
-// (or the message is stale or already handled); a contended lease or an infrastructure error
-// naks; a malformed message is permanent.
+// Handle handles one delivery under the resource's lease; m names a resource (the consumer's
+// envelope guard, pipeline.Consumer.Resource, admits no other). nil means the outcome is
+// published (or the message is stale or already handled); a contended lease or an
+// infrastructure error naks; a malformed message is permanent.
 func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	env := m.Envelope
 	res := env.GetResource()
-	if res.GetNamespace() == "" || res.GetName() == "" || res.GetUid() == "" {
-		return bus.Permanent(fmt.Errorf("applier: %s without resource", m.Schema))
-	}
 	ns, name := res.GetNamespace(), res.GetName()
 	return s.withLease(ctx, ns, name, func(ctx context.Context, lease *bus.Lease) error {
 		rec, revision, err := s.recs.load(ctx, ns, name)

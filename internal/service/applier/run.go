@@ -2,23 +2,16 @@ package applier
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/platform/identity"
-	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
@@ -35,67 +28,34 @@ func OpenEngines(ctx context.Context, js jetstream.JetStream, o engines.Options,
 	return engines.Open(ctx, js, o, log)
 }
 
-// Options is the applier's process configuration: the common service options and the
-// applier's own (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
+// Options is the applier's process configuration, one type: the common service options, the
+// configuration it shares with drift (engines.Host: --holder, the engines, --no-kube, the
+// Kubernetes API rate limit, who it acts as, the providers' credentials) and its own settings
+// (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
 type Options struct {
 	svc.Common
-	// Holder names this replica (default: the host name); a random suffix is added per
-	// process.
-	Holder string
-	// Engines configures the engines (State and Process are set by [OpenEngines]).
-	Engines engines.Options
+	engines.Host
+	// Config holds the applier's own settings, bound by its flags (--concurrency,
+	// --artifact-collect-interval, --artifact-min-age); [Run] sets its dependencies (JS,
+	// Store, Engines, Holder, Kube, Identities, Credentials, Logger, Registerer, BusMetrics).
+	Config Config
 	// LockTTL: a state lock older than this whose holder lost its lease can be taken over.
 	LockTTL time.Duration
-	// Concurrency bounds handlers per consumer.
-	Concurrency int
-	// CollectInterval and CollectMinAge configure the collection of superseded artifacts
-	// (--artifact-collect-interval, --artifact-min-age; Config.CollectInterval, CollectMinAge).
-	CollectInterval, CollectMinAge time.Duration
-	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
-	NoKube bool
-	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
-	// set on Kube by Complete.
-	KubeAPI svc.KubeAPI
-	// Kube reaches the Kubernetes API for the outputs Secret (nil: sensitive outputs are not
-	// stored).
-	Kube *rest.Config
-	// Identity chooses who the service acts as for an object's ConfigMaps and Secrets
-	// (--impersonate, --default-service-account, --allow-own-identity).
-	Identity identity.Options
-	// Credentials are the provider credential flags (--provider-token-audience, ...).
-	Credentials identity.CredentialOptions
 }
 
-// Flags defines the applier's own flags on fs.
+// Flags defines the applier's flags on fs: engines.Host's and its own.
 func (o *Options) Flags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Holder, "holder", "", "replica name in leases and state locks (default: the host name)")
-	fs.StringVar(&o.Engines.ProviderDir, "provider-dir", "/var/lib/lava/providers", "provider mirror directory (OpenTofu filesystem-mirror layout)")
-	o.Engines.Policy = &policy.File{}
-	fs.StringVar(&o.Engines.Policy.Path, "policy-file", "", "tenant policy document whose fileWriteRoots and fileReadRoots the engines hold provider file paths to (docs/design/0022-file-access-from-schemas.md); empty: the built-in policy (no roots)")
-	fs.StringVar(&o.Engines.TofuBin, "tofu-bin", "", "OpenTofu binary; empty disables engine tofu")
-	fs.StringVar(&o.Engines.TerraformBin, "terraform-bin", "", "Terraform binary; empty disables engine terraform")
-	o.Engines.Install.RegisterFlags(fs)
-	fs.StringVar(&o.Engines.CLIConfigFile, "cli-config-file", "", "CLI configuration for tofu/terraform (default: providers only from --provider-dir)")
-	fs.StringVar(&o.Engines.WorkDir, "work-dir", "", "directory for per-operation workspaces and the plugin cache (default: a temporary directory)")
+	o.Host.Register(fs)
 	fs.DurationVar(&o.Engines.LockTimeout, "lock-timeout", 0, "how long tofu/terraform retry a held state lock")
 	fs.DurationVar(&o.LockTTL, "lock-ttl", state.DefaultLockTTL, "age after which a state lock whose holder is not tied to a lease can be taken over (a lease-tied holder's lock is taken over as soon as its lease is gone)")
 	fs.StringVar(&o.Engines.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
-	fs.IntVar(&o.Concurrency, "concurrency", 4, "handlers running at once per consumer")
-	fs.DurationVar(&o.CollectInterval, "artifact-collect-interval", DefaultCollectInterval, "how often superseded artifacts are deleted from lava-artifacts")
-	fs.DurationVar(&o.CollectMinAge, "artifact-min-age", DefaultCollectMinAge, "artifacts put within this long are kept, referenced or not (events in flight name digests no record holds yet)")
-	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (sensitive outputs are then not stored)")
-	o.KubeAPI.Register(fs)
-	o.Identity.Register(fs)
-	o.Credentials.Register(fs)
+	fs.IntVar(&o.Config.Concurrency, "concurrency", DefaultConcurrency, "handlers running at once per consumer")
+	fs.DurationVar(&o.Config.CollectInterval, "artifact-collect-interval", DefaultCollectInterval, "how often superseded artifacts are deleted from lava-artifacts")
+	fs.DurationVar(&o.Config.CollectMinAge, "artifact-min-age", DefaultCollectMinAge, "artifacts put within this long are kept, referenced or not (events in flight name digests no record holds yet)")
 }
 
-// Complete loads the Kubernetes configuration unless --no-kube (kube.Optional).
-func (o *Options) Complete() error {
-	var err error
-	o.Kube, err = kube.Optional(o.NoKube)
-	o.KubeAPI.Apply(o.Kube)
-	return err
-}
+// Complete loads the Kubernetes configuration unless --no-kube (engines.Host.Complete).
+func (o *Options) Complete() error { return o.Host.Complete() }
 
 // Run runs the applier until ctx is cancelled (svc.Start: NATS, topology, metrics and health;
 // then the state store and loopback backend, the engines and the consumers). It returns nil
@@ -111,36 +71,23 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	defer set.Close()
-	holder := o.Holder
-	if holder == "" {
-		holder, _ = os.Hostname()
-	}
-	holder += "/" + rand.Text()[:8]
-	var kube client.Client
-	if o.Kube != nil {
-		if kube, err = client.New(o.Kube, client.Options{}); err != nil {
-			return fmt.Errorf("kubernetes client: %w", err)
-		}
-	}
-	ids, err := o.Identity.Clients(o.Kube)
+	deps, err := o.Host.Deps(set)
 	if err != nil {
 		return err
 	}
-	creds, err := o.Credentials.New(o.Kube)
-	if err != nil {
-		return err
-	}
-	s, err := New(ctx, Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: holder, Kube: kube, Logger: log,
-		Registerer: base.Registry, BusMetrics: base.BusMetrics, Concurrency: o.Concurrency, Identities: ids, Credentials: creds,
-		CollectInterval: o.CollectInterval, CollectMinAge: o.CollectMinAge})
+	defer deps.Close()
+	cfg := o.Config
+	cfg.JS, cfg.Store, cfg.Engines, cfg.Holder = js, deps.Set.Store, deps.Set.Engines, deps.Holder
+	cfg.Kube, cfg.Identities, cfg.Credentials = deps.Kube, deps.Identities, deps.Credentials
+	cfg.Logger, cfg.Registerer, cfg.BusMetrics = log, base.Registry, base.BusMetrics
+	s, err := New(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	backendURL := ""
-	if set.Backend != nil {
-		backendURL = set.Backend.URL
+	if deps.Set.Backend != nil {
+		backendURL = deps.Set.Backend.URL
 	}
-	log.Info("applier started", "holder", holder, "engines", len(set.Engines), "state_backend", backendURL)
+	log.Info("applier started", "holder", deps.Holder, "engines", len(deps.Set.Engines), "state_backend", backendURL)
 	return base.Serve(ctx, s.Run)
 }

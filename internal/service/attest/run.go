@@ -18,11 +18,14 @@ import (
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
-// Options is the attest service's process configuration: the common service options and
-// attest's own (flags and LAVA_* variables, svc.Command; `lava up` and tests set them
+// Options is the attest service's process configuration, one type: the common service options
+// and attest's own (flags and LAVA_* variables, svc.Command; `lava up` and tests set them
 // directly).
 type Options struct {
 	svc.Common
+	// Service holds the consuming service's settings, bound by its flags (--concurrency: the
+	// events handled at once per consumer, default 8); [Run] sets its Logger and BusMetrics.
+	Service ServiceOptions
 	// SigningKeyFile is the Ed25519 seed file (64 hex digits; in a cluster a Kubernetes Secret
 	// mounted as a file). Required unless AllowUnsigned.
 	SigningKeyFile string
@@ -30,8 +33,6 @@ type Options struct {
 	// unsigned receipts (algo "none"), which `lava receipts verify` refuses by default, and
 	// warns at start. For development only.
 	AllowUnsigned bool
-	// Concurrency bounds the events handled at once per consumer. Default 8.
-	Concurrency int
 	// ConnectAddr serves ReceiptService (connect, gRPC and gRPC-Web; HTTP/1.1 and cleartext
 	// HTTP/2). Empty disables it.
 	ConnectAddr string
@@ -73,7 +74,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "start without a signing key and append unsigned receipts (development only)")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token ReceiptService accepts instead of Kubernetes tokens (optional)")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (ReceiptService is then served only with --rpc-token-file)")
-	fs.IntVar(&o.Concurrency, "concurrency", 8, "events handled at once per consumer")
+	fs.IntVar(&o.Service.Concurrency, "concurrency", 8, "events handled at once per consumer")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "ReceiptService (connect, gRPC, gRPC-Web) listen address; empty disables it")
 	o.RPC.Register(fs)
 	o.KubeAPI.Register(fs)
@@ -111,7 +112,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	onForeign := ForeignReporter(bus.NewPublisher(base.JS), log)
 	store := NewStore(base.JS, StoreOptions{Signer: signer, Metrics: metrics, OnForeign: onForeign})
-	s := NewService(base.JS, store, ServiceOptions{Concurrency: o.Concurrency, Logger: log, BusMetrics: base.BusMetrics})
+	so := o.Service
+	so.Logger, so.BusMetrics = log, base.BusMetrics
+	s := NewService(base.JS, store, so)
 	runs := []func(context.Context) error{s.Run}
 	ln := o.Listener
 	if ln == nil && o.ConnectAddr != "" {

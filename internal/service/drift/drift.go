@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceDrift, Concurrency: s.cfg.Concurrency,
+		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceDrift, Resource: true, Concurrency: s.cfg.Concurrency,
 			Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
 		}.Consume(gctx, s.Handle, bus.StreamResources, bus.StreamPhases)
 	})
@@ -173,11 +173,10 @@ func (s *Service) Run(ctx context.Context) error {
 // Handle updates the schedule from one event: ResourceObserved (interval, suspend, newest
 // generation), Applied (what to scan; the next scan one interval later), Destroyed (removes
 // the entry) and PhaseChanged to Finalizing (stops scans). Other events are acked unchanged.
+// m names a resource (the consumer's envelope guard, pipeline.Consumer.Resource, admits no
+// other).
 func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	res := m.Envelope.GetResource()
-	if res.GetNamespace() == "" || res.GetName() == "" || res.GetUid() == "" {
-		return bus.Permanent(fmt.Errorf("drift: %s without resource", m.Schema))
-	}
 	key := bus.ResourceKey(res.GetNamespace(), res.GetName())
 	gen := m.Envelope.GetGeneration()
 	now := s.cfg.Now().UTC()

@@ -23,10 +23,14 @@ import (
 	"github.com/lava-operator/lava/internal/platform/telemetry"
 )
 
-// Options is the synth service's process configuration: the common service options and
-// synth's own (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
+// Options is the synth service's process configuration, one type: the common service options
+// and synth's own (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
 type Options struct {
 	svc.Common
+	// Config holds synth's settings bound by its flags (--concurrency); [Run] sets its
+	// dependencies and what the other options name (JS, Kube, Identities, BindingsKey, Logger,
+	// Registerer, BusMetrics, Artifacts, Policy).
+	Config Config
 	// BindingsKeyFile holds the installation's bindings key: 32 raw bytes or 64 hex digits.
 	// Required.
 	BindingsKeyFile string
@@ -43,8 +47,6 @@ type Options struct {
 	// Listener, if set, serves RenderService instead of listening on ConnectAddr (`lava up`,
 	// tests).
 	Listener net.Listener
-	// Concurrency bounds handlers per consumer.
-	Concurrency int
 	// NoKube (--no-kube) runs without Kubernetes access; Complete then leaves Kube nil.
 	NoKube bool
 	// KubeAPI is the Kubernetes API client's rate limit (--kube-api-qps, --kube-api-burst),
@@ -75,7 +77,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (32 bytes or 64 hex digits); required")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token RenderService accepts instead of Kubernetes tokens (optional)")
-	fs.IntVar(&o.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	fs.IntVar(&o.Config.Concurrency, "concurrency", 8, "handlers running at once per consumer")
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/0010-tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	fs.StringVar(&o.ArtifactCacheDir, "artifact-cache-dir", "", "directory caching verified Flux source artifacts by digest; empty: a temporary directory")
@@ -133,9 +135,12 @@ func Run(ctx context.Context, o Options) error {
 		}
 		defer os.RemoveAll(cacheDir)
 	}
-	s, err := New(ctx, Config{JS: base.JS, Kube: kube, BindingsKey: key, Logger: log, Registerer: base.Registry, BusMetrics: base.BusMetrics,
-		Concurrency: o.Concurrency, Policy: &policy.File{Path: o.PolicyFile, Default: o.DefaultPolicy}, Identities: ids,
-		Artifacts: &ArtifactCache{Dir: cacheDir, MaxBytes: o.MaxArtifactBytes}})
+	cfg := o.Config
+	cfg.JS, cfg.Kube, cfg.Identities, cfg.BindingsKey = base.JS, kube, ids, key
+	cfg.Logger, cfg.Registerer, cfg.BusMetrics = log, base.Registry, base.BusMetrics
+	cfg.Policy = &policy.File{Path: o.PolicyFile, Default: o.DefaultPolicy}
+	cfg.Artifacts = &ArtifactCache{Dir: cacheDir, MaxBytes: o.MaxArtifactBytes}
+	s, err := New(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -9,26 +9,25 @@ import (
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
-// Options is the viggy process configuration: the common service options and viggy's own
-// (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
+// Options is the viggy process configuration, one type: the common service options and
+// viggy's settings (flags and LAVA_* variables, svc.Command; `lava up` sets them directly).
 type Options struct {
 	svc.Common
-	// MaxAttempts, Backoff, Concurrency and Cluster as in [Config].
-	MaxAttempts int
-	Backoff     bus.Backoff
-	Concurrency int
-	Cluster     string
+	// Config holds viggy's settings, bound by its flags (--max-attempts, --retry-base,
+	// --retry-max, --retry-jitter, --concurrency, --cluster); [Run] sets its dependencies (JS,
+	// Logger, Registerer, BusMetrics).
+	Config Config
 }
 
 // Flags defines viggy's own flags on fs.
 func (o *Options) Flags(fs *pflag.FlagSet) {
 	def := DefaultBackoff()
-	fs.IntVar(&o.MaxAttempts, "max-attempts", DefaultMaxAttempts, "attempts of a failing stage before the resource stalls")
-	fs.DurationVar(&o.Backoff.Base, "retry-base", def.Base, "delay before the first retry (doubles per attempt)")
-	fs.DurationVar(&o.Backoff.Max, "retry-max", def.Max, "cap of the retry delay")
-	fs.Float64Var(&o.Backoff.Jitter, "retry-jitter", def.Jitter, "relative jitter of the retry delay, in [0, 1)")
-	fs.IntVar(&o.Concurrency, "concurrency", DefaultConcurrency, "handlers running at once per consumer")
-	fs.StringVar(&o.Cluster, "cluster", "", "cluster name carried by anomalies")
+	fs.IntVar(&o.Config.MaxAttempts, "max-attempts", DefaultMaxAttempts, "attempts of a failing stage before the resource stalls")
+	fs.DurationVar(&o.Config.Backoff.Base, "retry-base", def.Base, "delay before the first retry (doubles per attempt)")
+	fs.DurationVar(&o.Config.Backoff.Max, "retry-max", def.Max, "cap of the retry delay")
+	fs.Float64Var(&o.Config.Backoff.Jitter, "retry-jitter", def.Jitter, "relative jitter of the retry delay, in [0, 1)")
+	fs.IntVar(&o.Config.Concurrency, "concurrency", DefaultConcurrency, "handlers running at once per consumer")
+	fs.StringVar(&o.Config.Cluster, "cluster", "", "cluster name carried by anomalies")
 }
 
 // Run runs viggy until ctx is cancelled (svc.Start: NATS, topology, metrics and health; then
@@ -39,8 +38,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer base.Close()
-	s, err := New(ctx, Config{JS: base.JS, MaxAttempts: o.MaxAttempts, Backoff: o.Backoff, Concurrency: o.Concurrency,
-		Cluster: o.Cluster, Logger: base.Log, Registerer: base.Registry, BusMetrics: base.BusMetrics})
+	cfg := o.Config
+	cfg.JS, cfg.Logger, cfg.Registerer, cfg.BusMetrics = base.JS, base.Log, base.Registry, base.BusMetrics
+	s, err := New(ctx, cfg)
 	if err != nil {
 		return err
 	}

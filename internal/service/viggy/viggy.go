@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceViggy, Concurrency: s.cfg.Concurrency,
+		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceViggy, Resource: true, Concurrency: s.cfg.Concurrency,
 			Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics, Publisher: s.pub,
 		}.Consume(gctx, s.Handle, bus.StreamResources, bus.StreamPhases)
 	})
@@ -134,12 +134,10 @@ func (s *Service) Run(ctx context.Context) error {
 // suspension (a suspended resource gets no pass, retry or escalation);
 // Planned with awaiting_approval records the held plan id; Applied clears a scheduled retry;
 // DriftScanned and Failed (not viggy's own) run a pass. Events of an older generation than
-// the newest seen are acked unchanged.
+// the newest seen are acked unchanged. m names a resource (the consumer's envelope guard,
+// pipeline.Consumer.Resource, admits no other).
 func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 	res := m.Envelope.GetResource()
-	if res.GetNamespace() == "" || res.GetName() == "" || res.GetUid() == "" {
-		return bus.Permanent(fmt.Errorf("viggy: %s without resource", m.Schema))
-	}
 	key := bus.ResourceKey(res.GetNamespace(), res.GetName())
 	gen := m.Envelope.GetGeneration()
 	fresh := func(cur *Record) *Record {
