@@ -9,8 +9,6 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/embedded"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
@@ -19,21 +17,9 @@ import (
 // with the value bound from a Secret masked in the text and absent from the JSON body.
 func TestPlanShow(t *testing.T) {
 	const secret = "s3cret-from-a-Secret"
-	srv := natstest.RunJetStream(t)
-	js := srv.JetStream()
+	b := newStateBus(t)
+	srv, kv, art, store := b.srv, b.kv, b.art, b.store
 	ctx := t.Context()
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, bus.BucketState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	art, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := state.NewStore(kv, art, state.Options{})
 	eng := embedded.New(embedded.Options{Store: store, Artifacts: art})
 	t.Cleanup(func() { _ = eng.Close() })
 	rendered, err := art.Put(ctx, strings.NewReader(`{"resource":{"terraform_data":{"plain":{"input":"hello"},"password":{"input":"`+secret+`"}}}}`))

@@ -9,25 +9,12 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 func TestStateCmd(t *testing.T) {
-	srv := natstest.RunJetStream(t)
-	js := srv.JetStream()
-	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(t.Context(), bus.BucketState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	art, err := bus.NewArtifacts(t.Context(), js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := state.NewStore(kv, art, state.Options{})
+	b := newStateBus(t)
+	srv, store := b.srv, b.store
 	key := state.Key{Namespace: "infra", Name: "prod-vpc"}
 	orphan := state.Key{Namespace: "infra", Name: "kept"}
 	if _, err := store.Put(t.Context(), orphan, []byte(`{"version":4,"serial":7,"lineage":"L","resources":[]}`), ""); err != nil {
@@ -115,21 +102,9 @@ func TestStateCmd(t *testing.T) {
 // wrote (same lineage, later serial) unless forced, a locked state, and an object whose record
 // names no body.
 func TestStateRestoreCmd(t *testing.T) {
-	srv := natstest.RunJetStream(t)
-	js := srv.JetStream()
+	b := newStateBus(t)
+	srv, kv, store := b.srv, b.kv, b.store
 	ctx := t.Context()
-	if err := bus.EnsureTopology(ctx, js, bus.TopologyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, bus.BucketState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	art, err := bus.NewArtifacts(ctx, js)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := state.NewStore(kv, art, state.Options{})
 	lava := func(args ...string) (int, string, string) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
