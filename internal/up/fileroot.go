@@ -7,30 +7,54 @@ import (
 	"os"
 )
 
+// privateDir names a directory lava up keeps private, for [ensurePrivateDir]'s errors.
+type privateDir struct {
+	// what names it in errors ("file root", "state dir").
+	what string
+	// fix says what the user can do about a refused one.
+	fix string
+	// tighten: an existing directory of this user whose mode lets group or others read or
+	// search it, but not write, is narrowed to 0700 instead of refused (what they could read
+	// before, they could not plant).
+	tighten bool
+}
+
+var (
+	// fileRootDir is the built-in policy's file root and each namespace's below it.
+	fileRootDir = privateDir{what: "file root", fix: "remove it, or give --file-root a directory of your own"}
+	// stateDirDir is lava up's state directory: NATS seeds, keys, the RPC token, the store.
+	stateDirDir = privateDir{what: "state dir", fix: "remove it, or give --state-dir a directory of your own", tighten: true}
+)
+
 // ensurePrivateDir makes dir a directory that only this process's user may use: it creates
 // it with mode 0700 (its parent must exist), or accepts an existing one only when it is a
 // directory itself (not a symbolic link), owned by this user, with no permission for group or
-// others. lava up's file roots live below such a directory ([Options].FileRoot), so another
-// local user can neither plant a link that sends a tenant's writes elsewhere nor read, change
-// or delete what tenants write. The error names the directory, what is wrong and what to do.
-func ensurePrivateDir(dir string) error {
+// others (k.tighten: none to write; the rest is removed). lava up's state directory and file
+// roots are such directories, so another local user can neither plant a link that sends a
+// tenant's writes elsewhere, nor plant seeds, keys or a token lava up would then use, nor
+// read, change or delete what lava up and tenants write. The error names the directory, what
+// is wrong and what to do.
+func ensurePrivateDir(dir string, k privateDir) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("up: file root: %w", err)
+		return fmt.Errorf("up: %s: %w", k.what, err)
 	}
 	st, err := os.Lstat(dir)
 	if err != nil {
-		return fmt.Errorf("up: file root: %w", err)
+		return fmt.Errorf("up: %s: %w", k.what, err)
 	}
-	const fix = "remove it, or give --file-root a directory of your own"
 	switch uid, known := ownerOf(st); {
 	case st.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("up: file root %s is a symbolic link, which could send tenants' writes elsewhere: %s", dir, fix)
+		return fmt.Errorf("up: %s %s is a symbolic link, which could send what lava up writes elsewhere: %s", k.what, dir, k.fix)
 	case !st.IsDir():
-		return fmt.Errorf("up: file root %s is not a directory: %s", dir, fix)
+		return fmt.Errorf("up: %s %s is not a directory: %s", k.what, dir, k.fix)
 	case known && uid != os.Getuid():
-		return fmt.Errorf("up: file root %s is owned by uid %d, not by this user (uid %d), who could change what tenants write there: %s", dir, uid, os.Getuid(), fix)
+		return fmt.Errorf("up: %s %s is owned by uid %d, not by this user (uid %d), who could change what lava up keeps there: %s", k.what, dir, uid, os.Getuid(), k.fix)
+	case k.tighten && st.Mode().Perm()&0o022 == 0 && st.Mode().Perm()&0o077 != 0:
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("up: %s: %w", k.what, err)
+		}
 	case st.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("up: file root %s has mode %04o, open to group or others (lava up needs 0700): %s, or chmod 700 it once you checked what it holds", dir, st.Mode().Perm(), fix)
+		return fmt.Errorf("up: %s %s has mode %04o, open to group or others (lava up needs 0700): %s, or chmod 700 it once you checked what it holds", k.what, dir, st.Mode().Perm(), k.fix)
 	}
 	return nil
 }

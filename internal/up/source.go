@@ -455,7 +455,7 @@ func (s *Source) namespaceDir(namespace string) error {
 	if done {
 		return nil
 	}
-	if err := ensurePrivateDir(filepath.Join(s.cfg.FileRoot, namespace)); err != nil {
+	if err := ensurePrivateDir(filepath.Join(s.cfg.FileRoot, namespace), fileRootDir); err != nil {
 		return err
 	}
 	s.mu.Lock()

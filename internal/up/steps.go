@@ -98,8 +98,17 @@ func (s *session) close() {
 // opens the log (<state-dir>/lava.log unless Options.Log).
 func (s *session) prepareStateDir(context.Context) error {
 	o := s.o
-	for _, d := range []string{o.StateDir, filepath.Join(o.StateDir, DirNATS), filepath.Join(o.StateDir, DirWork)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	// The state directory holds the NATS seeds, the keys and the RPC token: only this user may
+	// use it, or another local user who made it first could plant the credentials lava up
+	// then trusts (docs/design/0024-file-source-identity-and-roots.md).
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(o.StateDir)), 0o755); err != nil {
+		return fmt.Errorf("up: state dir: %w", err)
+	}
+	if err := ensurePrivateDir(o.StateDir, stateDirDir); err != nil {
+		return err
+	}
+	for _, d := range []string{filepath.Join(o.StateDir, DirNATS), filepath.Join(o.StateDir, DirWork)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("up: state dir: %w", err)
 		}
 	}
@@ -118,7 +127,7 @@ func (s *session) prepareStateDir(context.Context) error {
 	// The built-in policy's roots, one per namespace, lie below a directory only this user
 	// may use (docs/design/0024-file-source-identity-and-roots.md).
 	if o.PolicyFile == "" {
-		if err := ensurePrivateDir(o.FileRoot); err != nil {
+		if err := ensurePrivateDir(o.FileRoot, fileRootDir); err != nil {
 			return err
 		}
 	}

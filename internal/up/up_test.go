@@ -2,6 +2,7 @@ package up
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,90 @@ func TestLockStateDir(t *testing.T) {
 	release2()
 }
 
+// TestRun_stateDirAttacks: another local user who made the state directory first (and
+// planted NATS seeds and an RPC token there, which lava up would otherwise keep and trust)
+// stops lava up at start, before NATS, naming the owner; so does a state directory open to
+// others' writes or a symbolic link. An own directory only readable by others is narrowed to
+// 0700, and a new one is created 0700.
+func TestRun_stateDirAttacks(t *testing.T) {
+	t.Parallel()
+	m := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(m, []byte("apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: a}\nspec: {source: {name: dns-record-set}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	run := func(dir string) error {
+		_, err := Run(t.Context(), Options{Paths: []string{m}, StateDir: dir, FileRoot: filepath.Join(t.TempDir(), "files"),
+			Once: true, Timeout: time.Minute, Log: io.Discard})
+		return err
+	}
+	// Another user's directory with planted credentials: one this test gives away when it runs
+	// as root, else "/".
+	foreign, owner := "/", "0"
+	if os.Getuid() == 0 {
+		foreign, owner = filepath.Join(base, "planted"), "65534"
+		if err := os.MkdirAll(filepath.Join(foreign, DirNATS), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(foreign, FileRPCToken), []byte("attacker-known-token\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{foreign, filepath.Join(foreign, DirNATS), filepath.Join(foreign, FileRPCToken)} {
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writable := filepath.Join(base, "writable")
+	if err := os.Mkdir(writable, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(writable, 0o757); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ dir, want string }{
+		{foreign, "up: state dir " + foreign + " is owned by uid " + owner + ", not by this user"},
+		{writable, "up: state dir " + writable + " has mode 0757, open to group or others"},
+		{link, "up: state dir " + link + " is a symbolic link"},
+	} {
+		if err := run(tt.dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Run with the state dir %s: %v, want an error with %q", tt.dir, err, tt.want)
+		}
+		if _, err := os.Stat(filepath.Join(tt.dir, FileNATSURL)); err == nil {
+			t.Errorf("Run started NATS in the refused state dir %s", tt.dir)
+		}
+	}
+	if tok, err := os.ReadFile(filepath.Join(foreign, FileRPCToken)); err == nil && string(tok) != "attacker-known-token\n" {
+		t.Errorf("the planted token was rewritten: lava up used the directory")
+	}
+
+	readable := filepath.Join(base, "readable")
+	if err := os.Mkdir(readable, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(readable, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(base, "fresh", "state")
+	for _, dir := range []string{readable, fresh} {
+		s := &session{o: Options{StateDir: dir, FileRoot: filepath.Join(t.TempDir(), "files"), LogLevel: "info"}}
+		if err := s.prepareStateDir(t.Context()); err != nil {
+			t.Fatalf("prepareStateDir(%s): %v", dir, err)
+		}
+		s.unlock()
+		if s.logFile != nil {
+			s.logFile.Close()
+		}
+		if st, err := os.Lstat(dir); err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("state dir %s: %v (%v), want mode 0700", dir, st.Mode().Perm(), err)
+		}
+	}
+}
+
 // TestRun_stateDirInUse: a second Run on a locked state directory fails before starting NATS.
 func TestRun_stateDirInUse(t *testing.T) {
 	t.Parallel()
@@ -181,13 +266,13 @@ func TestEnsurePrivateDir_attacks(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	fresh := filepath.Join(base, "fresh")
-	if err := ensurePrivateDir(fresh); err != nil {
+	if err := ensurePrivateDir(fresh, fileRootDir); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Lstat(fresh); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
 		t.Fatalf("created %v (%v), want a directory with mode 0700", st, err)
 	}
-	if err := ensurePrivateDir(fresh); err != nil {
+	if err := ensurePrivateDir(fresh, fileRootDir); err != nil {
 		t.Errorf("an own 0700 directory is refused: %v", err)
 	}
 
@@ -224,7 +309,7 @@ func TestEnsurePrivateDir_attacks(t *testing.T) {
 		{file, file + " is not a directory"},
 		{foreign, foreign + " is owned by uid " + owner + ", not by this user"},
 	} {
-		if err := ensurePrivateDir(tt.dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if err := ensurePrivateDir(tt.dir, fileRootDir); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ensurePrivateDir(%s) = %v, want an error with %q", tt.dir, err, tt.want)
 		}
 	}

@@ -61,6 +61,12 @@ var attackTrial = []attack{
 		[]string{"TestSource_statusFileNameAttack"}},
 	{"8d", "an output over NATS' max payload leaves the object in Planned with no message",
 		[]string{"TestApplier_outputsOverMaxPayload"}},
+	{"9a", "yamldecode of 400,000 unclosed brackets runs for minutes, uncancellable, in the applier",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"9b", "jsondecode of 9,999 nested arrays takes 1.6 GB per call",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"9c", "a local user creates lava up's state directory first, with its own NATS seeds and RPC token",
+		[]string{"TestRun_stateDirAttacks"}},
 }
 
 var (

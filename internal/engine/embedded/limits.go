@@ -44,6 +44,12 @@ const (
 	// step doubles the time of a hash (cost 12 takes about a quarter of a second of one CPU;
 	// cost 31, which OpenTofu accepts, takes days and cannot be interrupted).
 	MaxBcryptCost = 12
+	// MaxDecodeDepth bounds how deeply the document jsondecode or yamldecode reads may nest
+	// (arrays, objects, sequences, mappings): go-cty builds a nested value's type at every
+	// level, so time and memory grow with the square of the depth (a JSON document 10,000
+	// levels deep took 1.6 GB and 9 s; a YAML one 100,000 levels deep, 25 s that cannot be
+	// interrupted). Configuration documents nest a few dozen levels.
+	MaxDecodeDepth = 256
 	// bcryptElements is what a bcrypt hash counts per unit of 2^cost against the element
 	// budget: at the default cost 10 one plan or apply hashes up to 64 strings.
 	bcryptElements = 16
@@ -441,6 +447,9 @@ var prechecks = map[string]precheck{
 		if !ok {
 			return nil
 		}
+		if d := jsonDepth(s); d > MaxDecodeDepth {
+			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf("the document nests more than %d levels deep, the limit of a decoded document", MaxDecodeDepth)})
+		}
 		// Every value but the first follows a comma, a colon or an opening bracket.
 		n := int64(strings.Count(s, ",")+strings.Count(s, ":")+strings.Count(s, "[")+strings.Count(s, "{")) + 1
 		return b.expect(name, n, int64(len(s)))
@@ -575,45 +584,76 @@ func regexpMatches(re *regexp.Regexp, s string) (n, size int64) {
 	return n, size
 }
 
+// jsonDepth returns the deepest nesting of arrays and objects in a JSON text (brackets inside
+// strings do not count; an unbalanced text is measured as far as it goes).
+func jsonDepth(s string) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // yamlExpanded counts the elements and scalar bytes of a YAML document with every alias
 // expanded, as yamldecode (go-cty-yaml) builds it, without expanding: each node is counted
-// once and its count reused (saturating at math.MaxInt64). A document with aliases that
-// go.yaml.in/yaml/v3 cannot read is refused (its size cannot be bounded); one without aliases
-// is left to yamldecode.
+// once and its count reused (saturating at math.MaxInt64). A document go.yaml.in/yaml/v3
+// cannot read is refused (neither its size nor its depth can be bounded: go-cty-yaml's parser
+// has no depth limit), and so is one nesting deeper than MaxDecodeDepth.
 func yamlExpanded(src string) (elems, size int64, err error) {
 	var doc yaml.Node
 	if uerr := yaml.Unmarshal([]byte(src), &doc); uerr != nil {
-		if strings.Contains(src, "*") {
-			return 0, 0, fmt.Errorf("the document has aliases whose expansion cannot be bounded (%v)", uerr)
-		}
-		return 0, 0, nil
+		return 0, 0, fmt.Errorf("the document cannot be read, so its size cannot be bounded (%v)", uerr)
 	}
-	type count struct{ e, b int64 }
+	// e elements and b bytes of text, h the levels of sequences and mappings of the expanded
+	// value, as jsonDepth counts brackets (an alias takes its anchor's: memoized, an alias
+	// chain is measured without expanding it either).
+	type count struct{ e, b, h int64 }
 	memo := map[*yaml.Node]count{}
-	var walk func(n *yaml.Node, depth int) count
-	walk = func(n *yaml.Node, depth int) count {
-		if n == nil || depth > 10000 {
+	var walk func(n *yaml.Node) count
+	walk = func(n *yaml.Node) count {
+		if n == nil {
 			return count{}
 		}
 		if c, ok := memo[n]; ok {
 			return c
 		}
-		c := count{e: 1}
+		memo[n] = count{} // an alias cycle counts nothing more
+		c := count{e: 1, h: 1}
 		switch n.Kind {
 		case yaml.AliasNode:
-			c = walk(n.Alias, depth+1)
+			c = walk(n.Alias)
 		case yaml.ScalarNode:
-			c.b = int64(len(n.Value))
+			c.b, c.h = int64(len(n.Value)), 0
 		default:
 			for _, ch := range n.Content {
-				x := walk(ch, depth+1)
-				c.e, c.b = addSat(c.e, x.e), addSat(c.b, x.b)
+				x := walk(ch)
+				c.e, c.b, c.h = addSat(c.e, x.e), addSat(c.b, x.b), max(c.h, x.h+1)
 			}
 		}
 		memo[n] = c
 		return c
 	}
-	c := walk(&doc, 0)
+	c := walk(&doc)
+	// The document node counts a level of its own.
+	if c.h-1 > MaxDecodeDepth {
+		return 0, 0, fmt.Errorf("the document nests more than %d levels deep, the limit of a decoded document", MaxDecodeDepth)
+	}
 	return c.e, c.b, nil
 }
 

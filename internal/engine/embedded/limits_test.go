@@ -18,6 +18,17 @@ import (
 
 // yamlBomb is a "billion laughs" document: nine levels of nine aliases of the level below,
 // 9^9 strings once expanded, a few hundred bytes as written.
+// yamlChain is a YAML mapping whose entry cN is a one-element sequence of c(N-1): each anchor
+// one level deeper than the one it names, n levels with n short lines.
+func yamlChain(n int) string {
+	var b strings.Builder
+	b.WriteString("c0: &c0 x\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "c%d: &c%d [*c%d]\n", i, i, i-1)
+	}
+	return b.String()
+}
+
 func yamlBomb() string {
 	var b strings.Builder
 	b.WriteString(`{l0: &l0 lol`)
@@ -100,6 +111,18 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 			"template: the value has more than 16777216 bytes of text, the limit of one value"},
 		{"huge number written out", `tostring(local.a * local.a)`, map[string]string{"a": "${1e10000000}"},
 			"argument of tostring: the value has more than 16777216 bytes of text, the limit of one value"},
+		// go-cty builds a type per level: 10,000 levels of JSON took 1.6 GB and 9 s; 400,000
+		// YAML brackets, minutes that could not be interrupted.
+		{"json nesting", `jsondecode("` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `")`, nil,
+			"jsondecode: the document nests more than 256 levels deep, the limit of a decoded document"},
+		{"json nesting in try", `try(jsondecode("` + strings.Repeat("[", 257) + strings.Repeat("]", 257) + `"), "e")`, nil,
+			"jsondecode: the document nests more than 256 levels deep"},
+		{"yaml nesting unclosed", `try(yamldecode(replace(format("%0400000d", 0), "0", "[")), "e")`, nil,
+			"yamldecode: the document cannot be read, so its size cannot be bounded"},
+		{"yaml nesting", `yamldecode("` + strings.Repeat("[", 257) + strings.Repeat("]", 257) + `")`, nil,
+			"yamldecode: the document nests more than 256 levels deep"},
+		{"yaml alias chain", `yamldecode(` + jsonQuote(yamlChain(300)) + `)`, nil,
+			"yamldecode: the document nests more than 256 levels deep"},
 		{"split", `split("", local.s)`, map[string]string{"s": "${" + big(1<<20) + "}"}, "split: the result would have 1048577 elements"},
 	}
 	for _, tt := range tests {
@@ -154,6 +177,9 @@ func TestEvaluationLimits_legitimate(t *testing.T) {
 		`length([for i in range(1000) : {name = "n-${i}", tags = {a = i, b = "x"}}])`,
 		`jsonencode(yamldecode("{a: &a [1, 2], b: *a, c: *a}"))`,
 		`indent(4, "a\nb\nc")`,
+		`length(jsondecode("` + strings.Repeat("[", 256) + `\"x\"` + strings.Repeat("]", 256) + `"))`,
+		`length(yamldecode("` + strings.Repeat("[", 256) + `x` + strings.Repeat("]", 256) + `"))`,
+		`length(yamldecode(` + jsonQuote(yamlChain(250)) + `))`,
 		`"${1e30 * 1e30} ${tostring(-1.5e-20)}"`,
 	} {
 		h := newMemHarness(t, t.TempDir())
