@@ -791,7 +791,17 @@ func (e *env) testOutOfOrder(t *testing.T) {
 	// The receipt head never causes a write of its own (docs/design/0007-status-writes.md): it
 	// rides on the next one.
 	folded := w.metric(t, "lava_watcher_phase_events_total", map[string]string{"result": "folded"})
+	// The patch that made Failed visible is counted after the API server answered it: take
+	// the counter once it holds still.
 	patches := w.metric(t, "lava_watcher_status_patches_total", nil)
+	eventually(t, 10*time.Second, func() error {
+		time.Sleep(300 * time.Millisecond)
+		if n := w.metric(t, "lava_watcher_status_patches_total", nil); n != patches {
+			patches = n
+			return fmt.Errorf("status patches still being counted (%v)", n)
+		}
+		return nil
+	})
 	if _, err := e.pub.Publish(t.Context(), bus.PhaseSubject(ns, "o", "receipt_appended"), receipt); err != nil {
 		t.Fatal(err)
 	}
