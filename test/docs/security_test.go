@@ -67,6 +67,10 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_attacks"}},
 	{"9c", "a local user creates lava up's state directory first, with its own NATS seeds and RPC token",
 		[]string{"TestRun_stateDirAttacks"}},
+	{"10a", "a template nested 100,000 levels overflows hcl's parser stack in synth or the applier",
+		[]string{"TestCheckPolicy_attacks", "TestNesting_attacks", "TestCheck_refusesDeepTrees"}},
+	{"10b", "regexall, replace or regex with a pattern and input built at run time runs for minutes",
+		[]string{"TestEvaluationLimits_attacks"}},
 }
 
 var (

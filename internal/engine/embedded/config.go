@@ -1,12 +1,14 @@
 package embedded
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 )
 
 // configFilename names the rendered configuration in diagnostics ("main.tf.json:3,17").
@@ -214,6 +217,9 @@ func parseModule(doc []byte, dir string, bundle map[string][]byte, stack []strin
 	filename := configFilename
 	if dir != "" {
 		filename = dir + "/" + configFilename
+	}
+	if err := checkNesting(doc, filename); err != nil {
+		return nil, err
 	}
 	f, diags := hcljson.Parse(doc, filename)
 	if diags.HasErrors() {
@@ -1119,4 +1125,66 @@ func traversalText(tr hcl.Traversal) string {
 		}
 	}
 	return b.String()
+}
+
+// maxDocumentDepth bounds how deeply a Terraform JSON document nests (hcl/v2/json's parser
+// recurses once per level): far above what a rendered architecture reaches (tlisp.MaxDepth
+// levels of value inside a few levels of blocks).
+const maxDocumentDepth = 1024
+
+// checkNesting reads doc's tokens with encoding/json's decoder (which does not recurse) and
+// refuses a document that nests deeper than maxDocumentDepth, and a string whose template
+// hclnest refuses: hcl/v2/json parses every string's template itself (on Value and Variables),
+// where Lava cannot check it first. The error carries filename:line,col as diagError does.
+// A document that is not JSON is left to hcl/v2/json, which reports it.
+func checkNesting(doc []byte, filename string) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	depth := 0
+	pos := hcl.InitialPos // advanced along doc as the tokens are read
+	for {
+		off := int(dec.InputOffset())
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		switch tok := tok.(type) {
+		case json.Delim:
+			if tok == '[' || tok == '{' {
+				depth++
+			} else {
+				depth--
+			}
+			if depth > maxDocumentDepth {
+				pos = advance(doc, pos, int(dec.InputOffset())-1)
+				return fmt.Errorf("%s:%d,%d: the document nests more than %d levels deep", filename, pos.Line, pos.Column, maxDocumentDepth)
+			}
+		case string:
+			if !strings.Contains(tok, "${") && !strings.Contains(tok, "%{") {
+				continue
+			}
+			for off < len(doc) && doc[off] != '"' {
+				off++ // the separators and spaces before the string
+			}
+			pos = advance(doc, pos, off+1)
+			if diags := hclnest.Check([]byte(tok), true, filename, pos); diags.HasErrors() {
+				return diagError("parse terraform json", diags)
+			}
+		}
+	}
+}
+
+// advance returns the position of byte offset to in doc, counting from from (at or before
+// it): lines and columns as hcl counts them (a column is a character).
+func advance(doc []byte, from hcl.Pos, to int) hcl.Pos {
+	for i := from.Byte; i < to && i < len(doc); {
+		r, size := utf8.DecodeRune(doc[i:])
+		if r == '\n' {
+			from.Line, from.Column = from.Line+1, 1
+		} else {
+			from.Column++
+		}
+		i += size
+		from.Byte = i
+	}
+	return from
 }

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
@@ -495,7 +495,7 @@ func jsonStringExpr(e hcl.Expression) (hcl.Expression, error) {
 }
 
 func hclsyntaxParseExpression(src string, r hcl.Range) (hcl.Expression, hcl.Diagnostics) {
-	return hclsyntax.ParseExpression([]byte(src), r.Filename, r.Start)
+	return hclnest.ParseExpression([]byte(src), r.Filename, r.Start)
 }
 
 func stripIndex(addr string) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -238,7 +239,7 @@ func templateOf(x hcl.Expression) hcl.Expression {
 // parseTemplate parses a string's template at its position, with the evaluation limits' hooks
 // ([instrument]); noTemplate when it does not parse.
 func parseTemplate(k templateKey) hcl.Expression {
-	t, diags := hclsyntax.ParseTemplate([]byte(k.lit), k.file, k.pos)
+	t, diags := hclnest.ParseTemplate([]byte(k.lit), k.file, k.pos)
 	if diags.HasErrors() {
 		return noTemplate
 	}

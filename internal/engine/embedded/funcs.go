@@ -28,7 +28,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 	ctyyaml "github.com/zclconf/go-cty-yaml"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -202,7 +202,7 @@ func templateStringFunc(table func() map[string]function.Function) function.Func
 			if !vars.Type().IsObjectType() && !vars.Type().IsMapType() {
 				return cty.NilVal, function.NewArgErrorf(1, "invalid vars value: must be a map")
 			}
-			tpl, diags := hclsyntax.ParseTemplate([]byte(args[0].AsString()), "<templatestring argument>", hcl.InitialPos)
+			tpl, diags := hclnest.ParseTemplate([]byte(args[0].AsString()), "<templatestring argument>", hcl.InitialPos)
 			if diags.HasErrors() {
 				return cty.NilVal, function.NewArgError(0, diags)
 			}

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"reflect"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,13 @@ const (
 	// levels deep took 1.6 GB and 9 s; a YAML one 100,000 levels deep, 25 s that cannot be
 	// interrupted). Configuration documents nest a few dozen levels.
 	MaxDecodeDepth = 256
+	// EvalRegexpSteps bounds the work of the regular expressions one plan or apply runs
+	// (regex, regexall, and replace with a "/pattern/"): Go's regexp runs in time linear in
+	// the compiled program's instructions times the input's bytes (about 5 ns per
+	// instruction and byte on a 2-core machine, in the worst case), and cannot be
+	// interrupted, so each match is charged that product before it runs: about a second of
+	// matching in all. A pattern of a few hundred instructions over a megabyte of text fits.
+	EvalRegexpSteps = 1 << 28
 	// bcryptElements is what a bcrypt hash counts per unit of 2^cost against the element
 	// budget: at the default cost 10 one plan or apply hashes up to 64 strings.
 	bcryptElements = 16
@@ -83,6 +91,7 @@ var budgetType = cty.Capsule("budget", reflect.TypeOf(budget{}))
 // later function call of the operation (try and can cannot hide it).
 type budget struct {
 	elems, bytes atomic.Int64
+	regexpSteps  atomic.Int64
 	stop         atomic.Pointer[error]
 	// ended is the operation's context's Done channel, cause its cause.
 	ended <-chan struct{}
@@ -98,6 +107,7 @@ func newBudget(ctx context.Context) *budget {
 	b := &budget{now: time.Now(), ended: ctx.Done(), cause: func() error { return context.Cause(ctx) }}
 	b.elems.Store(EvalElements)
 	b.bytes.Store(EvalBytes)
+	b.regexpSteps.Store(EvalRegexpSteps)
 	return b
 }
 
@@ -405,6 +415,15 @@ var prechecks = map[string]precheck{
 		if !ok1 || !ok2 || !ok3 {
 			return nil
 		}
+		if len(sub) > 1 && sub[0] == '/' && sub[len(sub)-1] == '/' {
+			re, err := b.regexp(name, sub[1:len(sub)-1], s, 2)
+			if re == nil {
+				return err // nil when replace reports a pattern that does not compile
+			}
+			n, matched := regexpMatches(re, s)
+			refs := int64(strings.Count(rep, "$"))
+			return b.expect(name, 1, addSat(addSat(int64(len(s))-matched, mulSat(n, int64(len(rep)))), mulSat(refs, matched)))
+		}
 		return b.expect(name, 1, replacedSize(s, sub, rep))
 	},
 	"split": func(b *budget, name string, args []cty.Value) error {
@@ -425,12 +444,21 @@ var prechecks = map[string]precheck{
 		if !ok1 || !ok2 {
 			return nil
 		}
-		re, err := regexp.Compile(pat)
-		if err != nil {
-			return nil // regexall reports it
+		re, err := b.regexp(name, pat, s, 2)
+		if re == nil {
+			return err // nil when regexall reports a pattern that does not compile
 		}
 		n, _ := regexpMatches(re, s)
 		return b.expect(name, mulSat(n, int64(re.NumSubexp())+2)+1, int64(len(s)))
+	},
+	"regex": func(b *budget, name string, args []cty.Value) error {
+		pat, ok1 := strArg(args, 0)
+		s, ok2 := strArg(args, 1)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		_, err := b.regexp(name, pat, s, 1)
+		return err
 	},
 	"csvdecode": func(b *budget, name string, args []cty.Value) error {
 		s, ok := strArg(args, 0)
@@ -554,19 +582,36 @@ func formatPadding(f string) int64 {
 	return total
 }
 
-// replacedSize is the length of replace(s, sub, rep): exact for a plain substring; for a
-// regular expression ("/.../") an upper bound from the matches (each match becomes rep, whose
-// "$" references each expand to at most the match).
-func replacedSize(s, sub, rep string) int64 {
-	if len(sub) > 1 && sub[0] == '/' && sub[len(sub)-1] == '/' {
-		re, err := regexp.Compile(sub[1 : len(sub)-1])
-		if err != nil {
-			return 0 // replace reports it
-		}
-		n, matched := regexpMatches(re, s)
-		refs := int64(strings.Count(rep, "$"))
-		return addSat(addSat(int64(len(s))-matched, mulSat(n, int64(len(rep)))), mulSat(refs, matched))
+// regexp compiles pat for a function (name) that matches it over s, runs times (the
+// precheck's count of the matches, then the function's own), and charges the work against
+// [EvalRegexpSteps] first: the compiled program's instructions times len(s)+1, per run. It
+// returns nil and nil for a pattern that does not compile (the function reports it), and nil
+// and a [LimitError] when the budget would be exceeded.
+func (b *budget) regexp(name, pat, s string, runs int64) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return nil, nil
 	}
+	parsed, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return nil, nil
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return nil, nil
+	}
+	steps := mulSat(mulSat(int64(len(prog.Inst)), int64(len(s))+1), runs)
+	if b.regexpSteps.Add(-min(steps, EvalRegexpSteps+1)) < 0 {
+		return nil, b.fail(&LimitError{Func: name, Reason: fmt.Sprintf(
+			"matching a pattern of %d instructions over %d bytes takes %d steps; this plan or apply may take %d, the limit of its regular expressions",
+			len(prog.Inst), len(s), steps, EvalRegexpSteps)})
+	}
+	return re, nil
+}
+
+// replacedSize is the length of replace(s, sub, rep) for a plain substring sub (a regular
+// expression is measured by the "replace" precheck).
+func replacedSize(s, sub, rep string) int64 {
 	n := int64(strings.Count(s, sub))
 	if sub == "" {
 		n = int64(utf8.RuneCountInString(s)) + 1

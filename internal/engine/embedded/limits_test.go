@@ -123,6 +123,20 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 			"yamldecode: the document nests more than 256 levels deep"},
 		{"yaml alias chain", `yamldecode(` + jsonQuote(yamlChain(300)) + `)`, nil,
 			"yamldecode: the document nests more than 256 levels deep"},
+		// Go's regexp takes time in the program's size times the input's: a 15,000-instruction
+		// pattern built at run time over a megabyte took minutes that could not be interrupted.
+		{"regexall pattern times input", `length(regexall(local.p, local.s))`,
+			map[string]string{"p": `${replace(format("%05000d", 0), "0", "(?:a|b)")}`, "s": "${" + big(1<<20) + "}"},
+			"regexall: matching a pattern of "},
+		{"replace pattern times input", `replace(local.s, "/${local.p}/", "")`,
+			map[string]string{"p": `${replace(format("%05000d", 0), "0", "(?:a|b)")}`, "s": "${" + big(1<<20) + "}"},
+			"replace: matching a pattern of "},
+		{"regex pattern times input", `can(regex(local.p, local.s))`,
+			map[string]string{"p": `${replace(format("%05000d", 0), "0", "(?:a|b)")}`, "s": "${" + big(1<<20) + "}"},
+			"regex: matching a pattern of "},
+		{"regular expressions add up", `[for i in range(1000) : length(regexall("[ab]{1,10}x", local.s))]`,
+			map[string]string{"s": "${" + big(1<<16) + "}"},
+			"the limit of its regular expressions"},
 		{"split", `split("", local.s)`, map[string]string{"s": "${" + big(1<<20) + "}"}, "split: the result would have 1048577 elements"},
 	}
 	for _, tt := range tests {
@@ -181,6 +195,7 @@ func TestEvaluationLimits_legitimate(t *testing.T) {
 		`length(yamldecode("` + strings.Repeat("[", 256) + `x` + strings.Repeat("]", 256) + `"))`,
 		`length(yamldecode(` + jsonQuote(yamlChain(250)) + `))`,
 		`"${1e30 * 1e30} ${tostring(-1.5e-20)}"`,
+		`length(regexall("[0-9]+", format("%0100000d", 0))) + length(replace(format("%0100000d", 0), "/0{10}/", "x"))`,
 	} {
 		h := newMemHarness(t, t.TempDir())
 		if _, err := h.apply(t, outputDoc(t, expr, nil), nil); err != nil {
@@ -239,5 +254,39 @@ func TestInstrument_keepsVariables(t *testing.T) {
 	got, diags := inst.Value(ctx)
 	if diags.HasErrors() || got.IsKnown() {
 		t.Errorf("try over an unknown value: %#v %v, want it unknown (it waits for the value)", got, diags)
+	}
+}
+
+// TestNesting_attacks: a configuration whose string nests deep enough to overflow the stack
+// of hcl's parser, walkers or evaluation (a fatal error no recover catches: the whole
+// process, every tenant's plans with it) is refused before hcl reads it, with the string's
+// position, as is a template built at run time for templatestring and a JSON document
+// nested past hcl/v2/json's parser.
+func TestNesting_attacks(t *testing.T) {
+	t.Parallel()
+	const n = 100_000
+	deepJSON := `{"output": {"o": {"value": ` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}}`
+	for _, tt := range []struct{ name, doc, want string }{
+		{"tuples in a template", outputDoc(t, strings.Repeat("[", n)+strings.Repeat("]", n), nil),
+			"Expression nested too deeply: This template nests more than 256 levels deep"},
+		{"unary minus", outputDoc(t, strings.Repeat("-", n)+"1", nil), "Expression nested too deeply"},
+		{"nested quotes in a local", outputDoc(t, "local.a", map[string]string{"a": strings.Repeat(`${"`, n) + strings.Repeat(`"}`, n)}),
+			"Expression nested too deeply"},
+		{"an object key", `{"output": {"o": {"value": {"${` + strings.Repeat("!", n) + `true}": 1}}}}`, "Expression nested too deeply"},
+		{"templatestring", outputDoc(t, `templatestring(replace(format("%0100000d", 0), "0", "$${-"), {})`, nil),
+			"Expression nested too deeply"},
+		{"document", deepJSON, "the document nests more than 1024 levels deep"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newMemHarness(t, t.TempDir())
+			_, err := h.apply(t, tt.doc, nil)
+			if err == nil {
+				t.Fatal("the configuration was evaluated; want it refused")
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.want) || !strings.Contains(msg, "main.tf.json:1,") {
+				t.Errorf("error %.300q; want %q at its position in main.tf.json", msg, tt.want)
+			}
+		})
 	}
 }

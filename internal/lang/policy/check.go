@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 )
 
 // Violation is one rule an architecture breaks: where (the resource, provider, output or
@@ -148,16 +149,20 @@ func (c *checker) walk(pos arch.Pos, root string, doc any) {
 // refuses the denied functions it calls; a string that parses as neither is left to the
 // engine, which refuses it too.
 func (c *checker) expression(pos arch.Pos, path, s string, expr bool) {
+	if d := nestingRefused(s, expr); d != nil {
+		c.add(pos, "rendered JSON %s: %s, in %q", path, d.Detail, clip(s))
+		return
+	}
 	var e hclsyntax.Expression
 	parsed := false
 	if expr {
 		var diags hcl.Diagnostics
-		e, diags = hclsyntax.ParseExpression([]byte(s), "attr", hcl.InitialPos)
+		e, diags = hclnest.ParseExpression([]byte(s), "attr", hcl.InitialPos)
 		parsed = !diags.HasErrors()
 	}
 	if !parsed && (strings.Contains(s, "${") || strings.Contains(s, "%{")) {
 		// A template that does not parse is visited as far as it parsed; the engine refuses it.
-		e, _ = hclsyntax.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
+		e, _ = hclnest.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
 	}
 	if e == nil {
 		return
@@ -470,7 +475,11 @@ func (c *checker) template(pos arch.Pos, what, s string) {
 	if !strings.Contains(s, "${") && !strings.Contains(s, "%{") {
 		return
 	}
-	expr, diags := hclsyntax.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
+	expr, diags := hclnest.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
+	if diags.HasErrors() && diags[0].Summary == hclnest.Summary {
+		c.add(pos, "%s: %s, in %q", what, diags[0].Detail, clip(s))
+		return
+	}
 	if diags.HasErrors() {
 		c.add(pos, "%s: the template %q does not parse, so it cannot be checked: %s", what, clip(s), diags.Errs()[0])
 		return
@@ -509,4 +518,21 @@ func clip(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return s
+}
+
+// nestingRefused returns hclnest's diagnostic for s read as an expression (when expr) or as a
+// template, nil when neither nests too deeply: such a string is refused before anything
+// parses it (hclsyntax's parser would overflow the stack).
+func nestingRefused(s string, expr bool) *hcl.Diagnostic {
+	if expr {
+		if d := hclnest.Check([]byte(s), false, "attr", hcl.InitialPos); d.HasErrors() {
+			return d[0]
+		}
+	}
+	if strings.Contains(s, "${") || strings.Contains(s, "%{") {
+		if d := hclnest.Check([]byte(s), true, "attr", hcl.InitialPos); d.HasErrors() {
+			return d[0]
+		}
+	}
+	return nil
 }

@@ -67,6 +67,19 @@ func TestCheckPolicy_attacks(t *testing.T) {
 		{name: "unparseable template", src: `(deflava-architecture x
   :resources ((terraform-data "r" :input "${file(")))`,
 			want: []string{"does not parse, so it cannot be checked"}},
+		// hcl's parser recurses once per level: 100,000 levels overflow the stack, a fatal error
+		// that ended synth (the attack trial of 2026-12-06).
+		{name: "a template nested 100,000 levels", src: `(deflava-architecture x
+  :resources ((terraform-data "r" :input "${` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}")))`,
+			want: []string{"in.tlisp:2:15: policy: resource terraform_data.r attribute input: This template nests more than 256 levels deep"}},
+		{name: "unary minus 100,000 times in a local", src: `(deflava-architecture x
+  :locals (:l "${0 + ` + strings.Repeat("-", 100_000) + `1}")
+  :resources ((terraform-data "r" :input "${local.l}")))`,
+			want: []string{"in.tlisp:2:12: policy: local l: This template nests more than 256 levels deep"}},
+		{name: "quotes nested 50,000 levels in an output", src: `(deflava-architecture x
+  :resources ((terraform-data "r" :input "a"))
+  :outputs (:o "` + strings.Repeat(`${\"`, 50_000) + "x" + strings.Repeat(`\"}`, 50_000) + `"))`,
+			want: []string{"in.tlisp:3:13: policy: output o: This template nests more than 256 levels deep"}},
 		{name: "a binding holding a call is data, not a call", src: `(deflava-architecture x
   :inputs ((:v ""))
   :resources ((terraform-data "r" :input "{v}")))`,

@@ -4,9 +4,9 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 )
 
 // SensitiveOutputs returns the outputs of a that are rendered with "sensitive": true, so
@@ -116,7 +116,7 @@ func stringRefs(s string, hit func(string) bool) bool {
 	if !strings.Contains(s, "${") && !strings.Contains(s, "%{") {
 		return false
 	}
-	expr, diags := hclsyntax.ParseTemplate([]byte(s), "ref", hcl.InitialPos)
+	expr, diags := hclnest.ParseTemplate([]byte(s), "ref", hcl.InitialPos)
 	if diags.HasErrors() {
 		return false
 	}

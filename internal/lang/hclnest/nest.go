@@ -1,0 +1,138 @@
+package hclnest
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// Max is the deepest syntax tree accepted, counted as [Check] does. A configuration's
+// expressions stay a few dozen levels deep; at Max, hclsyntax's parser uses about 8 MB of
+// stack (about 33 KB a level, measured with a template nested 30,000 levels, which overflows
+// Go's 1 GB stack limit).
+const Max = 256
+
+// Summary is the summary of the diagnostic [Check] returns.
+const Summary = "Expression nested too deeply"
+
+// Check returns an error diagnostic when the HCL native template (template true) or
+// expression in src may build a syntax tree deeper than [Max] levels; nil otherwise. The
+// bound counts, at each point of the source, the brackets, parentheses, braces, quotes,
+// heredocs, interpolations and directives open there (an if or for directive stays open
+// until its end directive), plus, inside each of them, every operator (unary, binary,
+// conditional) and index seen so far, since each deepens the tree by one. It is an upper
+// bound: a long chain of operators inside one bracket counts whole. The diagnostic's subject
+// is the token where the bound passes Max, at filename and start as given to hclsyntax.
+// Lexing errors are left to the parser.
+func Check(src []byte, template bool, filename string, start hcl.Pos) hcl.Diagnostics {
+	var toks hclsyntax.Tokens
+	if template {
+		toks, _ = hclsyntax.LexTemplate(src, filename, start)
+	} else {
+		toks, _ = hclsyntax.LexExpression(src, filename, start)
+	}
+	// levels holds, for each open level, the operators and indexes seen in it and what
+	// closing it does; depth is the number of levels plus all their counts.
+	type level struct {
+		count     int
+		directive bool // an if or for directive: its end directive closes one more level
+		end       bool // an endif or endfor directive: closes the level of its directive
+	}
+	levels := []level{{}}
+	depth := 0
+	prev := hclsyntax.TokenNil
+	for i, t := range toks {
+		switch t.Type {
+		case hclsyntax.TokenOBrack, hclsyntax.TokenOBrace, hclsyntax.TokenOParen, hclsyntax.TokenOQuote,
+			hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			if t.Type == hclsyntax.TokenOBrack && endsValue(prev) {
+				levels[len(levels)-1].count++ // an index: a[b][c] nests like a + b + c
+				depth++
+			}
+			l := level{}
+			if t.Type == hclsyntax.TokenTemplateControl && i+1 < len(toks) && toks[i+1].Type == hclsyntax.TokenIdent {
+				switch string(toks[i+1].Bytes) {
+				case "if", "for":
+					l.directive = true
+				case "endif", "endfor":
+					l.end = true
+				}
+			}
+			levels = append(levels, l)
+			depth++
+		case hclsyntax.TokenCBrack, hclsyntax.TokenCBrace, hclsyntax.TokenCParen, hclsyntax.TokenCQuote,
+			hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
+			if len(levels) == 1 {
+				break // unbalanced: the parser reports it
+			}
+			l := levels[len(levels)-1]
+			levels = levels[:len(levels)-1]
+			depth -= 1 + l.count
+			switch {
+			case l.directive:
+				levels = append(levels, level{})
+				depth++
+			case l.end && len(levels) > 1:
+				depth -= 1 + levels[len(levels)-1].count
+				levels = levels[:len(levels)-1]
+			}
+		case hclsyntax.TokenPlus, hclsyntax.TokenMinus, hclsyntax.TokenStar, hclsyntax.TokenSlash,
+			hclsyntax.TokenPercent, hclsyntax.TokenEqualOp, hclsyntax.TokenNotEqual, hclsyntax.TokenLessThan,
+			hclsyntax.TokenLessThanEq, hclsyntax.TokenGreaterThan, hclsyntax.TokenGreaterThanEq,
+			hclsyntax.TokenAnd, hclsyntax.TokenOr, hclsyntax.TokenBang, hclsyntax.TokenQuestion:
+			levels[len(levels)-1].count++
+			depth++
+		}
+		if depth > Max {
+			r := t.Range
+			return hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  Summary,
+				Detail: fmt.Sprintf("This %s nests more than %d levels deep (brackets, quotes, interpolations and directives, "+
+					"and the operators and indexes inside each, counted together), the limit of one expression.", what(template), Max),
+				Subject: &r,
+			}}
+		}
+		if t.Type != hclsyntax.TokenNewline && t.Type != hclsyntax.TokenComment {
+			prev = t.Type
+		}
+	}
+	return nil
+}
+
+// endsValue reports whether a token of type t can end a value, so that a bracket after it
+// is an index rather than a tuple.
+func endsValue(t hclsyntax.TokenType) bool {
+	switch t {
+	case hclsyntax.TokenIdent, hclsyntax.TokenNumberLit, hclsyntax.TokenCQuote, hclsyntax.TokenCParen,
+		hclsyntax.TokenCBrack, hclsyntax.TokenCBrace, hclsyntax.TokenCHeredoc, hclsyntax.TokenStar:
+		return true
+	}
+	return false
+}
+
+func what(template bool) string {
+	if template {
+		return "template"
+	}
+	return "expression"
+}
+
+// ParseTemplate is hclsyntax.ParseTemplate after [Check]: a nil expression and Check's
+// diagnostic when src nests too deeply.
+func ParseTemplate(src []byte, filename string, start hcl.Pos) (hclsyntax.Expression, hcl.Diagnostics) {
+	if diags := Check(src, true, filename, start); diags.HasErrors() {
+		return nil, diags
+	}
+	return hclsyntax.ParseTemplate(src, filename, start)
+}
+
+// ParseExpression is hclsyntax.ParseExpression after [Check]: a nil expression and Check's
+// diagnostic when src nests too deeply.
+func ParseExpression(src []byte, filename string, start hcl.Pos) (hclsyntax.Expression, hcl.Diagnostics) {
+	if diags := Check(src, false, filename, start); diags.HasErrors() {
+		return nil, diags
+	}
+	return hclsyntax.ParseExpression(src, filename, start)
+}

@@ -1,0 +1,112 @@
+package hclnest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// TestCheck_refusesDeepTrees: each shape that makes hclsyntax recurse once per level, at
+// a depth that overflows Go's stack when parsed (so the test process would die without
+// Check), is refused with a diagnostic at its line and column.
+func TestCheck_refusesDeepTrees(t *testing.T) {
+	const n = 100_000
+	cases := []struct {
+		name     string
+		src      string
+		template bool
+	}{
+		{"tuples in an interpolation", "${" + strings.Repeat("[", n) + strings.Repeat("]", n) + "}", true},
+		{"parentheses", strings.Repeat("(", n) + "1" + strings.Repeat(")", n), false},
+		{"nested quotes", strings.Repeat(`"${`, n) + "x" + strings.Repeat(`}"`, n), false},
+		{"unary minus", strings.Repeat("-", n) + "1", false},
+		{"unary not", strings.Repeat("!", n) + "true", false},
+		{"conditionals", strings.Repeat("true ? 1 : ", n) + "2", false},
+		{"binary operators", "1" + strings.Repeat(" + 1", n), false},
+		{"indexes", "a" + strings.Repeat("[b]", n), false},
+		{"function calls", strings.Repeat("f(", n) + strings.Repeat(")", n), false},
+		{"if directives", strings.Repeat("%{ if true }", n) + strings.Repeat("%{ endif }", n), true},
+		{"splats", "a" + strings.Repeat("[*]", n), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := hcl.Pos{Line: 3, Column: 7, Byte: 40}
+			diags := Check([]byte(c.src), c.template, "main.tf.json", start)
+			if !diags.HasErrors() {
+				t.Fatalf("a %d-level tree was accepted", n)
+			}
+			d := diags[0]
+			if d.Summary != Summary || d.Subject == nil || d.Subject.Filename != "main.tf.json" || d.Subject.Start.Line != 3 || d.Subject.Start.Column <= 7 {
+				t.Fatalf("diagnostic %q at %v, want %q at a column of line 3 past 7", d.Summary, d.Subject, Summary)
+			}
+			if !strings.Contains(d.Detail, "256") {
+				t.Errorf("detail %q does not name the limit", d.Detail)
+			}
+			var x hcl.Expression
+			if c.template {
+				x, diags = ParseTemplate([]byte(c.src), "main.tf.json", start)
+			} else {
+				x, diags = ParseExpression([]byte(c.src), "main.tf.json", start)
+			}
+			if x != nil || !diags.HasErrors() || diags[0].Summary != Summary {
+				t.Fatalf("Parse returned %v, %v; want nil and the nesting diagnostic", x, diags)
+			}
+		})
+	}
+}
+
+// TestCheck_boundary: Max levels parse and evaluate; one more is refused.
+func TestCheck_boundary(t *testing.T) {
+	at := func(n int) string { return "${" + strings.Repeat("[", n-1) + "1" + strings.Repeat("]", n-1) + "}" }
+	x, diags := ParseTemplate([]byte(at(Max)), "t", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("%d levels refused: %v", Max, diags)
+	}
+	if v, diags := x.Value(nil); diags.HasErrors() || !v.Type().IsTupleType() {
+		t.Fatalf("%d levels evaluated to %#v, %v", Max, v, diags)
+	}
+	if diags := Check([]byte(at(Max+1)), true, "t", hcl.InitialPos); !diags.HasErrors() {
+		t.Fatalf("%d levels accepted", Max+1)
+	}
+}
+
+// TestCheck_acceptsConfigurationExpressions: expressions as configurations write them,
+// flat or long, parse and evaluate as hclsyntax alone does.
+func TestCheck_acceptsConfigurationExpressions(t *testing.T) {
+	ctx := &hcl.EvalContext{Functions: map[string]function.Function{"upper": stdlib.UpperFunc}, Variables: map[string]cty.Value{
+		"var": cty.ObjectVal(map[string]cty.Value{"n": cty.NumberIntVal(3), "names": cty.ListVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")})}),
+	}}
+	for _, c := range []struct {
+		src      string
+		template bool
+		want     cty.Value
+	}{
+		{"${var.n * 2 + 1}", true, cty.NumberIntVal(7)},
+		{`%{ for n in var.names }%{ if n != "b" }${upper(n)}%{ else }-%{ endif }%{ endfor }`, true, cty.StringVal("A-")},
+		{strings.Repeat("${var.n}-", 5000), true, cty.StringVal(strings.Repeat("3-", 5000))},
+		{`[for i, n in var.names : "${i}:${n}" if !(i > 5)]`, false, cty.TupleVal([]cty.Value{cty.StringVal("0:a"), cty.StringVal("1:b")})},
+		{`var.n > 2 ? (var.n < 10 ? "mid" : "high") : "low"`, false, cty.StringVal("mid")},
+		{"{ a = [1, [2, [3]]], b = var.names[0] }", false, cty.ObjectVal(map[string]cty.Value{
+			"a": cty.TupleVal([]cty.Value{cty.NumberIntVal(1), cty.TupleVal([]cty.Value{cty.NumberIntVal(2), cty.TupleVal([]cty.Value{cty.NumberIntVal(3)})})}),
+			"b": cty.StringVal("a")})},
+	} {
+		var x hcl.Expression
+		var diags hcl.Diagnostics
+		if c.template {
+			x, diags = ParseTemplate([]byte(c.src), "t", hcl.InitialPos)
+		} else {
+			x, diags = ParseExpression([]byte(c.src), "t", hcl.InitialPos)
+		}
+		if diags.HasErrors() {
+			t.Fatalf("%.60q refused: %v", c.src, diags)
+		}
+		v, diags := x.Value(ctx)
+		if diags.HasErrors() || !v.RawEquals(c.want) {
+			t.Errorf("%.60q = %#v, %v; want %#v", c.src, v, diags, c.want)
+		}
+	}
+}
