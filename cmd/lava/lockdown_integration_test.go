@@ -176,6 +176,29 @@ func TestUp_kubeconfigLockdown(t *testing.T) {
 		}
 	})
 
+	t.Run("a user that may not list stops at --timeout", func(t *testing.T) {
+		// A kubeconfig whose user may do nothing: lava up --once must end by --timeout with
+		// an error that says why, not wait for a list that is refused for ever.
+		kc, err := clientcmd.LoadFromFile(env.Kubeconfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ai := range kc.AuthInfos {
+			ai.Impersonate = "nobody"
+		}
+		nobody := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := clientcmd.WriteToFile(*kc, nobody); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		code, _, stderr := startUp(t, "up", "--once", "--kubeconfig", nobody, "--namespaces", ns, "--state-dir", t.TempDir(),
+			"--impersonate=false", "--providers", filepath.Join(tofuDir, "providers"), "--timeout", "15s").wait(time.Minute)
+		took := time.Since(start)
+		if code == 0 || took > 45*time.Second || !strings.Contains(stderr, `user "nobody" may not list lavaarchitectures.lava.pleme.io in namespace "`+ns+`"`) {
+			t.Errorf("exit %d after %v, stderr:\n%s\nwant a non-zero exit within the timeout and its slack, naming the refused list", code, took.Round(time.Second), lastLines(stderr, 20))
+		}
+	})
+
 	stateDir := filepath.Join(t.TempDir(), "state")
 	lava := startUp(t, "up", "--kubeconfig", env.Kubeconfig(t), "--namespaces", ns+","+other, "--state-dir", stateDir,
 		"--providers", filepath.Join(tofuDir, "providers"))

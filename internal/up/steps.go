@@ -304,6 +304,9 @@ func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
 	so.Common, so.BindingsKeyFile, so.Kube = s.common(bus.ServiceSynth), s.bindingsKey, s.kube
 	so.ConnectAddr, so.Listener, so.RPCTokenFile = renderLn.Addr().String(), renderLn, s.rpcToken
 	so.PolicyFile, so.DefaultPolicy, so.Identity = s.o.PolicyFile, NamespaceRootsPolicy(s.o.FileRoot), s.o.Identity
+	// Kept across runs under the private state directory (bounded by the cache's limits), not
+	// a new temporary directory per run that a crash would leave behind.
+	so.ArtifactCacheDir = filepath.Join(s.o.StateDir, DirWork, bus.ServiceSynth)
 	ao := flagDefaults[applier.Options]()
 	ao.Common, ao.Holder, ao.Kube, ao.Engines = s.common(bus.ServiceApplier), holder, s.kube, s.engines(ao.Engines, "applier")
 	ao.Identity = s.o.Identity

@@ -172,7 +172,13 @@ func digestOfFile(name string, a digest.Algorithm) (digest.Digest, error) {
 	return a.FromReader(f)
 }
 
-// evict removes the least recently used artifacts beyond MaxEntries or MaxCacheBytes.
+// staleDownload is the age past which a partial download (".download-*", left by a process
+// that ended while downloading) is removed: far past any download's timeout.
+const staleDownload = time.Hour
+
+// evict removes the least recently used artifacts beyond MaxEntries or MaxCacheBytes, and
+// partial downloads older than staleDownload, so that a directory kept across restarts
+// (`lava up`'s, under its state directory) stays bounded.
 func (c *ArtifactCache) evict() {
 	limit, budget := c.MaxEntries, c.MaxCacheBytes
 	if limit <= 0 {
@@ -191,8 +197,13 @@ func (c *ArtifactCache) evict() {
 	for _, a := range algos {
 		files, _ := os.ReadDir(filepath.Join(c.Dir, a.Name()))
 		for _, f := range files {
-			if info, err := f.Info(); err == nil && strings.HasSuffix(f.Name(), ".tar.gz") {
+			info, err := f.Info()
+			switch {
+			case err != nil:
+			case strings.HasSuffix(f.Name(), ".tar.gz"):
 				all = append(all, entry{filepath.Join(c.Dir, a.Name(), f.Name()), info.ModTime(), info.Size()})
+			case strings.HasPrefix(f.Name(), ".download-") && time.Since(info.ModTime()) > staleDownload:
+				_ = os.Remove(filepath.Join(c.Dir, a.Name(), f.Name()))
 			}
 		}
 	}

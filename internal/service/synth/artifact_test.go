@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -168,5 +169,37 @@ func TestArtifactCache_boundsSizeAndEntries(t *testing.T) {
 	_, err = small.File(t.Context(), &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: digest.FromBytes(big).String()}, "a.tlisp")
 	if err == nil || !strings.Contains(err.Error(), "larger than 64 bytes") {
 		t.Errorf("an artifact over MaxBytes: %v, want refused", err)
+	}
+}
+
+// TestArtifactCache_removesStaleDownloads: a partial download left by a process that ended
+// while downloading is removed once older than any download can take; a recent one (another
+// download under way) stays.
+func TestArtifactCache_removesStaleDownloads(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "sha256"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale, fresh := filepath.Join(dir, "sha256", ".download-1"), filepath.Join(dir, "sha256", ".download-2")
+	for _, f := range []string{stale, fresh} {
+		if err := os.WriteFile(f, []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	body := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": "x"})
+	srv, _ := artifactServer(t, body)
+	c := &synth.ArtifactCache{Dir: dir}
+	if _, err := c.File(t.Context(), &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: digest.FromBytes(body).String()}, "a.tlisp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale partial download is still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("the recent partial download was removed: %v", err)
 	}
 }

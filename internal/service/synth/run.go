@@ -129,7 +129,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	cacheDir := o.ArtifactCacheDir
-	if cacheDir == "" {
+	if cacheDir != "" {
+		if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+			return fmt.Errorf("artifact cache: %w", err)
+		}
+	} else {
 		if cacheDir, err = os.MkdirTemp("", "lava-synth-artifacts-"); err != nil {
 			return fmt.Errorf("artifact cache: %w", err)
 		}

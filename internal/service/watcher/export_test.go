@@ -1,6 +1,8 @@
 package watcher
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
@@ -21,3 +23,6 @@ func (c *Core) StoredForTest(key types.NamespacedName) *v1alpha1.LavaArchitectur
 
 // Elected is closed when this replica became the leader (at once without leader election).
 func (w *Watcher) Elected() <-chan struct{} { return w.mgr.Elected() }
+
+// StartManagerForTest starts the manager as [Watcher.Start] does, without the access check.
+func (w *Watcher) StartManagerForTest(ctx context.Context) error { return w.run(ctx) }

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +22,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,6 +32,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 )
 
 // sourceGroupVersion is the API group and version of the Flux sources spec.sourceRef names.
@@ -144,6 +148,14 @@ type Watcher struct {
 	mgr     manager.Manager
 	metrics *Metrics
 	js      jetstream.JetStream
+	// rc and access: the identity the manager acts with, and the list and watch requests its
+	// informers will make ([watchedAccess]), checked before the manager starts.
+	rc     *rest.Config
+	access []authorizationv1.ResourceAttributes
+	// cache is the manager's cache as controller-runtime built it ([stopSafeCache] wraps it);
+	// stopped is closed when the context of [Watcher.Start] is done.
+	cache   *cache.Cache
+	stopped chan struct{}
 }
 
 // New builds the watcher: the manager (metrics and health servers disabled: serve them with
@@ -164,7 +176,15 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 			return nil, fmt.Errorf("watcher: %w", err)
 		}
 	}
-	mgr, err := ctrl.NewManager(o.RESTConfig, o.managerOptions())
+	mo := o.managerOptions()
+	var built cache.Cache
+	stopped := make(chan struct{})
+	mo.NewCache = func(rc *rest.Config, opts cache.Options) (cache.Cache, error) {
+		c, err := cache.New(rc, opts)
+		built = c
+		return stopSafeCache{Cache: c, stopped: stopped}, err
+	}
+	mgr, err := ctrl.NewManager(o.RESTConfig, mo)
 	if err != nil {
 		return nil, fmt.Errorf("watcher: new manager: %w", err)
 	}
@@ -188,7 +208,84 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	if err := mgr.Add(pc); err != nil {
 		return nil, fmt.Errorf("watcher: add phase consumer: %w", err)
 	}
-	return &Watcher{mgr: mgr, metrics: metrics, js: o.JetStream}, nil
+	access, err := watchedAccess(mgr, r, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Watcher{mgr: mgr, metrics: metrics, js: o.JetStream, rc: o.RESTConfig, access: access, cache: &built, stopped: stopped}, nil
+}
+
+// watchedAccess lists the list and watch requests the controller's informers make: every kind
+// buildController watches, in each of o.Namespaces (in every namespace when none is set; a
+// cluster-scoped kind cluster-wide).
+func watchedAccess(mgr manager.Manager, r *reconciler, o Config) ([]authorizationv1.ResourceAttributes, error) {
+	objs := []client.Object{&v1alpha1.LavaArchitecture{}, &v1alpha1.RemediationPolicy{}, &v1alpha1.LavaArchitectureDependency{}, &corev1.ConfigMap{}}
+	if o.WatchSecrets {
+		objs = append(objs, &corev1.Secret{})
+	}
+	for _, kind := range fluxSourceKinds {
+		if r.sourceKinds[kind] {
+			objs = append(objs, newFluxSource(kind))
+		}
+	}
+	scopes := o.Namespaces
+	if len(scopes) == 0 {
+		scopes = []string{""}
+	}
+	var attrs []authorizationv1.ResourceAttributes
+	for _, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, o.Scheme)
+		if err != nil {
+			return nil, fmt.Errorf("watcher: %w", err)
+		}
+		m, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("watcher: map %s: %w", gvk.Kind, err)
+		}
+		nss := scopes
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			nss = []string{""}
+		}
+		for _, ns := range nss {
+			for _, verb := range []string{"list", "watch"} {
+				attrs = append(attrs, authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: m.Resource.Group, Resource: m.Resource.Resource})
+			}
+		}
+	}
+	return attrs, nil
+}
+
+// stopSafeCache is the manager's cache, except that WaitForCacheSync also returns, reporting
+// true, once the watcher is stopped. controller-runtime v0.25's manager waits for its caches'
+// first sync (with a context of its own, which the manager's end does not cancel) in a loop
+// that does not end when the manager's context is done first (runnableGroup.Start in
+// pkg/manager/runnable_group.go keeps selecting the closed Done channel): a watcher stopped
+// before its caches synced (the API server unreachable, or a list refused) would never stop,
+// spinning a CPU. Reporting true lets that loop end; the manager then sees its context done
+// and stops.
+type stopSafeCache struct {
+	cache.Cache
+	stopped <-chan struct{}
+}
+
+// WaitForCacheSync is the cache's, ended early (reporting true) when the watcher stopped.
+func (c stopSafeCache) WaitForCacheSync(ctx context.Context) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	synced := c.Cache.WaitForCacheSync(ctx)
+	select {
+	case <-c.stopped:
+		return true
+	default:
+		return synced
+	}
 }
 
 // setDefaults fills in the defaults of the fields documented on [Config].
@@ -355,6 +452,16 @@ func buildController(mgr manager.Manager, r *reconciler, o Config) error {
 // election (or at once without leader election) the controller and the phase consumer. It
 // returns after a graceful stop (in-flight phase events finish or are naked).
 func (w *Watcher) Start(ctx context.Context) error {
+	if err := identity.CheckAccess(ctx, w.rc, w.access); err != nil {
+		return fmt.Errorf("watcher: %w: the watcher lists and watches LavaArchitectures, RemediationPolicies, LavaArchitectureDependencies, "+
+			"ConfigMaps, Secrets (with Secret bindings watched) and the served Flux sources where it runs", err)
+	}
+	return w.run(ctx)
+}
+
+// run starts the manager until ctx is done, and closes w.stopped then ([stopSafeCache]).
+func (w *Watcher) run(ctx context.Context) error {
+	defer context.AfterFunc(ctx, func() { close(w.stopped) })()
 	if err := w.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("watcher: manager: %w", err)
 	}
@@ -368,7 +475,7 @@ func (w *Watcher) Ready(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if !w.mgr.GetCache().WaitForCacheSync(cctx) {
+	if *w.cache == nil || !(*w.cache).WaitForCacheSync(cctx) {
 		return errors.New("watcher: caches not synced")
 	}
 	return nil

@@ -52,6 +52,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("service entry point serves metrics and health", e.testRun)
 	t.Run("a burst is one status write; clean scans write nothing", e.testWrites)
 	t.Run("status discipline under label and annotation churn", e.testStatusDiscipline)
+	t.Run("an identity that may not list is refused at start; a stop before the caches synced ends", e.testAccess)
 }
 
 func (e *env) create(t *testing.T, obj client.Object) {
