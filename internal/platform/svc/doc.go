@@ -13,7 +13,7 @@
 //		Config Config // bound by the flags; Run adds what Start built
 //	}
 //	func (o *Options) Flags(fs *pflag.FlagSet) {
-//		fs.IntVar(&o.Config.Concurrency, "concurrency", DefaultConcurrency, "...")
+//		svc.RegisterConcurrency(fs, &o.Config.Concurrency, DefaultConcurrency)
 //	}
 //	func Run(ctx context.Context, o Options) error {
 //		base, err := svc.Start(ctx, bus.ServiceX, o.Common, svc.Setup{})

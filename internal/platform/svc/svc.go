@@ -65,6 +65,14 @@ func (c *Common) Register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Replicas, "replicas", 1, "JetStream replica count of the streams, consumers and buckets ensured at start (3 on a NATS cluster)")
 }
 
+// RegisterConcurrency defines --concurrency on fs, bound to p with the service's default def:
+// how many messages each of the service's consumers handles at once (drift: its scans too).
+// Every consuming service declares it through this one function, so the flag reads the same
+// everywhere.
+func RegisterConcurrency(fs *pflag.FlagSet, p *int, def int) {
+	fs.IntVar(p, "concurrency", def, "messages each consumer handles at once (drift: scans too)")
+}
+
 // CommonOptions returns c; promoted to the options type that embeds Common, it satisfies that
 // part of [Options].
 func (c *Common) CommonOptions() *Common { return c }

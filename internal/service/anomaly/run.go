@@ -42,7 +42,7 @@ type Options struct {
 func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConfigFile, "config", "", "routing configuration (YAML or JSON: window, cluster, sinks, rules); empty publishes on the bus only")
 	fs.StringVar(&o.Cluster, "cluster", "", "cluster name in every anomaly (overrides the configuration's)")
-	fs.IntVar(&o.Config.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	svc.RegisterConcurrency(fs, &o.Config.Concurrency, 8)
 	fs.StringVar(&o.Config.Instance, "instance", "", "reportingInstance of Kubernetes Events (default the host name, the pod name in a cluster)")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (kubernetesEvents sinks are then refused)")
 	o.KubeAPI.Register(fs)

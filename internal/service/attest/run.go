@@ -74,7 +74,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowUnsigned, "allow-unsigned", false, "start without a signing key and append unsigned receipts (development only)")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token ReceiptService accepts instead of Kubernetes tokens (optional)")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (ReceiptService is then served only with --rpc-token-file)")
-	fs.IntVar(&o.Service.Concurrency, "concurrency", 8, "events handled at once per consumer")
+	svc.RegisterConcurrency(fs, &o.Service.Concurrency, 8)
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "ReceiptService (connect, gRPC, gRPC-Web) listen address; empty disables it")
 	o.RPC.Register(fs)
 	o.KubeAPI.Register(fs)

@@ -77,7 +77,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (32 bytes or 64 hex digits); required")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", ":8080", "RenderService (connect) listen address; empty disables it")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token RenderService accepts instead of Kubernetes tokens (optional)")
-	fs.IntVar(&o.Config.Concurrency, "concurrency", 8, "handlers running at once per consumer")
+	svc.RegisterConcurrency(fs, &o.Config.Concurrency, 8)
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/0010-tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	fs.StringVar(&o.ArtifactCacheDir, "artifact-cache-dir", "", "directory caching verified Flux source artifacts by digest; empty: a temporary directory")

@@ -26,7 +26,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Config.Backoff.Base, "retry-base", def.Base, "delay before the first retry (doubles per attempt)")
 	fs.DurationVar(&o.Config.Backoff.Max, "retry-max", def.Max, "cap of the retry delay")
 	fs.Float64Var(&o.Config.Backoff.Jitter, "retry-jitter", def.Jitter, "relative jitter of the retry delay, in [0, 1)")
-	fs.IntVar(&o.Config.Concurrency, "concurrency", DefaultConcurrency, "handlers running at once per consumer")
+	svc.RegisterConcurrency(fs, &o.Config.Concurrency, DefaultConcurrency)
 	fs.StringVar(&o.Config.Cluster, "cluster", "", "cluster name carried by anomalies")
 }
 
