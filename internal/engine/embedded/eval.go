@@ -83,134 +83,219 @@ func (e *evalState) ctx(refs []hcl.Traversal, in instance) (*hcl.EvalContext, er
 	return e.ctxDepth(refs, in, 0)
 }
 
+// ctxDepth returns the evaluation context for expressions holding refs, made in the instance
+// in; depth is the nesting of locals and module values being evaluated, which bounds cycles.
+// Errors name the reference that is malformed, not valid where it is made, or undeclared or
+// unevaluated.
 func (e *evalState) ctxDepth(refs []hcl.Traversal, in instance, depth int) (*hcl.EvalContext, error) {
 	sc := in.scope
 	if sc == nil {
 		sc = e.root
 	}
-	prefix := sc.prefix()
-	vars := map[string]cty.Value{}
-	resources := map[string]map[string]cty.Value{}
-	data := map[string]map[string]cty.Value{}
-	locals := map[string]cty.Value{}
-	modules := map[string]cty.Value{}
-	modVars := map[string]cty.Value{}
-	outs := moduleOutputs(refs)
+	b := &ctxBuilder{
+		e: e, in: in, sc: sc, prefix: sc.prefix(), outs: moduleOutputs(refs), depth: depth,
+		vars:      map[string]cty.Value{},
+		resources: map[string]map[string]cty.Value{},
+		data:      map[string]map[string]cty.Value{},
+		locals:    map[string]cty.Value{},
+		modules:   map[string]cty.Value{},
+		modVars:   map[string]cty.Value{},
+	}
 	for _, tr := range refs {
-		root := tr.RootName()
-		switch root {
-		case "count":
-			if in.countIndex == cty.NilVal {
-				return nil, refError(tr, "count.index is only valid in a resource or module with count")
-			}
-			vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": in.countIndex})
-		case "each":
-			if in.eachKey == cty.NilVal {
-				return nil, refError(tr, "each is only valid in a resource or module with for_each")
-			}
-			vars["each"] = cty.ObjectVal(map[string]cty.Value{"key": in.eachKey, "value": in.eachValue})
-		case "self":
-			if in.self == cty.NilVal {
-				return nil, refError(tr, "self is only valid in a postcondition")
-			}
-			vars["self"] = in.self
-		case "path":
-			if sc.parent == nil {
-				vars["path"] = e.pathVal
-			} else {
-				vars["path"] = cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(sc.dir()),
-					"root": e.pathVal.GetAttr("root"), "cwd": e.pathVal.GetAttr("cwd")})
-			}
-		case "terraform":
-			vars["terraform"] = e.tfVal
-		case "var":
-			if sc.parent == nil {
-				e.mu.RLock()
-				vars["var"] = e.vars
-				e.mu.RUnlock()
-				continue
-			}
-			name, ok := attrStep(tr, 1)
-			if !ok {
-				return nil, refError(tr, "want var.NAME")
-			}
-			v, err := e.varOf(sc, name, depth)
-			if err != nil {
-				return nil, err
-			}
-			modVars[name] = v
-		case "local":
-			name, ok := attrStep(tr, 1)
-			if !ok {
-				return nil, refError(tr, "want local.NAME")
-			}
-			v, err := e.local(sc, name, depth)
-			if err != nil {
-				return nil, err
-			}
-			locals[name] = v
-		case "module":
-			name, ok := attrStep(tr, 1)
-			if !ok {
-				return nil, refError(tr, "want module.NAME")
-			}
-			if _, done := modules[name]; done {
-				continue
-			}
-			v, err := e.moduleValue(sc, name, outs[name], depth)
-			if err != nil {
-				return nil, refError(tr, err.Error())
-			}
-			modules[name] = v
-		case "data":
-			typ, ok1 := attrStep(tr, 1)
-			name, ok2 := attrStep(tr, 2)
-			if !ok1 || !ok2 {
-				return nil, refError(tr, "want data.TYPE.NAME")
-			}
-			v, err := e.resource(prefix + "data." + typ + "." + name)
-			if err != nil {
-				return nil, refError(tr, err.Error())
-			}
-			if data[typ] == nil {
-				data[typ] = map[string]cty.Value{}
-			}
-			data[typ][name] = v
-		default:
-			name, ok := attrStep(tr, 1)
-			if !ok {
-				return nil, refError(tr, "want TYPE.NAME")
-			}
-			v, err := e.resource(prefix + root + "." + name)
-			if err != nil {
-				return nil, refError(tr, err.Error())
-			}
-			if resources[root] == nil {
-				resources[root] = map[string]cty.Value{}
-			}
-			resources[root][name] = v
+		if err := b.add(tr); err != nil {
+			return nil, err
 		}
 	}
-	for typ, byName := range resources {
+	return &hcl.EvalContext{Variables: b.variables(), Functions: e.funcs}, nil
+}
+
+// ctxBuilder gathers the values of one evaluation context's references ([evalState.ctxDepth]):
+// where they are made, and what they resolve to so far, by namespace.
+type ctxBuilder struct {
+	e  *evalState
+	in instance
+	// sc is the module instance the references are made in (never nil), prefix its address
+	// prefix ([modScope.prefix]).
+	sc     *modScope
+	prefix string
+	// outs are the module outputs the references read, by module name ([moduleOutputs]).
+	outs  map[string]map[string]bool
+	depth int
+
+	// vars are the top-level variables set directly (count, each, self, path, terraform, and
+	// var in the root); the others are keyed by name (resources and data by type, then name).
+	vars                     map[string]cty.Value
+	resources, data          map[string]map[string]cty.Value
+	locals, modules, modVars map[string]cty.Value
+}
+
+// add resolves the reference tr into b. Errors name tr when it is malformed, not valid in b's
+// instance, or refers to something undeclared or unevaluated.
+func (b *ctxBuilder) add(tr hcl.Traversal) error {
+	switch root := tr.RootName(); root {
+	case "count", "each", "self":
+		return b.addInstance(tr, root)
+	case "path":
+		if b.sc.parent == nil {
+			b.vars["path"] = b.e.pathVal
+		} else {
+			b.vars["path"] = cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(b.sc.dir()),
+				"root": b.e.pathVal.GetAttr("root"), "cwd": b.e.pathVal.GetAttr("cwd")})
+		}
+	case "terraform":
+		b.vars["terraform"] = b.e.tfVal
+	case "var":
+		return b.addVar(tr)
+	case "local":
+		return b.addLocal(tr)
+	case "module":
+		return b.addModule(tr)
+	case "data":
+		return b.addData(tr)
+	default:
+		return b.addResource(tr, root)
+	}
+	return nil
+}
+
+// addInstance resolves tr, rooted at count, each or self (root), from b's instance. It is an
+// error when the instance has no such value.
+func (b *ctxBuilder) addInstance(tr hcl.Traversal, root string) error {
+	switch root {
+	case "count":
+		if b.in.countIndex == cty.NilVal {
+			return refError(tr, "count.index is only valid in a resource or module with count")
+		}
+		b.vars["count"] = cty.ObjectVal(map[string]cty.Value{"index": b.in.countIndex})
+	case "each":
+		if b.in.eachKey == cty.NilVal {
+			return refError(tr, "each is only valid in a resource or module with for_each")
+		}
+		b.vars["each"] = cty.ObjectVal(map[string]cty.Value{"key": b.in.eachKey, "value": b.in.eachValue})
+	case "self":
+		if b.in.self == cty.NilVal {
+			return refError(tr, "self is only valid in a postcondition")
+		}
+		b.vars["self"] = b.in.self
+	}
+	return nil
+}
+
+// addVar resolves tr, a var.NAME reference: in the root, to all the input variables; in a
+// module instance, to the variable NAME ([evalState.varOf]), whose errors it returns.
+func (b *ctxBuilder) addVar(tr hcl.Traversal) error {
+	if b.sc.parent == nil {
+		b.e.mu.RLock()
+		b.vars["var"] = b.e.vars
+		b.e.mu.RUnlock()
+		return nil
+	}
+	name, ok := attrStep(tr, 1)
+	if !ok {
+		return refError(tr, "want var.NAME")
+	}
+	v, err := b.e.varOf(b.sc, name, b.depth)
+	if err != nil {
+		return err
+	}
+	b.modVars[name] = v
+	return nil
+}
+
+// addLocal resolves tr, a local.NAME reference ([evalState.local]), whose errors it returns.
+func (b *ctxBuilder) addLocal(tr hcl.Traversal) error {
+	name, ok := attrStep(tr, 1)
+	if !ok {
+		return refError(tr, "want local.NAME")
+	}
+	v, err := b.e.local(b.sc, name, b.depth)
+	if err != nil {
+		return err
+	}
+	b.locals[name] = v
+	return nil
+}
+
+// addModule resolves tr, a module.NAME reference, to the module's value holding the outputs
+// the context's references read ([evalState.moduleValue]), once per module. Errors name tr.
+func (b *ctxBuilder) addModule(tr hcl.Traversal) error {
+	name, ok := attrStep(tr, 1)
+	if !ok {
+		return refError(tr, "want module.NAME")
+	}
+	if _, done := b.modules[name]; done {
+		return nil
+	}
+	v, err := b.e.moduleValue(b.sc, name, b.outs[name], b.depth)
+	if err != nil {
+		return refError(tr, err.Error())
+	}
+	b.modules[name] = v
+	return nil
+}
+
+// addData resolves tr, a data.TYPE.NAME reference, to the data source's value. Errors name
+// tr, and say when the data source is undeclared or not yet evaluated.
+func (b *ctxBuilder) addData(tr hcl.Traversal) error {
+	typ, ok1 := attrStep(tr, 1)
+	name, ok2 := attrStep(tr, 2)
+	if !ok1 || !ok2 {
+		return refError(tr, "want data.TYPE.NAME")
+	}
+	v, err := b.e.resource(b.prefix + "data." + typ + "." + name)
+	if err != nil {
+		return refError(tr, err.Error())
+	}
+	if b.data[typ] == nil {
+		b.data[typ] = map[string]cty.Value{}
+	}
+	b.data[typ][name] = v
+	return nil
+}
+
+// addResource resolves tr, a TYPE.NAME reference whose type is root, to the resource's
+// value. Errors name tr, and say when the resource is undeclared or not yet evaluated.
+func (b *ctxBuilder) addResource(tr hcl.Traversal, root string) error {
+	name, ok := attrStep(tr, 1)
+	if !ok {
+		return refError(tr, "want TYPE.NAME")
+	}
+	v, err := b.e.resource(b.prefix + root + "." + name)
+	if err != nil {
+		return refError(tr, err.Error())
+	}
+	if b.resources[root] == nil {
+		b.resources[root] = map[string]cty.Value{}
+	}
+	b.resources[root][name] = v
+	return nil
+}
+
+// variables returns the context's variables: those set directly, and one object per
+// namespace holding the references resolved in it (resources, data, local, module, and var
+// in a module instance).
+func (b *ctxBuilder) variables() map[string]cty.Value {
+	vars := b.vars
+	for typ, byName := range b.resources {
 		vars[typ] = cty.ObjectVal(byName)
 	}
-	if len(data) > 0 {
+	if len(b.data) > 0 {
 		d := map[string]cty.Value{}
-		for typ, byName := range data {
+		for typ, byName := range b.data {
 			d[typ] = cty.ObjectVal(byName)
 		}
 		vars["data"] = cty.ObjectVal(d)
 	}
-	if len(locals) > 0 {
-		vars["local"] = cty.ObjectVal(locals)
+	if len(b.locals) > 0 {
+		vars["local"] = cty.ObjectVal(b.locals)
 	}
-	if len(modules) > 0 {
-		vars["module"] = cty.ObjectVal(modules)
+	if len(b.modules) > 0 {
+		vars["module"] = cty.ObjectVal(b.modules)
 	}
-	if len(modVars) > 0 {
-		vars["var"] = cty.ObjectVal(modVars)
+	if len(b.modVars) > 0 {
+		vars["var"] = cty.ObjectVal(b.modVars)
 	}
-	return &hcl.EvalContext{Variables: vars, Functions: e.funcs}, nil
+	return vars
 }
 
 func (e *evalState) resource(addr string) (cty.Value, error) {

@@ -378,7 +378,6 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
-	serial, lineage, stateDigest := prior.Serial, prior.Lineage, prior.Digest
 	r, err := e.newRun("plan", req.Key, req.Holder, append(secrets, req.Redact...), req.Credentials, nil)
 	if err != nil {
 		return nil, err
@@ -408,34 +407,15 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
-	planPath := filepath.Join(r.dir, PlanFile)
-	var changes bool
-	stream := newPlanStream(r.out)
-	stream.hideDetail = ws.sensitive
-	err = r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
-		var err error
-		changes, err = r.tf.PlanJSON(ctx, stream, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),
-			tfexec.LockTimeout(e.cfg.LockTimeout.String()))
-		return err
-	})
-	r.tf.SetStdout(r.out)
+	stream, changes, err := e.planStep(ctx, r, ws)
 	if err != nil {
 		return nil, err
 	}
-	planBytes, err := os.ReadFile(planPath)
+	planBytes, err := os.ReadFile(filepath.Join(r.dir, PlanFile))
 	if err != nil {
 		return nil, fmt.Errorf("%s plan: read plan file: %w", e.cfg.Name, err)
 	}
-	// The plan file's prior state is exactly what was planned against.
-	if h, ok := priorState(planBytes); ok && (h.Serial != serial || h.Lineage != lineage) {
-		serial, lineage = h.Serial, h.Lineage
-		// The state moved between reading it and planning: its digest is the current one's
-		// when that is the state planned against, else unknown (the apply then refuses).
-		stateDigest = "unknown"
-		if cur, gerr := e.cfg.Store.Get(ctx, req.Key); gerr == nil && cur.Serial == serial && cur.Lineage == lineage {
-			stateDigest = cur.Digest
-		}
-	}
+	serial, lineage, stateDigest := e.plannedState(ctx, req.Key, prior, planBytes)
 	digest, err := e.cfg.Artifacts.PutBytes(ctx, planBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s plan: store plan file: %w", e.cfg.Name, err)
@@ -444,25 +424,10 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
-	// A plan a person reviews gets its body: `show -json` of the plan file (it starts the
-	// providers once more for their schemas, so only then).
 	reviewDigest := ""
 	if req.Review {
-		var shown *tfjson.Plan
-		err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
-			var err error
-			shown, err = r.tf.ShowPlanFile(ctx, PlanFile)
-			return err
-		})
-		if err != nil {
+		if reviewDigest, err = e.reviewBody(ctx, r, append(secrets, req.Redact...)); err != nil {
 			return nil, err
-		}
-		body, err := engine.ReviewBody(shown, append(secrets, req.Redact...))
-		if err != nil {
-			return nil, err
-		}
-		if reviewDigest, err = e.cfg.Artifacts.PutBytes(ctx, body); err != nil {
-			return nil, fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
 		}
 	}
 	t := req.Target
@@ -488,6 +453,66 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	}
 	rec.PlanID = rec.ComputePlanID()
 	return rec, nil
+}
+
+// planStep runs `plan -json -out` in r's workspace ws (the "plan" step, [run.step]), leaving
+// the plan file in r.dir as PlanFile. It returns the machine-readable UI stream the CLI wrote
+// (the actions, summary and warnings, see planStream) and whether the plan has changes (the
+// detailed exit code); the error is the step's.
+func (e *Engine) planStep(ctx context.Context, r *run, ws *workspace) (*planStream, bool, error) {
+	var changes bool
+	stream := newPlanStream(r.out)
+	stream.hideDetail = ws.sensitive
+	err := r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
+		var err error
+		changes, err = r.tf.PlanJSON(ctx, stream, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),
+			tfexec.LockTimeout(e.cfg.LockTimeout.String()))
+		return err
+	})
+	r.tf.SetStdout(r.out)
+	return stream, changes, err
+}
+
+// plannedState returns the serial, lineage and digest of the state the saved plan planBytes
+// was made against: prior's (the record of key's state read before planning), unless the
+// plan file's prior state has another serial or lineage. The state then moved between reading
+// it and planning: the serial and lineage are the plan file's, and the digest is the current
+// state's when that is the state planned against, else "unknown" (the apply then refuses).
+func (e *Engine) plannedState(ctx context.Context, key state.Key, prior state.Record, planBytes []byte) (serial uint64, lineage, digest string) {
+	serial, lineage, digest = prior.Serial, prior.Lineage, prior.Digest
+	if h, ok := priorState(planBytes); ok && (h.Serial != serial || h.Lineage != lineage) {
+		serial, lineage = h.Serial, h.Lineage
+		digest = "unknown"
+		if cur, gerr := e.cfg.Store.Get(ctx, key); gerr == nil && cur.Serial == serial && cur.Lineage == lineage {
+			digest = cur.Digest
+		}
+	}
+	return serial, lineage, digest
+}
+
+// reviewBody stores the body of a plan a person reviews and returns its artifact digest: `show
+// -json` of r's plan file (the "show" step; it starts the providers once more for their
+// schemas, so only for a review), with the values in redact hidden ([engine.ReviewBody]).
+// Errors are the step's, the body's, or storing it.
+func (e *Engine) reviewBody(ctx context.Context, r *run, redact []string) (string, error) {
+	var shown *tfjson.Plan
+	err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
+		var err error
+		shown, err = r.tf.ShowPlanFile(ctx, PlanFile)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	body, err := engine.ReviewBody(shown, redact)
+	if err != nil {
+		return "", err
+	}
+	digest, err := e.cfg.Artifacts.PutBytes(ctx, body)
+	if err != nil {
+		return "", fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
+	}
+	return digest, nil
 }
 
 // priorState reads serial and lineage from the "tfstate" entry of a saved plan (a zip file).

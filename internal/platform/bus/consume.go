@@ -252,119 +252,174 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	// Handler context: survives ctx for DrainTimeout so in-flight work can finish.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
-
-	// One queue per worker: without OrderKey every worker reads queue 0.
-	queues := make([]chan jetstream.Msg, 1)
-	if o.OrderKey != nil {
-		queues = make([]chan jetstream.Msg, o.Concurrency)
-	}
-	for i := range queues {
-		queues[i] = make(chan jetstream.Msg)
-	}
-	queueOf := func(m jetstream.Msg) chan jetstream.Msg {
-		if len(queues) == 1 {
-			return queues[0]
-		}
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(o.OrderKey(m.Subject())))
-		return queues[h.Sum32()%uint32(len(queues))]
-	}
-	closeQueues := func() {
-		for _, q := range queues {
-			close(q)
-		}
-	}
-	var workers sync.WaitGroup
-	for i := range o.Concurrency {
-		q := queues[i%len(queues)]
-		workers.Go(func() {
-			for m := range q {
-				c.handle(hctx, m)
-			}
-		})
-	}
-	hbDone := make(chan struct{})
-	var hb sync.WaitGroup
-	hb.Go(func() { c.heartbeat(hbDone) })
-	abort := func() {
-		closeQueues()
-		workers.Wait()
-		close(hbDone)
-		hb.Wait()
-	}
+	p := c.startWorkers(hctx)
 	if o.OnPoison != nil {
 		sub, err := c.watchMaxDeliveries(ctx, js)
 		if err != nil {
-			abort()
+			p.abort()
 			return err
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 	}
-
-	// The callback runs on one goroutine and blocks while every worker is busy; the client
-	// then holds at most Concurrency pulled messages (PullMaxMessages), queued without loss.
-	var gate sync.RWMutex
-	closed := false
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		gate.RLock()
-		defer gate.RUnlock()
-		if closed || ctx.Err() != nil {
-			c.drainNak(m)
-			return
-		}
-		// Heartbeats start now: waiting for a worker counts against the ack wait too.
-		c.track(m)
-		select {
-		case queueOf(m) <- m:
-		case <-ctx.Done():
-			c.untrack(m)
-			c.drainNak(m)
-		}
-	}, jetstream.PullMaxMessages(o.Concurrency), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if ctx.Err() == nil {
-				o.Logger.Warn("bus: pull", "stream", o.Stream, "consumer", o.Consumer, "error", err)
-			}
-		}))
+	cc, err := c.pull(ctx, cons, p)
 	if err != nil {
-		abort()
+		p.abort()
 		return fmt.Errorf("bus: pull from %s on %s: %w", opts.Consumer, opts.Stream, err)
 	}
-
-	select {
-	case <-ctx.Done():
-		// Stop pulling; messages already received reach the callback, which naks them. One
-		// the server sends for a pull still open after the unsubscribe is redelivered after
-		// the ack wait (see the doc comment).
-		cc.Drain()
-		select {
-		case <-cc.Closed():
-		case <-time.After(o.DrainTimeout):
-			cc.Stop()
-		}
-	case <-cc.Closed():
-	}
-	gate.Lock()
-	closed = true
-	closeQueues()
-	gate.Unlock()
-
-	drained := make(chan struct{})
-	go func() { workers.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(o.DrainTimeout):
-		hcancel()
-		<-drained
-	}
-	close(hbDone)
-	hb.Wait()
+	endPull(ctx, cc, o.DrainTimeout)
+	p.drain(hcancel)
 	// Send the acks of the last handlers before the caller closes the connection.
 	_ = js.Conn().FlushTimeout(ackSyncTimeout)
 	if ctx.Err() == nil {
 		return fmt.Errorf("bus: consumer %s on %s stopped by the server or connection", opts.Consumer, opts.Stream)
 	}
 	return nil
+}
+
+// workerPool is Consume's fixed pool of workers, the queues they read, and the goroutine
+// sending the heartbeats of the messages they hold ([consumer.heartbeat]).
+type workerPool struct {
+	c *consumer
+	// queues has one queue per worker with OrderKey; without it every worker reads queue 0.
+	queues  []chan jetstream.Msg
+	workers sync.WaitGroup
+	// gate is held (read) by the pull callback while it hands a message to a worker, and
+	// (write) while the queues are closed; closed is set then.
+	gate   sync.RWMutex
+	closed bool
+	hbDone chan struct{}
+	hb     sync.WaitGroup
+}
+
+// startWorkers starts c's Concurrency workers, each running the handler ([consumer.handle])
+// under hctx on the messages of its queue, and the heartbeat. The pool is stopped with
+// [workerPool.abort] when pulling did not start, else with [workerPool.drain].
+func (c *consumer) startWorkers(hctx context.Context) *workerPool {
+	o := c.opts
+	p := &workerPool{c: c, queues: make([]chan jetstream.Msg, 1), hbDone: make(chan struct{})}
+	if o.OrderKey != nil {
+		p.queues = make([]chan jetstream.Msg, o.Concurrency)
+	}
+	for i := range p.queues {
+		p.queues[i] = make(chan jetstream.Msg)
+	}
+	for i := range o.Concurrency {
+		q := p.queues[i%len(p.queues)]
+		p.workers.Go(func() {
+			for m := range q {
+				c.handle(hctx, m)
+			}
+		})
+	}
+	p.hb.Go(func() { c.heartbeat(p.hbDone) })
+	return p
+}
+
+// queueOf returns the queue of m's worker: the one m's OrderKey hashes to, or the only one.
+func (p *workerPool) queueOf(m jetstream.Msg) chan jetstream.Msg {
+	if len(p.queues) == 1 {
+		return p.queues[0]
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(p.c.opts.OrderKey(m.Subject())))
+	return p.queues[h.Sum32()%uint32(len(p.queues))]
+}
+
+// closeQueues closes every queue: each worker returns after the messages it holds.
+func (p *workerPool) closeQueues() {
+	for _, q := range p.queues {
+		close(q)
+	}
+}
+
+// stopHeartbeat stops the heartbeat and waits for it.
+func (p *workerPool) stopHeartbeat() {
+	close(p.hbDone)
+	p.hb.Wait()
+}
+
+// abort stops a pool no message was handed to: it closes the queues and waits for the
+// workers and the heartbeat.
+func (p *workerPool) abort() {
+	p.closeQueues()
+	p.workers.Wait()
+	p.stopHeartbeat()
+}
+
+// dispatch is the pull callback: it hands m to its worker, blocking while that worker is
+// busy, and naks it ([consumer.drainNak]) instead once ctx is cancelled or the queues are
+// closed.
+func (p *workerPool) dispatch(ctx context.Context, m jetstream.Msg) {
+	c := p.c
+	p.gate.RLock()
+	defer p.gate.RUnlock()
+	if p.closed || ctx.Err() != nil {
+		c.drainNak(m)
+		return
+	}
+	// Heartbeats start now: waiting for a worker counts against the ack wait too.
+	c.track(m)
+	select {
+	case p.queueOf(m) <- m:
+	case <-ctx.Done():
+		c.untrack(m)
+		c.drainNak(m)
+	}
+}
+
+// drain stops the pool once pulling ended: it closes the queues (the pull callback naks what
+// it still receives), waits for the workers to finish, cancelling their handlers' context with
+// cancel when that takes longer than DrainTimeout, then stops the heartbeat.
+func (p *workerPool) drain(cancel context.CancelFunc) {
+	p.gate.Lock()
+	p.closed = true
+	p.closeQueues()
+	p.gate.Unlock()
+
+	drained := make(chan struct{})
+	go func() { p.workers.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(p.c.opts.DrainTimeout):
+		cancel()
+		<-drained
+	}
+	p.stopHeartbeat()
+}
+
+// pull starts pulling cons's messages into the pool p ([workerPool.dispatch]) and returns the
+// running pull; its errors are logged until ctx is cancelled. The error is the pull's failing
+// to start.
+func (c *consumer) pull(ctx context.Context, cons jetstream.Consumer, p *workerPool) (jetstream.ConsumeContext, error) {
+	o := c.opts
+	// The callback runs on one goroutine and blocks while every worker is busy; the client
+	// then holds at most Concurrency pulled messages (PullMaxMessages), queued without loss.
+	return cons.Consume(func(m jetstream.Msg) { p.dispatch(ctx, m) },
+		jetstream.PullMaxMessages(o.Concurrency), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if ctx.Err() == nil {
+				o.Logger.Warn("bus: pull", "stream", o.Stream, "consumer", o.Consumer, "error", err)
+			}
+		}))
+}
+
+// endPull waits for the pull cc to end: by itself (the consumer was deleted or the connection
+// closed) or, once ctx is cancelled, by a drain, which it stops when it takes longer than
+// timeout.
+func endPull(ctx context.Context, cc jetstream.ConsumeContext, timeout time.Duration) {
+	select {
+	case <-ctx.Done():
+		// Stop pulling; messages already received reach the callback, which naks them. One
+		// the server sends for a pull still open after the unsubscribe is redelivered after
+		// the ack wait (see Consume's doc comment).
+		cc.Drain()
+		select {
+		case <-cc.Closed():
+		case <-time.After(timeout):
+			cc.Stop()
+		}
+	case <-cc.Closed():
+	}
 }
 
 type consumer struct {
