@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
@@ -67,19 +66,13 @@ func TestUp_kubeconfigLockdown(t *testing.T) {
 	if tofuDir == "" {
 		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
 	}
-	scDir := os.Getenv("LAVA_SOURCE_CONTROLLER_DIR")
-	if scDir == "" {
-		t.Fatal("LAVA_SOURCE_CONTROLLER_DIR is not set: run `make tools-source-controller` and the tests through make (or export LAVA_SOURCE_CONTROLLER_DIR=$HOME/.cache/lava/tools/source-controller-v1.9.6)")
-	}
 	const (
 		secretValue = "db-pw-unreadable-4c1f7e"
 		configValue = "cm-internal-9b2d51"
 		victimKey   = "victim-key-51ad0e77"
 	)
 	env := kubetest.Start(t)
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(scDir, "crd")}, ErrorIfPathMissing: true}); err != nil {
-		t.Fatalf("install Flux's CRDs from %s/crd: %v", scDir, err)
-	}
+	env.InstallFluxCRDs(t)
 	scheme, err := kube.NewScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -155,17 +148,7 @@ func TestUp_kubeconfigLockdown(t *testing.T) {
 
 	t.Run("impersonation refused at start", func(t *testing.T) {
 		// A developer's kubeconfig whose user may not impersonate ServiceAccounts.
-		kc, err := clientcmd.LoadFromFile(env.Kubeconfig(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ai := range kc.AuthInfos {
-			ai.Impersonate = "dev"
-		}
-		dev := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := clientcmd.WriteToFile(*kc, dev); err != nil {
-			t.Fatal(err)
-		}
+		dev := kubeconfigAs(t, env, "dev")
 		// Bounded: without the check, this lava up started and, its watcher unable to list
 		// anything, did not stop.
 		code, _, stderr := startUp(t, "up", "--once", "--kubeconfig", dev, "--namespaces", ns, "--state-dir", t.TempDir(),
@@ -179,17 +162,7 @@ func TestUp_kubeconfigLockdown(t *testing.T) {
 	t.Run("a user that may not list stops at --timeout", func(t *testing.T) {
 		// A kubeconfig whose user may do nothing: lava up --once must end by --timeout with
 		// an error that says why, not wait for a list that is refused for ever.
-		kc, err := clientcmd.LoadFromFile(env.Kubeconfig(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ai := range kc.AuthInfos {
-			ai.Impersonate = "nobody"
-		}
-		nobody := filepath.Join(t.TempDir(), "kubeconfig")
-		if err := clientcmd.WriteToFile(*kc, nobody); err != nil {
-			t.Fatal(err)
-		}
+		nobody := kubeconfigAs(t, env, "nobody")
 		start := time.Now()
 		code, _, stderr := startUp(t, "up", "--once", "--kubeconfig", nobody, "--namespaces", ns, "--state-dir", t.TempDir(),
 			"--impersonate=false", "--providers", filepath.Join(tofuDir, "providers"), "--timeout", "15s").wait(time.Minute)
@@ -385,6 +358,24 @@ type upRun struct {
 	code           int
 	ended          bool
 	abandoned      bool // it did not stop: its output is still being written
+}
+
+// kubeconfigAs writes a copy of env's kubeconfig whose user acts as user (impersonated) and
+// returns its path.
+func kubeconfigAs(t *testing.T, env *kubetest.Env, user string) string {
+	t.Helper()
+	kc, err := clientcmd.LoadFromFile(env.Kubeconfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range kc.AuthInfos {
+		ai.Impersonate = user
+	}
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // startUp runs lava with args in-process until the test ends, [upRun.stop] or [upRun.wait].

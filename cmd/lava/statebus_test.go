@@ -8,6 +8,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // stateBus is a JetStream server with Lava's topology, and the state store over its lava-state
@@ -23,18 +24,6 @@ type stateBus struct {
 // the test.
 func newStateBus(t *testing.T) stateBus {
 	t.Helper()
-	srv := natstest.RunJetStream(t)
-	js := srv.JetStream()
-	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(t.Context(), bus.BucketState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	art, err := bus.NewArtifacts(t.Context(), js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, kv, art := tofutest.StateBus(t)
 	return stateBus{srv: srv, kv: kv, art: art, store: state.NewStore(kv, art, state.Options{})}
 }

@@ -24,17 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/internal/up"
 )
-
-// SourceControllerDirEnv names the directory `make tools-source-controller` builds: the
-// source-controller binary and its CRDs under crd/.
-const SourceControllerDirEnv = "LAVA_SOURCE_CONTROLLER_DIR"
 
 // notesSource is the architecture in the git repository at version v.
 func notesSource(v string) string {
@@ -51,18 +46,12 @@ func notesSource(v string) string {
 // status; a pushed commit is a new render and plan with the new revision; a missing source,
 // a source without an artifact and a path that is not in the artifact are clear conditions.
 func TestUp_fluxGitRepository(t *testing.T) {
-	scDir := os.Getenv(SourceControllerDirEnv)
-	if scDir == "" {
-		t.Fatalf("%s is not set: run `make tools-source-controller` and the tests through make (or export %s=$HOME/.cache/lava/tools/source-controller-v1.9.6)", SourceControllerDirEnv, SourceControllerDirEnv)
-	}
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatalf("git is needed to serve the repository (git http-backend): %v", err)
 	}
 	env := kubetest.Start(t)
-	if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(scDir, "crd")}, ErrorIfPathMissing: true}); err != nil {
-		t.Fatalf("install Flux's CRDs from %s/crd: %v", scDir, err)
-	}
+	scDir := env.InstallFluxCRDs(t)
 	scheme, err := kube.NewScheme()
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/httpserver"
 	"github.com/lava-operator/lava/internal/platform/testutil/conntest"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // TestOpen: without a CLI binary the set is the embedded engine on the store, with no
@@ -95,19 +96,7 @@ func TestOpen_fileRootsOverlapLava(t *testing.T) {
 // after ReadHeaderTimeout, and then serves a CLI's state request.
 func TestServeBackend_idleConnectionFlood(t *testing.T) {
 	t.Parallel()
-	srv := natstest.RunJetStream(t)
-	js := srv.JetStream()
-	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(t.Context(), bus.BucketState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	art, err := bus.NewArtifacts(t.Context(), js)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kv, art := tofutest.StateBus(t)
 	const maxConns = 16
 	b, err := engines.ServeBackend(state.NewStore(kv, art, state.Options{}), "127.0.0.1:0",
 		httpserver.Limits{MaxConns: maxConns, ReadHeaderTimeout: time.Second}, nil)

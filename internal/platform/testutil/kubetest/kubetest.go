@@ -203,3 +203,22 @@ func (e *Env) Kubeconfig(t testing.TB) string {
 	}
 	return path
 }
+
+// SourceControllerDirEnv names the directory `make tools-source-controller` builds: Flux's
+// source-controller binary and its CRDs (crd/).
+const SourceControllerDirEnv = "LAVA_SOURCE_CONTROLLER_DIR"
+
+// InstallFluxCRDs installs Flux's source CRDs from $LAVA_SOURCE_CONTROLLER_DIR/crd into e's
+// API server and returns that directory. An unset variable or a missing directory fails t
+// (never a skip).
+func (e *Env) InstallFluxCRDs(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(SourceControllerDirEnv)
+	if dir == "" {
+		t.Fatalf("%s is not set: run `make tools-source-controller` and the tests through make (or export %s=$HOME/.cache/lava/tools/source-controller-v1.9.6)", SourceControllerDirEnv, SourceControllerDirEnv)
+	}
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{filepath.Join(dir, "crd")}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatalf("install Flux's CRDs from %s/crd: %v", dir, err)
+	}
+	return dir
+}

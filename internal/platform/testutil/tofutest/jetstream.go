@@ -53,3 +53,24 @@ func NewArtifacts(t testing.TB, js jetstream.JetStream) *ObjectArtifacts {
 	}
 	return &ObjectArtifacts{Artifacts: a}
 }
+
+// StateBus starts an in-process nats-server with Lava's whole topology ([bus.EnsureTopology])
+// and returns it with its lava-state bucket and its artifact store: what state.NewStore takes.
+// Any error fails t; the server stops at cleanup.
+func StateBus(t testing.TB) (*natstest.Server, jetstream.KeyValue, *bus.Artifacts) {
+	t.Helper()
+	srv := natstest.RunJetStream(t)
+	js := srv.JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), bus.BucketState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := bus.NewArtifacts(t.Context(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, kv, art
+}
