@@ -23,7 +23,6 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 )
@@ -52,8 +51,12 @@ type reconciler struct {
 var _ reconcile.Reconciler = (*reconciler)(nil)
 
 // Reconcile implements [reconcile.Reconciler]. It is level-triggered: it reads the object and
-// derives everything from its current state and the last event stored on its subjects.
-func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// derives everything from its current state and the last event stored on its subjects. It runs
+// [reconciler.steps] in order until one stops the reconcile or fails; the steps read and decide,
+// and [reconciler.summarize], deferred, folds what they decided into the status and publishes
+// the object's event. An object that no longer exists is forgotten by the Core. Errors: reading
+// the object, a step's, the summary's.
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
 	obj := &v1alpha1.LavaArchitecture{}
 	if err := r.c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -62,96 +65,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("watcher: get %s: %w", req.NamespacedName, err)
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, r.finalize(ctx, obj)
-	}
-	// A new object (no finalizer yet, never observed) has had no ResourceObserved: one is
-	// published only after the finalizer is in place.
-	fresh := false
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
-		fresh = obj.Status.ObservedGeneration == 0 && obj.Status.Phase == ""
-		if err := r.addFinalizer(ctx, obj); err != nil {
-			return reconcile.Result{}, err
+	p := &pass{obj: obj}
+	defer func() { retErr = r.summarize(ctx, p, retErr) }()
+	for _, step := range r.steps() {
+		next, err := step(ctx, p)
+		if err != nil || next.stop {
+			return next.result, err
 		}
 	}
-
-	if obj.Spec.Suspend {
-		// The suspended generation is published too (spec.suspend true in the mirror), so
-		// drift stops scanning and viggy stops acting; synth starts no pass for it.
-		r.metrics.incHeld(heldSuspended)
-		policy, ok, err := r.policy(ctx, obj)
-		if err != nil || !ok {
-			if err == nil {
-				err = r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventSuspended})
-			}
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{}, r.observe(ctx, obj, policy, nil, nil, "", fresh)
-	}
-	if conditionTrue(r.core, obj, v1alpha1.ConditionSuspended) {
-		if err := r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventResumed}); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-
-	deps, err := r.deps.resolve(ctx, obj)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	bindings, missing, err := r.bindingsDigest(ctx, obj)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	switch {
-	case len(deps.refused) > 0:
-		r.metrics.incHeld(heldDependencies)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
-			Reason: v1alpha1.ReasonCrossNamespaceRefRefused, Message: deps.message()})
-	case len(deps.cycle) > 0:
-		r.metrics.incHeld(heldCycle)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
-			Reason: v1alpha1.ReasonDependencyCycle, Message: deps.message()})
-	case !deps.proto.GetReady():
-		r.metrics.incHeld(heldDependencies)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
-			Reason: v1alpha1.ReasonDependencyNotReady, Message: deps.message()})
-	case missing != "":
-		// A bindingsFrom source is gone: nothing new is rendered until it exists again (its
-		// watch enqueues obj then); what was applied stays.
-		r.metrics.incHeld(heldDependencies)
-		r.logMissing(obj, missing)
-		return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
-			Reason: v1alpha1.ReasonBindingSourceNotFound, Message: missing})
-	}
-	var src *lavav1.FluxSource
-	if obj.Spec.SourceRef != nil {
-		// The source is a dependency too: without an artifact nothing is published (the
-		// source watch enqueues the object when one appears).
-		var hold *sourceHold
-		if src, hold, err = r.resolveSource(ctx, obj); err != nil {
-			return reconcile.Result{}, err
-		}
-		if hold != nil {
-			r.metrics.incHeld(heldSource)
-			return reconcile.Result{}, r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesBlocked,
-				Reason: hold.reason, Message: hold.message})
-		}
-	}
-	if deps.has() || src != nil || r.bindingsHeld(obj) {
-		msg := "" // the reducer's default: every dependency reached its phase
-		if src != nil {
-			msg = "the source has an artifact and every dependency reached its phase"
-		}
-		if err := r.foldLocal(ctx, obj, pipeline.Event{Type: pipeline.EventDependenciesSatisfied, Message: msg}); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-
-	policy, ok, err := r.policy(ctx, obj)
-	if err != nil || !ok {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{}, r.observe(ctx, obj, policy, deps.proto, src, bindings, fresh)
+	return reconcile.Result{}, nil
 }
 
 // policy is obj's effective remediation policy; ok is false (and err nil) while the
@@ -201,25 +123,6 @@ func ObservedTrigger(obj *v1alpha1.LavaArchitecture, policyRV, bindings string) 
 	return strings.Join(parts, ";")
 }
 
-// observe publishes the ResourceObserved of obj's current state ([Observe]); fresh says obj
-// is new (this reconcile added its finalizer to an object never observed), so no
-// ResourceObserved can exist for it yet.
-func (r *reconciler) observe(ctx context.Context, obj *v1alpha1.LavaArchitecture, policy *lavav1.RemediationPolicy, deps *lavav1.DependencyState, src *lavav1.FluxSource, bindings string, fresh bool) error {
-	_, err := Observe(ctx, r.core, r.resources, Observation{Object: obj, Policy: policy, Dependencies: deps, Source: src,
-		Bindings: bindings, Fresh: fresh, At: now(r.clock)})
-	return err
-}
-
-// finalize handles an object being deleted: DeletionRequested, once per generation
-// ([Observe]). The finalizer goes when the applier answers with Destroyed.
-func (r *reconciler) finalize(ctx context.Context, obj *v1alpha1.LavaArchitecture) error {
-	if !controllerutil.ContainsFinalizer(obj, v1alpha1.Finalizer) {
-		return nil
-	}
-	_, err := Observe(ctx, r.core, r.resources, Observation{Object: obj, At: now(r.clock)})
-	return err
-}
-
 // addFinalizer adds the lava finalizer with an optimistic lock. A conflict (another writer
 // changed the object since the cache saw it: labels, annotations) is retried from an uncached
 // read, so metadata churn by other actors costs a read, not a failed reconcile and its
@@ -254,12 +157,6 @@ func (r *reconciler) addFinalizer(ctx context.Context, obj *v1alpha1.LavaArchite
 	// The patch (or the re-read) answered with the live object: its status is what the server has.
 	r.core.Remember(obj)
 	return nil
-}
-
-// foldLocal folds an event the watcher derives itself (suspend, dependencies) about obj, now
-// ([foldLocal]).
-func (r *reconciler) foldLocal(ctx context.Context, obj *v1alpha1.LavaArchitecture, ev pipeline.Event) error {
-	return foldLocal(ctx, r.core, obj, ev, now(r.clock))
 }
 
 // forcedPass passes updates that change the reconcile-requested-at annotation.
