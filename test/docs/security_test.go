@@ -71,6 +71,14 @@ var attackTrial = []attack{
 		[]string{"TestCheckPolicy_attacks", "TestNesting_attacks", "TestCheck_refusesDeepTrees"}},
 	{"10b", "regexall, replace or regex with a pattern and input built at run time runs for minutes",
 		[]string{"TestEvaluationLimits_attacks"}},
+	{"11a", "a 200 KB source of integers in nested loops takes synth out of memory on every restart",
+		[]string{"TestEval_valueAttacks"}},
+	{"11b", "toset of a 100,000-element tuple: quadratic type unification in every applier handler",
+		[]string{"TestEvaluationLimits_attacks", "TestEvaluationLimits_legitimate"}},
+	{"11c", "a 4-million-digit string converted to a number: 30 s of CPU per conversion",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"11d", "a $ binding interpolated 120,000 times: 41 GB allocated in synth",
+		[]string{"TestEval_valueAttacks"}},
 }
 
 var (

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"regexp"
 	"regexp/syntax"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	yaml "go.yaml.in/yaml/v3"
 
@@ -258,6 +261,11 @@ type guardShape struct {
 	params []function.Parameter
 	vp     *function.Parameter
 	pre    precheck
+	// convert holds, for each parameter (the variadic one last) that the guard declares
+	// DynamicPseudoType in place of the function's own type, that type: the guard converts
+	// the argument itself ([budget.prepare]), where hcl would have before the guard could
+	// bound the conversion. cty.NilType: the parameter is passed as hcl converted it.
+	convert []cty.Type
 }
 
 func shapeOf(name string, f function.Function) *guardShape {
@@ -266,15 +274,154 @@ func shapeOf(name string, f function.Function) *guardShape {
 		return p
 	}
 	params := f.Params()
-	sh := &guardShape{name: name, f: f, params: make([]function.Parameter, len(params)), pre: prechecks[name]}
+	sh := &guardShape{name: name, f: f, params: make([]function.Parameter, len(params)), pre: prechecks[name],
+		convert: make([]cty.Type, len(params)+1)}
 	for i, p := range params {
 		sh.params[i] = allow(p)
+		if boundedConversion(p.Type) {
+			sh.convert[i], sh.params[i].Type = p.Type, cty.DynamicPseudoType
+		}
 	}
 	if v := f.VarParam(); v != nil {
 		c := allow(*v)
+		if boundedConversion(v.Type) {
+			sh.convert[len(params)], c.Type = v.Type, cty.DynamicPseudoType
+		}
 		sh.vp = &c
 	}
 	return sh
+}
+
+// boundedConversion reports whether converting an argument to a parameter of type ty can cost
+// far more than the argument's size, so the guard converts it under the budget: a number
+// (from a string: Go's decimal parsing takes time in the square of the digits) and a list,
+// set or map of any element type (from a tuple or object: go-cty unifies the element types
+// comparing every pair).
+func boundedConversion(ty cty.Type) bool {
+	if ty == cty.Number {
+		return true
+	}
+	return (ty.IsListType() || ty.IsSetType() || ty.IsMapType()) && ty.ElementType() == cty.DynamicPseudoType
+}
+
+// MaxNumberText bounds the text a string converted to a number may have (go-cty parses it
+// with math/big, whose decimal parsing takes time in the square of the digits: 4 million
+// digits took 30 s of CPU that nothing could interrupt). A number written out has a few dozen.
+const MaxNumberText = 4096
+
+// prepare returns args converted as hcl would have converted them to sh's parameters, under
+// the budget: a tuple (or object) whose elements all have one type becomes the list (map) of
+// them first, which is what go-cty's unification would make, at the cost of one pass; one of
+// several element types is charged the pairs go-cty compares; a string for a number is refused
+// over MaxNumberText. tolist, toset and tomap, which convert their argument themselves, get
+// the same first step. Errors: a [LimitError], or the conversion's as a function.ArgError.
+func (b *budget) prepare(sh *guardShape, args []cty.Value) ([]cty.Value, error) {
+	var out []cty.Value
+	for i, a := range args {
+		want := sh.convert[min(i, len(sh.convert)-1)]
+		toCollection := i == 0 && (sh.name == "tolist" || sh.name == "toset" || sh.name == "tomap")
+		if want == cty.NilType && !toCollection {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(args)
+		}
+		a = homogeneous(a)
+		if err := b.conversionWork(sh.name, a, want); err != nil {
+			return nil, err
+		}
+		if want == cty.NilType {
+			out[i] = a
+			continue
+		}
+		c, err := convert.Convert(a, want)
+		if err != nil {
+			return nil, function.NewArgError(i, err)
+		}
+		out[i] = c
+	}
+	if out == nil {
+		return args, nil
+	}
+	return out, nil
+}
+
+// conversionWork refuses or charges the work of converting v to want (see [budget.prepare]):
+// a string over MaxNumberText for a number, or the pairs of a tuple's or object's element
+// types.
+func (b *budget) conversionWork(name string, v cty.Value, want cty.Type) error {
+	ty := v.Type()
+	switch {
+	case want == cty.Number:
+		return b.numberText(name, v)
+	case ty.IsTupleType():
+		return b.pairs(name, int64(len(ty.TupleElementTypes())))
+	case ty.IsObjectType():
+		return b.pairs(name, int64(len(ty.AttributeTypes())))
+	}
+	return nil
+}
+
+// numberText refuses v, a value about to be converted to a number, when it is a known string
+// over MaxNumberText.
+func (b *budget) numberText(name string, v cty.Value) error {
+	u, _ := v.Unmark()
+	if u.Type() != cty.String || !u.IsKnown() || u.IsNull() || len(u.AsString()) <= MaxNumberText {
+		return nil
+	}
+	return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf(
+		"a string of %d bytes converted to a number, more than %d, the limit of a number's text", len(u.AsString()), MaxNumberText)})
+}
+
+// pairs charges the n²/2 type comparisons of unifying n element types; over the element
+// budget of an operation it is refused at once.
+func (b *budget) pairs(name string, n int64) error {
+	work := mulSat(n, n) / 2
+	if work > EvalElements {
+		return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf(
+			"converting %d elements of different types compares every pair of them, more than %d steps, the limit of a plan or apply", n, EvalElements)})
+	}
+	return b.charge(name, work, 0)
+}
+
+// homogeneous returns a tuple whose elements all have one known type as the list of them, and
+// an object whose attributes do as the map of them: what go-cty's conversion to a list, set or
+// map of any element type makes, without its pairwise unification. Any other value, and a
+// tuple or object of fewer than two elements, is returned as it is.
+func homogeneous(v cty.Value) cty.Value {
+	ty := v.Type()
+	var elems []cty.Type
+	switch {
+	case ty.IsTupleType():
+		elems = ty.TupleElementTypes()
+	case ty.IsObjectType():
+		for _, t := range ty.AttributeTypes() {
+			elems = append(elems, t)
+		}
+	default:
+		return v
+	}
+	if len(elems) < 2 || elems[0] == cty.DynamicPseudoType {
+		return v
+	}
+	for _, t := range elems[1:] {
+		if !t.Equals(elems[0]) {
+			return v
+		}
+	}
+	u, marks := v.Unmark()
+	switch {
+	case u.IsNull():
+		return v
+	case !u.IsKnown() && ty.IsTupleType():
+		return cty.UnknownVal(cty.List(elems[0])).WithMarks(marks)
+	case !u.IsKnown():
+		return cty.UnknownVal(cty.Map(elems[0])).WithMarks(marks)
+	case ty.IsTupleType():
+		return cty.ListVal(u.AsValueSlice()).WithMarks(marks)
+	default:
+		return cty.MapVal(u.AsValueMap()).WithMarks(marks)
+	}
 }
 
 // guardShapes are the shapes of [sharedFunctions] but templatestring and plantimestamp
@@ -318,6 +465,10 @@ func (b *budget) guard(sh *guardShape) function.Function {
 			if err := b.err(); err != nil {
 				return cty.NilType, err
 			}
+			args, err := b.prepare(sh, args)
+			if err != nil {
+				return cty.NilType, err
+			}
 			if pre != nil {
 				if err := pre(b, name, knownArgs(args)); err != nil {
 					return cty.NilType, err
@@ -331,6 +482,10 @@ func (b *budget) guard(sh *guardShape) function.Function {
 		},
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			if err := b.charge(name, 1, 0); err != nil {
+				return cty.NilVal, err
+			}
+			args, err := b.prepare(sh, args)
+			if err != nil {
 				return cty.NilVal, err
 			}
 			v, err := f.Call(args)
@@ -390,6 +545,18 @@ var prechecks = map[string]precheck{
 		}
 		s, _ := strArg(args, 1)
 		return b.expect(name, 1, addSat(addSat(spaces, int64(len(s))), mulSat(spaces, int64(strings.Count(s, "\n")))))
+	},
+	"tonumber": func(b *budget, name string, args []cty.Value) error {
+		if len(args) == 0 || args[0] == cty.NilVal {
+			return nil
+		}
+		return b.numberText(name, args[0])
+	},
+	"parseint": func(b *budget, name string, args []cty.Value) error {
+		if len(args) == 0 || args[0] == cty.NilVal {
+			return nil
+		}
+		return b.numberText(name, args[0])
 	},
 	"format":     formatPrecheck,
 	"formatlist": formatPrecheck,
@@ -536,6 +703,24 @@ func formatPrecheck(b *budget, name string, args []cty.Value) error {
 	if !ok {
 		return nil
 	}
+	// A numeric verb converts a string argument to a number (%d of "12"): such a string over
+	// MaxNumberText is refused.
+	for _, i := range numericArgs(f) {
+		if i+1 >= len(args) || args[i+1] == cty.NilVal {
+			continue
+		}
+		a := args[i+1]
+		if err := b.numberText(name, a); err != nil {
+			return err
+		}
+		if name == "formatlist" && a.CanIterateElements() && a.IsKnown() {
+			for it := a.ElementIterator(); it.Next(); {
+				if _, e := it.Element(); b.numberText(name, e) != nil {
+					return b.err()
+				}
+			}
+		}
+	}
 	per := addSat(int64(len(f)), formatPadding(f))
 	var argBytes int64
 	rounds := int64(1)
@@ -550,6 +735,45 @@ func formatPrecheck(b *budget, name string, args []cty.Value) error {
 		}
 	}
 	return b.expect(name, rounds+1, addSat(mulSat(per, rounds), argBytes))
+}
+
+// numericArgs returns the indexes (from 0, among the arguments after the format) of the
+// arguments that f's numeric verbs (%d, %f, %e, %E, %g, %G, %x, %X, %o, %b) format, to which
+// go-cty converts a string: in order, or as an explicit index ("%[2]d") says.
+func numericArgs(f string) []int {
+	var out []int
+	next := 0
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		if i++; i < len(f) && f[i] == '%' {
+			continue
+		}
+	flags:
+		for i < len(f) {
+			switch c := f[i]; {
+			case c == '[':
+				j := strings.IndexByte(f[i:], ']')
+				if j < 0 {
+					return out
+				}
+				if n, err := strconv.Atoi(f[i+1 : i+j]); err == nil {
+					next = n - 1
+				}
+				i += j + 1
+			case strings.IndexByte("+-# 0123456789.", c) >= 0:
+				i++
+			default:
+				break flags
+			}
+		}
+		if i < len(f) && strings.IndexByte("dfeEgGxXob", f[i]) >= 0 {
+			out = append(out, next)
+		}
+		next++
+	}
+	return out
 }
 
 // formatPadding is the sum of the widths and precisions of f's verbs ("%9.2f": 11), the most
@@ -748,8 +972,14 @@ func instrument(x hclsyntax.Expression) hclsyntax.Expression {
 			n.Condition, n.TrueResult, n.FalseResult = built(n.Condition), built(n.TrueResult), built(n.FalseResult)
 		case *hclsyntax.BinaryOpExpr:
 			n.LHS, n.RHS = built(n.LHS), built(n.RHS)
+			if numericOp(n.Op) {
+				n.LHS, n.RHS = check(n.LHS, checkNumber, "operand"), check(n.RHS, checkNumber, "operand")
+			}
 		case *hclsyntax.UnaryOpExpr:
 			n.Val = built(n.Val)
+			if n.Op == hclsyntax.OpNegate {
+				n.Val = check(n.Val, checkNumber, "operand")
+			}
 		case *hclsyntax.IndexExpr:
 			n.Collection, n.Key = built(n.Collection), built(n.Key)
 		case *hclsyntax.SplatExpr:
@@ -814,7 +1044,20 @@ const (
 	// checkPart: a template's interpolated part, its text checked and charged before the
 	// template writes it out.
 	checkPart
+	// checkNumber: an operand of arithmetic or a comparison, which hcl converts to a number: a
+	// string over MaxNumberText is refused ([budget.numberText]).
+	checkNumber
 )
+
+// numericOp reports whether op converts its operands to numbers (arithmetic and ordering).
+func numericOp(op *hclsyntax.Operation) bool {
+	switch op {
+	case hclsyntax.OpAdd, hclsyntax.OpSubtract, hclsyntax.OpMultiply, hclsyntax.OpDivide, hclsyntax.OpModulo,
+		hclsyntax.OpGreaterThan, hclsyntax.OpGreaterThanOrEqual, hclsyntax.OpLessThan, hclsyntax.OpLessThanOrEqual:
+		return true
+	}
+	return false
+}
 
 // checkExpr is an expression whose value is checked by kind; what names it in the error. It
 // wraps the expression as hcl's own grouping parentheses do, so that a walk of the syntax tree
@@ -846,6 +1089,8 @@ func (x checkExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 			err = b.charge(x.what, int64(u.LengthInt()), 0)
 		case x.kind == checkPart && known && u.Type().IsPrimitiveType():
 			err = b.value(x.what, u) // a string, or a number about to be written out
+		case x.kind == checkNumber:
+			err = b.numberText(x.what, u)
 		}
 	}
 	if err != nil {

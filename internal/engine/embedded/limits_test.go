@@ -60,6 +60,9 @@ func outputDoc(t *testing.T, expr string, locals map[string]string) string {
 	return string(b)
 }
 
+// mixedTuple is a local holding a tuple of 100,001 elements, numbers and strings in turn.
+const mixedTuple = `${jsondecode("[${replace(format("%050000d", 0), "0", "1,\"a\",")}0]")}`
+
 // TestEvaluationLimits_attacks: expressions that, evaluated as OpenTofu evaluates them, ask
 // the process for gigabytes of memory or days of one CPU (setproduct of three range(1024), a
 // YAML alias bomb through jsonencode(yamldecode(...)), indent(1e9, ...), bcrypt at cost 31,
@@ -137,6 +140,23 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 		{"regular expressions add up", `[for i in range(1000) : length(regexall("[ab]{1,10}x", local.s))]`,
 			map[string]string{"s": "${" + big(1<<16) + "}"},
 			"the limit of its regular expressions"},
+		// go-cty unifies a tuple's element types comparing every pair, and math/big parses a
+		// decimal number in the square of its digits: minutes of CPU no context interrupts,
+		// in every applier handler (the attack trial of 2026-12-06).
+		{"toset of mixed types", `length(toset(local.mixed))`, map[string]string{"mixed": mixedTuple},
+			"toset: converting 100001 elements of different types compares every pair of them"},
+		{"setunion of mixed types", `length(setunion(local.mixed, []))`, map[string]string{"mixed": mixedTuple},
+			"setunion: converting 100001 elements of different types compares every pair of them"},
+		{"tonumber of a long string", `tonumber("1${format("%04000000d", 0)}")`, nil,
+			"tonumber: a string of 4000001 bytes converted to a number, more than 4096"},
+		{"parseint of a long string", `parseint("1${format("%04000000d", 0)}", 10)`, nil,
+			"parseint: a string of 4000001 bytes converted to a number"},
+		{"a long string in arithmetic", `"1${format("%04000000d", 0)}" + 0 > 1`, nil,
+			"operand: a string of 4000001 bytes converted to a number"},
+		{"a long string for a number parameter", `abs("1${format("%04000000d", 0)}")`, nil,
+			"abs: a string of 4000001 bytes converted to a number"},
+		{"a long string for a numeric verb", `format("%d", "1${format("%04000000d", 0)}")`, nil,
+			"format: a string of 4000001 bytes converted to a number"},
 		{"split", `split("", local.s)`, map[string]string{"s": "${" + big(1<<20) + "}"}, "split: the result would have 1048577 elements"},
 	}
 	for _, tt := range tests {
@@ -196,6 +216,11 @@ func TestEvaluationLimits_legitimate(t *testing.T) {
 		`length(yamldecode(` + jsonQuote(yamlChain(250)) + `))`,
 		`"${1e30 * 1e30} ${tostring(-1.5e-20)}"`,
 		`length(regexall("[0-9]+", format("%0100000d", 0))) + length(replace(format("%0100000d", 0), "/0{10}/", "x"))`,
+		// A tuple of one element type converts in one pass (before, go-cty compared every
+		// pair: 100,000 strings took 1 min 40 s of one CPU).
+		`length(toset([for x in split(",", replace(format("%0100000d", 0), "0", ",")) : x])) + length(tolist([for x in range(1000) : {a = x}]))`,
+		`length(tomap({for i in range(1000) : "k${i}" => i})) + length(distinct([for x in range(1000) : x % 7]))`,
+		`format("%s=%d", format("%05000s", "x"), 3)`,
 	} {
 		h := newMemHarness(t, t.TempDir())
 		if _, err := h.apply(t, outputDoc(t, expr, nil), nil); err != nil {

@@ -86,6 +86,7 @@ type evaluator struct {
 	expanded  int
 	iters     int
 	interpd   int            // bytes built by interpolation so far
+	values    int            // values built by evalValue so far ([MaxValues])
 	taints    int            // string and symbol values evaluated that use a secret input
 	declared  map[string]Pos // resource address -> position of its form
 	dataDecl  map[string]Pos // data source address ("type.name") -> position

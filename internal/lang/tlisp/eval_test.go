@@ -2,6 +2,7 @@ package tlisp
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -667,5 +668,51 @@ func TestEval_secretInputInNameIsError(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEval_valueAttacks: what the attack trial of 2026-12-06 built with a small source. A
+// 200 KB source of integers repeated through two nested loops (30 × 30 × 100,000 values, no
+// string bytes) took 4 GB before "fatal error: out of memory" in lava up; it is refused at
+// MaxValues. A binding "$" interpolated 40,000 times into one string allocated 4.7 GB
+// (literalTail copied the whole string at each reference); it stays linear.
+func TestEval_valueAttacks(t *testing.T) {
+	items := make([]string, 30)
+	for i := range items {
+		items[i] = fmt.Sprint(i)
+	}
+	src := `(deflava-architecture boom :inputs ((:a ()))
+  :resources ((for-each ((i x) (enumerate a)) (for-each ((j y) (enumerate a))
+    (terraform-data "r-{i}-{j}" :input (` + strings.Repeat("1 ", 100_000) + `))))))`
+	_, diags := EvalArchitecture([]byte(src), Bindings{Lists: map[string][]string{"a": items}}, Options{File: "t.tlisp"})
+	errs := diags.Errors()
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, "values exceed 1048576") || !strings.HasPrefix(errs[0].String(), "t.tlisp:3:") {
+		t.Errorf("diags = %v; want one error at t.tlisp:3 naming the limit of 1048576 values", errs)
+	}
+
+	// A list binding counts its elements.
+	empties := make([]string, 2000)
+	src = `(deflava-architecture lists :inputs ((:e ()) (:a ()))
+  :resources ((for-each ((i x) (enumerate a)) (for-each ((j y) (enumerate a))
+    (terraform-data "r-{i}-{j}" :input e)))))`
+	_, diags = EvalArchitecture([]byte(src), Bindings{Lists: map[string][]string{"e": empties, "a": items}}, Options{File: "t.tlisp"})
+	if errs := diags.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "values exceed 1048576") {
+		t.Errorf("list binding: diags = %v", errs)
+	}
+
+	src = `(deflava-architecture tail :inputs ((:v ""))
+  :resources ((terraform-data "x" :input "` + strings.Repeat("{v}", 40_000) + `")))`
+	var mid runtime.MemStats
+	runtime.ReadMemStats(&mid)
+	arch, diags := EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"v": "$"}}, Options{File: "t.tlisp"})
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if errs := diags.Errors(); len(errs) != 0 || arch == nil {
+		t.Fatalf("diags = %v", errs)
+	}
+	// Allocation is deterministic where time is not: 40,000 "$" references make a string of
+	// 240 KB; the quadratic rewrite allocated 4.7 GB (this test does not run in parallel, so the figure is its own).
+	if alloc := after.TotalAlloc - mid.TotalAlloc; alloc > 256<<20 {
+		t.Errorf("interpolating 40,000 references allocated %d MB; want far under 256 MB", alloc>>20)
 	}
 }

@@ -22,6 +22,11 @@ const (
 	// MaxInterpolatedBytes bounds the total size of the strings one evaluation puts into the
 	// architecture (16 MiB): literals, interpolations and variable values, loops included.
 	MaxInterpolatedBytes = 16 << 20
+	// MaxValues bounds the values one evaluation builds into the architecture: every string,
+	// number, boolean, list and map entry of every attribute, loops included (a map's keys count
+	// as strings toward MaxInterpolatedBytes). Numbers and empty lists cost no string bytes, so
+	// without it a 200 KB source of integers repeated through nested loops built gigabytes.
+	MaxValues = 1 << 20
 )
 
 // Options configure reading and evaluation.

@@ -1,6 +1,7 @@
 package tlisp
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -157,6 +158,21 @@ func (e *evaluator) charge(p Pos, size int) bool {
 	return false
 }
 
+// countValues counts n values built into the output against MaxValues; past it, the first
+// call reports the limit at p and evaluation stops.
+func (e *evaluator) countValues(p Pos, n int) bool {
+	e.values += n
+	if e.values <= MaxValues {
+		return true
+	}
+	if !e.limitd {
+		e.limitd = true
+		e.errorf(p, "the architecture's values exceed %d (strings, numbers, booleans, lists and map entries, loops included; limit reached here)", MaxValues)
+	}
+	e.full = true
+	return false
+}
+
 func listBytes(l []string) int {
 	n := 0
 	for _, s := range l {
@@ -165,8 +181,11 @@ func listBytes(l []string) int {
 	return n
 }
 
-// evalValue evaluates an attribute value.
+// evalValue evaluates an attribute value. Every value it builds counts toward [MaxValues].
 func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
+	if !e.countValues(n.Pos, 1) {
+		return arch.Value{}, false
+	}
 	switch n.Kind {
 	case NodeString:
 		if e.tainted(n) {
@@ -175,7 +194,7 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 		if name, ok := wholeVar(n.Text); ok {
 			if _, isScalar := e.scalar(name); !isScalar {
 				if l, isList := e.lists[name]; isList {
-					return stringList(l), e.charge(n.Pos, listBytes(l))
+					return stringList(l), e.charge(n.Pos, listBytes(l)) && e.countValues(n.Pos, len(l))
 				}
 			}
 		}
@@ -189,7 +208,7 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 			return arch.String(s), e.charge(n.Pos, len(s))
 		}
 		if l, ok := e.lists[n.Text]; ok {
-			return stringList(l), e.charge(n.Pos, listBytes(l))
+			return stringList(l), e.charge(n.Pos, listBytes(l)) && e.countValues(n.Pos, len(l))
 		}
 		e.unknownVar(n.Pos, n.Text)
 		return arch.Value{}, false
@@ -215,7 +234,7 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 		ok := true
 		for _, p := range xs {
 			v, vok := e.evalValue(p.List[1])
-			if !vok {
+			if !vok || !e.charge(p.List[0].Pos, len(p.List[0].Text)) {
 				ok = false
 				continue
 			}
@@ -238,7 +257,7 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 				return arch.Value{}, false
 			}
 			v, vok := e.evalValue(xs[i+1])
-			if !vok {
+			if !vok || !e.charge(k.Pos, len(k.Text)) {
 				ok = false
 				continue
 			}
@@ -325,7 +344,7 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 	if strings.IndexByte(t, '{') < 0 {
 		return t, e.charge(n.Pos, len(t))
 	}
-	var b strings.Builder
+	var b bytes.Buffer
 	b.Grow(len(t) + 16)
 	ok := true
 	var seqs [][2]int
@@ -397,15 +416,17 @@ func inSpans(spans [][2]int, off int) bool {
 // "${path.cwd}") or turn one into an escape (a Secret binding's `${sensitive("…")}` after "$"
 // becomes the literal text "$${sensitive(…)}", unmarked). render.EscapeTemplate handles the
 // other side, a binding that ends with "$" or "%" before a "{".
-func literalTail(b *strings.Builder) {
-	s := b.String()
-	run := len(s) - len(strings.TrimRight(s, "$%"))
+// Only the run is rewritten (b is truncated before it), so a string of many such values costs
+// time in its length, not in the square of it.
+func literalTail(b *bytes.Buffer) {
+	s := b.Bytes()
+	run := len(s) - len(bytes.TrimRight(s, "$%"))
 	if run == 0 {
 		return
 	}
-	b.Reset()
-	b.WriteString(s[:len(s)-run])
-	b.WriteString(`${"` + s[len(s)-run:] + `"}`)
+	tail := string(s[len(s)-run:])
+	b.Truncate(len(s) - run)
+	b.WriteString(`${"` + tail + `"}`)
 }
 
 // exprPos is the position of byte off of n's text (inside a string literal when n is one).
