@@ -75,6 +75,8 @@ var attackTrial = []attack{
 		[]string{"TestEval_valueAttacks"}},
 	{"11b", "toset of a 100,000-element tuple: quadratic type unification in every applier handler",
 		[]string{"TestEvaluationLimits_attacks", "TestEvaluationLimits_legitimate"}},
+	{"11e", "toset of numbers that differ past their 10th significant digit: one hash bucket, quadratic",
+		[]string{"TestEvaluationLimits_attacks"}},
 	{"11c", "a 4-million-digit string converted to a number: 30 s of CPU per conversion",
 		[]string{"TestEvaluationLimits_attacks"}},
 	{"11d", "a $ binding interpolated 120,000 times: 41 GB allocated in synth",

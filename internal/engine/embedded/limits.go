@@ -330,6 +330,11 @@ func (b *budget) prepare(sh *guardShape, args []cty.Value) ([]cty.Value, error) 
 		if err := b.conversionWork(sh.name, a, want); err != nil {
 			return nil, err
 		}
+		if want.IsSetType() || (toCollection && sh.name == "toset") {
+			if err := b.setWork(sh.name, a); err != nil {
+				return nil, err
+			}
+		}
 		if want == cty.NilType {
 			out[i] = a
 			continue
@@ -360,6 +365,56 @@ func (b *budget) conversionWork(name string, v cty.Value, want cty.Type) error {
 		return b.pairs(name, int64(len(ty.AttributeTypes())))
 	}
 	return nil
+}
+
+// setWork charges the comparisons of putting v's elements into a set: go-cty's set keeps the
+// distinct elements whose hashes are equal in one bucket and compares each new element with
+// every one there, and it hashes a number by its first 10 significant digits, so 20,000
+// numbers 1e10+i (one bucket) took 40 s. The buckets are counted with cty's own Value.Hash
+// and the distinct elements in each by their exact text ([exactKey]); a bucket of b distinct
+// elements is charged b(b-1)/2 elements, refused at once past an operation's budget.
+func (b *budget) setWork(name string, v cty.Value) error {
+	u, _ := v.UnmarkDeep()
+	if !u.IsKnown() || u.IsNull() || !u.CanIterateElements() {
+		return nil
+	}
+	buckets := map[int]map[string]bool{}
+	var work int64
+	for it := u.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if !e.IsWhollyKnown() {
+			continue
+		}
+		h, k := e.Hash(), exactKey(e)
+		bucket := buckets[h]
+		if bucket == nil {
+			bucket = map[string]bool{}
+			buckets[h] = bucket
+		}
+		if !bucket[k] {
+			work = addSat(work, int64(len(bucket)))
+			bucket[k] = true
+		}
+	}
+	if work > EvalElements {
+		return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf(
+			"putting %d elements into a set compares %d pairs of them that hash alike, more than %d, the limit of a plan or apply", u.LengthInt(), work, EvalElements)})
+	}
+	return b.charge(name, work, 0)
+}
+
+// exactKey is a text that tells apart any two values a set tells apart: a number written in
+// full, a string or boolean as itself, any other value as cty writes it in Go syntax.
+func exactKey(v cty.Value) string {
+	switch v.Type() {
+	case cty.Number:
+		return v.AsBigFloat().Text('g', -1)
+	case cty.String:
+		return v.AsString()
+	case cty.Bool:
+		return strconv.FormatBool(v.True())
+	}
+	return v.GoString()
 }
 
 // numberText refuses v, a value about to be converted to a number, when it is a known string

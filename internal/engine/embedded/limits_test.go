@@ -147,6 +147,10 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 			"toset: converting 100001 elements of different types compares every pair of them"},
 		{"setunion of mixed types", `length(setunion(local.mixed, []))`, map[string]string{"mixed": mixedTuple},
 			"setunion: converting 100001 elements of different types compares every pair of them"},
+		// go-cty hashes a number in a set by its first 10 significant digits: 20,000
+		// numbers 1e15+i share one bucket, each compared with every other (40 s).
+		{"toset of numbers that hash alike", `length(toset(flatten([for i in range(50) : [for j in range(50) : 1e15 + i * 50 + j]])))`,
+			nil, "toset: putting 2500 elements into a set compares 3123750 pairs of them that hash alike"},
 		{"tonumber of a long string", `tonumber("1${format("%04000000d", 0)}")`, nil,
 			"tonumber: a string of 4000001 bytes converted to a number, more than 4096"},
 		{"parseint of a long string", `parseint("1${format("%04000000d", 0)}", 10)`, nil,
