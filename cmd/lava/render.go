@@ -22,12 +22,13 @@ import (
 
 // bindingFlags are the binding and gate flags shared by render and validate.
 type bindingFlags struct {
-	set     []string
-	setList []string
-	record  []string
-	gate    string
-	noGate  bool
-	policy  string
+	set       []string
+	setList   []string
+	record    []string
+	gate      string
+	noGate    bool
+	policy    string
+	namespace string
 }
 
 func (f *bindingFlags) register(cmd *cobra.Command) {
@@ -37,26 +38,29 @@ func (f *bindingFlags) register(cmd *cobra.Command) {
 	fs.StringArrayVar(&f.record, "record", nil, "add rows to record-list input `KEY=JSON`: a JSON object of strings is one row, an array of them several (repeatable; rows accumulate)")
 	fs.StringVar(&f.gate, "gate", "", "validate the bindings against bundled interface `NAME` before evaluating (overrides spec.gate)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "do not apply any gate, not even the manifest's spec.gate")
+	fs.StringVar(&f.namespace, "namespace", "default", "check a .tlisp source against the tenant policy of namespace `NS` (a manifest's own metadata.namespace wins): under lava up's built-in policy, its files may be written only under "+up.DemoDir+"/NS")
 	fs.StringVar(&f.policy, "policy", "", "check every render against the tenant policy document `FILE` as synth does (default: lava up's, the built-in policy with each namespace's files under "+up.DemoDir+"/NAMESPACE; docs/design/0010-tenant-policy.md)")
 }
 
 // overrides are parsed binding flags: each key replaces the same key of every binding map of
 // a manifest.
 type overrides struct {
-	bindings tlisp.Bindings
-	keys     map[string]bool
-	gate     string
-	noGate   bool
-	policy   policy.Config
+	bindings  tlisp.Bindings
+	keys      map[string]bool
+	gate      string
+	noGate    bool
+	policy    policy.Config
+	namespace string // the namespace a .tlisp source is checked in
 }
 
 // parse checks the flags' syntax; an error is a usage error (exit code 2).
 func (f *bindingFlags) parse() (overrides, error) {
 	o := overrides{
-		bindings: tlisp.Bindings{Scalars: map[string]string{}, Lists: map[string][]string{}, Records: map[string][]map[string]string{}},
-		keys:     map[string]bool{},
-		gate:     f.gate,
-		noGate:   f.noGate,
+		bindings:  tlisp.Bindings{Scalars: map[string]string{}, Lists: map[string][]string{}, Records: map[string][]map[string]string{}},
+		keys:      map[string]bool{},
+		gate:      f.gate,
+		noGate:    f.noGate,
+		namespace: f.namespace,
 	}
 	if f.noGate && f.gate != "" {
 		return o, errors.New("--gate and --no-gate are mutually exclusive")
@@ -227,7 +231,7 @@ func newRenderCmd() *cobra.Command {
 			failed := diags.HasErrors()
 			for i := range units {
 				o.apply(&units[i])
-				out, ds := synthesizeUnit(units[i], srcs, o.policy)
+				out, ds := synthesizeUnit(units[i], srcs, o.policy, o.namespace)
 				diags = append(diags, ds...)
 				if out == nil {
 					failed = true
@@ -312,10 +316,10 @@ func readFileLimited(path string) ([]byte, error) {
 }
 
 // synthesizeUnit runs the synthesis pipeline on one unit, then the tenant policy gate of the
-// unit's namespace (render.CheckPolicy, as synth does; a .tlisp file gets the cluster
-// settings); the unit's own manifest diagnostics come first. A bundled source's text is added
+// unit's namespace (render.CheckPolicy, as synth does; a .tlisp file is checked in namespace
+// tlispNamespace); the unit's own manifest diagnostics come first. A bundled source's text is added
 // to srcs so its diagnostics can be quoted. The Output is nil when any diagnostic is an error.
-func synthesizeUnit(u unit, srcs sources, pol policy.Config) (*render.Output, tlisp.Diagnostics) {
+func synthesizeUnit(u unit, srcs sources, pol policy.Config, tlispNamespace string) (*render.Output, tlisp.Diagnostics) {
 	diags := append(tlisp.Diagnostics(nil), u.Diags...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -340,6 +344,9 @@ func synthesizeUnit(u unit, srcs sources, pol policy.Config) (*render.Output, tl
 	out, ds := render.Synthesize(in)
 	diags = append(diags, ds...)
 	namespace, _, _ := strings.Cut(u.Key, "/")
+	if u.Key == "" {
+		namespace = tlispNamespace
+	}
 	if pd := render.CheckPolicy(in, out, pol.For(namespace)); len(pd) > 0 {
 		return nil, append(diags, pd...)
 	}

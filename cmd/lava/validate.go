@@ -68,7 +68,7 @@ func newValidateCmd() *cobra.Command {
 						}
 					}
 					o.apply(&units[i])
-					out, ds := synthesizeUnit(units[i], srcs, o.policy)
+					out, ds := synthesizeUnit(units[i], srcs, o.policy, o.namespace)
 					for _, d := range ds {
 						writeDiag(stderr, d, units[i].Label, srcs, true)
 					}

@@ -88,6 +88,21 @@ func TestValidate(t *testing.T) {
 			stderr: []string{"../../examples/prod-vpc.yaml:12:9: warning: binding \"name\" is not declared", "\n          :inputs ((:cidr \"10.42.0.0/16\"))\n          ^\n"},
 		},
 		{
+			// A .tlisp source is checked in namespace default unless --namespace names another:
+			// under lava up's policy, its files go only under /tmp/lava-demo/NAMESPACE.
+			name:   "a .tlisp source is checked in namespace default",
+			args:   []string{"validate", "-"},
+			stdin:  "(deflava-architecture g\n  :resources ((local-file \"f\" :filename \"/tmp/lava-demo/demo/f.txt\" :content \"x\")))\n",
+			code:   exitInvalid,
+			stderr: []string{`<stdin>:2:15: error: policy: resource local_file.f attribute filename: the path "/tmp/lava-demo/demo/f.txt" is outside the allowed directories (fileWriteRoots: /tmp/lava-demo/default)`},
+		},
+		{
+			name:   "--namespace checks a .tlisp source in another namespace",
+			args:   []string{"validate", "--namespace", "demo", "-"},
+			stdin:  "(deflava-architecture g\n  :resources ((local-file \"f\" :filename \"/tmp/lava-demo/demo/f.txt\" :content \"x\")))\n",
+			stdout: []string{"<stdin>: ok (1 resource)"},
+		},
+		{
 			name:   "every file is checked and every error counted",
 			args:   []string{"validate", "testdata/malformed/no-resources.tlisp", "../../examples/prod-vpc.yaml", "testdata/malformed/extra-paren.tlisp"},
 			code:   exitInvalid,
@@ -282,7 +297,7 @@ func FuzzLoadUnits(f *testing.F) {
 					t.Errorf("MapPos(1:1) = %v", p)
 				}
 			}
-			synthesizeUnit(u, sources{}, policy.Config{})
+			synthesizeUnit(u, sources{}, policy.Config{}, "default")
 		}
 	})
 }

@@ -96,7 +96,7 @@ func TestFileAccess_check(t *testing.T) {
 	}{
 		{name: "legacy file outside the roots", doc: res("testkit_legacy_file", "x", fmt.Sprintf(`"filename":%q,"content":"x"`, filepath.Join(outside, "x"))),
 			want: []string{"resource testkit_legacy_file.x attribute filename: the path", "is outside the allowed directories (fileWriteRoots: " + root + ")",
-				"registry.opentofu.org/example/testkit testkit_legacy_file is not in the file model"}},
+				"Lava does not know which paths of registry.opentofu.org/example/testkit testkit_legacy_file are only read"}},
 		{name: "legacy file under the root", doc: res("testkit_legacy_file", "x", fmt.Sprintf(`"filename":%q,"content":"x"`, filepath.Join(root, "a", "x")))},
 		{name: "file planted in the mirror", ns: "wide", doc: res("testkit_file", "p", fmt.Sprintf(`"filename":%q,"content":"#!/bin/sh"`,
 			filepath.Join(mirror, "registry.opentofu.org", "example", "testkit", "0.4.0", "linux_amd64", "terraform-provider-testkit"))),

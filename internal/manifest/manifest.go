@@ -255,7 +255,7 @@ func DecodeDocument(doc *yaml.Node, index int) Document {
 		return fail(nodeErr(FieldNode(root, "apiVersion"), "apiVersion %s: want %s", d.APIVersion, v1alpha1.GroupVersion))
 	}
 	if fields.strictErr != nil {
-		return fail(nodeErr(root, "document %d is not a valid LavaArchitecture: %s", index+1, fields.strictErr))
+		return fail(nodeErr(fields.strictAt, "document %d is not a valid LavaArchitecture: %s", index+1, fields.strictErr))
 	}
 	if obj.Namespace == "" {
 		obj.Namespace = "default"

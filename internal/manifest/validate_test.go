@@ -36,6 +36,12 @@ func TestParse_crdRules(t *testing.T) {
 		{"empty gate", hdr + "spec:\n  source: {name: x}\n  gate: \"\"\n", ""},
 		{"label key", "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata:\n  name: a\n  labels: {\"-x\": y}\nspec: {source: {name: x}}\n",
 			`5:3: metadata.labels: Invalid value: "-x": name part must consist of alphanumeric characters`},
+		{"unknown field, at its key", hdr + "spec:\n  source: {name: x}\n  bindngs: {a: b}\n",
+			`6:3: document 1 is not a valid LavaArchitecture: unknown field "bindngs"`},
+		{"unknown nested field, at its key", hdr + "spec:\n  source: {name: x, inlin: y}\n",
+			`5:21: document 1 is not a valid LavaArchitecture: unknown field "inlin"`},
+		{"wrong type, at its key, in the author's words", hdr + "spec:\n  source: {name: x}\n  bindings: [a]\n",
+			`6:3: document 1 is not a valid LavaArchitecture: spec.bindings: got an array, want an object of strings`},
 		{"driftInterval not a duration", hdr + "spec:\n  source: {name: x}\n  driftInterval: soon\n",
 			`1:1: document 1 is not a valid LavaArchitecture: time: invalid duration "soon"`},
 	}

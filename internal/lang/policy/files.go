@@ -224,13 +224,13 @@ func (s Settings) roots(where string) [][2]string {
 }
 
 // UnmodelledNote is what a refused path of a type the file model does not describe adds to
-// its message ("" when modelled): that the type is not in the model, so a path it names may be
-// written.
+// its message ("" when modelled): that Lava does not know which of the type's paths are only
+// read, so it holds them to the write roots.
 func UnmodelledNote(modelled bool, provider, key string) string {
 	if modelled {
 		return ""
 	}
-	return fmt.Sprintf(" (%s %s is not in the file model, so a path it names may be written: docs/design/0022-file-access-from-schemas.md)", provider, key)
+	return fmt.Sprintf(" (Lava does not know which paths of %s %s are only read, so each is held to the write roots: docs/design/0022-file-access-from-schemas.md)", provider, key)
 }
 
 // Clip is s shortened for a message, every Secret binding's value hidden ([HideSensitive]).

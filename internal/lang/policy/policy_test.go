@@ -231,10 +231,10 @@ func TestCheck_fileModel(t *testing.T) {
 		want string // "" passes
 	}{
 		{"legacy file outside", one("testkit_legacy_file", map[string]string{"filename": "/etc/cron.d/x"}),
-			`m.tlisp:2:3: policy: resource testkit_legacy_file.r attribute filename: the path "/etc/cron.d/x" is outside the allowed directories (fileWriteRoots: /srv/files) (registry.opentofu.org/example/testkit testkit_legacy_file is not in the file model`},
+			`m.tlisp:2:3: policy: resource testkit_legacy_file.r attribute filename: the path "/etc/cron.d/x" is outside the allowed directories (fileWriteRoots: /srv/files) (Lava does not know which paths of registry.opentofu.org/example/testkit testkit_legacy_file are only read`},
 		{"legacy file under the root", one("testkit_legacy_file", map[string]string{"filename": "/srv/files/x"}), ""},
 		{"an unmodelled type", one("kit_thing", map[string]string{"config_path": "/srv/in/c", "name": "/etc/passwd"}),
-			`resource kit_thing.r attribute config_path: the path "/srv/in/c" is outside the allowed directories (fileWriteRoots: /srv/files) (registry.opentofu.org/example/kit kit_thing is not in the file model`},
+			`resource kit_thing.r attribute config_path: the path "/srv/in/c" is outside the allowed directories (fileWriteRoots: /srv/files) (Lava does not know which paths of registry.opentofu.org/example/kit kit_thing are only read`},
 		{"a read under the read root", one("local_file", map[string]string{"filename": "/srv/files/o", "source": "/srv/in/i"}), ""},
 		{"a read outside", one("local_file", map[string]string{"filename": "/srv/files/o", "source": "/etc/shadow"}),
 			`attribute source: the path "/etc/shadow" is outside the allowed directories (fileReadRoots: /srv/in; fileWriteRoots: /srv/files)`},
