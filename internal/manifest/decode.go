@@ -46,7 +46,7 @@ func decodeObject(root *yaml.Node) (*v1alpha1.LavaArchitecture, decoded, error) 
 	d.apiVersion, d.kind = tm.APIVersion, tm.Kind
 	obj := &v1alpha1.LavaArchitecture{}
 	if err := sigsyaml.UnmarshalStrict(raw, obj); err != nil {
-		d.strictErr, d.strictAt = strictError(root, err)
+		d.strictAt, d.strictErr = strictError(root, err)
 		return nil, d, nil
 	}
 	// The schema validates the object as decoded (as lava up keeps it and the services read
@@ -63,22 +63,22 @@ func decodeObject(root *yaml.Node) (*v1alpha1.LavaArchitecture, decoded, error) 
 	return obj, d, nil
 }
 
-// strictError words err, an error of decoding the document root strictly, for its author, and
-// finds the node it is about: an unknown field's key (the first mapping key of that name in
+// strictError finds the node err, an error of decoding the document root strictly, is about,
+// and words err for its author: an unknown field's key (the first mapping key of that name in
 // the document), or the value at a wrong type's path ("spec.bindings: got an array, want an
 // object of strings"). Any other error is the decoder's, at root.
-func strictError(root *yaml.Node, err error) (error, *yaml.Node) {
+func strictError(root *yaml.Node, err error) (*yaml.Node, error) {
 	msg := jsonErr(err)
 	if name, ok := strings.CutPrefix(msg, "unknown field "); ok {
 		if k := keyNamed(root, strings.Trim(name, `"`)); k != nil {
-			return errors.New(msg), k
+			return k, errors.New(msg)
 		}
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Errorf("%s: got %s, want %s", te.Field, article(te.Value), typeWords(te.Type)), FieldNode(root, te.Field)
+		return FieldNode(root, te.Field), fmt.Errorf("%s: got %s, want %s", te.Field, article(te.Value), typeWords(te.Type))
 	}
-	return errors.New(msg), root
+	return root, errors.New(msg)
 }
 
 // keyNamed returns the first mapping key named name in n, breadth first, or nil.
