@@ -8,6 +8,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/lang/arch"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/manifest"
@@ -141,6 +143,10 @@ func manifestUnit(name string, data []byte, d manifest.Document) unit {
 	if len(obj.Spec.BindingsFrom) > 0 {
 		diags = append(diags, diagnostic(nodePos(name, manifest.FieldNode(root, "spec.bindingsFrom")), tlisp.SeverityWarning,
 			"spec.bindingsFrom is not read by the CLI (it needs the cluster's ConfigMaps and Secrets); use --set"))
+	}
+	if ap := obj.Spec.ApprovePlan; ap != "" && ap != v1alpha1.ApprovePlanAuto && ap != v1alpha1.ApprovePlanManual && !engine.IsPlanID(ap) {
+		diags = append(diags, diagnostic(nodePos(name, manifest.FieldNode(root, "spec.approvePlan")), tlisp.SeverityWarning,
+			"spec.approvePlan %q is neither auto, manual nor a plan id (64 hexadecimal digits, status.plan.id): no plan matches it, so every plan waits for approval", ap))
 	}
 	switch src := obj.Spec.Source; {
 	case src.Inline != "":

@@ -103,6 +103,14 @@ func TestValidate(t *testing.T) {
 			stdout: []string{"<stdin>: ok (1 resource)"},
 		},
 		{
+			// A mistyped approvePlan holds every plan: said at its key, not an error.
+			name:   "an approvePlan that no plan can match is a warning",
+			args:   []string{"validate", "-"},
+			stdin:  "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: t}\nspec:\n  approvePlan: manul\n  source:\n    inline: |\n      (deflava-architecture t :resources ((terraform-data \"d\" :input \"x\")))\n",
+			stdout: []string{"<stdin>#1 (t): ok (1 resource)"},
+			stderr: []string{`<stdin>:5:3: warning: spec.approvePlan "manul" is neither auto, manual nor a plan id`},
+		},
+		{
 			name:   "every file is checked and every error counted",
 			args:   []string{"validate", "testdata/malformed/no-resources.tlisp", "../../examples/prod-vpc.yaml", "testdata/malformed/extra-paren.tlisp"},
 			code:   exitInvalid,

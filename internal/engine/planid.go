@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -122,3 +123,10 @@ func (p *PlanRecord) ComputePlanID() string {
 	}
 	return id
 }
+
+// planIDPattern is the form of a plan id: [PlanID]'s BLAKE3-256 digest in lower-case hexadecimal.
+var planIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// IsPlanID reports whether s has the form of a plan id (64 lower-case hexadecimal digits), as
+// spec.approvePlan names one.
+func IsPlanID(s string) bool { return planIDPattern.MatchString(s) }

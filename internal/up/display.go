@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/manifest"
@@ -87,6 +88,8 @@ func (d *Display) Update(snap Snapshot) {
 		line := fmt.Sprintf("%-28s gen %d  %-12s %s", key, o.Generation, phaseOf(o), resourcesOf(o))
 		if phaseOf(o) == v1alpha1.PhaseFailed {
 			line += "  " + reason + ": " + oneLine(msg, 160)
+		} else if a := awaitingApproval(o); a != "" {
+			line += "  " + oneLine(a, 160)
 		}
 		line = strings.TrimRight(line, " ")
 		if d.seen[key] == line {
@@ -159,6 +162,8 @@ func Table(snap Snapshot, now time.Time) string {
 			note = reason + ": " + oneLine(msg, 100)
 		case meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionSuspended):
 			note = "suspended"
+		case awaitingApproval(o) != "":
+			note = oneLine(awaitingApproval(o), 100)
 		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\n", o.Namespace, o.Name, phaseOf(o), engineOf(o), resourcesOf(o), lastChange(o, now), note)
 	}
@@ -271,6 +276,15 @@ func resourcesOf(o v1alpha1.LavaArchitecture) string {
 		s += " (" + p + ")"
 	}
 	return s
+}
+
+// awaitingApproval is the AwaitingApproval condition's message when it is True (a plan waits
+// for spec.approvePlan to name it), else "".
+func awaitingApproval(o v1alpha1.LavaArchitecture) string {
+	if c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionAwaitingApproval); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Message
+	}
+	return ""
 }
 
 // readyReason is the Ready condition's reason and message.

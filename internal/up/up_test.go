@@ -66,10 +66,17 @@ func TestTable_andProgress(t *testing.T) {
 	p := o.DeepCopy()
 	p.Name, p.Status.Phase = "app", v1alpha1.PhasePlanned
 	p.Status.Plan = &v1alpha1.PlanSummary{Add: 2}
-	got := Table(Snapshot{Objects: []v1alpha1.LavaArchitecture{o, *p}, FileErrors: []*manifest.FileError{{File: "x.yaml", Err: os.ErrPermission}}}, now)
+	// A plan held for approval says so (before, the table showed nothing: a mistyped
+	// spec.approvePlan held the object with no visible reason).
+	h := p.DeepCopy()
+	h.Name = "held"
+	h.Status.Conditions = append(h.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionAwaitingApproval, Status: metav1.ConditionTrue,
+		Reason: "ApprovalRequired", Message: "plan 7918ab awaits approval: set spec.approvePlan to 7918ab", LastTransitionTime: metav1.NewTime(now.Add(-3 * time.Second))})
+	got := Table(Snapshot{Objects: []v1alpha1.LavaArchitecture{o, *p, *h}, FileErrors: []*manifest.FileError{{File: "x.yaml", Err: os.ErrPermission}}}, now)
 	want := "RESOURCE        PHASE    ENGINE    RESOURCES     LAST CHANGE  MESSAGE\n" +
 		"infra/prod-vpc  Failed   embedded  1             3s ago       ProviderUnavailable: provider hashicorp/aws is not available\n" +
 		"infra/app       Planned  embedded  1 (+2 ~0 -0)  3s ago\n" +
+		"infra/held      Planned  embedded  1 (+2 ~0 -0)  3s ago       plan 7918ab awaits approval: set spec.approvePlan to 7918ab\n" +
 		"! x.yaml: permission denied\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)

@@ -163,14 +163,14 @@ func TestApprovedPlan(t *testing.T) {
 		plan      *engine.PlanRecord
 		want      bool
 	}{
-		{"auto", ApproveAuto, "", changes, true},
-		{"manual", ApproveManual, "", changes, false},
-		{"manual, no changes", ApproveManual, "", none, true},
+		{"auto", v1alpha1.ApprovePlanAuto, "", changes, true},
+		{"manual", v1alpha1.ApprovePlanManual, "", changes, false},
+		{"manual, no changes", v1alpha1.ApprovePlanManual, "", none, true},
 		{"its id", "p", "", changes, true},
 		{"another id", "q", "", changes, false},
-		{"regressed, auto", ApproveAuto, "the state is gone", changes, false},
-		{"regressed, auto, no changes", ApproveAuto, "the state has lineage L2", none, false},
-		{"regressed, manual, no changes", ApproveManual, "the state has lineage L2", none, false},
+		{"regressed, auto", v1alpha1.ApprovePlanAuto, "the state is gone", changes, false},
+		{"regressed, auto, no changes", v1alpha1.ApprovePlanAuto, "the state has lineage L2", none, false},
+		{"regressed, manual, no changes", v1alpha1.ApprovePlanManual, "the state has lineage L2", none, false},
 		{"regressed, another id", "q", "the state is gone", changes, false},
 		{"regressed, its id", "p", "the state is gone", changes, true},
 	}

@@ -22,7 +22,7 @@ func FuzzSynthesizedInput(f *testing.F) {
 		Resource: &lavav1.ResourceRef{Namespace: "ns", Name: "n", Uid: "u"}}
 	for _, ev := range []*lavav1.Synthesized{
 		{Envelope: env, Render: &lavav1.RenderRecord{TerraformJsonDigest: strings.Repeat("c", 64), BindingsDigest: strings.Repeat("b", 64)},
-			ArtifactDigest: strings.Repeat("d", 64), Engine: lavav1.Engine_ENGINE_TOFU, ApprovePlan: ApproveManual,
+			ArtifactDigest: strings.Repeat("d", 64), Engine: lavav1.Engine_ENGINE_TOFU, ApprovePlan: v1alpha1.ApprovePlanManual,
 			Providers: []*lavav1.ProviderRequirement{{Name: "testkit", Source: "example/testkit"}}},
 		{Envelope: env, Engine: lavav1.Engine(42)},
 	} {
@@ -46,7 +46,7 @@ func FuzzSynthesizedInput(f *testing.F) {
 		if e := pipeline.EngineProto(v1alpha1.Engine(in.engine)); e == lavav1.Engine_ENGINE_UNSPECIFIED {
 			t.Fatalf("engine %v became %q, which the applier does not run", ev.GetEngine(), in.engine)
 		}
-		if in.approve == "" || (ev.GetApprovePlan() == "" && in.approve != ApproveAuto) {
+		if in.approve == "" || (ev.GetApprovePlan() == "" && in.approve != v1alpha1.ApprovePlanAuto) {
 			t.Fatalf("approvePlan %q became %q", ev.GetApprovePlan(), in.approve)
 		}
 		if len(in.providers) != len(ev.GetProviders()) || in.generation != ev.GetEnvelope().GetGeneration() {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -26,16 +25,8 @@ import (
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
-// Approval values of approvePlan besides a plan id.
-const (
-	ApproveAuto   = "auto"
-	ApproveManual = "manual"
-)
-
 // maxMessageBytes bounds a Failed message.
 const maxMessageBytes = 8 << 10
-
-var planIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // work is the handling of one message for one resource, under its lease.
 type work struct {
@@ -222,7 +213,7 @@ func inputOf(ev *lavav1.Synthesized) input {
 		in.providers = append(in.providers, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource()})
 	}
 	if in.approve == "" {
-		in.approve = ApproveAuto
+		in.approve = v1alpha1.ApprovePlanAuto
 	}
 	return in
 }
@@ -256,12 +247,12 @@ func (w *work) reapply(ctx context.Context, ev *lavav1.ReapplyRequested) error {
 		return nil
 	}
 	in := input{generation: ev.GetEnvelope().GetGeneration(), engine: last.Engine, artifactDigest: last.ArtifactDigest,
-		terraformJSONDigest: last.TerraformJSONDigest, bindingsDigest: last.BindingsDigest, providers: last.Providers, approve: ApproveAuto}
+		terraformJSONDigest: last.TerraformJSONDigest, bindingsDigest: last.BindingsDigest, providers: last.Providers, approve: v1alpha1.ApprovePlanAuto}
 	switch {
 	case ev.GetPlanId() != "":
 		in.approve = ev.GetPlanId()
 	case ev.GetRequireApproval():
-		in.approve = ApproveManual
+		in.approve = v1alpha1.ApprovePlanManual
 	}
 	return w.planAndApply(ctx, in, 1)
 }
@@ -382,7 +373,7 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		w.rec.Held, w.rec.HeldGeneration = plan, in.generation
 		w.s.metrics.awaiting.Inc()
 		w.log.Info("plan held for approval", "plan_id", plan.PlanID, "approve_plan", in.approve, "state_regressed", in.regressed != "")
-		if planIDPattern.MatchString(in.approve) {
+		if engine.IsPlanID(in.approve) {
 			what := "is not a plan of this resource"
 			if slices.Contains(w.rec.Plans, in.approve) {
 				what = "is superseded: the rendered configuration, the bindings, the engine or the state changed since it was planned"
@@ -406,7 +397,7 @@ func approvedPlan(in input, plan *engine.PlanRecord) bool {
 	if in.approve == plan.PlanID {
 		return true
 	}
-	return in.regressed == "" && (in.approve == ApproveAuto || !plan.HasChanges)
+	return in.regressed == "" && (in.approve == v1alpha1.ApprovePlanAuto || !plan.HasChanges)
 }
 
 func (w *work) engineNames() []string {
@@ -511,7 +502,7 @@ func (w *work) plan(ctx context.Context, eng engine.Engine, in input) (*engine.P
 	// A plan that may be held for approval gets its reviewable body (`lava plan show`): every
 	// plan unless the policy is auto, and every plan against a regressed state.
 	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest,
-		Review: in.approve != ApproveAuto || in.regressed != ""})
+		Review: in.approve != v1alpha1.ApprovePlanAuto || in.regressed != ""})
 	w.observe(OpPlan, start, err)
 	return p, err
 }
