@@ -81,6 +81,10 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_attacks"}},
 	{"11d", "a $ binding interpolated 120,000 times: 41 GB allocated in synth",
 		[]string{"TestEval_valueAttacks"}},
+	{"12a", "a 4-million-digit string as a list index, in sum, jsondecode or yamldecode: a minute of CPU each",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"12b", "1e600000000 % 3 keeps a 2-billion-bit mantissa: out of memory",
+		[]string{"TestEvaluationLimits_attacks"}},
 }
 
 var (

@@ -207,6 +207,10 @@ func valueSize(v cty.Value, maxElems, maxBytes int64) (elems, bytes int64) {
 	return elems, bytes
 }
 
+// maxOrdinaryPrec is the mantissa precision in bits beyond which numberDigits counts a
+// number's precision as it counts its exponent.
+const maxOrdinaryPrec = 4096
+
 // numberDigits is how many more digits than an ordinary number's (40) the decimal text of a
 // known number has: about 0.3 per bit of its binary exponent, either way (a tiny number is
 // written with as many zeros).
@@ -218,6 +222,11 @@ func numberDigits(v cty.Value) int64 {
 	exp := int64(f.MantExp(nil))
 	if exp < 0 {
 		exp = -exp
+	}
+	// A mantissa far more precise than a parsed number's (go-cty parses with 512 bits) is held
+	// in memory whatever the value: 1e600000000 % 3 is 1 with 2 billion bits.
+	if p := int64(f.Prec()) - maxOrdinaryPrec; p > exp {
+		exp = p
 	}
 	return max(0, exp*30103/100000-40)
 }
@@ -417,15 +426,40 @@ func exactKey(v cty.Value) string {
 	return v.GoString()
 }
 
-// numberText refuses v, a value about to be converted to a number, when it is a known string
-// over MaxNumberText.
+// numberText refuses v, a value about to be read or used as a number, when it is a known
+// string whose leading number text ([numberPrefix]) is over MaxNumberText, or a known number
+// whose decimal text or precision is ([numberDigits]): math/big parses a decimal in time the
+// square of its digits, and arithmetic on a number of huge exponent keeps a mantissa of that
+// size (1e600000000 % 3 held 700 MB).
 func (b *budget) numberText(name string, v cty.Value) error {
 	u, _ := v.Unmark()
-	if u.Type() != cty.String || !u.IsKnown() || u.IsNull() || len(u.AsString()) <= MaxNumberText {
+	if !u.IsKnown() || u.IsNull() {
 		return nil
 	}
-	return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf(
-		"a string of %d bytes converted to a number, more than %d, the limit of a number's text", len(u.AsString()), MaxNumberText)})
+	switch u.Type() {
+	case cty.String:
+		if n := numberPrefix(u.AsString()); n > MaxNumberText {
+			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf(
+				"a string of %d bytes converted to a number, more than %d, the limit of a number's text", n, MaxNumberText)})
+		}
+	case cty.Number:
+		if d := numberDigits(u); d > MaxNumberText {
+			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf(
+				"a number of about %d digits in arithmetic, more than %d, the limit of a number's text", d+40, MaxNumberText)})
+		}
+	}
+	return nil
+}
+
+// numberPrefix is the length of the text at the start of s that a decimal parser reads as a
+// number before it can fail (digits, signs, a point, exponent letters, spaces): what it costs
+// to convert s. A long string that is no number costs nothing.
+func numberPrefix(s string) int {
+	i := 0
+	for i < len(s) && strings.IndexByte("0123456789+-.eE_ \t", s[i]) >= 0 {
+		i++
+	}
+	return i
 }
 
 // pairs charges the n²/2 type comparisons of unifying n element types; over the element
@@ -692,10 +726,25 @@ var prechecks = map[string]precheck{
 		n := int64(strings.Count(s, ",")+strings.Count(s, "\n")) + 1
 		return b.expect(name, 2*n+1, int64(len(s)))
 	},
+	"sum": func(b *budget, name string, args []cty.Value) error {
+		// sum converts each element to a number itself.
+		if len(args) == 0 || args[0] == cty.NilVal || !args[0].CanIterateElements() {
+			return nil
+		}
+		for it := args[0].ElementIterator(); it.Next(); {
+			if _, e := it.Element(); b.numberText(name, e) != nil {
+				return b.err()
+			}
+		}
+		return nil
+	},
 	"jsondecode": func(b *budget, name string, args []cty.Value) error {
 		s, ok := strArg(args, 0)
 		if !ok {
 			return nil
+		}
+		if n := jsonLongestNumber(s); n > MaxNumberText {
+			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf("a number of %d characters, more than %d, the limit of a number's text", n, MaxNumberText)})
 		}
 		if d := jsonDepth(s); d > MaxDecodeDepth {
 			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf("the document nests more than %d levels deep, the limit of a decoded document", MaxDecodeDepth)})
@@ -908,6 +957,32 @@ func regexpMatches(re *regexp.Regexp, s string) (n, size int64) {
 	return n, size
 }
 
+// jsonLongestNumber returns the length of the longest run of number characters outside the
+// strings of a JSON text: go-cty parses each number with math/big.
+func jsonLongestNumber(s string) int {
+	longest, run := 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case strings.IndexByte("0123456789+-.eE", c) >= 0:
+			run++
+			longest = max(longest, run)
+			continue
+		}
+		run = 0
+	}
+	return longest
+}
+
 // jsonDepth returns the deepest nesting of arrays and objects in a JSON text (brackets inside
 // strings do not count; an unbalanced text is measured as far as it goes).
 func jsonDepth(s string) int {
@@ -949,6 +1024,7 @@ func yamlExpanded(src string) (elems, size int64, err error) {
 	// chain is measured without expanding it either).
 	type count struct{ e, b, h int64 }
 	memo := map[*yaml.Node]count{}
+	tooLong := 0
 	var walk func(n *yaml.Node) count
 	walk = func(n *yaml.Node) count {
 		if n == nil {
@@ -964,6 +1040,10 @@ func yamlExpanded(src string) (elems, size int64, err error) {
 			c = walk(n.Alias)
 		case yaml.ScalarNode:
 			c.b, c.h = int64(len(n.Value)), 0
+			if n.Style == 0 && numberPrefix(n.Value) > MaxNumberText {
+				// A plain scalar that reads as a number is parsed with math/big.
+				tooLong = len(n.Value)
+			}
 		default:
 			for _, ch := range n.Content {
 				x := walk(ch)
@@ -977,6 +1057,9 @@ func yamlExpanded(src string) (elems, size int64, err error) {
 	// The document node counts a level of its own.
 	if c.h-1 > MaxDecodeDepth {
 		return 0, 0, fmt.Errorf("the document nests more than %d levels deep, the limit of a decoded document", MaxDecodeDepth)
+	}
+	if tooLong > 0 {
+		return 0, 0, fmt.Errorf("a number of %d characters, more than %d, the limit of a number's text", tooLong, MaxNumberText)
 	}
 	return c.e, c.b, nil
 }
@@ -1036,7 +1119,8 @@ func instrument(x hclsyntax.Expression) hclsyntax.Expression {
 				n.Val = check(n.Val, checkNumber, "operand")
 			}
 		case *hclsyntax.IndexExpr:
-			n.Collection, n.Key = built(n.Collection), built(n.Key)
+			// A list's index converts a string key to a number.
+			n.Collection, n.Key = built(n.Collection), check(built(n.Key), checkNumber, "index")
 		case *hclsyntax.SplatExpr:
 			n.Source = built(n.Source)
 		case *hclsyntax.RelativeTraversalExpr:

@@ -110,10 +110,11 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 		{"templatestring", `templatestring("$${setproduct(range(1024), range(1024), range(1024))}", {})`, nil,
 			"setproduct: the result would have 4294967296 elements"},
 		{"huge number", `1e600000000`, nil, "expression: the value has more than 16777216 bytes of text, the limit of one value"},
+		// Refused as an operand, before the product is computed (it was refused once built).
 		{"huge number in a template", `"n=${local.a * local.a}"`, map[string]string{"a": "${1e10000000}"},
-			"template: the value has more than 16777216 bytes of text, the limit of one value"},
+			"operand: a number of about 10000000 digits in arithmetic, more than 4096"},
 		{"huge number written out", `tostring(local.a * local.a)`, map[string]string{"a": "${1e10000000}"},
-			"argument of tostring: the value has more than 16777216 bytes of text, the limit of one value"},
+			"operand: a number of about 10000000 digits in arithmetic, more than 4096"},
 		// go-cty builds a type per level: 10,000 levels of JSON took 1.6 GB and 9 s; 400,000
 		// YAML brackets, minutes that could not be interrupted.
 		{"json nesting", `jsondecode("` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `")`, nil,
@@ -151,6 +152,17 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 		// numbers 1e15+i share one bucket, each compared with every other (40 s).
 		{"toset of numbers that hash alike", `length(toset(flatten([for i in range(50) : [for j in range(50) : 1e15 + i * 50 + j]])))`,
 			nil, "toset: putting 2500 elements into a set compares 3123750 pairs of them that hash alike"},
+		// The same digits through the paths a third trial found after the first fix.
+		{"a long string as a list index", `[1, 2][local.s]`, map[string]string{"s": `1${format("%04000000d", 0)}`},
+			"index: a string of 4000001 bytes converted to a number"},
+		{"sum of a long string", `sum([1, local.s])`, map[string]string{"s": `1${format("%04000000d", 0)}`},
+			"sum: a string of 4000001 bytes converted to a number"},
+		{"jsondecode of a long number", `jsondecode(local.s)`, map[string]string{"s": `1${format("%04000000d", 0)}`},
+			"jsondecode: a number of 4000001 characters, more than 4096"},
+		{"yamldecode of a long number", `yamldecode(local.s)`, map[string]string{"s": `1${format("%01000000d", 0)}`},
+			"yamldecode: a number of 1000001 characters, more than 4096"},
+		{"modulo of a huge exponent", `[1e600000000 % 3, 1e600000000 % 3, 1e600000000 % 3]`, nil,
+			"operand: a number of about 600000008 digits in arithmetic, more than 4096"},
 		{"tonumber of a long string", `tonumber("1${format("%04000000d", 0)}")`, nil,
 			"tonumber: a string of 4000001 bytes converted to a number, more than 4096"},
 		{"parseint of a long string", `parseint("1${format("%04000000d", 0)}", 10)`, nil,
@@ -225,6 +237,8 @@ func TestEvaluationLimits_legitimate(t *testing.T) {
 		`length(toset([for x in split(",", replace(format("%0100000d", 0), "0", ",")) : x])) + length(tolist([for x in range(1000) : {a = x}]))`,
 		`length(tomap({for i in range(1000) : "k${i}" => i})) + length(distinct([for x in range(1000) : x % 7]))`,
 		`format("%s=%d", format("%05000s", "x"), 3)`,
+		// A long key that is no number indexes a map.
+		`{(format("k%05000d", 0)) = 1}[format("k%05000d", 0)] + sum([1, "2"]) + jsondecode("{\"a\": [1.5e3]}").a[0]`,
 	} {
 		h := newMemHarness(t, t.TempDir())
 		if _, err := h.apply(t, outputDoc(t, expr, nil), nil); err != nil {

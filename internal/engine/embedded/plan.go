@@ -437,6 +437,9 @@ func expandIn(rc *ResourceConfig, ev *evalState, where string) (expansion, error
 		if !v.IsWhollyKnown() {
 			return expansion{}, fmt.Errorf("%s: count depends on values known only after apply", where)
 		}
+		if v.Type() == cty.String && numberPrefix(v.AsString()) > MaxNumberText {
+			return expansion{}, fmt.Errorf("%s: count must be a whole number (a string of %d digits is over the %d-byte limit of a number's text)", where, numberPrefix(v.AsString()), MaxNumberText)
+		}
 		n, err := convert.Convert(v, cty.Number)
 		if err != nil || n.IsNull() {
 			return expansion{}, fmt.Errorf("%s: count must be a whole number", where)
