@@ -743,10 +743,11 @@ var prechecks = map[string]precheck{
 		if !ok {
 			return nil
 		}
-		if n := jsonLongestNumber(s); n > MaxNumberText {
-			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf("a number of %d characters, more than %d, the limit of a number's text", n, MaxNumberText)})
+		d, digits := jsonShape(s)
+		if digits > MaxNumberText {
+			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf("a number of %d characters, more than %d, the limit of a number's text", digits, MaxNumberText)})
 		}
-		if d := jsonDepth(s); d > MaxDecodeDepth {
+		if d > MaxDecodeDepth {
 			return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf("the document nests more than %d levels deep, the limit of a decoded document", MaxDecodeDepth)})
 		}
 		// Every value but the first follows a comma, a colon or an opening bracket.
@@ -957,36 +958,11 @@ func regexpMatches(re *regexp.Regexp, s string) (n, size int64) {
 	return n, size
 }
 
-// jsonLongestNumber returns the length of the longest run of number characters outside the
-// strings of a JSON text: go-cty parses each number with math/big.
-func jsonLongestNumber(s string) int {
-	longest, run := 0, 0
-	inString, escaped := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case inString:
-			inString = c != '"'
-		case c == '"':
-			inString = true
-		case strings.IndexByte("0123456789+-.eE", c) >= 0:
-			run++
-			longest = max(longest, run)
-			continue
-		}
-		run = 0
-	}
-	return longest
-}
-
-// jsonDepth returns the deepest nesting of arrays and objects in a JSON text (brackets inside
-// strings do not count; an unbalanced text is measured as far as it goes).
-func jsonDepth(s string) int {
-	depth, deepest := 0, 0
+// jsonShape returns the deepest nesting of arrays and objects in a JSON text and the length
+// of its longest run of number characters (go-cty parses each number with math/big), both
+// outside strings; an unbalanced text is measured as far as it goes.
+func jsonShape(s string) (deepest, longestNumber int) {
+	depth, run := 0, 0
 	inString, escaped := false, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -1004,9 +980,14 @@ func jsonDepth(s string) int {
 			deepest = max(deepest, depth)
 		case c == ']' || c == '}':
 			depth--
+		case strings.IndexByte("0123456789+-.eE", c) >= 0:
+			run++
+			longestNumber = max(longestNumber, run)
+			continue
 		}
+		run = 0
 	}
-	return deepest
+	return deepest, longestNumber
 }
 
 // yamlExpanded counts the elements and scalar bytes of a YAML document with every alias
@@ -1020,7 +1001,7 @@ func yamlExpanded(src string) (elems, size int64, err error) {
 		return 0, 0, fmt.Errorf("the document cannot be read, so its size cannot be bounded (%v)", uerr)
 	}
 	// e elements and b bytes of text, h the levels of sequences and mappings of the expanded
-	// value, as jsonDepth counts brackets (an alias takes its anchor's: memoized, an alias
+	// value, as jsonShape counts brackets (an alias takes its anchor's: memoized, an alias
 	// chain is measured without expanding it either).
 	type count struct{ e, b, h int64 }
 	memo := map[*yaml.Node]count{}

@@ -146,28 +146,26 @@ func (e *evaluator) unknownVar(p Pos, name string) {
 // variable values) against MaxInterpolatedBytes, so loops and repeated variables cannot
 // multiply a large string or binding into an unbounded rendered JSON.
 func (e *evaluator) charge(p Pos, size int) bool {
-	e.interpd += size
-	if e.interpd <= MaxInterpolatedBytes {
-		return true
-	}
-	if !e.limitd {
-		e.limitd = true
-		e.errorf(p, "the architecture's strings exceed %d bytes (limit reached here)", MaxInterpolatedBytes)
-	}
-	e.full = true
-	return false
+	return e.within(p, &e.interpd, size, MaxInterpolatedBytes,
+		"the architecture's strings exceed %d bytes (limit reached here)")
 }
 
-// countValues counts n values built into the output against MaxValues; past it, the first
-// call reports the limit at p and evaluation stops.
+// countValues counts n values built into the output against MaxValues.
 func (e *evaluator) countValues(p Pos, n int) bool {
-	e.values += n
-	if e.values <= MaxValues {
+	return e.within(p, &e.values, n, MaxValues,
+		"the architecture's values exceed %d (strings, numbers, booleans, lists and map entries, loops included; limit reached here)")
+}
+
+// within adds n to *used and reports whether it stays within limit; past it, the first limit
+// reached is reported at p (format takes the limit) and evaluation stops.
+func (e *evaluator) within(p Pos, used *int, n, limit int, format string) bool {
+	*used += n
+	if *used <= limit {
 		return true
 	}
 	if !e.limitd {
 		e.limitd = true
-		e.errorf(p, "the architecture's values exceed %d (strings, numbers, booleans, lists and map entries, loops included; limit reached here)", MaxValues)
+		e.errorf(p, format, limit)
 	}
 	e.full = true
 	return false
