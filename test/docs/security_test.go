@@ -85,6 +85,12 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_attacks"}},
 	{"12b", "1e600000000 % 3 keeps a 2-billion-bit mantissa: out of memory",
 		[]string{"TestEvaluationLimits_attacks"}},
+	{"13a", "349,000 references to an undeclared name: 4 minutes in synth past the diagnostics' cap",
+		[]string{"TestEval_interpolationAttacks"}},
+	{"13b", "references expanding to \"\" in 10,000 loop passes: 2 minutes and 9.8 GB",
+		[]string{"TestEval_interpolationAttacks"}},
+	{"13c", "100,000 template sequences and 200,000 references in one string: quadratic check",
+		[]string{"TestSynthesize_manySequencesAndReferences"}},
 }
 
 var (

@@ -1,8 +1,10 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/policy"
@@ -410,5 +412,32 @@ func TestCheckPolicy_secretInAPath(t *testing.T) {
 		if got := policy.HideSensitive("<" + SensitiveTemplate(v) + ">"); got != "<(sensitive value)>" {
 			t.Errorf("HideSensitive(SensitiveTemplate(%q)) = %q", v, got)
 		}
+	}
+}
+
+// TestSynthesize_manySequencesAndReferences: a string of 100,000 "${ }" sequences and 200,000
+// "{e}" references, in a loop of four passes, within MaxValues. Checking whether each
+// reference stood inside a sequence scanned every sequence: 11.5 s a pass (found by a fifth
+// attack trial); the check now walks the sequences once per string. A watchdog far above the
+// time it takes catches the old behaviour.
+func TestSynthesize_manySequencesAndReferences(t *testing.T) {
+	src := `(deflava-architecture x :inputs ((:e "") (:l ("a" "b" "c" "d")))
+  :resources ((for-each ((i it) (enumerate l)) (terraform-data "r{i}" :input "` + strings.Repeat("${ }", 100_000) + strings.Repeat("{e}", 200_000) + `"))))`
+	done := make(chan error, 1)
+	go func() {
+		out, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "in.tlisp"})
+		if out == nil {
+			done <- fmt.Errorf("synthesize: %v", errorsOf(ds))
+			return
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("still synthesizing after 30s")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -714,5 +715,35 @@ func TestEval_valueAttacks(t *testing.T) {
 	// 240 KB; the quadratic rewrite allocated 4.7 GB (this test does not run in parallel, so the figure is its own).
 	if alloc := after.TotalAlloc - mid.TotalAlloc; alloc > 256<<20 {
 		t.Errorf("interpolating 40,000 references allocated %d MB; want far under 256 MB", alloc>>20)
+	}
+}
+
+// TestEval_interpolationAttacks: a fifth trial's sources of at most 1 MiB. 349,477 references
+// to an undeclared name in one string took 4 minutes (each error position rescanned the
+// string, after the diagnostics' cap too); a reference expanding to "" cost nothing, so
+// 10,000 loop passes over 349,000 of them took 2 minutes and 9.8 GB. The first now stops at the
+// cap (a watchdog far above its time catches the old behaviour), the second at MaxValues.
+func TestEval_interpolationAttacks(t *testing.T) {
+	src := `(deflava-architecture x :resources ((aws-vpc "a" :x "` + strings.Repeat("{q}", 349_000) + `")))`
+	done := make(chan Diagnostics, 1)
+	go func() {
+		_, diags := EvalArchitecture([]byte(src), Bindings{}, Options{File: "t.tlisp"})
+		done <- diags
+	}()
+	select {
+	case diags := <-done:
+		if n := len(diags.Errors()); n != MaxDiagnostics {
+			t.Errorf("%d errors, want the cap %d", n, MaxDiagnostics)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("349,000 unknown references still evaluating after 30s (the cap does not stop the string)")
+	}
+
+	empties := make([]string, 100)
+	src = `(deflava-architecture x :inputs ((:e "") (:l ()))
+  :resources ((for-each ((i it) (enumerate l)) (aws-vpc "a{i}" :x "` + strings.Repeat("{e}", 20_000) + `"))))`
+	_, diags := EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"e": ""}, Lists: map[string][]string{"l": empties}}, Options{File: "t.tlisp"})
+	if errs := diags.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "values exceed 1048576") {
+		t.Errorf("empty references in a loop: diags = %v; want the limit of values", errs)
 	}
 }

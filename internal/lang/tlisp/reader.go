@@ -23,7 +23,8 @@ const (
 	// architecture (16 MiB): literals, interpolations and variable values, loops included.
 	MaxInterpolatedBytes = 16 << 20
 	// MaxValues bounds the values one evaluation builds into the architecture: every string,
-	// number, boolean, list and map entry of every attribute, loops included (a map's keys count
+	// number, boolean, list and map entry of every attribute and every {reference}
+	// interpolated, loops included (a map's keys count
 	// as strings toward MaxInterpolatedBytes). Numbers and empty lists cost no string bytes, so
 	// without it a 200 KB source of integers repeated through nested loops built gigabytes.
 	MaxValues = 1 << 20
@@ -40,7 +41,7 @@ type Options struct {
 	SecretInputs map[string]bool
 	// TemplateSequences, when set, returns the byte ranges [start, end) of a string that lie
 	// inside a Terraform template sequence ("${…}" or "%{…}", quoted strings in it
-	// included). A "{NAME}" interpolated inside one is an error: the value would land in the
+	// included), in order and not overlapping. A "{NAME}" interpolated inside one is an error: the value would land in the
 	// source's own expression, where escaping cannot keep it data (a quote in it would end an
 	// HCL string). internal/lang/render sets it with hcl's template lexer; this package stays
 	// free of hcl (hack/depcheck.sh).

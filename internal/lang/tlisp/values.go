@@ -349,8 +349,13 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 	if e.sequences != nil && (strings.Contains(t, "${") || strings.Contains(t, "%{")) {
 		seqs = e.sequences(t)
 	}
-	i := 0
+	i, span := 0, 0
 	for i < len(t) {
+		if e.full {
+			// The diagnostics' cap or a limit was reached: nothing more is recorded, and
+			// working out positions for nothing costs the square of the string.
+			return "", false
+		}
 		j := strings.IndexByte(t[i:], '{')
 		if j < 0 {
 			b.WriteString(t[i:])
@@ -370,7 +375,15 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 			i = k + 1
 			continue
 		}
-		if inSpans(seqs, j) {
+		// Every reference counts toward MaxValues, whatever it expands to ("" too).
+		if !e.countValues(n.Pos, 1) {
+			return "", false
+		}
+		// seqs is in order and j only grows: span moves forward, never back.
+		for span < len(seqs) && seqs[span][1] <= j {
+			span++
+		}
+		if span < len(seqs) && j >= seqs[span][0] {
 			e.errorf(e.exprPos(n, j), "{%s} is inside a Terraform template sequence (${...} or %%{...}): a value is interpolated only into the string's text, where it stays data; bind it to a local and refer to the local there", expr)
 			ok = false
 			i = k + 1
@@ -395,16 +408,6 @@ func (e *evaluator) interp(n *Node) (string, bool) {
 		i = k + 1
 	}
 	return b.String(), e.charge(n.Pos, b.Len()) && ok
-}
-
-// inSpans reports whether off lies in one of the ranges [start, end).
-func inSpans(spans [][2]int, off int) bool {
-	for _, sp := range spans {
-		if off >= sp[0] && off < sp[1] {
-			return true
-		}
-	}
-	return false
 }
 
 // literalTail rewrites a run of "$" and "%" at the end of b as the interpolation of that run as
