@@ -3,7 +3,7 @@
 // upstream lava-eval's do, with a file:line:col position on every node and every diagnostic.
 //
 // The package imports only the standard library and internal/lang/arch. Evaluation is pure (no I/O,
-// clock or randomness), bounded (see [MaxSourceBytes], [MaxDepth], [MaxResources], [MaxValues],
+// clock or randomness), bounded (see [MaxSourceBytes], [MaxDepth], [MaxResources], [MaxValues], [MaxRecordFields],
 // [MaxIterations], [MaxInterpolatedBytes]) and never panics across its API: an internal failure
 // becomes a [Diagnostic].
 //

@@ -739,10 +739,22 @@ func TestEval_interpolationAttacks(t *testing.T) {
 		t.Fatal("349,000 unknown references still evaluating after 30s (the cap does not stop the string)")
 	}
 
+	// A record row of 10,000 fields: 10,000 loop variables every reference scanned.
+	wide := map[string]string{}
+	for i := range 10_000 {
+		wide[fmt.Sprint("f", i)] = "v"
+	}
+	src = `(deflava-architecture x :inputs ((:rs ()))
+  :resources ((for-each ((i r) (enumerate rs)) (aws-vpc "a{i}" :x "` + strings.Repeat("{r_f1}", 1000) + `"))))`
+	_, diags := EvalArchitecture([]byte(src), Bindings{Records: map[string][]map[string]string{"rs": {wide}}}, Options{File: "t.tlisp"})
+	if errs := diags.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "row 0 has 10000 fields, more than 256") {
+		t.Errorf("wide record: diags = %v; want the limit of a row's fields", errs)
+	}
+
 	empties := make([]string, 100)
 	src = `(deflava-architecture x :inputs ((:e "") (:l ()))
   :resources ((for-each ((i it) (enumerate l)) (aws-vpc "a{i}" :x "` + strings.Repeat("{e}", 20_000) + `"))))`
-	_, diags := EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"e": ""}, Lists: map[string][]string{"l": empties}}, Options{File: "t.tlisp"})
+	_, diags = EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"e": ""}, Lists: map[string][]string{"l": empties}}, Options{File: "t.tlisp"})
 	if errs := diags.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "values exceed 1048576") {
 		t.Errorf("empty references in a loop: diags = %v; want the limit of values", errs)
 	}

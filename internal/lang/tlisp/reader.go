@@ -28,6 +28,9 @@ const (
 	// as strings toward MaxInterpolatedBytes). Numbers and empty lists cost no string bytes, so
 	// without it a 200 KB source of integers repeated through nested loops built gigabytes.
 	MaxValues = 1 << 20
+	// MaxRecordFields bounds the fields of one row of a record input a for-each iterates:
+	// each is a loop variable, and every reference in the body is looked up among them.
+	MaxRecordFields = 256
 )
 
 // Options configure reading and evaluation.

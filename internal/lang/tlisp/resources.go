@@ -430,6 +430,11 @@ func (e *evaluator) evalForEach(n *Node) {
 			if e.full || !e.countIteration(n.Pos) {
 				return
 			}
+			if len(row) > MaxRecordFields {
+				// Each field is a loop variable every reference is looked up among.
+				e.errorf(src.Pos, "record input `%s`: row %d has %d fields, more than %d", name, i, len(row), MaxRecordFields)
+				return
+			}
 			e.loop = append(e.loop[:mark], loopVar{name: idxVar, value: strconv.Itoa(i)})
 			for f, v := range row {
 				e.loop = append(e.loop, loopVar{name: itemVar + "_" + f, value: v, secret: secret})
