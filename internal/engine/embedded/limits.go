@@ -426,6 +426,15 @@ func exactKey(v cty.Value) string {
 	return v.GoString()
 }
 
+// firstArgNumberText is the precheck of a function that reads its first argument as a number
+// (tonumber, parseint): [budget.numberText].
+func firstArgNumberText(b *budget, name string, args []cty.Value) error {
+	if len(args) == 0 || args[0] == cty.NilVal {
+		return nil
+	}
+	return b.numberText(name, args[0])
+}
+
 // numberText refuses v, a value about to be read or used as a number, when it is a known
 // string whose leading number text ([numberPrefix]) is over MaxNumberText, or a known number
 // whose decimal text or precision is ([numberDigits]): math/big parses a decimal in time the
@@ -635,18 +644,8 @@ var prechecks = map[string]precheck{
 		s, _ := strArg(args, 1)
 		return b.expect(name, 1, addSat(addSat(spaces, int64(len(s))), mulSat(spaces, int64(strings.Count(s, "\n")))))
 	},
-	"tonumber": func(b *budget, name string, args []cty.Value) error {
-		if len(args) == 0 || args[0] == cty.NilVal {
-			return nil
-		}
-		return b.numberText(name, args[0])
-	},
-	"parseint": func(b *budget, name string, args []cty.Value) error {
-		if len(args) == 0 || args[0] == cty.NilVal {
-			return nil
-		}
-		return b.numberText(name, args[0])
-	},
+	"tonumber": firstArgNumberText,
+	"parseint": firstArgNumberText,
 	"format":     formatPrecheck,
 	"formatlist": formatPrecheck,
 	"join": func(b *budget, name string, args []cty.Value) error {
