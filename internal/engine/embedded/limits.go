@@ -644,8 +644,8 @@ var prechecks = map[string]precheck{
 		s, _ := strArg(args, 1)
 		return b.expect(name, 1, addSat(addSat(spaces, int64(len(s))), mulSat(spaces, int64(strings.Count(s, "\n")))))
 	},
-	"tonumber": firstArgNumberText,
-	"parseint": firstArgNumberText,
+	"tonumber":   firstArgNumberText,
+	"parseint":   firstArgNumberText,
 	"format":     formatPrecheck,
 	"formatlist": formatPrecheck,
 	"join": func(b *budget, name string, args []cty.Value) error {
