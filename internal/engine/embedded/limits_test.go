@@ -143,7 +143,7 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 			"the limit of its regular expressions"},
 		// go-cty unifies a tuple's element types comparing every pair, and math/big parses a
 		// decimal number in the square of its digits: minutes of CPU no context interrupts,
-		// in every applier handler (the attack trial of 2026-12-06).
+		// in every applier handler.
 		{"toset of mixed types", `length(toset(local.mixed))`, map[string]string{"mixed": mixedTuple},
 			"toset: converting 100001 elements of different types compares every pair of them"},
 		{"setunion of mixed types", `length(setunion(local.mixed, []))`, map[string]string{"mixed": mixedTuple},
@@ -152,7 +152,7 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 		// numbers 1e15+i share one bucket, each compared with every other (40 s).
 		{"toset of numbers that hash alike", `length(toset(flatten([for i in range(50) : [for j in range(50) : 1e15 + i * 50 + j]])))`,
 			nil, "toset: putting 2500 elements into a set compares 3123750 pairs of them that hash alike"},
-		// The same digits through the paths a third trial found after the first fix.
+		// The same digits through every other path that reads a string as a number.
 		{"a long string as a list index", `[1, 2][local.s]`, map[string]string{"s": `1${format("%04000000d", 0)}`},
 			"index: a string of 4000001 bytes converted to a number"},
 		{"sum of a long string", `sum([1, local.s])`, map[string]string{"s": `1${format("%04000000d", 0)}`},

@@ -70,7 +70,7 @@ func TestCheckPolicy_attacks(t *testing.T) {
   :resources ((terraform-data "r" :input "${file(")))`,
 			want: []string{"does not parse, so it cannot be checked"}},
 		// hcl's parser recurses once per level: 100,000 levels overflow the stack, a fatal error
-		// that ended synth (the attack trial of 2026-12-06).
+		// that ends synth.
 		{name: "a template nested 100,000 levels", src: `(deflava-architecture x
   :resources ((terraform-data "r" :input "${` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}")))`,
 			want: []string{"in.tlisp:2:15: policy: resource terraform_data.r attribute input: This template nests more than 256 levels deep"}},
@@ -417,8 +417,8 @@ func TestCheckPolicy_secretInAPath(t *testing.T) {
 
 // TestSynthesize_manySequencesAndReferences: a string of 100,000 "${ }" sequences and 200,000
 // "{e}" references, in a loop of four passes, within MaxValues. Checking whether each
-// reference stood inside a sequence scanned every sequence: 11.5 s a pass (found by a fifth
-// attack trial); the check now walks the sequences once per string. A watchdog far above the
+// reference stood inside a sequence scanned every sequence: 11.5 s a pass; the check walks
+// the sequences once per string. A watchdog far above the
 // time it takes catches the old behaviour.
 func TestSynthesize_manySequencesAndReferences(t *testing.T) {
 	src := `(deflava-architecture x :inputs ((:e "") (:l ("a" "b" "c" "d")))

@@ -672,7 +672,7 @@ func TestEval_secretInputInNameIsError(t *testing.T) {
 	}
 }
 
-// TestEval_valueAttacks: what the attack trial of 2026-12-06 built with a small source. A
+// TestEval_valueAttacks: what a small source could build. A
 // 200 KB source of integers repeated through two nested loops (30 × 30 × 100,000 values, no
 // string bytes) took 4 GB before "fatal error: out of memory" in lava up; it is refused at
 // MaxValues. A binding "$" interpolated 40,000 times into one string allocated 4.7 GB
@@ -718,7 +718,7 @@ func TestEval_valueAttacks(t *testing.T) {
 	}
 }
 
-// TestEval_interpolationAttacks: a fifth trial's sources of at most 1 MiB. 349,477 references
+// TestEval_interpolationAttacks: sources of at most 1 MiB. 349,477 references
 // to an undeclared name in one string took 4 minutes (each error position rescanned the
 // string, after the diagnostics' cap too); a reference expanding to "" cost nothing, so
 // 10,000 loop passes over 349,000 of them took 2 minutes and 9.8 GB. The first now stops at the
