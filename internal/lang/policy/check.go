@@ -153,16 +153,17 @@ func (c *checker) expression(pos arch.Pos, path, s string, expr bool) {
 		c.add(pos, "rendered JSON %s: %s, in %q", path, d.Detail, clip(s))
 		return
 	}
+	// nestingRefused checked s both ways: hclsyntax may parse it directly.
 	var e hclsyntax.Expression
 	parsed := false
 	if expr {
 		var diags hcl.Diagnostics
-		e, diags = hclnest.ParseExpression([]byte(s), "attr", hcl.InitialPos)
+		e, diags = hclsyntax.ParseExpression([]byte(s), "attr", hcl.InitialPos)
 		parsed = !diags.HasErrors()
 	}
 	if !parsed && (strings.Contains(s, "${") || strings.Contains(s, "%{")) {
 		// A template that does not parse is visited as far as it parsed; the engine refuses it.
-		e, _ = hclnest.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
+		e, _ = hclsyntax.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
 	}
 	if e == nil {
 		return

@@ -152,9 +152,7 @@ type Watcher struct {
 	// informers will make ([watchedAccess]), checked before the manager starts.
 	rc     *rest.Config
 	access []authorizationv1.ResourceAttributes
-	// cache is the manager's cache as controller-runtime built it ([stopSafeCache] wraps it);
-	// stopped is closed when the context of [Watcher.Start] is done.
-	cache   *cache.Cache
+	// stopped is closed when the context of [Watcher.Start] is done ([stopSafeCache]).
 	stopped chan struct{}
 }
 
@@ -177,11 +175,9 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 		}
 	}
 	mo := o.managerOptions()
-	var built cache.Cache
 	stopped := make(chan struct{})
 	mo.NewCache = func(rc *rest.Config, opts cache.Options) (cache.Cache, error) {
 		c, err := cache.New(rc, opts)
-		built = c
 		return stopSafeCache{Cache: c, stopped: stopped}, err
 	}
 	mgr, err := ctrl.NewManager(o.RESTConfig, mo)
@@ -212,7 +208,7 @@ func New(ctx context.Context, o Config) (*Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{mgr: mgr, metrics: metrics, js: o.JetStream, rc: o.RESTConfig, access: access, cache: &built, stopped: stopped}, nil
+	return &Watcher{mgr: mgr, metrics: metrics, js: o.JetStream, rc: o.RESTConfig, access: access, stopped: stopped}, nil
 }
 
 // watchedAccess lists the list and watch requests the controller's informers make: every kind
@@ -475,7 +471,11 @@ func (w *Watcher) Ready(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if *w.cache == nil || !(*w.cache).WaitForCacheSync(cctx) {
+	c := w.mgr.GetCache()
+	if s, ok := c.(stopSafeCache); ok {
+		c = s.Cache // its own answer: the wrapper reports true once the watcher stopped
+	}
+	if !c.WaitForCacheSync(cctx) {
 		return errors.New("watcher: caches not synced")
 	}
 	return nil
