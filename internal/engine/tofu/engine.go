@@ -633,7 +633,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 		}
 		// terraform-exec's Apply would start the CLI with a parent-death signal: see runMutating.
 		err = r.step(ctx, "apply", e.cfg.Timeouts.Apply, func(sctx context.Context) error {
-			return r.runMutating(ctx, sctx, o, "apply", r.holder, p.StateDigest, "apply", "-no-color", "-auto-approve", "-input=false",
+			return r.runMutating(ctx, sctx, o, "apply", r.holder, p.StateDigest, "apply", "-json", "-no-color", "-auto-approve", "-input=false",
 				"-lock-timeout="+e.cfg.LockTimeout.String(), "-lock=true", "-parallelism=10", "-refresh=true", PlanFile)
 		})
 		if errors.Is(err, engine.ErrPlanStale) {
@@ -718,7 +718,7 @@ func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engin
 		return nil, err
 	}
 	if err := r.step(ctx, "destroy", e.cfg.Timeouts.Destroy, func(sctx context.Context) error {
-		return r.runMutating(ctx, sctx, o, "destroy", r.holder, rec.Digest, "destroy", "-no-color", "-auto-approve", "-input=false",
+		return r.runMutating(ctx, sctx, o, "destroy", r.holder, rec.Digest, "destroy", "-json", "-no-color", "-auto-approve", "-input=false",
 			"-lock-timeout="+e.cfg.LockTimeout.String(), "-lock=true", "-parallelism=10", "-refresh=true")
 	}); err != nil {
 		return nil, err

@@ -386,6 +386,13 @@ func TestEngine_failureTailIsRedacted(t *testing.T) {
 	}
 }
 
+// TestEngine_applyFailureMessage: a failed apply's error is the CLI's error summary, its tail
+// the CLI's diagnostics with the failing address, and none of the CLI's progress messages (apply
+// and destroy run with -json and only the diagnostics are kept).
+func TestEngine_applyFailureMessage(t *testing.T) {
+	checkApplyFailureMessage(t, newHarness(t, harnessOpts{}))
+}
+
 // TestEngine_Apply_timeout bounds a wedged apply: the step times out with a StepError wrapping
 // context.DeadlineExceeded, the CLI is interrupted gracefully and releases the lock.
 func TestEngine_Apply_timeout(t *testing.T) {

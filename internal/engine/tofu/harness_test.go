@@ -4,6 +4,8 @@ package tofu_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -221,5 +223,36 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkApplyFailureMessage applies a resource that fails on create after one that succeeds and
+// checks the StepError: the message is the error summary, the tail names the address, and no
+// progress output is in either.
+func checkApplyFailureMessage(t *testing.T, h *harness) {
+	t.Helper()
+	dir := t.TempDir()
+	js := fmt.Sprintf(`{"resource":{"testkit_file":{"ok":{"filename":%q,"content":"x"},"boom":{"filename":%q,"content":"x","fail_on_create":true,"depends_on":["testkit_file.ok"]}}}}`,
+		filepath.Join(dir, "ok.txt"), filepath.Join(dir, "boom.txt"))
+	p, err := h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(js)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p})
+	var se *engine.StepError
+	if !errors.As(err, &se) || se.Step != "apply" {
+		t.Fatalf("apply of a failing resource: %v, want a StepError of apply", err)
+	}
+	t.Logf("error: %v", err)
+	if msg := se.Err.Error(); strings.Contains(msg, "exit status") || !strings.Contains(msg, "fail_on_create") {
+		t.Errorf("message %q: want the CLI's error summary, not its exit status", msg)
+	}
+	if !strings.Contains(se.Tail, "with testkit_file.boom,") {
+		t.Errorf("tail %q does not name the failing address", se.Tail)
+	}
+	for _, progress := range []string{"Creating...", "Creation complete", "apply_start", `"@level"`} {
+		if strings.Contains(err.Error(), progress) {
+			t.Errorf("error %q has the CLI's progress output (%q)", err, progress)
+		}
 	}
 }

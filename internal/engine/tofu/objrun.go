@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -405,25 +406,21 @@ func (r *run) runMutating(ctx, sctx context.Context, o *objectDir, op, holder, s
 		}
 	}
 	// The record stays until the next operation: an errored.tfstate is judged with it.
-	if tail, rerr := readTail(filepath.Join(r.dir, outputFile), outputKeep); rerr == nil {
-		_, _ = r.out.Write(tail)
-	}
+	r.readDiagnostics(filepath.Join(r.dir, outputFile))
 	return err
 }
 
-// readTail returns the last n bytes of a file.
-func readTail(path string, n int64) ([]byte, error) {
+// readDiagnostics writes the diagnostics of a `-json` run's output file at path to r.out as
+// text, as [planStream] does for a plan: the progress messages are dropped, so a failed step's
+// message starts with the CLI's errors.
+func (r *run) readDiagnostics(path string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	off := max(fi.Size()-n, 0)
-	b := make([]byte, fi.Size()-off)
-	_, err = f.ReadAt(b, off)
-	return b, err
+	s := newPlanStream(r.out)
+	s.hideDetail = r.sensitive
+	_, _ = io.Copy(s, f)
+	s.flush()
 }

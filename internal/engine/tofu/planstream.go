@@ -3,6 +3,7 @@ package tofu
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -56,7 +57,16 @@ type uiMessage struct {
 		Severity string `json:"severity"`
 		Summary  string `json:"summary"`
 		Detail   string `json:"detail"`
-		Snippet  *struct {
+		// Address is the resource instance the diagnostic is about, when it is about one.
+		Address string `json:"address"`
+		// Range is where in the configuration, when the diagnostic has a source position.
+		Range *struct {
+			Filename string `json:"filename"`
+			Start    struct {
+				Line int `json:"line"`
+			} `json:"start"`
+		} `json:"range"`
+		Snippet *struct {
 			// Values are what OpenTofu says of each value the expression refers to; a
 			// sensitive one is "has a sensitive value".
 			Values []struct {
@@ -89,6 +99,16 @@ func (s *planStream) Write(p []byte) (int, error) {
 		s.partial = s.partial[i+1:]
 	}
 	return len(p), nil
+}
+
+// flush reads a last line that has no newline.
+func (s *planStream) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.partial) > 0 {
+		s.line(s.partial)
+		s.partial = nil
+	}
 }
 
 func (s *planStream) line(b []byte) {
@@ -129,7 +149,15 @@ func (s *planStream) line(b []byte) {
 		} else {
 			s.warnings = append(s.warnings, m.Diagnostic.Summary+": "+m.Diagnostic.Detail)
 		}
-		_, _ = io.WriteString(s.out, level+": "+m.Diagnostic.Summary+"\n\n"+m.Diagnostic.Detail+"\n")
+		// As the human output shows a diagnostic: summary, position lines, detail.
+		text := level + ": " + m.Diagnostic.Summary + "\n"
+		if rg := m.Diagnostic.Range; rg != nil && rg.Filename != "" {
+			text += fmt.Sprintf("  on %s line %d:\n", rg.Filename, rg.Start.Line)
+		}
+		if m.Diagnostic.Address != "" {
+			text += "  with " + m.Diagnostic.Address + ",\n"
+		}
+		_, _ = io.WriteString(s.out, text+"\n"+m.Diagnostic.Detail+"\n")
 	}
 }
 

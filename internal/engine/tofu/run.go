@@ -251,7 +251,11 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 	case strings.Contains(text, staleErrText):
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, engine.ErrPlanStale)}
 	}
-	msg := strings.TrimSpace(strings.SplitN(err.Error(), "\n", 2)[0])
+	// The CLI's first error summary says what failed; its exit status says nothing.
+	msg := errorSummary(out)
+	if msg == "" {
+		msg = strings.TrimSpace(strings.SplitN(err.Error(), "\n", 2)[0])
+	}
 	return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %s", r.e.cfg.Name, name, r.red.Redact(msg))}
 }
 

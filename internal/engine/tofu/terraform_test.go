@@ -63,3 +63,8 @@ func TestEngine_terraform_providerUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestEngine_terraformApplyFailureMessage is TestEngine_applyFailureMessage with Terraform.
+func TestEngine_terraformApplyFailureMessage(t *testing.T) {
+	checkApplyFailureMessage(t, newHarness(t, harnessOpts{bin: tofutest.Terraform(t), name: "terraform"}))
+}
