@@ -30,8 +30,9 @@ func (s Severity) Rank() int {
 }
 
 // DefaultCosmeticPrefixes returns the attribute prefixes whose updates are cosmetic by
-// default: "tags." and "labels.".
-func DefaultCosmeticPrefixes() []string { return []string{"tags.", "labels."} }
+// default: "tags.", "labels." and "metadata.0.labels." (a Kubernetes object's labels in the
+// kubernetes provider's metadata block).
+func DefaultCosmeticPrefixes() []string { return []string{"tags.", "labels.", "metadata.0.labels."} }
 
 // Classify gives a finding's severity (docs/dialect.md section 6.1): delete and replace are critical, create
 // is functional, an update is cosmetic when the attribute starts with one of prefixes, else

@@ -54,6 +54,11 @@ func driftFindings(p *Plan, prefixes []string) []engine.Finding {
 	var out []engine.Finding
 	for _, c := range p.Changes {
 		act := engine.Action(c.Action)
+		if c.Action == Create && c.Gone {
+			// Deleted out of band: creating it again makes a new object (a new id), as the
+			// tofu engine reports it (tofu.Findings).
+			act = engine.ActionReplace
+		}
 		switch c.Action {
 		case Create, Delete:
 			out = append(out, engine.Finding{Address: c.Addr, Attribute: "*", Change: act, Severity: engine.Classify(act, "*", prefixes)})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/enginetest"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
@@ -443,8 +444,9 @@ func TestEngine_sensitiveAndDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Findings) != 1 || rep.Findings[0].Address != "local_file.plain" || rep.Findings[0].Change != engine.ActionCreate ||
-		rep.MaxSeverity != engine.SeverityFunctional {
+	// Deleted out of band: a replacement, critical, as the tofu engine reports it.
+	if len(rep.Findings) != 1 || rep.Findings[0].Address != "local_file.plain" || rep.Findings[0].Change != engine.ActionReplace ||
+		rep.Findings[0].Attribute != "*" || rep.MaxSeverity != engine.SeverityCritical {
 		t.Errorf("drift = %+v", rep)
 	}
 	b, _ := json.Marshal(rep)
@@ -455,6 +457,29 @@ func TestEngine_sensitiveAndDrift(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "local_file.secret") {
 		t.Errorf("logs do not mention the resource at all; the test would prove nothing:\n%s", e.logs.String())
+	}
+}
+
+// TestEngine_driftCases: the out-of-band changes every engine family reports alike
+// (enginetest.DriftCases; the tofu engine's TestEngine_driftCases runs the same).
+func TestEngine_driftCases(t *testing.T) {
+	for _, c := range enginetest.DriftCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			e := newEnv(t)
+			dir := t.TempDir()
+			doc := enginetest.DriftDocument(dir)
+			if _, err := e.planApply(doc); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Change(dir); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: e.target(doc)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enginetest.CheckDrift(t, c, rep)
+		})
 	}
 }
 

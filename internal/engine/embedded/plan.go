@@ -57,6 +57,9 @@ type Change struct {
 	Each string
 	// Removed marks a Forget a removed block asked for (the object is kept, not destroyed).
 	Removed bool
+	// Gone marks a Create of an instance the state had and the refresh found deleted out of
+	// band (OpenTofu's resource_drift "delete"): a drift scan reports it as a replacement.
+	Gone bool
 	// ImportID is set when the instance is imported (an import block) before this change:
 	// Prior is the imported object.
 	ImportID string
@@ -647,6 +650,7 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 			if err != nil {
 				return err
 			}
+			c.Gone = prior.IsNull()
 			if in.Status == "tainted" && !prior.IsNull() {
 				replace, c.Reason = true, "the object is tainted"
 			}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/enginetest"
 	"github.com/lava-operator/lava/internal/engine/state"
 )
 
@@ -391,6 +392,30 @@ func TestEngine_failureTailIsRedacted(t *testing.T) {
 // and destroy run with -json and only the diagnostics are kept).
 func TestEngine_applyFailureMessage(t *testing.T) {
 	checkApplyFailureMessage(t, newHarness(t, harnessOpts{}))
+}
+
+// TestEngine_driftCases: the out-of-band changes every engine family reports alike
+// (enginetest.DriftCases; the embedded engine's TestEngine_driftCases runs the same).
+func TestEngine_driftCases(t *testing.T) {
+	for _, c := range enginetest.DriftCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{})
+			dir := t.TempDir()
+			doc := enginetest.DriftDocument(dir)
+			p := h.plan(doc)
+			if _, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Change(dir); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := h.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: h.target(doc)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			enginetest.CheckDrift(t, c, rep)
+		})
+	}
 }
 
 // TestEngine_Apply_timeout bounds a wedged apply: the step times out with a StepError wrapping

@@ -46,7 +46,7 @@ type Config struct {
 	// Holder names this replica in schedule claims and leases (unique per process).
 	Holder string
 	// CosmeticPrefixes are the attribute prefixes whose updates are cosmetic
-	// (nil: engine.DefaultCosmeticPrefixes, "tags." and "labels.").
+	// (nil: engine.DefaultCosmeticPrefixes).
 	CosmeticPrefixes []string
 	// DefaultInterval is the interval of a resource whose ResourceObserved was not seen
 	// (default 5m); MinInterval floors every interval (default 30s).

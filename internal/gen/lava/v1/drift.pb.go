@@ -42,7 +42,7 @@ type DriftFinding struct {
 	// True when observed and declared were redacted because the attribute is sensitive.
 	Sensitive bool `protobuf:"varint,6,opt,name=sensitive,proto3" json:"sensitive,omitempty"`
 	// Classification: DELETE and REPLACE critical; CREATE functional; UPDATE cosmetic under a
-	// cosmetic prefix (default "tags.", "labels."), functional otherwise.
+	// cosmetic prefix (default "tags.", "labels.", "metadata.0.labels."), functional otherwise.
 	Severity      Severity `protobuf:"varint,7,opt,name=severity,proto3,enum=lava.v1.Severity" json:"severity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
