@@ -266,6 +266,10 @@ func (s *synthesis) render() (*Output, tlisp.Diagnostics) {
 		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
 		return nil, s.diags
 	}
+	if ds := s.srcDiags(checkReferences(a, compact)); len(ds) > 0 {
+		s.diags = append(s.diags, ds...)
+		return nil, s.diags
+	}
 	rec, err := newRecord(s.in, s.src, a, compact)
 	if err != nil {
 		s.errorf(arch.Pos{}, "render record: %v", err)

@@ -759,3 +759,44 @@ func TestEval_interpolationAttacks(t *testing.T) {
 		t.Errorf("empty references in a loop: diags = %v; want the limit of values", errs)
 	}
 }
+
+// TestEval_forEachInList: a for-each element of a list value gives one element per iteration,
+// over a list input and a record input, nested, beside plain elements; its errors are those of
+// a resource loop.
+func TestEval_forEachInList(t *testing.T) {
+	t.Parallel()
+	a, _ := evalOK(t, `
+(deflava-architecture demo
+  :inputs ((:name "main") (:azs ("a" "b")) (:teams ()) (:empty ()))
+  :resources
+  ((for-each ((i az) (enumerate azs))
+     (aws-subnet "{name}-{i}" :availability-zone "{az}")))
+  :outputs (:ids ((for-each ((i az) (enumerate azs)) (ref aws-subnet "{name}-{i}" id)))
+            :mixed ("first" (for-each ((i az) (enumerate azs)) "{i}:{az}") "last")
+            :nested ((for-each ((i x) (enumerate azs)) (for-each ((j y) (enumerate azs)) "{x}{y}")))
+            :rows ((for-each ((i r) (enumerate teams)) "{r_name}={i}"))
+            :none ((for-each ((i e) (enumerate empty)) "{e}"))))`,
+		Bindings{Lists: map[string][]string{"empty": {}}, Records: map[string][]map[string]string{"teams": {{"name": "ops"}, {"name": "dev"}}}})
+	got, err := mapJSON(&a.Outputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ids":["${aws_subnet.main-0.id}","${aws_subnet.main-1.id}"],"mixed":["first","0:a","1:b","last"],` +
+		`"nested":["aa","ab","ba","bb"],"rows":["ops=0","dev=1"],"none":[]}`
+	if string(got) != want {
+		t.Errorf("outputs = %s\nwant      %s", got, want)
+	}
+	for _, tt := range []struct{ src, want string }{
+		{`((for-each ((i x) (enumerate nope)) "{x}"))`, "unknown var `nope`"},
+		// Alone in its list, a two-element (for-each B) reads as a tag pair (section 1.6).
+		{`("x" (for-each ((i x) (enumerate azs))))`, "expected a value after the binding"},
+		{`((for-each ((i x) (each azs)) "{x}"))`, "for-each iter != enumerate"},
+		{`((for-each ((i x) (enumerate azs)) "{y}"))`, "unknown var `y`"},
+	} {
+		msg := firstError(t, `(deflava-architecture demo :inputs ((:azs ("a")))
+  :resources ((null-resource "n")) :outputs (:o `+tt.src+`))`, Bindings{})
+		if !strings.Contains(msg, tt.want) {
+			t.Errorf("%s: %s, want %q", tt.src, msg, tt.want)
+		}
+	}
+}

@@ -374,6 +374,13 @@ func (e *evaluator) evalForEachMeta(n *Node) (*arch.Map, bool) {
 
 // evalForEach expands (for-each ((IDX ITEM) (enumerate SOURCE)) BODY).
 func (e *evaluator) evalForEach(n *Node) {
+	e.forEach(n, "a resource form", func(body *Node) { e.evalEntry(body, false) })
+}
+
+// forEach runs each for one iteration of the loop n, `(for-each ((IDX ITEM) (enumerate
+// SOURCE)) BODY)`, with the loop variables bound, passing BODY; what names the body expected
+// (for the error when it is missing). Errors are reported; each is not run after one.
+func (e *evaluator) forEach(n *Node, what string, each func(body *Node)) {
 	xs := n.List
 	if len(xs) < 2 || xs[1].Kind != NodeList || len(xs[1].List) < 2 {
 		p := n.Pos
@@ -406,7 +413,7 @@ func (e *evaluator) evalForEach(n *Node) {
 		return
 	}
 	if len(xs) < 3 {
-		e.errorf(n.Pos, "expected deflava-architecture form, got for-each body (expected a resource form after the binding)")
+		e.errorf(n.Pos, "expected deflava-architecture form, got for-each body (expected %s after the binding)", what)
 		return
 	}
 	if len(xs) > 3 {
@@ -439,7 +446,7 @@ func (e *evaluator) evalForEach(n *Node) {
 			for f, v := range row {
 				e.loop = append(e.loop, loopVar{name: itemVar + "_" + f, value: v, secret: secret})
 			}
-			e.evalEntry(body, false)
+			each(body)
 		}
 		return
 	}
@@ -449,7 +456,7 @@ func (e *evaluator) evalForEach(n *Node) {
 				return
 			}
 			e.loop = append(e.loop[:mark], loopVar{name: idxVar, value: strconv.Itoa(i)}, loopVar{name: itemVar, value: it, secret: secret})
-			e.evalEntry(body, false)
+			each(body)
 		}
 		return
 	}

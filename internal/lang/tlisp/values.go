@@ -266,14 +266,30 @@ func (e *evaluator) evalValue(n *Node) (arch.Value, bool) {
 	out := make([]arch.Value, 0, len(xs))
 	ok := true
 	for _, x := range xs {
-		v, vok := e.evalValue(x)
-		if !vok {
+		if !e.appendElement(&out, x) {
 			ok = false
-			continue
 		}
-		out = append(out, v)
 	}
 	return arch.List(out...), ok
+}
+
+// appendElement evaluates x, one element of a list value, onto out: a for-each gives one
+// element per iteration (its body another for-each: nested, flattened as resource loops are).
+func (e *evaluator) appendElement(out *[]arch.Value, x *Node) bool {
+	if x.Kind != NodeList || x.Head() != "for-each" {
+		v, ok := e.evalValue(x)
+		if ok {
+			*out = append(*out, v)
+		}
+		return ok
+	}
+	ok := true
+	e.forEach(x, "a value", func(body *Node) {
+		if !e.appendElement(out, body) {
+			ok = false
+		}
+	})
+	return ok
 }
 
 // isTagPairs reports whether every element is a 2-element list headed by a symbol.
