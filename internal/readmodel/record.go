@@ -63,6 +63,10 @@ type LastApplied struct {
 	// regressed; the artifact collection keeps it. Empty in records written before it existed.
 	StateDigest string    `json:"stateDigest,omitempty"`
 	AppliedAt   time.Time `json:"appliedAt"`
+	// Manual: the object's spec.approvePlan was not auto when this configuration was applied,
+	// so a re-apply of it (a drift correction) is held for approval whatever the remediation
+	// policy says.
+	Manual bool `json:"manual,omitempty"`
 }
 
 // RecordKey is the lava-state key of a resource's [Record]: "applier.<ns>.<name>".

@@ -174,9 +174,10 @@ func TestApplier_orphan(t *testing.T) {
 	}
 }
 
-// TestApplier_manualApproval: manual holds the plan; approving its id applies exactly it; an
-// id superseded by a spec change is refused (Planned awaiting the new id, then Failed
-// PlanSuperseded naming it) and nothing is applied until the new id is approved.
+// TestApplier_manualApproval: manual holds the plan; approving its id applies exactly it; the
+// applied id left in approvePlan through a spec change approves nothing and fails nothing (the
+// new plan awaits its own id); an id that never was a plan of the resource is refused as
+// PlanSuperseded; nothing is applied until the new id is approved.
 func TestApplier_manualApproval(t *testing.T) {
 	h := newHarness(t)
 	h.startApplier(applierOpts{})
@@ -204,25 +205,32 @@ func TestApplier_manualApproval(t *testing.T) {
 		t.Fatalf("ana.txt = %q", got)
 	}
 
-	// The spec changes while approvePlan still names the applied id: that id is superseded.
+	// The spec changes while approvePlan still names the applied id: the new plan waits.
 	h.observe(ns, name, 3, filesSpec(dir, "v2", held.GetPlanId(), "ana", "bo"))
 	fresh := await(h, ns, name, 2*time.Minute, gen[*lavav1.Planned](3))
-	refused := await(h, ns, name, time.Minute, gen[*lavav1.Failed](3))
 	if !fresh.GetAwaitingApproval() || fresh.GetPlanId() == held.GetPlanId() {
 		t.Errorf("Planned for the changed spec = %v, want a new id awaiting approval", fresh)
 	}
-	if refused.GetReason() != "PlanSuperseded" || refused.GetStage() != lavav1.Stage_STAGE_PLAN || refused.GetRetryable() ||
-		refused.GetPlanId() != held.GetPlanId() || !strings.Contains(refused.GetMessage(), "set spec.approvePlan to "+fresh.GetPlanId()) {
-		t.Errorf("Failed = %v, want PlanSuperseded for %s naming %s", refused, held.GetPlanId(), fresh.GetPlanId())
-	}
 	time.Sleep(time.Second)
 	if _, err := os.Stat(filepath.Join(dir, "bo.txt")); !os.IsNotExist(err) {
-		t.Fatal("a superseded approval applied the new plan")
+		t.Fatal("the applied plan's id approved the new plan")
+	}
+	if fs := events[*lavav1.Failed](h, ns, name); len(fs) != 0 {
+		t.Errorf("the applied id left in approvePlan failed the object: %v", fs)
+	}
+
+	// An id that never was a plan of this resource is refused.
+	unknown := strings.Repeat("0", 64)
+	h.observe(ns, name, 4, filesSpec(dir, "v2", unknown, "ana", "bo"))
+	refused := await(h, ns, name, time.Minute, gen[*lavav1.Failed](4))
+	if refused.GetReason() != "PlanSuperseded" || refused.GetStage() != lavav1.Stage_STAGE_PLAN || refused.GetRetryable() ||
+		refused.GetPlanId() != unknown || !strings.Contains(refused.GetMessage(), "set spec.approvePlan to "+fresh.GetPlanId()) {
+		t.Errorf("Failed = %v, want PlanSuperseded for %s naming %s", refused, unknown, fresh.GetPlanId())
 	}
 
 	// Approving the new id applies it.
-	h.observe(ns, name, 4, filesSpec(dir, "v2", fresh.GetPlanId(), "ana", "bo"))
-	applied4 := await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](4))
+	h.observe(ns, name, 5, filesSpec(dir, "v2", fresh.GetPlanId(), "ana", "bo"))
+	applied4 := await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](5))
 	if applied4.GetPlanId() != fresh.GetPlanId() || readFile(t, filepath.Join(dir, "bo.txt")) != "hello bo\n" {
 		t.Errorf("Applied = %v", applied4)
 	}
@@ -265,5 +273,45 @@ func TestApplier_reapply(t *testing.T) {
 	await(h, ns, name, 2*time.Minute, func(a *lavav1.Applied) bool { return a.GetSummary().GetAdd() == 1 })
 	if got := readFile(t, ana); got != "hello ana\n" {
 		t.Errorf("ana.txt after the re-apply = %q", got)
+	}
+}
+
+// TestApplier_reapplyUnderManualApproval: under approvePlan other than auto, a drift
+// correction the remediation policy would apply (AutoCorrect, no require_approval) is held for
+// approval like any plan; approving its id applies it.
+func TestApplier_reapplyUnderManualApproval(t *testing.T) {
+	h := newHarness(t)
+	h.startApplier(applierOpts{})
+	const ns, name = "demo", "manual-drift"
+	dir := t.TempDir()
+	ana := filepath.Join(dir, "ana.txt")
+	h.observe(ns, name, 1, filesSpec(dir, "v1", "manual", "ana"))
+	held := await(h, ns, name, 2*time.Minute, func(p *lavav1.Planned) bool { return p.GetAwaitingApproval() })
+	h.observe(ns, name, 2, filesSpec(dir, "v1", held.GetPlanId(), "ana"))
+	await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](2))
+
+	if err := os.Remove(ana); err != nil {
+		t.Fatal(err)
+	}
+	ev := &lavav1.ReapplyRequested{Envelope: envelope(ns, name, "uid-"+name, 2, "lava.v1.ReapplyRequested", eventid.CauseTrigger("drift-scan-1")),
+		Reason: "DriftAutoCorrect", Severity: lavav1.Severity_SEVERITY_FUNCTIONAL}
+	if _, err := h.pub.PublishEvent(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	correction := await(h, ns, name, 2*time.Minute, func(p *lavav1.Planned) bool {
+		return p.GetAwaitingApproval() && p.GetPlanId() != held.GetPlanId()
+	})
+	if correction.GetSummary().GetAdd() != 1 {
+		t.Errorf("drift correction plan %v, want the missing file planned", correction.GetSummary())
+	}
+	time.Sleep(time.Second)
+	if _, err := os.Stat(ana); !os.IsNotExist(err) || len(events[*lavav1.Applied](h, ns, name)) != 1 {
+		t.Fatalf("a drift correction was applied without approval (%v)", err)
+	}
+
+	h.observe(ns, name, 3, filesSpec(dir, "v1", correction.GetPlanId(), "ana"))
+	applied := await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](3))
+	if applied.GetPlanId() != correction.GetPlanId() || readFile(t, ana) != "hello ana\n" {
+		t.Errorf("Applied %v, want the approved correction %s", applied, correction.GetPlanId())
 	}
 }

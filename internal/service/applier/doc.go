@@ -26,11 +26,12 @@
 // whose approvePlan equals the held plan's id applies the held plan itself, after checking
 // that its inputs (rendered JSON, bindings, engine) and the state it was planned against are
 // unchanged. When they changed the approved id is superseded: the applier publishes Planned
-// (awaiting approval) for the new plan id and then Failed (stage PLAN, reason PlanSuperseded,
-// not retryable, plan_id the refused id, a message naming the new id). The watcher folds that
-// into phase Failed with Planned=False/PlanSuperseded and AwaitingApproval naming the new id,
-// and the Failed becomes a Kubernetes Event and an anomaly. A plan that changes nothing is
-// applied without approval (nothing can change).
+// (awaiting approval) for the new plan id and the object waits for it, as it does when the id
+// of an applied plan is left in approvePlan. Only an id that never was a plan of the resource
+// is refused: Failed (stage PLAN, reason PlanSuperseded, not retryable, plan_id the refused
+// id, a message naming the new id). A plan that changes nothing is applied without approval
+// (nothing can change). Under approvePlan other than auto a re-apply (a drift correction) is
+// held for approval whatever the remediation policy says (readmodel.LastApplied.Manual).
 //
 // # A lost or regressed state
 //

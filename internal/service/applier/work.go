@@ -195,6 +195,9 @@ type input struct {
 	bindingsDigest      string
 	providers           []engine.ProviderRequirement
 	approve             string
+	// manual: the object's spec.approvePlan is not auto, so a re-apply of this configuration
+	// (a drift correction) waits for approval too.
+	manual bool
 	// regressedFrom is the last applied plan id when the state regressed since that apply
 	// (engine.Target.RegressedFrom); regressed says what regressed.
 	regressedFrom, regressed string
@@ -215,6 +218,7 @@ func inputOf(ev *lavav1.Synthesized) input {
 	if in.approve == "" {
 		in.approve = v1alpha1.ApprovePlanAuto
 	}
+	in.manual = in.approve != v1alpha1.ApprovePlanAuto
 	return in
 }
 
@@ -247,11 +251,14 @@ func (w *work) reapply(ctx context.Context, ev *lavav1.ReapplyRequested) error {
 		return nil
 	}
 	in := input{generation: ev.GetEnvelope().GetGeneration(), engine: last.Engine, artifactDigest: last.ArtifactDigest,
-		terraformJSONDigest: last.TerraformJSONDigest, bindingsDigest: last.BindingsDigest, providers: last.Providers, approve: v1alpha1.ApprovePlanAuto}
+		terraformJSONDigest: last.TerraformJSONDigest, bindingsDigest: last.BindingsDigest, providers: last.Providers, approve: v1alpha1.ApprovePlanAuto,
+		manual: last.Manual}
 	switch {
 	case ev.GetPlanId() != "":
 		in.approve = ev.GetPlanId()
-	case ev.GetRequireApproval():
+	case ev.GetRequireApproval(), last.Manual:
+		// Under approvePlan other than auto nothing is applied without an approval of its
+		// plan id, a drift correction included.
 		in.approve = v1alpha1.ApprovePlanManual
 	}
 	return w.planAndApply(ctx, in, 1)
@@ -373,14 +380,13 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		w.rec.Held, w.rec.HeldGeneration = plan, in.generation
 		w.s.metrics.awaiting.Inc()
 		w.log.Info("plan held for approval", "plan_id", plan.PlanID, "approve_plan", in.approve, "state_regressed", in.regressed != "")
-		if engine.IsPlanID(in.approve) {
-			what := "is not a plan of this resource"
-			if slices.Contains(w.rec.Plans, in.approve) {
-				what = "is superseded: the rendered configuration, the bindings, the engine or the state changed since it was planned"
-			}
+		// An id that was a plan of this resource (applied, or superseded by a change) is no
+		// approval of this one and no error either: the object waits for the new id. Only an
+		// id that never was one of its plans is refused.
+		if engine.IsPlanID(in.approve) && !slices.Contains(w.rec.Plans, in.approve) && !slices.Contains(w.rec.Applied, in.approve) {
 			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &pipeline.Failure{Reason: v1alpha1.ReasonPlanSuperseded,
-				Message: fmt.Sprintf("spec.approvePlan %s %s; the current plan is %s (%d to add, %d to change, %d to destroy): set spec.approvePlan to %s to apply it",
-					in.approve, what, plan.PlanID, plan.Summary.Add, plan.Summary.Change, plan.Summary.Destroy, plan.PlanID)}, attempt, in.approve)
+				Message: fmt.Sprintf("spec.approvePlan %s is not a plan of this resource; the current plan is %s (%d to add, %d to change, %d to destroy): set spec.approvePlan to %s to apply it",
+					in.approve, plan.PlanID, plan.Summary.Add, plan.Summary.Change, plan.Summary.Destroy, plan.PlanID)}, attempt, in.approve)
 		}
 		return nil
 	}
@@ -567,7 +573,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 	w.rec.Last = &readmodel.LastApplied{PlanID: plan.PlanID, Engine: in.engine, ArtifactDigest: in.artifactDigest,
 		TerraformJSONDigest: in.terraformJSONDigest, BindingsDigest: in.bindingsDigest, Providers: in.providers,
 		Generation: in.generation, StateSerial: res.StateSerial, StateLineage: res.StateLineage, Resources: len(left),
-		AppliedAt: w.s.cfg.Now().UTC()}
+		AppliedAt: w.s.cfg.Now().UTC(), Manual: in.manual}
 	if after.Serial == res.StateSerial && after.Lineage == res.StateLineage {
 		// The body this apply left, which `lava state restore` puts back after a loss; kept
 		// from the artifact collection while it is the last applied one (LiveArtifacts).
