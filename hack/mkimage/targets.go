@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// target is one image: a binary of the repository and what goes with it.
+type target struct {
+	// name is the service's name, or "lava" for the CLI.
+	name string
+	// module is the directory of the Go module the binary is built in, relative to the
+	// repository; pkg is the package within it.
+	module, pkg string
+	// ports are the container ports the image declares.
+	ports []string
+	// engine marks the applier and drift: they carry the provider mirror (and OpenTofu when
+	// it is given).
+	engine bool
+}
+
+// image is the image's repository name: lava-<service>, or lava for the CLI.
+func (t target) image() string {
+	if t.name == "lava" {
+		return "lava"
+	}
+	return "lava-" + t.name
+}
+
+// binary is where the image holds the binary, its entrypoint.
+func (t target) binary() string { return "/usr/local/bin/" + t.image() }
+
+// targets returns every image, in the order `make images` builds them: the services (each
+// its own module under services/, built with GOWORK=off as a release is) and the CLI.
+func targets() []target {
+	metrics := []string{"9090/tcp", "9091/tcp"}
+	connect := []string{"8080/tcp", "9090/tcp", "9091/tcp"}
+	svc := func(name string, ports []string, engine bool) target {
+		return target{name: name, module: "services/" + name, pkg: ".", ports: ports, engine: engine}
+	}
+	return []target{
+		svc("watcher", metrics, false),
+		svc("synth", connect, false),
+		svc("applier", metrics, true),
+		svc("drift", metrics, true),
+		svc("viggy", metrics, false),
+		svc("anomaly", metrics, false),
+		svc("attest", connect, false),
+		{name: "lava", module: ".", pkg: "./cmd/lava"},
+	}
+}
+
+// goBuild builds t's binary into out: static (CGO_ENABLED=0), for linux/arch, with -trimpath
+// and no VCS stamp so that the same commit builds the same bytes, and without symbols (the
+// Dockerfiles' -ldflags="-s -w"). The module is built on its own (GOWORK=off), from its own
+// go.mod and go.sum. The environment's GOFLAGS (for example -p=1) still applies.
+func goBuild(ctx context.Context, repo string, t target, arch, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, t.pkg)
+	cmd.Dir = filepath.Join(repo, t.module)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s in %s: %w\n%s", t.pkg, t.module, err, stderr.Bytes())
+	}
+	return nil
+}
+
+// sourceInfo is what the images' labels and timestamps say about the source.
+type sourceInfo struct {
+	// revision is the commit, with "-dirty" appended when the work tree has changes.
+	revision string
+	// created is the time of every file and of the image: SOURCE_DATE_EPOCH when set, else
+	// the commit's time.
+	created time.Time
+}
+
+// readSource asks git in repo for the commit and its time.
+func readSource(ctx context.Context, repo string) (sourceInfo, error) {
+	git := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", repo}, args...)...)
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	var s sourceInfo
+	rev, err := git("rev-parse", "HEAD")
+	if err != nil {
+		return s, err
+	}
+	status, err := git("status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return s, err
+	}
+	s.revision = rev
+	if status != "" {
+		s.revision += "-dirty"
+	}
+	epoch := os.Getenv("SOURCE_DATE_EPOCH")
+	if epoch == "" {
+		if epoch, err = git("log", "-1", "--format=%ct", "HEAD"); err != nil {
+			return s, err
+		}
+	}
+	sec, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		return s, fmt.Errorf("source date epoch %q: %w", epoch, err)
+	}
+	s.created = time.Unix(sec, 0).UTC()
+	return s, nil
+}
+
+// engineValues are the chart's values of the applier and drift that decide where their image
+// holds the provider mirror and OpenTofu.
+type engineValues struct {
+	// ProviderDir is where the service reads the provider mirror (LAVA_PROVIDER_DIR).
+	ProviderDir string `yaml:"providerDir"`
+	// TofuBin is the OpenTofu binary the service runs (LAVA_TOFU_BIN); empty: engine tofu off.
+	TofuBin string `yaml:"tofuBin"`
+}
+
+// defaultTofuBin is where an image holds OpenTofu when the values set no tofuBin: the path
+// docs/install.md tells to set applier.tofuBin and drift.tofuBin to.
+const defaultTofuBin = "/usr/local/tofu/tofu"
+
+// readValues reads the applier's and drift's engineValues from the chart values file at p.
+func readValues(p string) (map[string]engineValues, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Applier engineValues `yaml:"applier"`
+		Drift   engineValues `yaml:"drift"`
+	}
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	out := map[string]engineValues{"applier": v.Applier, "drift": v.Drift}
+	for svc, ev := range out {
+		if !path.IsAbs(ev.ProviderDir) || path.Clean(ev.ProviderDir) != ev.ProviderDir || ev.ProviderDir == "/" {
+			return nil, fmt.Errorf("%s: %s.providerDir %q is not an absolute clean path below /", p, svc, ev.ProviderDir)
+		}
+		if ev.TofuBin == "" {
+			ev.TofuBin = defaultTofuBin
+		}
+		if !path.IsAbs(ev.TofuBin) || path.Clean(ev.TofuBin) != ev.TofuBin {
+			return nil, fmt.Errorf("%s: %s.tofuBin %q is not an absolute clean path", p, svc, ev.TofuBin)
+		}
+		out[svc] = ev
+	}
+	return out, nil
+}
