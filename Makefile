@@ -78,10 +78,19 @@ up: tools-tofu ## Run the main job: every example through lava up (embedded NATS
 SERVICES   ?= watcher synth applier drift viggy anomaly attest
 IMAGE_REPO ?= ghcr.io/lava-operator
 IMAGE_TAG  ?= dev
+# make images (hack/mkimage; docs/install.md "Build the images"): IMAGES picks the images (a
+# service's name, or lava for the CLI); IMAGES_DIR gets one tarball each and images.txt;
+# IMAGES_PROVIDERS are the provider mirror directories (OpenTofu filesystem-mirror layout) the
+# applier and drift images carry, by default hashicorp/local and the test provider (empty: none);
+# IMAGES_TOFU=1 adds OpenTofu to them. SOURCE_DATE_EPOCH, when set, replaces the commit's time.
+IMAGES           ?= $(SERVICES) lava
+IMAGES_DIR       ?= bin/images
+IMAGES_PROVIDERS ?= $(TOFU_DIR)/providers $(TESTKIT_DIR)
+IMAGES_TOFU      ?= 0
 .PHONY: images
-images: ## Build every service image and the lava CLI image (needs docker with BuildKit; see docs/install.md).
-	for s in $(SERVICES); do docker build -f services/$$s/Dockerfile -t $(IMAGE_REPO)/lava-$$s:$(IMAGE_TAG) .; done
-	docker build -f cmd/lava/Dockerfile -t $(IMAGE_REPO)/lava:$(IMAGE_TAG) .
+images: $(if $(or $(filter 1,$(IMAGES_TOFU)),$(filter $(TOFU_DIR)/providers,$(IMAGES_PROVIDERS))),tools-tofu) $(if $(filter $(TESTKIT_DIR),$(IMAGES_PROVIDERS)),tools-testkit) ## Build the OCI images of IMAGES (every service and the lava CLI) into IMAGES_DIR as tarballs, without docker (IMAGES_PROVIDERS, IMAGES_TOFU=1: see docs/install.md).
+	go run ./hack/mkimage -out $(IMAGES_DIR) -registry $(IMAGE_REPO) -tag $(IMAGE_TAG) \
+	  $(foreach d,$(IMAGES_PROVIDERS),-providers $(d)) $(if $(filter 1,$(IMAGES_TOFU)),-tofu $(TOFU_DIR)/bin/tofu) $(IMAGES)
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
