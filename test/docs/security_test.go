@@ -91,6 +91,10 @@ var attackTrial = []attack{
 		[]string{"TestEval_interpolationAttacks"}},
 	{"13c", "100,000 template sequences and 200,000 references in one string: quadratic check",
 		[]string{"TestSynthesize_manySequencesAndReferences"}},
+	{"14e", "a conditional over a 30,000-element tuple of two types: quadratic type unification, 14 GB",
+		[]string{"TestEvaluationLimits_attacks", "TestEvaluationLimits_legitimate"}},
+	{"14f", "unknown locals referring twice to the previous one, and == over long lists: 2^depth evaluations",
+		[]string{"TestEvaluationLimits_attacks", "TestEvaluationLimits_unknownLocalsEvaluatedOnce"}},
 }
 
 var (

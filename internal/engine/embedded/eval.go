@@ -31,9 +31,13 @@ type evalState struct {
 
 	mu     sync.RWMutex
 	values map[string]cty.Value
-	// locals are keyed by module instance path and name ("|name" in the root).
-	locals map[string]cty.Value
-	vars   cty.Value
+	// locals are keyed by module instance path and name ("|name" in the root), once wholly
+	// known; unknownLocals the others, each with the sets it was evaluated after: valid until
+	// the next [evalState.set], which may make it known.
+	locals        map[string]cty.Value
+	unknownLocals map[string]unknownLocal
+	sets          uint64
+	vars          cty.Value
 	// modVars are the module instances' var objects, by path, once wholly known.
 	modVars map[string]cty.Value
 	// pathVal and tfVal are path.* and terraform.*.
@@ -55,17 +59,26 @@ func newEvalState(cfg *Config, b *budget) *evalState {
 		root = &modScope{cfg: cfg}
 	}
 	return &evalState{cfg: cfg, budget: b, funcs: b.functions(), root: root, values: map[string]cty.Value{}, locals: map[string]cty.Value{},
-		modVars: map[string]cty.Value{},
-		vars:    cty.EmptyObjectVal,
-		pathVal: cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.StringVal(workingDir())}),
-		tfVal:   cty.ObjectVal(map[string]cty.Value{"workspace": cty.StringVal("default")}),
+		unknownLocals: map[string]unknownLocal{},
+		modVars:       map[string]cty.Value{},
+		vars:          cty.EmptyObjectVal,
+		pathVal:       cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal("."), "root": cty.StringVal("."), "cwd": cty.StringVal(workingDir())}),
+		tfVal:         cty.ObjectVal(map[string]cty.Value{"workspace": cty.StringVal("default")}),
 	}
 }
 
 func (e *evalState) set(addr string, v cty.Value) {
 	e.mu.Lock()
 	e.values[addr] = v
+	e.sets++
 	e.mu.Unlock()
+}
+
+// unknownLocal is a local's value that is not wholly known, and the count of sets it was
+// evaluated after.
+type unknownLocal struct {
+	v    cty.Value
+	sets uint64
 }
 
 // instance is what count.index, each.key, each.value and self mean in one evaluation
@@ -325,7 +338,14 @@ func (e *evalState) local(sc *modScope, name string, depth int) (cty.Value, erro
 	key := sc.path + "|" + name
 	e.mu.RLock()
 	v, ok := e.locals[key]
+	u, uok := e.unknownLocals[key]
+	sets := e.sets
 	e.mu.RUnlock()
+	if uok && u.sets == sets {
+		// Evaluated since the last value was set: evaluating it again gives the same (a local
+		// that refers to another twice would otherwise double the work at every level).
+		v, ok = u.v, true
+	}
 	if ok {
 		return v, nil
 	}
@@ -344,11 +364,13 @@ func (e *evalState) local(sc *modScope, name string, depth int) (cty.Value, erro
 	if diags.HasErrors() {
 		return cty.NilVal, diagError(sc.prefix()+"local."+name, diags)
 	}
+	e.mu.Lock()
 	if v.IsWhollyKnown() {
-		e.mu.Lock()
 		e.locals[key] = v
-		e.mu.Unlock()
+	} else {
+		e.unknownLocals[key] = unknownLocal{v: v, sets: sets}
 	}
+	e.mu.Unlock()
 	return v, nil
 }
 

@@ -1066,6 +1066,9 @@ func instrument(x hclsyntax.Expression) hclsyntax.Expression {
 		case *hclsyntax.ForExpr:
 			n.CollExpr = check(built(n.CollExpr), checkIterate, "for expression")
 			n.ValExpr = checked("for expression", n.ValExpr)
+			if n.KeyExpr != nil {
+				n.KeyExpr = built(n.KeyExpr)
+			}
 			if n.CondExpr != nil {
 				n.CondExpr = built(n.CondExpr)
 			}
@@ -1090,8 +1093,13 @@ func instrument(x hclsyntax.Expression) hclsyntax.Expression {
 			n.Condition, n.TrueResult, n.FalseResult = built(n.Condition), built(n.TrueResult), built(n.FalseResult)
 		case *hclsyntax.BinaryOpExpr:
 			n.LHS, n.RHS = built(n.LHS), built(n.RHS)
-			if numericOp(n.Op) {
+			switch {
+			case numericOp(n.Op):
 				n.LHS, n.RHS = check(n.LHS, checkNumber, "operand"), check(n.RHS, checkNumber, "operand")
+			case n.Op == hclsyntax.OpEqual || n.Op == hclsyntax.OpNotEqual:
+				// go-cty's equality walks both operands whole (and their marks): each
+				// comparison is charged their elements and text.
+				n.LHS, n.RHS = checked("operand of a comparison", n.LHS), checked("operand of a comparison", n.RHS)
 			}
 		case *hclsyntax.UnaryOpExpr:
 			n.Val = built(n.Val)
@@ -1115,9 +1123,12 @@ func instrument(x hclsyntax.Expression) hclsyntax.Expression {
 }
 
 // built is x as a checked value when x builds one (a tuple, an object, a for expression, a
-// template of several parts), else x.
+// template of several parts), a conditional whose result types are unified under the budget
+// ([condExpr]), else x.
 func built(x hclsyntax.Expression) hclsyntax.Expression {
 	switch x := x.(type) {
+	case *hclsyntax.ConditionalExpr:
+		return condExpr{x}
 	case *hclsyntax.TupleConsExpr:
 		return check(x, checkValue, "tuple")
 	case *hclsyntax.ObjectConsExpr:
@@ -1134,6 +1145,9 @@ func built(x hclsyntax.Expression) hclsyntax.Expression {
 
 // checked is x as a checked value (a literal needs no check).
 func checked(what string, x hclsyntax.Expression) hclsyntax.Expression {
+	if c, ok := x.(*hclsyntax.ConditionalExpr); ok {
+		x = condExpr{c}
+	}
 	switch c := x.(type) {
 	case *hclsyntax.LiteralValueExpr:
 		return x
@@ -1333,4 +1347,117 @@ func collLen(args []cty.Value, i int) int64 {
 		return 0
 	}
 	return int64(args[i].LengthInt())
+}
+
+// condExpr is a conditional whose two results' types are unified under the budget: hcl unifies
+// them with go-cty's convert.UnifyUnsafe, which, for two tuples of different lengths, sorts
+// every element type of both against every other (pairwise, memory growing with the square,
+// and no context is checked: 60,000 elements of two types took gigabytes). It evaluates the
+// results itself, turns two tuples of different lengths whose elements all have one type into
+// the lists hcl would unify them to (without the sort), charges the unification of any other
+// two different types carrying more than [condFreeTypes] element types by the square of their
+// count ([budget.pairs]), and leaves the rest (condition, marks, unknowns, errors) to hcl's
+// own ConditionalExpr over the two values. It embeds the original, so walks of the syntax tree
+// still reach its children.
+type condExpr struct {
+	*hclsyntax.ConditionalExpr
+}
+
+// condFreeTypes is how many element types two different result types may carry before their
+// unification is charged.
+const condFreeTypes = 64
+
+func (x condExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	tv, tdiags := x.TrueResult.Value(ctx)
+	fv, fdiags := x.FalseResult.Value(ctx)
+	if !tdiags.HasErrors() && !fdiags.HasErrors() {
+		tv, fv = sameTypeLists(tv, fv)
+		if b := budgetOf(ctx); b != nil && !tv.Type().Equals(fv.Type()) &&
+			addSat(elementTypes(tv.Type(), condFreeTypes+1), elementTypes(fv.Type(), condFreeTypes+1)) > condFreeTypes {
+			if err := b.pairs("conditional", addSat(elementTypes(tv.Type(), EvalElements), elementTypes(fv.Type(), EvalElements))); err != nil {
+				return cty.DynamicVal, hcl.Diagnostics{stopDiag(err, x.Range())}
+			}
+		}
+	}
+	// hcl reports the diagnostics of the result it selects only.
+	inner := &hclsyntax.ConditionalExpr{Condition: x.Condition, SrcRange: x.SrcRange,
+		TrueResult:  resultExpr{&hclsyntax.LiteralValueExpr{Val: tv, SrcRange: x.TrueResult.Range()}, tdiags},
+		FalseResult: resultExpr{&hclsyntax.LiteralValueExpr{Val: fv, SrcRange: x.FalseResult.Range()}, fdiags}}
+	return inner.Value(ctx)
+}
+
+// resultExpr is a conditional's result already evaluated: its value and diagnostics.
+type resultExpr struct {
+	*hclsyntax.LiteralValueExpr
+	diags hcl.Diagnostics
+}
+
+func (x resultExpr) Value(*hcl.EvalContext) (cty.Value, hcl.Diagnostics) { return x.Val, x.diags }
+
+// sameTypeLists returns two tuple values of different lengths whose elements all have one
+// known type T as lists of T, the type go-cty unifies them to, and any other two values as they
+// are.
+func sameTypeLists(a, b cty.Value) (cty.Value, cty.Value) {
+	at, bt := a.Type(), b.Type()
+	if !at.IsTupleType() || !bt.IsTupleType() || len(at.TupleElementTypes()) == len(bt.TupleElementTypes()) {
+		return a, b
+	}
+	var elem cty.Type
+	for _, t := range append(slices.Clone(at.TupleElementTypes()), bt.TupleElementTypes()...) {
+		switch {
+		case t == cty.DynamicPseudoType:
+			return a, b
+		case elem == cty.NilType:
+			elem = t
+		case !t.Equals(elem):
+			return a, b
+		}
+	}
+	if elem == cty.NilType {
+		return a, b // two empty tuples have the same length
+	}
+	return tupleAsList(a, elem), tupleAsList(b, elem)
+}
+
+// tupleAsList is the tuple v, whose elements all have type elem, as a list of elem.
+func tupleAsList(v cty.Value, elem cty.Type) cty.Value {
+	u, marks := v.Unmark()
+	switch {
+	case u.IsNull():
+		return cty.NullVal(cty.List(elem)).WithMarks(marks)
+	case !u.IsKnown():
+		return cty.UnknownVal(cty.List(elem)).WithMarks(marks)
+	case u.LengthInt() == 0:
+		return cty.ListValEmpty(elem).WithMarks(marks)
+	}
+	return cty.ListVal(u.AsValueSlice()).WithMarks(marks)
+}
+
+// elementTypes counts the element types inside t, deep (a tuple's elements, an object's
+// attributes and a collection's element type, and theirs), up to limit.
+func elementTypes(t cty.Type, limit int64) int64 {
+	var n int64
+	var walk func(t cty.Type)
+	walk = func(t cty.Type) {
+		if n >= limit {
+			return
+		}
+		switch {
+		case t.IsTupleType():
+			for _, e := range t.TupleElementTypes() {
+				n++
+				walk(e)
+			}
+		case t.IsObjectType():
+			for _, e := range t.AttributeTypes() {
+				n++
+				walk(e)
+			}
+		case t.IsCollectionType():
+			n++
+			walk(t.ElementType())
+		}
+	}
+	walk(t)
+	return min(n, limit)
 }

@@ -174,6 +174,20 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 		{"a long string for a numeric verb", `format("%d", "1${format("%04000000d", 0)}")`, nil,
 			"format: a string of 4000001 bytes converted to a number"},
 		{"split", `split("", local.s)`, map[string]string{"s": "${" + big(1<<20) + "}"}, "split: the result would have 1048577 elements"},
+		// A conditional unifies its results' types: go-cty sorted the 30,001 element types of
+		// two tuples of different lengths pairwise (80 s and 14 GB allocated, not interrupted).
+		{"conditional over a tuple of two types", `length(true ? local.a : [true])`, map[string]string{
+			"a": `${jsondecode("[${replace(format("%015000d", 0), "0", "1,\"a\",")}0]")}`},
+			"conditional: converting 30002 elements of different types compares every pair of them"},
+		{"conditional nested in a tuple", `length(true ? [local.a] : [[true]])`, map[string]string{
+			"a": `${jsondecode("[${replace(format("%015000d", 0), "0", "1,\"a\",")}0]")}`},
+			"conditional: converting 30004 elements of different types"},
+		// == walks both operands whole (and their marks): about 10 ms a comparison of two lists
+		// of 100,000 elements, charged nothing.
+		{"comparisons of long lists", `length([for i in range(64) : local.a == local.b])`, map[string]string{
+			"a": `${split("", format("%100000s", ""))}`,
+			"b": `${split("", format("%100000s", ""))}`},
+			"this plan or apply would build or visit more than 1048576 elements"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,6 +251,9 @@ func TestEvaluationLimits_legitimate(t *testing.T) {
 		`length(toset([for x in split(",", replace(format("%0100000d", 0), "0", ",")) : x])) + length(tolist([for x in range(1000) : {a = x}]))`,
 		`length(tomap({for i in range(1000) : "k${i}" => i})) + length(distinct([for x in range(1000) : x % 7]))`,
 		`format("%s=%d", format("%05000s", "x"), 3)`,
+		// A conditional over a long tuple of one type and an empty one unifies in one pass.
+		`length(true ? [for x in split(",", replace(format("%0100000d", 0), "0", ",")) : x] : []) + length(false ? [] : [for i in range(1000) : {a = i}])`,
+		`length(true ? [1, "a"] : [2, "b"]) + (["a", "b"] == ["a", "b"] ? 1 : 0)`,
 		// A long key that is no number indexes a map.
 		`{(format("k%05000d", 0)) = 1}[format("k%05000d", 0)] + sum([1, "2"]) + jsondecode("{\"a\": [1.5e3]}").a[0]`,
 	} {
@@ -331,5 +348,32 @@ func TestNesting_attacks(t *testing.T) {
 				t.Errorf("error %.300q; want %q at its position in main.tf.json", msg, tt.want)
 			}
 		})
+	}
+}
+
+// TestEvaluationLimits_unknownLocalsEvaluatedOnce: a local whose value is known only after
+// apply is evaluated once while no value changes, as a known one is: 24 locals that each refer
+// to the previous one twice were evaluated 2^24 times (each building a two-element tuple, so
+// the plan was refused past the element budget; with costlier locals it ran for the handler's
+// whole deadline).
+func TestEvaluationLimits_unknownLocalsEvaluatedOnce(t *testing.T) {
+	t.Parallel()
+	locals := map[string]string{"c0": "${[terraform_data.x.id, terraform_data.x.id]}"}
+	for i := 1; i <= 24; i++ {
+		locals[fmt.Sprintf("c%d", i)] = fmt.Sprintf("${[local.c%d[0], local.c%d[1]]}", i-1, i-1)
+	}
+	doc, err := json.Marshal(map[string]any{
+		"locals": locals,
+		"resource": map[string]any{"terraform_data": map[string]any{
+			"x": map[string]any{"input": "x"},
+			"y": map[string]any{"input": "${length(local.c24)}"},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newMemHarness(t, t.TempDir())
+	if _, err := h.apply(t, string(doc), nil); err != nil {
+		t.Fatalf("plan and apply of a chain of unknown locals: %v", err)
 	}
 }
