@@ -1,13 +1,16 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -297,5 +300,52 @@ func TestRedactor_forms(t *testing.T) {
 	// A short line ("ab") is not redacted on its own, so unrelated text survives.
 	if got := r.Redact("tab stop"); got != "tab stop" {
 		t.Errorf("short line redacted: %q", got)
+	}
+}
+
+// TestRedactor_manySecretsAttack: a tenant binds a Secret of 16,000 keys (and one value of
+// 20,000 lines); every failure message is redacted of all their forms. The forms are kept once
+// each (counted), and a message is scrubbed of them all. Each Add compared every form with
+// every form kept so far, and Redact replaced them one after the other: 21 s for the 16,000
+// values. The context is a guard against a hang only.
+func TestRedactor_manySecretsAttack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var values []string
+	for i := range 16000 {
+		values = append(values, fmt.Sprintf("\x01${\xfb%05d", i))
+	}
+	var lines strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&lines, "line-of-a-key-%05d\n", i)
+	}
+	values = append(values, lines.String())
+	done := make(chan *engine.Redactor, 1)
+	go func() {
+		r := engine.NewRedactor(values...)
+		r.Add(values...) // again: nothing new
+		done <- r
+	}()
+	var r *engine.Redactor
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t.Fatal("building the redactor did not end")
+	}
+	distinct := map[string]bool{}
+	for _, v := range values {
+		for _, f := range engine.Forms(v) {
+			distinct[f] = true
+		}
+	}
+	if r.Len() != len(distinct) {
+		t.Fatalf("%d forms kept, want the %d distinct ones", r.Len(), len(distinct))
+	}
+	msg := fmt.Sprintf("error: %q, %s and line-of-a-key-19999", values[15999], base64.StdEncoding.EncodeToString([]byte(values[7])))
+	got := r.Redact(msg)
+	for _, leak := range []string{"15999", "line-of-a-key", base64.StdEncoding.EncodeToString([]byte(values[7]))[:8]} {
+		if strings.Contains(got, leak) {
+			t.Errorf("Redact(%q) = %q: %q remains", msg, got, leak)
+		}
 	}
 }

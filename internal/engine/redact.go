@@ -1,24 +1,31 @@
 package engine
 
 import (
-	"cmp"
 	"encoding/base64"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/lava-operator/lava/internal/platform/scrub"
 )
 
 // RedactedText replaces a secret in error text.
 const RedactedText = "(redacted)"
 
-// Redactor scrubs secret values from text. The zero value redacts nothing.
+// Redactor scrubs secret values from text. The zero value redacts nothing. A Redactor is safe
+// for concurrent use.
 type Redactor struct {
-	secrets []string
+	mu sync.Mutex
+	// forms are the distinct forms of the secrets added, seen holds them as a set.
+	forms []string
+	seen  map[string]bool
+	// set finds forms in text; nil after an Add until the next Redact builds it.
+	set *scrub.Set
 }
 
 // NewRedactor returns a Redactor for the given secrets (empty strings are ignored).
@@ -28,19 +35,35 @@ func NewRedactor(secrets ...string) *Redactor {
 	return r
 }
 
-// Add adds secrets; longer secrets are replaced first so one containing another is hidden whole.
-// Each secret is also added in the forms it takes when carried by other text ([Forms]): JSON-
-// and Go-escaped, base64 (standard and URL alphabets, padded or not) and, for a multi-line
-// secret, each of its lines of [MinLineBytes] or more.
+// Add adds secrets. Each secret is also added in the forms it takes when carried by other text
+// ([Forms]): JSON- and Go-escaped, base64 (standard and URL alphabets, padded or not) and, for
+// a multi-line secret, each of its lines of [MinLineBytes] or more. Its cost is linear in the
+// size of the forms; the search structure is built once, at the next [Redactor.Redact].
 func (r *Redactor) Add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
 	for _, s := range secrets {
 		for _, f := range Forms(s) {
-			if !slices.Contains(r.secrets, f) {
-				r.secrets = append(r.secrets, f)
+			if !r.seen[f] {
+				r.seen[f] = true
+				r.forms = append(r.forms, f)
+				r.set = nil
 			}
 		}
 	}
-	slices.SortStableFunc(r.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+}
+
+// Len returns the number of distinct forms of the secrets added.
+func (r *Redactor) Len() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.forms)
 }
 
 // MinLineBytes is the shortest line of a multi-line secret that is redacted on its own: a
@@ -57,8 +80,10 @@ func Forms(s string) []string {
 		return nil
 	}
 	out := []string{s}
+	seen := map[string]bool{s: true}
 	add := func(f string) {
-		if f != "" && !slices.Contains(out, f) {
+		if f != "" && !seen[f] {
+			seen[f] = true
 			out = append(out, f)
 		}
 	}
@@ -87,15 +112,21 @@ func Forms(s string) []string {
 	return out
 }
 
-// Redact returns s with every secret replaced by [RedactedText].
+// Redact returns s with every secret replaced by [RedactedText]: every byte that an occurrence
+// of any form of any secret covers is hidden, so a secret that contains or overlaps another is
+// hidden whole, and overlapping or adjacent occurrences become one [RedactedText]. One pass over
+// s ([scrub.Set]), whatever the number of secrets.
 func (r *Redactor) Redact(s string) string {
 	if r == nil {
 		return s
 	}
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, RedactedText)
+	r.mu.Lock()
+	if r.set == nil && len(r.forms) > 0 {
+		r.set = scrub.Strings(r.forms...)
 	}
-	return s
+	set := r.set
+	r.mu.Unlock()
+	return set.Replace(s, RedactedText)
 }
 
 // Tail returns at most max bytes from the end of s, starting at a line boundary when one is

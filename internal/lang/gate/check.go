@@ -35,13 +35,19 @@ type Finding struct {
 	Pos arch.Pos
 }
 
+// MaxUndeclaredWarnings caps the warnings [CheckArchitecture] gives one by one about
+// architecture inputs a closed interface does not declare (the architecture's author chooses
+// how many inputs there are: 9,000 made a Synthesized event larger than NATS' max payload).
+const MaxUndeclaredWarnings = 50
+
 // CheckArchitecture compares iface with the architecture inputs it gates (Lava's addition to
 // upstream, which gates by name without looking at the architecture). In order:
 //   - an error for each interface input that is required, has no default and is not declared
 //     by the architecture: the gate demands a binding the architecture never reads;
 //   - when the interface is closed (no :any or :dynamic input), a warning for each architecture
 //     input the interface does not declare: the gate rejects any binding for it, so only its
-//     default can ever be used;
+//     default can ever be used (at most [MaxUndeclaredWarnings] of them, then one warning
+//     "… and N more");
 //   - one warning listing the other interface inputs the architecture does not declare:
 //     bindings for them pass the gate and are then ignored.
 //
@@ -78,16 +84,26 @@ func CheckArchitecture(iface *arch.Interface, inputs []ArchInput) []Finding {
 		}
 	}
 	if !open {
+		warned, more := 0, 0
 		for _, in := range inputs {
 			if _, ok := iface.Input(in.Name); ok {
 				continue
 			}
+			if warned == MaxUndeclaredWarnings {
+				more++
+				continue
+			}
+			warned++
 			msg := fmt.Sprintf("architecture input `%s` is not declared by interface `%s`, which rejects any binding for it",
 				in.Name, iface.Name)
 			if !in.HasDefault {
 				msg += "; it has no default, so evaluation cannot succeed through this gate"
 			}
 			out = append(out, Finding{Severity: SeverityWarning, Input: in.Name, Message: msg, Pos: in.Pos})
+		}
+		if more > 0 {
+			out = append(out, Finding{Severity: SeverityWarning,
+				Message: fmt.Sprintf("… and %d more architecture input(s) not declared by interface `%s`, which rejects any binding for them", more, iface.Name)})
 		}
 	}
 	if len(ignored) > 0 {

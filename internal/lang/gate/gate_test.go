@@ -3,6 +3,7 @@ package gate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -230,5 +231,27 @@ func TestInterface_roundTrip(t *testing.T) {
 	bag := Bag{Scalars: map[string]string{"env": "preview"}}
 	if diff := cmp.Diff(messages(Validate(iface, bag).Errors), messages(Validate(&back, bag).Errors)); diff != "" {
 		t.Errorf("validation differs after the round trip: %s", diff)
+	}
+}
+
+// TestCheckArchitecture_manyInputsAttack: an architecture of 9,000 inputs that a closed
+// interface does not declare gets MaxUndeclaredWarnings warnings and one that counts the rest
+// (one warning each made 1.23 MB of warnings, a Synthesized event over NATS' max payload).
+func TestCheckArchitecture_manyInputsAttack(t *testing.T) {
+	t.Parallel()
+	inputs := []ArchInput{{Name: "zone-id"}, {Name: "domain"}, {Name: "name"}, {Name: "apex-target"}}
+	for i := range 9000 {
+		inputs = append(inputs, ArchInput{Name: fmt.Sprintf("x%d", i), HasDefault: true})
+	}
+	got := CheckArchitecture(dnsInterface(), inputs)
+	if len(got) != MaxUndeclaredWarnings+1 {
+		t.Fatalf("%d findings, want %d", len(got), MaxUndeclaredWarnings+1)
+	}
+	want := "… and 8950 more architecture input(s) not declared by interface `dns-record-set`, which rejects any binding for them"
+	if last := got[len(got)-1]; last.Severity != SeverityWarning || last.Message != want {
+		t.Errorf("last finding = %+v, want the warning %q", last, want)
+	}
+	if got[0].Input != "x0" || got[MaxUndeclaredWarnings-1].Input != fmt.Sprintf("x%d", MaxUndeclaredWarnings-1) {
+		t.Errorf("the first warnings are not about the first inputs: %+v", got[:2])
 	}
 }

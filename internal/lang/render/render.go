@@ -19,22 +19,26 @@ import (
 // insertion order (see the package doc). An empty architecture renders "{}\n". The only error
 // is a Value that cannot be represented (an unknown kind, a NaN or infinite float).
 func JSON(a *arch.Architecture) ([]byte, error) {
-	w := emitter{pretty: true, b: make([]byte, 0, 8192)}
+	return renderJSON(a, true, nil)
+}
+
+// renderJSON renders a pretty or compact; sensitive are a's [SensitiveOutputs] (nil: computed
+// here), so a synthesis that renders both computes them once.
+func renderJSON(a *arch.Architecture, pretty bool, sensitive map[string]bool) ([]byte, error) {
+	w := emitter{pretty: pretty, b: make([]byte, 0, 8192), sensitive: sensitive}
 	if err := w.architecture(a); err != nil {
 		return nil, err
 	}
-	w.b = append(w.b, '\n')
+	if pretty {
+		w.b = append(w.b, '\n')
+	}
 	return w.b, nil
 }
 
 // CompactJSON renders a like [JSON] on one line without insignificant whitespace and without
 // a trailing newline.
 func CompactJSON(a *arch.Architecture) ([]byte, error) {
-	w := emitter{b: make([]byte, 0, 4096)}
-	if err := w.architecture(a); err != nil {
-		return nil, err
-	}
-	return w.b, nil
+	return renderJSON(a, false, nil)
 }
 
 // emitter appends JSON to b. first[i] tells whether the open container at depth i has no
@@ -43,6 +47,8 @@ type emitter struct {
 	b      []byte
 	pretty bool
 	first  []bool
+	// sensitive are the architecture's sensitive outputs (nil: not computed yet).
+	sensitive map[string]bool
 }
 
 func (w *emitter) newline() {
@@ -141,7 +147,10 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 	if a.Outputs.Len() > 0 {
 		w.key("output")
 		w.open('{')
-		sensitive := SensitiveOutputs(a)
+		if w.sensitive == nil {
+			w.sensitive = SensitiveOutputs(a)
+		}
+		sensitive := w.sensitive
 		for k, v := range a.Outputs.All() {
 			w.key(k)
 			w.open('{')

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/gate"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/platform/scrub"
 )
 
 // Source kinds of [Input.SourceKind], as in a LavaArchitecture's spec.source and a RenderRecord.
@@ -199,7 +199,13 @@ func (s *synthesis) gate() bool {
 	res := gate.Validate(s.iface, gate.Bag{Scalars: in.Bindings.Scalars, Lists: in.Bindings.Lists, Records: in.Bindings.Records})
 	if err := res.Err(); err != nil {
 		s.errorf(in.GatePos, "%s", err)
-		for _, fe := range res.Errors {
+		for i, fe := range res.Errors {
+			// One error per field, as many as the evaluator reports at most: a binding of
+			// 10,000 Secret keys through a closed interface is 10,000 field errors.
+			if i == tlisp.MaxDiagnostics {
+				s.errorf(in.GatePos, "… and %d more field error(s) of interface `%s`", len(res.Errors)-i, s.iface.Name)
+				break
+			}
 			p := in.GatePos
 			if name := fieldName(fe); name != "" {
 				if bp, ok := in.BindingPos[name]; ok {
@@ -256,12 +262,16 @@ func (s *synthesis) bundleModules() bool {
 // render renders the pretty and compact Terraform JSON and fills the RenderRecord.
 func (s *synthesis) render() (*Output, tlisp.Diagnostics) {
 	a := s.arch
-	pretty, err := JSON(a)
+	var sensitive map[string]bool
+	if a.Outputs.Len() > 0 {
+		sensitive = SensitiveOutputs(a) // once for both renderings
+	}
+	pretty, err := renderJSON(a, true, sensitive)
 	if err != nil {
 		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
 		return nil, s.diags
 	}
-	compact, err := CompactJSON(a)
+	compact, err := renderJSON(a, false, sensitive)
 	if err != nil {
 		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
 		return nil, s.diags
@@ -338,8 +348,12 @@ func dropBundledResultWarnings(ds tlisp.Diagnostics) tlisp.Diagnostics {
 	return out
 }
 
-// redactSecrets removes the values of secret bindings from every diagnostic message.
+// redactSecrets removes the values of secret bindings from every diagnostic message, in one
+// pass over each message whatever the number of values ([scrub.Set]).
 func redactSecrets(ds tlisp.Diagnostics, in Input) tlisp.Diagnostics {
+	if len(ds) == 0 || len(in.SecretKeys) == 0 {
+		return ds
+	}
 	var values []string
 	for _, k := range in.SecretKeys {
 		if v, ok := in.Bindings.Scalars[k]; ok {
@@ -362,37 +376,37 @@ func redactSecrets(ds tlisp.Diagnostics, in Input) tlisp.Diagnostics {
 		}
 		values = append(values, SensitiveTemplate(v))
 	}
-	// Longest first, so a value that contains another is replaced whole.
-	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
-	if len(values) == 0 {
-		return ds
-	}
+	set := scrub.New(redactPatterns(values)...)
 	for i := range ds {
-		ds[i].Message = redact(ds[i].Message, values)
+		ds[i].Message = set.Replace(ds[i].Message, redacted)
 	}
 	return ds
 }
 
 const redacted = "<redacted>"
 
-func redact(msg string, values []string) string {
+// redactPatterns returns what hides each value in a message: a value of 4 bytes or more
+// wherever it stands, as is and as the body of its Go quoting; a shorter one only where it
+// stands quoted, in backticks or after "value ", so short secrets do not mangle the text (the
+// quotes and words stay). Every byte any of them covers is hidden, so a value that contains or
+// overlaps another is hidden whole.
+func redactPatterns(values []string) []scrub.Pattern {
+	var ps []scrub.Pattern
 	for _, v := range values {
 		if v == "" {
 			continue
 		}
 		quoted := strconv.Quote(v)
-		inner := quoted[1 : len(quoted)-1]
 		if len(v) >= 4 {
-			msg = strings.ReplaceAll(msg, v, redacted)
-			msg = strings.ReplaceAll(msg, inner, redacted)
+			ps = append(ps, scrub.Pattern{Text: v}, scrub.Pattern{Text: quoted[1 : len(quoted)-1]})
 			continue
 		}
 		for _, form := range []string{quoted, "`" + v + "`", "'" + v + "'"} {
-			msg = strings.ReplaceAll(msg, form, form[:1]+redacted+form[len(form)-1:])
+			ps = append(ps, scrub.Pattern{Text: form, Lead: 1, Trail: 1})
 		}
-		msg = strings.ReplaceAll(msg, "value "+v+" ", "value "+redacted+" ")
+		ps = append(ps, scrub.Pattern{Text: "value " + v + " ", Lead: len("value "), Trail: 1})
 	}
-	return msg
+	return ps
 }
 
 // CheckPolicy applies the tenant policy gate ([policy.Check]) to a successful synthesis of in

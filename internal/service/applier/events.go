@@ -132,7 +132,7 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 	// An address can hold a value a Terraform for_each took from a Secret binding: the
 	// addresses go out redacted of the resource's Secret values, as failure messages do
 	// (docs/security.md, "Rendering": a value Terraform derives from one is a known gap).
-	red := engine.NewRedactor(w.secrets(ctx)...)
+	red := w.redactor(ctx)
 	for i, r := range plan.Resources {
 		if i == MaxEventChanges {
 			ev.ChangesOmitted = int32(len(plan.Resources) - MaxEventChanges)

@@ -42,14 +42,7 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 		}
 	}
 	slices.Sort(in.SecretKeys)
-	// Plain replacement only for values long enough not to mangle unrelated text.
-	long := b.secrets[:0:0]
-	for _, v := range b.secrets {
-		if len(v) >= minRedactBytes {
-			long = append(long, v)
-		}
-	}
-	return in, long, nil, nil
+	return in, b.secretValues(), nil, nil
 }
 
 // source sets the source of in from spec.source: inline text, a bundled name, or the file of
@@ -78,8 +71,6 @@ type bindingSet struct {
 	scalars map[string]string
 	// fromSecret is true for the keys whose value came from a Secret.
 	fromSecret map[string]bool
-	// secrets are the non-empty values read from Secrets, for redaction.
-	secrets []string
 }
 
 // set binds every key of values, overriding earlier bindings; secret says whether they came
@@ -90,13 +81,21 @@ func (b *bindingSet) set(values map[string]string, secret bool) {
 	}
 }
 
-// addSecrets records the non-empty values of values as secrets.
-func (b *bindingSet) addSecrets(values map[string]string) {
-	for _, v := range values {
-		if len(v) > 0 {
-			b.secrets = append(b.secrets, v)
+// secretValues returns the values to redact: those of the keys bound from a Secret (or a
+// producer's outputs Secret), one per key, long enough for plain replacement not to mangle
+// unrelated text. Only they can reach the rendering: a Secret's keys that secretRef.key leaves
+// out, and a Secret's value that a later entry or spec.bindings overrides, are never bound, so
+// they are not redacted (a Secret of 30,000 keys bound for one key made every message
+// redacted of 30,000 values).
+func (b *bindingSet) secretValues() []string {
+	var out []string
+	for k, secret := range b.fromSecret {
+		if v := b.scalars[k]; secret && len(v) >= minRedactBytes {
+			out = append(out, v)
 		}
 	}
+	slices.Sort(out)
+	return out
 }
 
 // bindingsFrom reads the entries of spec.bindingsFrom in order (a later entry overrides an
@@ -135,7 +134,6 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 			if fail != nil || err != nil {
 				return b, nil, fail, err
 			}
-			b.addSecrets(sensitive)
 			b.set(plain, false)
 			b.set(sensitive, true)
 			continue
@@ -146,13 +144,10 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 		if fail != nil || err != nil {
 			return b, nil, fail, err
 		}
-		if secret {
-			b.addSecrets(values)
-		}
 		if key != "" {
 			v, ok := values[key]
 			if !ok {
-				return b, b.secrets, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Kind: pipeline.FailureRetryable,
+				return b, b.secretValues(), &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Kind: pipeline.FailureRetryable,
 					Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s %q has no key %q", i, kind, obj.GetName(), key)}, nil
 			}
 			values = map[string]string{key: v}

@@ -74,7 +74,12 @@ func newHarness(t *testing.T, kube client.Reader) *harness {
 // newHarnessConfig is newHarness with the synth Config set by with.
 func newHarnessConfig(t *testing.T, with func(*synth.Config)) *harness {
 	t.Helper()
-	srv := natstest.RunJetStream(t)
+	return newHarnessOn(t, natstest.RunJetStream(t), with)
+}
+
+// newHarnessOn is newHarnessConfig on the server srv.
+func newHarnessOn(t *testing.T, srv *natstest.Server, with func(*synth.Config)) *harness {
+	t.Helper()
 	js := srv.JetStream()
 	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
 		t.Fatal(err)

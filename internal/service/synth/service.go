@@ -230,6 +230,7 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 		return err
 	}
 	red := engine.NewRedactor(secrets...)
+	log.Debug("bindings read", "redacted_values", len(secrets))
 	if fail != nil {
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, fail, red)
 	}
@@ -247,13 +248,13 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 	if f := checkPolicy(s.cfg.Policy, in, out, res.GetNamespace()); f != nil {
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
 	}
-	return s.publishSynthesized(ctx, log, obs, cause, in, out, diags, red)
+	return s.publishSynthesized(ctx, log, obs, cause, attempt, in, out, diags, red)
 }
 
 // publishSynthesized stores the Terraform JSON of a successful render out of in as an
 // artifact (keyed like its terraformJSONDigest when in has Secret bindings) and publishes
 // Synthesized for obs's generation, with the gate verdict's warnings redacted by red.
-func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs *lavav1.ResourceObserved, cause *lavav1.Envelope,
+func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs *lavav1.ResourceObserved, cause *lavav1.Envelope, attempt int32,
 	in render.Input, out *render.Output, diags tlisp.Diagnostics, red *engine.Redactor) error {
 	env := obs.GetEnvelope()
 	// With Secret bindings the JSON holds their values: its artifact name is keyed like its
@@ -296,12 +297,35 @@ func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs 
 		ev.ApprovePlan = "auto"
 	}
 	if _, err := s.pub.PublishEvent(ctx, ev); err != nil {
+		if big := (*bus.PayloadTooLargeError)(nil); errors.As(err, &big) {
+			// Publishing it again fails again: the object fails instead of the message being
+			// delivered again to MaxDeliver with no outcome.
+			return s.fail(ctx, log, cause, env.GetGeneration(), attempt, synthesizedTooLarge(ev, big), red)
+		}
 		return err
 	}
 	s.metrics.results.WithLabelValues("synthesized").Inc()
 	log.Info("synthesized", "artifact_digest", digest, "terraform_json_digest", rec.GetTerraformJsonDigest(),
 		"resources", rec.GetResourceCount(), "warnings", len(verdict.Warnings))
 	return nil
+}
+
+// synthesizedTooLarge is the failure of a render whose Synthesized event is larger than the
+// bus takes (not retried: the same generation renders the same event), naming the sizes of the
+// event and of its largest parts.
+func synthesizedTooLarge(ev *lavav1.Synthesized, big *bus.PayloadTooLargeError) *pipeline.Failure {
+	size := func(ss []string) (n int) {
+		for _, s := range ss {
+			n += len(s)
+		}
+		return n
+	}
+	return &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Message: fmt.Sprintf(
+		"rendered, but the Synthesized event is %d bytes, more than the bus's maximum message size of %d bytes (the NATS server's max_payload); "+
+			"its gate verdict holds %d warning(s) of %d bytes and %d error(s) of %d bytes, and it names %d provider(s): "+
+			"make the source smaller (fewer inputs or providers, shorter names)",
+		big.Size, big.Max, len(ev.GetGate().GetWarnings()), size(ev.GetGate().GetWarnings()),
+		len(ev.GetGate().GetErrors()), size(ev.GetGate().GetErrors()), len(ev.GetProviders()))}
 }
 
 // checkPolicy applies namespace's effective tenant policy from pf (nil: the built-in policy) to

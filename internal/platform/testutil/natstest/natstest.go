@@ -44,7 +44,7 @@ func RunJetStream(tb testing.TB) *Server {
 func StartJetStream(storeDir string) (*Server, error) { return Start(storeDir, Config{}) }
 
 // Config is what [Run] and [Start] add to the plain server of [RunJetStream]: authorization
-// (nkey users) and TLS.
+// (nkey users), TLS and a max_payload.
 type Config struct {
 	// Nkeys are the server's nkey users (natsauth.Users); set, an anonymous client is refused.
 	Nkeys []*server.NkeyUser
@@ -54,6 +54,8 @@ type Config struct {
 	// Client are the options of the server's own connection ([Server.Conn]): with Nkeys, the
 	// credentials it connects with (the bootstrap identity's, say); with TLS, its CA.
 	Client []nats.Option
+	// MaxPayload, if set, is the server's max_payload in bytes (nats-server's default: 1 MiB).
+	MaxPayload int32
 }
 
 // Run is [RunJetStream] with authorization and TLS from cfg.
@@ -78,6 +80,7 @@ func Start(storeDir string, cfg Config) (*Server, error) {
 		NoLog:      true,
 		NoSigs:     true,
 		Nkeys:      cfg.Nkeys,
+		MaxPayload: cfg.MaxPayload,
 	}
 	if cfg.TLS != nil {
 		opts.TLSConfig = cfg.TLS

@@ -1,0 +1,109 @@
+//go:build integration
+
+package synth_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
+	"github.com/lava-operator/lava/internal/service/synth"
+)
+
+// TestSynth_boundSecretKeysAttack: a tenant's Secret of 30,000 keys bound with secretRef.key
+// for one of them. Every value of the Secret was added for redaction before the key was
+// chosen, each one compared with all before it: 81.7 s to synthesize one object. Only the
+// bound key's value is redacted (counted in synth's log); bound whole, every key is bound and
+// redacted, and the object is still synthesized.
+func TestSynth_boundSecretKeysAttack(t *testing.T) {
+	env := kubetest.Start(t)
+	ns := env.Namespace(t)
+	const keys = 30000
+	data := map[string][]byte{}
+	for i := range keys {
+		data[fmt.Sprintf("k%05d", i)] = []byte(fmt.Sprintf("\x01${\xfb%05d", i))
+	}
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big"}, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, env.Client)
+	const src = `(deflava-architecture a :inputs ((:k00000 "x")) :resources ((terraform-data "r" :input "{k00000}")))`
+	for _, tt := range []struct {
+		name, key string
+		redacted  int
+	}{
+		{"one-key", "k00000", 1},
+		{"whole", "", keys},
+	} {
+		o := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tt.name},
+			Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}}}
+		if err := env.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		h.observe(ns, tt.name, string(o.UID), 1, &lavav1.ArchitectureSpec{Source: inline(src),
+			BindingsFrom: []*lavav1.BindingsFromRef{{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: "big", Key: tt.key}}}}})
+		if syn, failed := h.outcome(ns, tt.name, 1); syn == nil {
+			t.Fatalf("%s: Failed %s: %s", tt.name, failed.GetReason(), failed.GetMessage())
+		}
+		if want := fmt.Sprintf(`"redacted_values":%d`, tt.redacted); !strings.Contains(h.logs.String(), want) {
+			t.Errorf("%s: synth's log has no %s:\n%.3000s", tt.name, want, h.logs.String())
+		}
+	}
+}
+
+// TestSynth_synthesizedOverMaxPayload: the gate's warnings about architecture inputs a closed
+// interface does not declare are capped, so 9,000 of them make a Synthesized event of
+// kilobytes (one warning each made 1.23 MB, over NATS' max_payload, and the message was
+// delivered again to MaxDeliver with no outcome); and a Synthesized event still larger than
+// the server's max_payload fails the object, not retried, naming the sizes.
+func TestSynth_synthesizedOverMaxPayload(t *testing.T) {
+	bindings := map[string]string{"account-id": strings.Repeat("a", 32), "bucket-name": "abc", "zone-id": strings.Repeat("z", 32), "domain": "example.com"}
+	source := func(inputs int, name func(int) string) string {
+		var b strings.Builder
+		b.WriteString(`(deflava-architecture a :inputs ((:account-id "") (:bucket-name "") (:zone-id "") (:domain "")`)
+		for i := range inputs {
+			fmt.Fprintf(&b, " (:%s \"\")", name(i))
+		}
+		b.WriteString(`) :resources ((terraform-data "r" :input "x")))`)
+		return b.String()
+	}
+	spec := func(src string) *lavav1.ArchitectureSpec {
+		return &lavav1.ArchitectureSpec{Source: inline(src), Gate: "cloudflare-r2-bucket", Bindings: bindings}
+	}
+
+	h := newHarness(t, nil)
+	h.observe("demo", "many", "uid-many", 1, spec(source(9000, func(i int) string { return fmt.Sprintf("x%d", i) })))
+	syn, failed := h.outcome("demo", "many", 1)
+	if syn == nil {
+		t.Fatalf("Failed %s: %s", failed.GetReason(), failed.GetMessage())
+	}
+	ws := syn.GetGate().GetWarnings()
+	if len(ws) > gate.MaxUndeclaredWarnings+5 || !strings.Contains(strings.Join(ws, "\n"), "… and 8950 more architecture input(s)") {
+		t.Errorf("%d gate warnings, want at most %d and one counting the rest:\n%.2000s", len(ws), gate.MaxUndeclaredWarnings+5, strings.Join(ws, "\n"))
+	}
+
+	// On a server taking at most 8 KiB a message, 60 inputs of 80-byte names fit in a
+	// ResourceObserved and make capped warnings of about 10 KB.
+	small := newHarnessOn(t, natstest.Run(t, natstest.Config{MaxPayload: 8 << 10}), func(*synth.Config) {})
+	small.observe("demo", "long", "uid-long", 1, spec(source(60, func(i int) string { return fmt.Sprintf("x%02d-%s", i, strings.Repeat("n", 76)) })))
+	syn, failed = small.outcome("demo", "long", 1)
+	if failed == nil {
+		t.Fatalf("Synthesized %d bytes of warnings on a server with a 64 KiB max_payload", len(strings.Join(syn.GetGate().GetWarnings(), "")))
+	}
+	for _, want := range []string{"more than the bus's maximum message size of 8192 bytes", "its gate verdict holds 52 warning(s) of"} {
+		if !strings.Contains(failed.GetMessage(), want) {
+			t.Errorf("Failed message %q lacks %q", failed.GetMessage(), want)
+		}
+	}
+	if failed.GetReason() != v1alpha1.ReasonSynthesisFailed || failed.GetRetryable() {
+		t.Errorf("Failed %s retryable=%v, want SynthesisFailed, not retryable", failed.GetReason(), failed.GetRetryable())
+	}
+}
