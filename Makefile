@@ -72,7 +72,7 @@ build: ## Build the lava CLI into bin/lava.
 	go build -o bin/lava ./cmd/lava
 
 .PHONY: up
-up: tools-tofu ## Run the main job: every example through lava up (embedded NATS, every service, embedded engine). UP_FLAGS=--once exits when settled.
+up: tools-tofu ## Run the main job: every example of examples/ (not examples/cloud, which needs cloud providers) through lava up (embedded NATS, every service, embedded engine). UP_FLAGS=--once exits when settled.
 	go run ./cmd/lava up -f examples/ $(UP_FLAGS)
 
 SERVICES   ?= watcher synth applier drift viggy anomaly attest

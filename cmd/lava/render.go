@@ -194,8 +194,8 @@ Warnings go to stderr as "file:line:col: warning: message"; errors as
 "file:line:col: error: message" with the source line, and the exit code is 1. Positions inside
 an inline source point into the manifest file.`
 
-const renderExample = `  lava render examples/prod-vpc.yaml
-  lava render -o compact examples/prod-vpc.yaml
+const renderExample = `  lava render examples/cloud/prod-vpc.yaml
+  lava render -o compact examples/cloud/prod-vpc.yaml
   lava render net.tlisp --set name=preview --set-list availability-zones=us-west-2a,us-west-2b
   lava render repos.tlisp --record 'repos=[{"slug":"api","description":"API"}]'
   cat net.tlisp | lava render --gate aws-vpc-network -`

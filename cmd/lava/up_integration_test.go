@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,14 +33,15 @@ import (
 	"github.com/lava-operator/lava/internal/up"
 )
 
-// upExamples copies examples/*.yaml into a temporary directory with /tmp/lava-demo/demo replaced by
-// out, so the test writes its files where no other run does.
-func upExamples(t *testing.T, out string) string {
+// upExamples copies the manifests of examples/ (what `make up` reads), or with sub those of
+// examples/sub, into a temporary directory with /tmp/lava-demo/demo replaced by out, so the
+// test writes its files where no other run does.
+func upExamples(t *testing.T, out, sub string) string {
 	t.Helper()
 	dir := t.TempDir()
-	files, err := filepath.Glob("../../examples/*.yaml")
+	files, err := filepath.Glob(filepath.Join("../../examples", sub, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples: %v", err)
+		t.Fatalf("no examples in examples/%s: %v", sub, err)
 	}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -122,13 +125,12 @@ func stateSerials(t *testing.T, stateDir string) (map[string]int, int) {
 	return out, n
 }
 
-// TestUp_examples: `lava up --once -f examples/` with the real embedded engine and provider
-// mirror applies every example that can apply here, shows
-// prod-vpc's provider-unavailable failure, updates in place on a binding change, destroys a
-// removed manifest, and re-applies nothing after a restart.
+// TestUp_examples: `lava up --once -f examples/` (make up) with the real embedded engine and
+// provider mirror applies every example, none Failed, updates in place on a binding change,
+// destroys a removed manifest, and re-applies nothing after a restart.
 func TestUp_examples(t *testing.T) {
 	out := t.TempDir()
-	manifests := upExamples(t, out)
+	manifests := upExamples(t, out, "")
 	stateDir := filepath.Join(t.TempDir(), "state")
 
 	pol := rootsPolicy(t, out)
@@ -137,6 +139,12 @@ func TestUp_examples(t *testing.T) {
 		t.Errorf("stdout lacks the final table and summary:\n%s", stdout)
 	}
 	applied := []string{"demo/greetings", "demo/testkit-files", "demo/tofu-greetings", "demo/release-notes", "demo/team-roster"}
+	if got := objectKeys(t, stateDir); !slices.Equal(got, slices.Sorted(slices.Values(applied))) {
+		t.Errorf("resources %v, want %v", got, applied)
+	}
+	if want := fmt.Sprintf("%d resources settled: %d Applied\n", len(applied), len(applied)); !strings.HasSuffix(stdout, want) {
+		t.Errorf("stdout does not end with %q:\n%s", want, stdout)
+	}
 	for _, key := range applied {
 		ns, name, _ := strings.Cut(key, "/")
 		o, ok := object(t, stateDir, ns, name)
@@ -148,18 +156,6 @@ func TestUp_examples(t *testing.T) {
 	for _, f := range []string{"hello-ana.txt", "hello-bo.txt", "kit.txt", "kit-readme.txt", "hello-from-tofu.txt"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("applied file: %v", err)
-		}
-	}
-	// Every example naming a provider this machine cannot have fails the documented way.
-	for _, key := range []string{"infra/prod-vpc", "infra/preview-network", "infra/app-subnets", "web/shop-dns", "github/org-repos"} {
-		ns, name, _ := strings.Cut(key, "/")
-		o, _ := object(t, stateDir, ns, name)
-		c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
-		if o.Status.Phase != v1alpha1.PhaseFailed || c == nil || c.Reason != v1alpha1.ReasonProviderUnavailable {
-			t.Errorf("%s: phase %q Ready %+v, want Failed with reason ProviderUnavailable", key, o.Status.Phase, c)
-		}
-		if key == "infra/prod-vpc" && (c == nil || !strings.Contains(c.Message, "hashicorp/aws")) {
-			t.Errorf("prod-vpc: Ready message %+v does not name hashicorp/aws", c)
 		}
 	}
 	serials, applies := stateSerials(t, stateDir)
@@ -222,6 +218,52 @@ func TestUp_examples(t *testing.T) {
 			t.Errorf("another resource's file went too: %v", err)
 		}
 	})
+}
+
+// TestUp_cloudExamples: `lava up --once -f examples/cloud/` on a machine whose provider mirror
+// has neither hashicorp/aws nor hashicorp/github fails every example the documented way
+// (examples/README.md): Failed with reason ProviderUnavailable naming the provider, and
+// nothing applied.
+func TestUp_cloudExamples(t *testing.T) {
+	manifests := upExamples(t, t.TempDir(), "cloud")
+	stateDir := filepath.Join(t.TempDir(), "state")
+	stdout := upOnce(t, manifests, stateDir)
+	want := map[string]string{
+		"github/org-repos": "hashicorp/github", "infra/app-subnets": "hashicorp/aws", "infra/preview-network": "hashicorp/aws",
+		"infra/prod-vpc": "hashicorp/aws", "web/shop-dns": "hashicorp/aws",
+	}
+	if got := objectKeys(t, stateDir); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
+		t.Errorf("resources %v, want those of %v", got, want)
+	}
+	for key, provider := range want {
+		ns, name, _ := strings.Cut(key, "/")
+		o, _ := object(t, stateDir, ns, name)
+		c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
+		if o.Status.Phase != v1alpha1.PhaseFailed || c == nil || c.Reason != v1alpha1.ReasonProviderUnavailable || !strings.Contains(c.Message, provider) {
+			t.Errorf("%s: phase %q Ready %+v, want Failed with reason ProviderUnavailable naming %s", key, o.Status.Phase, c, provider)
+		}
+	}
+	if w := fmt.Sprintf("%d resources settled: %d Failed\n", len(want), len(want)); !strings.HasSuffix(stdout, w) {
+		t.Errorf("stdout does not end with %q:\n%s", w, stdout)
+	}
+	if _, n := stateSerials(t, stateDir); n != 0 {
+		t.Errorf("%d applies logged, want none", n)
+	}
+}
+
+// objectKeys is the sorted namespace/name of every object file lava up keeps in stateDir.
+func objectKeys(t *testing.T, stateDir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(stateDir, up.DirStatus, "*", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, f := range files {
+		keys = append(keys, filepath.Base(filepath.Dir(f))+"/"+strings.TrimSuffix(filepath.Base(f), ".yaml"))
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // TestUp_liveChangeAndInterrupt runs `lava up` without --once: a manifest edited while it runs

@@ -37,7 +37,7 @@ func newValidateCmd() *cobra.Command {
 		Use:     "validate FILE...",
 		Short:   "Check .tlisp files and LavaArchitecture manifests and print every diagnostic",
 		Long:    validateLong,
-		Example: "  lava validate examples/*.yaml\n  lava validate --set zone-id=Z123 dns.tlisp",
+		Example: "  lava validate examples/*.yaml examples/cloud/*.yaml\n  lava validate --set zone-id=Z123 dns.tlisp",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o, err := flags.parse()

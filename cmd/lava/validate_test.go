@@ -83,9 +83,9 @@ func TestValidate(t *testing.T) {
 	}{
 		{
 			name:   "examples pass, warnings are not failures",
-			args:   []string{"validate", "../../examples/prod-vpc.yaml", "../../examples/greeting.tlisp"},
-			stdout: []string{"../../examples/prod-vpc.yaml#1 (prod-vpc): ok (1 resource)", "../../examples/greeting.tlisp: ok (1 resource)"},
-			stderr: []string{"../../examples/prod-vpc.yaml:12:9: warning: binding \"name\" is not declared", "\n          :inputs ((:cidr \"10.42.0.0/16\"))\n          ^\n"},
+			args:   []string{"validate", "../../examples/cloud/prod-vpc.yaml", "../../examples/greeting.tlisp"},
+			stdout: []string{"../../examples/cloud/prod-vpc.yaml#1 (prod-vpc): ok (1 resource)", "../../examples/greeting.tlisp: ok (1 resource)"},
+			stderr: []string{"../../examples/cloud/prod-vpc.yaml:12:9: warning: binding \"name\" is not declared", "\n          :inputs ((:cidr \"10.42.0.0/16\"))\n          ^\n"},
 		},
 		{
 			// A .tlisp source is checked in namespace default unless --namespace names another:
@@ -112,7 +112,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:   "every file is checked and every error counted",
-			args:   []string{"validate", "testdata/malformed/no-resources.tlisp", "../../examples/prod-vpc.yaml", "testdata/malformed/extra-paren.tlisp"},
+			args:   []string{"validate", "testdata/malformed/no-resources.tlisp", "../../examples/cloud/prod-vpc.yaml", "testdata/malformed/extra-paren.tlisp"},
 			code:   exitInvalid,
 			stdout: []string{"prod-vpc): ok"},
 			stderr: []string{"no-resources.tlisp:2:1: error: missing :resources clause", "extra-paren.tlisp:4:4: error: unexpected close paren"},
@@ -287,7 +287,7 @@ func TestInlineMapper(t *testing.T) {
 // finds: nothing may panic, and a position inside an inline source maps to a valid position.
 func FuzzLoadUnits(f *testing.F) {
 	for _, seed := range []string{
-		"../../examples/prod-vpc.yaml", "../../examples/subnets.yaml", "../../examples/repos.yaml",
+		"../../examples/cloud/prod-vpc.yaml", "../../examples/cloud/subnets.yaml", "../../examples/cloud/repos.yaml",
 		"testdata/multi.yaml", "testdata/inline-error.yaml", "testdata/not-yaml.yaml",
 	} {
 		data, err := os.ReadFile(seed)

@@ -10,7 +10,7 @@ import (
 // share (Parse, Decode): it never panics; every problem with a position has
 // a 1-based line and column; every object it accepts has a namespace and a name.
 func FuzzParse(f *testing.F) {
-	for _, seed := range []string{"../../examples/prod-vpc.yaml", "../../examples/testkit.yaml",
+	for _, seed := range []string{"../../examples/cloud/prod-vpc.yaml", "../../examples/testkit.yaml",
 		"../../cmd/lava/testdata/multi.yaml", "../../cmd/lava/testdata/not-yaml.yaml", "../../cmd/lava/testdata/bad-binding.yaml"} {
 		data, err := os.ReadFile(seed)
 		if err != nil {

@@ -13,16 +13,17 @@ import (
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
-// seedSource is the inline source of examples/prod-vpc.yaml, the seed manifest.
+// seedSource is the inline source of examples/cloud/prod-vpc.yaml, the seed manifest.
 const seedSource = `(deflava-architecture demo-vpc
   :inputs ((:cidr "10.42.0.0/16"))
   :resources ((aws-vpc "main" :cidr-block "{cidr}")))
 `
 
-// TestSeedSource_isTheExample pins examples/prod-vpc.yaml (the seed manifest) to seedSource and
-// its bindings, gate and engine, so the tests here render exactly what the example applies.
+// TestSeedSource_isTheExample pins examples/cloud/prod-vpc.yaml (the seed manifest) to
+// seedSource and its bindings, gate and engine, so the tests here render exactly what the
+// example applies.
 func TestSeedSource_isTheExample(t *testing.T) {
-	raw, err := os.ReadFile("../../../examples/prod-vpc.yaml")
+	raw, err := os.ReadFile("../../../examples/cloud/prod-vpc.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestSeedSource_isTheExample(t *testing.T) {
 		}
 	}
 	if err := yaml.UnmarshalStrict(raw, &m, yaml.DisallowUnknownFields); err != nil {
-		t.Fatalf("examples/prod-vpc.yaml: %v", err)
+		t.Fatalf("examples/cloud/prod-vpc.yaml: %v", err)
 	}
 	if diff := cmp.Diff(seedSource, m.Spec.Source.Inline); diff != "" {
 		t.Errorf("inline source differs from seedSource (-want +got):\n%s", diff)

@@ -374,8 +374,8 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestApplier_seedProviderUnavailable(t *testing.T) {
 	h := newHarness(t)
 	h.startApplier(applierOpts{})
-	// examples/prod-vpc.yaml is the repository's copy of the seed case.
-	raw, err := os.ReadFile("../../../examples/prod-vpc.yaml")
+	// examples/cloud/prod-vpc.yaml is the repository's copy of the seed case.
+	raw, err := os.ReadFile("../../../examples/cloud/prod-vpc.yaml")
 	if err != nil {
 		t.Fatalf("seed case: %v", err)
 	}

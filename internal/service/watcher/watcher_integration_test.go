@@ -89,8 +89,8 @@ func newArch(ns, name string, mutate func(*v1alpha1.LavaArchitectureSpec)) *v1al
 // observed once; delete publishes DeletionRequested and Destroyed removes the object.
 func (e *env) testSeedLifecycle(t *testing.T) {
 	const ns, name = "infra", "prod-vpc"
-	// examples/prod-vpc.yaml is the repository's copy of the seed case.
-	raw, err := os.ReadFile("../../../examples/prod-vpc.yaml")
+	// examples/cloud/prod-vpc.yaml is the repository's copy of the seed case.
+	raw, err := os.ReadFile("../../../examples/cloud/prod-vpc.yaml")
 	if err != nil {
 		t.Fatalf("read the seed case: %v", err)
 	}
