@@ -1,6 +1,7 @@
 // Package docs checks that the documentation names only what the repository holds: every
-// repository path in docs/*.md, docs/design/*.md, README.md, bench/README.md and
-// services/*/README.md resolves (tests without a build tag, run by `go test ./...`).
+// repository path in docs/*.md, docs/design/*.md, README.md, bench/README.md,
+// examples/README.md and services/*/README.md resolves (tests without a build tag, run by
+// `go test ./...`).
 //
 // A path is a word starting with internal/, cmd/, api/, config/, deploy/, hack/, test/, bench/,
 // services/, docs/, examples/ or proto/, in backticks, in a fenced block or in prose, and every

@@ -18,7 +18,7 @@ import (
 const root = "../.."
 
 // documents are the globs, relative to root, of the documents whose paths must resolve.
-var documents = []string{"docs/*.md", "docs/design/*.md", "README.md", "bench/README.md", "services/*/README.md"}
+var documents = []string{"docs/*.md", "docs/design/*.md", "README.md", "bench/README.md", "examples/README.md", "services/*/README.md"}
 
 var (
 	// pathRef is a repository path after a start of line, space, bracket, punctuation, quote or
