@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/lava-operator/lava/internal/platform/scrub"
+	"github.com/lava-operator/lava/internal/lang/scrub"
 )
 
 // RedactedText replaces a secret in error text.

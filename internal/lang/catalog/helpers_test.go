@@ -92,7 +92,7 @@ func renderArch(t *testing.T, name string, b tlisp.Bindings) (*arch.Architecture
 	if diags.HasErrors() || a == nil {
 		t.Fatalf("evaluate %s: %v", name, diags.Errors())
 	}
-	out, err := render.JSON(a)
+	out, _, err := render.Render(a)
 	if err != nil {
 		t.Fatalf("render %s: %v", name, err)
 	}

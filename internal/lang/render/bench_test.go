@@ -53,8 +53,8 @@ func BenchmarkRender(b *testing.B) {
 		name string
 		emit func(*arch.Architecture) ([]byte, error)
 	}{
-		{"aws-vpc-network", CompactJSON},
-		{"aws-vpc-network-pretty", JSON},
+		{"aws-vpc-network", func(a *arch.Architecture) ([]byte, error) { return renderJSON(a, false, nil) }},
+		{"aws-vpc-network-pretty", func(a *arch.Architecture) ([]byte, error) { return renderJSON(a, true, nil) }},
 	} {
 		b.Run(form.name, func(b *testing.B) {
 			loop(b, func() {
@@ -77,7 +77,7 @@ func BenchmarkMarshal(b *testing.B) {
 	if a == nil {
 		b.Fatal(diags)
 	}
-	out, err := CompactJSON(a)
+	out, err := renderJSON(a, false, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func BenchmarkDigest(b *testing.B) {
 	if a == nil {
 		b.Fatal(diags)
 	}
-	out, err := CompactJSON(a)
+	out, err := renderJSON(a, false, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -62,11 +62,11 @@ func FuzzRender(f *testing.F) {
 		if diags.HasErrors() {
 			t.Fatal("architecture returned with errors")
 		}
-		pretty, err := JSON(a)
+		pretty, err := renderJSON(a, true, nil)
 		if err != nil {
 			t.Fatalf("render: %v", err)
 		}
-		compact, err := CompactJSON(a)
+		compact, err := renderJSON(a, false, nil)
 		if err != nil {
 			t.Fatalf("render compact: %v", err)
 		}

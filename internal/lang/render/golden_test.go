@@ -56,11 +56,11 @@ func TestGolden(t *testing.T) {
 			if a == nil {
 				t.Fatalf("evaluation failed: %v", diags)
 			}
-			pretty, err := JSON(a)
+			pretty, err := renderJSON(a, true, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			compact, err := CompactJSON(a)
+			compact, err := renderJSON(a, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

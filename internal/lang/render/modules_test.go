@@ -61,7 +61,7 @@ func TestSynthesize_bundledModules(t *testing.T) {
 	// The bundle is part of the rendered digest: a document without it digests differently.
 	noBundle := *out.Architecture
 	noBundle.Bundle = nil
-	compact, err := CompactJSON(&noBundle)
+	compact, err := renderJSON(&noBundle, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

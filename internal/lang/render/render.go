@@ -15,11 +15,23 @@ import (
 	"github.com/lava-operator/lava/internal/lang/bundle"
 )
 
-// JSON renders a as pretty Terraform JSON: 2-space indent and a trailing newline, keys in
-// insertion order (see the package doc). An empty architecture renders "{}\n". The only error
-// is a Value that cannot be represented (an unknown kind, a NaN or infinite float).
-func JSON(a *arch.Architecture) ([]byte, error) {
-	return renderJSON(a, true, nil)
+// Render renders a as Terraform JSON twice: pretty (2-space indent and a trailing newline) and
+// compact (one line, no insignificant whitespace, no trailing newline), keys in insertion order
+// (see the package doc), its [SensitiveOutputs] computed once for both. An empty architecture
+// renders "{}\n" and "{}". The only error is a Value that cannot be represented (an unknown
+// kind, a NaN or infinite float).
+func Render(a *arch.Architecture) (pretty, compact []byte, err error) {
+	var sensitive map[string]bool
+	if a.Outputs.Len() > 0 {
+		sensitive = SensitiveOutputs(a)
+	}
+	if pretty, err = renderJSON(a, true, sensitive); err != nil {
+		return nil, nil, err
+	}
+	if compact, err = renderJSON(a, false, sensitive); err != nil {
+		return nil, nil, err
+	}
+	return pretty, compact, nil
 }
 
 // renderJSON renders a pretty or compact; sensitive are a's [SensitiveOutputs] (nil: computed
@@ -33,12 +45,6 @@ func renderJSON(a *arch.Architecture, pretty bool, sensitive map[string]bool) ([
 		w.b = append(w.b, '\n')
 	}
 	return w.b, nil
-}
-
-// CompactJSON renders a like [JSON] on one line without insignificant whitespace and without
-// a trailing newline.
-func CompactJSON(a *arch.Architecture) ([]byte, error) {
-	return renderJSON(a, false, nil)
 }
 
 // emitter appends JSON to b. first[i] tells whether the open container at depth i has no

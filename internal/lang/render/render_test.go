@@ -16,7 +16,7 @@ func renderCompact(t *testing.T, src string, b tlisp.Bindings) string {
 	if a == nil {
 		t.Fatalf("evaluation failed: %v", diags)
 	}
-	out, err := CompactJSON(a)
+	out, err := renderJSON(a, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestJSON_codeBuiltArchitecture(t *testing.T) {
 	a.Resources = []arch.Resource{r1, r2, r3, r4}
 	a.Locals.Set("l", arch.List())
 	a.Providers = []arch.ProviderRef{{Name: "aws"}}
-	got, err := CompactJSON(a)
+	got, err := renderJSON(a, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,17 +115,17 @@ func TestJSON_codeBuiltArchitecture(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	a.Resources = a.Resources[:3]
-	got, _ = CompactJSON(a)
+	got, _ = renderJSON(a, false, nil)
 	if !strings.Contains(string(got), `"a":{"f":1.5,"count":1,"provider":"aws.west","depends_on":["t.b","data.d.n"]}`) {
 		t.Errorf("meta-arguments: %s", got)
 	}
 
-	if b, err := JSON(nil); err != nil || string(b) != "{}\n" {
-		t.Errorf("JSON(nil) = %q, %v", b, err)
+	if b, err := renderJSON(nil, true, nil); err != nil || string(b) != "{}\n" {
+		t.Errorf("renderJSON(nil) = %q, %v", b, err)
 	}
 	bad := &arch.Architecture{Locals: arch.Map{}}
 	bad.Locals.Set("nan", arch.Value{Kind: arch.KindFloat, Float: zero() / zero()})
-	if _, err := JSON(bad); err == nil {
+	if _, _, err := Render(bad); err == nil {
 		t.Error("NaN rendered without error")
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/gate"
 	"github.com/lava-operator/lava/internal/lang/policy"
+	"github.com/lava-operator/lava/internal/lang/scrub"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
-	"github.com/lava-operator/lava/internal/platform/scrub"
 )
 
 // Source kinds of [Input.SourceKind], as in a LavaArchitecture's spec.source and a RenderRecord.
@@ -262,16 +262,7 @@ func (s *synthesis) bundleModules() bool {
 // render renders the pretty and compact Terraform JSON and fills the RenderRecord.
 func (s *synthesis) render() (*Output, tlisp.Diagnostics) {
 	a := s.arch
-	var sensitive map[string]bool
-	if a.Outputs.Len() > 0 {
-		sensitive = SensitiveOutputs(a) // once for both renderings
-	}
-	pretty, err := renderJSON(a, true, sensitive)
-	if err != nil {
-		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
-		return nil, s.diags
-	}
-	compact, err := renderJSON(a, false, sensitive)
+	pretty, compact, err := Render(a)
 	if err != nil {
 		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
 		return nil, s.diags

@@ -6,6 +6,9 @@
 // first) costs the number of patterns times the text, and leaves the part of a shorter
 // secret that overlaps a longer one's occurrence in the text; a one-pass replacer that takes
 // the leftmost match (strings.Replacer) leaves the rest of a longer secret that overlaps it.
+// An Aho-Corasick library with a dense transition table per state (measured:
+// github.com/BobuSumisu/aho-corasick v1.0.3) took 50 s and 3.3 GB to build the set of 116,000
+// secret forms this tree builds in under a second (docs/design/0030-secret-redaction.md).
 package scrub
 
 import (
