@@ -463,24 +463,15 @@ func TestEngine_sensitiveAndDrift(t *testing.T) {
 // TestEngine_driftCases: the out-of-band changes every engine family reports alike
 // (enginetest.DriftCases; the tofu engine's TestEngine_driftCases runs the same).
 func TestEngine_driftCases(t *testing.T) {
-	for _, c := range enginetest.DriftCases() {
-		t.Run(c.Name, func(t *testing.T) {
-			e := newEnv(t)
-			dir := t.TempDir()
-			doc := enginetest.DriftDocument(dir)
-			if _, err := e.planApply(doc); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Change(dir); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := e.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: e.target(doc)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			enginetest.CheckDrift(t, c, rep)
-		})
-	}
+	enginetest.RunDriftCases(t, func(t *testing.T) enginetest.DriftEngine {
+		e := newEnv(t)
+		return enginetest.DriftEngine{
+			Apply: func(doc string) error { _, err := e.planApply(doc); return err },
+			Scan: func(doc string) (*engine.DriftReport, error) {
+				return e.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: e.target(doc)})
+			},
+		}
+	})
 }
 
 func TestPool_warmAndBounded(t *testing.T) {

@@ -63,3 +63,33 @@ func CheckDrift(t testing.TB, c DriftCase, rep *engine.DriftReport) {
 		t.Errorf("%s: max severity %q, want %q", c.Name, rep.MaxSeverity, max)
 	}
 }
+
+// DriftEngine is an engine under test for [RunDriftCases]: Apply plans and applies a rendered
+// document, Scan scans it for drift; each on its own state, made for one case.
+type DriftEngine struct {
+	Apply func(doc string) error
+	Scan  func(doc string) (*engine.DriftReport, error)
+}
+
+// RunDriftCases runs every [DriftCases] case as a subtest on an engine newEngine makes for it:
+// apply [DriftDocument], change the real world, scan, and [CheckDrift].
+func RunDriftCases(t *testing.T, newEngine func(t *testing.T) DriftEngine) {
+	for _, c := range DriftCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			e := newEngine(t)
+			dir := t.TempDir()
+			doc := DriftDocument(dir)
+			if err := e.Apply(doc); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Change(dir); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.Scan(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			CheckDrift(t, c, rep)
+		})
+	}
+}

@@ -397,25 +397,18 @@ func TestEngine_applyFailureMessage(t *testing.T) {
 // TestEngine_driftCases: the out-of-band changes every engine family reports alike
 // (enginetest.DriftCases; the embedded engine's TestEngine_driftCases runs the same).
 func TestEngine_driftCases(t *testing.T) {
-	for _, c := range enginetest.DriftCases() {
-		t.Run(c.Name, func(t *testing.T) {
-			h := newHarness(t, harnessOpts{})
-			dir := t.TempDir()
-			doc := enginetest.DriftDocument(dir)
-			p := h.plan(doc)
-			if _, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p}); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Change(dir); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := h.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: h.target(doc)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			enginetest.CheckDrift(t, c, rep)
-		})
-	}
+	enginetest.RunDriftCases(t, func(t *testing.T) enginetest.DriftEngine {
+		h := newHarness(t, harnessOpts{})
+		return enginetest.DriftEngine{
+			Apply: func(doc string) error {
+				_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: h.plan(doc)})
+				return err
+			},
+			Scan: func(doc string) (*engine.DriftReport, error) {
+				return h.eng.ScanDrift(t.Context(), engine.DriftRequest{Target: h.target(doc)})
+			},
+		}
+	})
 }
 
 // TestEngine_Apply_timeout bounds a wedged apply: the step times out with a StepError wrapping
