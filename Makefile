@@ -18,6 +18,7 @@ PROMTOOL_VERSION       := v0.316.0
 STATICCHECK_VERSION    := v0.8.2
 DEADCODE_VERSION       := v0.53.0
 SOURCE_CONTROLLER_VERSION := v1.9.6
+COREDNS_VERSION        := v1.14.7
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
@@ -31,6 +32,10 @@ TESTKIT_DIR    := $(TOOLS_DIR)/testkit-v0.4.0
 ALERTMANAGER_DIR := $(TOOLS_DIR)/alertmanager-$(ALERTMANAGER_VERSION)
 PROMTOOL_DIR     := $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)
 SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)
+KUBE_NODE_DIR  := $(TOOLS_DIR)/kube-node-$(KUBE_VERSION)
+COREDNS_DIR    := $(TOOLS_DIR)/coredns-$(COREDNS_VERSION)
+# The one-node cluster's state (hack/cluster/up.sh): configuration, data, sockets, logs.
+CLUSTER_DIR    ?= $(HOME)/.cache/lava/cluster
 BUF            := $(BUF_DIR)/buf
 STATICCHECK    := $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 DEADCODE       := $(TOOLS_DIR)/deadcode-$(DEADCODE_VERSION)/deadcode
@@ -153,6 +158,34 @@ tools-deadcode: ## deadcode (golang.org/x/tools, DEADCODE_VERSION is that module
 	@if [ -x $(DEADCODE) ]; then echo "[tools] deadcode $(DEADCODE_VERSION) present, skipping" >&2; \
 	else cd "$${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 GOBIN=$(dir $(DEADCODE)) \
 	  go install golang.org/x/tools/cmd/deadcode@$(DEADCODE_VERSION); fi
+
+# The node tools are not in `tools`: only the one-node cluster needs them (make test-cluster).
+.PHONY: tools-kube-node
+tools-kube-node: ## kube-scheduler, kubelet, kube-proxy, kubectl for the one-node cluster.
+	KUBE_VERSION=$(KUBE_VERSION) hack/tools/build-kube-node.sh $(KUBE_NODE_DIR)
+
+.PHONY: tools-coredns
+tools-coredns: ## A slim CoreDNS for the one-node cluster's DNS.
+	COREDNS_VERSION=$(COREDNS_VERSION) hack/tools/build-coredns.sh $(COREDNS_DIR)
+
+##@ One-node cluster (root; containerd, kubelet and the control plane on this machine: hack/cluster)
+CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBE_DIR=$(KUBE_DIR) KUBE_NODE_DIR=$(KUBE_NODE_DIR) COREDNS_DIR=$(COREDNS_DIR)
+
+.PHONY: cluster-packages
+cluster-packages: ## Install the Debian packages the cluster runs on (containerd, runc, CNI plugins, iptables, ...).
+	hack/cluster/install-packages.sh
+
+.PHONY: cluster-up
+cluster-up: tools-kube tools-kube-node tools-coredns cluster-packages ## Start the one-node cluster; then KUBECONFIG=$(CLUSTER_DIR)/kubeconfig.
+	$(CLUSTER_ENV) hack/cluster/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the one-node cluster and undo every change it made to the host.
+	$(CLUSTER_ENV) hack/cluster/down.sh
+
+.PHONY: test-cluster
+test-cluster: tools-kube tools-kube-node tools-coredns cluster-packages ## cluster-up, the smoke test (test/cluster), cluster-down; fails if the host differs afterwards.
+	$(CLUSTER_ENV) hack/cluster/test.sh
 
 ##@ Generated code
 .PHONY: generate

@@ -1,0 +1,133 @@
+// Command probe is the one-node cluster's smoke test workload (test/cluster).
+//
+//	probe serve [ADDR]   HTTP on ADDR (default :8080): /healthz; / answers with the pod's hostname;
+//	                     /whoami asks the API server who the pod's ServiceAccount token is
+//	                     (a SelfSubjectReview) and answers with the user name
+//	probe get URL...     GETs each URL, prints "GET URL -> STATUS BODY", exits 1 if one fails
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: probe serve [ADDR] | probe get URL...")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "serve":
+		addr := ":8080"
+		if len(os.Args) > 2 {
+			addr = os.Args[2]
+		}
+		if err := serve(addr); err != nil {
+			fmt.Fprintln(os.Stderr, "probe:", err)
+			os.Exit(1)
+		}
+	case "get":
+		os.Exit(get(os.Args[2:]))
+	default:
+		fmt.Fprintln(os.Stderr, "probe: unknown command", os.Args[1])
+		os.Exit(2)
+	}
+}
+
+func serve(addr string) error {
+	host, _ := os.Hostname()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s\n", host) })
+	mux.HandleFunc("/whoami", func(w http.ResponseWriter, _ *http.Request) {
+		user, err := whoami()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		fmt.Fprintf(w, "user %s\n", user)
+	})
+	fmt.Println("serving on", addr)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return srv.ListenAndServe()
+}
+
+// whoami posts a SelfSubjectReview to the API server with the pod's ServiceAccount token and
+// returns the user name the API server authenticated it as.
+func whoami() (string, error) {
+	token, err := os.ReadFile(saDir + "/token")
+	if err != nil {
+		return "", err
+	}
+	ca, err := os.ReadFile(saDir + "/ca.crt")
+	if err != nil {
+		return "", err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return "", errors.New("no certificate in " + saDir + "/ca.crt")
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	host := net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"))
+	body := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+	req, err := http.NewRequest(http.MethodPost, "https://"+host+"/apis/authentication.k8s.io/v1/selfsubjectreviews", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+string(bytes.TrimSpace(token)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("selfsubjectreview via %s: %s: %s", host, resp.Status, b)
+	}
+	var review struct {
+		Status struct {
+			UserInfo struct {
+				Username string `json:"username"`
+			} `json:"userInfo"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(b, &review); err != nil {
+		return "", fmt.Errorf("selfsubjectreview: %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
+func get(urls []string) int {
+	client := &http.Client{Timeout: 5 * time.Second}
+	rc := 0
+	for _, u := range urls {
+		resp, err := client.Get(u)
+		if err != nil {
+			fmt.Printf("GET %s -> error: %v\n", u, err)
+			rc = 1
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		fmt.Printf("GET %s -> %s %s", u, resp.Status, b)
+		if resp.StatusCode != http.StatusOK {
+			rc = 1
+		}
+	}
+	return rc
+}
