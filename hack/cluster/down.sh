@@ -14,29 +14,35 @@ ids=
 S=${CLUSTER_DIR:-$HOME/.cache/lava/cluster}
 KUBE_NODE_DIR=${KUBE_NODE_DIR:-${TOOLS_DIR:-$HOME/.cache/lava/tools}/kube-node-v1.37.2}
 NODE_LINK=lavanode0 POD_LINK=lavacni0 CLUSTER_CIDR=10.244.0.0/16 SVC_CIDR=10.96.0.0/16
-log() { echo "[cluster-down] $*" >&2; }
+T0=$(date +%s%N)
+log() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '[cluster-down %3d.%ds] %s\n' $((ms / 1000)) $((ms % 1000 / 100)) "$*" >&2; }
 [ -d "$S" ] || { log "no cluster at $S"; exit 0; }
 S=$(cd "$S" && pwd)
 [ "$(id -u)" = 0 ] || { log "needs root"; exit 1; }
 
-stop_pid() { # pid: SIGTERM, then SIGKILL after 10 s
-  local pid=$1
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill "$pid" 2>/dev/null
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null
-  for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+stop_pids() { # pid...: SIGTERM to all, SIGKILL to those still there after 10 s
+  local pid left
+  kill "$@" 2>/dev/null
+  for _ in $(seq 1 100); do
+    left=; for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ -z "$left" ] && return 0; sleep 0.1
+  done
+  for pid in "$@"; do
+    kill -0 "$pid" 2>/dev/null && log "SIGKILL $pid ($(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null | cut -c1-80))" && kill -9 "$pid" 2>/dev/null
+  done
+  sleep 0.5
 }
-stop_one() { # name: the daemon up.sh recorded in run/NAME.pid
-  [ -f "$S/run/$1.pid" ] || return 0
-  stop_pid "$(cat "$S/run/$1.pid")"
-  rm -f "$S/run/$1.pid"
+stop() { # name...: the daemons up.sh recorded in run/NAME.pid, together
+  local n pids=()
+  for n in "$@"; do [ -f "$S/run/$n.pid" ] && pids+=("$(cat "$S/run/$n.pid")"); done
+  [ ${#pids[@]} = 0 ] || stop_pids "${pids[@]}"
+  for n in "$@"; do rm -f "$S/run/$n.pid"; done
 }
 # The PIDs of processes whose command line names our containerd socket (its shims).
 shims() { pgrep -f -- " -address $S/run/containerd.sock" || true; }
 
 # ---- daemons, then the pods' containers (kubelet first, so it restarts nothing)
-stop_one proxy; stop_one kubelet; stop_one scheduler; stop_one kcm
+stop proxy kubelet scheduler kcm
 if [ -S "$S/run/containerd.sock" ] && [ -f "$S/run/containerd.pid" ]; then
   CTR="ctr --address $S/run/containerd.sock -n k8s.io"
   ids=$($CTR containers ls -q 2>/dev/null)   # pod sandboxes among them: their libcni cache entries go below
@@ -45,9 +51,11 @@ if [ -S "$S/run/containerd.sock" ] && [ -f "$S/run/containerd.pid" ]; then
   for id in $($CTR tasks ls -q 2>/dev/null); do $CTR tasks delete -f "$id" >/dev/null 2>&1; done
   for id in $($CTR containers ls -q 2>/dev/null); do $CTR containers delete "$id" >/dev/null 2>&1; done
 fi
-stop_one containerd
-for pid in $(shims); do stop_pid "$pid"; done
-stop_one apiserver; stop_one etcd
+log "kubelet, kube-proxy, scheduler, controller manager stopped; pods' containers removed"
+stop containerd
+pids=$(shims); [ -z "$pids" ] || stop_pids $pids
+stop apiserver; stop etcd   # kube-apiserver shuts down slowly without etcd
+log "containerd, its shims, kube-apiserver, etcd stopped"
 
 # ---- mounts under the state dir (netns bind mounts, sandbox shm, pod volumes, overlay rootfs), deepest first
 for _ in 1 2 3; do
@@ -60,6 +68,8 @@ done
 for l in $(ip -o link show master "$POD_LINK" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do ip link del "$l" 2>/dev/null; done
 ip link del "$POD_LINK" 2>/dev/null
 ip link del "$NODE_LINK" 2>/dev/null
+
+log "mounts and links removed"
 
 # ---- packet filtering: kube-proxy's own cleanup, then any KUBE-* chain left (kubelet's canaries)
 if [ -x "$KUBE_NODE_DIR/kube-proxy" ] && command -v iptables >/dev/null; then
@@ -86,6 +96,8 @@ fi
 command -v conntrack >/dev/null && for r in "$CLUSTER_CIDR" "$SVC_CIDR"; do
   conntrack -D -s "$r" >/dev/null 2>&1; conntrack -D -d "$r" >/dev/null 2>&1
 done
+
+log "iptables, nft and conntrack cleaned"
 
 # ---- cgroups kubelet made (cgroupfs driver: one kubepods tree per v1 hierarchy), deepest first
 for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
