@@ -19,6 +19,7 @@ STATICCHECK_VERSION    := v0.8.2
 DEADCODE_VERSION       := v0.53.0
 SOURCE_CONTROLLER_VERSION := v1.9.6
 COREDNS_VERSION        := v1.14.7
+KUBE_ROUTER_VERSION    := v2.1.0
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
@@ -34,6 +35,7 @@ PROMTOOL_DIR     := $(TOOLS_DIR)/promtool-$(PROMTOOL_VERSION)
 SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERSION)
 KUBE_NODE_DIR  := $(TOOLS_DIR)/kube-node-$(KUBE_VERSION)
 COREDNS_DIR    := $(TOOLS_DIR)/coredns-$(COREDNS_VERSION)
+KUBE_ROUTER_DIR := $(TOOLS_DIR)/kube-router-$(KUBE_ROUTER_VERSION)
 # The one-node cluster's state (hack/cluster/up.sh): configuration, data, sockets, logs.
 CLUSTER_DIR    ?= $(HOME)/.cache/lava/cluster
 BUF            := $(BUF_DIR)/buf
@@ -168,15 +170,19 @@ tools-kube-node: ## kube-scheduler, kubelet, kube-proxy, kubectl for the one-nod
 tools-coredns: ## A slim CoreDNS for the one-node cluster's DNS.
 	COREDNS_VERSION=$(COREDNS_VERSION) hack/tools/build-coredns.sh $(COREDNS_DIR)
 
+.PHONY: tools-kube-router
+tools-kube-router: ## kube-router, whose NetworkPolicy controller the one-node cluster runs.
+	KUBE_ROUTER_VERSION=$(KUBE_ROUTER_VERSION) hack/tools/build-kube-router.sh $(KUBE_ROUTER_DIR)
+
 ##@ One-node cluster (root; containerd, kubelet and the control plane on this machine: hack/cluster)
-CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBE_DIR=$(KUBE_DIR) KUBE_NODE_DIR=$(KUBE_NODE_DIR) COREDNS_DIR=$(COREDNS_DIR)
+CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBE_DIR=$(KUBE_DIR) KUBE_NODE_DIR=$(KUBE_NODE_DIR) COREDNS_DIR=$(COREDNS_DIR) KUBE_ROUTER_DIR=$(KUBE_ROUTER_DIR)
 
 .PHONY: cluster-packages
 cluster-packages: ## Install the Debian packages the cluster runs on (containerd, runc, CNI plugins, iptables, ...).
 	hack/cluster/install-packages.sh
 
 .PHONY: cluster-up
-cluster-up: tools-kube tools-kube-node tools-coredns cluster-packages ## Start the one-node cluster; then KUBECONFIG=$(CLUSTER_DIR)/kubeconfig.
+cluster-up: tools-kube tools-kube-node tools-coredns tools-kube-router cluster-packages ## Start the one-node cluster; then KUBECONFIG=$(CLUSTER_DIR)/kubeconfig.
 	$(CLUSTER_ENV) hack/cluster/up.sh
 
 .PHONY: cluster-down
@@ -184,7 +190,7 @@ cluster-down: ## Stop the one-node cluster and undo every change it made to the 
 	$(CLUSTER_ENV) hack/cluster/down.sh
 
 .PHONY: test-cluster
-test-cluster: tools-kube tools-kube-node tools-coredns cluster-packages ## cluster-up, the smoke test (test/cluster), cluster-down; fails if the host differs afterwards.
+test-cluster: tools-kube tools-kube-node tools-coredns tools-kube-router cluster-packages ## cluster-up, the smoke test (test/cluster), cluster-down; fails if the host differs afterwards.
 	$(CLUSTER_ENV) hack/cluster/test.sh
 
 ##@ Generated code
@@ -223,8 +229,8 @@ check-generate: generate ## Fail if regenerating changes anything.
 # or named *test; no binary links it) must be reached from a test.
 .PHONY: lint
 lint: tools-buf tools-staticcheck tools-deadcode ## go vet, staticcheck, gofmt, buf lint/format/breaking, module dependency rules, function length, dead code (a binary reaches every function it links, a test every test-support function).
-	go vet -tags integration,terraform,e2e $(PKGS)
-	$(STATICCHECK) -tags integration,terraform,e2e $(PKGS)
+	go vet -tags integration,terraform,e2e,cluster $(PKGS)
+	$(STATICCHECK) -tags integration,terraform,e2e,cluster $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	@if [ -d proto ]; then \
 	  $(BUF) lint && $(BUF) format -d --exit-code && \

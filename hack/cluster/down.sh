@@ -3,7 +3,7 @@
 # the daemons (by the PIDs in CLUSTER_DIR/run) and the containerd shims that serve our socket, the
 # pods' containers, the mounts under CLUSTER_DIR, the links (node and pod bridges, veths), kube-proxy's
 # and kubelet's iptables chains (v4 and v6) and the iptables-nft tables they created, the nft table
-# inet lava_cluster, conntrack entries of the pod and service ranges, the kubepods cgroups, libcni's
+# inet lava_cluster, kube-router's ipsets, conntrack entries of the pod and service ranges, the kubepods cgroups, libcni's
 # cache entries, and the sysctls saved in CLUSTER_DIR/sysctl.saved. Then CLUSTER_DIR is removed but
 # for its logs. Safe to run at any time, also after a failed or partial up.sh; it exits non-zero and
 # says what when something is still left behind.
@@ -42,7 +42,7 @@ stop() { # name...: the daemons up.sh recorded in run/NAME.pid, together
 shims() { pgrep -f -- " -address $S/run/containerd.sock" || true; }
 
 # ---- daemons, then the pods' containers (kubelet first, so it restarts nothing)
-stop proxy kubelet scheduler kcm
+stop proxy kube-router kubelet scheduler kcm
 if [ -S "$S/run/containerd.sock" ] && [ -f "$S/run/containerd.pid" ]; then
   CTR="ctr --address $S/run/containerd.sock -n k8s.io"
   ids=$($CTR containers ls -q 2>/dev/null)   # pod sandboxes among them: their libcni cache entries go below
@@ -97,7 +97,13 @@ command -v conntrack >/dev/null && for r in "$CLUSTER_CIDR" "$SVC_CIDR"; do
   conntrack -D -s "$r" >/dev/null 2>&1; conntrack -D -d "$r" >/dev/null 2>&1
 done
 
-log "iptables, nft and conntrack cleaned"
+# kube-router's ipsets (no rule refers to them any more): the ones that were not there before up.sh.
+if command -v ipset >/dev/null && [ -f "$S/ipsets.saved" ]; then
+  for set in $(ipset list -n 2>/dev/null); do
+    grep -qxF -- "$set" "$S/ipsets.saved" || ipset destroy "$set" 2>/dev/null
+  done
+fi
+log "iptables, ipsets, nft and conntrack cleaned"
 
 # ---- cgroups kubelet made (cgroupfs driver: one kubepods tree per v1 hierarchy), deepest first
 for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
@@ -128,6 +134,7 @@ awk -v p="$S/" 'index($2, p) == 1' /proc/mounts | grep -q . && left+=("mounts un
 ip link show "$POD_LINK" >/dev/null 2>&1 && left+=("link $POD_LINK")
 ip link show "$NODE_LINK" >/dev/null 2>&1 && left+=("link $NODE_LINK")
 command -v iptables-save >/dev/null && iptables-save 2>/dev/null | grep -q KUBE- && left+=("KUBE- iptables rules")
+command -v ipset >/dev/null && [ -f "$S/ipsets.saved" ] && [ -n "$(ipset list -n 2>/dev/null | grep -vxFf "$S/ipsets.saved")" ] && left+=("ipsets")
 for d in /sys/fs/cgroup/*/kubepods; do [ -d "$d" ] && left+=("cgroup $d"); done
 if [ ${#left[@]} -gt 0 ]; then
   log "left behind: ${left[*]} (state kept in $S)"

@@ -5,6 +5,7 @@
 #   etcd, kube-apiserver, kube-controller-manager    KUBE_DIR (make tools-kube)
 #   kube-scheduler, kubelet, kube-proxy, kubectl     KUBE_NODE_DIR (make tools-kube-node)
 #   bridge + host-local CNI (Debian), kube-proxy in iptables mode, CoreDNS as a pod (make tools-coredns)
+#   kube-router's NetworkPolicy controller alone (no router, no proxy), with ipset/iptables (make tools-kube-router)
 #
 # Everything lives under CLUSTER_DIR (default $HOME/.cache/lava/cluster): configuration, PKI, etcd
 # and containerd data, sockets, pod volumes, pod logs, the daemons' logs (CLUSTER_DIR/logs) and PIDs.
@@ -18,7 +19,7 @@
 #     (under containerd's state dir, not /run/netns);
 #   - sysctls: net.ipv4.ip_forward=1 here, and kubelet's own (vm.overcommit_memory, kernel.panic,
 #     kernel.panic_on_oops, ...); the values before are saved once in CLUSTER_DIR/sysctl.saved;
-#   - kube-proxy's KUBE-* iptables chains, and an nft table `inet lava_cluster` (priority -10, before
+#   - kube-proxy's and kube-router's KUBE-* iptables chains and kube-router's ipsets, and an nft table `inet lava_cluster` (priority -10, before
 #     kube-proxy's rules) that keeps pod traffic on the pods' bridge: forwarding only between two
 #     ports of POD_LINK (no pod reaches another network, nothing else reaches a pod, and when
 #     forwarding was off before, ip_forward=1 makes the host a router for nothing else), and from a
@@ -31,7 +32,7 @@
 # One cluster per machine: it refuses to start beside another cluster's kube-proxy rules.
 # Idempotent: a running cluster is left alone. A failed start runs down.sh (logs are kept).
 #
-# Env: CLUSTER_DIR, KUBE_DIR, KUBE_NODE_DIR, COREDNS_DIR (the Makefile sets these), NODE_IP (10.99.0.1).
+# Env: CLUSTER_DIR, KUBE_DIR, KUBE_NODE_DIR, COREDNS_DIR, KUBE_ROUTER_DIR (the Makefile sets these), NODE_IP (10.99.0.1).
 set -euo pipefail
 
 T0=$(date +%s%N)
@@ -42,6 +43,7 @@ TOOLS=${TOOLS_DIR:-$HOME/.cache/lava/tools}
 KUBE_DIR=${KUBE_DIR:-$TOOLS/kube-v1.37.2}
 KUBE_NODE_DIR=${KUBE_NODE_DIR:-$TOOLS/kube-node-v1.37.2}
 COREDNS_DIR=${COREDNS_DIR:-$TOOLS/coredns-v1.14.7}
+KUBE_ROUTER_DIR=${KUBE_ROUTER_DIR:-$TOOLS/kube-router-v2.1.0}
 NODE=lava-node NODE_IP=${NODE_IP:-10.99.0.1} NODE_LINK=lavanode0 POD_LINK=lavacni0
 POD_CIDR=10.244.0.0/24 CLUSTER_CIDR=10.244.0.0/16 SVC_CIDR=10.96.0.0/16 DNS_IP=10.96.0.10
 PAUSE_IMAGE=localhost/lava-node/pause:1 COREDNS_IMAGE=localhost/lava-node/coredns:v1.14.7
@@ -64,7 +66,7 @@ waitfor() { # description timeout-seconds cmd...: polls cmd every 0.2 s; a daemo
   local d=$1 t=$2 n; shift 2
   for _ in $(seq 1 $((t * 5))); do
     "$@" >/dev/null 2>&1 && return 0
-    for n in containerd etcd apiserver kcm scheduler kubelet proxy; do
+    for n in containerd etcd apiserver kcm scheduler kubelet proxy kube-router; do
       if [ -f "$S/run/$n.pid" ] && ! alive "$n"; then tail -n 20 "$S/logs/$n.log" >&2; fail "$n exited (log: $S/logs/$n.log)"; fi
     done
     sleep 0.2
@@ -76,7 +78,8 @@ waitfor() { # description timeout-seconds cmd...: polls cmd every 0.2 s; a daemo
 [ "$(id -u)" = 0 ] || fail "needs root (network links, iptables, cgroups, mounts)"
 for b in "$KUBE_DIR/etcd:tools-kube" "$KUBE_DIR/kube-apiserver:tools-kube" "$KUBE_DIR/kube-controller-manager:tools-kube" \
   "$KUBE_NODE_DIR/kube-scheduler:tools-kube-node" "$KUBE_NODE_DIR/kubelet:tools-kube-node" \
-  "$KUBE_NODE_DIR/kube-proxy:tools-kube-node" "$KUBE_NODE_DIR/kubectl:tools-kube-node" "$COREDNS_DIR/coredns:tools-coredns"; do
+  "$KUBE_NODE_DIR/kube-proxy:tools-kube-node" "$KUBE_NODE_DIR/kubectl:tools-kube-node" "$COREDNS_DIR/coredns:tools-coredns" \
+  "$KUBE_ROUTER_DIR/kube-router:tools-kube-router"; do
   [ -x "${b%%:*}" ] || fail "${b%%:*} missing: run make ${b##*:}"
 done
 for c in containerd containerd-shim-runc-v2 runc ctr iptables iptables-save nft conntrack ipset openssl curl /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback; do
@@ -111,6 +114,7 @@ if [ ! -f "$S/host.saved" ]; then
 fi
 # The nft tables there were before (iptables-nft makes its tables on first use; down.sh removes new empty ones).
 [ -f "$S/nft-tables.saved" ] || nft list tables >"$S/nft-tables.saved"
+[ -f "$S/ipsets.saved" ] || ipset list -n >"$S/ipsets.saved"
 # Forwarding was off: while ip_forward=1, forward nothing but pod-to-pod traffic.
 route_nothing_else=
 grep -qx 'net.ipv4.ip_forward = 0' "$S/sysctl.saved" && route_nothing_else="counter drop"
@@ -188,7 +192,8 @@ log "containerd up; images: $($CTR images ls -q | grep -v '^sha256:' | tr '\n' '
 [ -f "$S/pki/sa.key" ] || { openssl genrsa -out "$S/pki/sa.key" 2048 2>/dev/null && openssl rsa -in "$S/pki/sa.key" -pubout -out "$S/pki/sa.pub" 2>/dev/null; }
 if [ ! -f "$S/pki/tokens.csv" ]; then
   for u in "admin,admin,system:masters" "system:node:$NODE,node,system:nodes" "system:kube-proxy,kube-proxy," \
-    "system:kube-scheduler,kube-scheduler," "system:kube-controller-manager,kube-controller-manager,"; do
+    "system:kube-scheduler,kube-scheduler," "system:kube-controller-manager,kube-controller-manager," \
+    "system:kube-router,kube-router,"; do
     IFS=, read -r user uid group <<<"$u"
     printf '%s,%s,%s-uid%s\n' "$(openssl rand -hex 16)" "$user" "$uid" "${group:+,$group}"
   done >"$S/pki/tokens.csv"
@@ -212,6 +217,7 @@ kubeconfig "$S/pki/kubelet.kubeconfig" "system:node:$NODE"
 kubeconfig "$S/pki/proxy.kubeconfig" system:kube-proxy
 kubeconfig "$S/pki/scheduler.kubeconfig" system:kube-scheduler
 kubeconfig "$S/pki/kcm.kubeconfig" system:kube-controller-manager
+kubeconfig "$S/pki/kube-router.kubeconfig" system:kube-router
 
 # ---- etcd, kube-apiserver
 alive etcd || start etcd "$KUBE_DIR/etcd" --name node --data-dir "$S/etcd" \
@@ -296,6 +302,14 @@ alive proxy || start proxy "$KUBE_NODE_DIR/kube-proxy" --config="$S/kube-proxy.y
 waitfor "node $NODE Ready" 180 sh -c "$K get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 waitfor "the default ServiceAccount" 60 $K get serviceaccount default
 log "node $NODE Ready"
+
+# ---- NetworkPolicies: kube-router's controller only (its health and metrics ports off: no listener)
+$K apply -f "$HERE/kube-router.yaml" >/dev/null
+alive kube-router || start kube-router "$KUBE_ROUTER_DIR/kube-router" --run-firewall=true --run-router=false \
+  --run-service-proxy=false --kubeconfig="$S/pki/kube-router.kubeconfig" --hostname-override="$NODE" \
+  --service-cluster-ip-range="$SVC_CIDR" --health-port=0 --metrics-port=0
+waitfor "kube-router's NetworkPolicy chains" 120 iptables -S KUBE-ROUTER-FORWARD
+log "kube-router enforces NetworkPolicies"
 
 # ---- cluster DNS: CoreDNS as a pod, cluster.local only (no upstream)
 sed -e "s#@IMAGE@#$COREDNS_IMAGE#" -e "s#@DNS_IP@#$DNS_IP#" "$HERE/coredns.yaml" | $K apply -f - >/dev/null

@@ -4,6 +4,10 @@
 //	                     /whoami asks the API server who the pod's ServiceAccount token is
 //	                     (a SelfSubjectReview) and answers with the user name
 //	probe get URL...     GETs each URL, prints "GET URL -> STATUS BODY", exits 1 if one fails
+//	probe blocked URL    GETs URL once a second until a GET fails (a NetworkPolicy took effect) and
+//	                     exits 0, printing the error; exits 1 if the first 30 all succeed
+//	probe reach URL      GETs URL once a second until one answers 200 OK (a NetworkPolicy controller
+//	                     admits a new pod once it has seen its address); exits 1 after 30 tries
 package main
 
 import (
@@ -39,6 +43,18 @@ func main() {
 		}
 	case "get":
 		os.Exit(get(os.Args[2:]))
+	case "blocked":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: probe blocked URL")
+			os.Exit(2)
+		}
+		os.Exit(blocked(os.Args[2]))
+	case "reach":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: probe reach URL")
+			os.Exit(2)
+		}
+		os.Exit(reach(os.Args[2]))
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown command", os.Args[1])
 		os.Exit(2)
@@ -130,4 +146,40 @@ func get(urls []string) int {
 		}
 	}
 	return rc
+}
+
+func blocked(url string) int {
+	client := &http.Client{Timeout: 3 * time.Second}
+	for i := 1; i <= 30; i++ {
+		resp, err := client.Get(url)
+		if err != nil {
+			fmt.Printf("GET %s -> blocked after %d tries: %v\n", url, i, err)
+			return 0
+		}
+		resp.Body.Close()
+		fmt.Printf("GET %s -> %s (try %d)\n", url, resp.Status, i)
+		time.Sleep(time.Second)
+	}
+	return 1
+}
+
+func reach(url string) int {
+	client := &http.Client{Timeout: 3 * time.Second}
+	for i := 1; i <= 30; i++ {
+		resp, err := client.Get(url)
+		if err != nil {
+			fmt.Printf("GET %s -> error (try %d): %v\n", url, i, err)
+			time.Sleep(time.Second)
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		fmt.Printf("GET %s -> %s %s", url, resp.Status, b)
+		if resp.StatusCode == http.StatusOK {
+			fmt.Printf("reached after %d tries\n", i)
+			return 0
+		}
+		time.Sleep(time.Second)
+	}
+	return 1
 }
