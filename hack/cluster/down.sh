@@ -72,7 +72,7 @@ ip link del "$NODE_LINK" 2>/dev/null
 log "mounts and links removed"
 
 # ---- packet filtering: kube-proxy's own cleanup, then any KUBE-* chain left (kubelet's canaries)
-if [ -x "$KUBE_NODE_DIR/kube-proxy" ] && command -v iptables >/dev/null; then
+if [ -d "$S/run" ] && [ -x "$KUBE_NODE_DIR/kube-proxy" ] && command -v iptables >/dev/null; then
   timeout 60 "$KUBE_NODE_DIR/kube-proxy" --cleanup >"$S/logs/proxy-cleanup.log" 2>&1
 fi
 for ipt in iptables ip6tables; do
