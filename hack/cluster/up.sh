@@ -19,17 +19,19 @@
 #     (under containerd's state dir, not /run/netns);
 #   - sysctls: net.ipv4.ip_forward=1 here, and kubelet's own (vm.overcommit_memory, kernel.panic,
 #     kernel.panic_on_oops, ...); the values before are saved once in CLUSTER_DIR/sysctl.saved;
-#   - kube-proxy's and kube-router's KUBE-* iptables chains and kube-router's ipsets, and an nft table `inet lava_cluster` (priority -10, before
-#     kube-proxy's rules) that keeps pod traffic on the pods' bridge: forwarding only between two
-#     ports of POD_LINK (no pod reaches another network, nothing else reaches a pod, and when
-#     forwarding was off before, ip_forward=1 makes the host a router for nothing else), and from a
-#     pod to the host only the API server on NODE_IP:6443. The bridge CNI plugin runs with ipMasq
-#     false: nothing is masqueraded to the outside;
+#   - kube-proxy's and kube-router's KUBE-* iptables chains, kube-router's ipsets, and an nft table
+#     `inet lava_cluster` (priority -10, before kube-proxy's rules) that keeps pod traffic on the
+#     pods' bridge: forwarding only between two ports of POD_LINK (no pod reaches another network,
+#     nothing else reaches a pod, and when forwarding was off before, ip_forward=1 makes the host a
+#     router for nothing else), and from a pod to the host only the API server on NODE_IP:6443.
+#     The bridge CNI plugin runs with ipMasq false: nothing is masqueraded to the outside;
 #   - libcni's result cache in /var/lib/cni (containerd 1.6 cannot move it);
 #   - cgroups under /sys/fs/cgroup/*/kubepods (kubelet, cgroupfs driver) and mounts under CLUSTER_DIR.
 # Images come from tarballs (hack/cluster/images), imported with `ctr -n k8s.io images import`;
 # containerd's registry hosts point at a closed loopback port, so nothing is ever pulled.
 # One cluster per machine: it refuses to start beside another cluster's kube-proxy rules.
+# Trust: a test cluster. etcd (plain HTTP) and kubelet (anonymous, AlwaysAllow) trust whoever can
+# reach NODE_IP, which is this host's processes only: pods are kept off every host port but 6443.
 # Idempotent: a running cluster is left alone. A failed start runs down.sh (logs are kept).
 #
 # Env: CLUSTER_DIR, KUBE_DIR, KUBE_NODE_DIR, COREDNS_DIR, KUBE_ROUTER_DIR (the Makefile sets these), NODE_IP (10.99.0.1).
