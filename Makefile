@@ -182,7 +182,7 @@ cluster-packages: ## Install the Debian packages the cluster runs on (containerd
 	hack/cluster/install-packages.sh
 
 .PHONY: cluster-up
-cluster-up: tools-kube tools-kube-node tools-coredns tools-kube-router cluster-packages ## Start the one-node cluster; then KUBECONFIG=$(CLUSTER_DIR)/kubeconfig.
+cluster-up: tools-kube tools-kube-node tools-coredns tools-kube-router cluster-packages ## Start the one-node cluster; then KUBECONFIG=CLUSTER_DIR/kubeconfig (CLUSTER_DIR: ~/.cache/lava/cluster).
 	$(CLUSTER_ENV) hack/cluster/up.sh
 
 .PHONY: cluster-down
@@ -190,7 +190,7 @@ cluster-down: ## Stop the one-node cluster and undo every change it made to the 
 	$(CLUSTER_ENV) hack/cluster/down.sh
 
 .PHONY: test-cluster
-test-cluster: tools-kube tools-kube-node tools-coredns tools-kube-router cluster-packages ## cluster-up, the smoke test (test/cluster), cluster-down; fails if the host differs afterwards.
+test-cluster: tools-kube tools-kube-node tools-coredns tools-kube-router cluster-packages ## cluster-up, the tests of test/cluster (smoke, isolation, NetworkPolicy), cluster-down; fails if the host differs afterwards. Not in make test.
 	$(CLUSTER_ENV) hack/cluster/test.sh
 
 ##@ Generated code
