@@ -29,6 +29,7 @@ const DefaultWindow = 10 * time.Minute
 //
 //	window: 10m            # de-duplication window per fingerprint
 //	stuckAfter: 30m        # progress deadline of a working phase (negative: off)
+//	approvalAfter: 24h     # a plan held for approval this long is an anomaly (negative: off)
 //	cluster: prod-eu       # names the cluster in every anomaly
 //	sinks:
 //	  - name: ops
@@ -47,6 +48,10 @@ type Routing struct {
 	// suspension or an approval) raises a Stalled anomaly. Default [DefaultStuckAfter]; a
 	// negative value disables the check.
 	StuckAfter metav1.Duration `json:"stuckAfter"`
+	// ApprovalAfter is how long a plan may wait for approval (AwaitingApproval) before it
+	// raises the Custom anomaly approval_overdue, once per held plan. Default
+	// [DefaultApprovalAfter]; a negative value disables it.
+	ApprovalAfter metav1.Duration `json:"approvalAfter"`
 	// Cluster names the cluster in every anomaly this service builds.
 	Cluster string `json:"cluster,omitempty"`
 	// Sinks are the configured sinks, by unique name.
@@ -166,6 +171,9 @@ func (c *Routing) Validate() error {
 	}
 	if c.StuckAfter.Duration == 0 {
 		c.StuckAfter.Duration = DefaultStuckAfter
+	}
+	if c.ApprovalAfter.Duration == 0 {
+		c.ApprovalAfter.Duration = DefaultApprovalAfter
 	}
 	names := map[string]bool{}
 	for i := range c.Sinks {

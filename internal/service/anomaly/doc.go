@@ -12,7 +12,8 @@
 //     state ([FromPhaseChanged]); TickReported is acknowledged and not used;
 //   - a progress deadline: PhaseChanged also tracks resources in a working phase
 //     ([BucketProgress]); one that stays there longer than stuckAfter (default 30m) raises a
-//     Stalled anomaly with reason ProgressDeadlineExceeded;
+//     Stalled anomaly with reason ProgressDeadlineExceeded; a plan held for approval longer than
+//     approvalAfter (default 24h) raises the Custom anomaly approval_overdue once;
 //   - from LAVA_ANOMALIES: AnomalyDetected that other services publish directly
 //     ([FromDetected]): viggy's escalation tiers, and every service's poison-message reports
 //     (pipeline.PoisonReporter, kind Custom "poison_message"). Those are already on the public

@@ -30,6 +30,14 @@ const ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 // DefaultStuckAfter is the progress deadline when the configuration sets none.
 const DefaultStuckAfter = 30 * time.Minute
 
+// DefaultApprovalAfter is how long a plan may wait for approval, when the configuration sets
+// no approvalAfter, before it raises [ExtensionApprovalOverdue].
+const DefaultApprovalAfter = 24 * time.Hour
+
+// ExtensionApprovalOverdue is the extension kind of the Custom anomaly a plan held for approval
+// past approvalAfter raises (functional; subject lava.anomaly.functional.approval_overdue).
+const ExtensionApprovalOverdue = "approval_overdue"
+
 // Progress is one resource's working phase.
 type Progress struct {
 	// Namespace, Name and UID name the resource; Generation is its newest known generation.
@@ -41,8 +49,11 @@ type Progress struct {
 	Phase string `json:"phase"`
 	// Since is when the resource entered Phase (UTC).
 	Since time.Time `json:"since"`
-	// Raised is true once the Stalled anomaly for this stay was routed.
+	// Raised is true once the anomaly for this stay was routed.
 	Raised bool `json:"raised,omitempty"`
+	// Awaiting: the resource waits for the approval of a plan (the clock is approvalAfter's,
+	// not the progress deadline's).
+	Awaiting bool `json:"awaiting,omitempty"`
 }
 
 // working reports whether a PhaseChanged leaves the resource in a phase that must make
@@ -98,15 +109,17 @@ func (p *progress) track(ctx context.Context, pc *lavav1.PhaseChanged, now time.
 		if cur != nil && env.GetGeneration() < cur.Generation {
 			return nil
 		}
-		if !working(pc) {
+		awaiting := pc.GetReason() == v1alpha1.ReasonApprovalRequired
+		if !working(pc) && !awaiting {
 			if e == nil {
 				return nil
 			}
 			err = p.kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
 		} else {
 			next := Progress{Namespace: res.GetNamespace(), Name: res.GetName(), UID: res.GetUid(), Generation: env.GetGeneration(),
-				Phase: pc.GetTo().String(), Since: now.UTC()}
-			if cur != nil && cur.Phase == next.Phase && cur.Generation == next.Generation && pc.GetFrom() == pc.GetTo() {
+				Phase: pc.GetTo().String(), Since: now.UTC(), Awaiting: awaiting}
+			if cur != nil && cur.Phase == next.Phase && cur.Generation == next.Generation && cur.Awaiting == next.Awaiting &&
+				pc.GetFrom() == pc.GetTo() {
 				next.Since, next.Raised = cur.Since, cur.Raised
 			}
 			b, _ := json.Marshal(next)
@@ -126,7 +139,9 @@ func (p *progress) track(ctx context.Context, pc *lavav1.PhaseChanged, now time.
 	return fmt.Errorf("anomaly: progress %s: too much contention", key)
 }
 
-// scan raises a Stalled anomaly for every resource past the deadline that has none yet.
+// scanProgress raises, for every resource past its deadline that has none yet, a Stalled
+// anomaly (a working phase past stuckAfter) or an approval_overdue one (a plan held past
+// approvalAfter); a negative deadline raises nothing.
 func (s *Service) scanProgress(ctx context.Context) error {
 	lister, err := s.progress.kv.ListKeys(ctx)
 	if err != nil {
@@ -147,10 +162,17 @@ func (s *Service) scanProgress(ctx context.Context) error {
 			continue
 		}
 		pr := &Progress{}
-		if json.Unmarshal(e.Value(), pr) != nil || pr.Raised || now.Sub(pr.Since) < s.routing.StuckAfter.Duration {
+		if json.Unmarshal(e.Value(), pr) != nil || pr.Raised {
 			continue
 		}
-		a, cause := stalled(pr, s.routing.Cluster, now)
+		deadline, raise := s.routing.StuckAfter.Duration, stalled
+		if pr.Awaiting {
+			deadline, raise = s.routing.ApprovalAfter.Duration, approvalOverdue
+		}
+		if deadline < 0 || now.Sub(pr.Since) < deadline {
+			continue
+		}
+		a, cause := raise(pr, s.routing.Cluster, now)
 		if err := s.Process(ctx, a, cause, nil); err != nil {
 			errs = append(errs, err)
 			continue
@@ -178,6 +200,22 @@ func stalled(pr *Progress, cluster string, now time.Time) (LavaAnomaly, *lavav1.
 		phaseWord(phase), since)
 	a.Metadata["reason"] = ReasonProgressDeadlineExceeded
 	a.Metadata["phase"] = phaseWord(phase)
+	a.Metadata["since"] = since
+	return finish(a), cause
+}
+
+// approvalOverdue is the approval_overdue anomaly of a resource whose plan has waited for
+// approval since pr.Since, and the envelope of the synthetic fact that caused it (as
+// [stalled]'s).
+func approvalOverdue(pr *Progress, cluster string, now time.Time) (LavaAnomaly, *lavav1.Envelope) {
+	since := pr.Since.UTC().Format(time.RFC3339Nano)
+	res := &lavav1.ResourceRef{Namespace: pr.Namespace, Name: pr.Name, Uid: pr.UID}
+	id := eventid.ID(pr.UID, pr.Generation, "lava.anomaly.ApprovalOverdue", "approval:"+since)
+	cause := &lavav1.Envelope{EventId: id, Resource: res, Generation: pr.Generation, CorrelationId: id}
+	a := base(cause, cluster, now)
+	a.Kind, a.ExtensionKind, a.Severity = KindCustom, ExtensionApprovalOverdue, SeverityFunctional
+	a.Message = fmt.Sprintf("a plan has waited for approval for %s (since %s): review it with `lava plan show %s/%s`",
+		now.Sub(pr.Since).Round(time.Second), since, pr.Namespace, pr.Name)
 	a.Metadata["since"] = since
 	return finish(a), cause
 }

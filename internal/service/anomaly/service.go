@@ -147,12 +147,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Run consumes LAVA_PHASES and LAVA_ANOMALIES with the durable "anomaly" and, unless
-// stuckAfter is negative, checks resources in a working phase every ScanInterval, until ctx is
-// cancelled; then it drains and returns nil.
+// Run consumes LAVA_PHASES and LAVA_ANOMALIES with the durable "anomaly" and, unless both
+// stuckAfter and approvalAfter are negative, checks resources in a working phase or awaiting
+// approval every ScanInterval, until ctx is cancelled; then it drains and returns nil.
 func (s *Service) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	if s.routing.StuckAfter.Duration > 0 {
+	if s.routing.StuckAfter.Duration > 0 || s.routing.ApprovalAfter.Duration > 0 {
 		g.Go(func() error {
 			t := time.NewTicker(s.cfg.ScanInterval)
 			defer t.Stop()

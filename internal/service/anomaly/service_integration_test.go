@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -132,6 +133,7 @@ func start(t *testing.T, replicas int) *harness {
 	h.routes, err = anomaly.ParseRouting([]byte(fmt.Sprintf(`
 window: 1m
 stuckAfter: 90s
+approvalAfter: 200s
 cluster: test-cluster
 sinks:
   - {name: ops, type: webhook, url: %q, secretFile: %q, maxAttempts: 3, timeout: 2s}
@@ -513,6 +515,50 @@ func TestService_stuckResourceRaisesStalled(t *testing.T) {
 	h.quiet(t)
 	phase(2, lavav1.Phase_PHASE_SYNTHESIZED, lavav1.Phase_PHASE_APPLIED, "Applied")
 	eventually(t, "progress cleared", func() error {
+		if _, err := kv.Get(t.Context(), key); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return fmt.Errorf("entry still there: %v", err)
+		}
+		return nil
+	})
+}
+
+// A plan held for approval is no stall (the progress deadline passes quietly) but raises one
+// approval_overdue anomaly past approvalAfter; the approval clears it.
+func TestService_approvalOverdue(t *testing.T) {
+	h := start(t, 1)
+	const uid = "9d7c4c1e-4444-4a57-9c0e-7f0f6d0d2b11"
+	h.observed(t, "db", uid, map[string]string{"team": "infra"})
+	phase := func(n int, from, to lavav1.Phase, reason string) {
+		t.Helper()
+		pc := &lavav1.PhaseChanged{From: from, To: to, Reason: reason}
+		pc.Envelope = &lavav1.Envelope{EventId: eventid.ID(uid, 1, "lava.v1.PhaseChanged", fmt.Sprintf("cause:pc-%d", n)), Source: "watcher",
+			Resource: &lavav1.ResourceRef{Namespace: "infra", Name: "db", Uid: uid}, Generation: 1}
+		if _, err := h.pub.PublishEvent(t.Context(), pc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := h.js.KeyValue(t.Context(), anomaly.BucketProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bus.ResourceKey("infra", "db")
+	phase(1, lavav1.Phase_PHASE_SYNTHESIZED, lavav1.Phase_PHASE_PLANNED, v1alpha1.ReasonApprovalRequired)
+	eventually(t, "approval tracked", func() error {
+		_, err := kv.Get(t.Context(), key)
+		return err
+	})
+	h.clock.advance(2 * time.Minute) // past stuckAfter (90s), not approvalAfter (200s)
+	h.quiet(t)
+	h.clock.advance(2 * time.Minute)
+	m, a := h.next(t)
+	if m.Subject != "lava.anomaly.functional.approval_overdue" || a.GetExtensionKind() != anomaly.ExtensionApprovalOverdue ||
+		a.GetSource().GetUid() != uid || !strings.Contains(a.GetMessage(), "lava plan show infra/db") {
+		t.Errorf("approval overdue %s: %v", m.Subject, a)
+	}
+	h.clock.advance(2 * time.Minute)
+	h.quiet(t) // once per held plan
+	phase(2, lavav1.Phase_PHASE_PLANNED, lavav1.Phase_PHASE_APPLIED, "Applied")
+	eventually(t, "approval cleared", func() error {
 		if _, err := kv.Get(t.Context(), key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return fmt.Errorf("entry still there: %v", err)
 		}
