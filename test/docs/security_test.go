@@ -103,6 +103,14 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_attacks", "TestEvaluationLimits_legitimate"}},
 	{"14f", "unknown locals referring twice to the previous one, and == over long lists: 2^depth evaluations",
 		[]string{"TestEvaluationLimits_attacks", "TestEvaluationLimits_unknownLocalsEvaluatedOnce"}},
+	{"15a", "a string of 4 million digits for a number attribute of the provider schema: 33 GB per plan",
+		[]string{"TestEngine_schemaConversionLimits"}},
+	{"15b", "a 3-million-digit number applied into the state, parsed by every later plan",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"15c", "coalesce and setproduct over 60,001 values of two types: pairwise unification, out of memory",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"15d", "99,225 undeclared references: one error each, 18.5 MB printed",
+		[]string{"TestSynthesize_manyBadReferences"}},
 }
 
 var (

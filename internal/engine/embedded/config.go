@@ -954,6 +954,14 @@ func decodeBlock(b *Block, body hcl.Body, ctx *hcl.EvalContext, where string) (c
 		if diags.HasErrors() {
 			return cty.NilVal, diagError(where+"."+name, diags)
 		}
+		if b := budgetOf(ctx); b != nil {
+			// The schema's type converts the value as a function's parameter does: a string
+			// to a number through math/big, a tuple to a collection pairwise.
+			var err error
+			if v, err = b.convertible(where+"."+name, v, a.configType()); err != nil {
+				return cty.NilVal, err
+			}
+		}
 		cv, err := convert.Convert(v, a.configType())
 		if err == nil && !cv.Type().Equals(ty) {
 			cv, err = convert.Convert(cv, ty)

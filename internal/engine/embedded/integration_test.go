@@ -407,6 +407,31 @@ func TestEngine_providerCrash(t *testing.T) {
 	}
 }
 
+// TestEngine_schemaConversionLimits: a resource attribute is converted to the provider
+// schema's type under the same limits as a function's parameter: a string of 4 million digits
+// for testkit's number attribute create_delay_ms took 1 min 49 s and 33 GB to parse, nothing
+// interrupting it.
+func TestEngine_schemaConversionLimits(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	doc := jsonDoc(t, map[string]any{"resource": map[string]any{"testkit_file": map[string]any{
+		"kit": map[string]any{"filename": dir + "/kit.txt", "content": "x",
+			"create_delay_ms": `${replace(format("%04000000d", 0), "0", "7")}`},
+	}}})
+	_, err := e.planApply(doc)
+	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "testkit_file.kit.create_delay_ms") ||
+		!strings.Contains(err.Error(), "a string of 4000000 bytes converted to a number") {
+		t.Fatalf("plan: %v; want the conversion refused by the evaluation limits", err)
+	}
+	// A number written as a string converts as before.
+	ok := jsonDoc(t, map[string]any{"resource": map[string]any{"testkit_file": map[string]any{
+		"kit": map[string]any{"filename": dir + "/kit.txt", "content": "x", "create_delay_ms": "${tostring(1)}"},
+	}}})
+	if _, err := e.planApply(ok); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestEngine_sensitiveAndDrift(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()

@@ -170,19 +170,25 @@ func (b *budget) value(what string, v cty.Value) error {
 	}
 	maxE := min(MaxValueElements, max(b.elems.Load(), 0)) + 1
 	maxB := min(MaxValueBytes, max(b.bytes.Load(), 0)) + 1
-	e, by := valueSize(v, maxE, maxB)
+	e, by, digits := valueSize(v, maxE, maxB)
 	if e > MaxValueElements {
 		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("the value has more than %d elements, the limit of one value", MaxValueElements)})
 	}
 	if by > MaxValueBytes {
 		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("the value has more than %d bytes of text, the limit of one value", MaxValueBytes)})
 	}
+	if digits > MaxNumberText {
+		// Every later plan, scan and destroy would parse it again from the state (math/big's
+		// decimal parsing takes time in the square of the digits).
+		return b.fail(&LimitError{Func: what, Reason: fmt.Sprintf("the value holds a number of about %d digits, more than %d, the limit of a number's text", digits, MaxNumberText)})
+	}
 	return b.charge(what, e, by)
 }
 
 // valueSize counts the elements and text of v, deep, stopping once either reaches its
-// maximum. Marks, unknown and null values are allowed.
-func valueSize(v cty.Value, maxElems, maxBytes int64) (elems, bytes int64) {
+// maximum, and finds the most digits beyond an ordinary number's of a number in it
+// ([numberDigits]). Marks, unknown and null values are allowed.
+func valueSize(v cty.Value, maxElems, maxBytes int64) (elems, bytes, digits int64) {
 	stack := []cty.Value{v}
 	for len(stack) > 0 && elems < maxElems && bytes < maxBytes {
 		x, _ := stack[len(stack)-1].Unmark()
@@ -196,7 +202,9 @@ func valueSize(v cty.Value, maxElems, maxBytes int64) (elems, bytes int64) {
 		case ty == cty.String:
 			bytes += int64(len(x.AsString()))
 		case ty == cty.Number:
-			bytes += numberDigits(x)
+			d := numberDigits(x)
+			bytes += d
+			digits = max(digits, d)
 		case ty.IsCollectionType() || ty.IsTupleType() || ty.IsObjectType():
 			for it := x.ElementIterator(); it.Next() && elems+int64(len(stack)) < maxElems; {
 				_, e := it.Element()
@@ -204,7 +212,7 @@ func valueSize(v cty.Value, maxElems, maxBytes int64) (elems, bytes int64) {
 			}
 		}
 	}
-	return elems, bytes
+	return elems, bytes, digits
 }
 
 // maxOrdinaryPrec is the mantissa precision in bits beyond which numberDigits counts a
@@ -354,10 +362,58 @@ func (b *budget) prepare(sh *guardShape, args []cty.Value) ([]cty.Value, error) 
 		}
 		out[i] = c
 	}
+	if err := b.unifyWork(sh.name, args); err != nil {
+		return nil, err
+	}
 	if out == nil {
 		return args, nil
 	}
 	return out, nil
+}
+
+// unifyWork charges the type unification of the functions whose type is the unification of
+// their arguments' types (coalesce, coalescelist, concat of lists) or of their elements'
+// (setproduct): go-cty sorts the types pairwise, comparing every pair even when they are all one
+// type (60,001 arguments of two types to coalesce ran the process out of memory; of one type,
+// 3 min 40 s). More than [condFreeTypes] types are charged n²/2 elements.
+func (b *budget) unifyWork(name string, args []cty.Value) error {
+	var n int
+	switch name {
+	case "coalesce", "coalescelist", "concat":
+		n = len(args)
+	case "setproduct":
+		for _, a := range args {
+			n++
+			if ty := a.Type(); ty.IsTupleType() {
+				n += len(ty.TupleElementTypes()) - 1
+			}
+		}
+	default:
+		return nil
+	}
+	if n <= condFreeTypes {
+		return nil
+	}
+	return b.pairs(name, int64(n))
+}
+
+// convertible returns v as it may be converted to want under the budget ([budget.prepare]'s
+// rule for a parameter): a tuple or object of one element type as the list or map of it,
+// and the work of the conversion refused or charged ([budget.conversionWork],
+// [budget.setWork]). Errors wrap [LimitError] and name what.
+func (b *budget) convertible(what string, v cty.Value, want cty.Type) (cty.Value, error) {
+	if want.IsCollectionType() {
+		v = homogeneous(v)
+	}
+	if err := b.conversionWork(what, v, want); err != nil {
+		return cty.NilVal, err
+	}
+	if want.IsSetType() {
+		if err := b.setWork(what, v); err != nil {
+			return cty.NilVal, err
+		}
+	}
+	return v, nil
 }
 
 // conversionWork refuses or charges the work of converting v to want (see [budget.prepare]):
@@ -658,7 +714,7 @@ var prechecks = map[string]precheck{
 			if l == cty.NilVal {
 				return nil
 			}
-			e, by := valueSize(l, MaxValueElements+1, MaxValueBytes+1)
+			e, by, _ := valueSize(l, MaxValueElements+1, MaxValueBytes+1)
 			n, size = addSat(n, e), addSat(size, by)
 		}
 		return b.expect(name, 1, addSat(size, mulSat(n, int64(len(sep)))))
@@ -832,7 +888,7 @@ func formatPrecheck(b *budget, name string, args []cty.Value) error {
 		if a == cty.NilVal {
 			continue
 		}
-		e, by := valueSize(a, MaxValueElements+1, MaxValueBytes+1)
+		e, by, _ := valueSize(a, MaxValueElements+1, MaxValueBytes+1)
 		argBytes = addSat(argBytes, addSat(by, mulSat(e, 24))) // a number's digits, JSON punctuation
 		if name == "formatlist" && (a.Type().IsListType() || a.Type().IsTupleType()) {
 			rounds = max(rounds, int64(a.LengthInt()))

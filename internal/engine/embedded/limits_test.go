@@ -110,10 +110,14 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 		{"templatestring", `templatestring("$${setproduct(range(1024), range(1024), range(1024))}", {})`, nil,
 			"setproduct: the result would have 4294967296 elements"},
 		{"huge number", `1e600000000`, nil, "expression: the value has more than 16777216 bytes of text, the limit of one value"},
-		// Refused as an operand, before the product is computed (it was refused once built).
+		// Refused as the local's value, before any product is computed (once refused only as
+		// an operand of arithmetic; before that, once built).
 		{"huge number in a template", `"n=${local.a * local.a}"`, map[string]string{"a": "${1e10000000}"},
-			"operand: a number of about 10000000 digits in arithmetic, more than 4096"},
+			"expression: the value holds a number of about 9999960 digits, more than 4096"},
 		{"huge number written out", `tostring(local.a * local.a)`, map[string]string{"a": "${1e10000000}"},
+			"expression: the value holds a number of about 9999960 digits, more than 4096"},
+		// The operand check still holds where a number is no value of its own: a literal.
+		{"huge literal in arithmetic", `tostring(1e10000000 * 2)`, nil,
 			"operand: a number of about 10000000 digits in arithmetic, more than 4096"},
 		// go-cty builds a type per level: 10,000 levels of JSON took 1.6 GB and 9 s; 400,000
 		// YAML brackets, minutes that could not be interrupted.
@@ -174,6 +178,18 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 		{"a long string for a numeric verb", `format("%d", "1${format("%04000000d", 0)}")`, nil,
 			"format: a string of 4000001 bytes converted to a number"},
 		{"split", `split("", local.s)`, map[string]string{"s": "${" + big(1<<20) + "}"}, "split: the result would have 1048577 elements"},
+		// A number of 3 million digits is built and would be stored: every later plan, scan
+		// and destroy parsed it again from the state (30 s each, growing with the square).
+		{"a number of millions of digits", `tonumber("1e3000000")`, nil,
+			"tonumber: the value holds a number of about 2999960 digits, more than 4096"},
+		// coalesce's type unifies its arguments' types pairwise: 60,001 of two types ran the
+		// process out of memory.
+		{"coalesce of many arguments", `coalesce(local.a...)`, map[string]string{
+			"a": `${jsondecode("[${replace(format("%030000d", 0), "0", "1,\"a\",")}0]")}`},
+			"coalesce: converting 60001 elements of different types compares every pair of them"},
+		{"setproduct of a long tuple", `length(setproduct(local.a, ["x"]))`, map[string]string{
+			"a": `${jsondecode("[${replace(format("%05000d", 0), "0", "1,\"a\",")}0]")}`},
+			"setproduct: converting 10002 elements"},
 		// A conditional unifies its results' types: go-cty sorted the 30,001 element types of
 		// two tuples of different lengths pairwise (80 s and 14 GB allocated, not interrupted).
 		{"conditional over a tuple of two types", `length(true ? local.a : [true])`, map[string]string{

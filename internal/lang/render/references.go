@@ -20,7 +20,8 @@ import (
 // module's references, of that module's document), and a resource type is followed by the
 // resource's name (a resource type alone is not a value). Each error is reported at the
 // architecture form that produced the string (the resource, the local or output key, else
-// the architecture), with the JSON path and the reference's column in the string.
+// the architecture), with the JSON path and the reference's column in the string; at most
+// tlisp.MaxDiagnostics of them, then one that counts the rest.
 //
 // A string that does not parse, or nests too deeply, is left to the tenant policy gate, which
 // refuses it with its own message.
@@ -30,7 +31,12 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 		return nil // the policy gate reports a document that does not decode
 	}
 	var ds tlisp.Diagnostics
+	more := 0
 	errorf := func(p arch.Pos, format string, args ...any) {
+		if len(ds) == tlisp.MaxDiagnostics {
+			more++
+			return
+		}
 		ds = append(ds, tlisp.Diagnostic{Pos: p, Severity: tlisp.SeverityError, Message: fmt.Sprintf(format, args...)})
 	}
 	positions := refPositions(a)
@@ -91,6 +97,10 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 				check("module directory "+dir+": ", m, func([]string) arch.Pos { return a.Pos })
 			}
 		}
+	}
+	if more > 0 {
+		ds = append(ds, tlisp.Diagnostic{Pos: a.Pos, Severity: tlisp.SeverityError,
+			Message: fmt.Sprintf("… and %d more reference error(s)", more)})
 	}
 	return ds
 }

@@ -60,3 +60,16 @@ func TestSynthesize_references(t *testing.T) {
 		t.Errorf("legitimate references refused: %v", ds)
 	}
 }
+
+// TestSynthesize_manyBadReferences: the reference errors stop at tlisp.MaxDiagnostics, then one
+// counts the rest (99,225 of them printed 18.5 MB).
+func TestSynthesize_manyBadReferences(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture refs :inputs ((:xs ("1" "2" "3" "4" "5" "6" "7" "8" "9" "10")))
+  :resources ((null-resource "n" :x ((for-each ((i a) (enumerate xs)) (for-each ((j b) (enumerate xs)) "${aws_vpc.nope.id}"))))))`
+	_, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "refs.tlisp"})
+	errs := ds.Errors()
+	if len(errs) != tlisp.MaxDiagnostics+1 || !strings.Contains(errs[len(errs)-1].Message, "and 50 more reference error(s)") {
+		t.Fatalf("%d errors (%v); want %d, the last counting the rest", len(errs), errs, tlisp.MaxDiagnostics+1)
+	}
+}
