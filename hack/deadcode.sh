@@ -6,7 +6,8 @@
 #
 # The rule (CONTRIBUTING.md "Dead code"):
 #   - The binaries are every main package of the workspace's modules (cmd/lava, services/*,
-#     bench/bus, hack/funclen, hack/mkimage) and test/provider/testkit (its own module, outside the workspace).
+#     bench/bus, hack/funclen, hack/mkimage, hack/cluster/pause, hack/cluster/probe) and
+#     test/provider/testkit (its own module, outside the workspace).
 #   - Test support is a package under test/ or internal/platform/testutil/, or one named like
 #     net/http/httptest (svctest, enginetest, receipttest; a service such as attest is not).
 #     Each of its functions is reached from a test of any build tag, or from a binary

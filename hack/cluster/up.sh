@@ -27,7 +27,8 @@
 #     The bridge CNI plugin runs with ipMasq false: nothing is masqueraded to the outside;
 #   - libcni's result cache in /var/lib/cni (containerd 1.6 cannot move it);
 #   - cgroups under /sys/fs/cgroup/*/kubepods (kubelet, cgroupfs driver) and mounts under CLUSTER_DIR.
-# Images come from tarballs (hack/cluster/images), imported with `ctr -n k8s.io images import`;
+# Images come from tarballs hack/mkimage writes (pause and probe built from hack/cluster/pause and
+# hack/cluster/probe, coredns from COREDNS_DIR), imported with `ctr -n k8s.io images import`;
 # containerd's registry hosts point at a closed loopback port, so nothing is ever pulled.
 # One cluster per machine: it refuses to start beside another cluster's kube-proxy rules.
 # Trust: a test cluster. etcd (plain HTTP) and kubelet (anonymous, AlwaysAllow) trust whoever can
@@ -48,7 +49,8 @@ COREDNS_DIR=${COREDNS_DIR:-$TOOLS/coredns-v1.14.7}
 KUBE_ROUTER_DIR=${KUBE_ROUTER_DIR:-$TOOLS/kube-router-v2.1.0}
 NODE=lava-node NODE_IP=${NODE_IP:-10.99.0.1} NODE_LINK=lavanode0 POD_LINK=lavacni0
 POD_CIDR=10.244.0.0/24 CLUSTER_CIDR=10.244.0.0/16 SVC_CIDR=10.96.0.0/16 DNS_IP=10.96.0.10
-PAUSE_IMAGE=localhost/lava-node/pause:1 COREDNS_IMAGE=localhost/lava-node/coredns:v1.14.7
+# The images' references: NODE_IMAGES/{pause,probe}:1 (test/cluster names probe's), and CoreDNS's version.
+NODE_IMAGES=localhost/lava-node PAUSE_IMAGE=localhost/lava-node/pause:1 COREDNS_IMAGE=localhost/lava-node/coredns:v1.14.7
 # Every sysctl this script, kubelet and kube-proxy may write; down.sh writes the saved values back.
 SYSCTLS=(net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv4.conf.default.forwarding
   net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables net.ipv4.conf.all.route_localnet
@@ -96,8 +98,9 @@ fi
 trap 'rc=$?; if [ $rc != 0 ]; then echo "[cluster-up] failed; stopping what started (logs kept in $S/logs)" >&2; CLUSTER_DIR=$S "$HERE/down.sh"; fi' EXIT
 K="$KUBE_NODE_DIR/kubectl --kubeconfig $S/kubeconfig"
 
-# ---- images (no registry): pause (the sandbox), probe (the smoke test), coredns
-"$HERE/images/build.sh" "$S/images" "$COREDNS_DIR/coredns"
+# ---- images (no registry): pause (the sandbox), probe (the smoke test), coredns; S/images/NAME.tar
+(cd "$REPO" && GOTOOLCHAIN=local go run ./hack/mkimage -out "$S/images" -registry "$NODE_IMAGES" -tag 1 \
+  -coredns "$COREDNS_DIR/coredns" pause probe "coredns:${COREDNS_IMAGE##*:}")
 log "images built"
 
 # ---- host network: the node address, forwarding, the pod traffic guard

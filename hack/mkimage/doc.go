@@ -1,13 +1,19 @@
 // Command mkimage builds the OCI images of Lava's services and of the lava CLI from the
-// repository, with github.com/google/go-containerregistry: no Docker daemon, no registry.
-// `make images` runs it:
+// repository, and those of the one-node cluster (hack/cluster), with
+// github.com/google/go-containerregistry: no Docker daemon, no registry. `make images` runs it:
 //
 //	go run ./hack/mkimage [-out bin/images] [-registry ghcr.io/lava-operator] [-tag dev]
-//	    [-providers DIR]... [-tofu PATH] [image...]
+//	    [-providers DIR]... [-tofu PATH] [-coredns PATH] [image[:tag]...]
 //
-// The images are watcher, synth, applier, drift, viggy, anomaly, attest (each
+// Lava's images are watcher, synth, applier, drift, viggy, anomaly, attest (each
 // <registry>/lava-<name>:<tag>, built from services/<name> on its own, GOWORK=off) and lava
-// (<registry>/lava:<tag>, the CLI, ./cmd/lava); without arguments, every one.
+// (<registry>/lava:<tag>, the CLI, ./cmd/lava); without arguments, every one. The one-node
+// cluster's are built only when named, each <registry>/<name>:<tag>: pause (the pod sandbox,
+// ./hack/cluster/pause), probe (the smoke test's workload, ./hack/cluster/probe) and coredns
+// (the CoreDNS binary -coredns gives, from hack/tools/build-coredns.sh). An argument NAME:TAG
+// gives that image TAG instead of -tag; hack/cluster/up.sh runs
+//
+//	go run ./hack/mkimage -out DIR -registry localhost/lava-node -tag 1 -coredns PATH pause probe coredns:v1.14.7
 //
 // # What an image holds
 //
@@ -20,12 +26,13 @@
 //     -providers directories merged into it, an empty directory without any; and, with -tofu,
 //     OpenTofu at tofuBin (/usr/local/tofu/tofu when the values leave it empty);
 //   - the binary at /usr/local/bin/<image>, the entrypoint: static (CGO_ENABLED=0), -trimpath,
-//     no VCS stamp, -ldflags="-s -w".
+//     no VCS stamp, -ldflags="-s -w" (coredns: the -coredns file as it is).
 //
-// The configuration: user 65532:65532, the service's ports (9090 metrics, 9091 health, 8080
-// connect for synth and attest), SSL_CERT_FILE, and the labels org.opencontainers.image.source,
+// The configuration: user 65532:65532 (pause: 65535:65535, as Kubernetes' own pause image), the
+// service's ports (9090 metrics, 9091 health, 8080 connect for synth and attest), probe's
+// default argument serve, SSL_CERT_FILE, and the labels org.opencontainers.image.source,
 // .revision (the commit, "-dirty" appended when tracked files have changes), .version (-version,
-// default the tag), .created and .title.
+// default the image's tag), .created and .title.
 //
 // The CA certificates come from golang.org/x/crypto/x509roots/fallback, the Mozilla NSS roots
 // packaged as a Go module at the version go.mod pins, so every build machine writes the same
@@ -34,11 +41,12 @@
 //
 // # Reproducible
 //
-// The same commit, built with the same Go toolchain, gives images with the same digests: the
-// binaries have no paths or VCS stamp, every file and the image have the time SOURCE_DATE_EPOCH
-// or else the commit's time, layer entries are sorted with fixed owners and no names, and the
-// layers are gzip-compressed by the standard library. A mirror file whose bytes equal another's
-// (the same provider under registry.opentofu.org and registry.terraform.io) is a hard link to it.
+// The same commit, built with the same Go toolchain (and the same -coredns file), gives images
+// with the same digests: the binaries have no paths or VCS stamp, every file and the image have
+// the time SOURCE_DATE_EPOCH or else the commit's time, layer entries are sorted with fixed
+// owners and no names, and the layers are gzip-compressed by the standard library. A mirror
+// file whose bytes equal another's (the same provider under registry.opentofu.org and
+// registry.terraform.io) is a hard link to it.
 //
 // # Output
 //

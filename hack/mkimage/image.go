@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// The user every image runs as: distroless's nonroot, the user the chart's securityContext
-// expects (runAsNonRoot needs a numeric user).
+// The user the images run as (all but pause): distroless's nonroot, the user the chart's
+// securityContext expects (runAsNonRoot needs a numeric user).
 const (
 	nonrootUID = 65532
 	imageUser  = "65532:65532"
@@ -31,9 +31,10 @@ type options struct {
 	repo string
 	// out is the directory the image tarballs and images.txt are written to.
 	out string
-	// registry and tag make each image's reference: <registry>/<image>:<tag>.
+	// registry and tag make each image's reference: <registry>/<image>:<tag> (a target's own
+	// tag replaces tag).
 	registry, tag string
-	// version is the org.opencontainers.image.version label.
+	// version is the org.opencontainers.image.version label; empty: the image's tag.
 	version string
 	// sourceURL is the org.opencontainers.image.source label.
 	sourceURL string
@@ -47,7 +48,11 @@ type options struct {
 	providers []string
 	// tofu is the OpenTofu binary copied into the applier and drift images; empty: none.
 	tofu string
-	// names are the images to build (target names); empty: every one.
+	// prebuilt are the binaries of the targets mkimage does not build, by target name
+	// (coredns: -coredns).
+	prebuilt map[string]string
+	// names are the images to build (target names, each optionally NAME:TAG); empty: every
+	// image but the one-node cluster's.
 	names []string
 }
 
@@ -109,7 +114,7 @@ func run(ctx context.Context, o options, logw io.Writer) ([]built, error) {
 		start := time.Now()
 		b, err := buildOne(ctx, o, t, src, values[t.name], s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.image(), err)
+			return nil, fmt.Errorf("%s: %w", t.image, err)
 		}
 		fmt.Fprintf(logw, "[images] %s %s (%s, %s)\n", b.ref, b.digest, b.file, time.Since(start).Round(time.Second))
 		out = append(out, b)
@@ -117,25 +122,32 @@ func run(ctx context.Context, o options, logw io.Writer) ([]built, error) {
 	return out, writeList(filepath.Join(o.out, "images.txt"), out)
 }
 
-// selectTargets returns the targets named (every one when names is empty), in build order.
+// selectTargets returns the targets to build, in build order: each name is a target's, or
+// NAME:TAG to give that image TAG instead of -tag. Without names, every target but the
+// one-node cluster's.
 func selectTargets(names []string) ([]target, error) {
 	all := targets()
-	if len(names) == 0 {
-		return all, nil
-	}
 	var known []string
 	for _, t := range all {
 		known = append(known, t.name)
 	}
+	tags := map[string]string{}
+	for _, n := range names {
+		name, tag, hasTag := strings.Cut(n, ":")
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("no image %q (images: %s)", name, strings.Join(known, " "))
+		}
+		if hasTag && tag == "" {
+			return nil, fmt.Errorf("image %q: empty tag", n)
+		}
+		tags[name] = tag
+	}
 	var out []target
 	for _, t := range all {
-		if slices.Contains(names, t.name) {
+		tag, named := tags[t.name]
+		if named || (len(names) == 0 && !t.node) {
+			t.tag = tag
 			out = append(out, t)
-		}
-	}
-	for _, n := range names {
-		if !slices.Contains(known, n) {
-			return nil, fmt.Errorf("no image %q (images: %s)", n, strings.Join(known, " "))
 		}
 	}
 	return out, nil
@@ -165,12 +177,12 @@ func baseTree(ca []byte) (tree, error) {
 // buildOne builds t's binary and its image, and writes the image's tarball.
 func buildOne(ctx context.Context, o options, t target, src sourceInfo, ev engineValues, s *shared) (built, error) {
 	var b built
-	ref, err := name.NewTag(o.registry + "/" + t.image() + ":" + o.tag)
+	ref, err := name.NewTag(o.registry + "/" + t.image + ":" + imageTag(o, t))
 	if err != nil {
 		return b, err
 	}
-	bin := filepath.Join(s.work, t.image())
-	if err := goBuild(ctx, o.repo, t, o.arch, bin); err != nil {
+	bin, err := binaryOf(ctx, o, t, s.work)
+	if err != nil {
 		return b, err
 	}
 	binTree := tree{}
@@ -242,9 +254,17 @@ func history(created time.Time, what string) v1.History {
 	return v1.History{Created: v1.Time{Time: created}, CreatedBy: "hack/mkimage: " + what}
 }
 
-// assemble stacks the layers on an empty image and sets its configuration: linux/o.arch, the
-// nonroot user, the binary as entrypoint, t's ports and the OCI labels, every time the
-// source's.
+// imageTag is the tag of t's image: its own, else o.tag.
+func imageTag(o options, t target) string {
+	if t.tag != "" {
+		return t.tag
+	}
+	return o.tag
+}
+
+// assemble stacks the layers on an empty image and sets its configuration: linux/o.arch, t's
+// user (the nonroot user unless t says), the binary as entrypoint with t's arguments, t's ports
+// and the OCI labels, every time the source's.
 func assemble(adds []mutate.Addendum, t target, o options, src sourceInfo) (v1.Image, error) {
 	img, err := mutate.Append(empty.Image, adds...)
 	if err != nil {
@@ -257,9 +277,17 @@ func assemble(adds []mutate.Addendum, t target, o options, src sourceInfo) (v1.I
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", o.arch
 	cf.Created = v1.Time{Time: src.created}
+	user, version := t.user, o.version
+	if user == "" {
+		user = imageUser
+	}
+	if version == "" {
+		version = imageTag(o, t)
+	}
 	cf.Config = v1.Config{
-		User:       imageUser,
+		User:       user,
 		Entrypoint: []string{t.binary()},
+		Cmd:        t.cmd,
 		WorkingDir: homeDir,
 		Env: []string{
 			"PATH=/usr/local/bin:/usr/bin:/bin",
@@ -268,9 +296,9 @@ func assemble(adds []mutate.Addendum, t target, o options, src sourceInfo) (v1.I
 		Labels: map[string]string{
 			"org.opencontainers.image.source":   o.sourceURL,
 			"org.opencontainers.image.revision": src.revision,
-			"org.opencontainers.image.version":  o.version,
+			"org.opencontainers.image.version":  version,
 			"org.opencontainers.image.created":  src.created.Format(time.RFC3339),
-			"org.opencontainers.image.title":    t.image(),
+			"org.opencontainers.image.title":    t.image,
 		},
 	}
 	if len(t.ports) > 0 {

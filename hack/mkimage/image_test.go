@@ -2,8 +2,10 @@ package main
 
 import (
 	"archive/tar"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,26 +45,59 @@ func TestReadValues_chart(t *testing.T) {
 	}
 }
 
+// targetNamed returns the target called name.
+func targetNamed(t *testing.T, name string) target {
+	t.Helper()
+	for _, tg := range targets() {
+		if tg.name == name {
+			return tg
+		}
+	}
+	t.Fatalf("no target %s", name)
+	return target{}
+}
+
 func TestSelectTargets(t *testing.T) {
+	refs := func(ts []target) []string {
+		var out []string
+		for _, tg := range ts {
+			out = append(out, tg.image+":"+imageTag(options{tag: "dev"}, tg))
+		}
+		return out
+	}
 	all, err := selectTargets(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, tg := range all {
-		names = append(names, tg.image())
-	}
-	want := []string{"lava-watcher", "lava-synth", "lava-applier", "lava-drift", "lava-viggy", "lava-anomaly", "lava-attest", "lava"}
-	if diff := cmp.Diff(want, names); diff != "" {
+	// Without names: Lava's images, not the one-node cluster's.
+	want := []string{"lava-watcher:dev", "lava-synth:dev", "lava-applier:dev", "lava-drift:dev", "lava-viggy:dev", "lava-anomaly:dev", "lava-attest:dev", "lava:dev"}
+	if diff := cmp.Diff(want, refs(all)); diff != "" {
 		t.Errorf("images (-want +got):\n%s", diff)
 	}
-	for _, tg := range all {
+	// Named, in build order, a NAME:TAG with its own tag.
+	node, err := selectTargets([]string{"coredns:v1.14.7", "probe", "pause"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"pause:dev", "probe:dev", "coredns:v1.14.7"}, refs(node)); diff != "" {
+		t.Errorf("the one-node cluster's images (-want +got):\n%s", diff)
+	}
+	for _, tg := range targets() {
+		if tg.pkg == "" {
+			continue // a binary built elsewhere
+		}
 		if _, err := os.Stat(filepath.Join("../..", tg.module, tg.pkg)); err != nil {
 			t.Errorf("%s: %v", tg.name, err)
 		}
 	}
 	if _, err := selectTargets([]string{"lava", "nosuch"}); err == nil || !strings.Contains(err.Error(), `"nosuch"`) {
 		t.Errorf("an unknown image: %v, want an error naming it", err)
+	}
+	if _, err := selectTargets([]string{"nosuch:1"}); err == nil || !strings.Contains(err.Error(), `"nosuch"`) {
+		t.Errorf("an unknown image with a tag: %v, want an error naming it", err)
+	}
+	if _, err := selectTargets([]string{"coredns:"}); err == nil || !strings.Contains(err.Error(), "empty tag") {
+		t.Errorf("an empty tag: %v, want it refused", err)
 	}
 }
 
@@ -85,7 +120,7 @@ func assembleFake(t *testing.T, work string, created time.Time) v1.Image {
 	if s.base, err = base.layer(work, created); err != nil {
 		t.Fatal(err)
 	}
-	tg := targets()[2]
+	tg := targetNamed(t, "applier")
 	o := options{arch: "amd64", version: "1.2.3", sourceURL: "https://example.com/lava",
 		providers: []string{filepath.Join(work, "mirror")}, tofu: filepath.Join(work, "tofu")}
 	ev := engineValues{ProviderDir: "/var/lib/lava/providers", TofuBin: defaultTofuBin}
@@ -204,5 +239,137 @@ func TestWrite_digestSurvivesTheTarball(t *testing.T) {
 	}
 	if want := ref.String() + " " + d.String() + " " + id.String() + " lava-applier.tar\n"; string(list) != want {
 		t.Errorf("images.txt %q, want %q", list, want)
+	}
+}
+
+// The one-node cluster's pause and probe: the base layer and the binary, with their own user
+// and arguments.
+func TestAssemble_nodeImages(t *testing.T) {
+	created := time.Unix(1765000000, 0).UTC()
+	work := t.TempDir()
+	ca, _, err := caBundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := baseTree(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseLayer, err := base.layer(work, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, work, "bin", "#!/bin/true\n", 0o755)
+	o := options{arch: "amd64", tag: "1", sourceURL: "https://example.com/lava"}
+	for _, tt := range []struct {
+		name, user string
+		cmd        []string
+	}{
+		{name: "pause", user: "65535:65535"},
+		{name: "probe", user: "65532:65532", cmd: []string{"serve"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := targetNamed(t, tt.name)
+			bin := tree{}
+			if err := bin.add(entry{path: tg.binary(), src: filepath.Join(work, "bin"), mode: 0o755}); err != nil {
+				t.Fatal(err)
+			}
+			binLayer, err := bin.layer(work, created)
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := assemble([]mutate.Addendum{{Layer: baseLayer}, {Layer: binLayer}}, tg, o, sourceInfo{revision: "abc123", created: created})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cf, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := v1.Config{
+				User:       tt.user,
+				Entrypoint: []string{"/usr/local/bin/" + tt.name},
+				Cmd:        tt.cmd,
+				WorkingDir: "/home/nonroot",
+				Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
+				Labels: map[string]string{
+					"org.opencontainers.image.source":   "https://example.com/lava",
+					"org.opencontainers.image.revision": "abc123",
+					"org.opencontainers.image.version":  "1",
+					"org.opencontainers.image.created":  "2025-12-06T05:46:40Z",
+					"org.opencontainers.image.title":    tt.name,
+				},
+			}
+			if diff := cmp.Diff(want, cf.Config); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+			hdrs, _ := tarHeaders(t, mutate.Extract(img))
+			got := map[string]*tar.Header{}
+			for _, h := range hdrs {
+				got[h.Name] = h
+			}
+			for _, p := range []string{"etc/passwd", "etc/ssl/certs/ca-certificates.crt", "tmp", "usr/local/bin/" + tt.name} {
+				if got[p] == nil {
+					t.Errorf("the image has no %s", p)
+				}
+			}
+			if h := got["usr/local/bin/"+tt.name]; h != nil && h.Mode != 0o755 {
+				t.Errorf("the binary's mode %o, want 755", h.Mode)
+			}
+		})
+	}
+}
+
+// The coredns image holds the binary -coredns gives, as it is: run builds it without go build.
+func TestRun_corednsPrebuilt(t *testing.T) {
+	work := t.TempDir()
+	writeFile(t, work, "coredns", "#!/bin/sh\necho coredns\n", 0o755)
+	o := options{repo: "../..", out: t.TempDir(), registry: "localhost/lava-node", tag: "1", arch: "amd64",
+		sourceURL: "https://github.com/lava-operator/lava", values: chartValues,
+		prebuilt: map[string]string{"coredns": filepath.Join(work, "coredns")}, names: []string{"coredns:v1.14.7"}}
+	var log strings.Builder
+	bs, err := run(t.Context(), o, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if len(bs) != 1 || bs[0].ref != "localhost/lava-node/coredns:v1.14.7" || bs[0].file != "coredns.tar" {
+		t.Fatalf("built %+v, want localhost/lava-node/coredns:v1.14.7 in coredns.tar", bs)
+	}
+	ref, err := name.NewTag(bs[0].ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(filepath.Join(o.out, bs[0].file), &ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(img); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cf.Config
+	if c.User != "65532:65532" || !slices.Equal(c.Entrypoint, []string{"/usr/local/bin/coredns"}) || c.Cmd != nil || len(c.ExposedPorts) != 0 ||
+		c.Labels["org.opencontainers.image.version"] != "v1.14.7" || c.Labels["org.opencontainers.image.title"] != "coredns" {
+		t.Errorf("config %+v: want user 65532:65532, entrypoint /usr/local/bin/coredns, no arguments or ports, version v1.14.7, title coredns", c)
+	}
+	hdrs, files := tarHeaders(t, mutate.Extract(img))
+	if got := string(files["usr/local/bin/coredns"]); got != "#!/bin/sh\necho coredns\n" {
+		t.Errorf("usr/local/bin/coredns holds %q, want the -coredns file", got)
+	}
+	for _, h := range hdrs {
+		if h.Name == "usr/local/bin/coredns" && h.Mode != 0o755 {
+			t.Errorf("usr/local/bin/coredns: mode %o, want 755", h.Mode)
+		}
+	}
+	if _, ok := files["etc/ssl/certs/ca-certificates.crt"]; !ok {
+		t.Error("the image has no base layer (no CA certificates)")
+	}
+
+	o.prebuilt, o.out = map[string]string{}, t.TempDir()
+	if _, err := run(t.Context(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "-coredns") {
+		t.Errorf("coredns without -coredns: %v, want an error naming -coredns", err)
 	}
 }

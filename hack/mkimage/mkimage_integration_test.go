@@ -5,13 +5,17 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -238,5 +242,59 @@ func TestRun_applierImage_carriesTheProviderMirror(t *testing.T) {
 	t.Logf("%s: %d layers, %.1f MB compressed, %d mirror files", b.ref, len(layers), float64(total)/1e6, files)
 	if files < 6 {
 		t.Errorf("%d files in the source mirrors, want at least 6 (local, testkit 0.1.0 and 0.4.0 under two hosts)", files)
+	}
+}
+
+func TestRun_nodeImages_pauseAndProbeRun(t *testing.T) {
+	o := testOptions(t, "pause", "probe")
+	o.registry, o.tag, o.version = "localhost/lava-node", "1", ""
+	var log bytes.Buffer
+	bs, err := run(t.Context(), o, &log)
+	t.Log(log.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, b := range bs {
+		refs = append(refs, b.ref+" "+b.file)
+	}
+	if want := []string{"localhost/lava-node/pause:1 pause.tar", "localhost/lava-node/probe:1 probe.tar"}; !slices.Equal(refs, want) {
+		t.Fatalf("built %q, want %q (the references hack/cluster/up.sh imports)", refs, want)
+	}
+	bins := map[string]string{}
+	for _, b := range bs {
+		img := load(t, o.out, b)
+		image := strings.TrimSuffix(b.file, ".tar")
+		p := "usr/local/bin/" + image
+		fsys := readRootfs(t, img, p)
+		bins[image] = filepath.Join(t.TempDir(), image)
+		if err := os.WriteFile(bins[image], fsys.content[p], 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// probe get: what the smoke test's client pod runs.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello\n") }))
+	defer srv.Close()
+	out, err := exec.CommandContext(t.Context(), bins["probe"], "get", srv.URL).CombinedOutput()
+	if want := "GET " + srv.URL + " -> 200 OK hello\n"; err != nil || string(out) != want {
+		t.Errorf("probe get from the image: %v, %q, want %q", err, out, want)
+	}
+
+	// Both static linux/amd64 executables: the pod's root filesystem holds no loader.
+	for image, bin := range bins {
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatalf("%s: %v", image, err)
+		}
+		defer f.Close()
+		if f.Machine != elf.EM_X86_64 || f.Type != elf.ET_EXEC {
+			t.Errorf("%s: machine %s type %s, want an EM_X86_64 executable", image, f.Machine, f.Type)
+		}
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Errorf("%s: has an interpreter: not static", image)
+			}
+		}
 	}
 }

@@ -15,38 +15,45 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// target is one image: a binary of the repository and what goes with it.
+// target is one image: a binary and what goes with it.
 type target struct {
-	// name is the service's name, or "lava" for the CLI.
+	// name names the target on the command line.
 	name string
+	// image is the image's repository name, below -registry: lava-<service>, lava for the
+	// CLI, the name itself for the one-node cluster's images.
+	image string
 	// module is the directory of the Go module the binary is built in, relative to the
-	// repository; pkg is the package within it.
+	// repository; pkg is the package within it. pkg is empty for a binary built elsewhere,
+	// which the flag named after the target gives (-coredns).
 	module, pkg string
 	// ports are the container ports the image declares.
 	ports []string
 	// engine marks the applier and drift: they carry the provider mirror (and OpenTofu when
 	// it is given).
 	engine bool
-}
-
-// image is the image's repository name: lava-<service>, or lava for the CLI.
-func (t target) image() string {
-	if t.name == "lava" {
-		return "lava"
-	}
-	return "lava-" + t.name
+	// node marks an image of the one-node cluster (hack/cluster/up.sh): built only when named.
+	node bool
+	// user is the uid:gid the image runs as unless a pod says otherwise; empty: imageUser.
+	user string
+	// cmd is the image's default arguments after the entrypoint.
+	cmd []string
+	// tag, when set, replaces -tag in the image's reference (the argument NAME:TAG).
+	tag string
 }
 
 // binary is where the image holds the binary, its entrypoint.
-func (t target) binary() string { return "/usr/local/bin/" + t.image() }
+func (t target) binary() string { return "/usr/local/bin/" + t.image }
 
-// targets returns every image, in the order `make images` builds them: the services (each
-// its own module under services/, built with GOWORK=off as a release is) and the CLI.
+// targets returns every image, in the order mkimage builds them: the services (each its own
+// module under services/, built with GOWORK=off as a release is), the CLI, and the images of
+// the one-node cluster: pause (the pod sandbox; as 65535:65535, the user of Kubernetes' own
+// pause image), probe (the smoke test's workload, `probe serve` by default) and coredns
+// (CoreDNS, built by hack/tools/build-coredns.sh).
 func targets() []target {
 	metrics := []string{"9090/tcp", "9091/tcp"}
 	connect := []string{"8080/tcp", "9090/tcp", "9091/tcp"}
 	svc := func(name string, ports []string, engine bool) target {
-		return target{name: name, module: "services/" + name, pkg: ".", ports: ports, engine: engine}
+		return target{name: name, image: "lava-" + name, module: "services/" + name, pkg: ".", ports: ports, engine: engine}
 	}
 	return []target{
 		svc("watcher", metrics, false),
@@ -56,7 +63,10 @@ func targets() []target {
 		svc("viggy", metrics, false),
 		svc("anomaly", metrics, false),
 		svc("attest", connect, false),
-		{name: "lava", module: ".", pkg: "./cmd/lava"},
+		{name: "lava", image: "lava", module: ".", pkg: "./cmd/lava"},
+		{name: "pause", image: "pause", module: ".", pkg: "./hack/cluster/pause", node: true, user: "65535:65535"},
+		{name: "probe", image: "probe", module: ".", pkg: "./hack/cluster/probe", node: true, cmd: []string{"serve"}},
+		{name: "coredns", image: "coredns", node: true},
 	}
 }
 
@@ -74,6 +84,20 @@ func goBuild(ctx context.Context, repo string, t target, arch, out string) error
 		return fmt.Errorf("go build %s in %s: %w\n%s", t.pkg, t.module, err, stderr.Bytes())
 	}
 	return nil
+}
+
+// binaryOf returns the host file of t's binary: built into dir by goBuild, or, for a target
+// without a package, the file o.prebuilt holds for it.
+func binaryOf(ctx context.Context, o options, t target, dir string) (string, error) {
+	if t.pkg == "" {
+		p := o.prebuilt[t.name]
+		if p == "" {
+			return "", fmt.Errorf("no binary: give it with -%s", t.name)
+		}
+		return p, nil
+	}
+	bin := filepath.Join(dir, t.image)
+	return bin, goBuild(ctx, o.repo, t, o.arch, bin)
 }
 
 // sourceInfo is what the images' labels and timestamps say about the source.

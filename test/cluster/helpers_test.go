@@ -18,7 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// probeImage is the smoke workload hack/cluster/images builds (images.ProbeRef) and up.sh imports.
+// probeImage is the smoke workload (hack/cluster/probe) whose image up.sh builds with hack/mkimage
+// and imports.
 const probeImage = "localhost/lava-node/probe:1"
 
 // client returns a clientset for the admin kubeconfig of the cluster in $LAVA_CLUSTER_DIR.
