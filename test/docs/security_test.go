@@ -111,6 +111,8 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_attacks"}},
 	{"15d", "99,225 undeclared references: one error each, 18.5 MB printed",
 		[]string{"TestSynthesize_manyBadReferences"}},
+	{"15e", "count = 1e9 with no maxResources: a key per instance, out of memory",
+		[]string{"TestEvaluationLimits_count"}},
 }
 
 var (

@@ -367,6 +367,18 @@ func TestNesting_attacks(t *testing.T) {
 	}
 }
 
+// TestEvaluationLimits_count: a count over the elements of one value is refused before a key is
+// made for each instance (a count of 1e9 ran the process out of memory; the policy gate's
+// maxResources, 0 for no limit, is the admin's, so the engine bounds it too).
+func TestEvaluationLimits_count(t *testing.T) {
+	t.Parallel()
+	h := newMemHarness(t, t.TempDir())
+	_, err := h.apply(t, `{"resource":{"terraform_data":{"a":{"count":1000000000}}}}`, nil)
+	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "1000000000 instances, more than 262144") {
+		t.Fatalf("count 1e9: %v; want it refused by the evaluation limits", err)
+	}
+}
+
 // TestEvaluationLimits_unknownLocalsEvaluatedOnce: a local whose value is known only after
 // apply is evaluated once while no value changes, as a known one is: 24 locals that each refer
 // to the previous one twice were evaluated 2^24 times (each building a two-element tuple, so

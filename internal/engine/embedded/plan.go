@@ -451,6 +451,11 @@ func expandIn(rc *ResourceConfig, ev *evalState, where string) (expansion, error
 		if acc != big.Exact || i < 0 {
 			return expansion{}, fmt.Errorf("%s: count must be a whole number >= 0", where)
 		}
+		if i > MaxValueElements {
+			// A key each, before any instance is planned (1e9 ran the process out of memory).
+			return expansion{}, fmt.Errorf("%s: %w", where, &LimitError{Func: "count",
+				Reason: fmt.Sprintf("%d instances, more than %d, the limit of one resource's instances", i, MaxValueElements)})
+		}
 		e := expansion{scope: rc.scope, each: "list"}
 		for k := int64(0); k < i; k++ {
 			e.keys = append(e.keys, k)
