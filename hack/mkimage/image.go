@@ -76,7 +76,7 @@ type shared struct {
 // run builds the images o names into o.out and writes o.out/images.txt, printing progress to
 // logw.
 func run(ctx context.Context, o options, logw io.Writer) ([]built, error) {
-	todo, err := selectTargets(o.names)
+	selected, err := selectTargets(o.names)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func run(ctx context.Context, o options, logw io.Writer) ([]built, error) {
 	}
 	fmt.Fprintf(logw, "[images] revision %s, created %s, %d CA roots\n", src.revision, src.created.Format(time.RFC3339), roots)
 	var out []built
-	for _, t := range todo {
+	for _, t := range selected {
 		start := time.Now()
 		b, err := buildOne(ctx, o, t, src, values[t.name], s)
 		if err != nil {
