@@ -113,6 +113,8 @@ var attackTrial = []attack{
 		[]string{"TestSynthesize_manyBadReferences"}},
 	{"15e", "count = 1e9 with no maxResources: a key per instance, out of memory",
 		[]string{"TestEvaluationLimits_count"}},
+	{"15f", "a 2 MB sensitive value redacted from a 4 MB error that repeats its start: 172 s",
+		[]string{"TestSet_longPatternAttack"}},
 }
 
 var (
