@@ -61,6 +61,41 @@ type Cause struct {
 	CorrelationID string
 	// Diagnostics are copied into PhaseChanged (a failure's message).
 	Diagnostics []string
+	// Seq is the event's sequence in LAVA_PHASES, or 0 for an event that does not come from
+	// the stream. An Applied or Failed older than one of the same generation already folded
+	// is superseded (see [outcomeMark]).
+	Seq uint64
+}
+
+// outcomeMark is the newest outcome (Applied or Failed) of one generation folded into an
+// entry's status: its generation and its sequence in LAVA_PHASES. Several handlers fold an
+// object's events at once, so a Failed can reach the Core after the Applied of its retry (or
+// an Applied after a later Failed); the stream's order says which came last, and the older
+// outcome is dropped instead of overwriting the newer one. Only outcomes set the mark: a
+// generation's earlier events may be folded after its outcome when they were delivered
+// again, and they are the reducer's to order.
+type outcomeMark struct {
+	gen int64
+	seq uint64
+}
+
+// outcome reports whether t is an outcome of a generation's way through the pipeline.
+func outcome(t pipeline.EventType) bool {
+	return t == pipeline.EventApplied || t == pipeline.EventFailed
+}
+
+// superseded reports whether ev, of sequence seq, is an outcome older than the mark's of its
+// generation.
+func (m outcomeMark) superseded(ev pipeline.Event, seq uint64) bool {
+	return seq != 0 && outcome(ev.Type) && ev.Generation == m.gen && seq < m.seq
+}
+
+// next returns the mark after folding ev of sequence seq.
+func (m outcomeMark) next(ev pipeline.Event, seq uint64) outcomeMark {
+	if seq == 0 || !outcome(ev.Type) || ev.Generation < m.gen || (ev.Generation == m.gen && seq < m.seq) {
+		return m
+	}
+	return outcomeMark{gen: ev.Generation, seq: seq}
 }
 
 // CoreConfig configures [NewCore]. Store and Publisher are required.
@@ -152,6 +187,9 @@ type entry struct {
 	// changed, if not nil, is closed (and cleared) when status changes or the entry is
 	// dropped: an event that arrived ahead of its predecessor waits on it ([Core.HandlePhase]).
 	changed chan struct{}
+	// mark is the newest outcome folded into status; written is the mark of the last write
+	// (what status is back to after a failed write).
+	mark, written outcomeMark
 }
 
 // changes returns a channel closed at the next change of e.status (under e.mu).
@@ -258,6 +296,7 @@ func (e *entry) reset(obj *v1alpha1.LavaArchitecture) {
 	e.stored = obj
 	e.signal()
 	e.events, e.dirty, e.release, e.notes = nil, false, false, nil
+	e.mark, e.written = outcomeMark{}, outcomeMark{}
 	if obj != nil {
 		e.status = *obj.Status.DeepCopy()
 	} else {
@@ -288,7 +327,9 @@ func (e *entry) fail(err error) {
 		e.timer = nil
 	}
 	if e.stored != nil {
+		written := e.written
 		e.reset(e.stored)
+		e.mark, e.written = written, written
 	}
 }
 
@@ -346,6 +387,13 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 		e.mu.Unlock()
 		return pipeline.Transition{}, errGone
 	}
+	if e.mark.superseded(ev, cause.Seq) {
+		e.mu.Unlock()
+		from := pipeline.Phase(e.status.Phase)
+		c.cfg.Logger.Debug("watcher: phase event superseded by a later one of its generation", logattr.Resource(key.Namespace, key.Name),
+			slog.String("event", string(ev.Type)), slog.Uint64("seq", cause.Seq), slog.Uint64("later", e.mark.seq))
+		return pipeline.Transition{Event: ev.Type, Generation: ev.Generation, From: from, To: from}, nil
+	}
 	next, tr, err := pipeline.Reduce(e.status, ev)
 	if err != nil {
 		var illegal *pipeline.IllegalTransitionError
@@ -365,6 +413,7 @@ func (c *Core) foldMode(ctx context.Context, key types.NamespacedName, uid types
 				return tr, err
 			}
 		}
+		e.mark = e.mark.next(ev, cause.Seq)
 		e.status = next
 		e.signal()
 		e.events = append(e.events, ev)
@@ -495,6 +544,7 @@ func (c *Core) flushLocked(ctx context.Context, key types.NamespacedName, e *ent
 		}
 		return err
 	}
+	e.written = e.mark
 	e.answer(nil)
 	return nil
 }
@@ -788,7 +838,7 @@ func (c *Core) HandlePhase(ctx context.Context, m *bus.Message) error {
 	log := c.cfg.Logger.With(logattr.Resource(ns, name), logattr.EventID(env.GetEventId()), logattr.Generation(ev.Generation),
 		slog.String("event", string(ev.Type)))
 	tr, err := c.foldInOrder(ctx, key, types.UID(res.GetUid()), ev, Cause{
-		EventID: env.GetEventId(), CorrelationID: env.GetCorrelationId(), Diagnostics: diags,
+		EventID: env.GetEventId(), CorrelationID: env.GetCorrelationId(), Diagnostics: diags, Seq: m.StreamSeq,
 	})
 	var illegal *pipeline.IllegalTransitionError
 	switch {

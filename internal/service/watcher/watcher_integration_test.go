@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/testing/protocmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +42,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("a phase event ahead of its predecessor is retried", e.testOutOfOrder)
 	t.Run("a phase event ahead of a dead watcher's predecessor waits for it", e.testOutOfOrderPastDrop)
 	t.Run("a generation's events published in reverse fold without a nak", e.testReverseBurst)
+	t.Run("an outcome older than a folded event of its generation is dropped", e.testSupersededOutcome)
 	t.Run("dependencies hold back until their phase", e.testDependencies)
 	t.Run("two-resource cycle reported on both", e.testCycle)
 	t.Run("lockdown refuses cross-namespace references", e.testLockdown)
@@ -828,5 +830,57 @@ func (e *env) testOutOfOrder(t *testing.T) {
 	})
 	if n := e.phaseChangedCount(t, ns, "o"); n != pcs+1 {
 		t.Errorf("PhaseChanged after a receipt and a failure: %d, want %d (none for the receipt)", n, pcs+1)
+	}
+}
+
+// testSupersededOutcome: several handlers fold an object's phase events at once, so a Failed
+// of a plan can reach the Core after the Applied of its retry (later in LAVA_PHASES). The
+// stream's order decides: the older Failed is dropped and the object stays Applied; a Failed
+// later in the stream still folds, and an event that does not come from the stream (sequence
+// 0) is folded as before.
+func (e *env) testSupersededOutcome(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	e.create(t, newArch(ns, "late", nil))
+	obj := e.get(t, ns, "late")
+	core, err := watcher.NewCore(watcher.CoreConfig{Store: watcher.NewAPIStore(e.kube.Client, e.kube.Client, nil), Publisher: e.pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &lavav1.ResourceRef{Namespace: ns, Name: "late", Uid: string(obj.UID)}
+	var held []bus.Event
+	s := &stage{e: e, ref: ref, gen: obj.Generation, corr: "c", prev: "c", at: time.Now().Truncate(time.Second), held: &held}
+	failed := func(msg string) {
+		ev := &lavav1.Failed{Stage: lavav1.Stage_STAGE_APPLY, Reason: "ApplyFailed", Message: msg, Retryable: true}
+		s.publish(t, bus.ServiceApplier, ev, func(env *lavav1.Envelope) { ev.Envelope = env })
+	}
+	s.synthesized(t)
+	s.planned(t)
+	failed("first try")
+	s.applied(t)
+	failed("a later failure")
+	handle := func(i int, seq uint64) {
+		t.Helper()
+		ev := held[i]
+		m := &bus.Message{Subject: bus.PhaseSubject(ns, "late", "x"), Event: ev, Envelope: ev.GetEnvelope(), NumDelivered: 1,
+			Published: s.at, StreamSeq: seq}
+		if err := core.HandlePhase(t.Context(), m); err != nil {
+			t.Fatalf("event %d (%T, stream sequence %d): %v", i, ev, seq, err)
+		}
+	}
+	handle(0, 1)
+	handle(1, 2)
+	handle(3, 4) // the Applied overtook the Failed before it
+	handle(2, 3)
+	got := e.get(t, ns, "late")
+	if err := phaseIs(v1alpha1.PhaseApplied, obj.Generation)(got); err != nil {
+		t.Fatalf("after the older Failed: %v (conditions %v)", err, got.Status.Conditions)
+	}
+	handle(4, 5)
+	got = e.get(t, ns, "late")
+	if err := phaseIs(v1alpha1.PhaseFailed, obj.Generation)(got); err != nil {
+		t.Fatalf("after the later Failed: %v", err)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "a later failure") {
+		t.Errorf("Ready %+v, want the later failure's message", c)
 	}
 }
