@@ -64,6 +64,14 @@ const (
 	// waits for a person). See docs/design/0006-suspend-and-kstatus.md.
 	ConditionStalled = "Stalled"
 
+	// ConditionDeletionBlocked (abnormal-true): the object is being deleted and its destroy
+	// waits for the objects that consume it (spec.dependsOn, spec.bindingsFrom outputsRef,
+	// LavaArchitectureDependency) to be gone first, at most the watcher's deletion wait
+	// (ReasonConsumersExist; the message names them and the deadline). Absent when nothing
+	// consumes the object; False with ReasonConsumersDestroyed, or ReasonDeletionWaitExpired
+	// when the wait ran out and the destroy proceeded (the message names the consumers left).
+	ConditionDeletionBlocked = "DeletionBlocked"
+
 	// ConditionStateRegressed (abnormal-true): the state the current plan was made against
 	// regressed since the last apply (no state, another lineage, an older serial, fewer
 	// resources); reason ReasonStateRegressed, the message says what regressed. The plan has
@@ -198,6 +206,18 @@ const (
 	// ReasonDependencyCycle: the dependencies form a cycle (DependenciesReady False; the message
 	// lists it).
 	ReasonDependencyCycle = "DependencyCycle"
+
+	// ReasonConsumersExist: a deletion waits for the objects that consume the object
+	// (DeletionBlocked True).
+	ReasonConsumersExist = "ConsumersExist"
+
+	// ReasonConsumersDestroyed: the objects a deletion waited for are gone (DeletionBlocked
+	// False); the destroy proceeds.
+	ReasonConsumersDestroyed = "ConsumersDestroyed"
+
+	// ReasonDeletionWaitExpired: a deletion waited for its consumers as long as the watcher's
+	// deletion wait allows and proceeds although they remain (DeletionBlocked False).
+	ReasonDeletionWaitExpired = "DeletionWaitExpired"
 	// ReasonCrossNamespaceRefRefused: a spec.dependsOn entry, spec.sourceRef or a
 	// LavaArchitectureDependency crosses a namespace and the installation refuses such
 	// references (the default; the watcher's --allow-cross-namespace-refs and the chart value

@@ -130,7 +130,7 @@ func ConditionTypes() []string {
 		ConditionReady, ConditionReconciling, ConditionStalled,
 		ConditionSynthesized, ConditionGated, ConditionPlanned, ConditionApplied,
 		ConditionDrifted, ConditionDependenciesReady, ConditionSuspended, ConditionAwaitingApproval,
-		ConditionStateRegressed,
+		ConditionStateRegressed, ConditionDeletionBlocked,
 	}
 }
 
@@ -143,7 +143,7 @@ func TestConditionTypes_distinct(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	if len(seen) != 12 {
-		t.Errorf("%d condition types, want 12", len(seen))
+	if len(seen) != 13 {
+		t.Errorf("%d condition types, want 13", len(seen))
 	}
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // EventType is what happened. Lifecycle events move the phase through the [Table];
-// condition-only events (Suspended, Resumed, DependenciesBlocked, DependenciesSatisfied) and
+// condition-only events (Suspended, Resumed, DependenciesBlocked, DependenciesSatisfied,
+// DeletionBlocked, DeletionUnblocked) and
 // ReceiptAppended keep the phase and change one condition or field.
 type EventType string
 
@@ -56,6 +57,14 @@ const (
 	EventDependenciesBlocked EventType = "DependenciesBlocked"
 	// EventDependenciesSatisfied: every dependency reached its phase.
 	EventDependenciesSatisfied EventType = "DependenciesSatisfied"
+	// EventDeletionBlocked: the object is being deleted and waits for the objects that consume
+	// it (spec.dependsOn, outputsRef, LavaArchitectureDependency) to be destroyed first
+	// (condition DeletionBlocked True). Message names them and until when it waits.
+	EventDeletionBlocked EventType = "DeletionBlocked"
+	// EventDeletionUnblocked: the wait of a deletion ended (condition DeletionBlocked False):
+	// Reason ReasonConsumersDestroyed, or ReasonDeletionWaitExpired with a Message naming the
+	// consumers left.
+	EventDeletionUnblocked EventType = "DeletionUnblocked"
 	// EventReceiptAppended: attest appended a receipt. Needs Receipt. Only a newer sequence
 	// moves status.receipt; the generation is not checked. Never published as PhaseChanged.
 	// Mirrors ReceiptAppended.
@@ -68,14 +77,15 @@ func EventTypes() []EventType {
 		EventObserved, EventSynthesized, EventPlanned, EventAwaitingApproval, EventApplied,
 		EventFailed, EventDriftClean, EventDrifted, EventReconverging, EventDeletionRequested,
 		EventDestroyed, EventSuspended, EventResumed, EventDependenciesBlocked,
-		EventDependenciesSatisfied, EventReceiptAppended,
+		EventDependenciesSatisfied, EventDeletionBlocked, EventDeletionUnblocked, EventReceiptAppended,
 	}
 }
 
 // conditionOnly reports whether t keeps the phase and sets only a condition.
 func (t EventType) conditionOnly() bool {
 	switch t {
-	case EventSuspended, EventResumed, EventDependenciesBlocked, EventDependenciesSatisfied:
+	case EventSuspended, EventResumed, EventDependenciesBlocked, EventDependenciesSatisfied, EventDeletionBlocked,
+		EventDeletionUnblocked:
 		return true
 	}
 	return false

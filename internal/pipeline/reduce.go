@@ -207,6 +207,11 @@ func (r reducer) apply(to Phase) {
 	case EventDependenciesSatisfied:
 		r.set(v1alpha1.ConditionDependenciesReady, metav1.ConditionTrue,
 			r.reason(v1alpha1.ReasonDependenciesSatisfied), r.message("every dependency reached its phase"))
+	case EventDeletionBlocked:
+		r.set(v1alpha1.ConditionDeletionBlocked, metav1.ConditionTrue, r.reason(v1alpha1.ReasonConsumersExist),
+			r.message("waiting for the objects that consume this one to be destroyed first"))
+	case EventDeletionUnblocked:
+		r.clear(v1alpha1.ConditionDeletionBlocked, r.reason(v1alpha1.ReasonConsumersDestroyed), r.message("no object consumes this one"))
 	}
 }
 

@@ -638,3 +638,32 @@ func TestReduce_lastAppliedRevision(t *testing.T) {
 		t.Errorf("lastAppliedRevision = %q after applying an inline source, want empty", st.LastAppliedRevision)
 	}
 }
+
+// TestReduce_deletionBlocked: DeletionBlocked sets its condition True with the consumers named
+// and keeps the phase; DeletionUnblocked sets it False with its reason; without a prior
+// DeletionBlocked it adds nothing.
+func TestReduce_deletionBlocked(t *testing.T) {
+	t.Parallel()
+	st := statusIn(t, Applied)
+	out, tr, err := Reduce(st, Event{Type: EventDeletionUnblocked, Generation: 1, Time: at(9)})
+	if err != nil || tr.Changed || meta.FindStatusCondition(out.Conditions, v1alpha1.ConditionDeletionBlocked) != nil {
+		t.Errorf("DeletionUnblocked without DeletionBlocked: changed %v err %v", tr.Changed, err)
+	}
+	st = mustReduce(t, st, Event{Type: EventDeletionBlocked, Generation: 1, Time: at(10), Message: "waiting for infra/app"})
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDeletionBlocked)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonConsumersExist || c.Message != "waiting for infra/app" {
+		t.Errorf("DeletionBlocked = %+v", c)
+	}
+	if st.Phase != Applied || cond(st, v1alpha1.ConditionReady) != metav1.ConditionTrue {
+		t.Errorf("a condition-only event moved the phase to %s (Ready %s)", st.Phase, cond(st, v1alpha1.ConditionReady))
+	}
+	st = mustReduce(t, st, Event{Type: EventDeletionUnblocked, Generation: 1, Time: at(11), Reason: v1alpha1.ReasonDeletionWaitExpired,
+		Message: "infra/app still consumes it"}, sample(EventDeletionRequested, 1, 12))
+	c = meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDeletionBlocked)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonDeletionWaitExpired {
+		t.Errorf("DeletionBlocked after the wait = %+v", c)
+	}
+	if st.Phase != Finalizing {
+		t.Errorf("phase %s after DeletionRequested", st.Phase)
+	}
+}

@@ -74,7 +74,8 @@ func Table() []Edge {
 		)
 	}
 	for _, p := range All() {
-		for _, ev := range []EventType{EventSuspended, EventResumed, EventDependenciesBlocked, EventDependenciesSatisfied, EventReceiptAppended} {
+		for _, ev := range []EventType{EventSuspended, EventResumed, EventDependenciesBlocked, EventDependenciesSatisfied,
+			EventDeletionBlocked, EventDeletionUnblocked, EventReceiptAppended} {
 			t = append(t, Edge{p, ev, p})
 		}
 	}

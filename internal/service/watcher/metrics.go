@@ -89,7 +89,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, r := range []string{resultFolded, resultUnchanged, resultStale, resultIllegal, resultGone, resultIgnored, resultError} {
 		m.phaseEvents.WithLabelValues(r)
 	}
-	for _, r := range []string{heldSuspended, heldDependencies, heldCycle, heldPolicyMissing, heldSource} {
+	for _, r := range []string{heldSuspended, heldDependencies, heldCycle, heldPolicyMissing, heldSource, heldDeletion} {
 		m.held.WithLabelValues(r)
 	}
 	for _, c := range []prometheus.Collector{m.published, m.phaseEvents, m.statusPatches, m.statusConflicts,
@@ -108,6 +108,7 @@ const (
 	heldCycle         = "cycle"
 	heldPolicyMissing = "policy_missing"
 	heldSource        = "source"
+	heldDeletion      = "deletion_blocked"
 )
 
 func (m *Metrics) incPublished(event string) {

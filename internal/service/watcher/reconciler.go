@@ -2,8 +2,10 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 )
@@ -37,6 +40,8 @@ type reconciler struct {
 	bindingsKey []byte
 	// watchSecrets is [Config].WatchSecrets: without it Secrets are not read at all.
 	watchSecrets bool
+	// deletionWait is [Config].DeletionWait (0: no wait).
+	deletionWait time.Duration
 	core         *Core
 	rec          recorder.EventRecorder
 	resources    jetstream.Stream // LAVA_RESOURCES, to read the last event published per subject
@@ -190,35 +195,138 @@ func dependencyChanged() predicate.Predicate {
 	}, GenericFunc: func(event.GenericEvent) bool { return false }}
 }
 
-// dependentsOf maps a LavaArchitecture to the resources that depend on it (spec.dependsOn or a
-// LavaArchitectureDependency whose to is it).
+// dependentsOf maps a LavaArchitecture to the resources that depend on it ([reconciler.dependents]).
 func (r *reconciler) dependentsOf(ctx context.Context, o client.Object) []reconcile.Request {
 	key := client.ObjectKeyFromObject(o)
-	seen := map[types.NamespacedName]bool{}
-	var out []reconcile.Request
+	keys, err := r.dependents(ctx, key)
+	if err != nil {
+		r.log.Error("watcher: list dependents", logattr.Resource(key.Namespace, key.Name), slog.Any("error", err))
+	}
+	out := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, reconcile.Request{NamespacedName: k})
+	}
+	return out
+}
+
+// dependents returns the resources of this cluster that depend on key, sorted: through
+// spec.dependsOn or spec.bindingsFrom outputsRef (IndexDependsOn), or as the from of a
+// LavaArchitectureDependency whose to is key (IndexEdgeTo; the from may not exist). Errors:
+// listing either index (what the other found is still returned).
+func (r *reconciler) dependents(ctx context.Context, key types.NamespacedName) ([]types.NamespacedName, error) {
+	seen := map[types.NamespacedName]bool{key: true}
+	var out []types.NamespacedName
 	add := func(k types.NamespacedName) {
-		if k != key && !seen[k] {
+		if !seen[k] {
 			seen[k] = true
-			out = append(out, reconcile.Request{NamespacedName: k})
+			out = append(out, k)
 		}
 	}
 	var list v1alpha1.LavaArchitectureList
-	if err := r.c.List(ctx, &list, client.MatchingFields{IndexDependsOn: key.String()}); err != nil {
-		r.log.Error("watcher: list dependents", logattr.Resource(key.Namespace, key.Name), slog.Any("error", err))
-	}
+	err1 := r.c.List(ctx, &list, client.MatchingFields{IndexDependsOn: key.String()})
 	for _, a := range list.Items {
 		add(client.ObjectKeyFromObject(&a))
 	}
 	var edges v1alpha1.LavaArchitectureDependencyList
-	if err := r.c.List(ctx, &edges, client.MatchingFields{IndexEdgeTo: key.String()}); err != nil {
-		r.log.Error("watcher: list dependency edges", logattr.Resource(key.Namespace, key.Name), slog.Any("error", err))
-	}
+	err2 := r.c.List(ctx, &edges, client.MatchingFields{IndexEdgeTo: key.String()})
 	for _, e := range edges.Items {
 		if from, ok := refKey(e.Namespace, e.Spec.From, r.deps.cluster); ok {
 			add(from)
 		}
 	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out, errors.Join(err1, err2)
+}
+
+// consumersGone passes the deletion of a LavaArchitecture (its finalizer removed after its
+// destroy): the objects it consumed may be waiting for it ([reconciler.deletionBlocked]).
+func consumersGone() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// targetsOf maps a LavaArchitecture to the resources it depends on in this cluster
+// (spec.dependsOn, spec.bindingsFrom outputsRef, LavaArchitectureDependency objects whose
+// from is it), for [consumersGone].
+func (r *reconciler) targetsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*v1alpha1.LavaArchitecture)
+	if !ok {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(a)
+	var out []reconcile.Request
+	for _, d := range a.Spec.DependsOn {
+		out = append(out, reconcile.Request{NamespacedName: dependsOnTarget(a.Namespace, d)})
+	}
+	for _, t := range outputsRefTargets(a) {
+		out = append(out, reconcile.Request{NamespacedName: t})
+	}
+	var edges v1alpha1.LavaArchitectureDependencyList
+	if err := r.c.List(ctx, &edges, client.MatchingFields{IndexEdgeFrom: key.String()}); err != nil {
+		r.log.Error("watcher: list dependency edges", logattr.Resource(key.Namespace, key.Name), slog.Any("error", err))
+	}
+	for _, e := range edges.Items {
+		if to, ok := refKey(e.Namespace, e.Spec.To, r.deps.cluster); ok {
+			out = append(out, reconcile.Request{NamespacedName: to})
+		}
+	}
 	return out
+}
+
+// maxNamed is how many consumers a DeletionBlocked message names before it counts the rest.
+const maxNamed = 10
+
+// deletionBlocked decides whether p.obj's destroy waits for the objects that consume it
+// ([reconciler.dependents] that exist): while they exist and deletionWait since its
+// deletionTimestamp has not passed, it folds DeletionBlocked naming them and the deadline and
+// stops the reconcile until the deadline (a consumer's deletion enqueues the object sooner:
+// [consumersGone]). Once they are gone or the wait ran out it folds DeletionUnblocked (the
+// condition is set only where it was True) and the deletion proceeds. Errors: listing or
+// reading the consumers.
+func (r *reconciler) deletionBlocked(ctx context.Context, p *pass) (stepResult, bool, error) {
+	if r.deletionWait <= 0 {
+		return stepResult{}, false, nil
+	}
+	key := client.ObjectKeyFromObject(p.obj)
+	keys, err := r.dependents(ctx, key)
+	if err != nil {
+		return finish, false, err
+	}
+	var consumers []string
+	for _, k := range keys {
+		err := r.c.Get(ctx, k, &v1alpha1.LavaArchitecture{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return finish, false, fmt.Errorf("watcher: get consumer %s: %w", k, err)
+		default:
+			consumers = append(consumers, k.String())
+		}
+	}
+	named := strings.Join(consumers[:min(len(consumers), maxNamed)], ", ")
+	if n := len(consumers) - maxNamed; n > 0 {
+		named += fmt.Sprintf(" and %d more", n)
+	}
+	deadline := p.obj.DeletionTimestamp.Add(r.deletionWait)
+	left := deadline.Sub(now(r.clock))
+	switch {
+	case len(consumers) > 0 && left > 0:
+		r.metrics.incHeld(heldDeletion)
+		p.fold(pipeline.Event{Type: pipeline.EventDeletionBlocked, Message: fmt.Sprintf(
+			"waiting for %s to be destroyed first, until %s", named, deadline.UTC().Format(time.RFC3339))})
+		return stepResult{stop: true, result: reconcile.Result{RequeueAfter: left}}, true, nil
+	case len(consumers) > 0:
+		p.fold(pipeline.Event{Type: pipeline.EventDeletionUnblocked, Reason: v1alpha1.ReasonDeletionWaitExpired, Message: fmt.Sprintf(
+			"waited %s for the consumers; destroying although %s still consume this object", r.deletionWait, named)})
+	case conditionTrue(r.core, p.obj, v1alpha1.ConditionDeletionBlocked):
+		p.fold(pipeline.Event{Type: pipeline.EventDeletionUnblocked, Reason: v1alpha1.ReasonConsumersDestroyed,
+			Message: "the objects that consumed this one are gone; destroying"})
+	}
+	return stepResult{}, false, nil
 }
 
 // policyUsers maps a RemediationPolicy to the LavaArchitectures that reference it.

@@ -53,6 +53,8 @@ type Options struct {
 	Lockdown
 	// WatchSecrets is [Config].WatchSecrets (--watch-secrets).
 	WatchSecrets bool
+	// DeletionWait is [Config].DeletionWait (--deletion-wait).
+	DeletionWait time.Duration
 	// BindingsKeyFile holds the installation's bindings key (synth's file; [Config].BindingsKey);
 	// empty: none.
 	BindingsKeyFile string
@@ -73,6 +75,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
 	o.Lockdown.Register(fs)
 	fs.BoolVar(&o.WatchSecrets, "watch-secrets", false, "watch the Secrets of spec.bindingsFrom too (needs get, list and watch on secrets)")
+	fs.DurationVar(&o.DeletionWait, "deletion-wait", DefaultDeletionWait, "how long a deleted object's destroy waits for the objects that consume it (dependsOn, outputsRef) to be destroyed first (negative: no wait)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's), the BLAKE3 key of Secret data in the bindings digest (default: none, Secrets contribute their resourceVersion)")
 	o.KubeAPI.Register(fs)
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles, "LavaArchitectures reconciled at once")
@@ -134,7 +137,7 @@ func Run(ctx context.Context, o Options) error {
 	w, err := New(ctx, Config{
 		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry, BusMetrics: base.BusMetrics,
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
-		NoCrossNamespaceRefs: !o.AllowCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets,
+		NoCrossNamespaceRefs: !o.AllowCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets, DeletionWait: o.DeletionWait,
 		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaseDuration:           o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,

@@ -94,16 +94,21 @@ func (r *reconciler) summarize(ctx context.Context, p *pass, err error) error {
 	return err
 }
 
-// stepDeletion ends the reconcile of an object being deleted: while it holds the finalizer, its
-// DeletionRequested is published (once per generation, [Observe]). The finalizer goes when the
-// applier answers with Destroyed.
-func (r *reconciler) stepDeletion(_ context.Context, p *pass) (stepResult, error) {
+// stepDeletion ends the reconcile of an object being deleted: while it holds the finalizer and
+// no consumer holds its destroy back ([reconciler.deletionBlocked]), its DeletionRequested is
+// published (once per generation, [Observe]). The finalizer goes when the applier answers with
+// Destroyed. Errors: listing the consumers.
+func (r *reconciler) stepDeletion(ctx context.Context, p *pass) (stepResult, error) {
 	if p.obj.DeletionTimestamp.IsZero() {
 		return proceed, nil
 	}
-	if controllerutil.ContainsFinalizer(p.obj, v1alpha1.Finalizer) {
-		p.observation = &Observation{Object: p.obj}
+	if !controllerutil.ContainsFinalizer(p.obj, v1alpha1.Finalizer) {
+		return finish, nil
 	}
+	if res, blocked, err := r.deletionBlocked(ctx, p); err != nil || blocked {
+		return res, err
+	}
+	p.observation = &Observation{Object: p.obj}
 	return finish, nil
 }
 

@@ -52,6 +52,9 @@ const (
 	DefaultLeaseDuration = 35 * time.Second
 	DefaultRenewDeadline = 30 * time.Second
 	DefaultRetryPeriod   = 5 * time.Second
+	// DefaultDeletionWait is [Config].DeletionWait: room for a consumer's own destroy, short
+	// enough that a producer whose consumer is not deleted is not held for long.
+	DefaultDeletionWait = 10 * time.Minute
 	// EventRecorderName is the reportingController of the Kubernetes Events the watcher
 	// records.
 	EventRecorderName = "lava-watcher"
@@ -106,6 +109,11 @@ type Config struct {
 	// watcher.watchSecrets): then a bound Secret neither enters the bindings digest nor is
 	// checked for existence (synth reports a missing one when it renders).
 	WatchSecrets bool
+	// DeletionWait is how long a deleted object's destroy waits for the objects that consume it
+	// (spec.dependsOn, spec.bindingsFrom outputsRef, LavaArchitectureDependency) to be
+	// destroyed first, from its deletionTimestamp; then it proceeds and says so (condition
+	// DeletionBlocked). Default [DefaultDeletionWait]; negative: no wait.
+	DeletionWait time.Duration
 	// BindingsKey is the installation's bindings key (synth's --bindings-key-file): the BLAKE3
 	// key of the Secret data in the bindings digest of the ResourceObserved trigger. Empty:
 	// Secrets contribute their resourceVersion (a metadata-only change then starts a render
@@ -313,6 +321,9 @@ func (o *Config) setDefaults() {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
+	if o.DeletionWait == 0 {
+		o.DeletionWait = DefaultDeletionWait
+	}
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = DefaultLeaderElectionID
 	}
@@ -380,7 +391,8 @@ func newReconciler(ctx context.Context, mgr manager.Manager, o Config, metrics *
 	}
 	return &reconciler{
 		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey, watchSecrets: o.WatchSecrets,
-		core: core, rec: rec, resources: resources,
+		deletionWait: max(o.DeletionWait, 0),
+		core:         core, rec: rec, resources: resources,
 		deps:        resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},
 		sourceKinds: map[string]bool{},
 		clock:       o.Clock, metrics: metrics, log: o.Logger.With(slog.String("component", "reconciler")),
@@ -422,6 +434,8 @@ func buildController(mgr manager.Manager, r *reconciler, o Config) error {
 			predicate.GenerationChangedPredicate{}, forcedPass(), deletionStarted()))).
 		Watches(&v1alpha1.LavaArchitecture{}, handler.EnqueueRequestsFromMapFunc(r.dependentsOf),
 			builder.WithPredicates(dependencyChanged())).
+		Watches(&v1alpha1.LavaArchitecture{}, handler.EnqueueRequestsFromMapFunc(r.targetsOf),
+			builder.WithPredicates(consumersGone())).
 		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(r.policyUsers)).
 		Watches(&v1alpha1.LavaArchitectureDependency{}, handler.EnqueueRequestsFromMapFunc(r.edgeDependent)).
 		// The ConfigMaps and Secrets of spec.bindingsFrom: metadata only (no Secret value in the

@@ -43,6 +43,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("a phase event ahead of a dead watcher's predecessor waits for it", e.testOutOfOrderPastDrop)
 	t.Run("a generation's events published in reverse fold without a nak", e.testReverseBurst)
 	t.Run("an outcome older than a folded event of its generation is dropped", e.testSupersededOutcome)
+	t.Run("a producer's destroy waits for its consumers", e.testDestroyOrder)
 	t.Run("dependencies hold back until their phase", e.testDependencies)
 	t.Run("two-resource cycle reported on both", e.testCycle)
 	t.Run("lockdown refuses cross-namespace references", e.testLockdown)
@@ -883,4 +884,78 @@ func (e *env) testSupersededOutcome(t *testing.T) {
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "a later failure") {
 		t.Errorf("Ready %+v, want the later failure's message", c)
 	}
+}
+
+// testDestroyOrder: a producer and its consumer (spec.dependsOn) deleted together are
+// destroyed consumer first: the producer's DeletionRequested waits, with DeletionBlocked True
+// naming the consumer, until the consumer's Destroyed removed it, then goes out with
+// DeletionBlocked False (ConsumersDestroyed). A producer whose consumer stays waits the
+// deletion wait, then proceeds and says so (DeletionWaitExpired).
+func (e *env) testDestroyOrder(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	e.startWatcher(t, ns, "destroy-order", func(c *watcher.Config) { c.DeletionWait = 4 * time.Second })
+	dependsOn := func(name string) func(*v1alpha1.LavaArchitectureSpec) {
+		return func(s *v1alpha1.LavaArchitectureSpec) { s.DependsOn = []v1alpha1.Dependency{{Name: name}} }
+	}
+	e.create(t, newArch(ns, "producer", nil))
+	e.create(t, newArch(ns, "consumer", dependsOn("producer")))
+	e.create(t, newArch(ns, "lone", nil))
+	e.create(t, newArch(ns, "stays", dependsOn("lone")))
+	for _, name := range []string{"producer", "consumer", "lone", "stays"} {
+		e.waitStatus(t, ns, name, func(o *v1alpha1.LavaArchitecture) error {
+			if !controllerutil.ContainsFinalizer(o, v1alpha1.Finalizer) {
+				return fmt.Errorf("no finalizer yet")
+			}
+			return nil
+		})
+	}
+	deletion := func(name string) string { return bus.ResourceSubject(ns, name, bus.EventDeletionRequested) }
+	blocked := func(reason string, status metav1.ConditionStatus, names ...string) func(*v1alpha1.LavaArchitecture) error {
+		return func(o *v1alpha1.LavaArchitecture) error {
+			c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionDeletionBlocked)
+			if c == nil || c.Status != status || c.Reason != reason {
+				return fmt.Errorf("DeletionBlocked %+v, want %s %s", c, status, reason)
+			}
+			for _, n := range names {
+				if !strings.Contains(c.Message, ns+"/"+n) {
+					return fmt.Errorf("DeletionBlocked message %q does not name %s", c.Message, n)
+				}
+			}
+			return nil
+		}
+	}
+
+	// Deleted together, the producer first: it waits for the consumer.
+	for _, name := range []string{"producer", "consumer"} {
+		if err := e.kube.Client.Delete(t.Context(), e.get(t, ns, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitCount(t, bus.StreamResources, deletion("consumer"), 1)
+	e.waitStatus(t, ns, "producer", blocked(v1alpha1.ReasonConsumersExist, metav1.ConditionTrue, "consumer"))
+	if n := e.count(t, bus.StreamResources, deletion("producer")); n != 0 {
+		t.Fatalf("%d DeletionRequested for the producer while its consumer exists", n)
+	}
+	dr := messages(t, e, bus.StreamResources, deletion("consumer"), func() *lavav1.DeletionRequested { return &lavav1.DeletionRequested{} })[0]
+	ds := &stage{e: e, ref: dr.GetEnvelope().GetResource(), gen: dr.GetEnvelope().GetGeneration(),
+		corr: dr.GetEnvelope().GetEventId(), prev: dr.GetEnvelope().GetEventId(), at: time.Now()}
+	ds.destroyed(t)
+	e.waitCount(t, bus.StreamResources, deletion("producer"), 1)
+	if err := e.kube.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "consumer"}, &v1alpha1.LavaArchitecture{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the producer's DeletionRequested went out while the consumer exists (get: %v)", err)
+	}
+	e.waitStatus(t, ns, "producer", all(blocked(v1alpha1.ReasonConsumersDestroyed, metav1.ConditionFalse),
+		func(o *v1alpha1.LavaArchitecture) error { return phaseIs(v1alpha1.PhaseFinalizing, o.Generation)(o) }))
+
+	// A consumer that is not deleted: the producer waits the deletion wait, then proceeds.
+	start := time.Now()
+	if err := e.kube.Client.Delete(t.Context(), e.get(t, ns, "lone")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(t, ns, "lone", blocked(v1alpha1.ReasonConsumersExist, metav1.ConditionTrue, "stays"))
+	e.waitCount(t, bus.StreamResources, deletion("lone"), 1)
+	if waited := time.Since(start); waited < 3*time.Second {
+		t.Errorf("DeletionRequested after %s, want the deletion wait (4s, from the deletionTimestamp's second)", waited)
+	}
+	e.waitStatus(t, ns, "lone", blocked(v1alpha1.ReasonDeletionWaitExpired, metav1.ConditionFalse, "stays"))
 }
