@@ -28,6 +28,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/lava-operator/lava/internal/lang/functions"
 	"github.com/lava-operator/lava/internal/lang/hclnest"
 	ctyyaml "github.com/zclconf/go-cty-yaml"
 	"github.com/zclconf/go-cty/cty"
@@ -59,7 +60,9 @@ func sharedFunctions() map[string]function.Function {
 // have no filesystem or network effect, from go-cty's function/stdlib, hcl/v2's ext/tryfunc,
 // go-cty-yaml and small wrappers over the Go standard library where those lack one (cidr*,
 // hashes, base64, uuid). The filesystem functions ([FilesystemFunctions]) are present and
-// fail with a clear error. Each call returns a fresh map.
+// fail with a clear error. The names, each also under core::, and their signatures are those
+// of [functions.Builtin], the table synthesis checks calls against (a test keeps the two
+// equal). Each call returns a fresh map.
 func Functions() map[string]function.Function {
 	fs := map[string]function.Function{
 		// Numeric.
@@ -78,7 +81,7 @@ func Functions() map[string]function.Function {
 		"coalescelist": stdlib.CoalesceListFunc, "compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc,
 		"contains": stdlib.ContainsFunc, "distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc,
 		"flatten": stdlib.FlattenFunc, "index": indexFunc, "keys": stdlib.KeysFunc, "length": lengthFunc,
-		"lookup": stdlib.LookupFunc, "matchkeys": matchKeysFunc, "merge": stdlib.MergeFunc, "one": oneFunc,
+		"lookup": lookupFunc, "matchkeys": matchKeysFunc, "merge": stdlib.MergeFunc, "one": oneFunc,
 		"range": stdlib.RangeFunc, "reverse": stdlib.ReverseListFunc, "setintersection": stdlib.SetIntersectionFunc,
 		"setproduct": stdlib.SetProductFunc, "setsubtract": stdlib.SetSubtractFunc, "setunion": stdlib.SetUnionFunc,
 		"slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "transpose": transposeFunc, "values": stdlib.ValuesFunc,
@@ -117,9 +120,12 @@ func Functions() map[string]function.Function {
 		fs[name] = refusedFunc(name, "it reads the filesystem of the process running the engine")
 	}
 	fs["templatestring"] = templateStringFunc(sync.OnceValue(func() map[string]function.Function { return withoutTemplateString(fs) }))
-	// OpenTofu also names every built-in function in the core:: namespace.
-	for name, f := range fs {
-		fs["core::"+name] = f
+	// OpenTofu also names every built-in function in the core:: namespace, once (core::core::abs
+	// is unknown to it).
+	for name := range functions.Builtin() {
+		if f, ok := fs[name]; ok {
+			fs[functions.CorePrefix+name] = f
+		}
 	}
 	return fs
 }
@@ -228,11 +234,25 @@ func withoutTemplateString(funcs map[string]function.Function) map[string]functi
 	return out
 }
 
-// refusedFunc fails every call with the reason.
+// refusedFunc fails every call with the reason. It takes the arguments OpenTofu's function of
+// that name takes ([functions.Lookup]), so a wrong count is reported as for any function.
 func refusedFunc(name, why string) function.Function {
+	arg := function.Parameter{Type: cty.DynamicPseudoType, AllowUnknown: true, AllowNull: true, AllowDynamicType: true, AllowMarked: true}
+	sig, _ := functions.Lookup(name)
+	params := make([]function.Parameter, sig.Params)
+	for i := range params {
+		params[i] = arg
+		params[i].Name = fmt.Sprintf("arg%d", i+1)
+	}
+	var vp *function.Parameter
+	if sig.Variadic {
+		vp = &arg
+		vp.Name = "args"
+	}
 	return function.New(&function.Spec{
 		Description: name + " is refused by the embedded engine",
-		VarParam:    &function.Parameter{Name: "args", Type: cty.DynamicPseudoType, AllowUnknown: true, AllowNull: true, AllowDynamicType: true, AllowMarked: true},
+		Params:      params,
+		VarParam:    vp,
 		Type: func([]cty.Value) (cty.Type, error) {
 			return cty.NilType, fmt.Errorf("%s is refused by the embedded engine: %s", name, why)
 		},
@@ -548,6 +568,70 @@ var lengthFunc = function.New(&function.Spec{
 			return cty.NilVal, errors.New("argument must not be null")
 		}
 		return v.Length().WithMarks(marks), nil
+	},
+})
+
+// lookupFunc is Terraform's lookup(map, key, default...): the element of a map or the attribute
+// of an object with the given key, else the default when one is given (at most one), else an
+// error. go-cty's stdlib.LookupFunc requires the default.
+var lookupFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "inputMap", Type: cty.DynamicPseudoType, AllowMarked: true},
+		{Name: "key", Type: cty.String, AllowMarked: true}},
+	VarParam: &function.Parameter{Name: "default", Type: cty.DynamicPseudoType, AllowUnknown: true,
+		AllowDynamicType: true, AllowNull: true, AllowMarked: true},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		if len(args) > 3 {
+			return cty.NilType, errors.New("lookup() takes no more than three arguments")
+		}
+		ty := args[0].Type()
+		switch {
+		case ty.IsObjectType():
+			if !args[1].IsKnown() {
+				return cty.DynamicPseudoType, nil
+			}
+			k, _ := args[1].Unmark()
+			key := k.AsString()
+			switch {
+			case ty.HasAttribute(key):
+				return args[0].GetAttr(key).Type(), nil
+			case len(args) == 3:
+				return args[2].Type(), nil
+			}
+			return cty.DynamicPseudoType, function.NewArgErrorf(0, "the given object has no attribute %q", key)
+		case ty.IsMapType():
+			if len(args) == 3 {
+				if _, err := convert.Convert(args[2], ty.ElementType()); err != nil {
+					return cty.NilType, function.NewArgErrorf(2, "the default value must have the same type as the map elements")
+				}
+			}
+			return ty.ElementType(), nil
+		}
+		return cty.NilType, function.NewArgErrorf(0, "lookup() requires a map as the first argument")
+	},
+	Impl: func(args []cty.Value, ret cty.Type) (cty.Value, error) {
+		m, mapMarks := args[0].Unmark()
+		k, keyMarks := args[1].Unmark()
+		marks := []cty.ValueMarks{mapMarks, keyMarks}
+		key := k.AsString()
+		if !m.IsWhollyKnown() {
+			return cty.UnknownVal(ret).WithMarks(marks...), nil
+		}
+		if m.Type().IsObjectType() {
+			if m.Type().HasAttribute(key) {
+				return m.GetAttr(key).WithMarks(marks...), nil
+			}
+		} else if m.HasIndex(cty.StringVal(key)) == cty.True {
+			return m.Index(cty.StringVal(key)).WithMarks(marks...), nil
+		}
+		if len(args) == 3 {
+			d, err := convert.Convert(args[2], ret)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			return d.WithMarks(marks...), nil
+		}
+		// A sensitive key never reaches the message: [hideSensitiveErrors] replaces it.
+		return cty.NilVal, fmt.Errorf("lookup failed to find key %s", key)
 	},
 })
 

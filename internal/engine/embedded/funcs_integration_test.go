@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lava-operator/lava/internal/lang/functions"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
@@ -61,9 +62,13 @@ func TestFunctions_tofuOracle(t *testing.T) {
 		check(name, name, want)
 	}
 
-	// Every function tofu knows is offered or refused by the embedded engine.
+	// Every function tofu knows is offered or refused by the embedded engine, and declared in
+	// the language layer's table with tofu's signature; the table declares nothing more.
 	var meta struct {
-		Signatures map[string]json.RawMessage `json:"function_signatures"`
+		Signatures map[string]struct {
+			Params   []json.RawMessage `json:"parameters"`
+			Variadic json.RawMessage   `json:"variadic_parameter"`
+		} `json:"function_signatures"`
 	}
 	if err := json.Unmarshal(run("metadata", "functions", "-json"), &meta); err != nil {
 		t.Fatal(err)
@@ -72,9 +77,20 @@ func TestFunctions_tofuOracle(t *testing.T) {
 		t.Fatalf("tofu lists only %d functions", len(meta.Signatures))
 	}
 	fs := Functions()
-	for name := range meta.Signatures {
+	for name, ts := range meta.Signatures {
 		if _, ok := fs[name]; !ok {
 			t.Errorf("tofu function %s is neither offered nor refused by the embedded engine", name)
+		}
+		want := functions.Signature{Params: len(ts.Params), Variadic: ts.Variadic != nil}
+		if sig, ok := functions.Lookup(name); !ok || sig != want {
+			t.Errorf("tofu function %s takes %s argument(s); the declared table has %s (declared: %t)", name, want, sig, ok)
+		}
+	}
+	for name := range functions.Builtin() {
+		for _, n := range []string{name, functions.CorePrefix + name} {
+			if _, ok := meta.Signatures[n]; !ok {
+				t.Errorf("the declared table has %s, which tofu does not know", n)
+			}
 		}
 	}
 }

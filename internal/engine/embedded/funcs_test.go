@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/lava-operator/lava/internal/lang/functions"
 )
 
 // functionCase is one call of a function: the expression (inside "${...}") and the JSON of
@@ -68,6 +70,7 @@ var functionCases = []functionCase{
 	{"length", `length("hello")`, `5`},
 	{"length", `length({a = "b"})`, `1`},
 	{"lookup", `lookup({a = "ay", b = "bee"}, "c", "what?")`, `"what?"`},
+	{"lookup", `lookup({a = "ay", b = "bee"}, "b")`, `"bee"`},
 	{"matchkeys", `matchkeys(["i-123", "i-abc", "i-def"], ["us-west", "us-east", "us-east"], ["us-east"])`, `["i-abc","i-def"]`},
 	{"merge", `merge({a = "b", c = "d"}, {e = "f", c = "z"})`, `{"a":"b","c":"z","e":"f"}`},
 	{"one", `one(["hello"])`, `"hello"`},
@@ -279,5 +282,32 @@ func TestBudget_functions(t *testing.T) {
 	}
 	if got := ts(sharedFunctions()); got == "2026-12-03T10:00:00Z" {
 		t.Errorf("the shared table's plantimestamp became an operation's: %s", got)
+	}
+}
+
+// TestFunctions_declaredSignatures: the engine offers exactly the functions of the language
+// layer's table (functions.Builtin), each under its name and under core:: once, with the
+// declared signature, so what synthesis accepts is what the engine can call, the refused
+// filesystem functions included.
+func TestFunctions_declaredSignatures(t *testing.T) {
+	t.Parallel()
+	fs := Functions()
+	declared := functions.Builtin()
+	for name, sig := range declared {
+		for _, n := range []string{name, functions.CorePrefix + name} {
+			f, ok := fs[n]
+			if !ok {
+				t.Errorf("%s is declared (%s argument(s)) but the engine has no such function", n, sig)
+				continue
+			}
+			if got := (functions.Signature{Params: len(f.Params()), Variadic: f.VarParam() != nil}); got != sig {
+				t.Errorf("%s takes %s argument(s) in the engine, %s in the declared table", n, got, sig)
+			}
+		}
+	}
+	for n := range fs {
+		if _, ok := declared[strings.TrimPrefix(n, functions.CorePrefix)]; !ok || strings.HasPrefix(n, functions.CorePrefix+functions.CorePrefix) {
+			t.Errorf("the engine offers %s, which the declared table does not have", n)
+		}
 	}
 }

@@ -3,13 +3,16 @@
 package tofu_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/lang/functions"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
@@ -67,4 +70,36 @@ func TestEngine_terraform_providerUnavailable(t *testing.T) {
 // TestEngine_terraformApplyFailureMessage is TestEngine_applyFailureMessage with Terraform.
 func TestEngine_terraformApplyFailureMessage(t *testing.T) {
 	checkApplyFailureMessage(t, newHarness(t, harnessOpts{bin: tofutest.Terraform(t), name: "terraform"}))
+}
+
+// TestFunctions_terraformSignatures: every function the real Terraform binary knows (`terraform
+// metadata functions -json`) is in the language layer's table, which synthesis checks calls
+// against, with Terraform's signature, so no call Terraform accepts is refused at synthesis.
+// (The table is OpenTofu's: it also has functions Terraform 1.8 lacks.)
+func TestFunctions_terraformSignatures(t *testing.T) {
+	bin := tofutest.Terraform(t)
+	cmd := exec.CommandContext(t.Context(), bin, "metadata", "functions", "-json")
+	cmd.Dir = t.TempDir()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("terraform metadata functions -json: %v", err)
+	}
+	var meta struct {
+		Signatures map[string]struct {
+			Params   []json.RawMessage `json:"parameters"`
+			Variadic json.RawMessage   `json:"variadic_parameter"`
+		} `json:"function_signatures"`
+	}
+	if err := json.Unmarshal(out, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if len(meta.Signatures) < 100 {
+		t.Fatalf("terraform lists only %d functions", len(meta.Signatures))
+	}
+	for name, ts := range meta.Signatures {
+		want := functions.Signature{Params: len(ts.Params), Variadic: ts.Variadic != nil}
+		if sig, ok := functions.Lookup(name); !ok || sig != want {
+			t.Errorf("terraform function %s takes %s argument(s); the declared table has %s (declared: %t)", name, want, sig, ok)
+		}
+	}
 }

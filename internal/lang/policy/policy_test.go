@@ -49,6 +49,19 @@ func TestCheck_moduleAndTerraformBlocks(t *testing.T) {
 	}
 }
 
+// TestCheck_repeatedCoreNamespace: a denied function is refused under any number of core::
+// prefixes. Synthesis already refuses core::core::file as an unknown function; the policy
+// does not rely on that.
+func TestCheck_repeatedCoreNamespace(t *testing.T) {
+	a := &arch.Architecture{Pos: arch.Pos{File: "m.tlisp", Line: 1, Col: 1}}
+	rendered := []byte(`{"resource":{"terraform_data":{"r":{"input":"${core::core::file(\"/etc/hostname\")}"}}}}`)
+	a.Resources = []arch.Resource{{Type: "terraform_data", Name: "r", Attributes: arch.Map{}, Pos: arch.Pos{Line: 2, Col: 15}}}
+	a.Resources[0].Attributes.Set("input", arch.String(`${core::core::file("/etc/hostname")}`))
+	if got := joined(Check(a, rendered, Default())); !strings.Contains(got, "2:15: policy: resource terraform_data.r attribute input: the function core::core::file is not allowed") {
+		t.Errorf("core::core::file passed: %q", got)
+	}
+}
+
 func TestCheck_mapKeysAreTemplates(t *testing.T) {
 	m := &arch.Map{}
 	m.Set(`${file("/etc/passwd")}`, arch.String("v"))

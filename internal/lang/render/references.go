@@ -3,12 +3,14 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/functions"
 	"github.com/lava-operator/lava/internal/lang/hclnest"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
@@ -18,10 +20,12 @@ import (
 // Terraform's static validation does before any provider runs: a reference names a declared
 // resource, data source, local value, input variable or module of the document (a bundled
 // module's references, of that module's document), and a resource type is followed by the
-// resource's name (a resource type alone is not a value). Each error is reported at the
+// resource's name (a resource type alone is not a value). Every function call names a function
+// some engine knows, built in (plain or core::) or provider-defined (provider::...), with an
+// argument count its signature accepts ([functions.Check]). Each error is reported at the
 // architecture form that produced the string (the resource, the local or output key, else
-// the architecture), with the JSON path and the reference's column in the string; at most
-// tlisp.MaxDiagnostics of them, then one that counts the rest.
+// the architecture), with the JSON path and the column of the reference or function name in
+// the string; at most tlisp.MaxDiagnostics of them, then one that counts the rest.
 //
 // A string that does not parse, or nests too deeply, is left to the tenant policy gate, which
 // refuses it with its own message.
@@ -100,7 +104,7 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 	}
 	if more > 0 {
 		ds = append(ds, tlisp.Diagnostic{Pos: a.Pos, Severity: tlisp.SeverityError,
-			Message: fmt.Sprintf("… and %d more reference error(s)", more)})
+			Message: fmt.Sprintf("… and %d more reference or function call error(s)", more)})
 	}
 	return ds
 }
@@ -157,7 +161,9 @@ func declarations(doc map[string]any) refDecls {
 }
 
 // problems parses s (an expression when expr, else a template) and returns what is wrong with
-// each reference it makes, in source order; a string that does not parse gives none.
+// each reference it makes and each function it calls ([functions.Check]: a name no engine
+// knows, an argument count no signature accepts), in source order; a string that does not
+// parse gives none.
 func (d refDecls) problems(s string, expr bool, iterators map[string]bool) []string {
 	var e hclsyntax.Expression
 	var diags hcl.Diagnostics
@@ -172,11 +178,29 @@ func (d refDecls) problems(s string, expr bool, iterators map[string]bool) []str
 	if diags.HasErrors() || e == nil {
 		return nil
 	}
-	var out []string
+	type found struct {
+		at  hcl.Pos
+		msg string
+	}
+	var fs []found
 	for _, tr := range e.Variables() {
 		if p := d.problem(tr, iterators); p != "" {
-			out = append(out, fmt.Sprintf("%s (column %d)", p, tr.SourceRange().Start.Column))
+			fs = append(fs, found{tr.SourceRange().Start, p})
 		}
+	}
+	// Function calls: a name some engine knows, with an argument count its signature accepts.
+	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok {
+			if p := functions.Check(call.Name, len(call.Args), call.ExpandFinal); p != "" {
+				fs = append(fs, found{call.NameRange.Start, p})
+			}
+		}
+		return nil
+	})
+	slices.SortStableFunc(fs, func(a, b found) int { return a.at.Byte - b.at.Byte })
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, fmt.Sprintf("%s (column %d)", f.msg, f.at.Column))
 	}
 	return out
 }

@@ -69,7 +69,70 @@ func TestSynthesize_manyBadReferences(t *testing.T) {
   :resources ((null-resource "n" :x ((for-each ((i a) (enumerate xs)) (for-each ((j b) (enumerate xs)) "${aws_vpc.nope.id}"))))))`
 	_, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "refs.tlisp"})
 	errs := ds.Errors()
-	if len(errs) != tlisp.MaxDiagnostics+1 || !strings.Contains(errs[len(errs)-1].Message, "and 50 more reference error(s)") {
+	if len(errs) != tlisp.MaxDiagnostics+1 || !strings.Contains(errs[len(errs)-1].Message, "and 50 more reference or function call error(s)") {
 		t.Fatalf("%d errors (%v); want %d, the last counting the rest", len(errs), errs, tlisp.MaxDiagnostics+1)
+	}
+}
+
+// TestSynthesize_functionCalls: a call to a function no engine knows, or with an argument count
+// its signature does not accept, is an error at the form that holds it, with the column of the
+// function's name; every call an engine accepts passes, OpenTofu-only and provider-defined
+// functions included.
+func TestSynthesize_functionCalls(t *testing.T) {
+	t.Parallel()
+	synth := func(body string) tlisp.Diagnostics {
+		src := "(deflava-architecture calls\n  :inputs ((:azs (\"a\" \"b\")))\n" + body
+		_, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "calls.tlisp"})
+		return ds.Errors()
+	}
+	for _, tt := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"unknown function", `  :resources ((aws-vpc "main" :cidr-block "${cidrsubnett(\"10.0.0.0/8\", 8, 1)}")))`,
+			[]string{"calls.tlisp:3:15: resource.aws_vpc.main.cidr_block: call to unknown function cidrsubnett (column 3)"}},
+		{"core:: only once", `  :resources ((aws-vpc "main" :x "${core::core::abs(1)}")))`,
+			[]string{"call to unknown function core::core::abs (column 3)"}},
+		{"too many arguments", `  :resources ((aws-vpc "main" :x "a-${upper(\"a\", \"b\")}")))`,
+			[]string{"resource.aws_vpc.main.x: wrong number of arguments to function upper: it takes 1, got 2 (column 5)"}},
+		{"too few arguments", `  :locals (:l "${cidrsubnet(\"10.0.0.0/8\", 8)}")
+  :resources ((aws-vpc "main" :x "${local.l}")))`,
+			[]string{"calls.tlisp:3:12: locals.l: wrong number of arguments to function cidrsubnet: it takes 3, got 2 (column 3)"}},
+		{"variadic without its fixed parameter", `  :resources ((aws-vpc "main" :x "1"))
+  :outputs (:o "${cidrsubnets()}"))`,
+			[]string{"calls.tlisp:4:13: output.o.value: wrong number of arguments to function cidrsubnets: it takes at least 1, got 0 (column 3)"}},
+		{"nested, in source order with references", `  :resources ((aws-vpc "main" :x "${max(aws_vpc.nope.n, nosuch(1), length())}")))`,
+			[]string{"reference to undeclared resource aws_vpc.nope (column 7)", "call to unknown function nosuch (column 23)",
+				"wrong number of arguments to function length: it takes 1, got 0 (column 34)"}},
+		{"fixed arguments before an expansion", `  :resources ((aws-vpc "main" :x "${abs(1, 2, [3]...)}")))`,
+			[]string{"too many arguments to function abs: it takes 1, and 2 come before the expanded one (column 3)"}},
+		{"in a map key", `  :resources ((aws-vpc "main" :for-each ("${nosuch()}" "x"))))`,
+			[]string{"resource.aws_vpc.main.for_each.${nosuch()} (a key): call to unknown function nosuch (column 3)"}},
+		{"in a dynamic block", `  :resources ((aws-security-group "g" :dynamic (:ingress (:for-each "${[1]}" :content (:port "${tostring(ingress.value, 1)}"))))))`,
+			[]string{"wrong number of arguments to function tostring: it takes 1, got 2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := synth(tt.body)
+			if len(ds) != len(tt.want) {
+				t.Fatalf("%d errors %v, want %d", len(ds), ds, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if got := ds[i].String(); !strings.Contains(got, w) {
+					t.Errorf("error %d %q, want %q", i, got, w)
+				}
+			}
+		})
+	}
+	ok := `  :locals (:l "${merge()}" :m "${concat([1], [2], [3], [4])}" :n "${format(\"%s\", \"x\")}")
+  :resources
+  ((aws-vpc "main" :cidr-block "10.0.0.0/16"
+     :a "${cidrsubnets(\"10.0.0.0/8\", 4, 4, 8)}" :b "${lookup({a = 1}, \"a\")}" :c "${lookup({a = 1}, \"b\", 2)}"
+     :d "${core::upper(\"x\")}" :e "${urldecode(\"a%20b\")}" :f "${min([1, 2]...)}" :g "${abs([1]...)}"
+     :h "${provider::aws::arn_parse(\"arn:aws:iam::1:root\")}" :i "${provider::aws::east::arn_parse(1, 2, 3)}"
+     :j "${try(local.l, local.m, null)}" :k "${uuid()}" :m "${join(\",\", [for s in local.m : tostring(s)])}"
+     :n "${file(\"/x\")}"))
+  :outputs (:o "${jsonencode({for k, v in local.l : k => upper(v)})}"))`
+	if ds := synth(ok); len(ds) > 0 {
+		t.Errorf("calls every engine accepts refused: %v", ds)
 	}
 }
