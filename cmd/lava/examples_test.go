@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/manifest"
 )
 
@@ -115,5 +118,71 @@ func TestExamples_upLeavesCloudOut(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) || len(want) == 0 {
 		t.Errorf("lava up -f examples/ reads %v, want %v", got, want)
+	}
+}
+
+// publishedElsewhere maps a provider's local name to the source it is published under, for
+// providers whose hashicorp/NAME address is not theirs (absent, or an archived copy): a
+// resource of such a provider with no :providers entry would get hashicorp/NAME
+// (engine.Requirements' default) and fail to install, or install the wrong provider.
+var publishedElsewhere = map[string]string{
+	"akeyless":     "akeyless-community/akeyless",
+	"auth0":        "auth0/auth0",
+	"cloudflare":   "cloudflare/cloudflare",
+	"datadog":      "DataDog/datadog",
+	"digitalocean": "digitalocean/digitalocean",
+	"github":       "integrations/github",
+	"gitlab":       "gitlabhq/gitlab",
+	"grafana":      "grafana/grafana",
+	"linode":       "linode/linode",
+	"newrelic":     "newrelic/newrelic",
+	"okta":         "okta/okta",
+	"openstack":    "terraform-provider-openstack/openstack",
+	"pagerduty":    "PagerDuty/pagerduty",
+}
+
+// TestExamples_providerSources: every provider an example needs (engine.Requirements of its
+// rendered JSON and :providers, as the engines compute it) resolves to the namespace its
+// publisher uses, for the providers of publishedElsewhere.
+func TestExamples_providerSources(t *testing.T) {
+	t.Parallel()
+	for _, f := range exampleFiles(t) {
+		name, _ := filepath.Rel(examplesDir, f)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			units, ds := loadUnits(f, data)
+			if ds.HasErrors() || len(units) == 0 {
+				t.Fatalf("read %s: %d units, %v", f, len(units), ds.Errors())
+			}
+			for _, u := range units {
+				out, ds := render.Synthesize(render.Input{SourceKind: u.SourceKind, SourceName: u.SourceName,
+					SourceText: u.SourceText, File: u.File, MapPos: u.MapPos, Bindings: u.Bindings, Gate: u.Gate})
+				if out == nil {
+					t.Fatalf("%s: synthesis failed: %v", u.Label, ds.Errors())
+				}
+				src := map[string]string{}
+				for _, p := range out.Architecture.Providers {
+					src[p.Name] = p.Source
+				}
+				reqs, err := engine.Requirements(out.Compact, src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range reqs {
+					want, ok := publishedElsewhere[r.Name]
+					if !ok {
+						continue
+					}
+					if !strings.EqualFold(strings.TrimPrefix(r.Source, "registry.opentofu.org/"), want) {
+						t.Errorf("%s: provider %s resolves to %s, but it is published as %s: declare it (:providers ((%s :source %q)))",
+							u.Label, r.Name, r.Source, want, r.Name, want)
+					}
+				}
+			}
+		})
 	}
 }

@@ -98,7 +98,7 @@ func TestRender(t *testing.T) {
 		{
 			name:   "record binding from flags replaces the manifest's rows",
 			args:   []string{"render", "-o", "compact", "--record", `repos={"slug":"a","description":"A"}`, "--record", `repos=[{"slug":"b","description":"B"}]`, "../../examples/cloud/repos.yaml"},
-			stdout: `{"resource":{"github_repository":{"a":{"name":"a","description":"A","visibility":"private","has_issues":true},"b":{"name":"b","description":"B","visibility":"private","has_issues":true}}}}` + "\n",
+			stdout: `{"provider":{"github":{}},"resource":{"github_repository":{"a":{"name":"a","description":"A","visibility":"private","has_issues":true},"b":{"name":"b","description":"B","visibility":"private","has_issues":true}}}}` + "\n",
 		},
 		{
 			name: "several documents: one JSON value per LavaArchitecture, other kinds skipped",

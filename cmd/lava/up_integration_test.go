@@ -221,7 +221,7 @@ func TestUp_examples(t *testing.T) {
 }
 
 // TestUp_cloudExamples: `lava up --once -f examples/cloud/` on a machine whose provider mirror
-// has neither hashicorp/aws nor hashicorp/github fails every example the documented way
+// has neither hashicorp/aws nor integrations/github fails every example the documented way
 // (examples/README.md): Failed with reason ProviderUnavailable naming the provider, and
 // nothing applied.
 func TestUp_cloudExamples(t *testing.T) {
@@ -229,7 +229,7 @@ func TestUp_cloudExamples(t *testing.T) {
 	stateDir := filepath.Join(t.TempDir(), "state")
 	stdout := upOnce(t, manifests, stateDir)
 	want := map[string]string{
-		"github/org-repos": "hashicorp/github", "infra/app-subnets": "hashicorp/aws", "infra/preview-network": "hashicorp/aws",
+		"github/org-repos": "integrations/github", "infra/app-subnets": "hashicorp/aws", "infra/preview-network": "hashicorp/aws",
 		"infra/prod-vpc": "hashicorp/aws", "web/shop-dns": "hashicorp/aws",
 	}
 	if got := objectKeys(t, stateDir); !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
