@@ -10,7 +10,7 @@ func subcommands() []*cobra.Command {
 		newCatalogCmd(),
 		newCRDsCmd(), newCRDCmd(),
 		newStateCmd(),
-		newPlanCmd(), newApproveCmd(),
+		newPlanCmd(), newApproveCmd(), newReconcileCmd(),
 		newReceiptsCmd(),
 		newEventsCmd(),
 		newUpCmd(),

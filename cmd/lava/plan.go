@@ -163,17 +163,9 @@ too. An approval that becomes superseded after the patch is refused by the appli
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			cfg, err := kube.Config(kubeconfig)
-			if err != nil {
-				return unavailable(err)
-			}
-			scheme, err := kube.NewScheme()
+			c, err := kubeClient(kubeconfig)
 			if err != nil {
 				return err
-			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme})
-			if err != nil {
-				return unavailable(err)
 			}
 			id, err := approve(ctx, c, key, want)
 			if err != nil {
@@ -186,6 +178,24 @@ too. An approval that becomes superseded after the patch is refused by the appli
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG or ~/.kube/config)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
 	return cmd
+}
+
+// kubeClient returns a client of the API server kubeconfig names (empty: in-cluster, then
+// $KUBECONFIG or ~/.kube/config) with Lava's scheme. Errors: an unavailable configuration.
+func kubeClient(kubeconfig string) (client.Client, error) {
+	cfg, err := kube.Config(kubeconfig)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	scheme, err := kube.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	return c, nil
 }
 
 // approve sets spec.approvePlan of key to its pending plan's id, refusing when want is set
