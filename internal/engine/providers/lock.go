@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 
@@ -134,9 +135,15 @@ func (l Lock) Versions() map[string]string {
 
 // PackageHash is the h1: hash of an unpacked provider package directory, the hash the
 // dependency lock records: golang.org/x/mod's dirhash Hash1 (SHA-256 over a sorted manifest of
-// the files' SHA-256), as OpenTofu and Terraform compute it.
+// the files' SHA-256), as OpenTofu and Terraform compute it. A dir that is a symbolic link
+// (a package directory in a plugin cache filled from a local mirror) is hashed where it points:
+// the files that run. Errors: dir does not resolve, or a file cannot be read.
 func PackageHash(dir string) (string, error) {
-	h, err := dirhash.HashDir(dir, "", dirhash.Hash1)
+	resolved, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("hash provider package %s: %w", dir, err)
+	}
+	h, err := dirhash.HashDir(resolved, "", dirhash.Hash1)
 	if err != nil {
 		return "", fmt.Errorf("hash provider package %s: %w", dir, err)
 	}

@@ -120,3 +120,22 @@ func TestInstaller_cachedTampered(t *testing.T) {
 		t.Errorf("a tampered cache package: cached %v, %v; want a checksum mismatch", ok, err)
 	}
 }
+
+// TestPackageHash_symlinkedDir: a package directory that is a symbolic link (a plugin cache
+// filled from a local mirror links each package) hashes as the directory it points to; it was
+// refused ("is not a directory").
+func TestPackageHash_symlinkedDir(t *testing.T) {
+	t.Parallel()
+	pkg := writePackage(t, t.TempDir(), "kit", "0.4.0")
+	want, err := PackageHash(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "linux_amd64")
+	if err := os.Symlink(pkg, link); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := PackageHash(link); err != nil || got != want {
+		t.Errorf("PackageHash(link) = %q, %v; want %q", got, err, want)
+	}
+}
