@@ -42,8 +42,8 @@ func TestNewMetrics_promlint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 3+7+5 {
-		t.Errorf("%d pre-initialized series, want 15", n)
+	if n != 3+7+6 {
+		t.Errorf("%d pre-initialized series, want 16", n)
 	}
 	if _, err := watcher.NewMetrics(reg); err == nil {
 		t.Error("registering the metrics twice succeeded")
