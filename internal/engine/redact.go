@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,31 @@ import (
 
 // RedactedText replaces a secret in error text.
 const RedactedText = "(redacted)"
+
+// MaxSecretBytes bounds the bytes of the secret values one object brings (the values it binds
+// from Secrets, the sensitive outputs it binds, its provider credentials): every message about
+// the object is redacted of their [Forms], kept in a [Redactor] at up to about 400 bytes of
+// memory per byte of value (a value of control bytes: its JSON and Go escapings are six and
+// four times as long, each form's automaton about 13 bytes per byte). 256 KiB holds keys,
+// certificate bundles and kubeconfigs; a tenant binding 32 Secrets of 1 MiB would otherwise
+// take about 12 GB of synth's memory.
+const MaxSecretBytes = 256 << 10
+
+// ErrSecretsTooLarge is wrapped by [CheckSecretBytes]'s error.
+var ErrSecretsTooLarge = errors.New("secret values too large")
+
+// CheckSecretBytes returns an error wrapping [ErrSecretsTooLarge] when values total more than
+// [MaxSecretBytes] bytes; the message gives the total and the limit, never a value.
+func CheckSecretBytes(values []string) error {
+	total := 0
+	for _, v := range values {
+		total += len(v)
+	}
+	if total > MaxSecretBytes {
+		return fmt.Errorf("%w: the secret values this object brings (Secret bindings, sensitive outputs it binds, provider credentials) total %d bytes, more than the %d bytes Lava redacts from its messages", ErrSecretsTooLarge, total, MaxSecretBytes)
+	}
+	return nil
+}
 
 // Redactor scrubs secret values from text. The zero value redacts nothing. A Redactor is safe
 // for concurrent use.

@@ -115,6 +115,16 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_count"}},
 	{"15f", "a 2 MB sensitive value redacted from a 4 MB error that repeats its start: 172 s",
 		[]string{"TestSet_longPatternAttack"}},
+	{"16a", "83,000 undeclared references in one string: each error clipped the string again, 114 s",
+		[]string{"TestSynthesize_manyBadReferencesInOneStringAttack"}},
+	{"16b", "20,000 distinct denied functions in one string: no cap, each violation clipped the string",
+		[]string{"TestCheckPolicy_manyDeniedFunctionsAttack"}},
+	{"16c", "Secret bindings of control bytes: about 400 bytes of redactor memory per byte of value",
+		[]string{"TestSynth_secretBytesAttack"}},
+	{"16d", "240 nested loops over a 256-field row: 61,000 loop variables scanned per reference",
+		[]string{"TestEval_interpolationAttacks"}},
+	{"16e", "a message cut before it was redacted: a straddling secret kept a fragment",
+		[]string{"TestRedactThenCut_straddlingSecret"}},
 }
 
 var (

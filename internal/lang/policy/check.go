@@ -7,12 +7,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
 	"github.com/lava-operator/lava/internal/lang/hclnest"
+	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
 // Violation is one rule an architecture breaks: where (the resource, provider, output or
@@ -40,7 +43,7 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 		pr := &a.Providers[i]
 		c.providerSource(c.pos(pr.Pos), pr.Name, pr.Source)
 		if pr.Alias != "" && !hclsyntax.ValidIdentifier(pr.Alias) {
-			c.add(c.pos(pr.Pos), "provider %s: the alias %q is not an identifier (letters, digits, _ and -, not starting with a digit)", pr.Name, clip(pr.Alias))
+			c.add(c.pos(pr.Pos), "provider %s: the alias %q is not an identifier (letters, digits, _ and -, not starting with a digit)", pr.Name, Clip(pr.Alias))
 		}
 	}
 	c.impliedProviders()
@@ -84,6 +87,10 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 	}
 	c.topLevel(rendered)
 	c.out = append(c.out, modOut...)
+	if n := len(c.out) - tlisp.MaxDiagnostics; n > 0 {
+		c.out = append(c.out[:tlisp.MaxDiagnostics], Violation{Pos: a.Pos,
+			Message: fmt.Sprintf("policy: … and %d more violation(s)", n)})
+	}
 	if len(c.out) == 0 {
 		c.document(rendered)
 	}
@@ -95,7 +102,7 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 // attribute path must be: anything else would be an expression an engine evaluates.
 func (c *checker) traversal(pos arch.Pos, what, s string) {
 	if _, diags := hclsyntax.ParseTraversalAbs([]byte(s), "addr", hcl.InitialPos); diags.HasErrors() {
-		c.add(pos, "%s %q is not a static address (expected TYPE.NAME with literal [N] or [\"key\"] indexes): %s", what, clip(s), diags.Errs()[0])
+		c.add(pos, "%s %q is not a static address (expected TYPE.NAME with literal [N] or [\"key\"] indexes): %s", what, Clip(s), diags.Errs()[0])
 	}
 }
 
@@ -150,7 +157,7 @@ func (c *checker) walk(pos arch.Pos, root string, doc any) {
 // engine, which refuses it too.
 func (c *checker) expression(pos arch.Pos, path, s string, expr bool) {
 	if d := nestingRefused(s, expr); d != nil {
-		c.add(pos, "rendered JSON %s: %s, in %q", path, d.Detail, clip(s))
+		c.add(pos, "rendered JSON %s: %s, in %q", path, d.Detail, Clip(s))
 		return
 	}
 	// nestingRefused checked s both ways: hclsyntax may parse it directly.
@@ -168,12 +175,12 @@ func (c *checker) expression(pos arch.Pos, path, s string, expr bool) {
 	if e == nil {
 		return
 	}
-	seen := map[string]bool{}
+	seen, in := map[string]bool{}, clipOnce(s)
 	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
 		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && c.p.functionDenied(call.Name) && !seen[call.Name] {
 			seen[call.Name] = true
 			c.add(pos, "rendered JSON %s: the function %s is not allowed (it reads Lava's filesystem or runs provider code; deniedFunctions), in %q",
-				path, call.Name, clip(s))
+				path, call.Name, in())
 		}
 		return nil
 	})
@@ -381,7 +388,7 @@ func (c *checker) filePath(pos arch.Pos, what, provider, key, attr, s string, is
 		return
 	}
 	if why := c.p.FilePathProblem(s, access); why != "" {
-		c.add(pos, "%s attribute %s: the path %q %s%s", what, attr, clip(s), why, UnmodelledNote(modelled, provider, key))
+		c.add(pos, "%s attribute %s: the path %q %s%s", what, attr, Clip(s), why, UnmodelledNote(modelled, provider, key))
 	}
 }
 
@@ -408,7 +415,7 @@ func (c *checker) importIDs(pos arch.Pos, r *arch.Resource) {
 		}
 		if why := c.p.FilePathProblem(im.ID, FileWrite); why != "" {
 			c.add(pos, "import of %s: the id %q names a file (%s sets a path), which the import reads and the resource then writes and deletes; the path %s",
-				im.To, clip(im.ID), r.Address(), why)
+				im.To, Clip(im.ID), r.Address(), why)
 		}
 	}
 }
@@ -478,19 +485,19 @@ func (c *checker) template(pos arch.Pos, what, s string) {
 	}
 	expr, diags := hclnest.ParseTemplate([]byte(s), "attr", hcl.InitialPos)
 	if diags.HasErrors() && diags[0].Summary == hclnest.Summary {
-		c.add(pos, "%s: %s, in %q", what, diags[0].Detail, clip(s))
+		c.add(pos, "%s: %s, in %q", what, diags[0].Detail, Clip(s))
 		return
 	}
 	if diags.HasErrors() {
-		c.add(pos, "%s: the template %q does not parse, so it cannot be checked: %s", what, clip(s), diags.Errs()[0])
+		c.add(pos, "%s: the template %q does not parse, so it cannot be checked: %s", what, Clip(s), diags.Errs()[0])
 		return
 	}
-	seen := map[string]bool{}
+	seen, in := map[string]bool{}, clipOnce(s)
 	_ = hclsyntax.VisitAll(expr, func(n hclsyntax.Node) hcl.Diagnostics {
 		if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && c.p.functionDenied(call.Name) && !seen[call.Name] {
 			seen[call.Name] = true
 			c.add(pos, "%s: the function %s is not allowed (it reads Lava's filesystem or runs provider code; deniedFunctions), at column %d of %q",
-				what, call.Name, call.NameRange.Start.Column, clip(s))
+				what, call.Name, call.NameRange.Start.Column, in())
 		}
 		return nil
 	})
@@ -512,13 +519,26 @@ func (c *checker) topLevel(rendered []byte) {
 	// Module calls and the bundled modules: [checker.modules].
 }
 
-// clip shortens s for a message.
-func clip(s string) string {
+// Clip shortens s for a message, a Secret binding's value hidden. Its work is linear in s:
+// call it once per string ([clipOnce]), not once per violation the string has.
+func Clip(s string) string {
 	s = HideSensitive(s)
-	if r := []rune(s); len(r) > 80 {
-		return string(r[:80]) + "…"
+	if utf8.RuneCountInString(s) <= 80 {
+		return s
 	}
-	return s
+	i, n := 0, 0
+	for n < 80 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		n++
+	}
+	return s[:i] + "…"
+}
+
+// clipOnce returns a function that returns Clip(s), computed at its first call: a string with
+// many violations is clipped once.
+func clipOnce(s string) func() string {
+	return sync.OnceValue(func() string { return Clip(s) })
 }
 
 // nestingRefused returns hclnest's diagnostic for s read as an expression (when expr) or as a

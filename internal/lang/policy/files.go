@@ -232,6 +232,3 @@ func UnmodelledNote(modelled bool, provider, key string) string {
 	}
 	return fmt.Sprintf(" (Lava does not know which paths of %s %s are only read, so each is held to the write roots: docs/design/0022-file-access-from-schemas.md)", provider, key)
 }
-
-// Clip is s shortened for a message, every Secret binding's value hidden ([HideSensitive]).
-func Clip(s string) string { return clip(s) }

@@ -106,18 +106,18 @@ func (m *moduleWalk) call(pos arch.Pos, caller, in, name string, body map[string
 	}
 	if !bundle.IsLocal(src) {
 		if !c.p.AllowRemoteModules {
-			c.add(pos, "%smodule %s: the remote source %q is not allowed (allowRemoteModules is false)", in, name, clip(src))
+			c.add(pos, "%smodule %s: the remote source %q is not allowed (allowRemoteModules is false)", in, name, Clip(src))
 		}
 		return 0
 	}
 	dir, err := bundle.Resolve(caller, src)
 	if err != nil {
-		c.add(pos, "%smodule %s: the local source %q is not allowed (%v)", in, name, clip(src), err)
+		c.add(pos, "%smodule %s: the local source %q is not allowed (%v)", in, name, Clip(src), err)
 		return 0
 	}
 	if _, ok := m.bundle[dir]; !ok {
 		c.add(pos, "%smodule %s: the local source %q names %s, which is not bundled in the rendered document (a local source resolves only inside the bundle; only a bundled architecture ships module directories)",
-			in, name, clip(src), dir)
+			in, name, Clip(src), dir)
 		return 0
 	}
 	if slices.Contains(stack, dir) || caller == dir {
@@ -183,7 +183,7 @@ func (m *moduleWalk) body(pos arch.Pos, dir string, stack []string) int64 {
 		case "provider", "import", "moved", "removed":
 			c.add(pos, "%s: a %s block is not allowed in a module (modules inherit the root's providers; import, moved and removed blocks belong in the root)", in, key)
 		default:
-			c.add(pos, "%s: the top-level block %q is not allowed in a module", in, clip(key))
+			c.add(pos, "%s: the top-level block %q is not allowed in a module", in, Clip(key))
 		}
 	}
 	if raw, ok := doc["module"]; ok {
@@ -226,7 +226,7 @@ func (m *moduleWalk) terraform(pos arch.Pos, in string, raw json.RawMessage, dec
 					}
 				}
 			default:
-				c.add(pos, "%s: the terraform block may hold only required_providers and required_version, not %q", in, clip(k))
+				c.add(pos, "%s: the terraform block may hold only required_providers and required_version, not %q", in, Clip(k))
 			}
 		}
 	}
@@ -246,14 +246,14 @@ func (m *moduleWalk) blocks(pos arch.Pos, in string, data bool, raw json.RawMess
 		for _, typ := range slices.Sorted(maps.Keys(byType)) {
 			names, ok := JSONObjects(byType[typ])
 			if !ok {
-				c.add(pos, "%s: %s blocks cannot be checked", in, clip(typ))
+				c.add(pos, "%s: %s blocks cannot be checked", in, Clip(typ))
 				continue
 			}
 			for _, byName := range names {
 				for _, name := range slices.Sorted(maps.Keys(byName)) {
 					bodies, ok := JSONObjects(byName[name])
 					if !ok {
-						c.add(pos, "%s: %s.%s cannot be checked (want an object)", in, clip(typ), clip(name))
+						c.add(pos, "%s: %s.%s cannot be checked (want an object)", in, Clip(typ), Clip(name))
 						continue
 					}
 					for _, body := range bodies {

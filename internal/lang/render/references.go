@@ -50,8 +50,14 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 		walk = func(path []string, v any, expr bool, iterators map[string]bool) {
 			switch v := v.(type) {
 			case string:
-				for _, p := range d.problems(v, expr, iterators) {
-					errorf(at(path), "%s%s: %s, in %q", where, strings.Join(path, "."), p, clip(v))
+				// Clipped once per string: a string of many bad references is not re-read per
+				// error.
+				in := ""
+				for i, p := range d.problems(v, expr, iterators) {
+					if i == 0 {
+						in = policy.Clip(v)
+					}
+					errorf(at(path), "%s%s: %s, in %q", where, strings.Join(path, "."), p, in)
 				}
 			case []any:
 				for i, e := range v {
@@ -61,8 +67,12 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 				for _, k := range sortedKeys(v) {
 					e := v[k]
 					p := append(append([]string(nil), path...), k)
-					for _, prob := range d.problems(k, false, iterators) {
-						errorf(at(p), "%s%s (a key): %s, in %q", where, strings.Join(p, "."), prob, clip(k))
+					in := ""
+					for i, prob := range d.problems(k, false, iterators) {
+						if i == 0 {
+							in = policy.Clip(k)
+						}
+						errorf(at(p), "%s%s (a key): %s, in %q", where, strings.Join(p, "."), prob, in)
 					}
 					switch {
 					case k == "ignore_changes":
@@ -306,13 +316,4 @@ func (ix positionIndex) at(a *arch.Architecture, path []string) arch.Pos {
 		p = a.Pos
 	}
 	return p
-}
-
-// clip shortens s for a message, a Secret binding's value hidden.
-func clip(s string) string {
-	s = policy.HideSensitive(s)
-	if r := []rune(s); len(r) > 80 {
-		return string(r[:80]) + "…"
-	}
-	return s
 }

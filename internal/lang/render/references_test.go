@@ -1,9 +1,12 @@
 package render
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 )
 
@@ -134,5 +137,63 @@ func TestSynthesize_functionCalls(t *testing.T) {
   :outputs (:o "${jsonencode({for k, v in local.l : k => upper(v)})}"))`
 	if ds := synth(ok); len(ds) > 0 {
 		t.Errorf("calls every engine accepts refused: %v", ds)
+	}
+}
+
+// allocatedBy returns the bytes the process allocated while fn ran (runtime.MemStats
+// TotalAlloc): the work of a quadratic path shows in it without timing anything.
+func allocatedBy(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestSynthesize_manyBadReferencesInOneStringAttack: 30,000 undeclared references in one
+// 180 KB string. Each error clipped the whole string again for its message, past the cap
+// (about 8 minutes of synth's CPU at 1 MiB, found by an eighth trial): the string is now
+// clipped once, so synthesis allocates about what the string's size calls for, not the
+// number of errors times it.
+func TestSynthesize_manyBadReferencesInOneStringAttack(t *testing.T) {
+	src := `(deflava-architecture refs :resources ((null-resource "n" :x "` + strings.Repeat("${a.b}", 30000) + `")))`
+	var ds tlisp.Diagnostics
+	alloc := allocatedBy(func() {
+		_, ds = Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "refs.tlisp"})
+	})
+	errs := ds.Errors()
+	if len(errs) != tlisp.MaxDiagnostics+1 || !strings.Contains(errs[len(errs)-1].Message, "more reference or function call error(s)") {
+		t.Fatalf("%d errors, want %d, the last counting the rest", len(errs), tlisp.MaxDiagnostics+1)
+	}
+	const bound = 1 << 30
+	t.Logf("%d bytes of source, %d MB allocated", len(src), alloc>>20)
+	if alloc > bound {
+		t.Errorf("%d MB allocated, want at most %d MB: the string is re-read per error", alloc>>20, bound>>20)
+	}
+}
+
+// TestCheckPolicy_manyDeniedFunctionsAttack: 20,000 distinct denied functions
+// (provider::p::fN) in one string: one violation each, each clipping the whole string again
+// (34.5 s of CPU at 509 KB, 5.3 MB of messages, found by an eighth trial). The string is
+// clipped once and the violations stop at tlisp.MaxDiagnostics, then one counts the rest.
+func TestCheckPolicy_manyDeniedFunctionsAttack(t *testing.T) {
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "${(provider::p::f%d())}", i)
+	}
+	in := Input{SourceKind: SourceInline, SourceText: []byte(`(deflava-architecture x :resources ((null-resource "n" :x "` + b.String() + `")))`), File: "x.tlisp"}
+	out, ds := Synthesize(in)
+	if out == nil {
+		t.Fatalf("synthesis failed: %v", ds)
+	}
+	var vs tlisp.Diagnostics
+	alloc := allocatedBy(func() { vs = CheckPolicy(in, out, policy.Default()) })
+	if len(vs) != tlisp.MaxDiagnostics+1 || !strings.Contains(vs[len(vs)-1].Message, "and 19950 more violation(s)") {
+		t.Fatalf("%d violations (last %q), want %d, the last counting the rest", len(vs), vs[len(vs)-1].Message, tlisp.MaxDiagnostics+1)
+	}
+	const bound = 1 << 30
+	t.Logf("%d bytes of source, %d MB allocated", len(in.SourceText), alloc>>20)
+	if alloc > bound {
+		t.Errorf("%d MB allocated, want at most %d MB: the string is re-read per violation", alloc>>20, bound>>20)
 	}
 }

@@ -751,6 +751,23 @@ func TestEval_interpolationAttacks(t *testing.T) {
 		t.Errorf("wide record: diags = %v; want the limit of a row's fields", errs)
 	}
 
+	// Nested record loops: each level keeps its row's fields live, so 240 levels over one
+	// 256-field row had every reference scan 61,000 loop variables (54 s, found by an eighth
+	// trial); the live loop variables are bounded.
+	row := map[string]string{}
+	for i := range MaxRecordFields {
+		row[fmt.Sprint("f", i)] = "v"
+	}
+	body := `(aws-vpc "a" :x "` + strings.Repeat("{s}", 1000) + `")`
+	for d := range 240 {
+		body = fmt.Sprintf("(for-each ((i%d a%d) (enumerate r)) %s)", d, d, body)
+	}
+	src = `(deflava-architecture x :inputs ((:r ()) (:s "v")) :resources (` + body + `))`
+	_, diags = EvalArchitecture([]byte(src), Bindings{Records: map[string][]map[string]string{"r": {row}}}, Options{File: "t.tlisp"})
+	if errs := diags.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, fmt.Sprintf("loop variables live in the nested loops here, more than %d", MaxLoopVariables)) {
+		t.Errorf("nested record loops: diags = %v; want the limit of live loop variables", errs)
+	}
+
 	empties := make([]string, 100)
 	src = `(deflava-architecture x :inputs ((:e "") (:l ()))
   :resources ((for-each ((i it) (enumerate l)) (aws-vpc "a{i}" :x "` + strings.Repeat("{e}", 20_000) + `"))))`

@@ -31,6 +31,11 @@ const (
 	// MaxRecordFields bounds the fields of one row of a record input a for-each iterates:
 	// each is a loop variable, and every reference in the body is looked up among them.
 	MaxRecordFields = 256
+	// MaxLoopVariables bounds the loop variables live at once in nested for-each loops (two
+	// per list loop, one per record field plus the index): every reference in the innermost
+	// body is looked up among them, so 240 loops over a 256-field row made each of 250,000
+	// references scan 61,000 variables (54 s).
+	MaxLoopVariables = 1024
 )
 
 // Options configure reading and evaluation.

@@ -442,6 +442,10 @@ func (e *evaluator) forEach(n *Node, what string, each func(body *Node)) {
 				e.errorf(src.Pos, "record input `%s`: row %d has %d fields, more than %d", name, i, len(row), MaxRecordFields)
 				return
 			}
+			if live := mark + 1 + len(row); live > MaxLoopVariables {
+				e.errorf(n.Pos, "for-each: %d loop variables live in the nested loops here, more than %d", live, MaxLoopVariables)
+				return
+			}
 			e.loop = append(e.loop[:mark], loopVar{name: idxVar, value: strconv.Itoa(i)})
 			for f, v := range row {
 				e.loop = append(e.loop, loopVar{name: itemVar + "_" + f, value: v, secret: secret})
@@ -453,6 +457,10 @@ func (e *evaluator) forEach(n *Node, what string, each func(body *Node)) {
 	if items, ok := e.lists[name]; ok && !e.shadowed(name) {
 		for i, it := range items {
 			if e.full || !e.countIteration(n.Pos) {
+				return
+			}
+			if live := mark + 2; live > MaxLoopVariables {
+				e.errorf(n.Pos, "for-each: %d loop variables live in the nested loops here, more than %d", live, MaxLoopVariables)
 				return
 			}
 			e.loop = append(e.loop[:mark], loopVar{name: idxVar, value: strconv.Itoa(i)}, loopVar{name: itemVar, value: it, secret: secret})

@@ -21,9 +21,10 @@ import (
 )
 
 // classify maps an engine error to its Failed reason and retryability. The message is the
-// error's text (engines redact secrets and keep only the output tail), bounded.
+// error's text, whole: [work.classify] redacts it, then bounds it (cut first, a secret that
+// straddles the cut would keep a fragment no form matches).
 func classify(stage lavav1.Stage, err error) *pipeline.Failure {
-	f := &pipeline.Failure{Kind: pipeline.FailureRetryable, Message: truncate(err.Error()), Err: err}
+	f := &pipeline.Failure{Kind: pipeline.FailureRetryable, Message: err.Error(), Err: err}
 	switch {
 	case errors.Is(err, engine.ErrProviderUnavailable):
 		f.Reason, f.Kind = v1alpha1.ReasonProviderUnavailable, pipeline.FailureTerminal

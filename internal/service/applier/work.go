@@ -43,8 +43,12 @@ type work struct {
 	// redacts them, built once per message (again when redSize, what it holds, grew).
 	redact     []string
 	redactRead bool
-	red        *engine.Redactor
-	redSize    int
+	// redactBytes counts the bytes of redact; secretsOver: the bound Secrets' values pass
+	// engine.MaxSecretBytes (the rest were not kept) and the work fails.
+	redactBytes int
+	secretsOver bool
+	red         *engine.Redactor
+	redSize     int
 	// obs is the resource's newest ResourceObserved, read once per message (obsRead).
 	obs     *lavav1.ResourceObserved
 	obsRead bool
@@ -71,9 +75,18 @@ func (w *work) credentials(ctx context.Context) (*credentials.Provider, error) {
 		refs = append(refs, identity.SecretKeyRef{Name: r.GetName(), Key: r.GetKey()})
 	}
 	w.creds, w.credsErr = w.s.resolver().For(ctx, w.ns, spec.GetServiceAccountName(), refs)
-	if w.credsErr == nil {
-		w.redact = append(w.secrets(ctx), w.creds.Secrets()...)
+	if w.credsErr != nil {
+		return w.creds, w.credsErr
 	}
+	all := append(w.secrets(ctx), w.creds.Secrets()...)
+	if err := engine.CheckSecretBytes(all); err != nil || w.secretsOver {
+		if err == nil {
+			err = fmt.Errorf("%w: the values bound from Secrets total more than %d bytes", engine.ErrSecretsTooLarge, engine.MaxSecretBytes)
+		}
+		w.credsErr = err
+		return w.creds, w.credsErr
+	}
+	w.redact = all
 	return w.creds, w.credsErr
 }
 
@@ -138,6 +151,9 @@ func kubeFailure(err error) (*pipeline.Failure, bool) {
 		return &pipeline.Failure{Reason: v1alpha1.ReasonServiceAccountRequired, Message: err.Error()}, true
 	case errors.Is(err, identity.ErrProviderEnvForbidden):
 		return &pipeline.Failure{Reason: v1alpha1.ReasonRBACForbidden, Message: err.Error(), Kind: pipeline.FailureRetryable}, true
+	case errors.Is(err, engine.ErrSecretsTooLarge):
+		// A smaller Secret fixes it without a new generation: retryable.
+		return &pipeline.Failure{Reason: v1alpha1.ReasonPlanFailed, Message: err.Error(), Kind: pipeline.FailureRetryable}, true
 	case errors.Is(err, identity.ErrProviderEnvInvalid):
 		// Creating the Secret or ServiceAccount fixes it: retryable.
 		return &pipeline.Failure{Reason: v1alpha1.ReasonPlanFailed, Message: err.Error(), Kind: pipeline.FailureRetryable}, true
@@ -179,9 +195,16 @@ func (w *work) secrets(ctx context.Context) []string {
 			if key := sr.GetKey(); key != "" && k != key {
 				continue
 			}
-			if len(v) >= minRedactBytes {
-				w.redact = append(w.redact, string(v))
+			if len(v) < minRedactBytes {
+				continue
 			}
+			if w.redactBytes += len(v); w.redactBytes > engine.MaxSecretBytes {
+				// The work fails before any engine call ([work.credentials]); what is kept
+				// stays within the bound.
+				w.secretsOver = true
+				return w.redact
+			}
+			w.redact = append(w.redact, string(v))
 		}
 	}
 	return w.redact
@@ -197,12 +220,17 @@ func (w *work) redactor(ctx context.Context) *engine.Redactor {
 	return w.red
 }
 
-// classify is [classify] with the message redacted of the resource's Secret values.
+// classify is [classify] with the message redacted of the resource's Secret values, then
+// bounded.
 func (w *work) classify(ctx context.Context, stage lavav1.Stage, err error) *pipeline.Failure {
 	f := classify(stage, err)
-	f.Message = w.redactor(ctx).Redact(f.Message)
+	f.Message = redactThenCut(w.redactor(ctx), f.Message)
 	return f
 }
+
+// redactThenCut redacts msg, then keeps its tail within maxMessageBytes: cut first, a secret
+// that straddled the cut would keep a fragment no form of it matches.
+func redactThenCut(red *engine.Redactor, msg string) string { return truncate(red.Redact(msg)) }
 
 // input is what a plan needs, from a Synthesized or from the last applied configuration.
 type input struct {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/pipeline"
@@ -153,6 +154,10 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 			values = map[string]string{key: v}
 		}
 		b.set(values, secret)
+	}
+	if err := engine.CheckSecretBytes(b.secretValues()); err != nil {
+		// Retryable: a smaller Secret fixes it without a new generation.
+		return b, nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Kind: pipeline.FailureRetryable, Message: "spec.bindingsFrom: " + err.Error()}, nil
 	}
 	return b, nil, nil, nil
 }

@@ -184,7 +184,7 @@ func (h *harness) outcome(ns, name string, gen int64) (*lavav1.Synthesized, *lav
 		h.mu.Unlock()
 		time.Sleep(20 * time.Millisecond)
 	}
-	h.t.Fatalf("no outcome for %s/%s generation %d within 30s; seen:\n%s", ns, name, gen, h.seen())
+	h.t.Fatalf("no outcome for %s/%s generation %d within 30s; seen:\n%s\nlog (the end):\n%s", ns, name, gen, h.seen(), tail(h.logs.String(), 4000))
 	return nil, nil
 }
 
@@ -252,3 +252,6 @@ func (h *harness) artifact(digest string) []byte {
 	}
 	return b.Bytes()
 }
+
+// tail returns at most the last n bytes of s.
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }

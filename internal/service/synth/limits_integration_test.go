@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/gate"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
@@ -26,7 +27,7 @@ import (
 func TestSynth_boundSecretKeysAttack(t *testing.T) {
 	env := kubetest.Start(t)
 	ns := env.Namespace(t)
-	const keys = 30000
+	const keys = 25000 // 225 KB of values: within engine.MaxSecretBytes
 	data := map[string][]byte{}
 	for i := range keys {
 		data[fmt.Sprintf("k%05d", i)] = []byte(fmt.Sprintf("\x01${\xfb%05d", i))
@@ -56,6 +57,57 @@ func TestSynth_boundSecretKeysAttack(t *testing.T) {
 		if want := fmt.Sprintf(`"redacted_values":%d`, tt.redacted); !strings.Contains(h.logs.String(), want) {
 			t.Errorf("%s: synth's log has no %s:\n%.3000s", tt.name, want, h.logs.String())
 		}
+	}
+}
+
+// TestSynth_secretBytesAttack: Secret bindings whose values total more than
+// engine.MaxSecretBytes fail the object (retryable: a smaller Secret fixes it), the message
+// giving the sizes and no value, before a redactor is built of them (32 Secrets of 1 MiB of
+// control bytes would have taken about 12 GB of synth's memory: their escaped forms, found by
+// an eighth trial). Just under the limit renders.
+func TestSynth_secretBytesAttack(t *testing.T) {
+	env := kubetest.Start(t)
+	ns := env.Namespace(t)
+	half := strings.Repeat("\x01", engine.MaxSecretBytes/2)
+	for _, name := range []string{"a", "b"} {
+		if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Data: map[string][]byte{name: []byte(half[:len(half)-8] + name)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Client.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"},
+		Data: map[string][]byte{"c": []byte("one more secret value")}}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, env.Client)
+	const src = `(deflava-architecture a :inputs ((:a "x") (:b "x")) :resources ((terraform-data "r" :input "{a}")))`
+	bind := func(names ...string) []*lavav1.BindingsFromRef {
+		var out []*lavav1.BindingsFromRef
+		for _, n := range names {
+			out = append(out, &lavav1.BindingsFromRef{Ref: &lavav1.BindingsFromRef_SecretRef{SecretRef: &lavav1.ObjectKeyRef{Name: n}}})
+		}
+		return out
+	}
+	uid := func(name string) string {
+		o := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.LavaArchitectureSpec{Source: v1alpha1.Source{Name: "aws-vpc-network"}}}
+		if err := env.Client.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		return string(o.UID)
+	}
+	h.observe(ns, "under", uid("under"), 1, &lavav1.ArchitectureSpec{Source: inline(src), BindingsFrom: bind("a", "b")})
+	if syn, failed := h.outcome(ns, "under", 1); syn == nil {
+		t.Fatalf("just under the limit: Failed %s: %s\n%.4000s", failed.GetReason(), failed.GetMessage(), h.logs.String())
+	}
+	h.observe(ns, "over", uid("over"), 1, &lavav1.ArchitectureSpec{Source: inline(src), BindingsFrom: bind("a", "b", "c")})
+	syn, failed := h.outcome(ns, "over", 1)
+	if syn != nil || failed.GetReason() != v1alpha1.ReasonSynthesisFailed || !failed.GetRetryable() ||
+		!strings.Contains(failed.GetMessage(), fmt.Sprintf("more than the %d bytes", engine.MaxSecretBytes)) {
+		t.Fatalf("over the limit: Synthesized %v, Failed %+v", syn != nil, failed)
+	}
+	if strings.Contains(failed.GetMessage(), "\x01") || strings.Contains(failed.GetMessage(), "one more secret value") {
+		t.Errorf("the failure shows a value: %.200q", failed.GetMessage())
 	}
 }
 

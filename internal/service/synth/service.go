@@ -382,9 +382,10 @@ func providers(out *render.Output) []*lavav1.ProviderRequirement {
 	return reqs
 }
 
-// diagMessage joins the error diagnostics as "file:line:col: message" lines.
+// diagMessage joins the error diagnostics as "file:line:col: message" lines, whole: [Service.fail]
+// redacts, then bounds it.
 func diagMessage(diags tlisp.Diagnostics) string {
-	return truncate(strings.TrimSpace(diags.Errors().String()))
+	return strings.TrimSpace(diags.Errors().String())
 }
 
 func truncate(s string) string {
@@ -396,7 +397,9 @@ func truncate(s string) string {
 
 // fail publishes Failed for the SYNTH stage.
 func (s *Service) fail(ctx context.Context, log *slog.Logger, cause *lavav1.Envelope, generation int64, attempt int32, f *pipeline.Failure, red *engine.Redactor) error {
-	msg := red.Redact(f.Message)
+	// Redacted before it is cut: a secret that straddled the cut would keep a fragment no
+	// form matches.
+	msg := truncate(red.Redact(f.Message))
 	ev := &lavav1.Failed{
 		Envelope:  s.envelope(cause, generation, "lava.v1.Failed"),
 		Stage:     lavav1.Stage_STAGE_SYNTH,
