@@ -15,6 +15,12 @@ type Architecture struct {
 	Imports []Import
 	// Modules are the :modules calls, in source order.
 	Modules []ModuleCall
+	// Variables, Moves, Removed and Checks are the :variables, :moved, :removed and :checks
+	// entries, in source order.
+	Variables []Variable
+	Moves     []Move
+	Removed   []Removed
+	Checks    []Check
 	// Bundle maps a bundled module directory ("modules/net") to that module's main.tf.json:
 	// the module directories shipped with a bundled architecture that Modules (transitively)
 	// call. The renderer fills it from the catalog and emits it under the document's "//"
@@ -95,4 +101,52 @@ type ModuleCall struct {
 type Import struct {
 	To string
 	ID string
+}
+
+// Variable is a Terraform variable block from :variables. Its value is always Default: the
+// engines take no other input, so a variable names a value the engine checks (Type, every
+// Validation) at plan. Default is a literal: no reference, no secret binding.
+type Variable struct {
+	// Name is the variable's name, verbatim (var.NAME).
+	Name string
+	// Type is the type constraint as Terraform writes it ("string", "list(string)"); "" when
+	// absent.
+	Type string
+	// Default is the value, rendered as a JSON literal (the engines read a variable's default
+	// in Terraform JSON without template interpretation).
+	Default     Value
+	Description string
+	// Validations are the validation rules, in source order.
+	Validations []Rule
+	// Pos is where the variable form starts (zero when built in code).
+	Pos Pos
+}
+
+// Rule is a check block's assert or a variable's validation: Condition is a Terraform
+// expression written as a template ("${...}"), ErrorMessage a template.
+type Rule struct {
+	Condition, ErrorMessage Value
+}
+
+// Check is a Terraform check block from :checks: its assertions are evaluated at plan and
+// apply, and a failed one is a warning, never an error.
+type Check struct {
+	// Name is the check's name, verbatim (check.NAME).
+	Name    string
+	Asserts []Rule
+	// Pos is where the check form starts (zero when built in code).
+	Pos Pos
+}
+
+// Move is a Terraform moved block: the object From named in the state is To's from now on
+// ("terraform_data.a" to "terraform_data.b", "module.a" to "module.b").
+type Move struct {
+	From, To string
+}
+
+// Removed is a Terraform removed block: From (a resource or module call address, no
+// instance keys) leaves the state; its objects are destroyed only when Destroy is set.
+type Removed struct {
+	From    string
+	Destroy bool
 }

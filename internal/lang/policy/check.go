@@ -31,7 +31,8 @@ type Violation struct {
 // and the modules bundled under "//", docs/design/0017-modules-and-bundled-sources.md).
 // It returns every violation, in source order of the checks: provider sources, the resource
 // limit (bundled modules' instances included), each resource and data source, providers'
-// settings, locals, outputs, imports, module arguments, then the rendered JSON's top-level
+// settings, locals, outputs, imports, module arguments, variable validations, check
+// assertions, moved and removed addresses, then the rendered JSON's top-level
 // blocks, module calls and bundled modules. A nil or empty result means the architecture
 // passes.
 func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
@@ -85,6 +86,7 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 			c.value(c.pos(m.Pos), "module "+m.Name+" argument "+k, v)
 		}
 	}
+	c.blocks(a)
 	c.topLevel(rendered)
 	c.out = append(c.out, modOut...)
 	if n := len(c.out) - tlisp.MaxDiagnostics; n > 0 {
@@ -95,6 +97,33 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 		c.document(rendered)
 	}
 	return c.out
+}
+
+// blocks checks the variable, check, moved and removed blocks: the rules' conditions and
+// messages as templates (a check's error message is shown in every plan), the moved and
+// removed addresses as static addresses.
+func (c *checker) blocks(a *arch.Architecture) {
+	rules := func(pos arch.Pos, what string, rs []arch.Rule) {
+		for _, r := range rs {
+			c.value(pos, what+" condition", r.Condition)
+			c.value(pos, what+" error message", r.ErrorMessage)
+		}
+	}
+	for i := range a.Variables {
+		v := &a.Variables[i]
+		rules(c.pos(v.Pos), "variable "+v.Name+" validation", v.Validations)
+	}
+	for i := range a.Checks {
+		ck := &a.Checks[i]
+		rules(c.pos(ck.Pos), "check "+ck.Name+" assert", ck.Asserts)
+	}
+	for _, m := range a.Moves {
+		c.traversal(a.Pos, "moved address", m.From)
+		c.traversal(a.Pos, "moved address", m.To)
+	}
+	for _, r := range a.Removed {
+		c.traversal(a.Pos, "removed address", r.From)
+	}
 }
 
 // traversal refuses s unless it is a static address (hclsyntax.ParseTraversalAbs: names,

@@ -77,6 +77,9 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 					switch {
 					case k == "ignore_changes":
 						// Attribute names of the resource itself, not references.
+					case len(path) == 2 && (path[0] == "variable" && k == "default" || path[0] == "moved" && k == "from"):
+						// A variable's default is a literal; a move's from names what is no
+						// longer declared, by design.
 					case len(path) >= 1 && path[len(path)-1] == "dynamic":
 						// A dynamic block's content refers to its iterator: the block's label,
 						// or the name its iterator argument gives.
@@ -96,8 +99,8 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 				}
 			}
 		}
-		// moved and removed name addresses that are no longer declared, by design.
-		for _, block := range []string{"resource", "data", "locals", "output", "module", "provider", "import"} {
+		// removed names addresses that are no longer declared, by design.
+		for _, block := range []string{"variable", "resource", "data", "locals", "output", "module", "provider", "import", "moved", "check"} {
 			if b, ok := doc[block]; ok {
 				walk([]string{block}, b, false, nil)
 			}
@@ -120,7 +123,8 @@ func checkReferences(a *arch.Architecture, compact []byte) tlisp.Diagnostics {
 }
 
 // refExpressionKeys are the Terraform JSON properties whose strings are references rather
-// than templates: depends_on, lifecycle's replace_triggered_by and the import address.
+// than templates: depends_on, lifecycle's replace_triggered_by, and the import and moved
+// addresses.
 var refExpressionKeys = map[string]bool{"to": true, "depends_on": true, "replace_triggered_by": true}
 
 // refDecls are what a Terraform JSON document declares: "TYPE.NAME" of resources, "TYPE.NAME"
@@ -293,7 +297,7 @@ func refPositions(a *arch.Architecture) positionIndex {
 }
 
 // at is the position of the form that rendered path: a resource's or data source's form, a
-// local's or output's key, else the architecture form.
+// local's or output's key, a variable's or check's form, else the architecture form.
 func (ix positionIndex) at(a *arch.Architecture, path []string) arch.Pos {
 	var p arch.Pos
 	if len(path) >= 3 {
@@ -310,6 +314,8 @@ func (ix positionIndex) at(a *arch.Architecture, path []string) arch.Pos {
 			p = a.KeyPos["local."+path[1]]
 		case "output":
 			p = a.KeyPos["output."+path[1]]
+		case "variable", "check":
+			p = a.KeyPos[path[0]+"."+path[1]]
 		}
 	}
 	if !p.IsValid() {

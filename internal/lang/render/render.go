@@ -107,6 +107,11 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 		w.close('}')
 		return nil
 	}
+	if len(a.Variables) > 0 {
+		if err := w.variables(a.Variables); err != nil {
+			return err
+		}
+	}
 	if len(a.Providers) > 0 {
 		w.key("provider")
 		if err := w.providers(a.Providers); err != nil {
@@ -132,23 +137,9 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 		}
 	}
 	if len(a.Modules) > 0 {
-		w.key("module")
-		w.open('{')
-		for i := range a.Modules {
-			m := &a.Modules[i]
-			w.key(m.Name)
-			w.open('{')
-			w.key("source")
-			w.str(m.Source)
-			for k, v := range m.Arguments.All() {
-				w.key(k)
-				if err := w.value(v); err != nil {
-					return fmt.Errorf("module %s argument %s: %w", m.Name, k, err)
-				}
-			}
-			w.close('}')
+		if err := w.modules(a.Modules); err != nil {
+			return err
 		}
-		w.close('}')
 	}
 	if a.Outputs.Len() > 0 {
 		w.key("output")
@@ -185,6 +176,9 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 			w.close('}')
 		}
 		w.close(']')
+	}
+	if err := w.blocks(a); err != nil {
+		return err
 	}
 	if len(a.Bundle) > 0 {
 		if err := w.bundle(a.Bundle); err != nil {

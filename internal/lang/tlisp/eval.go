@@ -94,6 +94,8 @@ type evaluator struct {
 	omitted   map[string]Pos // resource addresses a false :when dropped
 	refs      []pendingRef
 	imports   []pendingImport
+	moves     []pendingMove
+	removed   []pendingRemoved
 	resources []arch.Resource
 	data      []arch.Resource
 }
@@ -240,12 +242,14 @@ func (e *evaluator) evalArchitecture(form *Node, b Bindings) *arch.Architecture 
 	if m, ok := vals["modules"]; ok {
 		a.Modules = e.evalModules(m)
 	}
+	e.evalBlockClauses(vals, a)
 	if r, ok := keys["result"]; ok {
 		if _, out := keys["outputs"]; !out {
 			e.warnf(r.Pos, ":result is not rendered (it is a consumer-side contract); declare :outputs to render Terraform outputs")
 		}
 	}
 	e.checkRefs()
+	e.checkBlocks(a)
 	a.Resources = e.resources
 	a.DataSources = e.data
 	for _, im := range e.imports {
