@@ -499,6 +499,22 @@ func TestEngine_driftCases(t *testing.T) {
 	})
 }
 
+// TestEngine_blockCases: the dialect's moved, removed, check and variable blocks applied
+// (enginetest.BlockCases; the tofu engine's TestEngine_blockCases runs the same).
+func TestEngine_blockCases(t *testing.T) {
+	enginetest.RunBlockCases(t, func(t *testing.T) enginetest.BlockEngine {
+		e := newEnv(t)
+		return enginetest.BlockEngine{
+			Plan: func(doc string) (*engine.PlanRecord, error) {
+				return e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+			},
+			Apply: func(p *engine.PlanRecord) (*engine.ApplyResult, error) {
+				return e.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test"})
+			},
+		}
+	})
+}
+
 func TestPool_warmAndBounded(t *testing.T) {
 	tools := tofutest.Tofu(t)
 	pool := NewPool(Mirror{Dir: tools.Mirror}, nil, 1)

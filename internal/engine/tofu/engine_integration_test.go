@@ -411,6 +411,22 @@ func TestEngine_driftCases(t *testing.T) {
 	})
 }
 
+// TestEngine_blockCases: the dialect's moved, removed, check and variable blocks applied
+// (enginetest.BlockCases; the embedded engine's TestEngine_blockCases runs the same).
+func TestEngine_blockCases(t *testing.T) {
+	enginetest.RunBlockCases(t, func(t *testing.T) enginetest.BlockEngine {
+		h := newHarness(t, harnessOpts{})
+		return enginetest.BlockEngine{
+			Plan: func(doc string) (*engine.PlanRecord, error) {
+				return h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(doc), BindingsDigest: "b0"})
+			},
+			Apply: func(p *engine.PlanRecord) (*engine.ApplyResult, error) {
+				return h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test-replica"})
+			},
+		}
+	})
+}
+
 // TestEngine_Apply_timeout bounds a wedged apply: the step times out with a StepError wrapping
 // context.DeadlineExceeded, the CLI is interrupted gracefully and releases the lock.
 func TestEngine_Apply_timeout(t *testing.T) {

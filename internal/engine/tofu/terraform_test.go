@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/enginetest"
 	"github.com/lava-operator/lava/internal/lang/functions"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
@@ -56,6 +57,23 @@ func TestEngine_terraform(t *testing.T) {
 
 // TestEngine_terraform_providerUnavailable: the seed architecture under Terraform fails fast
 // with ErrProviderUnavailable, through the mirror pre-check and through init alone.
+// TestEngine_terraformBlockCases: the dialect's moved, removed, check and variable blocks
+// applied by Terraform 1.8.5 as by OpenTofu (enginetest.BlockCases).
+func TestEngine_terraformBlockCases(t *testing.T) {
+	bin := tofutest.Terraform(t)
+	enginetest.RunBlockCases(t, func(t *testing.T) enginetest.BlockEngine {
+		h := newHarness(t, harnessOpts{bin: bin, name: "terraform"})
+		return enginetest.BlockEngine{
+			Plan: func(doc string) (*engine.PlanRecord, error) {
+				return h.eng.Plan(t.Context(), engine.PlanRequest{Target: h.target(doc), BindingsDigest: "b0"})
+			},
+			Apply: func(p *engine.PlanRecord) (*engine.ApplyResult, error) {
+				return h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test-replica"})
+			},
+		}
+	})
+}
+
 func TestEngine_terraform_providerUnavailable(t *testing.T) {
 	bin := tofutest.Terraform(t)
 	for _, noMirror := range []bool{false, true} {

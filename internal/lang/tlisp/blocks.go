@@ -35,14 +35,6 @@ type blockAddr struct {
 	Nested      bool
 }
 
-// base is the address without its instance keys: the resource or module call it names.
-func (a blockAddr) base() string {
-	if a.Module != "" {
-		return "module." + a.Module
-	}
-	return a.Res
-}
-
 // evalBlockClauses evaluates the clauses that write Terraform's variable, check, moved and
 // removed blocks: :variables, :checks, :moved and :removed.
 func (e *evaluator) evalBlockClauses(vals map[string]*Node, a *arch.Architecture) {
