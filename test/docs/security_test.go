@@ -125,6 +125,8 @@ var attackTrial = []attack{
 		[]string{"TestEval_interpolationAttacks"}},
 	{"16e", "a message cut before it was redacted: a straddling secret kept a fragment",
 		[]string{"TestRedactThenCut_straddlingSecret"}},
+	{"16f", "2.7 million template sequences in one document: 33 s of CPU per plan and apply",
+		[]string{"TestSynthesize_manySequencesAttack", "TestEvaluationLimits_sequences"}},
 }
 
 var (

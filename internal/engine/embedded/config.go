@@ -221,6 +221,9 @@ func parseModule(doc []byte, dir string, bundle map[string][]byte, stack []strin
 	if err := checkNesting(doc, filename); err != nil {
 		return nil, err
 	}
+	if err := hclnest.SequencesError(doc); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", filename, engine.ErrEvaluationLimit, err)
+	}
 	f, diags := hcljson.Parse(doc, filename)
 	if diags.HasErrors() {
 		return nil, diagError("parse terraform json", diags)

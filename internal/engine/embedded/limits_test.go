@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 )
 
 // yamlBomb is a "billion laughs" document: nine levels of nine aliases of the level below,
@@ -376,6 +377,24 @@ func TestEvaluationLimits_count(t *testing.T) {
 	_, err := h.apply(t, `{"resource":{"terraform_data":{"a":{"count":1000000000}}}}`, nil)
 	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "1000000000 instances, more than 262144") {
 		t.Fatalf("count 1e9: %v; want it refused by the evaluation limits", err)
+	}
+}
+
+// TestEvaluationLimits_sequences: a document of more than hclnest.MaxSequences template
+// sequences is refused before hcl lexes it (2.7 million made one plan and apply take 33 s of
+// CPU; found by an eighth trial); at the limit it is evaluated.
+func TestEvaluationLimits_sequences(t *testing.T) {
+	t.Parallel()
+	doc := func(n int) string {
+		return `{"locals":{"a":"` + strings.Repeat("${1}", n) + `"},"resource":{"terraform_data":{"a":{"input":"${length(local.a)}"}}}}`
+	}
+	h := newMemHarness(t, t.TempDir())
+	_, err := h.apply(t, doc(hclnest.MaxSequences+1), nil)
+	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "more than 100000 template sequences") {
+		t.Fatalf("over the limit: %v; want it refused by the evaluation limits", err)
+	}
+	if _, err := h.apply(t, doc(hclnest.MaxSequences-1), nil); err != nil {
+		t.Fatalf("at the limit: %v", err)
 	}
 }
 

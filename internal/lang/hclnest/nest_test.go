@@ -110,3 +110,28 @@ func TestCheck_acceptsConfigurationExpressions(t *testing.T) {
 		}
 	}
 }
+
+func TestCountSequences(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		doc  string
+		want int
+	}{
+		{``, 0}, {`"${a}"`, 1}, {`"%{ if a }x%{ endif }${b}$${c}"`, 4}, {`"$ {a} % {b} ${"`, 1}, {`"{$}{%}"`, 0},
+	} {
+		if got := CountSequences([]byte(tt.doc)); got != tt.want {
+			t.Errorf("CountSequences(%q) = %d, want %d", tt.doc, got, tt.want)
+		}
+	}
+	at := []byte(strings.Repeat("${1}", MaxSequences))
+	if err := SequencesError(at); err != nil {
+		t.Errorf("at the limit: %v", err)
+	}
+	over := append(at, "%{"...)
+	if err := SequencesError(over); err == nil || !strings.Contains(err.Error(), "more than 100000 template sequences") {
+		t.Errorf("over the limit: %v", err)
+	}
+	if n := CountSequences([]byte(strings.Repeat("${", 10*MaxSequences))); n != MaxSequences+1 {
+		t.Errorf("counted %d, want to stop at %d", n, MaxSequences+1)
+	}
+}

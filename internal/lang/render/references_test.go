@@ -197,3 +197,19 @@ func TestCheckPolicy_manyDeniedFunctionsAttack(t *testing.T) {
 		t.Errorf("%d MB allocated, want at most %d MB: the string is re-read per violation", alloc>>20, bound>>20)
 	}
 }
+
+// TestSynthesize_manySequencesAttack: 16 copies of a string of 7,000 interpolations (a loop
+// over a list input), 112,000 template sequences in the rendered JSON: refused at synthesis
+// (hclnest.MaxSequences), before the gate and the references parse them. 2.7 million of them
+// rendered and made each plan and apply of the object take 33 s of the applier's CPU (found
+// by an eighth trial).
+func TestSynthesize_manySequencesAttack(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture x :inputs ((:l ("a" "b" "c" "d" "e" "f" "g" "h" "i" "j" "k" "l" "m" "n" "o" "p")))
+  :resources ((null-resource "n" :x ((for-each ((j b) (enumerate l)) "` + strings.Repeat("${(1)}", 7000) + `")))))`
+	out, ds := Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "x.tlisp"})
+	errs := ds.Errors()
+	if out != nil || len(errs) != 1 || !strings.Contains(errs[0].Message, "more than 100000 template sequences") || errs[0].Pos.Line != 1 {
+		t.Fatalf("out %v, errors %v; want one error at the architecture naming the limit", out != nil, errs)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/bundle"
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/scrub"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
@@ -265,6 +266,10 @@ func (s *synthesis) render() (*Output, tlisp.Diagnostics) {
 	pretty, compact, err := Render(a)
 	if err != nil {
 		s.errorf(arch.Pos{}, "render terraform.json: %v", err)
+		return nil, s.diags
+	}
+	if err := hclnest.SequencesError(compact); err != nil {
+		s.errorf(a.Pos, "render terraform.json: %v", err)
 		return nil, s.diags
 	}
 	if ds := s.srcDiags(checkReferences(a, compact)); len(ds) > 0 {
