@@ -28,8 +28,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
-	"github.com/lava-operator/lava/internal/lang/functions"
-	"github.com/lava-operator/lava/internal/lang/hclnest"
 	ctyyaml "github.com/zclconf/go-cty-yaml"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -37,6 +35,9 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/text/encoding/ianaindex"
+
+	"github.com/lava-operator/lava/internal/lang/functions"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 )
 
 // FilesystemFunctions are OpenTofu's functions that read the filesystem: the embedded engine

@@ -25,6 +25,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/lang/hclnest"
 )
 
 // The evaluation limits of the embedded engine (docs/embedded-engine.md, "Evaluation limits").
@@ -699,6 +700,18 @@ var prechecks = map[string]precheck{
 		}
 		s, _ := strArg(args, 1)
 		return b.expect(name, 1, addSat(addSat(spaces, int64(len(s))), mulSat(spaces, int64(strings.Count(s, "\n")))))
+	},
+	// A template built at run time is refused before it is lexed, as a configuration's
+	// document is (hclnest.MaxSequences).
+	"templatestring": func(b *budget, name string, args []cty.Value) error {
+		s, ok := strArg(args, 0)
+		if !ok {
+			return nil
+		}
+		if err := hclnest.SequencesError([]byte(s)); err != nil {
+			return b.fail(&LimitError{Func: name, Reason: err.Error()})
+		}
+		return nil
 	},
 	"tonumber":   firstArgNumberText,
 	"parseint":   firstArgNumberText,

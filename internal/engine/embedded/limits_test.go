@@ -110,6 +110,8 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 			"setproduct: the result would have 4294967296 elements"},
 		{"templatestring", `templatestring("$${setproduct(range(1024), range(1024), range(1024))}", {})`, nil,
 			"setproduct: the result would have 4294967296 elements"},
+		{"templatestring of many sequences", `length(templatestring(replace(format("%0200000d", 0), "0", "$${x}"), {x = "a"}))`, nil,
+			"templatestring: the document holds more than 100000 template sequences"},
 		{"huge number", `1e600000000`, nil, "expression: the value has more than 16777216 bytes of text, the limit of one value"},
 		// Refused as the local's value, before any product is computed (once refused only as
 		// an operand of arithmetic; before that, once built).
