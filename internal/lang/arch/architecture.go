@@ -72,6 +72,9 @@ type ProviderRef struct {
 	Source string
 	// Name is the provider's local name, verbatim ("aws").
 	Name string
+	// Version is the version constraint (":version \"~> 6.0\"", "" for any); never rendered
+	// into the synthesized JSON, like Source.
+	Version string
 	// Alias is the optional alias ("" when absent).
 	Alias string
 	// Config holds the other settings, keys turned from kebab to snake case.

@@ -817,3 +817,30 @@ func TestEval_forEachInList(t *testing.T) {
 		}
 	}
 }
+
+// TestEval_providerVersion: :version is a version constraint kept on the provider (never
+// rendered, like :source); a string that is not a constraint is an error at the value.
+func TestEval_providerVersion(t *testing.T) {
+	t.Parallel()
+	a, _ := evalOK(t, `(deflava-architecture c
+  :providers ((aws :version "~> 6.0" :region "us-east-1")
+              (github :source "integrations/github" :version ">= 6.9, < 7.0")
+              (google))
+  :resources ())`, Bindings{})
+	if a.Providers[0].Version != "~> 6.0" || a.Providers[1].Version != ">= 6.9, < 7.0" || a.Providers[2].Version != "" {
+		t.Errorf("versions = %q, %q, %q", a.Providers[0].Version, a.Providers[1].Version, a.Providers[2].Version)
+	}
+	if cfg, _ := mapJSON(&a.Providers[0].Config); string(cfg) != `{"region":"us-east-1"}` {
+		t.Errorf("provider config = %s, want :version left out", cfg)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{`(deflava-architecture c :providers ((aws :version "six")) :resources ())`,
+			`t.tlisp:1:51: provider aws: :version "six" is not a version constraint (expected e.g. "~> 5.14" or ">= 6.0, < 7.0")`},
+		{`(deflava-architecture c :providers ((aws :version 6)) :resources ())`,
+			"t.tlisp:1:51: type mismatch: expected provider :version string, got integer 6"},
+	} {
+		if got := firstError(t, tc.src, Bindings{}); got != tc.want {
+			t.Errorf("got  %s\nwant %s", got, tc.want)
+		}
+	}
+}

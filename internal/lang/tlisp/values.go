@@ -2,6 +2,7 @@ package tlisp
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -608,6 +609,10 @@ func (e *evaluator) evalPlist(n *Node, clause string, snake bool, m *arch.Map, p
 	}
 }
 
+// versionConstraint matches a Terraform version constraint: comma-separated operator and
+// version pairs ("~> 5.14", ">= 6.0, < 7.0", "1.2.3").
+var versionConstraint = regexp.MustCompile(`^\s*(?:=|!=|>|>=|<|<=|~>)?\s*v?[0-9]+(?:\.[0-9]+){0,2}(?:-[0-9A-Za-z.-]+)?\s*(?:,\s*(?:=|!=|>|>=|<|<=|~>)?\s*v?[0-9]+(?:\.[0-9]+){0,2}(?:-[0-9A-Za-z.-]+)?\s*)*$`)
+
 // evalProviders evaluates :providers ((NAME :k v ...) ...).
 func (e *evaluator) evalProviders(n *Node) []arch.ProviderRef {
 	if n.Kind != NodeList {
@@ -640,7 +645,7 @@ func (e *evaluator) evalProviders(n *Node) []arch.ProviderRef {
 			}
 			v := p.List[i+1]
 			switch k.Text {
-			case "alias", "source":
+			case "alias", "source", "version":
 				if v.Kind != NodeString && v.Kind != NodeSymbol {
 					e.errorf(v.Pos, "type mismatch: expected provider :%s string, got %s", k.Text, describe(v))
 					ok = false
@@ -655,10 +660,18 @@ func (e *evaluator) evalProviders(n *Node) []arch.ProviderRef {
 					ok = false
 					continue
 				}
-				if k.Text == "alias" {
+				switch k.Text {
+				case "alias":
 					pr.Alias = s
-				} else {
+				case "source":
 					pr.Source = s
+				default:
+					if !versionConstraint.MatchString(s) {
+						e.errorf(v.Pos, "provider %s: :version %q is not a version constraint (expected e.g. \"~> 5.14\" or \">= 6.0, < 7.0\")", pr.Name, s)
+						ok = false
+						continue
+					}
+					pr.Version = s
 				}
 			default:
 				val, vok := e.evalValue(v)
