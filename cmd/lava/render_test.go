@@ -88,7 +88,7 @@ func TestRender(t *testing.T) {
 			name:   "manifest on stdin with -",
 			stdin:  "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: dns}\nspec:\n  source:\n    name: dns-record-set\n",
 			args:   []string{"render", "-o", "compact", "-"},
-			stdout: `{"resource":{"aws_route53_record":{"main-apex":{"zone_id":"Z0000000000000000000","name":"example.com","type":"A","ttl":300,"records":["1.2.3.4"]},"main-www":{"zone_id":"Z0000000000000000000","name":"www.example.com","type":"A","ttl":300,"records":["1.2.3.4"]}}},"output":{"apex-id":{"value":"${aws_route53_record.main-apex.id}"},"www-id":{"value":"${aws_route53_record.main-www.id}"}}}` + "\n",
+			stdout: `{"provider":{"aws":{}},"resource":{"aws_route53_record":{"main-apex":{"zone_id":"Z0000000000000000000","name":"example.com","type":"A","ttl":300,"records":["1.2.3.4"]},"main-www":{"zone_id":"Z0000000000000000000","name":"www.example.com","type":"A","ttl":300,"records":["1.2.3.4"]}}},"output":{"apex-id":{"value":"${aws_route53_record.main-apex.id}"},"www-id":{"value":"${aws_route53_record.main-www.id}"}}}` + "\n",
 		},
 		{
 			name:   "list binding from flags",

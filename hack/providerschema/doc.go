@@ -53,6 +53,9 @@
 //     when jsii says any; maximum item counts other than 1 and minimum counts other than those
 //     above are not in the assembly and are not written.
 //   - The block-versus-nested-attribute split rests on cdktf's "NAME block." summary.
+//   - cdktf makes every argument and block of a provider configuration optional (a provider
+//     may read them from its environment), so a provider's required configuration (azurerm's
+//     features block) is not in the derived schema.
 //
 // Exit status: 0 on success, 1 when a listed type is not in the assembly (the others are still
 // written) or the input cannot be read, 2 for bad usage.

@@ -73,7 +73,8 @@ type ProviderRef struct {
 	// Name is the provider's local name, verbatim ("aws").
 	Name string
 	// Version is the version constraint (":version \"~> 6.0\"", "" for any); never rendered
-	// into the synthesized JSON, like Source.
+	// into the synthesized JSON, like Source. The catalog tests validate against it; the
+	// engines do not read it yet.
 	Version string
 	// Alias is the optional alias ("" when absent).
 	Alias string

@@ -55,7 +55,7 @@ func Registry() map[string]int {
 		"public-dns":                     6,
 		"akeyless-platform":              8,
 		"cloudflare-tunnel":              3,
-		"cloudflare-zone":                2,
+		"cloudflare-zone":                6,
 		"aws-eks-cluster":                4,
 		"split-horizon-dns":              4,
 		"dns-record-set":                 2,

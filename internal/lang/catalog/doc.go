@@ -23,11 +23,12 @@
 //   - [Registry] gives each architecture's minimum resource count: what it renders with its
 //     defaults and the minimal bag (0 for github-org-repos, whose repos default to empty).
 //   - The three fixtures of docs/dialect.md section 3.1 (aws-vpc-network, dns-record-set,
-//     cloudflare-tunnel) reproduce upstream's described output attribute by attribute,
-//     including cloudflare-tunnel's flattened ingress_hostname and ingress_service; their
-//     renderings are pinned by golden files in testdata/. Elsewhere attributes are arguments
-//     of the real provider resources, as documented by each provider (see README.md for the
-//     provider versions and the attributes that could not be verified).
+//     cloudflare-tunnel) reproduce upstream's described output attribute by attribute, except
+//     where the provider has no such argument (cloudflare-tunnel is written for the Cloudflare
+//     provider v5); their renderings are pinned by golden files in testdata/.
+//   - Every architecture pins the providers it uses (`:providers` with `:source` and
+//     `:version`), and its render is valid against the schema of the pinned version
+//     (testdata/providerschemas; README.md lists the versions and what the schemas cannot check).
 //   - `:result` is kept as upstream wrote it (a consumer-side contract the evaluator ignores);
 //     only aws-sg-ingress-rules and github-org-repos render `:outputs`.
 package catalog

@@ -98,8 +98,8 @@ func TestAWSVPCNetwork_upstreamAssertions(t *testing.T) {
 		"description": "Default security group for main VPC",
 		"tags":        map[string]any{"Name": "main-default-sg"},
 	})
-	if doc.Data != nil || doc.Provider != nil || doc.Locals != nil {
-		t.Errorf("only resource and output blocks are rendered; got data=%v provider=%v locals=%v", doc.Data, doc.Provider, doc.Locals)
+	if doc.Data != nil || doc.Locals != nil || !cmp.Equal(doc.Provider, map[string]any{"aws": map[string]any{}}) {
+		t.Errorf("only the pinned provider's empty configuration, resource and output blocks are rendered; got data=%v provider=%v locals=%v", doc.Data, doc.Provider, doc.Locals)
 	}
 	if got := doc.Output["vpc-id"]["value"]; got != vpcRef {
 		t.Errorf("output vpc-id %v, want %s", got, vpcRef)
@@ -158,22 +158,36 @@ func TestCloudflareTunnel(t *testing.T) {
 	_, out, _ := renderArch(t, "cloudflare-tunnel", tlisp.Bindings{})
 	doc := decode(t, out)
 	zeros, ones := strings.Repeat("0", 32), strings.Repeat("1", 32)
+	tunnelID := "${cloudflare_zero_trust_tunnel_cloudflared.demo-tunnel.id}"
 	want := map[string]map[string]map[string]any{
-		"cloudflare_tunnel": {"demo-tunnel": {
-			"account_id": zeros, "name": "demo-tunnel", "secret": "AQIDBAUGBwgBAgMEBQYHCAECAwQFBgcIAQIDBAUGBwg=",
+		"cloudflare_zero_trust_tunnel_cloudflared": {"demo-tunnel": {
+			"account_id": zeros, "name": "demo-tunnel", "tunnel_secret": "AQIDBAUGBwgBAgMEBQYHCAECAwQFBgcIAQIDBAUGBwg=",
+			"config_src": "cloudflare",
 		}},
-		"cloudflare_tunnel_config": {"demo-tunnel-config": {
-			"account_id": zeros, "tunnel_id": "${cloudflare_tunnel.demo-tunnel.id}",
-			"ingress_hostname": "demo.example.com", "ingress_service": "http://localhost:8080",
+		"cloudflare_zero_trust_tunnel_cloudflared_config": {"demo-tunnel-config": {
+			"account_id": zeros, "tunnel_id": tunnelID,
+			"config": map[string]any{"ingress": []any{
+				map[string]any{"hostname": "demo.example.com", "service": "http://localhost:8080"},
+				map[string]any{"service": "http_status:404"},
+			}},
 		}},
 		"cloudflare_dns_record": {"demo-tunnel-public-cname": {
 			"zone_id": ones, "name": "demo.example.com", "type": "CNAME",
-			"content": "${cloudflare_tunnel.demo-tunnel.cname}", "ttl": float64(1), "proxied": true,
+			"content": "${local.tunnel_id}.cfargotunnel.com", "ttl": float64(1), "proxied": true,
 			"comment": "Tunnel ingress for demo-tunnel",
 		}},
 	}
 	if diff := cmp.Diff(want, doc.Resource); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	if got := doc.Locals["tunnel_id"]; got != tunnelID {
+		t.Errorf("local tunnel_id = %v, want %s", got, tunnelID)
+	}
+	wantData := map[string]map[string]map[string]any{"cloudflare_zero_trust_tunnel_cloudflared_token": {"demo-tunnel": {
+		"account_id": zeros, "tunnel_id": tunnelID,
+	}}}
+	if diff := cmp.Diff(wantData, doc.Data); diff != "" {
+		t.Errorf("data (-want +got):\n%s", diff)
 	}
 
 	for _, v := range []string{"false", "#f", "0"} {
