@@ -3,14 +3,16 @@
 // github.com/google/go-containerregistry: no Docker daemon, no registry. `make images` runs it:
 //
 //	go run ./hack/mkimage [-out bin/images] [-registry ghcr.io/lava-operator] [-tag dev]
-//	    [-providers DIR]... [-tofu PATH] [-coredns PATH] [image[:tag]...]
+//	    [-providers DIR]... [-tofu PATH] [-coredns PATH] [-nats PATH] [image[:tag]...]
 //
 // Lava's images are watcher, synth, applier, drift, viggy, anomaly, attest (each
 // <registry>/lava-<name>:<tag>, built from services/<name> on its own, GOWORK=off) and lava
 // (<registry>/lava:<tag>, the CLI, ./cmd/lava); without arguments, every one. The one-node
 // cluster's are built only when named, each <registry>/<name>:<tag>: pause (the pod sandbox,
-// ./hack/cluster/pause), probe (the smoke test's workload, ./hack/cluster/probe) and coredns
-// (the CoreDNS binary -coredns gives, from hack/tools/build-coredns.sh). An argument NAME:TAG
+// ./hack/cluster/pause), probe (the smoke test's workload, ./hack/cluster/probe), coredns
+// (the CoreDNS binary -coredns gives, from hack/tools/build-coredns.sh) and nats (the
+// nats-server binary -nats gives, which must be static; ports 4222, 6222, 8222; the
+// cluster's NATS, hack/cluster/nats.yaml). An argument NAME:TAG
 // gives that image TAG instead of -tag; hack/cluster/up.sh runs
 //
 //	go run ./hack/mkimage -out DIR -registry localhost/lava-node -tag 1 -coredns PATH pause probe coredns:v1.14.7
@@ -26,7 +28,8 @@
 //     -providers directories merged into it, an empty directory without any; and, with -tofu,
 //     OpenTofu at tofuBin (/usr/local/tofu/tofu when the values leave it empty);
 //   - the binary at /usr/local/bin/<image>, the entrypoint: static (CGO_ENABLED=0), -trimpath,
-//     no VCS stamp, -ldflags="-s -w" (coredns: the -coredns file as it is).
+//     no VCS stamp, -ldflags="-s -w" (coredns and nats: the -coredns and -nats files as
+//     they are).
 //
 // The configuration: user 65532:65532 (pause: 65535:65535, as Kubernetes' own pause image), the
 // service's ports (9090 metrics, 9091 health, 8080 connect for synth and attest), probe's
@@ -41,7 +44,7 @@
 //
 // # Reproducible
 //
-// The same commit, built with the same Go toolchain (and the same -coredns file), gives images
+// The same commit, built with the same Go toolchain (and the same -coredns and -nats files), gives images
 // with the same digests: the binaries have no paths or VCS stamp, every file and the image have
 // the time SOURCE_DATE_EPOCH or else the commit's time, layer entries are sorted with fixed
 // owners and no names, and the layers are gzip-compressed by the standard library. A mirror

@@ -75,11 +75,11 @@ func TestSelectTargets(t *testing.T) {
 		t.Errorf("images (-want +got):\n%s", diff)
 	}
 	// Named, in build order, a NAME:TAG with its own tag.
-	node, err := selectTargets([]string{"coredns:v1.14.7", "probe", "pause"})
+	node, err := selectTargets([]string{"nats:v2.15.2", "coredns:v1.14.7", "probe", "pause"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"pause:dev", "probe:dev", "coredns:v1.14.7"}, refs(node)); diff != "" {
+	if diff := cmp.Diff([]string{"pause:dev", "probe:dev", "coredns:v1.14.7", "nats:v2.15.2"}, refs(node)); diff != "" {
 		t.Errorf("the one-node cluster's images (-want +got):\n%s", diff)
 	}
 	for _, tg := range targets() {
@@ -371,5 +371,9 @@ func TestRun_corednsPrebuilt(t *testing.T) {
 	o.prebuilt, o.out = map[string]string{}, t.TempDir()
 	if _, err := run(t.Context(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "-coredns") {
 		t.Errorf("coredns without -coredns: %v, want an error naming -coredns", err)
+	}
+	o.names = []string{"nats"}
+	if _, err := run(t.Context(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "-nats") {
+		t.Errorf("nats without -nats: %v, want an error naming -nats", err)
 	}
 }

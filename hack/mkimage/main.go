@@ -47,9 +47,13 @@ func parseFlags(args []string, errw io.Writer) (options, error) {
 		o.prebuilt["coredns"] = s
 		return nil
 	})
+	fs.Func("nats", "the nats-server binary of the nats image (make tools-nats; static)", func(s string) error {
+		o.prebuilt["nats"] = s
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprintln(errw, "usage: mkimage [flags] [image[:tag]...]   (images: watcher synth applier drift viggy anomaly attest lava, the default;")
-		fmt.Fprintln(errw, "       pause probe coredns, the one-node cluster's, only when named)")
+		fmt.Fprintln(errw, "       pause probe coredns nats, the one-node cluster's, only when named)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

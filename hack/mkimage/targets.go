@@ -24,7 +24,7 @@ type target struct {
 	image string
 	// module is the directory of the Go module the binary is built in, relative to the
 	// repository; pkg is the package within it. pkg is empty for a binary built elsewhere,
-	// which the flag named after the target gives (-coredns).
+	// which the flag named after the target gives (-coredns, -nats).
 	module, pkg string
 	// ports are the container ports the image declares.
 	ports []string
@@ -47,8 +47,9 @@ func (t target) binary() string { return "/usr/local/bin/" + t.image }
 // targets returns every image, in the order mkimage builds them: the services (each its own
 // module under services/, built with GOWORK=off as a release is), the CLI, and the images of
 // the one-node cluster: pause (the pod sandbox; as 65535:65535, the user of Kubernetes' own
-// pause image), probe (the smoke test's workload, `probe serve` by default) and coredns
-// (CoreDNS, built by hack/tools/build-coredns.sh).
+// pause image), probe (the smoke test's workload, `probe serve` by default), coredns
+// (CoreDNS, built by hack/tools/build-coredns.sh) and nats (nats-server, the cached binary of
+// make tools-nats; hack/cluster/nats.yaml runs it with the configuration as its argument).
 func targets() []target {
 	metrics := []string{"9090/tcp", "9091/tcp"}
 	connect := []string{"8080/tcp", "9090/tcp", "9091/tcp"}
@@ -67,6 +68,7 @@ func targets() []target {
 		{name: "pause", image: "pause", module: ".", pkg: "./hack/cluster/pause", node: true, user: "65535:65535"},
 		{name: "probe", image: "probe", module: ".", pkg: "./hack/cluster/probe", node: true, cmd: []string{"serve"}},
 		{name: "coredns", image: "coredns", node: true},
+		{name: "nats", image: "nats", node: true, ports: []string{"4222/tcp", "6222/tcp", "8222/tcp"}},
 	}
 }
 
