@@ -441,7 +441,8 @@ func ResourceSubjectFilter(event string) string { return PrefixResource + "*.*."
 
 // EnsureTopology creates every stream, consumer, KV bucket and object store of
 // [Declare](opts), or updates it in place when its configuration changed. It is idempotent and
-// safe to run from every replica at start-up. A change JetStream cannot make in place
+// safe to run from every replica at start-up. The key-value buckets' reads go to their stream
+// leader (direct gets off; [leaderReads] says why). A change JetStream cannot make in place
 // (retention, storage type) fails with the server's error, wrapped.
 func EnsureTopology(ctx context.Context, js jetstream.JetStream, opts TopologyOptions) error {
 	t := Declare(opts)
@@ -459,6 +460,9 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, opts TopologyOp
 		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
 			return fmt.Errorf("bus: ensure kv bucket %s: %w", cfg.Bucket, err)
 		}
+		if err := leaderReads(ctx, js, kvStream(cfg.Bucket)); err != nil {
+			return fmt.Errorf("bus: ensure kv bucket %s: %w", cfg.Bucket, err)
+		}
 	}
 	for _, cfg := range t.ObjectStores {
 		if _, err := js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
@@ -466,6 +470,28 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, opts TopologyOp
 		}
 	}
 	return nil
+}
+
+// leaderReads turns direct gets off on the stream of a key-value bucket, which nats.go creates
+// with them on. With direct gets, every replica of a replicated stream answers reads from what
+// it has applied so far, so a read right after the reader's own write may return the value
+// before it (a state lock just taken reads as not held; a live lease as gone); without them a
+// read goes to the stream leader, which answers after every write it acknowledged. A client
+// binds a bucket with the setting it has then (jetstream.KeyValue reads the stream's
+// configuration once), so a service started before this ran keeps direct gets until it
+// restarts.
+func leaderReads(ctx context.Context, js jetstream.JetStream, stream string) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	cfg := s.CachedInfo().Config
+	if !cfg.AllowDirect {
+		return nil
+	}
+	cfg.AllowDirect = false
+	_, err = js.UpdateStream(ctx, cfg)
+	return err
 }
 
 // defaultCleanupTimeout bounds best-effort cleanup done after the caller's context ended.
