@@ -190,7 +190,7 @@ cluster-down: ## Stop the one-node cluster and undo every change it made to the 
 	$(CLUSTER_ENV) hack/cluster/down.sh
 
 .PHONY: test-cluster
-test-cluster: tools-kube tools-kube-node tools-coredns tools-kube-router cluster-packages ## cluster-up, the tests of test/cluster (smoke, isolation, NetworkPolicy), cluster-down; fails if the host differs afterwards. Not in make test.
+test-cluster: tools-kube tools-kube-node tools-coredns tools-kube-router tools-nats tools-helm tools-tofu tools-testkit cluster-packages ## cluster-up, the tests of test/cluster (smoke, isolation, NetworkPolicy, the chart with NATS), cluster-down; fails if the host differs afterwards. Not in make test.
 	$(CLUSTER_ENV) hack/cluster/test.sh
 
 ##@ Generated code

@@ -2,7 +2,8 @@
 # test.sh: the one-node cluster's whole check (make test-cluster): records the host state
 # (hoststate.sh), brings the cluster up (up.sh), checks what the cluster shows the host (nothing
 # listens outside NODE_IP and loopback; nothing is masqueraded but kube-proxy's marked service
-# traffic), runs the smoke test (go test -tags cluster ./test/cluster/), always tears the cluster
+# traffic), runs the tests (go test -tags cluster ./test/cluster/: smoke, isolation, NetworkPolicy,
+# the chart with NATS, which builds and imports the images), always tears the cluster
 # down (down.sh) and fails when the host state afterwards differs from before.
 # Timings go to stderr; snapshots and the diff stay in CLUSTER_DIR/logs/host-{before,up,after}.
 # Env: as up.sh (CLUSTER_DIR, KUBE_DIR, KUBE_NODE_DIR, COREDNS_DIR, NODE_IP), GO_TEST_FLAGS.
@@ -33,8 +34,8 @@ if "$HERE/up.sh"; then
     log "MASQUERADE rules besides kube-proxy's:"; echo "$masq" >&2; rc=1
   fi
   t=$SECONDS
-  (cd "$REPO" && LAVA_CLUSTER_DIR=$S go test -tags cluster ${GO_TEST_FLAGS:--count=1 -timeout=10m} -v ./test/cluster/) || rc=1
-  log "smoke test in $((SECONDS - t))s"
+  (cd "$REPO" && LAVA_CLUSTER_DIR=$S go test -tags cluster ${GO_TEST_FLAGS:--count=1 -timeout=25m} -v ./test/cluster/) || rc=1
+  log "tests in $((SECONDS - t))s"
 else
   rc=1
 fi
