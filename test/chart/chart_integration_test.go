@@ -141,6 +141,7 @@ func TestHelmLint(t *testing.T) {
 	}{
 		{"default", nil},
 		{"all-on", []string{"-f", filepath.Join(chartDir, ciValues)}},
+		{"one-node-cluster", []string{"-f", "../../hack/cluster/lava-values.yaml"}}, // TestCluster_chart's
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := helm(t, append([]string{"lint", "--strict", chartDir}, tc.args...)...)

@@ -126,6 +126,7 @@ func TestCluster_chart(t *testing.T) {
 	if out, err := e.try(t.Context(), "kubectl", "-n", releaseNS, "run", "psa-check", "--image=localhost/lava-node/pause:1", "--restart=Never", "--dry-run=server"); err == nil || !strings.Contains(out, `violates PodSecurity "restricted`) {
 		t.Errorf("a pod without a securityContext in %s: %v %s; want it refused by PodSecurity restricted", releaseNS, err, out)
 	}
+	e.checkTopology(t)
 	idle := e.memory(t, "idle, right after the install", pods)
 
 	// ---- examples/notes.yaml: Applied, Ready, deleted (destroyed, finalizer removed).
@@ -275,11 +276,92 @@ func (e *chartEnv) lavaPods(t *testing.T) map[string]string {
 	return pods
 }
 
+// checkTopology reads nats-0's JetStream report (/jsz, through the API server's pod proxy) and
+// checks what the bootstrap hook Job made: a 3-server meta cluster, Lava's streams and buckets
+// (LAVA_PHASES, KV_lava-state among them) each with 3 replicas, no key-value bucket with direct
+// gets (their reads go to the stream leader).
+func (e *chartEnv) checkTopology(t *testing.T) {
+	t.Helper()
+	raw := e.kubectl(t, "get", "--raw", "/api/v1/namespaces/"+natsNS+"/pods/nats-0:8222/proxy/jsz?streams=true&config=true")
+	var jsz struct {
+		Streams int `json:"streams"`
+		Meta    struct {
+			Size int `json:"cluster_size"`
+		} `json:"meta_cluster"`
+		Accounts []struct {
+			Streams []struct {
+				Name   string `json:"name"`
+				Config struct {
+					Replicas    int  `json:"num_replicas"`
+					AllowDirect bool `json:"allow_direct"`
+				} `json:"config"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
+	}
+	if err := json.Unmarshal([]byte(raw), &jsz); err != nil {
+		t.Fatalf("nats-0 /jsz: %v\n%s", err, raw)
+	}
+	if jsz.Meta.Size != 3 {
+		t.Errorf("JetStream meta cluster of %d servers, want 3", jsz.Meta.Size)
+	}
+	var names []string
+	for _, a := range jsz.Accounts {
+		for _, st := range a.Streams {
+			names = append(names, st.Name)
+			if st.Config.Replicas != 3 {
+				t.Errorf("stream %s: %d replicas, want 3 (nats.streamReplicas)", st.Name, st.Config.Replicas)
+			}
+			if strings.HasPrefix(st.Name, "KV_") && st.Config.AllowDirect {
+				t.Errorf("bucket stream %s allows direct gets", st.Name)
+			}
+		}
+	}
+	for _, want := range []string{"LAVA_PHASES", "LAVA_RESOURCES", "KV_lava-state", "KV_lava-leases"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no stream %s (streams: %v)", want, names)
+		}
+	}
+	t.Logf("JetStream: %d streams on a %d-server cluster, each with 3 replicas", len(names), jsz.Meta.Size)
+}
+
 // podMemory is the memory of a pod's main process, from /proc/PID/status on the node.
 type podMemory struct {
 	// rss is VmRSS; anon is RssAnon plus RssShmem, file RssFile (the executable's pages and
 	// other mapped files, shared with every process that maps them), in bytes.
 	rss, anon, file int64
+	// cgroup is the container's memory cgroup usage (memory.usage_in_bytes on cgroup v1,
+	// memory.current on v2), what the kubelet reports and the limit applies to: file pages
+	// are charged to whoever read them first (here containerd, which unpacked the image), so
+	// it is close to anon. -1 when unreadable.
+	cgroup int64
+}
+
+// cgroupMemory returns the memory usage of the cgroup the process whose /proc/PID/cgroup is cg
+// is in, -1 when it cannot be read.
+func cgroupMemory(cg []byte) int64 {
+	for line := range strings.Lines(string(cg)) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		var p string
+		switch {
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			p = filepath.Join("/sys/fs/cgroup/memory", f[2], "memory.usage_in_bytes")
+		case f[0] == "0" && f[1] == "":
+			p = filepath.Join("/sys/fs/cgroup", f[2], "memory.current")
+		default:
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return n
+		}
+	}
+	return -1
 }
 
 // memory reads the memory of each pod's process (the one that is not the pause sandbox) from
@@ -307,9 +389,9 @@ func (e *chartEnv) memory(t *testing.T, when string, pods map[string]string) map
 				n, _ := strconv.ParseInt(strings.TrimSuffix(st[k], " kB"), 10, 64)
 				return n << 10
 			}
-			m := podMemory{rss: kib("VmRSS"), anon: kib("RssAnon") + kib("RssShmem"), file: kib("RssFile")}
+			m := podMemory{rss: kib("VmRSS"), anon: kib("RssAnon") + kib("RssShmem"), file: kib("RssFile"), cgroup: cgroupMemory(cg)}
 			out[svc] = m
-			fmt.Fprintf(&b, "\n  lava-%-8s RSS %5.1f MiB (anonymous %5.1f, file %5.1f)", svc, mib(m.rss), mib(m.anon), mib(m.file))
+			fmt.Fprintf(&b, "\n  lava-%-8s RSS %5.1f MiB (anonymous %5.1f, file %5.1f); cgroup %5.1f MiB", svc, mib(m.rss), mib(m.anon), mib(m.file), mib(m.cgroup))
 		}
 		if _, ok := out[svc]; !ok {
 			t.Errorf("lava-%s (pod %s): no process found on the node", svc, uid)
