@@ -199,11 +199,11 @@ func newChartEnv(t *testing.T) *chartEnv {
 	} else if e.kubectlBin, err = exec.LookPath("kubectl"); err != nil {
 		t.Fatal("no kubectl: set KUBE_NODE_DIR or source $LAVA_CLUSTER_DIR/env (make tools-kube-node builds it)")
 	}
-	for v, make := range map[string]string{"LAVA_HELM_BIN": "tools-helm", "LAVA_NATS_SERVER_BIN": "tools-nats"} {
+	for v, target := range map[string]string{"LAVA_HELM_BIN": "tools-helm", "LAVA_NATS_SERVER_BIN": "tools-nats"} {
 		if p := os.Getenv(v); p == "" {
-			t.Fatalf("%s is not set: make test-cluster sets it (make %s builds it)", v, make)
+			t.Fatalf("%s is not set: make test-cluster sets it (make %s builds it)", v, target)
 		} else if _, err := os.Stat(p); err != nil {
-			t.Fatalf("%s: %v (make %s builds it)", v, err, make)
+			t.Fatalf("%s: %v (make %s builds it)", v, err, target)
 		}
 	}
 	f, err := elf.Open(e.natsBin)
