@@ -185,7 +185,7 @@ too. An approval that becomes superseded after the patch is refused by the appli
 func kubeClient(kubeconfig string) (client.Client, error) {
 	cfg, err := kube.Config(kubeconfig)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, unavailable(fmt.Errorf("%w (this command talks to a cluster: give --kubeconfig; under lava up -f, change the manifest instead, e.g. spec.approvePlan)", err))
 	}
 	scheme, err := kube.NewScheme()
 	if err != nil {

@@ -127,6 +127,10 @@ var attackTrial = []attack{
 		[]string{"TestRedactThenCut_straddlingSecret"}},
 	{"16f", "2.7 million template sequences in one document: 33 s of CPU per plan and apply",
 		[]string{"TestSynthesize_manySequencesAttack", "TestEvaluationLimits_sequences"}},
+	{"17a", "optional(any, [for ...]) in a variable's type: evaluated outside every limit, 3 GB from 1 KB",
+		[]string{"TestEvaluationLimits_typeDefaults", "TestCheckPolicy_typeDefaultAttack"}},
+	{"17b", "a refused cross-namespace dependsOn held another tenant's deletion and was named in its status",
+		[]string{"TestWatcher"}},
 }
 
 var (

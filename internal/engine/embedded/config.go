@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -218,11 +219,8 @@ func parseModule(doc []byte, dir string, bundle map[string][]byte, stack []strin
 	if dir != "" {
 		filename = dir + "/" + configFilename
 	}
-	if err := checkNesting(doc, filename); err != nil {
+	if err := checkDocument(doc, filename); err != nil {
 		return nil, err
-	}
-	if err := hclnest.SequencesError(doc); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", filename, engine.ErrEvaluationLimit, err)
 	}
 	f, diags := hcljson.Parse(doc, filename)
 	if diags.HasErrors() {
@@ -426,7 +424,14 @@ func (c *Config) parseVariable(blk *hcl.Block) error {
 	}
 	v := &VariableConfig{Name: name, Type: cty.DynamicPseudoType, Nullable: true}
 	if a, ok := content.Attributes["type"]; ok {
-		ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(typeExpr(a.Expr))
+		x := typeExpr(a.Expr)
+		if sx, ok := x.(hclsyntax.Expression); ok {
+			if p := hclnest.TypeExpressionProblem(sx); p != "" {
+				// hcl evaluates optional()'s defaults itself, outside the evaluation limits.
+				return fmt.Errorf("%s: type: %w: %s", where, engine.ErrEvaluationLimit, p)
+			}
+		}
+		ty, defaults, diags := typeexpr.TypeConstraintWithDefaults(x)
 		if diags.HasErrors() {
 			return diagError(where+": type", diags)
 		}
@@ -1142,6 +1147,18 @@ func traversalText(tr hcl.Traversal) string {
 // recurses once per level): far above what a rendered architecture reaches (tlisp.MaxDepth
 // levels of value inside a few levels of blocks).
 const maxDocumentDepth = 1024
+
+// checkDocument refuses what hcl must not read: a document [checkNesting] refuses, then one of
+// more than hclnest.MaxSequences template sequences (engine.ErrEvaluationLimit).
+func checkDocument(doc []byte, filename string) error {
+	if err := checkNesting(doc, filename); err != nil {
+		return err
+	}
+	if err := hclnest.SequencesError(doc); err != nil {
+		return fmt.Errorf("%s: %w: %w", filename, engine.ErrEvaluationLimit, err)
+	}
+	return nil
+}
 
 // checkNesting reads doc's tokens with encoding/json's decoder (which does not recurse) and
 // refuses a document that nests deeper than maxDocumentDepth, and a string whose template

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -398,6 +399,50 @@ func TestEvaluationLimits_sequences(t *testing.T) {
 	if _, err := h.apply(t, doc(hclnest.MaxSequences-1), nil); err != nil {
 		t.Fatalf("at the limit: %v", err)
 	}
+}
+
+// TestEvaluationLimits_typeDefaults: a variable's type whose optional() default is a for
+// expression (hcl's typeexpr evaluates it while the configuration is read, outside every
+// evaluation limit) is refused before it is evaluated: four nested loops over 100 elements in
+// a 1 KB document took 3 GB and a minute of CPU (found by a ninth trial); three, 719 MB.
+// Literal defaults are read.
+func TestEvaluationLimits_typeDefaults(t *testing.T) {
+	// Not parallel: allocatedBy reads the process's allocations.
+	l := "[" + strings.Repeat("0,", 99) + "0]"
+	loops := "0"
+	for i := range 4 {
+		loops = fmt.Sprintf("[for v%d in %s: %s]", i, l, loops)
+	}
+	doc := func(ty string) []byte {
+		b, err := json.Marshal(map[string]any{"variable": map[string]any{"v": map[string]any{"type": ty, "default": map[string]any{}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var alloc uint64
+	var err error
+	alloc = allocatedBy(func() { _, err = ParseConfig(doc("object({a=optional(any, " + loops + ")})")) })
+	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "var.v: type") || !strings.Contains(err.Error(), "ForExpr") {
+		t.Fatalf("a for expression in a type's default: %v; want it refused", err)
+	}
+	if alloc > 64<<20 {
+		t.Errorf("%d MB allocated reading the document: the default was evaluated", alloc>>20)
+	}
+	cfg, err := ParseConfig(doc(`object({a=optional(list(number), [1, 2]), b=optional(string, "x")})`))
+	if err != nil || cfg.Variables["v"] == nil {
+		t.Fatalf("literal defaults: %v", err)
+	}
+}
+
+// allocatedBy returns the bytes the process allocated while fn ran (runtime.MemStats
+// TotalAlloc).
+func allocatedBy(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestEvaluationLimits_unknownLocalsEvaluatedOnce: a local whose value is known only after

@@ -2,6 +2,7 @@ package hclnest
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -163,4 +164,42 @@ func SequencesError(doc []byte) error {
 		return fmt.Errorf("the document holds more than %d template sequences (${ and %%{); every one is parsed and evaluated on each plan, apply and drift scan", MaxSequences)
 	}
 	return nil
+}
+
+// typeConstructors are the calls a type constraint is written with (hcl's ext/typeexpr).
+var typeConstructors = map[string]bool{"list": true, "set": true, "map": true, "object": true, "tuple": true, "optional": true}
+
+// TypeExpressionProblem returns what in e is not allowed in a variable's type constraint, ""
+// when nothing is: type names, the constructors list, set, map, object, tuple and optional,
+// and literal values (numbers, strings without interpolation, bools, null, tuples and objects
+// of them) for optional's defaults. hcl's ext/typeexpr evaluates an optional attribute's
+// default itself, outside any evaluation limit, so a for expression there builds a cross
+// product of any size (four nested loops over 100 elements in a 1 KB document: 3 GB).
+func TypeExpressionProblem(e hclsyntax.Expression) string {
+	problem := ""
+	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+		if problem != "" {
+			return nil
+		}
+		switch n := n.(type) {
+		case *hclsyntax.ScopeTraversalExpr, *hclsyntax.LiteralValueExpr, *hclsyntax.TupleConsExpr,
+			*hclsyntax.ObjectConsExpr, *hclsyntax.ObjectConsKeyExpr, *hclsyntax.ParenthesesExpr:
+		case *hclsyntax.FunctionCallExpr:
+			if !typeConstructors[n.Name] {
+				problem = fmt.Sprintf("%s(...) is not a type constructor (want list, set, map, object, tuple or optional)", n.Name)
+			}
+		case *hclsyntax.TemplateExpr:
+			if !n.IsStringLiteral() {
+				problem = "a string with an interpolation or directive (a default must be a literal)"
+			}
+		case *hclsyntax.UnaryOpExpr:
+			if _, ok := n.Val.(*hclsyntax.LiteralValueExpr); !ok {
+				problem = "an operator on something other than a number (a default must be a literal)"
+			}
+		default:
+			problem = strings.TrimPrefix(fmt.Sprintf("%T", n), "*hclsyntax.") + " (a type holds type names, constructors and literal defaults)"
+		}
+		return nil
+	})
+	return problem
 }

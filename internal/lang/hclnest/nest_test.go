@@ -135,3 +135,32 @@ func TestCountSequences(t *testing.T) {
 		t.Errorf("counted %d, want to stop at %d", n, MaxSequences+1)
 	}
 }
+
+// TestTypeExpressionProblem: a type constraint holds type names, constructors and literal
+// defaults; anything an engine would evaluate in it (hcl evaluates optional()'s defaults
+// outside every evaluation limit) is named.
+func TestTypeExpressionProblem(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ src, want string }{
+		{`string`, ""},
+		{`list(object({a = optional(number, -1), b = optional(list(string), ["x", "y"]), c = optional(string, "z"), d = optional(any, null)}))`, ""},
+		{`map(tuple([bool, object({})]))`, ""},
+		{`list(object({a = optional(any, [for v in [1, 2] : [for w in [1, 2] : 0]])}))`, "ForExpr"},
+		{`object({a = optional(any, [1, 2][*])})`, "Splat"},
+		{`object({a = optional(number, true ? 1 : 2)})`, "ConditionalExpr"},
+		{`object({a = optional(number, 1 + 2)})`, "BinaryOpExpr"},
+		{`object({a = optional(string, upper("x"))})`, "upper(...) is not a type constructor"},
+		{`object({a = optional(string, "${1}")})`, "TemplateWrapExpr"},
+		{`object({a = optional(string, "a${1}")})`, "a string with an interpolation"},
+		{`object({a = optional(number, -local.x)})`, "an operator on something other than a number"},
+	} {
+		e, diags := ParseExpression([]byte(tt.src), "type", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", tt.src, diags)
+		}
+		got := TypeExpressionProblem(e)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("TypeExpressionProblem(%s) = %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}

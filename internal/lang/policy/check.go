@@ -112,6 +112,7 @@ func (c *checker) blocks(a *arch.Architecture) {
 	for i := range a.Variables {
 		v := &a.Variables[i]
 		rules(c.pos(v.Pos), "variable "+v.Name+" validation", v.Validations)
+		c.typeConstraint(c.pos(v.Pos), "variable "+v.Name+" type", v.Type)
 	}
 	for i := range a.Checks {
 		ck := &a.Checks[i]
@@ -123,6 +124,24 @@ func (c *checker) blocks(a *arch.Architecture) {
 	}
 	for _, r := range a.Removed {
 		c.traversal(a.Pos, "removed address", r.From)
+	}
+}
+
+// typeConstraint refuses a variable's type s that is not a type constraint of type names,
+// constructors and literal defaults ([hclnest.TypeExpressionProblem]): the engines evaluate
+// optional()'s defaults while they read the configuration, outside any evaluation limit.
+func (c *checker) typeConstraint(pos arch.Pos, what, s string) {
+	if s == "" {
+		return
+	}
+	e, diags := hclnest.ParseExpression([]byte(s), "type", hcl.InitialPos)
+	switch {
+	case diags.HasErrors():
+		c.add(pos, "%s %q does not parse: %s", what, Clip(s), diags.Errs()[0])
+	case e != nil:
+		if p := hclnest.TypeExpressionProblem(e); p != "" {
+			c.add(pos, "%s %q: %s", what, Clip(s), p)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -130,5 +131,29 @@ func TestEval_blocksNotSecret(t *testing.T) {
 				t.Errorf("diagnostics %q, want %q and no secret", ds, tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckPolicy_typeDefaultAttack: a variable's :type whose optional() default is a for
+// expression passed synthesis and the policy, and the engines evaluate such a default while
+// they read the configuration, outside every limit (four nested loops over 100 elements in a
+// 1 KB manifest: 3 GB in the applier, found by a ninth trial). The policy refuses it at the
+// variable; a literal default passes.
+func TestCheckPolicy_typeDefaultAttack(t *testing.T) {
+	t.Parallel()
+	l := "[" + strings.Repeat("0,", 99) + "0]"
+	loops := "0"
+	for i := range 4 {
+		loops = fmt.Sprintf("[for v%d in %s: %s]", i, l, loops)
+	}
+	src := func(ty string) string {
+		return "(deflava-architecture t\n  :variables ((v :type \"" + ty + "\" :default ()))\n  :resources ((terraform-data \"a\" :input \"x\")))"
+	}
+	_, errs := synthBlocks(t, src("list(object({a=optional(any, "+loops+")}))"))
+	if len(errs) != 1 || !strings.Contains(errs[0], "in.tlisp:2:") || !strings.Contains(errs[0], "variable v type") || !strings.Contains(errs[0], "ForExpr") {
+		t.Fatalf("errors %v; want the variable's type refused at its line", errs)
+	}
+	if _, errs := synthBlocks(t, src(`list(object({a=optional(number, 1), b=optional(string, \"x\")}))`)); len(errs) != 0 {
+		t.Fatalf("literal defaults: %v", errs)
 	}
 }

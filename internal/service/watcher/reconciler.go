@@ -211,12 +211,18 @@ func (r *reconciler) dependentsOf(ctx context.Context, o client.Object) []reconc
 
 // dependents returns the resources of this cluster that depend on key, sorted: through
 // spec.dependsOn or spec.bindingsFrom outputsRef (IndexDependsOn), or as the from of a
-// LavaArchitectureDependency whose to is key (IndexEdgeTo; the from may not exist). Errors:
+// LavaArchitectureDependency whose to is key (IndexEdgeTo; the from may not exist); under
+// lockdown only those of key's namespace. Errors:
 // listing either index (what the other found is still returned).
 func (r *reconciler) dependents(ctx context.Context, key types.NamespacedName) ([]types.NamespacedName, error) {
 	seen := map[types.NamespacedName]bool{key: true}
 	var out []types.NamespacedName
 	add := func(k types.NamespacedName) {
+		// Under lockdown an edge from another namespace is refused (resolver.edges): it
+		// neither holds this object's deletion nor names the other namespace's object here.
+		if r.deps.noCrossNamespace && k.Namespace != key.Namespace {
+			return
+		}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)

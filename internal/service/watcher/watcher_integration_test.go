@@ -44,6 +44,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("a generation's events published in reverse fold without a nak", e.testReverseBurst)
 	t.Run("an outcome older than a folded event of its generation is dropped", e.testSupersededOutcome)
 	t.Run("a producer's destroy waits for its consumers", e.testDestroyOrder)
+	t.Run("under lockdown another namespace's object holds no deletion", e.testDestroyOrderLockdown)
 	t.Run("dependencies hold back until their phase", e.testDependencies)
 	t.Run("two-resource cycle reported on both", e.testCycle)
 	t.Run("lockdown refuses cross-namespace references", e.testLockdown)
@@ -958,4 +959,35 @@ func (e *env) testDestroyOrder(t *testing.T) {
 		t.Errorf("DeletionRequested after %s, want the deletion wait (4s, from the deletionTimestamp's second)", waited)
 	}
 	e.waitStatus(t, ns, "lone", blocked(v1alpha1.ReasonDeletionWaitExpired, metav1.ConditionFalse, "stays"))
+}
+
+// testDestroyOrderLockdown: under lockdown (NoCrossNamespaceRefs) an object of another
+// namespace whose dependsOn names this one (refused as a dependency) does not hold its
+// deletion, and its name never appears in this object's status: a tenant held every deletion
+// of another namespace for the deletion wait and had its own object named there (found by a
+// ninth trial).
+func (e *env) testDestroyOrderLockdown(t *testing.T) {
+	victim, attacker := e.kube.Namespace(t), e.kube.Namespace(t)
+	e.startWatcher(t, victim, "destroy-lockdown", func(c *watcher.Config) {
+		c.NoCrossNamespaceRefs, c.Namespaces, c.DeletionWait = true, []string{victim, attacker}, time.Minute
+	})
+	e.create(t, newArch(victim, "db", nil))
+	e.create(t, newArch(attacker, "x", func(s *v1alpha1.LavaArchitectureSpec) {
+		s.DependsOn = []v1alpha1.Dependency{{Name: "db", Namespace: victim}}
+	}))
+	e.waitStatus(t, attacker, "x", conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonCrossNamespaceRefRefused))
+	e.waitStatus(t, victim, "db", func(o *v1alpha1.LavaArchitecture) error {
+		if !controllerutil.ContainsFinalizer(o, v1alpha1.Finalizer) {
+			return fmt.Errorf("no finalizer yet")
+		}
+		return nil
+	})
+	if err := e.kube.Client.Delete(t.Context(), e.get(t, victim, "db")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(victim, "db", bus.EventDeletionRequested), 1)
+	got := e.get(t, victim, "db")
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionDeletionBlocked); c != nil {
+		t.Errorf("DeletionBlocked %+v: another namespace's object held the deletion", c)
+	}
 }
