@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -422,7 +423,7 @@ func TestEvaluationLimits_typeDefaults(t *testing.T) {
 	}
 	var alloc uint64
 	var err error
-	alloc = allocatedBy(func() { _, err = ParseConfig(doc("object({a=optional(any, " + loops + ")})")) })
+	alloc = proctest.Allocated(func() { _, err = ParseConfig(doc("object({a=optional(any, " + loops + ")})")) })
 	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "var.v: type") || !strings.Contains(err.Error(), "ForExpr") {
 		t.Fatalf("a for expression in a type's default: %v; want it refused", err)
 	}
@@ -433,16 +434,6 @@ func TestEvaluationLimits_typeDefaults(t *testing.T) {
 	if err != nil || cfg.Variables["v"] == nil {
 		t.Fatalf("literal defaults: %v", err)
 	}
-}
-
-// allocatedBy returns the bytes the process allocated while fn ran (runtime.MemStats
-// TotalAlloc).
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestEvaluationLimits_unknownLocalsEvaluatedOnce: a local whose value is known only after

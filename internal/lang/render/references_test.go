@@ -2,9 +2,10 @@ package render
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
@@ -140,16 +141,6 @@ func TestSynthesize_functionCalls(t *testing.T) {
 	}
 }
 
-// allocatedBy returns the bytes the process allocated while fn ran (runtime.MemStats
-// TotalAlloc): the work of a quadratic path shows in it without timing anything.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestSynthesize_manyBadReferencesInOneStringAttack: 30,000 undeclared references in one
 // 180 KB string. Each error clipped the whole string again for its message, past the cap
 // (about 8 minutes of synth's CPU at 1 MiB, found by an eighth trial): the string is now
@@ -158,7 +149,7 @@ func allocatedBy(fn func()) uint64 {
 func TestSynthesize_manyBadReferencesInOneStringAttack(t *testing.T) {
 	src := `(deflava-architecture refs :resources ((null-resource "n" :x "` + strings.Repeat("${a.b}", 30000) + `")))`
 	var ds tlisp.Diagnostics
-	alloc := allocatedBy(func() {
+	alloc := proctest.Allocated(func() {
 		_, ds = Synthesize(Input{SourceKind: SourceInline, SourceText: []byte(src), File: "refs.tlisp"})
 	})
 	errs := ds.Errors()
@@ -187,7 +178,7 @@ func TestCheckPolicy_manyDeniedFunctionsAttack(t *testing.T) {
 		t.Fatalf("synthesis failed: %v", ds)
 	}
 	var vs tlisp.Diagnostics
-	alloc := allocatedBy(func() { vs = CheckPolicy(in, out, policy.Default()) })
+	alloc := proctest.Allocated(func() { vs = CheckPolicy(in, out, policy.Default()) })
 	if len(vs) != tlisp.MaxDiagnostics+1 || !strings.Contains(vs[len(vs)-1].Message, "and 19950 more violation(s)") {
 		t.Fatalf("%d violations (last %q), want %d, the last counting the rest", len(vs), vs[len(vs)-1].Message, tlisp.MaxDiagnostics+1)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -107,4 +108,16 @@ func StartParent(tb testing.TB, env ...string) (parent *exec.Cmd, child int) {
 	}
 	tb.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 	return parent, child
+}
+
+// Allocated returns the bytes this process allocated while fn ran (runtime.MemStats
+// TotalAlloc, the heap's cumulative allocations): the work of a quadratic path shows in it
+// without timing anything. Run it from a test that is not parallel, since every goroutine's
+// allocations count.
+func Allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
