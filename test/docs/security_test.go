@@ -131,6 +131,10 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_typeDefaults", "TestCheckPolicy_typeDefaultAttack"}},
 	{"17b", "a refused cross-namespace dependsOn held another tenant's deletion and was named in its status",
 		[]string{"TestWatcher"}},
+	{"18a", "a variable default of 1,000 alike numbers or 24,000 mixed values: converted outside the budget",
+		[]string{"TestEvaluationLimits_readTimeConversions"}},
+	{"18b", "nested for expressions in replace_triggered_by: 27 million elements built on every plan",
+		[]string{"TestEvaluationLimits_readTimeConversions"}},
 }
 
 var (

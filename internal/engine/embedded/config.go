@@ -454,6 +454,11 @@ func (c *Config) parseVariable(blk *hcl.Block) error {
 		if diags.HasErrors() {
 			return diagError(where+": default", diags)
 		}
+		// Converted while the configuration is read, where no budget runs: a set of numbers
+		// that hash alike or a tuple of mixed types costs the square of its elements.
+		if e, _, _ := valueSize(d, MaxDefaultElements+1, MaxValueBytes+1); e > MaxDefaultElements {
+			return fmt.Errorf("%s: default: %w: more than %d elements", where, engine.ErrEvaluationLimit, MaxDefaultElements)
+		}
 		if v.Defaults != nil {
 			d = v.Defaults.Apply(d)
 		}
@@ -845,6 +850,11 @@ func (rc *ResourceConfig) parseLifecycle(b *hcl.Block) error {
 			x, err := jsonStringExpr(e)
 			if err != nil {
 				return fmt.Errorf("%s: lifecycle.replace_triggered_by: %w", addr, err)
+			}
+			// A reference, as Terraform requires (a resource, an instance, an attribute): an
+			// expression here would be evaluated on every plan.
+			if _, diags := hcl.AbsTraversalForExpr(x); diags.HasErrors() {
+				return fmt.Errorf("%s: lifecycle.replace_triggered_by: %w: want a reference to a resource, an instance or its attribute", addr, engine.ErrEvaluationLimit)
 			}
 			rc.ReplaceTriggeredBy = append(rc.ReplaceTriggeredBy, x)
 		}

@@ -45,6 +45,10 @@ const (
 	// EvalBytes is the text budget of one plan or apply: the text functions, templates and
 	// expression results build, and the text of the arguments functions read.
 	EvalBytes = 128 << 20
+	// MaxDefaultElements bounds the elements of a variable's default, which go-cty converts
+	// to the variable's type while the configuration is read, where no budget runs: a set of
+	// 1,000 numbers that hash alike took 13 s, a tuple of 24,000 values of three types 1 GB.
+	MaxDefaultElements = 256
 	// MaxBcryptCost is the highest bcrypt cost accepted: OpenTofu's default is 10, and each
 	// step doubles the time of a hash (cost 12 takes about a quarter of a second of one CPU;
 	// cost 31, which OpenTofu accepts, takes days and cannot be interrupted).

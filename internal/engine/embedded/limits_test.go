@@ -436,6 +436,66 @@ func TestEvaluationLimits_typeDefaults(t *testing.T) {
 	}
 }
 
+// TestEvaluationLimits_readTimeConversions: what go-cty converts or evaluates while the
+// configuration is read, where no budget runs, is bounded (found by a tenth trial): a
+// variable's default of more than MaxDefaultElements elements (1,000 numbers that hash alike
+// for a set(number): 13 s; 24,000 values of three types for a list(any): 1 GB), the same in
+// an optional() default of its type (more than hclnest.MaxTypeParts parts), and a
+// replace_triggered_by that is not a reference (three nested for expressions over a
+// 300-element attribute: 27 million elements built on every plan, 1.9 GB). Within the
+// bounds, each is read.
+func TestEvaluationLimits_readTimeConversions(t *testing.T) {
+	t.Parallel()
+	nums := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("1.%012d", i+1)
+		}
+		return out
+	}
+	variable := func(ty string, def any) string {
+		b, err := json.Marshal(map[string]any{"variable": map[string]any{"v": map[string]any{"type": ty, "default": def}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	mixed := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = []any{"a", true, 1}[i%3]
+		}
+		return out
+	}
+	numList := func(n int) string {
+		b, _ := json.Marshal(nums(n))
+		return strings.ReplaceAll(string(b), `"`, "")
+	}
+	for _, tt := range []struct{ name, doc, want string }{
+		{"a set default", variable("set(number)", nums(MaxDefaultElements+1)), "more than 256 elements"},
+		{"a mixed default", variable("list(any)", mixed(300)), "more than 256 elements"},
+		{"an optional() default", variable("object({a=optional(set(number), "+numList(300)+")})", map[string]any{}), "more than 256 parts"},
+		{"replace_triggered_by", `{"resource":{"terraform_data":{"b":{"input":[1,2,3]},"a":{"input":"x","lifecycle":{"replace_triggered_by":["[for a in terraform_data.b.input : [for b in terraform_data.b.input : a]]"]}}}}}`,
+			"want a reference to a resource"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseConfig([]byte(tt.doc))
+			if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("%v; want it refused (%q)", err, tt.want)
+			}
+		})
+	}
+	for _, doc := range []string{
+		variable("set(number)", nums(MaxDefaultElements-1)), // and the set itself
+		variable("object({a=optional(set(number), "+numList(100)+")})", map[string]any{}),
+	} {
+		if _, err := ParseConfig([]byte(doc)); err != nil {
+			t.Errorf("within the bounds: %v", err)
+		}
+	}
+}
+
 // TestEvaluationLimits_unknownLocalsEvaluatedOnce: a local whose value is known only after
 // apply is evaluated once while no value changes, as a known one is: 24 locals that each refer
 // to the previous one twice were evaluated 2^24 times (each building a two-element tuple, so

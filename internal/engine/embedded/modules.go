@@ -312,6 +312,13 @@ func (e *evalState) varOf(s *modScope, name string, depth int) (cty.Value, error
 		if diags.HasErrors() {
 			return cty.NilVal, diagError(where, diags)
 		}
+		if b := budgetOf(ctx); b != nil && x != cty.NilVal {
+			// Under the budget, as a function's parameter: go-cty's conversion of a tuple of
+			// mixed types or a set of numbers that hash alike costs the square of its elements.
+			if x, err = b.convertible(where, x, vc.Type); err != nil {
+				return cty.NilVal, err
+			}
+		}
 		val = x
 	}
 	if val == cty.NilVal {

@@ -169,16 +169,25 @@ func SequencesError(doc []byte) error {
 // typeConstructors are the calls a type constraint is written with (hcl's ext/typeexpr).
 var typeConstructors = map[string]bool{"list": true, "set": true, "map": true, "object": true, "tuple": true, "optional": true}
 
+// MaxTypeParts bounds the syntax nodes of a type constraint (type names, constructors,
+// literals of optional() defaults): hcl converts the defaults while the configuration is read,
+// where nothing bounds the work (a set of 1,000 numbers that hash alike: 13 s).
+const MaxTypeParts = 256
+
 // TypeExpressionProblem returns what in e is not allowed in a variable's type constraint, ""
 // when nothing is: type names, the constructors list, set, map, object, tuple and optional,
 // and literal values (numbers, strings without interpolation, bools, null, tuples and objects
-// of them) for optional's defaults. hcl's ext/typeexpr evaluates an optional attribute's
+// of them) for optional's defaults, [MaxTypeParts] of them at most. hcl's ext/typeexpr evaluates an optional attribute's
 // default itself, outside any evaluation limit, so a for expression there builds a cross
 // product of any size (four nested loops over 100 elements in a 1 KB document: 3 GB).
 func TypeExpressionProblem(e hclsyntax.Expression) string {
-	problem := ""
+	problem, parts := "", 0
 	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
 		if problem != "" {
+			return nil
+		}
+		if parts++; parts > MaxTypeParts {
+			problem = fmt.Sprintf("the type has more than %d parts (names, constructors, literals)", MaxTypeParts)
 			return nil
 		}
 		switch n := n.(type) {
