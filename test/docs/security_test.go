@@ -135,6 +135,8 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_readTimeConversions"}},
 	{"18b", "nested for expressions in replace_triggered_by: 27 million elements built on every plan",
 		[]string{"TestEvaluationLimits_readTimeConversions"}},
+	{"19a", "optional() defaults of object lists nested 14 levels: 3^14 objects while the configuration is read",
+		[]string{"TestEvaluationLimits_readTimeConversions", "TestTypeExpressionProblem"}},
 }
 
 var (

@@ -436,14 +436,26 @@ func TestEvaluationLimits_typeDefaults(t *testing.T) {
 	}
 }
 
+// nestedDefaults is a type whose optional() default, at each of d levels, is a list of k
+// objects of the level below: hcl fills each inserted object's defaults, k^d objects.
+func nestedDefaults(k, d int) string {
+	elems := strings.TrimSuffix(strings.Repeat("{},", k), ",")
+	ty := "object({})"
+	for range d {
+		ty = "object({a=optional(list(" + ty + "),[" + elems + "])})"
+	}
+	return ty
+}
+
 // TestEvaluationLimits_readTimeConversions: what go-cty converts or evaluates while the
 // configuration is read, where no budget runs, is bounded (found by a tenth trial): a
 // variable's default of more than MaxDefaultElements elements (1,000 numbers that hash alike
 // for a set(number): 13 s; 24,000 values of three types for a list(any): 1 GB), the same in
 // an optional() default of its type (more than hclnest.MaxTypeParts parts), and a
 // replace_triggered_by that is not a reference (three nested for expressions over a
-// 300-element attribute: 27 million elements built on every plan, 1.9 GB). Within the
-// bounds, each is read.
+// 300-element attribute: 27 million elements built on every plan, 1.9 GB), and optional()
+// defaults of objects nested in collections (3 objects a level, 14 levels: 3^14 objects,
+// 2.1 GB from 700 bytes, found by an eleventh trial). Within the bounds, each is read.
 func TestEvaluationLimits_readTimeConversions(t *testing.T) {
 	t.Parallel()
 	nums := func(n int) []any {
@@ -475,6 +487,7 @@ func TestEvaluationLimits_readTimeConversions(t *testing.T) {
 		{"a set default", variable("set(number)", nums(MaxDefaultElements+1)), "more than 256 elements"},
 		{"a mixed default", variable("list(any)", mixed(300)), "more than 256 elements"},
 		{"an optional() default", variable("object({a=optional(set(number), "+numList(300)+")})", map[string]any{}), "more than 256 parts"},
+		{"nested optional() defaults", variable(nestedDefaults(3, 14), map[string]any{"b": 1}), "holds an object inside a collection"},
 		{"replace_triggered_by", `{"resource":{"terraform_data":{"b":{"input":[1,2,3]},"a":{"input":"x","lifecycle":{"replace_triggered_by":["[for a in terraform_data.b.input : [for b in terraform_data.b.input : a]]"]}}}}}`,
 			"want a reference to a resource"},
 	} {

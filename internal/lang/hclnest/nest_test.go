@@ -153,6 +153,10 @@ func TestTypeExpressionProblem(t *testing.T) {
 		{`object({a = optional(string, "${1}")})`, "TemplateWrapExpr"},
 		{`object({a = optional(string, "a${1}")})`, "a string with an interpolation"},
 		{`object({a = optional(number, -local.x)})`, "an operator on something other than a number"},
+		{`object({a = optional(object({b = optional(string, "x")}), {})})`, ""},
+		{`object({a = optional(list(object({})), [{}, {}])})`, "holds an object inside a collection"},
+		{`object({a = optional(map(object({})), {x = {}, y = {}})})`, "holds an object inside a collection"},
+		{`object({a = optional(list(string), ["a", "b"])})`, ""},
 	} {
 		e, diags := ParseExpression([]byte(tt.src), "type", hcl.InitialPos)
 		if diags.HasErrors() {
