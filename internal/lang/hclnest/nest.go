@@ -175,12 +175,12 @@ var typeConstructors = map[string]bool{"list": true, "set": true, "map": true, "
 const MaxTypeParts = 256
 
 // TypeExpressionProblem returns what in e is not allowed in a variable's type constraint, ""
-// when nothing is: type names, the constructors list, set, map, object, tuple and optional,
-// and literal values (numbers, strings without interpolation, bools, null, tuples and objects
-// of them) for optional's defaults, [MaxTypeParts] of them at most, an object in a default
-// only as the default itself (hcl applies an inserted object's own defaults, so a list of k
-// objects whose type has such a default, nested d levels, builds k^d objects: 600 bytes took
-// 2 GB). hcl's ext/typeexpr evaluates an optional attribute's
+// when nothing is: type names and the constructors list, set, map, object, tuple and
+// optional (without a default), [MaxTypeParts] parts at most. hcl's ext/typeexpr evaluates an
+// optional attribute's default, and fills the defaults of every object it inserts, while the
+// configuration is read, outside any evaluation limit: a for expression there built a cross
+// product of any size (1 KB: 3 GB), and lists of objects nested 14 levels, 3^14 objects (700
+// bytes: 2 GB). A variable's value is its literal default, so such defaults add nothing. hcl's ext/typeexpr evaluates an optional attribute's
 // default itself, outside any evaluation limit, so a for expression there builds a cross
 // product of any size (four nested loops over 100 elements in a 1 KB document: 3 GB).
 func TypeExpressionProblem(e hclsyntax.Expression) string {
@@ -200,8 +200,8 @@ func TypeExpressionProblem(e hclsyntax.Expression) string {
 			if !typeConstructors[n.Name] {
 				problem = fmt.Sprintf("%s(...) is not a type constructor (want list, set, map, object, tuple or optional)", n.Name)
 			}
-			if n.Name == "optional" && len(n.Args) == 2 && nestedObject(n.Args[1], false) {
-				problem = "an optional() default holds an object inside a collection or another object (hcl fills each object's own defaults, so nested defaults multiply)"
+			if n.Name == "optional" && len(n.Args) > 1 {
+				problem = "optional() with a default (a variable's value is its literal default: write the attribute's value there; hcl fills optional() defaults while it reads the configuration, outside every evaluation limit)"
 			}
 		case *hclsyntax.TemplateExpr:
 			if !n.IsStringLiteral() {
@@ -217,29 +217,4 @@ func TypeExpressionProblem(e hclsyntax.Expression) string {
 		return nil
 	})
 	return problem
-}
-
-// nestedObject reports whether the literal e holds an object constructor inside a tuple or
-// another object (inside is whether e itself is such an element).
-func nestedObject(e hclsyntax.Expression, inside bool) bool {
-	switch e := e.(type) {
-	case *hclsyntax.ObjectConsExpr:
-		if inside {
-			return true
-		}
-		for _, it := range e.Items {
-			if nestedObject(it.ValueExpr, true) {
-				return true
-			}
-		}
-	case *hclsyntax.TupleConsExpr:
-		for _, x := range e.Exprs {
-			if nestedObject(x, true) {
-				return true
-			}
-		}
-	case *hclsyntax.ParenthesesExpr:
-		return nestedObject(e.Expression, inside)
-	}
-	return false
 }
