@@ -303,47 +303,19 @@ func (e *evaluator) evalChecks(n *Node, a *arch.Architecture) {
 // evalMoved reads :moved into e.moves; [evaluator.checkBlocks] checks them against the
 // declarations.
 func (e *evaluator) evalMoved(n *Node) {
-	if !e.clauseList(n, ":moved", movedGrammar) {
-		return
-	}
-	for _, m := range n.List {
-		if e.full {
-			return
-		}
-		if m.Kind != NodeList {
-			e.errorf(m.Pos, ":moved: expected an entry (:from \"ADDR\" :to \"ADDR\"), got %s (expected %s)", describe(m), movedGrammar)
-			continue
-		}
-		vals, ok := e.keyPairs(m.List, 0, "moved", movedGrammar, "from", "to")
-		if !ok {
-			continue
-		}
+	e.addressEntries(n, "moved", movedGrammar, `(:from "ADDR" :to "ADDR")`, []string{"from", "to"}, func(m *Node, vals map[string]*Node) {
 		from, fok := e.blockAddress(m, vals, "moved", "from", movedGrammar)
 		to, tok := e.blockAddress(m, vals, "moved", "to", movedGrammar)
 		if fok && tok {
 			e.moves = append(e.moves, pendingMove{from: from, to: to})
 		}
-	}
+	})
 }
 
 // evalRemoved reads :removed into e.removed; [evaluator.checkBlocks] checks them against
 // the declarations.
 func (e *evaluator) evalRemoved(n *Node) {
-	if !e.clauseList(n, ":removed", removedGrammar) {
-		return
-	}
-	for _, m := range n.List {
-		if e.full {
-			return
-		}
-		if m.Kind != NodeList {
-			e.errorf(m.Pos, ":removed: expected an entry (:from \"ADDR\" :destroy #f), got %s (expected %s)", describe(m), removedGrammar)
-			continue
-		}
-		vals, ok := e.keyPairs(m.List, 0, "removed", removedGrammar, "from", "destroy")
-		if !ok {
-			continue
-		}
+	e.addressEntries(n, "removed", removedGrammar, `(:from "ADDR" :destroy #f)`, []string{"from", "destroy"}, func(m *Node, vals map[string]*Node) {
 		from, fok := e.blockAddress(m, vals, "removed", "from", removedGrammar)
 		destroy := false
 		if d, has := vals["destroy"]; has {
@@ -351,13 +323,34 @@ func (e *evaluator) evalRemoved(n *Node) {
 			destroy, fok = b, fok && dok
 		}
 		if !fok {
-			continue
+			return
 		}
 		if from.addr.Keyed {
 			e.errorf(from.pos, "removed :from %q has an instance key: a removed block names a resource or module call without keys (as the engines require)", from.addr.Text)
-			continue
+			return
 		}
 		e.removed = append(e.removed, pendingRemoved{from: from, destroy: destroy})
+	})
+}
+
+// addressEntries reads the entries of the clause :what (:moved or :removed): each a list of
+// keyword pairs among keys, example showing one. It reports an element that is not a list
+// and an entry whose pairs do not read, and calls fn with each other entry and its values.
+func (e *evaluator) addressEntries(n *Node, what, grammar, example string, keys []string, fn func(m *Node, vals map[string]*Node)) {
+	if !e.clauseList(n, ":"+what, grammar) {
+		return
+	}
+	for _, m := range n.List {
+		if e.full {
+			return
+		}
+		if m.Kind != NodeList {
+			e.errorf(m.Pos, ":%s: expected an entry %s, got %s (expected %s)", what, example, describe(m), grammar)
+			continue
+		}
+		if vals, ok := e.keyPairs(m.List, 0, what, grammar, keys...); ok {
+			fn(m, vals)
+		}
 	}
 }
 
