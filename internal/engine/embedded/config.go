@@ -426,7 +426,7 @@ func (c *Config) parseVariable(blk *hcl.Block) error {
 	if a, ok := content.Attributes["type"]; ok {
 		x := typeExpr(a.Expr)
 		if sx, ok := x.(hclsyntax.Expression); ok {
-			if p := hclnest.TypeExpressionProblem(sx); p != "" {
+			if p := hclnest.TypeExpressionProblemDefaults(sx); p != "" {
 				// hcl evaluates optional()'s defaults itself, outside the evaluation limits.
 				return fmt.Errorf("%s: type: %w: %s", where, engine.ErrEvaluationLimit, p)
 			}
@@ -853,8 +853,10 @@ func (rc *ResourceConfig) parseLifecycle(b *hcl.Block) error {
 			}
 			// A reference, as Terraform requires (a resource, an instance, an attribute): an
 			// expression here would be evaluated on every plan.
-			if _, diags := hcl.AbsTraversalForExpr(x); diags.HasErrors() {
-				return fmt.Errorf("%s: lifecycle.replace_triggered_by: %w: want a reference to a resource, an instance or its attribute", addr, engine.ErrEvaluationLimit)
+			if sx, ok := x.(hclsyntax.Expression); ok {
+				if p := hclnest.ReferenceProblem(sx); p != "" {
+					return fmt.Errorf("%s: lifecycle.replace_triggered_by: %w: want a reference to a resource, an instance or its attribute, got %s", addr, engine.ErrEvaluationLimit, p)
+				}
 			}
 			rc.ReplaceTriggeredBy = append(rc.ReplaceTriggeredBy, x)
 		}

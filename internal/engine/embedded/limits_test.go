@@ -424,15 +424,15 @@ func TestEvaluationLimits_typeDefaults(t *testing.T) {
 	var alloc uint64
 	var err error
 	alloc = proctest.Allocated(func() { _, err = ParseConfig(doc("object({a=optional(any, " + loops + ")})")) })
-	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "var.v: type") || !strings.Contains(err.Error(), "optional() with a default") {
+	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "var.v: type") || !strings.Contains(err.Error(), "ForExpr") {
 		t.Fatalf("a for expression in a type's default: %v; want it refused", err)
 	}
 	if alloc > 64<<20 {
 		t.Errorf("%d MB allocated reading the document: the default was evaluated", alloc>>20)
 	}
-	cfg, err := ParseConfig(doc(`object({a=optional(list(number)), b=optional(string)})`))
+	cfg, err := ParseConfig(doc(`object({a=optional(list(number), [1, 2]), b=optional(string, "x"), c=optional(map(string), {})})`))
 	if err != nil || cfg.Variables["v"] == nil {
-		t.Fatalf("optional attributes without defaults: %v", err)
+		t.Fatalf("literal defaults: %v", err)
 	}
 }
 
@@ -486,8 +486,8 @@ func TestEvaluationLimits_readTimeConversions(t *testing.T) {
 	for _, tt := range []struct{ name, doc, want string }{
 		{"a set default", variable("set(number)", nums(MaxDefaultElements+1)), "more than 256 elements"},
 		{"a mixed default", variable("list(any)", mixed(300)), "more than 256 elements"},
-		{"an optional() default", variable("object({a=optional(set(number), "+numList(300)+")})", map[string]any{}), "optional() with a default"},
-		{"nested optional() defaults", variable(nestedDefaults(3, 14), map[string]any{"b": 1}), "optional() with a default"},
+		{"an optional() default", variable("object({a=optional(set(number), "+numList(300)+")})", map[string]any{}), "more than 256 parts"},
+		{"nested optional() defaults", variable(nestedDefaults(3, 14), map[string]any{"b": 1}), "holds an object inside a collection"},
 		{"replace_triggered_by", `{"resource":{"terraform_data":{"b":{"input":[1,2,3]},"a":{"input":"x","lifecycle":{"replace_triggered_by":["[for a in terraform_data.b.input : [for b in terraform_data.b.input : a]]"]}}}}}`,
 			"want a reference to a resource"},
 	} {
@@ -501,7 +501,7 @@ func TestEvaluationLimits_readTimeConversions(t *testing.T) {
 	}
 	for _, doc := range []string{
 		variable("set(number)", nums(MaxDefaultElements-1)), // and the set itself
-		variable("object({a=optional(set(number))})", map[string]any{}),
+		variable("object({a=optional(set(number), "+numList(100)+")})", map[string]any{}),
 	} {
 		if _, err := ParseConfig([]byte(doc)); err != nil {
 			t.Errorf("within the bounds: %v", err)

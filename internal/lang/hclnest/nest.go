@@ -183,7 +183,16 @@ const MaxTypeParts = 256
 // bytes: 2 GB). A variable's value is its literal default, so such defaults add nothing. hcl's ext/typeexpr evaluates an optional attribute's
 // default itself, outside any evaluation limit, so a for expression there builds a cross
 // product of any size (four nested loops over 100 elements in a 1 KB document: 3 GB).
-func TypeExpressionProblem(e hclsyntax.Expression) string {
+func TypeExpressionProblem(e hclsyntax.Expression) string { return typeProblem(e, false) }
+
+// TypeExpressionProblemDefaults is [TypeExpressionProblem] with literal optional() defaults
+// allowed, as an engine reads a configuration (a bundled module's variables, Terraform's own
+// documents), but no object inside a default's collection or object: hcl fills the defaults
+// of every object it inserts, so lists of objects nested d levels build k^d objects.
+func TypeExpressionProblemDefaults(e hclsyntax.Expression) string { return typeProblem(e, true) }
+
+// typeProblem is [TypeExpressionProblem], with literal defaults when defaults is set.
+func typeProblem(e hclsyntax.Expression, defaults bool) string {
 	problem, parts := "", 0
 	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
 		if problem != "" {
@@ -200,8 +209,12 @@ func TypeExpressionProblem(e hclsyntax.Expression) string {
 			if !typeConstructors[n.Name] {
 				problem = fmt.Sprintf("%s(...) is not a type constructor (want list, set, map, object, tuple or optional)", n.Name)
 			}
-			if n.Name == "optional" && len(n.Args) > 1 {
+			switch {
+			case n.Name != "optional" || len(n.Args) < 2:
+			case !defaults:
 				problem = "optional() with a default (a variable's value is its literal default: write the attribute's value there; hcl fills optional() defaults while it reads the configuration, outside every evaluation limit)"
+			case nestedObject(n.Args[1], false):
+				problem = "an optional() default holds an object inside a collection or another object (hcl fills each inserted object's defaults, so nested defaults multiply)"
 			}
 		case *hclsyntax.TemplateExpr:
 			if !n.IsStringLiteral() {
@@ -213,6 +226,51 @@ func TypeExpressionProblem(e hclsyntax.Expression) string {
 			}
 		default:
 			problem = strings.TrimPrefix(fmt.Sprintf("%T", n), "*hclsyntax.") + " (a type holds type names, constructors and literal defaults)"
+		}
+		return nil
+	})
+	return problem
+}
+
+// nestedObject reports whether the literal e holds an object constructor inside a tuple or
+// another object (inside: e itself is such an element).
+func nestedObject(e hclsyntax.Expression, inside bool) bool {
+	switch e := e.(type) {
+	case *hclsyntax.ObjectConsExpr:
+		if inside {
+			return true
+		}
+		for _, it := range e.Items {
+			if nestedObject(it.ValueExpr, true) {
+				return true
+			}
+		}
+	case *hclsyntax.TupleConsExpr:
+		for _, x := range e.Exprs {
+			if nestedObject(x, true) {
+				return true
+			}
+		}
+	case *hclsyntax.ParenthesesExpr:
+		return nestedObject(e.Expression, inside)
+	}
+	return false
+}
+
+// ReferenceProblem returns what in e is not a reference, "" when it is one: a traversal
+// (a.b, a["k"], a[0]) whose indexes are literals or traversals themselves (each.key,
+// count.index), as lifecycle.replace_triggered_by takes; anything that builds a value (a for
+// expression, a splat, a call, a constructor, an operator) is named.
+func ReferenceProblem(e hclsyntax.Expression) string {
+	problem := ""
+	_ = hclsyntax.VisitAll(e, func(n hclsyntax.Node) hcl.Diagnostics {
+		switch n.(type) {
+		case *hclsyntax.ScopeTraversalExpr, *hclsyntax.RelativeTraversalExpr, *hclsyntax.IndexExpr,
+			*hclsyntax.LiteralValueExpr, *hclsyntax.TemplateWrapExpr, *hclsyntax.ParenthesesExpr:
+		default:
+			if problem == "" {
+				problem = strings.TrimPrefix(fmt.Sprintf("%T", n), "*hclsyntax.") + " (want a reference)"
+			}
 		}
 		return nil
 	})

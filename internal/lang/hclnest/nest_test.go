@@ -167,3 +167,43 @@ func TestTypeExpressionProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestTypeExpressionProblemDefaults: as an engine reads a configuration, literal optional()
+// defaults are allowed, but not an object inside a default's collection or object (nested
+// defaults multiply) nor anything an engine would evaluate.
+func TestTypeExpressionProblemDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ src, want string }{
+		{`object({size = optional(number, 2), tags = optional(map(string), {}), names = optional(list(string), ["a"])})`, ""},
+		{`object({a = optional(object({b = optional(string, "x")}), {})})`, ""},
+		{`object({a = optional(list(object({})), [{}, {}])})`, "holds an object inside a collection"},
+		{`object({a = optional(map(object({})), {x = {}})})`, "holds an object inside a collection"},
+		{`object({a = optional(any, [for v in [1] : v])})`, "ForExpr"},
+	} {
+		e, diags := ParseExpression([]byte(tt.src), "type", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", tt.src, diags)
+		}
+		got := TypeExpressionProblemDefaults(e)
+		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("TypeExpressionProblemDefaults(%s) = %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestReferenceProblem(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ src, want string }{
+		{`terraform_data.a`, ""}, {`terraform_data.v[each.key]`, ""}, {`terraform_data.a[0].output`, ""},
+		{`[for a in terraform_data.b.input : a]`, "ForExpr"}, {`terraform_data.a[*].id`, "Splat"},
+		{`upper(terraform_data.a.id)`, "FunctionCallExpr"},
+	} {
+		e, diags := ParseExpression([]byte(tt.src), "ref", hcl.InitialPos)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %v", tt.src, diags)
+		}
+		if got := ReferenceProblem(e); (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+			t.Errorf("ReferenceProblem(%s) = %q, want %q", tt.src, got, tt.want)
+		}
+	}
+}

@@ -457,7 +457,14 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, opts TopologyOp
 		}
 	}
 	for _, cfg := range t.KeyValues {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		_, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			// Another replica created the bucket between this one's look-up and its create,
+			// and turned its direct gets off ([leaderReads]), so the configurations differ:
+			// the bucket exists now, and a second call updates it.
+			_, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+		}
+		if err != nil {
 			return fmt.Errorf("bus: ensure kv bucket %s: %w", cfg.Bucket, err)
 		}
 		if err := leaderReads(ctx, js, kvStream(cfg.Bucket)); err != nil {
