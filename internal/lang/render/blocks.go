@@ -87,37 +87,21 @@ func (w *emitter) rules(key string, rs []arch.Rule) error {
 // without it) and the check blocks ({NAME: {"assert": [rules]}}), each only when there are
 // some.
 func (w *emitter) blocks(a *arch.Architecture) error {
-	if len(a.Moves) > 0 {
-		w.key("moved")
-		w.open('[')
-		for _, m := range a.Moves {
-			w.elem()
-			w.open('{')
-			w.key("from")
-			w.str(m.From)
-			w.key("to")
-			w.str(m.To)
-			w.close('}')
-		}
-		w.close(']')
-	}
-	if len(a.Removed) > 0 {
-		w.key("removed")
-		w.open('[')
-		for _, r := range a.Removed {
-			w.elem()
-			w.open('{')
-			w.key("from")
-			w.str(r.From)
-			w.key("lifecycle")
-			w.open('{')
-			w.key("destroy")
-			w.b = strconv.AppendBool(w.b, r.Destroy)
-			w.close('}')
-			w.close('}')
-		}
-		w.close(']')
-	}
+	w.objects("moved", len(a.Moves), func(i int) {
+		w.key("from")
+		w.str(a.Moves[i].From)
+		w.key("to")
+		w.str(a.Moves[i].To)
+	})
+	w.objects("removed", len(a.Removed), func(i int) {
+		w.key("from")
+		w.str(a.Removed[i].From)
+		w.key("lifecycle")
+		w.open('{')
+		w.key("destroy")
+		w.b = strconv.AppendBool(w.b, a.Removed[i].Destroy)
+		w.close('}')
+	})
 	if len(a.Checks) > 0 {
 		w.key("check")
 		w.open('{')
@@ -133,4 +117,21 @@ func (w *emitter) blocks(a *arch.Architecture) error {
 		w.close('}')
 	}
 	return nil
+}
+
+// objects writes key with an array of n objects, fields writing the members of object i; it
+// writes nothing when n is 0.
+func (w *emitter) objects(key string, n int, fields func(i int)) {
+	if n == 0 {
+		return
+	}
+	w.key(key)
+	w.open('[')
+	for i := range n {
+		w.elem()
+		w.open('{')
+		fields(i)
+		w.close('}')
+	}
+	w.close(']')
 }

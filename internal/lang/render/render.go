@@ -163,20 +163,12 @@ func (w *emitter) architecture(a *arch.Architecture) error {
 		}
 		w.close('}')
 	}
-	if len(a.Imports) > 0 {
-		w.key("import")
-		w.open('[')
-		for _, im := range a.Imports {
-			w.elem()
-			w.open('{')
-			w.key("to")
-			w.str(im.To)
-			w.key("id")
-			w.str(im.ID)
-			w.close('}')
-		}
-		w.close(']')
-	}
+	w.objects("import", len(a.Imports), func(i int) {
+		w.key("to")
+		w.str(a.Imports[i].To)
+		w.key("id")
+		w.str(a.Imports[i].ID)
+	})
 	if err := w.blocks(a); err != nil {
 		return err
 	}
