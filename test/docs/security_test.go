@@ -137,6 +137,8 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_readTimeConversions"}},
 	{"19a", "optional() defaults of object lists nested 14 levels: 3^14 objects while the configuration is read",
 		[]string{"TestEvaluationLimits_readTimeConversions", "TestTypeExpressionProblem"}},
+	{"20a", "a 53 MB state written whole before each of 150 creates: 3 GB to JetStream from a 3 KB manifest",
+		[]string{"TestRunner_largeStateSavesPaced"}},
 }
 
 var (

@@ -118,7 +118,20 @@ type applier struct {
 	saved   uint64       // version written
 	ver     uint64       // version of st
 	pending *intentBatch // intents not written yet (a.mu)
+	// nextSnapshot is when a paced save may write the state again (saveMu): the last
+	// snapshot's size at [snapshotRate] after its write.
+	nextSnapshot time.Time
 }
+
+// snapshotRate is the pace, in bytes per second, of the state snapshots an apply journaled
+// with create intents writes before its final one: a save within len(last snapshot) /
+// snapshotRate of the previous snapshot writes only the pending intents, and the state's
+// changes go out with a later save or the final one. A small state is still written after
+// nearly every instance; a large one no longer once per instance (64 MiB, the largest state
+// body, is written at most every 16 s). A result not written yet is covered by its create's
+// intent (docs/design/0021), as Terraform's persist interval leaves a crash to the next
+// refresh.
+const snapshotRate = 4 << 20
 
 // intentBatch is intents written together; written and err are guarded by applier.saveMu.
 type intentBatch struct {
@@ -181,7 +194,7 @@ func (r *Runner) apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 		a.ver++
 	}
 	err = a.run(ctx)
-	if perr := a.save(context.WithoutCancel(ctx)); perr != nil {
+	if perr := a.write(context.WithoutCancel(ctx), true); perr != nil {
 		err = errors.Join(err, perr)
 	}
 	return a.st, err
@@ -685,26 +698,38 @@ func (a *applier) removeInstance(c *Change, dk string) {
 }
 
 // save persists the working state if it changed since the last save, with the pending
-// intents. Concurrent callers queue; a caller finding its change already written returns at
-// once.
-func (a *applier) save(ctx context.Context) error {
+// intents; with create intents, the state's changes wait while the snapshot pace
+// ([snapshotRate]) holds them back. Concurrent callers queue; a caller finding its change
+// already written returns at once.
+func (a *applier) save(ctx context.Context) error { return a.write(ctx, false) }
+
+// write is save; final writes the state's changes regardless of the pace (the apply's last
+// save).
+func (a *applier) write(ctx context.Context, final bool) error {
 	a.saveMu.Lock()
 	defer a.saveMu.Unlock()
 	a.mu.Lock()
 	batch := a.pending
 	a.pending = nil
-	if a.ver == a.saved && batch == nil {
+	changed := a.ver != a.saved
+	if changed && !final && a.jr.intents && time.Now().Before(a.nextSnapshot) {
+		// Paced: the intents of the creates whose results wait stay recorded until then.
+		changed = false
+	}
+	if !changed && batch == nil {
 		a.mu.Unlock()
 		return nil
 	}
-	ver := a.ver
+	ver := a.saved
 	var b []byte
 	var err error
-	if ver != a.saved {
+	var resolved []string
+	if changed {
+		ver = a.ver
 		a.st.Serial++
 		b, err = a.st.Marshal()
+		resolved = setKeys(a.resolved)
 	}
-	resolved := setKeys(a.resolved)
 	a.mu.Unlock()
 	var added []state.Intent
 	if batch != nil {
@@ -724,6 +749,9 @@ func (a *applier) save(ctx context.Context) error {
 		delete(a.resolved, addr)
 	}
 	a.mu.Unlock()
+	if b != nil {
+		a.nextSnapshot = time.Now().Add(time.Duration(len(b)) * time.Second / snapshotRate)
+	}
 	a.saved = ver
 	return nil
 }
