@@ -590,11 +590,7 @@ func jsonStringExpr(e hcl.Expression) (hcl.Expression, error) {
 	if diags.HasErrors() || v.Type() != cty.String || v.IsNull() {
 		return nil, fmt.Errorf("want a string holding a reference")
 	}
-	s := v.AsString()
-	if strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") {
-		s = s[2 : len(s)-1]
-	}
-	x, diags := hclsyntaxParseExpression(s, e.Range())
+	x, diags := hclsyntaxParseExpression(hclnest.UnwrapInterpolation(v.AsString()), e.Range())
 	if diags.HasErrors() {
 		return nil, diagError("", diags)
 	}

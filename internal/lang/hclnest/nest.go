@@ -257,6 +257,16 @@ func nestedObject(e hclsyntax.Expression, inside bool) bool {
 	return false
 }
 
+// UnwrapInterpolation returns s without a "${" ... "}" wrapper around the whole of it: a
+// Terraform JSON string that holds an expression (a lifecycle reference, a depends_on entry)
+// may be written either way.
+func UnwrapInterpolation(s string) string {
+	if strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}") {
+		return s[2 : len(s)-1]
+	}
+	return s
+}
+
 // ReferenceProblem returns what in e is not a reference, "" when it is one: a traversal
 // (a.b, a["k"], a[0]) whose indexes are literals or traversals themselves (each.key,
 // count.index), as lifecycle.replace_triggered_by takes; anything that builds a value (a for

@@ -179,25 +179,30 @@ func (c *checker) document(rendered []byte) {
 // walk checks every string and key of a decoded Terraform JSON document (the root, or a
 // bundled module's) with [checker.expression], reporting at pos with the JSON path from root.
 func (c *checker) walk(pos arch.Pos, root string, doc any) {
-	var walk func(path string, v any, expr bool)
-	walk = func(path string, v any, expr bool) {
+	// ref: under lifecycle.replace_triggered_by, whose strings must be references.
+	var walk func(path string, v any, expr, ref bool)
+	walk = func(path string, v any, expr, ref bool) {
 		switch v := v.(type) {
 		case string:
 			c.expression(pos, path, v, expr)
+			if ref {
+				c.reference(pos, path, v)
+			}
 		case []any:
 			for i, e := range v {
-				walk(fmt.Sprintf("%s[%d]", path, i), e, expr)
+				walk(fmt.Sprintf("%s[%d]", path, i), e, expr, ref)
 			}
 		case map[string]any:
 			for k, e := range v {
 				c.expression(pos, path+" key", k, false)
 				// At the top level "provider" is the block of provider configurations, not a
 				// meta-argument.
-				walk(path+"."+k, e, expr || (expressionKeys[k] && path != root))
+				meta := path != root
+				walk(path+"."+k, e, expr || (expressionKeys[k] && meta), ref || (k == "replace_triggered_by" && meta))
 			}
 		}
 	}
-	walk(root, doc, false)
+	walk(root, doc, false, false)
 }
 
 // expression parses s (an expression when expr, and a template unless it parses as one) and
@@ -232,6 +237,20 @@ func (c *checker) expression(pos arch.Pos, path, s string, expr bool) {
 		}
 		return nil
 	})
+}
+
+// reference refuses s unless it parses as a reference ([hclnest.ReferenceProblem]), as the
+// engines require of lifecycle.replace_triggered_by: a tenant learns it here, with the
+// architecture's position, rather than from the applier's plan.
+func (c *checker) reference(pos arch.Pos, path, s string) {
+	e, diags := hclnest.ParseExpression([]byte(hclnest.UnwrapInterpolation(s)), "attr", hcl.InitialPos)
+	if diags.HasErrors() {
+		c.add(pos, "rendered JSON %s: replace_triggered_by takes a reference to a resource, an instance or its attribute: %s, in %q", path, diags.Errs()[0], Clip(s))
+		return
+	}
+	if p := hclnest.ReferenceProblem(e); p != "" {
+		c.add(pos, "rendered JSON %s: replace_triggered_by takes a reference to a resource, an instance or its attribute, not %s, in %q", path, p, Clip(s))
+	}
 }
 
 type checker struct {
