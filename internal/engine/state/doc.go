@@ -6,7 +6,9 @@
 //
 // State is never deleted because a spec changed: the only removal is [Store.Forget], called
 // after a successful destroy, and it keeps a history key. The only write that may change a
-// state's lineage or move its serial backwards is [Store.Restore], an operator's decision
-// (`lava state restore NS/NAME`) after a state was lost or regressed out of band; it keeps the
-// record it replaces under a history key of its own (docs/design/0025-lost-or-regressed-state.md).
+// state's lineage or move its serial backwards is an operator's: [Store.Restore] (`lava state
+// restore NS/NAME`) after a state was lost or regressed out of band, and [Store.Push] (`lava
+// state push NS/NAME FILE`) of a state file, which replaces a lineage or an older serial only
+// when forced. Both keep the record they replace under a history key of their own
+// (docs/design/0025-lost-or-regressed-state.md, docs/design/0035-state-pull-and-push.md).
 package state

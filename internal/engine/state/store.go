@@ -100,6 +100,10 @@ type Record struct {
 	// yet ([Store.AddIntents]; docs/design/0021). They live in the record, not the body, so
 	// tofu and terraform never see them.
 	Intents []Intent `json:"intents,omitempty"`
+	// Pushed marks a body an operator pushed from a file ([Store.Push], `lava state push
+	// NS/NAME FILE`): Lava did not write it. The applier holds the next plan against it for
+	// approval while [Record.PushedUnapplied].
+	Pushed *Pushed `json:"pushed,omitempty"`
 	// Revision is the KV revision the record was read at (not stored).
 	Revision uint64 `json:"-"`
 }
@@ -136,6 +140,20 @@ type Intent struct {
 
 // HasState reports whether a state body exists.
 func (r Record) HasState() bool { return r.Digest != "" }
+
+// Pushed is the mark [Store.Push] leaves on a record: the digest of the body pushed and when.
+type Pushed struct {
+	Digest string    `json:"digest"`
+	At     time.Time `json:"at"`
+}
+
+// PushedUnapplied reports whether the record's body is one an operator pushed and no apply
+// has run against yet: appliedDigest is the digest of the body the last apply left ("" when
+// there was none). Any write of another body (an apply that changed the state) or an apply
+// that left the pushed body unchanged ends it.
+func (r Record) PushedUnapplied(appliedDigest string) bool {
+	return r.Pushed != nil && r.HasState() && r.Digest == r.Pushed.Digest && appliedDigest != r.Pushed.Digest
+}
 
 // Lock is a state lock. ID, Operation, Who, Info, Version and Path come from the Terraform
 // CLI's lock info (statemgr.LockInfo); Holder names the process that asked for it (the http
@@ -410,6 +428,9 @@ func (s *Store) Commit(ctx context.Context, key Key, body []byte, lockID string,
 		}
 		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, uploaded.digest, int64(len(body))
 		next.UpdatedAt = s.opts.Now().UTC()
+		if next.Pushed != nil && next.Pushed.Digest != next.Digest {
+			next.Pushed = nil
+		}
 		next.Intents = append(withoutIntents(slices.Clone(next.Intents), resolved), added...)
 		if len(next.Intents) == 0 {
 			next.Intents = nil
@@ -728,8 +749,90 @@ func (s *Store) Restore(ctx context.Context, key Key, digest string) (Record, *R
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("state %s: body %s: %w", key, digest, err)
 	}
+	return s.replace(ctx, key, opRestore, digest, h, int64(len(body)), nil)
+}
+
+// The operations of [Store.replace].
+const (
+	opRestore = "restore"
+	opPush    = "push"
+)
+
+// PushOptions relax the checks of [Store.Push].
+type PushOptions struct {
+	// Lineage lets a body of another lineage replace the current state (`--force-lineage`).
+	Lineage bool
+	// Serial lets a body of the current lineage at a serial not later than the current one
+	// replace it (`--force`).
+	Serial bool
+}
+
+// CheckPush says whether a body of header h (digest) may replace the current record cur
+// under opts: any body may replace no state; one of the current lineage only at a later
+// serial (the same serial with other contents is another state too: a body may not be
+// rewritten at its serial), unless opts.Serial; one of another lineage only with opts.Lineage.
+// The current body itself is always accepted (nothing to write). The error wraps [ErrConflict]
+// and names what was expected.
+func CheckPush(key Key, cur Record, h Header, digest string, opts PushOptions) error {
+	if !cur.HasState() || cur.Digest == digest {
+		return nil
+	}
+	if h.Lineage != cur.Lineage {
+		if opts.Lineage {
+			return nil
+		}
+		return fmt.Errorf("state %s: %w: the file's lineage is %s, the state's is %s: it is another state; want lineage %s",
+			key, ErrConflict, h.Lineage, cur.Lineage, cur.Lineage)
+	}
+	if h.Serial <= cur.Serial && !opts.Serial {
+		return fmt.Errorf("state %s: %w: the file holds serial %d of lineage %s, the state serial %d; want a serial later than %d",
+			key, ErrConflict, h.Serial, h.Lineage, cur.Serial, cur.Serial)
+	}
+	return nil
+}
+
+// Push makes body, a Terraform state v4 file an operator brings (`lava state push NS/NAME
+// FILE`: a state OpenTofu or Terraform wrote, or one `lava state pull` saved), the
+// resource's current state. [CheckPush] decides, under opts, whether it may replace the
+// current one (errors wrap [ErrConflict]); a locked state gives a *[LockedError] (an operation
+// is running). The record keeps its intents and orphan mark; a replaced body's record is kept
+// as [Store.Restore] keeps it ([Store.Replaced]); the record is marked [Pushed], so the next
+// plan against it is held for approval. It returns the record written and the one replaced
+// (nil when there was none, or when body already is the current state: then nothing is
+// written). A body that is not state v4 JSON gives an error wrapping [ErrInvalidState].
+func (s *Store) Push(ctx context.Context, key Key, body []byte, opts PushOptions) (Record, *Record, error) {
+	if err := key.Validate(); err != nil {
+		return Record{}, nil, err
+	}
+	if int64(len(body)) > s.opts.MaxStateBytes {
+		return Record{}, nil, fmt.Errorf("state %s: %w: the file exceeds %d bytes", key, ErrInvalidState, s.opts.MaxStateBytes)
+	}
+	h, err := ParseHeader(body)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("state %s: %w", key, err)
+	}
+	if _, err := ManagedInstances(body); err != nil {
+		return Record{}, nil, fmt.Errorf("state %s: %w", key, err)
+	}
+	// The body is content-addressed: a push refused below leaves an unreferenced artifact,
+	// which a collection removes.
+	digest, err := s.art.PutBytes(ctx, body)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("state %s: store body: %w", key, err)
+	}
+	return s.replace(ctx, key, opPush, digest, h, int64(len(body)), func(cur *Record) error {
+		return CheckPush(key, *cur, h, digest, opts)
+	})
+}
+
+// replace makes the body stored under digest (of header h and size bytes) key's current
+// state, keeping the record it replaces under "replaced.<namespace>.<name>": the write of
+// [Store.Restore] and [Store.Push]. check, when set, may refuse the current record (never nil
+// when called) before anything is written; pushed marks the record as [Store.Push] does. op
+// names the operation in the log and in errors.
+func (s *Store) replace(ctx context.Context, key Key, op, digest string, h Header, size int64, check func(cur *Record) error) (Record, *Record, error) {
 	var replaced *Record
-	rec, err := s.update(ctx, key, "restore", func(cur *Record) (Record, bool, error) {
+	rec, err := s.update(ctx, key, op, func(cur *Record) (Record, bool, error) {
 		replaced = nil
 		if err := checkLock(key, cur, ""); err != nil {
 			return Record{}, false, err
@@ -739,6 +842,11 @@ func (s *Store) Restore(ctx context.Context, key Key, digest string) (Record, *R
 			next = *cur
 			if cur.Digest == digest {
 				return next, false, nil
+			}
+			if check != nil {
+				if err := check(cur); err != nil {
+					return Record{}, false, err
+				}
 			}
 			if cur.HasState() {
 				old := *cur
@@ -752,15 +860,23 @@ func (s *Store) Restore(ctx context.Context, key Key, digest string) (Record, *R
 				replaced = &old
 			}
 		}
-		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, digest, int64(len(body))
+		next.Serial, next.Lineage, next.Digest, next.Size = h.Serial, h.Lineage, digest, size
 		next.UpdatedAt = s.opts.Now().UTC()
+		next.Pushed = nil
+		if op == opPush {
+			next.Pushed = &Pushed{Digest: digest, At: next.UpdatedAt}
+		}
 		return next, true, nil
 	})
 	if err != nil {
 		return Record{}, nil, err
 	}
 	if replaced != nil {
-		s.opts.Logger.WarnContext(ctx, "state restored", "resource", key.String(), "digest", digest, "serial", h.Serial,
+		msg := "state restored"
+		if op == opPush {
+			msg = "state pushed"
+		}
+		s.opts.Logger.WarnContext(ctx, msg, "resource", key.String(), "digest", digest, "serial", h.Serial,
 			"lineage", h.Lineage, "replaced_digest", replaced.Digest, "replaced_serial", replaced.Serial, "replaced_lineage", replaced.Lineage)
 	}
 	return rec, replaced, nil

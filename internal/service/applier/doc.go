@@ -43,7 +43,10 @@
 // which the applier's identity may publish), and is applied only when approvePlan names its id:
 // under auto too, and even when it changes nothing (docs/design/0025-lost-or-regressed-state.md).
 // LastApplied.StateDigest names the state body each apply left; the artifact collection keeps it,
-// so `lava state restore` (state.Store.Restore) can put a lost state back.
+// so `lava state restore` (state.Store.Restore) can put a lost state back. A state an operator
+// pushed from a file (`lava state push`, state.Store.Push) that no apply has run against
+// (state.Record.PushedUnapplied) is held the same way, with or without a last apply
+// (docs/design/0035-state-pull-and-push.md).
 //
 // # Failures
 //

@@ -387,7 +387,10 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return err
 	}
 	if why != "" {
-		in.regressedFrom, in.regressed = w.rec.Last.PlanID, why
+		in.regressed = why
+		if w.rec.Last != nil {
+			in.regressedFrom = w.rec.Last.PlanID
+		}
 	}
 	var plan *engine.PlanRecord
 	if held := w.rec.Held; held != nil && held.PlanID == in.approve && w.sameInputs(held, in) {
@@ -491,19 +494,22 @@ func (w *work) orphaned(ctx context.Context) (*pipeline.Failure, error) {
 // regression says how the resource's state regressed since the last apply recorded
 // (w.rec.Last), "" when it did not: no state at all, another lineage, an older serial, or
 // fewer managed resources at the same or an older serial (a later serial with fewer resources
-// is a later operation's work, such as a failed apply that removed some).
+// is a later operation's work, such as a failed apply that removed some); or that the state is
+// a body an operator pushed (`lava state push`) that no apply has run against yet, whatever
+// the last apply (there may be none).
 func (w *work) regression(ctx context.Context) (string, error) {
+	rec, err := w.s.cfg.Store.Get(ctx, w.key())
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		return "", err
+	}
 	last := w.rec.Last
 	if last == nil || (last.StateSerial == 0 && last.StateLineage == "") {
-		return "", nil
+		return pushed(rec, ""), nil
 	}
 	applied := fmt.Sprintf("the last apply (plan %s) left serial %d of lineage %s", shortID(last.PlanID), last.StateSerial, last.StateLineage)
-	rec, err := w.s.cfg.Store.Get(ctx, w.key())
 	switch {
-	case errors.Is(err, state.ErrNotFound) || (err == nil && !rec.HasState()):
+	case !rec.HasState():
 		return "the state is gone; " + applied, nil
-	case err != nil:
-		return "", err
 	case rec.Lineage != last.StateLineage:
 		return fmt.Sprintf("the state has lineage %s; %s", rec.Lineage, applied), nil
 	case rec.Serial < last.StateSerial:
@@ -528,7 +534,17 @@ func (w *work) regression(ctx context.Context) (string, error) {
 				shortID(last.PlanID), last.Resources), nil
 		}
 	}
-	return "", nil
+	return pushed(rec, last.StateDigest), nil
+}
+
+// pushed says that rec holds a body pushed with `lava state push` that no apply has run
+// against (appliedDigest: the body the last apply left), "" otherwise.
+func pushed(rec state.Record, appliedDigest string) string {
+	if !rec.PushedUnapplied(appliedDigest) {
+		return ""
+	}
+	return fmt.Sprintf("the state (serial %d of lineage %s) was pushed with lava state push on %s and no apply has run against it",
+		rec.Serial, rec.Lineage, rec.Pushed.At.UTC().Format(time.RFC3339))
 }
 
 // shortID is the first 12 hex digits of a plan id, as status and logs show it.
