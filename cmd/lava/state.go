@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -57,11 +59,12 @@ func (f *stateFlags) run(cmd *cobra.Command, arg string, fn func(ctx context.Con
 func newStateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Inspect a LavaArchitecture's Terraform state record, force its lock off, settle interrupted creates, restore a lost state",
+		Short: "Inspect a LavaArchitecture's Terraform state record, force its lock off, settle interrupted creates, restore a lost state, pull or push a state file",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd(), newStateAdoptCmd(), newStateRestoreCmd(), newStateForgetIntentCmd())
+	cmd.AddCommand(newStateShowCmd(), newStateUnlockCmd(), newStateAdoptCmd(), newStateRestoreCmd(), newStateForgetIntentCmd(),
+		newStatePullCmd(), newStatePushCmd())
 	return cmd
 }
 
@@ -383,4 +386,173 @@ lists the intents under "intents".`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "forget every create intent of NAMESPACE/NAME")
 	return cmd
+}
+
+// stateFileAccess is who may run `lava state pull` and `lava state push`, in their help.
+const stateFileAccess = `A state file holds every attribute of every resource, sensitive ones (passwords, keys, values
+bound from Secrets) in clear, as OpenTofu's own state does. The command reads or writes
+lava-state with the NATS credentials it is given (the bootstrap identity's by default, the one
+` + "`lava state show`" + ` uses): run it only as an operator trusted with that identity and with the
+infrastructure's secrets. Neither command logs or prints a value from the state.`
+
+func newStatePullCmd() *cobra.Command {
+	var f stateFlags
+	var out string
+	cmd := &cobra.Command{
+		Use:   "pull NAMESPACE/NAME",
+		Short: "Write the Terraform state of NAMESPACE/NAME as a state file (format version 4) that OpenTofu and Terraform read",
+		Long: `Pull writes the current Terraform state of NAMESPACE/NAME, as the object's engine wrote it (both
+engines store OpenTofu's state format version 4), to --output (mode 0600, replaced whole) or to
+standard output: ` + "`tofu show FILE`" + ` reads it, ` + "`tofu state push`" + ` takes it into another backend, and
+` + "`lava state push`" + ` takes it back (a backup of one object's state). The file is the stored body,
+byte for byte; its serial and lineage are the record's (` + "`lava state show`" + `).
+
+` + stateFileAccess,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, _ jetstream.JetStream, store *state.Store) error {
+				rec, body, err := store.Body(ctx, key)
+				if errors.Is(err, state.ErrNotFound) {
+					return invalidInput(fmt.Errorf("no state for %s", key))
+				}
+				if err != nil {
+					return err
+				}
+				if out == "" || out == "-" {
+					_, err = cmd.OutOrStdout().Write(body)
+					return err
+				}
+				if err := writePrivate(out, body); err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote serial %d of lineage %s of %s to %s (%d bytes)\n", rec.Serial, rec.Lineage, key, out, len(body))
+				return err
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the state to `FILE` (default: standard output)")
+	return cmd
+}
+
+// writePrivate writes b to path through a temporary file in the same directory, mode 0600:
+// a reader never sees a part of it, and an existing file's mode is not kept.
+func writePrivate(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".lava-tmp-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	if err := f.Chmod(0o600); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func newStatePushCmd() *cobra.Command {
+	var f stateFlags
+	var opts state.PushOptions
+	cmd := &cobra.Command{
+		Use:   "push NAMESPACE/NAME FILE",
+		Short: "Make a Terraform state file (format version 4) the state of NAMESPACE/NAME; the next plan waits for approval",
+		Long: `Push makes FILE ("-" for standard input), a Terraform state in format version 4 (what
+` + "`tofu state pull`" + `, ` + "`terraform state pull`" + ` or ` + "`lava state pull`" + ` write), the current state of NAMESPACE/NAME:
+to adopt infrastructure OpenTofu or Terraform manage, or to put back a state pulled as a backup
+(docs/operations.md, "Backing up and restoring the state").
+
+The file must continue the current state: the same lineage at a later serial. A file of another
+lineage is another state (--force-lineage replaces it), and one of the same lineage at the same
+or an earlier serial would roll the state back (--force replaces it). Any file is taken when
+NAMESPACE/NAME has no state. Push refuses a locked state (an operation is running). A replaced
+state is not lost: its record is kept under "replaced" (` + "`lava state show`" + `) and
+` + "`lava state restore --digest`" + ` puts it back.
+
+Lava did not write the pushed state, so the next plan against it is held for approval by its
+id whatever spec.approvePlan says, even when it changes nothing (condition StateRegressed,
+anomaly state_regressed); request a reconcile (the lava.pleme.io/reconcile-requested-at
+annotation), review it with ` + "`lava plan show`" + ` and approve it with ` + "`lava approve`" + `.
+
+` + stateFileAccess,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body, err := readStateFile(cmd, args[1])
+			if err != nil {
+				return err
+			}
+			h, err := state.ParseHeader(body)
+			if err != nil {
+				return invalidInput(fmt.Errorf("%s: %w (want the JSON OpenTofu writes with tofu state pull: version 4, a lineage and a serial)", args[1], err))
+			}
+			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, _ jetstream.JetStream, store *state.Store) error {
+				cur, err := store.Get(ctx, key)
+				if err != nil && !errors.Is(err, state.ErrNotFound) {
+					return err
+				}
+				rec, replaced, err := store.Push(ctx, key, body, opts)
+				switch {
+				case errors.Is(err, state.ErrLocked):
+					return invalidInput(fmt.Errorf("%w: an operation is running on it; push after it ends (lava state show NS/NAME names the lock)", err))
+				case errors.Is(err, state.ErrConflict):
+					return invalidInput(fmt.Errorf("%w (--force-lineage replaces another lineage, --force an older serial)", err))
+				case errors.Is(err, state.ErrInvalidState):
+					return invalidInput(fmt.Errorf("%s: %w", args[1], err))
+				case err != nil:
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if cur.HasState() && cur.Digest == rec.Digest {
+					_, err = fmt.Fprintf(out, "%s already holds that state (serial %d of lineage %s)\n", key, h.Serial, h.Lineage)
+					return err
+				}
+				if _, err := fmt.Fprintf(out, "pushed serial %d of lineage %s to %s (body %s)\n", rec.Serial, rec.Lineage, key, rec.Digest); err != nil {
+					return err
+				}
+				if replaced != nil {
+					if _, err := fmt.Fprintf(out, "replaced serial %d of lineage %s (body %s), kept as %s's replaced record (lava state show)\n",
+						replaced.Serial, replaced.Lineage, replaced.Digest, key); err != nil {
+						return err
+					}
+				}
+				_, err = fmt.Fprintf(out, "request a reconcile of %s: its next plan against the pushed state waits for approval (lava plan show, lava approve)\n", key)
+				return err
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&opts.Lineage, "force-lineage", false, "replace a state of another lineage")
+	cmd.Flags().BoolVar(&opts.Serial, "force", false, "replace a state of the same lineage at the same or a later serial than the file's")
+	return cmd
+}
+
+// readStateFile reads a state file to push (name "-": standard input), at most
+// state.DefaultMaxStateBytes.
+func readStateFile(cmd *cobra.Command, name string) ([]byte, error) {
+	var r io.Reader = cmd.InOrStdin()
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, invalidInput(err)
+		}
+		defer f.Close()
+		r = f
+	}
+	body, err := io.ReadAll(io.LimitReader(r, state.DefaultMaxStateBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(body) > state.DefaultMaxStateBytes {
+		return nil, invalidInput(fmt.Errorf("%s exceeds %d bytes", name, state.DefaultMaxStateBytes))
+	}
+	return body, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -199,4 +201,91 @@ func TestStateRestoreCmd(t *testing.T) {
 	if digestOf() != applied.Digest {
 		t.Fatal("the forced restore did not restore the last applied state")
 	}
+}
+
+// TestStatePullPushCmd: `lava state pull` writes the stored body byte for byte (mode 0600 to a
+// file); `lava state push` takes a state file, refusing bad input, another lineage and an
+// older serial unless forced, and a locked state, each with an error naming what it wanted.
+func TestStatePullPushCmd(t *testing.T) {
+	b := newStateBus(t)
+	srv, store := b.srv, b.store
+	ctx := t.Context()
+	dir := t.TempDir()
+	lava := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, append(args, "--nats-url", srv.URL()), strings.NewReader(stdin), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	expect := func(what string, wantCode int, wantOut, wantErr string, args ...string) {
+		t.Helper()
+		code, out, errOut := lava("", args...)
+		if code != wantCode || !strings.Contains(out, wantOut) || !strings.Contains(errOut, wantErr) {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q; want exit %d, stdout containing %q, stderr containing %q",
+				what, code, out, errOut, wantCode, wantOut, wantErr)
+		}
+	}
+	file := func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stateFile := func(lineage string, serial int) string {
+		return fmt.Sprintf(`{"version":4,"terraform_version":"1.12.6","serial":%d,"lineage":%q,"outputs":{},"resources":[]}`, serial, lineage)
+	}
+	key := state.Key{Namespace: "infra", Name: "moved"}
+	if _, err := store.Put(ctx, key, []byte(stateFile("L", 3)), ""); err != nil {
+		t.Fatal(err)
+	}
+
+	expect("pull of no state", exitInvalid, "", "no state for infra/none", "state", "pull", "infra/none")
+	code, out, errOut := lava("", "state", "pull", "infra/moved")
+	if code != exitOK || out != stateFile("L", 3) {
+		t.Fatalf("pull to stdout: exit %d, stdout %q, stderr %q; want the stored body", code, out, errOut)
+	}
+	pulled := filepath.Join(dir, "pulled.tfstate")
+	if err := os.WriteFile(pulled, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expect("pull to a file", exitOK, "wrote serial 3 of lineage L of infra/moved to "+pulled, "", "state", "pull", "infra/moved", "-o", pulled)
+	if got, err := os.ReadFile(pulled); err != nil || string(got) != stateFile("L", 3) {
+		t.Fatalf("pulled file %q %v", got, err)
+	}
+	if fi, err := os.Stat(pulled); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("pulled file mode %v %v, want 0600", fi.Mode(), err)
+	}
+
+	expect("push of no JSON", exitInvalid, "", "want the JSON OpenTofu writes with tofu state pull: version 4",
+		"state", "push", "infra/moved", file("bad.json", "not json"))
+	expect("push of version 3", exitInvalid, "", "format version 3, want 4", "state", "push", "infra/moved",
+		file("v3.json", `{"version":3,"serial":4,"lineage":"L"}`))
+	expect("push of a missing file", exitInvalid, "", "no such file", "state", "push", "infra/moved", filepath.Join(dir, "none"))
+	expect("push of another lineage", exitInvalid, "", "the file's lineage is L2, the state's is L: it is another state; want lineage L",
+		"state", "push", "infra/moved", file("l2.json", stateFile("L2", 9)))
+	expect("push of an older serial", exitInvalid, "", "want a serial later than 3 (--force-lineage replaces another lineage, --force an older serial)",
+		"state", "push", "infra/moved", file("old.json", stateFile("L", 2)))
+	if _, err := store.Lock(ctx, key, state.Lock{ID: "l1", Holder: "applier-1"}); err != nil {
+		t.Fatal(err)
+	}
+	expect("push to a locked state", exitInvalid, "", `is locked by "applier-1"`, "state", "push", "infra/moved", file("l4.json", stateFile("L", 4)))
+	if err := store.Unlock(ctx, key, "l1", false); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.Get(ctx, key); err != nil || rec.Serial != 3 || rec.Pushed != nil {
+		t.Fatalf("refused pushes changed the record: %+v %v", rec, err)
+	}
+	expect("push of a later serial", exitOK, "pushed serial 4 of lineage L to infra/moved", "", "state", "push", "infra/moved", file("l4.json", stateFile("L", 4)))
+	expect("push again", exitOK, "infra/moved already holds that state (serial 4 of lineage L)", "", "state", "push", "infra/moved", file("l4.json", stateFile("L", 4)))
+	if code, out, errOut := lava(stateFile("L2", 1), "state", "push", "infra/moved", "-", "--force-lineage"); code != exitOK ||
+		!strings.Contains(out, "replaced serial 4 of lineage L") {
+		t.Fatalf("forced push of another lineage from stdin: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	rec, err := store.Get(ctx, key)
+	if err != nil || rec.Lineage != "L2" || rec.Pushed == nil || rec.Pushed.Digest != rec.Digest {
+		t.Fatalf("after the forced push: %+v %v; want lineage L2 marked pushed", rec, err)
+	}
+	expect("show the push mark", exitOK, `"pushed": {`, "", "state", "show", "infra/moved")
 }
