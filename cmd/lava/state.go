@@ -390,10 +390,11 @@ lists the intents under "intents".`,
 
 // stateFileAccess is who may run `lava state pull` and `lava state push`, in their help.
 const stateFileAccess = `A state file holds every attribute of every resource, sensitive ones (passwords, keys, values
-bound from Secrets) in clear, as OpenTofu's own state does. The command reads or writes
-lava-state with the NATS credentials it is given (the bootstrap identity's by default, the one
-` + "`lava state show`" + ` uses): run it only as an operator trusted with that identity and with the
-infrastructure's secrets. Neither command logs or prints a value from the state.`
+bound from Secrets) in clear, as OpenTofu's own state does. Pull and push read and write
+lava-state with the NATS credentials they are given (the bootstrap identity's by default, as
+every state command): run them only as an operator trusted with that identity and with the
+infrastructure's secrets. Nothing from the state is logged; push prints only serials, lineages
+and digests.`
 
 func newStatePullCmd() *cobra.Command {
 	var f stateFlags

@@ -828,8 +828,8 @@ func (s *Store) Push(ctx context.Context, key Key, body []byte, opts PushOptions
 // replace makes the body stored under digest (of header h and size bytes) key's current
 // state, keeping the record it replaces under "replaced.<namespace>.<name>": the write of
 // [Store.Restore] and [Store.Push]. check, when set, may refuse the current record (never nil
-// when called) before anything is written; pushed marks the record as [Store.Push] does. op
-// names the operation in the log and in errors.
+// when called) before anything is written. op (opRestore or opPush) names the operation in the
+// log and in errors; opPush marks the record [Pushed], and a restore clears the mark.
 func (s *Store) replace(ctx context.Context, key Key, op, digest string, h Header, size int64, check func(cur *Record) error) (Record, *Record, error) {
 	var replaced *Record
 	rec, err := s.update(ctx, key, op, func(cur *Record) (Record, bool, error) {
