@@ -139,6 +139,12 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_readTimeConversions", "TestTypeExpressionProblem"}},
 	{"20a", "a 53 MB state written whole before each of 150 creates: 3 GB to JetStream from a 3 KB manifest",
 		[]string{"TestRunner_largeStateSavesPaced"}},
+	{"21a", "200 check messages of one 15 MB local: copied uncharged into the log, warnings and check_results, out of memory",
+		[]string{"TestChecks_messagesBounded"}},
+	{"21b", "one 15 MB local as the input of 60 instances: each use free, 60 copies in the plan, out of memory",
+		[]string{"TestEvaluationLimits_referenceFanOut"}},
+	{"21c", "a check message showing a computed copy of a sensitive value: logged and stored unredacted",
+		[]string{"TestChecks_messagesBounded"}},
 }
 
 var (

@@ -306,6 +306,7 @@ func (a *applier) run(ctx context.Context) error {
 		outs[name] = StateOutput{Value: vb, Type: tb, Sensitive: o.Sensitive || marked || a.revealsSecret(vb)}
 	}
 	checks := a.ev.checks()
+	settleChecks(checks, a.secrets, &a.mu)
 	logChecks(a.r.log, "apply", checks)
 	cr := checkResultsJSON(checks)
 	a.mu.Lock()

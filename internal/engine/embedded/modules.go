@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/lava-operator/lava/internal/engine"
 	enginebundle "github.com/lava-operator/lava/internal/lang/bundle"
 )
 
@@ -692,6 +693,43 @@ func (e *evalState) checks() []CheckResult {
 	}
 	visit(e.root)
 	return out
+}
+
+// maxCheckMessages bounds the failure messages one check keeps (one per failed assertion):
+// the plan's warnings, the log and the state's check_results show at most this many, then
+// how many more there were.
+const maxCheckMessages = 8
+
+// settleChecks bounds results' failure messages before anything shows or stores them: each
+// is redacted with the operation's secrets (the values of its sensitive configuration, taken
+// under mu), then cut to [engine.MaxWarningLen] bytes; a check keeps [maxCheckMessages] of
+// them and a last one counting the rest. A message is an expression's value (an assertion's
+// error_message), as large as the evaluation budget lets it be, and may hold a copy of a
+// sensitive value the configuration lost the mark of (a terraform_data output).
+func settleChecks(results []CheckResult, secrets map[string]bool, mu *sync.Mutex) {
+	var red *engine.Redactor
+	for i := range results {
+		ms := results[i].Messages
+		if len(ms) == 0 {
+			continue
+		}
+		if red == nil {
+			mu.Lock()
+			red = engine.NewRedactor(setKeys(secrets)...)
+			mu.Unlock()
+		}
+		if len(ms) > maxCheckMessages {
+			ms = append(ms[:maxCheckMessages:maxCheckMessages], fmt.Sprintf("(%d more failed assertions)", len(ms)-maxCheckMessages))
+		}
+		for j, m := range ms {
+			m = red.Redact(m)
+			if len(m) > engine.MaxWarningLen {
+				m = strings.ToValidUTF8(m[:engine.MaxWarningLen], "") + "…"
+			}
+			ms[j] = m
+		}
+		results[i].Messages = ms
+	}
 }
 
 // checkResultsJSON renders check results as tofu writes them in state ("check_results"):

@@ -245,6 +245,7 @@ func (p *planner) run(ctx context.Context, destroy bool) (*Plan, error) {
 			plan.Outputs[name] = v
 		}
 		plan.Checks = p.ev.checks()
+		settleChecks(plan.Checks, p.secrets, &p.mu)
 		logChecks(p.r.log, "plan", plan.Checks)
 	}
 	plan.OutputsChanged = outputsDiffer(plan.Outputs, p.prior)
