@@ -20,6 +20,7 @@ DEADCODE_VERSION       := v0.53.0
 SOURCE_CONTROLLER_VERSION := v1.9.6
 COREDNS_VERSION        := v1.14.7
 KUBE_ROUTER_VERSION    := v2.1.0
+OPENSTACK_PROVIDER_VERSION := 3.4.0
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
@@ -36,6 +37,7 @@ SOURCE_CONTROLLER_DIR := $(TOOLS_DIR)/source-controller-$(SOURCE_CONTROLLER_VERS
 KUBE_NODE_DIR  := $(TOOLS_DIR)/kube-node-$(KUBE_VERSION)
 COREDNS_DIR    := $(TOOLS_DIR)/coredns-$(COREDNS_VERSION)
 KUBE_ROUTER_DIR := $(TOOLS_DIR)/kube-router-$(KUBE_ROUTER_VERSION)
+OPENSTACK_DIR  := $(TOOLS_DIR)/openstack-provider-v$(OPENSTACK_PROVIDER_VERSION)
 # The one-node cluster's state (hack/cluster/up.sh): configuration, data, sockets, logs.
 CLUSTER_DIR    ?= $(HOME)/.cache/lava/cluster
 BUF            := $(BUF_DIR)/buf
@@ -53,6 +55,7 @@ export LAVA_TESTKIT_MIRROR   := $(TESTKIT_DIR)
 export LAVA_ALERTMANAGER_BIN := $(ALERTMANAGER_DIR)/alertmanager
 export LAVA_PROMTOOL_BIN     := $(PROMTOOL_DIR)/promtool
 export LAVA_SOURCE_CONTROLLER_DIR := $(SOURCE_CONTROLLER_DIR)
+export LAVA_OPENSTACK_MIRROR := $(OPENSTACK_DIR)
 # This machine's environment points TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE    := $(TOFU_DIR)/tofurc
 export CHECKPOINT_DISABLE    := 1
@@ -173,6 +176,11 @@ tools-coredns: ## A slim CoreDNS for the one-node cluster's DNS.
 .PHONY: tools-kube-router
 tools-kube-router: ## kube-router, whose NetworkPolicy controller the one-node cluster runs.
 	KUBE_ROUTER_VERSION=$(KUBE_ROUTER_VERSION) hack/tools/build-kube-router.sh $(KUBE_ROUTER_DIR)
+
+# The OpenStack provider is not in `tools`: only the real-provider tests need it (make test-providers).
+.PHONY: tools-openstack
+tools-openstack: ## The OpenStack provider into a provider mirror, for the tests against a real Keystone.
+	OPENSTACK_PROVIDER_VERSION=$(OPENSTACK_PROVIDER_VERSION) hack/tools/build-openstack-provider.sh $(OPENSTACK_DIR)
 
 ##@ One-node cluster (root; containerd, kubelet and the control plane on this machine: hack/cluster)
 CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBE_DIR=$(KUBE_DIR) KUBE_NODE_DIR=$(KUBE_NODE_DIR) COREDNS_DIR=$(COREDNS_DIR) KUBE_ROUTER_DIR=$(KUBE_ROUTER_DIR)
