@@ -88,11 +88,16 @@ func Findings(p *tfjson.Plan, prefixes []string) []engine.Finding {
 		}
 		ch := rc.Change
 		kind := engine.FoldActions(ch.Actions)
-		before, beforeSens := ch.Before, ch.BeforeSensitive
-		if d, ok := goneOutOfBand[rc.Address]; ok && kind == engine.ActionCreate {
-			kind = engine.ActionReplace
-			before, beforeSens = d.Change.Before, d.Change.BeforeSensitive
+		if _, ok := goneOutOfBand[rc.Address]; ok && kind == engine.ActionCreate {
+			// A new object replaces the whole one that is gone, as the embedded engine reports
+			// it: comparing the gone object's state with the planned creation would list the
+			// provider's empty-versus-null differences (an SDKv2 provider stores "" and {} for
+			// unset attributes that a new plan leaves null) as changed attributes.
+			out = append(out, engine.Finding{Address: rc.Address, Attribute: "*", Change: engine.ActionReplace,
+				Severity: engine.Classify(engine.ActionReplace, "*", prefixes)})
+			continue
 		}
+		before, beforeSens := ch.Before, ch.BeforeSensitive
 		switch kind {
 		case engine.ActionNoOp, engine.ActionRead:
 			continue

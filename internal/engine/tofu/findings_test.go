@@ -17,7 +17,9 @@ func TestFindings(t *testing.T) {
 	  "format_version": "1.2",
 	  "resource_drift": [
 	    {"address": "local_file.gone", "mode": "managed", "type": "local_file", "name": "gone",
-	     "change": {"actions": ["delete"], "before": {"content": "old", "filename": "/x"}, "after": null}}
+	     "change": {"actions": ["delete"], "before": {"content": "old", "filename": "/x"}, "after": null}},
+	    {"address": "openstack_identity_user_v3.u", "mode": "managed", "type": "openstack_identity_user_v3", "name": "u",
+	     "change": {"actions": ["delete"], "before": {"name": "u", "extra": {}, "domain_id": "default", "id": "1"}, "after": null}}
 	  ],
 	  "resource_changes": [
 	    {"address": "aws_vpc.main", "mode": "managed", "type": "aws_vpc", "name": "main",
@@ -28,6 +30,8 @@ func TestFindings(t *testing.T) {
 	       "before_sensitive": {"password": true}, "after_sensitive": {"password": true}}},
 	    {"address": "local_file.gone", "mode": "managed", "type": "local_file", "name": "gone",
 	     "change": {"actions": ["create"], "before": null, "after": {"content": "old", "filename": "/x"}, "after_unknown": {"id": true}}},
+	    {"address": "openstack_identity_user_v3.u", "mode": "managed", "type": "openstack_identity_user_v3", "name": "u",
+	     "change": {"actions": ["create"], "before": null, "after": {"name": "u", "extra": null}, "after_unknown": {"id": true, "domain_id": true}}},
 	    {"address": "local_file.extra", "mode": "managed", "type": "local_file", "name": "extra",
 	     "change": {"actions": ["delete"], "before": {"content": "c"}, "after": null}},
 	    {"address": "testkit_file.r", "mode": "managed", "type": "testkit_file", "name": "r",
@@ -54,6 +58,9 @@ func TestFindings(t *testing.T) {
 		{Address: "aws_vpc.main", Attribute: "tags.Owner", Change: "update", Observed: ptr("bob"), Declared: ptr("alice"), Severity: "cosmetic"},
 		{Address: "local_file.extra", Attribute: "*", Change: "delete", Severity: "critical"},
 		{Address: "local_file.gone", Attribute: "*", Change: "replace", Severity: "critical"},
+		// Gone out of band, whatever the planned creation's values: one replacement of "*", not
+		// the provider's "" and {} of the gone object against the plan's nulls.
+		{Address: "openstack_identity_user_v3.u", Attribute: "*", Change: "replace", Severity: "critical"},
 		// A sensitive map is one finding at its own path: its keys (here derived from a
 		// Secret) name no path; not seeing inside it, the
 		// finding is functional even under a cosmetic prefix.
