@@ -179,7 +179,7 @@ tools-kube-router: ## kube-router, whose NetworkPolicy controller the one-node c
 
 # The OpenStack provider is not in `tools`: only the real-provider tests need it (make test-providers).
 .PHONY: tools-openstack
-tools-openstack: ## The OpenStack provider into a provider mirror, for the tests against a real Keystone.
+tools-openstack: ## The OpenStack provider into a provider mirror, for the real-provider tests against Keystone.
 	OPENSTACK_PROVIDER_VERSION=$(OPENSTACK_PROVIDER_VERSION) hack/tools/build-openstack-provider.sh $(OPENSTACK_DIR)
 
 ##@ One-node cluster (root; containerd, kubelet and the control plane on this machine: hack/cluster)
@@ -237,8 +237,8 @@ check-generate: generate ## Fail if regenerating changes anything.
 # or named *test; no binary links it) must be reached from a test.
 .PHONY: lint
 lint: tools-buf tools-staticcheck tools-deadcode ## go vet, staticcheck, gofmt, buf lint/format/breaking, module dependency rules, function length, dead code (a binary reaches every function it links, a test every test-support function).
-	go vet -tags integration,terraform,e2e,cluster $(PKGS)
-	$(STATICCHECK) -tags integration,terraform,e2e,cluster $(PKGS)
+	go vet -tags integration,terraform,providers,e2e,cluster $(PKGS)
+	$(STATICCHECK) -tags integration,terraform,providers,e2e,cluster $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:" >&2; echo "$$out" >&2; exit 1; fi
 	@if [ -d proto ]; then \
 	  $(BUF) lint && $(BUF) format -d --exit-code && \
@@ -257,6 +257,10 @@ test: tools check-generate lint test-all test-e2e bench-smoke fuzz-smoke ## Ever
 .PHONY: test-all
 test-all: ## Unit and integration tests (real NATS, real API server, real tofu and terraform) of every module.
 	go test -tags integration,terraform $(GO_TEST_FLAGS) $(PKGS)
+
+.PHONY: test-providers
+test-providers: tools-tofu tools-openstack ## The real-provider tests (build tag providers; not in make test): the OpenStack provider against Debian's Keystone on PostgreSQL, on both engines (docs/embedded-engine.md).
+	go test -tags integration,providers $(GO_TEST_FLAGS) -run '^(TestOpenStack_tofuOracle|TestStart)$$' ./internal/engine/embedded ./internal/platform/testutil/keystonetest
 
 .PHONY: test-e2e
 test-e2e: ## End to end: every service its own process, real kube-apiserver/etcd/kcm, nats-server, tofu, kubectl.

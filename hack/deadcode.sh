@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 deadcode=${1:?usage: hack/deadcode.sh DEADCODE-BINARY}
 root=github.com/lava-operator/lava
 # Every test build tag (`go vet` in make lint, plus soak).
-tags=integration,e2e,terraform,soak,cluster
+tags=integration,e2e,terraform,providers,soak,cluster
 
 # list runs `go list ARGS...` and prints its lines, sorted, without empty ones; it exits the
 # script when go list fails or prints nothing.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lava-operator/lava/internal/platform/credentials"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
@@ -190,7 +191,7 @@ func (c *corpusChain) stateValues(cfg *Config, what string) map[string]map[strin
 		if r.Mode == "data" {
 			prefix = "data." + prefix
 		}
-		client, _, err := sess.provider(t.Context(), localFromStateProvider(r.Provider))
+		client, _, err := sess.provider(withCredentials(t.Context(), c.creds), localFromStateProvider(r.Provider))
 		if err != nil {
 			t.Fatalf("%s: provider of %s: %v", what, prefix, err)
 		}
@@ -308,6 +309,8 @@ type corpusChain struct {
 	ws  *tofutest.Workspace
 	h   *memHarness
 	dir string
+	// creds are the provider credentials the chain's providers start with (nil: none).
+	creds *credentials.Provider
 }
 
 // newCorpusChain returns a chain whose workspace shares the initialized workspace warm

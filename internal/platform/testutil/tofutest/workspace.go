@@ -76,6 +76,12 @@ func (w *Workspace) Run(t testing.TB, ok []int, args ...string) ([]byte, int) {
 	return stdout.Bytes(), code
 }
 
+// AddEnv adds variables ("NAME=value", later ones win) to the environment tofu runs with, as
+// a provider's credentials would be given to it.
+func (w *Workspace) AddEnv(kv ...string) {
+	w.env = append(w.env, kv...)
+}
+
 // WriteFile writes name (relative to Dir) with body, failing t on error.
 func (w *Workspace) WriteFile(t testing.TB, name string, body []byte) {
 	t.Helper()
