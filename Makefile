@@ -104,7 +104,7 @@ images: $(if $(or $(filter 1,$(IMAGES_TOFU)),$(filter $(TOFU_DIR)/providers,$(IM
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-controller-gen tools-staticcheck tools-deadcode ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-openstack tools-controller-gen tools-staticcheck tools-deadcode ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -177,7 +177,6 @@ tools-coredns: ## A slim CoreDNS for the one-node cluster's DNS.
 tools-kube-router: ## kube-router, whose NetworkPolicy controller the one-node cluster runs.
 	KUBE_ROUTER_VERSION=$(KUBE_ROUTER_VERSION) hack/tools/build-kube-router.sh $(KUBE_ROUTER_DIR)
 
-# The OpenStack provider is not in `tools`: only the real-provider tests need it (make test-providers).
 .PHONY: tools-openstack
 tools-openstack: ## The OpenStack provider into a provider mirror, for the real-provider tests against Keystone.
 	OPENSTACK_PROVIDER_VERSION=$(OPENSTACK_PROVIDER_VERSION) hack/tools/build-openstack-provider.sh $(OPENSTACK_DIR)
@@ -255,11 +254,11 @@ lint: tools-buf tools-staticcheck tools-deadcode ## go vet, staticcheck, gofmt, 
 test: tools check-generate lint test-all test-e2e bench-smoke fuzz-smoke ## Everything CI runs.
 
 .PHONY: test-all
-test-all: ## Unit and integration tests (real NATS, real API server, real tofu and terraform) of every module.
-	go test -tags integration,terraform $(GO_TEST_FLAGS) $(PKGS)
+test-all: ## Unit and integration tests (real NATS, real API server, real tofu and terraform, real providers against real services) of every module.
+	go test -tags integration,terraform,providers $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: test-providers
-test-providers: tools-tofu tools-openstack ## The real-provider tests (build tag providers; not in make test): the OpenStack provider against Debian's Keystone on PostgreSQL, on both engines (docs/embedded-engine.md).
+test-providers: tools-tofu tools-openstack ## Only the real-provider tests (build tag providers, also in test-all): the OpenStack provider against Debian's Keystone on PostgreSQL, on both engines (docs/embedded-engine.md).
 	go test -tags integration,providers $(GO_TEST_FLAGS) -run '^(TestOpenStack_tofuOracle|TestStart)$$' ./internal/engine/embedded ./internal/platform/testutil/keystonetest
 
 .PHONY: test-e2e
