@@ -43,6 +43,16 @@
   readOnly: true
 {{- end }}
 {{- end -}}
+{{/* lava.engine.fileMount: the fileVolume mount; argument: dict values (the service's block), readOnly. */}}
+{{- define "lava.engine.fileMount" -}}
+{{- with .values.fileVolume }}{{ if .source }}
+- name: files
+  mountPath: {{ .mountPath }}
+  {{- if $.readOnly }}
+  readOnly: true
+  {{- end }}
+{{- end }}{{ end }}
+{{- end -}}
 {{- define "lava.engine.volumes" -}}
 - name: work
   emptyDir:
@@ -62,6 +72,10 @@
     name: {{ .providerInstall.caConfigMap }}
     items: [{key: ca.crt, path: ca.crt}]
 {{- end }}
+{{- with .fileVolume }}{{ with .source }}
+- name: files
+  {{- toYaml . | nindent 2 }}
+{{- end }}{{ end }}
 {{- end -}}
 
 {{/* The tenant policy's ConfigMap (synth.yaml), mounted read-only into synth, the applier and drift: synth checks every render against it, the engines hold provider file paths to its roots (docs/design/0022-file-access-from-schemas.md). Argument: the root context. */}}
