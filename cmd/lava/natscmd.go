@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -105,16 +109,19 @@ func newNATSBootstrapCmd() *cobra.Command {
 		Long: `Create or update every stream, durable consumer, KV bucket and object store of the bus
 topology (internal/platform/bus), idempotently, with the bootstrap (admin) identity. The
 services have no JetStream admin rights: they check the topology at start and fail naming
-what is missing until this has run (the chart runs it as a Helm hook Job).`,
+what is missing until this has run (the chart runs it as a Helm hook Job). While no server
+answers it tries again every second within --timeout: a new pod's first connections may be
+refused until the NetworkPolicy controller has seen its address, and the servers may still be
+starting.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			nc, js, err := f.connect()
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			nc, js, err := connectWithin(ctx, f.connect, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
 			opts := bus.TopologyOptions{Replicas: replicas, AnomalyWindow: anomalyWindow}
 			if err := bus.EnsureTopology(ctx, js, opts); err != nil {
 				return err
@@ -143,6 +150,27 @@ what is missing until this has run (the chart runs it as a Helm hook Job).`,
 	f.register(cmd)
 	cmd.Flags().IntVar(&replicas, "replicas", 1, "JetStream replica count of every stream and bucket (3 on a NATS cluster)")
 	cmd.Flags().DurationVar(&anomalyWindow, "anomaly-window", bus.DefaultAnomalyWindow, "the anomaly service's de-duplication window (sets lava-anomaly-windows' TTL)")
-	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long (waiting for a server included)")
 	return cmd
+}
+
+// connectWithin calls connect until it succeeds, fails otherwise than by finding no server
+// (nats.ErrNoServers: refused, unreachable, not yet listening), or ctx ends, once a second; it
+// says on w that it is waiting, once, and returns the last error.
+func connectWithin(ctx context.Context, connect func() (*nats.Conn, jetstream.JetStream, error), w io.Writer) (*nats.Conn, jetstream.JetStream, error) {
+	for waited := false; ; {
+		nc, js, err := connect()
+		if err == nil || !errors.Is(err, nats.ErrNoServers) {
+			return nc, js, err
+		}
+		if !waited {
+			fmt.Fprintf(w, "lava: waiting for a NATS server (%v)\n", err)
+			waited = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, err
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +113,46 @@ func TestNATSCmd_credentialsAuthorizationBootstrap(t *testing.T) {
 	code, _, errOut = runLava(t, "", "state", "show", "infra/none", "--nats-url", url, "--state-dir", t.TempDir())
 	if code != exitUnavail || !strings.Contains(strings.ToLower(errOut), "authorization") {
 		t.Errorf("state show without credentials: exit %d: %s; want %d and an authorization error", code, errOut, exitUnavail)
+	}
+}
+
+// TestNATSCmd_bootstrapWaitsForTheServer starts `lava nats bootstrap` before its server
+// listens: it says it is waiting and creates the topology once the server is up, within
+// --timeout (a new pod's first connections may be refused by a NetworkPolicy controller that
+// has not seen it yet). With no server at all it gives up after --timeout (exit 3).
+func TestNATSCmd_bootstrapWaitsForTheServer(t *testing.T) {
+	freePort := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	port, store := freePort(), t.TempDir()
+	started := make(chan *server.Server, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: store, NoLog: true, NoSigs: true})
+		if err != nil {
+			t.Error(err)
+			started <- nil
+			return
+		}
+		srv.Start()
+		started <- srv
+	}()
+	code, out, errOut := runLava(t, "", "nats", "bootstrap", "--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", port), "--timeout", "30s")
+	if srv := <-started; srv != nil {
+		defer srv.Shutdown()
+	}
+	if code != exitOK || !strings.Contains(out, "ensured object store lava-artifacts") || !strings.Contains(errOut, "waiting for a NATS server") {
+		t.Fatalf("nats bootstrap started before its server: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	start := time.Now()
+	code, _, errOut = runLava(t, "", "nats", "bootstrap", "--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", freePort()), "--timeout", "2s")
+	if took := time.Since(start); code != exitUnavail || took < 2*time.Second || took > 10*time.Second || !strings.Contains(errOut, "no servers available") {
+		t.Errorf("nats bootstrap without a server: exit %d after %s: %s; want %d after about 2s", code, took.Round(time.Millisecond), errOut, exitUnavail)
 	}
 }
