@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,9 +39,14 @@ var lavaServices = []string{"watcher", "synth", "applier", "drift", "viggy", "an
 // and imports them into containerd; runs a 3-server JetStream cluster (hack/cluster/nats.yaml)
 // with Lava's per-service nkey users, mutual TLS from a CA made here and encryption at rest;
 // installs the chart with --wait into a namespace where Pod Security Admission enforces
-// `restricted` (hack/cluster/lava-values.yaml); applies examples/notes.yaml until Applied and
-// Ready, deletes it (destroyed, finalizer removed), and uninstalls. It logs the timings and the
-// idle memory of every Lava pod.
+// `restricted` (hack/cluster/lava-values.yaml), with the applier's file volume a node directory
+// (hack/cluster/lava-files.yaml); applies examples/notes.yaml until Applied and Ready, deletes it
+// (destroyed, finalizer removed). Then, in subtests that run in order (lifecycle_test.go): the
+// tenant of hack/cluster/tenant.yaml (RBAC, a refused cross-namespace reference, NetworkPolicies);
+// /metrics of every service through its Service; the tenant's object hack/cluster/kit.yaml with
+// the applier's pod deleted mid-create, a NATS pod deleted, 3 applier replicas, and NATS cut off
+// (readiness false, then true), each change applied exactly once. It uninstalls and checks that no
+// workload is left. It logs the timings and the idle memory of every Lava pod.
 func TestCluster_chart(t *testing.T) {
 	e := newChartEnv(t)
 	work := t.TempDir()
@@ -111,6 +117,24 @@ func TestCluster_chart(t *testing.T) {
 	writeFile(t, bindingsKey, randomHex(t), 0o600)
 	e.kubectl(t, "-n", releaseNS, "create", "secret", "generic", "lava-synth-bindings-key", "--from-file=key="+bindingsKey)
 
+	// The applier's file volume: a node directory (the services' user owns it) as a PersistentVolume.
+	files := filepath.Join(work, "lava-files")
+	if err := os.MkdirAll(filepath.Join(files, demoNS), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{files, filepath.Join(files, demoNS)} {
+		if err := os.Chown(d, 65532, 65532); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pv, err := os.ReadFile(filepath.Join(e.repo, "hack/cluster/lava-files.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvFile := filepath.Join(work, "lava-files.yaml")
+	writeFile(t, pvFile, strings.ReplaceAll(string(pv), "LAVA_FILES_DIR", files), 0o644)
+	e.kubectl(t, "apply", "-f", pvFile)
+
 	start = time.Now()
 	e.run(t, e.helm, "install", "lava", "deploy/charts/lava", "-n", releaseNS, "-f", "hack/cluster/lava-values.yaml", "--wait", "--timeout=5m")
 	installed := time.Since(start)
@@ -161,6 +185,33 @@ func TestCluster_chart(t *testing.T) {
 		}
 	}
 
+	// ---- The tenant, metrics, and the failures an installation lives through, in this order:
+	// each later step applies the next generation of the tenant's object (hack/cluster/kit.yaml).
+	l := &lifecycle{e: e, files: files}
+	steps := []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"tenant", l.tenant},
+		{"metrics", l.metrics},
+		{"applierDeletedMidApply", l.applierDeleted},
+		{"natsPodDeleted", l.natsPodDeleted},
+		{"applierReplicas", l.applierReplicas},
+		{"natsUnreachable", l.natsUnreachable},
+	}
+	for _, st := range steps {
+		start = time.Now()
+		t.Run(st.name, st.fn)
+		t.Logf("%s: %s", st.name, time.Since(start).Round(time.Millisecond))
+	}
+	l.appliedOnce(t)
+	e.kubectl(t, "--as="+tenantUser, "delete", "-f", "hack/cluster/kit.yaml", "--wait", "--timeout=2m")
+	if l.gens > 0 {
+		if _, err := os.Stat(filepath.Join(files, kitFile(l.gens))); err == nil {
+			t.Errorf("%s is still there after demo/kit was deleted", kitFile(l.gens))
+		}
+	}
+
 	// ---- helm uninstall: no Lava workload left.
 	start = time.Now()
 	e.run(t, e.helm, "uninstall", "lava", "-n", releaseNS, "--wait", "--timeout=3m")
@@ -173,6 +224,13 @@ func TestCluster_chart(t *testing.T) {
 	if strings.TrimSpace(left) != "" {
 		t.Errorf("after helm uninstall, left:\n%s", left)
 	}
+	// Whatever the labels: no workload, Service or ServiceAccount but the namespace's default.
+	left = e.kubectl(t, "-n", releaseNS, "get", "deploy,rs,statefulset,daemonset,job,cronjob,pod,svc,sa", "-o", "name")
+	if strings.TrimSpace(left) != "serviceaccount/default" {
+		t.Errorf("after helm uninstall, %s holds:\n%s\nwant only serviceaccount/default", releaseNS, left)
+	}
+	t.Logf("after helm uninstall, %s keeps (not the release's workloads):\n%s", releaseNS,
+		e.kubectl(t, "-n", releaseNS, "get", "secret,configmap,pvc,lease", "-o", "name"))
 }
 
 // chartEnv is what TestCluster_chart runs: the repository, the cluster and the tools.
@@ -424,25 +482,35 @@ func readStatus(p string) (map[string]string, error) {
 // of destroyed Terraform resources want gives, none orphaned.
 func (e *chartEnv) checkDestroyed(t *testing.T, want map[string]int) {
 	t.Helper()
-	got := map[string]int{}
-	for line := range strings.Lines(e.kubectl(t, "-n", releaseNS, "logs", "deploy/lava-applier")) {
-		var l struct {
-			Msg       string `json:"msg"`
-			Resource  string `json:"resource"`
-			Orphaned  bool   `json:"orphaned"`
-			Destroyed int    `json:"destroyed_count"`
+	// The applier logs "destroyed" after it published Destroyed, on which the watcher removes
+	// the finalizer: the line may come a moment after the object is gone.
+	var got map[string]int
+	orphaned := map[string]bool{}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		got = map[string]int{}
+		for line := range strings.Lines(e.kubectl(t, "-n", releaseNS, "logs", "deploy/lava-applier")) {
+			var l struct {
+				Msg       string `json:"msg"`
+				Resource  string `json:"resource"`
+				Orphaned  bool   `json:"orphaned"`
+				Destroyed int    `json:"destroyed_count"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "destroyed" {
+				continue
+			}
+			orphaned[l.Resource] = l.Orphaned
+			got[l.Resource] = l.Destroyed
 		}
-		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "destroyed" {
-			continue
+		if maps.Equal(got, want) || time.Now().After(deadline) {
+			break
 		}
-		if l.Orphaned {
-			t.Errorf("%s orphaned, want destroyed", l.Resource)
-		}
-		got[l.Resource] = l.Destroyed
 	}
 	for r, n := range want {
 		if got[r] != n {
 			t.Errorf("applier destroyed %d resources of %s, want %d", got[r], r, n)
+		}
+		if orphaned[r] {
+			t.Errorf("%s orphaned, want destroyed", r)
 		}
 	}
 }
@@ -461,14 +529,20 @@ func (e *chartEnv) cleanup(t *testing.T) {
 			}
 		}
 	}
-	if out, err := e.try(ctx, "kubectl", "delete", "-f", "examples/notes.yaml", "--ignore-not-found", "--timeout=1m"); err != nil {
-		t.Logf("delete examples/notes.yaml: %v\n%s", err, out)
+	e.try(ctx, "kubectl", "apply", "-f", "hack/cluster/nats.yaml") // a step that failed may have left NATS cut off
+	for _, f := range []string{"examples/notes.yaml", "hack/cluster/kit.yaml", "hack/cluster/cross.yaml"} {
+		if out, err := e.try(ctx, "kubectl", "delete", "-f", f, "--ignore-not-found", "--timeout=1m"); err != nil {
+			t.Logf("delete %s: %v\n%s", f, err, out)
+		}
 	}
 	if out, err := e.try(ctx, e.helm, "uninstall", "lava", "-n", releaseNS, "--ignore-not-found", "--wait", "--timeout=2m"); err != nil {
 		t.Logf("helm uninstall: %v\n%s", err, out)
 	}
 	if out, err := e.try(ctx, "kubectl", "delete", "namespace", demoNS, releaseNS, natsNS, "--ignore-not-found", "--timeout=2m"); err != nil {
 		t.Logf("delete namespaces: %v\n%s", err, out)
+	}
+	if out, err := e.try(ctx, "kubectl", "delete", "persistentvolume", "lava-files", "--ignore-not-found", "--timeout=1m"); err != nil {
+		t.Logf("delete the PersistentVolume lava-files: %v\n%s", err, out)
 	}
 }
 

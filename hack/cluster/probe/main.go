@@ -6,8 +6,13 @@
 //	probe get URL...     GETs each URL, prints "GET URL -> STATUS BODY", exits 1 if one fails
 //	probe blocked URL    GETs URL once a second until a GET fails (a NetworkPolicy took effect) and
 //	                     exits 0, printing the error; exits 1 if the first 30 all succeed
-//	probe reach URL      GETs URL once a second until one answers 200 OK (a NetworkPolicy controller
-//	                     admits a new pod once it has seen its address); exits 1 after 30 tries
+//	probe reach URL...   GETs each URL once a second until one answers 200 OK (a NetworkPolicy
+//	                     controller admits a new pod once it has seen its address), or for a
+//	                     tcp://HOST:PORT URL until a TCP connection opens; exits 1 after 30 tries
+//	probe isolated URL TARGET...
+//	                     reach URL (so the pod's traffic is admitted where a policy allows it), then
+//	                     tries each TARGET once and exits 1 if one answers: an http:// TARGET is a
+//	                     GET, a tcp://HOST:PORT TARGET a TCP connection
 package main
 
 import (
@@ -21,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -49,12 +55,22 @@ func main() {
 			os.Exit(2)
 		}
 		os.Exit(blocked(os.Args[2]))
-	case "reach":
-		if len(os.Args) != 3 {
-			fmt.Fprintln(os.Stderr, "usage: probe reach URL")
+	case "isolated":
+		if len(os.Args) < 4 {
+			fmt.Fprintln(os.Stderr, "usage: probe isolated URL TARGET...")
 			os.Exit(2)
 		}
-		os.Exit(reach(os.Args[2]))
+		os.Exit(isolated(os.Args[2], os.Args[3:]))
+	case "reach":
+		if len(os.Args) < 3 {
+			fmt.Fprintln(os.Stderr, "usage: probe reach URL...")
+			os.Exit(2)
+		}
+		for _, u := range os.Args[2:] {
+			if rc := reach(u); rc != 0 {
+				os.Exit(rc)
+			}
+		}
 	default:
 		fmt.Fprintln(os.Stderr, "probe: unknown command", os.Args[1])
 		os.Exit(2)
@@ -138,7 +154,7 @@ func get(urls []string) int {
 			rc = 1
 			continue
 		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		fmt.Printf("GET %s -> %s %s", u, resp.Status, b)
 		if resp.StatusCode != http.StatusOK {
@@ -165,14 +181,26 @@ func blocked(url string) int {
 
 func reach(url string) int {
 	client := &http.Client{Timeout: 3 * time.Second}
+	addr, dial := strings.CutPrefix(url, "tcp://")
 	for i := 1; i <= 30; i++ {
+		if dial {
+			c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+			if err != nil {
+				fmt.Printf("DIAL %s -> error (try %d): %v\n", addr, i, err)
+				time.Sleep(time.Second)
+				continue
+			}
+			c.Close()
+			fmt.Printf("DIAL %s -> connected\nreached after %d tries\n", addr, i)
+			return 0
+		}
 		resp, err := client.Get(url)
 		if err != nil {
 			fmt.Printf("GET %s -> error (try %d): %v\n", url, i, err)
 			time.Sleep(time.Second)
 			continue
 		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		fmt.Printf("GET %s -> %s %s", url, resp.Status, b)
 		if resp.StatusCode == http.StatusOK {
@@ -182,4 +210,34 @@ func reach(url string) int {
 		time.Sleep(time.Second)
 	}
 	return 1
+}
+
+func isolated(url string, targets []string) int {
+	if rc := reach(url); rc != 0 {
+		return rc
+	}
+	rc := 0
+	for _, t := range targets {
+		if addr, ok := strings.CutPrefix(t, "tcp://"); ok {
+			c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+			if err != nil {
+				fmt.Printf("DIAL %s -> blocked: %v\n", addr, err)
+				continue
+			}
+			c.Close()
+			fmt.Printf("DIAL %s -> connected\n", addr)
+			rc = 1
+			continue
+		}
+		client := &http.Client{Timeout: 3 * time.Second}
+		resp, err := client.Get(t)
+		if err != nil {
+			fmt.Printf("GET %s -> blocked: %v\n", t, err)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Printf("GET %s -> %s\n", t, resp.Status)
+		rc = 1
+	}
+	return rc
 }
