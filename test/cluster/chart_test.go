@@ -35,16 +35,17 @@ const (
 var lavaServices = []string{"watcher", "synth", "applier", "drift", "viggy", "anomaly", "attest"}
 
 // TestCluster_chart installs Lava as docs/install.md says, on the one-node cluster, through helm
-// and kubectl: it builds the images (make images, and the nats image of the cached nats-server)
-// and imports them into containerd; runs a 3-server JetStream cluster (hack/cluster/nats.yaml)
+// and kubectl: it builds the images (make images IMAGES_TOFU=1, and the nats image of the cached
+// nats-server) and imports them into containerd; runs a 3-server JetStream cluster (hack/cluster/nats.yaml)
 // with Lava's per-service nkey users, mutual TLS from a CA made here and encryption at rest;
 // installs the chart with --wait into a namespace where Pod Security Admission enforces
 // `restricted` (hack/cluster/lava-values.yaml), with the applier's file volume a node directory
 // (hack/cluster/lava-files.yaml); applies examples/notes.yaml until Applied and Ready, deletes it
 // (destroyed, finalizer removed). Then, in subtests that run in order (lifecycle_test.go): the
 // tenant of hack/cluster/tenant.yaml (RBAC, a refused cross-namespace reference, NetworkPolicies);
-// /metrics of every service through its Service; the tenant's object hack/cluster/kit.yaml with
-// the applier's pod deleted mid-create, a NATS pod deleted, 3 applier replicas, and NATS cut off
+// /metrics of every service through its Service; a local_file by the tofu engine
+// (hack/cluster/tofu.yaml; the images carry OpenTofu); the tenant's object hack/cluster/kit.yaml
+// with the applier's pod deleted mid-create, a NATS pod deleted, 3 applier replicas, and NATS cut off
 // (readiness false, then true), each change applied exactly once. It uninstalls and checks that no
 // workload is left. It logs the timings and the idle memory of every Lava pod.
 func TestCluster_chart(t *testing.T) {
@@ -54,7 +55,7 @@ func TestCluster_chart(t *testing.T) {
 	// ---- images: Lava's and NATS', imported as up.sh imports the node images.
 	start := time.Now()
 	images := filepath.Join(work, "images")
-	e.run(t, "make", "images", "IMAGES_DIR="+images)
+	e.run(t, "make", "images", "IMAGES_DIR="+images, "IMAGES_TOFU=1")
 	natsVersion := e.natsVersion(t)
 	natsImage := "localhost/lava-node/nats:" + natsVersion
 	e.run(t, "go", "run", "./hack/mkimage", "-out", images, "-registry", "localhost/lava-node", "-nats", e.natsBin, "nats:"+natsVersion)
@@ -194,6 +195,7 @@ func TestCluster_chart(t *testing.T) {
 	}{
 		{"tenant", l.tenant},
 		{"metrics", l.metrics},
+		{"tofuEngine", l.tofuEngine},
 		{"applierDeletedMidApply", l.applierDeleted},
 		{"natsPodDeleted", l.natsPodDeleted},
 		{"applierReplicas", l.applierReplicas},
@@ -530,7 +532,7 @@ func (e *chartEnv) cleanup(t *testing.T) {
 		}
 	}
 	e.try(ctx, "kubectl", "apply", "-f", "hack/cluster/nats.yaml") // a step that failed may have left NATS cut off
-	for _, f := range []string{"examples/notes.yaml", "hack/cluster/kit.yaml", "hack/cluster/cross.yaml"} {
+	for _, f := range []string{"examples/notes.yaml", "hack/cluster/kit.yaml", "hack/cluster/cross.yaml", "hack/cluster/tofu.yaml"} {
 		if out, err := e.try(ctx, "kubectl", "delete", "-f", f, "--ignore-not-found", "--timeout=1m"); err != nil {
 			t.Logf("delete %s: %v\n%s", f, err, out)
 		}

@@ -272,6 +272,28 @@ func (l *lifecycle) deleteApplierMidCreate(t *testing.T, force bool) {
 	}
 }
 
+// tofuEngine applies hack/cluster/tofu.yaml (engine: tofu: the OpenTofu of the applier image)
+// and reads the local_file it wrote on the file volume; deleted, the file is gone.
+func (l *lifecycle) tofuEngine(t *testing.T) {
+	e, ctx := l.e, t.Context()
+	start := time.Now()
+	e.kubectl(t, "apply", "-f", "hack/cluster/tofu.yaml")
+	poll(t, 3*time.Minute, "demo/tofu-files not Applied", func() (bool, string) {
+		out, _ := e.try(ctx, "kubectl", "-n", demoNS, "get", "lavaarchitecture/tofu-files", "-o", `jsonpath={.status.phase} {.status.conditions[?(@.type=="Ready")].message}`)
+		return strings.HasPrefix(out, "Applied "), out
+	})
+	applied := time.Since(start)
+	file := filepath.Join(l.files, "demo", "hello-from-tofu.txt")
+	if b, err := os.ReadFile(file); err != nil || string(b) != "hello from tofu\n" {
+		t.Errorf("%s: %q %v, want hello from tofu", file, b, err)
+	}
+	e.kubectl(t, "delete", "-f", "hack/cluster/tofu.yaml", "--wait", "--timeout=2m")
+	if _, err := os.Stat(file); err == nil {
+		t.Errorf("%s is still there after demo/tofu-files was deleted", file)
+	}
+	t.Logf("demo/tofu-files (engine tofu) Applied in %s, deleted (file removed) %s later", applied.Round(time.Millisecond), (time.Since(start) - applied).Round(time.Millisecond))
+}
+
 // natsPodDeleted deletes one NATS server's pod and applies the next generation meanwhile.
 func (l *lifecycle) natsPodDeleted(t *testing.T) {
 	e := l.e
@@ -376,13 +398,17 @@ func processes(uids []string, name string) []int {
 	return pids
 }
 
-// appliedOnce reads every applier's log (the running pods' and the deleted ones') for the
-// "applied" lines of demo/kit: one per generation, each with a state serial of its own, each
-// adding one resource.
+// appliedOnce reads every applier's log (the running pods', their containers' previous runs,
+// and the pods deleted mid-create) for the "applied" lines of demo/kit: one per generation, each
+// with a state serial of its own, each adding one resource.
 func (l *lifecycle) appliedOnce(t *testing.T) {
 	logs := slices.Clone(l.goneLogs)
 	for _, pod := range l.applierPods(t) {
 		logs = append(logs, l.e.kubectl(t, "-n", releaseNS, "logs", pod))
+		// A container that restarted: its previous run's log too.
+		if prev, err := l.e.try(t.Context(), "kubectl", "-n", releaseNS, "logs", "--previous", pod); err == nil {
+			logs = append(logs, prev)
+		}
 	}
 	type applied struct {
 		Msg      string `json:"msg"`
