@@ -538,6 +538,27 @@ func TestRenderedObjects(t *testing.T) {
 						t.Errorf("%s: LAVA_NATS_URL %+v, want from Secret lava-nats-url", name, e)
 					}
 				}
+				// fileVolume: the all-on values' claim, read-write in the applier, read-only in drift.
+				if svc == "applier" || svc == "drift" {
+					var mount *corev1.VolumeMount
+					for i, m := range c.VolumeMounts {
+						if m.Name == "files" {
+							mount = &c.VolumeMounts[i]
+						}
+					}
+					var claim string
+					for _, v := range pod.Volumes {
+						if v.Name == "files" && v.PersistentVolumeClaim != nil {
+							claim = v.PersistentVolumeClaim.ClaimName
+						}
+					}
+					switch {
+					case tc.name != "all-on" && (mount != nil || claim != ""):
+						t.Errorf("%s: a files volume without fileVolume.source", name)
+					case tc.name == "all-on" && (mount == nil || mount.MountPath != "/var/lib/lava-files" || mount.ReadOnly != (svc == "drift") || claim != "lava-files"):
+						t.Errorf("%s: files mount %+v of claim %q, want lava-files at /var/lib/lava-files (read-only in drift only)", name, mount, claim)
+					}
+				}
 				mountFile := map[string]string{"synth": "LAVA_BINDINGS_KEY_FILE", "attest": "LAVA_SIGNING_KEY_FILE"}
 				if v, ok := mountFile[svc]; ok {
 					path := env[v].Value
