@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,6 +31,10 @@ type natsFlags struct {
 	url, creds, stateDir string
 	nkey, identity       string
 	ca, cert, key        string
+	// wait and onWait are bus.ConnectOptions' Wait and OnWait (a command that waits for its
+	// server, nats bootstrap, sets them).
+	wait   time.Duration
+	onWait func(error)
 }
 
 func (f *natsFlags) register(cmd *cobra.Command) {
@@ -56,7 +61,7 @@ func (f *natsFlags) options(url string) bus.ConnectOptions {
 		}
 	}
 	return bus.ConnectOptions{URL: url, CredsFile: f.creds, NKeyFile: nkey, Identity: f.identity, Name: "lava-cli",
-		NoReconnect: true, CAFile: f.ca, CertFile: f.cert, KeyFile: f.key}
+		NoReconnect: true, CAFile: f.ca, CertFile: f.cert, KeyFile: f.key, Wait: f.wait, OnWait: f.onWait}
 }
 
 // resolveURL is the server URL and where it came from: --nats-url, $LAVA_NATS_URL,

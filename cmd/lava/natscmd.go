@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -117,7 +113,9 @@ starting.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			nc, js, err := connectWithin(ctx, f.connect, cmd.ErrOrStderr())
+			f.wait = timeout
+			f.onWait = func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "lava: waiting for a NATS server (%v)\n", err) }
+			nc, js, err := f.connect()
 			if err != nil {
 				return err
 			}
@@ -152,25 +150,4 @@ starting.`,
 	cmd.Flags().DurationVar(&anomalyWindow, "anomaly-window", bus.DefaultAnomalyWindow, "the anomaly service's de-duplication window (sets lava-anomaly-windows' TTL)")
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long (waiting for a server included)")
 	return cmd
-}
-
-// connectWithin calls connect until it succeeds, fails otherwise than by finding no server
-// (nats.ErrNoServers: refused, unreachable, not yet listening), or ctx ends, once a second; it
-// says on w that it is waiting, once, and returns the last error.
-func connectWithin(ctx context.Context, connect func() (*nats.Conn, jetstream.JetStream, error), w io.Writer) (*nats.Conn, jetstream.JetStream, error) {
-	for waited := false; ; {
-		nc, js, err := connect()
-		if err == nil || !errors.Is(err, nats.ErrNoServers) {
-			return nc, js, err
-		}
-		if !waited {
-			fmt.Fprintf(w, "lava: waiting for a NATS server (%v)\n", err)
-			waited = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, err
-		case <-time.After(time.Second):
-		}
-	}
 }

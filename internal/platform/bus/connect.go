@@ -1,8 +1,10 @@
 package bus
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -51,12 +53,22 @@ type ConnectOptions struct {
 	// NoReconnect fails the connection's operations once it is lost instead of reconnecting
 	// (a command-line client that should report the lost server, not wait for it).
 	NoReconnect bool
+	// Wait, if positive, is how long the first connection waits for a server that does not
+	// answer yet (refused, unreachable, not yet listening: a pod whose first connections a
+	// NetworkPolicy controller refuses until it has seen its address, servers still
+	// starting): nats.go's RetryOnFailedConnect tries again at the reconnect pace, and after
+	// Wait the error names the last failure. NoReconnect does not apply then (the retries are
+	// reconnects). Zero: the first connection fails at once.
+	Wait time.Duration
+	// OnWait, if set with Wait, is called once when the first attempt failed and the
+	// connection waits, with that attempt's error (a command line tells its user).
+	OnWait func(error)
 }
 
 // Connect opens a connection that reconnects forever (every second, jittered) after it was
 // first established (unless NoReconnect), and a JetStream context on it. It fails if the
-// first connection cannot be made, so a service that starts without its broker exits and is
-// restarted. Errors: "bus: no NATS URL ...", "bus: connect to URL: ..." (wrapping nats.go's),
+// first connection cannot be made (within Wait, when set), so a service that starts without
+// its broker exits and is restarted. Errors: "bus: no NATS URL ...", "bus: connect to URL: ..." (wrapping nats.go's),
 // "bus: jetstream: ...".
 func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 	if opts.URL == "" {
@@ -68,7 +80,14 @@ func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 		nats.ReconnectWait(time.Second),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
 	}
-	if opts.NoReconnect {
+	var connected chan struct{}
+	switch {
+	case opts.Wait > 0:
+		connected = make(chan struct{})
+		var once sync.Once
+		nopts = append(nopts, nats.RetryOnFailedConnect(true),
+			nats.ConnectHandler(func(*nats.Conn) { once.Do(func() { close(connected) }) }))
+	case opts.NoReconnect:
 		nopts = append(nopts, nats.NoReconnect())
 	}
 	if opts.CredsFile != "" {
@@ -96,6 +115,20 @@ func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 	nc, err := nats.Connect(opts.URL, nopts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bus: connect to %s: %w", opts.URL, err)
+	}
+	if connected != nil && !nc.IsConnected() {
+		if opts.OnWait != nil {
+			opts.OnWait(cmp.Or(nc.LastError(), nats.ErrNoServers))
+		}
+		timer := time.NewTimer(opts.Wait)
+		defer timer.Stop()
+		select {
+		case <-connected:
+		case <-timer.C:
+			last := cmp.Or(nc.LastError(), nats.ErrNoServers)
+			nc.Close()
+			return nil, nil, fmt.Errorf("bus: connect to %s: no server answered within %s: %w", opts.URL, opts.Wait, last)
+		}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
