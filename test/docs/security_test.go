@@ -145,6 +145,8 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_referenceFanOut"}},
 	{"21c", "a check message showing a computed copy of a sensitive value: logged and stored unredacted",
 		[]string{"TestChecks_messagesBounded"}},
+	{"22a", "a tofu-written state of 1.6-million-digit numbers read by the embedded engine: 15 s of CPU per plan and scan",
+		[]string{"TestEngine_stateNumbersBounded"}},
 }
 
 var (

@@ -209,6 +209,11 @@ func (e *Engine) loadStateBody(ctx context.Context, key state.Key) (*State, stri
 	if err != nil {
 		return nil, "", state.Record{}, err
 	}
+	// A body another engine wrote (tofu writes a number in full), or one pushed, is checked
+	// once, before it is cached: the cache holds only bodies checked or written here.
+	if err := checkStateNumbers(body); err != nil {
+		return nil, "", state.Record{}, fmt.Errorf("state %s: %w", key, err)
+	}
 	e.cacheBody(key, rec.Digest, body)
 	st, err := ParseState(body)
 	return st, rec.Digest, rec, err

@@ -1,8 +1,10 @@
 package embedded
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,6 +81,48 @@ func ParseState(body []byte) (*State, error) {
 		st.Outputs = map[string]StateOutput{}
 	}
 	return &st, nil
+}
+
+// checkStateNumbers refuses a state body holding a number of more than [MaxNumberText] digits,
+// counting its text and the digits its exponent writes out ("1e1600000" is 1.6 million):
+// go-cty parses each with math/big when the state is decoded, in time the square of its
+// digits, on every plan and drift scan, and nothing can interrupt it (a state OpenTofu wrote
+// with two numbers of 1.6 million digits cost 15 s per plan). The error wraps
+// [engine.ErrEvaluationLimit]; a body that is not JSON is left to the parse.
+func checkStateNumbers(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // io.EOF, or not JSON: ParseState says so
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		if d := numberTokenDigits(string(n)); d > MaxNumberText {
+			return &LimitError{Func: "state", Reason: fmt.Sprintf(
+				"it holds a number of about %d digits, more than %d, the limit of a number's text: the embedded engine cannot read it (the engine that wrote it can)", d, MaxNumberText)}
+		}
+	}
+}
+
+// numberTokenDigits is how many digits the JSON number s writes out: its text, plus its
+// exponent's magnitude (an exponent that does not fit an int64 counts as the largest).
+func numberTokenDigits(s string) int64 {
+	d := int64(len(s))
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.ParseInt(strings.TrimPrefix(s[i+1:], "+"), 10, 64)
+		if err != nil || e == math.MinInt64 {
+			return math.MaxInt64
+		}
+		if e < 0 {
+			e = -e
+		}
+		d = addSat(d, e)
+	}
+	return d
 }
 
 // Marshal renders the state as compact JSON (OpenTofu's state v4 format; tofu indents its

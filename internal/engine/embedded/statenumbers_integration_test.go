@@ -1,0 +1,55 @@
+//go:build integration
+
+package embedded
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lava-operator/lava/internal/engine"
+)
+
+// TestEngine_stateNumbersBounded: a state body another engine wrote (OpenTofu writes a number
+// in full: tonumber("1e1600000") is 1.6 million digits) or an operator pushed is read by the
+// embedded engine only when its numbers are within MaxNumberText digits, text and exponent:
+// go-cty parsed each with math/big on every plan and drift scan, 15 s per plan at 1.6 million
+// digits, quadratic and uninterruptible. Such a state fails the plan at once, naming the
+// limit; the same state with ordinary numbers plans.
+func TestEngine_stateNumbersBounded(t *testing.T) {
+	e := newEnv(t)
+	const doc = `{"resource":{"terraform_data":{"a":{"input":"x","lifecycle":{"ignore_changes":["input"]}}}}}`
+	if _, err := e.planApply(doc); err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := e.store.Body(t.Context(), e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const input = `"input":{"value":"x","type":"string"}`
+	if !strings.Contains(string(body), input) {
+		t.Fatalf("state body lacks %s: %s", input, body)
+	}
+	for _, tc := range []struct{ name, number string }{
+		{"digits", "1" + strings.Repeat("0", 1_000_000)},
+		{"exponent", "1e1600000"},
+		{"ordinary", "12345.678e-3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := strings.Replace(string(body), input, `"input":{"value":`+tc.number+`,"type":"number"}`, 1)
+			if _, err := e.store.Put(t.Context(), e.key, []byte(b), ""); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(doc)})
+			if tc.name == "ordinary" {
+				if err != nil {
+					t.Fatalf("plan against a state with an ordinary number: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "more than 4096, the limit of a number's text") {
+				t.Fatalf("plan: %v; want the state refused for its number", err)
+			}
+		})
+	}
+}
