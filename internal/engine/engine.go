@@ -208,13 +208,20 @@ const (
 	MaxWarningLen = 512
 )
 
+// Cut returns s cut to [MaxWarningLen] bytes (at a UTF-8 boundary, then "…"): the bound of a
+// warning, a check's failure message and a drift finding's value. Redact before cutting: a
+// secret straddling the cut would keep a fragment no redaction matches.
+func Cut(s string) string {
+	if len(s) <= MaxWarningLen {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxWarningLen], "") + "…"
+}
+
 // AddWarning appends a warning to the record, redacted by r and within the bounds of
 // [MaxWarnings] and [MaxWarningLen]; repeated warnings are kept once.
 func (p *PlanRecord) AddWarning(r *Redactor, w string) {
-	w = r.Redact(w)
-	if len(w) > MaxWarningLen {
-		w = strings.ToValidUTF8(w[:MaxWarningLen], "") + "…"
-	}
+	w = Cut(r.Redact(w))
 	if len(p.Warnings) >= MaxWarnings || slices.Contains(p.Warnings, w) {
 		return
 	}

@@ -147,6 +147,8 @@ var attackTrial = []attack{
 		[]string{"TestChecks_messagesBounded"}},
 	{"22a", "a tofu-written state of 1.6-million-digit numbers read by the embedded engine: 15 s of CPU per plan and scan",
 		[]string{"TestEngine_stateNumbersBounded"}},
+	{"22b", "a stored file read back by 160 data sources, or imported 300 times: provider values uncharged, GBs of plan and state",
+		[]string{"TestEvaluationLimits_providedValuesCharged", "TestEvent_valuesCut"}},
 }
 
 var (

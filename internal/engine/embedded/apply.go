@@ -445,6 +445,9 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 				if v, err = client.ReadDataSource(ctx, rc.Type, config); err != nil {
 					return deposed, a.fail(c, err)
 				}
+				if err := a.ev.budget.provided(c.Addr+": data source result", v); err != nil {
+					return deposed, err
+				}
 			}
 			if err := a.setInstance(c, v, nil, schema, nil); err != nil {
 				return deposed, err

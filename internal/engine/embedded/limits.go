@@ -190,6 +190,19 @@ func (b *budget) value(what string, v cty.Value) error {
 	return b.charge(what, e, by)
 }
 
+// provided charges a value a provider returned (a refreshed object, an imported one, a data
+// source's result) by its size, as a value built: each is written into the plan, the state and
+// the drift findings at its own place (one stored file read back by 160 data sources was 160
+// copies, 5 GB). It has no limit of one value: what a provider holds is not the tenant's
+// expression. what names the address and the call.
+func (b *budget) provided(what string, v cty.Value) error {
+	if err := b.err(); err != nil {
+		return err
+	}
+	e, by, _ := valueSize(v, max(b.elems.Load(), 0)+1, max(b.bytes.Load(), 0)+1)
+	return b.charge(what, e, by)
+}
+
 // valueSize counts the elements and text of v, deep, stopping once either reaches its
 // maximum, and finds the most digits beyond an ordinary number's of a number in it
 // ([numberDigits]). Marks, unknown and null values are allowed.

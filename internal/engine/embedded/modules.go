@@ -722,11 +722,7 @@ func settleChecks(results []CheckResult, secrets map[string]bool, mu *sync.Mutex
 			ms = append(ms[:maxCheckMessages:maxCheckMessages], fmt.Sprintf("(%d more failed assertions)", len(ms)-maxCheckMessages))
 		}
 		for j, m := range ms {
-			m = red.Redact(m)
-			if len(m) > engine.MaxWarningLen {
-				m = strings.ToValidUTF8(m[:engine.MaxWarningLen], "") + "…"
-			}
-			ms[j] = m
+			ms[j] = engine.Cut(red.Redact(m))
 		}
 		results[i].Messages = ms
 	}

@@ -329,7 +329,9 @@ func (p *planner) priorObject(ctx context.Context, c Client, typ, addr string, i
 	if err != nil {
 		return cty.NilVal, nil, fmt.Errorf("%s: %w", addr, err)
 	}
-	_ = s
+	if err := p.ev.budget.provided(addr+": refreshed object", nv); err != nil {
+		return cty.NilVal, nil, err
+	}
 	return nv, priv, nil
 }
 
@@ -629,6 +631,9 @@ func (p *planner) planResource(ctx context.Context, rc *ResourceConfig, sr *Stat
 				v, err := client.ReadDataSource(ctx, rc.Type, config)
 				if err != nil {
 					return fmt.Errorf("%s: %w", c.Addr, err)
+				}
+				if err := p.ev.budget.provided(c.Addr+": data source result", v); err != nil {
+					return err
 				}
 				c.Action, c.Planned = NoOp, v
 			} else {
@@ -959,6 +964,9 @@ func (p *planner) importObject(ctx context.Context, c Client, typ, addr string, 
 	}
 	if nv.IsNull() {
 		return cty.NilVal, nil, fmt.Errorf("%s: import %q: the object does not exist", addr, id)
+	}
+	if err := p.ev.budget.provided(addr+": imported object", nv); err != nil {
+		return cty.NilVal, nil, err
 	}
 	return nv, npriv, nil
 }

@@ -558,11 +558,13 @@ func Classify(findings []engine.Finding, prefixes []string) []engine.Finding {
 func findingProto(f engine.Finding) *lavav1.DriftFinding {
 	p := &lavav1.DriftFinding{Address: f.Address, Attribute: f.Attribute, Change: pipeline.ChangeKind(f.Change),
 		Severity: pipeline.SeverityProto(f.Severity)}
+	// The engine redacted the values; each is cut to what an alert shows (a provider's
+	// object, a stored file read back, may be megabytes, once per finding).
 	if f.Observed != nil {
-		p.Observed = *f.Observed
+		p.Observed = engine.Cut(*f.Observed)
 	}
 	if f.Declared != nil {
-		p.Declared = *f.Declared
+		p.Declared = engine.Cut(*f.Declared)
 	}
 	if p.Observed == engine.Redacted || p.Declared == engine.Redacted {
 		p.Sensitive = true

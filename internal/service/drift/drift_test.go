@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -139,6 +140,24 @@ func TestEvent_resourceBindingSecretsHasEveryValueRedacted(t *testing.T) {
 	}
 	if f := ev.GetFindings()[1]; f.GetSensitive() || f.GetObserved() != "" {
 		t.Fatalf("a finding without values was marked: %v", f)
+	}
+}
+
+// TestEvent_valuesCut: a finding's observed and declared values are cut to
+// engine.MaxWarningLen bytes (a stored file read back, a provider's large object: megabytes
+// per finding, 49 MB of observed values in one scan of 40 instances before).
+func TestEvent_valuesCut(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("é", 1<<20)
+	ev := drift.Event(entry(), &engine.DriftReport{ScannedAt: time.Now(), Findings: []engine.Finding{
+		{Address: "local_file.a", Attribute: "content", Change: engine.ActionUpdate, Observed: str(big), Declared: str("short")},
+	}}, nil)
+	f := ev.GetFindings()[0]
+	if n := len(f.GetObserved()); n > engine.MaxWarningLen+len("…") || !strings.HasSuffix(f.GetObserved(), "…") || !utf8.ValidString(f.GetObserved()) {
+		t.Errorf("observed value: %d bytes (valid UTF-8 %v), want at most %d and marked cut", n, utf8.ValidString(f.GetObserved()), engine.MaxWarningLen)
+	}
+	if f.GetDeclared() != "short" {
+		t.Errorf("declared value %q, want it whole", f.GetDeclared())
 	}
 }
 
