@@ -197,7 +197,7 @@ cluster-down: ## Stop the one-node cluster and undo every change it made to the 
 	$(CLUSTER_ENV) hack/cluster/down.sh
 
 .PHONY: test-cluster
-test-cluster: tools-kube tools-kube-node tools-coredns tools-kube-router tools-nats tools-helm tools-tofu tools-testkit cluster-packages ## cluster-up, the tests of test/cluster (smoke, isolation, NetworkPolicy, the chart with NATS), cluster-down; fails if the host differs afterwards. Not in make test.
+test-cluster: tools-kube tools-kube-node tools-coredns tools-kube-router tools-nats tools-helm tools-tofu tools-testkit cluster-packages ## cluster-up, the tests of test/cluster (smoke, isolation, NetworkPolicy, the chart with NATS), cluster-down; fails if the host differs afterwards. Part of make test (root).
 	$(CLUSTER_ENV) hack/cluster/test.sh
 
 ##@ Generated code
@@ -251,7 +251,7 @@ lint: tools-buf tools-staticcheck tools-deadcode ## go vet, staticcheck, gofmt, 
 
 ##@ Tests
 .PHONY: test
-test: tools check-generate lint test-all test-e2e bench-smoke fuzz-smoke ## Everything CI runs.
+test: tools check-generate lint test-all test-e2e bench-smoke fuzz-smoke test-cluster ## Everything CI runs (test-cluster needs root: it runs a one-node Kubernetes cluster on this machine).
 
 .PHONY: test-all
 test-all: ## Unit and integration tests (real NATS, real API server, real tofu and terraform, real providers against real services) of every module.
