@@ -281,22 +281,9 @@ state and follows spec.approvePlan as usual. It prints what it restored and what
 				if err != nil {
 					return err
 				}
-				out := cmd.OutOrStdout()
-				if cur.Digest == digest {
-					_, err = fmt.Fprintf(out, "%s already holds that state (serial %d of lineage %s)\n", key, rec.Serial, rec.Lineage)
-					return err
-				}
-				if _, err := fmt.Fprintf(out, "restored %s to serial %d of lineage %s (body %s)\n", key, rec.Serial, rec.Lineage, rec.Digest); err != nil {
-					return err
-				}
-				if replaced != nil {
-					if _, err := fmt.Fprintf(out, "replaced serial %d of lineage %s (body %s), kept as %s's replaced record (lava state show)\n",
-						replaced.Serial, replaced.Lineage, replaced.Digest, key); err != nil {
-						return err
-					}
-				}
-				_, err = fmt.Fprintf(out, "request a reconcile of %s to plan against the restored state\n", key)
-				return err
+				return reportReplaced(cmd.OutOrStdout(), key, cur.Digest == digest, rec, replaced,
+					fmt.Sprintf("restored %s to serial %d of lineage %s", key, rec.Serial, rec.Lineage),
+					" to plan against the restored state")
 			})
 		},
 	}
@@ -491,8 +478,7 @@ annotation), review it with ` + "`lava plan show`" + ` and approve it with ` + "
 			if err != nil {
 				return err
 			}
-			h, err := state.ParseHeader(body)
-			if err != nil {
+			if _, err := state.ParseHeader(body); err != nil {
 				return invalidInput(fmt.Errorf("%s: %w (want the JSON OpenTofu writes with tofu state pull: version 4, a lineage and a serial)", args[1], err))
 			}
 			return f.run(cmd, args[0], func(ctx context.Context, key state.Key, _ jetstream.JetStream, store *state.Store) error {
@@ -511,22 +497,9 @@ annotation), review it with ` + "`lava plan show`" + ` and approve it with ` + "
 				case err != nil:
 					return err
 				}
-				out := cmd.OutOrStdout()
-				if cur.HasState() && cur.Digest == rec.Digest {
-					_, err = fmt.Fprintf(out, "%s already holds that state (serial %d of lineage %s)\n", key, h.Serial, h.Lineage)
-					return err
-				}
-				if _, err := fmt.Fprintf(out, "pushed serial %d of lineage %s to %s (body %s)\n", rec.Serial, rec.Lineage, key, rec.Digest); err != nil {
-					return err
-				}
-				if replaced != nil {
-					if _, err := fmt.Fprintf(out, "replaced serial %d of lineage %s (body %s), kept as %s's replaced record (lava state show)\n",
-						replaced.Serial, replaced.Lineage, replaced.Digest, key); err != nil {
-						return err
-					}
-				}
-				_, err = fmt.Fprintf(out, "request a reconcile of %s: its next plan against the pushed state waits for approval (lava plan show, lava approve)\n", key)
-				return err
+				return reportReplaced(cmd.OutOrStdout(), key, cur.HasState() && cur.Digest == rec.Digest, rec, replaced,
+					fmt.Sprintf("pushed serial %d of lineage %s to %s", rec.Serial, rec.Lineage, key),
+					": its next plan against the pushed state waits for approval (lava plan show, lava approve)")
 			})
 		},
 	}
@@ -556,4 +529,26 @@ func readStateFile(cmd *cobra.Command, name string) ([]byte, error) {
 		return nil, invalidInput(fmt.Errorf("%s exceeds %d bytes", name, state.DefaultMaxStateBytes))
 	}
 	return body, nil
+}
+
+// reportReplaced prints the outcome of a restore or a push of key to out: that key already
+// held rec's state (same), or done (what was written, with rec's body digest), the record it
+// replaced (kept, `lava state show` "replaced"), and the reconcile to request, next following
+// its key.
+func reportReplaced(out io.Writer, key state.Key, same bool, rec state.Record, replaced *state.Record, done, next string) error {
+	if same {
+		_, err := fmt.Fprintf(out, "%s already holds that state (serial %d of lineage %s)\n", key, rec.Serial, rec.Lineage)
+		return err
+	}
+	if _, err := fmt.Fprintf(out, "%s (body %s)\n", done, rec.Digest); err != nil {
+		return err
+	}
+	if replaced != nil {
+		if _, err := fmt.Fprintf(out, "replaced serial %d of lineage %s (body %s), kept as %s's replaced record (lava state show)\n",
+			replaced.Serial, replaced.Lineage, replaced.Digest, key); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(out, "request a reconcile of %s%s\n", key, next)
+	return err
 }
