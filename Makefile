@@ -8,6 +8,7 @@ MAKEFLAGS += --no-print-directory
 ##@ Tool versions (pinned; built from the Go module proxy into TOOLS_DIR, outside the repo)
 BUF_VERSION            := v1.75.0
 NATS_SERVER_VERSION    := v2.15.2
+NATSCLI_VERSION        := v0.5.1
 KUBE_VERSION           := v1.37.2
 TOFU_VERSION           := v1.12.6
 HELM_VERSION           := v3.22.0
@@ -25,6 +26,7 @@ OPENSTACK_PROVIDER_VERSION := 3.4.0
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
 NATS_DIR       := $(TOOLS_DIR)/nats-server-$(NATS_SERVER_VERSION)
+NATSCLI_DIR    := $(TOOLS_DIR)/natscli-$(NATSCLI_VERSION)
 KUBE_DIR       := $(TOOLS_DIR)/kube-$(KUBE_VERSION)
 TOFU_DIR       := $(TOOLS_DIR)/tofu-$(TOFU_VERSION)
 HELM_DIR       := $(TOOLS_DIR)/helm-$(HELM_VERSION)
@@ -48,6 +50,7 @@ DEADCODE       := $(TOOLS_DIR)/deadcode-$(DEADCODE_VERSION)/deadcode
 # `make tools` target that builds it.
 export KUBEBUILDER_ASSETS    := $(KUBE_DIR)
 export LAVA_NATS_SERVER_BIN  := $(NATS_DIR)/nats-server
+export LAVA_NATS_CLI_BIN     := $(NATSCLI_DIR)/nats
 export LAVA_TOFU_DIR         := $(TOFU_DIR)
 export LAVA_TERRAFORM_BIN    := $(TERRAFORM_DIR)/terraform
 export LAVA_HELM_BIN         := $(HELM_DIR)/helm
@@ -104,7 +107,7 @@ images: $(if $(or $(filter 1,$(IMAGES_TOFU)),$(filter $(TOFU_DIR)/providers,$(IM
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-openstack tools-controller-gen tools-staticcheck tools-deadcode ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-natscli tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-openstack tools-controller-gen tools-staticcheck tools-deadcode ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -113,6 +116,10 @@ tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
 .PHONY: tools-nats
 tools-nats: ## nats-server for multi-process tests.
 	NATS_SERVER_VERSION=$(NATS_SERVER_VERSION) hack/tools/build-nats.sh $(NATS_DIR)
+
+.PHONY: tools-natscli
+tools-natscli: ## The nats command line, for the test of the state bucket's backup and restore (docs/operations.md).
+	NATSCLI_VERSION=$(NATSCLI_VERSION) hack/tools/build-natscli.sh $(NATSCLI_DIR)
 
 .PHONY: tools-kube
 tools-kube: ## kube-apiserver, etcd, kube-controller-manager for envtest and e2e.

@@ -27,3 +27,18 @@ func newStateBus(t *testing.T) stateBus {
 	srv, kv, art := tofutest.StateBus(t)
 	return stateBus{srv: srv, kv: kv, art: art, store: state.NewStore(kv, art, state.Options{})}
 }
+
+// stateBusOn opens the buckets of srv, whose topology exists already (restored, bootstrapped);
+// any error fails the test.
+func stateBusOn(t *testing.T, srv *natstest.Server) stateBus {
+	t.Helper()
+	kv, err := srv.JetStream().KeyValue(t.Context(), bus.BucketState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := bus.NewArtifacts(t.Context(), srv.JetStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stateBus{srv: srv, kv: kv, art: art, store: state.NewStore(kv, art, state.Options{})}
+}

@@ -24,6 +24,29 @@ import (
 const statefileConfig = `{"resource":{"terraform_data":{"a":{"input":"hello"},"b":{"count":2,"input":"x"}}},` +
 	`"output":{"greeting":{"value":"${terraform_data.a.output}"}}}`
 
+// statefilePlan plans statefileConfig for key with the embedded engine on b's state, applies
+// the plan when it changes anything, and returns it; any error fails t.
+func statefilePlan(t *testing.T, b stateBus, key state.Key) *engine.PlanRecord {
+	t.Helper()
+	ctx := t.Context()
+	eng := embedded.New(embedded.Options{Store: b.store, Artifacts: b.art})
+	t.Cleanup(func() { _ = eng.Close() })
+	rendered, err := b.art.Put(ctx, strings.NewReader(statefileConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := eng.Plan(ctx, engine.PlanRequest{Target: engine.Target{Key: key, RenderedDigest: rendered}, BindingsDigest: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.HasChanges {
+		if _, err := eng.Apply(ctx, engine.ApplyRequest{Plan: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
 // TestStatePullPush_tofuReadsAndRestoreIsNoOp: an object applied by the embedded engine has
 // its state pulled with `lava state pull`; the real `tofu show -json` reads the file and lists
 // the resources and attribute values Lava's state holds; the file pushed with `lava state push`
@@ -42,28 +65,9 @@ func TestStatePullPush_tofuReadsAndRestoreIsNoOp(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	plan := func(b stateBus) *engine.PlanRecord {
-		t.Helper()
-		eng := embedded.New(embedded.Options{Store: b.store, Artifacts: b.art})
-		t.Cleanup(func() { _ = eng.Close() })
-		rendered, err := b.art.Put(ctx, strings.NewReader(statefileConfig))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := eng.Plan(ctx, engine.PlanRequest{Target: engine.Target{Key: key, RenderedDigest: rendered}, BindingsDigest: "b"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.HasChanges {
-			if _, err := eng.Apply(ctx, engine.ApplyRequest{Plan: p}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return p
-	}
 
 	first := newStateBus(t)
-	if p := plan(first); !p.HasChanges || p.Summary.Add != 3 {
+	if p := statefilePlan(t, first, key); !p.HasChanges || p.Summary.Add != 3 {
 		t.Fatalf("first plan: %+v, want 3 to add", p.Summary)
 	}
 	rec, body, err := first.store.Body(ctx, key)
@@ -152,7 +156,7 @@ func TestStatePullPush_tofuReadsAndRestoreIsNoOp(t *testing.T) {
 	if err != nil || restored.Serial != rec.Serial || restored.Lineage != rec.Lineage || !restored.PushedUnapplied("") {
 		t.Fatalf("record after the push: %+v %v; want serial %d of lineage %s marked pushed", restored, err, rec.Serial, rec.Lineage)
 	}
-	if p := plan(fresh); p.HasChanges {
+	if p := statefilePlan(t, fresh, key); p.HasChanges {
 		t.Fatalf("plan against the restored state: %+v, want no changes", p.Summary)
 	}
 }
