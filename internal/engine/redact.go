@@ -39,7 +39,7 @@ func CheckSecretBytes(values []string) error {
 		total += len(v)
 	}
 	if total > MaxSecretBytes {
-		return fmt.Errorf("%w: the secret values this object brings (Secret bindings, sensitive outputs it binds, provider credentials) total %d bytes, more than the %d bytes Lava redacts from its messages", ErrSecretsTooLarge, total, MaxSecretBytes)
+		return fmt.Errorf("%w: the secret values this object brings (Secret bindings, sensitive outputs it binds, provider credentials, sensitive values of its configuration or state) total %d bytes, more than the %d bytes Lava redacts from its messages", ErrSecretsTooLarge, total, MaxSecretBytes)
 	}
 	return nil
 }

@@ -149,6 +149,12 @@ var attackTrial = []attack{
 		[]string{"TestEngine_stateNumbersBounded"}},
 	{"22b", "a stored file read back by 160 data sources, or imported 300 times: provider values uncharged, GBs of plan and state",
 		[]string{"TestEvaluationLimits_providedValuesCharged", "TestEvent_valuesCut"}},
+	{"23a", "a 15 MB sensitive() value: a redactor built over it at every failed plan, 7.8 GB, out of memory with two objects",
+		[]string{"TestEngine_sensitiveValuesBounded"}},
+	{"23b", "a 9 MB sensitive output in a tofu-engine state: a redactor over it for every later run, 4.6 GB each",
+		[]string{"TestEngine_sensitiveStateOutputsBounded"}},
+	{"23c", "six 60 MB values under approvePlan manual with the tofu engine: show -json read whole for the review, 5.7 GB",
+		[]string{"TestEngine_shownPlanBounded"}},
 }
 
 var (

@@ -321,11 +321,20 @@ func stepError(step string, err error, redact []string, secrets map[string]bool)
 	if errors.Is(err, engine.ErrPlanStale) || errors.Is(err, engine.ErrLocked) || errors.Is(err, engine.ErrCreateInterrupted) {
 		return err
 	}
-	r := engine.NewRedactor(redact...)
-	for s := range secrets {
-		r.Add(s)
+	vals := operationSecrets(redact, secrets)
+	if big := engine.CheckSecretBytes(vals); big != nil {
+		// No redactor is built over them: the message is not shown.
+		return &engine.StepError{Step: step, Err: &redactedError{msg: big.Error() + "; the " + step + " error is not shown", cause: errors.Join(big, err)}}
 	}
-	return &engine.StepError{Step: step, Err: &redactedError{msg: r.Redact(err.Error()), cause: err}}
+	return &engine.StepError{Step: step, Err: &redactedError{msg: engine.NewRedactor(vals...).Redact(err.Error()), cause: err}}
+}
+
+// operationSecrets are the values an operation's messages are redacted of: the request's
+// (Secret bindings, credentials) and the sensitive values its configuration holds (collected
+// while it planned or applied). [engine.CheckSecretBytes] bounds them before a redactor is
+// built over them: it costs hundreds of bytes per byte (a 15 MB sensitive() value, 7.8 GB).
+func operationSecrets(redact []string, secrets map[string]bool) []string {
+	return append(slices.Clone(redact), setKeys(secrets)...)
 }
 
 // Plan implements [engine.Engine].
@@ -378,15 +387,15 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	}
 	e.plans[digest] = cachedPlan{art: &planArtifact{RenderedDigest: req.RenderedDigest, StateSerial: serial, StateLineage: lineage}, plan: p}
 	e.cfgMu.Unlock()
+	redact := operationSecrets(req.Redact, secrets)
+	if err := engine.CheckSecretBytes(redact); err != nil {
+		return nil, err
+	}
 	reviewDigest := ""
 	if req.Review {
 		rp, err := reviewPlan(p)
 		if err != nil {
 			return nil, err
-		}
-		redact := slices.Clone(req.Redact)
-		for v := range secrets {
-			redact = append(redact, v)
 		}
 		body, err := engine.ReviewBody(rp, redact)
 		if err != nil {
@@ -404,10 +413,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 		HasChanges: p.HasChanges(), CreatedAt: e.opts.Now().UTC(),
 	}
 	rec.Summary, rec.Resources = summarize(p)
-	red := engine.NewRedactor(req.Redact...)
-	for s := range secrets {
-		red.Add(s)
-	}
+	red := engine.NewRedactor(redact...)
 	for _, c := range p.Checks {
 		if c.Status == "fail" {
 			// tofu's words for the same diagnostic; the address as tofu names it.

@@ -715,8 +715,14 @@ func settleChecks(results []CheckResult, secrets map[string]bool, mu *sync.Mutex
 		}
 		if red == nil {
 			mu.Lock()
-			red = engine.NewRedactor(setKeys(secrets)...)
+			vals := setKeys(secrets)
 			mu.Unlock()
+			if err := engine.CheckSecretBytes(vals); err != nil {
+				// No redactor is built over them (the operation fails on them after the plan).
+				results[i].Messages = []string{"(not shown: " + err.Error() + ")"}
+				continue
+			}
+			red = engine.NewRedactor(vals...)
 		}
 		if len(ms) > maxCheckMessages {
 			ms = append(ms[:maxCheckMessages:maxCheckMessages], fmt.Sprintf("(%d more failed assertions)", len(ms)-maxCheckMessages))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 )
 
 // TestEngine_stateNumbersBounded: a state body another engine wrote (OpenTofu writes a number
@@ -51,5 +52,34 @@ func TestEngine_stateNumbersBounded(t *testing.T) {
 				t.Fatalf("plan: %v; want the state refused for its number", err)
 			}
 		})
+	}
+}
+
+// TestEngine_sensitiveValuesBounded: the sensitive values a configuration holds are bounded
+// by engine.MaxSecretBytes before the engine builds a redactor over them (it costs hundreds
+// of bytes per byte: a 15 MB sensitive() value of control bytes took 7.8 GB, and two objects
+// ended the applier out of memory). A 1 MB one fails the plan, with an error that names the
+// limit and shows no value, whether the plan fails on its own or not; a small one plans.
+func TestEngine_sensitiveValuesBounded(t *testing.T) {
+	e := newEnv(t)
+	big := `${sensitive(replace(format(\"%1000000s\", \"\"), \" \", \"\\u0001\"))}`
+	for _, tc := range []struct{ name, doc string }{
+		{"a plan that fails", `{"resource":{"terraform_data":{"a":{"input":"` + big + `"},"b":{"input":"${tonumber(terraform_data.a.input)}"}}}}`},
+		{"a plan that succeeds", `{"resource":{"terraform_data":{"a":{"input":"` + big + `"}}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			alloc := proctest.Allocated(func() { _, err = e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(tc.doc)}) })
+			t.Logf("allocated %d MB: %v", alloc>>20, err)
+			if !errors.Is(err, engine.ErrSecretsTooLarge) || !strings.Contains(err.Error(), "more than the 262144 bytes") || strings.Contains(err.Error(), "\x01") {
+				t.Fatalf("plan: %.300v; want the sensitive values refused, no value shown", err)
+			}
+			if alloc > 400<<20 {
+				t.Errorf("allocated %d MB, want under 400 MB", alloc>>20)
+			}
+		})
+	}
+	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(`{"resource":{"terraform_data":{"a":{"input":"${sensitive(\"pw\")}"}}}}`)}); err != nil {
+		t.Fatalf("plan with a small sensitive value: %v", err)
 	}
 }

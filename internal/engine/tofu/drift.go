@@ -49,12 +49,8 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 	}); err != nil {
 		return nil, err
 	}
-	var plan *tfjson.Plan
-	if err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
-		var err error
-		plan, err = r.tf.ShowPlanFile(ctx, PlanFile)
-		return err
-	}); err != nil {
+	plan, err := e.showPlan(ctx, r)
+	if err != nil {
 		return nil, err
 	}
 	prefixes := req.CosmeticPrefixes

@@ -495,12 +495,7 @@ func (e *Engine) plannedState(ctx context.Context, key state.Key, prior state.Re
 // schemas, so only for a review), with the values in redact hidden ([engine.ReviewBody]).
 // Errors are the step's, the body's, or storing it.
 func (e *Engine) reviewBody(ctx context.Context, r *run, redact []string) (string, error) {
-	var shown *tfjson.Plan
-	err := r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
-		var err error
-		shown, err = r.tf.ShowPlanFile(ctx, PlanFile)
-		return err
-	})
+	shown, err := e.showPlan(ctx, r)
 	if err != nil {
 		return "", err
 	}
@@ -513,6 +508,35 @@ func (e *Engine) reviewBody(ctx context.Context, r *run, redact []string) (strin
 		return "", fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
 	}
 	return digest, nil
+}
+
+// showPlan reads the run's saved plan as JSON (`show -json`), when the plan file's entries
+// total at most the state store's largest body uncompressed: the JSON holds every value of
+// the plan (prior, planned, configuration), and Lava decodes all of it in its own process (six
+// 60 MB values took 5.7 GB), while an apply of a larger plan could not store its state anyway.
+// archive/zip reads the sizes from the file's directory, without inflating anything. Errors:
+// the size, reading the file, the step's.
+func (e *Engine) showPlan(ctx context.Context, r *run) (*tfjson.Plan, error) {
+	zr, err := zip.OpenReader(filepath.Join(r.dir, PlanFile))
+	if err != nil {
+		return nil, fmt.Errorf("%s show: %w", e.cfg.Name, err)
+	}
+	var size uint64
+	for _, f := range zr.File {
+		size += f.UncompressedSize64
+	}
+	_ = zr.Close()
+	if limit := uint64(e.cfg.Store.MaxStateBytes()); size > limit {
+		return nil, fmt.Errorf("%s show: %w: the saved plan holds %d bytes of values, more than %d, the largest state Lava stores: it is not read",
+			e.cfg.Name, engine.ErrEvaluationLimit, size, limit)
+	}
+	var shown *tfjson.Plan
+	err = r.step(ctx, "show", e.cfg.Timeouts.Show, func(ctx context.Context) error {
+		var err error
+		shown, err = r.tf.ShowPlanFile(ctx, PlanFile)
+		return err
+	})
+	return shown, err
 }
 
 // priorState reads serial and lineage from the "tfstate" entry of a saved plan (a zip file).

@@ -53,6 +53,8 @@ type harnessOpts struct {
 	tokens *state.Tokens
 	// files is the engine's file-access check (Config.FileAccess; nil: none).
 	files *engine.FileAccess
+	// maxStateBytes is the state store's largest body (0: its default).
+	maxStateBytes int64
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -61,7 +63,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	srv, js := tofutest.JetStream(t)
 	kv := tofutest.StateBucket(t, js)
 	art := tofutest.NewArtifacts(t, js)
-	store := state.NewStore(kv, art, state.Options{LockTTL: o.lockTTL, HolderAlive: o.holderAlive})
+	store := state.NewStore(kv, art, state.Options{LockTTL: o.lockTTL, HolderAlive: o.holderAlive, MaxStateBytes: o.maxStateBytes})
 	h := &harness{t: t, store: store, art: art, tools: tools, opts: o,
 		key: state.Key{Namespace: "default", Name: "files"}, natsURL: srv.URL()}
 	h.eng = h.replica()

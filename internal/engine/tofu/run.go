@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,12 @@ type run struct {
 // nil: none) and nothing of the applier's own. With o (apply, destroy) the workspace is the
 // object's run directory, emptied first; else a new directory under WorkDir.
 func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *credentials.Provider, o *objectDir) (*run, error) {
+	// The run's messages are redacted of these values; the redactor costs hundreds of bytes
+	// per byte of them, so they are bounded as a Secret binding is (a sensitive output of the
+	// state built from 9 MB of control bytes cost 4 GB for every later run).
+	if err := engine.CheckSecretBytes(append(slices.Clone(redact), creds.Secrets()...)); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
+	}
 	var dir string
 	var err error
 	if o != nil {
