@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -329,12 +329,20 @@ func stepError(step string, err error, redact []string, secrets map[string]bool)
 	return &engine.StepError{Step: step, Err: &redactedError{msg: engine.NewRedactor(vals...).Redact(err.Error()), cause: err}}
 }
 
-// operationSecrets are the values an operation's messages are redacted of: the request's
-// (Secret bindings, credentials) and the sensitive values its configuration holds (collected
-// while it planned or applied). [engine.CheckSecretBytes] bounds them before a redactor is
+// operationSecrets are the distinct values an operation's messages are redacted of: the
+// request's (Secret bindings, credentials) and the sensitive values its configuration holds
+// (collected while it planned or applied; a Secret binding's rendered sensitive() value is
+// the same string, counted once). [engine.CheckSecretBytes] bounds them before a redactor is
 // built over them: it costs hundreds of bytes per byte (a 15 MB sensitive() value, 7.8 GB).
 func operationSecrets(redact []string, secrets map[string]bool) []string {
-	return append(slices.Clone(redact), setKeys(secrets)...)
+	all := maps.Clone(secrets)
+	if all == nil {
+		all = map[string]bool{}
+	}
+	for _, v := range redact {
+		all[v] = true
+	}
+	return setKeys(all)
 }
 
 // Plan implements [engine.Engine].

@@ -82,4 +82,12 @@ func TestEngine_sensitiveValuesBounded(t *testing.T) {
 	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: e.target(`{"resource":{"terraform_data":{"a":{"input":"${sensitive(\"pw\")}"}}}}`)}); err != nil {
 		t.Fatalf("plan with a small sensitive value: %v", err)
 	}
+	// A 200 KB Secret binding is in the request's redactions and, rendered as sensitive(), in
+	// the configuration: the same value, counted once.
+	binding := strings.Repeat("k", 200_000)
+	tgt := e.target(`{"resource":{"terraform_data":{"a":{"input":"${sensitive(\"` + binding + `\")}"}}}}`)
+	tgt.Redact = []string{binding}
+	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: tgt}); err != nil {
+		t.Fatalf("plan with a 200 KB Secret binding: %.300v", err)
+	}
 }

@@ -83,7 +83,9 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	// The run's messages are redacted of these values; the redactor costs hundreds of bytes
 	// per byte of them, so they are bounded as a Secret binding is (a sensitive output of the
 	// state built from 9 MB of control bytes cost 4 GB for every later run).
-	if err := engine.CheckSecretBytes(append(slices.Clone(redact), creds.Secrets()...)); err != nil {
+	vals := append(slices.Clone(redact), creds.Secrets()...)
+	slices.Sort(vals)
+	if err := engine.CheckSecretBytes(slices.Compact(vals)); err != nil { // each distinct value once
 		return nil, fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
 	}
 	var dir string
