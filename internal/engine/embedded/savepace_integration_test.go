@@ -4,7 +4,6 @@ package embedded
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
@@ -106,34 +103,5 @@ func TestRunner_largeStateSavesPaced(t *testing.T) {
 		if res.Type == "testkit_file" && len(res.Instances) != files {
 			t.Errorf("final state holds %d testkit_file instances, want %d", len(res.Instances), files)
 		}
-	}
-}
-
-// TestEvaluationLimits_providedValuesCharged: what a provider returns (a data source's
-// result, a refreshed or imported object) is charged to the operation's text budget at each
-// place it lands, as a value built is. A 1.3 MB file written once and read back by 60
-// data.local_file instances (its content and content_base64, 3 MB a read) was charged
-// nothing, and the plan and the state held 60 copies (160 reads: 5 GB allocated, a 464 MB
-// state); the reads now stop at the budget, naming the data source and the limit.
-func TestEvaluationLimits_providedValuesCharged(t *testing.T) {
-	tools := tofutest.Tofu(t)
-	h := newMemHarness(t, tools.Mirror)
-	dir := t.TempDir()
-	doc := jsonDoc(t, map[string]any{
-		"locals": map[string]any{"big": `${format("%1300000s", "")}`},
-		"resource": map[string]any{"local_file": map[string]any{"src": map[string]any{
-			"filename": filepath.Join(dir, "src.txt"), "content": "${local.big}"}}},
-		"data": map[string]any{"local_file": map[string]any{"r": map[string]any{
-			"count": 60, "filename": "${local_file.src.filename}"}}},
-	})
-	var err error
-	alloc := proctest.Allocated(func() { _, err = h.apply(t, doc, nil) })
-	t.Logf("allocated %d MB: %v", alloc>>20, err)
-	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "data source result") ||
-		!strings.Contains(err.Error(), "more than 134217728 bytes of text") {
-		t.Fatalf("apply: %v; want the data sources' results stopped at the text budget", err)
-	}
-	if alloc > 2<<30 {
-		t.Errorf("allocated %d MB, want under 2 GB", alloc>>20)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
@@ -157,14 +158,7 @@ func TestTypeExpressionProblem(t *testing.T) {
 		{`object({a = -local.x})`, "an operator on something other than a number"},
 		{`object({` + strings.Repeat("a = string, ", MaxTypeParts) + `})`, "more than 256 parts"},
 	} {
-		e, diags := ParseExpression([]byte(tt.src), "type", hcl.InitialPos)
-		if diags.HasErrors() {
-			t.Fatalf("%s: %v", tt.src, diags)
-		}
-		got := TypeExpressionProblem(e)
-		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("TypeExpressionProblem(%s) = %q, want %q", tt.src, got, tt.want)
-		}
+		checkProblem(t, "TypeExpressionProblem", TypeExpressionProblem, tt.src, tt.want)
 	}
 }
 
@@ -180,14 +174,7 @@ func TestTypeExpressionProblemDefaults(t *testing.T) {
 		{`object({a = optional(map(object({})), {x = {}})})`, "holds an object inside a collection"},
 		{`object({a = optional(any, [for v in [1] : v])})`, "ForExpr"},
 	} {
-		e, diags := ParseExpression([]byte(tt.src), "type", hcl.InitialPos)
-		if diags.HasErrors() {
-			t.Fatalf("%s: %v", tt.src, diags)
-		}
-		got := TypeExpressionProblemDefaults(e)
-		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("TypeExpressionProblemDefaults(%s) = %q, want %q", tt.src, got, tt.want)
-		}
+		checkProblem(t, "TypeExpressionProblemDefaults", TypeExpressionProblemDefaults, tt.src, tt.want)
 	}
 }
 
@@ -198,12 +185,19 @@ func TestReferenceProblem(t *testing.T) {
 		{`[for a in terraform_data.b.input : a]`, "ForExpr"}, {`terraform_data.a[*].id`, "Splat"},
 		{`upper(terraform_data.a.id)`, "FunctionCallExpr"},
 	} {
-		e, diags := ParseExpression([]byte(tt.src), "ref", hcl.InitialPos)
-		if diags.HasErrors() {
-			t.Fatalf("%s: %v", tt.src, diags)
-		}
-		if got := ReferenceProblem(e); (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
-			t.Errorf("ReferenceProblem(%s) = %q, want %q", tt.src, got, tt.want)
-		}
+		checkProblem(t, "ReferenceProblem", ReferenceProblem, tt.src, tt.want)
+	}
+}
+
+// checkProblem parses src and checks what problem reports of it: none when want is "", else a
+// text containing want.
+func checkProblem(t *testing.T, name string, problem func(hclsyntax.Expression) string, src, want string) {
+	t.Helper()
+	e, diags := ParseExpression([]byte(src), "expr", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("%s: %v", src, diags)
+	}
+	if got := problem(e); (want == "") != (got == "") || !strings.Contains(got, want) {
+		t.Errorf("%s(%s) = %q, want %q", name, src, got, want)
 	}
 }
