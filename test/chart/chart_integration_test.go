@@ -295,8 +295,9 @@ func grants(t *testing.T, objs []*unstructured.Unstructured) map[string][]string
 
 // expectedGrants is docs/architecture.md section 2's table, in the given scopes (namespaces that hold
 // LavaArchitectures, or "cluster"), with the leader-election Role in lava-system. synth and the
-// applier impersonate ServiceAccounts (docs/security.md, "Kubernetes RBAC"); ownAccess adds
-// their own ConfigMap and Secret access (tenancy.allowOwnIdentity); (the all-on values also set
+// applier impersonate ServiceAccounts (docs/security.md, "Kubernetes RBAC"), and so does the
+// watcher to read bound Secrets (watcher.readSecrets); ownAccess adds their own ConfigMap and
+// Secret access (tenancy.allowOwnIdentity; the watcher's: get on secrets); (the all-on values also set
 // providerCredentials.tokenAudience: the applier and drift may read ServiceAccounts and request
 // their tokens, docs/security.md "Engines"). drift impersonates ServiceAccounts for
 // spec.providerEnvFrom as the applier does, and reads only Secrets with its own access.
@@ -321,6 +322,7 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 			{"", "source.toolkit.fluxcd.io", "buckets", "watch"},
 			{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"},
 			{"", "", "configmaps", "get"}, {"", "", "configmaps", "list"}, {"", "", "configmaps", "watch"},
+			{"", "", "serviceaccounts", "impersonate"},
 		},
 		"synth":   {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
 		"applier": {{"", "", "serviceaccounts", "impersonate"}, {"", "lava.pleme.io", "lavaarchitectures", "get"}},
@@ -328,6 +330,7 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 		"anomaly": {{"", "events.k8s.io", "events", "create"}, {"", "events.k8s.io", "events", "patch"}},
 	}
 	if ownAccess {
+		per["watcher"] = append(per["watcher"], grant{"", "", "secrets", "get"})
 		per["synth"] = append(per["synth"], grant{"", "", "configmaps", "get"}, grant{"", "", "secrets", "get"})
 		per["applier"] = append(per["applier"], grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"},
 			grant{"", "", "serviceaccounts", "get"}, grant{"", "", "serviceaccounts/token", "create"})

@@ -3,6 +3,7 @@ package watcher
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 )
 
@@ -80,9 +82,10 @@ func outputsRefTargets(a *v1alpha1.LavaArchitecture) []types.NamespacedName {
 // through a BLAKE3 keyed with the installation's bindings key (without a key: the Secret's
 // resourceVersion only, so nothing derived from a Secret value is published); a
 // LavaArchitecture's status.outputs and, the same way as a Secret, its outputs Secret.
-// ConfigMaps and Secrets are read through the API reader (the watcher caches only their
-// metadata); without [Config].WatchSecrets no Secret is read and Secrets contribute nothing.
-// missing names the first source that does not exist ("" when all do).
+// ConfigMaps are read through the API reader (the watcher caches only their metadata); Secrets
+// as [reconciler.secretDigest] says, and not at all without [Config].WatchSecrets or
+// [Config].ReadSecrets (they then contribute nothing). missing names the first source that does
+// not exist ("" when all do).
 func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchitecture) (digest, missing string, err error) {
 	refs := bindingRefs(obj)
 	if len(refs) == 0 {
@@ -112,10 +115,10 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 				field(string(cm.BinaryData[k]))
 			}
 		case bindingKindSecret:
-			if !r.watchSecrets {
+			if !r.watchSecrets && !r.readSecrets {
 				continue
 			}
-			ok, err := r.secretDigest(ctx, key, field)
+			ok, err := r.secretDigest(ctx, obj, key, field)
 			if err != nil {
 				return "", "", err
 			}
@@ -134,10 +137,10 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 				field(k)
 				field(string(p.Status.Outputs[k].Raw))
 			}
-			if p.Status.OutputsSecret != "" && r.watchSecrets {
+			if p.Status.OutputsSecret != "" && (r.watchSecrets || r.readSecrets) {
 				// Absent outputs Secret: the producer has not written its sensitive outputs yet
 				// (its phase gates the consumer); it contributes nothing.
-				if _, err := r.secretDigest(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: p.Status.OutputsSecret}, field); err != nil {
+				if _, err := r.secretDigest(ctx, obj, types.NamespacedName{Namespace: obj.Namespace, Name: p.Status.OutputsSecret}, field); err != nil {
 					return "", "", err
 				}
 			}
@@ -146,15 +149,29 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 	return hex.EncodeToString(h.Sum(nil)), "", nil
 }
 
-// secretDigest adds the Secret key's contribution to a bindings digest through field: a keyed
-// BLAKE3 of its data with r.bindingsKey, or its resourceVersion without a key. ok is false when
-// the Secret does not exist.
-func (r *reconciler) secretDigest(ctx context.Context, key types.NamespacedName, field func(string)) (ok bool, err error) {
+// secretDigest adds the Secret key's contribution to a bindings digest of obj through field: a
+// keyed BLAKE3 of its data with r.bindingsKey, or its resourceVersion without a key. With
+// WatchSecrets it reads with the watcher's own reader; under ReadSecrets with `get` as obj's
+// identity ([reconciler.secretReader]), and a Secret that identity may not read (Forbidden, no
+// ServiceAccount to act as) contributes the marker "unreadable" (synth, which reads as the same
+// identity, reports it when it renders). ok is false when the Secret does not exist. Errors:
+// the API server's other errors.
+func (r *reconciler) secretDigest(ctx context.Context, obj *v1alpha1.LavaArchitecture, key types.NamespacedName, field func(string)) (ok bool, err error) {
+	reader, err := r.secretReader(obj)
 	var s corev1.Secret
-	if err := r.reader.Get(ctx, key, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
+	if err == nil {
+		err = reader.Get(ctx, key, &s)
+	}
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case !r.watchSecrets && (apierrors.IsForbidden(err) || errors.Is(err, identity.ErrNoServiceAccount)):
+		r.log.Debug("watcher: bound Secret unreadable", logattr.Resource(obj.Namespace, obj.Name),
+			slog.String("secret", key.Name), slog.Any("error", err))
+		field("unreadable")
+		return true, nil
+	default:
 		return false, fmt.Errorf("watcher: get Secret %s: %w", key, err)
 	}
 	if len(r.bindingsKey) == 0 {
@@ -169,6 +186,28 @@ func (r *reconciler) secretDigest(ctx context.Context, key types.NamespacedName,
 	}
 	field(hex.EncodeToString(kh.Sum(nil)))
 	return true, nil
+}
+
+// secretReader is who reads obj's bound Secrets: the watcher's own reader with WatchSecrets or
+// without impersonation, else obj's ServiceAccount ([identity.Clients.For]). Errors: obj has no
+// ServiceAccount to act as ([identity.ErrNoServiceAccount]).
+func (r *reconciler) secretReader(obj *v1alpha1.LavaArchitecture) (client.Reader, error) {
+	if r.watchSecrets || r.ids == nil {
+		return r.reader, nil
+	}
+	c, _, err := r.ids.For(obj.Namespace, obj.Spec.ServiceAccountName)
+	return c, err
+}
+
+// bindsSecret reports whether obj's bindings read a Secret: a spec.bindingsFrom secretRef, or an
+// outputsRef (whose producer may keep its sensitive outputs in a Secret).
+func bindsSecret(obj *v1alpha1.LavaArchitecture) bool {
+	for _, b := range obj.Spec.BindingsFrom {
+		if b.SecretRef != nil || b.OutputsRef != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

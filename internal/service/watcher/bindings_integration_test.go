@@ -11,12 +11,14 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
@@ -171,7 +173,7 @@ func (e *env) testOutputsBinding(t *testing.T) {
 	e.waitCount(t, bus.StreamResources, appSubject, 2)
 }
 
-// testSecretsNotWatched: without WatchSecrets (the chart's default) the watcher reads no
+// testSecretsNotWatched: without WatchSecrets and ReadSecrets the watcher reads no
 // Secret: an object binding a missing Secret is observed (synth reports it when it renders), and
 // a Secret's change publishes nothing, while its ConfigMap stays live.
 func (e *env) testSecretsNotWatched(t *testing.T) {
@@ -194,6 +196,93 @@ func (e *env) testSecretsNotWatched(t *testing.T) {
 	})
 	e.update(t, cm, func() { cm.Data["cidr"] = "10.9.0.0/16" })
 	e.waitCount(t, bus.StreamResources, subject, 2)
+}
+
+// testSecretsRead: with ReadSecrets (the service's default) and no Secret watch, a bound Secret
+// is read with get as the object's ServiceAccount at every reconcile, and the object is
+// reconciled again every SecretRecheck: a rotated Secret publishes a new ResourceObserved (its
+// trigger a keyed digest, never the value), an unchanged one publishes nothing, a missing one
+// holds the object until it appears; a Secret the ServiceAccount may not read holds nothing and
+// its changes stay unseen (synth reports it when it renders).
+func (e *env) testSecretsRead(t *testing.T) {
+	ns := e.kube.Namespace(t)
+	ids, err := identity.NewForConfig(e.kube.Config, e.kube.Scheme, identity.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}})
+	e.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blind"}})
+	e.create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "read-secrets"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
+	e.create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "read-secrets"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "reader"}}})
+	run := e.startWatcher(t, ns, "readsecrets", func(c *watcher.Config) {
+		c.BindingsKey, c.ReadSecrets, c.Identities, c.SecretRecheck = []byte(strings.Repeat("k", 32)), true, ids, 500*time.Millisecond
+	})
+	const secretValue = "hunter2-read-not-watched"
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"token": []byte(secretValue)}}
+	e.create(t, sec)
+	bind := func(sa, secret string) func(*v1alpha1.LavaArchitectureSpec) {
+		return func(s *v1alpha1.LavaArchitectureSpec) {
+			s.ServiceAccountName = sa
+			s.BindingsFrom = []v1alpha1.BindingsSource{{SecretRef: &v1alpha1.ObjectKeyReference{Name: secret}}}
+		}
+	}
+	e.create(t, newArch(ns, "app", bind("reader", "creds")))
+	e.create(t, newArch(ns, "blind", bind("blind", "creds")))
+	e.create(t, newArch(ns, "later", bind("reader", "not-yet")))
+	subject := bus.ResourceSubject(ns, "app", bus.EventObserved)
+	e.waitCount(t, bus.StreamResources, subject, 1)
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "blind", bus.EventObserved), 1)
+	want := fmt.Sprintf(`spec.bindingsFrom[0]: Secret "not-yet" not found in namespace %q`, ns)
+	e.waitStatus(t, ns, "later", func(o *v1alpha1.LavaArchitecture) error {
+		if err := conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionFalse, v1alpha1.ReasonBindingSourceNotFound)(o); err != nil {
+			return err
+		}
+		if c := metaCondition(o, v1alpha1.ConditionDependenciesReady); c.Message != want {
+			return fmt.Errorf("message %q, want %q", c.Message, want)
+		}
+		return nil
+	})
+
+	// Rechecks of an unchanged Secret publish nothing.
+	before := run.reconciles(t)
+	consistently(t, 2*time.Second, func() error {
+		if n := e.observedCount(t, ns, "app"); n != 1 {
+			return fmt.Errorf("%d ResourceObserved for an unchanged Secret, want 1", n)
+		}
+		return nil
+	})
+	if after := run.reconciles(t); after-before < 3 {
+		t.Errorf("%v reconciles in 2s with a 500ms recheck, want at least 3", after-before)
+	}
+
+	// A rotation is seen by the recheck alone (no Secret watch): a new ResourceObserved for
+	// app, none for blind, whose ServiceAccount may not read it.
+	e.update(t, sec, func() { sec.Data["token"] = []byte(secretValue + "-rotated") })
+	e.waitCount(t, bus.StreamResources, subject, 2)
+	consistently(t, 1500*time.Millisecond, func() error {
+		if n := e.observedCount(t, ns, "blind"); n != 1 {
+			return fmt.Errorf("%d ResourceObserved for an object whose ServiceAccount may not read its Secret, want 1", n)
+		}
+		return nil
+	})
+	for _, name := range []string{"app", "blind"} {
+		for _, ro := range e.observed(t, ns, name) {
+			if tr := ro.GetEnvelope().GetTrigger(); !strings.HasPrefix(tr, "bindings:") {
+				t.Errorf("%s: trigger %q, want bindings:<digest>", name, tr)
+			}
+			if b, _ := protojson.Marshal(ro); strings.Contains(string(b), "hunter2") {
+				t.Errorf("a Secret value is in a ResourceObserved: %s", b)
+			}
+		}
+	}
+
+	// The missing Secret appears: found by the recheck, the held object is observed.
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-yet"}, Data: map[string][]byte{"k": []byte("v")}})
+	e.waitStatus(t, ns, "later", conditionIs(v1alpha1.ConditionDependenciesReady, metav1.ConditionTrue, v1alpha1.ReasonDependenciesSatisfied))
+	e.waitCount(t, bus.StreamResources, bus.ResourceSubject(ns, "later", bus.EventObserved), 1)
 }
 
 // update applies mutate to obj (a ConfigMap or Secret) and updates it.

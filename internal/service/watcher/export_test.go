@@ -2,8 +2,10 @@ package watcher
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 )
@@ -26,3 +28,10 @@ func (w *Watcher) Elected() <-chan struct{} { return w.mgr.Elected() }
 
 // StartManagerForTest starts the manager as [Watcher.Start] does, without the access check.
 func (w *Watcher) StartManagerForTest(ctx context.Context) error { return w.run(ctx) }
+
+// RecheckForTest is [reconciler.recheck] of a reconciler reading bound Secrets when readSecrets,
+// with the given recheck interval.
+func RecheckForTest(readSecrets bool, recheck time.Duration, obj *v1alpha1.LavaArchitecture, res reconcile.Result) reconcile.Result {
+	r := &reconciler{readSecrets: readSecrets, secretRecheck: recheck}
+	return r.recheck(obj, res)
+}

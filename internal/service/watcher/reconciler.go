@@ -27,6 +27,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 )
 
@@ -38,8 +39,14 @@ type reconciler struct {
 	// bindingsKey keys the digest of Secret bindings ([Config].BindingsKey); empty: Secrets
 	// contribute their resourceVersion.
 	bindingsKey []byte
-	// watchSecrets is [Config].WatchSecrets: without it Secrets are not read at all.
+	// watchSecrets is [Config].WatchSecrets: Secrets are watched and read with reader.
 	watchSecrets bool
+	// readSecrets is [Config].ReadSecrets without WatchSecrets: bound Secrets are read with
+	// `get` as the object's identity (ids; nil: reader) and rechecked every secretRecheck
+	// (zero: the object's spec.driftInterval). With neither, Secrets are not read at all.
+	readSecrets   bool
+	ids           *identity.Clients
+	secretRecheck time.Duration
 	// deletionWait is [Config].DeletionWait (0: no wait).
 	deletionWait time.Duration
 	core         *Core
@@ -75,10 +82,27 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	for _, step := range r.steps() {
 		next, err := step(ctx, p)
 		if err != nil || next.stop {
-			return next.result, err
+			return r.recheck(obj, next.result), err
 		}
 	}
-	return reconcile.Result{}, nil
+	return r.recheck(obj, reconcile.Result{}), nil
+}
+
+// recheck is res, requeued no later than the object's Secret recheck when its bound Secrets
+// are read rather than watched ([Config].ReadSecrets): nothing else tells the watcher that
+// such a Secret changed. An object being deleted is not rechecked.
+func (r *reconciler) recheck(obj *v1alpha1.LavaArchitecture, res reconcile.Result) reconcile.Result {
+	if !r.readSecrets || !obj.DeletionTimestamp.IsZero() || !bindsSecret(obj) {
+		return res
+	}
+	d := r.secretRecheck
+	if d <= 0 {
+		d = driftInterval(obj.Spec)
+	}
+	if res.RequeueAfter <= 0 || d < res.RequeueAfter {
+		res.RequeueAfter = d
+	}
+	return res
 }
 
 // policy is obj's effective remediation policy; ok is false (and err nil) while the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/platform/svc"
 )
@@ -53,6 +54,12 @@ type Options struct {
 	Lockdown
 	// WatchSecrets is [Config].WatchSecrets (--watch-secrets).
 	WatchSecrets bool
+	// ReadSecrets is [Config].ReadSecrets (--read-secrets, default on).
+	ReadSecrets bool
+	// Identity chooses who bound Secrets are read as under ReadSecrets ([Config].Identities):
+	// the flags synth and the applier share (--impersonate, --default-service-account,
+	// --allow-own-identity).
+	Identity identity.Options
 	// DeletionWait is [Config].DeletionWait (--deletion-wait).
 	DeletionWait time.Duration
 	// BindingsKeyFile holds the installation's bindings key (synth's file; [Config].BindingsKey);
@@ -75,6 +82,8 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClusterName, "cluster-name", "", "this cluster's name in LavaArchitectureDependency references")
 	o.Lockdown.Register(fs)
 	fs.BoolVar(&o.WatchSecrets, "watch-secrets", false, "watch the Secrets of spec.bindingsFrom too (needs get, list and watch on secrets)")
+	fs.BoolVar(&o.ReadSecrets, "read-secrets", true, "without --watch-secrets: read each bound Secret with get as the object's identity at every reconcile, and reconcile an object that binds one every spec.driftInterval, so a changed Secret renders again")
+	o.Identity.Register(fs)
 	fs.DurationVar(&o.DeletionWait, "deletion-wait", DefaultDeletionWait, "how long a deleted object's destroy waits for the objects that consume it (dependsOn, outputsRef) to be destroyed first (negative: no wait)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's), the BLAKE3 key of Secret data in the bindings digest (default: none, Secrets contribute their resourceVersion)")
 	o.KubeAPI.Register(fs)
@@ -124,6 +133,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	var ids *identity.Clients
+	if o.ReadSecrets && !o.WatchSecrets {
+		if ids, err = o.Identity.Clients(rc); err != nil {
+			return err
+		}
+	}
 	base, err := svc.Start(ctx, bus.ServiceWatcher, o.Common, svc.Setup{Gatherer: crmetrics.Registry})
 	if err != nil {
 		return err
@@ -138,6 +153,7 @@ func Run(ctx context.Context, o Options) error {
 		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry, BusMetrics: base.BusMetrics,
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
 		NoCrossNamespaceRefs: !o.AllowCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets, DeletionWait: o.DeletionWait,
+		ReadSecrets: o.ReadSecrets, Identities: ids,
 		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaseDuration:           o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,

@@ -109,6 +109,22 @@ type Config struct {
 	// watcher.watchSecrets): then a bound Secret neither enters the bindings digest nor is
 	// checked for existence (synth reports a missing one when it renders).
 	WatchSecrets bool
+	// ReadSecrets, without WatchSecrets, reads each bound Secret (spec.bindingsFrom secretRef,
+	// and the outputs Secret of an outputsRef producer) with `get` at every reconcile, as the
+	// object's identity (Identities), so a changed Secret starts a new render without a
+	// cluster-wide Secret watch: an object that binds one is reconciled again every
+	// SecretRecheck. A Secret its identity may not read (Forbidden, or no ServiceAccount to act
+	// as) contributes a fixed marker and holds nothing: synth reports it when it renders. [Run]
+	// sets it from --read-secrets (default on, chart value watcher.readSecrets); a Config built
+	// directly has it off (docs/design/0036-secret-bindings-rechecked.md).
+	ReadSecrets bool
+	// Identities gives the identity bound Secrets are read with under ReadSecrets: the
+	// object's ServiceAccount, impersonated ([identity.Clients.For]). Nil: the watcher's own
+	// identity (impersonation off; it then needs `get` on secrets).
+	Identities *identity.Clients
+	// SecretRecheck is how often an object that binds a Secret is reconciled under
+	// ReadSecrets. Zero: the object's spec.driftInterval (default 5m, at least 30s).
+	SecretRecheck time.Duration
 	// DeletionWait is how long a deleted object's destroy waits for the objects that consume it
 	// (spec.dependsOn, spec.bindingsFrom outputsRef, LavaArchitectureDependency) to be
 	// destroyed first, from its deletionTimestamp; then it proceeds and says so (condition
@@ -391,6 +407,7 @@ func newReconciler(ctx context.Context, mgr manager.Manager, o Config, metrics *
 	}
 	return &reconciler{
 		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey, watchSecrets: o.WatchSecrets,
+		readSecrets: o.ReadSecrets && !o.WatchSecrets, ids: o.Identities, secretRecheck: o.SecretRecheck,
 		deletionWait: max(o.DeletionWait, 0),
 		core:         core, rec: rec, resources: resources,
 		deps:        resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},

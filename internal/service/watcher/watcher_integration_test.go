@@ -53,6 +53,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("live bindings: a changed or missing source", e.testLiveBindings)
 	t.Run("outputs between objects", e.testOutputsBinding)
 	t.Run("bound Secrets are not read without WatchSecrets", e.testSecretsNotWatched)
+	t.Run("bound Secrets read as the object's identity and rechecked", e.testSecretsRead)
 	t.Run("service entry point serves metrics and health", e.testRun)
 	t.Run("a burst is one status write; clean scans write nothing", e.testWrites)
 	t.Run("status discipline under label and annotation churn", e.testStatusDiscipline)

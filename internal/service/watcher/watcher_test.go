@@ -15,6 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -176,6 +177,46 @@ func TestObservedTrigger(t *testing.T) {
 			obj := &v1alpha1.LavaArchitecture{ObjectMeta: metav1.ObjectMeta{Generation: 7, Annotations: tt.annotations}}
 			if got := watcher.ObservedTrigger(obj, tt.policyRV, tt.bindings); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRecheck(t *testing.T) {
+	secret := []v1alpha1.BindingsSource{{SecretRef: &v1alpha1.ObjectKeyReference{Name: "creds"}}}
+	outputs := []v1alpha1.BindingsSource{{OutputsRef: &v1alpha1.ObjectKeyReference{Name: "net"}}}
+	configMap := []v1alpha1.BindingsSource{{ConfigMapRef: &v1alpha1.ObjectKeyReference{Name: "net"}}}
+	every := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+	deleted := metav1.NewTime(time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC))
+	tests := []struct {
+		name     string
+		read     bool
+		recheck  time.Duration
+		bindings []v1alpha1.BindingsSource
+		interval *metav1.Duration
+		deleted  bool
+		in, want time.Duration
+	}{
+		{"a Secret, default drift interval", true, 0, secret, nil, false, 0, 5 * time.Minute},
+		{"a Secret, the object's interval", true, 0, secret, every(2 * time.Minute), false, 0, 2 * time.Minute},
+		{"an interval below the floor", true, 0, secret, every(time.Second), false, 0, 30 * time.Second},
+		{"an outputs Secret", true, 0, outputs, nil, false, 0, 5 * time.Minute},
+		{"the configured recheck", true, time.Second, secret, nil, false, 0, time.Second},
+		{"an earlier requeue stays", true, 0, secret, nil, false, time.Minute, time.Minute},
+		{"a later requeue is brought forward", true, 0, secret, nil, false, time.Hour, 5 * time.Minute},
+		{"a ConfigMap only", true, 0, configMap, nil, false, 0, 0},
+		{"Secrets watched or not read", false, 0, secret, nil, false, 0, 0},
+		{"being deleted", true, 0, secret, nil, true, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &v1alpha1.LavaArchitecture{Spec: v1alpha1.LavaArchitectureSpec{BindingsFrom: tt.bindings, DriftInterval: tt.interval}}
+			if tt.deleted {
+				obj.DeletionTimestamp = &deleted
+			}
+			got := watcher.RecheckForTest(tt.read, tt.recheck, obj, reconcile.Result{RequeueAfter: tt.in})
+			if got.RequeueAfter != tt.want {
+				t.Errorf("RequeueAfter %v, want %v", got.RequeueAfter, tt.want)
 			}
 		})
 	}
