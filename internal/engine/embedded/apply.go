@@ -777,6 +777,13 @@ func (a *applier) resolve(recorded bool, addr string) {
 func (a *applier) intentFor(ctx context.Context, client Client, rc *ResourceConfig, c *Change, res PlanResult) state.Intent {
 	in := state.Intent{Address: c.Addr, Module: c.Module, Type: c.Type, Name: c.Name, IndexKey: c.Key, Provider: c.Provider,
 		Dependencies: a.depsOf(rc)}
+	if c.Action == Replace {
+		// The stored body may still hold the replaced object at this address (a paced save
+		// has not written its destroy or deposal yet): recovery must not take it for this one.
+		a.mu.Lock()
+		in.ReplacesAtSerial, in.CreateBeforeDestroy = max(a.st.Serial, 1), c.CreateBeforeDestroy
+		a.mu.Unlock()
+	}
 	if res.PlannedIdentity.Empty() {
 		return in
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -43,8 +44,21 @@ func (r *Runner) recoverIntents(ctx context.Context, cfg *Config, st *State, int
 	work := st
 	for _, in := range intents {
 		if hasObject(work, in) {
-			out.Resolved = append(out.Resolved, in.Address)
-			continue
+			if in.ReplacesAtSerial == 0 || st.Serial > in.ReplacesAtSerial {
+				out.Resolved = append(out.Resolved, in.Address)
+				continue
+			}
+			// The object there is the one this create replaces, saved before its destroy
+			// (or deposal) was: it is gone (or deposed) now, and the create's own object is
+			// looked for as any other's.
+			if work == st {
+				if work, err = copyState(st); err != nil {
+					return out, err
+				}
+			}
+			replaced(work, in)
+			r.log.Warn("the state still held the object an interrupted replacement destroyed or deposed; corrected",
+				slog.String("resource", in.Address), slog.Bool("create_before_destroy", in.CreateBeforeDestroy))
 		}
 		if len(in.Identity) == 0 {
 			out.Interrupted = append(out.Interrupted, in.Address)
@@ -75,6 +89,31 @@ func (r *Runner) recoverIntents(ctx context.Context, cfg *Config, st *State, int
 		out.State = work
 	}
 	return out, nil
+}
+
+// replaced takes the current object at the intent's address out of st: deposed (under a new
+// deposed key, destroyed by the next apply) when the replacement creates before it destroys,
+// else removed (its destroy ran before the intent was recorded).
+func replaced(st *State, in state.Intent) {
+	key := keyString(normalizeKey(in.IndexKey))
+	for i := range st.Resources {
+		r := &st.Resources[i]
+		if r.Mode != "managed" || r.Module != in.Module || r.Type != in.Type || r.Name != in.Name {
+			continue
+		}
+		kept := r.Instances[:0]
+		for _, o := range r.Instances {
+			if o.Deposed == "" && keyString(normalizeKey(o.IndexKey)) == key {
+				if !in.CreateBeforeDestroy {
+					continue
+				}
+				o.Deposed = newDeposedKey()
+			}
+			kept = append(kept, o)
+		}
+		r.Instances = kept
+	}
+	st.Resources = slices.DeleteFunc(st.Resources, func(r StateResource) bool { return len(r.Instances) == 0 })
 }
 
 // hasObject reports whether st holds a current (not deposed) object at the intent's address.

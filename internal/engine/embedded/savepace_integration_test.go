@@ -105,3 +105,153 @@ func TestRunner_largeStateSavesPaced(t *testing.T) {
 		}
 	}
 }
+
+// TestRunner_pacedReplaceRecovered: a process that dies inside the save pace after the create
+// half of a replacement keeps nothing it made out of the state, whether the replacement
+// destroys first or creates first (the old object then deposed, and destroyed by the next
+// apply). A large state (paced) holds
+// testkit_file.kit at A and d1 depending on it; the next apply destroys d1 (a snapshot), then
+// replaces kit with B (its destroy of A is held back by the pace while B's intent is written)
+// and goes on to the next create; the process "dies" once that create's intent is written. The
+// stored body still holds kit at A under B's open intent: recovery must not take A for B. It
+// finds B by its identity, and the next apply creates B no second time.
+func TestRunner_pacedReplaceRecovered(t *testing.T) {
+	t.Run("destroy then create", func(t *testing.T) { testPacedReplaceRecovered(t, false) })
+	t.Run("create before destroy", func(t *testing.T) { testPacedReplaceRecovered(t, true) })
+}
+
+func testPacedReplaceRecovered(t *testing.T, cbd bool) {
+	tools := tofutest.Tofu(t)
+	pool := NewPool(Mirror{Dir: tofutest.TestkitMirror(t, tools)}, nil, 4)
+	t.Cleanup(func() { _ = pool.Close() })
+	r := NewRunner(pool, 4, nil)
+	kit := map[string]string{"testkit": "example/testkit"}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "A.txt"), filepath.Join(dir, "B.txt")
+	// A 20 MiB state: snapshots 5 s apart, so both destroys fall inside one pace window.
+	big := `"terraform_data":{"big":{"input":"` + strings.Repeat("x", 10<<20) + `"}}`
+	config := func(s string) *Config {
+		t.Helper()
+		cfg, err := ParseConfig([]byte(`{"resource":{` + big + `,"testkit_file":{` + s + `}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	gen1 := config(`"kit":{"filename":` + jsonString(a) + `,"content":"k","depends_on":["terraform_data.big"]},` +
+		`"d1":{"filename":` + jsonString(filepath.Join(dir, "d1.txt")) + `,"content":"d","depends_on":["testkit_file.kit"]}`)
+	lifecycle := ""
+	if cbd {
+		lifecycle = `,"lifecycle":{"create_before_destroy":true}`
+	}
+	gen2 := config(`"kit":{"filename":` + jsonString(b) + `,"content":"k","depends_on":["terraform_data.big"]` + lifecycle + `},` +
+		`"slow":{"filename":` + jsonString(filepath.Join(dir, "slow.txt")) + `,"content":"s","depends_on":["testkit_file.kit"]}`)
+
+	// The store as a crash leaves it: the last body written and the intents still open.
+	var (
+		mu      sync.Mutex
+		body    []byte
+		open    = map[string]state.Intent{}
+		crashed bool
+	)
+	ctx, crash := context.WithCancel(t.Context())
+	defer crash()
+	jr := journal{intents: true, write: func(_ context.Context, bd []byte, resolved []string, added []state.Intent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if crashed {
+			return context.Canceled
+		}
+		if bd != nil {
+			body = append(body[:0], bd...)
+		}
+		for _, addr := range resolved {
+			delete(open, addr)
+		}
+		for _, in := range added {
+			open[in.Address] = in
+		}
+		if _, ok := open["testkit_file.slow"]; ok {
+			// This write landed; the process dies before anything else happens.
+			crashed = true
+			crash()
+			return context.Canceled
+		}
+		return nil
+	}}
+	plan1, err := r.Plan(t.Context(), gen1, nil, kit, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st1, err := r.apply(t.Context(), gen1, plan1, nil, kit, jr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan2, err := r.Plan(t.Context(), gen2, st1, kit, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.apply(ctx, gen2, plan2, st1, kit, jr, nil); err == nil {
+		t.Fatal("the apply went on after the process died")
+	}
+	mu.Lock()
+	heldBack := strings.Contains(string(body), jsonString(a))
+	stored, err := ParseState(body)
+	var intents []state.Intent
+	for _, in := range open {
+		intents = append(intents, in)
+	}
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readCount(t, b+".creates"); got != 1 {
+		t.Fatalf("B was created %d times before the crash, want 1 (the scenario needs its create done)", got)
+	}
+	if !heldBack {
+		t.Fatalf("the stored body no longer holds kit at A: the pace did not hold the destroy back, so this does not test the window")
+	}
+
+	found, err := r.recoverIntents(t.Context(), gen2, stored, intents, kit, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Interrupted) > 0 || found.State == nil {
+		t.Fatalf("recovery: interrupted %v, state %v; want B found by its identity", found.Interrupted, found.State != nil)
+	}
+	plan3, err := r.Plan(t.Context(), gen2, found.State, kit, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range plan3.Changes {
+		if c.Addr == "testkit_file.kit" && c.Action != NoOp {
+			t.Errorf("after recovery kit plans %s, want no-op (B exists and is in the state)", c.Action)
+		}
+	}
+	if _, err := r.apply(t.Context(), gen2, plan3, found.State, kit, journal{write: func(context.Context, []byte, []string, []state.Intent) error { return nil }}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCount(t, b+".creates"); got != 1 {
+		t.Errorf("B was created %d times, want 1: the replacement's object was forgotten and made again", got)
+	}
+	if _, err := os.Stat(a); !os.IsNotExist(err) {
+		t.Errorf("A exists after the replacement and the next apply (%v)", err)
+	}
+}
+
+// readCount reads a testkit counter file ("<filename>.creates"); 0 when absent.
+func readCount(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := fmt.Sscan(string(b), &n); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return n
+}

@@ -134,6 +134,12 @@ type Intent struct {
 	IdentitySensitive bool `json:"identitySensitive,omitempty"`
 	// Dependencies are the state dependencies the object will be recorded with.
 	Dependencies []string `json:"dependencies,omitempty"`
+	// ReplacesAtSerial, on the create half of a replacement, is the serial of the last state
+	// body written before the intent: a current object at Address in a body of this serial or
+	// older is the object being replaced (destroyed before this create, or deposed first when
+	// CreateBeforeDestroy), never the one this create makes. 0 on a plain create.
+	ReplacesAtSerial    uint64 `json:"replacesAtSerial,omitempty"`
+	CreateBeforeDestroy bool   `json:"createBeforeDestroy,omitempty"`
 	// Started is when the intent was written (UTC).
 	Started time.Time `json:"started"`
 }
