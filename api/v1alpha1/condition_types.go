@@ -172,6 +172,10 @@ const (
 	// retryable). viggy retries the same attempt after a backoff without spending the retry
 	// budget; a lock whose holder's lease is gone is taken over at once (docs/operations.md).
 	ReasonLocked = "Locked"
+	// ReasonPlanDenied: a plan rule of the namespace (the policy document's planRules)
+	// denied the plan; nothing was applied (a Failed that is not retried; the message names the
+	// rules and the addresses).
+	ReasonPlanDenied = "PlanDenied"
 	// ReasonPlanSuperseded: a newer generation replaced the plan (a Failed that is no
 	// anomaly).
 	ReasonPlanSuperseded = "PlanSuperseded"

@@ -18,13 +18,11 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/kube"
 	"github.com/lava-operator/lava/internal/readmodel"
 )
-
-// maxReviewBytes bounds a review body read from the artifact store.
-const maxReviewBytes = 64 << 20
 
 func newPlanCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -44,7 +42,9 @@ func newPlanShowCmd() *cobra.Command {
 		Use:   "show NAMESPACE/NAME",
 		Short: "Print the plan awaiting approval as `tofu show` does: actions and attribute diffs, sensitive values masked",
 		Long: `Show prints the plan NAMESPACE/NAME holds for approval (spec.approvePlan: manual or a plan
-id, or under any policy a plan against a lost or regressed state): its id, engine and the state it was planned against, then per resource address the action
+id, or under any policy a plan against a lost or regressed state or one a plan rule holds): its
+id, engine and the state it was planned against, the plan rules that matched it, then per
+resource address the action
 and the attribute changes, as ` + "`tofu show`" + ` prints a saved plan. Values the plan marks
 sensitive and values of the Secrets the object binds are never in the body ("(sensitive
 value)"). With --json it prints the body itself: the JSON plan format of ` + "`tofu show -json`" + `
@@ -78,12 +78,12 @@ connection flags of ` + "`lava state`" + `).`,
 					return fmt.Errorf("read the review body of plan %s: %w", held.PlanID, err)
 				}
 				defer rc.Close()
-				body, err := io.ReadAll(io.LimitReader(rc, maxReviewBytes+1))
+				body, err := io.ReadAll(io.LimitReader(rc, engine.MaxReviewBytes+1))
 				if err != nil {
 					return err
 				}
-				if len(body) > maxReviewBytes {
-					return fmt.Errorf("review body of plan %s exceeds %d bytes", held.PlanID, maxReviewBytes)
+				if len(body) > engine.MaxReviewBytes {
+					return fmt.Errorf("review body of plan %s exceeds %d bytes", held.PlanID, engine.MaxReviewBytes)
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
@@ -97,6 +97,7 @@ connection flags of ` + "`lava state`" + `).`,
 				fmt.Fprintf(out, "Plan %s of %s (generation %d), awaiting approval\n", held.PlanID, key, rec.HeldGeneration)
 				fmt.Fprintf(out, "Engine %s %s; planned %s against state serial %d, lineage %q, body %s\n\n",
 					held.Engine, held.EngineVersion, held.CreatedAt.UTC().Format(time.RFC3339), held.StateSerial, held.StateLineage, orNone(held.StateDigest))
+				printVerdict(out, held.Policy)
 				if err := engine.RenderReview(out, plan); err != nil {
 					return err
 				}
@@ -108,6 +109,19 @@ connection flags of ` + "`lava state`" + `).`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan body (tofu show -json format) instead")
 	return cmd
+}
+
+// printVerdict prints the plan rules that matched a held plan, a line each, then a blank
+// line; nothing when none did.
+func printVerdict(out io.Writer, v *planpolicy.Result) {
+	if v == nil || len(v.Matches) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "Plan rules: %s\n", v.Verdict)
+	for _, m := range v.Matches {
+		fmt.Fprintf(out, "  %s\n", planpolicy.Result{Matches: []planpolicy.Match{m}})
+	}
+	fmt.Fprintln(out)
 }
 
 func orNone(s string) string {

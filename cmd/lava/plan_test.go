@@ -9,6 +9,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/embedded"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
@@ -35,6 +36,14 @@ func TestPlanShow(t *testing.T) {
 	if plan.ReviewDigest == "" {
 		t.Fatal("a plan made for review has no review body")
 	}
+	// The applier's verdict on it, as it records it on a plan a rule holds.
+	in := planpolicy.Input{}
+	for _, r := range plan.Resources {
+		in.Changes = append(in.Changes, planpolicy.Change{Address: r.Address, Type: r.Type, Mode: r.Mode, Actions: []string{string(r.Action)}})
+	}
+	verdict := planpolicy.MustCompile([]planpolicy.Rule{{Name: "new-data", Change: `change.type == "terraform_data" && "create" in change.actions`,
+		Verdict: planpolicy.RequireApproval, Message: "new data needs a look"}}).Evaluate(ctx, in)
+	plan.Policy = &verdict
 	rec, err := json.Marshal(readmodel.Record{UID: "uid-web", Held: plan, HeldGeneration: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +64,7 @@ func TestPlanShow(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Plan " + plan.PlanID + " of infra/web (generation 3), awaiting approval",
+		"Plan rules: requireApproval\n  requireApproval: rule new-data (terraform_data.password, terraform_data.plain): new data needs a look\n",
 		"# terraform_data.password will be created", `+ resource "terraform_data" "password" {`, "+ input  = (sensitive value)",
 		"# terraform_data.plain will be created", `+ input  = "hello"`, "+ id     = (known after apply)",
 		"Plan: 2 to add, 0 to change, 0 to destroy.", "lava approve infra/web " + plan.PlanID,

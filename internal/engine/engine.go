@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
@@ -170,6 +171,10 @@ type PlanRecord struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// CreatedAt is when the plan was made (UTC).
 	CreatedAt time.Time `json:"createdAt"`
+	// Policy is the verdict of the namespace's plan rules on this plan, set by the applier when
+	// a rule matched (nil: every rule allowed it; internal/lang/planpolicy). Not part of the
+	// plan id: the rules judge the plan, they are not what it does.
+	Policy *planpolicy.Result `json:"policy,omitempty"`
 }
 
 // ApplyResult is the outcome of an apply.

@@ -12,6 +12,10 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 )
 
+// MaxReviewBytes bounds a review body read back from the artifact store (`lava plan show`, the
+// applier's plan rules), in bytes.
+const MaxReviewBytes = 64 << 20
+
 // ReviewBody is the reviewable body of a plan, what `lava plan show` prints and
 // [PlanRecord.ReviewDigest] names in the artifact store: p in the JSON format of `tofu show
 // -json` (terraform-json's Plan), reduced to format_version, terraform_version and

@@ -142,6 +142,9 @@ type Event struct {
 	// StateRegressed, on a Planned or AwaitingApproval event, says how the state regressed
 	// since the last apply (Planned.state_regressed): StateRegressed True with it.
 	StateRegressed string
+	// PlanPolicy, on a Planned or AwaitingApproval event, names the plan rules that matched
+	// the plan (Planned.plan_policy): the AwaitingApproval condition says which rule holds it.
+	PlanPolicy string
 	// Outputs are the non-sensitive Terraform outputs of an Applied event.
 	Outputs map[string]apiextensionsv1.JSON
 	// OutputsSecret names the Secret holding the sensitive outputs of an Applied event.

@@ -257,7 +257,11 @@ func (r reducer) planned(to Phase) {
 	}
 	if ev.Type == EventAwaitingApproval {
 		reason = v1alpha1.ReasonApprovalRequired
-		msg = r.message(fmt.Sprintf("plan %s awaits approval: set spec.approvePlan to %s", p.ID, p.ID))
+		held := ""
+		if ev.PlanPolicy != "" {
+			held = " (" + ev.PlanPolicy + ")"
+		}
+		msg = r.message(truncate(fmt.Sprintf("plan %s awaits approval%s: set spec.approvePlan to %s", p.ID, held, p.ID)))
 		r.set(v1alpha1.ConditionAwaitingApproval, metav1.ConditionTrue, reason, msg)
 	}
 	r.progressing(reason, msg)

@@ -12,6 +12,8 @@ import (
 
 	tfaddr "github.com/opentofu/registry-address/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 )
 
 // Policy is the effective policy of one namespace: what [Check] refuses.
@@ -95,6 +97,10 @@ type Settings struct {
 	DeniedFunctions    *[]string `json:"deniedFunctions,omitempty"`
 	AllowedProviders   *[]string `json:"allowedProviders,omitempty"`
 	MaxResources       *int      `json:"maxResources,omitempty"`
+	// PlanRules are the CEL rules every plan of the namespace is held to
+	// (internal/lang/planpolicy, docs/design/0037-plan-policies.md); absent: the cluster's,
+	// else [planpolicy.DefaultRules]; an empty list: none.
+	PlanRules *[]planpolicy.Rule `json:"planRules,omitempty"`
 }
 
 // Config is the admin's policy document (the key "policy.yaml" of the ConfigMap lava-policy in
@@ -116,6 +122,9 @@ type Config struct {
 	// policy sets it (internal/up.NamespaceRootsPolicy); a policy document cannot (an admin
 	// lists each namespace's roots).
 	NamespaceFileRoot string `json:"-"`
+	// plans are the compiled planRules by where they were set ("cluster", "namespaces.NS"),
+	// filled by [Parse].
+	plans map[string]*planpolicy.Set
 }
 
 // Parse decodes a policy document (YAML or JSON). Unknown fields, a negative maxResources and
@@ -137,6 +146,16 @@ func Parse(data []byte) (Config, error) {
 			if !path.IsAbs(r[1]) || path.Clean(r[1]) != r[1] {
 				return fmt.Errorf("policy: %s: %q is not an absolute clean directory (want e.g. /var/lib/lava-files, no .., no trailing /)", r[0], r[1])
 			}
+		}
+		if s.PlanRules != nil {
+			set, err := planpolicy.Compile(*s.PlanRules)
+			if err != nil {
+				return fmt.Errorf("policy: %s.%w", where, err)
+			}
+			if c.plans == nil {
+				c.plans = map[string]*planpolicy.Set{}
+			}
+			c.plans[where] = set
 		}
 		for _, l := range []*[]string{s.DeniedFunctions, s.AllowedProviders} {
 			if l == nil {
@@ -192,6 +211,27 @@ func (c Config) For(namespace string) Policy {
 		s.apply(&p)
 	}
 	return p
+}
+
+// PlanRules returns the compiled plan rules of namespace: its own planRules, else the
+// cluster's, else [planpolicy.Default]. A document from [Parse] was compiled there; rules set
+// in code are compiled here. Errors: such rules do not compile ([planpolicy.Compile]).
+func (c Config) PlanRules(namespace string) (*planpolicy.Set, error) {
+	where, rules := "cluster", c.Cluster.PlanRules
+	if s, ok := c.Namespaces[namespace]; ok && s.PlanRules != nil {
+		where, rules = "namespaces."+namespace, s.PlanRules
+	}
+	if rules == nil {
+		return planpolicy.Default(), nil
+	}
+	if set, ok := c.plans[where]; ok {
+		return set, nil
+	}
+	set, err := planpolicy.Compile(*rules)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %s.%w", where, err)
+	}
+	return set, nil
 }
 
 // dnsLabel reports whether s is a DNS-1123 label (a namespace name): so never "..", and no

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 )
 
 func TestProviderAddress(t *testing.T) {
@@ -73,6 +74,29 @@ func TestCheck_mapKeysAreTemplates(t *testing.T) {
 	}
 }
 
+// TestConfig_planRules: a namespace's own planRules, else the cluster's, else the built-in
+// rule; an empty list is no rule; rules set in code compile on first use.
+func TestConfig_planRules(t *testing.T) {
+	c, err := Parse([]byte("cluster: {planRules: [{name: big, verdict: requireApproval, plan: 'size(plan.changes) > 50'}]}\n" +
+		"namespaces: {free: {planRules: []}, strict: {planRules: [{name: none, verdict: deny, change: 'true'}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]int{"other": 1, "free": 0, "strict": 1} {
+		set, err := c.PlanRules(ns)
+		if err != nil || set.Len() != want {
+			t.Errorf("%s: %d rules, %v; want %d", ns, set.Len(), err, want)
+		}
+	}
+	if set, err := (Config{}).PlanRules("x"); err != nil || set != planpolicy.Default() {
+		t.Errorf("no planRules anywhere: %v, %v; want the built-in rule", set, err)
+	}
+	bad := Config{Cluster: Settings{PlanRules: &[]planpolicy.Rule{{Name: "r", Verdict: planpolicy.Deny, Change: "nope("}}}}
+	if _, err := bad.PlanRules("x"); err == nil || !strings.Contains(err.Error(), "policy: cluster.planRules[0] (r): change: 1:6") {
+		t.Errorf("a rule set in code that does not compile: %v", err)
+	}
+}
+
 func TestParse(t *testing.T) {
 	c, err := Parse([]byte("cluster: {deniedFunctions: []}\nnamespaces: {t: {deniedFunctions: [file], maxResources: 2}}\n"))
 	if err != nil {
@@ -88,13 +112,15 @@ func TestParse(t *testing.T) {
 		t.Errorf("empty document: %+v, %v", c, err)
 	}
 	for doc, want := range map[string]string{
-		"cluster: {maxResource: 1}":                  "unknown field",
-		"cluster: {maxResources: -1}":                "cluster.maxResources is -1",
-		"namespaces: {a: {allowedProviders: ['[']}}": `namespaces.a: pattern "["`,
-		"cluster: {allowProvisioners: 'yes please'}": "cannot unmarshal",
-		"cluster: {fileWriteRoots: [tmp/x]}":         `cluster.fileWriteRoots: "tmp/x" is not an absolute clean directory`,
-		"namespaces: {a: {fileWriteRoots: [/x/]}}":   `namespaces.a.fileWriteRoots: "/x/" is not an absolute clean directory`,
-		"cluster: {fileWriteRoots: [/x/../etc]}":     `"/x/../etc" is not an absolute clean directory`,
+		"cluster: {maxResource: 1}":                                                               "unknown field",
+		"cluster: {maxResources: -1}":                                                             "cluster.maxResources is -1",
+		"namespaces: {a: {allowedProviders: ['[']}}":                                              `namespaces.a: pattern "["`,
+		"cluster: {allowProvisioners: 'yes please'}":                                              "cannot unmarshal",
+		"cluster: {fileWriteRoots: [tmp/x]}":                                                      `cluster.fileWriteRoots: "tmp/x" is not an absolute clean directory`,
+		"namespaces: {a: {fileWriteRoots: [/x/]}}":                                                `namespaces.a.fileWriteRoots: "/x/" is not an absolute clean directory`,
+		"cluster: {fileWriteRoots: [/x/../etc]}":                                                  `"/x/../etc" is not an absolute clean directory`,
+		"namespaces: {a: {planRules: [{name: r, verdict: deny, change: 'change.tpye == 1 &&'}]}}": `policy: namespaces.a.planRules[0] (r): change: 1:20: Syntax error`,
+		"cluster: {planRules: [{name: r, verdict: deny, plan: 'plan.changes'}]}":                  `policy: cluster.planRules[0] (r): plan: the expression is a dyn, want a bool`,
 	} {
 		if _, err := Parse([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want an error with %q", doc, err, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
@@ -66,6 +67,10 @@ type Config struct {
 	// workload-identity variables its annotations call for); spec.providerEnvFrom is read with
 	// the object's identity either way (docs/security.md, "Engines").
 	Credentials *identity.Credentials
+	// Policy is the tenant policy document whose planRules every plan is held to before it is
+	// applied (internal/lang/planpolicy; docs/design/0037-plan-policies.md): the one the
+	// engines read (--policy-file). Nil: the built-in rules (planpolicy.Default).
+	Policy *policy.File
 	// Logger receives one line per outcome (default: discard). Never a secret.
 	Logger *slog.Logger
 	// Registerer receives the applier metrics (nil: not registered).
@@ -115,6 +120,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, errors.New("applier: no engine")
 	case cfg.Holder == "":
 		return nil, errors.New("applier: no holder name")
+	}
+	// The policy document's plan rules compile now, or the applier does not start (as synth
+	// refuses to start without its policy): a rule an admin got wrong is never found first
+	// by a tenant's plan.
+	if _, err := cfg.Policy.Load(); err != nil {
+		return nil, fmt.Errorf("applier: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -18,6 +18,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
@@ -167,7 +168,8 @@ func TestPermissions_applierMayPublishWhatItPublishes(t *testing.T) {
 
 // TestApprovedPlan: a plan against a lost or regressed state is applied only when approved by
 // its id, whatever approvePlan says otherwise and even when it changes nothing; other plans
-// follow approvePlan, and a plan that changes nothing needs no approval.
+// follow approvePlan, and a plan that changes nothing needs no approval; a plan a rule requires
+// an approval of is applied only when approved by its id.
 func TestApprovedPlan(t *testing.T) {
 	t.Parallel()
 	changes := &engine.PlanRecord{PlanID: "p", HasChanges: true}
@@ -177,23 +179,27 @@ func TestApprovedPlan(t *testing.T) {
 		approve   string
 		regressed string
 		plan      *engine.PlanRecord
+		verdict   planpolicy.Verdict
 		want      bool
 	}{
-		{"auto", v1alpha1.ApprovePlanAuto, "", changes, true},
-		{"manual", v1alpha1.ApprovePlanManual, "", changes, false},
-		{"manual, no changes", v1alpha1.ApprovePlanManual, "", none, true},
-		{"its id", "p", "", changes, true},
-		{"another id", "q", "", changes, false},
-		{"regressed, auto", v1alpha1.ApprovePlanAuto, "the state is gone", changes, false},
-		{"regressed, auto, no changes", v1alpha1.ApprovePlanAuto, "the state has lineage L2", none, false},
-		{"regressed, manual, no changes", v1alpha1.ApprovePlanManual, "the state has lineage L2", none, false},
-		{"regressed, another id", "q", "the state is gone", changes, false},
-		{"regressed, its id", "p", "the state is gone", changes, true},
+		{"auto", v1alpha1.ApprovePlanAuto, "", changes, planpolicy.Allow, true},
+		{"manual", v1alpha1.ApprovePlanManual, "", changes, planpolicy.Allow, false},
+		{"manual, no changes", v1alpha1.ApprovePlanManual, "", none, planpolicy.Allow, true},
+		{"its id", "p", "", changes, planpolicy.Allow, true},
+		{"another id", "q", "", changes, planpolicy.Allow, false},
+		{"regressed, auto", v1alpha1.ApprovePlanAuto, "the state is gone", changes, planpolicy.Allow, false},
+		{"regressed, auto, no changes", v1alpha1.ApprovePlanAuto, "the state has lineage L2", none, planpolicy.Allow, false},
+		{"regressed, manual, no changes", v1alpha1.ApprovePlanManual, "the state has lineage L2", none, planpolicy.Allow, false},
+		{"regressed, another id", "q", "the state is gone", changes, planpolicy.Allow, false},
+		{"regressed, its id", "p", "the state is gone", changes, planpolicy.Allow, true},
+		{"a rule requires approval, auto", v1alpha1.ApprovePlanAuto, "", changes, planpolicy.RequireApproval, false},
+		{"a rule requires approval, no changes", v1alpha1.ApprovePlanManual, "", none, planpolicy.RequireApproval, false},
+		{"a rule requires approval, its id", "p", "", changes, planpolicy.RequireApproval, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := approvedPlan(input{approve: tt.approve, regressed: tt.regressed}, tt.plan); got != tt.want {
+			if got := approvedPlan(input{approve: tt.approve, regressed: tt.regressed}, tt.plan, tt.verdict); got != tt.want {
 				t.Errorf("approvedPlan = %v, want %v", got, tt.want)
 			}
 		})

@@ -33,6 +33,17 @@
 // (nothing can change). Under approvePlan other than auto a re-apply (a drift correction) is
 // held for approval whatever the remediation policy says (readmodel.LastApplied.Manual).
 //
+// # Plan rules
+//
+// Every plan, whatever caused it, is judged by the plan rules of its namespace (the policy
+// document's planRules, Config.Policy; internal/lang/planpolicy) before anything else decides:
+// deny fails it (Failed, stage PLAN, reason PlanDenied, not retryable) and nothing is applied;
+// requireApproval holds it as manual approval does, whatever approvePlan says, until
+// approvePlan names its id; the rules that matched go out in Planned.plan_policy and stay on
+// the held plan record (engine.PlanRecord.Policy) for `lava plan show`. The review body is
+// asked for when a rule reads values, and a plan a rule holds is planned again with one if it
+// had none (docs/design/0037-plan-policies.md).
+//
 // # A lost or regressed state
 //
 // Before planning, the state is compared with the last apply recorded (readmodel.LastApplied):

@@ -14,6 +14,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
@@ -116,8 +117,9 @@ func summaryProto(s engine.Summary) *lavav1.ChangeSummary {
 // artifact, Planned.plan_artifact_digest, holds every change).
 const MaxEventChanges = 1000
 
-// publishPlanned publishes Planned for plan and returns its envelope.
-func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in input, awaiting bool) (*lavav1.Envelope, error) {
+// publishPlanned publishes Planned for plan, with the plan rules' verdict, and returns its
+// envelope.
+func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in input, awaiting bool, verdict planpolicy.Result) (*lavav1.Envelope, error) {
 	ev := &lavav1.Planned{
 		Envelope:            w.envelope(w.cause, "lava.v1.Planned"),
 		PlanId:              plan.PlanID,
@@ -134,6 +136,7 @@ func (w *work) publishPlanned(ctx context.Context, plan *engine.PlanRecord, in i
 	// addresses go out redacted of the resource's Secret values, as failure messages do
 	// (docs/security.md, "Rendering": a value Terraform derives from one is a known gap).
 	red := w.redactor(ctx)
+	ev.PlanPolicy = engine.Cut(red.Redact(verdict.String()))
 	for i, r := range plan.Resources {
 		if i == MaxEventChanges {
 			ev.ChangesOmitted = int32(len(plan.Resources) - MaxEventChanges)

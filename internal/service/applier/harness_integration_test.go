@@ -204,6 +204,8 @@ type applierOpts struct {
 	// workDir is the engines' work directory (default: a new one); replicas sharing one are
 	// on the same node.
 	workDir string
+	// policy is the tenant policy document (default: the built-in policy).
+	policy *policy.File
 }
 
 // replica is a running applier.
@@ -247,7 +249,8 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	}
 	svc, err := applier.New(t.Context(), applier.Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube, Identities: o.identities, Credentials: o.credentials,
 		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
-		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe})
+		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe,
+		Policy: o.policy})
 	if err != nil {
 		t.Fatal(err)
 	}

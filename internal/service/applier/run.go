@@ -80,6 +80,7 @@ func Run(ctx context.Context, o Options) error {
 	cfg.JS, cfg.Store, cfg.Engines, cfg.Holder = js, deps.Set.Store, deps.Set.Engines, deps.Holder
 	cfg.Kube, cfg.Identities, cfg.Credentials = deps.Kube, deps.Identities, deps.Credentials
 	cfg.Logger, cfg.Registerer, cfg.BusMetrics = log, base.Registry, base.BusMetrics
+	cfg.Policy = o.Engines.Policy
 	s, err := New(ctx, cfg)
 	if err != nil {
 		return err

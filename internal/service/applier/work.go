@@ -18,6 +18,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/credentials"
@@ -392,6 +393,10 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			in.regressedFrom = w.rec.Last.PlanID
 		}
 	}
+	rules, err := w.planRules()
+	if err != nil {
+		return err
+	}
 	var plan *engine.PlanRecord
 	if held := w.rec.Held; held != nil && held.PlanID == in.approve && w.sameInputs(held, in) {
 		fresh, err := w.fresh(ctx, held)
@@ -402,15 +407,37 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			plan = held
 		}
 	}
+	review := in.approve != v1alpha1.ApprovePlanAuto || in.regressed != "" || rules.UsesValues()
 	if plan == nil {
-		var err error
-		plan, err = w.plan(ctx, eng, in)
-		if err != nil {
+		if plan, err = w.plan(ctx, eng, in, review); err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
 			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
 		}
+	}
+	verdict, err := w.verdict(ctx, plan, in, rules)
+	if err != nil {
+		return err
+	}
+	if verdict.Verdict == planpolicy.RequireApproval && in.approve != plan.PlanID && plan.ReviewDigest == "" {
+		// Held by a rule under auto: plan again with the body `lava plan show` prints (its id
+		// covers the body, so this is the id an approval names).
+		if plan, err = w.plan(ctx, eng, in, true); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
+		}
+		if verdict, err = w.verdict(ctx, plan, in, rules); err != nil {
+			return err
+		}
+	}
+	if verdict.Verdict == planpolicy.Deny {
+		w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
+		w.rec.Held = nil
+		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &pipeline.Failure{Reason: v1alpha1.ReasonPlanDenied,
+			Message: fmt.Sprintf("plan %s is denied by the plan rules of namespace %s and is not applied: %s", plan.PlanID, w.ns, engine.Cut(w.redactor(ctx).Redact(verdict.String())))}, attempt, plan.PlanID)
 	}
 	if in.regressed != "" && !slices.Contains(w.rec.Plans, plan.PlanID) {
 		// Reported once per plan id: a plan id already recorded was reported when it was made
@@ -419,9 +446,13 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			return err
 		}
 	}
+	plan.Policy = nil
+	if len(verdict.Matches) > 0 {
+		plan.Policy = &verdict
+	}
 	w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
-	approved := approvedPlan(in, plan)
-	planned, err := w.publishPlanned(ctx, plan, in, !approved)
+	approved := approvedPlan(in, plan, verdict.Verdict)
+	planned, err := w.publishPlanned(ctx, plan, in, !approved, verdict)
 	if err != nil {
 		return err
 	}
@@ -442,17 +473,19 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 	return w.apply(ctx, eng, plan, in, planned, attempt)
 }
 
-// approvedPlan reports whether plan may be applied now: spec.approvePlan names its id, or the
-// state did not regress and either the policy is auto or the plan changes nothing. A plan
-// against a lost or regressed state (in.regressed) is applied only when approved by its id,
-// even under auto and even when it changes nothing: it would recreate what the lost state
-// recorded, or make a state Lava did not write the baseline of every later plan
-// (docs/design/0025-lost-or-regressed-state.md).
-func approvedPlan(in input, plan *engine.PlanRecord) bool {
+// approvedPlan reports whether plan, whose plan rules gave verdict (never deny here), may be
+// applied now: spec.approvePlan names its id, or the state did not regress, no rule requires
+// an approval and either the policy is auto or the plan changes nothing. A plan against a lost
+// or regressed state (in.regressed) is applied only when approved by its id, even under auto
+// and even when it changes nothing: it would recreate what the lost state recorded, or make a
+// state Lava did not write the baseline of every later plan
+// (docs/design/0025-lost-or-regressed-state.md); so is a plan a rule requires an approval of
+// (docs/design/0037-plan-policies.md).
+func approvedPlan(in input, plan *engine.PlanRecord, verdict planpolicy.Verdict) bool {
 	if in.approve == plan.PlanID {
 		return true
 	}
-	return in.regressed == "" && (in.approve == v1alpha1.ApprovePlanAuto || !plan.HasChanges)
+	return in.regressed == "" && verdict == planpolicy.Allow && (in.approve == v1alpha1.ApprovePlanAuto || !plan.HasChanges)
 }
 
 func (w *work) engineNames() []string {
@@ -564,13 +597,12 @@ func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error)
 	return engine.Stale(plan, rec) == nil, nil
 }
 
-// plan runs the engine's plan, observed.
-func (w *work) plan(ctx context.Context, eng engine.Engine, in input) (*engine.PlanRecord, error) {
+// plan runs the engine's plan, observed; review asks for its reviewable body (`lava plan
+// show`, and the values plan rules read): every plan unless the policy is auto, every plan
+// against a regressed state, every plan whose rules read values, and a plan a rule holds.
+func (w *work) plan(ctx context.Context, eng engine.Engine, in input, review bool) (*engine.PlanRecord, error) {
 	start := w.s.cfg.Now()
-	// A plan that may be held for approval gets its reviewable body (`lava plan show`): every
-	// plan unless the policy is auto, and every plan against a regressed state.
-	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest,
-		Review: in.approve != v1alpha1.ApprovePlanAuto || in.regressed != ""})
+	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest, Review: review})
 	w.observe(OpPlan, start, err)
 	return p, err
 }

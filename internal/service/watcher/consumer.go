@@ -69,7 +69,7 @@ func PhaseEvent(ev bus.Event, published time.Time) (out pipeline.Event, diagnost
 		}
 		out.Plan = planSummary(e.GetPlanId(), e.GetSummary())
 		out.Plan.Resources, out.Plan.ResourcesOmitted = plannedResources(e)
-		out.StateRegressed = e.GetStateRegressed()
+		out.StateRegressed, out.PlanPolicy = e.GetStateRegressed(), e.GetPlanPolicy()
 	case *lavav1.Applied:
 		out.Type = pipeline.EventApplied
 		if e.GetPlanId() != "" {

@@ -695,8 +695,15 @@ type Planned struct {
 	StateRegressed string `protobuf:"bytes,11,opt,name=state_regressed,json=stateRegressed,proto3" json:"state_regressed,omitempty"`
 	// Number of changes left out of changes (0 when all are listed).
 	ChangesOmitted int32 `protobuf:"varint,12,opt,name=changes_omitted,json=changesOmitted,proto3" json:"changes_omitted,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The plan rules of the object's namespace that matched this plan, in one line ("VERDICT:
+	// rule NAME (ADDRESSES): MESSAGE; ..."; internal/lang/planpolicy.Result), redacted of the
+	// object's Secret values and cut to 512 bytes (internal/engine.Cut); empty when every rule
+	// allowed it. A plan a
+	// rule requires an approval of is awaiting_approval; a denied plan is never Planned (it is
+	// Failed with reason PlanDenied).
+	PlanPolicy    string `protobuf:"bytes,13,opt,name=plan_policy,json=planPolicy,proto3" json:"plan_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Planned) Reset() {
@@ -811,6 +818,13 @@ func (x *Planned) GetChangesOmitted() int32 {
 		return x.ChangesOmitted
 	}
 	return 0
+}
+
+func (x *Planned) GetPlanPolicy() string {
+	if x != nil {
+		return x.PlanPolicy
+	}
+	return ""
 }
 
 // Applied: the applier applied exactly a recorded plan. Published by the applier on
@@ -1168,7 +1182,7 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\fapprove_plan\x18\b \x01(\tR\vapprovePlan\"W\n" +
 	"\x0eResourceChange\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12+\n" +
-	"\x06action\x18\x02 \x01(\x0e2\x13.lava.v1.ChangeKindR\x06action\"\x8c\x04\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x13.lava.v1.ChangeKindR\x06action\"\xad\x04\n" +
 	"\aPlanned\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x12'\n" +
@@ -1182,7 +1196,9 @@ const file_lava_v1_pipeline_proto_rawDesc = "" +
 	"\x15terraform_json_digest\x18\n" +
 	" \x01(\tR\x13terraformJsonDigest\x12'\n" +
 	"\x0fstate_regressed\x18\v \x01(\tR\x0estateRegressed\x12'\n" +
-	"\x0fchanges_omitted\x18\f \x01(\x05R\x0echangesOmitted\"\xa9\x04\n" +
+	"\x0fchanges_omitted\x18\f \x01(\x05R\x0echangesOmitted\x12\x1f\n" +
+	"\vplan_policy\x18\r \x01(\tR\n" +
+	"planPolicy\"\xa9\x04\n" +
 	"\aApplied\x12-\n" +
 	"\benvelope\x18\x01 \x01(\v2\x11.lava.v1.EnvelopeR\benvelope\x12\x17\n" +
 	"\aplan_id\x18\x02 \x01(\tR\x06planId\x127\n" +

@@ -1,0 +1,170 @@
+package planpolicy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
+)
+
+func TestCompile_refused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		rules []planpolicy.Rule
+		want  string
+	}{
+		{"undeclared", []planpolicy.Rule{{Name: "r", Change: `chnge.type == "x"`, Verdict: planpolicy.Deny}},
+			`planRules[0] (r): change: 1:1: undeclared reference to 'chnge'`},
+		{"syntax, second line", []planpolicy.Rule{{Name: "r", Plan: "size(plan.changes) >\n  > 3", Verdict: planpolicy.Deny}},
+			`planRules[0] (r): plan: 2:3: Syntax error`},
+		{"not a bool", []planpolicy.Rule{{Name: "r", Change: `change.address`, Verdict: planpolicy.Deny}},
+			`planRules[0] (r): change: the expression is a dyn, want a bool`},
+		{"an int", []planpolicy.Rule{{Name: "r", Plan: `1 + 2`, Verdict: planpolicy.Deny}},
+			`the expression is a int, want a bool`},
+		{"both", []planpolicy.Rule{{Name: "r", Change: "true", Plan: "true", Verdict: planpolicy.Deny}},
+			`set exactly one of change`},
+		{"neither", []planpolicy.Rule{{Name: "r", Verdict: planpolicy.Deny}}, `set exactly one of change`},
+		{"verdict", []planpolicy.Rule{{Name: "r", Change: "true", Verdict: "allow"}}, `verdict "allow": want requireApproval or deny`},
+		{"name", []planpolicy.Rule{{Name: "a b", Change: "true", Verdict: planpolicy.Deny}}, `planRules[0]: name "a b"`},
+		{"duplicate", []planpolicy.Rule{{Name: "r", Change: "true", Verdict: planpolicy.Deny}, {Name: "r", Plan: "true", Verdict: planpolicy.Deny}},
+			`planRules[1] (r): a second rule of that name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := planpolicy.Compile(tt.rules)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// changes is a plan of four changes: a database replaced, a bucket updated, a file created, a
+// no-op the rules never see.
+func changes() planpolicy.Input {
+	num := json.Number("3")
+	return planpolicy.Input{Namespace: "team-a", Name: "app", Engine: "embedded", Add: 2, ChangeCount: 1, Destroy: 1, Values: true,
+		Changes: []planpolicy.Change{
+			{Address: "aws_db_instance.main", Type: "aws_db_instance", Mode: "managed", Actions: []string{"delete", "create"},
+				Before: map[string]any{"engine": "postgres", "replicas": num}, After: map[string]any{"engine": "postgres", "replicas": json.Number("4")}},
+			{Address: "aws_s3_bucket.logs", Type: "aws_s3_bucket", Mode: "managed", Actions: []string{"update"},
+				Before: map[string]any{"versioning": true}, After: map[string]any{"versioning": false}},
+			{Address: "local_file.a", Type: "local_file", Mode: "managed", Actions: []string{"create"}, After: map[string]any{"filename": "/x"}},
+			{Address: "local_file.same", Type: "local_file", Mode: "managed", Actions: []string{"no-op"}},
+		}}
+}
+
+func TestEvaluate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		rules   []planpolicy.Rule
+		in      planpolicy.Input
+		verdict planpolicy.Verdict
+		want    string
+	}{
+		{"no rules", nil, changes(), planpolicy.Allow, ""},
+		{"the built-in rule", planpolicy.DefaultRules(), changes(), planpolicy.RequireApproval,
+			"requireApproval: rule stateful-replace-or-delete (aws_db_instance.main): replacing or deleting a resource that holds data needs an approval of this plan's id"},
+		{"deny beats requireApproval", []planpolicy.Rule{
+			{Name: "big", Plan: "plan.summary.add + plan.summary.change + plan.summary.destroy > 3", Verdict: planpolicy.RequireApproval, Message: "a big plan"},
+			{Name: "no-db", Change: `change.type == "aws_db_instance" && "delete" in change.actions`, Verdict: planpolicy.Deny},
+		}, changes(), planpolicy.Deny,
+			"requireApproval: rule big: a big plan; deny: rule no-db (aws_db_instance.main): plan rule no-db matched"},
+		{"values", []planpolicy.Rule{
+			{Name: "versioning-off", Change: `has(change.before.versioning) && change.before.versioning && !change.after.versioning`, Verdict: planpolicy.Deny},
+			{Name: "scale-up", Change: `has(change.after.replicas) && change.after.replicas > change.before.replicas`, Verdict: planpolicy.RequireApproval},
+		}, changes(), planpolicy.Deny,
+			"deny: rule versioning-off (aws_s3_bucket.logs): plan rule versioning-off matched; requireApproval: rule scale-up (aws_db_instance.main): plan rule scale-up matched"},
+		{"no-ops are not seen", []planpolicy.Rule{{Name: "any-file", Change: `change.type == "local_file"`, Verdict: planpolicy.RequireApproval}},
+			changes(), planpolicy.RequireApproval, "requireApproval: rule any-file (local_file.a): plan rule any-file matched"},
+		{"object", []planpolicy.Rule{{Name: "prod", Plan: `object.namespace.startsWith("prod-") && size(plan.changes) > 0`, Verdict: planpolicy.Deny}},
+			changes(), planpolicy.Allow, ""},
+		{"values not read: requireApproval, never allow", []planpolicy.Rule{{Name: "v", Change: `change.after.filename == "/y"`, Verdict: planpolicy.Deny}},
+			func() planpolicy.Input { in := changes(); in.Values = false; return in }(), planpolicy.RequireApproval,
+			"requireApproval: rule v: plan rule v could not be evaluated, so the plan waits for an approval: aws_db_instance.main: no such key: after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			set, err := planpolicy.Compile(tt.rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := set.Evaluate(t.Context(), tt.in)
+			if res.Verdict != tt.verdict || res.String() != tt.want {
+				t.Errorf("verdict %s %q,\nwant %s %q", res.Verdict, res.String(), tt.verdict, tt.want)
+			}
+		})
+	}
+}
+
+func TestEvaluate_addressesBounded(t *testing.T) {
+	t.Parallel()
+	in := planpolicy.Input{}
+	for i := range 25 {
+		in.Changes = append(in.Changes, planpolicy.Change{Address: fmt.Sprintf("aws_ebs_volume.v[%d]", i), Type: "aws_ebs_volume", Mode: "managed", Actions: []string{"delete"}})
+	}
+	res := planpolicy.Default().Evaluate(t.Context(), in)
+	if len(res.Matches) != 1 || len(res.Matches[0].Addresses) != 10 || res.Matches[0].AddressesOmitted != 15 {
+		t.Fatalf("matches %+v, want one naming 10 addresses and counting 15 more", res.Matches)
+	}
+	if !strings.Contains(res.String(), "aws_ebs_volume.v[9] and 15 more)") {
+		t.Errorf("%q does not count the addresses it leaves out", res.String())
+	}
+}
+
+// TestEvaluate_bounded: a rule whose evaluation would run long over a tenant's plan (values
+// the tenant controls) stops at its cost limit, or when the operation's context ends, and the
+// plan waits for an approval; it is never allowed.
+func TestEvaluate_bounded(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 1<<20)
+	in := planpolicy.Input{Values: true}
+	for i := range 50 {
+		in.Changes = append(in.Changes, planpolicy.Change{Address: fmt.Sprintf("local_file.f[%d]", i), Type: "local_file", Mode: "managed",
+			Actions: []string{"create"}, After: map[string]any{"content": big}})
+	}
+	set := planpolicy.MustCompile([]planpolicy.Rule{{Name: "scan", Verdict: planpolicy.Deny,
+		Change: `change.after.content.split("").exists(c, c == "y")`}})
+	res := set.Evaluate(t.Context(), in)
+	if res.Verdict != planpolicy.RequireApproval || !strings.Contains(res.String(), "could not be evaluated") {
+		t.Errorf("verdict %s %q, want requireApproval: could not be evaluated", res.Verdict, res.String())
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res = planpolicy.MustCompile([]planpolicy.Rule{{Name: "any", Change: "true", Verdict: planpolicy.Deny}}).Evaluate(ctx, changes())
+	if res.Verdict != planpolicy.RequireApproval || !strings.Contains(res.String(), "was not evaluated (context canceled)") {
+		t.Errorf("with a done context: verdict %s %q, want requireApproval", res.Verdict, res.String())
+	}
+}
+
+func TestUsesValues(t *testing.T) {
+	t.Parallel()
+	for expr, want := range map[string]bool{
+		`change.type == "x"`:                              false,
+		`change.after.size > 3`:                           true,
+		`has(change.before.x)`:                            true,
+		`change["after"] != null`:                         true,
+		`plan.changes.exists(c, c.before.x == 1)`:         true,
+		`plan.changes.exists(c, c.type == "x")`:           false,
+		`"delete" in change.actions && change.mode == ""`: false,
+	} {
+		set, err := planpolicy.Compile([]planpolicy.Rule{{Name: "r", Change: expr, Verdict: planpolicy.Deny}})
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		if set.UsesValues() != want {
+			t.Errorf("%s: UsesValues %v, want %v", expr, set.UsesValues(), want)
+		}
+	}
+	if planpolicy.Default().UsesValues() {
+		t.Error("the built-in rule reads values: every plan would need its review body")
+	}
+}

@@ -1,0 +1,94 @@
+package applier
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
+	"github.com/lava-operator/lava/internal/platform/bus"
+)
+
+// planRules returns the plan rules of the object's namespace (the policy document's
+// planRules, else the built-in ones). Errors: the document cannot be read or its rules do not
+// compile; the work is retried, and nothing is applied without its rules.
+func (w *work) planRules() (*planpolicy.Set, error) {
+	cfg, err := w.s.cfg.Policy.Load()
+	if err != nil {
+		return nil, fmt.Errorf("applier: plan rules: %w", err)
+	}
+	set, err := cfg.PlanRules(w.ns)
+	if err != nil {
+		return nil, fmt.Errorf("applier: plan rules: %w", err)
+	}
+	return set, nil
+}
+
+// verdict evaluates rules on plan (docs/design/0037-plan-policies.md): each resource change
+// with its address, type, mode and actions, and, when a rule reads them and the plan has a
+// review body, its before and after values from that body (sensitive values and the values of
+// the Secrets the object binds already removed: engine.ReviewBody). Errors: reading the
+// review body.
+func (w *work) verdict(ctx context.Context, plan *engine.PlanRecord, in input, rules *planpolicy.Set) (planpolicy.Result, error) {
+	pin := planpolicy.Input{Namespace: w.ns, Name: w.name, Engine: in.engine,
+		Add: plan.Summary.Add, ChangeCount: plan.Summary.Change, Destroy: plan.Summary.Destroy}
+	var values map[string][2]any
+	if rules.UsesValues() && plan.ReviewDigest != "" {
+		var err error
+		if values, err = w.reviewValues(ctx, plan.ReviewDigest); err != nil {
+			return planpolicy.Result{}, err
+		}
+		pin.Values = true
+	}
+	for _, r := range plan.Resources {
+		c := planpolicy.Change{Address: r.Address, Type: r.Type, Mode: r.Mode, Actions: tofuActions(r.Action)}
+		if v, ok := values[r.Address]; ok {
+			c.Before, c.After = v[0], v[1]
+		}
+		pin.Changes = append(pin.Changes, c)
+	}
+	return rules.Evaluate(ctx, pin), nil
+}
+
+// reviewValues reads a plan's review body and returns each address's before and after
+// values. Errors: the artifact store's, a body over engine.MaxReviewBytes, a body that does
+// not decode.
+func (w *work) reviewValues(ctx context.Context, digest string) (map[string][2]any, error) {
+	arts, err := bus.NewArtifacts(ctx, w.s.cfg.JS)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := arts.Get(ctx, digest)
+	if err != nil {
+		return nil, fmt.Errorf("applier: read the review body: %w", err)
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(io.LimitReader(rc, engine.MaxReviewBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("applier: read the review body: %w", err)
+	}
+	if len(body) > engine.MaxReviewBytes {
+		return nil, fmt.Errorf("applier: the review body exceeds %d bytes", engine.MaxReviewBytes)
+	}
+	p, err := engine.ParseReviewBody(body)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][2]any, len(p.ResourceChanges))
+	for _, rc := range p.ResourceChanges {
+		if rc != nil && rc.Change != nil {
+			out[rc.Address] = [2]any{rc.Change.Before, rc.Change.After}
+		}
+	}
+	return out, nil
+}
+
+// tofuActions are a folded action's actions as `tofu show -json` lists them (a replace as
+// delete then create, whichever order the engine runs it in).
+func tofuActions(a engine.Action) []string {
+	if a == engine.ActionReplace {
+		return []string{"delete", "create"}
+	}
+	return []string{string(a)}
+}
