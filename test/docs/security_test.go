@@ -155,6 +155,10 @@ var attackTrial = []attack{
 		[]string{"TestEngine_sensitiveStateOutputsBounded"}},
 	{"23c", "six 60 MB values under approvePlan manual with the tofu engine: show -json read whole for the review, 5.7 GB",
 		[]string{"TestEngine_shownPlanBounded"}},
+	{"24a", "a replacement inside the state save pace, then kill -9: the replaced object's create forgotten and made twice",
+		[]string{"TestRunner_pacedReplaceRecovered"}},
+	{"24b", "a 180,000-byte control-character resource name under a gate: 900 KB receipts, attest out of memory on GetChain",
+		[]string{"TestEval_diagnosticsBounded"}},
 }
 
 var (

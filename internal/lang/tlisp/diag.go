@@ -2,6 +2,7 @@ package tlisp
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -13,6 +14,23 @@ type Pos = arch.Pos
 
 // MaxDiagnostics caps the errors one call reports; evaluation stops once it is reached.
 const MaxDiagnostics = 50
+
+// MaxMessageLen bounds a diagnostic's message, in bytes: a message quoting a value the source
+// or its bindings made (a name, a string) is cut there (at a UTF-8 boundary, then "…"), so no
+// input makes a diagnostic, or what carries it (a Synthesized gate verdict, a phase event, a
+// receipt), large.
+const MaxMessageLen = 512
+
+// message formats a diagnostic's message and cuts it to [MaxMessageLen].
+func message(format string, args ...any) string { return cut(fmt.Sprintf(format, args...)) }
+
+// cut returns m cut to [MaxMessageLen] bytes.
+func cut(m string) string {
+	if len(m) <= MaxMessageLen {
+		return m
+	}
+	return strings.ToValidUTF8(m[:MaxMessageLen], "") + "…"
+}
 
 // Severity classifies a [Diagnostic].
 type Severity int
@@ -40,7 +58,8 @@ type Diagnostic struct {
 
 // String formats an error as "file:line:col: message" and a warning as
 // "file:line:col: warning: message". Without a file the position is "line:col"; without a
-// position the message stands alone.
+// position the message stands alone. The message is cut to [MaxMessageLen] whoever built the
+// Diagnostic.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	if d.Pos.IsValid() {
@@ -50,7 +69,7 @@ func (d Diagnostic) String() string {
 	if d.Severity == SeverityWarning {
 		b.WriteString("warning: ")
 	}
-	b.WriteString(d.Message)
+	b.WriteString(cut(d.Message))
 	return b.String()
 }
 

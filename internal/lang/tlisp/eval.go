@@ -1,8 +1,6 @@
 package tlisp
 
 import (
-	"fmt"
-
 	"github.com/lava-operator/lava/internal/lang/arch"
 )
 
@@ -133,7 +131,7 @@ func (e *evaluator) errorf(p Pos, format string, args ...any) {
 	if e.nerr >= MaxDiagnostics {
 		e.full = true
 	}
-	e.diags = append(e.diags, Diagnostic{Pos: p, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
+	e.diags = append(e.diags, Diagnostic{Pos: p, Severity: SeverityError, Message: message(format, args...)})
 }
 
 func (e *evaluator) warnf(p Pos, format string, args ...any) {
@@ -141,7 +139,7 @@ func (e *evaluator) warnf(p Pos, format string, args ...any) {
 		return
 	}
 	e.nwarn++
-	e.diags = append(e.diags, Diagnostic{Pos: p, Severity: SeverityWarning, Message: fmt.Sprintf(format, args...)})
+	e.diags = append(e.diags, Diagnostic{Pos: p, Severity: SeverityWarning, Message: message(format, args...)})
 }
 
 func (e *evaluator) startPos() Pos { return Pos{File: e.file, Line: 1, Col: 1} }

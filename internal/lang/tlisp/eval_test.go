@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -842,5 +843,30 @@ func TestEval_providerVersion(t *testing.T) {
 		if got := firstError(t, tc.src, Bindings{}); got != tc.want {
 			t.Errorf("got  %s\nwant %s", got, tc.want)
 		}
+	}
+}
+
+// TestEval_diagnosticsBounded: a diagnostic quoting a value a binding made (here a resource name
+// of 180,000 control bytes, which %q writes four times as long, twice) is cut to MaxMessageLen:
+// no binding makes a diagnostic, or the gate verdict, phase event and receipt that carry it,
+// large.
+func TestEval_diagnosticsBounded(t *testing.T) {
+	t.Parallel()
+	src := `(deflava-architecture p :inputs ((:name "x")) :resources ((terraform-data "{name}g1" :input "v")))`
+	_, diags := EvalArchitecture([]byte(src), Bindings{Scalars: map[string]string{"name": strings.Repeat("\x01", 180_000)}}, Options{File: "f.tlisp"})
+	if len(diags) == 0 {
+		t.Fatal("an invalid resource name gave no diagnostic")
+	}
+	for _, d := range diags {
+		if n := len(d.Message); n > MaxMessageLen+len("…") {
+			t.Errorf("a %s message of %d bytes, want at most %d", d.Severity, n, MaxMessageLen)
+		}
+		if s := d.String(); len(s) > MaxMessageLen+len("f.tlisp:1:1: warning: …")+8 {
+			t.Errorf("a diagnostic of %d bytes", len(s))
+		}
+	}
+	long := Diagnostic{Severity: SeverityError, Message: strings.Repeat("é", MaxMessageLen)}
+	if s := long.String(); len(s) > MaxMessageLen+len("…") || !utf8.ValidString(s) {
+		t.Errorf("a Diagnostic built with a long message prints %d bytes (valid UTF-8: %v)", len(s), utf8.ValidString(s))
 	}
 }

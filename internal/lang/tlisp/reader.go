@@ -166,7 +166,7 @@ func (r *reader) errorf(p Pos, format string, args ...any) {
 		r.stop, r.fatal = true, true
 		return
 	}
-	r.diags = append(r.diags, Diagnostic{Pos: p, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
+	r.diags = append(r.diags, Diagnostic{Pos: p, Severity: SeverityError, Message: message(format, args...)})
 }
 
 // advance consumes one byte, keeping line and rune column.
