@@ -22,6 +22,8 @@ SOURCE_CONTROLLER_VERSION := v1.9.6
 COREDNS_VERSION        := v1.14.7
 KUBE_ROUTER_VERSION    := v2.1.0
 OPENSTACK_PROVIDER_VERSION := 3.4.0
+KUBERNETES_PROVIDER_VERSION := 1.13.4
+HELM_PROVIDER_VERSION  := 1.3.2
 
 TOOLS_DIR      ?= $(HOME)/.cache/lava/tools
 BUF_DIR        := $(TOOLS_DIR)/buf-$(BUF_VERSION)
@@ -40,6 +42,7 @@ KUBE_NODE_DIR  := $(TOOLS_DIR)/kube-node-$(KUBE_VERSION)
 COREDNS_DIR    := $(TOOLS_DIR)/coredns-$(COREDNS_VERSION)
 KUBE_ROUTER_DIR := $(TOOLS_DIR)/kube-router-$(KUBE_ROUTER_VERSION)
 OPENSTACK_DIR  := $(TOOLS_DIR)/openstack-provider-v$(OPENSTACK_PROVIDER_VERSION)
+KUBERNETES_PROVIDERS_DIR := $(TOOLS_DIR)/kubernetes-providers-v$(KUBERNETES_PROVIDER_VERSION)-helm-v$(HELM_PROVIDER_VERSION)
 # The one-node cluster's state (hack/cluster/up.sh): configuration, data, sockets, logs.
 CLUSTER_DIR    ?= $(HOME)/.cache/lava/cluster
 BUF            := $(BUF_DIR)/buf
@@ -59,6 +62,7 @@ export LAVA_ALERTMANAGER_BIN := $(ALERTMANAGER_DIR)/alertmanager
 export LAVA_PROMTOOL_BIN     := $(PROMTOOL_DIR)/promtool
 export LAVA_SOURCE_CONTROLLER_DIR := $(SOURCE_CONTROLLER_DIR)
 export LAVA_OPENSTACK_MIRROR := $(OPENSTACK_DIR)
+export LAVA_KUBERNETES_MIRROR := $(KUBERNETES_PROVIDERS_DIR)
 # This machine's environment points TF_CLI_CONFIG_FILE at a file that does not exist.
 export TF_CLI_CONFIG_FILE    := $(TOFU_DIR)/tofurc
 export CHECKPOINT_DISABLE    := 1
@@ -107,7 +111,7 @@ images: $(if $(or $(filter 1,$(IMAGES_TOFU)),$(filter $(TOFU_DIR)/providers,$(IM
 
 ##@ Tools (cached in TOOLS_DIR; a fresh machine builds them once)
 .PHONY: tools
-tools: tools-buf tools-nats tools-natscli tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-openstack tools-controller-gen tools-staticcheck tools-deadcode ## Build every tool the tests need.
+tools: tools-buf tools-nats tools-natscli tools-kube tools-tofu tools-terraform tools-helm tools-testkit tools-alertmanager tools-promtool tools-source-controller tools-openstack tools-kubernetes-providers tools-controller-gen tools-staticcheck tools-deadcode ## Build every tool the tests need.
 
 .PHONY: tools-buf
 tools-buf: ## buf, protoc-gen-go, protoc-gen-connect-go.
@@ -187,6 +191,11 @@ tools-kube-router: ## kube-router, whose NetworkPolicy controller the one-node c
 .PHONY: tools-openstack
 tools-openstack: ## The OpenStack provider into a provider mirror, for the real-provider tests against Keystone.
 	OPENSTACK_PROVIDER_VERSION=$(OPENSTACK_PROVIDER_VERSION) hack/tools/build-openstack-provider.sh $(OPENSTACK_DIR)
+
+.PHONY: tools-kubernetes-providers
+tools-kubernetes-providers: ## hashicorp/kubernetes and hashicorp/helm into a provider mirror, for the real-provider tests against a real API server.
+	KUBERNETES_PROVIDER_VERSION=$(KUBERNETES_PROVIDER_VERSION) HELM_PROVIDER_VERSION=$(HELM_PROVIDER_VERSION) \
+	  hack/tools/build-kubernetes-providers.sh $(KUBERNETES_PROVIDERS_DIR)
 
 ##@ One-node cluster (root; containerd, kubelet and the control plane on this machine: hack/cluster)
 CLUSTER_ENV = CLUSTER_DIR=$(CLUSTER_DIR) KUBE_DIR=$(KUBE_DIR) KUBE_NODE_DIR=$(KUBE_NODE_DIR) COREDNS_DIR=$(COREDNS_DIR) KUBE_ROUTER_DIR=$(KUBE_ROUTER_DIR)
