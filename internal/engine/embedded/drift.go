@@ -2,19 +2,18 @@ package embedded
 
 import (
 	"context"
-	"strings"
 
-	"github.com/zclconf/go-cty/cty"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
+	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/lava-operator/lava/internal/engine"
 )
 
 // ScanDrift implements [engine.Engine]: it refreshes every object (ReadResource) and plans
 // the configuration against what it found, without saving anything; every change is drift.
-// Updates are reported per attribute (observed = the refreshed value, declared = the
-// planned one); creations, deletions and replacements of whole objects as "*". Sensitive
-// values are [engine.Redacted].
+// Updates and replacements are reported per attribute (observed = the refreshed value,
+// declared = the planned one); creations, deletions and objects deleted out of band as "*".
+// Sensitive values are [engine.Redacted]. The tofu engine classifies its plan the same way
+// (one [engine.PlanFindings]).
 func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
 	secrets := map[string]bool{}
 	rep, err := e.scanDrift(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key), req.Credentials), req, secrets)
@@ -45,148 +44,27 @@ func (e *Engine) scanDrift(ctx context.Context, req engine.DriftRequest, secrets
 	if prior != nil {
 		rep.StateSerial, rep.StateLineage = prior.Serial, prior.Lineage
 	}
-	rep.Findings = driftFindings(p, prefixes)
+	if rep.Findings, err = driftFindings(p, prefixes); err != nil {
+		return nil, err
+	}
 	rep.Finish()
 	return rep, nil
 }
 
-func driftFindings(p *Plan, prefixes []string) []engine.Finding {
-	var out []engine.Finding
+// driftFindings classifies p's changes as the tofu engine classifies its plan's: p in tofu's
+// plan JSON format ([reviewPlan]), an instance the refresh found deleted out of band
+// (Gone) in its resource_drift, through [engine.PlanFindings].
+func driftFindings(p *Plan, prefixes []string) ([]engine.Finding, error) {
+	tp, err := reviewPlan(p)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range p.Changes {
-		act := engine.Action(c.Action)
 		if c.Action == Create && c.Gone {
-			// Deleted out of band: creating it again makes a new object (a new id), as the
-			// tofu engine reports it (tofu.Findings).
-			act = engine.ActionReplace
-		}
-		switch c.Action {
-		case Create, Delete:
-			out = append(out, engine.Finding{Address: c.Addr, Attribute: "*", Change: act, Severity: engine.Classify(act, "*", prefixes)})
-		case Replace:
-			if len(c.ReplacePaths) == 0 {
-				out = append(out, engine.Finding{Address: c.Addr, Attribute: "*", Change: act, Severity: engine.Classify(act, "*", prefixes)})
-				continue
-			}
-			for _, d := range diffValues(c.Prior, c.Planned, nil, c.Sensitive) {
-				out = append(out, engine.Finding{Address: c.Addr, Attribute: d.path, Change: act, Observed: d.observed,
-					Declared: d.declared, Severity: engine.Classify(act, d.path, prefixes)})
-			}
-		case Update:
-			for _, d := range diffValues(c.Prior, c.Planned, nil, c.Sensitive) {
-				out = append(out, engine.Finding{Address: c.Addr, Attribute: d.path, Change: act, Observed: d.observed,
-					Declared: d.declared, Severity: engine.Classify(act, d.path, prefixes)})
-			}
+			tp.ResourceDrift = append(tp.ResourceDrift, &tfjson.ResourceChange{Address: c.Addr, ModuleAddress: c.Module,
+				Mode: tfjson.ResourceMode(c.Mode), Type: c.Type, Name: c.Name, Index: c.Key, ProviderName: c.Provider,
+				Change: &tfjson.Change{Actions: tfjson.Actions{tfjson.ActionDelete}}})
 		}
 	}
-	return out
-}
-
-type attrDiff struct {
-	path               string
-	observed, declared *string
-}
-
-// diffValues lists the leaf paths where observed and declared differ, in dotted form
-// ("tags.Owner", "rule.0.port"). Objects and maps are descended; lists, sets and tuples are
-// compared whole. Values under a sensitive path are redacted.
-func diffValues(observed, declared cty.Value, path cty.Path, sensitive []cty.Path) []attrDiff {
-	if valuesEqual(observed, declared) {
-		return nil
-	}
-	ot, dt := observed.Type(), declared.Type()
-	// A sensitive value is one finding at its own path: below it a map's keys would name
-	// parts of it (a map keyed by a value derived from a Secret would show the key in a drift
-	// anomaly's metadata).
-	descend := observed.IsKnown() && declared.IsKnown() && !observed.IsNull() && !declared.IsNull() &&
-		((ot.IsObjectType() && dt.IsObjectType()) || (ot.IsMapType() && dt.IsMapType())) &&
-		!isSensitive(path, sensitive)
-	if descend {
-		keys := map[string]bool{}
-		for it := observed.ElementIterator(); it.Next(); {
-			k, _ := it.Element()
-			keys[k.AsString()] = true
-		}
-		for it := declared.ElementIterator(); it.Next(); {
-			k, _ := it.Element()
-			keys[k.AsString()] = true
-		}
-		var out []attrDiff
-		for _, k := range setKeys(keys) {
-			ov := elementOrNull(observed, k)
-			dv := elementOrNull(declared, k)
-			out = append(out, diffValues(ov, dv, append(path.Copy(), cty.GetAttrStep{Name: k}), sensitive)...)
-		}
-		return out
-	}
-	sens := isSensitive(path, sensitive)
-	return []attrDiff{{path: dottedPath(path), observed: render(observed, sens), declared: render(declared, sens)}}
-}
-
-func elementOrNull(v cty.Value, k string) cty.Value {
-	if v.Type().IsObjectType() {
-		if v.Type().HasAttribute(k) {
-			return v.GetAttr(k)
-		}
-		return cty.NullVal(cty.DynamicPseudoType)
-	}
-	kv := cty.StringVal(k)
-	if v.HasIndex(kv).True() {
-		return v.Index(kv)
-	}
-	return cty.NullVal(v.Type().ElementType())
-}
-
-func isSensitive(p cty.Path, sensitive []cty.Path) bool {
-	ps := dottedPath(p)
-	for _, s := range sensitive {
-		sp := dottedPath(s)
-		if ps == sp || strings.HasPrefix(ps, sp+".") {
-			return true
-		}
-	}
-	return false
-}
-
-// dottedPath renders a path as Lava's findings do: "tags.Owner", "rule.0.port".
-func dottedPath(p cty.Path) string {
-	var parts []string
-	for _, st := range p {
-		switch s := st.(type) {
-		case cty.GetAttrStep:
-			parts = append(parts, s.Name)
-		case cty.IndexStep:
-			if s.Key.Type() == cty.String {
-				parts = append(parts, s.Key.AsString())
-			} else if s.Key.Type() == cty.Number {
-				parts = append(parts, s.Key.AsBigFloat().Text('f', -1))
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return "*"
-	}
-	return strings.Join(parts, ".")
-}
-
-// render gives a finding's value text: strings as they are, other values as compact JSON,
-// nil when null, placeholders for sensitive and unknown values.
-func render(v cty.Value, sensitive bool) *string {
-	s := ""
-	switch {
-	case v == cty.NilVal || (v.IsKnown() && v.IsNull()):
-		return nil
-	case sensitive:
-		s = engine.Redacted
-	case !v.IsWhollyKnown():
-		s = engine.Unknown
-	case v.Type() == cty.String:
-		s = v.AsString()
-	default:
-		b, err := ctyjson.Marshal(v, v.Type())
-		if err != nil {
-			return nil
-		}
-		s = string(b)
-	}
-	return &s
+	return engine.PlanFindings(tp, prefixes), nil
 }

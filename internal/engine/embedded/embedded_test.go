@@ -287,6 +287,10 @@ func TestRunner_errors(t *testing.T) {
 	}
 }
 
+// TestDriftFindings: the embedded plan's drift findings are the tofu engine's classification
+// (engine.PlanFindings) of the same changes: per leaf path through maps, objects and nested
+// blocks (a list of one object: a label under metadata.0.labels. is cosmetic), sensitive
+// values redacted, an object deleted out of band a replacement of "*".
 func TestDriftFindings(t *testing.T) {
 	t.Parallel()
 	obj := func(m map[string]cty.Value) cty.Value { return cty.ObjectVal(m) }
@@ -302,19 +306,32 @@ func TestDriftFindings(t *testing.T) {
 		"size":     cty.NumberIntVal(3),
 		"tags":     cty.MapVal(map[string]cty.Value{"Owner": cty.StringVal("dev"), "Env": cty.StringVal("prod")}),
 	})
+	meta := func(labels map[string]cty.Value, data string) cty.Value {
+		return obj(map[string]cty.Value{
+			"metadata": cty.ListVal([]cty.Value{obj(map[string]cty.Value{"name": cty.StringVal("c"), "labels": cty.MapVal(labels)})}),
+			"data":     cty.MapVal(map[string]cty.Value{"k": cty.StringVal(data)}),
+		})
+	}
 	p := &Plan{Changes: []*Change{
-		{Addr: "x.a", Action: Update, Prior: observed, Planned: declared, Sensitive: []cty.Path{cty.GetAttrPath("password")}},
-		{Addr: "x.gone", Action: Create},
-		{Addr: "x.same", Action: NoOp},
+		{Addr: "x.a", Mode: "managed", Action: Update, Prior: observed, Planned: declared, Sensitive: []cty.Path{cty.GetAttrPath("password")}},
+		{Addr: "x.block", Mode: "managed", Action: Update,
+			Prior:   meta(map[string]cty.Value{"app": cty.StringVal("web"), "tier": cty.StringVal("x")}, "v"),
+			Planned: meta(map[string]cty.Value{"app": cty.StringVal("web")}, "w")},
+		{Addr: "x.deleted", Mode: "managed", Action: Create, Gone: true, Planned: obj(map[string]cty.Value{"name": cty.StringVal("d")})},
+		{Addr: "x.gone", Mode: "managed", Action: Create},
+		{Addr: "x.same", Mode: "managed", Action: NoOp},
 		// A sensitive map is one finding at its own path: its keys (here derived from a
 		// Secret) name no path; not seeing inside it, the
 		// finding is functional even under a cosmetic prefix.
-		{Addr: "x.keyed", Action: Update, Sensitive: []cty.Path{cty.GetAttrPath("tags")},
+		{Addr: "x.keyed", Mode: "managed", Action: Update, Sensitive: []cty.Path{cty.GetAttrPath("tags")},
 			Prior:   obj(map[string]cty.Value{"tags": cty.MapVal(map[string]cty.Value{"HUNTER2-DERIVED": cty.StringVal("changed")})}),
 			Planned: obj(map[string]cty.Value{"tags": cty.MapVal(map[string]cty.Value{"HUNTER2-DERIVED": cty.StringVal("v")})})},
 	}}
 	str := func(s string) *string { return &s }
-	got := driftFindings(p, []string{"tags."})
+	got, err := driftFindings(p, []string{"tags.", "metadata.0.labels."})
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []struct {
 		addr, attr, sev    string
 		observed, declared *string
@@ -322,6 +339,9 @@ func TestDriftFindings(t *testing.T) {
 		{"x.a", "password", "functional", str("(sensitive)"), str("(sensitive)")},
 		{"x.a", "size", "functional", str("2"), str("3")},
 		{"x.a", "tags.Owner", "cosmetic", str("ops"), str("dev")},
+		{"x.block", "data.k", "functional", str("v"), str("w")},
+		{"x.block", "metadata.0.labels.tier", "cosmetic", str("x"), nil},
+		{"x.deleted", "*", "critical", nil, nil},
 		{"x.gone", "*", "functional", nil, nil},
 		{"x.keyed", "tags", "functional", str("(sensitive)"), str("(sensitive)")},
 	}

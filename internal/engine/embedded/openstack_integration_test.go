@@ -14,7 +14,6 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/lava-operator/lava/internal/engine"
-	"github.com/lava-operator/lava/internal/engine/tofu"
 	"github.com/lava-operator/lava/internal/platform/credentials"
 	"github.com/lava-operator/lava/internal/platform/testutil/keystonetest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
@@ -302,7 +301,11 @@ func TestOpenStack_tofuOracle(t *testing.T) {
 					t.Fatalf("%s: tofu plan JSON: %v", what, err)
 				}
 				prefixes := engine.DefaultCosmeticPrefixes()
-				emb, tf := findingsJSON(t, driftFindings(p, prefixes)), findingsJSON(t, tofu.Findings(&tp, prefixes))
+				fs, err := driftFindings(p, prefixes)
+				if err != nil {
+					t.Fatalf("%s: embedded drift findings: %v", what, err)
+				}
+				emb, tf := findingsJSON(t, fs), findingsJSON(t, engine.PlanFindings(&tp, prefixes))
 				if emb != tf {
 					t.Errorf("%s: drift findings differ\nembedded:\n%s\ntofu:\n%s", what, emb, tf)
 				}

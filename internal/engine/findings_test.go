@@ -1,4 +1,4 @@
-package tofu
+package engine
 
 import (
 	"encoding/json"
@@ -6,13 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	tfjson "github.com/hashicorp/terraform-json"
-
-	"github.com/lava-operator/lava/internal/engine"
 )
 
 func ptr(s string) *string { return &s }
 
-func TestFindings(t *testing.T) {
+func TestPlanFindings(t *testing.T) {
 	plan := `{
 	  "format_version": "1.2",
 	  "resource_drift": [
@@ -40,6 +38,10 @@ func TestFindings(t *testing.T) {
 	     "change": {"actions": ["update"],
 	       "before": {"tags": {"HUNTER2-DERIVED": "changed"}}, "after": {"tags": {"HUNTER2-DERIVED": "v"}},
 	       "before_sensitive": {"tags": true}, "after_sensitive": {"tags": true}}},
+	    {"address": "kubernetes_config_map.c", "mode": "managed", "type": "kubernetes_config_map", "name": "c",
+	     "change": {"actions": ["update"],
+	       "before": {"metadata": [{"name": "c", "labels": {"app": "web", "tier": "x"}}], "data": {"k": "v"}},
+	       "after":  {"metadata": [{"name": "c", "labels": {"app": "web"}}], "data": {"k": "w"}}}},
 	    {"address": "terraform_data.same", "mode": "managed", "type": "terraform_data", "name": "same",
 	     "change": {"actions": ["no-op"], "before": {"input": "a"}, "after": {"input": "a"}}},
 	    {"address": "data.x.y", "mode": "data", "type": "x", "name": "y", "change": {"actions": ["read"]}}
@@ -49,13 +51,17 @@ func TestFindings(t *testing.T) {
 	if err := json.Unmarshal([]byte(plan), &p); err != nil {
 		t.Fatal(err)
 	}
-	got := Findings(&p, engine.DefaultCosmeticPrefixes())
-	rep := &engine.DriftReport{Findings: got}
+	got := PlanFindings(&p, DefaultCosmeticPrefixes())
+	rep := &DriftReport{Findings: got}
 	rep.Finish()
-	want := []engine.Finding{
+	want := []Finding{
 		{Address: "aws_vpc.main", Attribute: "cidr_block", Change: "update", Observed: ptr("10.0.0.0/16"), Declared: ptr("10.1.0.0/16"), Severity: "functional"},
-		{Address: "aws_vpc.main", Attribute: "password", Change: "update", Observed: ptr(engine.Redacted), Declared: ptr(engine.Redacted), Severity: "functional"},
+		{Address: "aws_vpc.main", Attribute: "password", Change: "update", Observed: ptr(Redacted), Declared: ptr(Redacted), Severity: "functional"},
 		{Address: "aws_vpc.main", Attribute: "tags.Owner", Change: "update", Observed: ptr("bob"), Declared: ptr("alice"), Severity: "cosmetic"},
+		// Inside a nested block (a list of one object) the path goes through the index, so
+		// the label under metadata.0.labels. is cosmetic; data is functional.
+		{Address: "kubernetes_config_map.c", Attribute: "data.k", Change: "update", Observed: ptr("v"), Declared: ptr("w"), Severity: "functional"},
+		{Address: "kubernetes_config_map.c", Attribute: "metadata.0.labels.tier", Change: "update", Observed: ptr("x"), Severity: "cosmetic"},
 		{Address: "local_file.extra", Attribute: "*", Change: "delete", Severity: "critical"},
 		{Address: "local_file.gone", Attribute: "*", Change: "replace", Severity: "critical"},
 		// Gone out of band, whatever the planned creation's values: one replacement of "*", not
@@ -64,38 +70,13 @@ func TestFindings(t *testing.T) {
 		// A sensitive map is one finding at its own path: its keys (here derived from a
 		// Secret) name no path; not seeing inside it, the
 		// finding is functional even under a cosmetic prefix.
-		{Address: "testkit_file.keyed", Attribute: "tags", Change: "update", Observed: ptr(engine.Redacted), Declared: ptr(engine.Redacted), Severity: "functional"},
+		{Address: "testkit_file.keyed", Attribute: "tags", Change: "update", Observed: ptr(Redacted), Declared: ptr(Redacted), Severity: "functional"},
 		{Address: "testkit_file.r", Attribute: "content", Change: "replace", Observed: ptr("a"), Declared: ptr("b"), Severity: "critical"},
 	}
 	if diff := cmp.Diff(want, rep.Findings); diff != "" {
 		t.Fatalf("Findings (-want +got):\n%s", diff)
 	}
-	if rep.MaxSeverity != engine.SeverityCritical {
+	if rep.MaxSeverity != SeverityCritical {
 		t.Fatalf("max severity %q", rep.MaxSeverity)
-	}
-}
-
-// TestSummariesOnly: of the CLI's human output with sensitive values in the configuration, a
-// failed step's tail keeps each diagnostic's summary and position lines, never its detail,
-// source line or values, nor a wrapped detail line that starts like a position.
-func TestSummariesOnly(t *testing.T) {
-	out := `
-╷
-│ Error: Duplicate object key
-│
-│   with terraform_data.d,
-│   on main.tf.json line 1, in resource.terraform_data.d:
-│    1: {"resource":{"terraform_data":{"d":{"input":"${ {for c in x : upper(local.pw) => c} }"}}}}
-│     ├────────────────
-│     │ local.pw has a sensitive value
-│
-│ Two different items produced the key "S3CR3T-X" in this 'for' expression.
-│ on S3CR3T-X line 2 wrapped detail
-╵
-`
-	got := summariesOnly(out)
-	want := "Error: Duplicate object key\n" + hiddenDetail + "\n  with terraform_data.d,\n  on main.tf.json line 1, in resource.terraform_data.d:\n"
-	if got != want {
-		t.Errorf("summariesOnly =\n%s\nwant\n%s", got, want)
 	}
 }
