@@ -222,3 +222,81 @@ func (e *Env) InstallFluxCRDs(t testing.TB) string {
 	}
 	return dir
 }
+
+// StartWithControllers is [Start] with kube-controller-manager beside the API server: it runs
+// hack/tools/kube-testenv.sh (found above the working directory) with the binaries of
+// $KUBEBUILDER_ASSETS, so the garbage collector, namespace and ServiceAccount controllers run
+// and a deleted namespace finishes terminating, as for a client that waits until its
+// namespace is gone. Lava's CRDs are installed; the admin reaches the API server with a bearer
+// token. Everything stops on t.Cleanup, and with the test process if that is killed (the
+// script's watchdog).
+func StartWithControllers(t testing.TB) *Env {
+	t.Helper()
+	assets, err := Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-controller-manager")); err != nil {
+		t.Fatalf("kubetest: kube-controller-manager missing (%s=%s): build it with `make tools-kube`: %v", AssetsEnv, assets, err)
+	}
+	script, err := findUp(filepath.Join("hack", "tools", "kube-testenv.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	t.Cleanup(func() {
+		if b, err := exec.Command(script, "down", state).CombinedOutput(); err != nil {
+			t.Errorf("kubetest: kube-testenv.sh down: %v\n%s", err, b)
+		}
+	})
+	up := exec.Command(script, "up", state, assets)
+	up.Env = append(os.Environ(), "KUBE_TESTENV_KCM=1")
+	if b, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("kubetest: kube-testenv.sh up: %v\n%s", err, b)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(state, "kubeconfig"))
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	if cfg.CAData, err = os.ReadFile(cfg.CAFile); err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	cfg.CAFile = ""
+	crds, err := CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme})
+	if err != nil {
+		t.Fatalf("kubetest: install CRDs: %v", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("kubetest: client: %v", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, CRDs: installed}
+}
+
+// findUp returns the first dir/rel that exists, dir being the working directory or one of
+// its parents.
+func findUp(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("kubetest: %w", err)
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("kubetest: no %s above the working directory", rel)
+		}
+		dir = parent
+	}
+}
