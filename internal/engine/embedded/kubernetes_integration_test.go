@@ -3,6 +3,8 @@
 package embedded
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -176,36 +178,69 @@ func TestKubernetes_tofuOracle(t *testing.T) {
 	}.run(t)
 }
 
-// helmDoc is the Terraform JSON of a helm provider step: a release of the chart
-// testdata/charts/configmap (one ConfigMap holding .Values.value) in the namespace default.
-func helmDoc(t *testing.T, prefix, value string) map[string]any {
+// helmChart is the absolute path of testdata/charts/configmap: one ConfigMap, named after the
+// release, holding .Values.value.
+func helmChart(t *testing.T) string {
+	t.Helper()
 	chart, err := filepath.Abs(filepath.Join("testdata", "charts", "configmap"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]any{
+	return chart
+}
+
+// helmDoc is the Terraform JSON of a helm provider step: the release prefix-rel of the chart
+// [helmChart] in the namespace default with value; outside, when not "", is a release of the
+// same chart installed outside Lava (value "outside") that the step imports.
+func helmDoc(t *testing.T, prefix, value, outside string) map[string]any {
+	release := func(name, value string) map[string]any {
+		return map[string]any{"name": name, "chart": helmChart(t), "namespace": "default", "wait": false,
+			"set": []any{map[string]any{"name": "value", "value": value}}}
+	}
+	rels := map[string]any{"r": release(prefix+"-rel", value)}
+	doc := map[string]any{
 		"terraform": map[string]any{"required_providers": required("helm", HelmProviderVersion)},
 		"provider": map[string]any{"helm": map[string]any{
 			"kubernetes": []any{map[string]any{"load_config_file": false}}}},
-		"resource": map[string]any{"helm_release": map[string]any{"r": map[string]any{
-			"name": prefix + "-rel", "chart": chart, "namespace": "default", "wait": false,
-			"set": []any{map[string]any{"name": "value", "value": value}},
-		}}},
+		"resource": map[string]any{"helm_release": rels},
+	}
+	if outside != "" {
+		rels["outside"] = release(outside, "outside")
+		doc["import"] = []any{map[string]any{"to": "helm_release.outside", "id": "default/" + outside}}
+	}
+	return doc
+}
+
+// helmCLI runs the helm command line ($LAVA_HELM_BIN, `make tools-helm`) against kubeconfig,
+// failing t when it fails.
+func helmCLI(t *testing.T, kubeconfig string, args ...string) {
+	t.Helper()
+	bin := os.Getenv("LAVA_HELM_BIN")
+	if fi, err := os.Stat(bin); bin == "" || err != nil || fi.IsDir() {
+		t.Fatalf("LAVA_HELM_BIN (%q) is not the helm command line: build it with `make tools-helm` and export LAVA_HELM_BIN", bin)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helm %v: %v\n%s", args, err, out)
 	}
 }
 
 // TestHelm_tofuOracle runs hashicorp/helm 1.3.2 (terraform-plugin-sdk v1, protocol 5) against
 // a real kube-apiserver on both engines, OpenTofu being the oracle, with a release of a local
 // chart holding only a ConfigMap (nothing needs a kubelet): create, no change, an upgrade with
-// another value (in place), destroy; each step both ways, as [realRun.run] checks them. After
-// each embedded step the ConfigMap holds the value the step set. The credentials are those
-// of [TestKubernetes_tofuOracle].
+// another value (in place), the release uninstalled behind Lava's back with the helm command
+// line (critical drift), the import of a release installed outside with it, destroy; each step
+// both ways, as [realRun.run] checks them. The released ConfigMap holds the value each step
+// set. The credentials are those of [TestKubernetes_tofuOracle].
 func TestHelm_tofuOracle(t *testing.T) {
 	tools := tofutest.Tofu(t)
 	mirror, kube, creds := kubeProvider(t, tools, "helm", HelmProviderVersion)
+	kubeconfig := kube.Kubeconfig(t)
 	cfg := func(value string) func(c *realChain) map[string]any {
-		return func(c *realChain) map[string]any { return helmDoc(t, c.prefix, value) }
+		return func(c *realChain) map[string]any { return helmDoc(t, c.prefix, value, "") }
 	}
+	withOutside := func(c *realChain) map[string]any { return helmDoc(t, c.prefix, "two", c.outside) }
 	acts := func(a string) func(*realChain) map[string]string {
 		return func(*realChain) map[string]string { return map[string]string{"helm_release.r": a} }
 	}
@@ -228,12 +263,34 @@ func TestHelm_tofuOracle(t *testing.T) {
 			{about: "create", config: cfg("one"), want: acts("create")},
 			{about: "no change", config: cfg("one"), behind: holds("one"), want: acts("no-op")},
 			{about: "an upgrade with another value", config: cfg("two"), want: acts("update")},
-			{about: "destroy", destroy: true, config: cfg("two"), behind: holds("two"), want: acts("delete")},
+			{about: "the release uninstalled behind Lava's back", drift: true, severity: engine.SeverityCritical, config: cfg("two"),
+				behind: func(t *testing.T, c *realChain) {
+					holds("two")(t, c)
+					helmCLI(t, kubeconfig, "uninstall", c.prefix+"-rel", "--namespace", "default")
+				},
+				want: acts("create")},
+			{about: "import of a release installed outside Lava", config: withOutside,
+				behind: func(t *testing.T, c *realChain) {
+					holds("two")(t, c)
+					c.outside = c.prefix + "-outside"
+					helmCLI(t, kubeconfig, "install", c.outside, helmChart(t), "--namespace", "default", "--set", "value=outside")
+				},
+				// The provider's importer records the chart's name, not the configured path, nor
+				// the set values: the imported release is upgraded in place to the configuration.
+				want: func(c *realChain) map[string]string {
+					return map[string]string{"helm_release.r": "no-op", "helm_release.outside": "update import=default/" + c.outside}
+				}},
+			{about: "destroy", destroy: true, config: withOutside, behind: holds("two"),
+				want: func(*realChain) map[string]string {
+					return map[string]string{"helm_release.r": "delete", "helm_release.outside": "delete"}
+				}},
 		},
 		afterEmbedded: func(t *testing.T, c *realChain) {
-			err := kube.Client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: c.prefix + "-rel"}, &corev1.ConfigMap{})
-			if !apierrors.IsNotFound(err) {
-				t.Errorf("the release's ConfigMap is still there after the destroy: %v", err)
+			for _, name := range []string{c.prefix + "-rel", c.outside} {
+				err := kube.Client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &corev1.ConfigMap{})
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("the ConfigMap of release %s is still there after the destroy: %v", name, err)
+				}
 			}
 		},
 	}.run(t)
