@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"unicode"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -341,11 +342,25 @@ func fitWidth(frame string, width int) string {
 	return strings.Join(lines, "")
 }
 
-// oneLine is s's first line, cut to at most n runes.
+// oneLine is s's first line, cut to at most n runes, with every control and format character
+// (an escape sequence's ESC, a carriage return, a bidirectional override) written as its
+// escape ("\x1b", "\u202e"): a message a provider or a manifest made never drives the
+// terminal.
 func oneLine(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+		s = string(r[:n-1]) + "…"
 	}
-	return s
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !unicode.In(r, unicode.Cc, unicode.Cf):
+			b.WriteRune(r)
+		case r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }

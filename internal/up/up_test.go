@@ -370,3 +370,18 @@ func TestSource_loadStatusFiles(t *testing.T) {
 		t.Errorf("load of a misplaced status file: %v, want an error", err)
 	}
 }
+
+// TestOneLine_escapesControls: a message a provider or a manifest made (a file name with an OSC
+// title sequence, a line erase and a carriage return; a bidirectional override) is printed with
+// those characters escaped, so it cannot retitle the terminal or rewrite the status line.
+func TestOneLine_escapesControls(t *testing.T) {
+	t.Parallel()
+	msg := "create /tmp/lava-demo/\x1b]0;PWNED\a\x1b[2K\rXX\u202egnp.exe failed\nsecond line"
+	want := `create /tmp/lava-demo/\x1b]0;PWNED\x07\x1b[2K\x0dXX\u202egnp.exe failed`
+	if got := oneLine(msg, 200); got != want {
+		t.Errorf("oneLine = %q,\nwant      %q", got, want)
+	}
+	if got := oneLine("\x1b[31m"+strings.Repeat("x", 300), 10); got != `\x1b[31mxxxx…` {
+		t.Errorf("cut then escaped: %q", got)
+	}
+}

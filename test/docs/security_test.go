@@ -159,6 +159,8 @@ var attackTrial = []attack{
 		[]string{"TestRunner_pacedReplaceRecovered"}},
 	{"24b", "a 180,000-byte control-character resource name under a gate: 900 KB receipts, attest out of memory on GetChain",
 		[]string{"TestEval_diagnosticsBounded"}},
+	{"24c", "a file name with an OSC title sequence in a provider's create error drives lava up's terminal",
+		[]string{"TestOneLine_escapesControls"}},
 }
 
 var (
