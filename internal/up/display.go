@@ -7,10 +7,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"unicode"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
