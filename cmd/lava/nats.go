@@ -35,6 +35,10 @@ type natsFlags struct {
 	// server, nats bootstrap, sets them).
 	wait   time.Duration
 	onWait func(error)
+	// notUp marks a command that never reads what lava up serves (nats bootstrap: lava up
+	// bootstraps its own server): a server it cannot reach is reported without the hint
+	// about lava up.
+	notUp bool
 }
 
 func (f *natsFlags) register(cmd *cobra.Command) {
@@ -88,6 +92,9 @@ func (f *natsFlags) resolveURL() (url, from string) {
 func (f *natsFlags) connect() (*nats.Conn, jetstream.JetStream, error) {
 	url, from := f.resolveURL()
 	nc, js, err := bus.Connect(f.options(url))
+	if err != nil && f.notUp {
+		return nil, nil, unavailable(fmt.Errorf("no NATS server at %s (URL from %s): %w", url, from, err))
+	}
 	if err != nil {
 		return nil, nil, unavailable(fmt.Errorf("no NATS server at %s (URL from %s): %w; is `lava up` running? "+
 			"`lava up` serves receipts and state only while it runs; otherwise give --nats-url", url, from, err))

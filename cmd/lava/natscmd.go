@@ -113,7 +113,7 @@ starting.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			f.wait = timeout
+			f.wait, f.notUp = timeout, true
 			f.onWait = func(err error) { fmt.Fprintf(cmd.ErrOrStderr(), "lava: waiting for a NATS server (%v)\n", err) }
 			nc, js, err := f.connect()
 			if err != nil {

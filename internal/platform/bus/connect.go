@@ -81,12 +81,15 @@ func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
 	}
 	var connected chan struct{}
+	var attempts *failedAttempts
 	switch {
 	case opts.Wait > 0:
 		connected = make(chan struct{})
+		attempts = &failedAttempts{first: make(chan struct{})}
 		var once sync.Once
 		nopts = append(nopts, nats.RetryOnFailedConnect(true),
-			nats.ConnectHandler(func(*nats.Conn) { once.Do(func() { close(connected) }) }))
+			nats.ConnectHandler(func(*nats.Conn) { once.Do(func() { close(connected) }) }),
+			nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { attempts.record(err) }))
 	case opts.NoReconnect:
 		nopts = append(nopts, nats.NoReconnect())
 	}
@@ -117,17 +120,24 @@ func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 		return nil, nil, fmt.Errorf("bus: connect to %s: %w", opts.URL, err)
 	}
 	if connected != nil && !nc.IsConnected() {
-		if opts.OnWait != nil {
-			opts.OnWait(cmp.Or(nc.LastError(), nats.ErrNoServers))
-		}
 		timer := time.NewTimer(opts.Wait)
 		defer timer.Stop()
-		select {
-		case <-connected:
-		case <-timer.C:
-			last := cmp.Or(nc.LastError(), nats.ErrNoServers)
-			nc.Close()
-			return nil, nil, fmt.Errorf("bus: connect to %s: no server answered within %s: %w", opts.URL, opts.Wait, last)
+		first := attempts.first
+	wait:
+		for {
+			select {
+			case <-connected:
+				break wait
+			case <-first:
+				first = nil
+				if opts.OnWait != nil {
+					opts.OnWait(attempts.last(nc))
+				}
+			case <-timer.C:
+				last := attempts.last(nc)
+				nc.Close()
+				return nil, nil, fmt.Errorf("bus: connect to %s: no server answered within %s: %w", opts.URL, opts.Wait, last)
+			}
 		}
 	}
 	js, err := jetstream.New(nc)
@@ -136,4 +146,33 @@ func Connect(opts ConnectOptions) (*nats.Conn, jetstream.JetStream, error) {
 		return nil, nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
 	return nc, js, nil
+}
+
+// failedAttempts records the failed attempts of a first connection that waits for its server
+// (ConnectOptions.Wait): nats.go reports each one, with the dial, TLS or authorization error,
+// to its reconnect error handler, while the connection itself only knows that no server
+// answered (nats.ErrNoServers).
+type failedAttempts struct {
+	// first is closed at the first failed attempt.
+	first chan struct{}
+
+	mu  sync.Mutex
+	err error
+}
+
+func (a *failedAttempts) record(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		close(a.first)
+	}
+	a.err = cmp.Or(err, nats.ErrNoServers)
+}
+
+// last is the error of the last failed attempt, else nc's, else nats.ErrNoServers. nats.go
+// reports a refused first attempt as nats.ErrNoServers, and every later one with its error.
+func (a *failedAttempts) last(nc *nats.Conn) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return cmp.Or(a.err, nc.LastError(), nats.ErrNoServers)
 }
