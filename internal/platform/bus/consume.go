@@ -261,7 +261,7 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 	}
-	cc, err := c.pull(ctx, cons, p)
+	cc, err := c.pull(ctx, js, cons, p)
 	if err != nil {
 		p.abort()
 		return fmt.Errorf("bus: pull from %s on %s: %w", opts.Consumer, opts.Stream, err)
@@ -271,10 +271,35 @@ func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h
 	// Send the acks of the last handlers before the caller closes the connection.
 	_ = js.Conn().FlushTimeout(ackSyncTimeout)
 	if ctx.Err() == nil {
+		if err := c.missing(ctx, js); err != nil {
+			return err
+		}
 		return fmt.Errorf("bus: consumer %s on %s stopped by the server or connection", opts.Consumer, opts.Stream)
 	}
 	return nil
 }
+
+// missing reports, as an error wrapping [ErrTopologyMissing] that names them, that c's
+// consumer or its stream no longer exists (deleted, or the server's store was lost), nil when
+// both exist or the server could not tell.
+func (c *consumer) missing(ctx context.Context, js jetstream.JetStream) error {
+	ctx, cancel := context.WithTimeout(ctx, consumerCheckTimeout)
+	defer cancel()
+	_, err := js.Consumer(ctx, c.opts.Stream, c.opts.Consumer)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w: consumer %s on %s: %w", ErrTopologyMissing, c.opts.Consumer, c.opts.Stream, err)
+	}
+	return nil
+}
+
+// consumerCheckTimeout bounds one check of whether a consumer still exists.
+const consumerCheckTimeout = 5 * time.Second
+
+// missingChecksBeforeStop is how many lookups in a row must find the consumer missing before
+// a pull that keeps failing is stopped: a server that restarts or fails over answers
+// "no responders" for a moment, never that the consumer is gone, but one check is not enough
+// to end a service over.
+const missingChecksBeforeStop = 2
 
 // workerPool is Consume's fixed pool of workers, the queues they read, and the goroutine
 // sending the heartbeats of the messages they hold ([consumer.heartbeat]).
@@ -390,17 +415,58 @@ func (p *workerPool) drain(cancel context.CancelFunc) {
 // pull starts pulling cons's messages into the pool p ([workerPool.dispatch]) and returns the
 // running pull; its errors are logged until ctx is cancelled. The error is the pull's failing
 // to start.
-func (c *consumer) pull(ctx context.Context, cons jetstream.Consumer, p *workerPool) (jetstream.ConsumeContext, error) {
+//
+// nats.go keeps pulling when the consumer is gone without its deletion being announced (the
+// server's store was lost, or it was deleted while the connection was down): every pull then
+// fails with "no heartbeat" or "no responders". On such a failure the consumer is looked up
+// (one lookup at a time); when [missingChecksBeforeStop] lookups in a row find it or its
+// stream missing, the pull is stopped, so [Consume] returns an error naming what is missing
+// instead of the service logging the same failure forever while it looks healthy.
+func (c *consumer) pull(ctx context.Context, js jetstream.JetStream, cons jetstream.Consumer, p *workerPool) (jetstream.ConsumeContext, error) {
 	o := c.opts
+	var (
+		mu       sync.Mutex
+		cc       jetstream.ConsumeContext
+		checking bool
+		notFound int
+	)
+	check := func() {
+		err := c.missing(ctx, js)
+		mu.Lock()
+		defer mu.Unlock()
+		checking = false
+		if err == nil {
+			notFound = 0
+			return
+		}
+		if notFound++; notFound >= missingChecksBeforeStop && cc != nil {
+			o.Logger.Error("bus: pull stopped", "stream", o.Stream, "consumer", o.Consumer, "error", err)
+			cc.Stop()
+		}
+	}
 	// The callback runs on one goroutine and blocks while every worker is busy; the client
 	// then holds at most Concurrency pulled messages (PullMaxMessages), queued without loss.
-	return cons.Consume(func(m jetstream.Msg) { p.dispatch(ctx, m) },
+	consume, err := cons.Consume(func(m jetstream.Msg) { p.dispatch(ctx, m) },
 		jetstream.PullMaxMessages(o.Concurrency), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if ctx.Err() == nil {
-				o.Logger.Warn("bus: pull", "stream", o.Stream, "consumer", o.Consumer, "error", err)
+			if ctx.Err() != nil {
+				return
+			}
+			o.Logger.Warn("bus: pull", "stream", o.Stream, "consumer", o.Consumer, "error", err)
+			if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoHeartbeat) && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !checking {
+				checking = true
+				go check()
 			}
 		}))
+	mu.Lock()
+	cc = consume
+	mu.Unlock()
+	return consume, err
 }
 
 // endPull waits for the pull cc to end: by itself (the consumer was deleted or the connection
