@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,10 +43,14 @@ var lavaServices = []string{"watcher", "synth", "applier", "drift", "viggy", "an
 // (destroyed, finalizer removed). Then, in subtests that run in order (lifecycle_test.go): the
 // tenant of hack/cluster/tenant.yaml (RBAC, a refused cross-namespace reference, NetworkPolicies);
 // /metrics of every service through its Service; a local_file by the tofu engine
-// (hack/cluster/tofu.yaml; the images carry OpenTofu); the tenant's object hack/cluster/kit.yaml
-// with the applier's pod deleted mid-create, a NATS pod deleted, 3 applier replicas, and NATS cut off
-// (readiness false, then true), each change applied exactly once. It uninstalls and checks that no
-// workload is left. It logs the timings and the idle memory of every Lava pod.
+// (hack/cluster/tofu.yaml; the images carry OpenTofu); every other example of examples/ (not
+// cloud/) Applied, its files on the volume, deleted (faults_test.go); the tenant's object
+// hack/cluster/kit.yaml with the applier's pod deleted mid-create, a NATS pod deleted, 3 applier
+// replicas, and NATS cut off (readiness false, then true), each change applied exactly once.
+// Then faults, each named by an Event or a log line and each put right (faults_test.go): an image
+// never imported, a Secret deleted, a bootstrap Job that fails, NATS without the topology. It
+// uninstalls and checks that no workload is left. It logs the timings and the idle memory of
+// every Lava pod.
 func TestCluster_chart(t *testing.T) {
 	e := newChartEnv(t)
 	work := t.TempDir()
@@ -188,7 +191,7 @@ func TestCluster_chart(t *testing.T) {
 
 	// ---- The tenant, metrics, and the failures an installation lives through, in this order:
 	// each later step applies the next generation of the tenant's object (hack/cluster/kit.yaml).
-	l := &lifecycle{e: e, files: files}
+	l := &lifecycle{e: e, files: files, creds: creds}
 	steps := []struct {
 		name string
 		fn   func(*testing.T)
@@ -196,6 +199,7 @@ func TestCluster_chart(t *testing.T) {
 		{"tenant", l.tenant},
 		{"metrics", l.metrics},
 		{"tofuEngine", l.tofuEngine},
+		{"examples", l.examples},
 		{"applierDeletedMidApply", l.applierDeleted},
 		{"natsPodDeleted", l.natsPodDeleted},
 		{"applierReplicas", l.applierReplicas},
@@ -212,6 +216,25 @@ func TestCluster_chart(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(files, kitFile(l.gens))); err == nil {
 			t.Errorf("%s is still there after demo/kit was deleted", kitFile(l.gens))
 		}
+	}
+
+	// ---- Faults of the installation, each named by an Event or a log line, each restored:
+	// an image that is not there, a Secret that is not there, a bootstrap Job that fails, NATS
+	// without the topology (last: its store is lost; the next helm upgrade restores both).
+	for _, st := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"imageMissing", l.imageMissing},
+		{"secretMissing", l.secretMissing},
+		{"bootstrapFails", l.bootstrapFails},
+		{"topologyMissing", l.topologyMissing},
+	} {
+		start = time.Now()
+		if !t.Run(st.name, st.fn) {
+			t.FailNow()
+		}
+		t.Logf("%s: %s", st.name, time.Since(start).Round(time.Millisecond))
 	}
 
 	// ---- helm uninstall: no Lava workload left.
@@ -480,8 +503,8 @@ func readStatus(p string) (map[string]string, error) {
 	return m, nil
 }
 
-// checkDestroyed reads the applier's log for one "destroyed" line per resource with the count
-// of destroyed Terraform resources want gives, none orphaned.
+// checkDestroyed reads the applier's log for a "destroyed" line of each resource of want with
+// the count of destroyed Terraform resources want gives, none orphaned.
 func (e *chartEnv) checkDestroyed(t *testing.T, want map[string]int) {
 	t.Helper()
 	// The applier logs "destroyed" after it published Destroyed, on which the watcher removes
@@ -503,7 +526,7 @@ func (e *chartEnv) checkDestroyed(t *testing.T, want map[string]int) {
 			orphaned[l.Resource] = l.Orphaned
 			got[l.Resource] = l.Destroyed
 		}
-		if maps.Equal(got, want) || time.Now().After(deadline) {
+		if destroyedAll(got, want) || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -515,6 +538,16 @@ func (e *chartEnv) checkDestroyed(t *testing.T, want map[string]int) {
 			t.Errorf("%s orphaned, want destroyed", r)
 		}
 	}
+}
+
+// destroyedAll reports whether got has each resource of want with its count.
+func destroyedAll(got, want map[string]int) bool {
+	for r, n := range want {
+		if got[r] != n {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanup prints what a failed run leaves to look at, deletes the examples while Lava runs
@@ -532,7 +565,8 @@ func (e *chartEnv) cleanup(t *testing.T) {
 		}
 	}
 	e.try(ctx, "kubectl", "apply", "-f", "hack/cluster/nats.yaml") // a step that failed may have left NATS cut off
-	for _, f := range []string{"examples/notes.yaml", "hack/cluster/kit.yaml", "hack/cluster/cross.yaml", "hack/cluster/tofu.yaml"} {
+	for _, f := range []string{"examples/notes.yaml", "examples/local-files.yaml", "examples/testkit.yaml", "examples/tofu-files.yaml",
+		"hack/cluster/kit.yaml", "hack/cluster/cross.yaml", "hack/cluster/tofu.yaml"} {
 		if out, err := e.try(ctx, "kubectl", "delete", "-f", f, "--ignore-not-found", "--timeout=1m"); err != nil {
 			t.Logf("delete %s: %v\n%s", f, err, out)
 		}

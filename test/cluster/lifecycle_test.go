@@ -33,6 +33,8 @@ func kitFile(gen int) string { return fmt.Sprintf("demo/kit-%d.txt", gen) }
 type lifecycle struct {
 	e     *chartEnv
 	files string
+	// creds is the directory of the nkey seeds (lava nats credentials), the Secrets' source.
+	creds string
 	gens  int
 	// goneLogs are the logs of applier pods the test deleted, followed until they ended.
 	goneLogs []string
