@@ -393,51 +393,9 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			in.regressedFrom = w.rec.Last.PlanID
 		}
 	}
-	rules, err := w.planRules()
-	if err != nil {
+	plan, verdict, stop, err := w.judgedPlan(ctx, eng, in, attempt)
+	if stop || err != nil {
 		return err
-	}
-	var plan *engine.PlanRecord
-	if held := w.rec.Held; held != nil && held.PlanID == in.approve && w.sameInputs(held, in) {
-		fresh, err := w.fresh(ctx, held)
-		if err != nil {
-			return err
-		}
-		if fresh {
-			plan = held
-		}
-	}
-	review := in.approve != v1alpha1.ApprovePlanAuto || in.regressed != "" || rules.UsesValues()
-	if plan == nil {
-		if plan, err = w.plan(ctx, eng, in, review); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
-		}
-	}
-	verdict, err := w.verdict(ctx, plan, in, rules)
-	if err != nil {
-		return err
-	}
-	if verdict.Verdict == planpolicy.RequireApproval && in.approve != plan.PlanID && plan.ReviewDigest == "" {
-		// Held by a rule under auto: plan again with the body `lava plan show` prints (its id
-		// covers the body, so this is the id an approval names).
-		if plan, err = w.plan(ctx, eng, in, true); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
-		}
-		if verdict, err = w.verdict(ctx, plan, in, rules); err != nil {
-			return err
-		}
-	}
-	if verdict.Verdict == planpolicy.Deny {
-		w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
-		w.rec.Held = nil
-		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &pipeline.Failure{Reason: v1alpha1.ReasonPlanDenied,
-			Message: fmt.Sprintf("plan %s is denied by the plan rules of namespace %s and is not applied: %s", plan.PlanID, w.ns, engine.Cut(w.redactor(ctx).Redact(verdict.String())))}, attempt, plan.PlanID)
 	}
 	if in.regressed != "" && !slices.Contains(w.rec.Plans, plan.PlanID) {
 		// Reported once per plan id: a plan id already recorded was reported when it was made
@@ -471,6 +429,62 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return nil
 	}
 	return w.apply(ctx, eng, plan, in, planned, attempt)
+}
+
+// judgedPlan returns the plan to act on, the approved held plan while it is still valid, else
+// a new one, and the verdict of the namespace's plan rules on it (docs/design/0037-plan-policies.md);
+// a plan a rule holds that has no review body is planned again with one. stop is true when the
+// work ends here: the plan failed, or the rules denied it (both published as Failed, whose
+// error err then is). Errors: reading the rules or the held plan's state, a transient one.
+func (w *work) judgedPlan(ctx context.Context, eng engine.Engine, in input, attempt int32) (plan *engine.PlanRecord, verdict planpolicy.Result, stop bool, err error) {
+	rules, err := w.planRules()
+	if err != nil {
+		return nil, verdict, false, err
+	}
+	if held := w.rec.Held; held != nil && held.PlanID == in.approve && w.sameInputs(held, in) {
+		fresh, err := w.fresh(ctx, held)
+		if err != nil {
+			return nil, verdict, false, err
+		}
+		if fresh {
+			plan = held
+		}
+	}
+	review := in.approve != v1alpha1.ApprovePlanAuto || in.regressed != "" || rules.UsesValues()
+	if plan == nil {
+		if plan, err = w.plan(ctx, eng, in, review); err != nil {
+			return nil, verdict, true, w.planFailed(ctx, err, attempt)
+		}
+	}
+	if verdict, err = w.verdict(ctx, plan, in, rules); err != nil {
+		return nil, verdict, false, err
+	}
+	if verdict.Verdict == planpolicy.RequireApproval && in.approve != plan.PlanID && plan.ReviewDigest == "" {
+		// Held by a rule under auto: plan again with the body `lava plan show` prints (its id
+		// covers the body, so this is the id an approval names).
+		if plan, err = w.plan(ctx, eng, in, true); err != nil {
+			return nil, verdict, true, w.planFailed(ctx, err, attempt)
+		}
+		if verdict, err = w.verdict(ctx, plan, in, rules); err != nil {
+			return nil, verdict, false, err
+		}
+	}
+	if verdict.Verdict == planpolicy.Deny {
+		w.rec.Plans = push(w.rec.Plans, plan.PlanID, maxPlans)
+		w.rec.Held = nil
+		return nil, verdict, true, w.failed(ctx, lavav1.Stage_STAGE_PLAN, &pipeline.Failure{Reason: v1alpha1.ReasonPlanDenied,
+			Message: fmt.Sprintf("plan %s is denied by the plan rules of namespace %s and is not applied: %s", plan.PlanID, w.ns, engine.Cut(w.redactor(ctx).Redact(verdict.String())))}, attempt, plan.PlanID)
+	}
+	return plan, verdict, false, nil
+}
+
+// planFailed publishes the Failed of a plan that failed with err, or returns err when the
+// work's context ended.
+func (w *work) planFailed(ctx context.Context, err error, attempt int32) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return w.failed(ctx, lavav1.Stage_STAGE_PLAN, w.classify(ctx, lavav1.Stage_STAGE_PLAN, err), attempt, "")
 }
 
 // approvedPlan reports whether plan, whose plan rules gave verdict (never deny here), may be
