@@ -41,8 +41,11 @@ func TestPlanShow(t *testing.T) {
 	for _, r := range plan.Resources {
 		in.Changes = append(in.Changes, planpolicy.Change{Address: r.Address, Type: r.Type, Mode: r.Mode, Actions: []string{string(r.Action)}})
 	}
-	verdict := planpolicy.MustCompile([]planpolicy.Rule{{Name: "new-data", Change: `change.type == "terraform_data" && "create" in change.actions`,
+	verdict, err := planpolicy.MustCompile([]planpolicy.Rule{{Name: "new-data", Change: `change.type == "terraform_data" && "create" in change.actions`,
 		Verdict: planpolicy.RequireApproval, Message: "new data needs a look"}}).Evaluate(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
 	plan.Policy = &verdict
 	rec, err := json.Marshal(readmodel.Record{UID: "uid-web", Held: plan, HeldGeneration: 3})
 	if err != nil {

@@ -161,6 +161,12 @@ var attackTrial = []attack{
 		[]string{"TestEval_diagnosticsBounded"}},
 	{"24c", "a file name with an OSC title sequence in a provider's create error drives lava up's terminal",
 		[]string{"TestOneLine_escapesControls"}},
+	{"25a", "a deny plan rule made to fail on a sibling change or a sensitive() value becomes an approval the tenant gives",
+		[]string{"TestEvaluate"}},
+	{"25b", "deleting the object destroys what a deny plan rule protects",
+		[]string{"TestApplier_planRules"}},
+	{"25c", "a plan rule's exists over a tenant's 100,000-key map: 19 s an evaluation within the cost limit",
+		[]string{"TestEvaluate_bounded"}},
 }
 
 var (

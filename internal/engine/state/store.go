@@ -309,6 +309,24 @@ func ParseHeader(body []byte) (Header, error) {
 // state order; deposed objects are listed with " (deposed KEY)". The error wraps
 // [ErrInvalidState] for a body that is not JSON.
 func ManagedInstances(body []byte) ([]string, error) {
+	objs, err := ManagedObjects(body)
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Address
+	}
+	return out, err
+}
+
+// Object is a managed object of a state: its address as [ManagedInstances] writes it and its
+// resource type.
+type Object struct {
+	Address, Type string
+}
+
+// ManagedObjects lists the managed objects of a state v4 body, in state order, as
+// [ManagedInstances] does with their types. The error wraps [ErrInvalidState] for a body that
+// is not JSON.
+func ManagedObjects(body []byte) ([]Object, error) {
 	var st struct {
 		Resources []struct {
 			Module    string `json:"module"`
@@ -324,7 +342,7 @@ func ManagedInstances(body []byte) ([]string, error) {
 	if err := json.Unmarshal(body, &st); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidState, err)
 	}
-	var out []string
+	var out []Object
 	for _, r := range st.Resources {
 		if r.Mode != "managed" {
 			continue
@@ -341,7 +359,7 @@ func ManagedInstances(body []byte) ([]string, error) {
 			if in.Deposed != "" {
 				a += " (deposed " + in.Deposed + ")"
 			}
-			out = append(out, a)
+			out = append(out, Object{Address: a, Type: r.Type})
 		}
 	}
 	return out, nil

@@ -13,6 +13,7 @@
 // Rules are compiled when the policy document is read ([Compile], called by the policy
 // document's parser), so a rule that does not compile, or is not a bool, is refused there with
 // its line and column, never at plan time. Evaluation is bounded: a cost limit per evaluation
-// and per plan, and the caller's context; a rule that errs or runs out of budget is a
-// requireApproval verdict naming the rule and why (it never lets a plan through).
+// and per plan, a bound on the values a change shows, and [EvalTimeout] per plan; a rule that
+// cannot decide on a change (an error, a bound reached) counts as matching it with its own
+// verdict and says why, so a plan's author can make a deny rule fail only into denying.
 package planpolicy

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -75,6 +76,15 @@ const (
 	// PlanCostLimit bounds every evaluation of every rule on one plan.
 	PlanCostLimit = 50_000_000
 )
+
+// EvalTimeout bounds the evaluation of every rule on one plan, in wall time: cel-go's cost
+// tracking is not linear in time over large collections, so the cost limits alone do not
+// bound it.
+const EvalTimeout = 5 * time.Second
+
+// MaxValueNodes bounds the values (objects, lists, scalars) of one change's before and after
+// together that rules see; a larger change is judged without them.
+const MaxValueNodes = 10_000
 
 // maxNamed is how many addresses a match lists before it counts the rest.
 const maxNamed = 10
@@ -273,43 +283,38 @@ func (r Result) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// Evaluate runs every rule on in and returns the verdict. A rule that fails to evaluate (a
-// missing field, a type error, its cost limit or the plan's, ctx done) matches with
-// requireApproval and says why; the remaining rules still run unless the plan's budget is
-// spent.
-func (s *Set) Evaluate(ctx context.Context, in Input) Result {
+// Evaluate runs every rule on in and returns the verdict. A rule that cannot decide on a
+// change (a missing field, a value it cannot compare, such as a sensitive one removed from the
+// body, a value over [MaxValueNodes], its cost limit or the plan's, the plan's [EvalTimeout])
+// counts as matching it, with the rule's own verdict, and says why: a deny rule the plan's
+// author can make fail still denies (fail closed), and every change is judged whatever an
+// earlier one did. Errors: only ctx's (the operation ended; nothing was decided).
+func (s *Set) Evaluate(ctx context.Context, in Input) (Result, error) {
 	res := Result{Verdict: Allow}
 	if s.Len() == 0 {
-		return res
+		return res, nil
 	}
+	evalCtx, cancel := context.WithTimeout(ctx, EvalTimeout)
+	defer cancel()
 	object := map[string]string{"namespace": in.Namespace, "name": in.Name, "engine": in.Engine}
-	var changes []any
-	var addrs []string
-	for _, c := range in.Changes {
-		if slices.Equal(c.Actions, []string{"no-op"}) || slices.Equal(c.Actions, []string{"read"}) {
-			continue
-		}
-		m := map[string]any{"address": c.Address, "type": c.Type, "mode": c.Mode, "actions": slices.Clone(c.Actions)}
-		if in.Values {
-			m["before"], m["after"] = plain(c.Before), plain(c.After)
-		}
-		changes = append(changes, m)
-		addrs = append(addrs, c.Address)
-	}
+	changes, addrs := in.variables()
 	plan := map[string]any{"changes": changes, "summary": map[string]any{"add": in.Add, "change": in.ChangeCount, "destroy": in.Destroy}}
 	var spent uint64
 	eval := func(r compiled, vars map[string]any) (bool, error) {
-		if err := ctx.Err(); err != nil {
-			return false, err
+		if err := evalCtx.Err(); err != nil {
+			return false, fmt.Errorf("the plan's rules ran out of their %s", EvalTimeout)
 		}
 		if spent >= PlanCostLimit {
 			return false, fmt.Errorf("the plan's rules used their budget of %d cost units", PlanCostLimit)
 		}
-		out, det, err := r.prg.ContextEval(ctx, vars)
+		out, det, err := r.prg.ContextEval(evalCtx, vars)
 		if det != nil && det.ActualCost() != nil {
 			spent += *det.ActualCost()
 		}
 		if err != nil {
+			if evalCtx.Err() != nil {
+				return false, fmt.Errorf("the plan's rules ran out of their %s", EvalTimeout)
+			}
 			return false, err
 		}
 		b, ok := out.(types.Bool)
@@ -324,47 +329,84 @@ func (s *Set) Evaluate(ctx context.Context, in Input) Result {
 			m.Message = "plan rule " + r.Name + " matched"
 		}
 		var matched bool
-		var err error
+		var failed error
+		hit := func(addr string) {
+			matched = true
+			if addr == "" {
+				return
+			}
+			if len(m.Addresses) < maxNamed {
+				m.Addresses = append(m.Addresses, addr)
+			} else {
+				m.AddressesOmitted++
+			}
+		}
 		if r.Plan != "" {
-			matched, err = eval(r, map[string]any{"plan": plan, "object": object, "change": map[string]any{}})
+			ok, err := eval(r, map[string]any{"plan": plan, "object": object, "change": map[string]any{}})
+			if err != nil && failed == nil {
+				failed = err
+			}
+			if ok || err != nil {
+				hit("")
+			}
 		} else {
 			for i, c := range changes {
-				var hit bool
-				if hit, err = eval(r, map[string]any{"change": c, "plan": plan, "object": object}); err != nil {
-					err = fmt.Errorf("%s: %w", addrs[i], err)
-					break
+				ok, err := eval(r, map[string]any{"change": c, "plan": plan, "object": object})
+				if err != nil && failed == nil {
+					failed = fmt.Errorf("%s: %w", addrs[i], err)
 				}
-				if hit {
-					matched = true
-					if len(m.Addresses) < maxNamed {
-						m.Addresses = append(m.Addresses, addrs[i])
-					} else {
-						m.AddressesOmitted++
-					}
+				if ok || err != nil {
+					hit(addrs[i])
 				}
 			}
 		}
-		if err != nil {
-			m.Verdict, matched = RequireApproval, true
-			m.Message = "plan rule " + r.Name + " could not be evaluated, so the plan waits for an approval: " + err.Error()
-			if ctx.Err() != nil {
-				m.Message = "plan rule " + r.Name + " was not evaluated (" + ctx.Err().Error() + "), so the plan waits for an approval"
-			}
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
 		}
 		if !matched {
 			continue
+		}
+		if failed != nil {
+			m.Message += " (the rule could not decide, and so counts as matching: " + failed.Error() + ")"
 		}
 		res.Matches = append(res.Matches, m)
 		if m.Verdict.severity() > res.Verdict.severity() {
 			res.Verdict = m.Verdict
 		}
 	}
-	return res
+	return res, nil
+}
+
+// variables are the `change` values of in's changes (no-op and read changes left out) and
+// their addresses, in order. A change whose values are over [MaxValueNodes] gets none: a rule
+// reading them cannot decide, and so matches.
+func (in Input) variables() (changes []any, addrs []string) {
+	for _, c := range in.Changes {
+		if slices.Equal(c.Actions, []string{"no-op"}) || slices.Equal(c.Actions, []string{"read"}) {
+			continue
+		}
+		m := map[string]any{"address": c.Address, "type": c.Type, "mode": c.Mode, "actions": slices.Clone(c.Actions)}
+		if in.Values {
+			budget := MaxValueNodes
+			before, after := plain(c.Before, &budget), plain(c.After, &budget)
+			if budget >= 0 {
+				m["before"], m["after"] = before, after
+			}
+		}
+		changes = append(changes, m)
+		addrs = append(addrs, c.Address)
+	}
+	return changes, addrs
 }
 
 // plain converts a JSON-decoded value for CEL: json.Number to an int64 when integral (else a
-// float64); maps and lists recursively.
-func plain(v any) any {
+// float64); maps and lists recursively. Each value it visits spends one of *budget; once it
+// is below zero the result is incomplete and must not be used.
+func plain(v any, budget *int) any {
+	*budget--
+	if *budget < 0 {
+		return nil
+	}
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
@@ -375,13 +417,13 @@ func plain(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = plain(e)
+			out[k] = plain(e, budget)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = plain(e)
+			out[i] = plain(e, budget)
 		}
 		return out
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lava-operator/lava/internal/lang/planpolicy"
 )
@@ -85,9 +86,25 @@ func TestEvaluate(t *testing.T) {
 			changes(), planpolicy.RequireApproval, "requireApproval: rule any-file (local_file.a): plan rule any-file matched"},
 		{"object", []planpolicy.Rule{{Name: "prod", Plan: `object.namespace.startsWith("prod-") && size(plan.changes) > 0`, Verdict: planpolicy.Deny}},
 			changes(), planpolicy.Allow, ""},
-		{"values not read: requireApproval, never allow", []planpolicy.Rule{{Name: "v", Change: `change.after.filename == "/y"`, Verdict: planpolicy.Deny}},
-			func() planpolicy.Input { in := changes(); in.Values = false; return in }(), planpolicy.RequireApproval,
-			"requireApproval: rule v: plan rule v could not be evaluated, so the plan waits for an approval: aws_db_instance.main: no such key: after"},
+		{"values not read: the rule cannot decide, so it matches", []planpolicy.Rule{{Name: "v", Change: `change.after.filename == "/y"`, Verdict: planpolicy.Deny}},
+			func() planpolicy.Input { in := changes(); in.Values = false; return in }(), planpolicy.Deny,
+			"deny: rule v (aws_db_instance.main, aws_s3_bucket.logs, local_file.a): plan rule v matched (the rule could not decide, and so counts as matching: aws_db_instance.main: no such key: after)"},
+		// Attacks of the seventeenth trial: a deny rule the plan's author makes fail on
+		// another change (a deleted one has no after; a sensitive value is removed from the
+		// body) still denies, and still names the change it matched.
+		{"a failing sibling does not downgrade a deny", []planpolicy.Rule{{Name: "no-forbidden", Verdict: planpolicy.Deny,
+			Change: `change.type == "terraform_data" && change.after.input.startsWith("forbidden")`}},
+			planpolicy.Input{Values: true, Changes: []planpolicy.Change{
+				{Address: "terraform_data.bad", Type: "terraform_data", Mode: "managed", Actions: []string{"create"}, After: map[string]any{"input": "forbidden-x"}},
+				{Address: "terraform_data.shield", Type: "terraform_data", Mode: "managed", Actions: []string{"delete"}, Before: map[string]any{"input": "ok"}},
+			}}, planpolicy.Deny,
+			"deny: rule no-forbidden (terraform_data.bad, terraform_data.shield): plan rule no-forbidden matched (the rule could not decide, and so counts as matching: terraform_data.shield: no such key: input)"},
+		{"a sensitive value does not evade a deny", []planpolicy.Rule{{Name: "no-public", Verdict: planpolicy.Deny,
+			Change: `has(change.after.input) && change.after.input.startsWith("public")`}},
+			planpolicy.Input{Values: true, Changes: []planpolicy.Change{
+				{Address: "terraform_data.hidden", Type: "terraform_data", Mode: "managed", Actions: []string{"create"}, After: map[string]any{"input": nil}},
+			}}, planpolicy.Deny,
+			"deny: rule no-public (terraform_data.hidden): plan rule no-public matched (the rule could not decide, and so counts as matching: terraform_data.hidden: no such overload)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +113,10 @@ func TestEvaluate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := set.Evaluate(t.Context(), tt.in)
+			res, err := set.Evaluate(t.Context(), tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if res.Verdict != tt.verdict || res.String() != tt.want {
 				t.Errorf("verdict %s %q,\nwant %s %q", res.Verdict, res.String(), tt.verdict, tt.want)
 			}
@@ -110,7 +130,10 @@ func TestEvaluate_addressesBounded(t *testing.T) {
 	for i := range 25 {
 		in.Changes = append(in.Changes, planpolicy.Change{Address: fmt.Sprintf("aws_ebs_volume.v[%d]", i), Type: "aws_ebs_volume", Mode: "managed", Actions: []string{"delete"}})
 	}
-	res := planpolicy.Default().Evaluate(t.Context(), in)
+	res, err := planpolicy.Default().Evaluate(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(res.Matches) != 1 || len(res.Matches[0].Addresses) != 10 || res.Matches[0].AddressesOmitted != 15 {
 		t.Fatalf("matches %+v, want one naming 10 addresses and counting 15 more", res.Matches)
 	}
@@ -119,11 +142,13 @@ func TestEvaluate_addressesBounded(t *testing.T) {
 	}
 }
 
-// TestEvaluate_bounded: a rule whose evaluation would run long over a tenant's plan (values
-// the tenant controls) stops at its cost limit, or when the operation's context ends, and the
-// plan waits for an approval; it is never allowed.
+// TestEvaluate_bounded: evaluation over values the plan's author controls is bounded in cost
+// and in time, and a rule cut short counts as matching with its own verdict, never as allowed
+// and never downgraded: a scan of 50 MiB of values stops at its cost limit; 60 maps of 200,000
+// keys (cel-go's cost tracking is quadratic in time over them) are left out of what rules see,
+// so a rule reading them cannot decide, while a later deny rule on types still denies; the
+// plan's evaluation ends at EvalTimeout; a done context is an error, not a verdict.
 func TestEvaluate_bounded(t *testing.T) {
-	t.Parallel()
 	big := strings.Repeat("x", 1<<20)
 	in := planpolicy.Input{Values: true}
 	for i := range 50 {
@@ -132,16 +157,63 @@ func TestEvaluate_bounded(t *testing.T) {
 	}
 	set := planpolicy.MustCompile([]planpolicy.Rule{{Name: "scan", Verdict: planpolicy.Deny,
 		Change: `change.after.content.split("").exists(c, c == "y")`}})
-	res := set.Evaluate(t.Context(), in)
-	if res.Verdict != planpolicy.RequireApproval || !strings.Contains(res.String(), "could not be evaluated") {
-		t.Errorf("verdict %s %q, want requireApproval: could not be evaluated", res.Verdict, res.String())
+	res, err := set.Evaluate(t.Context(), in)
+	if err != nil || res.Verdict != planpolicy.Deny || !strings.Contains(res.String(), "could not decide") {
+		t.Errorf("verdict %s %q (%v), want deny: could not decide", res.Verdict, res.String(), err)
+	}
+
+	keys := map[string]any{}
+	for i := range 200_000 {
+		keys[fmt.Sprintf("k%d", i)] = "v"
+	}
+	wide := planpolicy.Input{Values: true}
+	for i := range 60 {
+		wide.Changes = append(wide.Changes, planpolicy.Change{Address: fmt.Sprintf("terraform_data.f%02d", i), Type: "terraform_data", Mode: "managed",
+			Actions: []string{"create"}, After: map[string]any{"input": keys}})
+	}
+	wide.Changes = append(wide.Changes, planpolicy.Change{Address: "aws_db_instance.main", Type: "aws_db_instance", Mode: "managed", Actions: []string{"delete"}})
+	two := planpolicy.MustCompile([]planpolicy.Rule{
+		{Name: "public", Verdict: planpolicy.RequireApproval, Change: `has(change.after.input) && change.after.input.exists(k, k == "public")`},
+		{Name: "no-db-delete", Verdict: planpolicy.Deny, Change: `change.type == "aws_db_instance" && "delete" in change.actions`},
+	})
+	start := time.Now()
+	res, err = two.Evaluate(t.Context(), wide)
+	took := time.Since(start)
+	if err != nil || res.Verdict != planpolicy.Deny || !strings.Contains(res.String(), "deny: rule no-db-delete (aws_db_instance.main)") ||
+		!strings.Contains(res.String(), "requireApproval: rule public (terraform_data.f00") {
+		t.Errorf("verdict %s %.300q (%v), want deny by no-db-delete and the wide values undecided", res.Verdict, res.String(), err)
+	}
+	if took > planpolicy.EvalTimeout+5*time.Second {
+		t.Errorf("evaluation took %s, over EvalTimeout %s", took, planpolicy.EvalTimeout)
+	}
+
+	// Under the node bound, but slow to scan: the plan's evaluation stops at EvalTimeout and
+	// the rule, undecided, still denies.
+	nine := map[string]any{}
+	for i := range 9_000 {
+		nine[fmt.Sprintf("k%d", i)] = "v"
+	}
+	slow := planpolicy.Input{Values: true}
+	for i := range 200 {
+		slow.Changes = append(slow.Changes, planpolicy.Change{Address: fmt.Sprintf("terraform_data.s%03d", i), Type: "terraform_data", Mode: "managed",
+			Actions: []string{"create"}, After: map[string]any{"input": nine}})
+	}
+	scan := planpolicy.MustCompile([]planpolicy.Rule{{Name: "public", Verdict: planpolicy.Deny,
+		Change: `has(change.after.input) && change.after.input.exists(k, k.startsWith("public"))`}})
+	start = time.Now()
+	res, err = scan.Evaluate(t.Context(), slow)
+	took = time.Since(start)
+	if err != nil || res.Verdict != planpolicy.Deny || !strings.Contains(res.String(), "ran out of their 5s") {
+		t.Errorf("verdict %s %.300q (%v), want deny: ran out of their 5s", res.Verdict, res.String(), err)
+	}
+	if took > planpolicy.EvalTimeout+5*time.Second {
+		t.Errorf("evaluation took %s, over EvalTimeout %s", took, planpolicy.EvalTimeout)
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	res = planpolicy.MustCompile([]planpolicy.Rule{{Name: "any", Change: "true", Verdict: planpolicy.Deny}}).Evaluate(ctx, changes())
-	if res.Verdict != planpolicy.RequireApproval || !strings.Contains(res.String(), "was not evaluated (context canceled)") {
-		t.Errorf("with a done context: verdict %s %q, want requireApproval", res.Verdict, res.String())
+	if _, err := planpolicy.MustCompile([]planpolicy.Rule{{Name: "any", Change: "true", Verdict: planpolicy.Deny}}).Evaluate(ctx, changes()); err == nil {
+		t.Error("a done context gave a verdict")
 	}
 }
 

@@ -42,7 +42,9 @@
 // approvePlan names its id; the rules that matched go out in Planned.plan_policy and stay on
 // the held plan record (engine.PlanRecord.Policy) for `lava plan show`. The review body is
 // asked for when a rule reads values, and a plan a rule holds is planned again with one if it
-// had none (docs/design/0037-plan-policies.md).
+// had none. A destroy is judged as a plan deleting every object the state holds: a rule that
+// matches refuses it (Failed, stage DESTROY, reason PlanDenied) and nothing is destroyed
+// (docs/design/0037-plan-policies.md).
 //
 // # A lost or regressed state
 //

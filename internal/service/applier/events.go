@@ -224,6 +224,9 @@ func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng l
 			}
 			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, f, attempt, "")
 		}
+		if stop, err := w.judgeDestroy(ctx, name, attempt); stop || err != nil {
+			return err
+		}
 		start := w.s.cfg.Now()
 		res, err := e.Destroy(ctx, engine.DestroyRequest{Target: in.target(ctx, w)})
 		w.observe(OpDestroy, start, err)

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/planpolicy"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
@@ -48,7 +52,7 @@ func (w *work) verdict(ctx context.Context, plan *engine.PlanRecord, in input, r
 		}
 		pin.Changes = append(pin.Changes, c)
 	}
-	return rules.Evaluate(ctx, pin), nil
+	return rules.Evaluate(ctx, pin)
 }
 
 // reviewValues reads a plan's review body and returns each address's before and after
@@ -91,4 +95,37 @@ func tofuActions(a engine.Action) []string {
 		return []string{"delete", "create"}
 	}
 	return []string{string(a)}
+}
+
+// judgeDestroy holds a destroy of the object's state to the namespace's plan rules, as a plan
+// that deletes every managed object the state holds (actions ["delete"], before and after
+// null: a destroy reads no values). A rule that matches refuses the destroy, deny or
+// requireApproval alike (a destroy has no plan id to approve): Failed, stage DESTROY, reason
+// PlanDenied, not retried; nothing is destroyed and the finalizer stays (deletionPolicy
+// Orphan, or other rules for the namespace, let the object go). stop is true when it was
+// refused (err is then the publish's). Errors: reading the rules or the state.
+func (w *work) judgeDestroy(ctx context.Context, eng string, attempt int32) (stop bool, err error) {
+	rules, err := w.planRules()
+	if err != nil || rules.Len() == 0 {
+		return false, err
+	}
+	_, body, err := w.s.cfg.Store.Body(ctx, w.key())
+	if err != nil {
+		return false, err
+	}
+	objs, err := state.ManagedObjects(body)
+	if err != nil {
+		return false, err
+	}
+	pin := planpolicy.Input{Namespace: w.ns, Name: w.name, Engine: eng, Destroy: len(objs), Values: true}
+	for _, o := range objs {
+		pin.Changes = append(pin.Changes, planpolicy.Change{Address: o.Address, Type: o.Type, Mode: "managed", Actions: []string{"delete"}})
+	}
+	verdict, err := rules.Evaluate(ctx, pin)
+	if err != nil || verdict.Verdict == planpolicy.Allow {
+		return false, err
+	}
+	return true, w.failed(ctx, lavav1.Stage_STAGE_DESTROY, &pipeline.Failure{Reason: v1alpha1.ReasonPlanDenied,
+		Message: fmt.Sprintf("the destroy of %s is refused by the plan rules of namespace %s (a destroy cannot be approved: set spec.deletionPolicy to Orphan to keep the resources, or have the rules changed): %s",
+			w.key(), w.ns, engine.Cut(w.redactor(ctx).Redact(verdict.String())))}, attempt, "")
 }

@@ -25,7 +25,8 @@ import (
 // in the record `lava plan show` prints, and is applied once approved by its id; a plan a rule
 // denies is Failed with reason PlanDenied naming the rule and the address, is not retried, and
 // applies nothing (the resource it would delete stays in the state); a rule added to the
-// document while the applier runs judges a drift correction (ReapplyRequested) too.
+// document while the applier runs judges a drift correction (ReapplyRequested) too; a destroy
+// of the object is refused while a rule matches it, and deletionPolicy Orphan lets it go.
 func TestApplier_planRules(t *testing.T) {
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		t.Run(pipeline.EngineName(eng), func(t *testing.T) { testPlanRules(t, eng) })
@@ -118,6 +119,25 @@ func testPlanRules(t *testing.T, eng lavav1.Engine) {
 	fix := await(h, ns, name, 2*time.Minute, func(p *lavav1.Planned) bool { return p.GetEnvelope().GetGeneration() == 4 })
 	if !fix.GetAwaitingApproval() || !strings.Contains(fix.GetPlanPolicy(), "requireApproval: rule freeze: ruled is frozen") {
 		t.Errorf("drift correction: awaiting %v, plan_policy %q; want held by rule freeze", fix.GetAwaitingApproval(), fix.GetPlanPolicy())
+	}
+
+	// Deleting the object destroys nothing a rule protects: the destroy is refused, the state
+	// and its objects stay; deletionPolicy Orphan lets the object go and keeps them.
+	h.deletion(ns, name, 4, lavav1.DeletionPolicy_DELETION_POLICY_DESTROY, eng)
+	refused := await(h, ns, name, 2*time.Minute, func(f *lavav1.Failed) bool { return f.GetStage() == lavav1.Stage_STAGE_DESTROY })
+	if refused.GetReason() != v1alpha1.ReasonPlanDenied || refused.GetRetryable() ||
+		!strings.Contains(refused.GetMessage(), "deny: rule keep-stays (terraform_data.keep): keep is never destroyed") {
+		t.Fatalf("destroy: Failed %v, want a terminal PlanDenied naming keep-stays and terraform_data.keep", refused)
+	}
+	if n := len(events[*lavav1.Destroyed](h, ns, name)); n != 0 {
+		t.Fatalf("%d Destroyed after a refused destroy", n)
+	}
+	if _, body, err := r.store.Body(t.Context(), state.Key{Namespace: ns, Name: name}); err != nil || !strings.Contains(string(body), `"keep"`) {
+		t.Errorf("terraform_data.keep left the state after a refused destroy (%v)", err)
+	}
+	h.deletion(ns, name, 5, lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN, eng)
+	if d := await(h, ns, name, 2*time.Minute, func(d *lavav1.Destroyed) bool { return true }); !d.GetOrphaned() {
+		t.Errorf("Destroyed %v, want orphaned", d)
 	}
 }
 
