@@ -119,7 +119,7 @@ func printVerdict(out io.Writer, v *planpolicy.Result) {
 	}
 	fmt.Fprintf(out, "Plan rules: %s\n", v.Verdict)
 	for _, m := range v.Matches {
-		fmt.Fprintf(out, "  %s\n", planpolicy.Result{Matches: []planpolicy.Match{m}})
+		fmt.Fprintf(out, "  %s\n", m)
 	}
 	fmt.Fprintln(out)
 }

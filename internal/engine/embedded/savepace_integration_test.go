@@ -24,11 +24,7 @@ import (
 // written so far or has its create's intent recorded, and the apply ends with no intent open
 // and every file in the state.
 func TestRunner_largeStateSavesPaced(t *testing.T) {
-	tools := tofutest.Tofu(t)
-	pool := NewPool(Mirror{Dir: tofutest.TestkitMirror(t, tools)}, nil, 4)
-	t.Cleanup(func() { _ = pool.Close() })
-	r := NewRunner(pool, 4, nil)
-	kit := map[string]string{"testkit": "example/testkit"}
+	r, kit := testkitRunner(t)
 	dir := t.TempDir()
 	const files = 60
 	big := strings.Repeat("x", 4<<20)
@@ -121,11 +117,7 @@ func TestRunner_pacedReplaceRecovered(t *testing.T) {
 }
 
 func testPacedReplaceRecovered(t *testing.T, cbd bool) {
-	tools := tofutest.Tofu(t)
-	pool := NewPool(Mirror{Dir: tofutest.TestkitMirror(t, tools)}, nil, 4)
-	t.Cleanup(func() { _ = pool.Close() })
-	r := NewRunner(pool, 4, nil)
-	kit := map[string]string{"testkit": "example/testkit"}
+	r, kit := testkitRunner(t)
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "A.txt"), filepath.Join(dir, "B.txt")
 	// A 20 MiB state: snapshots 5 s apart, so both destroys fall inside one pace window.
@@ -254,4 +246,13 @@ func readCount(t *testing.T, path string) int {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return n
+}
+
+// testkitRunner is a Runner over the test provider's mirror (closed on t.Cleanup) and the
+// provider sources that name it.
+func testkitRunner(t *testing.T) (*Runner, map[string]string) {
+	t.Helper()
+	pool := NewPool(Mirror{Dir: tofutest.TestkitMirror(t, tofutest.Tofu(t))}, nil, 4)
+	t.Cleanup(func() { _ = pool.Close() })
+	return NewRunner(pool, 4, nil), map[string]string{"testkit": "example/testkit"}
 }

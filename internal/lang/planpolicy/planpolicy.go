@@ -268,19 +268,24 @@ type Result struct {
 // String is the result in one line: "deny: rule no-db (aws_db_instance.main): databases are
 // never deleted by Lava; requireApproval: rule large-plans: ...", "" for allow.
 func (r Result) String() string {
-	var parts []string
-	for _, m := range r.Matches {
-		s := string(m.Verdict) + ": rule " + m.Rule
-		if len(m.Addresses) > 0 {
-			s += " (" + strings.Join(m.Addresses, ", ")
-			if m.AddressesOmitted > 0 {
-				s += fmt.Sprintf(" and %d more", m.AddressesOmitted)
-			}
-			s += ")"
-		}
-		parts = append(parts, s+": "+m.Message)
+	parts := make([]string, len(r.Matches))
+	for i, m := range r.Matches {
+		parts[i] = m.String()
 	}
 	return strings.Join(parts, "; ")
+}
+
+// String is one match in one line: "deny: rule no-db (aws_db_instance.main): MESSAGE".
+func (m Match) String() string {
+	s := string(m.Verdict) + ": rule " + m.Rule
+	if len(m.Addresses) > 0 {
+		s += " (" + strings.Join(m.Addresses, ", ")
+		if m.AddressesOmitted > 0 {
+			s += fmt.Sprintf(" and %d more", m.AddressesOmitted)
+		}
+		s += ")"
+	}
+	return s + ": " + m.Message
 }
 
 // Evaluate runs every rule on in and returns the verdict. A rule that cannot decide on a

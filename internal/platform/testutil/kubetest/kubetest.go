@@ -81,14 +81,7 @@ func Start(t testing.TB) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crds, err := CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
+	crds, scheme := crdsAndScheme(t)
 	etcd, apiserver, err := deathsigWrappers(t.TempDir(), assets)
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +117,20 @@ func Start(t testing.TB) *Env {
 		t.Fatalf("kubetest: client: %v", err)
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, CRDs: te.CRDs}
+}
+
+// crdsAndScheme are Lava's CRDs and the scheme the clients use; a failure fails t.
+func crdsAndScheme(t testing.TB) ([]*apiextensionsv1.CustomResourceDefinition, *runtime.Scheme) {
+	t.Helper()
+	crds, err := CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crds, scheme
 }
 
 // deathsigWrappers writes, into dir, an etcd and a kube-apiserver that exec the binaries of
@@ -262,14 +269,7 @@ func StartWithControllers(t testing.TB) *Env {
 		t.Fatalf("kubetest: %v", err)
 	}
 	cfg.CAFile = ""
-	crds, err := CRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme, err := NewScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
+	crds, scheme := crdsAndScheme(t)
 	installed, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds, Scheme: scheme})
 	if err != nil {
 		t.Fatalf("kubetest: install CRDs: %v", err)
