@@ -25,12 +25,25 @@ import (
 )
 
 func newPlanCmd() *cobra.Command {
+	var f previewFlags
+	var speculative bool
 	cmd := &cobra.Command{
 		Use:   "plan",
-		Short: "Review the plan a LavaArchitecture holds for approval",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Short: "Plan a manifest before it is applied (--speculative), or review the plan a LavaArchitecture holds for approval (show)",
+		Long:  previewLong,
+		Example: `  lava plan --speculative -f examples/notes.yaml
+  lava plan --speculative -f prod-vpc.yaml --server http://lava-applier.lava-system:8080 \
+    --token-file /var/run/secrets/kubernetes.io/serviceaccount/token --json | jq -r .planId`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !speculative {
+				return cmd.Help()
+			}
+			return f.run(cmd)
+		},
 	}
+	cmd.Flags().BoolVar(&speculative, "speculative", false, "plan -f FILE against the live object's state without applying or writing anything")
+	f.register(cmd)
 	cmd.AddCommand(newPlanShowCmd())
 	return cmd
 }
@@ -90,15 +103,10 @@ connection flags of ` + "`lava state`" + `).`,
 					_, err = fmt.Fprintln(out, string(body))
 					return err
 				}
-				plan, err := engine.ParseReviewBody(body)
-				if err != nil {
-					return err
-				}
 				fmt.Fprintf(out, "Plan %s of %s (generation %d), awaiting approval\n", held.PlanID, key, rec.HeldGeneration)
 				fmt.Fprintf(out, "Engine %s %s; planned %s against state serial %d, lineage %q, body %s\n\n",
 					held.Engine, held.EngineVersion, held.CreatedAt.UTC().Format(time.RFC3339), held.StateSerial, held.StateLineage, orNone(held.StateDigest))
-				printVerdict(out, held.Policy)
-				if err := engine.RenderReview(out, plan); err != nil {
+				if err := printPlan(out, held.Policy, body); err != nil {
 					return err
 				}
 				_, err = fmt.Fprintf(out, "\nTo apply exactly this plan: lava approve %s %s (on a cluster), or under lava up -f set spec.approvePlan to %s in the manifest\n", key, held.PlanID, held.PlanID)
@@ -109,6 +117,17 @@ connection flags of ` + "`lava state`" + `).`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan body (tofu show -json format) instead")
 	return cmd
+}
+
+// printPlan prints the plan rules that matched a plan ([printVerdict]), then its review body
+// (engine.RenderReview). Errors: a body that does not decode, the writer's.
+func printPlan(out io.Writer, v *planpolicy.Result, body []byte) error {
+	plan, err := engine.ParseReviewBody(body)
+	if err != nil {
+		return err
+	}
+	printVerdict(out, v)
+	return engine.RenderReview(out, plan)
 }
 
 // printVerdict prints the plan rules that matched a held plan, a line each, then a blank

@@ -370,7 +370,16 @@ func checkUpAuthorization(t *testing.T, stateDir string) {
 	}
 	receipts := lavav1connect.NewReceiptServiceClient(http.DefaultClient, "http://"+strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileReceiptsAddr))))
 	render := lavav1connect.NewRenderServiceClient(http.DefaultClient, "http://"+strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FileRenderAddr))))
+	plans := lavav1connect.NewPlanServiceClient(http.DefaultClient, "http://"+strings.TrimSpace(readFile(t, filepath.Join(stateDir, up.FilePlanAddr))))
 	for _, tok := range []string{"", "wrong-" + token} {
+		preq := connect.NewRequest(&lavav1.PreviewRequest{Namespace: "demo", Name: "release-notes",
+			Spec: &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Name{Name: "aws-vpc-network"}}}})
+		if tok != "" {
+			preq.Header().Set("Authorization", "Bearer "+tok)
+		}
+		if _, err := plans.Preview(t.Context(), preq); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Errorf("PlanService with token %q: %v, want Unauthenticated", tok, err)
+		}
 		req := connect.NewRequest(&lavav1.GetChainRequest{Namespace: "demo", Name: "release-notes"})
 		rreq := connect.NewRequest(&lavav1.RenderRequest{Source: &lavav1.RenderRequest_Name{Name: "aws-vpc-network"}, Namespace: "demo"})
 		if tok != "" {

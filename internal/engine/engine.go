@@ -74,6 +74,12 @@ type PlanRequest struct {
 	// Review asks for the reviewable plan body (PlanRecord.ReviewDigest), for a plan a
 	// person approves: `lava plan show` prints it.
 	Review bool
+	// Speculative asks for a plan that changes nothing but the artifact store (a preview,
+	// PlanService): no state lock is taken, no provider is recorded in the object's
+	// dependency lock (a version it records must still match), and an interrupted apply is
+	// not recovered (the error then wraps [ErrRecoveryPending]). Its plan id is the one a plan
+	// of the same request would get.
+	Speculative bool
 }
 
 // ApplyRequest asks to apply a recorded plan.

@@ -40,6 +40,9 @@ var (
 	// cost; docs/embedded-engine.md, "Evaluation limits"): the same configuration fails again,
 	// so it is not retried.
 	ErrEvaluationLimit = errors.New("engine: evaluation limit exceeded")
+	// ErrRecoveryPending reports a speculative plan ([PlanRequest].Speculative) of a state an
+	// interrupted apply or destroy left for recovery: the next plan of the object recovers it.
+	ErrRecoveryPending = errors.New("engine: an interrupted operation awaits recovery")
 	// ErrLocked reports a state locked by someone else (the same sentinel as
 	// [state.ErrLocked]; errors.As finds the *[state.LockedError] with the holder).
 	ErrLocked = state.ErrLocked

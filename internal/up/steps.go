@@ -286,8 +286,8 @@ func (s *session) engines(e engines.Options, service string) engines.Options {
 // startServices starts synth, the applier, drift, viggy, anomaly and attest in g, each through
 // its own Run as its binary does, with the defaults of its own flag set ([flagDefaults]) and
 // what lava up sets: the bus identity and logs ([session.common]), the keys, the RPCs on
-// loopback behind the state directory's token (addresses in FileRenderAddr and
-// FileReceiptsAddr), the holder, the engines ([session.engines]), the policy, the cluster and
+// loopback behind the state directory's token (addresses in FileRenderAddr, FileReceiptsAddr
+// and FilePlanAddr), the holder, the engines ([session.engines]), the policy, the cluster and
 // who synth, the applier and drift act as (Options.Identity: their own flags, on lava up's
 // command line).
 func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
@@ -300,6 +300,12 @@ func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
 		renderLn.Close()
 		return err
 	}
+	planLn, err := s.rpcListen(FilePlanAddr)
+	if err != nil {
+		renderLn.Close()
+		receiptsLn.Close()
+		return err
+	}
 	so := flagDefaults[synth.Options]()
 	so.Common, so.BindingsKeyFile, so.Kube = s.common(bus.ServiceSynth), s.bindingsKey, s.kube
 	so.ConnectAddr, so.Listener, so.RPCTokenFile = renderLn.Addr().String(), renderLn, s.rpcToken
@@ -309,7 +315,8 @@ func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
 	so.ArtifactCacheDir = filepath.Join(s.o.StateDir, DirWork, bus.ServiceSynth)
 	ao := flagDefaults[applier.Options]()
 	ao.Common, ao.Holder, ao.Kube, ao.Engines = s.common(bus.ServiceApplier), holder, s.kube, s.engines(ao.Engines, "applier")
-	ao.Identity = s.o.Identity
+	ao.Identity, ao.BindingsKeyFile = s.o.Identity, s.bindingsKey
+	ao.ConnectAddr, ao.Listener, ao.RPCTokenFile = planLn.Addr().String(), planLn, s.rpcToken
 	do := flagDefaults[drift.Options]()
 	do.Common, do.Holder, do.Kube, do.Engines = s.common(bus.ServiceDrift), holder, s.kube, s.engines(do.Engines, "drift")
 	do.Identity = s.o.Identity

@@ -47,10 +47,11 @@ const (
 	DirNATSCredentials = "nats-credentials"
 	// FileRPCToken is the bearer token of the RPCs lava up serves on loopback (created once,
 	// mode 0600): RenderService at the address in FileRenderAddr, ReceiptService at the one in
-	// FileReceiptsAddr (docs/security.md, "RPCs").
+	// FileReceiptsAddr, PlanService at the one in FilePlanAddr (docs/security.md, "RPCs").
 	FileRPCToken     = "rpc.token"
 	FileRenderAddr   = "render.addr"
 	FileReceiptsAddr = "receipts.addr"
+	FilePlanAddr     = "plan.addr"
 	// FileNATSURL holds the client URL of the running server (`nats sub -s $(cat ...)`).
 	FileNATSURL = "nats.url"
 	// FileLog receives every service's logs (text).

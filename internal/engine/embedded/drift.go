@@ -16,7 +16,7 @@ import (
 // (one [engine.PlanFindings]).
 func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
 	secrets := map[string]bool{}
-	rep, err := e.scanDrift(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key), req.Credentials), req, secrets)
+	rep, err := e.scanDrift(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, false), req.Credentials), req, secrets)
 	return rep, stepError("drift", err, req.Redact, secrets)
 }
 

@@ -348,7 +348,7 @@ func operationSecrets(redact []string, secrets map[string]bool) []string {
 // Plan implements [engine.Engine].
 func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.PlanRecord, error) {
 	secrets := map[string]bool{}
-	rec, err := e.plan(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key), req.Credentials), req, secrets)
+	rec, err := e.plan(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, req.Speculative), req.Credentials), req, secrets)
 	return rec, stepError("plan", err, req.Redact, secrets)
 }
 
@@ -365,6 +365,9 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 		return nil, err
 	}
 	if len(intents) > 0 {
+		if req.Speculative {
+			return nil, fmt.Errorf("%w: %d interrupted creates or deletes of %s (the next plan of the object recovers them)", engine.ErrRecoveryPending, len(intents), req.Key)
+		}
 		if err := e.recoverUnlocked(ctx, req.Key, intents, req.Holder, cfg, req.ProviderSources); err != nil {
 			return nil, err
 		}
@@ -535,7 +538,7 @@ func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.Ap
 	if req.Plan != nil {
 		lockKey = req.Plan.Target.Key
 	}
-	res, err := e.apply(withCredentials(withProviderLock(ctx, e.opts.Store, lockKey), req.Credentials), req, secrets)
+	res, err := e.apply(withCredentials(withProviderLock(ctx, e.opts.Store, lockKey, false), req.Credentials), req, secrets)
 	return res, stepError("apply", err, req.Redact, secrets)
 }
 
@@ -618,7 +621,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 // Destroy implements [engine.Engine].
 func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engine.DestroyResult, error) {
 	secrets := map[string]bool{}
-	res, err := e.destroy(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key), req.Credentials), req, secrets)
+	res, err := e.destroy(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, false), req.Credentials), req, secrets)
 	return res, stepError("destroy", err, req.Redact, secrets)
 }
 

@@ -43,6 +43,8 @@ type providerLock struct {
 	// prefetch delivers the read started with the operation (withProviderLock), so the first
 	// provider does not wait for it after the state read; nil once consumed.
 	prefetch chan lockRead
+	// readOnly: verify against the lock, record nothing (a speculative plan).
+	readOnly bool
 }
 
 type lockRead struct {
@@ -55,11 +57,11 @@ type providerLockKey struct{}
 // withProviderLock carries the resource's lock to the session that starts providers, and
 // starts reading it: the read overlaps the operation's own reads of the configuration and
 // the state record (one round trip less before the first provider call).
-func withProviderLock(ctx context.Context, store *state.Store, key state.Key) context.Context {
+func withProviderLock(ctx context.Context, store *state.Store, key state.Key, readOnly bool) context.Context {
 	if store == nil {
 		return ctx
 	}
-	l := &providerLock{store: store, key: key, prefetch: make(chan lockRead, 1)}
+	l := &providerLock{store: store, key: key, prefetch: make(chan lockRead, 1), readOnly: readOnly}
 	go func() {
 		lock, _, err := providers.ReadLock(ctx, store, key)
 		l.prefetch <- lockRead{lock, err}
@@ -116,7 +118,8 @@ func (l *providerLock) entry(ctx context.Context, addr ProviderAddr) (*providers
 // one is recorded anew: the version is selected by the lock when the lock's version meets the
 // constraint and is available, so a new one is selected only when the constraint changed or
 // the directory mirror no longer has the locked version; a changed binary of the same version
-// is the tampering this catches.
+// is the tampering this catches. A read-only lock records nothing: a version the lock has must
+// match it, any other passes (the next plan that is not speculative records it).
 func (l *providerLock) verify(ctx context.Context, pool *Pool, addr ProviderAddr, version, constraint, dir string, known []string) error {
 	got, err := pool.PackageHash(dir)
 	if err != nil {
@@ -125,6 +128,12 @@ func (l *providerLock) verify(ctx context.Context, pool *Pool, addr ProviderAddr
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.read[addr.String()]; ok && e.Version == version && slices.Contains(e.Hashes, got) {
+		return nil
+	}
+	if l.readOnly {
+		if e, ok := l.read[addr.String()]; ok && e.Version == version && len(e.Hashes) > 0 {
+			return &ChecksumMismatchError{Provider: addr.String(), Version: version, Got: got, Want: e.Hashes}
+		}
 		return nil
 	}
 	l.read, err = providers.UpdateLock(ctx, l.store, l.key, func(m providers.Lock) (bool, error) {

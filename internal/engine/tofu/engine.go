@@ -368,12 +368,19 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	// What an orphaned apply or destroy created is in the state before the plan reads it.
-	o, err := e.openObject(ctx, req.Key, req.Holder)
-	if err != nil {
-		return nil, err
+	// What an orphaned apply or destroy created is in the state before the plan reads it; a
+	// speculative plan recovers nothing and refuses instead.
+	if req.Speculative {
+		if err := e.orphanPending(req.Key); err != nil {
+			return nil, err
+		}
+	} else {
+		o, err := e.openObject(ctx, req.Key, req.Holder)
+		if err != nil {
+			return nil, err
+		}
+		o.unlock()
 	}
-	o.unlock()
 	prior, secrets, err := e.stateOf(ctx, req.Key)
 	if err != nil {
 		return nil, err
@@ -400,14 +407,16 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err := e.checkFiles(ctx, r, ws, req.Target); err != nil {
 		return nil, err
 	}
-	if err := e.recordLock(ctx, r, ws); err != nil {
-		return nil, err
+	if !req.Speculative { // a speculative plan records nothing; the next plan records the lock
+		if err := e.recordLock(ctx, r, ws); err != nil {
+			return nil, err
+		}
 	}
 	version, err := e.engineVersion(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	stream, changes, err := e.planStep(ctx, r, ws)
+	stream, changes, err := e.planStep(ctx, r, ws, !req.Speculative)
 	if err != nil {
 		return nil, err
 	}
@@ -458,14 +467,15 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 // planStep runs `plan -json -out` in r's workspace ws (the "plan" step, [run.step]), leaving
 // the plan file in r.dir as PlanFile. It returns the machine-readable UI stream the CLI wrote
 // (the actions, summary and warnings, see planStream) and whether the plan has changes (the
-// detailed exit code); the error is the step's.
-func (e *Engine) planStep(ctx context.Context, r *run, ws *workspace) (*planStream, bool, error) {
+// detailed exit code); the error is the step's. lock: the CLI takes the state lock (not for a
+// speculative plan, which writes no state).
+func (e *Engine) planStep(ctx context.Context, r *run, ws *workspace, lock bool) (*planStream, bool, error) {
 	var changes bool
 	stream := newPlanStream(r.out)
 	stream.hideDetail = ws.sensitive
 	err := r.step(ctx, "plan", e.cfg.Timeouts.Plan, func(ctx context.Context) error {
 		var err error
-		changes, err = r.tf.PlanJSON(ctx, stream, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(true),
+		changes, err = r.tf.PlanJSON(ctx, stream, tfexec.Out(PlanFile), tfexec.Refresh(true), tfexec.Lock(lock),
 			tfexec.LockTimeout(e.cfg.LockTimeout.String()))
 		return err
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/procfs"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 )
 
@@ -109,6 +110,28 @@ func (e *Engine) openObject(ctx context.Context, key state.Key, holder string) (
 }
 
 func (o *objectDir) unlock() { _ = o.fl.Unlock() }
+
+// orphanPending returns an error wrapping engine.ErrRecoveryPending when key's object
+// directory holds something [Engine.openObject] would recover (a speculative plan recovers
+// nothing): the recorded CLI run still runs, or it left an errored.tfstate. nil otherwise. It
+// takes no lock: a run that starts meanwhile plans against a state the preview also read.
+func (e *Engine) orphanPending(key state.Key) error {
+	o := &objectDir{e: e, key: key, path: e.objectPath(key)}
+	pending := ""
+	if b, err := os.ReadFile(o.pidPath()); err == nil {
+		var rec pidRecord
+		if json.Unmarshal(b, &rec) == nil && alive(rec.PID, rec.Start) {
+			pending = fmt.Sprintf("the %s run %d of another applier still runs on %s", rec.Op, rec.PID, key)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(o.runDir(), erroredState)); err == nil {
+		pending = fmt.Sprintf("a state a CLI run on %s could not store waits in its run directory", key)
+	}
+	if pending == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: %s (the next plan of the object recovers it)", e.cfg.Name, engine.ErrRecoveryPending, pending)
+}
 
 func (o *objectDir) runDir() string  { return filepath.Join(o.path, runDirName) }
 func (o *objectDir) pidPath() string { return filepath.Join(o.path, pidFileName) }

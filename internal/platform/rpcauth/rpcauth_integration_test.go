@@ -11,10 +11,6 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
@@ -23,33 +19,6 @@ import (
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 )
-
-// serviceAccountToken creates a ServiceAccount in ns, binds it to verbs on lavaarchitectures
-// there (none: no binding) and returns a token the API server issued for it.
-func serviceAccountToken(t *testing.T, cs kubernetes.Interface, ns, name string, verbs ...string) string {
-	t.Helper()
-	ctx := t.Context()
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if len(verbs) > 0 {
-		if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"lava.pleme.io"}, Resources: []string{"lavaarchitectures"}, Verbs: verbs}}},
-			metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
-}
 
 // TestGuard_renderService serves the real RenderService behind the guard with TokenReview and
 // SubjectAccessReview on a real kube-apiserver: no token and a forged token are
@@ -66,9 +35,9 @@ func TestGuard_renderService(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns, other := env.Namespace(t), env.Namespace(t)
-	creator := serviceAccountToken(t, cs, ns, "creator", "create")
-	reader := serviceAccountToken(t, cs, ns, "reader", "get")
-	nobody := serviceAccountToken(t, cs, ns, "nobody")
+	creator := env.ServiceAccountToken(t, ns, "creator", "create")
+	reader := env.ServiceAccountToken(t, ns, "reader", "get")
+	nobody := env.ServiceAccountToken(t, ns, "nobody")
 
 	kube := rpcauth.Kube{Client: cs}
 	url := serveRender(t, rpcauth.Guard{Authn: kube, Authz: kube})
@@ -146,7 +115,7 @@ func TestGuard_renderService(t *testing.T) {
 		}
 	})
 	t.Run("in flight per address and per user", func(t *testing.T) {
-		second := serviceAccountToken(t, cs, ns, "second-creator", "create")
+		second := env.ServiceAccountToken(t, ns, "second-creator", "create")
 		url := serveRender(t, rpcauth.Guard{Authn: kube, Authz: kube, Limits: rpcauth.Limits{MaxInFlightPerClient: 1}})
 		a := caller{from: "127.0.0.2", token: creator, ns: ns}.hold(t, url)
 		caller{from: "127.0.0.2", token: second, ns: ns}.refused(t, url, connect.CodeResourceExhausted)  // the address

@@ -46,6 +46,18 @@
 // matches refuses it (Failed, stage DESTROY, reason PlanDenied) and nothing is destroyed
 // (docs/design/0037-plan-policies.md).
 //
+// # Speculative plans
+//
+// [PlanServer] serves PlanService (connect, --connect-addr, behind internal/platform/rpcauth:
+// create on lavaarchitectures in the request's namespace). A preview renders the request's
+// spec with synth's [synth.Renderer] (its artifact keyed with the installation's bindings key,
+// --bindings-key-file, as synth keys it) and runs the applier's own steps of a plan on it as a
+// work without a lease: the checks before planning ([work.planChecks]), the regression check,
+// the engine's plan with a review body and engine.PlanRequest.Speculative (no state lock, no
+// dependency-lock record, no recovery), and the plan rules. It writes no record, publishes
+// nothing and applies nothing; its plan id is the one the object gets when spec.approvePlan
+// names it and nothing else changed (docs/design/0039-speculative-plans.md).
+//
 // # A lost or regressed state
 //
 // Before planning, the state is compared with the last apply recorded (readmodel.LastApplied):

@@ -83,6 +83,9 @@ type harness struct {
 	tools tofutest.Tools
 	// credDir holds the identities' nkey seeds (natsauth.GenerateDir).
 	credDir string
+	// bindingsKey is synth's bindings key; policy its tenant policy document.
+	bindingsKey []byte
+	policy      *policy.File
 
 	mu   sync.Mutex
 	msgs []captured
@@ -145,7 +148,8 @@ func newHarness(t testing.TB, kube ...client.Reader) *harness {
 	if err := os.WriteFile(policyFile, []byte("cluster: {maxResources: 2000, fileWriteRoots: ["+filepath.Clean(os.TempDir())+"]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := synth.Config{JS: h.jetStreamAs(bus.ServiceSynth), BindingsKey: key, Logger: h.log, Policy: &policy.File{Path: policyFile}}
+	h.bindingsKey, h.policy = key, &policy.File{Path: policyFile}
+	cfg := synth.Config{JS: h.jetStreamAs(bus.ServiceSynth), BindingsKey: key, Logger: h.log, Policy: h.policy}
 	if len(kube) > 0 {
 		cfg.Kube = kube[0]
 	}

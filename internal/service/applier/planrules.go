@@ -56,9 +56,28 @@ func (w *work) verdict(ctx context.Context, plan *engine.PlanRecord, in input, r
 }
 
 // reviewValues reads a plan's review body and returns each address's before and after
-// values. Errors: the artifact store's, a body over engine.MaxReviewBytes, a body that does
-// not decode.
+// values. Errors: [work.reviewBody]'s, a body that does not decode.
 func (w *work) reviewValues(ctx context.Context, digest string) (map[string][2]any, error) {
+	body, err := w.reviewBody(ctx, digest)
+	if err != nil {
+		return nil, err
+	}
+	p, err := engine.ParseReviewBody(body)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][2]any, len(p.ResourceChanges))
+	for _, rc := range p.ResourceChanges {
+		if rc != nil && rc.Change != nil {
+			out[rc.Address] = [2]any{rc.Change.Before, rc.Change.After}
+		}
+	}
+	return out, nil
+}
+
+// reviewBody reads a plan's review body from the artifact store. Errors: the artifact store's,
+// a body over engine.MaxReviewBytes.
+func (w *work) reviewBody(ctx context.Context, digest string) ([]byte, error) {
 	arts, err := bus.NewArtifacts(ctx, w.s.cfg.JS)
 	if err != nil {
 		return nil, err
@@ -75,17 +94,7 @@ func (w *work) reviewValues(ctx context.Context, digest string) (map[string][2]a
 	if len(body) > engine.MaxReviewBytes {
 		return nil, fmt.Errorf("applier: the review body exceeds %d bytes", engine.MaxReviewBytes)
 	}
-	p, err := engine.ParseReviewBody(body)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string][2]any, len(p.ResourceChanges))
-	for _, rc := range p.ResourceChanges {
-		if rc != nil && rc.Change != nil {
-			out[rc.Address] = [2]any{rc.Change.Before, rc.Change.After}
-		}
-	}
-	return out, nil
+	return body, nil
 }
 
 // tofuActions are a folded action's actions as `tofu show -json` lists them (a replace as

@@ -2,17 +2,27 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
+	"github.com/lava-operator/lava/internal/platform/telemetry"
+	"github.com/lava-operator/lava/internal/service/synth"
 )
 
 // OpenEngines builds the applier's engines on the state store (internal/engine/engines): a
@@ -41,6 +51,22 @@ type Options struct {
 	Config Config
 	// LockTTL: a state lock older than this whose holder lost its lease can be taken over.
 	LockTTL time.Duration
+	// ConnectAddr serves PlanService (--connect-addr, e.g. ":8080"); empty disables it. It
+	// also needs BindingsKeyFile: a preview renders as synth does. Callers authenticate with a
+	// Kubernetes bearer token and need create on lavaarchitectures in the request's namespace
+	// (internal/platform/rpcauth), or present RPCTokenFile's token.
+	ConnectAddr string
+	// Listener, if set, serves PlanService instead of listening on ConnectAddr (`lava up`,
+	// tests).
+	Listener net.Listener
+	// RPCTokenFile, if set, is the one token PlanService accepts instead of Kubernetes tokens
+	// (`lava up`).
+	RPCTokenFile string
+	// RPC bounds PlanService (the --rpc-* flags, rpcauth.Limits; zero fields: the defaults).
+	RPC rpcauth.Limits
+	// BindingsKeyFile holds the installation's bindings key (synth's --bindings-key-file),
+	// with which a preview names the artifact of a render that binds Secrets as synth does.
+	BindingsKeyFile string
 }
 
 // Flags defines the applier's flags on fs: engines.Host's and its own.
@@ -52,6 +78,10 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	svc.RegisterConcurrency(fs, &o.Config.Concurrency, DefaultConcurrency)
 	fs.DurationVar(&o.Config.CollectInterval, "artifact-collect-interval", DefaultCollectInterval, "how often superseded artifacts are deleted from lava-artifacts")
 	fs.DurationVar(&o.Config.CollectMinAge, "artifact-min-age", DefaultCollectMinAge, "artifacts put within this long are kept, referenced or not (events in flight name digests no record holds yet)")
+	fs.StringVar(&o.ConnectAddr, "connect-addr", "", "PlanService (connect) listen address, e.g. :8080; empty disables it (it needs --bindings-key-file too)")
+	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token PlanService accepts instead of Kubernetes tokens (optional)")
+	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's); needed by PlanService")
+	o.RPC.Register(fs)
 }
 
 // Complete loads the Kubernetes configuration unless --no-kube (engines.Host.Complete).
@@ -89,6 +119,45 @@ func Run(ctx context.Context, o Options) error {
 	if deps.Set.Backend != nil {
 		backendURL = deps.Set.Backend.URL
 	}
-	log.Info("applier started", "holder", deps.Holder, "engines", len(deps.Set.Engines), "state_backend", backendURL)
-	return base.Serve(ctx, s.Run)
+	runs := []func(context.Context) error{s.Run}
+	if serve, err := o.planService(s, deps.Kube, deps.Identities); err != nil {
+		return err
+	} else if serve != nil {
+		runs = append(runs, serve)
+	}
+	log.Info("applier started", "holder", deps.Holder, "engines", len(deps.Set.Engines), "state_backend", backendURL, "connect", o.ConnectAddr)
+	return base.Serve(ctx, runs...)
+}
+
+// planService returns what serves PlanService on o's listener (nil when it is not served: no
+// --connect-addr, or no way to authenticate callers, logged), rendering with kube and ids as
+// synth does.
+func (o *Options) planService(s *Service, kube client.Reader, ids *identity.Clients) (func(context.Context) error, error) {
+	if o.ConnectAddr == "" && o.Listener == nil {
+		return nil, nil
+	}
+	if o.BindingsKeyFile == "" {
+		return nil, svc.BadUsage(errors.New("--connect-addr serves PlanService, which needs --bindings-key-file (LAVA_BINDINGS_KEY_FILE)"))
+	}
+	key, err := bindingskey.Read(o.BindingsKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{lavav1connect.PlanServicePreviewProcedure: "create"}, o.RPC)
+	switch {
+	case errors.Is(err, rpcauth.ErrNoAuthenticator):
+		s.cfg.Logger.Warn("applier: PlanService is not served: no Kubernetes access and no --rpc-token-file to authenticate callers")
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	ln := o.Listener
+	if ln == nil {
+		if ln, err = telemetry.Listen(o.ConnectAddr); err != nil {
+			return nil, err
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle(NewPlanHandler(s, synth.Renderer{Kube: kube, Identities: ids, BindingsKey: key, Policy: s.cfg.Policy}, guard.HandlerOptions()...))
+	return func(ctx context.Context) error { return guard.Serve(ctx, ln, mux) }, nil
 }

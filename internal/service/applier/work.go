@@ -248,6 +248,8 @@ type input struct {
 	// regressedFrom is the last applied plan id when the state regressed since that apply
 	// (engine.Target.RegressedFrom); regressed says what regressed.
 	regressedFrom, regressed string
+	// speculative: a preview's plan (engine.PlanRequest.Speculative).
+	speculative bool
 }
 
 func inputOf(ev *lavav1.Synthesized) input {
@@ -359,29 +361,13 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, &pipeline.Failure{Reason: v1alpha1.ReasonEngineUnavailable,
 			Message: fmt.Sprintf("engine %q is not available in this applier (configured: %s)", in.engine, strings.Join(w.engineNames(), ", "))}, attempt, "")
 	}
-	// Before anything is planned: the outputs Secret, if it exists, must be this object's, and
-	// readable by the identity the object acts with. Without an identity nothing is checked
-	// here: only sensitive outputs need one, and their write refuses then.
-	if kube, kerr := w.kube(ctx); kerr == nil {
-		if err := outputsSecretOwned(ctx, kube, w.cause.GetResource()); err != nil {
-			f, ok := kubeFailure(err)
-			if !ok {
+	for _, check := range w.planChecks() {
+		if f, err := check(ctx); err != nil || f != nil {
+			if err != nil {
 				return err
 			}
 			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
 		}
-	}
-	if f, err := w.credentialsFailure(ctx); err != nil || f != nil {
-		if err != nil {
-			return err
-		}
-		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
-	}
-	if f, err := w.orphaned(ctx); err != nil || f != nil {
-		if err != nil {
-			return err
-		}
-		return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
 	}
 	why, err := w.regression(ctx)
 	if err != nil {
@@ -429,6 +415,29 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 		return nil
 	}
 	return w.apply(ctx, eng, plan, in, planned, attempt)
+}
+
+// planChecks are what must hold before anything is planned, in order; each returns the
+// Failed outcome when it does not hold, or a transient error: the outputs Secret, if it
+// exists, is this object's and readable by the identity the object acts with (without an
+// identity nothing is checked: only sensitive outputs need one, and their write refuses
+// then); the provider credentials can be read ([work.credentialsFailure]); the state was not
+// left by a deleted object ([work.orphaned]).
+func (w *work) planChecks() []func(context.Context) (*pipeline.Failure, error) {
+	outputs := func(ctx context.Context) (*pipeline.Failure, error) {
+		kube, kerr := w.kube(ctx)
+		if kerr != nil {
+			return nil, nil
+		}
+		if err := outputsSecretOwned(ctx, kube, w.cause.GetResource()); err != nil {
+			if f, ok := kubeFailure(err); ok {
+				return f, nil
+			}
+			return nil, err
+		}
+		return nil, nil
+	}
+	return []func(context.Context) (*pipeline.Failure, error){outputs, w.credentialsFailure, w.orphaned}
 }
 
 // judgedPlan returns the plan to act on, the approved held plan while it is still valid, else
@@ -616,7 +625,8 @@ func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error)
 // against a regressed state, every plan whose rules read values, and a plan a rule holds.
 func (w *work) plan(ctx context.Context, eng engine.Engine, in input, review bool) (*engine.PlanRecord, error) {
 	start := w.s.cfg.Now()
-	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest, Review: review})
+	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest, Review: review,
+		Speculative: in.speculative})
 	w.observe(OpPlan, start, err)
 	return p, err
 }

@@ -19,19 +19,17 @@ import (
 	"github.com/lava-operator/lava/internal/pipeline"
 )
 
-// input builds the synthesis input of obs: the source, the bindings gathered from
+// input builds the synthesis input of spec in namespace ns: the source, the bindings gathered from
 // bindingsFrom (in order, later entries override earlier ones) and spec.bindings (which
 // override them all), the list and record bindings, the gate, and which keys hold Secret
 // values. secrets are those values (for redaction). A failure is the outcome to publish; err
 // is transient (nak).
-func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in render.Input, secrets []string, fail *pipeline.Failure, err error) {
-	spec := obs.GetSpec()
-	ns := obs.GetEnvelope().GetResource().GetNamespace()
-	in = render.Input{Gate: spec.GetGate(), BindingsKey: s.cfg.BindingsKey}
-	if fail := s.source(ctx, spec.GetSource(), ns, &in); fail != nil {
+func (r Renderer) input(ctx context.Context, spec *lavav1.ArchitectureSpec, ns string) (in render.Input, secrets []string, fail *pipeline.Failure, err error) {
+	in = render.Input{Gate: spec.GetGate(), BindingsKey: r.BindingsKey}
+	if fail := r.source(ctx, spec.GetSource(), ns, &in); fail != nil {
 		return in, nil, fail, nil
 	}
-	b, failSecrets, fail, err := s.bindingsFrom(ctx, spec, ns)
+	b, failSecrets, fail, err := r.bindingsFrom(ctx, spec, ns)
 	if fail != nil || err != nil {
 		return in, failSecrets, fail, err
 	}
@@ -48,14 +46,14 @@ func (s *Service) input(ctx context.Context, obs *lavav1.ResourceObserved) (in r
 
 // source sets the source of in from spec.source: inline text, a bundled name, or the file of
 // a Flux artifact (read through Config.Artifacts). A failure is the outcome to publish.
-func (s *Service) source(ctx context.Context, source *lavav1.Source, ns string, in *render.Input) *pipeline.Failure {
+func (r Renderer) source(ctx context.Context, source *lavav1.Source, ns string, in *render.Input) *pipeline.Failure {
 	switch src := source.GetKind().(type) {
 	case *lavav1.Source_Inline:
 		in.SourceKind, in.SourceText, in.File = render.SourceInline, []byte(src.Inline), "inline"
 	case *lavav1.Source_Name:
 		in.SourceKind, in.SourceName = render.SourceName, src.Name
 	case *lavav1.Source_Flux:
-		text, f := s.fluxSource(ctx, src.Flux, ns)
+		text, f := r.fluxSource(ctx, src.Flux, ns)
 		if f != nil {
 			return f
 		}
@@ -102,11 +100,11 @@ func (b *bindingSet) secretValues() []string {
 // bindingsFrom reads the entries of spec.bindingsFrom in order (a later entry overrides an
 // earlier one), as the identity of spec.serviceAccountName when Config.Identities is set.
 // With a failure or err, failSecrets are the secret values to redact from the failure.
-func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpec, ns string) (b *bindingSet, failSecrets []string, fail *pipeline.Failure, err error) {
+func (r Renderer) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpec, ns string) (b *bindingSet, failSecrets []string, fail *pipeline.Failure, err error) {
 	b = &bindingSet{scalars: map[string]string{}, fromSecret: map[string]bool{}}
-	reader, who := s.cfg.Kube, "synth"
-	if len(spec.GetBindingsFrom()) > 0 && s.cfg.Identities != nil {
-		c, w, ierr := s.cfg.Identities.For(ns, spec.GetServiceAccountName())
+	reader, who := r.Kube, r.who()
+	if len(spec.GetBindingsFrom()) > 0 && r.Identities != nil {
+		c, w, ierr := r.Identities.For(ns, spec.GetServiceAccountName())
 		if ierr != nil {
 			return b, nil, &pipeline.Failure{Reason: v1alpha1.ReasonServiceAccountRequired, Message: "spec.bindingsFrom: " + ierr.Error()}, nil
 		}
@@ -129,7 +127,7 @@ func (s *Service) bindingsFrom(ctx context.Context, spec *lavav1.ArchitectureSpe
 		case *lavav1.BindingsFromRef_OutputsRef:
 			if reader == nil {
 				return b, nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed,
-					Message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read LavaArchitecture %q", i, r.OutputsRef.GetName())}, nil
+					Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s has no Kubernetes access to read LavaArchitecture %q", i, who, r.OutputsRef.GetName())}, nil
 			}
 			plain, sensitive, fail, err := producerOutputs(ctx, reader, who, ns, i, r.OutputsRef)
 			if fail != nil || err != nil {
@@ -170,7 +168,7 @@ func objectValues(ctx context.Context, reader client.Reader, who, ns string, i i
 	name := obj.GetName()
 	if reader == nil {
 		return nil, &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed,
-			Message: fmt.Sprintf("spec.bindingsFrom[%d]: synth has no Kubernetes access to read %s %q", i, kind, name)}, nil
+			Message: fmt.Sprintf("spec.bindingsFrom[%d]: %s has no Kubernetes access to read %s %q", i, who, kind, name)}, nil
 	}
 	if gerr := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); gerr != nil {
 		switch {
@@ -204,7 +202,7 @@ func objectValues(ctx context.Context, reader client.Reader, who, ns string, i i
 
 // fluxSource reads spec.path from the artifact the watcher resolved for spec.sourceRef
 // (Config.Artifacts fetches, verifies and caches it). The failure names the source.
-func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns string) ([]byte, *pipeline.Failure) {
+func (r Renderer) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns string) ([]byte, *pipeline.Failure) {
 	srcNS := src.GetNamespace()
 	if srcNS == "" {
 		srcNS = ns
@@ -214,10 +212,10 @@ func (s *Service) fluxSource(ctx context.Context, src *lavav1.FluxSource, ns str
 	case src.GetArtifact().GetUrl() == "":
 		return nil, &pipeline.Failure{Reason: v1alpha1.ReasonSourceNotReady,
 			Message: "spec.sourceRef: no artifact of " + name + " was resolved (the watcher resolves Flux sources; lava up -f has no cluster to read them from)"}
-	case s.cfg.Artifacts == nil:
+	case r.Artifacts == nil:
 		return nil, &pipeline.Failure{Reason: v1alpha1.ReasonSourceFetchFailed, Message: "spec.sourceRef: this synth has no artifact cache configured"}
 	}
-	b, err := s.cfg.Artifacts.File(ctx, src.GetArtifact(), src.GetPath())
+	b, err := r.Artifacts.File(ctx, src.GetArtifact(), src.GetPath())
 	if err != nil {
 		var ae *ArtifactError
 		kind := pipeline.FailureTerminal

@@ -64,7 +64,7 @@ func FuzzObservedToSynthesized(f *testing.F) {
 		if obs.GetSpec().GetSource().GetFlux() != nil {
 			obs.Spec.Source = nil
 		}
-		in, _, fail, err := s.input(t.Context(), obs)
+		in, _, fail, err := s.renderer().input(t.Context(), obs.GetSpec(), obs.GetEnvelope().GetResource().GetNamespace())
 		if err != nil || fail != nil {
 			if fail != nil && (fail.Reason == "" || fail.Message == "") {
 				t.Fatalf("a failure without reason or message: %+v", fail)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -187,6 +186,11 @@ func lastObserved(ctx context.Context, js jetstream.JetStream, namespace, name s
 	return obs, nil
 }
 
+// renderer is the service's [Renderer], from its Config.
+func (s *Service) renderer() Renderer {
+	return Renderer{Kube: s.cfg.Kube, Identities: s.cfg.Identities, BindingsKey: s.cfg.BindingsKey, Artifacts: s.cfg.Artifacts, Policy: s.cfg.Policy}
+}
+
 // process synthesizes obs's generation; cause is the envelope of the event being handled
 // (the ResourceObserved itself, or a RetryRequested).
 func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cause *lavav1.Envelope, attempt int32) error {
@@ -225,47 +229,26 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 		}
 		return err
 	}
-	in, secrets, fail, err := s.input(ctx, obs)
+	rd, fail, err := s.renderer().Render(ctx, obs.GetSpec(), res.GetNamespace())
 	if err != nil {
 		return err
 	}
-	red := engine.NewRedactor(secrets...)
-	log.Debug("bindings read", "redacted_values", len(secrets))
+	red := engine.NewRedactor(rd.Secrets...)
+	log.Debug("bindings read", "redacted_values", len(rd.Secrets))
 	if fail != nil {
 		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, fail, red)
 	}
-	out, diags := render.Synthesize(in)
-	if out == nil {
-		f := &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Message: diagMessage(diags)}
-		switch {
-		case in.SourceKind == render.SourceName && !knownSource(in.SourceName):
-			f.Reason = v1alpha1.ReasonSourceUnsupported
-		case GateRejected(in):
-			f.Reason = v1alpha1.ReasonGateRejected
-		}
-		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
-	}
-	if f := checkPolicy(s.cfg.Policy, in, out, res.GetNamespace()); f != nil {
-		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, f, red)
-	}
-	return s.publishSynthesized(ctx, log, obs, cause, attempt, in, out, diags, red)
+	return s.publishSynthesized(ctx, log, obs, cause, attempt, rd, red)
 }
 
-// publishSynthesized stores the Terraform JSON of a successful render out of in as an
-// artifact (keyed like its terraformJSONDigest when in has Secret bindings) and publishes
+// publishSynthesized stores the Terraform JSON of a successful render rd as an artifact
+// ([Renderer.Store]) and publishes
 // Synthesized for obs's generation, with the gate verdict's warnings redacted by red.
 func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs *lavav1.ResourceObserved, cause *lavav1.Envelope, attempt int32,
-	in render.Input, out *render.Output, diags tlisp.Diagnostics, red *engine.Redactor) error {
+	rd Rendered, red *engine.Redactor) error {
 	env := obs.GetEnvelope()
-	// With Secret bindings the JSON holds their values: its artifact name is keyed like its
-	// terraformJSONDigest (docs/security.md, "Rendering").
-	put := s.art.Put
-	if len(in.SecretKeys) > 0 {
-		put = func(ctx context.Context, r io.Reader) (string, error) {
-			return s.art.PutKeyed(ctx, r, s.cfg.BindingsKey)
-		}
-	}
-	digest, err := put(ctx, strings.NewReader(string(out.JSON)))
+	in, out, diags := rd.In, rd.Out, rd.Diags
+	digest, err := s.renderer().Store(ctx, s.art, rd)
 	if err != nil {
 		return err
 	}
@@ -286,7 +269,7 @@ func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs 
 		Gate:              verdict,
 		ArtifactDigest:    digest,
 		ArtifactSizeBytes: int64(len(out.JSON)),
-		Providers:         providers(out),
+		Providers:         rd.Providers(),
 		Engine:            obs.GetSpec().GetEngine(),
 		ApprovePlan:       obs.GetSpec().GetApprovePlan(),
 	}

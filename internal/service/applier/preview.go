@@ -1,0 +1,166 @@
+package applier
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/state"
+	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/pipeline"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/service/synth"
+)
+
+// previewHolder names a speculative plan where a holder is recorded (logs, the state lock it
+// never takes).
+const previewHolder = "lava-preview"
+
+// PlanServer implements lavav1connect.PlanServiceHandler: speculative plans
+// (docs/design/0039-speculative-plans.md). A preview renders the spec with synth's [synth.Renderer]
+// (the same bindings, gate and tenant policy as synth's pipeline renders) and plans it with the
+// applier's own steps (credentials, orphaned and regressed state, the engine's plan with a
+// review body, the namespace's plan rules), so its plan id is the one the object gets when
+// the spec is applied with `spec.approvePlan: <id>` and nothing else changed. It writes no
+// state and no record, takes no lease and no state lock, and publishes nothing.
+type PlanServer struct {
+	s *Service
+	r synth.Renderer
+}
+
+var _ lavav1connect.PlanServiceHandler = PlanServer{}
+
+// NewPlanHandler returns the connect path and handler of PlanService ("/lava.v1.PlanService/")
+// planning with s and rendering with r, to mount on the applier's connect listener.
+func NewPlanHandler(s *Service, r synth.Renderer, opts ...connect.HandlerOption) (string, http.Handler) {
+	if r.Who == "" {
+		r.Who = "the applier"
+	}
+	return lavav1connect.NewPlanServiceHandler(PlanServer{s: s, r: r}, opts...)
+}
+
+// Preview renders and plans req's spec against the state of req's namespace and name. A spec
+// that does not render, that the tenant policy refuses, whose identity or credentials cannot
+// be read or whose plan fails comes back with a reason, a message and the diagnostics, and no
+// plan id. Errors: InvalidArgument (no name, no spec, a spec.sourceRef), FailedPrecondition
+// (an interrupted apply awaits recovery, an engine this applier does not run), Unavailable
+// (the state, the artifact store, the policy document or the API server cannot be read now).
+func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.PreviewRequest]) (*connect.Response[lavav1.PreviewResponse], error) {
+	m := req.Msg
+	key := state.Key{Namespace: m.GetNamespace(), Name: m.GetName()}
+	if err := key.Validate(); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	spec := m.GetSpec()
+	switch {
+	case spec == nil || spec.GetSource().GetKind() == nil:
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("spec with a source is required"))
+	case spec.GetSource().GetFlux() != nil:
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a spec.sourceRef cannot be previewed: give the file of the revision to plan as spec.source.inline"))
+	}
+	rd, fail, err := p.r.Render(ctx, spec, key.Namespace)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	red := engine.NewRedactor(rd.Secrets...)
+	resp := &lavav1.PreviewResponse{Diagnostics: synth.Diagnostics(rd.Diags)}
+	for _, d := range resp.Diagnostics {
+		d.Message = red.Redact(d.Message)
+	}
+	if fail != nil {
+		resp.Reason, resp.Message = fail.Reason, redactThenCut(red, fail.Message)
+		return connect.NewResponse(resp), nil
+	}
+	arts, err := bus.NewArtifacts(ctx, p.s.cfg.JS)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	digest, err := p.r.Store(ctx, arts, rd)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	in := input{engine: pipeline.EngineName(spec.GetEngine()), artifactDigest: digest,
+		terraformJSONDigest: rd.Out.Record.TerraformJSONDigest, bindingsDigest: rd.Out.Record.BindingsDigest,
+		approve: v1alpha1.ApprovePlanManual, manual: true, speculative: true}
+	for _, pr := range rd.Providers() {
+		in.providers = append(in.providers, engine.ProviderRequirement{Name: pr.GetName(), Source: pr.GetSource()})
+	}
+	if err := p.plan(ctx, key, spec, in, resp); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(resp), nil
+}
+
+// plan runs the applier's steps of a plan on in for key, as the object with spec, and fills
+// resp with the plan or the reason it has none. The error is a connect error.
+func (p PlanServer) plan(ctx context.Context, key state.Key, spec *lavav1.ArchitectureSpec, in input, resp *lavav1.PreviewResponse) error {
+	eng := p.s.cfg.Engines[in.engine]
+	if eng == nil {
+		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("engine %q is not available in this applier", in.engine))
+	}
+	rec, _, err := p.s.recs.load(ctx, key.Namespace, key.Name)
+	if err != nil {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	// The record's uid is the live object's (none before its first event): a state an
+	// orphaning object left is refused to it, as to the object itself.
+	w := &work{s: p.s, rec: rec, ns: key.Namespace, name: key.Name, holder: previewHolder,
+		cause: &lavav1.Envelope{Resource: &lavav1.ResourceRef{Namespace: key.Namespace, Name: key.Name, Uid: rec.UID}},
+		obs:   &lavav1.ResourceObserved{Spec: spec}, obsRead: true,
+		log: p.s.cfg.Logger.With("resource", key.String(), "preview", true)}
+	for _, check := range w.planChecks() {
+		f, err := check(ctx)
+		if err != nil {
+			return connect.NewError(connect.CodeUnavailable, err)
+		}
+		if f != nil {
+			resp.Reason, resp.Message = f.Reason, redactThenCut(w.redactor(ctx), f.Message)
+			return nil
+		}
+	}
+	why, err := w.regression(ctx)
+	if err != nil {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	if why != "" {
+		in.regressed = why
+		if rec.Last != nil {
+			in.regressedFrom = rec.Last.PlanID
+		}
+	}
+	rules, err := w.planRules()
+	if err != nil {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	plan, err := w.plan(ctx, eng, in, true)
+	switch {
+	case errors.Is(err, engine.ErrRecoveryPending):
+		return connect.NewError(connect.CodeFailedPrecondition, errors.New(redactThenCut(w.redactor(ctx), err.Error())))
+	case err != nil:
+		f := w.classify(ctx, lavav1.Stage_STAGE_PLAN, err)
+		resp.Reason, resp.Message = f.Reason, f.Message
+		return nil
+	}
+	verdict, err := w.verdict(ctx, plan, in, rules)
+	if err != nil {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	if len(verdict.Matches) > 0 {
+		plan.Policy = &verdict
+	}
+	if resp.ReviewBody, err = w.reviewBody(ctx, plan.ReviewDigest); err != nil {
+		return connect.NewError(connect.CodeUnavailable, err)
+	}
+	if resp.PlanRecord, err = json.Marshal(plan); err != nil {
+		return connect.NewError(connect.CodeInternal, err)
+	}
+	resp.PlanId, resp.Verdict = plan.PlanID, string(verdict.Verdict)
+	return nil
+}
