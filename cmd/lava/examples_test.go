@@ -168,7 +168,7 @@ func TestExamples_providerSources(t *testing.T) {
 				for _, p := range out.Architecture.Providers {
 					src[p.Name] = p.Source
 				}
-				reqs, err := engine.Requirements(out.Compact, src)
+				reqs, err := engine.Requirements(out.Compact, src, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

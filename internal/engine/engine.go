@@ -48,6 +48,12 @@ type Target struct {
 	// architecture's :providers (e.g. "aws" -> "hashicorp/aws"). Local names used by the JSON
 	// without an entry default to "hashicorp/NAME" ([Requirements]).
 	ProviderSources map[string]string `json:"providerSources,omitempty"`
+	// ProviderConstraints maps a provider local name to the version constraint the architecture's
+	// :providers pins it at (e.g. "aws" -> "~> 6.0"); a name without an entry has no pin. Both
+	// engines require it besides any constraint of the rendered JSON's own required_providers,
+	// and fail with [ErrProviderUnavailable] naming it and the versions the mirror has when
+	// the mirror has none that meets it.
+	ProviderConstraints map[string]string `json:"providerConstraints,omitempty"`
 	// RegressedFrom, set only for a plan, is the id of the last applied plan when the state
 	// regressed since that apply (fewer resources, an older serial, another lineage or no
 	// state at all). It enters the plan id ([PlanRecord.ComputePlanID]), so a plan against a

@@ -127,11 +127,13 @@ func TestRequirements(t *testing.T) {
 		json    string
 		sources map[string]string
 		want    []engine.ProviderRequirement
+		// versions are the architecture's pins (nil: none).
+		versions map[string]string
 	}{
 		{"seed vpc", `{"resource":{"aws_vpc":{"main":{"cidr_block":"10.42.0.0/16"}}}}`, nil,
-			[]engine.ProviderRequirement{{Name: "aws", Source: "hashicorp/aws"}}},
+			[]engine.ProviderRequirement{{Name: "aws", Source: "hashicorp/aws"}}, nil},
 		{"terraform_data needs none", `{"resource":{"terraform_data":{"x":{"input":"a"}}}}`, nil,
-			[]engine.ProviderRequirement{}},
+			[]engine.ProviderRequirement{}, nil},
 		{"sources, provider blocks, meta-arguments and data", `{
 			"provider":{"cloudflare":{"api_token":"x"}},
 			"data":{"http_body":{"d":{}}},
@@ -145,16 +147,28 @@ func TestRequirements(t *testing.T) {
 				{Name: "files", Source: "hashicorp/local"},
 				{Name: "http", Source: "hashicorp/http"},
 				{Name: "testkit", Source: "example/testkit"},
-			}},
+			}, nil},
 		{"the rendered required_providers", `{
 			"terraform":{"required_providers":{"local":{"source":"hashicorp/local"},"kit":{"source":"example/testkit","version":"~> 0.1"},"old":"1.0"}},
 			"resource":{"terraform_data":{"t":{}}}}`,
 			map[string]string{"kit": "acme/kit"},
 			[]engine.ProviderRequirement{
-				{Name: "kit", Source: "acme/kit"},
+				{Name: "kit", Source: "acme/kit", Version: "~> 0.1"},
 				{Name: "local", Source: "hashicorp/local"},
-				{Name: "old", Source: "hashicorp/old"},
-			}},
+				{Name: "old", Source: "hashicorp/old", Version: "1.0"},
+			}, nil},
+		// The architecture's pins (versions) and the rendered JSON's own constraints must both
+		// hold; one given twice is written once.
+		{"pinned versions", `{
+			"terraform":{"required_providers":{"kit":{"source":"example/testkit","version":"~> 0.1"},"local":{"version":"1.4.0"}}},
+			"resource":{"aws_vpc":{"v":{}}}}`,
+			nil,
+			[]engine.ProviderRequirement{
+				{Name: "aws", Source: "hashicorp/aws", Version: "~> 6.0"},
+				{Name: "kit", Source: "example/testkit", Version: "~> 0.1, < 0.3"},
+				{Name: "local", Source: "hashicorp/local", Version: "1.4.0"},
+			},
+			map[string]string{"aws": "~> 6.0", "kit": "< 0.3", "local": "1.4.0"}},
 		// Keys are Terraform's, matched exactly: a "Provider" attribute is no meta-argument (read
 		// as one, it would have tofu install hashicorp/local past the allow-list), nor are
 		// "Resource", "Required_Providers" or "Source".
@@ -163,11 +177,11 @@ func TestRequirements(t *testing.T) {
 			"terraform":{"Required_Providers":{"kit":{"source":"example/kit"}},"required_providers":{"p":{"Source":"evil/p"}}},
 			"resource":{"terraform_data":{"b":{"Provider":"local","input":"x"}}}}`,
 			nil,
-			[]engine.ProviderRequirement{{Name: "p", Source: "hashicorp/p"}}},
+			[]engine.ProviderRequirement{{Name: "p", Source: "hashicorp/p"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := engine.Requirements([]byte(tt.json), tt.sources)
+			got, err := engine.Requirements([]byte(tt.json), tt.sources, tt.versions)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +190,7 @@ func TestRequirements(t *testing.T) {
 			}
 		})
 	}
-	if _, err := engine.Requirements([]byte(`{`), nil); err == nil {
+	if _, err := engine.Requirements([]byte(`{`), nil, nil); err == nil {
 		t.Fatal("Requirements of broken JSON succeeded")
 	}
 }

@@ -50,7 +50,9 @@ var (
 
 // ProviderUnavailableError names the providers that cannot be installed.
 type ProviderUnavailableError struct {
-	// Sources are the provider source addresses ("hashicorp/aws").
+	// Sources are the provider source addresses ("hashicorp/aws"), each with the version
+	// constraint it was wanted at and the versions the mirror has, when there was one
+	// ([UnavailableSource]).
 	Sources []string
 	// Where describes where providers are looked up (the mirror directory), when known.
 	Where string
@@ -76,6 +78,22 @@ func (e *ProviderUnavailableError) Error() string {
 
 // Unwrap returns [ErrProviderUnavailable].
 func (e *ProviderUnavailableError) Unwrap() error { return ErrProviderUnavailable }
+
+// UnavailableSource is how both engines name, in a [ProviderUnavailableError], a provider the
+// mirror cannot satisfy: the source alone when no version was asked for, else with the
+// constraint and the versions the mirror has of it, oldest first:
+// "example/testkit version 0.2.0 (the mirror has 0.1.0, 0.4.0)".
+func UnavailableSource(source, constraint string, have []string) string {
+	constraint = strings.TrimSpace(constraint)
+	if constraint == "" {
+		return source
+	}
+	mirror := "the mirror has none"
+	if len(have) > 0 {
+		mirror = "the mirror has " + strings.Join(have, ", ")
+	}
+	return fmt.Sprintf("%s version %s (%s)", source, constraint, mirror)
+}
 
 // PlanStaleError is a refused apply: the plan was made against one state and the state is now
 // another.

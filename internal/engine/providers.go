@@ -13,6 +13,10 @@ type ProviderRequirement struct {
 	Name string `json:"name"`
 	// Source is its source address ("hashicorp/aws", "example/testkit").
 	Source string `json:"source"`
+	// Version is the version constraint it must meet ("~> 6.0"; "" for any): the
+	// architecture's :version and the rendered JSON's own required_providers version, both
+	// ([Requirements]).
+	Version string `json:"version,omitempty"`
 }
 
 // builtinProvider is the provider of terraform_data and terraform_remote_state, which needs no
@@ -25,8 +29,10 @@ const builtinProvider = "terraform"
 // one, the type's prefix before the first "_" ("aws_vpc" is "aws"). The built-in "terraform"
 // provider (terraform_data) needs none; every name of the rendered JSON's own
 // terraform.required_providers is needed too. A source is sources[name], else the rendered
-// required_providers' source, else "hashicorp/NAME".
-func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequirement, error) {
+// required_providers' source, else "hashicorp/NAME". A version constraint is versions[name]
+// (the architecture's :version) and the rendered required_providers' version: both must hold,
+// as Terraform requires every constraint on a provider ([AndConstraints]).
+func Requirements(rendered []byte, sources, versions map[string]string) ([]ProviderRequirement, error) {
 	// Keys are matched exactly, as Terraform and hcl match them (encoding/json's struct fields
 	// would also take "Provider" for "provider", and tofu would then install and start a
 	// provider that way, past the policy's allow-list).
@@ -47,7 +53,7 @@ func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequire
 	for n := range sources {
 		names[n] = true
 	}
-	declared := requiredProviders(doc["terraform"])
+	declared, declaredVersions := requiredProviders(doc["terraform"])
 	for n := range declared {
 		names[n] = true
 	}
@@ -67,12 +73,13 @@ func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequire
 		return nil, err
 	}
 	for _, body := range mods {
-		reqs, err := Requirements(body, nil)
+		reqs, err := Requirements(body, nil, nil)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range reqs {
 			names[r.Name] = true
+			declaredVersions[r.Name] = AndConstraints(declaredVersions[r.Name], r.Version)
 			if _, ok := declared[r.Name]; !ok && r.Source != "hashicorp/"+r.Name {
 				declared[r.Name] = r.Source
 			}
@@ -89,19 +96,50 @@ func Requirements(rendered []byte, sources map[string]string) ([]ProviderRequire
 		if src == "" {
 			src = "hashicorp/" + n
 		}
-		out = append(out, ProviderRequirement{Name: n, Source: src})
+		out = append(out, ProviderRequirement{Name: n, Source: src, Version: AndConstraints(declaredVersions[n], versions[n])})
 	}
 	slices.SortFunc(out, func(a, b ProviderRequirement) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// requiredProviders reads the local names and sources ("" when not given) of a terraform
-// block's required_providers; the block may be an object or an array of objects, an entry an
-// object with "source" or (the legacy form) a version string.
-func requiredProviders(raw json.RawMessage) map[string]string {
+// SourcesAndConstraints returns the sources and the version constraints of an architecture's
+// providers by local name, as [Target.ProviderSources] and [Target.ProviderConstraints] take
+// them (a provider without a constraint has no entry in the second).
+func SourcesAndConstraints(reqs []ProviderRequirement) (sources, constraints map[string]string) {
+	sources = map[string]string{}
+	for _, r := range reqs {
+		sources[r.Name] = r.Source
+		if r.Version != "" {
+			if constraints == nil {
+				constraints = map[string]string{}
+			}
+			constraints[r.Name] = r.Version
+		}
+	}
+	return sources, constraints
+}
+
+// AndConstraints joins version constraints that must all hold ("~> 0.4" and "< 0.5" is
+// "~> 0.4, < 0.5"), leaving out empty and repeated ones; "" when none is left.
+func AndConstraints(cs ...string) string {
+	var out []string
+	for _, c := range cs {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// requiredProviders reads the local names and sources ("" when not given), and the version
+// constraints, of a terraform block's required_providers; the block may be an object or an
+// array of objects, an entry an object with "source" and "version" or (the legacy form) a
+// version string.
+func requiredProviders(raw json.RawMessage) (sources, versions map[string]string) {
 	out := map[string]string{}
+	versions = map[string]string{}
 	if len(raw) == 0 {
-		return out
+		return out, versions
 	}
 	var blocks []map[string]json.RawMessage
 	var one map[string]json.RawMessage
@@ -115,9 +153,15 @@ func requiredProviders(raw json.RawMessage) map[string]string {
 		_ = json.Unmarshal(b["required_providers"], &req)
 		for n, e := range req {
 			out[n] = stringKey(e, "source") // a version string has no source
+			var legacy string
+			if json.Unmarshal(e, &legacy) == nil {
+				versions[n] = AndConstraints(versions[n], legacy)
+			} else {
+				versions[n] = AndConstraints(versions[n], stringKey(e, "version"))
+			}
 		}
 	}
-	return out
+	return out, versions
 }
 
 // stringKey returns the string at key (matched exactly) of the JSON object raw; "" when raw is

@@ -275,6 +275,30 @@ func (e *Engine) recoverUnlocked(ctx context.Context, key state.Key, intents []s
 	return e.recover(ctx, key, lockID, cfg, sources, false)
 }
 
+// pinnedConfig is [Engine.loadConfig] with the architecture's version constraints (a target's
+// ProviderConstraints) added to the configuration's required_providers: both must hold, as
+// for the tofu engine (engine.Requirements). The cached configuration is not changed.
+func (e *Engine) pinnedConfig(ctx context.Context, digest string, pins map[string]string) (*Config, error) {
+	cfg, err := e.loadConfig(ctx, digest)
+	if err != nil || len(pins) == 0 {
+		return cfg, err
+	}
+	c := *cfg
+	c.Requirements = maps.Clone(cfg.Requirements)
+	if c.Requirements == nil {
+		c.Requirements = map[string]ProviderRequirement{}
+	}
+	for name, pin := range pins {
+		if _, err := providers.ParseConstraint(pin); err != nil {
+			return nil, fmt.Errorf("provider %s: version constraint %q: %w", name, pin, err)
+		}
+		req := c.Requirements[name]
+		req.Version = engine.AndConstraints(req.Version, pin)
+		c.Requirements[name] = req
+	}
+	return &c, nil
+}
+
 func (e *Engine) loadConfig(ctx context.Context, digest string) (*Config, error) {
 	e.cfgMu.Lock()
 	cfg, ok := e.configs[digest]
@@ -356,7 +380,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := e.loadConfig(ctx, req.RenderedDigest)
+	cfg, err := e.pinnedConfig(ctx, req.RenderedDigest, req.ProviderConstraints)
 	if err != nil {
 		return nil, err
 	}
@@ -565,7 +589,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 		if art, plan, err = e.loadPlan(ctx, rec.PlanDigest); err != nil {
 			return nil, err
 		}
-		if cfg, err = e.loadConfig(ctx, art.RenderedDigest); err != nil {
+		if cfg, err = e.pinnedConfig(ctx, art.RenderedDigest, rec.Target.ProviderConstraints); err != nil {
 			return nil, err
 		}
 		if err := e.recover(ctx, key, lockID, cfg, rec.Target.ProviderSources, false); err != nil {
@@ -593,7 +617,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 			PlannedLineage: art.StateLineage, CurrentLineage: lineage}
 	}
 	if cfg == nil {
-		if cfg, err = e.loadConfig(ctx, art.RenderedDigest); err != nil {
+		if cfg, err = e.pinnedConfig(ctx, art.RenderedDigest, rec.Target.ProviderConstraints); err != nil {
 			return nil, err
 		}
 	}
@@ -644,7 +668,7 @@ func (e *Engine) destroy(ctx context.Context, req engine.DestroyRequest, secrets
 	}
 	var rendered *Config
 	if req.RenderedDigest != "" {
-		if c, err := e.loadConfig(ctx, req.RenderedDigest); err == nil {
+		if c, err := e.pinnedConfig(ctx, req.RenderedDigest, req.ProviderConstraints); err == nil {
 			rendered = c
 		}
 	}

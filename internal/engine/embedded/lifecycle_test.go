@@ -189,8 +189,8 @@ func TestRunner_requiredProviders(t *testing.T) {
 	doc := `{"terraform":{"required_providers":{"local":{"source":"hashicorp/local","version":"~> 9.0"}}},
 	  "resource":{"local_file":{"a":{"filename":"/nonexistent/a","content":"x"}}}}`
 	_, err := h.apply(t, doc, nil)
-	if !errors.Is(err, ErrProviderNotFound) || !strings.Contains(err.Error(), "hashicorp/local (~> 9.0)") {
-		t.Errorf("error = %v, want the missing hashicorp/local (~> 9.0)", err)
+	if !errors.Is(err, ErrProviderNotFound) || !strings.Contains(err.Error(), "hashicorp/local version ~> 9.0 (the mirror has none)") {
+		t.Errorf("error = %v, want the missing hashicorp/local version ~> 9.0", err)
 	}
 	cfg, err := ParseConfig([]byte(`{"terraform":{"required_providers":{"kit":{"source":"example/testkit","version":">= 0.1"},"aws":"~> 5.0"}}}`))
 	if err != nil {

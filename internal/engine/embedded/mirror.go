@@ -70,13 +70,36 @@ func (m Mirror) Find(addr ProviderAddr, constraint string) (path, found string, 
 	if _, err := ParseProviderSource(addr.String()); err != nil {
 		return "", "", fmt.Errorf("%w: %w", err, ErrProviderNotFound)
 	}
-	hosts := []string{addr.Host}
+	return m.find(addr, constraint, addr.searchHosts())
+}
+
+// searchHosts are the hosts a mirror is searched on for the provider: its own, then the other
+// well-known registry hosts.
+func (a ProviderAddr) searchHosts() []string {
+	hosts := []string{a.Host}
 	for _, h := range defaultHosts() {
-		if h != addr.Host {
+		if h != a.Host {
 			hosts = append(hosts, h)
 		}
 	}
-	return m.find(addr, constraint, hosts)
+	return hosts
+}
+
+// Versions lists the versions of addr the mirror has for this platform, oldest first, on the
+// first host that has any, in the order [Mirror.Find] searches them.
+func (m Mirror) Versions(addr ProviderAddr) []string {
+	if m.Dir == "" {
+		return nil
+	}
+	if _, err := ParseProviderSource(addr.String()); err != nil {
+		return nil
+	}
+	for _, h := range addr.searchHosts() {
+		if vs := providers.MirrorVersions(m.Dir, h, addr.Namespace, addr.Type); len(vs) > 0 {
+			return vs
+		}
+	}
+	return nil
 }
 
 func (m Mirror) find(addr ProviderAddr, constraint string, hosts []string) (path, found string, err error) {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
 )
 
@@ -119,11 +120,7 @@ func (s *session) missing(ctx context.Context, st *State) []string {
 			continue // the installer reports each provider's own failure
 		}
 		if _, _, _, err := s.find(ctx, addr, s.constraint(l), nil); err != nil {
-			src := addr.Namespace + "/" + addr.Type
-			if c := s.constraint(l); c != "" {
-				src += " (" + c + ")"
-			}
-			out = append(out, src)
+			out = append(out, engine.UnavailableSource(addr.Namespace+"/"+addr.Type, s.constraint(l), s.pool.mirror.Versions(addr)))
 		}
 	}
 	sort.Strings(out)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-version"
 	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -102,7 +103,9 @@ func (e *Engine) defaultHost() string {
 	return "registry.opentofu.org"
 }
 
-// checkMirror fails fast with ErrProviderUnavailable for providers absent from the mirror.
+// checkMirror fails fast with ErrProviderUnavailable for providers absent from the mirror, or
+// present in no version that meets their constraint (named with the versions it has, as the
+// embedded engine names them).
 func (e *Engine) checkMirror(reqs []engine.ProviderRequirement) error {
 	if e.cfg.MirrorDir == "" {
 		return nil
@@ -118,13 +121,31 @@ func (e *Engine) checkMirror(reqs []engine.ProviderRequirement) error {
 			continue
 		}
 		if fi, err := os.Stat(filepath.Join(e.cfg.MirrorDir, parts[0], parts[1], parts[2])); err != nil || !fi.IsDir() {
-			missing = append(missing, r.Source)
+			missing = append(missing, engine.UnavailableSource(r.Source, r.Version, nil))
+			continue
+		}
+		if r.Version == "" {
+			continue
+		}
+		want, err := providers.ParseConstraint(r.Version)
+		if err != nil {
+			return fmt.Errorf("%s: provider %s: version constraint %q: %w", e.cfg.Name, r.Source, r.Version, err)
+		}
+		have := providers.MirrorVersions(e.cfg.MirrorDir, parts[0], parts[1], parts[2])
+		if !slices.ContainsFunc(have, func(v string) bool { return meets(want, v) }) {
+			missing = append(missing, engine.UnavailableSource(r.Source, r.Version, have))
 		}
 	}
 	if len(missing) > 0 {
 		return &engine.ProviderUnavailableError{Sources: missing, Where: e.cfg.MirrorDir}
 	}
 	return nil
+}
+
+// meets reports whether the version v meets the constraints want.
+func meets(want version.Constraints, v string) bool {
+	ver, err := version.NewVersion(v)
+	return err == nil && want.Check(ver)
 }
 
 // getArtifact reads a whole artifact.
@@ -148,7 +169,12 @@ func (e *Engine) getArtifact(ctx context.Context, digest, what string) ([]byte, 
 func (e *Engine) override(reqs []engine.ProviderRequirement) ([]byte, error) {
 	rp := map[string]map[string]string{}
 	for _, r := range reqs {
+		// An override's entry replaces the rendered JSON's whole, so it carries the
+		// constraint too: the rendered one and the architecture's pin (engine.Requirements).
 		rp[r.Name] = map[string]string{"source": r.Source}
+		if r.Version != "" {
+			rp[r.Name]["version"] = r.Version
+		}
 	}
 	// The addresses and credentials come from the environment (TF_HTTP_*, see newRun): a saved
 	// plan records the backend configuration written here, and an apply must reach the state
@@ -170,7 +196,7 @@ func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspa
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := engine.Requirements(rendered, t.ProviderSources)
+	reqs, err := engine.Requirements(rendered, t.ProviderSources, t.ProviderConstraints)
 	if err != nil {
 		return nil, err
 	}

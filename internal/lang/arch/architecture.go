@@ -73,8 +73,9 @@ type ProviderRef struct {
 	// Name is the provider's local name, verbatim ("aws").
 	Name string
 	// Version is the version constraint (":version \"~> 6.0\"", "" for any); never rendered
-	// into the synthesized JSON, like Source. The catalog tests validate against it; the
-	// engines do not read it yet.
+	// into the synthesized JSON, like Source: synth passes it on with the source, and both
+	// engines install only a version that meets it. The catalog tests validate against the
+	// schema of the version it admits.
 	Version string
 	// Alias is the optional alias ("" when absent).
 	Alias string

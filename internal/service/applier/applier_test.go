@@ -3,6 +3,7 @@ package applier
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +204,21 @@ func TestApprovedPlan(t *testing.T) {
 				t.Errorf("approvedPlan = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestInputOf_providerPins: the applier keeps each provider's :version pin from the
+// Synthesized event, which its targets pass to the engines as ProviderConstraints.
+func TestInputOf_providerPins(t *testing.T) {
+	in := inputOf(&lavav1.Synthesized{Providers: []*lavav1.ProviderRequirement{
+		{Name: "aws", Source: "hashicorp/aws", Version: "~> 6.0"},
+		{Name: "testkit", Source: "example/testkit"},
+	}})
+	src, pins := engine.SourcesAndConstraints(in.providers)
+	if want := map[string]string{"aws": "hashicorp/aws", "testkit": "example/testkit"}; !maps.Equal(src, want) {
+		t.Errorf("sources %v, want %v", src, want)
+	}
+	if want := map[string]string{"aws": "~> 6.0"}; !maps.Equal(pins, want) {
+		t.Errorf("constraints %v, want %v", pins, want)
 	}
 }

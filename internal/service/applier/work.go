@@ -262,7 +262,7 @@ func inputOf(ev *lavav1.Synthesized) input {
 		approve:             ev.GetApprovePlan(),
 	}
 	for _, p := range ev.GetProviders() {
-		in.providers = append(in.providers, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource()})
+		in.providers = append(in.providers, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource(), Version: p.GetVersion()})
 	}
 	if in.approve == "" {
 		in.approve = v1alpha1.ApprovePlanAuto
@@ -272,13 +272,10 @@ func inputOf(ev *lavav1.Synthesized) input {
 }
 
 func (in input) target(ctx context.Context, w *work) engine.Target {
-	src := map[string]string{}
-	for _, p := range in.providers {
-		src[p.Name] = p.Source
-	}
+	src, pins := engine.SourcesAndConstraints(in.providers)
 	creds, _ := w.credentials(ctx) // its error has failed the work before any engine call
 	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest,
-		ProviderSources: src, RegressedFrom: in.regressedFrom, Holder: w.holder, Redact: w.secrets(ctx), Credentials: creds}
+		ProviderSources: src, ProviderConstraints: pins, RegressedFrom: in.regressedFrom, Holder: w.holder, Redact: w.secrets(ctx), Credentials: creds}
 }
 
 func (w *work) key() state.Key { return state.Key{Namespace: w.ns, Name: w.name} }
@@ -710,7 +707,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		ArtifactDigest:      in.artifactDigest,
 	}
 	for _, p := range in.providers {
-		ev.Providers = append(ev.Providers, &lavav1.ProviderRequirement{Name: p.Name, Source: p.Source})
+		ev.Providers = append(ev.Providers, &lavav1.ProviderRequirement{Name: p.Name, Source: p.Source, Version: p.Version})
 	}
 	if res.Outputs != nil {
 		for k, v := range res.Outputs.Values {

@@ -232,7 +232,7 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			e.ArtifactDigest = ev.GetArtifactDigest()
 			e.Providers = e.Providers[:0]
 			for _, p := range ev.GetProviders() {
-				e.Providers = append(e.Providers, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource()})
+				e.Providers = append(e.Providers, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource(), Version: p.GetVersion()})
 			}
 			e.AppliedEventID = m.Envelope.GetEventId()
 			e.Finalizing = false
@@ -474,10 +474,7 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 	if eng == nil {
 		return nil, fmt.Errorf("drift: engine %q is not available here", e.Engine)
 	}
-	src := map[string]string{}
-	for _, p := range e.Providers {
-		src[p.Name] = p.Source
-	}
+	src, pins := engine.SourcesAndConstraints(e.Providers)
 	holder := s.cfg.Holder
 	if l := leaseOf(ctx); l != nil {
 		// The scan runs under the resource's lease: a state lock it leaves behind when this
@@ -491,7 +488,7 @@ func (s *Service) Scan(ctx context.Context, e *Entry) (*lavav1.DriftScanned, err
 	}
 	rep, err := eng.ScanDrift(ctx, engine.DriftRequest{
 		Target: engine.Target{Key: state.Key{Namespace: e.Namespace, Name: e.Name}, RenderedDigest: e.ArtifactDigest,
-			ProviderSources: src, Holder: holder, Credentials: creds, Redact: creds.Secrets()},
+			ProviderSources: src, ProviderConstraints: pins, Holder: holder, Credentials: creds, Redact: creds.Secrets()},
 		CosmeticPrefixes: s.cfg.CosmeticPrefixes,
 	})
 	if err != nil {

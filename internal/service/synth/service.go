@@ -346,8 +346,9 @@ func GateRejected(in render.Input) bool {
 	return !gate.Validate(e.Interface, gate.Bag{Scalars: in.Bindings.Scalars, Lists: in.Bindings.Lists, Records: in.Bindings.Records}).OK()
 }
 
-// providers lists the architecture's :providers as requirements, in order, without repeating
-// a local name (aliases share one requirement).
+// providers lists the architecture's :providers as requirements, with their :version pins, in
+// order, without repeating a local name (aliases share one requirement: the first form's
+// :version is the pin).
 func providers(out *render.Output) []*lavav1.ProviderRequirement {
 	var reqs []*lavav1.ProviderRequirement
 	seen := map[string]bool{}
@@ -360,7 +361,7 @@ func providers(out *render.Output) []*lavav1.ProviderRequirement {
 		if src == "" {
 			src = "hashicorp/" + p.Name
 		}
-		reqs = append(reqs, &lavav1.ProviderRequirement{Name: p.Name, Source: src})
+		reqs = append(reqs, &lavav1.ProviderRequirement{Name: p.Name, Source: src, Version: p.Version})
 	}
 	return reqs
 }

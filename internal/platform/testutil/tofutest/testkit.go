@@ -36,6 +36,18 @@ func TestkitMirror(t testing.TB, tools Tools) string {
 // (later mirrors win), leaving out any example/testkit other than [TestkitVersion].
 func MergeMirrors(t testing.TB, mirrors ...string) string {
 	t.Helper()
+	return mergeMirrors(t, false, mirrors)
+}
+
+// MergeAllMirrors is [MergeMirrors] keeping every version of every provider: with the tools'
+// mirror and $LAVA_TESTKIT_MIRROR, example/testkit 0.1.0 and [TestkitVersion] side by side.
+func MergeAllMirrors(t testing.TB, mirrors ...string) string {
+	t.Helper()
+	return mergeMirrors(t, true, mirrors)
+}
+
+func mergeMirrors(t testing.TB, all bool, mirrors []string) string {
+	t.Helper()
 	out := t.TempDir()
 	for _, m := range mirrors {
 		err := filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
@@ -43,7 +55,7 @@ func MergeMirrors(t testing.TB, mirrors ...string) string {
 				return err
 			}
 			rel, _ := filepath.Rel(m, p)
-			if strings.Contains(rel, "example/testkit/") && !strings.Contains(rel, "example/testkit/"+TestkitVersion+"/") {
+			if !all && strings.Contains(rel, "example/testkit/") && !strings.Contains(rel, "example/testkit/"+TestkitVersion+"/") {
 				return nil
 			}
 			dst := filepath.Join(out, rel)
