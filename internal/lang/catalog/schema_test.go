@@ -26,7 +26,9 @@ import (
 const schemaDir = "testdata/providerschemas"
 
 // unschemaed are the providers of bundled architectures that have no prebuilt package to
-// derive a schema from: their pins are checked, their resources are not.
+// derive a schema from, nor a module the Go module proxy serves to build them from
+// (testdata/providerschemas/README.md names what was looked for): their pins are checked,
+// their resources are not.
 var unschemaed = map[string]string{
 	"akeyless": "akeyless-community/akeyless",
 	"discord":  "Lucky3028/discord",
