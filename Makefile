@@ -274,7 +274,7 @@ test-all: ## Unit and integration tests (real NATS, real API server, real tofu a
 	go test -tags integration,terraform,providers $(GO_TEST_FLAGS) $(PKGS)
 
 .PHONY: test-providers
-test-providers: tools-tofu tools-openstack tools-kube tools-helm tools-kubernetes-providers ## Only the real-provider tests (build tag providers, also in test-all): the OpenStack provider against Debian's Keystone on PostgreSQL, the kubernetes and helm providers against kube-apiserver, etcd and kube-controller-manager, on both engines (docs/embedded-engine.md).
+test-providers: tools-tofu tools-terraform tools-openstack tools-kube tools-helm tools-kubernetes-providers ## Only the real-provider tests (build tag providers, also in test-all): the OpenStack provider against Debian's Keystone on PostgreSQL, the kubernetes and helm providers against kube-apiserver, etcd and kube-controller-manager, on both engines and terraform 1.8.5 (docs/embedded-engine.md).
 	go test -tags integration,providers $(GO_TEST_FLAGS) -run '^(TestOpenStack_tofuOracle|TestKubernetes_tofuOracle|TestHelm_tofuOracle|TestStart)$$' ./internal/engine/embedded ./internal/platform/testutil/keystonetest
 
 .PHONY: test-e2e

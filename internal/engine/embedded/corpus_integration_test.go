@@ -316,6 +316,13 @@ type corpusChain struct {
 // newCorpusChain returns a chain whose workspace shares the initialized workspace warm
 // (its .terraform directory, linked, and its lock file), so no step runs `tofu init`.
 func newCorpusChain(t *testing.T, tools tofutest.Tools, mirror, cache string, warm *tofutest.Workspace) *corpusChain {
+	return &corpusChain{t: t, ws: linkedWorkspace(t, tools, mirror, cache, warm), h: newMemHarness(t, mirror), dir: t.TempDir()}
+}
+
+// linkedWorkspace returns a new workspace of tools' binary sharing the initialized workspace
+// warm: its .terraform directory, linked, and a copy of its lock file.
+func linkedWorkspace(t *testing.T, tools tofutest.Tools, mirror, cache string, warm *tofutest.Workspace) *tofutest.Workspace {
+	t.Helper()
 	ws := tools.Workspace(t, "", mirror, cache)
 	lock, err := os.ReadFile(filepath.Join(warm.Dir, ".terraform.lock.hcl"))
 	if err != nil {
@@ -325,7 +332,7 @@ func newCorpusChain(t *testing.T, tools tofutest.Tools, mirror, cache string, wa
 	if err := os.Symlink(filepath.Join(warm.Dir, ".terraform"), filepath.Join(ws.Dir, ".terraform")); err != nil {
 		t.Fatal(err)
 	}
-	return &corpusChain{t: t, ws: ws, h: newMemHarness(t, mirror), dir: t.TempDir()}
+	return ws
 }
 
 // writeState writes the embedded state as the workspace's local state (or removes it).

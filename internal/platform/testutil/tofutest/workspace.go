@@ -50,9 +50,10 @@ func (tt Tools) Workspace(t testing.TB, dir, mirror, cache string) *Workspace {
 	return &Workspace{Dir: dir, bin: tt.Bin, env: env}
 }
 
-// Run runs `tofu args...` in the workspace and returns its stdout and exit code. An exit
-// code not in ok (nil means only 0) fails t with the command's stdout and stderr, as does a
-// tofu that cannot be started.
+// Run runs `tofu args...` (the workspace's binary: tofu, or terraform for a [Tools] whose Bin
+// is terraform) in the workspace and returns its stdout and exit code. An exit code not in ok
+// (nil means only 0) fails t with the command's stdout and stderr, as does a binary that
+// cannot be started.
 func (w *Workspace) Run(t testing.TB, ok []int, args ...string) ([]byte, int) {
 	t.Helper()
 	if ok == nil {
@@ -66,12 +67,12 @@ func (w *Workspace) Run(t testing.TB, ok []int, args ...string) ([]byte, int) {
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
-			t.Fatalf("tofu %v: %v", args, err)
+			t.Fatalf("%s %v: %v", filepath.Base(w.bin), args, err)
 		}
 		code = ee.ExitCode()
 	}
 	if !slices.Contains(ok, code) {
-		t.Fatalf("tofu %v: exit code %d (want one of %v)\n%s%s", args, code, ok, stdout.String(), stderr.String())
+		t.Fatalf("%s %v: exit code %d (want one of %v)\n%s%s", filepath.Base(w.bin), args, code, ok, stdout.String(), stderr.String())
 	}
 	return stdout.Bytes(), code
 }
