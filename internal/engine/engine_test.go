@@ -363,3 +363,21 @@ func TestRedactor_manySecretsAttack(t *testing.T) {
 		}
 	}
 }
+
+// TestUnavailableSource: a provider the mirror cannot satisfy is named alone when no version
+// was asked for, else with the constraint and what the mirror has.
+func TestUnavailableSource(t *testing.T) {
+	for _, tt := range []struct {
+		constraint string
+		have       []string
+		want       string
+	}{
+		{"", []string{"0.1.0"}, "example/testkit"},
+		{"0.2.0", []string{"0.1.0", "0.4.0"}, "example/testkit version 0.2.0 (the mirror has 0.1.0, 0.4.0)"},
+		{" ~> 9.0 ", nil, "example/testkit version ~> 9.0 (the mirror has none)"},
+	} {
+		if got := engine.UnavailableSource("example/testkit", tt.constraint, tt.have); got != tt.want {
+			t.Errorf("UnavailableSource(%q, %v) = %q, want %q", tt.constraint, tt.have, got, tt.want)
+		}
+	}
+}
