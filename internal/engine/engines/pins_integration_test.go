@@ -24,7 +24,8 @@ import (
 // JSON's own required_providers, or both (both must hold): a constraint the mirror meets
 // selects the newest version meeting it, the one the plan records; one it cannot meet fails
 // the plan with ErrProviderUnavailable, the same message on every engine, naming the
-// constraint and the versions the mirror has.
+// constraint and the versions the mirror has; a pin moved past the version an object's lock
+// records selects anew ([repinned]).
 func TestEngines_providerPins(t *testing.T) {
 	tools := tofutest.Tofu(t)
 	tf := tofutest.Terraform(t)
@@ -113,6 +114,44 @@ func TestEngines_providerPins(t *testing.T) {
 		}
 		if msgs["embedded"] != "" {
 			t.Logf("%s: %s", tt.name, msgs["embedded"])
+		}
+	}
+	repinned(t, set, art, dir)
+}
+
+// repinned: an object applied with testkit pinned to 0.1.0 (its dependency lock records
+// 0.1.0) and then planned with the pin moved to ~> 0.4 gets 0.4.0 on every engine: a locked
+// version the constraint no longer admits is selected anew, not refused.
+func repinned(t *testing.T, set *engines.Set, art *bus.Artifacts, dir string) {
+	t.Helper()
+	for _, name := range []string{"embedded", "tofu", "terraform"} {
+		doc := `{"resource":{"testkit_file":{"a":{"filename":"` + filepath.Join(dir, name+"-repinned.txt") + `","content":"x"}}}}`
+		digest, err := art.Put(t.Context(), strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng := set.Engines[name]
+		target := func(pin string) engine.Target {
+			return engine.Target{Key: state.Key{Namespace: "default", Name: name + "-repinned"}, RenderedDigest: digest,
+				ProviderSources: map[string]string{"testkit": "example/testkit"},
+				ProviderConstraints: map[string]string{"testkit": pin}, Holder: "test"}
+		}
+		p, err := eng.Plan(t.Context(), engine.PlanRequest{Target: target("0.1.0")})
+		if err != nil {
+			t.Fatalf("%s: plan pinned to 0.1.0: %v", name, err)
+		}
+		if _, err := eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test"}); err != nil {
+			t.Fatalf("%s: apply pinned to 0.1.0: %v", name, err)
+		}
+		p, err = eng.Plan(t.Context(), engine.PlanRequest{Target: target("~> 0.4")})
+		if err != nil {
+			t.Errorf("%s: plan with the pin moved to ~> 0.4: %v", name, err)
+			continue
+		}
+		for addr, v := range p.ProviderVersions {
+			if strings.HasSuffix(addr, "/example/testkit") && v != "0.4.0" {
+				t.Errorf("%s: the pin moved to ~> 0.4 selected %s %s, want 0.4.0", name, addr, v)
+			}
 		}
 	}
 }

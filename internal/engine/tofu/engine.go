@@ -239,7 +239,10 @@ func (e *Engine) lockAddr(source string) string {
 	return source
 }
 
-// objectLock returns the object's recorded dependency lock, restricted to reqs.
+// objectLock returns the object's recorded dependency lock, restricted to reqs and to the
+// versions that still meet their constraints: a locked version a changed constraint (an
+// architecture's new :version) no longer admits is selected anew by init, as the embedded
+// engine does, instead of init refusing the lock; recordLock then records the new one.
 func (e *Engine) objectLock(ctx context.Context, key state.Key, reqs []engine.ProviderRequirement) (providers.Lock, error) {
 	all, _, err := providers.ReadLock(ctx, e.cfg.Store, key)
 	if err != nil {
@@ -248,9 +251,14 @@ func (e *Engine) objectLock(ctx context.Context, key state.Key, reqs []engine.Pr
 	pin := providers.Lock{}
 	for _, r := range reqs {
 		a := e.lockAddr(r.Source)
-		if en, ok := all[a]; ok && en.Version != "" {
-			pin[a] = en
+		en, ok := all[a]
+		if !ok || en.Version == "" {
+			continue
 		}
+		if want, err := providers.ParseConstraint(r.Version); err == nil && !meets(want, en.Version) {
+			continue
+		}
+		pin[a] = en
 	}
 	return pin, nil
 }
