@@ -133,7 +133,7 @@ func repinned(t *testing.T, set *engines.Set, art *bus.Artifacts, dir string) {
 		eng := set.Engines[name]
 		target := func(pin string) engine.Target {
 			return engine.Target{Key: state.Key{Namespace: "default", Name: name + "-repinned"}, RenderedDigest: digest,
-				ProviderSources: map[string]string{"testkit": "example/testkit"},
+				ProviderSources:     map[string]string{"testkit": "example/testkit"},
 				ProviderConstraints: map[string]string{"testkit": pin}, Holder: "test"}
 		}
 		p, err := eng.Plan(t.Context(), engine.PlanRequest{Target: target("0.1.0")})
