@@ -88,10 +88,7 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 	}
 	in := input{engine: pipeline.EngineName(spec.GetEngine()), artifactDigest: digest,
 		terraformJSONDigest: rd.Out.Record.TerraformJSONDigest, bindingsDigest: rd.Out.Record.BindingsDigest,
-		approve: v1alpha1.ApprovePlanManual, manual: true, speculative: true}
-	for _, pr := range rd.Providers() {
-		in.providers = append(in.providers, engine.ProviderRequirement{Name: pr.GetName(), Source: pr.GetSource()})
-	}
+		approve: v1alpha1.ApprovePlanManual, manual: true, speculative: true, providers: requirements(rd.Providers())}
 	if err := p.plan(ctx, key, spec, in, resp); err != nil {
 		return nil, err
 	}

@@ -261,14 +261,21 @@ func inputOf(ev *lavav1.Synthesized) input {
 		bindingsDigest:      ev.GetRender().GetBindingsDigest(),
 		approve:             ev.GetApprovePlan(),
 	}
-	for _, p := range ev.GetProviders() {
-		in.providers = append(in.providers, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource(), Version: p.GetVersion()})
-	}
+	in.providers = requirements(ev.GetProviders())
 	if in.approve == "" {
 		in.approve = v1alpha1.ApprovePlanAuto
 	}
 	in.manual = in.approve != v1alpha1.ApprovePlanAuto
 	return in
+}
+
+// requirements converts a Synthesized's provider requirements (name, source, version pin).
+func requirements(ps []*lavav1.ProviderRequirement) []engine.ProviderRequirement {
+	var out []engine.ProviderRequirement
+	for _, p := range ps {
+		out = append(out, engine.ProviderRequirement{Name: p.GetName(), Source: p.GetSource(), Version: p.GetVersion()})
+	}
+	return out
 }
 
 func (in input) target(ctx context.Context, w *work) engine.Target {
