@@ -319,7 +319,7 @@ bench-smoke: ## Every benchmark once (-benchtime=1x), one package at a time (-p 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME (executions, or a duration for make fuzz).
 FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/readmodel:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/manifest:FuzzParse
 # The decoders of every service's events (besides bus.DecodeBody's FuzzDecodeEvent) and of a Flux artifact.
-FUZZ_TARGETS += ./internal/service/anomaly:FuzzAnomalyFromEvents ./internal/service/viggy:FuzzRecordPolicy ./internal/readmodel:FuzzLinkChain ./internal/service/synth:FuzzObservedToSynthesized ./internal/service/synth:FuzzFileInTarGz ./internal/service/applier:FuzzSynthesizedInput
+FUZZ_TARGETS += ./internal/service/anomaly:FuzzAnomalyFromEvents ./internal/service/viggy:FuzzRecordPolicy ./internal/readmodel:FuzzLinkChain ./internal/service/synth:FuzzObservedToSynthesized ./internal/pipeline/synthesis:FuzzFileInTarGz ./internal/service/applier:FuzzSynthesizedInput
 .PHONY: fuzz-smoke
 # A duration-budget run (make fuzz) that ends with go's own "context deadline exceeded" at the
 # end of -fuzztime and records no failing input (no "Failing input written to") found nothing

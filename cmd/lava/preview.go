@@ -23,7 +23,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/arch"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/manifest"
-	"github.com/lava-operator/lava/internal/service/watcher"
+	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -114,7 +114,7 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	req := connect.NewRequest(&lavav1.PreviewRequest{Namespace: key.Namespace, Name: key.Name, Spec: watcher.SpecMirror(m.Object.Spec)})
+	req := connect.NewRequest(&lavav1.PreviewRequest{Namespace: key.Namespace, Name: key.Name, Spec: pipeline.SpecMirror(m.Object.Spec)})
 	req.Header().Set("Authorization", "Bearer "+token)
 	resp, err := client.Preview(ctx, req)
 	if err != nil {

@@ -50,7 +50,7 @@
 //
 // [PlanServer] serves PlanService (connect, --connect-addr, behind internal/platform/rpcauth:
 // create on lavaarchitectures in the request's namespace). A preview renders the request's
-// spec with synth's [synth.Renderer] (its artifact keyed with the installation's bindings key,
+// spec with synth's [synthesis.Renderer] (its artifact keyed with the installation's bindings key,
 // --bindings-key-file, as synth keys it) and runs the applier's own steps of a plan on it as a
 // work without a lease: the checks before planning ([work.planChecks]), the regression check,
 // the engine's plan with a review body and engine.PlanRequest.Speculative (no state lock, no

@@ -15,8 +15,8 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/pipeline"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/bus"
-	"github.com/lava-operator/lava/internal/service/synth"
 )
 
 // previewHolder names a speculative plan where a holder is recorded (logs, the state lock it
@@ -24,7 +24,7 @@ import (
 const previewHolder = "lava-preview"
 
 // PlanServer implements lavav1connect.PlanServiceHandler: speculative plans
-// (docs/design/0039-speculative-plans.md). A preview renders the spec with synth's [synth.Renderer]
+// (docs/design/0039-speculative-plans.md). A preview renders the spec with synth's [synthesis.Renderer]
 // (the same bindings, gate and tenant policy as synth's pipeline renders) and plans it with the
 // applier's own steps (credentials, orphaned and regressed state, the engine's plan with a
 // review body, the namespace's plan rules), so its plan id is the one the object gets when
@@ -32,14 +32,14 @@ const previewHolder = "lava-preview"
 // state and no record, takes no lease and no state lock, and publishes nothing.
 type PlanServer struct {
 	s *Service
-	r synth.Renderer
+	r synthesis.Renderer
 }
 
 var _ lavav1connect.PlanServiceHandler = PlanServer{}
 
 // NewPlanHandler returns the connect path and handler of PlanService ("/lava.v1.PlanService/")
 // planning with s and rendering with r, to mount on the applier's connect listener.
-func NewPlanHandler(s *Service, r synth.Renderer, opts ...connect.HandlerOption) (string, http.Handler) {
+func NewPlanHandler(s *Service, r synthesis.Renderer, opts ...connect.HandlerOption) (string, http.Handler) {
 	if r.Who == "" {
 		r.Who = "the applier"
 	}
@@ -70,7 +70,7 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
 	red := engine.NewRedactor(rd.Secrets...)
-	resp := &lavav1.PreviewResponse{Diagnostics: synth.Diagnostics(rd.Diags)}
+	resp := &lavav1.PreviewResponse{Diagnostics: synthesis.Diagnostics(rd.Diags)}
 	for _, d := range resp.Diagnostics {
 		d.Message = red.Redact(d.Message)
 	}

@@ -25,12 +25,12 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/conntest"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/internal/service/applier"
-	"github.com/lava-operator/lava/internal/service/synth"
 )
 
 // TestPlanService_preview serves PlanService behind TokenReview and SubjectAccessReview on a
@@ -75,7 +75,7 @@ func TestPlanService_preview(t *testing.T) {
 	kube := rpcauth.Kube{Client: cs}
 	guard := rpcauth.Guard{Authn: kube, Authz: kube, Verbs: map[string]string{lavav1connect.PlanServicePreviewProcedure: "create"}}
 	mux := http.NewServeMux()
-	mux.Handle(applier.NewPlanHandler(r.svc, synth.Renderer{Kube: env.Client, Identities: ids, BindingsKey: h.bindingsKey, Policy: h.policy}, guard.HandlerOptions()...))
+	mux.Handle(applier.NewPlanHandler(r.svc, synthesis.Renderer{Kube: env.Client, Identities: ids, BindingsKey: h.bindingsKey, Policy: h.policy}, guard.HandlerOptions()...))
 	url := "http://" + conntest.Listen(t, func(ctx context.Context, ln net.Listener) error { return guard.Serve(ctx, ln, mux) })
 	client := lavav1connect.NewPlanServiceClient(http.DefaultClient, url)
 

@@ -17,12 +17,12 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/lang/bindingskey"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry"
-	"github.com/lava-operator/lava/internal/service/synth"
 )
 
 // OpenEngines builds the applier's engines on the state store (internal/engine/engines): a
@@ -158,6 +158,6 @@ func (o *Options) planService(s *Service, kube client.Reader, ids *identity.Clie
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle(NewPlanHandler(s, synth.Renderer{Kube: kube, Identities: ids, BindingsKey: key, Policy: s.cfg.Policy}, guard.HandlerOptions()...))
+	mux.Handle(NewPlanHandler(s, synthesis.Renderer{Kube: kube, Identities: ids, BindingsKey: key, Policy: s.cfg.Policy}, guard.HandlerOptions()...))
 	return func(ctx context.Context) error { return guard.Serve(ctx, ln, mux) }, nil
 }

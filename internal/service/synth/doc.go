@@ -2,7 +2,8 @@
 // (durable consumer "synth" on LAVA_RESOURCES) and synth-stage RetryRequested commands, drops
 // generations older than its watermark, resolves the source (inline text, a bundled catalog
 // name, or spec.path in the Flux artifact the watcher resolved for spec.sourceRef, fetched,
-// digest-verified and cached by [ArtifactCache]), gathers the bindings (scalar, list,
+// digest-verified and cached by [synthesis.ArtifactCache]); that render step, shared with the
+// applier's speculative plans, is internal/pipeline/synthesis ([synthesis.Renderer]): it gathers the bindings (scalar, list,
 // record, and bindingsFrom ConfigMaps and Secrets read with its own read-only client), runs the
 // gate and renders with internal/lang/render (a bundled architecture's module directories
 // embedded in the document's "//", docs/design/0017-modules-and-bundled-sources.md), applies

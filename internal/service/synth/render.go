@@ -14,11 +14,12 @@ import (
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 )
 
 // RenderServer implements lavav1connect.RenderServiceHandler with [render.Synthesize]: a preview
 // render that stores nothing and publishes nothing, refused by the same tenant policy gate as
-// synth's pipeline renders ([checkPolicy]). Its zero value uses the built-in policy.
+// synth's pipeline renders ([synthesis.CheckPolicy]). Its zero value uses the built-in policy.
 type RenderServer struct {
 	// Policy is the admin's tenant policy document (synth's --policy-file); nil: the built-in
 	// policy ([policy.Default]).
@@ -42,7 +43,7 @@ func NewRenderHandler(pol *policy.File, opts ...connect.HandlerOption) (string, 
 // when the policy document cannot be read (fail closed).
 func (rs RenderServer) Render(_ context.Context, req *connect.Request[lavav1.RenderRequest]) (*connect.Response[lavav1.RenderResponse], error) {
 	r := req.Msg
-	in := render.Input{Bindings: BindingsOf(r.GetBindings(), r.GetListBindings(), r.GetRecordBindings()), Gate: r.GetGate()}
+	in := render.Input{Bindings: synthesis.BindingsOf(r.GetBindings(), r.GetListBindings(), r.GetRecordBindings()), Gate: r.GetGate()}
 	switch src := r.GetSource().(type) {
 	case *lavav1.RenderRequest_Inline:
 		in.SourceKind, in.SourceText = render.SourceInline, []byte(src.Inline)
@@ -64,7 +65,7 @@ func (rs RenderServer) Render(_ context.Context, req *connect.Request[lavav1.Ren
 		}
 	}
 	out, diags := render.Synthesize(in)
-	if f := checkPolicy(rs.Policy, in, out, r.GetNamespace()); f != nil {
+	if f := synthesis.CheckPolicy(rs.Policy, in, out, r.GetNamespace()); f != nil {
 		if f.Retryable() {
 			return nil, connect.NewError(connect.CodeUnavailable, errors.New(f.Message))
 		}
@@ -72,13 +73,13 @@ func (rs RenderServer) Render(_ context.Context, req *connect.Request[lavav1.Ren
 		errors.As(f, &violations)
 		diags = append(diags, violations...)
 		out = nil
-		resp := &lavav1.RenderResponse{Diagnostics: Diagnostics(diags), Reason: f.Reason}
+		resp := &lavav1.RenderResponse{Diagnostics: synthesis.Diagnostics(diags), Reason: f.Reason}
 		if in.Gate != "" {
 			resp.Gate = Verdict(in, diags)
 		}
 		return connect.NewResponse(resp), nil
 	}
-	resp := &lavav1.RenderResponse{Diagnostics: Diagnostics(diags)}
+	resp := &lavav1.RenderResponse{Diagnostics: synthesis.Diagnostics(diags)}
 	if in.Gate != "" {
 		resp.Gate = Verdict(in, diags)
 	}
@@ -87,43 +88,6 @@ func (rs RenderServer) Render(_ context.Context, req *connect.Request[lavav1.Ren
 		resp.Render = RecordProto(out.Record)
 	}
 	return connect.NewResponse(resp), nil
-}
-
-// BindingsOf converts the proto bindings maps into [tlisp.Bindings] (nil maps stay empty).
-func BindingsOf(scalars map[string]string, lists map[string]*lavav1.StringList, records map[string]*lavav1.RecordList) tlisp.Bindings {
-	b := tlisp.Bindings{Scalars: map[string]string{}, Lists: map[string][]string{}, Records: map[string][]map[string]string{}}
-	for k, v := range scalars {
-		b.Scalars[k] = v
-	}
-	for k, v := range lists {
-		b.Lists[k] = append([]string{}, v.GetValues()...)
-	}
-	for k, v := range records {
-		rows := make([]map[string]string, 0, len(v.GetRecords()))
-		for _, r := range v.GetRecords() {
-			row := map[string]string{}
-			for f, x := range r.GetFields() {
-				row[f] = x
-			}
-			rows = append(rows, row)
-		}
-		b.Records[k] = rows
-	}
-	return b
-}
-
-// Diagnostics converts tlisp diagnostics to their proto form, in order.
-func Diagnostics(ds tlisp.Diagnostics) []*lavav1.Diagnostic {
-	out := make([]*lavav1.Diagnostic, 0, len(ds))
-	for _, d := range ds {
-		sev := lavav1.DiagnosticSeverity_DIAGNOSTIC_SEVERITY_ERROR
-		if d.Severity == tlisp.SeverityWarning {
-			sev = lavav1.DiagnosticSeverity_DIAGNOSTIC_SEVERITY_WARNING
-		}
-		out = append(out, &lavav1.Diagnostic{File: d.Pos.File, Line: int32(d.Pos.Line), Column: int32(d.Pos.Col),
-			Severity: sev, Message: d.Message})
-	}
-	return out
 }
 
 // SourceKindProto maps a [render.Input] source kind to its proto enum.
@@ -159,7 +123,7 @@ func Verdict(in render.Input, diags tlisp.Diagnostics) *lavav1.GateVerdict {
 	if in.Gate == "" {
 		return v
 	}
-	if GateRejected(in) {
+	if synthesis.GateRejected(in) {
 		v.Passed = false
 		for _, d := range diags.Errors() {
 			v.Errors = append(v.Errors, d.String())

@@ -15,6 +15,7 @@ import (
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/lang/bindingskey"
 	"github.com/lava-operator/lava/internal/lang/policy"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
 	"github.com/lava-operator/lava/internal/platform/kube"
@@ -62,7 +63,7 @@ type Options struct {
 	// removed at exit.
 	ArtifactCacheDir string
 	// MaxArtifactBytes bounds one downloaded artifact (--max-artifact-bytes, default
-	// DefaultMaxArtifactBytes).
+	// synthesis.DefaultMaxArtifactBytes).
 	MaxArtifactBytes int64
 	// PolicyFile is the tenant policy document (--policy-file, LAVA_POLICY_FILE; the chart
 	// mounts the lava-policy ConfigMap there); "" is the built-in policy.
@@ -81,7 +82,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PolicyFile, "policy-file", "", "tenant policy document (docs/design/0010-tenant-policy.md); empty: the built-in policy")
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	fs.StringVar(&o.ArtifactCacheDir, "artifact-cache-dir", "", "directory caching verified Flux source artifacts by digest; empty: a temporary directory")
-	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", DefaultMaxArtifactBytes, "largest Flux source artifact (tar.gz) synth downloads, in bytes")
+	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", synthesis.DefaultMaxArtifactBytes, "largest Flux source artifact (tar.gz) synth downloads, in bytes")
 	o.RPC.Register(fs)
 	o.KubeAPI.Register(fs)
 	o.Identity.Register(fs)
@@ -143,7 +144,7 @@ func Run(ctx context.Context, o Options) error {
 	cfg.JS, cfg.Kube, cfg.Identities, cfg.BindingsKey = base.JS, kube, ids, key
 	cfg.Logger, cfg.Registerer, cfg.BusMetrics = log, base.Registry, base.BusMetrics
 	cfg.Policy = &policy.File{Path: o.PolicyFile, Default: o.DefaultPolicy}
-	cfg.Artifacts = &ArtifactCache{Dir: cacheDir, MaxBytes: o.MaxArtifactBytes}
+	cfg.Artifacts = &synthesis.ArtifactCache{Dir: cacheDir, MaxBytes: o.MaxArtifactBytes}
 	s, err := New(ctx, cfg)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,12 +16,10 @@ import (
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/lang/catalog"
-	"github.com/lava-operator/lava/internal/lang/gate"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
-	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/pipeline"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/identity"
@@ -31,11 +28,6 @@ import (
 
 // maxMessageBytes bounds a Failed message.
 const maxMessageBytes = 8 << 10
-
-// minRedactBytes: secret values at least this long are also scrubbed from every Failed
-// message and log line by plain replacement (shorter ones only where render.Synthesize finds
-// them quoted, so a one-letter secret does not mangle the text).
-const minRedactBytes = 4
 
 // Config configures a [Service]. JS and BindingsKey are required.
 type Config struct {
@@ -67,7 +59,7 @@ type Config struct {
 	Now func() time.Time
 	// Artifacts fetches and caches the artifacts of spec.sourceRef (Flux sources); nil: such
 	// a resource fails with SourceFetchFailed.
-	Artifacts *ArtifactCache
+	Artifacts *synthesis.ArtifactCache
 	// Policy is the admin's tenant policy document (the lava-policy ConfigMap mounted as a
 	// file; docs/design/0010-tenant-policy.md), checked after every render and before Synthesized
 	// is published. Nil or a zero File: the built-in policy ([policy.Default]).
@@ -187,8 +179,8 @@ func lastObserved(ctx context.Context, js jetstream.JetStream, namespace, name s
 }
 
 // renderer is the service's [Renderer], from its Config.
-func (s *Service) renderer() Renderer {
-	return Renderer{Kube: s.cfg.Kube, Identities: s.cfg.Identities, BindingsKey: s.cfg.BindingsKey, Artifacts: s.cfg.Artifacts, Policy: s.cfg.Policy}
+func (s *Service) renderer() synthesis.Renderer {
+	return synthesis.Renderer{Kube: s.cfg.Kube, Identities: s.cfg.Identities, BindingsKey: s.cfg.BindingsKey, Artifacts: s.cfg.Artifacts, Policy: s.cfg.Policy}
 }
 
 // process synthesizes obs's generation; cause is the envelope of the event being handled
@@ -245,7 +237,7 @@ func (s *Service) process(ctx context.Context, obs *lavav1.ResourceObserved, cau
 // ([Renderer.Store]) and publishes
 // Synthesized for obs's generation, with the gate verdict's warnings redacted by red.
 func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs *lavav1.ResourceObserved, cause *lavav1.Envelope, attempt int32,
-	rd Rendered, red *engine.Redactor) error {
+	rd synthesis.Rendered, red *engine.Redactor) error {
 	env := obs.GetEnvelope()
 	in, out, diags := rd.In, rd.Out, rd.Diags
 	digest, err := s.renderer().Store(ctx, s.art, rd)
@@ -309,67 +301,6 @@ func synthesizedTooLarge(ev *lavav1.Synthesized, big *bus.PayloadTooLargeError) 
 			"make the source smaller (fewer inputs or providers, shorter names)",
 		big.Size, big.Max, len(ev.GetGate().GetWarnings()), size(ev.GetGate().GetWarnings()),
 		len(ev.GetGate().GetErrors()), size(ev.GetGate().GetErrors()), len(ev.GetProviders()))}
-}
-
-// checkPolicy applies namespace's effective tenant policy from pf (nil: the built-in policy) to
-// a successful render: nil when it passes, else a PolicyRejected failure (retryable when the
-// policy document could not be read, so an admin's fix takes effect; not retryable for a
-// violation, which needs a new generation; diags holds the violations). The one policy gate
-// of synth's pipeline renders and of RenderService previews.
-func checkPolicy(pf *policy.File, in render.Input, out *render.Output, namespace string) *pipeline.Failure {
-	cfg, err := pf.Load()
-	if err != nil {
-		return &pipeline.Failure{Reason: v1alpha1.ReasonPolicyRejected, Message: "the tenant policy cannot be read, so nothing is rendered: " + err.Error(), Kind: pipeline.FailureRetryable}
-	}
-	if ds := render.CheckPolicy(in, out, cfg.For(namespace)); len(ds) > 0 {
-		return &pipeline.Failure{Reason: v1alpha1.ReasonPolicyRejected, Message: diagMessage(ds), Err: ds}
-	}
-	return nil
-}
-
-// knownSource reports whether a bundled architecture exists.
-func knownSource(name string) bool {
-	_, ok := catalog.Get(name)
-	return ok
-}
-
-// GateRejected reports whether in's gate refuses it: the gate is unknown, or the bindings do
-// not satisfy its interface.
-func GateRejected(in render.Input) bool {
-	if in.Gate == "" {
-		return false
-	}
-	e, ok := catalog.Get(in.Gate)
-	if !ok || e.Interface == nil {
-		return true
-	}
-	return !gate.Validate(e.Interface, gate.Bag{Scalars: in.Bindings.Scalars, Lists: in.Bindings.Lists, Records: in.Bindings.Records}).OK()
-}
-
-// providers lists the architecture's :providers as requirements, with their :version pins, in
-// order, without repeating a local name (aliases share one requirement: the first form's
-// :version is the pin).
-func providers(out *render.Output) []*lavav1.ProviderRequirement {
-	var reqs []*lavav1.ProviderRequirement
-	seen := map[string]bool{}
-	for _, p := range out.Architecture.Providers {
-		if seen[p.Name] {
-			continue
-		}
-		seen[p.Name] = true
-		src := p.Source
-		if src == "" {
-			src = "hashicorp/" + p.Name
-		}
-		reqs = append(reqs, &lavav1.ProviderRequirement{Name: p.Name, Source: src, Version: p.Version})
-	}
-	return reqs
-}
-
-// diagMessage joins the error diagnostics as "file:line:col: message" lines, whole: [Service.fail]
-// redacts, then bounds it.
-func diagMessage(diags tlisp.Diagnostics) string {
-	return strings.TrimSpace(diags.Errors().String())
 }
 
 func truncate(s string) string {

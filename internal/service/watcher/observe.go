@@ -79,7 +79,7 @@ func Observe(ctx context.Context, c *Core, resources jetstream.Stream, o Observa
 		}
 	}
 	ro := &lavav1.ResourceObserved{
-		Spec:         SpecMirror(obj.Spec),
+		Spec:         pipeline.SpecMirror(obj.Spec),
 		Remediation:  o.Policy,
 		Dependencies: o.Dependencies,
 		Labels:       obj.Labels,
@@ -125,7 +125,7 @@ func Observe(ctx context.Context, c *Core, resources jetstream.Stream, o Observa
 // it once per generation.
 func requestDeletion(ctx context.Context, c *Core, resources jetstream.Stream, o Observation) (bool, error) {
 	obj := o.Object
-	dr := &lavav1.DeletionRequested{DeletionPolicy: DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: pipeline.EngineProto(obj.Spec.Engine)}
+	dr := &lavav1.DeletionRequested{DeletionPolicy: pipeline.DeletionPolicyProto(obj.Spec.DeletionPolicy), Engine: pipeline.EngineProto(obj.Spec.Engine)}
 	trigger := eventid.GenerationTrigger(obj.Generation)
 	id := eventid.ID(string(obj.UID), obj.Generation, eventid.Type(dr), trigger)
 	subject := bus.ResourceSubject(obj.Namespace, obj.Name, bus.EventDeletionRequested)

@@ -97,7 +97,7 @@ func (r *reconciler) recheck(obj *v1alpha1.LavaArchitecture, res reconcile.Resul
 	}
 	d := r.secretRecheck
 	if d <= 0 {
-		d = driftInterval(obj.Spec)
+		d = pipeline.DriftInterval(obj.Spec)
 	}
 	if res.RequeueAfter <= 0 || d < res.RequeueAfter {
 		res.RequeueAfter = d

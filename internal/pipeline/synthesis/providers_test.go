@@ -1,4 +1,4 @@
-package synth
+package synthesis
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/render"
 )
 
-// TestProviders_pins: the requirements synth publishes carry each provider's :version pin,
+// TestProviders_pins: the requirements synth publishes (Providers) carry each provider's :version pin,
 // once per local name (an alias shares the first form's), and the default source.
 func TestProviders_pins(t *testing.T) {
 	out := &render.Output{Architecture: &arch.Architecture{Providers: []arch.ProviderRef{
@@ -23,7 +23,7 @@ func TestProviders_pins(t *testing.T) {
 		{Name: "aws", Source: "hashicorp/aws", Version: "~> 6.0"},
 		{Name: "local", Source: "hashicorp/local"},
 	}
-	if diff := cmp.Diff(want, providers(out), protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(want, Providers(out), protocmp.Transform()); diff != "" {
 		t.Fatalf("providers (-want +got):\n%s", diff)
 	}
 }

@@ -1,4 +1,4 @@
-package synth_test
+package synthesis_test
 
 import (
 	"archive/tar"
@@ -17,7 +17,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
-	"github.com/lava-operator/lava/internal/service/synth"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 )
 
 // tarGz builds a tar.gz archive of files (name to content), in order of names given.
@@ -64,7 +64,7 @@ func TestArtifactCache_verifiesAndCachesByDigest(t *testing.T) {
 	body := tarGz(t, []string{"./README.md", "./infra/vpc.tlisp"}, map[string]string{"./README.md": "hi", "./infra/vpc.tlisp": "(deflava-architecture x)"})
 	srv, hits := artifactServer(t, body)
 	dir := t.TempDir()
-	c := &synth.ArtifactCache{Dir: dir}
+	c := &synthesis.ArtifactCache{Dir: dir}
 	art := &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: digest.FromBytes(body).String(), Revision: "main@sha1:1"}
 	for i := range 3 {
 		got, err := c.File(t.Context(), art, "infra/vpc.tlisp")
@@ -88,7 +88,7 @@ func TestArtifactCache_verifiesAndCachesByDigest(t *testing.T) {
 		{"/infra/vpc.tlisp", "leaves the artifact"},
 	} {
 		_, err := c.File(t.Context(), art, tt.path)
-		var ae *synth.ArtifactError
+		var ae *synthesis.ArtifactError
 		if !errors.As(err, &ae) || ae.Retryable || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("File(%q) = %v, want a permanent ArtifactError containing %q", tt.path, err, tt.want)
 		}
@@ -99,11 +99,11 @@ func TestArtifactCache_digestMismatchIsRefused(t *testing.T) {
 	body := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": "(x)"})
 	srv, hits := artifactServer(t, body)
 	dir := t.TempDir()
-	c := &synth.ArtifactCache{Dir: dir}
+	c := &synthesis.ArtifactCache{Dir: dir}
 	forged := digest.FromString("something else")
 	art := &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: forged.String()}
 	_, err := c.File(t.Context(), art, "a.tlisp")
-	var ae *synth.ArtifactError
+	var ae *synthesis.ArtifactError
 	if !errors.As(err, &ae) || ae.Retryable || !strings.Contains(err.Error(), "does not match status.artifact.digest "+forged.String()) {
 		t.Fatalf("File with a wrong digest = %v, want a permanent digest mismatch", err)
 	}
@@ -138,7 +138,7 @@ func TestArtifactCache_digestMismatchIsRefused(t *testing.T) {
 
 func TestArtifactCache_boundsSizeAndEntries(t *testing.T) {
 	dir := t.TempDir()
-	c := &synth.ArtifactCache{Dir: dir, MaxEntries: 2}
+	c := &synthesis.ArtifactCache{Dir: dir, MaxEntries: 2}
 	for i := range 4 {
 		body := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": strings.Repeat("x", i+1)})
 		srv, _ := artifactServer(t, body)
@@ -151,7 +151,7 @@ func TestArtifactCache_boundsSizeAndEntries(t *testing.T) {
 		t.Errorf("%d cached artifacts (%v), want 2 (MaxEntries)", len(entries), err)
 	}
 
-	budget := &synth.ArtifactCache{Dir: t.TempDir(), MaxCacheBytes: 1}
+	budget := &synthesis.ArtifactCache{Dir: t.TempDir(), MaxCacheBytes: 1}
 	for i := range 3 {
 		body := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": strings.Repeat("z", i+1)})
 		srv, _ := artifactServer(t, body)
@@ -165,7 +165,7 @@ func TestArtifactCache_boundsSizeAndEntries(t *testing.T) {
 
 	big := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": strings.Repeat("y", 4096)})
 	srv, _ := artifactServer(t, big)
-	small := &synth.ArtifactCache{Dir: t.TempDir(), MaxBytes: 64}
+	small := &synthesis.ArtifactCache{Dir: t.TempDir(), MaxBytes: 64}
 	_, err = small.File(t.Context(), &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: digest.FromBytes(big).String()}, "a.tlisp")
 	if err == nil || !strings.Contains(err.Error(), "larger than 64 bytes") {
 		t.Errorf("an artifact over MaxBytes: %v, want refused", err)
@@ -192,7 +192,7 @@ func TestArtifactCache_removesStaleDownloads(t *testing.T) {
 	}
 	body := tarGz(t, []string{"a.tlisp"}, map[string]string{"a.tlisp": "x"})
 	srv, _ := artifactServer(t, body)
-	c := &synth.ArtifactCache{Dir: dir}
+	c := &synthesis.ArtifactCache{Dir: dir}
 	if _, err := c.File(t.Context(), &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: digest.FromBytes(body).String()}, "a.tlisp"); err != nil {
 		t.Fatal(err)
 	}

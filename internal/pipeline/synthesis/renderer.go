@@ -1,4 +1,4 @@
-package synth
+package synthesis
 
 import (
 	"context"
@@ -62,16 +62,16 @@ func (r Renderer) Render(ctx context.Context, spec *lavav1.ArchitectureSpec, ns 
 	out, diags := render.Synthesize(in)
 	rd.Diags = diags
 	if out == nil {
-		f := &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Message: diagMessage(diags)}
+		f := &pipeline.Failure{Reason: v1alpha1.ReasonSynthesisFailed, Message: DiagMessage(diags)}
 		switch {
-		case in.SourceKind == render.SourceName && !knownSource(in.SourceName):
+		case in.SourceKind == render.SourceName && !KnownSource(in.SourceName):
 			f.Reason = v1alpha1.ReasonSourceUnsupported
 		case GateRejected(in):
 			f.Reason = v1alpha1.ReasonGateRejected
 		}
 		return rd, f, nil
 	}
-	if f := checkPolicy(r.Policy, in, out, ns); f != nil {
+	if f := CheckPolicy(r.Policy, in, out, ns); f != nil {
 		var violations tlisp.Diagnostics // a PolicyRejected failure's Err
 		if errors.As(f, &violations) {
 			rd.Diags = append(rd.Diags, violations...)
@@ -94,4 +94,4 @@ func (r Renderer) Store(ctx context.Context, art *bus.Artifacts, rd Rendered) (s
 
 // Providers lists the architecture's :providers of a successful render as requirements, in
 // order, without repeating a local name (aliases share one requirement).
-func (rd Rendered) Providers() []*lavav1.ProviderRequirement { return providers(rd.Out) }
+func (rd Rendered) Providers() []*lavav1.ProviderRequirement { return Providers(rd.Out) }
