@@ -54,6 +54,11 @@ type Options struct {
 	// to the tenant policy's file roots, with the providers' schemas, before any provider
 	// touches a file (docs/design/0022-file-access-from-schemas.md); nil: no such check.
 	FileAccess *engine.FileAccess
+	// ProviderHost, when not nil, starts every provider process (runner.Host: in a runner
+	// process of the object's namespace and identity, under its own user and sandbox)
+	// instead of the engine starting it as its own child; plans and applies are the same.
+	// docs/design/0038-provider-runner.md.
+	ProviderHost ProviderHost
 }
 
 // Engine is the embedded engine: [engine.Engine] over in-process provider calls. Close it to
@@ -135,6 +140,9 @@ func New(opts Options) *Engine {
 	}
 	pool := NewPool(Mirror{Dir: opts.ProviderDir}, opts.Installer, opts.MaxWarm)
 	pool.SetIdleTimeout(opts.IdleTimeout)
+	if opts.ProviderHost != nil {
+		pool.SetHost(opts.ProviderHost)
+	}
 	return &Engine{opts: opts, pool: pool, runner: NewRunner(pool, opts.Parallelism, opts.Logger)}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/lava-operator/lava/internal/engine/runner"
 	"github.com/lava-operator/lava/internal/platform/childproc"
 	"github.com/lava-operator/lava/internal/platform/credentials"
 
@@ -50,6 +51,69 @@ type process struct {
 	pc *plugin.Client
 	// dir is the process's private working directory, removed when it is killed.
 	dir string
+	// hosted is the provider when a [ProviderHost] runs it (dir is then "": the runner's).
+	hosted *runner.Provider
+}
+
+// ProviderHost starts provider processes outside the engine's process: [runner.Host], which
+// runs them in runner processes under their own user and sandbox.
+type ProviderHost interface {
+	// Start starts the provider executable exe (found in the engine's mirror) for an object
+	// of namespace with creds (nil: none).
+	Start(ctx context.Context, namespace, exe string, creds *credentials.Provider) (*runner.Provider, error)
+}
+
+// startHosted starts the provider executable in host and reattaches to it over the runner's
+// mutual TLS: the same plugin client as [startProvider]'s, the process elsewhere.
+func startHosted(ctx context.Context, host ProviderHost, namespace, exe string, creds *credentials.Provider) (*process, error) {
+	hp, err := host.Start(ctx, namespace, exe, creds)
+	if err != nil {
+		return nil, fmt.Errorf("start provider %s: %w", exe, err)
+	}
+	pc := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  plugin.HandshakeConfig{MagicCookieKey: magicCookieKey, MagicCookieValue: magicCookieValue},
+		Plugins:          plugin.PluginSet{pluginName: providerPlugin{version: hp.Version()}},
+		Reattach:         hp.Reattach(),
+		TLSConfig:        hp.TLS(),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.NewNullLogger(),
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	})
+	return dispense(pc, exe, "", hp)
+}
+
+// dispense returns the provider client of the started pc; on failure it kills pc and
+// removes dir.
+func dispense(pc *plugin.Client, exe, dir string, hosted *runner.Provider) (*process, error) {
+	rpc, err := pc.Client()
+	if err != nil {
+		pc.Kill()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start provider %s: %w", exe, err)
+	}
+	raw, err := rpc.Dispense(pluginName)
+	if err != nil {
+		pc.Kill()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start provider %s: dispense: %w", exe, err)
+	}
+	c, ok := raw.(Client)
+	if !ok {
+		pc.Kill()
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start provider %s: unexpected plugin client %T", exe, raw)
+	}
+	return &process{Client: c, pc: pc, dir: dir, hosted: hosted}, nil
+}
+
+// refresh rewrites the process's token file with creds' token.
+func (p *process) refresh(creds *credentials.Provider) error {
+	if p.hosted != nil {
+		return p.hosted.Refresh(creds)
+	}
+	_, err := creds.Refresh(p.dir)
+	return err
 }
 
 // providerEnv is the whole environment a provider starts with, before go-plugin adds the
@@ -103,25 +167,7 @@ func startProvider(exe string, startTimeout time.Duration, creds *credentials.Pr
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
 	})
-	rpc, err := pc.Client()
-	if err != nil {
-		pc.Kill()
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start provider %s: %w", exe, err)
-	}
-	raw, err := rpc.Dispense(pluginName)
-	if err != nil {
-		pc.Kill()
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start provider %s: dispense: %w", exe, err)
-	}
-	c, ok := raw.(Client)
-	if !ok {
-		pc.Kill()
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start provider %s: unexpected plugin client %T", exe, raw)
-	}
-	return &process{Client: c, pc: pc, dir: dir}, nil
+	return dispense(pc, exe, dir, nil)
 }
 
 // exited reports whether the provider process has ended (crashed or killed).

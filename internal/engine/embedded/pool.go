@@ -28,6 +28,8 @@ type Pool struct {
 	maxWarm      int
 	idleTimeout  time.Duration
 	startTimeout time.Duration
+	// host starts the processes when not nil ([Pool.SetHost]).
+	host ProviderHost
 
 	mu      sync.Mutex
 	closed  bool
@@ -144,6 +146,10 @@ func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey st
 // get is [Pool.Get] of the package exe, version found, already found.
 func (p *Pool) get(ctx context.Context, addr ProviderAddr, exe, found, configKey string, creds *credentials.Provider, configure func(context.Context, Client) error) (*Lease, error) {
 	key := addr.String() + "@" + found + "#" + configKey + "#" + creds.Key()
+	if p.host != nil {
+		// A process runs in its namespace's runner: it serves that namespace only.
+		key += "#" + namespaceFrom(ctx)
+	}
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -169,7 +175,7 @@ func (p *Pool) get(ctx context.Context, addr ProviderAddr, exe, found, configKey
 				p.release(e)
 				continue
 			}
-			if _, err := creds.Refresh(e.proc.dir); err != nil {
+			if err := e.proc.refresh(creds); err != nil {
 				p.release(e)
 				return nil, err
 			}
@@ -185,7 +191,11 @@ func (p *Pool) get(ctx context.Context, addr ProviderAddr, exe, found, configKey
 			p.mu.Lock()
 			p.starts++
 			p.mu.Unlock()
-			e.proc, e.err = startProvider(exe, p.startTimeout, creds)
+			if p.host != nil {
+				e.proc, e.err = startHosted(ctx, p.host, namespaceFrom(ctx), exe, creds)
+			} else {
+				e.proc, e.err = startProvider(exe, p.startTimeout, creds)
+			}
 		}
 		if e.err == nil {
 			if cerr := configure(ctx, e.proc); cerr != nil {
@@ -242,6 +252,14 @@ func (p *Pool) release(e *poolEntry) {
 	for _, k := range kill {
 		k.kill()
 	}
+}
+
+// SetHost makes the pool start its provider processes through host (nil: in process); call
+// it before the first [Pool.Get].
+func (p *Pool) SetHost(host ProviderHost) {
+	p.mu.Lock()
+	p.host = host
+	p.mu.Unlock()
 }
 
 // SetIdleTimeout makes the pool stop processes idle for longer than d (checked whenever a

@@ -82,6 +82,14 @@ func credentialsFrom(ctx context.Context) *credentials.Provider {
 	return c
 }
 
+// namespaceFrom is the namespace of the object the operation is for ("" outside one).
+func namespaceFrom(ctx context.Context) string {
+	if l := providerLockFrom(ctx); l != nil {
+		return l.key.Namespace
+	}
+	return ""
+}
+
 func providerLockFrom(ctx context.Context) *providerLock {
 	l, _ := ctx.Value(providerLockKey{}).(*providerLock)
 	return l

@@ -1,0 +1,308 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lava-operator/lava/internal/platform/childproc"
+	"github.com/lava-operator/lava/internal/platform/credentials"
+)
+
+// ErrClosed is returned by [Host.Start] after [Host.Close].
+var ErrClosed = errors.New("runner: host closed")
+
+// Options configure a [Host].
+type Options struct {
+	// Exe is the program a runner runs (lava), Args its arguments ("runner") and Env
+	// variables added to its PATH.
+	Exe  string
+	Args []string
+	Env  []string
+	// Mirror is the engine's provider mirror: the host gives runners a view of it they can
+	// read (hard links, else copies, made once in [NewHost]) that they cannot write.
+	Mirror string
+	// UID and GID are the user and group runners run as; UID < 0 keeps the host's own.
+	UID, GID int
+	// WriteRoots, ReadRoots and DenyConnect go to each runner's [Config].
+	WriteRoots  []string
+	ReadRoots   []string
+	DenyConnect []uint16
+	// Protect are directories no runner may read: [NewHost] refuses read or write roots
+	// holding one of them (lava up's state directory).
+	Protect []string
+	// Stderr receives the runners' own error output (nil: discarded).
+	Stderr io.Writer
+}
+
+// Host keeps one runner process per (namespace, identity) and starts providers in them.
+// Safe for concurrent use.
+type Host struct {
+	opts Options
+	// root holds the mirror view and each runner's private directory.
+	root string
+
+	mu      sync.Mutex
+	closed  bool
+	runners map[string]*child
+	// spawns counts runner processes started, for tests.
+	spawns int
+}
+
+// child is one runner process and how to reach it.
+type child struct {
+	ready chan struct{}
+	err   error
+	cmd   *exec.Cmd
+	addr  string
+	tls   *tls.Config
+	exited chan struct{}
+}
+
+// NewHost checks the options and prepares the runners' directories.
+func NewHost(opts Options) (*Host, error) {
+	roots := append(append([]string{opts.Mirror}, opts.WriteRoots...), opts.ReadRoots...)
+	if opts.ReadRoots == nil {
+		roots = append(roots, DefaultReadRoots...)
+	}
+	for _, p := range opts.Protect {
+		for _, r := range roots {
+			if within(p, r) {
+				return nil, fmt.Errorf("runner: %s is beneath %s, which runners may read", p, r)
+			}
+		}
+	}
+	root, err := os.MkdirTemp("", "lava-runners-")
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if err := os.Chmod(root, 0o711); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	h := &Host{opts: opts, root: root, runners: map[string]*child{}}
+	if err := stageMirror(opts.Mirror, h.mirror()); err != nil {
+		_ = os.RemoveAll(root)
+		return nil, err
+	}
+	return h, nil
+}
+
+// within reports whether p is r or beneath it.
+func within(p, r string) bool {
+	p, r = filepath.Clean(p), filepath.Clean(r)
+	return p == r || strings.HasPrefix(p, r+string(filepath.Separator)) || r == "/"
+}
+
+func (h *Host) mirror() string { return filepath.Join(h.root, "mirror") }
+
+// stageMirror makes dst a tree of the files of the mirror src (symbolic links followed),
+// directories mode 0755, each file a hard link to the original, else a copy.
+func stageMirror(src, dst string) error {
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Stat(real)
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		if os.Link(real, out) == nil {
+			return nil
+		}
+		return copyFile(real, out, fi.Mode().Perm())
+	})
+	if err != nil {
+		return fmt.Errorf("runner: stage the provider mirror: %w", err)
+	}
+	return os.Chmod(dst, 0o755)
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Spawns is how many runner processes the host has started.
+func (h *Host) Spawns() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.spawns
+}
+
+// runner returns the running runner of key, starting one when there is none (or it exited).
+func (h *Host) runner(key string) (*child, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	c, ok := h.runners[key]
+	if ok {
+		select {
+		case <-c.exited:
+			ok = false
+		default:
+		}
+	}
+	if !ok {
+		c = &child{ready: make(chan struct{}), exited: make(chan struct{})}
+		h.runners[key] = c
+		h.spawns++
+		h.mu.Unlock()
+		c.err = h.spawn(c, key)
+		close(c.ready)
+		if c.err != nil {
+			h.mu.Lock()
+			if h.runners[key] == c {
+				delete(h.runners, key)
+			}
+			h.mu.Unlock()
+		}
+		return c, c.err
+	}
+	h.mu.Unlock()
+	<-c.ready
+	return c, c.err
+}
+
+// spawn starts the runner process of key, under the runner user, in its private directory.
+func (h *Host) spawn(c *child, key string) error {
+	sum := sha256.Sum256([]byte(key))
+	dir := filepath.Join(h.root, hex.EncodeToString(sum[:8]))
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("runner: %w", err)
+	}
+	cfg, engine, err := h.config(dir)
+	if err != nil {
+		return err
+	}
+	// The runner's user may not be able to reach the host's executable (under /root, say):
+	// it is executed through a descriptor the host opened.
+	exe, err := os.Open(h.opts.Exe)
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	defer exe.Close()
+	cmd := exec.Command("/proc/self/fd/3", h.opts.Args...)
+	cmd.ExtraFiles = []*os.File{exe}
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, h.opts.Env...)
+	cmd.Stderr = h.opts.Stderr
+	childproc.DieWithParent(cmd)
+	if h.opts.UID >= 0 {
+		if err := os.Chown(dir, h.opts.UID, h.opts.GID); err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(h.opts.UID), Gid: uint32(h.opts.GID), Groups: []uint32{}}
+	}
+	in, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	cmd.Stdin = strings.NewReader(string(in))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("runner: start: %w", err)
+	}
+	c.cmd = cmd
+	go func() {
+		_ = cmd.Wait()
+		close(c.exited)
+	}()
+	line, err := bufio.NewReader(io.LimitReader(stdout, 256)).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("runner: the runner did not start: %w", err)
+	}
+	c.addr = strings.TrimSpace(line)
+	c.tls, err = mutualTLS(engine, cfg.Own.Cert, false)
+	return err
+}
+
+// config is a new runner's configuration in dir, with new key pairs, and the engine's pair.
+func (h *Host) config(dir string) (Config, keyPair, error) {
+	own, err := newKeyPair(x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		return Config{}, keyPair{}, err
+	}
+	engine, err := newKeyPair(x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return Config{}, keyPair{}, err
+	}
+	return Config{Own: own, Peer: engine.Cert, Mirror: h.mirror(), Dir: dir, WriteRoots: h.opts.WriteRoots,
+		ReadRoots: h.opts.ReadRoots, DenyConnect: h.opts.DenyConnect}, engine, nil
+}
+
+// Close stops every runner (and so every provider in them) and removes their directories.
+func (h *Host) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	rs := h.runners
+	h.runners = map[string]*child{}
+	h.mu.Unlock()
+	for _, c := range rs {
+		<-c.ready
+		if c.cmd != nil && c.cmd.Process != nil {
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+	}
+	return os.RemoveAll(h.root)
+}
+
+// dial opens a mutual-TLS connection to the runner.
+func (c *child) dial(ctx context.Context, addr string) (net.Conn, error) {
+	d := tls.Dialer{Config: c.tls, NetDialer: &net.Dialer{Timeout: 10 * time.Second}}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// hostKey is the runner a namespace's identity uses.
+func hostKey(namespace string, creds *credentials.Provider) string {
+	id := ""
+	if creds != nil {
+		id = creds.Identity
+	}
+	return namespace + "\x00" + id
+}

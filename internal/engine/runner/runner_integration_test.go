@@ -1,0 +1,181 @@
+//go:build integration
+
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/embedded"
+	"github.com/lava-operator/lava/internal/engine/runner"
+	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
+)
+
+// envChild makes the test binary a runner: the host starts it as one.
+const envChild = "LAVA_RUNNER_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) == "1" {
+		if err := runner.Main(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runnerUID is the unprivileged user the tests' runners run as (nobody).
+const runnerUID = 65534
+
+// openDir is a new directory other users can reach (t.TempDir's are private to root), mode
+// perm, removed after the test.
+func openDir(t *testing.T, perm os.FileMode) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "lava-runner-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	if err := os.Chmod(d, perm); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// sandbox is an embedded engine whose providers run in runners as [runnerUID], next to a
+// `lava up`-like state directory whose secrets are world-readable (so only the runner's
+// Landlock rules keep them from the runner's user) and a real NATS server whose port the
+// runners may not connect to.
+type sandbox struct {
+	eng      *embedded.Engine
+	host     *runner.Host
+	art      *tofutest.ObjectArtifacts
+	stateDir string
+	seed     string
+	signing  string
+	root     string
+	natsPort int
+}
+
+func newSandbox(t *testing.T, mirror string) *sandbox {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Fatal("the runner tests switch users: run them as root")
+	}
+	nats, js := tofutest.JetStream(t)
+	u, err := url.Parse(nats.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsPort, _ := strconv.Atoi(u.Port())
+	s := &sandbox{stateDir: openDir(t, 0o755), root: openDir(t, 0o777), natsPort: natsPort}
+	s.seed = filepath.Join(s.stateDir, "nats-credentials", "bootstrap.nk")
+	s.signing = filepath.Join(s.stateDir, "signing.key")
+	for p, content := range map[string]string{s.seed: "SUAFAKEBOOTSTRAPSEED", s.signing: "fake-signing-seed"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.host, err = runner.NewHost(runner.Options{Exe: exe, Env: []string{envChild + "=1"}, Mirror: mirror,
+		UID: runnerUID, GID: runnerUID, WriteRoots: []string{s.root}, DenyConnect: []uint16{uint16(natsPort)},
+		Protect: []string{s.stateDir}, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.host.Close() })
+	s.art = tofutest.NewArtifacts(t, js)
+	store := state.NewStore(tofutest.StateBucket(t, js), s.art, state.Options{})
+	s.eng = embedded.New(embedded.Options{Store: store, Artifacts: s.art, ProviderDir: mirror, ProviderHost: s.host})
+	t.Cleanup(func() { _ = s.eng.Close() })
+	return s
+}
+
+// plan plans doc for key.
+func (s *sandbox) plan(t *testing.T, key state.Key, doc string, sources map[string]string) (*engine.PlanRecord, error) {
+	t.Helper()
+	d, err := s.art.Put(t.Context(), strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.eng.Plan(t.Context(), engine.PlanRequest{Target: engine.Target{Key: key, RenderedDigest: d, ProviderSources: sources, Holder: "test"}})
+}
+
+var testkit = map[string]string{"testkit": "example/testkit"}
+
+// TestHost_applyInRunner plans and applies a file through the testkit provider running in a
+// runner as nobody: the file is written under the write root, the plan of the same document
+// again is a no-op, and both plans and the apply used one runner and one provider process.
+func TestHost_applyInRunner(t *testing.T) {
+	s := newSandbox(t, tofutest.TestkitMirror(t, tofutest.Tofu(t)))
+	key := state.Key{Namespace: "tenant", Name: "files"}
+	file := filepath.Join(s.root, "a.txt")
+	doc := fmt.Sprintf(`{"resource":{"testkit_file":{"a":{"filename":%q,"content":"from the runner"}}}}`, file)
+	rec, err := s.plan(t, key, doc, testkit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.eng.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "from the runner" {
+		t.Errorf("%s = %q", file, b)
+	}
+	if uid := fileUID(fi); uid != runnerUID {
+		t.Errorf("the file is owned by uid %d, want the runner's %d", uid, runnerUID)
+	}
+	rec, err = s.plan(t, key, doc, testkit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.HasChanges {
+		t.Errorf("the second plan is not a no-op: %+v", rec)
+	}
+	if n := s.host.Spawns(); n != 1 {
+		t.Errorf("%d runners started, want 1", n)
+	}
+	if n := s.eng.Pool().Starts(); n != 1 {
+		t.Errorf("%d provider processes started, want 1", n)
+	}
+}
+
+// TestRunner_importReadsSeed is the import-id attack of docs/security.md, "Provider runners",
+// with no file-access check in the engine: an import whose id names lava up's NATS admin seed
+// (world-readable here) makes example/testkit read the file in the runner, where Landlock
+// refuses it. The plan fails and the seed is in no error and no output.
+func TestRunner_importReadsSeed(t *testing.T) {
+	s := newSandbox(t, tofutest.TestkitMirror(t, tofutest.Tofu(t)))
+	key := state.Key{Namespace: "tenant", Name: "seed"}
+	doc := fmt.Sprintf(`{"import":[{"to":"testkit_file.s","id":%q}],`+
+		`"resource":{"testkit_file":{"s":{"filename":%q,"content":"x","lifecycle":{"ignore_changes":"all"}}}},`+
+		`"output":{"leak":{"value":"${testkit_file.s.content}"}}}`, s.seed, filepath.Join(s.root, "s.txt"))
+	rec, err := s.plan(t, key, doc, testkit)
+	if err == nil {
+		t.Fatalf("the plan importing %s succeeded: %+v", s.seed, rec)
+	}
+	if strings.Contains(err.Error(), "SUAFAKE") {
+		t.Errorf("the error shows the seed: %v", err)
+	}
+	if !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("the plan failed for another reason than the runner's rules: %v", err)
+	}
+}
