@@ -66,11 +66,11 @@ type Host struct {
 
 // child is one runner process and how to reach it.
 type child struct {
-	ready chan struct{}
-	err   error
-	cmd   *exec.Cmd
-	addr  string
-	tls   *tls.Config
+	ready  chan struct{}
+	err    error
+	cmd    *exec.Cmd
+	addr   string
+	tls    *tls.Config
 	exited chan struct{}
 }
 

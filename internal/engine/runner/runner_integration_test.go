@@ -4,7 +4,9 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -52,8 +54,8 @@ func openDir(t *testing.T, perm os.FileMode) string {
 }
 
 // sandbox is an embedded engine whose providers run in runners as [runnerUID], next to a
-// `lava up`-like state directory whose secrets are world-readable (so only the runner's
-// Landlock rules keep them from the runner's user) and a real NATS server whose port the
+// `lava up`-like state directory that is world-writable and whose secrets are world-readable
+// (so only the runner's Landlock rules keep them from the runner's user) and a real NATS server whose port the
 // runners may not connect to.
 type sandbox struct {
 	eng      *embedded.Engine
@@ -77,7 +79,7 @@ func newSandbox(t *testing.T, mirror string) *sandbox {
 		t.Fatal(err)
 	}
 	natsPort, _ := strconv.Atoi(u.Port())
-	s := &sandbox{stateDir: openDir(t, 0o755), root: openDir(t, 0o777), natsPort: natsPort}
+	s := &sandbox{stateDir: openDir(t, 0o777), root: openDir(t, 0o777), natsPort: natsPort}
 	s.seed = filepath.Join(s.stateDir, "nats-credentials", "bootstrap.nk")
 	s.signing = filepath.Join(s.stateDir, "signing.key")
 	for p, content := range map[string]string{s.seed: "SUAFAKEBOOTSTRAPSEED", s.signing: "fake-signing-seed"} {
@@ -177,5 +179,79 @@ func TestRunner_importReadsSeed(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("the plan failed for another reason than the runner's rules: %v", err)
+	}
+}
+
+// TestRunner_kubernetesExecAttack is the exec attack of docs/security.md, "Provider
+// runners": hashicorp/kubernetes 1.13.4 configured with an exec credential plugin runs a
+// tenant's shell command when the plan reads a data source. The command runs in the runner as
+// nobody; it reads a world-readable file of the mirror but neither the NATS seed nor the
+// signing key of the state directory (both world-readable here), writes under the write root
+// only (not in the state directory, not in /tmp), and connects to a TCP port on the loopback
+// but not to NATS's.
+func TestRunner_kubernetesExecAttack(t *testing.T) {
+	tools := tofutest.Tofu(t)
+	dir := os.Getenv("LAVA_KUBERNETES_MIRROR")
+	if _, err := os.Stat(filepath.Join(dir, "registry.opentofu.org/hashicorp/kubernetes/1.13.4")); dir == "" || err != nil {
+		t.Fatalf("$LAVA_KUBERNETES_MIRROR (%q) does not hold hashicorp/kubernetes 1.13.4: run `make tools-kubernetes-providers`", dir)
+	}
+	s := newSandbox(t, tofutest.MergeMirrors(t, tools.Mirror, dir))
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	go func() {
+		for {
+			c, err := other.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	tmp := filepath.Join(os.TempDir(), fmt.Sprintf("lava-runner-attack-%d", os.Getpid()))
+	t.Cleanup(func() { _ = os.Remove(tmp) })
+	script := fmt.Sprintf(`R=%[1]s
+r() { n=$1; shift; if "$@" >/dev/null 2>&1; then echo ok > $R/$n; else echo denied > $R/$n; fi; }
+id -u > $R/uid
+r readSeed cat %[2]s
+r readSigning cat %[3]s
+r writeState sh -c 'echo x > %[4]s/planted'
+r writeTmp sh -c 'echo x > %[5]s'
+r writeRoot sh -c 'echo x > %[1]s/written'
+r connectNATS bash -c 'echo > /dev/tcp/127.0.0.1/%[6]d'
+r connectOther bash -c 'echo > /dev/tcp/127.0.0.1/%[7]d'
+echo '{}'`, s.root, s.seed, s.signing, s.stateDir, tmp, s.natsPort, other.Addr().(*net.TCPAddr).Port)
+	doc, err := json.Marshal(map[string]any{
+		"terraform": map[string]any{"required_providers": map[string]any{
+			"kubernetes": map[string]any{"source": "hashicorp/kubernetes", "version": "1.13.4"}}},
+		"provider": map[string]any{"kubernetes": map[string]any{"host": "https://127.0.0.1:1", "insecure": true, "load_config_file": false,
+			"exec": []any{map[string]any{"api_version": "client.authentication.k8s.io/v1beta1", "command": "sh", "args": []string{"-c", script}}}}},
+		"data": map[string]any{"kubernetes_config_map": map[string]any{"x": map[string]any{
+			"metadata": []any{map[string]any{"name": "x", "namespace": "default"}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.plan(t, state.Key{Namespace: "tenant", Name: "exec"}, string(doc), map[string]string{"kubernetes": "hashicorp/kubernetes"})
+	t.Logf("plan: %v", err)
+	want := map[string]string{"uid": strconv.Itoa(runnerUID), "readSeed": "denied", "readSigning": "denied", "writeState": "denied",
+		"writeTmp": "denied", "writeRoot": "ok", "connectNATS": "denied", "connectOther": "ok"}
+	for name, w := range want {
+		b, err := os.ReadFile(filepath.Join(s.root, name))
+		if err != nil {
+			t.Errorf("%s: the command left no result (did it run?): %v", name, err)
+			continue
+		}
+		if got := strings.TrimSpace(string(b)); got != w {
+			t.Errorf("%s = %s, want %s", name, got, w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.stateDir, "planted")); err == nil {
+		t.Error("the command wrote into the state directory")
+	}
+	if _, err := os.Stat(tmp); err == nil {
+		t.Errorf("the command wrote %s", tmp)
 	}
 }
