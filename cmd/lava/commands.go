@@ -15,5 +15,6 @@ func subcommands() []*cobra.Command {
 		newEventsCmd(),
 		newUpCmd(),
 		newNATSCmd(),
+		newRunnerCmd(),
 	}
 }

@@ -109,8 +109,16 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	f.DurationVar(&o.Interval, "interval", time.Second, "how often manifests are re-read")
 	f.StringVar(&o.LogLevel, "log-level", "info", "services' log level in <state-dir>/lava.log: debug, info, warn or error")
 	f.StringVar(&o.PolicyFile, "policy", "", "tenant policy document every render is checked against (default: the built-in policy, each namespace writing files only under --file-root/NAMESPACE)")
+	runnerFlags(f, &o)
 	f.StringVar(&o.FileRoot, "file-root", "", "without --policy: the directory, created with mode 0700, below which each namespace gets its own file root, DIR/NAMESPACE (default "+up.DemoDir+")")
 	return cmd
+}
+
+// runnerFlags adds lava up's flags for provider runners to f (docs/design/0038-provider-runner.md).
+func runnerFlags(f *pflag.FlagSet, o *up.Options) {
+	f.BoolVar(&o.ProviderRunner, "provider-runner", false, "run the embedded engine's providers in runner processes (lava runner) under --runner-uid, with Landlock rules: no read of the state directory, writes only below the file root, no connection to NATS or the RPC ports")
+	f.IntVar(&o.RunnerUID, "runner-uid", 65534, "with --provider-runner: the unprivileged user runners run as")
+	f.IntVar(&o.RunnerGID, "runner-gid", 65534, "with --provider-runner: the group runners run as")
 }
 
 // kubeFlags adds lava up's flags for --kubeconfig to f: the cluster, its namespaces and rate

@@ -66,6 +66,9 @@ type SourceConfig struct {
 	// policy, [NamespaceRootsPolicy]): the Source creates <FileRoot>/<namespace> (mode 0700)
 	// before it observes the first object of a namespace.
 	FileRoot string
+	// RunnerUID and RunnerGID, when RunnerUID > 0 (lava up --provider-runner), own each
+	// namespace's directory below FileRoot, so the provider runners can write there.
+	RunnerUID, RunnerGID int
 	// Environment digests what the engines can use (the provider mirror's files, the CLI
 	// binaries). A resource that failed with ProviderUnavailable or EngineUnavailable in
 	// another environment gets a new pass (see [AnnotationRetryEnvironment]).
@@ -455,7 +458,11 @@ func (s *Source) namespaceDir(namespace string) error {
 	if done {
 		return nil
 	}
-	if err := ensurePrivateDir(filepath.Join(s.cfg.FileRoot, namespace), fileRootDir); err != nil {
+	k := fileRootDir
+	if s.cfg.RunnerUID > 0 {
+		k = k.forRunner(0o700, s.cfg.RunnerUID, s.cfg.RunnerGID)
+	}
+	if err := ensurePrivateDir(filepath.Join(s.cfg.FileRoot, namespace), k); err != nil {
 		return err
 	}
 	s.mu.Lock()

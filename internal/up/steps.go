@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/engines"
+	"github.com/lava-operator/lava/internal/engine/runner"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/lang/render"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -70,6 +73,8 @@ type session struct {
 	changed    chan struct{} // signalled (without blocking) when the file source wrote an object
 	stopPhases context.CancelFunc
 	phaseDone  chan error
+	// startServices: the provider runners (nil without Options.ProviderRunner).
+	host *runner.Host
 }
 
 // close stops what the steps started: the phase consumer, the connection, the NATS server,
@@ -80,6 +85,9 @@ func (s *session) close() {
 	}
 	if s.nc != nil {
 		s.nc.Close()
+	}
+	if s.host != nil {
+		_ = s.host.Close()
 	}
 	if s.srv != nil {
 		s.srv.Shutdown()
@@ -127,7 +135,11 @@ func (s *session) prepareStateDir(context.Context) error {
 	// The built-in policy's roots, one per namespace, lie below a directory only this user
 	// may use (docs/design/0024-file-source-identity-and-roots.md).
 	if o.PolicyFile == "" {
-		if err := ensurePrivateDir(o.FileRoot, fileRootDir); err != nil {
+		k := fileRootDir
+		if o.ProviderRunner {
+			k = k.forRunner(0o711, -1, -1)
+		}
+		if err := ensurePrivateDir(o.FileRoot, k); err != nil {
 			return err
 		}
 	}
@@ -280,7 +292,54 @@ func (s *session) engines(e engines.Options, service string) engines.Options {
 	o := s.o
 	e.ProviderDir, e.Install, e.TofuBin, e.TerraformBin = o.ProviderDir, o.Install, o.TofuBin, o.TerraformBin
 	e.WorkDir, e.Policy, e.ProtectedDirs = filepath.Join(o.StateDir, DirWork, service), s.policy, s.protected
+	if s.host != nil {
+		e.ProviderHost = s.host
+	}
 	return e
+}
+
+// startRunners makes the provider runners' host when Options.ProviderRunner is set: runners
+// run this executable's `lava runner` as the runner user, read the provider mirror, write
+// below the built-in policy's file root, may not connect to NATS or to lava up's RPC ports
+// (denied), and may not read the state directory. What the kernel's Landlock lacks is said
+// at start.
+func (s *session) startRunners(denied ...net.Listener) error {
+	o := s.o
+	if !o.ProviderRunner {
+		return nil
+	}
+	abi, missing := runner.Support()
+	s.display.Println(fmt.Sprintf("lava up: providers run in runners as uid %d (Landlock ABI v%d)", o.RunnerUID, abi))
+	for _, m := range missing {
+		s.display.Println("lava up: " + m)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("up: runner: %w", err)
+	}
+	u, err := url.Parse(s.url)
+	if err != nil {
+		return fmt.Errorf("up: runner: %w", err)
+	}
+	natsPort, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return fmt.Errorf("up: runner: NATS port of %s: %w", s.url, err)
+	}
+	ports := []uint16{uint16(natsPort)}
+	for _, ln := range denied {
+		ports = append(ports, uint16(ln.Addr().(*net.TCPAddr).Port))
+	}
+	var roots []string
+	if o.PolicyFile == "" {
+		roots = []string{o.FileRoot}
+	}
+	s.host, err = runner.NewHost(runner.Options{Exe: exe, Args: []string{"runner"}, Mirror: o.ProviderDir,
+		UID: o.RunnerUID, GID: o.RunnerGID, WriteRoots: roots, DenyConnect: ports,
+		Protect: []string{o.StateDir}, Stderr: s.o.Log})
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	return nil
 }
 
 // startServices starts synth, the applier, drift, viggy, anomaly and attest in g, each through
@@ -302,6 +361,12 @@ func (s *session) startServices(gctx context.Context, g *errgroup.Group) error {
 	}
 	planLn, err := s.rpcListen(FilePlanAddr)
 	if err != nil {
+		renderLn.Close()
+		receiptsLn.Close()
+		return err
+	}
+	if err := s.startRunners(renderLn, receiptsLn, planLn); err != nil {
+		planLn.Close()
 		renderLn.Close()
 		receiptsLn.Close()
 		return err
@@ -388,7 +453,12 @@ func (s *session) startSource(ctx, gctx context.Context, g *errgroup.Group, stop
 		return nil
 	}
 	s.changed = make(chan struct{}, 1)
+	runnerUID := 0
+	if o.ProviderRunner {
+		runnerUID = o.RunnerUID
+	}
 	src, err := NewSource(ctx, SourceConfig{JS: s.js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus), FileRoot: o.FileRoot,
+		RunnerUID: runnerUID, RunnerGID: o.RunnerGID,
 		Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: s.log.With("service", "file-source"),
 		OnChange: func() {
 			select {

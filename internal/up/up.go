@@ -138,6 +138,11 @@ type Options struct {
 	// start when it is a symbolic link, not a directory, owned by another user or open to
 	// others ([ensurePrivateDir]). It cannot be combined with PolicyFile.
 	FileRoot string
+	// ProviderRunner starts the embedded engine's providers in runner processes (`lava
+	// runner`) under RunnerUID and RunnerGID, with Landlock rules, instead of in lava up's
+	// own process (docs/design/0038-provider-runner.md).
+	ProviderRunner       bool
+	RunnerUID, RunnerGID int
 }
 
 // Result is what a run ended with.

@@ -45,6 +45,9 @@ type Options struct {
 	Timeouts tofu.Timeouts
 	// LockTimeout is how long the CLIs retry a held state lock (0: they do not).
 	LockTimeout time.Duration
+	// ProviderHost, when not nil, starts the embedded engine's providers in runners
+	// (embedded.Options.ProviderHost); nil: as the engine's own children.
+	ProviderHost embedded.ProviderHost
 	// BackendAddr is the loopback address of the state backend (default "127.0.0.1:0", a free
 	// port). The backend is served only when a CLI engine is offered.
 	BackendAddr string
@@ -149,7 +152,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		}
 	}
 	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log,
-		FileAccess: files})
+		FileAccess: files, ProviderHost: o.ProviderHost})
 	s.closers = append(s.closers, func() { _ = emb.Close() })
 	s.Engines[string(v1alpha1.EngineEmbedded)] = emb
 	if o.TofuBin == "" && o.TerraformBin == "" {

@@ -161,13 +161,6 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	return out.Close()
 }
 
-// Spawns is how many runner processes the host has started.
-func (h *Host) Spawns() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.spawns
-}
-
 // runner returns the running runner of key, starting one when there is none (or it exited).
 func (h *Host) runner(key string) (*child, error) {
 	h.mu.Lock()

@@ -1,0 +1,8 @@
+package runner
+
+// Spawns is how many runner processes the host has started.
+func (h *Host) Spawns() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.spawns
+}
