@@ -1,0 +1,62 @@
+//go:build integration
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/lava-operator/lava/api/v1alpha1"
+)
+
+// TestUp_providerRunner: `lava up --once --provider-runner` applies the local-files example
+// with its providers in a runner as nobody: it says so at start, the object is Applied, the
+// files belong to uid 65534 in the namespace's directory (owned by 65534, below a file root of
+// mode 0711). lava up runs as root here; the runner is this test binary (TestMain).
+func TestUp_providerRunner(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Fatal("lava up --provider-runner switches users: run this test as root")
+	}
+	base, err := os.MkdirTemp("", "lava-up-runner-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(base, "files")
+	b, err := os.ReadFile("../../examples/local-files.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := t.TempDir()
+	if err := os.WriteFile(filepath.Join(manifests, "local-files.yaml"),
+		[]byte(strings.ReplaceAll(string(b), "/tmp/lava-demo/demo", root+"/demo")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	out := upOnce(t, manifests, stateDir, "--file-root", root, "--provider-runner")
+	if !strings.Contains(out, "providers run in runners as uid 65534") {
+		t.Errorf("lava up did not say it runs providers in runners:\n%s", out)
+	}
+	o, ok := object(t, stateDir, "demo", "greetings")
+	if !ok || o.Status.Phase != v1alpha1.PhaseApplied {
+		t.Fatalf("demo/greetings: %+v, want Applied", o.Status)
+	}
+	for p, uid := range map[string]uint32{filepath.Join(root, "demo"): 65534, filepath.Join(root, "demo", "hello-ana.txt"): 65534, root: 0} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Sys().(*syscall.Stat_t).Uid; got != uid {
+			t.Errorf("%s belongs to uid %d, want %d", p, got, uid)
+		}
+	}
+	if st, err := os.Stat(root); err != nil || st.Mode().Perm() != 0o711 {
+		t.Errorf("the file root: %v, %v; want mode 0711", st.Mode(), err)
+	}
+}
