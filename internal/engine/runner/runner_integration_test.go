@@ -24,7 +24,22 @@ import (
 // envChild makes the test binary a runner: the host starts it as one.
 const envChild = "LAVA_RUNNER_TEST_CHILD"
 
+// envMPTCP makes the test binary connect to the address it holds over Multipath TCP and exit 0
+// when it could.
+const envMPTCP = "LAVA_RUNNER_TEST_MPTCP"
+
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(envMPTCP); addr != "" {
+		// The attacker's program of the exec attack: a Multipath TCP connection to addr.
+		d := net.Dialer{}
+		d.SetMultipathTCP(true)
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			os.Exit(1)
+		}
+		_ = c.Close()
+		os.Exit(0)
+	}
 	if os.Getenv(envChild) == "1" {
 		if err := runner.Main(context.Background(), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -210,6 +225,14 @@ func TestRunner_kubernetesExecAttack(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
+	// The tenant's own program, written under its root: this binary, connecting over MPTCP.
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.root, "mptcp"), self, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tmp := filepath.Join(os.TempDir(), fmt.Sprintf("lava-runner-attack-%d", os.Getpid()))
 	t.Cleanup(func() { _ = os.Remove(tmp) })
 	script := fmt.Sprintf(`R=%[1]s
@@ -222,7 +245,9 @@ r writeTmp sh -c 'echo x > %[5]s'
 r writeRoot sh -c 'echo x > %[1]s/written'
 r connectNATS bash -c 'echo > /dev/tcp/127.0.0.1/%[6]d'
 r connectOther bash -c 'echo > /dev/tcp/127.0.0.1/%[7]d'
-echo '{}'`, s.root, s.seed, s.signing, s.stateDir, tmp, s.natsPort, other.Addr().(*net.TCPAddr).Port)
+r connectNATSMPTCP env %[8]s=127.0.0.1:%[6]d %[1]s/mptcp
+r connectOtherMPTCP env %[8]s=127.0.0.1:%[7]d %[1]s/mptcp
+echo '{}'`, s.root, s.seed, s.signing, s.stateDir, tmp, s.natsPort, other.Addr().(*net.TCPAddr).Port, envMPTCP)
 	doc, err := json.Marshal(map[string]any{
 		"terraform": map[string]any{"required_providers": map[string]any{
 			"kubernetes": map[string]any{"source": "hashicorp/kubernetes", "version": "1.13.4"}}},
@@ -237,7 +262,8 @@ echo '{}'`, s.root, s.seed, s.signing, s.stateDir, tmp, s.natsPort, other.Addr()
 	_, err = s.plan(t, state.Key{Namespace: "tenant", Name: "exec"}, string(doc), map[string]string{"kubernetes": "hashicorp/kubernetes"})
 	t.Logf("plan: %v", err)
 	want := map[string]string{"uid": strconv.Itoa(runnerUID), "readSeed": "denied", "readSigning": "denied", "writeState": "denied",
-		"writeTmp": "denied", "writeRoot": "ok", "connectNATS": "denied", "connectOther": "ok"}
+		"writeTmp": "denied", "writeRoot": "ok", "connectNATS": "denied", "connectOther": "ok",
+		"connectNATSMPTCP": "denied", "connectOtherMPTCP": "ok"}
 	for name, w := range want {
 		b, err := os.ReadFile(filepath.Join(s.root, name))
 		if err != nil {
@@ -253,5 +279,25 @@ echo '{}'`, s.root, s.seed, s.signing, s.stateDir, tmp, s.natsPort, other.Addr()
 	}
 	if _, err := os.Stat(tmp); err == nil {
 		t.Errorf("the command wrote %s", tmp)
+	}
+}
+
+// TestHost_runnerPerNamespace: the providers of two namespaces run in two runners, each kept
+// warm: a second plan in either namespace starts no runner and no provider process.
+func TestHost_runnerPerNamespace(t *testing.T) {
+	s := newSandbox(t, tofutest.TestkitMirror(t, tofutest.Tofu(t)))
+	for round := range 2 {
+		for _, ns := range []string{"alpha", "beta"} {
+			doc := fmt.Sprintf(`{"resource":{"testkit_file":{"a":{"filename":%q,"content":"x"}}}}`, filepath.Join(s.root, ns+".txt"))
+			if _, err := s.plan(t, state.Key{Namespace: ns, Name: "files"}, doc, testkit); err != nil {
+				t.Fatalf("round %d, %s: %v", round, ns, err)
+			}
+		}
+	}
+	if n := s.host.Spawns(); n != 2 {
+		t.Errorf("%d runners started, want one per namespace (2)", n)
+	}
+	if n := s.eng.Pool().Starts(); n != 2 {
+		t.Errorf("%d provider processes started, want 2", n)
 	}
 }

@@ -27,7 +27,8 @@ var fsConfig = landlock.Config{
 
 // restrict puts the runner and every process it starts under its Landlock rules: read and
 // execute beneath the mirror and the read roots, write beneath its directory and the write
-// roots, no TCP connect to the denied ports.
+// roots, no TCP connect to the denied ports; and under a seccomp filter refusing Multipath TCP
+// sockets, which those rules do not cover.
 func restrict(cfg Config) error {
 	roots := cfg.ReadRoots
 	if roots == nil {
@@ -48,6 +49,10 @@ func restrict(cfg Config) error {
 		if !slices.Contains(cfg.DenyConnect, uint16(p)) {
 			rules = append(rules, landlock.ConnectTCP(uint16(p)))
 		}
+	}
+	// Landlock's TCP rules do not cover Multipath TCP: seccomp refuses MPTCP sockets.
+	if err := refuseMPTCP(); err != nil {
+		return err
 	}
 	if err := fsConfig.Restrict(rules...); err != nil {
 		return fmt.Errorf("runner: landlock: %w", err)
