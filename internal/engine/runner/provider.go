@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
@@ -48,11 +49,18 @@ func (h *Host) Start(ctx context.Context, namespace, exe string, creds *credenti
 	if err != nil {
 		return nil, fmt.Errorf("runner: dial: %w", err)
 	}
+	// The runner answers within its provider start timeout (a minute), or ctx ends first.
+	deadline := time.Now().Add(startTimeout + 30*time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = conn.SetDeadline(deadline)
 	p, err := startOn(conn, startRequest{Exe: rel, Creds: creds})
 	if err != nil {
 		_ = conn.Close()
 		return nil, err
 	}
+	_ = conn.SetDeadline(time.Time{})
 	p.tls = c.tls
 	return p, nil
 }

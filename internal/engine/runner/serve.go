@@ -51,6 +51,9 @@ const (
 	magicCookieValue = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
 )
 
+// startTimeout bounds a provider's start, as the engine's own pool does.
+const startTimeout = time.Minute
+
 // startRequest is the first line of a control connection: the executable (relative to the
 // mirror) and the object's provider credentials.
 type startRequest struct {
@@ -217,7 +220,7 @@ func (s *server) start(req startRequest) (*hosted, error) {
 		Cmd:              cmd,
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		StartTimeout:     time.Minute,
+		StartTimeout:     startTimeout,
 		Logger:           hclog.NewNullLogger(),
 		Stderr:           io.Discard,
 		SyncStdout:       io.Discard,
