@@ -18,6 +18,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/enginetest"
+	"github.com/lava-operator/lava/internal/engine/runner"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
@@ -74,9 +75,37 @@ func newEnvAt(t testing.TB, level slog.Level) *env {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	store := state.NewStore(kv, art, state.Options{Logger: log})
-	eng := New(Options{Store: store, Artifacts: art, ProviderDir: tools.Mirror, Logger: log})
+	eng := New(Options{Store: store, Artifacts: art, ProviderDir: tools.Mirror, Logger: log, ProviderHost: testRunners(t, tools.Mirror)})
 	t.Cleanup(func() { _ = eng.Close() })
 	return &env{t: t, tools: tools, store: store, art: art, eng: eng, logs: logs, key: state.Key{Namespace: "demo", Name: "files"}}
+}
+
+// With $LAVA_TEST_PROVIDER_RUNNER=1, the engines of [newEnv] start their providers in runners
+// (this test binary as `lava runner`, TestMain), so the same tests check that plans and
+// applies through a runner are those in process. The runners keep this user (the tests write
+// under t.TempDir, private to it) and may write below the temporary directory.
+const (
+	providerRunnerEnv = "LAVA_TEST_PROVIDER_RUNNER"
+	runnerChildEnv    = "LAVA_RUNNER_TEST_CHILD"
+)
+
+// testRunners is a runner host over mirror when $LAVA_TEST_PROVIDER_RUNNER is 1, else nil.
+func testRunners(t testing.TB, mirror string) ProviderHost {
+	t.Helper()
+	if os.Getenv(providerRunnerEnv) != "1" {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := runner.NewHost(runner.Options{Exe: exe, Env: []string{runnerChildEnv + "=1"}, Mirror: mirror, UID: -1,
+		WriteRoots: []string{os.TempDir()}, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
 
 func (e *env) target(doc string) engine.Target {

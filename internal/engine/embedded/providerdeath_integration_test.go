@@ -3,11 +3,13 @@
 package embedded
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/lava-operator/lava/internal/engine/runner"
 	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
@@ -20,6 +22,13 @@ const providerParentEnv = "LAVA_TEST_PROVIDER_PARENT"
 func TestMain(m *testing.M) {
 	if exe := os.Getenv(providerParentEnv); exe != "" {
 		os.Exit(providerParent(exe))
+	}
+	if os.Getenv(runnerChildEnv) == "1" {
+		if err := runner.Main(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
