@@ -25,6 +25,7 @@ import (
 // it ([Provider.TLS]). It lives while its control connection is open.
 type Provider struct {
 	version int
+	pid     int
 	addr    net.Addr
 	tls     *tls.Config
 
@@ -90,7 +91,7 @@ func startOn(conn net.Conn, req startRequest) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	p := &Provider{version: rep.Version, addr: addr, conn: conn, replies: make(chan reply), done: make(chan struct{})}
+	p := &Provider{version: rep.Version, pid: rep.Pid, addr: addr, conn: conn, replies: make(chan reply), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for {
@@ -109,9 +110,10 @@ func startOn(conn net.Conn, req startRequest) (*Provider, error) {
 }
 
 // Reattach is the go-plugin configuration reaching the provider (set the client's TLSConfig
-// to [Provider.TLS]); killing the client ends the provider.
+// to [Provider.TLS]); killing the client ends the provider. Its Pid is the provider's process
+// id as the runner sees it (the host's too, on one machine), for logs and tests only.
 func (p *Provider) Reattach() *plugin.ReattachConfig {
-	return &plugin.ReattachConfig{Protocol: plugin.ProtocolGRPC, ProtocolVersion: p.version, Addr: p.addr,
+	return &plugin.ReattachConfig{Protocol: plugin.ProtocolGRPC, ProtocolVersion: p.version, Addr: p.addr, Pid: p.pid,
 		ReattachFunc: func() (runner.AttachedRunner, error) { return attached{p}, nil }}
 }
 

@@ -65,6 +65,7 @@ type startRequest struct {
 type reply struct {
 	Addr    string `json:"addr,omitempty"`
 	Version int    `json:"version,omitempty"`
+	Pid     int    `json:"pid,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 
@@ -147,7 +148,11 @@ func (s *server) control(ctx context.Context, c net.Conn) {
 		return
 	}
 	defer p.stop()
-	if err := enc.Encode(reply{Addr: p.ln.Addr().String(), Version: p.pc.NegotiatedVersion()}); err != nil {
+	pid := 0
+	if rc := p.pc.ReattachConfig(); rc != nil {
+		pid = rc.Pid
+	}
+	if err := enc.Encode(reply{Addr: p.ln.Addr().String(), Version: p.pc.NegotiatedVersion(), Pid: pid}); err != nil {
 		return
 	}
 	go func() {
