@@ -298,6 +298,15 @@ func (s *session) engines(e engines.Options, service string) engines.Options {
 	return e
 }
 
+// runnerUID is the user runners run as: Options.RunnerUID, or -1 (lava up's own) when lava up
+// is not root (only root starts a process as another user) or runners are off.
+func (s *session) runnerUID() int {
+	if !s.o.ProviderRunner || (os.Geteuid() != 0 && s.o.RunnerUID != os.Geteuid()) {
+		return -1
+	}
+	return s.o.RunnerUID
+}
+
 // startRunners makes the provider runners' host when Options.ProviderRunner is set: runners
 // run this executable's `lava runner` as the runner user, read the provider mirror, write
 // below the built-in policy's file root, may not connect to NATS or to lava up's RPC ports
@@ -309,7 +318,11 @@ func (s *session) startRunners(denied ...net.Listener) error {
 		return nil
 	}
 	abi, missing := runner.Support()
-	s.display.Println(fmt.Sprintf("lava up: providers run in runners as uid %d (Landlock ABI v%d)", o.RunnerUID, abi))
+	uid := s.runnerUID()
+	if uid < 0 {
+		s.display.Println(fmt.Sprintf("lava up: not root: runners run as this user (uid %d), not as uid %d; their Landlock rules still apply", os.Geteuid(), o.RunnerUID))
+	}
+	s.display.Println(fmt.Sprintf("lava up: providers run in runners as uid %d (Landlock ABI v%d)", max(uid, os.Geteuid()), abi))
 	for _, m := range missing {
 		s.display.Println("lava up: " + m)
 	}
@@ -334,7 +347,7 @@ func (s *session) startRunners(denied ...net.Listener) error {
 		roots = []string{o.FileRoot}
 	}
 	s.host, err = runner.NewHost(runner.Options{Exe: exe, Args: []string{"runner"}, Mirror: o.ProviderDir,
-		UID: o.RunnerUID, GID: o.RunnerGID, WriteRoots: roots, DenyConnect: ports,
+		UID: uid, GID: o.RunnerGID, WriteRoots: roots, DenyConnect: ports,
 		Protect: []string{o.StateDir}, Stderr: s.o.Log})
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
@@ -453,12 +466,8 @@ func (s *session) startSource(ctx, gctx context.Context, g *errgroup.Group, stop
 		return nil
 	}
 	s.changed = make(chan struct{}, 1)
-	runnerUID := 0
-	if o.ProviderRunner {
-		runnerUID = o.RunnerUID
-	}
 	src, err := NewSource(ctx, SourceConfig{JS: s.js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus), FileRoot: o.FileRoot,
-		RunnerUID: runnerUID, RunnerGID: o.RunnerGID,
+		RunnerUID: s.runnerUID(), RunnerGID: o.RunnerGID,
 		Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: s.log.With("service", "file-source"),
 		OnChange: func() {
 			select {
