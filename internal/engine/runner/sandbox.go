@@ -67,17 +67,23 @@ func Support() (abi int, missing []string) {
 	if err != nil {
 		abi = 0
 	}
-	switch {
-	case abi < 1:
-		missing = append(missing, "no Landlock: provider runners can read and write whatever their user can, and connect to NATS")
-	case abi < 3:
+	return abi, missingAt(abi)
+}
+
+// missingAt is what a runner's sandbox lacks on a kernel of Landlock ABI abi.
+func missingAt(abi int) []string {
+	if abi < 1 {
+		return []string{"no Landlock: provider runners can read and write whatever their user can, and connect to NATS"}
+	}
+	var missing []string
+	if abi < 3 {
 		missing = append(missing, "Landlock before ABI v3: provider runners can truncate files outside their roots")
-		fallthrough
-	case abi < 4:
+	}
+	if abi < 4 {
 		missing = append(missing, "Landlock before ABI v4 (no network rules): provider runners can connect to NATS")
-		fallthrough
-	case abi < 6:
+	}
+	if abi < 6 {
 		missing = append(missing, "Landlock before ABI v6: provider runners can signal other processes of their user")
 	}
-	return abi, missing
+	return missing
 }
