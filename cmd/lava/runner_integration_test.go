@@ -40,7 +40,7 @@ func TestUp_providerRunner(t *testing.T) {
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
 	out := upOnce(t, manifests, stateDir, "--file-root", root, "--provider-runner")
-	if !strings.Contains(out, "providers run in runners as uid 65534") {
+	if !strings.Contains(out, "providers run in runners as uid 65534 (Landlock ABI v") {
 		t.Errorf("lava up did not say it runs providers in runners:\n%s", out)
 	}
 	o, ok := object(t, stateDir, "demo", "greetings")
