@@ -23,6 +23,6 @@
 // [Host] is the engine's side (embedded.Options.ProviderHost): it keeps one runner process
 // per (namespace, identity), started on first use under the runner user (uid and gid) from a
 // descriptor of the host's own executable, in a private directory below a host directory that
-// also holds a view of the provider mirror the runner user can read and not write (hard links,
-// else copies). [Host.Start] starts a provider in the right runner.
+// also holds a view of the provider mirror the runner user can read and not write (copies: a
+// hard link would change the original's ctime, by which the engines pin the mirror). [Host.Start] starts a provider in the right runner.
 package runner

@@ -35,7 +35,7 @@ type Options struct {
 	Args []string
 	Env  []string
 	// Mirror is the engine's provider mirror: the host gives runners a view of it they can
-	// read (hard links, else copies, made once in [NewHost]) that they cannot write.
+	// read (copies, made once in [NewHost]) that they cannot write.
 	Mirror string
 	// UID and GID are the user and group runners run as; UID < 0 keeps the host's own.
 	UID, GID int
@@ -111,7 +111,9 @@ func within(p, r string) bool {
 func (h *Host) mirror() string { return filepath.Join(h.root, "mirror") }
 
 // stageMirror makes dst a tree of the files of the mirror src (symbolic links followed),
-// directories mode 0755, each file a hard link to the original, else a copy.
+// directories mode 0755, each file a copy. Never a hard link: a link changes the original's
+// ctime, and the engines pin the mirror's packages by it, so every other engine on the same
+// mirror would refuse its providers as replaced.
 func stageMirror(src, dst string) error {
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -132,9 +134,6 @@ func stageMirror(src, dst string) error {
 		}
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
-		}
-		if os.Link(real, out) == nil {
-			return nil
 		}
 		return copyFile(real, out, fi.Mode().Perm())
 	})
