@@ -31,7 +31,7 @@ func newPlanCmd() *cobra.Command {
 		Use:   "plan",
 		Short: "Plan a manifest before it is applied (--speculative), or review the plan a LavaArchitecture holds for approval (show)",
 		Long:  previewLong,
-		Example: `  lava plan --speculative -f examples/notes.yaml
+		Example: `  lava plan --speculative -f examples/local-files.yaml
   lava plan --speculative -f prod-vpc.yaml --server http://lava-applier.lava-system:8080 \
     --token-file /var/run/secrets/kubernetes.io/serviceaccount/token --json | jq -r .planId`,
 		Args: cobra.NoArgs,

@@ -21,6 +21,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/lang/arch"
+	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/manifest"
 	"github.com/lava-operator/lava/internal/pipeline"
@@ -56,7 +57,7 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVarP(&f.file, "filename", "f", "", "the manifest `FILE` to plan (one LavaArchitecture document; - for standard input)")
 	fs.StringVar(&f.sourceFile, "source-file", "", "plan the .tlisp `FILE` as the manifest's source, in place of spec.source or spec.sourceRef (the file of the branch a GitRepository will serve)")
-	fs.StringVar(&f.against, "against", "", "plan against the state of `NAMESPACE/NAME` instead of the manifest's own")
+	fs.StringVar(&f.against, "against", "", "plan as the object `NAMESPACE/NAME` instead of the manifest's own: rendered in that namespace (its policy, bindings and authorization) and planned against that object's state")
 	fs.StringVar(&f.server, "server", "", "PlanService base `URL` (default: http:// and the address in <state-dir>/"+up.FilePlanAddr+")")
 	fs.StringVar(&f.tokenFile, "token-file", "", "bearer token `FILE` (default: <state-dir>/"+up.FileRPCToken+")")
 	fs.StringVar(&f.stateDir, "state-dir", ".lava", "lava up's state `DIR`, for the default --server and --token-file")
@@ -81,8 +82,13 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	}
 	name := displayName(f.file)
 	ms, err := manifest.Parse(name, data)
+	if pe := (*manifest.PosError)(nil); errors.As(err, &pe) {
+		// As lava validate prints it: position, severity, the source line and a caret.
+		writeDiag(cmd.ErrOrStderr(), tlisp.Diagnostic{Pos: arch.Pos{File: name, Line: pe.Line, Col: pe.Col}, Message: pe.Msg}, name, sources{name: data}, true)
+		return invalidInputPrinted(err)
+	}
 	if err != nil {
-		return invalidInput(fmt.Errorf("%s:%w", name, err))
+		return invalidInput(fmt.Errorf("%s: %w", name, err))
 	}
 	if len(ms) != 1 {
 		return invalidInput(fmt.Errorf("%s: %d LavaArchitecture documents; --speculative plans exactly one", name, len(ms)))
@@ -117,7 +123,12 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	req := connect.NewRequest(&lavav1.PreviewRequest{Namespace: key.Namespace, Name: key.Name, Spec: pipeline.SpecMirror(m.Object.Spec)})
 	req.Header().Set("Authorization", "Bearer "+token)
 	resp, err := client.Preview(ctx, req)
-	if err != nil {
+	switch code := connect.CodeOf(err); {
+	case err == nil:
+	case code == connect.CodeUnavailable || code == connect.CodeDeadlineExceeded || code == connect.CodeUnauthenticated:
+		// Unreachable, busy, or not ours to call: the server, not the manifest (exit code 3).
+		return unavailable(fmt.Errorf("PlanService at %s: %w", f.server, err))
+	default:
 		return fmt.Errorf("PlanService at %s: %w", f.server, err)
 	}
 	return f.print(cmd, key, m, srcs, resp.Msg)
@@ -162,7 +173,8 @@ func (f *previewFlags) print(cmd *cobra.Command, key state.Key, m manifest.Manif
 		if r.GetMessage() != "" {
 			msg += ": " + manifest.MapInlineText(r.GetMessage(), m.MapInline)
 		}
-		return invalidInputPrinted(fmt.Errorf("no plan of %s: %s", key, msg))
+		fmt.Fprintf(stderr, "%s: error: no plan of %s: %s\n", m.File, key, msg)
+		return invalidInputPrinted(fmt.Errorf("no plan of %s: %s", key, r.GetReason()))
 	}
 	if f.asJSON {
 		b, err := json.MarshalIndent(map[string]any{"planId": r.GetPlanId(), "verdict": r.GetVerdict(),
@@ -170,8 +182,10 @@ func (f *previewFlags) print(cmd *cobra.Command, key state.Key, m manifest.Manif
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintln(out, string(b))
-		return err
+		if _, err := fmt.Fprintln(out, string(b)); err != nil {
+			return err
+		}
+		return denied(stderr, m.File, key, r)
 	}
 	var rec engine.PlanRecord
 	if err := json.Unmarshal(r.GetPlanRecord(), &rec); err != nil {
@@ -183,6 +197,19 @@ func (f *previewFlags) print(cmd *cobra.Command, key state.Key, m manifest.Manif
 	if err := printPlan(out, rec.Policy, r.GetReviewBody()); err != nil {
 		return err
 	}
+	if r.GetVerdict() == string(planpolicy.Deny) {
+		return denied(stderr, m.File, key, r)
+	}
 	_, err := fmt.Fprintf(out, "\nTo apply exactly this plan, and refuse any other: set spec.approvePlan: %s in the manifest and apply it\n", rec.PlanID)
 	return err
+}
+
+// denied reports a plan the namespace's plan rules deny on stderr and returns its error (exit
+// code 1: it will never be applied); nil for any other verdict.
+func denied(stderr io.Writer, file string, key state.Key, r *lavav1.PreviewResponse) error {
+	if r.GetVerdict() != string(planpolicy.Deny) {
+		return nil
+	}
+	fmt.Fprintf(stderr, "%s: error: the plan rules of namespace %s deny plan %s: it will not be applied, approved or not\n", file, key.Namespace, r.GetPlanId())
+	return invalidInputPrinted(fmt.Errorf("plan %s of %s is denied by the plan rules", r.GetPlanId(), key))
 }

@@ -65,7 +65,7 @@ func TestPlanSpeculative_workflow(t *testing.T) {
 	manifests := t.TempDir()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	objects := map[string]string{"pv-embedded": "embedded", "pv-tofu": "tofu"}
-	engines := map[string]string{"pv-new": "embedded"}
+	engines := map[string]string{"pv-new": "embedded", "pv-denied": "embedded", "pv-orphan": "embedded"}
 	for n, e := range objects {
 		engines[n] = e
 	}
@@ -84,9 +84,14 @@ func TestPlanSpeculative_workflow(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	done := make(chan int, 1)
+	// One plan rule: a plan of pv-denied is denied.
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte("cluster:\n  planRules:\n    - name: no-pv-denied\n      plan: 'object.name == \"pv-denied\"'\n      verdict: deny\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"),
-			"--interval", "200ms"}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
+			"--interval", "200ms", "--policy", policyFile}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
 	}()
 	defer func() { cancel(); <-done }()
 	waitFor := func(t *testing.T, what string, cond func() bool) {
@@ -202,6 +207,37 @@ func TestPlanSpeculative_workflow(t *testing.T) {
 		code, _, errOut = runLava(t, "", "plan", "--speculative", "-f", filepath.Join(scratch, "pv-embedded.yaml"), "--source-file", src, "--state-dir", stateDir)
 		if code != exitInvalid || !strings.Contains(errOut, src+":2:") {
 			t.Errorf("--source-file with an error: exit %d, stderr:\n%s\nwant a diagnostic at %s:2", code, errOut, src)
+		}
+	})
+	t.Run("denied", func(t *testing.T) {
+		p := filepath.Join(scratch, "pv-denied.yaml")
+		if err := os.WriteFile(p, []byte(previewManifest("pv-denied", "embedded", "1", "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runLava(t, "", "plan", "--speculative", "-f", p, "--state-dir", stateDir)
+		if code != exitInvalid || !strings.Contains(out, "no-pv-denied") || !strings.Contains(errOut, "deny plan") || strings.Contains(out, "To apply exactly this plan") {
+			t.Errorf("a denied preview: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+	})
+	t.Run("orphaned state", func(t *testing.T) {
+		// A name whose object was deleted with deletionPolicy Orphan: its state is refused to
+		// whatever object comes next, and so to a preview, which says why.
+		p := filepath.Join(manifests, "pv-orphan.yaml")
+		if err := os.WriteFile(p, []byte(previewManifest("pv-orphan", "embedded", "1", "")+"  deletionPolicy: Orphan\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "pv-orphan Applied", at(t, "pv-orphan", 1, v1alpha1.PhaseApplied))
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "pv-orphan gone", func() bool { _, ok := object(t, stateDir, "demo", "pv-orphan"); return !ok })
+		q := filepath.Join(scratch, "pv-orphan.yaml")
+		if err := os.WriteFile(q, []byte(previewManifest("pv-orphan", "embedded", "1", "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runLava(t, "", "plan", "--speculative", "-f", q, "--state-dir", stateDir)
+		if code != exitInvalid || !strings.Contains(errOut, "StateOrphaned") || strings.Contains(out, "approvePlan") {
+			t.Errorf("a preview against an orphaned state: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 	})
 	t.Run("invalid manifest", func(t *testing.T) {

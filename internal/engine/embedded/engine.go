@@ -384,6 +384,27 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	return rec, stepError("plan", err, req.Redact, secrets)
 }
 
+// storePlan puts a plan's artifact body into the artifact store and keeps the plan p for its
+// apply, returning the artifact digest; a speculative plan is never applied, so it is neither
+// stored nor kept (only its digest is computed: previews would otherwise fill the store and
+// the cache of plans).
+func (e *Engine) storePlan(ctx context.Context, req engine.PlanRequest, body []byte, p *Plan, serial uint64, lineage string) (string, error) {
+	if req.Speculative {
+		return bus.Digest(body), nil
+	}
+	digest, err := e.opts.Artifacts.PutBytes(ctx, body)
+	if err != nil {
+		return "", fmt.Errorf("store plan artifact: %w", err)
+	}
+	e.cfgMu.Lock()
+	if e.plans == nil || len(e.plans) >= maxPlans {
+		e.plans = map[string]cachedPlan{}
+	}
+	e.plans[digest] = cachedPlan{art: &planArtifact{RenderedDigest: req.RenderedDigest, StateSerial: serial, StateLineage: lineage}, plan: p}
+	e.cfgMu.Unlock()
+	return digest, nil
+}
+
 func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[string]bool) (*engine.PlanRecord, error) {
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
@@ -420,16 +441,10 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err != nil {
 		return nil, err
 	}
-	digest, err := e.opts.Artifacts.PutBytes(ctx, body)
+	digest, err := e.storePlan(ctx, req, body, p, serial, lineage)
 	if err != nil {
-		return nil, fmt.Errorf("store plan artifact: %w", err)
+		return nil, err
 	}
-	e.cfgMu.Lock()
-	if e.plans == nil || len(e.plans) >= maxPlans {
-		e.plans = map[string]cachedPlan{}
-	}
-	e.plans[digest] = cachedPlan{art: &planArtifact{RenderedDigest: req.RenderedDigest, StateSerial: serial, StateLineage: lineage}, plan: p}
-	e.cfgMu.Unlock()
 	redact := operationSecrets(req.Redact, secrets)
 	if err := engine.CheckSecretBytes(redact); err != nil {
 		return nil, err

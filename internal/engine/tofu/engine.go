@@ -22,6 +22,7 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
 // File names in a workspace.
@@ -459,9 +460,11 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 		return nil, fmt.Errorf("%s plan: read plan file: %w", e.cfg.Name, err)
 	}
 	serial, lineage, stateDigest := e.plannedState(ctx, req.Key, prior, planBytes)
-	digest, err := e.cfg.Artifacts.PutBytes(ctx, planBytes)
-	if err != nil {
-		return nil, fmt.Errorf("%s plan: store plan file: %w", e.cfg.Name, err)
+	digest := bus.Digest(planBytes) // a speculative plan is never applied: not stored
+	if !req.Speculative {
+		if digest, err = e.cfg.Artifacts.PutBytes(ctx, planBytes); err != nil {
+			return nil, fmt.Errorf("%s plan: store plan file: %w", e.cfg.Name, err)
+		}
 	}
 	versions, err := providerVersions(filepath.Join(r.dir, lockFile))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/rpcauth"
 )
 
 // previewHolder names a speculative plan where a holder is recorded (logs, the state lock it
@@ -33,17 +34,32 @@ const previewHolder = "lava-preview"
 type PlanServer struct {
 	s *Service
 	r synthesis.Renderer
+	// slots bounds the previews running at once (each is a plan: providers start and refresh).
+	slots chan struct{}
 }
+
+// PreviewVerb is the verb a PlanService caller needs on lavaarchitectures in the request's
+// namespace (internal/platform/rpcauth): update, since a preview shows the plan against an
+// object's state, which only who may change the object may see.
+const PreviewVerb = "update"
+
+// DefaultMaxPreviews is the speculative plans an applier runs at once when not configured
+// (--max-previews); one more is refused with Unavailable, never queued.
+const DefaultMaxPreviews = 2
 
 var _ lavav1connect.PlanServiceHandler = PlanServer{}
 
 // NewPlanHandler returns the connect path and handler of PlanService ("/lava.v1.PlanService/")
-// planning with s and rendering with r, to mount on the applier's connect listener.
-func NewPlanHandler(s *Service, r synthesis.Renderer, opts ...connect.HandlerOption) (string, http.Handler) {
+// planning with s and rendering with r, at most maxPreviews at once (0: [DefaultMaxPreviews]),
+// to mount on the applier's connect listener.
+func NewPlanHandler(s *Service, r synthesis.Renderer, maxPreviews int, opts ...connect.HandlerOption) (string, http.Handler) {
 	if r.Who == "" {
 		r.Who = "the applier"
 	}
-	return lavav1connect.NewPlanServiceHandler(PlanServer{s: s, r: r}, opts...)
+	if maxPreviews <= 0 {
+		maxPreviews = DefaultMaxPreviews
+	}
+	return lavav1connect.NewPlanServiceHandler(PlanServer{s: s, r: r, slots: make(chan struct{}, maxPreviews)}, opts...)
 }
 
 // Preview renders and plans req's spec against the state of req's namespace and name. A spec
@@ -65,6 +81,14 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 	case spec.GetSource().GetFlux() != nil:
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a spec.sourceRef cannot be previewed: give the file of the revision to plan as spec.source.inline"))
 	}
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("this applier runs its maximum of %d speculative plans; retry later", cap(p.slots)))
+	}
+	caller, _ := rpcauth.UserFrom(ctx)
+	p.s.cfg.Logger.Info("speculative plan requested", "resource", key.String(), "caller", caller.Name, "engine", pipeline.EngineName(spec.GetEngine()))
 	rd, fail, err := p.r.Render(ctx, spec, key.Namespace)
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
@@ -106,10 +130,14 @@ func (p PlanServer) plan(ctx context.Context, key state.Key, spec *lavav1.Archit
 	if err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)
 	}
-	// The record's uid is the live object's (none before its first event): a state an
-	// orphaning object left is refused to it, as to the object itself.
+	// The record's uid is the live object's (none before its first event, nor after it was
+	// deleted): a state an orphaning object left is refused to it, as to the object itself.
+	uid := rec.UID
+	if rec.Deleted {
+		uid = ""
+	}
 	w := &work{s: p.s, rec: rec, ns: key.Namespace, name: key.Name, holder: previewHolder,
-		cause: &lavav1.Envelope{Resource: &lavav1.ResourceRef{Namespace: key.Namespace, Name: key.Name, Uid: rec.UID}},
+		cause: &lavav1.Envelope{Resource: &lavav1.ResourceRef{Namespace: key.Namespace, Name: key.Name, Uid: uid}},
 		obs:   &lavav1.ResourceObserved{Spec: spec}, obsRead: true,
 		log: p.s.cfg.Logger.With("resource", key.String(), "preview", true)}
 	for _, check := range w.planChecks() {

@@ -60,7 +60,8 @@ func TestPlanService_preview(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	creator := env.ServiceAccountToken(t, ns, "creator", "create")
+	creator := env.ServiceAccountToken(t, ns, "creator", "create", "update")
+	createOnly := env.ServiceAccountToken(t, ns, "create-only", "create")
 	reader := env.ServiceAccountToken(t, ns, "reader", "get", "list")
 	ids, err := identity.NewForConfig(env.Config, env.Scheme, identity.Policy{})
 	if err != nil {
@@ -73,9 +74,9 @@ func TestPlanService_preview(t *testing.T) {
 	h := newHarness(t, env.Client)
 	r := h.startApplier(applierOpts{kube: env.Client, identities: ids})
 	kube := rpcauth.Kube{Client: cs}
-	guard := rpcauth.Guard{Authn: kube, Authz: kube, Verbs: map[string]string{lavav1connect.PlanServicePreviewProcedure: "create"}}
+	guard := rpcauth.Guard{Authn: kube, Authz: kube, Verbs: map[string]string{lavav1connect.PlanServicePreviewProcedure: applier.PreviewVerb}}
 	mux := http.NewServeMux()
-	mux.Handle(applier.NewPlanHandler(r.svc, synthesis.Renderer{Kube: env.Client, Identities: ids, BindingsKey: h.bindingsKey, Policy: h.policy}, guard.HandlerOptions()...))
+	mux.Handle(applier.NewPlanHandler(r.svc, synthesis.Renderer{Kube: env.Client, Identities: ids, BindingsKey: h.bindingsKey, Policy: h.policy}, 0, guard.HandlerOptions()...))
 	url := "http://" + conntest.Listen(t, func(ctx context.Context, ln net.Listener) error { return guard.Serve(ctx, ln, mux) })
 	client := lavav1connect.NewPlanServiceClient(http.DefaultClient, url)
 
@@ -102,6 +103,7 @@ func TestPlanService_preview(t *testing.T) {
 	}{
 		{"no token", "", ns, connect.CodeUnauthenticated},
 		{"get only", reader, ns, connect.CodePermissionDenied},
+		{"create only", createOnly, ns, connect.CodePermissionDenied},
 		{"another namespace", creator, other, connect.CodePermissionDenied},
 	} {
 		if _, err := preview(tt.token, tt.namespace, "p", spec(lavav1.Engine_ENGINE_EMBEDDED, "version")); connect.CodeOf(err) != tt.want {
@@ -154,6 +156,9 @@ func TestPlanService_preview(t *testing.T) {
 		s := spec(eng, "version")
 		s.ApprovePlan = res.GetPlanId()
 		h.observeUID(ns, name, string(obj.UID), 1, s)
+		if !strings.Contains(h.logs.String(), `"msg":"speculative plan requested"`) || !strings.Contains(h.logs.String(), `"caller":"system:serviceaccount:`+ns+`:creator"`) {
+			t.Errorf("%s: no log line names the preview and its caller", name)
+		}
 		applied := await(h, ns, name, 2*time.Minute, gen[*lavav1.Applied](1))
 		if applied.GetPlanId() != res.GetPlanId() {
 			t.Errorf("%s: applied plan %s, want the previewed %s\n%s", name, applied.GetPlanId(), res.GetPlanId(), h.describe(ns, name))

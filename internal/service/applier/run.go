@@ -53,8 +53,9 @@ type Options struct {
 	LockTTL time.Duration
 	// ConnectAddr serves PlanService (--connect-addr, e.g. ":8080"); empty disables it. It
 	// also needs BindingsKeyFile: a preview renders as synth does. Callers authenticate with a
-	// Kubernetes bearer token and need create on lavaarchitectures in the request's namespace
-	// (internal/platform/rpcauth), or present RPCTokenFile's token.
+	// Kubernetes bearer token and need update on lavaarchitectures in the request's namespace
+	// (internal/platform/rpcauth: a preview shows an object's state, which only who may change
+	// the object may see), or present RPCTokenFile's token.
 	ConnectAddr string
 	// Listener, if set, serves PlanService instead of listening on ConnectAddr (`lava up`,
 	// tests).
@@ -67,6 +68,9 @@ type Options struct {
 	// BindingsKeyFile holds the installation's bindings key (synth's --bindings-key-file),
 	// with which a preview names the artifact of a render that binds Secrets as synth does.
 	BindingsKeyFile string
+	// MaxPreviews is the speculative plans run at once (--max-previews, default
+	// DefaultMaxPreviews); more are refused with Unavailable.
+	MaxPreviews int
 }
 
 // Flags defines the applier's flags on fs: engines.Host's and its own.
@@ -81,6 +85,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConnectAddr, "connect-addr", "", "PlanService (connect) listen address, e.g. :8080; empty disables it (it needs --bindings-key-file too)")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token PlanService accepts instead of Kubernetes tokens (optional)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's); needed by PlanService")
+	fs.IntVar(&o.MaxPreviews, "max-previews", DefaultMaxPreviews, "speculative plans (PlanService) run at once; more are refused (Unavailable)")
 	o.RPC.Register(fs)
 }
 
@@ -143,7 +148,7 @@ func (o *Options) planService(s *Service, kube client.Reader, ids *identity.Clie
 	if err != nil {
 		return nil, err
 	}
-	guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{lavav1connect.PlanServicePreviewProcedure: "create"}, o.RPC)
+	guard, err := rpcauth.New(o.Kube, o.RPCTokenFile, map[string]string{lavav1connect.PlanServicePreviewProcedure: PreviewVerb}, o.RPC)
 	switch {
 	case errors.Is(err, rpcauth.ErrNoAuthenticator):
 		s.cfg.Logger.Warn("applier: PlanService is not served: no Kubernetes access and no --rpc-token-file to authenticate callers")
@@ -158,6 +163,6 @@ func (o *Options) planService(s *Service, kube client.Reader, ids *identity.Clie
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle(NewPlanHandler(s, synthesis.Renderer{Kube: kube, Identities: ids, BindingsKey: key, Policy: s.cfg.Policy}, guard.HandlerOptions()...))
+	mux.Handle(NewPlanHandler(s, synthesis.Renderer{Kube: kube, Identities: ids, BindingsKey: key, Policy: s.cfg.Policy}, o.MaxPreviews, guard.HandlerOptions()...))
 	return func(ctx context.Context) error { return guard.Serve(ctx, ln, mux) }, nil
 }
