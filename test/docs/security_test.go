@@ -167,6 +167,8 @@ var attackTrial = []attack{
 		[]string{"TestApplier_planRules"}},
 	{"25c", "a plan rule's exists over a tenant's 100,000-key map: 19 s an evaluation within the cost limit",
 		[]string{"TestEvaluate_bounded"}},
+	{"26a", "a Flux artifact of a few MiB expanding to gigabytes or millions of tar entries, read whole on every render",
+		[]string{"TestArtifactCache_expansionBombAttack"}},
 }
 
 var (

@@ -32,6 +32,11 @@ const (
 	// DefaultMaxCacheBytes bounds the bytes the cache keeps: 128 MiB (the chart's /tmp is a
 	// 256 MiB emptyDir).
 	DefaultMaxCacheBytes = 128 << 20
+	// DefaultMaxExpandedBytes bounds the bytes of tar stream read (decompressed) while looking
+	// for spec.path: 1 GiB. A tar.gz of 64 MiB of zeros expands to about 64 GiB.
+	DefaultMaxExpandedBytes = 1 << 30
+	// DefaultMaxArchiveEntries bounds the entries read while looking for spec.path.
+	DefaultMaxArchiveEntries = 200_000
 	// maxSourceFileBytes bounds the .tlisp file read from an artifact (spec.source.inline's
 	// limit).
 	maxSourceFileBytes = 256 << 10
@@ -65,6 +70,12 @@ type ArtifactCache struct {
 	// MaxCacheBytes bounds their total size (default DefaultMaxCacheBytes); the artifact just
 	// downloaded is always kept.
 	MaxCacheBytes int64
+	// MaxExpandedBytes bounds the decompressed bytes read to find a file (default
+	// DefaultMaxExpandedBytes), MaxArchiveEntries the entries (default
+	// DefaultMaxArchiveEntries): the digest proves who made an artifact, not that it is small
+	// once expanded.
+	MaxExpandedBytes  int64
+	MaxArchiveEntries int
 
 	group singleflight.Group
 }
@@ -85,7 +96,14 @@ func (c *ArtifactCache) File(ctx context.Context, art *lavav1.FluxArtifact, p st
 		return nil, &ArtifactError{Retryable: true, Err: fmt.Errorf("artifact cache: %w", err)}
 	}
 	defer f.Close()
-	return fileInTarGz(f, p)
+	maxExpanded, maxEntries := c.MaxExpandedBytes, c.MaxArchiveEntries
+	if maxExpanded <= 0 {
+		maxExpanded = DefaultMaxExpandedBytes
+	}
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxArchiveEntries
+	}
+	return fileInTarGz(ctx, f, p, tarBounds{expanded: maxExpanded, entries: maxEntries})
 }
 
 // artifact is the cached, verified file of digest d, downloaded from url when absent.
@@ -217,9 +235,43 @@ func (c *ArtifactCache) evict() {
 	}
 }
 
+// tarBounds bound what fileInTarGz reads: decompressed bytes and entries.
+type tarBounds struct {
+	expanded int64
+	entries  int
+}
+
+// errExpandedTooLarge ends a read of an archive that expands past its bound.
+var errExpandedTooLarge = errors.New("expanded bytes over the bound")
+
+// boundedReader reads r until ctx ends or more than left bytes were read.
+type boundedReader struct {
+	ctx  context.Context
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if b.left <= 0 {
+		return 0, errExpandedTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
 // fileInTarGz reads the regular file at p from a tar.gz stream. Nothing is written to disk,
-// so entry names cannot escape anywhere; p must be relative and stay inside the archive.
-func fileInTarGz(r io.Reader, p string) ([]byte, error) {
+// so entry names cannot escape anywhere; p must be relative and stay inside the archive. It
+// reads at most bounds.expanded decompressed bytes and bounds.entries entries, and stops when
+// ctx ends: a small archive may expand to many gigabytes or millions of entries, scanned on
+// every render.
+func fileInTarGz(ctx context.Context, r io.Reader, p string, bounds tarBounds) ([]byte, error) {
 	want := path.Clean(strings.TrimPrefix(p, "./"))
 	if path.IsAbs(p) || want == ".." || strings.HasPrefix(want, "../") {
 		return nil, &ArtifactError{Err: fmt.Errorf("spec.path %q leaves the artifact", p)}
@@ -228,13 +280,20 @@ func fileInTarGz(r io.Reader, p string) ([]byte, error) {
 	if err != nil {
 		return nil, &ArtifactError{Err: fmt.Errorf("artifact is not a tar.gz: %w", err)}
 	}
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil, &ArtifactError{Err: fmt.Errorf("spec.path %q is not a file in the artifact", p)}
+	tr := tar.NewReader(&boundedReader{ctx: ctx, r: gz, left: bounds.expanded})
+	for entries := 0; ; entries++ {
+		if entries >= bounds.entries {
+			return nil, &ArtifactError{Err: fmt.Errorf("spec.path %q not found in the first %d entries of the artifact: an artifact is read up to %d entries", p, bounds.entries, bounds.entries)}
 		}
-		if err != nil {
+		h, err := tr.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, &ArtifactError{Err: fmt.Errorf("spec.path %q is not a file in the artifact", p)}
+		case errors.Is(err, errExpandedTooLarge):
+			return nil, &ArtifactError{Err: fmt.Errorf("spec.path %q not found in the first %d bytes of the expanded artifact: an artifact is read up to that many", p, bounds.expanded)}
+		case ctx.Err() != nil:
+			return nil, &ArtifactError{Retryable: true, Err: fmt.Errorf("artifact: read %s: %w", p, ctx.Err())}
+		case err != nil:
 			return nil, &ArtifactError{Err: fmt.Errorf("artifact is not a tar.gz: %w", err)}
 		}
 		if path.Clean(strings.TrimPrefix(h.Name, "./")) != want {
@@ -247,6 +306,9 @@ func fileInTarGz(r io.Reader, p string) ([]byte, error) {
 			return nil, &ArtifactError{Err: fmt.Errorf("spec.path %q is %d bytes, more than %d", p, h.Size, maxSourceFileBytes)}
 		}
 		b, err := io.ReadAll(io.LimitReader(tr, maxSourceFileBytes))
+		if errors.Is(err, errExpandedTooLarge) {
+			return nil, &ArtifactError{Err: fmt.Errorf("spec.path %q ends past the first %d bytes of the expanded artifact: an artifact is read up to that many", p, bounds.expanded)}
+		}
 		if err != nil {
 			return nil, &ArtifactError{Err: fmt.Errorf("artifact: read %s: %w", p, err)}
 		}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -201,5 +202,85 @@ func TestArtifactCache_removesStaleDownloads(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("the recent partial download was removed: %v", err)
+	}
+}
+
+// bombTarGz is a tar.gz whose file a.tlisp comes after pad: one entry of padBytes zeros and
+// entries empty entries, each named p (a few MiB of archive expanding to gigabytes, or
+// millions of entries).
+func bombTarGz(t *testing.T, padBytes int64, entries int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := tar.NewWriter(gz)
+	if padBytes > 0 {
+		if err := tw.WriteHeader(&tar.Header{Name: "pad", Mode: 0o644, Size: padBytes, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		zero := make([]byte, 1<<20)
+		for n := padBytes; n > 0; n -= int64(len(zero)) {
+			if _, err := tw.Write(zero[:min(n, int64(len(zero)))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range entries {
+		if err := tw.WriteHeader(&tar.Header{Name: "p", Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := `(deflava-architecture x :resources ((terraform-data "a" :input "x")))`
+	if err := tw.WriteHeader(&tar.Header{Name: "a.tlisp", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestArtifactCache_expansionBombAttack: a tenant's Flux artifact (an OCIRepository layer
+// copied as is, a Bucket, a git tree) of a few MiB that expands to gigabytes of zeros, or to
+// millions of empty entries, before spec.path: synth read all of it on every render, without
+// looking at its context (4 GiB from 4 MiB in 1 s, 4 million entries from 9 MiB in 10 s; a
+// 64 MiB artifact is about 15 s and 70 s of a synth worker's CPU per render, uncancellable).
+// Now the read stops at the expanded-bytes and entries bounds, and when its context ends.
+func TestArtifactCache_expansionBombAttack(t *testing.T) {
+	read := func(t *testing.T, ctx context.Context, c *synthesis.ArtifactCache, body []byte) (time.Duration, error) {
+		t.Helper()
+		srv, _ := artifactServer(t, body)
+		start := time.Now()
+		_, err := c.File(ctx, &lavav1.FluxArtifact{Url: srv.URL + "/a.tar.gz", Digest: digest.FromBytes(body).String()}, "a.tlisp")
+		return time.Since(start), err
+	}
+	zeros := bombTarGz(t, synthesis.DefaultMaxExpandedBytes+(64<<20), 0)
+	took, err := read(t, t.Context(), &synthesis.ArtifactCache{Dir: t.TempDir()}, zeros)
+	var ae *synthesis.ArtifactError
+	if !errors.As(err, &ae) || ae.Retryable || !strings.Contains(err.Error(), "bytes of the expanded artifact") {
+		t.Errorf("a %d-byte artifact expanding past %d bytes: %v after %v, want refused at the bound (not retried)", len(zeros), synthesis.DefaultMaxExpandedBytes, err, took)
+	}
+	many := bombTarGz(t, 0, synthesis.DefaultMaxArchiveEntries+1000)
+	took, err = read(t, t.Context(), &synthesis.ArtifactCache{Dir: t.TempDir()}, many)
+	if !errors.As(err, &ae) || ae.Retryable || !strings.Contains(err.Error(), "entries") {
+		t.Errorf("an artifact of %d entries before spec.path: %v after %v, want refused at the bound", synthesis.DefaultMaxArchiveEntries+1000, err, took)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	c := &synthesis.ArtifactCache{Dir: t.TempDir()}
+	small := bombTarGz(t, 64<<20, 0)
+	if _, err := read(t, t.Context(), c, small); err != nil {
+		t.Fatalf("an artifact within the bounds: %v", err)
+	}
+	if _, err := read(t, ctx, c, small); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read whose context ended: %v, want context.Canceled", err)
 	}
 }

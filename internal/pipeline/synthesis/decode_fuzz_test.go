@@ -43,7 +43,7 @@ func FuzzFileInTarGz(f *testing.F) {
 	f.Add(buf.Bytes(), "/arch/main.lava")
 	f.Add([]byte("not gzip"), "x")
 	f.Fuzz(func(t *testing.T, data []byte, p string) {
-		b, err := fileInTarGz(bytes.NewReader(data), p)
+		b, err := fileInTarGz(t.Context(), bytes.NewReader(data), p, tarBounds{expanded: 1 << 20, entries: 1000})
 		if err != nil {
 			var ae *ArtifactError
 			if !errors.As(err, &ae) {
