@@ -169,6 +169,8 @@ var attackTrial = []attack{
 		[]string{"TestEvaluate_bounded"}},
 	{"26a", "a Flux artifact of a few MiB expanding to gigabytes or millions of tar entries, read whole on every render",
 		[]string{"TestArtifactCache_expansionBombAttack"}},
+	{"26b", "setproduct of three 1024-element ranges under engine tofu: OpenTofu asks for hundreds of gigabytes at every plan and drift scan",
+		[]string{"TestEngine_memoryBoundAttack"}},
 }
 
 var (

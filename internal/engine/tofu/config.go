@@ -40,6 +40,10 @@ type Config struct {
 	Name string
 	// Bin is the tofu or terraform binary.
 	Bin string
+	// MaxMemoryBytes bounds the data (heap) of every CLI process and of the providers it
+	// starts, each (RLIMIT_DATA, on Linux): OpenTofu evaluates the tenant's expressions with
+	// no budget of its own. 0: [DefaultMaxMemoryBytes]; negative: no limit.
+	MaxMemoryBytes int64
 	// CLIConfigFile is the CLI configuration (TF_CLI_CONFIG_FILE), e.g. a tool directory's
 	// tofurc. When empty, one is generated that installs providers only from MirrorDir.
 	CLIConfigFile string
@@ -111,6 +115,9 @@ func (c *Config) validate() error {
 	}
 	if c.Name == "" {
 		c.Name = filepath.Base(c.Bin)
+	}
+	if c.MaxMemoryBytes == 0 {
+		c.MaxMemoryBytes = DefaultMaxMemoryBytes
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()

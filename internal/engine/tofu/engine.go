@@ -58,6 +58,9 @@ type Engine struct {
 	pins    *providers.Pins
 	hashes  providers.HashCache
 	schemas map[string]*tfjson.ProviderSchema
+	// self is the executable that starts every CLI command under cfg.MaxMemoryBytes
+	// ([Engine.cliCommand]); "" without a limit.
+	self string
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -72,11 +75,15 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("tofu engine: plugin cache: %w", err)
 		}
 	}
+	self, err := selfForLimit(cfg.MaxMemoryBytes)
+	if err != nil {
+		return nil, err
+	}
 	home, err := os.MkdirTemp(cfg.WorkDir, "lava-engine-")
 	if err != nil {
 		return nil, fmt.Errorf("tofu engine: %w", err)
 	}
-	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, home: home, pins: providers.PinMirror(cfg.MirrorDir)}
+	e := &Engine{cfg: cfg, cliConfig: cfg.CLIConfigFile, home: home, pins: providers.PinMirror(cfg.MirrorDir), self: self}
 	if e.cliConfig == "" {
 		p, err := writeCLIConfig(home, cfg.MirrorDir)
 		if err != nil {

@@ -379,7 +379,8 @@ func (r *run) runMutating(ctx, sctx context.Context, o *objectDir, op, holder, s
 		return err
 	}
 	defer out.Close()
-	cmd := exec.Command(r.e.cfg.Bin, args...)
+	bin, _ := r.e.cliCommand() // its environment is in r.env
+	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = r.dir, r.env, out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := sctx.Err(); err != nil {

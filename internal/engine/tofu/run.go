@@ -1,9 +1,11 @@
 package tofu
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,21 +21,41 @@ import (
 	"github.com/lava-operator/lava/internal/platform/credentials"
 )
 
-// tailBuffer keeps the last max bytes written to it (stdout and stderr of one step).
+// tailBuffer keeps the last max bytes written to it (stdout and stderr of one step), and
+// whether the Go runtime of the CLI said it ran out of memory (its message comes first, before
+// a goroutine dump far longer than the tail).
 type tailBuffer struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
+	oom bool
 }
+
+// outOfMemory are the Go runtime's messages for an allocation refused (RLIMIT_DATA) or
+// impossible.
+var outOfMemory = [][]byte{[]byte("fatal error: runtime: cannot allocate memory"), []byte("fatal error: runtime: out of memory")}
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
+	if !t.oom {
+		window := t.b[max(0, len(t.b)-len(p)-64):]
+		for _, m := range outOfMemory {
+			t.oom = t.oom || bytes.Contains(window, m)
+		}
+	}
 	if over := len(t.b) - t.max; over > 0 {
 		t.b = append(t.b[:0], t.b[over:]...)
 	}
 	return len(p), nil
+}
+
+// outOfMemory reports whether the output said the CLI ran out of memory.
+func (t *tailBuffer) outOfMemory() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.oom
 }
 
 func (t *tailBuffer) String() string {
@@ -45,7 +67,7 @@ func (t *tailBuffer) String() string {
 func (t *tailBuffer) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.b = t.b[:0]
+	t.b, t.oom = t.b[:0], false
 }
 
 // outputKeep is how much of a step's output is kept for classification and the tail.
@@ -108,7 +130,8 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("%s %s: temporary directory: %w", e.cfg.Name, op, err)
 	}
-	tf, err := tfexec.NewTerraform(dir, e.cfg.Bin)
+	bin, limitEnv := e.cliCommand()
+	tf, err := tfexec.NewTerraform(dir, bin)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		_ = os.RemoveAll(tmp)
@@ -136,9 +159,7 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	if p, ok := os.LookupEnv("PATH"); ok {
 		env["PATH"] = p
 	}
-	for k, v := range e.cfg.Env {
-		env[k] = v
-	}
+	maps.Copy(env, e.cfg.Env)
 	env["TF_CLI_CONFIG_FILE"] = e.cliConfig
 	if e.usesCache() {
 		env["TF_PLUGIN_CACHE_DIR"] = e.cfg.PluginCacheDir
@@ -157,6 +178,7 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	env["TF_HTTP_PASSWORD"] = password
 	// What terraform-exec sets for the commands it runs, for those Lava runs itself.
 	env["TF_IN_AUTOMATION"] = "1"
+	maps.Copy(env, limitEnv)
 	environ := make([]string, 0, len(env))
 	for k, v := range env {
 		environ = append(environ, k+"="+v)
@@ -213,6 +235,11 @@ func (r *run) step(ctx context.Context, name string, timeout time.Duration, f fu
 	r.out.Reset()
 	start := time.Now()
 	err := f(sctx)
+	if err == nil && r.out.outOfMemory() {
+		// The Go runtime's fatal error exits with status 2, which `plan -detailed-exitcode`
+		// means "succeeded, with changes".
+		err = errors.New("the CLI crashed")
+	}
 	r.e.cfg.Logger.DebugContext(ctx, "engine step", "engine", r.e.cfg.Name, "resource", r.key.String(),
 		"step", name, "duration", time.Since(start), "ok", err == nil)
 	if err == nil {
@@ -257,6 +284,16 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 			return fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, &state.LockedError{Key: r.key, Lock: *rec.Lock})
 		}
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, engine.ErrLocked)}
+	case r.out.outOfMemory():
+		// Its memory limit (Config.MaxMemoryBytes): an expression of the configuration asks for
+		// more; another attempt would ask again. The CLI died holding the state lock it took
+		// as this run's holder: released, so the object's next operation need not wait for the
+		// lock's age. Its goroutine dump is no tail.
+		if rec, gerr := r.e.cfg.Store.Get(context.WithoutCancel(ctx), r.key); gerr == nil && rec.Lock != nil && rec.Lock.Holder == r.holder {
+			_ = r.e.cfg.Store.Unlock(context.WithoutCancel(ctx), r.key, rec.Lock.ID, false)
+		}
+		return &engine.StepError{Step: name, Tail: "fatal error: runtime: cannot allocate memory", Err: fmt.Errorf("%s %s: the CLI ran out of memory under its limit of %d bytes (an expression builds a value too large): %w",
+			r.e.cfg.Name, name, r.e.cfg.MaxMemoryBytes, engine.ErrEvaluationLimit)}
 	case strings.Contains(text, staleErrText):
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, engine.ErrPlanStale)}
 	}
