@@ -171,6 +171,8 @@ var attackTrial = []attack{
 		[]string{"TestArtifactCache_expansionBombAttack"}},
 	{"26b", "setproduct of three 1024-element ranges under engine tofu: OpenTofu asks for hundreds of gigabytes at every plan and drift scan",
 		[]string{"TestEngine_memoryBoundAttack"}},
+	{"26c", "bcrypt(\"x\", 31) under engine tofu: evaluated at apply with no cost cap, each apply holds a handler for its 30-minute timeout",
+		[]string{"TestEngine_cpuBoundAttack"}},
 }
 
 var (

@@ -49,8 +49,9 @@ type Options struct {
 	// (embedded.Options.ProviderHost); nil: as the engine's own children.
 	ProviderHost embedded.ProviderHost
 	// CLIMaxMemoryBytes bounds each CLI process's data (tofu.Config.MaxMemoryBytes; 0:
-	// tofu.DefaultMaxMemoryBytes, negative: none).
-	CLIMaxMemoryBytes int64
+	// tofu.DefaultMaxMemoryBytes, negative: none), CLIMaxCPUSeconds its CPU time
+	// (tofu.Config.MaxCPUSeconds).
+	CLIMaxMemoryBytes, CLIMaxCPUSeconds int64
 	// BackendAddr is the loopback address of the state backend (default "127.0.0.1:0", a free
 	// port). The backend is served only when a CLI engine is offered.
 	BackendAddr string
@@ -193,6 +194,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+name), WorkDir: workDir,
 			BackendURL: s.Backend.URL, BackendTokens: s.Backend.Tokens, Store: s.Store, Artifacts: art,
 			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log, FileAccess: files, MaxMemoryBytes: o.CLIMaxMemoryBytes,
+			MaxCPUSeconds: o.CLIMaxCPUSeconds,
 		})
 		if err != nil {
 			s.Close()

@@ -58,6 +58,7 @@ func (h *Host) Register(fs *pflag.FlagSet) {
 	fs.StringVar(&h.Engines.TerraformBin, "terraform-bin", "", "Terraform binary; empty disables engine terraform")
 	h.Engines.Install.RegisterFlags(fs)
 	fs.Int64Var(&h.Engines.CLIMaxMemoryBytes, "cli-max-memory-bytes", tofu.DefaultMaxMemoryBytes, "data (heap) limit of each tofu/terraform process and of each provider it starts, in bytes (RLIMIT_DATA; negative: none): OpenTofu evaluates tenants' expressions with no budget of its own")
+	fs.Int64Var(&h.Engines.CLIMaxCPUSeconds, "cli-max-cpu-seconds", tofu.DefaultMaxCPUSeconds, "CPU time limit of each tofu/terraform process and of each provider it starts, in seconds (RLIMIT_CPU, killed at the limit; negative: none)")
 	fs.StringVar(&h.Engines.CLIConfigFile, "cli-config-file", "", "CLI configuration for tofu/terraform (default: providers only from --provider-dir)")
 	fs.StringVar(&h.Engines.WorkDir, "work-dir", "", "directory for per-operation workspaces and the plugin cache (default: a temporary directory)")
 	fs.BoolVar(&h.NoKube, "no-kube", false, "run without Kubernetes access (resources with spec.providerEnvFrom then fail; the applier stores no sensitive outputs)")

@@ -44,6 +44,10 @@ type Config struct {
 	// starts, each (RLIMIT_DATA, on Linux): OpenTofu evaluates the tenant's expressions with
 	// no budget of its own. 0: [DefaultMaxMemoryBytes]; negative: no limit.
 	MaxMemoryBytes int64
+	// MaxCPUSeconds bounds the CPU time of every CLI process and of the providers it starts,
+	// each (RLIMIT_CPU, on Linux; killed at the limit). 0: [DefaultMaxCPUSeconds]; negative:
+	// no limit.
+	MaxCPUSeconds int64
 	// CLIConfigFile is the CLI configuration (TF_CLI_CONFIG_FILE), e.g. a tool directory's
 	// tofurc. When empty, one is generated that installs providers only from MirrorDir.
 	CLIConfigFile string
@@ -118,6 +122,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxMemoryBytes == 0 {
 		c.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	if c.MaxCPUSeconds == 0 {
+		c.MaxCPUSeconds = DefaultMaxCPUSeconds
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()

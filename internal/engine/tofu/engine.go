@@ -75,7 +75,7 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("tofu engine: plugin cache: %w", err)
 		}
 	}
-	self, err := selfForLimit(cfg.MaxMemoryBytes)
+	self, err := selfForLimit(cfg.MaxMemoryBytes, cfg.MaxCPUSeconds)
 	if err != nil {
 		return nil, err
 	}

@@ -55,8 +55,8 @@ type harnessOpts struct {
 	files *engine.FileAccess
 	// maxStateBytes is the state store's largest body (0: its default).
 	maxStateBytes int64
-	// maxMemory is Config.MaxMemoryBytes (0: its default).
-	maxMemory int64
+	// maxMemory is Config.MaxMemoryBytes, maxCPU Config.MaxCPUSeconds (0: their defaults).
+	maxMemory, maxCPU int64
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -98,6 +98,7 @@ func (h *harness) replica() *tofu.Engine {
 		Timeouts:        tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 		FileAccess:      o.files,
 		MaxMemoryBytes:  o.maxMemory,
+		MaxCPUSeconds:   o.maxCPU,
 	}
 	if o.bin != "" {
 		cfg.Bin = o.bin

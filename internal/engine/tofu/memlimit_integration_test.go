@@ -44,3 +44,30 @@ func TestEngine_memoryBoundAttack(t *testing.T) {
 		t.Fatalf("ordinary apply under the limit stored no state: %+v", r)
 	}
 }
+
+// TestEngine_cpuBoundAttack: OpenTofu's bcrypt takes any cost up to 31 and is evaluated at
+// apply (it is impure), so `bcrypt("x", 31)` under engine tofu ran for days: each apply held
+// an applier handler for the whole apply timeout (30 minutes), then was retried, and four such
+// objects held every handler. Now every CLI process runs under RLIMIT_CPU
+// (Config.MaxCPUSeconds): the apply is killed at the limit and fails with
+// ErrEvaluationLimit, its state lock released, and the object plans again at once.
+func TestEngine_cpuBoundAttack(t *testing.T) {
+	const limit = 5
+	h := newHarness(t, harnessOpts{maxCPU: limit})
+	p := h.plan(`{"resource":{"terraform_data":{"a":{"input":"${bcrypt(\"x\", 31)}"}}}}`)
+	start := time.Now()
+	_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test-replica"})
+	took := time.Since(start)
+	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "killed at its CPU limit of 5 s") {
+		t.Fatalf("apply of bcrypt cost 31 under a %d s CPU limit: %.400v after %v; want killed at the limit", limit, err, took)
+	}
+	t.Logf("refused after %v: %.200v", took, err)
+	if r, gerr := h.store.Get(t.Context(), h.key); gerr == nil && r.Lock != nil {
+		t.Fatalf("the killed CLI's state lock is still held: %+v", r.Lock)
+	}
+	p = h.plan(`{"resource":{"terraform_data":{"a":{"input":"${bcrypt(\"x\", 4)}"}}}}`)
+	h.apply(p)
+	if r := h.record(); r.Serial == 0 {
+		t.Fatalf("ordinary apply under the limit stored no state: %+v", r)
+	}
+}

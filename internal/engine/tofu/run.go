@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/terraform-exec/tfexec"
@@ -286,14 +288,14 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, engine.ErrLocked)}
 	case r.out.outOfMemory():
 		// Its memory limit (Config.MaxMemoryBytes): an expression of the configuration asks for
-		// more; another attempt would ask again. The CLI died holding the state lock it took
-		// as this run's holder: released, so the object's next operation need not wait for the
-		// lock's age. Its goroutine dump is no tail.
-		if rec, gerr := r.e.cfg.Store.Get(context.WithoutCancel(ctx), r.key); gerr == nil && rec.Lock != nil && rec.Lock.Holder == r.holder {
-			_ = r.e.cfg.Store.Unlock(context.WithoutCancel(ctx), r.key, rec.Lock.ID, false)
-		}
+		// more; another attempt would ask again. Its goroutine dump is no tail.
+		r.releaseDeadLock(ctx)
 		return &engine.StepError{Step: name, Tail: "fatal error: runtime: cannot allocate memory", Err: fmt.Errorf("%s %s: the CLI ran out of memory under its limit of %d bytes (an expression builds a value too large): %w",
 			r.e.cfg.Name, name, r.e.cfg.MaxMemoryBytes, engine.ErrEvaluationLimit)}
+	case r.cpuExhausted(err):
+		r.releaseDeadLock(ctx)
+		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: the CLI was killed at its CPU limit of %d s (an expression takes too long, such as a bcrypt cost over 12): %w",
+			r.e.cfg.Name, name, r.e.cfg.MaxCPUSeconds, engine.ErrEvaluationLimit)}
 	case strings.Contains(text, staleErrText):
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, engine.ErrPlanStale)}
 	}
@@ -303,6 +305,28 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 		msg = strings.TrimSpace(strings.SplitN(err.Error(), "\n", 2)[0])
 	}
 	return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %s", r.e.cfg.Name, name, r.red.Redact(msg))}
+}
+
+// releaseDeadLock releases the state lock a CLI that died at one of its limits held as this
+// run's holder, so the object's next operation need not wait for the lock's age: the CLI
+// exited, and one object has one operation at a time.
+func (r *run) releaseDeadLock(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if rec, err := r.e.cfg.Store.Get(ctx, r.key); err == nil && rec.Lock != nil && rec.Lock.Holder == r.holder {
+		_ = r.e.cfg.Store.Unlock(ctx, r.key, rec.Lock.ID, false)
+	}
+}
+
+// cpuExhausted reports whether err is the exit of a CLI the kernel killed at its CPU limit
+// (Config.MaxCPUSeconds): killed by a signal after using that much CPU.
+func (r *run) cpuExhausted(err error) bool {
+	var ee *exec.ExitError
+	if r.e.self == "" || r.e.cfg.MaxCPUSeconds <= 0 || !errors.As(err, &ee) || ee.ProcessState == nil {
+		return false
+	}
+	ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
+	used := ee.ProcessState.UserTime() + ee.ProcessState.SystemTime()
+	return ok && ws.Signaled() && used >= time.Duration(r.e.cfg.MaxCPUSeconds)*time.Second-time.Second
 }
 
 // summariesOnly keeps of the CLI's human output only each diagnostic's "Error:" or "Warning:"
