@@ -173,6 +173,8 @@ var attackTrial = []attack{
 		[]string{"TestEngine_memoryBoundAttack"}},
 	{"26c", "bcrypt(\"x\", 31) under engine tofu: evaluated at apply with no cost cap, each apply holds a handler for its 30-minute timeout",
 		[]string{"TestEngine_cpuBoundAttack"}},
+	{"26d", "a 500 KB map key that drifts at every scan, whole in each DriftScanned, drift anomaly and anomaly receipt",
+		[]string{"TestEvent_attributesCut"}},
 }
 
 var (

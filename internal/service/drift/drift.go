@@ -553,7 +553,10 @@ func Classify(findings []engine.Finding, prefixes []string) []engine.Finding {
 }
 
 func findingProto(f engine.Finding) *lavav1.DriftFinding {
-	p := &lavav1.DriftFinding{Address: f.Address, Attribute: f.Attribute, Change: pipeline.ChangeKind(f.Change),
+	// An attribute path holds map keys the configuration chose (a key of 500 KB, changed at
+	// every scan, was in each DriftScanned, its anomaly's metadata and that anomaly's receipt):
+	// cut like the values, as is the address (instance keys).
+	p := &lavav1.DriftFinding{Address: engine.Cut(f.Address), Attribute: engine.Cut(f.Attribute), Change: pipeline.ChangeKind(f.Change),
 		Severity: pipeline.SeverityProto(f.Severity)}
 	// The engine redacted the values; each is cut to what an alert shows (a provider's
 	// object, a stored file read back, may be megabytes, once per finding).

@@ -161,6 +161,24 @@ func TestEvent_valuesCut(t *testing.T) {
 	}
 }
 
+// TestEvent_attributesCut: a map key is part of a finding's attribute path, and a tenant
+// chooses it (`{ "${timestamp()}${local.pad}" = 1 }` drifts at every scan): a 500 KB key was
+// carried whole into the DriftScanned, the drift anomaly's metadata and its receipt, every
+// scan. The path and the address are cut as the values are.
+func TestEvent_attributesCut(t *testing.T) {
+	t.Parallel()
+	key := strings.Repeat("k", 500<<10)
+	ev := drift.Event(entry(), &engine.DriftReport{ScannedAt: time.Now(), Findings: []engine.Finding{
+		{Address: `terraform_data.a["` + key + `"]`, Attribute: "input." + key, Change: engine.ActionUpdate, Observed: str("1")},
+	}}, nil)
+	f := ev.GetFindings()[0]
+	for what, v := range map[string]string{"attribute": f.GetAttribute(), "address": f.GetAddress()} {
+		if n := len(v); n > engine.MaxWarningLen+len("…") || !strings.HasSuffix(v, "…") {
+			t.Errorf("%s: %d bytes, want at most %d and marked cut", what, n, engine.MaxWarningLen)
+		}
+	}
+}
+
 func TestEvent_cleanHasNoMaxSeverity(t *testing.T) {
 	t.Parallel()
 	ev := drift.Event(entry(), &engine.DriftReport{ScannedAt: time.Now(), Findings: []engine.Finding{{Address: "a.b", Attribute: "*", Change: engine.ActionNoOp}}}, nil)
