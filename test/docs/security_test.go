@@ -175,6 +175,8 @@ var attackTrial = []attack{
 		[]string{"TestEngine_cpuBoundAttack"}},
 	{"26d", "a 500 KB map key that drifts at every scan, whole in each DriftScanned, drift anomaly and anomaly receipt",
 		[]string{"TestEvent_attributesCut"}},
+	{"26e", "spec.providerEnvFrom sets GOGC=off or GODEBUG for the providers and tofu",
+		[]string{"TestReserved"}},
 }
 
 var (

@@ -186,15 +186,19 @@ func ValidName(k string) bool {
 // workload-identity variables of [Provider.Environ]), and those that make a dynamically linked
 // program load or read code and data from a path (the dynamic loader's LD_*, and glibc's list
 // of variables it drops for set-user-ID programs: GCONV_PATH, LOCPATH, NLSPATH, ...): a path a
-// tenant's resource wrote under a file root would otherwise run in the applier's pod.
+// tenant's resource wrote under a file root would otherwise run in the applier's pod. Also the
+// Go runtime's settings (GOGC, GOMEMLIMIT, GODEBUG, ...: tofu and nearly every provider are Go
+// programs, and GOGC=off makes a warm provider process keep everything it ever allocated) and
+// LAVA_* (the tofu engine's own, such as the limits it runs the CLI under).
 func Reserved(k string) bool {
 	u := strings.ToUpper(k)
 	switch u {
 	case "PATH", "HOME", "TMPDIR", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "GOOGLE_APPLICATION_CREDENTIALS",
 		"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE",
 		"GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH",
-		"RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR":
+		"RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
+		"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS", "GOTRACEBACK", "GORACE", "GOCOVERDIR":
 		return true
 	}
-	return strings.HasPrefix(u, "TF_") || strings.HasPrefix(u, "PLUGIN_") || strings.HasPrefix(u, "LD_")
+	return strings.HasPrefix(u, "TF_") || strings.HasPrefix(u, "PLUGIN_") || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "LAVA_")
 }

@@ -62,12 +62,15 @@ func TestReserved(t *testing.T) {
 	for _, k := range []string{"PATH", "HOME", "TMPDIR", "TF_HTTP_PASSWORD", "tf_cli_config_file", "TF_PLUGIN_MAGIC_COOKIE", "PLUGIN_PROTOCOL_VERSIONS",
 		"AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_FEDERATED_TOKEN_FILE",
 		// The dynamic loader's and glibc's path variables, which load code from a path.
-		"LD_PRELOAD", "ld_library_path", "LD_AUDIT", "GCONV_PATH", "LOCPATH", "NLSPATH"} {
+		"LD_PRELOAD", "ld_library_path", "LD_AUDIT", "GCONV_PATH", "LOCPATH", "NLSPATH",
+		// The Go runtime's settings (GOGC=off: a warm provider keeps all it allocated), and the
+		// tofu engine's own limits.
+		"GOGC", "gomemlimit", "GODEBUG", "GOMAXPROCS", "GOTRACEBACK", "LAVA_TOFU_MAX_DATA", "LAVA_TOFU_EXEC"} {
 		if !Reserved(k) {
 			t.Errorf("%s is not reserved", k)
 		}
 	}
-	for _, k := range []string{"AWS_REGION", "CLOUD_REGION", "GITHUB_TOKEN"} {
+	for _, k := range []string{"AWS_REGION", "CLOUD_REGION", "GITHUB_TOKEN", "GOOGLE_PROJECT", "GOVC_URL"} {
 		if Reserved(k) {
 			t.Errorf("%s is reserved", k)
 		}
