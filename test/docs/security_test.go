@@ -177,6 +177,8 @@ var attackTrial = []attack{
 		[]string{"TestEvent_attributesCut"}},
 	{"26e", "spec.providerEnvFrom sets GOGC=off or GODEBUG for the providers and tofu",
 		[]string{"TestReserved"}},
+	{"26f", "one namespace's objects binding 32 Secrets each, rechecked at the floor: every watcher worker waits in that namespace's client rate limiter",
+		[]string{"TestWatcher", "TestSecretBudget"}},
 }
 
 var (

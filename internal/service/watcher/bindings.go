@@ -93,6 +93,28 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 	}
 	h := blake3.New(32, nil)
 	field := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	// A Secret named twice (32 entries may name one) is read once; its contribution repeats.
+	type read struct {
+		ok     bool
+		fields []string
+	}
+	reads := map[types.NamespacedName]*read{}
+	secret := func(key types.NamespacedName) (bool, error) {
+		if rd, ok := reads[key]; ok {
+			for _, f := range rd.fields {
+				field(f)
+			}
+			return rd.ok, nil
+		}
+		rd := &read{}
+		ok, err := r.secretDigest(ctx, obj, key, func(s string) { rd.fields = append(rd.fields, s); field(s) })
+		if err != nil {
+			return false, err
+		}
+		rd.ok = ok
+		reads[key] = rd
+		return ok, nil
+	}
 	for i, ref := range refs {
 		field(ref.String())
 		key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.name}
@@ -118,7 +140,7 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 			if !r.watchSecrets && !r.readSecrets {
 				continue
 			}
-			ok, err := r.secretDigest(ctx, obj, key, field)
+			ok, err := secret(key)
 			if err != nil {
 				return "", "", err
 			}
@@ -140,7 +162,7 @@ func (r *reconciler) bindingsDigest(ctx context.Context, obj *v1alpha1.LavaArchi
 			if p.Status.OutputsSecret != "" && (r.watchSecrets || r.readSecrets) {
 				// Absent outputs Secret: the producer has not written its sensitive outputs yet
 				// (its phase gates the consumer); it contributes nothing.
-				if _, err := r.secretDigest(ctx, obj, types.NamespacedName{Namespace: obj.Namespace, Name: p.Status.OutputsSecret}, field); err != nil {
+				if _, err := secret(types.NamespacedName{Namespace: obj.Namespace, Name: p.Status.OutputsSecret}); err != nil {
 					return "", "", err
 				}
 			}

@@ -13,12 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/service/watcher"
 )
 
@@ -294,5 +296,73 @@ func (e *env) update(t *testing.T, obj client.Object, mutate func()) {
 	mutate()
 	if err := e.kube.Client.Update(t.Context(), obj); err != nil {
 		t.Fatalf("update %s: %v", obj.GetName(), err)
+	}
+}
+
+// testSecretReadBudget: one namespace's objects, each binding 32 Secrets and rechecked
+// often (spec.driftInterval's floor is 30 s; here SecretRecheck is 300 ms), read them through
+// the rate limiter of the namespace's impersonated client, 50 requests a second: every
+// reconcile worker waited in it, and another namespace's new object waited behind them (over
+// 10 s here, minutes at a thousand objects). Now a namespace's reads have a budget, and a
+// reconcile over it is put off without holding a worker: the other namespace's object is
+// observed at once, and the attacker's own objects are still observed.
+func (e *env) testSecretReadBudget(t *testing.T) {
+	attacker, victim := e.kube.Namespace(t), e.kube.Namespace(t)
+	// The client rate limit Run sets on the watcher's configuration, which each impersonated
+	// client gets a limiter of.
+	rc := svc.KubeAPI{}.Apply(rest.CopyConfig(e.kube.Config))
+	ids, err := identity.NewForConfig(rc, e.kube.Scheme, identity.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "reader"}})
+	e.create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "read-secrets"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}})
+	e.create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: "reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "read-secrets"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: attacker, Name: "reader"}}})
+	var refs []v1alpha1.BindingsSource
+	for i := range 32 {
+		name := fmt.Sprintf("s%d", i)
+		e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: attacker, Name: name}, Data: map[string][]byte{"k": []byte("v")}})
+		refs = append(refs, v1alpha1.BindingsSource{SecretRef: &v1alpha1.ObjectKeyReference{Name: name}})
+	}
+	e.startWatcher(t, attacker, "budget", func(c *watcher.Config) {
+		c.Namespaces = []string{attacker, victim}
+		c.BindingsKey, c.ReadSecrets, c.Identities, c.SecretRecheck = []byte(strings.Repeat("k", 32)), true, ids, 300*time.Millisecond
+	})
+	const objects = 48
+	for i := range objects {
+		e.create(t, newArch(attacker, fmt.Sprintf("a%d", i), func(s *v1alpha1.LavaArchitectureSpec) {
+			s.ServiceAccountName, s.BindingsFrom = "reader", refs
+		}))
+	}
+	observedAll := func(within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for i := range objects {
+			for e.observedCount(t, attacker, fmt.Sprintf("a%d", i)) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("attacker object a%d not observed in %v", i, within)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	observedAll(2 * time.Minute)
+	time.Sleep(2 * time.Second) // the rechecks under way
+	start := time.Now()
+	e.create(t, newArch(victim, "victim", nil))
+	deadline := time.Now().Add(60 * time.Second)
+	for e.observedCount(t, victim, "victim") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the other namespace's object was not observed in 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("another namespace's new object was observed after %v while one namespace rechecked %d objects of 32 Secrets, want within 5 s", took, objects)
+	} else {
+		t.Logf("observed after %v", took)
 	}
 }

@@ -47,6 +47,8 @@ type reconciler struct {
 	readSecrets   bool
 	ids           *identity.Clients
 	secretRecheck time.Duration
+	// secretBudget bounds the bound Secret reads per namespace ([Config].SecretReadsPerSecond).
+	secretBudget *secretBudget
 	// deletionWait is [Config].DeletionWait (0: no wait).
 	deletionWait time.Duration
 	core         *Core
@@ -73,6 +75,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	if err := r.c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.core.Forget(req.NamespacedName)
+			r.secretBudget.forget(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("watcher: get %s: %w", req.NamespacedName, err)

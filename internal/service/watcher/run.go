@@ -56,6 +56,10 @@ type Options struct {
 	WatchSecrets bool
 	// ReadSecrets is [Config].ReadSecrets (--read-secrets, default on).
 	ReadSecrets bool
+	// SecretReadsPerSecond and SecretReadBurst are [Config].SecretReadsPerSecond and
+	// SecretReadBurst (--secret-reads-per-second, --secret-read-burst).
+	SecretReadsPerSecond float64
+	SecretReadBurst      int
 	// Identity chooses who bound Secrets are read as under ReadSecrets ([Config].Identities):
 	// the flags synth and the applier share (--impersonate, --default-service-account,
 	// --allow-own-identity).
@@ -83,6 +87,8 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	o.Lockdown.Register(fs)
 	fs.BoolVar(&o.WatchSecrets, "watch-secrets", false, "watch the Secrets of spec.bindingsFrom too (needs get, list and watch on secrets)")
 	fs.BoolVar(&o.ReadSecrets, "read-secrets", true, "without --watch-secrets: read each bound Secret with get as the object's identity at every reconcile, and reconcile an object that binds one every spec.driftInterval, so a changed Secret renders again")
+	fs.Float64Var(&o.SecretReadsPerSecond, "secret-reads-per-second", DefaultSecretReadsPerSecond, "bound Secrets read per second per namespace (bursts of --secret-read-burst); a reconcile that would read more is put off (negative: no bound)")
+	fs.IntVar(&o.SecretReadBurst, "secret-read-burst", DefaultSecretReadBurst, "bound Secrets a namespace may read at once")
 	o.Identity.Register(fs)
 	fs.DurationVar(&o.DeletionWait, "deletion-wait", DefaultDeletionWait, "how long a deleted object's destroy waits for the objects that consume it (dependsOn, outputsRef) to be destroyed first (negative: no wait)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's), the BLAKE3 key of Secret data in the bindings digest (default: none, Secrets contribute their resourceVersion)")
@@ -153,7 +159,7 @@ func Run(ctx context.Context, o Options) error {
 		RESTConfig: rc, Scheme: scheme, JetStream: base.JS, Logger: log, Registry: base.Registry, BusMetrics: base.BusMetrics,
 		Namespaces: o.Namespaces, ClusterName: o.ClusterName, PhaseConsumer: o.PhaseConsumer,
 		NoCrossNamespaceRefs: !o.AllowCrossNamespaceRefs, BindingsKey: key, WatchSecrets: o.WatchSecrets, DeletionWait: o.DeletionWait,
-		ReadSecrets: o.ReadSecrets, Identities: ids,
+		ReadSecrets: o.ReadSecrets, Identities: ids, SecretReadsPerSecond: o.SecretReadsPerSecond, SecretReadBurst: o.SecretReadBurst,
 		LeaderElection: o.LeaderElect, LeaderElectionID: o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaseDuration:           o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,

@@ -159,9 +159,15 @@ func (r *reconciler) stepDependencies(ctx context.Context, p *pass) (stepResult,
 }
 
 // stepBindings reads the spec.bindingsFrom sources into p.bindings, their digest, and
-// p.missing, the first that does not exist ([reconciler.bindingsDigest]). Errors: reading a
-// source.
+// p.missing, the first that does not exist ([reconciler.bindingsDigest]), or puts the
+// reconcile off while the namespace's Secret read budget is spent ([secretBudget]). Errors:
+// reading a source.
 func (r *reconciler) stepBindings(ctx context.Context, p *pass) (stepResult, error) {
+	if d := r.secretBudget.take(p.obj, r.secretReads(p.obj), now(r.clock)); d > 0 {
+		// Its namespace's Secret reads are spent: put off, publishing nothing (what was
+		// observed stands), without holding a worker.
+		return stepResult{stop: true, result: reconcile.Result{RequeueAfter: d}}, nil
+	}
 	var err error
 	p.bindings, p.missing, err = r.bindingsDigest(ctx, p.obj)
 	return proceed, err

@@ -125,6 +125,13 @@ type Config struct {
 	// SecretRecheck is how often an object that binds a Secret is reconciled under
 	// ReadSecrets. Zero: the object's spec.driftInterval (default 5m, at least 30s).
 	SecretRecheck time.Duration
+	// SecretReadsPerSecond bounds the bound Secrets read (WatchSecrets or ReadSecrets) per
+	// namespace, with bursts of SecretReadBurst: a reconcile that would read more is put off
+	// until its namespace has them, so one namespace's rechecks never hold the workers every
+	// namespace shares. Zero: [DefaultSecretReadsPerSecond] and [DefaultSecretReadBurst];
+	// negative: no bound.
+	SecretReadsPerSecond float64
+	SecretReadBurst      int
 	// DeletionWait is how long a deleted object's destroy waits for the objects that consume it
 	// (spec.dependsOn, spec.bindingsFrom outputsRef, LavaArchitectureDependency) to be
 	// destroyed first, from its deletionTimestamp; then it proceeds and says so (condition
@@ -408,6 +415,7 @@ func newReconciler(ctx context.Context, mgr manager.Manager, o Config, metrics *
 	return &reconciler{
 		c: mgr.GetClient(), reader: mgr.GetAPIReader(), bindingsKey: o.BindingsKey, watchSecrets: o.WatchSecrets,
 		readSecrets: o.ReadSecrets && !o.WatchSecrets, ids: o.Identities, secretRecheck: o.SecretRecheck,
+		secretBudget: newSecretBudget(o.SecretReadsPerSecond, o.SecretReadBurst),
 		deletionWait: max(o.DeletionWait, 0),
 		core:         core, rec: rec, resources: resources,
 		deps:        resolver{c: mgr.GetClient(), cluster: o.ClusterName, noCrossNamespace: o.NoCrossNamespaceRefs},

@@ -54,6 +54,7 @@ func TestWatcher(t *testing.T) {
 	t.Run("outputs between objects", e.testOutputsBinding)
 	t.Run("bound Secrets are not read without WatchSecrets", e.testSecretsNotWatched)
 	t.Run("bound Secrets read as the object's identity and rechecked", e.testSecretsRead)
+	t.Run("one namespace's Secret rechecks do not hold another's reconciles", e.testSecretReadBudget)
 	t.Run("service entry point serves metrics and health", e.testRun)
 	t.Run("a burst is one status write; clean scans write nothing", e.testWrites)
 	t.Run("status discipline under label and annotation churn", e.testStatusDiscipline)
