@@ -179,6 +179,8 @@ var attackTrial = []attack{
 		[]string{"TestReserved"}},
 	{"26f", "one namespace's objects binding 32 Secrets each, rechecked at the floor: every watcher worker waits in that namespace's client rate limiter",
 		[]string{"TestWatcher", "TestSecretBudget"}},
+	{"26g", "a guarded deny plan rule passes over a value known only after apply or wrapped in sensitive(), and the value is applied",
+		[]string{"TestApplier_planRulesUndecidableValues", "TestEvaluate"}},
 }
 
 var (

@@ -105,6 +105,30 @@ func TestEvaluate(t *testing.T) {
 				{Address: "terraform_data.hidden", Type: "terraform_data", Mode: "managed", Actions: []string{"create"}, After: map[string]any{"input": nil}},
 			}}, planpolicy.Deny,
 			"deny: rule no-public (terraform_data.hidden): plan rule no-public matched (the rule could not decide, and so counts as matching: terraform_data.hidden: no such overload)"},
+		// Attacks of the eighteenth trial: a value known only after apply is left out of
+		// `after`, and a sensitive one is null, so a rule guarded as advised (has(), != null)
+		// or comparing with == passed over it, and the value it forbids was applied. As
+		// Undecidable values they make such a rule undecided, and so matching.
+		{"a value known only after apply does not evade a guarded deny", []planpolicy.Rule{{Name: "no-forbidden", Verdict: planpolicy.Deny,
+			Change: `change.after != null && has(change.after.input) && change.after.input == "forbidden"`}},
+			planpolicy.Input{Values: true, Changes: []planpolicy.Change{
+				{Address: "terraform_data.late", Type: "terraform_data", Mode: "managed", Actions: []string{"create"},
+					After: planpolicy.Overlay(map[string]any{"id": nil}, map[string]any{"input": true, "output": true}, planpolicy.WhyUnknown)},
+			}}, planpolicy.Deny,
+			"deny: rule no-forbidden (terraform_data.late): plan rule no-forbidden matched (the rule could not decide, and so counts as matching: terraform_data.late: the value is known only after apply)"},
+		{"a sensitive value does not evade an == deny", []planpolicy.Rule{{Name: "no-forbidden", Verdict: planpolicy.Deny,
+			Change: `change.after.input == "forbidden"`}},
+			planpolicy.Input{Values: true, Changes: []planpolicy.Change{
+				{Address: "terraform_data.hidden", Type: "terraform_data", Mode: "managed", Actions: []string{"create"},
+					After: planpolicy.Overlay(map[string]any{"input": nil}, map[string]any{"input": true}, planpolicy.WhySensitive)},
+			}}, planpolicy.Deny,
+			"deny: rule no-forbidden (terraform_data.hidden): plan rule no-forbidden matched (the rule could not decide, and so counts as matching: terraform_data.hidden: the value is sensitive)"},
+		{"an unknown value elsewhere decides nothing", []planpolicy.Rule{{Name: "no-forbidden", Verdict: planpolicy.Deny,
+			Change: `has(change.after.input) && change.after.input == "forbidden"`}},
+			planpolicy.Input{Values: true, Changes: []planpolicy.Change{
+				{Address: "terraform_data.ok", Type: "terraform_data", Mode: "managed", Actions: []string{"create"},
+					After: planpolicy.Overlay(map[string]any{"input": "fine"}, map[string]any{"output": true}, planpolicy.WhyUnknown)},
+			}}, planpolicy.Allow, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

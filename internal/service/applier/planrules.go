@@ -56,7 +56,8 @@ func (w *work) verdict(ctx context.Context, plan *engine.PlanRecord, in input, r
 }
 
 // reviewValues reads a plan's review body and returns each address's before and after
-// values. Errors: [work.reviewBody]'s, a body that does not decode.
+// values, sensitive and unknown ones [planpolicy.Undecidable]. Errors: [work.reviewBody]'s, a
+// body that does not decode.
 func (w *work) reviewValues(ctx context.Context, digest string) (map[string][2]any, error) {
 	body, err := w.reviewBody(ctx, digest)
 	if err != nil {
@@ -69,7 +70,11 @@ func (w *work) reviewValues(ctx context.Context, digest string) (map[string][2]a
 	out := make(map[string][2]any, len(p.ResourceChanges))
 	for _, rc := range p.ResourceChanges {
 		if rc != nil && rc.Change != nil {
-			out[rc.Address] = [2]any{rc.Change.Before, rc.Change.After}
+			// What the rules cannot read (unknown until apply, sensitive) makes a rule that
+			// reads it undecided, never a missing or null value a guarded rule passes over.
+			c := rc.Change
+			after := planpolicy.Overlay(planpolicy.Overlay(c.After, c.AfterSensitive, planpolicy.WhySensitive), c.AfterUnknown, planpolicy.WhyUnknown)
+			out[rc.Address] = [2]any{planpolicy.Overlay(c.Before, c.BeforeSensitive, planpolicy.WhySensitive), after}
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@
 package applier_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +152,43 @@ func writePolicy(t *testing.T, path, doc string) {
 	at := time.Now().Add(time.Duration(len(doc)) * time.Millisecond)
 	if err := os.Chtimes(path, at, at); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestApplier_planRulesUndecidableValues: a deny rule guarded as the documentation advises
+// (`change.after != null && has(change.after.input) && ...`) never saw a value known only
+// after apply (it is left out of the plan's after) nor a sensitive one (null): the plan's
+// author fed the denied value through another resource's output, or wrapped it in
+// sensitive(), the plan was allowed under auto, and the denied value was applied, on both
+// engines. Now such values make the rule undecided, and so matching: Failed PlanDenied,
+// nothing applied.
+func TestApplier_planRulesUndecidableValues(t *testing.T) {
+	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
+		t.Run(pipeline.EngineName(eng), func(t *testing.T) {
+			doc := filepath.Join(t.TempDir(), "policy.yaml")
+			writePolicy(t, doc, `cluster:
+  planRules:
+  - name: no-forbidden
+    change: 'change.address == "terraform_data.dst" && change.after != null && has(change.after.input) && change.after.input == "forbidden"'
+    verdict: deny
+`)
+			h := newHarness(t)
+			h.startApplier(applierOpts{policy: &policy.File{Path: doc}})
+			const ns = "demo"
+			for i, src := range []string{
+				`(deflava-architecture late :resources ((terraform-data "src" :input "forbidden") (terraform-data "dst" :input (ref terraform-data "src" output))))`,
+				`(deflava-architecture hidden :resources ((terraform-data "dst" :input "${sensitive(\"forbidden\")}")))`,
+			} {
+				name := fmt.Sprintf("evade%d", i)
+				h.observe(ns, name, 1, &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: src}}, Engine: eng, ApprovePlan: "auto"})
+				failed := await(h, ns, name, 2*time.Minute, gen[*lavav1.Failed](1))
+				if failed.GetReason() != v1alpha1.ReasonPlanDenied || !strings.Contains(failed.GetMessage(), "rule no-forbidden (terraform_data.dst)") {
+					t.Fatalf("%s: Failed %v, want PlanDenied by no-forbidden", name, failed)
+				}
+				if n := len(events[*lavav1.Applied](h, ns, name)); n != 0 {
+					t.Fatalf("%s: %d Applied: the denied value was applied", name, n)
+				}
+			}
+		})
 	}
 }
