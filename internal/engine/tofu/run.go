@@ -318,7 +318,7 @@ func (r *run) releaseDeadLock(ctx context.Context) {
 }
 
 // cpuExhausted reports whether err is the exit of a CLI the kernel killed at its CPU limit
-// (Config.MaxCPUSeconds): killed by a signal after using that much CPU.
+// (Config.MaxCPUSeconds): killed by a signal after using about that much CPU.
 func (r *run) cpuExhausted(err error) bool {
 	var ee *exec.ExitError
 	if r.e.self == "" || r.e.cfg.MaxCPUSeconds <= 0 || !errors.As(err, &ee) || ee.ProcessState == nil {
@@ -326,7 +326,9 @@ func (r *run) cpuExhausted(err error) bool {
 	}
 	ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
 	used := ee.ProcessState.UserTime() + ee.ProcessState.SystemTime()
-	return ok && ws.Signaled() && used >= time.Duration(r.e.cfg.MaxCPUSeconds)*time.Second-time.Second
+	// The usage wait4 reports runs short of what the kernel held to the limit (119.0 s of
+	// user and system time for a process killed at 120 s): nine tenths of it.
+	return ok && ws.Signaled() && used >= time.Duration(r.e.cfg.MaxCPUSeconds)*time.Second*9/10
 }
 
 // summariesOnly keeps of the CLI's human output only each diagnostic's "Error:" or "Warning:"
