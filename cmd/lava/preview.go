@@ -45,7 +45,9 @@ is the same: the rendering does not depend on where the text came from).
 
 The applier serves PlanService on --server (lava up: the address in <state-dir>/plan.addr);
 the caller authenticates with a bearer token (--token-file; lava up: <state-dir>/rpc.token;
-on a cluster a Kubernetes token whose user may create lavaarchitectures in the namespace).`
+on a cluster a Kubernetes token whose user may update lavaarchitectures in the namespace).
+Exit codes: 0 a plan; 1 the manifest does not render, has no plan (the reason is printed) or
+the plan rules deny its plan; 3 PlanService cannot be reached, refuses the token or is busy.`
 
 type previewFlags struct {
 	file, sourceFile, against, server, tokenFile, stateDir string
