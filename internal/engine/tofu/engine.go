@@ -410,18 +410,8 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	// What an orphaned apply or destroy created is in the state before the plan reads it; a
-	// speculative plan recovers nothing and refuses instead.
-	if req.Speculative {
-		if err := e.orphanPending(req.Key); err != nil {
-			return nil, err
-		}
-	} else {
-		o, err := e.openObject(ctx, req.Key, req.Holder)
-		if err != nil {
-			return nil, err
-		}
-		o.unlock()
+	if err := e.recoverForPlan(ctx, req); err != nil {
+		return nil, err
 	}
 	prior, secrets, err := e.stateOf(ctx, req.Key)
 	if err != nil {
@@ -506,6 +496,20 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	}
 	rec.PlanID = rec.ComputePlanID()
 	return rec, nil
+}
+
+// recoverForPlan brings what an orphaned apply or destroy created into the state before a plan
+// reads it; a speculative plan recovers nothing and refuses instead ([Engine.orphanPending]).
+func (e *Engine) recoverForPlan(ctx context.Context, req engine.PlanRequest) error {
+	if req.Speculative {
+		return e.orphanPending(req.Key)
+	}
+	o, err := e.openObject(ctx, req.Key, req.Holder)
+	if err != nil {
+		return err
+	}
+	o.unlock()
+	return nil
 }
 
 // planStep runs `plan -json -out` in r's workspace ws (the "plan" step, [run.step]), leaving
