@@ -332,7 +332,7 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 	if ownAccess {
 		per["watcher"] = append(per["watcher"], grant{"", "", "secrets", "get"})
 		per["synth"] = append(per["synth"], grant{"", "", "configmaps", "get"}, grant{"", "", "secrets", "get"})
-		per["applier"] = append(per["applier"], grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"},
+		per["applier"] = append(per["applier"], grant{"", "", "configmaps", "get"}, grant{"", "", "secrets", "get"}, grant{"", "", "secrets", "create"}, grant{"", "", "secrets", "update"},
 			grant{"", "", "serviceaccounts", "get"}, grant{"", "", "serviceaccounts/token", "create"})
 		per["drift"] = append(per["drift"], grant{"", "", "secrets", "get"},
 			grant{"", "", "serviceaccounts", "get"}, grant{"", "", "serviceaccounts/token", "create"})
@@ -352,7 +352,7 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 	}
 	// The RPC services ask the API server to review callers' tokens and access
 	// (docs/security.md, "RPCs"), cluster-wide whatever watchNamespaces says.
-	for _, svc := range []string{"synth", "attest"} {
+	for _, svc := range rpcServices {
 		out[prefix+"-"+svc] = append(out[prefix+"-"+svc], grant{"cluster", "authentication.k8s.io", "tokenreviews", "create"}.String(),
 			grant{"cluster", "authorization.k8s.io", "subjectaccessreviews", "create"}.String())
 	}
@@ -364,6 +364,10 @@ func expectedGrants(prefix string, scopes []string, ownAccess bool) map[string][
 	}
 	return out
 }
+
+// rpcServices serve a connect API on 8080 (RenderService, PlanService, ReceiptService) and ask
+// the API server to review their callers (docs/security.md, "RPCs").
+var rpcServices = []string{"synth", "applier", "attest"}
 
 // serviceOptions are the options types the service binaries parse (services/<svc>/main.go:
 // svc.Command(name, <svc>.Run)).
@@ -443,7 +447,7 @@ func TestRenderedObjects(t *testing.T) {
 					continue
 				}
 				want := []int32{9090, 9091}
-				if svc == "synth" || svc == "attest" {
+				if slices.Contains(rpcServices, svc) {
 					want = []int32{8080, 9090, 9091}
 				}
 				var got []int32
@@ -500,7 +504,7 @@ func TestRenderedObjects(t *testing.T) {
 					ports[p.Name] = p.ContainerPort
 				}
 				wantPorts := map[string]int32{"metrics": 9090, "health": 9091}
-				if svc == "synth" || svc == "attest" {
+				if slices.Contains(rpcServices, svc) {
 					wantPorts["connect"] = 8080
 				}
 				if d := cmp.Diff(wantPorts, ports); d != "" {
