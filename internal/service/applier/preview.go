@@ -140,6 +140,10 @@ func (p PlanServer) plan(ctx context.Context, key state.Key, spec *lavav1.Archit
 		cause: &lavav1.Envelope{Resource: &lavav1.ResourceRef{Namespace: key.Namespace, Name: key.Name, Uid: uid}},
 		obs:   &lavav1.ResourceObserved{Spec: spec}, obsRead: true,
 		log: p.s.cfg.Logger.With("resource", key.String(), "preview", true)}
+	// The plan shows the live object's state, which holds the values of the Secrets the live
+	// object binds, whatever the previewed spec binds: both are redacted.
+	live := &work{s: p.s, ns: key.Namespace, name: key.Name, log: w.log}
+	w.redact = append(w.secrets(ctx), live.secrets(ctx)...)
 	for _, check := range w.planChecks() {
 		f, err := check(ctx)
 		if err != nil {

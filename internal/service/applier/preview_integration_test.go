@@ -163,5 +163,16 @@ func TestPlanService_preview(t *testing.T) {
 		if applied.GetPlanId() != res.GetPlanId() {
 			t.Errorf("%s: applied plan %s, want the previewed %s\n%s", name, applied.GetPlanId(), res.GetPlanId(), h.describe(ns, name))
 		}
+		// A preview that binds nothing still shows the live state, which holds the value the
+		// live object bound (tofu's terraform_data output carries it unmarked): redacted.
+		plain := spec(eng, "version")
+		plain.BindingsFrom, plain.Bindings = nil, map[string]string{"version": "plain"}
+		res, err = preview(creator, ns, name, plain)
+		if err != nil || !engine.IsPlanID(res.GetPlanId()) {
+			t.Fatalf("%s, binding nothing: %v %v", name, res, err)
+		}
+		if b, _ := json.Marshal(res); strings.Contains(string(b), secretValue) || strings.Contains(string(res.GetReviewBody()), secretValue) {
+			t.Errorf("%s: a preview binding nothing shows the live object's Secret value: %s", name, res.GetReviewBody())
+		}
 	}
 }
