@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -80,20 +78,13 @@ func TestPlanSpeculative_workflow(t *testing.T) {
 	for name := range objects {
 		write(t, name, "1", "")
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	done := make(chan int, 1)
 	// One plan rule: a plan of pv-denied is denied.
 	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte("cluster:\n  planRules:\n    - name: no-pv-denied\n      plan: 'object.name == \"pv-denied\"'\n      verdict: deny\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"),
-			"--interval", "200ms", "--policy", policyFile}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
-	}()
-	defer func() { cancel(); <-done }()
+	startUp(t, "up", "-f", manifests, "--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"),
+		"--interval", "200ms", "--policy", policyFile)
 	waitFor := func(t *testing.T, what string, cond func() bool) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Minute)
