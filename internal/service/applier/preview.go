@@ -79,7 +79,7 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 	case spec == nil || spec.GetSource().GetKind() == nil:
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("spec with a source is required"))
 	case spec.GetSource().GetFlux() != nil:
-		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a spec.sourceRef cannot be previewed: give the file of the revision to plan as spec.source.inline"))
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a spec.sourceRef cannot be previewed: give the file of the revision to plan as spec.source.inline (lava plan --speculative --source-file FILE)"))
 	}
 	select {
 	case p.slots <- struct{}{}:
