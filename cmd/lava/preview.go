@@ -72,13 +72,7 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	if f.file == "" {
 		return invalidInput(errors.New("--speculative needs -f FILE"))
 	}
-	var data []byte
-	var err error
-	if f.file == "-" {
-		data, err = io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxInputBytes+1))
-	} else {
-		data, err = readFileLimited(f.file)
-	}
+	data, err := readInput(cmd.InOrStdin(), f.file)
 	if err != nil {
 		return err
 	}
@@ -98,7 +92,7 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	m := ms[0]
 	srcs := sources{m.File: data}
 	if f.sourceFile != "" {
-		text, err := readFileLimited(f.sourceFile)
+		text, err := readInput(cmd.InOrStdin(), f.sourceFile)
 		if err != nil {
 			return err
 		}

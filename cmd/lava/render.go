@@ -275,6 +275,22 @@ func displayName(path string) string {
 // file is an error; problems in its content are diagnostics.
 func readUnits(stdin io.Reader, path string, srcs sources) ([]unit, tlisp.Diagnostics, error) {
 	name := displayName(path)
+	data, err := readInput(stdin, path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && isCatalogName(path) {
+			return nil, nil, fmt.Errorf("%w (%s is a bundled architecture: render it through a manifest whose spec.source.name is %s, or print it with `lava catalog show %s`)", err, path, path, path)
+		}
+		return nil, nil, err
+	}
+	srcs[name] = data
+	units, diags := loadUnits(name, data)
+	return units, diags, nil
+}
+
+// readInput reads path ("-" for stdin) whole, at most maxInputBytes. Errors: "read NAME: "
+// and the read's error, or the size.
+func readInput(stdin io.Reader, path string) ([]byte, error) {
+	name := displayName(path)
 	var data []byte
 	var err error
 	if path == "-" {
@@ -283,17 +299,12 @@ func readUnits(stdin io.Reader, path string, srcs sources) ([]unit, tlisp.Diagno
 		data, err = readFileLimited(path)
 	}
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && isCatalogName(path) {
-			return nil, nil, fmt.Errorf("read %s: %w (%s is a bundled architecture: render it through a manifest whose spec.source.name is %s, or print it with `lava catalog show %s`)", name, err, path, path, path)
-		}
-		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	if len(data) > maxInputBytes {
-		return nil, nil, fmt.Errorf("read %s: larger than %d bytes", name, maxInputBytes)
+		return nil, fmt.Errorf("read %s: larger than %d bytes", name, maxInputBytes)
 	}
-	srcs[name] = data
-	units, diags := loadUnits(name, data)
-	return units, diags, nil
+	return data, nil
 }
 
 // isCatalogName reports whether arg names a bundled architecture of the catalog.
