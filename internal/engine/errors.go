@@ -40,6 +40,12 @@ var (
 	// cost; docs/embedded-engine.md, "Evaluation limits"): the same configuration fails again,
 	// so it is not retried.
 	ErrEvaluationLimit = errors.New("engine: evaluation limit exceeded")
+	// ErrApplyInterrupted reports an apply or destroy whose CLI was killed (at its CPU or
+	// memory limit, or at its timeout after the grace of its interrupt) before it saved its
+	// state: objects it made since its last save are missing from the state, and a new plan
+	// would make them again. The error names those it made; the applier holds the object's next
+	// plan for approval (docs/design/0025-lost-or-regressed-state.md).
+	ErrApplyInterrupted = errors.New("engine: apply interrupted before its state was saved")
 	// ErrRecoveryPending reports a speculative plan ([PlanRequest].Speculative) of a state an
 	// interrupted apply or destroy left for recovery: the next plan of the object recovers it.
 	ErrRecoveryPending = errors.New("engine: an interrupted operation awaits recovery")

@@ -37,9 +37,23 @@ type Record struct {
 	// Last is the last applied configuration, what a destroy or a re-apply needs; nil before
 	// the first apply and after a destroy.
 	Last *LastApplied `json:"last,omitempty"`
+	// Interrupted is set when an apply's CLI was killed before it saved its state
+	// (engine.ErrApplyInterrupted): objects it made may be missing from the state, so every
+	// later plan is held for approval as a regressed state's is, until an apply succeeds.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
 	// Deleted is set once Destroyed was published for UID: later events of that object are
 	// dropped (a late Synthesized must never resurrect it).
 	Deleted bool `json:"deleted,omitempty"`
+}
+
+// Interruption is an apply stopped before it saved its state ([Record].Interrupted).
+type Interruption struct {
+	// PlanID is the plan whose apply was stopped.
+	PlanID string `json:"planId"`
+	// Message is the engine's error, redacted and bounded as a Failed condition's: what the
+	// run made and what of it the stored state lacks.
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
 }
 
 // LastApplied describes the configuration last applied to a resource.

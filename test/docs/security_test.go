@@ -181,6 +181,8 @@ var attackTrial = []attack{
 		[]string{"TestWatcher", "TestSecretBudget"}},
 	{"26g", "a guarded deny plan rule passes over a value known only after apply or wrapped in sensitive(), and the value is applied",
 		[]string{"TestApplier_planRulesUndecidableValues", "TestEvaluate"}},
+	{"26h", "an expression known only after a first object exists kills tofu at its CPU limit before it saves its state: the object is forgotten and made again",
+		[]string{"TestApplier_killedApplyHoldsNextPlan", "TestEngine_killedApplyNamesWhatItMade"}},
 }
 
 var (

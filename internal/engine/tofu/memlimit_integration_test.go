@@ -71,3 +71,28 @@ func TestEngine_cpuBoundAttack(t *testing.T) {
 		t.Fatalf("ordinary apply under the limit stored no state: %+v", r)
 	}
 }
+
+// TestEngine_killedApplyNamesWhatItMade: an apply killed at its CPU limit after it made an
+// object, by an expression known only once that object exists, dies before it saves its state
+// (the CLI saves at the end, or every 20 s of a long apply): the object exists and the state
+// does not have it. The error wraps ErrApplyInterrupted besides ErrEvaluationLimit and names
+// the object made, with its id, as one the stored state lacks, so the applier can hold the
+// next plan (which would make it again) for approval.
+func TestEngine_killedApplyNamesWhatItMade(t *testing.T) {
+	h := newHarness(t, harnessOpts{maxCPU: 3})
+	p := h.plan(`{"resource":{"terraform_data":{"made":{"input":"x"},"slow":{"input":"${bcrypt(terraform_data.made.id, 31)}"}}}}`)
+	_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test-replica"})
+	if !errors.Is(err, engine.ErrApplyInterrupted) || !errors.Is(err, engine.ErrEvaluationLimit) ||
+		!strings.Contains(err.Error(), "it made terraform_data.made (id=") || !strings.Contains(err.Error(), "the stored state lacks terraform_data.made") {
+		t.Fatalf("apply killed after making terraform_data.made: %.600v; want ErrApplyInterrupted naming the object the state lacks", err)
+	}
+	if r := h.record(); r.Serial != 0 {
+		t.Fatalf("the killed apply stored state serial %d; the test needs one that saved none", r.Serial)
+	}
+	// An apply that fails on its own, with no kill, saves its state and is no interruption.
+	p = h.plan(`{"resource":{"terraform_data":{"made":{"input":"x"},"bad":{"input":"${file(\"/nonexistent/${terraform_data.made.id}\")}"}}}}`)
+	_, err = h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p, Holder: "test-replica"})
+	if err == nil || errors.Is(err, engine.ErrApplyInterrupted) {
+		t.Fatalf("apply failing on a missing file: %.400v; want an ordinary failure", err)
+	}
+}

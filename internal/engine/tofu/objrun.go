@@ -447,4 +447,5 @@ func (r *run) readDiagnostics(path string) {
 	s.hideDetail = r.sensitive
 	_, _ = io.Copy(s, f)
 	s.flush()
+	r.made = s.made
 }

@@ -26,6 +26,9 @@ type planStream struct {
 	partial []byte
 	changed map[string]engine.ResourceAction
 	seen    map[string]engine.ResourceAction
+	// made are the objects an apply's "apply_complete" messages say it created, as
+	// "ADDR (ID_KEY=ID_VALUE)", in the order made.
+	made []string
 	// warnings are the warning diagnostics ("SUMMARY: DETAIL"), unredacted.
 	warnings []string
 	// hideDetail: the configuration has sensitive values, so the detail of every error and
@@ -52,6 +55,11 @@ type uiMessage struct {
 	} `json:"change"`
 	Hook *struct {
 		Resource uiResource `json:"resource"`
+		// Action, IDKey and IDValue are apply_complete's: the change made and the new
+		// object's identifying attribute.
+		Action  string `json:"action"`
+		IDKey   string `json:"id_key"`
+		IDValue string `json:"id_value"`
 	} `json:"hook"`
 	Diagnostic *struct {
 		Severity string `json:"severity"`
@@ -121,6 +129,12 @@ func (s *planStream) line(b []byte) {
 	switch {
 	case m.Type == "planned_change" && m.Change != nil:
 		s.changed[m.Change.Resource.Addr] = resourceAction(m.Change.Resource, uiAction(m.Change.Action))
+	case m.Type == "apply_complete" && m.Hook != nil && m.Hook.Action == "create":
+		made := m.Hook.Resource.Addr
+		if m.Hook.IDKey != "" {
+			made += " (" + m.Hook.IDKey + "=" + m.Hook.IDValue + ")"
+		}
+		s.made = append(s.made, made)
 	case m.Type == "refresh_complete" && m.Hook != nil:
 		s.seen[m.Hook.Resource.Addr] = resourceAction(m.Hook.Resource, engine.ActionNoOp)
 	case m.Type == "diagnostic" && m.Diagnostic != nil:

@@ -94,6 +94,8 @@ type run struct {
 	// inRunDir: dir is the object's run directory (apply, destroy), not a workspace of
 	// its own; detached: a CLI run there outlived the operation (see runMutating).
 	inRunDir, detached bool
+	// made are the objects the last mutating run's output says it created ([planStream].made).
+	made []string
 	// sensitive: the workspace's configuration has sensitive values (prepare), so a failed
 	// step's output tail keeps only the diagnostics' summaries and positions (summariesOnly).
 	sensitive bool
@@ -247,7 +249,61 @@ func (r *run) step(ctx context.Context, name string, timeout time.Duration, f fu
 	if err == nil {
 		return nil
 	}
-	return r.classify(ctx, name, timeout, sctx, err)
+	return r.unsaved(ctx, name, err, r.classify(ctx, name, timeout, sctx, err))
+}
+
+// unsaved returns classified, the error of step name, unless the step is an apply whose CLI
+// died without saving its state (killed by a signal: at its CPU limit, or at its
+// timeout after the grace of its interrupt; or out of memory). Then the error also wraps
+// [engine.ErrApplyInterrupted] and names the objects the run made and those of them the stored
+// state lacks, so that they are imported or removed rather than made a second time. (A destroy
+// killed so leaves objects in the state that it deleted, which the next plan's refresh finds
+// gone.)
+func (r *run) unsaved(ctx context.Context, name string, cliErr, classified error) error {
+	var ee *exec.ExitError
+	signaled := false
+	if errors.As(cliErr, &ee) && ee.ProcessState != nil {
+		ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
+		signaled = ok && ws.Signaled()
+	}
+	if name != "apply" || (!signaled && !r.out.outOfMemory()) {
+		return classified
+	}
+	what := "any objects it made since it started may be missing from the state"
+	if len(r.made) > 0 {
+		what = "it made " + strings.Join(r.made, ", ")
+		if missing := r.missing(ctx); len(missing) > 0 {
+			what += "; the stored state lacks " + strings.Join(missing, ", ")
+		}
+	}
+	step, tail, inner := name, "", classified
+	if se, ok := classified.(*engine.StepError); ok {
+		step, tail, inner = se.Step, se.Tail, se.Err
+	}
+	return &engine.StepError{Step: step, Tail: tail, Err: fmt.Errorf("%w; the CLI was stopped before it saved its state, %s: %w",
+		inner, r.red.Redact(what), engine.ErrApplyInterrupted)}
+}
+
+// missing lists the addresses of r.made that the stored state has no managed instance at;
+// nil when the state cannot be read.
+func (r *run) missing(ctx context.Context) []string {
+	_, body, err := r.e.cfg.Store.Body(context.WithoutCancel(ctx), r.key)
+	var have []string
+	if err == nil {
+		if have, err = state.ManagedInstances(body); err != nil {
+			return nil
+		}
+	} else if !errors.Is(err, state.ErrNotFound) {
+		return nil
+	}
+	var out []string
+	for _, m := range r.made {
+		addr, _, _ := strings.Cut(m, " (")
+		if !slices.Contains(have, addr) {
+			out = append(out, addr)
+		}
+	}
+	return out
 }
 
 var (

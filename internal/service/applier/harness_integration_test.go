@@ -210,6 +210,8 @@ type applierOpts struct {
 	workDir string
 	// policy is the tenant policy document (default: the built-in policy).
 	policy *policy.File
+	// cliMaxCPU is the tofu engine's CPU limit per CLI process in seconds (0: its default).
+	cliMaxCPU int64
 }
 
 // replica is a running applier.
@@ -240,7 +242,8 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	js := h.jetStreamAs(bus.ServiceApplier)
 	set, err := applier.OpenEngines(t.Context(), js, engines.Options{
 		ProviderDir: mirror, TofuBin: h.tools.Bin, CLIConfigFile: cliConfig, WorkDir: o.workDir,
-		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+		Timeouts:         tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+		CLIMaxCPUSeconds: o.cliMaxCPU,
 	}, o.lockTTL, h.log)
 	if err != nil {
 		t.Fatal(err)

@@ -21,8 +21,15 @@ import (
 	"github.com/lava-operator/lava/internal/service/applier"
 )
 
-// publishSynthesized stores rendered as the artifact and publishes Synthesized as synth does.
+// publishSynthesized stores rendered as the artifact and publishes Synthesized as synth does,
+// with spec.approvePlan auto.
 func (h *harness) publishSynthesized(ns, name string, gen int64, rendered string, eng lavav1.Engine, providers ...*lavav1.ProviderRequirement) {
+	h.t.Helper()
+	h.publishSynthesizedApproving(ns, name, gen, rendered, eng, "auto", providers...)
+}
+
+// publishSynthesizedApproving is publishSynthesized with spec.approvePlan approve.
+func (h *harness) publishSynthesizedApproving(ns, name string, gen int64, rendered string, eng lavav1.Engine, approve string, providers ...*lavav1.ProviderRequirement) {
 	h.t.Helper()
 	art, err := bus.NewArtifacts(h.t.Context(), h.js)
 	if err != nil {
@@ -36,7 +43,7 @@ func (h *harness) publishSynthesized(ns, name string, gen int64, rendered string
 		Envelope:       envelope(ns, name, "uid-"+name, gen, "lava.v1.Synthesized", eventid.CauseTrigger("test-"+name)),
 		Render:         &lavav1.RenderRecord{TerraformJsonDigest: digest, BindingsDigest: "b0", ObservedGeneration: gen},
 		Gate:           &lavav1.GateVerdict{Passed: true},
-		ArtifactDigest: digest, ArtifactSizeBytes: int64(len(rendered)), Engine: eng, ApprovePlan: "auto", Providers: providers,
+		ArtifactDigest: digest, ArtifactSizeBytes: int64(len(rendered)), Engine: eng, ApprovePlan: approve, Providers: providers,
 	}
 	if _, err := h.pub.PublishEvent(h.t.Context(), ev); err != nil {
 		h.t.Fatal(err)

@@ -154,15 +154,9 @@ func (p PlanServer) plan(ctx context.Context, key state.Key, spec *lavav1.Archit
 			return nil
 		}
 	}
-	why, err := w.regression(ctx)
+	in.regressed, in.regressedFrom, err = w.regression(ctx)
 	if err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)
-	}
-	if why != "" {
-		in.regressed = why
-		if rec.Last != nil {
-			in.regressedFrom = rec.Last.PlanID
-		}
 	}
 	rules, err := w.planRules()
 	if err != nil {

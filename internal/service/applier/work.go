@@ -373,15 +373,9 @@ func (w *work) planAndApply(ctx context.Context, in input, attempt int32) error 
 			return w.failed(ctx, lavav1.Stage_STAGE_PLAN, f, attempt, "")
 		}
 	}
-	why, err := w.regression(ctx)
-	if err != nil {
+	var err error
+	if in.regressed, in.regressedFrom, err = w.regression(ctx); err != nil {
 		return err
-	}
-	if why != "" {
-		in.regressed = why
-		if w.rec.Last != nil {
-			in.regressedFrom = w.rec.Last.PlanID
-		}
 	}
 	plan, verdict, stop, err := w.judgedPlan(ctx, eng, in, attempt)
 	if stop || err != nil {
@@ -557,7 +551,28 @@ func (w *work) orphaned(ctx context.Context) (*pipeline.Failure, error) {
 // is a later operation's work, such as a failed apply that removed some); or that the state is
 // a body an operator pushed (`lava state push`) that no apply has run against yet, whatever
 // the last apply (there may be none).
-func (w *work) regression(ctx context.Context) (string, error) {
+//
+// It also says so after an apply whose CLI was stopped before it saved its state
+// (w.rec.Interrupted), until an apply succeeds. from is the plan id the plan against such a
+// state carries as engine.Target.RegressedFrom: the interrupted plan's, else the last applied
+// one's ("" for none).
+func (w *work) regression(ctx context.Context) (why, from string, err error) {
+	if w.rec.Last != nil {
+		from = w.rec.Last.PlanID
+	}
+	if in := w.rec.Interrupted; in != nil {
+		return fmt.Sprintf("the apply of plan %s was stopped on %s before it saved its state (%s)", shortID(in.PlanID),
+			in.At.UTC().Format(time.RFC3339), in.Message), in.PlanID, nil
+	}
+	why, err = w.stateRegression(ctx)
+	if why == "" {
+		from = ""
+	}
+	return why, from, err
+}
+
+// stateRegression is [work.regression] of the stored state alone.
+func (w *work) stateRegression(ctx context.Context) (string, error) {
 	rec, err := w.s.cfg.Store.Get(ctx, w.key())
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return "", err
@@ -667,7 +682,12 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		if w.rec.Held != nil && w.rec.Held.PlanID == plan.PlanID {
 			w.rec.Held = nil
 		}
-		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, w.classify(ctx, lavav1.Stage_STAGE_APPLY, err), attempt, plan.PlanID)
+		f := w.classify(ctx, lavav1.Stage_STAGE_APPLY, err)
+		if errors.Is(err, engine.ErrApplyInterrupted) {
+			w.rec.Interrupted = &readmodel.Interruption{PlanID: plan.PlanID, Message: f.Message, At: w.s.cfg.Now().UTC()}
+			w.log.Warn("apply stopped before it saved its state; the next plan is held for approval", "plan_id", plan.PlanID)
+		}
+		return w.failedCause(ctx, planned, lavav1.Stage_STAGE_APPLY, f, attempt, plan.PlanID)
 	}
 	kube, err := w.kube(ctx)
 	secretName := ""
@@ -691,7 +711,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		return err
 	}
 	w.rec.Applied = push(w.rec.Applied, plan.PlanID, maxApplied)
-	w.rec.Held, w.rec.HeldGeneration = nil, 0
+	w.rec.Held, w.rec.HeldGeneration, w.rec.Interrupted = nil, 0, nil
 	w.rec.Last = &readmodel.LastApplied{PlanID: plan.PlanID, Engine: in.engine, ArtifactDigest: in.artifactDigest,
 		TerraformJSONDigest: in.terraformJSONDigest, BindingsDigest: in.bindingsDigest, Providers: in.providers,
 		Generation: in.generation, StateSerial: res.StateSerial, StateLineage: res.StateLineage, Resources: len(left),
