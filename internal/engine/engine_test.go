@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,6 +193,35 @@ func TestRequirements(t *testing.T) {
 	}
 	if _, err := engine.Requirements([]byte(`{`), nil, nil); err == nil {
 		t.Fatal("Requirements of broken JSON succeeded")
+	}
+}
+
+// TestProviderConfigurations: the provider configurations a rendered document uses are its
+// provider blocks (object and array forms, aliases) and those its resources and data sources
+// name or imply, the built-in terraform provider left out; more than
+// MaxProviderConfigurations is refused as an evaluation limit (each is a provider process).
+func TestProviderConfigurations(t *testing.T) {
+	doc := `{"provider":{"aws":[{"region":"a"},{"alias":"west","region":"b"}],"local":{"alias":"x"}},
+		"resource":{"aws_s3_bucket":{"b":{"provider":"aws.east"}},"local_file":{"f":{}},"terraform_data":{"d":{}}},
+		"data":{"http":{"h":{}}}}`
+	got, err := engine.ProviderConfigurations([]byte(doc))
+	want := []string{"aws", "aws.east", "aws.west", "http", "local", "local.x"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ProviderConfigurations = %v, %v; want %v", got, err, want)
+	}
+	many := func(n int) []byte {
+		var provs []string
+		for i := range n {
+			provs = append(provs, fmt.Sprintf(`{"alias":"a%d"}`, i))
+		}
+		return []byte(`{"provider":{"local":[` + strings.Join(provs, ",") + `]}}`)
+	}
+	if err := engine.CheckProviderConfigurations(many(engine.MaxProviderConfigurations)); err != nil {
+		t.Errorf("%d configurations: %v", engine.MaxProviderConfigurations, err)
+	}
+	err = engine.CheckProviderConfigurations(many(engine.MaxProviderConfigurations + 1))
+	if !errors.Is(err, engine.ErrEvaluationLimit) || !strings.Contains(err.Error(), "17 provider configurations") {
+		t.Errorf("%d configurations: %v; want an evaluation limit naming 17", engine.MaxProviderConfigurations+1, err)
 	}
 }
 

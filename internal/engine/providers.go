@@ -102,6 +102,86 @@ func Requirements(rendered []byte, sources, versions map[string]string) ([]Provi
 	return out, nil
 }
 
+// MaxProviderConfigurations bounds the provider configurations one operation uses: each
+// configuration (an aliased one too) is a provider process of its own, started by the engine
+// (or by tofu) and held until the operation ends, in the applier's or drift scanner's
+// container, which every tenant shares. 150 aliases of hashicorp/local, each used by one
+// local_file (under maxResources), started 150 processes in one plan, again at every retry,
+// drift scan and speculative plan. Architectures use a handful (a provider per region).
+const MaxProviderConfigurations = 16
+
+// ProviderConfigurations returns the provider configurations the root of a rendered document
+// uses, as "NAME" or "NAME.ALIAS", sorted: those its provider blocks declare, and those its
+// resources and data sources name in their provider meta-argument or imply by their type's
+// prefix (the built-in terraform provider is no process and is left out).
+func ProviderConfigurations(rendered []byte) ([]string, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(rendered, &doc); err != nil {
+		return nil, fmt.Errorf("engine: read providers of the rendered JSON: %w", err)
+	}
+	configs := map[string]bool{}
+	var provider map[string]json.RawMessage
+	if raw, ok := doc["provider"]; ok {
+		if err := json.Unmarshal(raw, &provider); err != nil {
+			return nil, fmt.Errorf("engine: read providers of the rendered JSON: provider: %w", err)
+		}
+	}
+	for name, raw := range provider {
+		var blocks []json.RawMessage
+		if json.Unmarshal(raw, &blocks) != nil {
+			blocks = []json.RawMessage{raw}
+		}
+		for _, b := range blocks {
+			key := name
+			if alias := stringKey(b, "alias"); alias != "" {
+				key += "." + alias
+			}
+			configs[key] = true
+		}
+	}
+	for _, key := range []string{"resource", "data"} {
+		var blocks map[string]map[string]json.RawMessage
+		if raw, ok := doc[key]; ok {
+			if err := json.Unmarshal(raw, &blocks); err != nil {
+				return nil, fmt.Errorf("engine: read providers of the rendered JSON: %s: %w", key, err)
+			}
+		}
+		for typ, byName := range blocks {
+			for _, raw := range byName {
+				p := stringKey(raw, "provider")
+				if p == "" {
+					p, _, _ = strings.Cut(typ, "_")
+				}
+				configs[p] = true
+			}
+		}
+	}
+	delete(configs, builtinProvider)
+	delete(configs, "")
+	out := make([]string, 0, len(configs))
+	for k := range configs {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// CheckProviderConfigurations refuses, with an error wrapping [ErrEvaluationLimit] (the same
+// document fails again: not retried), a rendered document using more than
+// [MaxProviderConfigurations] provider configurations ([ProviderConfigurations]), before any
+// provider starts.
+func CheckProviderConfigurations(rendered []byte) error {
+	configs, err := ProviderConfigurations(rendered)
+	if err != nil {
+		return err
+	}
+	if len(configs) > MaxProviderConfigurations {
+		return fmt.Errorf("%w: the configuration uses %d provider configurations (%s, ...), more than %d: each is a provider process of its own, held for the whole operation",
+			ErrEvaluationLimit, len(configs), strings.Join(configs[:3], ", "), MaxProviderConfigurations)
+	}
+	return nil
+}
+
 // SourcesAndConstraints returns the sources and the version constraints of an architecture's
 // providers by local name, as [Target.ProviderSources] and [Target.ProviderConstraints] take
 // them (a provider without a constraint has no entry in the second).

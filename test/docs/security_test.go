@@ -183,6 +183,8 @@ var attackTrial = []attack{
 		[]string{"TestApplier_planRulesUndecidableValues", "TestEvaluate"}},
 	{"26h", "an expression known only after a first object exists kills tofu at its CPU limit before it saves its state: the object is forgotten and made again",
 		[]string{"TestApplier_killedApplyHoldsNextPlan", "TestEngine_killedApplyNamesWhatItMade"}},
+	{"27a", "150 aliased provider configurations, each used by one resource: 150 provider processes held by one plan in the shared applier",
+		[]string{"TestEngine_providerConfigurationsBounded"}},
 }
 
 var (

@@ -28,6 +28,11 @@ func (e *Engine) scanDrift(ctx context.Context, req engine.DriftRequest, secrets
 	if err != nil {
 		return nil, err
 	}
+	// Each provider configuration is a provider process held for the whole operation: a
+	// plan or scan of too many fails before any starts (apply and destroy follow a plan).
+	if err := engine.CheckProviderConfigurations(cfg.doc); err != nil {
+		return nil, err
+	}
 	prior, err := e.loadState(ctx, req.Key)
 	if err != nil {
 		return nil, err

@@ -413,6 +413,11 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err != nil {
 		return nil, err
 	}
+	// Each provider configuration is a provider process held for the whole operation: a
+	// plan or scan of too many fails before any starts (apply and destroy follow a plan).
+	if err := engine.CheckProviderConfigurations(cfg.doc); err != nil {
+		return nil, err
+	}
 	prior, stateDigest, intents, err := e.loadStateIntents(ctx, req.Key)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,11 @@ func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engin
 	if err != nil {
 		return nil, err
 	}
+	// tofu starts a process per provider configuration and keeps it for the whole command: a
+	// plan or scan of too many fails before init (apply and destroy follow a plan).
+	if err := engine.CheckProviderConfigurations(ws.rendered); err != nil {
+		return nil, err
+	}
 	if err := e.init(ctx, r, ws); err != nil {
 		return nil, err
 	}
