@@ -342,12 +342,14 @@ func (s *session) startRunners(denied ...net.Listener) error {
 	for _, ln := range denied {
 		ports = append(ports, uint16(ln.Addr().(*net.TCPAddr).Port))
 	}
-	var roots []string
+	// The built-in policy's root holds a directory per namespace: a namespace's runners
+	// write beneath their own only.
+	var nsRoot string
 	if o.PolicyFile == "" {
-		roots = []string{o.FileRoot}
+		nsRoot = o.FileRoot
 	}
 	s.host, err = runner.NewHost(runner.Options{Exe: exe, Args: []string{"runner"}, Mirror: o.ProviderDir,
-		UID: uid, GID: o.RunnerGID, WriteRoots: roots, DenyConnect: ports,
+		UID: uid, GID: o.RunnerGID, NamespaceRoot: nsRoot, DenyConnect: ports,
 		Protect: []string{o.StateDir}, Stderr: s.o.Log})
 	if err != nil {
 		return fmt.Errorf("up: %w", err)

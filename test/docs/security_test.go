@@ -185,6 +185,10 @@ var attackTrial = []attack{
 		[]string{"TestApplier_killedApplyHoldsNextPlan", "TestEngine_killedApplyNamesWhatItMade"}},
 	{"27a", "150 aliased provider configurations, each used by one resource: 150 provider processes held by one plan in the shared applier",
 		[]string{"TestEngine_providerConfigurationsBounded"}},
+	{"27b", "lava up --provider-runner: a runner of one namespace writes beneath another namespace's directory of the file root",
+		[]string{"TestRunner_otherNamespaceRootAttack"}},
+	{"27c", "lava up --provider-runner: a program in one namespace's runner is served by another namespace's provider over its Unix socket",
+		[]string{"TestRunner_providerSocketAttack"}},
 }
 
 var (

@@ -43,6 +43,12 @@ type Options struct {
 	WriteRoots  []string
 	ReadRoots   []string
 	DenyConnect []uint16
+	// NamespaceRoot, when set, is a directory holding one directory per namespace (lava up's
+	// built-in policy's file root): a runner of namespace NS may write beneath
+	// NamespaceRoot/NS only, not beneath the others' (every runner is the same user, so only
+	// its Landlock rules keep it out of them). The host makes that directory (mode 0700,
+	// owned by UID and GID) when it is missing.
+	NamespaceRoot string
 	// Protect are directories no runner may read: [NewHost] refuses read or write roots
 	// holding one of them (lava up's state directory).
 	Protect []string
@@ -77,6 +83,9 @@ type child struct {
 // NewHost checks the options and prepares the runners' directories.
 func NewHost(opts Options) (*Host, error) {
 	roots := append(append([]string{opts.Mirror}, opts.WriteRoots...), opts.ReadRoots...)
+	if opts.NamespaceRoot != "" {
+		roots = append(roots, opts.NamespaceRoot)
+	}
 	if opts.ReadRoots == nil {
 		roots = append(roots, DefaultReadRoots...)
 	}
@@ -207,6 +216,14 @@ func (h *Host) spawn(c *child, key string) error {
 	if err != nil {
 		return err
 	}
+	if h.opts.NamespaceRoot != "" {
+		ns, _, _ := strings.Cut(key, "\x00")
+		root, err := h.namespaceRoot(ns)
+		if err != nil {
+			return err
+		}
+		cfg.WriteRoots = append(cfg.WriteRoots, root)
+	}
 	// The runner's user may not be able to reach the host's executable (under /root, say):
 	// it is executed through a descriptor the host opened.
 	exe, err := os.Open(h.opts.Exe)
@@ -251,6 +268,33 @@ func (h *Host) spawn(c *child, key string) error {
 	c.addr = strings.TrimSpace(line)
 	c.tls, err = mutualTLS(engine, cfg.Own.Cert, false)
 	return err
+}
+
+// namespaceRoot is the directory a runner of namespace ns writes beneath: ns's directory
+// below Options.NamespaceRoot, made (mode 0700, the runner user's) when missing; a symbolic
+// link or a name that is not one path element is refused.
+func (h *Host) namespaceRoot(ns string) (string, error) {
+	if ns == "" || ns == "." || ns == ".." || strings.ContainsAny(ns, "/\x00") {
+		return "", fmt.Errorf("runner: namespace %q names no directory below %s", ns, h.opts.NamespaceRoot)
+	}
+	dir := filepath.Join(h.opts.NamespaceRoot, ns)
+	if err := os.Mkdir(dir, 0o700); err == nil {
+		if h.opts.UID >= 0 {
+			if err := os.Chown(dir, h.opts.UID, h.opts.GID); err != nil {
+				return "", fmt.Errorf("runner: %w", err)
+			}
+		}
+	} else if !os.IsExist(err) {
+		return "", fmt.Errorf("runner: %w", err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("runner: %w", err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("runner: %s is not a directory", dir)
+	}
+	return dir, nil
 }
 
 // config is a new runner's configuration in dir, with new key pairs, and the engine's pair.

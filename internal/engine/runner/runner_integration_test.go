@@ -6,13 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/embedded"
@@ -40,6 +43,12 @@ func TestMain(m *testing.M) {
 		_ = c.Close()
 		os.Exit(0)
 	}
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "terraform-provider-evil") {
+		// The attacker's provider of the socket attack: started by a runner in its sandbox.
+		fmt.Println(dialProviderSockets(os.Getenv("TMPDIR")))
+		time.Sleep(3 * time.Second) // go-plugin reads the line before it sees the exit
+		os.Exit(0)
+	}
 	if os.Getenv(envChild) == "1" {
 		if err := runner.Main(context.Background(), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -48,6 +57,42 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// dialProviderSockets is the socket attack: it connects to every provider socket of every
+// runner listed in /proc/net/unix but those below own (its own directory), opens an HTTP/2
+// connection on it as a gRPC client does, and reports how many it found and how many served
+// it (a provider's plaintext gRPC server answers with a SETTINGS frame; one behind TLS does
+// not), as one line.
+func dialProviderSockets(own string) string {
+	b, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return "lava-attack: " + err.Error()
+	}
+	found, served := 0, 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		path := f[len(f)-1]
+		if !strings.Contains(path, "/lava-runners-") || !strings.Contains(path, "/provider-") || (own != "" && strings.HasPrefix(path, own)) {
+			continue
+		}
+		found++
+		c, err := net.DialTimeout("unix", path, 5*time.Second)
+		if err != nil {
+			continue
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"))
+		head := make([]byte, 9)
+		if _, err := io.ReadFull(c, head); err == nil && head[3] == 0x04 {
+			served++
+		}
+		_ = c.Close()
+	}
+	return fmt.Sprintf("lava-attack: found %d served %d", found, served)
 }
 
 // runnerUID is the unprivileged user the tests' runners run as (nobody).
@@ -83,7 +128,8 @@ type sandbox struct {
 	natsPort int
 }
 
-func newSandbox(t *testing.T, mirror string) *sandbox {
+// newSandbox is the sandbox over mirror, its host's options changed by each of opts.
+func newSandbox(t *testing.T, mirror string, opts ...func(*runner.Options)) *sandbox {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Fatal("the runner tests switch users: run them as root")
@@ -109,9 +155,13 @@ func newSandbox(t *testing.T, mirror string) *sandbox {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.host, err = runner.NewHost(runner.Options{Exe: exe, Env: []string{envChild + "=1"}, Mirror: mirror,
+	o := runner.Options{Exe: exe, Env: []string{envChild + "=1"}, Mirror: mirror,
 		UID: runnerUID, GID: runnerUID, WriteRoots: []string{s.root}, DenyConnect: []uint16{uint16(natsPort)},
-		Protect: []string{s.stateDir}, Stderr: os.Stderr})
+		Protect: []string{s.stateDir}, Stderr: os.Stderr}
+	for _, f := range opts {
+		f(&o)
+	}
+	s.host, err = runner.NewHost(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +222,93 @@ func TestHost_applyInRunner(t *testing.T) {
 	}
 	if n := s.eng.Pool().Starts(); n != 1 {
 		t.Errorf("%d provider processes started, want 1", n)
+	}
+}
+
+// TestRunner_otherNamespaceRootAttack: under a file root of one directory per namespace
+// (lava up's built-in policy), a runner writes beneath its own namespace's directory only.
+// Every runner is the same user, which owns every namespace's directory, and each was given
+// the whole root: a provider of namespace alpha (example/testkit here, with no file-access
+// check in the engine, standing for any program a provider runs, as in the exec attack)
+// replaced a file of namespace beta's objects (found by a nineteenth trial). The write is
+// refused and beta's file kept; alpha writes beneath its own directory, which the host made.
+func TestRunner_otherNamespaceRootAttack(t *testing.T) {
+	s := newSandbox(t, tofutest.TestkitMirror(t, tofutest.Tofu(t)), func(o *runner.Options) {
+		o.NamespaceRoot, o.WriteRoots = o.WriteRoots[0], nil
+	})
+	victim := filepath.Join(s.root, "beta", "kept.txt")
+	if err := os.Mkdir(filepath.Dir(victim), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, []byte("beta's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(victim), victim} {
+		if err := os.Chown(p, runnerUID, runnerUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply := func(name, file string) error {
+		doc := fmt.Sprintf(`{"resource":{"testkit_file":{"a":{"filename":%q,"content":"alpha's"}}}}`, file)
+		rec, err := s.plan(t, state.Key{Namespace: "alpha", Name: name}, doc, testkit)
+		if err != nil {
+			return err
+		}
+		_, err = s.eng.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"})
+		return err
+	}
+	own := filepath.Join(s.root, "alpha", "own.txt")
+	if err := apply("own", own); err != nil {
+		t.Fatalf("a write beneath alpha's own directory: %v", err)
+	}
+	if b, _ := os.ReadFile(own); string(b) != "alpha's" {
+		t.Errorf("%s = %q, want alpha's", own, b)
+	}
+	err := apply("steal", victim)
+	t.Logf("alpha writing %s: %v", victim, err)
+	if err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("alpha's write beneath beta's directory: %v; want permission denied", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "beta's" {
+		t.Errorf("beta's file is now %q", b)
+	}
+}
+
+// TestRunner_providerSocketAttack: a provider a runner starts serves only that runner. It
+// serves gRPC on a Unix socket in its directory, and every runner, of every namespace, is the
+// one runner user, which Landlock does not keep from connecting to a socket; /proc/net/unix
+// names each socket. A program run in namespace alpha's runner (here a provider of the
+// attacker's, this test binary, standing for what the kubernetes provider's exec runs)
+// connected to the provider namespace beta's runner kept warm, configured with beta's
+// credentials, and was served plaintext gRPC (found by a nineteenth trial). Providers now
+// serve mutual TLS with a certificate only their runner holds: found, not served.
+func TestRunner_providerSocketAttack(t *testing.T) {
+	tools := tofutest.Tofu(t)
+	evil := t.TempDir()
+	exe := filepath.Join(evil, "registry.opentofu.org/example/evil/0.1.0/linux_amd64/terraform-provider-evil_v0.1.0")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newSandbox(t, tofutest.MergeMirrors(t, tofutest.TestkitMirror(t, tools), evil))
+	victim := fmt.Sprintf(`{"resource":{"testkit_file":{"a":{"filename":%q,"content":"x"}}}}`, filepath.Join(s.root, "beta.txt"))
+	if _, err := s.plan(t, state.Key{Namespace: "beta", Name: "files"}, victim, testkit); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.plan(t, state.Key{Namespace: "alpha", Name: "evil"}, `{"resource":{"evil_thing":{"x":{}}}}`, map[string]string{"evil": "example/evil"})
+	t.Logf("alpha's plan: %v", err)
+	m := regexp.MustCompile(`lava-attack: found (\d+) served (\d+)`).FindStringSubmatch(fmt.Sprint(err))
+	if m == nil || m[1] == "0" {
+		t.Fatalf("alpha's plan: %v; want the attacker's report of beta's provider socket", err)
+	}
+	if m[2] != "0" {
+		t.Errorf("beta's provider served alpha's program on %s of the %s sockets it found", m[2], m[1])
 	}
 }
 

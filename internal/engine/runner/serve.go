@@ -219,36 +219,48 @@ func (s *server) start(req startRequest) (*hosted, error) {
 	cmd := exec.Command(exe)
 	cmd.Dir, cmd.Env = dir, env
 	childproc.DieWithParent(cmd)
-	pc := plugin.NewClient(&plugin.ClientConfig{
+	// The provider serves on a Unix socket in its directory, which every process of the runner
+	// user can connect to (every namespace's runner is that user; Landlock does not cover
+	// connecting to a socket): with AutoMTLS only the holder of the certificate made here,
+	// this runner, is served.
+	pcfg := &plugin.ClientConfig{
 		HandshakeConfig:  plugin.HandshakeConfig{MagicCookieKey: magicCookieKey, MagicCookieValue: magicCookieValue},
 		VersionedPlugins: map[int]plugin.PluginSet{5: {"provider": stub{}}, 6: {"provider": stub{}}},
 		Cmd:              cmd,
 		SkipHostEnv:      true,
+		AutoMTLS:         true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		StartTimeout:     startTimeout,
 		Logger:           hclog.NewNullLogger(),
 		Stderr:           io.Discard,
 		SyncStdout:       io.Discard,
 		SyncStderr:       io.Discard,
-	})
+	}
+	pc := plugin.NewClient(pcfg)
 	addr, err := pc.Start()
+	if err == nil && (pcfg.TLSConfig == nil || pcfg.TLSConfig.RootCAs == nil) {
+		err = errors.New("it serves without TLS (no certificate in its handshake), so any process of the runner's user could call it")
+	}
 	if err != nil {
 		pc.Kill()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("runner: start provider %s: %w", req.Exe, err)
 	}
+	toProvider := pcfg.TLSConfig.Clone()
+	toProvider.NextProtos = []string{"h2"}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", s.tls)
 	if err != nil {
 		pc.Kill()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("runner: listen: %w", err)
 	}
-	go proxy(ln, addr)
+	go proxy(ln, addr, toProvider)
 	return &hosted{pc: pc, ln: ln, dir: dir}, nil
 }
 
-// proxy copies every connection accepted on ln to and from the provider's socket at to.
-func proxy(ln net.Listener, to net.Addr) {
+// proxy copies every connection accepted on ln to and from the provider's socket at to, over
+// the provider's mutual TLS (tlsTo).
+func proxy(ln net.Listener, to net.Addr, tlsTo *tls.Config) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -256,10 +268,11 @@ func proxy(ln net.Listener, to net.Addr) {
 		}
 		go func() {
 			defer c.Close()
-			p, err := net.Dial(to.Network(), to.String())
+			raw, err := net.Dial(to.Network(), to.String())
 			if err != nil {
 				return
 			}
+			p := tls.Client(raw, tlsTo)
 			defer p.Close()
 			done := make(chan struct{}, 2)
 			go func() { _, _ = io.Copy(p, c); done <- struct{}{} }()
