@@ -314,7 +314,7 @@ chart: tools-helm tools-kube ## Chart checks: helm lint/template, schema, RBAC, 
 
 .PHONY: bench-smoke
 bench-smoke: ## Every benchmark once (-benchtime=1x), one package at a time (-p 1) so no benchmark shares the cores with another.
-	go test -p 1 -tags integration -run '^$$' -bench . -benchtime=1x $(PKGS)
+	go test -p 1 -tags integration,providers -run '^$$' -bench . -benchtime=1x $(PKGS)
 
 # Fuzz targets: package:FuzzName, each run for FUZZTIME (executions, or a duration for make fuzz).
 FUZZ_TARGETS ?= ./internal/platform/eventid:FuzzEncodeInjective ./cmd/lava:FuzzLoadUnits ./internal/lang/render:FuzzRender ./internal/lang/tlisp:FuzzParse ./internal/platform/bus:FuzzEscapeToken ./internal/platform/bus:FuzzUnescapeToken ./internal/platform/bus:FuzzResourceSubject ./internal/readmodel:FuzzVerifyTamper ./internal/platform/bus:FuzzDecodeEvent ./internal/service/watcher:FuzzPhaseEvent ./internal/manifest:FuzzParse
@@ -339,7 +339,7 @@ fuzz: fuzz-smoke ## Every fuzz target, one at a time, for FUZZTIME (10m here: ma
 
 .PHONY: bench
 bench: ## The long benchmarks, with figures.
-	go test -tags integration -run '^$$' -bench . -skip Pipeline -benchmem -count=5 $(PKGS)
+	go test -tags integration,providers -run '^$$' -bench . -skip Pipeline -benchmem -count=5 $(PKGS)
 
 .PHONY: bench-pipeline
 bench-pipeline: tools ## N=1000 LavaArchitectures through the whole pipeline vs the client-go floor, unlimited QPS (a few minutes).

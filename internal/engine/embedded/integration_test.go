@@ -68,6 +68,13 @@ func newEnv(t testing.TB) *env {
 // a benchmark logs as the services do by default, --log-level info).
 func newEnvAt(t testing.TB, level slog.Level) *env {
 	t.Helper()
+	return newEnvMirror(t, level, tofutest.Tofu(t).Mirror)
+}
+
+// newEnvMirror is newEnvAt with the engine's providers from mirror (a filesystem mirror
+// directory, e.g. one [realMirror] merged).
+func newEnvMirror(t testing.TB, level slog.Level, mirror string) *env {
+	t.Helper()
 	tools := tofutest.Tofu(t)
 	_, js := tofutest.JetStream(t)
 	kv := tofutest.StateBucket(t, js)
@@ -75,7 +82,7 @@ func newEnvAt(t testing.TB, level slog.Level) *env {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	store := state.NewStore(kv, art, state.Options{Logger: log})
-	eng := New(Options{Store: store, Artifacts: art, ProviderDir: tools.Mirror, Logger: log, ProviderHost: testRunners(t, tools.Mirror)})
+	eng := New(Options{Store: store, Artifacts: art, ProviderDir: mirror, Logger: log, ProviderHost: testRunners(t, mirror)})
 	t.Cleanup(func() { _ = eng.Close() })
 	return &env{t: t, tools: tools, store: store, art: art, eng: eng, logs: logs, key: state.Key{Namespace: "demo", Name: "files"}}
 }

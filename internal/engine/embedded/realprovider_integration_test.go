@@ -24,7 +24,7 @@ import (
 // under registry.opentofu.org, where tofu and the embedded engine look first, and
 // registry.terraform.io, terraform's host for the same source. A missing provider fails the
 // test, naming the make target.
-func realMirror(t *testing.T, tools tofutest.Tools, env, target string, bins ...string) string {
+func realMirror(t testing.TB, tools tofutest.Tools, env, target string, bins ...string) string {
 	t.Helper()
 	dir := os.Getenv(env)
 	for _, b := range bins {

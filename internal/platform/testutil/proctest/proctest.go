@@ -56,6 +56,26 @@ func Environ(pid int) (map[string]string, error) {
 	return out, nil
 }
 
+// CPUByName sums the CPU time (user plus system, /proc/PID/stat utime and stime) of every
+// live process by its command name (comm, at most 15 bytes: "keystone-wsgi-p" for
+// keystone-wsgi-public); a process that exits while it is read is left out, and so is the
+// time of one that exited before. The difference of two calls is what the processes that
+// lived through both spent between them. A /proc that cannot be listed fails tb.
+func CPUByName(tb testing.TB) map[string]time.Duration {
+	tb.Helper()
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]time.Duration{}
+	for _, p := range procs {
+		if st, err := p.Stat(); err == nil {
+			out[st.Comm] += time.Duration(st.CPUTime() * float64(time.Second))
+		}
+	}
+	return out
+}
+
 // Running reports whether pid is a live process, from /proc/PID/stat: a zombie awaiting its
 // reaper, or no such process, is not.
 func Running(pid int) bool {

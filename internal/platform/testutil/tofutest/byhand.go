@@ -25,14 +25,16 @@ noop)
 esac
 `
 
-// ByHand runs [ByHandScript]'s phase ("create" or "noop") with bash in ws (which holds the
-// configuration, e.g. main.tf.json), with cache as TF_PLUGIN_CACHE_DIR, and returns its wall
-// time: from starting bash to its exit. A failing script fails tb with its output.
-func (tt Tools) ByHand(tb testing.TB, phase, ws, cache string) time.Duration {
+// ByHand runs [ByHandScript]'s phase ("create" or "noop") with bash in ws (which
+// holds the configuration, e.g. main.tf.json), with cache as TF_PLUGIN_CACHE_DIR and env
+// ("NAME=value", e.g. a provider's credentials) added to the environment, and returns its
+// wall time: from starting bash to its exit. A failing script fails tb with its output.
+func (tt Tools) ByHand(tb testing.TB, phase, ws, cache string, env ...string) time.Duration {
 	tb.Helper()
 	cmd := exec.CommandContext(tb.Context(), "bash", "-c", ByHandScript, "byhand", phase, ws)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(tt.Bin)+":"+os.Getenv("PATH"),
 		"TF_CLI_CONFIG_FILE="+tt.CLIConfig, "TF_PLUGIN_CACHE_DIR="+cache, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	cmd.Env = append(cmd.Env, env...)
 	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("script %s: %v\n%s", phase, err, out)

@@ -31,23 +31,31 @@ func (tt Tools) Workspace(t testing.TB, dir, mirror, cache string) *Workspace {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	cliConfig := tt.CLIConfig
-	if mirror != tt.Mirror {
-		abs, err := filepath.Abs(mirror)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cliConfig = filepath.Join(t.TempDir(), "tofurc")
-		body := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"*/*/*\"]\n  }\n}\ndisable_checkpoint = true\n", abs)
-		if err := os.WriteFile(cliConfig, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cliConfig := tt.MirrorConfig(t, mirror)
 	env := append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
 	if cache != "" {
 		env = append(env, "TF_PLUGIN_CACHE_DIR="+cache)
 	}
 	return &Workspace{Dir: dir, bin: tt.Bin, env: env}
+}
+
+// MirrorConfig returns a CLI config file that installs providers only from mirror: the tool
+// directory's own when mirror is tt.Mirror, else one written for mirror in a temp dir of t.
+func (tt Tools) MirrorConfig(t testing.TB, mirror string) string {
+	t.Helper()
+	if mirror == tt.Mirror {
+		return tt.CLIConfig
+	}
+	abs, err := filepath.Abs(mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliConfig := filepath.Join(t.TempDir(), "tofurc")
+	body := fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path    = %q\n    include = [\"*/*/*\"]\n  }\n}\ndisable_checkpoint = true\n", abs)
+	if err := os.WriteFile(cliConfig, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cliConfig
 }
 
 // Run runs `tofu args...` (the workspace's binary: tofu, or terraform for a [Tools] whose Bin
