@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -192,7 +191,7 @@ func (kb keystoneBench) embedded(prefix string, n int) (create, noop time.Durati
 	tg := kb.e.target(keystoneDoc(b, n, prefix))
 	tg.ProviderSources = map[string]string{"openstack": "terraform-provider-openstack/openstack"}
 	tg.Credentials = kb.creds
-	before, selfBefore := proctest.CPUByName(b), selfCPU(b)
+	before, selfBefore := proctest.CPUByName(b), proctest.SelfCPU(b)
 	start := time.Now()
 	rec, err := kb.e.eng.Plan(b.Context(), engine.PlanRequest{Target: tg})
 	if err != nil {
@@ -202,7 +201,7 @@ func (kb keystoneBench) embedded(prefix string, n int) (create, noop time.Durati
 		b.Fatalf("embedded apply: %v", err)
 	}
 	create = time.Since(start)
-	after, selfAfter := proctest.CPUByName(b), selfCPU(b)
+	after, selfAfter := proctest.CPUByName(b), proctest.SelfCPU(b)
 	if want := (engine.Summary{Add: 3 * n}); rec.Summary != want {
 		b.Fatalf("embedded planned %+v, want %+v", rec.Summary, want)
 	}
@@ -241,13 +240,4 @@ func (kb keystoneBench) wantProjects(prefix string, n int) {
 			kb.b.Fatalf("keystone: project %s not found after the create: %s", name, out)
 		}
 	}
-}
-
-// selfCPU is this process's CPU time (user plus system, getrusage RUSAGE_SELF).
-func selfCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -26,9 +26,9 @@ type planStream struct {
 	partial []byte
 	changed map[string]engine.ResourceAction
 	seen    map[string]engine.ResourceAction
-	// made are the objects an apply's "apply_complete" messages say it created, as
-	// "ADDR (ID_KEY=ID_VALUE)", in the order made.
-	made []string
+	// made are the objects an apply's "apply_complete" messages say it created, in the order
+	// made.
+	made []madeObject
 	// warnings are the warning diagnostics ("SUMMARY: DETAIL"), unredacted.
 	warnings []string
 	// hideDetail: the configuration has sensitive values, so the detail of every error and
@@ -130,11 +130,7 @@ func (s *planStream) line(b []byte) {
 	case m.Type == "planned_change" && m.Change != nil:
 		s.changed[m.Change.Resource.Addr] = resourceAction(m.Change.Resource, uiAction(m.Change.Action))
 	case m.Type == "apply_complete" && m.Hook != nil && m.Hook.Action == "create":
-		made := m.Hook.Resource.Addr
-		if m.Hook.IDKey != "" {
-			made += " (" + m.Hook.IDKey + "=" + m.Hook.IDValue + ")"
-		}
-		s.made = append(s.made, made)
+		s.made = append(s.made, madeObject{addr: m.Hook.Resource.Addr, idKey: m.Hook.IDKey, idValue: m.Hook.IDValue})
 	case m.Type == "refresh_complete" && m.Hook != nil:
 		s.seen[m.Hook.Resource.Addr] = resourceAction(m.Hook.Resource, engine.ActionNoOp)
 	case m.Type == "diagnostic" && m.Diagnostic != nil:
@@ -173,6 +169,17 @@ func (s *planStream) line(b []byte) {
 		}
 		_, _ = io.WriteString(s.out, text+"\n"+m.Diagnostic.Detail+"\n")
 	}
+}
+
+// madeObject is an object an apply created: its address and identifying attribute.
+type madeObject struct{ addr, idKey, idValue string }
+
+// String reads "ADDR (ID_KEY=ID_VALUE)", or ADDR when the CLI named no identifying attribute.
+func (m madeObject) String() string {
+	if m.idKey == "" {
+		return m.addr
+	}
+	return m.addr + " (" + m.idKey + "=" + m.idValue + ")"
 }
 
 func resourceAction(r uiResource, a engine.Action) engine.ResourceAction {

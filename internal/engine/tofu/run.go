@@ -95,7 +95,7 @@ type run struct {
 	// its own; detached: a CLI run there outlived the operation (see runMutating).
 	inRunDir, detached bool
 	// made are the objects the last mutating run's output says it created ([planStream].made).
-	made []string
+	made []madeObject
 	// sensitive: the workspace's configuration has sensitive values (prepare), so a failed
 	// step's output tail keeps only the diagnostics' summaries and positions (summariesOnly).
 	sensitive bool
@@ -260,18 +260,16 @@ func (r *run) step(ctx context.Context, name string, timeout time.Duration, f fu
 // killed so leaves objects in the state that it deleted, which the next plan's refresh finds
 // gone.)
 func (r *run) unsaved(ctx context.Context, name string, cliErr, classified error) error {
-	var ee *exec.ExitError
-	signaled := false
-	if errors.As(cliErr, &ee) && ee.ProcessState != nil {
-		ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
-		signaled = ok && ws.Signaled()
-	}
-	if name != "apply" || (!signaled && !r.out.outOfMemory()) {
+	if _, signaled := killed(cliErr); name != "apply" || (!signaled && !r.out.outOfMemory()) {
 		return classified
 	}
 	what := "any objects it made since it started may be missing from the state"
 	if len(r.made) > 0 {
-		what = "it made " + strings.Join(r.made, ", ")
+		made := make([]string, len(r.made))
+		for i, m := range r.made {
+			made[i] = m.String()
+		}
+		what = "it made " + strings.Join(made, ", ")
 		if missing := r.missing(ctx); len(missing) > 0 {
 			what += "; the stored state lacks " + strings.Join(missing, ", ")
 		}
@@ -298,12 +296,22 @@ func (r *run) missing(ctx context.Context) []string {
 	}
 	var out []string
 	for _, m := range r.made {
-		addr, _, _ := strings.Cut(m, " (")
-		if !slices.Contains(have, addr) {
-			out = append(out, addr)
+		if !slices.Contains(have, m.addr) {
+			out = append(out, m.addr)
 		}
 	}
 	return out
+}
+
+// killed returns the exit state of a CLI run whose error is its exit, and whether a signal
+// ended it (wait(2)'s WIFSIGNALED).
+func killed(err error) (*os.ProcessState, bool) {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ProcessState == nil {
+		return nil, false
+	}
+	ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
+	return ee.ProcessState, ok && ws.Signaled()
 }
 
 var (
@@ -376,15 +384,14 @@ func (r *run) releaseDeadLock(ctx context.Context) {
 // cpuExhausted reports whether err is the exit of a CLI the kernel killed at its CPU limit
 // (Config.MaxCPUSeconds): killed by a signal after using about that much CPU.
 func (r *run) cpuExhausted(err error) bool {
-	var ee *exec.ExitError
-	if r.e.self == "" || r.e.cfg.MaxCPUSeconds <= 0 || !errors.As(err, &ee) || ee.ProcessState == nil {
+	ps, signaled := killed(err)
+	if r.e.self == "" || r.e.cfg.MaxCPUSeconds <= 0 || !signaled {
 		return false
 	}
-	ws, ok := ee.ProcessState.Sys().(syscall.WaitStatus)
-	used := ee.ProcessState.UserTime() + ee.ProcessState.SystemTime()
+	used := ps.UserTime() + ps.SystemTime()
 	// The usage wait4 reports runs short of what the kernel held to the limit (119.0 s of
 	// user and system time for a process killed at 120 s): nine tenths of it.
-	return ok && ws.Signaled() && used >= time.Duration(r.e.cfg.MaxCPUSeconds)*time.Second*9/10
+	return used >= time.Duration(r.e.cfg.MaxCPUSeconds)*time.Second*9/10
 }
 
 // summariesOnly keeps of the CLI's human output only each diagnostic's "Error:" or "Warning:"

@@ -2,23 +2,13 @@ package render
 
 import (
 	"encoding/json"
-	"syscall"
 	"testing"
 
 	"github.com/lava-operator/lava/internal/lang/arch"
 	"github.com/lava-operator/lava/internal/lang/catalog"
 	"github.com/lava-operator/lava/internal/lang/tlisp"
+	"github.com/lava-operator/lava/internal/platform/testutil/proctest"
 )
-
-// cpuTime returns the process's user+system CPU time in nanoseconds.
-func cpuTime(b *testing.B) int64 {
-	b.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 // loop runs body b.N times and reports, beside ns/op, the process CPU time per operation
 // (cpu-ns/op, GC included): on a shared, overloaded machine wall time mostly measures the
@@ -26,13 +16,13 @@ func cpuTime(b *testing.B) int64 {
 func loop(b *testing.B, body func()) {
 	b.Helper()
 	b.ReportAllocs()
-	start := cpuTime(b)
+	start := proctest.SelfCPU(b)
 	n := 0
 	for b.Loop() {
 		body()
 		n++
 	}
-	b.ReportMetric(float64(cpuTime(b)-start)/float64(n), "cpu-ns/op")
+	b.ReportMetric(float64(proctest.SelfCPU(b)-start)/float64(n), "cpu-ns/op")
 }
 
 func vpcSource(b *testing.B) []byte {

@@ -557,16 +557,12 @@ func (w *work) orphaned(ctx context.Context) (*pipeline.Failure, error) {
 // state carries as engine.Target.RegressedFrom: the interrupted plan's, else the last applied
 // one's ("" for none).
 func (w *work) regression(ctx context.Context) (why, from string, err error) {
-	if w.rec.Last != nil {
-		from = w.rec.Last.PlanID
-	}
 	if in := w.rec.Interrupted; in != nil {
 		return fmt.Sprintf("the apply of plan %s was stopped on %s before it saved its state (%s)", shortID(in.PlanID),
 			in.At.UTC().Format(time.RFC3339), in.Message), in.PlanID, nil
 	}
-	why, err = w.stateRegression(ctx)
-	if why == "" {
-		from = ""
+	if why, err = w.stateRegression(ctx); why != "" && w.rec.Last != nil {
+		from = w.rec.Last.PlanID
 	}
 	return why, from, err
 }

@@ -76,6 +76,17 @@ func CPUByName(tb testing.TB) map[string]time.Duration {
 	return out
 }
 
+// SelfCPU is this process's CPU time (user plus system, getrusage(2) RUSAGE_SELF, all its
+// threads). A failing getrusage fails tb.
+func SelfCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // Running reports whether pid is a live process, from /proc/PID/stat: a zombie awaiting its
 // reaper, or no such process, is not.
 func Running(pid int) bool {
