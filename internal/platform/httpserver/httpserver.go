@@ -211,14 +211,15 @@ func (l *perClientListener) Accept() (net.Conn, error) {
 	}
 }
 
-// countedConn releases its client's count once, on the first Close.
+// countedConn releases its client's count once, on the first Close, before the connection's
+// listener slot: a connection accepted into the freed slot then never finds its client's count
+// still holding the closed one.
 type countedConn struct {
 	net.Conn
 	release func()
 }
 
 func (c *countedConn) Close() error {
-	err := c.Conn.Close()
 	c.release()
-	return err
+	return c.Conn.Close()
 }

@@ -90,3 +90,62 @@ func TestLimits_withDefaults(t *testing.T) {
 }
 
 func newFlagSet() *pflag.FlagSet { return pflag.NewFlagSet("test", pflag.ContinueOnError) }
+
+// TestListener_closeFreesClientBeforeSlot: with MaxConnsPerClient equal to MaxConns, a
+// client whose connection closes is never refused its next one. Closing a held connection
+// frees its client's count before its listener slot, so the connection accepted into the
+// freed slot finds the count already lowered (the other order refused it now and then: a reset
+// for a legitimate client behind its own idle connections).
+func TestListener_closeFreesClientBeforeSlot(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := httpserver.Limits{MaxConns: 1, MaxConnsPerClient: 1}.Listener(inner)
+	defer ln.Close()
+	held, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	cur, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 3000
+	for i := range rounds {
+		next, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := next.Write([]byte{'x'}); err != nil {
+			t.Fatal(err)
+		}
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}()
+		time.Sleep(time.Millisecond) // Accept is waiting for the slot
+		_ = cur.Close()
+		// A refused connection is closed by the listener, which then waits for another.
+		select {
+		case cur = <-accepted:
+		case <-time.After(2 * time.Second):
+			var b [1]byte
+			_, err := next.Read(b[:])
+			t.Fatalf("round %d: the listener refused a connection of a client that held none (read: %v)", i, err)
+		}
+		if cur.RemoteAddr().String() != next.LocalAddr().String() {
+			t.Fatalf("round %d: accepted %s, want %s", i, cur.RemoteAddr(), next.LocalAddr())
+		}
+		_ = next.Close()
+		_ = held.Close()
+		held = next
+	}
+	_ = cur.Close()
+}
