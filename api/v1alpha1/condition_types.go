@@ -249,4 +249,9 @@ const (
 	// may exist, so Lava does not create it again until `lava state forget-intent NAMESPACE/NAME
 	// ADDRESS` (docs/operations.md, docs/design/0021).
 	ReasonCreateInterrupted = "CreateInterrupted"
+	// ReasonArtifactQuotaExceeded: the render would take its namespace past the bytes of
+	// rendered Terraform JSON it may store in the shared artifact store within the collection
+	// window (synth's --artifact-quota-bytes; Failed, retried: the message says when the
+	// oldest render counted leaves the window).
+	ReasonArtifactQuotaExceeded = "ArtifactQuotaExceeded"
 )

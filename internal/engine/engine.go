@@ -44,6 +44,10 @@ type Target struct {
 	// RenderedDigest is the artifact digest of the rendered Terraform JSON (the exact bytes
 	// synth stored; written unchanged as main.tf.json).
 	RenderedDigest string `json:"renderedDigest"`
+	// Rendered, set only for a speculative plan ([PlanRequest].Speculative), is the rendered
+	// JSON itself, never stored: the engines read it instead of the artifact RenderedDigest
+	// names (which is still its digest, for the plan id).
+	Rendered []byte `json:"-"`
 	// ProviderSources maps a provider local name to its source address, from the
 	// architecture's :providers (e.g. "aws" -> "hashicorp/aws"). Local names used by the JSON
 	// without an entry default to "hashicorp/NAME" ([Requirements]).
@@ -80,8 +84,9 @@ type PlanRequest struct {
 	// Review asks for the reviewable plan body (PlanRecord.ReviewDigest), for a plan a
 	// person approves: `lava plan show` prints it.
 	Review bool
-	// Speculative asks for a plan that changes nothing but the artifact store (a preview,
-	// PlanService): no state lock is taken, no provider is recorded in the object's
+	// Speculative asks for a plan that changes nothing (a preview, PlanService): it reads the
+	// rendered JSON from Target.Rendered and stores nothing in the artifact store (no plan
+	// artifact, the review body in PlanRecord.ReviewBody), no state lock is taken, no provider is recorded in the object's
 	// dependency lock (a version it records must still match), and an interrupted apply is
 	// not recovered (the error then wraps [ErrRecoveryPending]). Its plan id is the one a plan
 	// of the same request would get.
@@ -171,6 +176,10 @@ type PlanRecord struct {
 	// JSON format of `tofu show -json` (terraform-json's Plan), sensitive values removed
 	// ([ReviewPlan]); "" when the request did not ask for one (PlanRequest.Review).
 	ReviewDigest string `json:"reviewDigest,omitempty"`
+	// ReviewBody is a speculative plan's review body, kept in memory and never stored
+	// (ReviewDigest is then its digest); nil for any other plan, whose body is the artifact
+	// ReviewDigest names.
+	ReviewBody []byte `json:"-"`
 	// HasChanges is false when applying would change nothing.
 	HasChanges bool             `json:"hasChanges"`
 	Summary    Summary          `json:"summary"`

@@ -189,6 +189,8 @@ var attackTrial = []attack{
 		[]string{"TestRunner_otherNamespaceRootAttack"}},
 	{"27c", "lava up --provider-runner: a program in one namespace's runner is served by another namespace's provider over its Unix socket",
 		[]string{"TestRunner_providerSocketAttack"}},
+	{"27d", "one namespace's distinct renders and speculative plans fill the shared artifact store and the NATS volume every tenant writes to",
+		[]string{"TestSynth_artifactQuotaAttack", "TestPlanService_preview"}},
 }
 
 var (

@@ -24,7 +24,7 @@ func (e *Engine) scanDrift(ctx context.Context, req engine.DriftRequest, secrets
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := e.pinnedConfig(ctx, req.RenderedDigest, req.ProviderConstraints)
+	cfg, err := e.pinnedConfig(ctx, req.RenderedDigest, nil, req.ProviderConstraints)
 	if err != nil {
 		return nil, err
 	}

@@ -283,11 +283,12 @@ func (e *Engine) recoverUnlocked(ctx context.Context, key state.Key, intents []s
 	return e.recover(ctx, key, lockID, cfg, sources, false)
 }
 
-// pinnedConfig is [Engine.loadConfig] with the architecture's version constraints (a target's
+// pinnedConfig is [Engine.loadConfig] (of rendered when not nil: a speculative plan's JSON,
+// which is neither read from the artifact store nor cached) with the architecture's version constraints (a target's
 // ProviderConstraints) added to the configuration's required_providers: both must hold, as
 // for the tofu engine (engine.Requirements). The cached configuration is not changed.
-func (e *Engine) pinnedConfig(ctx context.Context, digest string, pins map[string]string) (*Config, error) {
-	cfg, err := e.loadConfig(ctx, digest)
+func (e *Engine) pinnedConfig(ctx context.Context, digest string, rendered []byte, pins map[string]string) (*Config, error) {
+	cfg, err := e.loadConfig(ctx, digest, rendered)
 	if err != nil || len(pins) == 0 {
 		return cfg, err
 	}
@@ -307,7 +308,15 @@ func (e *Engine) pinnedConfig(ctx context.Context, digest string, pins map[strin
 	return &c, nil
 }
 
-func (e *Engine) loadConfig(ctx context.Context, digest string) (*Config, error) {
+func (e *Engine) loadConfig(ctx context.Context, digest string, rendered []byte) (*Config, error) {
+	if rendered != nil { // a speculative plan's JSON: parsed for this plan only, never kept
+		cfg, err := ParseConfig(rendered)
+		if err != nil {
+			return nil, err
+		}
+		cfg.doc = rendered
+		return cfg, nil
+	}
 	e.cfgMu.Lock()
 	cfg, ok := e.configs[digest]
 	e.cfgMu.Unlock()
@@ -409,7 +418,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err := req.Key.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := e.pinnedConfig(ctx, req.RenderedDigest, req.ProviderConstraints)
+	cfg, err := e.pinnedConfig(ctx, req.RenderedDigest, req.Rendered, req.ProviderConstraints)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +463,7 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 	if err := engine.CheckSecretBytes(redact); err != nil {
 		return nil, err
 	}
-	reviewDigest := ""
+	reviewDigest, reviewBody := "", []byte(nil)
 	if req.Review {
 		rp, err := reviewPlan(p)
 		if err != nil {
@@ -464,13 +473,16 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 		if err != nil {
 			return nil, err
 		}
-		if reviewDigest, err = e.opts.Artifacts.PutBytes(ctx, body); err != nil {
+		if req.Speculative {
+			reviewDigest, reviewBody = bus.Digest(body), body
+		} else if reviewDigest, err = e.opts.Artifacts.PutBytes(ctx, body); err != nil {
 			return nil, fmt.Errorf("store the review body: %w", err)
 		}
 	}
 	tgt := req.Target
 	tgt.Redact, tgt.Holder = nil, ""
-	rec := &engine.PlanRecord{ReviewDigest: reviewDigest,
+	tgt.Rendered = nil
+	rec := &engine.PlanRecord{ReviewDigest: reviewDigest, ReviewBody: reviewBody,
 		Target: tgt, BindingsDigest: req.BindingsDigest, Engine: e.Name(), EngineVersion: EngineVersion,
 		ProviderVersions: p.ProviderVersions, StateSerial: serial, StateLineage: lineage, StateDigest: stateDigest, PlanDigest: digest,
 		HasChanges: p.HasChanges(), CreatedAt: e.opts.Now().UTC(),
@@ -617,7 +629,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 		if art, plan, err = e.loadPlan(ctx, rec.PlanDigest); err != nil {
 			return nil, err
 		}
-		if cfg, err = e.pinnedConfig(ctx, art.RenderedDigest, rec.Target.ProviderConstraints); err != nil {
+		if cfg, err = e.pinnedConfig(ctx, art.RenderedDigest, nil, rec.Target.ProviderConstraints); err != nil {
 			return nil, err
 		}
 		if err := e.recover(ctx, key, lockID, cfg, rec.Target.ProviderSources, false); err != nil {
@@ -645,7 +657,7 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 			PlannedLineage: art.StateLineage, CurrentLineage: lineage}
 	}
 	if cfg == nil {
-		if cfg, err = e.pinnedConfig(ctx, art.RenderedDigest, rec.Target.ProviderConstraints); err != nil {
+		if cfg, err = e.pinnedConfig(ctx, art.RenderedDigest, nil, rec.Target.ProviderConstraints); err != nil {
 			return nil, err
 		}
 	}
@@ -696,7 +708,7 @@ func (e *Engine) destroy(ctx context.Context, req engine.DestroyRequest, secrets
 	}
 	var rendered *Config
 	if req.RenderedDigest != "" {
-		if c, err := e.pinnedConfig(ctx, req.RenderedDigest, req.ProviderConstraints); err == nil {
+		if c, err := e.pinnedConfig(ctx, req.RenderedDigest, req.Rendered, req.ProviderConstraints); err == nil {
 			rendered = c
 		}
 	}

@@ -200,9 +200,12 @@ func (e *Engine) override(reqs []engine.ProviderRequirement) ([]byte, error) {
 
 // prepare fetches the rendered JSON, checks providers, and writes the workspace files.
 func (e *Engine) prepare(ctx context.Context, r *run, t engine.Target) (*workspace, error) {
-	rendered, err := e.getArtifact(ctx, t.RenderedDigest, "rendered JSON")
-	if err != nil {
-		return nil, err
+	rendered := t.Rendered // a speculative plan's JSON, never stored
+	if rendered == nil {
+		var err error
+		if rendered, err = e.getArtifact(ctx, t.RenderedDigest, "rendered JSON"); err != nil {
+			return nil, err
+		}
 	}
 	reqs, err := engine.Requirements(rendered, t.ProviderSources, t.ProviderConstraints)
 	if err != nil {
@@ -472,16 +475,17 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	if err != nil {
 		return nil, err
 	}
-	reviewDigest := ""
+	reviewDigest, reviewBody := "", []byte(nil)
 	if req.Review {
-		if reviewDigest, err = e.reviewBody(ctx, r, append(secrets, req.Redact...)); err != nil {
+		if reviewDigest, reviewBody, err = e.reviewBody(ctx, r, append(secrets, req.Redact...), req.Speculative); err != nil {
 			return nil, err
 		}
 	}
 	t := req.Target
-	t.Redact, t.Holder = nil, ""
+	t.Redact, t.Holder, t.Rendered = nil, "", nil
 	rec := &engine.PlanRecord{
 		ReviewDigest:     reviewDigest,
+		ReviewBody:       reviewBody,
 		Target:           t,
 		BindingsDigest:   req.BindingsDigest,
 		Engine:           e.cfg.Name,
@@ -555,22 +559,26 @@ func (e *Engine) plannedState(ctx context.Context, key state.Key, prior state.Re
 
 // reviewBody stores the body of a plan a person reviews and returns its artifact digest: `show
 // -json` of r's plan file (the "show" step; it starts the providers once more for their
-// schemas, so only for a review), with the values in redact hidden ([engine.ReviewBody]).
-// Errors are the step's, the body's, or storing it.
-func (e *Engine) reviewBody(ctx context.Context, r *run, redact []string) (string, error) {
+// schemas, so only for a review), with the values in redact hidden ([engine.ReviewBody]). A
+// speculative plan's body is not stored but returned, with its digest. Errors are the step's,
+// the body's, or storing it.
+func (e *Engine) reviewBody(ctx context.Context, r *run, redact []string, speculative bool) (string, []byte, error) {
 	shown, err := e.showPlan(ctx, r)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	body, err := engine.ReviewBody(shown, redact)
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	if speculative {
+		return bus.Digest(body), body, nil
 	}
 	digest, err := e.cfg.Artifacts.PutBytes(ctx, body)
 	if err != nil {
-		return "", fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
+		return "", nil, fmt.Errorf("%s plan: store the review body: %w", e.cfg.Name, err)
 	}
-	return digest, nil
+	return digest, nil, nil
 }
 
 // showPlan reads the run's saved plan as JSON (`show -json`), when the plan file's entries

@@ -92,6 +92,15 @@ func (r Renderer) Store(ctx context.Context, art *bus.Artifacts, rd Rendered) (s
 	return art.Put(ctx, strings.NewReader(string(rd.Out.JSON)))
 }
 
+// Digest is the artifact digest [Renderer.Store] gives a successful render rd, without storing
+// it (a speculative plan's, which is never stored).
+func (r Renderer) Digest(rd Rendered) string {
+	if len(rd.In.SecretKeys) > 0 {
+		return bus.KeyedDigest(rd.Out.JSON, r.BindingsKey)
+	}
+	return bus.Digest(rd.Out.JSON)
+}
+
 // Providers lists the architecture's :providers of a successful render as requirements, in
 // order, without repeating a local name (aliases share one requirement).
 func (rd Rendered) Providers() []*lavav1.ProviderRequirement { return Providers(rd.Out) }

@@ -247,13 +247,27 @@ func (a *Artifacts) PutKeyed(ctx context.Context, r io.Reader, key []byte) (stri
 	return a.put(ctx, r, key)
 }
 
+// KeyedDigest is the name [Artifacts.PutKeyed] gives data with key (32 bytes), without
+// storing it.
+func KeyedDigest(data, key []byte) string {
+	kh := keyedHash(key)
+	_, _ = kh.Write(data)
+	return hex.EncodeToString(kh.Sum(nil))
+}
+
+// keyedHash is the keyed BLAKE3-256 of an artifact name, its domain string written.
+func keyedHash(key []byte) hash.Hash {
+	kh := blake3.New(32, key)
+	_, _ = kh.Write([]byte(keyedArtifactDomain + "\x00"))
+	return kh
+}
+
 func (a *Artifacts) put(ctx context.Context, r io.Reader, key []byte) (string, error) {
 	h := blake3.New(32, nil)
 	w := io.Writer(h)
 	var kh hash.Hash
 	if key != nil {
-		kh = blake3.New(32, key)
-		_, _ = kh.Write([]byte(keyedArtifactDomain + "\x00"))
+		kh = keyedHash(key)
 		w = io.MultiWriter(h, kh)
 	}
 	tmp := "tmp-" + rand.Text()
@@ -377,6 +391,14 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 }
 
 func (v *verifyingReader) Close() error { return v.r.Close() }
+
+// Defaults of the applier's artifact collection (its --artifact-collect-interval and
+// --artifact-min-age): a superseded artifact put now is deleted at most
+// DefaultCollectMinAge + DefaultCollectInterval later.
+const (
+	DefaultCollectInterval = 10 * time.Minute
+	DefaultCollectMinAge   = time.Hour
+)
 
 // CollectOptions configures [Artifacts.Collect].
 type CollectOptions struct {

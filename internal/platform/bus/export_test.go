@@ -13,9 +13,10 @@ func WrapObjectStoreForTest(a *Artifacts, wrap func(jetstream.ObjectStore) jetst
 	a.obs = wrap(a.obs)
 }
 
-// KeyedDigest is the name [Artifacts.PutKeyed] gives data under key: the keyed BLAKE3-256 of
-// the domain, a zero byte and data, in lowercase hex.
-func KeyedDigest(data, key []byte) string {
+// KeyedDigestForTest computes the name [Artifacts.PutKeyed] gives data under key on its own
+// (the keyed BLAKE3-256 of the domain, a zero byte and data, in lowercase hex), to check
+// [KeyedDigest] and PutKeyed against.
+func KeyedDigestForTest(data, key []byte) string {
 	h := blake3.New(32, key)
 	_, _ = h.Write([]byte(keyedArtifactDomain + "\x00"))
 	_, _ = h.Write(data)

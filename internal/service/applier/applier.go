@@ -86,8 +86,8 @@ type Config struct {
 	// (default 1s doubling to 1m).
 	NakBackoff bus.Backoff
 	// CollectInterval is how often superseded artifacts are deleted from lava-artifacts
-	// (CollectArtifacts; default DefaultCollectInterval); CollectMinAge keeps anything put
-	// within that long (default DefaultCollectMinAge).
+	// (CollectArtifacts; default bus.DefaultCollectInterval); CollectMinAge keeps anything put
+	// within that long (default bus.DefaultCollectMinAge).
 	CollectInterval, CollectMinAge time.Duration
 	// Observe, when set, is called after every engine operation (metrics and tests).
 	Observe func(Operation)
@@ -137,10 +137,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.CollectInterval <= 0 {
-		cfg.CollectInterval = DefaultCollectInterval
+		cfg.CollectInterval = bus.DefaultCollectInterval
 	}
 	if cfg.CollectMinAge <= 0 {
-		cfg.CollectMinAge = DefaultCollectMinAge
+		cfg.CollectMinAge = bus.DefaultCollectMinAge
 	}
 	leases, err := bus.NewLeases(ctx, cfg.JS, cfg.Holder, cfg.BusMetrics)
 	if err != nil {

@@ -17,12 +17,6 @@ import (
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
-// Defaults of the artifact collection ([Config].CollectInterval, CollectMinAge).
-const (
-	DefaultCollectInterval = 10 * time.Minute
-	DefaultCollectMinAge   = time.Hour
-)
-
 // LiveArtifacts returns the digests in lava-artifacts that records in lava-state still
 // reference: every resource's current state body ("state.*"), the body a destroy forgot
 // ("forgotten.*", kept for audit), the body a `lava state restore` replaced ("replaced.*"), and

@@ -40,7 +40,7 @@ func (w *work) verdict(ctx context.Context, plan *engine.PlanRecord, in input, r
 	var values map[string][2]any
 	if rules.UsesValues() && plan.ReviewDigest != "" {
 		var err error
-		if values, err = w.reviewValues(ctx, plan.ReviewDigest); err != nil {
+		if values, err = w.reviewValues(ctx, plan); err != nil {
 			return planpolicy.Result{}, err
 		}
 		pin.Values = true
@@ -58,8 +58,8 @@ func (w *work) verdict(ctx context.Context, plan *engine.PlanRecord, in input, r
 // reviewValues reads a plan's review body and returns each address's before and after
 // values, sensitive and unknown ones [planpolicy.Undecidable]. Errors: [work.reviewBody]'s, a
 // body that does not decode.
-func (w *work) reviewValues(ctx context.Context, digest string) (map[string][2]any, error) {
-	body, err := w.reviewBody(ctx, digest)
+func (w *work) reviewValues(ctx context.Context, plan *engine.PlanRecord) (map[string][2]any, error) {
+	body, err := w.reviewBody(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -80,14 +80,17 @@ func (w *work) reviewValues(ctx context.Context, digest string) (map[string][2]a
 	return out, nil
 }
 
-// reviewBody reads a plan's review body from the artifact store. Errors: the artifact store's,
-// a body over engine.MaxReviewBytes.
-func (w *work) reviewBody(ctx context.Context, digest string) ([]byte, error) {
+// reviewBody is a plan's review body: a speculative plan's, in memory, else read from the
+// artifact store. Errors: the artifact store's, a body over engine.MaxReviewBytes.
+func (w *work) reviewBody(ctx context.Context, plan *engine.PlanRecord) ([]byte, error) {
+	if plan.ReviewBody != nil {
+		return plan.ReviewBody, nil
+	}
 	arts, err := bus.NewArtifacts(ctx, w.s.cfg.JS)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := arts.Get(ctx, digest)
+	rc, err := arts.Get(ctx, plan.ReviewDigest)
 	if err != nil {
 		return nil, fmt.Errorf("applier: read the review body: %w", err)
 	}

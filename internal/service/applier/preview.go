@@ -16,7 +16,6 @@ import (
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/pipeline/synthesis"
-	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 )
 
@@ -102,15 +101,9 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 		resp.Reason, resp.Message = fail.Reason, redactThenCut(red, fail.Message)
 		return connect.NewResponse(resp), nil
 	}
-	arts, err := bus.NewArtifacts(ctx, p.s.cfg.JS)
-	if err != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, err)
-	}
-	digest, err := p.r.Store(ctx, arts, rd)
-	if err != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, err)
-	}
-	in := input{engine: pipeline.EngineName(spec.GetEngine()), artifactDigest: digest,
+	// Nothing of a preview is stored: the engine plans the render in memory under the digest
+	// synth would store it at, so the plan id is the one the pipeline plans.
+	in := input{engine: pipeline.EngineName(spec.GetEngine()), artifactDigest: p.r.Digest(rd), rendered: rd.Out.JSON,
 		terraformJSONDigest: rd.Out.Record.TerraformJSONDigest, bindingsDigest: rd.Out.Record.BindingsDigest,
 		approve: v1alpha1.ApprovePlanManual, manual: true, speculative: true, providers: requirements(rd.Providers())}
 	if err := p.plan(ctx, key, spec, in, resp); err != nil {
@@ -178,7 +171,7 @@ func (p PlanServer) plan(ctx context.Context, key state.Key, spec *lavav1.Archit
 	if len(verdict.Matches) > 0 {
 		plan.Policy = &verdict
 	}
-	if resp.ReviewBody, err = w.reviewBody(ctx, plan.ReviewDigest); err != nil {
+	if resp.ReviewBody, err = w.reviewBody(ctx, plan); err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)
 	}
 	if resp.PlanRecord, err = json.Marshal(plan); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/conntest"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
@@ -120,6 +121,20 @@ func TestPlanService_preview(t *testing.T) {
 		t.Errorf("a Secret the identity may not read: %v %v, want reason RBACForbidden and no plan", res, err)
 	}
 
+	// A preview stores nothing in the shared artifact store, neither the render nor the review
+	// body (previews in a loop filled it: the flood of the nineteenth trial).
+	arts, err := h.js.ObjectStore(t.Context(), bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeSize := func() uint64 {
+		st, err := arts.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	before := storeSize()
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		// A provider's first use is not recorded in the object's dependency lock by a preview.
 		name := "lock-" + strings.ToLower(strings.TrimPrefix(eng.String(), "ENGINE_"))
@@ -132,6 +147,9 @@ func TestPlanService_preview(t *testing.T) {
 		if lock, _, err := providers.ReadLock(t.Context(), r.store, state.Key{Namespace: ns, Name: name}); err != nil || len(lock) != 0 {
 			t.Errorf("%s: the preview recorded the provider lock %v (%v)", name, lock, err)
 		}
+	}
+	if after := storeSize(); after != before {
+		t.Errorf("previews stored %d bytes in lava-artifacts, want none", after-before)
 	}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		name := "p-" + strings.ToLower(strings.TrimPrefix(eng.String(), "ENGINE_"))

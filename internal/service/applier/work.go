@@ -248,8 +248,10 @@ type input struct {
 	// regressedFrom is the last applied plan id when the state regressed since that apply
 	// (engine.Target.RegressedFrom); regressed says what regressed.
 	regressedFrom, regressed string
-	// speculative: a preview's plan (engine.PlanRequest.Speculative).
+	// speculative: a preview's plan (engine.PlanRequest.Speculative), of the rendered JSON
+	// rendered (engine.Target.Rendered), which is not stored.
 	speculative bool
+	rendered    []byte
 }
 
 func inputOf(ev *lavav1.Synthesized) input {
@@ -281,7 +283,7 @@ func requirements(ps []*lavav1.ProviderRequirement) []engine.ProviderRequirement
 func (in input) target(ctx context.Context, w *work) engine.Target {
 	src, pins := engine.SourcesAndConstraints(in.providers)
 	creds, _ := w.credentials(ctx) // its error has failed the work before any engine call
-	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest,
+	return engine.Target{Key: state.Key{Namespace: w.ns, Name: w.name}, RenderedDigest: in.artifactDigest, Rendered: in.rendered,
 		ProviderSources: src, ProviderConstraints: pins, RegressedFrom: in.regressedFrom, Holder: w.holder, Redact: w.secrets(ctx), Credentials: creds}
 }
 

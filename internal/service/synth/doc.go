@@ -7,10 +7,12 @@
 // record, and bindingsFrom ConfigMaps and Secrets read with its own read-only client), runs the
 // gate and renders with internal/lang/render (a bundled architecture's module directories
 // embedded in the document's "//", docs/design/0017-modules-and-bundled-sources.md), applies
-// the tenant policy, stores the Terraform JSON in the artifact store and
+// the tenant policy, stores the Terraform JSON in the artifact store (within the namespace's
+// [synthesis.ArtifactQuota]: bytes of renders stored within the collection window) and
 // publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected, PolicyRejected,
-// SourceUnsupported, SourceNotReady or SourceFetchFailed and a file:line:col message (a
-// pipeline.Failure: terminal, retryable, or waiting for a binding source to appear).
+// SourceUnsupported, SourceNotReady, SourceFetchFailed or ArtifactQuotaExceeded and a
+// file:line:col message where there is a source position (a pipeline.Failure: terminal,
+// retryable, or waiting for a binding source to appear).
 //
 // Values that come from Secrets never leave the process: they enter the RenderRecord's
 // bindingsDigest only through a BLAKE3 keyed with the installation's bindings key, and they are

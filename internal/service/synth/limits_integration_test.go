@@ -14,6 +14,8 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/gate"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/service/synth"
@@ -157,5 +159,62 @@ func TestSynth_synthesizedOverMaxPayload(t *testing.T) {
 	}
 	if failed.GetReason() != v1alpha1.ReasonSynthesisFailed || failed.GetRetryable() {
 		t.Errorf("Failed %s retryable=%v, want SynthesisFailed, not retryable", failed.GetReason(), failed.GetRetryable())
+	}
+}
+
+// TestSynth_artifactQuotaAttack: a tenant renders distinct objects of about 8 KiB each as
+// fast as it can (the flood of the shared artifact store: about 9 MB/s, nothing collected for
+// an hour, the NATS volume full in minutes). Its renders past its namespace's quota fail
+// ArtifactQuotaExceeded (retryable, saying when the count frees) and store nothing; what it
+// stored stays within the quota; another namespace still renders. Without the quota every
+// render was stored.
+func TestSynth_artifactQuotaAttack(t *testing.T) {
+	const quota, objects = 40 << 10, 12
+	h := newHarnessConfig(t, func(c *synth.Config) {
+		c.ArtifactQuota = &synthesis.ArtifactQuota{Bytes: quota}
+	})
+	obs, err := h.js.ObjectStore(t.Context(), bus.ObjectStoreArtifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := func() uint64 {
+		st, err := obs.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	before := size()
+	spec := func(i int) *lavav1.ArchitectureSpec {
+		return &lavav1.ArchitectureSpec{Source: inline(fmt.Sprintf(`(deflava-architecture a :resources ((terraform-data "r" :input "%d-%s")))`,
+			i, strings.Repeat("x", 8<<10)))}
+	}
+	for i := range objects {
+		h.observe("attacker", fmt.Sprintf("o%d", i), fmt.Sprintf("uid-%d", i), 1, spec(i))
+	}
+	var stored int64
+	refused := 0
+	for i := range objects {
+		syn, failed := h.outcome("attacker", fmt.Sprintf("o%d", i), 1)
+		if syn != nil {
+			stored += syn.GetArtifactSizeBytes()
+			continue
+		}
+		refused++
+		if failed.GetReason() != v1alpha1.ReasonArtifactQuotaExceeded || !failed.GetRetryable() ||
+			!strings.Contains(failed.GetMessage(), "past its artifact quota") || !strings.Contains(failed.GetMessage(), "leaves the count at") {
+			t.Errorf("o%d: Failed %s retryable=%v: %s", i, failed.GetReason(), failed.GetRetryable(), failed.GetMessage())
+		}
+	}
+	if refused == 0 || stored > quota {
+		t.Errorf("%d of %d renders refused, %d bytes stored: want renders refused and at most %d bytes", refused, objects, stored, quota)
+	}
+	// The store's stream holds the stored renders and their meta messages only.
+	if grew := size() - before; grew > uint64(stored)+uint64(objects)*2048 {
+		t.Errorf("lava-artifacts grew by %d bytes for %d bytes of renders admitted", grew, stored)
+	}
+	h.observe("victim", "web", "uid-victim", 1, spec(objects))
+	if syn, failed := h.outcome("victim", "web", 1); syn == nil {
+		t.Errorf("another namespace: Failed %s: %s", failed.GetReason(), failed.GetMessage())
 	}
 }

@@ -60,6 +60,9 @@ type Config struct {
 	// Artifacts fetches and caches the artifacts of spec.sourceRef (Flux sources); nil: such
 	// a resource fails with SourceFetchFailed.
 	Artifacts *synthesis.ArtifactCache
+	// ArtifactQuota bounds the bytes of renders each namespace stores in lava-artifacts
+	// (nil: no quota); a render over it fails ArtifactQuotaExceeded, retryable.
+	ArtifactQuota *synthesis.ArtifactQuota
 	// Policy is the admin's tenant policy document (the lava-policy ConfigMap mounted as a
 	// file; docs/design/0010-tenant-policy.md), checked after every render and before Synthesized
 	// is published. Nil or a zero File: the built-in policy ([policy.Default]).
@@ -81,7 +84,7 @@ type metrics struct {
 }
 
 // New binds the artifact store and the synth watermarks and registers the metrics
-// lava_synth_results_total{result="synthesized|failed|stale"} and
+// lava_synth_results_total{result="synthesized|failed|quota_exceeded|stale|suspended"} and
 // lava_synth_duration_seconds.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.JS == nil {
@@ -106,7 +109,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	m := &metrics{
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "lava", Subsystem: "synth", Name: "results_total",
-			Help: "Handled ResourceObserved and retries by result (synthesized, failed, stale, suspended)."}, []string{"result"}),
+			Help: "Handled ResourceObserved and retries by result (synthesized, failed, quota_exceeded, stale, suspended)."}, []string{"result"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "lava", Subsystem: "synth", Name: "duration_seconds",
 			Help: "Time to gather bindings, gate, render and store one generation.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 	}
@@ -240,6 +243,11 @@ func (s *Service) publishSynthesized(ctx context.Context, log *slog.Logger, obs 
 	rd synthesis.Rendered, red *engine.Redactor) error {
 	env := obs.GetEnvelope()
 	in, out, diags := rd.In, rd.Out, rd.Diags
+	if err := s.cfg.ArtifactQuota.Charge(env.GetResource().GetNamespace(), bus.Digest(out.JSON), int64(len(out.JSON))); err != nil {
+		s.metrics.results.WithLabelValues("quota_exceeded").Inc()
+		return s.fail(ctx, log, cause, env.GetGeneration(), attempt, &pipeline.Failure{Kind: pipeline.FailureRetryable,
+			Reason: v1alpha1.ReasonArtifactQuotaExceeded, Message: err.Error(), Err: err}, red)
+	}
 	digest, err := s.renderer().Store(ctx, s.art, rd)
 	if err != nil {
 		return err
