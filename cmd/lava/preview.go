@@ -25,6 +25,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/tlisp"
 	"github.com/lava-operator/lava/internal/manifest"
 	"github.com/lava-operator/lava/internal/pipeline"
+	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/up"
 )
 
@@ -91,6 +92,12 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	}
 	m := ms[0]
 	srcs := sources{m.File: data}
+	// The server renders without the manifest's YAML positions: what it reports without one
+	// (the gate's findings) is placed at spec.gate, else at spec, as lava validate places it.
+	at := arch.Pos{File: name, Line: m.Line, Col: m.Col}
+	if units, _ := loadUnits(name, data); len(units) == 1 && units[0].GatePos.IsValid() {
+		at = units[0].GatePos
+	}
 	if f.sourceFile != "" {
 		text, err := readInput(cmd.InOrStdin(), f.sourceFile)
 		if err != nil {
@@ -127,7 +134,7 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	default:
 		return fmt.Errorf("PlanService at %s: %w", f.server, err)
 	}
-	return f.print(cmd, key, m, srcs, resp.Msg)
+	return f.print(cmd, key, m, srcs, at, resp.Msg)
 }
 
 // client returns the PlanService client of --server and the token of --token-file, each
@@ -151,22 +158,28 @@ func (f *previewFlags) client() (lavav1connect.PlanServiceClient, string, error)
 }
 
 // print writes the preview of m (the files it came from in srcs) for key: the diagnostics on
-// stderr, then the plan, or the reason there is none (an error).
-func (f *previewFlags) print(cmd *cobra.Command, key state.Key, m manifest.Manifest, srcs sources, r *lavav1.PreviewResponse) error {
+// stderr (one without a position at at), then the plan, or the reason there is none (an
+// error; its message only when it is not the diagnostics' errors printed above).
+func (f *previewFlags) print(cmd *cobra.Command, key state.Key, m manifest.Manifest, srcs sources, at arch.Pos, r *lavav1.PreviewResponse) error {
 	stderr, out := cmd.ErrOrStderr(), cmd.OutOrStdout()
+	var sent tlisp.Diagnostics
 	for _, pd := range r.GetDiagnostics() {
 		d := tlisp.Diagnostic{Pos: arch.Pos{File: pd.GetFile(), Line: int(pd.GetLine()), Col: int(pd.GetColumn())}, Message: pd.GetMessage()}
 		if pd.GetSeverity() == lavav1.DiagnosticSeverity_DIAGNOSTIC_SEVERITY_WARNING {
 			d.Severity = tlisp.SeverityWarning
 		}
-		if d.Pos.File == "inline" && d.Pos.Line > 0 && m.MapInline != nil {
+		sent = append(sent, d)
+		switch {
+		case d.Pos.File == "inline" && d.Pos.Line > 0 && m.MapInline != nil:
 			d.Pos = m.MapInline(d.Pos)
+		case !d.Pos.IsValid():
+			d.Pos = at
 		}
 		writeDiag(stderr, d, m.File, srcs, true)
 	}
 	if r.GetReason() != "" {
 		msg := r.GetReason()
-		if r.GetMessage() != "" {
+		if r.GetMessage() != "" && r.GetMessage() != synthesis.DiagMessage(sent) {
 			msg += ": " + manifest.MapInlineText(r.GetMessage(), m.MapInline)
 		}
 		fmt.Fprintf(stderr, "%s: error: no plan of %s: %s\n", m.File, key, msg)

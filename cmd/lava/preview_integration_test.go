@@ -247,6 +247,29 @@ func TestPlanSpeculative_workflow(t *testing.T) {
 			t.Errorf("preview of a manifest that does not render: exit %d, stdout %q, stderr:\n%s\nwant the line %q of lava validate", code, out, errOut, want)
 		}
 	})
+	t.Run("gate rejected", func(t *testing.T) {
+		// The gate's findings have no position in the render the server makes: they are
+		// printed at spec.gate's line:col, as lava validate prints them, and once each (not
+		// again in the reason's message).
+		p := filepath.Join(scratch, "gated.yaml")
+		gated := strings.Replace(previewManifest("pv-gated", "embedded", "1", ""), "  bindings:", "  gate: cloudflare-r2-bucket\n  bindings:", 1)
+		if err := os.WriteFile(p, []byte(gated), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		line := 0
+		for i, l := range strings.Split(gated, "\n") {
+			if strings.HasPrefix(l, "  gate:") {
+				line = i + 1
+			}
+		}
+		code, out, errOut := runLava(t, "", "plan", "--speculative", "-f", p, "--state-dir", stateDir)
+		finding := "error: missing required input `account-id`"
+		if code != exitInvalid || strings.Count(errOut, "missing required input `account-id`") != 2 || // the summary and the field
+			!strings.Contains(errOut, fmt.Sprintf("%s:%d:9: %s", p, line, finding)) || !strings.Contains(errOut, "no plan of demo/pv-gated: GateRejected\n") ||
+			strings.Contains(out, "plan") {
+			t.Errorf("a preview the gate rejects: exit %d, stdout %q, stderr:\n%s\nwant %q at %s:%d:9, each finding once", code, out, errOut, finding, p, line)
+		}
+	})
 	t.Run("wrong token", func(t *testing.T) {
 		tok := filepath.Join(t.TempDir(), "token")
 		if err := os.WriteFile(tok, []byte("not-the-token"), 0o600); err != nil {
