@@ -25,4 +25,9 @@
 // descriptor of the host's own executable, in a private directory below a host directory that
 // also holds a view of the provider mirror the runner user can read and not write (copies: a
 // hard link would change the original's ctime, by which the engines pin the mirror). [Host.Start] starts a provider in the right runner.
+//
+// The host directory (lava-runners-* in the system's temporary directory) holds a lock file
+// the host flocks while it lives. [Host.Close] removes the directory; when the process was
+// killed first (SIGKILL, the OOM killer), the kernel releases the lock, and the next host of
+// the same user removes the directory at its start ([ReclaimStale]).
 package runner

@@ -6,3 +6,6 @@ func (h *Host) Spawns() int {
 	defer h.mu.Unlock()
 	return h.spawns
 }
+
+// Root is the host's directory.
+func (h *Host) Root() string { return h.root }

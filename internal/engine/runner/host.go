@@ -60,8 +60,10 @@ type Options struct {
 // Safe for concurrent use.
 type Host struct {
 	opts Options
-	// root holds the mirror view and each runner's private directory.
+	// root holds the mirror view and each runner's private directory; lock is its
+	// [hostLockFile], flocked while the host lives.
 	root string
+	lock *os.File
 
 	mu      sync.Mutex
 	closed  bool
@@ -96,19 +98,112 @@ func NewHost(opts Options) (*Host, error) {
 			}
 		}
 	}
-	root, err := os.MkdirTemp("", "lava-runners-")
+	if n := ReclaimStale(os.TempDir(), time.Now()); n > 0 && opts.Stderr != nil {
+		fmt.Fprintf(opts.Stderr, "runner: removed %d directories of runner hosts that are gone from %s\n", n, os.TempDir())
+	}
+	root, err := os.MkdirTemp("", rootPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	if err := os.Chmod(root, 0o711); err != nil {
-		return nil, fmt.Errorf("runner: %w", err)
-	}
-	h := &Host{opts: opts, root: root, runners: map[string]*child{}}
-	if err := stageMirror(opts.Mirror, h.mirror()); err != nil {
+	lock, err := lockRoot(root)
+	if err != nil {
 		_ = os.RemoveAll(root)
 		return nil, err
 	}
+	h := &Host{opts: opts, root: root, lock: lock, runners: map[string]*child{}}
+	if err := os.Chmod(root, 0o711); err != nil {
+		_ = h.removeRoot()
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if err := stageMirror(opts.Mirror, h.mirror()); err != nil {
+		_ = h.removeRoot()
+		return nil, err
+	}
 	return h, nil
+}
+
+// rootPrefix begins the name of every host's directory in the system's temporary directory.
+const rootPrefix = "lava-runners-"
+
+// hostLockFile, in a host's directory, is flocked (flock(2), exclusive) for the host's
+// lifetime; the kernel releases it when the process ends, however it ends.
+const hostLockFile = ".host.lock"
+
+// staleUnlockedAge is how old a host directory without a lock file must be to count as
+// stale: a host makes its directory and then its lock file, and a directory just made has none
+// yet.
+const staleUnlockedAge = 10 * time.Minute
+
+// lockRoot creates root's [hostLockFile] already flocked: locked under another name and then
+// renamed, so no [ReclaimStale] finds it unlocked.
+func lockRoot(root string) (*os.File, error) {
+	tmp := filepath.Join(root, hostLockFile+".new")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("runner: lock %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(root, hostLockFile)); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	return f, nil
+}
+
+// ReclaimStale removes the directories hosts of this user left in dir (the system's
+// temporary directory) when their process was killed before [Host.Close] (SIGKILL, the OOM
+// killer): every directory named lava-runners-* that this user owns whose lock file no
+// process holds, or that has none and is older than 10 minutes. Each holds a copy of the
+// provider mirror. A directory in use, another user's, or a symbolic link is left alone. It
+// returns how many it removed; what it cannot read or remove stays for the next host.
+func ReclaimStale(dir string, now time.Time) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), rootPrefix) || e.Type()&os.ModeType != os.ModeDir {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := os.Lstat(p)
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if err != nil || !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if stale(p, fi, now) && os.RemoveAll(p) == nil {
+			removed++
+		}
+	}
+	return removed
+}
+
+// stale reports whether the host directory p (fi) belongs to no living host.
+func stale(p string, fi os.FileInfo, now time.Time) bool {
+	f, err := os.OpenFile(filepath.Join(p, hostLockFile), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return now.Sub(fi.ModTime()) > staleUnlockedAge
+	}
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false // held: its host is alive
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
+}
+
+// removeRoot removes the host's directory, then releases its lock.
+func (h *Host) removeRoot() error {
+	err := os.RemoveAll(h.root)
+	_ = h.lock.Close()
+	return err
 }
 
 // within reports whether p is r or beneath it.
@@ -325,7 +420,7 @@ func (h *Host) Close() error {
 			<-c.exited
 		}
 	}
-	return os.RemoveAll(h.root)
+	return h.removeRoot()
 }
 
 // dial opens a mutual-TLS connection to the runner.

@@ -3,6 +3,7 @@
 package runner_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +11,12 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +34,9 @@ const envChild = "LAVA_RUNNER_TEST_CHILD"
 // when it could.
 const envMPTCP = "LAVA_RUNNER_TEST_MPTCP"
 
+// envHostThenWait makes the test binary a process that makes a host and waits to be killed.
+const envHostThenWait = "LAVA_RUNNER_TEST_HOST_THEN_WAIT"
+
 func TestMain(m *testing.M) {
 	if addr := os.Getenv(envMPTCP); addr != "" {
 		// The attacker's program of the exec attack: a Multipath TCP connection to addr.
@@ -47,6 +53,17 @@ func TestMain(m *testing.M) {
 		// The attacker's provider of the socket attack: started by a runner in its sandbox.
 		fmt.Println(dialProviderSockets(os.Getenv("TMPDIR")))
 		time.Sleep(3 * time.Second) // go-plugin reads the line before it sees the exit
+		os.Exit(0)
+	}
+	if os.Getenv(envHostThenWait) == "1" {
+		// A host whose process is then killed (TestHost_reclaimsKilledHostsDirectory).
+		h, err := runner.NewHost(runner.Options{Mirror: os.Getenv("LAVA_TEST_MIRROR"), UID: -1})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(h.Root())
+		time.Sleep(time.Minute)
 		os.Exit(0)
 	}
 	if os.Getenv(envChild) == "1" {
@@ -436,5 +453,81 @@ func TestHost_runnerPerNamespace(t *testing.T) {
 	}
 	if n := s.eng.Pool().Starts(); n != 2 {
 		t.Errorf("%d provider processes started, want 2", n)
+	}
+}
+
+// TestHost_reclaimsKilledHostsDirectory: a host's directory (a copy of the provider mirror)
+// outlives a process killed by SIGKILL; it is kept while the process lives and removed by the
+// next host's start (ReclaimStale) once it is gone. A directory without a lock file is removed
+// only when old, another name, a symbolic link or a directory in use is left alone.
+func TestHost_reclaimsKilledHostsDirectory(t *testing.T) {
+	tmp, mirror := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(mirror, "terraform-provider-x"), []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envHostThenWait+"=1", "TMPDIR="+tmp, "LAVA_TEST_MIRROR="+mirror)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := strings.TrimSpace(line)
+	if filepath.Dir(killed) != tmp {
+		t.Fatalf("the host's directory %q is not in %s", killed, tmp)
+	}
+	fresh := filepath.Join(tmp, "lava-runners-fresh")
+	old := filepath.Join(tmp, "lava-runners-old")
+	other := filepath.Join(tmp, "other-dir")
+	for _, d := range []string{fresh, old, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hour := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(old, hour, hour); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "lava-runners-link")
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	live, err := runner.NewHost(runner.Options{Mirror: mirror, UID: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+
+	if n := runner.ReclaimStale(tmp, time.Now()); n != 1 {
+		t.Errorf("with the host process alive: %d directories removed, want 1 (the old one without a lock)", n)
+	}
+	exists := func(p string) bool { _, err := os.Lstat(p); return err == nil }
+	if !exists(killed) || exists(old) || !exists(fresh) || !exists(link) || !exists(other) {
+		t.Errorf("alive: host %v, old %v, fresh %v, link %v, other %v; want all but the old one", exists(killed), exists(old), exists(fresh), exists(link), exists(other))
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !exists(killed) {
+		t.Fatal("the killed host's directory went with it: nothing to reclaim")
+	}
+	if n := runner.ReclaimStale(tmp, time.Now()); n != 1 || exists(killed) {
+		t.Errorf("after SIGKILL: %d directories removed, the killed host's still there: %v", n, exists(killed))
+	}
+	if !exists(fresh) || !exists(link) || !exists(other) || !exists(filepath.Join(live.Root(), "mirror", "terraform-provider-x")) {
+		t.Error("a directory that is not stale was removed")
 	}
 }
