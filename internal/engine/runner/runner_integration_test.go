@@ -531,3 +531,54 @@ func TestHost_reclaimsKilledHostsDirectory(t *testing.T) {
 		t.Error("a directory that is not stale was removed")
 	}
 }
+
+// TestRunner_mirrorWriteAttack is the mirror-write attack of docs/security.md, "Provider
+// runners": a provider in a runner writes an executable where the engines look for providers
+// (found by an attack trial without runners: an executable planted in the mirror through
+// testkit's file resource then ran for another tenant). Here the mirror's directories are
+// world-writable, so only the runner's rules refuse the write, into the mirror as into the
+// host's view of it that runners start providers from; nothing is planted in either.
+func TestRunner_mirrorWriteAttack(t *testing.T) {
+	testkitMirror := tofutest.TestkitMirror(t, tofutest.Tofu(t))
+	mirror := openDir(t, 0o777)
+	err := filepath.WalkDir(testkitMirror, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(testkitMirror, p)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(mirror, rel)), 0o777); err != nil {
+			return err
+		}
+		return os.Symlink(p, filepath.Join(mirror, rel))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(mirror, "registry.opentofu.org", "example", "evil", "0.1.0", "linux_amd64")
+	if err := os.MkdirAll(planted, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for d := planted; d != mirror; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newSandbox(t, mirror)
+	for i, target := range []string{
+		filepath.Join(planted, "terraform-provider-evil_v0.1.0"),
+		filepath.Join(s.host.Root(), "mirror", "registry.opentofu.org", "example", "terraform-provider-evil_v0.1.0"),
+	} {
+		doc := fmt.Sprintf(`{"resource":{"testkit_file":{"p":{"filename":%q,"content":"#!/bin/sh\nid > /tmp/pwned\n"}}}}`, target)
+		rec, err := s.plan(t, state.Key{Namespace: "tenant", Name: fmt.Sprintf("plant-%d", i)}, doc, testkit)
+		if err == nil {
+			_, err = s.eng.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"})
+		}
+		t.Logf("writing %s: %v", target, err)
+		if err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("a provider in a runner writing %s: %v; want permission denied", target, err)
+		}
+		if _, serr := os.Lstat(target); serr == nil {
+			t.Errorf("%s was planted", target)
+		}
+	}
+}
