@@ -128,7 +128,7 @@ func (f *previewFlags) run(cmd *cobra.Command) error {
 	resp, err := client.Preview(ctx, req)
 	switch code := connect.CodeOf(err); {
 	case err == nil:
-	case code == connect.CodeUnavailable || code == connect.CodeDeadlineExceeded || code == connect.CodeUnauthenticated:
+	case code == connect.CodeUnavailable || code == connect.CodeResourceExhausted || code == connect.CodeDeadlineExceeded || code == connect.CodeUnauthenticated:
 		// Unreachable, busy, or not ours to call: the server, not the manifest (exit code 3).
 		return unavailable(fmt.Errorf("PlanService at %s: %w", f.server, err))
 	default:

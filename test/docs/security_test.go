@@ -191,6 +191,8 @@ var attackTrial = []attack{
 		[]string{"TestRunner_providerSocketAttack"}},
 	{"27d", "one namespace's distinct renders and speculative plans fill the shared artifact store and the NATS volume every tenant writes to",
 		[]string{"TestSynth_artifactQuotaAttack", "TestPlanService_preview"}},
+	{"27e", "one namespace's speculative plans hold every preview slot of the applier",
+		[]string{"TestPlanService_preview"}},
 }
 
 var (

@@ -16,6 +16,7 @@ import (
 	"github.com/lava-operator/lava/internal/gen/lava/v1/lavav1connect"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/pipeline/synthesis"
+	"github.com/lava-operator/lava/internal/platform/httpserver"
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 )
 
@@ -33,8 +34,10 @@ const previewHolder = "lava-preview"
 type PlanServer struct {
 	s *Service
 	r synthesis.Renderer
-	// slots bounds the previews running at once (each is a plan: providers start and refresh).
-	slots chan struct{}
+	// slots bounds the previews running at once (each is a plan: providers start and refresh),
+	// perNamespace those of one namespace, so one tenant cannot hold every slot.
+	slots        chan struct{}
+	perNamespace *httpserver.Counter
 }
 
 // PreviewVerb is the verb a PlanService caller needs on lavaarchitectures in the request's
@@ -46,19 +49,37 @@ const PreviewVerb = "update"
 // (--max-previews); one more is refused with Unavailable, never queued.
 const DefaultMaxPreviews = 2
 
+// DefaultMaxPreviewsPerNamespace is the speculative plans of one namespace an applier runs at
+// once when not configured (--max-previews-per-namespace); one more is refused with
+// ResourceExhausted, never queued.
+const DefaultMaxPreviewsPerNamespace = 1
+
+// PreviewLimits bounds the speculative plans an applier runs at once: Total in all (0:
+// [DefaultMaxPreviews]) and PerNamespace of one namespace (0:
+// [DefaultMaxPreviewsPerNamespace]).
+type PreviewLimits struct {
+	Total, PerNamespace int
+}
+
 var _ lavav1connect.PlanServiceHandler = PlanServer{}
 
 // NewPlanHandler returns the connect path and handler of PlanService ("/lava.v1.PlanService/")
-// planning with s and rendering with r, at most maxPreviews at once (0: [DefaultMaxPreviews]),
-// to mount on the applier's connect listener.
-func NewPlanHandler(s *Service, r synthesis.Renderer, maxPreviews int, opts ...connect.HandlerOption) (string, http.Handler) {
+// planning with s and rendering with r, within limits, to mount on the applier's connect
+// listener.
+func NewPlanHandler(s *Service, r synthesis.Renderer, limits PreviewLimits, opts ...connect.HandlerOption) (string, http.Handler) {
 	if r.Who == "" {
 		r.Who = "the applier"
 	}
+	maxPreviews := limits.Total
 	if maxPreviews <= 0 {
 		maxPreviews = DefaultMaxPreviews
 	}
-	return lavav1connect.NewPlanServiceHandler(PlanServer{s: s, r: r, slots: make(chan struct{}, maxPreviews)}, opts...)
+	perNamespace := limits.PerNamespace
+	if perNamespace <= 0 {
+		perNamespace = DefaultMaxPreviewsPerNamespace
+	}
+	return lavav1connect.NewPlanServiceHandler(PlanServer{s: s, r: r, slots: make(chan struct{}, maxPreviews),
+		perNamespace: httpserver.NewCounter(perNamespace)}, opts...)
 }
 
 // Preview renders and plans req's spec against the state of req's namespace and name. A spec
@@ -66,7 +87,9 @@ func NewPlanHandler(s *Service, r synthesis.Renderer, maxPreviews int, opts ...c
 // be read or whose plan fails comes back with a reason, a message and the diagnostics, and no
 // plan id. Errors: InvalidArgument (no name, no spec, a spec.sourceRef), FailedPrecondition
 // (an interrupted apply awaits recovery, an engine this applier does not run), Unavailable
-// (the state, the artifact store, the policy document or the API server cannot be read now).
+// (the state, the artifact store, the policy document or the API server cannot be read now,
+// or the applier runs its maximum of previews), ResourceExhausted (the namespace runs its
+// maximum of previews).
 func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.PreviewRequest]) (*connect.Response[lavav1.PreviewResponse], error) {
 	m := req.Msg
 	key := state.Key{Namespace: m.GetNamespace(), Name: m.GetName()}
@@ -80,6 +103,10 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 	case spec.GetSource().GetFlux() != nil:
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("a spec.sourceRef cannot be previewed: give the file of the revision to plan as spec.source.inline (lava plan --speculative --source-file FILE)"))
 	}
+	if !p.perNamespace.Acquire(key.Namespace) {
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("namespace %s runs its maximum of speculative plans on this applier; retry later", key.Namespace))
+	}
+	defer p.perNamespace.Release(key.Namespace)
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()

@@ -5,10 +5,12 @@ package applier_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +79,7 @@ func TestPlanService_preview(t *testing.T) {
 	kube := rpcauth.Kube{Client: cs}
 	guard := rpcauth.Guard{Authn: kube, Authz: kube, Verbs: map[string]string{lavav1connect.PlanServicePreviewProcedure: applier.PreviewVerb}}
 	mux := http.NewServeMux()
-	mux.Handle(applier.NewPlanHandler(r.svc, synthesis.Renderer{Kube: env.Client, Identities: ids, BindingsKey: h.bindingsKey, Policy: h.policy}, 0, guard.HandlerOptions()...))
+	mux.Handle(applier.NewPlanHandler(r.svc, synthesis.Renderer{Kube: env.Client, Identities: ids, BindingsKey: h.bindingsKey, Policy: h.policy}, applier.PreviewLimits{}, guard.HandlerOptions()...))
 	url := "http://" + conntest.Listen(t, func(ctx context.Context, ln net.Listener) error { return guard.Serve(ctx, ln, mux) })
 	client := lavav1connect.NewPlanServiceClient(http.DefaultClient, url)
 
@@ -150,6 +152,47 @@ func TestPlanService_preview(t *testing.T) {
 	}
 	if after := storeSize(); after != before {
 		t.Errorf("previews stored %d bytes in lava-artifacts, want none", after-before)
+	}
+
+	// One namespace holds at most one of the applier's two preview slots: of three previews
+	// it sends at once (a tofu plan takes seconds), one runs and two are refused
+	// ResourceExhausted, while another namespace's preview sent with them runs (the nineteenth
+	// trial held both slots from one namespace).
+	if err := env.Client.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "tenant"}}); err != nil {
+		t.Fatal(err)
+	}
+	otherCreator := env.ServiceAccountToken(t, other, "creator", "create", "update")
+	inline := func() *lavav1.ArchitectureSpec {
+		s := spec(lavav1.Engine_ENGINE_TOFU, "version")
+		s.BindingsFrom, s.Bindings = nil, map[string]string{"version": "1"}
+		return s
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	start := make(chan struct{})
+	for i := range errs {
+		token, namespace := creator, ns
+		if i == 3 {
+			token, namespace = otherCreator, other
+		}
+		wg.Go(func() {
+			<-start
+			_, errs[i] = preview(token, namespace, fmt.Sprintf("burst-%d", i), inline())
+		})
+	}
+	close(start)
+	wg.Wait()
+	ran, exhausted := 0, 0
+	for _, err := range errs[:3] {
+		switch {
+		case err == nil:
+			ran++
+		case connect.CodeOf(err) == connect.CodeResourceExhausted:
+			exhausted++
+		}
+	}
+	if ran != 1 || exhausted != 2 || errs[3] != nil {
+		t.Errorf("three previews of %s and one of %s at once: %v; want one of %s run, two refused ResourceExhausted, and %s's run", ns, other, errs, ns, other)
 	}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		name := "p-" + strings.ToLower(strings.TrimPrefix(eng.String(), "ENGINE_"))

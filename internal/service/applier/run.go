@@ -68,9 +68,10 @@ type Options struct {
 	// BindingsKeyFile holds the installation's bindings key (synth's --bindings-key-file),
 	// with which a preview names the artifact of a render that binds Secrets as synth does.
 	BindingsKeyFile string
-	// MaxPreviews is the speculative plans run at once (--max-previews, default
-	// DefaultMaxPreviews); more are refused with Unavailable.
-	MaxPreviews int
+	// Previews bounds the speculative plans run at once (--max-previews, default
+	// DefaultMaxPreviews, more are refused with Unavailable; --max-previews-per-namespace,
+	// default DefaultMaxPreviewsPerNamespace, more are refused with ResourceExhausted).
+	Previews PreviewLimits
 }
 
 // Flags defines the applier's flags on fs: engines.Host's and its own.
@@ -85,7 +86,8 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConnectAddr, "connect-addr", "", "PlanService (connect) listen address, e.g. :8080; empty disables it (it needs --bindings-key-file too)")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token PlanService accepts instead of Kubernetes tokens (optional)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's); needed by PlanService")
-	fs.IntVar(&o.MaxPreviews, "max-previews", DefaultMaxPreviews, "speculative plans (PlanService) run at once; more are refused (Unavailable)")
+	fs.IntVar(&o.Previews.Total, "max-previews", DefaultMaxPreviews, "speculative plans (PlanService) run at once; more are refused (Unavailable)")
+	fs.IntVar(&o.Previews.PerNamespace, "max-previews-per-namespace", DefaultMaxPreviewsPerNamespace, "speculative plans of one namespace run at once; more are refused (ResourceExhausted)")
 	o.RPC.Register(fs)
 }
 
@@ -163,6 +165,6 @@ func (o *Options) planService(s *Service, kube client.Reader, ids *identity.Clie
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle(NewPlanHandler(s, synthesis.Renderer{Kube: kube, Identities: ids, BindingsKey: key, Policy: s.cfg.Policy}, o.MaxPreviews, guard.HandlerOptions()...))
+	mux.Handle(NewPlanHandler(s, synthesis.Renderer{Kube: kube, Identities: ids, BindingsKey: key, Policy: s.cfg.Policy}, o.Previews, guard.HandlerOptions()...))
 	return func(ctx context.Context) error { return guard.Serve(ctx, ln, mux) }, nil
 }
