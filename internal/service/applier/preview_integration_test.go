@@ -33,6 +33,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/rpcauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/conntest"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/service/applier"
 )
 
@@ -125,17 +126,7 @@ func TestPlanService_preview(t *testing.T) {
 
 	// A preview stores nothing in the shared artifact store, neither the render nor the review
 	// body (previews in a loop filled it: the flood of the nineteenth trial).
-	arts, err := h.js.ObjectStore(t.Context(), bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storeSize := func() uint64 {
-		st, err := arts.Status(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Size()
-	}
+	storeSize := func() uint64 { return natstest.ObjectStoreBytes(t, h.js, bus.ObjectStoreArtifacts) }
 	before := storeSize()
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		// A provider's first use is not recorded in the object's dependency lock by a preview.

@@ -173,17 +173,7 @@ func TestSynth_artifactQuotaAttack(t *testing.T) {
 	h := newHarnessConfig(t, func(c *synth.Config) {
 		c.ArtifactQuota = &synthesis.ArtifactQuota{Bytes: quota}
 	})
-	obs, err := h.js.ObjectStore(t.Context(), bus.ObjectStoreArtifacts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	size := func() uint64 {
-		st, err := obs.Status(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Size()
-	}
+	size := func() uint64 { return natstest.ObjectStoreBytes(t, h.js, bus.ObjectStoreArtifacts) }
 	before := size()
 	spec := func(i int) *lavav1.ArchitectureSpec {
 		return &lavav1.ArchitectureSpec{Source: inline(fmt.Sprintf(`(deflava-architecture a :resources ((terraform-data "r" :input "%d-%s")))`,

@@ -162,3 +162,18 @@ func connect(tb testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstr
 	}
 	return nc, js
 }
+
+// ObjectStoreBytes returns how many bytes the object store bucket of js holds now (its
+// stream's size: content and metadata messages), failing the test when it cannot be read.
+func ObjectStoreBytes(tb testing.TB, js jetstream.JetStream, bucket string) uint64 {
+	tb.Helper()
+	obs, err := js.ObjectStore(tb.Context(), bucket)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := obs.Status(tb.Context())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st.Size()
+}
