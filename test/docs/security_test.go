@@ -193,6 +193,8 @@ var attackTrial = []attack{
 		[]string{"TestSynth_artifactQuotaAttack", "TestPlanService_preview"}},
 	{"27e", "one namespace's speculative plans hold every preview slot of the applier",
 		[]string{"TestPlanService_preview"}},
+	{"27f", "renders of a few bytes whose plans and states hold megabytes, and drift corrections with no render, fill the artifact store past a quota on renders",
+		[]string{"TestApplier_artifactQuotaAttack"}},
 }
 
 var (

@@ -59,6 +59,10 @@ type Options struct {
 	// instead of the engine starting it as its own child; plans and applies are the same.
 	// docs/design/0038-provider-runner.md.
 	ProviderHost ProviderHost
+	// ArtifactQuota is charged with each plan artifact and review body before it is stored,
+	// against the resource's namespace; a plan past it fails with the
+	// *bus.QuotaExceededError (nil: no quota).
+	ArtifactQuota *bus.ArtifactQuota
 }
 
 // Engine is the embedded engine: [engine.Engine] over in-process provider calls. Close it to
@@ -362,6 +366,9 @@ func stepError(step string, err error, redact []string, secrets map[string]bool)
 	if errors.Is(err, engine.ErrPlanStale) || errors.Is(err, engine.ErrLocked) || errors.Is(err, engine.ErrCreateInterrupted) {
 		return err
 	}
+	if q := (*bus.QuotaExceededError)(nil); errors.As(err, &q) {
+		return q // names only the namespace and sizes
+	}
 	vals := operationSecrets(redact, secrets)
 	if big := engine.CheckSecretBytes(vals); big != nil {
 		// No redactor is built over them: the message is not shown.
@@ -400,6 +407,9 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 func (e *Engine) storePlan(ctx context.Context, req engine.PlanRequest, body []byte, p *Plan, serial uint64, lineage string) (string, error) {
 	if req.Speculative {
 		return bus.Digest(body), nil
+	}
+	if err := e.opts.ArtifactQuota.Charge(req.Key.Namespace, bus.Digest(body), int64(len(body))); err != nil {
+		return "", err
 	}
 	digest, err := e.opts.Artifacts.PutBytes(ctx, body)
 	if err != nil {
@@ -475,6 +485,8 @@ func (e *Engine) plan(ctx context.Context, req engine.PlanRequest, secrets map[s
 		}
 		if req.Speculative {
 			reviewDigest, reviewBody = bus.Digest(body), body
+		} else if err := e.opts.ArtifactQuota.Charge(req.Key.Namespace, bus.Digest(body), int64(len(body))); err != nil {
+			return nil, err
 		} else if reviewDigest, err = e.opts.Artifacts.PutBytes(ctx, body); err != nil {
 			return nil, fmt.Errorf("store the review body: %w", err)
 		}

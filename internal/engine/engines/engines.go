@@ -55,6 +55,10 @@ type Options struct {
 	// BackendAddr is the loopback address of the state backend (default "127.0.0.1:0", a free
 	// port). The backend is served only when a CLI engine is offered.
 	BackendAddr string
+	// ArtifactQuota bounds what each namespace's plans store in lava-artifacts (plan
+	// artifacts and review bodies are charged, state bodies counted: bus.ArtifactQuota); nil:
+	// no quota.
+	ArtifactQuota *bus.ArtifactQuota
 	// BackendLimits bound the state backend's server (zero fields: the defaults of
 	// internal/platform/httpserver; see [ServeBackend]).
 	BackendLimits httpserver.Limits
@@ -139,6 +143,9 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 	if so.Logger == nil {
 		so.Logger = log
 	}
+	if so.ArtifactQuota == nil {
+		so.ArtifactQuota = o.ArtifactQuota
+	}
 	var files *engine.FileAccess
 	if o.Policy != nil {
 		files = &engine.FileAccess{Policy: o.Policy,
@@ -156,7 +163,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		}
 	}
 	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log,
-		FileAccess: files, ProviderHost: o.ProviderHost})
+		FileAccess: files, ProviderHost: o.ProviderHost, ArtifactQuota: o.ArtifactQuota})
 	s.closers = append(s.closers, func() { _ = emb.Close() })
 	s.Engines[string(v1alpha1.EngineEmbedded)] = emb
 	if o.TofuBin == "" && o.TerraformBin == "" {
@@ -194,7 +201,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 			PluginCacheDir: filepath.Join(workDir, "plugin-cache-"+name), WorkDir: workDir,
 			BackendURL: s.Backend.URL, BackendTokens: s.Backend.Tokens, Store: s.Store, Artifacts: art,
 			Timeouts: o.Timeouts, LockTimeout: o.LockTimeout, Logger: log, FileAccess: files, MaxMemoryBytes: o.CLIMaxMemoryBytes,
-			MaxCPUSeconds: o.CLIMaxCPUSeconds,
+			MaxCPUSeconds: o.CLIMaxCPUSeconds, ArtifactQuota: o.ArtifactQuota,
 		})
 		if err != nil {
 			s.Close()

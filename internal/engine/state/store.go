@@ -194,6 +194,10 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives lock take-overs and forced unlocks (slog.DiscardHandler when nil).
 	Logger *slog.Logger
+	// ArtifactQuota counts every body stored against its resource's namespace
+	// (bus.ArtifactQuota.Add: a body is stored whatever the count, and the namespace's next
+	// plan is refused instead); nil: not counted.
+	ArtifactQuota *bus.ArtifactQuota
 }
 
 // Store is the durable state of every resource: records in [Bucket], bodies in [Artifacts].
@@ -419,6 +423,9 @@ func (s *Store) Commit(ctx context.Context, key Key, body []byte, lockID string,
 	put := make(chan stored, 1)
 	go func() {
 		d, err := s.art.PutBytes(ctx, body)
+		if err == nil {
+			s.opts.ArtifactQuota.Add(key.Namespace, d, int64(len(body)))
+		}
 		put <- stored{d, err}
 	}()
 	var uploaded *stored
@@ -844,6 +851,7 @@ func (s *Store) Push(ctx context.Context, key Key, body []byte, opts PushOptions
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("state %s: store body: %w", key, err)
 	}
+	s.opts.ArtifactQuota.Add(key.Namespace, digest, int64(len(body)))
 	return s.replace(ctx, key, opPush, digest, h, int64(len(body)), func(cur *Record) error {
 		return CheckPush(key, *cur, h, digest, opts)
 	})

@@ -3,6 +3,7 @@ package tofu
 import (
 	"errors"
 	"fmt"
+	"github.com/lava-operator/lava/internal/platform/bus"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -95,6 +96,10 @@ type Config struct {
 	// -json`), before any provider touches a file (docs/design/0022-file-access-from-schemas.md);
 	// nil: no such check.
 	FileAccess *engine.FileAccess
+	// ArtifactQuota is charged with each plan file and review body before it is stored,
+	// against the resource's namespace; a plan past it fails with the *bus.QuotaExceededError
+	// (nil: no quota).
+	ArtifactQuota *bus.ArtifactQuota
 }
 
 func (c *Config) validate() error {

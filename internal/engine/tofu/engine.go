@@ -467,6 +467,9 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	serial, lineage, stateDigest := e.plannedState(ctx, req.Key, prior, planBytes)
 	digest := bus.Digest(planBytes) // a speculative plan is never applied: not stored
 	if !req.Speculative {
+		if err := e.cfg.ArtifactQuota.Charge(req.Key.Namespace, digest, int64(len(planBytes))); err != nil {
+			return nil, err
+		}
 		if digest, err = e.cfg.Artifacts.PutBytes(ctx, planBytes); err != nil {
 			return nil, fmt.Errorf("%s plan: store plan file: %w", e.cfg.Name, err)
 		}
@@ -477,7 +480,7 @@ func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.Plan
 	}
 	reviewDigest, reviewBody := "", []byte(nil)
 	if req.Review {
-		if reviewDigest, reviewBody, err = e.reviewBody(ctx, r, append(secrets, req.Redact...), req.Speculative); err != nil {
+		if reviewDigest, reviewBody, err = e.reviewBody(ctx, r, req.Key.Namespace, append(secrets, req.Redact...), req.Speculative); err != nil {
 			return nil, err
 		}
 	}
@@ -559,10 +562,11 @@ func (e *Engine) plannedState(ctx context.Context, key state.Key, prior state.Re
 
 // reviewBody stores the body of a plan a person reviews and returns its artifact digest: `show
 // -json` of r's plan file (the "show" step; it starts the providers once more for their
-// schemas, so only for a review), with the values in redact hidden ([engine.ReviewBody]). A
-// speculative plan's body is not stored but returned, with its digest. Errors are the step's,
-// the body's, or storing it.
-func (e *Engine) reviewBody(ctx context.Context, r *run, redact []string, speculative bool) (string, []byte, error) {
+// schemas, so only for a review), with the values in redact hidden ([engine.ReviewBody]),
+// charged to namespace's artifact quota. A speculative plan's body is not stored but
+// returned, with its digest. Errors are the step's, the body's, the quota's
+// (*bus.QuotaExceededError) or storing it.
+func (e *Engine) reviewBody(ctx context.Context, r *run, namespace string, redact []string, speculative bool) (string, []byte, error) {
 	shown, err := e.showPlan(ctx, r)
 	if err != nil {
 		return "", nil, err
@@ -573,6 +577,9 @@ func (e *Engine) reviewBody(ctx context.Context, r *run, redact []string, specul
 	}
 	if speculative {
 		return bus.Digest(body), body, nil
+	}
+	if err := e.cfg.ArtifactQuota.Charge(namespace, bus.Digest(body), int64(len(body))); err != nil {
+		return "", nil, err
 	}
 	digest, err := e.cfg.Artifacts.PutBytes(ctx, body)
 	if err != nil {

@@ -212,6 +212,8 @@ type applierOpts struct {
 	policy *policy.File
 	// cliMaxCPU is the tofu engine's CPU limit per CLI process in seconds (0: its default).
 	cliMaxCPU int64
+	// artifactQuota is each namespace's artifact quota in bytes (bus.ArtifactQuota; 0: none).
+	artifactQuota int64
 }
 
 // replica is a running applier.
@@ -243,7 +245,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	set, err := applier.OpenEngines(t.Context(), js, engines.Options{
 		ProviderDir: mirror, TofuBin: h.tools.Bin, CLIConfigFile: cliConfig, WorkDir: o.workDir,
 		Timeouts:         tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
-		CLIMaxCPUSeconds: o.cliMaxCPU,
+		CLIMaxCPUSeconds: o.cliMaxCPU, ArtifactQuota: &bus.ArtifactQuota{Bytes: o.artifactQuota},
 	}, o.lockTTL, h.log)
 	if err != nil {
 		t.Fatal(err)

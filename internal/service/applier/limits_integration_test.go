@@ -11,6 +11,8 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
+	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
 // outputJSON is a rendered architecture whose only output "o" is the expression expr.
@@ -82,4 +84,54 @@ func TestApplier_outputsOverMaxPayload(t *testing.T) {
 	if rec := h.stateOf(r, "demo", "big-output"); rec.Digest == "" {
 		t.Errorf("no state recorded for the applied plan: %+v", rec)
 	}
+}
+
+// TestApplier_artifactQuotaAttack is the spec churn of the twentieth trial: a render of a few
+// hundred bytes whose plan and state hold a 4 MB value, changed generation after generation;
+// synth's quota counts 125 bytes a render while each plan and apply stored about 12 MB, and
+// the artifact store grew by 14 MB a second. The applier charges each plan artifact and review
+// body and counts each state body against the namespace: past its quota a plan fails
+// ArtifactQuotaExceeded (retryable), nothing more is stored for it, and another namespace still
+// plans and applies. Checked to fail without the quota: every generation was applied.
+func TestApplier_artifactQuotaAttack(t *testing.T) {
+	const quota, generations = 24 << 20, 6
+	h := newHarness(t)
+	h.startApplier(applierOpts{artifactQuota: quota})
+	before := natstest.ObjectStoreBytes(t, h.js, bus.ObjectStoreArtifacts)
+	big := func(g int) string {
+		return fmt.Sprintf(`{"resource":{"terraform_data":{"a":{"input":"${format(\"%%04000000d\", 0)}-%d"}}}}`, g)
+	}
+	applied, refused := 0, 0
+	for g := int64(1); g <= generations; g++ {
+		h.publishSynthesized("attacker", "big", g, big(int(g)), lavav1.Engine_ENGINE_EMBEDDED)
+		deadline := time.Now().Add(2 * time.Minute)
+		for done := false; !done; {
+			if time.Now().After(deadline) {
+				t.Fatalf("generation %d: no outcome\n%s", g, h.describe("attacker", "big"))
+			}
+			for _, a := range events[*lavav1.Applied](h, "attacker", "big") {
+				if a.GetEnvelope().GetGeneration() == g {
+					applied, done = applied+1, true
+				}
+			}
+			for _, f := range events[*lavav1.Failed](h, "attacker", "big") {
+				if f.GetEnvelope().GetGeneration() != g || done {
+					continue
+				}
+				if f.GetReason() != v1alpha1.ReasonArtifactQuotaExceeded || !f.GetRetryable() || !strings.Contains(f.GetMessage(), "past its artifact quota") {
+					t.Errorf("generation %d: Failed %s retryable=%v %q", g, f.GetReason(), f.GetRetryable(), f.GetMessage())
+				}
+				refused, done = refused+1, true
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	grew := natstest.ObjectStoreBytes(t, h.js, bus.ObjectStoreArtifacts) - before
+	t.Logf("%d generations applied, %d refused; lava-artifacts grew by %d bytes", applied, refused, grew)
+	// The quota plus the last state body counted past it (4 MB) and the renders.
+	if refused == 0 || grew > quota+6<<20 {
+		t.Errorf("%d of %d generations refused, the store grew by %d bytes: want refusals and at most %d", refused, generations, grew, quota+6<<20)
+	}
+	h.publishSynthesized("victim", "web", 1, outputJSON(t, `upper("ok")`), lavav1.Engine_ENGINE_EMBEDDED)
+	await(h, "victim", "web", time.Minute, gen[*lavav1.Applied](1))
 }

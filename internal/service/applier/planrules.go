@@ -84,6 +84,9 @@ func (w *work) reviewValues(ctx context.Context, plan *engine.PlanRecord) (map[s
 // artifact store. Errors: the artifact store's, a body over engine.MaxReviewBytes.
 func (w *work) reviewBody(ctx context.Context, plan *engine.PlanRecord) ([]byte, error) {
 	if plan.ReviewBody != nil {
+		if len(plan.ReviewBody) > engine.MaxReviewBytes {
+			return nil, fmt.Errorf("applier: the review body exceeds %d bytes", engine.MaxReviewBytes)
+		}
 		return plan.ReviewBody, nil
 	}
 	arts, err := bus.NewArtifacts(ctx, w.s.cfg.JS)

@@ -72,6 +72,10 @@ type Options struct {
 	// DefaultMaxPreviews, more are refused with Unavailable; --max-previews-per-namespace,
 	// default DefaultMaxPreviewsPerNamespace, more are refused with ResourceExhausted).
 	Previews PreviewLimits
+	// ArtifactQuota bounds what one namespace's plans store in lava-artifacts
+	// (--artifact-quota-bytes, --artifact-quota-window; bus.ArtifactQuota: plan artifacts and
+	// review bodies are charged, state bodies counted).
+	ArtifactQuota bus.QuotaFlags
 }
 
 // Flags defines the applier's flags on fs: engines.Host's and its own.
@@ -86,6 +90,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConnectAddr, "connect-addr", "", "PlanService (connect) listen address, e.g. :8080; empty disables it (it needs --bindings-key-file too)")
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token PlanService accepts instead of Kubernetes tokens (optional)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's); needed by PlanService")
+	o.ArtifactQuota.Register(fs)
 	fs.IntVar(&o.Previews.Total, "max-previews", DefaultMaxPreviews, "speculative plans (PlanService) run at once; more are refused (Unavailable)")
 	fs.IntVar(&o.Previews.PerNamespace, "max-previews-per-namespace", DefaultMaxPreviewsPerNamespace, "speculative plans of one namespace run at once; more are refused (ResourceExhausted)")
 	o.RPC.Register(fs)
@@ -104,6 +109,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer base.Close()
 	js, log := base.JS, base.Log
+	o.Engines.ArtifactQuota = o.ArtifactQuota.Quota()
 	set, err := OpenEngines(ctx, js, o.Engines, o.LockTTL, log)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@
 // gate and renders with internal/lang/render (a bundled architecture's module directories
 // embedded in the document's "//", docs/design/0017-modules-and-bundled-sources.md), applies
 // the tenant policy, stores the Terraform JSON in the artifact store (within the namespace's
-// [synthesis.ArtifactQuota]: bytes of renders stored within the collection window) and
+// [bus.ArtifactQuota]: bytes stored within the collection window) and
 // publishes Synthesized, or Failed with reason SynthesisFailed, GateRejected, PolicyRejected,
 // SourceUnsupported, SourceNotReady, SourceFetchFailed or ArtifactQuotaExceeded and a
 // file:line:col message where there is a source position (a pipeline.Failure: terminal,

@@ -14,7 +14,6 @@ import (
 	"github.com/lava-operator/lava/internal/engine"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/gate"
-	"github.com/lava-operator/lava/internal/pipeline/synthesis"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/testutil/kubetest"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
@@ -171,7 +170,7 @@ func TestSynth_synthesizedOverMaxPayload(t *testing.T) {
 func TestSynth_artifactQuotaAttack(t *testing.T) {
 	const quota, objects = 40 << 10, 12
 	h := newHarnessConfig(t, func(c *synth.Config) {
-		c.ArtifactQuota = &synthesis.ArtifactQuota{Bytes: quota}
+		c.ArtifactQuota = &bus.ArtifactQuota{Bytes: quota}
 	})
 	size := func() uint64 { return natstest.ObjectStoreBytes(t, h.js, bus.ObjectStoreArtifacts) }
 	before := size()

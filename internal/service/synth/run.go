@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -66,11 +65,9 @@ type Options struct {
 	// MaxArtifactBytes bounds one downloaded artifact (--max-artifact-bytes, default
 	// synthesis.DefaultMaxArtifactBytes).
 	MaxArtifactBytes int64
-	// ArtifactQuotaBytes bounds the bytes of renders one namespace stores within
-	// ArtifactQuotaWindow (--artifact-quota-bytes, --artifact-quota-window;
-	// synthesis.ArtifactQuota); 0 is no quota.
-	ArtifactQuotaBytes  int64
-	ArtifactQuotaWindow time.Duration
+	// ArtifactQuota bounds the bytes of renders one namespace stores (--artifact-quota-bytes,
+	// --artifact-quota-window; bus.ArtifactQuota).
+	ArtifactQuota bus.QuotaFlags
 	// PolicyFile is the tenant policy document (--policy-file, LAVA_POLICY_FILE; the chart
 	// mounts the lava-policy ConfigMap there); "" is the built-in policy.
 	PolicyFile string
@@ -89,10 +86,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoKube, "no-kube", false, "run without Kubernetes access (bindingsFrom then fails)")
 	fs.StringVar(&o.ArtifactCacheDir, "artifact-cache-dir", "", "directory caching verified Flux source artifacts by digest; empty: a temporary directory")
 	fs.Int64Var(&o.MaxArtifactBytes, "max-artifact-bytes", synthesis.DefaultMaxArtifactBytes, "largest Flux source artifact (tar.gz) synth downloads, in bytes")
-	fs.Int64Var(&o.ArtifactQuotaBytes, "artifact-quota-bytes", synthesis.DefaultArtifactQuotaBytes,
-		"bytes of rendered Terraform JSON one namespace may store in lava-artifacts within --artifact-quota-window (per synth replica); 0: no quota")
-	fs.DurationVar(&o.ArtifactQuotaWindow, "artifact-quota-window", synthesis.DefaultArtifactQuotaWindow,
-		"how long a render counts toward its namespace's quota: the applier's --artifact-min-age plus --artifact-collect-interval")
+	o.ArtifactQuota.Register(fs)
 	o.RPC.Register(fs)
 	o.KubeAPI.Register(fs)
 	o.Identity.Register(fs)
@@ -155,7 +149,7 @@ func Run(ctx context.Context, o Options) error {
 	cfg.Logger, cfg.Registerer, cfg.BusMetrics = log, base.Registry, base.BusMetrics
 	cfg.Policy = &policy.File{Path: o.PolicyFile, Default: o.DefaultPolicy}
 	cfg.Artifacts = &synthesis.ArtifactCache{Dir: cacheDir, MaxBytes: o.MaxArtifactBytes}
-	cfg.ArtifactQuota = &synthesis.ArtifactQuota{Bytes: o.ArtifactQuotaBytes, Window: o.ArtifactQuotaWindow}
+	cfg.ArtifactQuota = o.ArtifactQuota.Quota()
 	s, err := New(ctx, cfg)
 	if err != nil {
 		return err

@@ -62,7 +62,7 @@ type Config struct {
 	Artifacts *synthesis.ArtifactCache
 	// ArtifactQuota bounds the bytes of renders each namespace stores in lava-artifacts
 	// (nil: no quota); a render over it fails ArtifactQuotaExceeded, retryable.
-	ArtifactQuota *synthesis.ArtifactQuota
+	ArtifactQuota *bus.ArtifactQuota
 	// Policy is the admin's tenant policy document (the lava-policy ConfigMap mounted as a
 	// file; docs/design/0010-tenant-policy.md), checked after every render and before Synthesized
 	// is published. Nil or a zero File: the built-in policy ([policy.Default]).
