@@ -254,4 +254,10 @@ const (
 	// window (synth's --artifact-quota-bytes; Failed, retried: the message says when the
 	// oldest render counted leaves the window).
 	ReasonArtifactQuotaExceeded = "ArtifactQuotaExceeded"
+	// ReasonOrphanLimitReached: the object's deletionPolicy is Orphan and its namespace
+	// already keeps the most orphaned states the applier allows (--max-orphaned-states-per-
+	// namespace): the deletion waits (Failed at stage DESTROY, retried; the finalizer stays)
+	// until an orphaned state is adopted (`lava state adopt`) or the object's deletionPolicy
+	// is changed to Destroy.
+	ReasonOrphanLimitReached = "OrphanLimitReached"
 )

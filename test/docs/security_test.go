@@ -195,6 +195,8 @@ var attackTrial = []attack{
 		[]string{"TestPlanService_preview"}},
 	{"27f", "renders of a few bytes whose plans and states hold megabytes, and drift corrections with no render, fill the artifact store past a quota on renders",
 		[]string{"TestApplier_artifactQuotaAttack"}},
+	{"27g", "objects deleted with deletionPolicy Orphan under new names leave their state bodies in the artifact store for good",
+		[]string{"TestApplier_orphanLimitAttack"}},
 }
 
 var (

@@ -687,6 +687,37 @@ func (s *Store) Orphan(ctx context.Context, key Key, uid string) error {
 	return s.mark(ctx, key, func(r *Record) { r.OrphanedBy, r.OrphanedAt = uid, s.opts.Now().UTC() })
 }
 
+// OrphanedIn returns how many states of namespace are orphaned ([Store.Orphan]) by another
+// object than uid. Errors: listing or reading the records.
+func (s *Store) OrphanedIn(ctx context.Context, namespace, uid string) (int, error) {
+	keys, err := s.kv.ListKeysFiltered(ctx, "state."+token(namespace)+".*")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("state: list the states of namespace %s: %w", namespace, err)
+	}
+	defer func() { _ = keys.Stop() }()
+	n := 0
+	for k := range keys.Keys() {
+		e, err := s.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("state: read %s: %w", k, err)
+		}
+		var r Record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return 0, fmt.Errorf("state: decode %s: %w", k, err)
+		}
+		if r.OrphanedBy != "" && r.OrphanedBy != uid {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Adopt clears an [Store.Orphan] mark, so the object now named key plans against the state
 // (and manages, changes or destroys what it records). A missing or unmarked state succeeds.
 func (s *Store) Adopt(ctx context.Context, key Key) error {

@@ -42,6 +42,11 @@ type Operation struct {
 // is not set (--concurrency).
 const DefaultConcurrency = 4
 
+// DefaultMaxOrphanedStates is how many orphaned states one namespace keeps when not
+// configured ([Config].MaxOrphanedStates, --max-orphaned-states-per-namespace): each is kept
+// for good, up to the state store's largest body.
+const DefaultMaxOrphanedStates = 16
+
 // Config configures a [Service]. JS, Store, Engines and Holder are required.
 type Config struct {
 	// JS is the JetStream context; the topology must exist (bus.EnsureTopology).
@@ -89,6 +94,10 @@ type Config struct {
 	// (CollectArtifacts; default bus.DefaultCollectInterval); CollectMinAge keeps anything put
 	// within that long (default bus.DefaultCollectMinAge).
 	CollectInterval, CollectMinAge time.Duration
+	// MaxOrphanedStates is how many orphaned states (deletionPolicy Orphan, kept for good) one
+	// namespace may keep; past it an Orphan deletion waits (OrphanLimitReached). Default
+	// DefaultMaxOrphanedStates.
+	MaxOrphanedStates int
 	// Observe, when set, is called after every engine operation (metrics and tests).
 	Observe func(Operation)
 	// Now is the clock (time.Now).
@@ -141,6 +150,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if cfg.CollectMinAge <= 0 {
 		cfg.CollectMinAge = bus.DefaultCollectMinAge
+	}
+	if cfg.MaxOrphanedStates <= 0 {
+		cfg.MaxOrphanedStates = DefaultMaxOrphanedStates
 	}
 	leases, err := bus.NewLeases(ctx, cfg.JS, cfg.Holder, cfg.BusMetrics)
 	if err != nil {

@@ -312,3 +312,48 @@ func TestApplier_destroyAfterBindingsSecretDeleted(t *testing.T) {
 		t.Errorf("the Secret's value leaked into %v", where)
 	}
 }
+
+// TestApplier_orphanLimitAttack is the orphan churn of the twentieth trial: objects deleted
+// with deletionPolicy Orphan keep their state body for good (up to 64 MiB each), so creating
+// and deleting objects under new names grew the artifact store without bound. A namespace keeps
+// at most MaxOrphanedStates orphaned states: past it the deletion fails OrphanLimitReached
+// (retryable, at stage DESTROY: the finalizer stays) and the state is neither orphaned nor
+// destroyed; another namespace still orphans; with deletionPolicy Destroy the waiting object is
+// destroyed. Checked to fail without the limit: the third state was orphaned.
+func TestApplier_orphanLimitAttack(t *testing.T) {
+	h := newHarness(t)
+	r := h.startApplier(applierOpts{maxOrphaned: 2})
+	apply := func(ns, name string) {
+		h.publishSynthesized(ns, name, 1, `{"resource":{"terraform_data":{"a":{"input":"x"}}}}`, lavav1.Engine_ENGINE_EMBEDDED)
+		await(h, ns, name, time.Minute, gen[*lavav1.Applied](1))
+	}
+	for _, name := range []string{"o1", "o2", "o3"} {
+		apply("atk", name)
+	}
+	apply("other", "p1") // another uid: events ids are made of the uid
+	for _, name := range []string{"o1", "o2"} {
+		h.deletion("atk", name, 1, lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN, lavav1.Engine_ENGINE_EMBEDDED)
+		if d := await(h, "atk", name, time.Minute, gen[*lavav1.Destroyed](1)); !d.GetOrphaned() {
+			t.Fatalf("atk/%s: Destroyed not orphaned", name)
+		}
+	}
+	h.deletion("atk", "o3", 1, lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN, lavav1.Engine_ENGINE_EMBEDDED)
+	f := await(h, "atk", "o3", time.Minute, func(f *lavav1.Failed) bool { return f.GetStage() == lavav1.Stage_STAGE_DESTROY })
+	if f.GetReason() != v1alpha1.ReasonOrphanLimitReached || !f.GetRetryable() || !strings.Contains(f.GetMessage(), "already keeps 2 orphaned states") {
+		t.Errorf("the third Orphan deletion: Failed %s retryable=%v %q", f.GetReason(), f.GetRetryable(), f.GetMessage())
+	}
+	if len(events[*lavav1.Destroyed](h, "atk", "o3")) != 0 {
+		t.Error("atk/o3 was Destroyed past the limit")
+	}
+	if rec, err := r.store.Get(t.Context(), state.Key{Namespace: "atk", Name: "o3"}); err != nil || !rec.HasState() || rec.OrphanedBy != "" {
+		t.Errorf("atk/o3's state after the refusal: %+v (%v), want it kept and not orphaned", rec, err)
+	}
+	h.deletion("other", "p1", 1, lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN, lavav1.Engine_ENGINE_EMBEDDED)
+	if d := await(h, "other", "p1", time.Minute, gen[*lavav1.Destroyed](1)); !d.GetOrphaned() {
+		t.Error("another namespace's Orphan deletion was not orphaned")
+	}
+	h.deletion("atk", "o3", 2, lavav1.DeletionPolicy_DELETION_POLICY_DESTROY, lavav1.Engine_ENGINE_EMBEDDED)
+	if d := await(h, "atk", "o3", time.Minute, gen[*lavav1.Destroyed](2)); d.GetOrphaned() {
+		t.Error("atk/o3 deleted with deletionPolicy Destroy was orphaned")
+	}
+}

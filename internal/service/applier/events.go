@@ -168,13 +168,37 @@ func (w *work) stateRegressed(ctx context.Context, plan *engine.PlanRecord, in i
 	return nil
 }
 
+// orphanLimit is the failure of an Orphan deletion in a namespace that keeps
+// Config.MaxOrphanedStates orphaned states already (this object's own, orphaned by an earlier
+// delivery, is not counted), or nil when the state may be orphaned.
+func (w *work) orphanLimit(ctx context.Context) (*pipeline.Failure, error) {
+	n, err := w.s.cfg.Store.OrphanedIn(ctx, w.ns, w.cause.GetResource().GetUid())
+	if err != nil || n < w.s.cfg.MaxOrphanedStates {
+		return nil, err
+	}
+	if _, err := w.s.cfg.Store.Get(ctx, w.key()); errors.Is(err, state.ErrNotFound) {
+		return nil, nil // no state to keep
+	}
+	return &pipeline.Failure{Reason: v1alpha1.ReasonOrphanLimitReached, Kind: pipeline.FailureRetryable, Message: fmt.Sprintf(
+		"namespace %s already keeps %d orphaned states, the most this applier keeps (--max-orphaned-states-per-namespace): "+
+			"the deletion waits until one is adopted (a new object of its name, then lava state adopt NAMESPACE/NAME) or this object's deletionPolicy is Destroy",
+		w.ns, n)}, nil
+}
+
 // deletion destroys the resource's infrastructure (DESTROY) or leaves it and its state
 // (ORPHAN), then publishes Destroyed.
 func (w *work) deletion(ctx context.Context, policy lavav1.DeletionPolicy, eng lavav1.Engine, attempt int32) error {
 	destroyed := &lavav1.Destroyed{Envelope: w.envelope(w.cause, "lava.v1.Destroyed")}
 	if policy == lavav1.DeletionPolicy_DELETION_POLICY_ORPHAN {
 		// The state and the infrastructure stay, marked with the deleted object's uid: a new
-		// object of the same name does not plan against them until adopted.
+		// object of the same name does not plan against them until adopted. An orphaned state
+		// is kept for good, so a namespace keeps at most MaxOrphanedStates of them.
+		if f, err := w.orphanLimit(ctx); err != nil || f != nil {
+			if err != nil {
+				return err
+			}
+			return w.failed(ctx, lavav1.Stage_STAGE_DESTROY, f, attempt, "")
+		}
 		if err := w.s.cfg.Store.Orphan(ctx, w.key(), w.cause.GetResource().GetUid()); err != nil {
 			return err
 		}

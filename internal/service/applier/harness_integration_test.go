@@ -214,6 +214,8 @@ type applierOpts struct {
 	cliMaxCPU int64
 	// artifactQuota is each namespace's artifact quota in bytes (bus.ArtifactQuota; 0: none).
 	artifactQuota int64
+	// maxOrphaned is Config.MaxOrphanedStates (0: its default).
+	maxOrphaned int
 }
 
 // replica is a running applier.
@@ -259,7 +261,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	svc, err := applier.New(t.Context(), applier.Config{JS: js, Store: set.Store, Engines: set.Engines, Holder: o.holder, Kube: o.kube, Identities: o.identities, Credentials: o.credentials,
 		Logger: h.log.With("replica", o.holder), Registerer: reg, BusMetrics: bm, Concurrency: o.concurrency,
 		DrainTimeout: o.drainTimeout, NakBackoff: bus.Backoff{Base: 200 * time.Millisecond, Max: 2 * time.Second}, Observe: o.observe,
-		Policy: o.policy})
+		Policy: o.policy, MaxOrphanedStates: o.maxOrphaned})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,6 +91,8 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RPCTokenFile, "rpc-token-file", "", "the one bearer token PlanService accepts instead of Kubernetes tokens (optional)")
 	fs.StringVar(&o.BindingsKeyFile, "bindings-key-file", "", "file with the installation's bindings key (synth's); needed by PlanService")
 	o.ArtifactQuota.Register(fs)
+	fs.IntVar(&o.Config.MaxOrphanedStates, "max-orphaned-states-per-namespace", DefaultMaxOrphanedStates,
+		"orphaned states (deletionPolicy Orphan, kept until adopted) one namespace may keep; past it an Orphan deletion waits (OrphanLimitReached)")
 	fs.IntVar(&o.Previews.Total, "max-previews", DefaultMaxPreviews, "speculative plans (PlanService) run at once; more are refused (Unavailable)")
 	fs.IntVar(&o.Previews.PerNamespace, "max-previews-per-namespace", DefaultMaxPreviewsPerNamespace, "speculative plans of one namespace run at once; more are refused (ResourceExhausted)")
 	o.RPC.Register(fs)
