@@ -40,6 +40,9 @@ type PlanServer struct {
 	perNamespace *httpserver.Counter
 }
 
+// previewHook, set only by tests, is called by each preview once it holds its slots.
+var previewHook func(namespace, name string)
+
 // PreviewVerb is the verb a PlanService caller needs on lavaarchitectures in the request's
 // namespace (internal/platform/rpcauth): update, since a preview shows the plan against an
 // object's state, which only who may change the object may see.
@@ -112,6 +115,9 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 		defer func() { <-p.slots }()
 	default:
 		return nil, connect.NewError(connect.CodeUnavailable, fmt.Errorf("this applier runs its maximum of %d speculative plans; retry later", cap(p.slots)))
+	}
+	if previewHook != nil {
+		previewHook(key.Namespace, key.Name)
 	}
 	caller, _ := rpcauth.UserFrom(ctx)
 	p.s.cfg.Logger.Info("speculative plan requested", "resource", key.String(), "caller", caller.Name, "engine", pipeline.EngineName(spec.GetEngine()))

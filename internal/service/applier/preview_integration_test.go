@@ -5,12 +5,10 @@ package applier_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -145,45 +143,37 @@ func TestPlanService_preview(t *testing.T) {
 		t.Errorf("previews stored %d bytes in lava-artifacts, want none", after-before)
 	}
 
-	// One namespace holds at most one of the applier's two preview slots: of three previews
-	// it sends at once (a tofu plan takes seconds), one runs and two are refused
-	// ResourceExhausted, while another namespace's preview sent with them runs (the nineteenth
-	// trial held both slots from one namespace).
+	// One namespace holds at most one of the applier's two preview slots: while one of its
+	// previews runs (held inside its slots), another of it is refused ResourceExhausted, and
+	// another namespace's preview runs in the second slot (the nineteenth trial held both
+	// slots from one namespace).
 	if err := env.Client.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "tenant"}}); err != nil {
 		t.Fatal(err)
 	}
 	otherCreator := env.ServiceAccountToken(t, other, "creator", "create", "update")
 	inline := func() *lavav1.ArchitectureSpec {
-		s := spec(lavav1.Engine_ENGINE_TOFU, "version")
+		s := spec(lavav1.Engine_ENGINE_EMBEDDED, "version")
 		s.BindingsFrom, s.Bindings = nil, map[string]string{"version": "1"}
 		return s
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, 4)
-	start := make(chan struct{})
-	for i := range errs {
-		token, namespace := creator, ns
-		if i == 3 {
-			token, namespace = otherCreator, other
+	entered, release := make(chan struct{}), make(chan struct{})
+	restore := applier.SetPreviewHook(func(_, name string) {
+		if name == "held" {
+			close(entered)
+			<-release
 		}
-		wg.Go(func() {
-			<-start
-			_, errs[i] = preview(token, namespace, fmt.Sprintf("burst-%d", i), inline())
-		})
-	}
-	close(start)
-	wg.Wait()
-	ran, exhausted := 0, 0
-	for _, err := range errs[:3] {
-		switch {
-		case err == nil:
-			ran++
-		case connect.CodeOf(err) == connect.CodeResourceExhausted:
-			exhausted++
-		}
-	}
-	if ran != 1 || exhausted != 2 || errs[3] != nil {
-		t.Errorf("three previews of %s and one of %s at once: %v; want one of %s run, two refused ResourceExhausted, and %s's run", ns, other, errs, ns, other)
+	})
+	held := make(chan error, 1)
+	go func() { _, err := preview(creator, ns, "held", inline()); held <- err }()
+	<-entered
+	_, second := preview(creator, ns, "second", inline())
+	_, others := preview(otherCreator, other, "others", inline())
+	close(release)
+	first := <-held
+	restore()
+	if first != nil || connect.CodeOf(second) != connect.CodeResourceExhausted || others != nil {
+		t.Errorf("while a preview of %s runs: another of %s: %v (want ResourceExhausted), one of %s: %v (want a plan); the first: %v",
+			ns, ns, second, other, others, first)
 	}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		name := "p-" + strings.ToLower(strings.TrimPrefix(eng.String(), "ENGINE_"))
