@@ -23,6 +23,12 @@ var ErrTooLarge = errors.New("larger than the 1 MiB limit of a manifest file (sp
 // same size, would otherwise look unchanged (git's "racily clean" entries).
 const racyWindow = 2 * time.Second
 
+// settleTime is how long after its modification time a file [Reader] has read before is
+// read again: a file being written in place (truncated, then written: os.WriteFile, a shell's
+// `>`, many editors) is empty or cut short meanwhile, and reading it then deleted the objects
+// it held. Until the file settles, what was read of it before stands.
+const settleTime = time.Second
+
 // ReadFile reads one manifest file, refusing anything but a regular file (a FIFO or a device
 // is opened without blocking and refused) and a file over [MaxFileBytes] ([ErrTooLarge],
 // before reading it, and never reading more than the limit and one byte).
@@ -57,7 +63,9 @@ func tooLarge(size int64) error { return fmt.Errorf("%w: %d bytes", ErrTooLarge,
 // Reader reads manifest files and keeps what it read of each: a file whose size, mode,
 // modification time (and, where the platform has them, status-change time, inode and device)
 // did not change since it was read is neither read nor parsed again, unless it was modified
-// less than two seconds before that read (its timestamps could then hide a second write). The
+// less than two seconds before that read (its timestamps could then hide a second write). A
+// file read before and modified less than a second ago is not read yet: it may be half
+// written, and what was read of it before stands until it settles. The
 // zero Reader is ready; it is not safe for concurrent use. The manifests it returns are shared
 // with its later calls: callers copy what they change.
 type Reader struct {
@@ -146,8 +154,9 @@ func (r *Reader) file(name string) ([]Manifest, error) {
 		return nil, err
 	}
 	stamp := stampOf(st)
-	if c, ok := r.files[name]; ok && c.trusted && c.stamp == stamp {
-		return c.ms, c.err
+	prev, ok := r.files[name]
+	if ok && (prev.trusted && prev.stamp == stamp || time.Since(st.ModTime()) < settleTime) {
+		return prev.ms, prev.err
 	}
 	c := readFile{stamp: stamp, trusted: time.Since(st.ModTime()) >= racyWindow}
 	if st.Mode().IsRegular() && st.Size() > MaxFileBytes {

@@ -84,10 +84,62 @@ func TestReader_readsChangedFilesOnly(t *testing.T) {
 	if got := read(); got != "two" || r.Reads() != 2 {
 		t.Errorf("after a change of the same size and time: %q after %d reads, want two after 2", got, r.Reads())
 	}
-	write(strings.Replace(twoDocs[:strings.Index(twoDocs, "---")], "dns-record-set", "new", 1), time.Now())
+	write(strings.Replace(twoDocs[:strings.Index(twoDocs, "---")], "dns-record-set", "new", 1), time.Now().Add(-3*settleTime/2))
 	read()
 	read()
 	if r.Reads() != 4 {
-		t.Errorf("%d reads, want 4: a file modified just now is read at every call", r.Reads())
+		t.Errorf("%d reads, want 4: a file modified within the racy window is read at every call", r.Reads())
+	}
+}
+
+// TestReader_halfWrittenFileKeepsItsObjects: a file written in place is empty (or cut short)
+// between its truncation and its write; read then, its objects were gone from the result and
+// lava up destroyed them (seen in TestPlanSpeculative_workflow under load). A file modified
+// less than settleTime ago keeps what was read of it before; once it settles it is read, and a
+// file that is really emptied gives up its objects.
+func TestReader_halfWrittenFileKeepsItsObjects(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "m.yaml")
+	write := func(data string, mtime time.Time) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var r Reader
+	count := func() int {
+		t.Helper()
+		ms, errs, err := r.Read([]string{dir})
+		if err != nil || len(errs) != 0 {
+			t.Fatalf("Read: %v %v", errs, err)
+		}
+		return len(ms)
+	}
+	write(twoDocs, time.Now().Add(-time.Minute))
+	if n := count(); n != 2 {
+		t.Fatalf("%d manifests, want 2", n)
+	}
+	write("", time.Now()) // truncated, not written yet
+	if n := count(); n != 2 {
+		t.Errorf("a file truncated just now: %d manifests, want the 2 read before", n)
+	}
+	write(twoDocs[:strings.Index(twoDocs, "---")], time.Now()) // cut short
+	if n := count(); n != 2 {
+		t.Errorf("a file cut short just now: %d manifests, want the 2 read before", n)
+	}
+	write("", time.Now().Add(-3*settleTime/2)) // emptied for good
+	if n := count(); n != 0 {
+		t.Errorf("a file emptied %v ago: %d manifests, want 0", 3*settleTime/2, n)
+	}
+	q := filepath.Join(dir, "new.yaml") // a new file is read at once
+	if err := os.WriteFile(q, []byte(twoDocs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 2 {
+		t.Errorf("a new file: %d manifests, want 2", n)
 	}
 }

@@ -189,9 +189,7 @@ func TestSource_uidBelongsToItsFile(t *testing.T) {
 	})
 	t.Run("its file unreadable", func(t *testing.T) {
 		dir, victim, src, _, orig := start(t)
-		if err := os.WriteFile(victim, []byte("a: [\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeManifest(t, dir, "victim.yaml", "a: [\n") // settled: modified a minute ago
 		attacker := writeManifest(t, dir, "attacker.yaml", doc("team-a", "app", "attacker"))
 		scan(t, src)
 		if o := objectOf(src, "team-a/app"); o == nil || o.UID != orig.UID || o.Generation != 1 || o.DeletionTimestamp != nil {
