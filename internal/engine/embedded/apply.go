@@ -94,6 +94,11 @@ type journal struct {
 	write func(ctx context.Context, body []byte, resolved []string, added []state.Intent) error
 	// intents is whether creates record intents (write then receives them).
 	intents bool
+	// admit, with intents, reports whether a snapshot before the final one may be stored
+	// now (the namespace's artifact quota); one it refuses is held back as the pace holds
+	// one back, the creates' intents covering it. Nil admits every snapshot; the final one
+	// is always written.
+	admit func(body []byte) bool
 }
 
 // applier carries out a plan.
@@ -729,10 +734,22 @@ func (a *applier) write(ctx context.Context, final bool) error {
 	var err error
 	var resolved []string
 	if changed {
-		ver = a.ver
 		a.st.Serial++
 		b, err = a.st.Marshal()
-		resolved = setKeys(a.resolved)
+		if err == nil && !final && a.jr.intents && a.jr.admit != nil && !a.jr.admit(b) {
+			// Refused by the quota: held back as by the pace (and paced as if written, so
+			// the state is not marshalled again at every instance).
+			a.st.Serial--
+			a.nextSnapshot = time.Now().Add(time.Duration(len(b)) * time.Second / snapshotRate)
+			b = nil
+		} else {
+			ver = a.ver
+			resolved = setKeys(a.resolved)
+		}
+	}
+	if err == nil && b == nil && batch == nil {
+		a.mu.Unlock()
+		return nil
 	}
 	a.mu.Unlock()
 	var added []state.Intent

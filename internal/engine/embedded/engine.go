@@ -553,11 +553,20 @@ func (e *Engine) lockState(ctx context.Context, key state.Key, holder, op string
 }
 
 // journal records an apply's state snapshots and create intents in key's state record under
-// lockID; last receives the record of the last snapshot saved.
+// lockID; last receives the record of the last snapshot saved. A snapshot before the final
+// one is charged to key's namespace's artifact quota, and held back when refused (the final
+// one is stored whatever the count: state.Store counts it).
 func (e *Engine) journal(key state.Key, lockID string, last *state.Record) journal {
 	log := e.opts.Logger.With(slog.String("resource", key.String()))
 	return journal{
 		intents: true,
+		admit: func(b []byte) bool {
+			if err := e.opts.ArtifactQuota.Charge(key.Namespace, bus.Digest(b), int64(len(b))); err != nil {
+				log.Warn("state snapshot held back by the artifact quota; the final state is stored", slog.String("error", err.Error()))
+				return false
+			}
+			return true
+		},
 		write: func(ctx context.Context, b []byte, resolved []string, added []state.Intent) error {
 			return retrySave(ctx, log, func() error {
 				rec, err := e.opts.Store.Commit(ctx, key, b, lockID, resolved, added)
