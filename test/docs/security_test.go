@@ -197,6 +197,8 @@ var attackTrial = []attack{
 		[]string{"TestApplier_artifactQuotaAttack"}},
 	{"27g", "objects deleted with deletionPolicy Orphan under new names leave their state bodies in the artifact store for good",
 		[]string{"TestApplier_orphanLimitAttack"}},
+	{"27h", "an apply of slow creates beside a large state writes state snapshots at its pace for an hour from one charged plan",
+		[]string{"TestRunner_snapshotsHeldBackByQuota"}},
 }
 
 var (
