@@ -55,15 +55,7 @@ func TestReader_readsChangedFilesOnly(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "m.yaml")
 	old := time.Now().Add(-time.Minute)
-	write := func(data string, mtime time.Time) {
-		t.Helper()
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, mtime, mtime); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(data string, mtime time.Time) { writeAt(t, p, data, mtime) }
 	var r Reader
 	read := func() string {
 		t.Helper()
@@ -101,15 +93,7 @@ func TestReader_halfWrittenFileKeepsItsObjects(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "m.yaml")
-	write := func(data string, mtime time.Time) {
-		t.Helper()
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, mtime, mtime); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(data string, mtime time.Time) { writeAt(t, p, data, mtime) }
 	var r Reader
 	count := func() int {
 		t.Helper()
@@ -141,5 +125,16 @@ func TestReader_halfWrittenFileKeepsItsObjects(t *testing.T) {
 	}
 	if n := count(); n != 2 {
 		t.Errorf("a new file: %d manifests, want 2", n)
+	}
+}
+
+// writeAt writes data to p and sets its modification time to mtime.
+func writeAt(t *testing.T, p, data string, mtime time.Time) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,73 +25,23 @@ import (
 // and every file in the state.
 func TestRunner_largeStateSavesPaced(t *testing.T) {
 	r, kit := testkitRunner(t)
-	dir := t.TempDir()
 	const files = 60
-	big := strings.Repeat("x", 4<<20)
-	cfg, err := ParseConfig([]byte(`{"resource":{"terraform_data":{"big":{"input":"` + big + `"}},` +
-		`"testkit_file":{"f":{"count":` + fmt.Sprint(files) + `,"filename":` + jsonString(dir+"/${count.index}.txt") + `,` +
-		`"content":"${count.index}","depends_on":["terraform_data.big"]}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := r.Plan(t.Context(), cfg, nil, kit, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var (
-		mu         sync.Mutex
-		snapshots  int
-		written    int64
-		last       []byte
-		open       = map[string]bool{}
-		violations []string
-	)
-	jr := journal{intents: true, write: func(_ context.Context, body []byte, resolved []string, added []state.Intent) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if body != nil {
-			snapshots++
-			written += int64(len(body))
-			last = append(last[:0], body...)
-		}
-		for _, a := range resolved {
-			delete(open, a)
-		}
-		for _, in := range added {
-			open[in.Address] = true
-		}
-		for i := range files {
-			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%d.txt", i))); err != nil {
-				continue
-			}
-			addr := fmt.Sprintf("testkit_file.f[%d]", i)
-			if !open[addr] && !strings.Contains(string(last), filepath.Join(dir, fmt.Sprintf("%d.txt", i))) {
-				violations = append(violations, addr)
-			}
-		}
-		return nil
-	}}
+	cfg, plan, cj := bigStateFiles(t, r, kit, 4<<20, files)
 	start := time.Now()
-	st, err := r.apply(t.Context(), cfg, plan, nil, kit, jr, nil)
+	st, err := r.apply(t.Context(), cfg, plan, nil, kit, journal{intents: true, write: cj.write}, nil)
 	elapsed := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	size := int64(len(last))
+	cj.mu.Lock()
+	defer cj.mu.Unlock()
+	size := int64(len(cj.last))
 	bound := int64(elapsed.Seconds()*snapshotRate) + 2*size
-	t.Logf("%d snapshots, %d MiB written in %s; final state %d MiB; bound %d MiB", snapshots, written>>20, elapsed.Round(time.Millisecond), size>>20, bound>>20)
-	if written > bound {
-		t.Errorf("wrote %d bytes of state in %d snapshots over %s, want at most %d (snapshotRate x duration + 2 x %d)", written, snapshots, elapsed, bound, size)
+	t.Logf("%d snapshots, %d MiB written in %s; final state %d MiB; bound %d MiB", cj.snapshots, cj.written>>20, elapsed.Round(time.Millisecond), size>>20, bound>>20)
+	if cj.written > bound {
+		t.Errorf("wrote %d bytes of state in %d snapshots over %s, want at most %d (snapshotRate x duration + 2 x %d)", cj.written, cj.snapshots, elapsed, bound, size)
 	}
-	if len(violations) > 0 {
-		t.Errorf("writes left made files neither in the state nor under an intent: %v", violations)
-	}
-	if len(open) > 0 {
-		t.Errorf("intents still open after the apply: %v", open)
-	}
+	cj.check(t)
 	if n := len(st.Resources); n != 2 {
 		t.Errorf("final state holds %d resources, want terraform_data.big and testkit_file.f", n)
 	}
@@ -266,9 +216,88 @@ func testkitRunner(t *testing.T) (*Runner, map[string]string) {
 // create's intent recorded; the apply ends with no intent open.
 func TestRunner_snapshotsHeldBackByQuota(t *testing.T) {
 	r, kit := testkitRunner(t)
-	dir := t.TempDir()
 	const files = 30
-	cfg, err := ParseConfig([]byte(`{"resource":{"terraform_data":{"big":{"input":"` + strings.Repeat("x", 1<<20) + `"}},` +
+	cfg, plan, cj := bigStateFiles(t, r, kit, 1<<20, files)
+	asked := 0
+	admit := func([]byte) bool { asked++; return false }
+	st, err := r.apply(t.Context(), cfg, plan, nil, kit, journal{intents: true, admit: admit, write: cj.write}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj.mu.Lock()
+	defer cj.mu.Unlock()
+	if asked == 0 || cj.snapshots != 1 {
+		t.Errorf("the quota was asked %d times and %d snapshots were written, want it asked and only the final one written", asked, cj.snapshots)
+	}
+	cj.check(t)
+	for _, res := range st.Resources {
+		if res.Type == "testkit_file" && len(res.Instances) != files {
+			t.Errorf("final state holds %d testkit_file instances, want %d", len(res.Instances), files)
+		}
+	}
+}
+
+// checkedJournal is an apply's journal for the tests of the save pace: it keeps what was
+// written and checks at every write that each file the provider has made (dir/N.txt, N <
+// files, testkit_file.f[N]) is in the state written so far or has its create's intent open.
+type checkedJournal struct {
+	dir   string
+	files int
+
+	mu         sync.Mutex
+	snapshots  int
+	written    int64
+	last       []byte
+	open       map[string]bool
+	violations []string
+}
+
+func (c *checkedJournal) write(_ context.Context, body []byte, resolved []string, added []state.Intent) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if body != nil {
+		c.snapshots++
+		c.written += int64(len(body))
+		c.last = append(c.last[:0], body...)
+	}
+	for _, a := range resolved {
+		delete(c.open, a)
+	}
+	for _, in := range added {
+		c.open[in.Address] = true
+	}
+	for i := range c.files {
+		f := filepath.Join(c.dir, fmt.Sprintf("%d.txt", i))
+		if _, err := os.Stat(f); err != nil {
+			continue
+		}
+		addr := fmt.Sprintf("testkit_file.f[%d]", i)
+		if !c.open[addr] && !strings.Contains(string(c.last), f) {
+			c.violations = append(c.violations, addr)
+		}
+	}
+	return nil
+}
+
+// check fails t for a made file that was neither in the state nor under an intent at a write,
+// and for an intent open after the apply (c.mu held).
+func (c *checkedJournal) check(t *testing.T) {
+	t.Helper()
+	if len(c.violations) > 0 {
+		t.Errorf("writes left made files neither in the state nor under an intent: %v", c.violations)
+	}
+	if len(c.open) > 0 {
+		t.Errorf("intents still open after the apply: %v", c.open)
+	}
+}
+
+// bigStateFiles plans a terraform_data holding size bytes and, after it, files testkit_file
+// creates in a new directory, and returns the configuration, the plan and a journal checking
+// those files.
+func bigStateFiles(t *testing.T, r *Runner, kit map[string]string, size, files int) (*Config, *Plan, *checkedJournal) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg, err := ParseConfig([]byte(`{"resource":{"terraform_data":{"big":{"input":"` + strings.Repeat("x", size) + `"}},` +
 		`"testkit_file":{"f":{"count":` + fmt.Sprint(files) + `,"filename":` + jsonString(dir+"/${count.index}.txt") + `,` +
 		`"content":"${count.index}","depends_on":["terraform_data.big"]}}}}`))
 	if err != nil {
@@ -278,57 +307,5 @@ func TestRunner_snapshotsHeldBackByQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu         sync.Mutex
-		snapshots  int
-		asked      int
-		last       []byte
-		open       = map[string]bool{}
-		violations []string
-	)
-	jr := journal{intents: true, admit: func([]byte) bool { asked++; return false },
-		write: func(_ context.Context, body []byte, resolved []string, added []state.Intent) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if body != nil {
-				snapshots++
-				last = append(last[:0], body...)
-			}
-			for _, a := range resolved {
-				delete(open, a)
-			}
-			for _, in := range added {
-				open[in.Address] = true
-			}
-			for i := range files {
-				if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%d.txt", i))); err != nil {
-					continue
-				}
-				addr := fmt.Sprintf("testkit_file.f[%d]", i)
-				if !open[addr] && !strings.Contains(string(last), filepath.Join(dir, fmt.Sprintf("%d.txt", i))) {
-					violations = append(violations, addr)
-				}
-			}
-			return nil
-		}}
-	st, err := r.apply(t.Context(), cfg, plan, nil, kit, jr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if asked == 0 || snapshots != 1 {
-		t.Errorf("the quota was asked %d times and %d snapshots were written, want it asked and only the final one written", asked, snapshots)
-	}
-	if len(violations) > 0 {
-		t.Errorf("writes left made files neither in the state nor under an intent: %v", violations)
-	}
-	if len(open) > 0 {
-		t.Errorf("intents still open after the apply: %v", open)
-	}
-	for _, res := range st.Resources {
-		if res.Type == "testkit_file" && len(res.Instances) != files {
-			t.Errorf("final state holds %d testkit_file instances, want %d", len(res.Instances), files)
-		}
-	}
+	return cfg, plan, &checkedJournal{dir: dir, files: files, open: map[string]bool{}}
 }
