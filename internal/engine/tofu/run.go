@@ -34,8 +34,11 @@ type tailBuffer struct {
 }
 
 // outOfMemory are the Go runtime's messages for an allocation refused (RLIMIT_DATA) or
-// impossible.
-var outOfMemory = [][]byte{[]byte("fatal error: runtime: cannot allocate memory"), []byte("fatal error: runtime: out of memory")}
+// impossible: its throw("runtime: cannot allocate memory"), throw("runtime: out of memory")
+// and throw("out of memory"...) (the mallocs and arenas of runtime/malloc.go; a plan that
+// ended with it was read as one with changes, and its missing plan file was the error).
+var outOfMemory = [][]byte{[]byte("fatal error: runtime: cannot allocate memory"), []byte("fatal error: runtime: out of memory"),
+	[]byte("fatal error: out of memory")}
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()

@@ -54,7 +54,18 @@ func TestRunCluster_survivesTheMetaLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3})
+	// A request sent while the cluster's meta group is still settling can go unanswered (seen
+	// once: 2 minutes without a reply); each attempt has 20 s, the same config is idempotent.
+	var s jetstream.Stream
+	for {
+		actx, acancel := context.WithTimeout(ctx, 20*time.Second)
+		s, err = js.CreateStream(actx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3})
+		acancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		t.Logf("create the R3 stream: %v; again", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
