@@ -89,8 +89,16 @@ build: ## Build the lava CLI into bin/lava.
 	go build -o bin/lava ./cmd/lava
 
 .PHONY: up
-up: tools-tofu ## Run the main job: every example of examples/ (not examples/cloud, which needs cloud providers) through lava up (embedded NATS, every service, embedded engine). UP_FLAGS=--once exits when settled.
-	go run ./cmd/lava up -f examples/ $(UP_FLAGS)
+up: ## Run the main job: every example of examples/ (not examples/cloud, which needs cloud providers) through lava up (embedded NATS, every service, embedded engine). UP_FLAGS=--once exits when settled.
+	@$(MAKE) --no-print-directory -j2 build tools-providers
+	@if [ ! -x $(TOFU_DIR)/bin/tofu ] && grep -qs '^ *engine: *tofu' $(UP_EXAMPLES); then \
+	  mkdir -p $(TOOLS_DIR); echo "make up: building OpenTofu in the background for engine tofu (log: $(TOOLS_DIR)/tofu-build.log); lava up plans its resources when it is there"; \
+	  TOFU_VERSION=$(TOFU_VERSION) nohup nice -n 19 hack/tools/build-tofu.sh $(TOFU_DIR) > $(TOOLS_DIR)/tofu-build.log 2>&1 & \
+	fi
+	bin/lava up -f examples/ $(UP_FLAGS)
+
+# The manifests make up applies (engine tofu in any of them starts the OpenTofu build).
+UP_EXAMPLES = $(wildcard examples/*.yaml examples/*.yml examples/*.json)
 
 SERVICES   ?= watcher synth applier drift viggy anomaly attest
 IMAGE_REPO ?= ghcr.io/lava-operator
@@ -132,6 +140,10 @@ tools-kube: ## kube-apiserver, etcd, kube-controller-manager for envtest and e2e
 .PHONY: tools-tofu
 tools-tofu: ## OpenTofu and the offline provider mirror.
 	TOFU_VERSION=$(TOFU_VERSION) hack/tools/build-tofu.sh $(TOFU_DIR)
+
+.PHONY: tools-providers
+tools-providers: ## Only the offline provider mirror of tools-tofu (hashicorp/local, example/testkit 0.1.0): what make up's embedded engine needs.
+	TOFU_VERSION=$(TOFU_VERSION) hack/tools/build-tofu.sh $(TOFU_DIR) providers
 
 .PHONY: tools-terraform
 tools-terraform: ## Terraform 1.8.5 for the terraform engine's tests.

@@ -52,11 +52,13 @@ nothing is planned again for an unchanged generation. One lava up at a time uses
 directory: it holds a lock on <state-dir>/lock, and a second one exits 1 naming the first's pid.
 
 The embedded engine starts providers from --providers (default $LAVA_TOFU_DIR/providers,
-else ~/.cache/lava/tools/tofu-v1.12.6/providers, built by 'make tools-tofu'); the tofu
-engine is offered when the tofu binary next to it exists. A resource whose provider (or
-engine) is missing fails with ProviderUnavailable (EngineUnavailable) and is not retried
-until its spec changes, or until lava up starts again with a different provider mirror or
-engines. To force a new pass for an unchanged spec, set the annotation
+else ~/.cache/lava/tools/tofu-v1.12.6/providers, built by 'make tools-providers'); the tofu
+engine is offered with the tofu binary next to it (bin/tofu), built or not: a resource of
+engine tofu fails with EngineUnavailable while the binary is not there, and is planned again
+as soon as it appears ('make up' builds it in the background). A resource whose provider is
+missing fails with ProviderUnavailable and is not retried until its spec changes, or until
+lava up starts again with a different provider mirror (the engines pin the mirror's
+providers when they start). To force a new pass for an unchanged spec, set the annotation
 lava.pleme.io/reconcile-requested-at in its manifest to a new value.
 
 While it runs (and only then: its NATS server stops with it), from another terminal,
@@ -101,7 +103,7 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	f.StringVar(&o.StateDir, "state-dir", ".lava", "directory for the NATS store, resource status, keys and logs")
 	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
 	o.Install.RegisterFlags(f)
-	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, when present)")
+	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, offered before it is built)")
 	f.StringVar(&o.TerraformBin, "terraform-bin", "", "Terraform binary for engine terraform (default $LAVA_TERRAFORM_BIN)")
 	f.StringVar(&o.NATSAddr, "nats-addr", "127.0.0.1:0", "address of the embedded NATS server (port 0: a free one, written to <state-dir>/nats.url)")
 	f.BoolVar(&o.Once, "once", false, "exit when every resource settled, printing the final table")

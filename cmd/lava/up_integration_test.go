@@ -464,6 +464,83 @@ func TestUp_mirrorBuiltLater(t *testing.T) {
 	}
 }
 
+// TestUp_toolsBuiltWhileRunning: a resource that failed because its engine's binary was not
+// there yet is planned again, in the same lava up, once it appears; as under make up, which
+// starts lava up while OpenTofu builds in the background. It failed once, and nothing else
+// was planned again. (A provider added to the mirror waits for a restart, as the engines pin
+// the mirror when they open: TestUp_mirrorBuiltLater.)
+func TestUp_toolsBuiltWhileRunning(t *testing.T) {
+	tofuDir := os.Getenv("LAVA_TOFU_DIR")
+	if tofuDir == "" {
+		t.Fatal("LAVA_TOFU_DIR is not set: run `make tools-tofu` and the tests through make (or export LAVA_TOFU_DIR=~/.cache/lava/tools/tofu-v1.12.6)")
+	}
+	out, manifests, tools := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, f := range []string{"local-files.yaml", "tofu-files.yaml"} {
+		b := strings.ReplaceAll(readFile(t, "../../examples/"+f), "/tmp/lava-demo/demo", out)
+		if err := os.WriteFile(filepath.Join(manifests, f), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The layout of make tools-providers before the background build of OpenTofu is done.
+	mirror := filepath.Join(tools, "providers")
+	if err := os.CopyFS(mirror, os.DirFS(filepath.Join(tofuDir, "providers"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(tools, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(t.TempDir(), "state")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", mirror,
+			"--interval", "200ms", "--policy", rootsPolicy(t, out)}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	wait := func(name string, ok func(v1alpha1.LavaArchitecture) bool) v1alpha1.LavaArchitecture {
+		t.Helper()
+		for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if o, found := object(t, stateDir, "demo", name); found && ok(o) {
+				return o
+			}
+			if time.Now().After(deadline) {
+				o, _ := object(t, stateDir, "demo", name)
+				t.Fatalf("%s: timed out in phase %s %v\nlog:\n%s", name, o.Status.Phase, o.Status.Conditions, readFile(t, filepath.Join(stateDir, up.FileLog)))
+			}
+		}
+	}
+	applied := func(o v1alpha1.LavaArchitecture) bool { return o.Status.Phase == v1alpha1.PhaseApplied }
+	wait("greetings", applied)
+	o := wait("tofu-greetings", func(o v1alpha1.LavaArchitecture) bool { return o.Status.Phase == v1alpha1.PhaseFailed })
+	bin := filepath.Join(tools, "bin", "tofu")
+	if c := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != v1alpha1.ReasonEngineUnavailable ||
+		!strings.Contains(c.Message, bin+" is not there") {
+		t.Fatalf("Ready condition %+v: want EngineUnavailable naming %s", c, bin)
+	}
+	time.Sleep(time.Second) // five scans in an unchanged environment: nothing is planned again
+
+	// OpenTofu appears (the build script renames it into place; a link is as atomic).
+	if err := os.Symlink(filepath.Join(tofuDir, "bin", "tofu"), bin); err != nil {
+		t.Fatal(err)
+	}
+	wait("tofu-greetings", applied)
+	if _, err := os.Stat(filepath.Join(out, "hello-from-tofu.txt")); err != nil {
+		t.Error(err)
+	}
+	log := readFile(t, filepath.Join(stateDir, up.FileLog))
+	if n := strings.Count(log, `msg="stage failed"`); n != 1 {
+		t.Errorf("%d failures logged, want 1\nlog:\n%s", n, log)
+	}
+	if m, n := stateSerials(t, stateDir); n != 2 {
+		t.Errorf("%d applies logged (%v), want 2: greetings once, tofu-greetings once", n, m)
+	}
+}
+
 // TestUp_interruptDuringApply: Ctrl-C while an apply runs waits for it ("stopping: waiting for
 // 1 in-flight operation") and the final table shows what the apply ended with, not the phase
 // before it.

@@ -12,6 +12,10 @@ var (
 	// ErrProviderUnavailable reports a provider that cannot be installed from the configured
 	// mirror; the error is a *[ProviderUnavailableError].
 	ErrProviderUnavailable = errors.New("engine: provider not available")
+	// ErrEngineUnavailable reports an engine that cannot run here: a CLI engine whose binary
+	// is not there (yet: lava up offers the tofu engine while `make tools-tofu` builds it).
+	// Not retried until the environment changes.
+	ErrEngineUnavailable = errors.New("engine: not available")
 	// ErrProviderChecksumMismatch reports a provider binary whose h1: hash is none of those the
 	// resource's dependency lock records for it (docs/security.md, "Engines"), or a downloaded
 	// archive that does not match its signed SHA256SUMS or its network mirror's hashes: it is

@@ -70,9 +70,10 @@ type SourceConfig struct {
 	// namespace's directory below FileRoot, so the provider runners can write there.
 	RunnerUID, RunnerGID int
 	// Environment digests what the engines can use (the provider mirror's files, the CLI
-	// binaries). A resource that failed with ProviderUnavailable or EngineUnavailable in
-	// another environment gets a new pass (see [AnnotationRetryEnvironment]).
-	Environment string
+	// binaries: [Environment]); called once per scan. A resource that failed with
+	// ProviderUnavailable or EngineUnavailable in another environment gets a new pass (see
+	// [AnnotationRetryEnvironment]), in the first scan that sees the new one. Nil: "".
+	Environment func() string
 	// Logger receives one line per publish and transition.
 	Logger *slog.Logger
 	// OnChange, if set, is called after any object changed (display refresh).
@@ -93,8 +94,10 @@ type Source struct {
 	res  jetstream.Stream
 	core *watcher.Core
 
-	scanMu sync.Mutex      // one Scan at a time
-	reader manifest.Reader // the manifest files, read again only when changed (scanMu)
+	scanMu     sync.Mutex      // one Scan at a time
+	reader     manifest.Reader // the manifest files, read again only when changed (scanMu)
+	env        string          // the environment of the scan under way (scanMu)
+	envScanned string          // the environment of the last scan that completed (scanMu)
 
 	mu         sync.Mutex
 	objs       map[string]*v1alpha1.LavaArchitecture
@@ -298,6 +301,11 @@ func (s *Source) ScanNow(ctx context.Context) error {
 func (s *Source) Scan(ctx context.Context, all bool) error {
 	s.scanMu.Lock()
 	defer s.scanMu.Unlock()
+	if s.cfg.Environment != nil {
+		s.env = s.cfg.Environment()
+		// A new environment: every object is looked at again, as some may have waited for it.
+		all = all || (s.envScanned != "" && s.env != s.envScanned)
+	}
 	ms, ferrs, err := s.reader.Read(s.cfg.Paths)
 	if err != nil {
 		return err
@@ -358,6 +366,7 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	s.envScanned = s.env
 	s.mu.Lock()
 	s.scans++
 	s.mu.Unlock()
@@ -496,7 +505,7 @@ func (s *Source) submit(ctx context.Context, obj *v1alpha1.LavaArchitecture) err
 		return fmt.Errorf("up: %s/%s: %w", obj.Namespace, obj.Name, err)
 	}
 	key := obj.Namespace + "/" + obj.Name
-	env := s.cfg.Environment
+	env := s.env
 	if was := obj.Annotations[AnnotationEnvironment]; was != "" && was != env && unavailable(obj) {
 		if obj, err = s.annotate(key, AnnotationRetryEnvironment, env); err != nil || obj == nil {
 			return err

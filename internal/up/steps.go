@@ -129,6 +129,11 @@ func (s *session) prepareStateDir(context.Context) error {
 	// seeds, the JetStream store, the engines' workspaces), the provider mirror and cache.
 	s.policy = &policy.File{Path: o.PolicyFile, Default: NamespaceRootsPolicy(o.FileRoot)}
 	s.protected = []string{o.StateDir, o.ProviderDir, o.Install.CacheDir}
+	for _, bin := range []string{o.TofuBin, o.TerraformBin} { // a binary may appear there later
+		if bin != "" {
+			s.protected = append(s.protected, filepath.Dir(bin))
+		}
+	}
 	if err := (&engine.FileAccess{Policy: s.policy, Protected: s.protected}).CheckRoots(); err != nil {
 		return fmt.Errorf("up: %w", err)
 	}

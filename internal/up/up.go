@@ -111,7 +111,8 @@ type Options struct {
 	// Install configures installing the providers ProviderDir lacks (embedded engine; empty
 	// CacheDir: none).
 	Install providers.Options
-	// TofuBin enables the tofu engine ("" : the tofu next to the mirror, when it exists).
+	// TofuBin enables the tofu engine ("" : the tofu next to the mirror, offered before it
+	// exists: see [Environment]).
 	// TerraformBin enables the terraform engine ("" : $LAVA_TERRAFORM_BIN when set).
 	TofuBin, TerraformBin string
 	// NATSAddr is the host:port the embedded NATS server listens on (default
@@ -283,9 +284,9 @@ func (o *Options) defaults() error {
 		o.ProviderDir = DefaultProviderDir()
 	}
 	if o.TofuBin == "" {
-		if p := filepath.Join(filepath.Dir(o.ProviderDir), "bin", "tofu"); fileExists(p) {
-			o.TofuBin = p
-		}
+		// Offered even before it is built: a resource of engine tofu fails EngineUnavailable
+		// until the binary appears, and is then planned again (the environment changed).
+		o.TofuBin = filepath.Join(filepath.Dir(o.ProviderDir), "bin", "tofu")
 	}
 	if o.TerraformBin == "" {
 		if p := os.Getenv("LAVA_TERRAFORM_BIN"); p != "" && fileExists(p) {
@@ -322,11 +323,14 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// Environment digests what the engines of this process can use: the files of the provider
-// mirror (paths and sizes) and the CLI binaries offered: 16 hex digits of a SHA-256, which
-// only has to change when the environment does.
-func Environment(providerDir string, bins ...string) string {
-	h := sha256.New()
+// Environment returns what digests the environment of this process's engines: the files of
+// the provider mirror (paths and sizes), read once, now, as the engines pin the mirror when they
+// open (a provider added later is used after a restart), and the CLI binaries offered (paths and
+// sizes, -1 while one is not there), looked at on every call, so a binary built while lava up
+// runs is picked up. The digest is 16 hex digits of a SHA-256, which only has to change when the
+// environment does ([SourceConfig].Environment).
+func Environment(providerDir string, bins ...string) func() string {
+	mirror := sha256.New()
 	_ = filepath.WalkDir(providerDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
@@ -336,15 +340,25 @@ func Environment(providerDir string, bins ...string) string {
 			return nil
 		}
 		rel, _ := filepath.Rel(providerDir, p)
-		fmt.Fprintf(h, "provider %s %d\n", rel, info.Size())
+		fmt.Fprintf(mirror, "provider %s %d\n", rel, info.Size())
 		return nil
 	})
-	for _, b := range bins {
-		if b != "" {
-			fmt.Fprintf(h, "bin %s\n", b)
+	sum := mirror.Sum(nil)
+	return func() string {
+		h := sha256.New()
+		h.Write(sum)
+		for _, b := range bins {
+			if b == "" {
+				continue
+			}
+			size := int64(-1)
+			if st, err := os.Stat(b); err == nil && !st.IsDir() {
+				size = st.Size()
+			}
+			fmt.Fprintf(h, "bin %s %d\n", b, size)
 		}
+		return hex.EncodeToString(h.Sum(nil))[:16]
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func fileExists(p string) bool {

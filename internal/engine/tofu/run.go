@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -109,6 +110,9 @@ type run struct {
 // nil: none) and nothing of the applier's own. With o (apply, destroy) the workspace is the
 // object's run directory, emptied first; else a new directory under WorkDir.
 func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *credentials.Provider, o *objectDir) (*run, error) {
+	if err := e.present(); err != nil {
+		return nil, err
+	}
 	// The run's messages are redacted of these values; the redactor costs hundreds of bytes
 	// per byte of them, so they are bounded as a Secret binding is (a sensitive output of the
 	// state built from 9 MB of control bytes cost 4 GB for every later run).
@@ -459,3 +463,24 @@ func errorSummary(text string) string {
 	}
 	return strings.TrimSpace(sum)
 }
+
+// present checks that the CLI binary is there: a missing one is an [*unavailableError]
+// (lava up offers the tofu engine while `make tools-tofu` builds it), checked before every run
+// so that the binary may appear while the engine is open.
+func (e *Engine) present() error {
+	if _, err := os.Stat(e.cfg.Bin); errors.Is(err, fs.ErrNotExist) {
+		return &unavailableError{name: e.cfg.Name, bin: e.cfg.Bin}
+	}
+	return nil
+}
+
+// unavailableError is a CLI engine whose binary is not there; it wraps
+// [engine.ErrEngineUnavailable].
+type unavailableError struct{ name, bin string }
+
+func (e *unavailableError) Error() string {
+	return fmt.Sprintf("engine %s is not available: its binary %s is not there (yet)", e.name, e.bin)
+}
+
+// Unwrap returns [engine.ErrEngineUnavailable].
+func (e *unavailableError) Unwrap() error { return engine.ErrEngineUnavailable }

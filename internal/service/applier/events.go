@@ -29,6 +29,8 @@ func classify(stage lavav1.Stage, err error) *pipeline.Failure {
 	switch {
 	case errors.Is(err, engine.ErrProviderUnavailable):
 		f.Reason, f.Kind = v1alpha1.ReasonProviderUnavailable, pipeline.FailureTerminal
+	case errors.Is(err, engine.ErrEngineUnavailable):
+		f.Reason, f.Kind = v1alpha1.ReasonEngineUnavailable, pipeline.FailureTerminal
 	case errors.Is(err, engine.ErrProviderChecksumMismatch):
 		f.Reason, f.Kind = v1alpha1.ReasonProviderChecksumMismatch, pipeline.FailureTerminal
 	case errors.Is(err, engine.ErrProviderSignatureInvalid):
