@@ -31,8 +31,8 @@ start=$(date +%s.%N)
 setsid make up > "$W/up.log" 2>&1 &
 pid=$!
 since() { awk -v now="$(date +%s.%N)" -v start="$start" 'BEGIN { printf "%.1f", now - start }'; }
-applied() { grep -ls '^  phase: Applied' .lava/status/demo/*.yaml 2>/dev/null | wc -l; }
-embedded=$(grep -l '^kind: LavaArchitecture' examples/*.yaml | xargs grep -L 'engine: tofu' | xargs grep -c '^kind: LavaArchitecture' | awk -F: '{n += $2} END {print n}')
+applied() { { grep -ls '^  phase: Applied' .lava/status/demo/*.yaml 2>/dev/null || true; } | wc -l; }
+embedded=$(awk '/^kind: LavaArchitecture/ { n++ } END { print n }' $(grep -L 'engine: *tofu' examples/*.yaml))
 first= all= tofu=
 deadline=$((SECONDS + 1800))
 while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
