@@ -21,9 +21,12 @@ git clone -q "$REPO" "$W/src"
 cd "$W/src"
 pid=
 cleanup() {
-  [ -n "$pid" ] && kill -- "-$pid" 2>/dev/null && sleep 2
-  [ -n "$pid" ] && kill -9 -- "-$pid" 2>/dev/null
-  chmod -R u+w "$W" 2>/dev/null || true
+  set +e
+  if [ -n "$pid" ]; then
+    kill -- "-$pid" 2>/dev/null && sleep 2
+    kill -9 -- "-$pid" 2>/dev/null
+  fi
+  chmod -R u+w "$W" 2>/dev/null
   rm -rf "$W"
 }
 trap cleanup EXIT

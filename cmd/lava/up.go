@@ -52,14 +52,13 @@ nothing is planned again for an unchanged generation. One lava up at a time uses
 directory: it holds a lock on <state-dir>/lock, and a second one exits 1 naming the first's pid.
 
 The embedded engine starts providers from --providers (default $LAVA_TOFU_DIR/providers,
-else ~/.cache/lava/tools/tofu-v1.12.6/providers, built by 'make tools-providers'); the tofu
-engine is offered with the tofu binary next to it (bin/tofu), built or not: a resource of
-engine tofu fails with EngineUnavailable while the binary is not there, and is planned again
-as soon as it appears ('make up' builds it in the background). A resource whose provider is
-missing fails with ProviderUnavailable and is not retried until its spec changes, or until
-lava up starts again with a different provider mirror (the engines pin the mirror's
-providers when they start). To force a new pass for an unchanged spec, set the annotation
-lava.pleme.io/reconcile-requested-at in its manifest to a new value.
+else ~/.cache/lava/tools/tofu-v1.12.6/providers: 'make tools-providers'). The tofu engine is
+offered with bin/tofu next to it, built or not: a resource of engine tofu fails with
+EngineUnavailable while it is missing and is planned again when it appears. A resource whose
+provider is missing fails with ProviderUnavailable until its spec changes or lava up starts
+again with another mirror (the engines pin the mirror's providers at start). To force a new
+pass for an unchanged spec, set the annotation lava.pleme.io/reconcile-requested-at in its
+manifest to a new value.
 
 While it runs (and only then: its NATS server stops with it), from another terminal,
 'lava receipts verify NS/NAME --public-key .lava/signing.pub' checks a resource's receipt

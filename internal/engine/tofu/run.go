@@ -110,16 +110,8 @@ type run struct {
 // nil: none) and nothing of the applier's own. With o (apply, destroy) the workspace is the
 // object's run directory, emptied first; else a new directory under WorkDir.
 func (e *Engine) newRun(op string, key state.Key, holder string, redact []string, creds *credentials.Provider, o *objectDir) (*run, error) {
-	if err := e.present(); err != nil {
+	if err := e.runnable(op, redact, creds); err != nil {
 		return nil, err
-	}
-	// The run's messages are redacted of these values; the redactor costs hundreds of bytes
-	// per byte of them, so they are bounded as a Secret binding is (a sensitive output of the
-	// state built from 9 MB of control bytes cost 4 GB for every later run).
-	vals := append(slices.Clone(redact), creds.Secrets()...)
-	slices.Sort(vals)
-	if err := engine.CheckSecretBytes(slices.Compact(vals)); err != nil { // each distinct value once
-		return nil, fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
 	}
 	var dir string
 	var err error
@@ -210,6 +202,23 @@ func (e *Engine) newRun(op string, key state.Key, holder string, redact []string
 	}
 	return &run{e: e, key: key, dir: dir, tmp: tmp, tf: tf, out: out, red: red, revoke: revoke, env: environ,
 		holder: holder, inRunDir: o != nil}, nil
+}
+
+// runnable checks what a run needs before it starts: the CLI binary ([Engine.present]), and
+// redaction values (redact and the credentials' secrets) within engine.CheckSecretBytes: the
+// run's messages are redacted of them, and the redactor costs hundreds of bytes per byte of
+// them, so they are bounded as a Secret binding is (a sensitive output of the state built from
+// 9 MB of control bytes cost 4 GB for every later run).
+func (e *Engine) runnable(op string, redact []string, creds *credentials.Provider) error {
+	if err := e.present(); err != nil {
+		return err
+	}
+	vals := append(slices.Clone(redact), creds.Secrets()...)
+	slices.Sort(vals)
+	if err := engine.CheckSecretBytes(slices.Compact(vals)); err != nil { // each distinct value once
+		return fmt.Errorf("%s %s: %w", e.cfg.Name, op, err)
+	}
+	return nil
 }
 
 // close ends the run: the backend password is revoked and the workspace and TMPDIR removed,
