@@ -87,6 +87,113 @@ func SelfCPU(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// TreeCPU is the CPU time (user plus system) of this process, of its children that ended and
+// were waited for (getrusage(2) RUSAGE_CHILDREN, their own waited descendants included), and of
+// its live children (/proc/PID/stat). The difference of two calls is what this process and its
+// children spent between them, when no child that was alive at the first call ended before the
+// second (its time before the first call would be counted again). A failing getrusage or /proc
+// fails tb.
+func TreeCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	total := SelfCPU(tb) + time.Duration(ru.Utime.Nano()+ru.Stime.Nano())
+	for _, pid := range Children(tb) {
+		if st, err := stat(pid); err == nil {
+			total += time.Duration(st.CPUTime() * float64(time.Second))
+		}
+	}
+	return total
+}
+
+// ResetPeakRSS resets this process's peak resident set size to its current one (writing 5 to
+// /proc/self/clear_refs, proc(5)), so that [PeakRSS] reports the peak from now on. A failed
+// write fails tb.
+func ResetPeakRSS(tb testing.TB) {
+	tb.Helper()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// PeakRSS is this process's peak resident set size in bytes (VmHWM of /proc/self/status) since
+// it started or since [ResetPeakRSS]. A failed read fails tb.
+func PeakRSS(tb testing.TB) uint64 {
+	tb.Helper()
+	p, err := procfs.Self()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st.VmHWM
+}
+
+// DescendantPeakRSS runs fn and returns the largest peak resident set size in bytes (VmHWM of
+// /proc/PID/status) of any descendant of this process named comm (e.g. "tofu") while fn ran,
+// polled every 10 ms: growth in a process's last 10 ms can be missed, so the figure is at most
+// its true peak. Each poll reads every process's stat, which costs CPU beside fn. (getrusage's ru_maxrss is no substitute: a child started with vfork, as
+// os/exec does, records the parent's peak as its own when it execs.)
+func DescendantPeakRSS(tb testing.TB, comm string, fn func()) uint64 {
+	tb.Helper()
+	var peak uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, descendantsHWM(comm))
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	return peak
+}
+
+// descendantsHWM is the largest VmHWM of the live descendants of this process named comm.
+func descendantsHWM(comm string) uint64 {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return 0
+	}
+	parent := map[int]int{}
+	var named []procfs.Proc
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil {
+			continue
+		}
+		parent[p.PID] = st.PPID
+		if st.Comm == comm {
+			named = append(named, p)
+		}
+	}
+	self := os.Getpid()
+	var peak uint64
+	for _, p := range named {
+		for pid, hops := parent[p.PID], 0; pid > 1 && hops < 16; pid, hops = parent[pid], hops+1 {
+			if pid == self {
+				if st, err := p.NewStatus(); err == nil {
+					peak = max(peak, st.VmHWM)
+				}
+				break
+			}
+		}
+	}
+	return peak
+}
+
 // Running reports whether pid is a live process, from /proc/PID/stat: a zombie awaiting its
 // reaper, or no such process, is not.
 func Running(pid int) bool {
