@@ -13,6 +13,7 @@ import (
 
 	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
+	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
 )
 
 // twenty renders 10 terraform_data and 10 local_file resources under dir; version changes
@@ -196,5 +197,63 @@ func BenchmarkEngines20(b *testing.B) {
 	}
 	if tofuX > guardTofuCreate {
 		b.Errorf("the tofu engine's create takes %.2fx the script's, want <= %.2f (target %.2f)", tofuX, guardTofuCreate, wantTofuCreate)
+	}
+}
+
+// Targets of BenchmarkRunner20: providers in a runner against in this process (bench/README.md).
+const (
+	wantRunnerRatio = 1.3 // runner time / in-process time, create and no-op plan, at most
+	// guardRunnerRatio is what the CI-sized run asserts while wantRunnerRatio is not reliably
+	// met.
+	guardRunnerRatio = 2.0
+)
+
+// BenchmarkRunner20 runs BenchmarkEngines20's architecture through two embedded engines side by
+// side: one starting its providers in this process's children, the other in a provider runner
+// (this test binary as `lava runner`, as lava up --provider-runner starts it: Landlock rules, its
+// own directory). One untimed round of each warms the provider processes (and the runner); each
+// iteration runs benchRounds interleaved rounds and takes each phase's median. It reports the
+// phases and checks, in every run, that the runner's create and no-op plan take at most 1.3x the
+// in-process ones (NOT MET logged), failing past guardRunnerRatio.
+func BenchmarkRunner20(b *testing.B) {
+	mirror := tofutest.Tofu(b).Mirror
+	in := newEnvHost(b, slog.LevelInfo, mirror, nil)
+	run := newEnvHost(b, slog.LevelInfo, mirror, runnerHost(b, mirror))
+	phases(b, in, in.eng, state.Key{Namespace: "bench", Name: "in-warm"})
+	phases(b, run, run.eng, state.Key{Namespace: "bench", Name: "runner-warm"})
+	names := [4]string{"create", "noop-plan", "update", "destroy"}
+	var inSum, runSum [4]time.Duration
+	for i := 0; b.Loop(); i++ {
+		var ri, rr [4][]time.Duration
+		for r := range benchRounds {
+			di := phases(b, in, in.eng, state.Key{Namespace: "bench", Name: fmt.Sprintf("in-%d-%d", i, r)})
+			dr := phases(b, run, run.eng, state.Key{Namespace: "bench", Name: fmt.Sprintf("runner-%d-%d", i, r)})
+			for p := range 4 {
+				ri[p], rr[p] = append(ri[p], di[p]), append(rr[p], dr[p])
+			}
+		}
+		for p := range 4 {
+			inSum[p] += median(ri[p])
+			runSum[p] += median(rr[p])
+		}
+	}
+	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / n }
+	line := "ms, in process / in a runner:"
+	for p := range 4 {
+		b.ReportMetric(ms(inSum[p]), "in-process-"+names[p]+"-ms")
+		b.ReportMetric(ms(runSum[p]), "runner-"+names[p]+"-ms")
+		line += fmt.Sprintf("  %s %.1f / %.1f", names[p], ms(inSum[p]), ms(runSum[p]))
+	}
+	b.Log(line)
+	for p := range 2 { // create and no-op plan
+		x := float64(runSum[p]) / float64(inSum[p])
+		b.ReportMetric(x, "runner-"+names[p]+"-ratio")
+		if x > wantRunnerRatio {
+			b.Logf("NOT MET: %s in a runner takes %.2fx in process, target <= %.1f", names[p], x, wantRunnerRatio)
+		}
+		if x > guardRunnerRatio {
+			b.Errorf("%s in a runner takes %.2fx in process, want <= %.1f (target %.1f)", names[p], x, guardRunnerRatio, wantRunnerRatio)
+		}
 	}
 }

@@ -75,6 +75,12 @@ func newEnvAt(t testing.TB, level slog.Level) *env {
 // directory, e.g. one [realMirror] merged).
 func newEnvMirror(t testing.TB, level slog.Level, mirror string) *env {
 	t.Helper()
+	return newEnvHost(t, level, mirror, testRunners(t, mirror))
+}
+
+// newEnvHost is newEnvMirror with the engine's providers started by host (nil: in this process).
+func newEnvHost(t testing.TB, level slog.Level, mirror string, host ProviderHost) *env {
+	t.Helper()
 	tools := tofutest.Tofu(t)
 	_, js := tofutest.JetStream(t)
 	kv := tofutest.StateBucket(t, js)
@@ -82,7 +88,7 @@ func newEnvMirror(t testing.TB, level slog.Level, mirror string) *env {
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	store := state.NewStore(kv, art, state.Options{Logger: log})
-	eng := New(Options{Store: store, Artifacts: art, ProviderDir: mirror, Logger: log, ProviderHost: testRunners(t, mirror)})
+	eng := New(Options{Store: store, Artifacts: art, ProviderDir: mirror, Logger: log, ProviderHost: host})
 	t.Cleanup(func() { _ = eng.Close() })
 	return &env{t: t, tools: tools, store: store, art: art, eng: eng, logs: logs, key: state.Key{Namespace: "demo", Name: "files"}}
 }
@@ -102,6 +108,13 @@ func testRunners(t testing.TB, mirror string) ProviderHost {
 	if os.Getenv(providerRunnerEnv) != "1" {
 		return nil
 	}
+	return runnerHost(t, mirror)
+}
+
+// runnerHost is a runner host over mirror: this test binary as `lava runner` (TestMain), as this
+// user, writing below the temporary directory.
+func runnerHost(t testing.TB, mirror string) ProviderHost {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
