@@ -69,6 +69,11 @@ type SourceConfig struct {
 	// RunnerUID and RunnerGID, when RunnerUID > 0 (lava up --provider-runner), own each
 	// namespace's directory below FileRoot, so the provider runners can write there.
 	RunnerUID, RunnerGID int
+	// OnlyNamespace, when set, is the only namespace whose documents are applied: a document of
+	// another namespace is an error of its file (line:col, the reason) and changes nothing (its
+	// object, if it has one from an earlier run, is kept as it is). lava up sets it when provider
+	// runners are asked for and the kernel has no Landlock.
+	OnlyNamespace string
 	// Environment digests what the engines can use (the provider mirror's files, the CLI
 	// binaries: [Environment]); called once per scan. A resource that failed with
 	// ProviderUnavailable or EngineUnavailable in another environment gets a new pass (see
@@ -323,6 +328,7 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 		}
 		contested[fe.Key][id] = true
 	}
+	ms, ferrs, refused := s.refuseNamespaces(ms, ferrs)
 	s.mu.Lock()
 	if s.inline == nil {
 		s.inline = map[string]func(arch.Pos) arch.Pos{}
@@ -356,7 +362,7 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 	}
 	for _, obj := range s.Objects() {
 		key, owner := obj.Namespace+"/"+obj.Name, fileID(obj.Annotations[AnnotationFile])
-		if want[key] || broken[owner] || contested[key][owner] {
+		if want[key] || broken[owner] || contested[key][owner] || refused[key] {
 			continue
 		}
 		if err := s.remove(ctx, key); err != nil {
@@ -371,6 +377,27 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 	s.scans++
 	s.mu.Unlock()
 	return nil
+}
+
+// refuseNamespaces keeps the documents of [SourceConfig].OnlyNamespace (all without it); each
+// other document becomes an error of its file, and its key is in refused (its object stays).
+func (s *Source) refuseNamespaces(ms []manifest.Manifest, ferrs []*manifest.FileError) ([]manifest.Manifest, []*manifest.FileError, map[string]bool) {
+	only := s.cfg.OnlyNamespace
+	if only == "" {
+		return ms, ferrs, nil
+	}
+	refused := map[string]bool{}
+	kept := ms[:0:0]
+	for _, m := range ms {
+		if m.Object.Namespace == only {
+			kept = append(kept, m)
+			continue
+		}
+		refused[m.Key()] = true
+		ferrs = append(ferrs, &manifest.FileError{File: m.File, Key: m.Key(), Err: &manifest.PosError{Line: m.Line, Col: m.Col,
+			Msg: fmt.Sprintf("namespace %q refused: this kernel has no Landlock to sandbox provider runners, so lava up applies only namespace %q", m.Object.Namespace, only)}})
+	}
+	return kept, ferrs, refused
 }
 
 // fileID is the identity of a manifest file, to which its objects belong: its absolute clean

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -73,8 +74,10 @@ type session struct {
 	changed    chan struct{} // signalled (without blocking) when the file source wrote an object
 	stopPhases context.CancelFunc
 	phaseDone  chan error
-	// startServices: the provider runners (nil without Options.ProviderRunner).
-	host *runner.Host
+	// startServices: the provider runners (nil without Options.ProviderRunner), and the only
+	// namespace applied when the kernel cannot sandbox them ("": every namespace).
+	host          *runner.Host
+	onlyNamespace string
 }
 
 // close stops what the steps started: the phase consumer, the connection, the NATS server,
@@ -322,7 +325,17 @@ func (s *session) startRunners(denied ...net.Listener) error {
 	if !o.ProviderRunner {
 		return nil
 	}
-	abi, missing := runner.Support()
+	abi, missing := landlockSupport()
+	if abi < 1 {
+		// No sandbox for the runners: a tenant's provider could read lava up's secrets, so only
+		// the examples' namespace is applied (docs/design/0038-provider-runner.md).
+		if o.Kubeconfig != "" && !slices.Equal(o.Namespaces, []string{DemoNamespace}) {
+			return fmt.Errorf("up: --provider-runner: this kernel has no Landlock to sandbox provider runners: "+
+				"with --kubeconfig, watch only --namespaces %s (watching %v)", DemoNamespace, o.Namespaces)
+		}
+		s.onlyNamespace = DemoNamespace
+		missing = append(missing, "so only manifests of namespace "+DemoNamespace+" are applied; those of other namespaces are refused")
+	}
 	uid := s.runnerUID()
 	if uid < 0 {
 		s.display.Println(fmt.Sprintf("lava up: not root: runners run as this user (uid %d), not as uid %d; their Landlock rules still apply", os.Geteuid(), o.RunnerUID))
@@ -474,7 +487,7 @@ func (s *session) startSource(ctx, gctx context.Context, g *errgroup.Group, stop
 	}
 	s.changed = make(chan struct{}, 1)
 	src, err := NewSource(ctx, SourceConfig{JS: s.js, Paths: o.Paths, StatusDir: filepath.Join(o.StateDir, DirStatus), FileRoot: o.FileRoot,
-		RunnerUID: s.runnerUID(), RunnerGID: o.RunnerGID,
+		RunnerUID: s.runnerUID(), RunnerGID: o.RunnerGID, OnlyNamespace: s.onlyNamespace,
 		Environment: Environment(o.ProviderDir, o.TofuBin, o.TerraformBin), Logger: s.log.With("service", "file-source"),
 		OnChange: func() {
 			select {

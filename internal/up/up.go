@@ -19,6 +19,7 @@ import (
 
 	"github.com/lava-operator/lava/api/v1alpha1"
 	"github.com/lava-operator/lava/internal/engine/providers"
+	"github.com/lava-operator/lava/internal/engine/runner"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/manifest"
 	"github.com/lava-operator/lava/internal/platform/identity"
@@ -64,6 +65,15 @@ const (
 // policy gives each namespace its file root, DemoDir/NAMESPACE, where the examples of `make up`
 // (examples/, namespace demo) write their files.
 const DemoDir = "/tmp/lava-demo"
+
+// DemoNamespace is the namespace of the examples of `make up`: the only one lava up applies
+// when provider runners are asked for and the kernel has no Landlock to sandbox them
+// ([SourceConfig].OnlyNamespace).
+const DemoNamespace = "demo"
+
+// landlockSupport is what the kernel offers a runner's sandbox ([runner.Support]); a variable
+// so that a test can stand for a kernel without Landlock.
+var landlockSupport = runner.Support
 
 // DefaultPolicy is the policy `lava validate` and `lava render` check against without
 // --policy: lava up's built-in policy with the default file root, [NamespaceRootsPolicy]
