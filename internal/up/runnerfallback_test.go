@@ -62,7 +62,9 @@ func TestRun_providerRunnerWithoutLandlock(t *testing.T) {
 	}
 	before := uids(res)
 
-	landlockSupport = func() (int, []string) { return 0, []string{"no Landlock: provider runners can read and write whatever their user can"} }
+	landlockSupport = func() (int, []string) {
+		return 0, []string{"no Landlock: provider runners can read and write whatever their user can"}
+	}
 	t.Cleanup(func() { landlockSupport = realLandlockSupport })
 	if err := os.WriteFile(filepath.Join(manifests, "b.yaml"), []byte(strings.Replace(doc("team-b"), ":input \"team-b\"", ":input \"team-b v2\"", 1)), 0o644); err != nil {
 		t.Fatal(err)
