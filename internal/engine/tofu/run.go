@@ -477,7 +477,8 @@ func errorSummary(text string) string {
 // (lava up offers the tofu engine while `make tools-tofu` builds it), checked before every run
 // so that the binary may appear while the engine is open.
 func (e *Engine) present() error {
-	if _, err := os.Stat(e.cfg.Bin); errors.Is(err, fs.ErrNotExist) {
+	// A bare name is looked up in PATH, as the CLI is started.
+	if _, err := exec.LookPath(e.cfg.Bin); errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return &unavailableError{name: e.cfg.Name, bin: e.cfg.Bin}
 	}
 	return nil
