@@ -464,6 +464,22 @@ func TestUp_mirrorBuiltLater(t *testing.T) {
 	}
 }
 
+// upRunning starts `lava up -f manifests` (not --once) in the background with providers from
+// the mirror providers and a policy whose file root is out; cancel stops it, and done then
+// delivers its exit code. stdout and stderr are only read once done has.
+func upRunning(t *testing.T, manifests, stateDir, providers, out string) (stdout, stderr *bytes.Buffer, cancel context.CancelFunc, done <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	exit := make(chan int, 1)
+	pol := rootsPolicy(t, out)
+	go func() {
+		exit <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", providers,
+			"--interval", "200ms", "--policy", pol}, strings.NewReader(""), &syncWriter{w: stdout}, &syncWriter{w: stderr})
+	}()
+	return stdout, stderr, cancel, exit
+}
+
 // TestUp_toolsBuiltWhileRunning: a resource that failed because its engine's binary was not
 // there yet is planned again, in the same lava up, once it appears; as under make up, which
 // starts lava up while OpenTofu builds in the background. It failed once, and nothing else
@@ -490,14 +506,7 @@ func TestUp_toolsBuiltWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", mirror,
-			"--interval", "200ms", "--policy", rootsPolicy(t, out)}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
-	}()
+	_, _, cancel, done := upRunning(t, manifests, stateDir, mirror, out)
 	defer func() {
 		cancel()
 		<-done
@@ -557,14 +566,8 @@ func TestUp_interruptDuringApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
-	ctx, cancel := context.WithCancel(t.Context())
+	stdout, stderr, cancel, done := upRunning(t, manifests, stateDir, filepath.Join(tofuDir, "providers"), out)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"up", "-f", manifests, "--state-dir", stateDir, "--providers", filepath.Join(tofuDir, "providers"),
-			"--interval", "200ms", "--policy", rootsPolicy(t, out)}, strings.NewReader(""), &syncWriter{w: &stdout}, &syncWriter{w: &stderr})
-	}()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		o, ok := object(t, stateDir, "demo", "testkit-files")
