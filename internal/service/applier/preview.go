@@ -35,9 +35,11 @@ type PlanServer struct {
 	s *Service
 	r synthesis.Renderer
 	// slots bounds the previews running at once (each is a plan: providers start and refresh),
-	// perNamespace those of one namespace, so one tenant cannot hold every slot.
+	// perNamespace those of one namespace and perUser those of one caller, so one tenant cannot
+	// hold every slot, not with several namespaces either.
 	slots        chan struct{}
 	perNamespace *httpserver.Counter
+	perUser      *httpserver.Counter
 }
 
 // previewHook, set only by tests, is called by each preview once it holds its slots.
@@ -57,11 +59,16 @@ const DefaultMaxPreviews = 2
 // ResourceExhausted, never queued.
 const DefaultMaxPreviewsPerNamespace = 1
 
+// DefaultMaxPreviewsPerUser is the speculative plans one caller (the authenticated user, e.g.
+// a CI pipeline's ServiceAccount) runs at once on an applier when not configured
+// (--max-previews-per-user); one more is refused with ResourceExhausted, never queued.
+const DefaultMaxPreviewsPerUser = 1
+
 // PreviewLimits bounds the speculative plans an applier runs at once: Total in all (0:
-// [DefaultMaxPreviews]) and PerNamespace of one namespace (0:
-// [DefaultMaxPreviewsPerNamespace]).
+// [DefaultMaxPreviews]), PerNamespace of one namespace (0: [DefaultMaxPreviewsPerNamespace])
+// and PerUser of one caller (0: [DefaultMaxPreviewsPerUser]).
 type PreviewLimits struct {
-	Total, PerNamespace int
+	Total, PerNamespace, PerUser int
 }
 
 var _ lavav1connect.PlanServiceHandler = PlanServer{}
@@ -81,8 +88,12 @@ func NewPlanHandler(s *Service, r synthesis.Renderer, limits PreviewLimits, opts
 	if perNamespace <= 0 {
 		perNamespace = DefaultMaxPreviewsPerNamespace
 	}
+	perUser := limits.PerUser
+	if perUser <= 0 {
+		perUser = DefaultMaxPreviewsPerUser
+	}
 	return lavav1connect.NewPlanServiceHandler(PlanServer{s: s, r: r, slots: make(chan struct{}, maxPreviews),
-		perNamespace: httpserver.NewCounter(perNamespace)}, opts...)
+		perNamespace: httpserver.NewCounter(perNamespace), perUser: httpserver.NewCounter(perUser)}, opts...)
 }
 
 // Preview renders and plans req's spec against the state of req's namespace and name. A spec
@@ -91,8 +102,8 @@ func NewPlanHandler(s *Service, r synthesis.Renderer, limits PreviewLimits, opts
 // plan id. Errors: InvalidArgument (no name, no spec, a spec.sourceRef), FailedPrecondition
 // (an interrupted apply awaits recovery, an engine this applier does not run), Unavailable
 // (the state, the artifact store, the policy document or the API server cannot be read now,
-// or the applier runs its maximum of previews), ResourceExhausted (the namespace runs its
-// maximum of previews).
+// or the applier runs its maximum of previews), ResourceExhausted (the namespace, or the
+// caller, runs its maximum of previews).
 func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.PreviewRequest]) (*connect.Response[lavav1.PreviewResponse], error) {
 	m := req.Msg
 	key := state.Key{Namespace: m.GetNamespace(), Name: m.GetName()}
@@ -110,6 +121,11 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("namespace %s runs its maximum of speculative plans on this applier; retry later", key.Namespace))
 	}
 	defer p.perNamespace.Release(key.Namespace)
+	caller, _ := rpcauth.UserFrom(ctx)
+	if !p.perUser.Acquire(caller.Name) {
+		return nil, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%s runs its maximum of speculative plans on this applier; retry later", caller.Name))
+	}
+	defer p.perUser.Release(caller.Name)
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()
@@ -119,7 +135,6 @@ func (p PlanServer) Preview(ctx context.Context, req *connect.Request[lavav1.Pre
 	if previewHook != nil {
 		previewHook(key.Namespace, key.Name)
 	}
-	caller, _ := rpcauth.UserFrom(ctx)
 	p.s.cfg.Logger.Info("speculative plan requested", "resource", key.String(), "caller", caller.Name, "engine", pipeline.EngineName(spec.GetEngine()))
 	rd, fail, err := p.r.Render(ctx, spec, key.Namespace)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,14 +144,32 @@ func TestPlanService_preview(t *testing.T) {
 		t.Errorf("previews stored %d bytes in lava-artifacts, want none", after-before)
 	}
 
-	// One namespace holds at most one of the applier's two preview slots: while one of its
-	// previews runs (held inside its slots), another of it is refused ResourceExhausted, and
-	// another namespace's preview runs in the second slot (the nineteenth trial held both
-	// slots from one namespace).
+	// One namespace, and one caller, holds at most one of the applier's two preview slots:
+	// while one of its previews runs (held inside its slots), another of it is refused
+	// ResourceExhausted, so is the same caller's in another namespace it may preview, and
+	// another caller's preview of another namespace runs in the second slot (the nineteenth
+	// trial held both slots from one namespace, the twenty-first from one caller's two).
 	if err := env.Client.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "tenant"}}); err != nil {
 		t.Fatal(err)
 	}
 	otherCreator := env.ServiceAccountToken(t, other, "creator", "create", "update")
+	// creator may preview in other too from now on: one caller with two namespaces.
+	if _, err := cs.RbacV1().RoleBindings(other).Create(t.Context(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "creator-of-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "creator"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "creator", Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:" + ns + ":creator", ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: other, Verb: "update", Group: v1alpha1.GroupVersion.Group, Resource: "lavaarchitectures"}}}, metav1.CreateOptions{})
+		if err == nil && sar.Status.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("creator is not allowed to update lavaarchitectures in %s: %v %v", other, sar, err)
+		}
+	}
 	inline := func() *lavav1.ArchitectureSpec {
 		s := spec(lavav1.Engine_ENGINE_EMBEDDED, "version")
 		s.BindingsFrom, s.Bindings = nil, map[string]string{"version": "1"}
@@ -167,6 +186,7 @@ func TestPlanService_preview(t *testing.T) {
 	go func() { _, err := preview(creator, ns, "held", inline()); held <- err }()
 	<-entered
 	_, second := preview(creator, ns, "second", inline())
+	_, sameUser := preview(creator, other, "same-user", inline())
 	_, others := preview(otherCreator, other, "others", inline())
 	close(release)
 	first := <-held
@@ -174,6 +194,9 @@ func TestPlanService_preview(t *testing.T) {
 	if first != nil || connect.CodeOf(second) != connect.CodeResourceExhausted || others != nil {
 		t.Errorf("while a preview of %s runs: another of %s: %v (want ResourceExhausted), one of %s: %v (want a plan); the first: %v",
 			ns, ns, second, other, others, first)
+	}
+	if connect.CodeOf(sameUser) != connect.CodeResourceExhausted || !strings.Contains(sameUser.Error(), ns+":creator runs its maximum") {
+		t.Errorf("while creator's preview of %s runs, its preview of %s: %v, want ResourceExhausted naming the caller", ns, other, sameUser)
 	}
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
 		name := "p-" + strings.ToLower(strings.TrimPrefix(eng.String(), "ENGINE_"))

@@ -69,8 +69,9 @@ type Options struct {
 	// with which a preview names the artifact of a render that binds Secrets as synth does.
 	BindingsKeyFile string
 	// Previews bounds the speculative plans run at once (--max-previews, default
-	// DefaultMaxPreviews, more are refused with Unavailable; --max-previews-per-namespace,
-	// default DefaultMaxPreviewsPerNamespace, more are refused with ResourceExhausted).
+	// DefaultMaxPreviews, more are refused with Unavailable; --max-previews-per-namespace and
+	// --max-previews-per-user, default DefaultMaxPreviewsPerNamespace and
+	// DefaultMaxPreviewsPerUser, more are refused with ResourceExhausted).
 	Previews PreviewLimits
 	// ArtifactQuota bounds what one namespace's plans store in lava-artifacts
 	// (--artifact-quota-bytes, --artifact-quota-window; bus.ArtifactQuota: plan artifacts and
@@ -95,6 +96,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 		"orphaned states (deletionPolicy Orphan, kept until adopted) one namespace may keep; past it an Orphan deletion waits (OrphanLimitReached)")
 	fs.IntVar(&o.Previews.Total, "max-previews", DefaultMaxPreviews, "speculative plans (PlanService) run at once; more are refused (Unavailable)")
 	fs.IntVar(&o.Previews.PerNamespace, "max-previews-per-namespace", DefaultMaxPreviewsPerNamespace, "speculative plans of one namespace run at once; more are refused (ResourceExhausted)")
+	fs.IntVar(&o.Previews.PerUser, "max-previews-per-user", DefaultMaxPreviewsPerUser, "speculative plans of one caller run at once; more are refused (ResourceExhausted)")
 	o.RPC.Register(fs)
 }
 
