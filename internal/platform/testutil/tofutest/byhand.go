@@ -14,7 +14,9 @@ import (
 // plan file in a fresh directory; phase "noop" is `plan -detailed-exitcode` in that directory
 // afterwards (exit 0: no changes); phase "update" is `plan -out` and `apply` of the plan file
 // there (after the configuration changed); phase "destroy" is `plan -destroy -out` and `apply`
-// of the plan file. Arguments: $1 the phase, $2 the working directory.
+// of the plan file; phase "refresh" is `plan -refresh-only -detailed-exitcode` there (what a
+// drift check by hand is; exit 0: nothing changed outside). Arguments: $1 the phase, $2 the
+// working directory.
 const ByHandScript = `set -euo pipefail
 cd "$2"
 case "$1" in
@@ -30,10 +32,12 @@ update)
 destroy)
   tofu plan -destroy -input=false -no-color -out=plan.bin >/dev/null
   tofu apply -input=false -no-color plan.bin >/dev/null ;;
+refresh)
+  tofu plan -refresh-only -input=false -no-color -detailed-exitcode >/dev/null ;;
 esac
 `
 
-// ByHand runs [ByHandScript]'s phase ("create", "noop", "update" or "destroy") with bash in ws (which
+// ByHand runs [ByHandScript]'s phase ("create", "noop", "update", "destroy" or "refresh") with bash in ws (which
 // holds the configuration, e.g. main.tf.json), with cache as TF_PLUGIN_CACHE_DIR and env
 // ("NAME=value", e.g. a provider's credentials) added to the environment, and returns its
 // wall time: from starting bash to its exit. A failing script fails tb with its output.
