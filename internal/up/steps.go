@@ -204,6 +204,15 @@ func (s *session) startBus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
+	seeds, err := os.ReadDir(s.credDir)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	for _, e := range seeds {
+		if err := checkPrivateFile(filepath.Join(s.credDir, e.Name())); err != nil {
+			return err
+		}
+	}
 	users, err := natsauth.Users(bus.Declare(bus.TopologyOptions{Replicas: 1}), keys)
 	if err != nil {
 		return fmt.Errorf("up: %w", err)

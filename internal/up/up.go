@@ -378,8 +378,8 @@ func fileExists(p string) bool {
 
 // ensureKey returns path, creating it (mode 0600) with gen's content when it does not exist.
 func ensureKey(path string, gen func() (string, error)) (string, error) {
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
+	if _, err := os.Lstat(path); err == nil {
+		return path, checkPrivateFile(path)
 	}
 	v, err := gen()
 	if err != nil {
@@ -389,6 +389,25 @@ func ensureKey(path string, gen func() (string, error)) (string, error) {
 		return "", fmt.Errorf("up: %w", err)
 	}
 	return path, nil
+}
+
+// checkPrivateFile refuses a key or seed file lava up kept from an earlier run that is not as
+// lava up writes it: a regular file (not a link), of this user, open to nobody else (mode
+// 0600 or tighter). One that is not was written by something else, whose content lava up would
+// trust (a provider that wrote its chart cache over the NATS admin seed, found by a
+// twenty-second trial): the error names it and what to do.
+func checkPrivateFile(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	uid, known := ownerOf(st)
+	if !st.Mode().IsRegular() || (known && uid != os.Getuid()) || st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("up: %s is not as lava up writes its keys (a regular file of uid %d, mode 0600; it is %v, uid %d): "+
+			"something else may have replaced it; remove it and lava up makes a new one (seeds and keys of a state directory belong to its lava up alone)",
+			path, os.Getuid(), st.Mode(), uid)
+	}
+	return nil
 }
 
 // startNATS starts the embedded nats-server with JetStream, its store in storeDir, listening

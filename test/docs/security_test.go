@@ -199,6 +199,10 @@ var attackTrial = []attack{
 		[]string{"TestApplier_orphanLimitAttack"}},
 	{"27h", "an apply of slow creates beside a large state writes state snapshots at its pace for an hour from one charged plan",
 		[]string{"TestRunner_snapshotsHeldBackByQuota"}},
+	{"28a", "a provider configuration's path settings write the chart cache over Lava's NATS admin seed and read lava up's kubeconfig",
+		[]string{"TestCheck_providerPaths", "TestRun_replacedKeysRefused"}},
+	{"28b", "spec.providerEnvFrom points a provider at a kubeconfig, a helm path, a file or the pod's own ServiceAccount",
+		[]string{"TestReserved"}},
 }
 
 var (

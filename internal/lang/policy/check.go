@@ -69,6 +69,7 @@ func Check(a *arch.Architecture, rendered []byte, p Policy) []Violation {
 		for k, v := range pr.Config.All() {
 			c.value(c.pos(pr.Pos), "provider "+pr.Name+" setting "+k, v)
 		}
+		c.providerPaths(pr)
 	}
 	for k, v := range a.Locals.All() {
 		c.value(c.keyPos("local."+k), "local "+k, v)
@@ -437,6 +438,43 @@ func (c *checker) resource(r *arch.Resource, data bool) {
 	if r.ForEach != nil {
 		c.value(pos, what+" for_each", arch.MapValue(r.ForEach))
 	}
+}
+
+// providerPaths checks a provider configuration's settings against the file model as filePath
+// checks a resource's (key "provider" of the provider's address), the settings of its nested
+// blocks included ("kubernetes.config_path" of hashicorp/helm) and each element of a list: a
+// provider reads or writes what they name (a kubeconfig, a chart cache) as soon as it is
+// configured or used, for every resource of the configuration (a twenty-second trial wrote
+// Lava's NATS admin seed through helm's repository_cache and read lava up's kubeconfig through
+// the kubernetes provider's config_path).
+func (c *checker) providerPaths(pr *arch.ProviderRef) {
+	pos, addr, what := c.pos(pr.Pos), c.providerAddr(pr.Name), "provider "+pr.Name
+	if pr.Alias != "" {
+		what += "." + pr.Alias
+	}
+	var walk func(prefix string, m *arch.Map)
+	var setting func(attr string, v arch.Value)
+	setting = func(attr string, v arch.Value) {
+		switch v.Kind {
+		case arch.KindMap:
+			walk(attr+".", v.Map)
+		case arch.KindList:
+			for _, e := range v.List {
+				setting(attr, e)
+			}
+		default:
+			c.filePath(pos, what, addr, "provider", attr, v.Str, v.Kind == arch.KindString, v.Kind.String())
+		}
+	}
+	walk = func(prefix string, m *arch.Map) {
+		if m == nil {
+			return
+		}
+		for k, v := range m.All() {
+			setting(prefix+k, v)
+		}
+	}
+	walk("", &pr.Config)
 }
 
 // filePath checks one top-level attribute of a resource or data source (key "TYPE" or

@@ -40,8 +40,9 @@ func IsPathAttribute(name string) bool { return pathAttributeName.MatchString(na
 // KnownFileAttributes is the explicit part of the file model, an addition to the name rule
 // ([IsPathAttribute]) for the providers of this repository's catalog and tests: per provider
 // ("namespace/type" on registry.opentofu.org or registry.terraform.io), per attribute
-// ("TYPE.ATTR" of a resource, "data.TYPE.ATTR" of a data source; a nested attribute or a block's
-// attribute as "TYPE.BLOCK.ATTR"), what the provider does with the path: hashicorp/local reads
+// ("TYPE.ATTR" of a resource, "data.TYPE.ATTR" of a data source, "provider.ATTR" of the
+// provider's own configuration; a nested attribute or a block's attribute as
+// "TYPE.BLOCK.ATTR"), what the provider does with the path: hashicorp/local reads
 // local_file's and local_sensitive_file's source and its data sources' filename,
 // hashicorp/archive reads source_file and source_dir (its source block's filename is a name
 // inside the archive); akeyless's secret paths and github_repository_file's file (a path in a
@@ -66,6 +67,12 @@ var KnownFileAttributes = map[string]map[string]FileAccess{
 	"akeyless-community/akeyless": akeylessPaths,
 	"integrations/github": {
 		"github_repository_file.file": NotAFile,
+	},
+	// The helm provider downloads charts into its repository cache (a provider setting whose
+	// name the name rule misses); its other paths (repository_config_path, plugins_path,
+	// registry_config_path, kubernetes.config_path) the name rule covers.
+	"hashicorp/helm": {
+		"provider.repository_cache": FileWrite,
 	},
 }
 

@@ -385,3 +385,53 @@ func TestCheck_expressionsBuiltFromParts(t *testing.T) {
 		})
 	}
 }
+
+// TestCheck_providerPaths: a provider configuration's settings that name a path are held to the
+// file roots as a resource's attributes are, nested blocks' and lists' included: helm's chart
+// cache (repository_cache, which the file model lists) written over Lava's NATS seed, and the
+// kubernetes provider's config_path reading lava up's kubeconfig, are refused at the provider's
+// position (a twenty-second trial did both); paths under the roots and settings that name no path
+// pass.
+func TestCheck_providerPaths(t *testing.T) {
+	roots := Default()
+	roots.FileWriteRoots = []string{"/srv/lava-files/team-a"}
+	arch1 := func(name, source string, cfg func(m *arch.Map)) *arch.Architecture {
+		pr := arch.ProviderRef{Name: name, Source: source, Pos: arch.Pos{File: "m.tlisp", Line: 2, Col: 4}}
+		cfg(&pr.Config)
+		return &arch.Architecture{Pos: arch.Pos{File: "m.tlisp", Line: 1, Col: 1}, Providers: []arch.ProviderRef{pr}}
+	}
+	nested := func(k string, v arch.Value) arch.Value {
+		var m arch.Map
+		m.Set(k, v)
+		return arch.Value{Kind: arch.KindMap, Map: &m}
+	}
+	for _, tc := range []struct {
+		name, source string
+		cfg          func(m *arch.Map)
+		want         string // "" passes
+	}{
+		{"helm", "hashicorp/helm", func(m *arch.Map) { m.Set("repository_cache", arch.String("/root/.lava/nats-credentials")) },
+			`m.tlisp:2:4: policy: provider helm attribute repository_cache: the path "/root/.lava/nats-credentials" is outside the allowed directories`},
+		{"helm", "hashicorp/helm", func(m *arch.Map) {
+			m.Set("kubernetes", nested("config_path", arch.String("/tmp/t22/kubeconfig")))
+		}, `provider helm attribute kubernetes.config_path: the path "/tmp/t22/kubeconfig" is outside`},
+		{"kubernetes", "hashicorp/kubernetes", func(m *arch.Map) { m.Set("config_path", arch.String("/root/.kube/config")) },
+			`provider kubernetes attribute config_path: the path "/root/.kube/config" is outside`},
+		{"kubernetes", "hashicorp/kubernetes", func(m *arch.Map) {
+			m.Set("config_paths", arch.List(arch.String("/srv/lava-files/team-a/kc"), arch.String("/etc/kubernetes/admin.conf")))
+		}, `provider kubernetes attribute config_paths: the path "/etc/kubernetes/admin.conf" is outside`},
+		{"kubernetes", "hashicorp/kubernetes", func(m *arch.Map) { m.Set("config_path", arch.String("/srv/lava-files/team-a/kubeconfig")) }, ""},
+		{"helm", "hashicorp/helm", func(m *arch.Map) {
+			m.Set("repository_cache", arch.String("/srv/lava-files/team-a/charts"))
+			m.Set("kubernetes", nested("host", arch.String("https://127.0.0.1:6443")))
+		}, ""},
+	} {
+		got := joined(Check(arch1(tc.name, tc.source, tc.cfg), nil, roots))
+		switch {
+		case tc.want == "" && got != "":
+			t.Errorf("provider %s: refused under the roots: %s", tc.name, got)
+		case tc.want != "" && !strings.Contains(got, tc.want):
+			t.Errorf("provider %s: violations %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

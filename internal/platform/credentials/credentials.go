@@ -189,7 +189,14 @@ func ValidName(k string) bool {
 // tenant's resource wrote under a file root would otherwise run in the applier's pod. Also the
 // Go runtime's settings (GOGC, GOMEMLIMIT, GODEBUG, ...: tofu and nearly every provider are Go
 // programs, and GOGC=off makes a warm provider process keep everything it ever allocated) and
-// LAVA_* (the tofu engine's own, such as the limits it runs the CLI under).
+// LAVA_* (the tofu engine's own, such as the limits it runs the CLI under). And the variables
+// that point a provider at a file or at a cluster the tenant policy cannot hold to its file
+// roots: a name that says it names a file (ending in _FILE, _FILES, _PATH, _PATHS, _DIR, _DIRS,
+// _DIRECTORY, as the policy's name rule reads attributes: AWS_CONFIG_FILE, KUBE_CONFIG_PATH),
+// KUBECONFIG, HELM_* (helm's cache, plugin and configuration paths), and
+// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (which make a Kubernetes client use the
+// pod's own ServiceAccount token): a provider told so read the kubeconfig of lava up and wrote
+// its chart cache over Lava's keys (found by a twenty-second trial).
 func Reserved(k string) bool {
 	u := strings.ToUpper(k)
 	switch u {
@@ -197,8 +204,15 @@ func Reserved(k string) bool {
 		"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_FEDERATED_TOKEN_FILE",
 		"GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH",
 		"RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
-		"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS", "GOTRACEBACK", "GORACE", "GOCOVERDIR":
+		"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS", "GOTRACEBACK", "GORACE", "GOCOVERDIR",
+		"KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT":
 		return true
 	}
-	return strings.HasPrefix(u, "TF_") || strings.HasPrefix(u, "PLUGIN_") || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "LAVA_")
+	for _, suffix := range []string{"_FILE", "_FILES", "_PATH", "_PATHS", "_DIR", "_DIRS", "_DIRECTORY"} {
+		if strings.HasSuffix(u, suffix) {
+			return true
+		}
+	}
+	return strings.HasPrefix(u, "TF_") || strings.HasPrefix(u, "PLUGIN_") || strings.HasPrefix(u, "LD_") || strings.HasPrefix(u, "LAVA_") ||
+		strings.HasPrefix(u, "HELM_")
 }

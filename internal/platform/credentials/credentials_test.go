@@ -65,7 +65,11 @@ func TestReserved(t *testing.T) {
 		"LD_PRELOAD", "ld_library_path", "LD_AUDIT", "GCONV_PATH", "LOCPATH", "NLSPATH",
 		// The Go runtime's settings (GOGC=off: a warm provider keeps all it allocated), and the
 		// tofu engine's own limits.
-		"GOGC", "gomemlimit", "GODEBUG", "GOMAXPROCS", "GOTRACEBACK", "LAVA_TOFU_MAX_DATA", "LAVA_TOFU_EXEC"} {
+		"GOGC", "gomemlimit", "GODEBUG", "GOMAXPROCS", "GOTRACEBACK", "LAVA_TOFU_MAX_DATA", "LAVA_TOFU_EXEC",
+		// What points a provider at a file or a cluster outside the file roots (the
+		// twenty-second trial's kubeconfig and chart cache).
+		"KUBECONFIG", "KUBE_CONFIG_PATH", "kube_config_paths", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT",
+		"HELM_REPOSITORY_CACHE", "helm_plugins", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "SSL_CERT_DIR"} {
 		if !Reserved(k) {
 			t.Errorf("%s is not reserved", k)
 		}

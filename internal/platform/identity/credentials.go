@@ -124,7 +124,7 @@ func (cr *Credentials) For(ctx context.Context, kube client.Reader, who, namespa
 				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s: key %q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", ErrProviderEnvInvalid, namespace, ref.Name, k)
 			}
 			if credentials.Reserved(k) {
-				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s: key %q is reserved (set by Lava: PATH, HOME, TMPDIR, TF_*, the plugin protocol's and the workload-identity variables; or a loader path: LD_*, GCONV_PATH, LOCPATH, ...)", ErrProviderEnvInvalid, namespace, ref.Name, k)
+				return nil, fmt.Errorf("spec.providerEnvFrom: %w: secret %s/%s: key %q is reserved (set by Lava: PATH, HOME, TMPDIR, TF_*, the plugin protocol's and the workload-identity variables; a loader path: LD_*, GCONV_PATH, LOCPATH, ...; or a file or cluster the policy cannot hold to its roots: *_FILE, *_PATH, *_DIR, KUBECONFIG, HELM_*, KUBERNETES_SERVICE_*)", ErrProviderEnvInvalid, namespace, ref.Name, k)
 			}
 			pc.Env[k] = string(sec.Data[k])
 		}

@@ -87,3 +87,64 @@ func TestRun_providerRunnerWithoutLandlock(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_replacedKeysRefused: lava up starts again on its state directory only when every seed
+// and key it kept is as it wrote it (a regular file of this user, mode 0600): a seed a provider
+// wrote over (mode 0644, the twenty-second trial's helm chart cache) or a key made a symbolic
+// link is refused at start, naming the file, before NATS starts.
+func TestRun_replacedKeysRefused(t *testing.T) {
+	manifests, stateDir := t.TempDir(), t.TempDir()
+	doc := "apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: notes, namespace: demo}\n" +
+		"spec:\n  source:\n    inline: |\n      (deflava-architecture notes :resources ((terraform-data \"n\" :input \"x\")))\n"
+	if err := os.WriteFile(filepath.Join(manifests, "a.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func() error {
+		_, err := Run(t.Context(), Options{Paths: []string{manifests}, StateDir: stateDir, FileRoot: filepath.Join(t.TempDir(), "files"),
+			Once: true, Timeout: time.Minute, Interval: 100 * time.Millisecond})
+		return err
+	}
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	seed := filepath.Join(stateDir, DirNATSCredentials, "bootstrap.nk")
+	kept, err := os.ReadFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		replace func(t *testing.T) (path string, restore func())
+	}{
+		{"a seed written over by another program", func(t *testing.T) (string, func()) {
+			if err := os.Remove(seed); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(seed, kept, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return seed, func() { _ = os.Chmod(seed, 0o600) }
+		}},
+		{"a key made a symbolic link", func(t *testing.T) (string, func()) {
+			key := filepath.Join(stateDir, FileSigningKey)
+			moved := key + ".moved"
+			if err := os.Rename(key, moved); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(moved, key); err != nil {
+				t.Fatal(err)
+			}
+			return key, func() { _ = os.Remove(key); _ = os.Rename(moved, key) }
+		}},
+	} {
+		path, restore := tc.replace(t)
+		err := run()
+		if err == nil || !strings.Contains(err.Error(), path+" is not as lava up writes its keys") {
+			t.Errorf("%s: lava up started: %v", tc.name, err)
+		}
+		restore()
+	}
+	if err := run(); err != nil {
+		t.Errorf("with the files put back: %v", err)
+	}
+}
