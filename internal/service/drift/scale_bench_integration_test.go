@@ -110,10 +110,10 @@ func BenchmarkScaleDrift(b *testing.B) {
 	b.ReportMetric(scanCPU, "cpu-ms/scan")
 	b.ReportMetric(byHandCPU, "script-cpu-ms/object")
 	b.Logf("%d objects of 20 resources: %.0f scans/s sustained (%.1f s for all), %.2f ms of CPU per scan; "+
-		"tofu plan -refresh-only by hand: %.0f ms wall, %.0f ms of CPU per object; a scan costs %.3f of it (guard <= %.1f)",
+		"tofu plan -refresh-only by hand: %.0f ms wall, %.0f ms of CPU per object; a scan costs %.3f of it (guard <= %.2f)",
 		scaleObjects, rate, wall.Seconds()/n, scanCPU, byHandWall, byHandCPU, scanCPU/byHandCPU, guardScanCPU)
 	if scanCPU/byHandCPU > guardScanCPU {
-		b.Errorf("a drift scan costs %.2f ms of CPU, %.2f of a refresh-only plan by hand (%.0f ms); want at most %.1f",
+		b.Errorf("a drift scan costs %.2f ms of CPU, %.2f of a refresh-only plan by hand (%.0f ms); want at most %.2f",
 			scanCPU, scanCPU/byHandCPU, byHandCPU, guardScanCPU)
 	}
 }
