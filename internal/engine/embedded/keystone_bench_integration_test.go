@@ -61,7 +61,7 @@ func keystoneDoc(tb testing.TB, n int, prefix string) string {
 // Keystone does most of the work of a create and of a no-op plan (every object is read back
 // on both sides), so the engine cannot be many times faster than the script, and the wall-time
 // ratios follow Keystone's own latency: on the 2-core machine the create measured 0.56x to 1.32x
-// and the no-op plan 0.70x to 1.44x over the runs of 2026-12-06 and 2026-12-07, while Keystone's
+// and the no-op plan 0.70x to 1.44x over the runs of 2026-12-07, while Keystone's
 // CPU for the same 150 creates went from 19.5 to 36.4 s and the script's create alone from 38.6
 // to 62.3 s; Lava's CPU stayed 6% to 9% of Keystone's (bench/README.md). So the wall-time guards
 // fail only a regression that makes Lava's side twice as slow as the script's, and the steady
