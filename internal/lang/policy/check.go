@@ -452,29 +452,29 @@ func (c *checker) providerPaths(pr *arch.ProviderRef) {
 	if pr.Alias != "" {
 		what += "." + pr.Alias
 	}
-	var walk func(prefix string, m *arch.Map)
-	var setting func(attr string, v arch.Value)
-	setting = func(attr string, v arch.Value) {
-		switch v.Kind {
-		case arch.KindMap:
-			walk(attr+".", v.Map)
-		case arch.KindList:
-			for _, e := range v.List {
-				setting(attr, e)
-			}
-		default:
-			c.filePath(pos, what, addr, "provider", attr, v.Str, v.Kind == arch.KindString, v.Kind.String())
-		}
+	for k, v := range pr.Config.All() {
+		c.providerSetting(pos, what, addr, k, v)
 	}
-	walk = func(prefix string, m *arch.Map) {
-		if m == nil {
+}
+
+// providerSetting checks one setting (attr, its path below the provider block) of a provider
+// configuration and, for a nested block or a list, each setting or element inside it.
+func (c *checker) providerSetting(pos arch.Pos, what, addr, attr string, v arch.Value) {
+	switch {
+	case v.Kind == arch.KindMap:
+		if v.Map == nil {
 			return
 		}
-		for k, v := range m.All() {
-			setting(prefix+k, v)
+		for k, nv := range v.Map.All() {
+			c.providerSetting(pos, what, addr, attr+"."+k, nv)
 		}
+	case v.Kind == arch.KindList:
+		for _, e := range v.List {
+			c.providerSetting(pos, what, addr, attr, e)
+		}
+	default:
+		c.filePath(pos, what, addr, "provider", attr, v.Str, v.Kind == arch.KindString, v.Kind.String())
 	}
-	walk("", &pr.Config)
 }
 
 // filePath checks one top-level attribute of a resource or data source (key "TYPE" or
