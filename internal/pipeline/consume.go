@@ -42,6 +42,11 @@ type Consumer struct {
 	// SCHEMA without resource" (bus.Permanent: terminated and reported as poison). The
 	// applier, drift and viggy set it.
 	Resource bool
+	// MaxPerNamespace, when set, shares the handlers between namespaces
+	// (bus.ConsumeOptions.FairKey bus.NamespaceKey): at most MaxPerNamespace of one namespace
+	// run at once, and the next namespace in turn gets a free worker (the service's
+	// --max-concurrency-per-namespace). 0: no share. Not with OrderKey.
+	MaxPerNamespace int
 	// OrderKey, if set, keeps the messages of one key in stream order in this process
 	// (bus.ConsumeOptions.OrderKey).
 	OrderKey func(subject string) string
@@ -57,7 +62,8 @@ type Consumer struct {
 }
 
 // Options returns the bus.ConsumeOptions of c's durable consumer on stream: Consumer Durable
-// (or Service), OnPoison the [PoisonReporter] of Service (chained with c.OnPoison), and c's
+// (or Service), OnPoison the [PoisonReporter] of Service (chained with c.OnPoison), FairKey
+// bus.NamespaceKey when MaxPerNamespace is set, and c's
 // concurrency, drain timeout, redelivery schedule, order key, logger and metrics.
 func (c Consumer) Options(stream string) bus.ConsumeOptions {
 	durable := c.Durable
@@ -68,8 +74,12 @@ func (c Consumer) Options(stream string) bus.ConsumeOptions {
 	if pub == nil {
 		pub = bus.NewPublisher(c.JS)
 	}
+	var fair func(string) string
+	if c.MaxPerNamespace > 0 {
+		fair = bus.NamespaceKey
+	}
 	return bus.ConsumeOptions{
-		Stream: stream, Consumer: durable, Concurrency: c.Concurrency,
+		Stream: stream, Consumer: durable, Concurrency: c.Concurrency, FairKey: fair, MaxPerKey: c.MaxPerNamespace,
 		DrainTimeout: c.DrainTimeout, NakBackoff: c.NakBackoff, OrderKey: c.OrderKey,
 		Logger: c.Logger, Metrics: c.Metrics,
 		OnPoison: PoisonReporter(pub, c.Service, c.Logger, c.OnPoison),

@@ -203,6 +203,8 @@ var attackTrial = []attack{
 		[]string{"TestCheck_providerPaths", "TestRun_replacedKeysRefused"}},
 	{"28b", "spec.providerEnvFrom points a provider at a kubeconfig, a helm path, a file or the pod's own ServiceAccount",
 		[]string{"TestReserved"}},
+	{"28c", "slow creates in four objects of one namespace hold every applier handler and drift scan slot for an hour",
+		[]string{"TestConsume_namespaceShareAttack", "TestApplier_namespaceShareAttack", "TestService_namespaceShareAttack"}},
 }
 
 var (

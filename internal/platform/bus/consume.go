@@ -178,6 +178,20 @@ type ConsumeOptions struct {
 	// A message that fails and is redelivered later can still come after a later message of
 	// its key. Nil: any worker takes any message.
 	OrderKey func(subject string) string
+	// FairKey, if set, shares the handlers between keys: it maps a message's subject to a key
+	// ([NamespaceKey]: the namespace), at most MaxPerKey handlers of one key run at once, and
+	// a free worker takes the oldest waiting message of the next key in turn, so one key's
+	// long handlers (a tenant's slow provider calls) never hold every worker while other keys'
+	// messages wait. Pulled messages wait in this process (with heartbeats, up to Backlog)
+	// instead of in the pull. Not with OrderKey. Nil: any worker takes the next message.
+	FairKey func(subject string) string
+	// MaxPerKey is how many handlers one FairKey key may run at once. Default
+	// [DefaultMaxPerKey] of Concurrency.
+	MaxPerKey int
+	// Backlog is how many pulled messages may wait for a worker with FairKey; past it the pull
+	// waits, and what the server has not delivered waits there in stream order. Default
+	// [DefaultBacklog].
+	Backlog int
 	// AckSync makes each ack wait for the server's confirmation (up to 2s) before the worker
 	// takes the next message. By default acks are sent without waiting (and flushed before
 	// Consume returns): faster, and a lost ack only means a redelivery the idempotent handler
@@ -185,6 +199,11 @@ type ConsumeOptions struct {
 	// timeout.
 	AckSync bool
 }
+
+// DefaultBacklog is [ConsumeOptions].Backlog when it is not set: messages small enough (the
+// events carry references, bodies are in the object store) that 64 waiting cost little, and
+// each gets a heartbeat every third of the ack wait.
+const DefaultBacklog = 64
 
 // ackSyncTimeout bounds a synchronous ack.
 const ackSyncTimeout = 2 * time.Second
@@ -214,6 +233,12 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = max(info.Config.AckWait/3, 10*time.Millisecond)
 	}
+	if o.FairKey != nil && o.MaxPerKey <= 0 {
+		o.MaxPerKey = DefaultMaxPerKey(o.Concurrency)
+	}
+	if o.FairKey != nil && o.Backlog <= 0 {
+		o.Backlog = DefaultBacklog
+	}
 	if o.Types == nil {
 		o.Types = protoregistry.GlobalTypes
 	}
@@ -241,6 +266,9 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 // found, the pull subscription fails to start, or it ends before ctx (the consumer was deleted
 // or the connection closed).
 func Consume(ctx context.Context, js jetstream.JetStream, opts ConsumeOptions, h Handler) error {
+	if opts.FairKey != nil && opts.OrderKey != nil {
+		return errors.New("bus: ConsumeOptions.FairKey with OrderKey")
+	}
 	cons, err := js.Consumer(ctx, opts.Stream, opts.Consumer)
 	if err != nil {
 		return fmt.Errorf("bus: consumer %s on %s: %w", opts.Consumer, opts.Stream, err)
@@ -306,7 +334,9 @@ const missingChecksBeforeStop = 2
 type workerPool struct {
 	c *consumer
 	// queues has one queue per worker with OrderKey; without it every worker reads queue 0.
+	// With FairKey there are none: fair holds the waiting messages.
 	queues  []chan jetstream.Msg
+	fair    *fairQueue
 	workers sync.WaitGroup
 	// gate is held (read) by the pull callback while it hands a message to a worker, and
 	// (write) while the queues are closed; closed is set then.
@@ -322,6 +352,23 @@ type workerPool struct {
 func (c *consumer) startWorkers(hctx context.Context) *workerPool {
 	o := c.opts
 	p := &workerPool{c: c, queues: make([]chan jetstream.Msg, 1), hbDone: make(chan struct{})}
+	if o.FairKey != nil {
+		p.queues, p.fair = nil, newFairQueue(o.FairKey, o.MaxPerKey, o.Backlog)
+		for range o.Concurrency {
+			p.workers.Go(func() {
+				for {
+					m, key, ok := p.fair.take()
+					if !ok {
+						return
+					}
+					c.handle(hctx, m)
+					p.fair.done(key)
+				}
+			})
+		}
+		p.hb.Go(func() { c.heartbeat(p.hbDone) })
+		return p
+	}
 	if o.OrderKey != nil {
 		p.queues = make([]chan jetstream.Msg, o.Concurrency)
 	}
@@ -350,8 +397,15 @@ func (p *workerPool) queueOf(m jetstream.Msg) chan jetstream.Msg {
 	return p.queues[h.Sum32()%uint32(len(p.queues))]
 }
 
-// closeQueues closes every queue: each worker returns after the messages it holds.
+// closeQueues closes every queue: each worker returns after the messages it holds. The
+// messages a fair queue held and no worker started are naked for another replica.
 func (p *workerPool) closeQueues() {
+	if p.fair != nil {
+		for _, m := range p.fair.close() {
+			p.c.untrack(m)
+			p.c.drainNak(m)
+		}
+	}
 	for _, q := range p.queues {
 		close(q)
 	}
@@ -384,6 +438,13 @@ func (p *workerPool) dispatch(ctx context.Context, m jetstream.Msg) {
 	}
 	// Heartbeats start now: waiting for a worker counts against the ack wait too.
 	c.track(m)
+	if p.fair != nil {
+		if !p.fair.put(ctx, m) {
+			c.untrack(m)
+			c.drainNak(m)
+		}
+		return
+	}
 	select {
 	case p.queueOf(m) <- m:
 	case <-ctx.Done():

@@ -73,6 +73,25 @@ func RegisterConcurrency(fs *pflag.FlagSet, p *int, def int) {
 	fs.IntVar(p, "concurrency", def, "messages each consumer handles at once (drift: scans too)")
 }
 
+// RegisterMaxPerNamespace defines --max-concurrency-per-namespace on fs, bound to p: how many
+// of a consumer's --concurrency handlers (drift: its scans too) one namespace may hold at
+// once, the rest going to other namespaces' messages in turn. 0, the default, is half of
+// --concurrency rounded up ([bus.DefaultMaxPerKey]). The services that run tenant code
+// (synth, the applier, drift) declare it through this one function.
+func RegisterMaxPerNamespace(fs *pflag.FlagSet, p *int) {
+	fs.IntVar(p, "max-concurrency-per-namespace", 0,
+		"handlers (drift: scans too) one namespace may hold at once (0: half of --concurrency, rounded up)")
+}
+
+// MaxPerNamespace is the share of concurrency handlers one namespace may hold: set when
+// positive (never above concurrency), else [bus.DefaultMaxPerKey] of concurrency.
+func MaxPerNamespace(set, concurrency int) int {
+	if set > 0 {
+		return min(set, concurrency)
+	}
+	return bus.DefaultMaxPerKey(concurrency)
+}
+
 // CommonOptions returns c; promoted to the options type that embeds Common, it satisfies that
 // part of [Options].
 func (c *Common) CommonOptions() *Common { return c }

@@ -21,6 +21,7 @@ import (
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/readmodel"
 )
 
@@ -84,6 +85,10 @@ type Config struct {
 	BusMetrics *bus.Metrics
 	// Concurrency bounds handlers per consumer (default [DefaultConcurrency]).
 	Concurrency int
+	// MaxPerNamespace is how many of the Concurrency handlers one namespace may hold at once
+	// (--max-concurrency-per-namespace); the others go to other namespaces' messages in turn
+	// (bus.ConsumeOptions.FairKey). 0: half of Concurrency, rounded up (svc.MaxPerNamespace).
+	MaxPerNamespace int
 	// DrainTimeout bounds in-flight work after shutdown starts (default 30s); after it the
 	// work's context is cancelled and the message naked for another replica.
 	DrainTimeout time.Duration
@@ -145,6 +150,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	cfg.MaxPerNamespace = svc.MaxPerNamespace(cfg.MaxPerNamespace, cfg.Concurrency)
 	if cfg.CollectInterval <= 0 {
 		cfg.CollectInterval = bus.DefaultCollectInterval
 	}
@@ -186,7 +192,7 @@ func (s *Service) Run(ctx context.Context) error {
 	g.Go(func() error { return s.collectLoop(gctx) })
 	g.Go(func() error {
 		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceApplier, Resource: true, Concurrency: s.cfg.Concurrency,
-			DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+			MaxPerNamespace: s.cfg.MaxPerNamespace, DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
 		}.Consume(gctx, s.Handle, bus.StreamPhases, bus.StreamResources, bus.StreamCommands)
 	})
 	return g.Wait()

@@ -86,6 +86,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LockTTL, "lock-ttl", state.DefaultLockTTL, "age after which a state lock whose holder is not tied to a lease can be taken over (a lease-tied holder's lock is taken over as soon as its lease is gone)")
 	fs.StringVar(&o.Engines.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")
 	svc.RegisterConcurrency(fs, &o.Config.Concurrency, DefaultConcurrency)
+	svc.RegisterMaxPerNamespace(fs, &o.Config.MaxPerNamespace)
 	fs.DurationVar(&o.Config.CollectInterval, "artifact-collect-interval", bus.DefaultCollectInterval, "how often superseded artifacts are deleted from lava-artifacts")
 	fs.DurationVar(&o.Config.CollectMinAge, "artifact-min-age", bus.DefaultCollectMinAge, "artifacts put within this long are kept, referenced or not (events in flight name digests no record holds yet)")
 	fs.StringVar(&o.ConnectAddr, "connect-addr", "", "PlanService (connect) listen address, e.g. :8080; empty disables it (it needs --bindings-key-file too)")

@@ -23,6 +23,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/identity"
+	"github.com/lava-operator/lava/internal/platform/svc"
 )
 
 // Defaults of [Config].
@@ -58,6 +59,11 @@ type Config struct {
 	// Concurrency bounds scans running at once in this process (default 4) and handlers per
 	// consumer.
 	Concurrency int
+	// MaxPerNamespace is how many of the Concurrency scans one namespace may run at once
+	// (--max-concurrency-per-namespace): a due entry of a namespace at its share waits for
+	// the next tick while other namespaces' due entries start. 0: half of Concurrency,
+	// rounded up (svc.MaxPerNamespace).
+	MaxPerNamespace int
 	// ClaimTTL is how long a claim keeps other replicas off an entry (default 10m); a scan
 	// is cancelled when it runs out.
 	ClaimTTL time.Duration
@@ -95,6 +101,8 @@ type Service struct {
 	// running marks keys this process is scanning (a local guard on top of the claim).
 	mu      sync.Mutex
 	running map[string]bool
+	// perNamespace counts the scans running per namespace (Config.MaxPerNamespace).
+	perNamespace map[string]int
 }
 
 // New binds lava-drift-schedule and registers the metrics lava_drift_scans_total{result},
@@ -130,6 +138,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	cfg.MaxPerNamespace = svc.MaxPerNamespace(cfg.MaxPerNamespace, cfg.Concurrency)
 	if cfg.ClaimTTL <= 0 {
 		cfg.ClaimTTL = DefaultClaimTTL
 	}
@@ -153,7 +162,8 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg, kv: kv, pub: bus.NewPublisher(cfg.JS), metrics: m, running: map[string]bool{}}, nil
+	return &Service{cfg: cfg, kv: kv, pub: bus.NewPublisher(cfg.JS), metrics: m, running: map[string]bool{},
+		perNamespace: map[string]int{}}, nil
 }
 
 // Run consumes ResourceObserved (LAVA_RESOURCES) and Applied, Destroyed and PhaseChanged
@@ -330,7 +340,9 @@ func (s *Service) schedule(ctx context.Context) error {
 		case <-tick.C:
 			now := s.cfg.Now().UTC()
 			for key, e := range entries {
-				if !e.DueAt(now) || s.isRunning(key) {
+				// A namespace at its share waits for a later tick: one tenant's slow scans
+				// never hold every slot.
+				if !e.DueAt(now) || s.isRunning(key) || s.nsRunning(e.Namespace) >= s.cfg.MaxPerNamespace {
 					continue
 				}
 				select {
@@ -338,9 +350,10 @@ func (s *Service) schedule(ctx context.Context) error {
 				case <-ctx.Done():
 					return nil
 				}
-				s.setRunning(key, true)
+				ns := e.Namespace
+				s.setRunning(key, ns, true)
 				wg.Go(func() {
-					defer func() { <-sem; s.setRunning(key, false) }()
+					defer func() { <-sem; s.setRunning(key, ns, false) }()
 					s.scanKey(ctx, key)
 				})
 			}
@@ -354,13 +367,25 @@ func (s *Service) isRunning(key string) bool {
 	return s.running[key]
 }
 
-func (s *Service) setRunning(key string, on bool) {
+// nsRunning is how many scans of namespace ns this process runs.
+func (s *Service) nsRunning(ns string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.perNamespace[ns]
+}
+
+// setRunning marks key, an entry of namespace ns, as scanned (on) or no longer.
+func (s *Service) setRunning(key, ns string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if on {
 		s.running[key] = true
-	} else {
-		delete(s.running, key)
+		s.perNamespace[ns]++
+		return
+	}
+	delete(s.running, key)
+	if s.perNamespace[ns]--; s.perNamespace[ns] <= 0 {
+		delete(s.perNamespace, ns)
 	}
 }
 

@@ -35,6 +35,7 @@ func (o *Options) Flags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Config.MinInterval, "min-interval", DefaultMinInterval, "floor of every scan interval")
 	fs.Float64Var(&o.Config.Jitter, "jitter", DefaultJitter, "relative jitter of the next scan time, in [0, 1)")
 	svc.RegisterConcurrency(fs, &o.Config.Concurrency, DefaultConcurrency)
+	svc.RegisterMaxPerNamespace(fs, &o.Config.MaxPerNamespace)
 	fs.DurationVar(&o.Config.ClaimTTL, "claim-ttl", DefaultClaimTTL, "how long a replica's claim on a due resource lasts")
 	fs.DurationVar(&o.Config.ScanTimeout, "scan-timeout", DefaultScanTimeout, "bound of one scan")
 	fs.BoolVar(&o.NoLease, "no-lease", false, "scan without holding the resource's work lease (scans may then overlap an apply)")

@@ -354,3 +354,68 @@ func TestService_suspendStopsScansAndResumePicksUp(t *testing.T) {
 		return len(sc) > n && sc[len(sc)-1].GetEnvelope().GetGeneration() == 3
 	})
 }
+
+// holdEngine wraps a real engine: scans of namespace hold wait until release is closed (a
+// tenant's provider read that never answers), and the most of them running at once is kept.
+type holdEngine struct {
+	engine.Engine
+	hold    string
+	release chan struct{}
+	mu      sync.Mutex
+	running int
+	most    int
+}
+
+func (h *holdEngine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
+	if req.Key.Namespace != h.hold {
+		return h.Engine.ScanDrift(ctx, req)
+	}
+	h.mu.Lock()
+	h.running++
+	h.most = max(h.most, h.running)
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.running--
+		h.mu.Unlock()
+	}()
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return h.Engine.ScanDrift(ctx, req)
+}
+
+// TestService_namespaceShareAttack: four resources of one namespace whose scans never end
+// hold at most that namespace's share of the four scan slots (two); another namespace's
+// resources are still scanned at their interval meanwhile.
+func TestService_namespaceShareAttack(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	held := &holdEngine{Engine: w.engines[string(v1alpha1.EngineEmbedded)], hold: "attacker", release: make(chan struct{})}
+	t.Cleanup(func() { close(held.release) })
+	s, err := drift.New(t.Context(), drift.Config{JS: w.js, Engines: map[string]engine.Engine{string(v1alpha1.EngineEmbedded): held},
+		Holder: "r1", Concurrency: 4, MinInterval: 10 * time.Millisecond, Tick: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		name := fmt.Sprintf("slow-%d", i)
+		handle(t, s, observed("attacker", name, 10*time.Millisecond))
+		handle(t, s, w.apply("attacker", name, dataDoc(1)))
+	}
+	run(t, s)
+	waitFor(t, 30*time.Second, "the attacker's scans to start", func() bool {
+		held.mu.Lock()
+		defer held.mu.Unlock()
+		return held.running == 2
+	})
+	handle(t, s, observed("victim", "web", 10*time.Millisecond))
+	handle(t, s, w.apply("victim", "web", dataDoc(1)))
+	waitFor(t, 30*time.Second, "3 scans of the other namespace's resource", func() bool { return len(w.scans("victim", "web")) >= 3 })
+	held.mu.Lock()
+	defer held.mu.Unlock()
+	if held.most != 2 {
+		t.Fatalf("the attacker's namespace ran %d scans at once, want its share of 2", held.most)
+	}
+}

@@ -152,6 +152,10 @@ spec:
             - name: LAVA_CONCURRENCY
               value: {{ $v.concurrency | quote }}
             {{- end }}
+            {{- if $v.maxConcurrencyPerNamespace }}
+            - name: LAVA_MAX_CONCURRENCY_PER_NAMESPACE
+              value: {{ $v.maxConcurrencyPerNamespace | quote }}
+            {{- end }}
             {{- with .env }}
             {{- . | nindent 12 }}
             {{- end }}

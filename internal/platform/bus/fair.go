@@ -1,0 +1,132 @@
+package bus
+
+import (
+	"context"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// NamespaceKey is the [ConsumeOptions].FairKey that shares a service's handlers between
+// namespaces: the namespace of a resource, phase, command or receipt subject; "" for a subject
+// that names none (anomalies), which therefore share one key.
+func NamespaceKey(subject string) string {
+	s, err := ParseSubject(subject)
+	if err != nil {
+		return ""
+	}
+	return s.Namespace
+}
+
+// DefaultMaxPerKey is [ConsumeOptions].MaxPerKey when it is not set: half the handlers,
+// rounded up, so that one key never holds every handler of a consumer that has two or more.
+func DefaultMaxPerKey(concurrency int) int { return max(1, (concurrency+1)/2) }
+
+// fairQueue holds the messages a fair consumer ([ConsumeOptions].FairKey) pulled and has not
+// started, one FIFO per key, and hands them to workers: a worker takes the oldest message of
+// the next key, in turn, that runs fewer than maxPerKey handlers. Messages of a key at its
+// share wait while the other keys' messages run. At most backlog messages wait; a put past
+// it blocks (the pull callback, and so the client's pull, waits for a worker).
+type fairQueue struct {
+	key       func(subject string) string
+	maxPerKey int
+	backlog   int
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	waiting map[string][]jetstream.Msg
+	// turn is the keys with waiting messages, in the order they are served.
+	turn    []string
+	running map[string]int
+	n       int
+	closed  bool
+}
+
+func newFairQueue(key func(string) string, maxPerKey, backlog int) *fairQueue {
+	q := &fairQueue{key: key, maxPerKey: maxPerKey, backlog: backlog,
+		waiting: map[string][]jetstream.Msg{}, running: map[string]int{}}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// put adds m to its key's FIFO, waiting while backlog messages wait already; false when ctx
+// ended or the queue closed first (the caller naks m).
+func (q *fairQueue) put(ctx context.Context, m jetstream.Msg) bool {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop()
+	k := q.key(m.Subject())
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.n >= q.backlog && !q.closed && ctx.Err() == nil {
+		q.cond.Wait()
+	}
+	if q.closed || ctx.Err() != nil {
+		return false
+	}
+	if len(q.waiting[k]) == 0 {
+		q.turn = append(q.turn, k)
+	}
+	q.waiting[k] = append(q.waiting[k], m)
+	q.n++
+	q.cond.Broadcast()
+	return true
+}
+
+// take returns the next message to run and its key, waiting for one whose key is under its
+// share; ok is false once the queue is closed.
+func (q *fairQueue) take() (m jetstream.Msg, key string, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.closed {
+			return nil, "", false
+		}
+		for i, k := range q.turn {
+			if q.running[k] >= q.maxPerKey {
+				continue
+			}
+			msgs := q.waiting[k]
+			m, q.waiting[k] = msgs[0], msgs[1:]
+			q.turn = append(q.turn[:i:i], q.turn[i+1:]...)
+			if len(q.waiting[k]) == 0 {
+				delete(q.waiting, k)
+			} else {
+				q.turn = append(q.turn, k) // the key's next message waits for its turn again
+			}
+			q.running[k]++
+			q.n--
+			q.cond.Broadcast()
+			return m, k, true
+		}
+		q.cond.Wait()
+	}
+}
+
+// done ends a run of key's.
+func (q *fairQueue) done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.running[key]--; q.running[key] <= 0 {
+		delete(q.running, key)
+	}
+	q.cond.Broadcast()
+}
+
+// close stops the queue and returns the messages that were waiting, which no worker will
+// start; workers return from take.
+func (q *fairQueue) close() []jetstream.Msg {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	var left []jetstream.Msg
+	for _, k := range q.turn {
+		left = append(left, q.waiting[k]...)
+	}
+	q.waiting, q.turn, q.n = map[string][]jetstream.Msg{}, nil, 0
+	q.cond.Broadcast()
+	return left
+}
