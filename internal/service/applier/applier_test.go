@@ -207,6 +207,34 @@ func TestApprovedPlan(t *testing.T) {
 	}
 }
 
+// TestSpentApproval: a plan approved by its id is applied once (its id among the applied ones
+// is an approval spent); a plan applied under auto, or one that changes nothing under manual, is
+// applied whatever its id, as the same drift corrected twice gives the same id twice.
+func TestSpentApproval(t *testing.T) {
+	t.Parallel()
+	plan := &engine.PlanRecord{PlanID: "p", HasChanges: true}
+	tests := []struct {
+		name    string
+		approve string
+		applied []string
+		want    bool
+	}{
+		{"its id, applied", "p", []string{"o", "p"}, true},
+		{"its id, not applied", "p", []string{"o"}, false},
+		{"auto, applied", v1alpha1.ApprovePlanAuto, []string{"p"}, false},
+		{"manual, applied", v1alpha1.ApprovePlanManual, []string{"p"}, false},
+		{"another id, applied", "q", []string{"p", "q"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := spentApproval(input{approve: tt.approve}, plan, tt.applied); got != tt.want {
+				t.Errorf("spentApproval = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestInputOf_providerPins: the applier keeps each provider's :version pin from the
 // Synthesized event, which its targets pass to the engines as ProviderConstraints.
 func TestInputOf_providerPins(t *testing.T) {

@@ -15,8 +15,19 @@
 // approval, recent plan ids, the applied plan ids, the event ids already handled and what a
 // later destroy needs (the last applied configuration's artifact digest, engine and
 // providers, and the state serial, lineage and body the apply left). A redelivered message whose outcome was published is acknowledged without
-// acting, and an applied plan id is never applied again. State is never deleted because a
-// spec changed; only a successful destroy forgets it (state.Store.Forget keeps history).
+// acting (its event id is among the handled ones, checked before anything is planned). State is
+// never deleted because a spec changed; only a successful destroy forgets it
+// (state.Store.Forget keeps history).
+//
+// An approval by plan id is spent by its apply: a plan approved by its id whose id was applied
+// already is not applied again. Any other plan is applied whatever its id: it was made by the
+// handling that applies it, against the infrastructure as it is then. The same id comes back
+// when the same drift is corrected twice: a correction restores the state body the last apply
+// left at the same serial (the engines, as Terraform, write no new serial for an unchanged
+// body), so the second correction is the same plan against the same state, and skipping it
+// as applied left the object Reconverging with the drift in place. Keeping the applied ids for
+// every plan protected nothing more: the record that holds them is written together with the
+// handled event ids, so a redelivery is caught by those first.
 //
 // # Approval
 //

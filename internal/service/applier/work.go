@@ -662,11 +662,12 @@ func (w *work) observe(op string, start time.Time, err error) {
 	}
 }
 
-// apply applies a recorded, approved plan (never one already applied) and publishes Applied;
-// planned is the Planned event's envelope.
+// apply applies a recorded, approved plan and publishes Applied; planned is the Planned event's
+// envelope. A plan approved by its id whose id was applied already is not applied again
+// ([spentApproval]); any other plan is applied whatever its id.
 func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRecord, in input, planned *lavav1.Envelope, attempt int32) error {
-	if slices.Contains(w.rec.Applied, plan.PlanID) {
-		w.log.Info("plan already applied; not applying it again", "plan_id", plan.PlanID)
+	if spentApproval(in, plan, w.rec.Applied) {
+		w.log.Info("plan already applied under its approval; not applying it again", "plan_id", plan.PlanID)
 		return nil
 	}
 	start := w.s.cfg.Now()
@@ -695,7 +696,7 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 		err = nil // no identity, and nothing to write with one
 	}
 	if f, ok := kubeFailure(err); ok {
-		// The plan is applied (recorded, never applied again); the outputs Secret is not
+		// The plan is applied (recorded: an approval of its id is spent); the outputs Secret is not
 		// written: someone else's Secret holds its name (created since the check before
 		// planning), or the object's identity may not write it.
 		w.rec.Applied = push(w.rec.Applied, plan.PlanID, maxApplied)
@@ -748,6 +749,18 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 	w.log.Info("applied", "plan_id", plan.PlanID, "state_serial", res.StateSerial,
 		"add", res.Summary.Add, "change", res.Summary.Change, "destroy", res.Summary.Destroy)
 	return nil
+}
+
+// spentApproval reports whether plan is approved by its id (in.approve) and that id is among
+// applied (the record's applied plan ids): an approval by id applies its plan once. A plan
+// applied without an approval of its id is made by the handling that applies it, against the
+// infrastructure as it is then, and is applied whatever its id: the same drift corrected twice
+// is the same plan, with the same id, twice, since a correction leaves the state body the last
+// apply left at the same serial (the engines, as Terraform, write no new serial for an
+// unchanged body). A redelivered message never reaches a plan: its event id is among the
+// record's handled ones ([Service.Handle]).
+func spentApproval(in input, plan *engine.PlanRecord, applied []string) bool {
+	return in.approve == plan.PlanID && slices.Contains(applied, plan.PlanID)
 }
 
 // outputsTooLarge is the failure of an apply whose Applied event (its non-sensitive outputs)

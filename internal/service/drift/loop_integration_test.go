@@ -323,6 +323,35 @@ func outOfBandDrift(t *testing.T, eng lavav1.Engine) {
 		})
 	})
 
+	t.Run("the same functional drift made twice is auto-corrected twice", func(t *testing.T) {
+		// A correction restores the state body the last apply left, at the same serial (both
+		// engines, as Terraform, write no new serial for an unchanged body), so the second
+		// correction is the same plan, with the same id, as the first.
+		path := filepath.Join(dir, "twice.txt")
+		l.start("twice", fileDoc(path, nil), nil)
+		await(l, "twice", 0, 2*time.Minute, func(*lavav1.Applied) bool { return true })
+		for i := range 2 {
+			from := l.since()
+			if err := os.WriteFile(path, []byte("changed out of band\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			await(l, "twice", from, time.Minute, func(ev *lavav1.DriftScanned) bool {
+				return hasFinding(ev, "content", lavav1.Severity_SEVERITY_FUNCTIONAL)
+			})
+			await(l, "twice", from, time.Minute, phaseIs(lavav1.Phase_PHASE_RECONVERGING))
+			applied := await(l, "twice", from, time.Minute, func(*lavav1.Applied) bool { return true })
+			if b, _ := os.ReadFile(path); string(b) != "hello\n" {
+				t.Fatalf("file after correction %d: %q", i+1, b)
+			}
+			t.Logf("correction %d: plan %s, state serial %d", i+1, applied.GetPlanId(), applied.GetStateSerial())
+			after := l.since()
+			clean := await(l, "twice", after, time.Minute, func(ev *lavav1.DriftScanned) bool { return len(ev.GetFindings()) == 0 })
+			await(l, "twice", after, time.Minute, func(tr *lavav1.TickReported) bool {
+				return tr.GetFinalPhase() == lavav1.Phase_PHASE_APPLIED && tr.GetEnvelope().GetTrigger() == eventid.CauseTrigger(clean.GetEnvelope().GetEventId())
+			})
+		}
+	})
+
 	t.Run("critical drift holds for approval", func(t *testing.T) {
 		path := filepath.Join(dir, "crit.txt")
 		l.start("crit", fileDoc(path, nil), nil)
