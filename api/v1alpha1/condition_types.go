@@ -260,4 +260,9 @@ const (
 	// until an orphaned state is adopted (`lava state adopt`) or the object's deletionPolicy
 	// is changed to Destroy.
 	ReasonOrphanLimitReached = "OrphanLimitReached"
+	// ReasonSpecTooLarge: the object's ResourceObserved event (its spec mirror: the inline
+	// source and the bindings) is larger than the bus takes (the NATS server's max_payload), so
+	// the watcher cannot hand it to the pipeline (Failed, not retried until the spec changes;
+	// the message gives the event's size, how far it is over and the limit).
+	ReasonSpecTooLarge = "SpecTooLarge"
 )

@@ -23,8 +23,10 @@
 // with a new uid, once the old one is destroyed (docs/design/0024-file-source-identity-and-roots.md).
 // The source hands each object to the watcher's own [watcher.Observe], which publishes
 // ResourceObserved and, for a removed document, DeletionRequested (the object file goes after
-// Destroyed); the watcher's own [watcher.Core] folds the phase events into status over the file
-// store, which writes every fold at once. With a kubeconfig the watcher itself runs against
+// Destroyed), and fails an object whose ResourceObserved is larger than the bus takes (reason
+// SpecTooLarge, with the sizes: a huge inline source or bindings under the file limit); the
+// watcher's own [watcher.Core] folds the phase events into status over the file store, which
+// writes every fold at once. With a kubeconfig the watcher itself runs against
 // that cluster instead. A resource that failed because a provider or an engine was missing gets
 // one new pass when a later run has a different provider mirror or engines
 // ([AnnotationRetryEnvironment]).

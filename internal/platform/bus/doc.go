@@ -19,7 +19,8 @@
 // it to the poison callback. Each handler run has a deadline (ConsumeOptions.HandlerTimeout);
 // a handler still running HandlerGrace after its context ended is abandoned and its message
 // terminated and reported ([PoisonHandlerTimeout]), so a wedged handler never holds a worker.
-// An event over the server's max_payload is a [PayloadTooLargeError]. Handlers must be
+// An event over the server's max_payload is a [PayloadTooLargeError]; [Publisher.Fits] tells
+// before publishing. Handlers must be
 // idempotent: take the resource's lease ([Leases]), check the generation ([Watermarks]), then
 // act.
 //

@@ -8,8 +8,9 @@ import (
 )
 
 // PayloadTooLargeError is a message the server refuses because it is larger than the server's
-// max_payload (1 MiB by default): Size is the message's body in bytes, Max the server's limit.
-// Publishing it again fails again. It wraps nats.ErrMaxPayload.
+// max_payload (1 MiB by default): Size is the message's body and encoded headers in bytes (what
+// the limit applies to), Max the server's limit. Publishing it again fails again. It wraps
+// nats.ErrMaxPayload.
 type PayloadTooLargeError struct {
 	Subject   string
 	Size, Max int64

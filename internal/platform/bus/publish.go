@@ -102,12 +102,35 @@ func (p *Publisher) Publish(ctx context.Context, subject string, ev Event, opts 
 func (p *Publisher) publish(ctx context.Context, m *nats.Msg, opts []jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	ack, err := p.js.PublishMsg(ctx, m, opts...)
 	if errors.Is(err, nats.ErrMaxPayload) {
-		return nil, &PayloadTooLargeError{Subject: m.Subject, Size: int64(len(m.Data)), Max: p.js.Conn().MaxPayload()}
+		return nil, &PayloadTooLargeError{Subject: m.Subject, Size: payloadSize(m), Max: p.js.Conn().MaxPayload()}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bus: publish %s: %w", m.Subject, err)
 	}
 	return ack, nil
+}
+
+// Fits reports whether ev, encoded for subject as [Publisher.Publish] would publish it, fits
+// the max_payload of the server the connection is on (nats.Conn.MaxPayload, in bytes): nil
+// when it does (or while the connection has not learnt the limit yet), else a
+// [PayloadTooLargeError] with the message's size and the limit. A caller that must not act
+// before knowing the event can be published (the watcher folds Observed first) asks this
+// before publishing. Errors: those of [Encode].
+func (p *Publisher) Fits(subject string, ev Event) error {
+	m, err := Encode(subject, ev)
+	if err != nil {
+		return err
+	}
+	if limit, size := p.js.Conn().MaxPayload(), payloadSize(m); limit > 0 && size > limit {
+		return &PayloadTooLargeError{Subject: subject, Size: size, Max: limit}
+	}
+	return nil
+}
+
+// payloadSize is what the server's max_payload applies to for m: its body and its encoded
+// headers, in bytes (nats.Msg.Size without the subject and reply).
+func payloadSize(m *nats.Msg) int64 {
+	return int64(m.Size() - len(m.Subject) - len(m.Reply))
 }
 
 // PublishEvent publishes ev on [SubjectFor](ev), as [Publisher.Publish] does.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
+	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 )
 
 func TestPublish_duplicateStoredOnce(t *testing.T) {
@@ -227,6 +229,55 @@ func TestPublishMessage_receiptChainNeverForks(t *testing.T) {
 	// Receipts cannot be deleted.
 	if err := s.DeleteMsg(ctx, raw.Sequence); err == nil {
 		t.Fatal("deleted a receipt from LAVA_RECEIPTS")
+	}
+}
+
+// Publisher.Fits answers as the publish does, to the byte: an event whose body and headers are
+// exactly the server's max_payload fits and is published; one byte more is a
+// PayloadTooLargeError from both, with the same size and the connection's limit.
+func TestPublisher_Fits(t *testing.T) {
+	t.Parallel()
+	const limit = 4096
+	srv := natstest.Run(t, natstest.Config{MaxPayload: limit})
+	js := srv.JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, testTopology); err != nil {
+		t.Fatal(err)
+	}
+	pub := bus.NewPublisher(js)
+	event := func(n int) (*lavav1.Applied, string, int) {
+		ev := &lavav1.Applied{Envelope: synthesized("infra", "fits", 1, genTrigger(1)).GetEnvelope(), Outputs: map[string]string{"blob": strings.Repeat("x", n)}}
+		ev.Envelope.EventId = eventid.ID("uid-infra-fits", 1, "lava.v1.Applied", genTrigger(1)+fmt.Sprintf(":%06d", n))
+		subject, err := bus.SubjectFor(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := bus.Encode(subject, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev, subject, m.Size() - len(m.Subject) // body and headers
+	}
+	n := 100
+	ev, subject, size := event(n)
+	for range 3 { // the lengths' varints grow with n
+		n += limit - size
+		ev, subject, size = event(n)
+	}
+	if size != limit {
+		t.Fatalf("an output of %d bytes makes %d bytes, want %d", n, size, limit)
+	}
+	if err := pub.Fits(subject, ev); err != nil {
+		t.Errorf("Fits at the limit: %v", err)
+	}
+	if _, err := pub.PublishEvent(t.Context(), ev); err != nil {
+		t.Errorf("publish at the limit: %v", err)
+	}
+	ev, subject, _ = event(n + 1)
+	for what, err := range map[string]error{"Fits": pub.Fits(subject, ev), "publish": func() error { _, err := pub.PublishEvent(t.Context(), ev); return err }()} {
+		var big *bus.PayloadTooLargeError
+		if !errors.As(err, &big) || big.Size != limit+1 || big.Max != limit || big.Subject != subject {
+			t.Errorf("%s one byte over the limit: %v (%+v), want a PayloadTooLargeError of %d bytes, limit %d", what, err, big, limit+1, limit)
+		}
 	}
 }
 

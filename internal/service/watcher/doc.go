@@ -26,7 +26,9 @@
 // for any [Store]: the reconciler calls it, and so does lava up's file source (internal/up).
 // Before publishing, it reads the last message stored on the resource's subject and skips the
 // publish when it has that id: a restarted watcher does not publish again for an unchanged
-// generation, even outside JetStream's duplicate window.
+// generation, even outside JetStream's duplicate window. A ResourceObserved larger than the
+// connection's max_payload is not published: the object is folded Failed, reason SpecTooLarge,
+// with the event's size and the limit.
 //
 // # Phase side (leader only)
 //

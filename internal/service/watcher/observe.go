@@ -63,7 +63,10 @@ type Observation struct {
 //     or a suspended generation writes that status before publishing, so a crash between the
 //     two re-publishes the same id on the next call; a new generation's Observed rides on the
 //     object's next status write ([Core.FoldCoalesced]), because the reducer derives it from
-//     any later event of that generation.
+//     any later event of that generation. A ResourceObserved larger than the bus takes (the
+//     connection's max_payload, [bus.Publisher.Fits]) is not published: the object is folded
+//     Failed instead, reason SpecTooLarge, with the event's size, how far it is over and the
+//     limit ([failTooLarge]), and Observe returns false and no error.
 //
 // An object gone from the Store meanwhile is not an error (its event is still published; the
 // phase events about it are ignored). Errors: reading the stream, folding (a Store or NATS
@@ -102,6 +105,13 @@ func Observe(ctx context.Context, c *Core, resources jetstream.Stream, o Observa
 			return false, err
 		}
 	}
+	// Measured with occurred_at's fraction of a second at its longest encoding, so the size
+	// (and a refusal's message) is the same at every pass and never less than what is
+	// published.
+	ro.Envelope = envelope(obj, id, trigger, o.At.Truncate(time.Second).Add(time.Second-1))
+	if err := c.cfg.Publisher.Fits(subject, ro); err != nil {
+		return false, failTooLarge(ctx, c, obj, err, o.At)
+	}
 	ev := pipeline.Event{Type: pipeline.EventObserved, Force: true, Time: o.At, Generation: obj.Generation}
 	if obj.Spec.Suspend {
 		ev = pipeline.Event{Type: pipeline.EventSuspended, Time: o.At, Generation: obj.Generation}
@@ -119,6 +129,24 @@ func Observe(ctx context.Context, c *Core, resources jetstream.Stream, o Observa
 		return false, err
 	}
 	return true, nil
+}
+
+// failTooLarge folds Failed (reason [v1alpha1.ReasonSpecTooLarge], terminal: the same spec is
+// refused again) about obj when err is a [bus.PayloadTooLargeError], its ResourceObserved's
+// size against the bus's limit: the object ends Failed with the sizes and what to do, instead
+// of Pending with nothing in flight, and nothing is published. Any other err is returned as it
+// is; so is a fold's error.
+func failTooLarge(ctx context.Context, c *Core, obj *v1alpha1.LavaArchitecture, err error, at time.Time) error {
+	var big *bus.PayloadTooLargeError
+	if !errors.As(err, &big) {
+		return err
+	}
+	c.cfg.Logger.Warn("watcher: ResourceObserved larger than the bus takes", logattr.Resource(obj.Namespace, obj.Name),
+		logattr.Generation(obj.Generation), slog.Int64("bytes", big.Size), slog.Int64("max_payload", big.Max))
+	return foldLocal(ctx, c, obj, pipeline.Event{Type: pipeline.EventFailed, Reason: v1alpha1.ReasonSpecTooLarge, Terminal: true,
+		Message: fmt.Sprintf("the ResourceObserved event of this spec is %d bytes, %d bytes over the bus's limit of %d bytes (the NATS server's max_payload), "+
+			"so it cannot start the pipeline: move the source into a Flux source (spec.sourceRef) or make the inline source and the bindings smaller",
+			big.Size, big.Size-big.Max, big.Max)}, at)
 }
 
 // requestDeletion is [Observe] for an object being deleted: fold DeletionRequested and publish
