@@ -26,7 +26,9 @@
 // Destroyed), and fails an object whose ResourceObserved is larger than the bus takes (reason
 // SpecTooLarge, with the sizes: a huge inline source or bindings under the file limit); the
 // watcher's own [watcher.Core] folds the phase events into status over the file store, which
-// writes every fold at once. With a kubeconfig the watcher itself runs against
+// writes every fold at once. An object is observed again only when its document changed, at the
+// first scan after a start, or, alone, at the scan after its observation failed, so an object
+// that fails at every scan does not make every scan observe every object ([Source.Scan]). With a kubeconfig the watcher itself runs against
 // that cluster instead. A resource that failed because a provider or an engine was missing gets
 // one new pass when a later run has a different provider mirror or engines
 // ([AnnotationRetryEnvironment]).

@@ -102,7 +102,10 @@ type Source struct {
 	scanMu     sync.Mutex      // one Scan at a time
 	reader     manifest.Reader // the manifest files, read again only when changed (scanMu)
 	env        string          // the environment of the scan under way (scanMu)
-	envScanned string          // the environment of the last scan that completed (scanMu)
+	envScanned string          // the environment of the last scan that walked the manifests (scanMu)
+	observeAll bool            // a scan asked to observe every object has not walked the manifests yet (scanMu)
+	retry      map[string]bool // keys whose observation failed at the last scan: observed again at the next (scanMu)
+	looked     int             // objects a scan looked at again: created, changed, or observed anyway (scanMu)
 
 	mu         sync.Mutex
 	objs       map[string]*v1alpha1.LavaArchitecture
@@ -241,22 +244,23 @@ func (s *Source) FileErrors() ([]*manifest.FileError, bool) {
 	return slices.Clone(s.fileErrors), s.scans > 0
 }
 
-// Run scans the manifests every interval until ctx is done. A scan error (a -f path that
-// vanished) is logged and retried.
+// Run scans the manifests every interval until ctx is done; the first scan observes every
+// object ([Source.Scan] with all: a previous run may have stopped between writing an object and
+// publishing its event). A scan error (a -f path that vanished, an object that could not be
+// observed) is logged; Scan retries what it did not do.
 func (s *Source) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	first := true
+	all := true
 	var reply chan error // a ScanNow waiting for this scan
 	for {
-		err := s.Scan(ctx, first)
+		err := s.Scan(ctx, all)
+		all = false // Scan keeps it until a scan walks the manifests
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			s.cfg.Logger.Warn("up: scan manifests", slog.Any("error", err))
-		} else {
-			first = false
 		}
 		if reply != nil {
 			reply <- err
@@ -302,10 +306,15 @@ func (s *Source) ScanNow(ctx context.Context) error {
 // file no longer defines it) and then creates a new object, with a new uid; it is an error
 // while the object's file cannot be read. With all set, every object is observed again (a
 // restarted process publishes nothing for a generation already published: the event id is
-// the same).
+// the same), at this scan or, when the manifests cannot be read, at the next scan that reads
+// them. An object whose observation fails (an error of its own: its namespace's file root, a
+// status file or NATS error) is observed again at the next scan, alone: its error is returned
+// (joined with the others) but does not make the next scans look at every object again.
 func (s *Source) Scan(ctx context.Context, all bool) error {
 	s.scanMu.Lock()
 	defer s.scanMu.Unlock()
+	s.observeAll = s.observeAll || all
+	all = s.observeAll
 	if s.cfg.Environment != nil {
 		s.env = s.cfg.Environment()
 		// A new environment: every object is looked at again, as some may have waited for it.
@@ -342,10 +351,13 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 
 	var errs []error
 	want := map[string]bool{} // keys whose object's own file defines them (or a new object's)
+	retry := s.retry
+	s.retry = map[string]bool{}
 	for _, m := range ms {
-		owner, err := s.upsert(ctx, m, all)
+		owner, err := s.upsert(ctx, m, all || retry[m.Key()])
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%s: %w", m.Key(), err))
+			s.retry[m.Key()] = true
 		}
 		if owner == "" {
 			want[m.Key()] = true
@@ -366,13 +378,15 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 			continue
 		}
 		if err := s.remove(ctx, key); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, err) // a removal is tried again at every scan
 		}
 	}
+	// Every object was looked at; those that failed are in s.retry.
+	s.observeAll = false
+	s.envScanned = s.env
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	s.envScanned = s.env
 	s.mu.Lock()
 	s.scans++
 	s.mu.Unlock()
@@ -473,6 +487,7 @@ func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) (oth
 	if !changed && !all {
 		return "", nil
 	}
+	s.looked++
 	if changed && s.cfg.OnChange != nil {
 		s.cfg.OnChange()
 	}

@@ -3,6 +3,7 @@
 package up
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
@@ -331,5 +334,82 @@ func TestSource_readsOnlyChangedFiles(t *testing.T) {
 	}
 	if o := objectOf(src, "team-a/app"); o == nil || o.Generation != 2 || !strings.Contains(o.Spec.Source.Inline, "two") {
 		t.Errorf("object after the change: %+v, want generation 2 with the new spec", o)
+	}
+}
+
+// TestSource_restartLooksAgainOnlyAtFailures: after a restart (a new Source over an earlier
+// one's status directory, run by Run), the first scan observes every object; an object whose
+// observation fails at every scan (its namespace's file root is a file, not a directory) is
+// looked at again at each later scan alone, and an object whose ResourceObserved is over the
+// bus's max_payload (a 20 KB inline source on a server of 16 KiB) is Failed with the sizes at
+// once, not looked at again. Four objects, then one a scan. (Before: a failed object kept Run
+// in its first scan's mode, every object observed again at every scan, once a second: about
+// 29 % of a core.)
+func TestSource_restartLooksAgainOnlyAtFailures(t *testing.T) {
+	js := natstest.Run(t, natstest.Config{MaxPayload: 16 << 10}).JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir, roots := t.TempDir(), t.TempDir()
+	writeManifest(t, dir, "a.yaml", doc("team-a", "one", "1"), doc("team-a", "two", "2"), doc("team-a", "big", strings.Repeat("x", 20_000)))
+	writeManifest(t, dir, "b.yaml", doc("team-b", "app", "b"))
+	if err := os.WriteFile(filepath.Join(roots, "team-b"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := SourceConfig{JS: js, Paths: []string{dir}, StatusDir: t.TempDir(), FileRoot: roots}
+	before, err := NewSource(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := before.Scan(t.Context(), false); err == nil || !strings.Contains(err.Error(), "team-b/app: up: file root "+filepath.Join(roots, "team-b")+" is not a directory") {
+		t.Fatalf("scan before the restart: %v, want team-b/app's file root refused", err)
+	}
+
+	src, err := NewSource(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, time.Hour) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	looked := func() int {
+		src.scanMu.Lock()
+		defer src.scanMu.Unlock()
+		return src.looked
+	}
+	_ = src.ScanNow(ctx) // Run's first scan, then a second
+	n := looked()
+	if err := src.ScanNow(ctx); err == nil || !strings.Contains(err.Error(), "team-b/app") {
+		t.Errorf("third scan: %v, want team-b/app's error", err)
+	}
+	if d := looked() - n; n != 5 || d != 1 {
+		t.Errorf("objects looked at: %d in the first two scans, %d in the third; want 5 (all four, then team-b/app) and 1 (team-b/app)", n, d)
+	}
+	for _, name := range []string{"one", "two"} {
+		if got := observed(t, js, "team-a", name); got != 1 {
+			t.Errorf("%d ResourceObserved for team-a/%s, want 1", got, name)
+		}
+	}
+	o := objectOf(src, "team-a/big")
+	if o == nil {
+		t.Fatal("no team-a/big")
+	}
+	ready := meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
+	if o.Status.Phase != v1alpha1.PhaseFailed || ready == nil || ready.Reason != v1alpha1.ReasonSpecTooLarge ||
+		!strings.Contains(ready.Message, "bytes over the bus's limit of 16384 bytes") {
+		t.Errorf("team-a/big: phase %s, Ready %+v; want Failed, %s, the limit of 16384 bytes", o.Status.Phase, ready, v1alpha1.ReasonSpecTooLarge)
+	}
+	if got := observed(t, js, "team-a", "big"); got != 0 {
+		t.Errorf("%d ResourceObserved for team-a/big, want none", got)
+	}
+	// Refused again after the restart, at another time: the same sizes, so the same status.
+	if was := objectOf(before, "team-a/big"); was == nil || !equality.Semantic.DeepEqual(was.Status, o.Status) {
+		t.Errorf("team-a/big's status changed at the restart:\n%+v\nthen\n%+v", was, o.Status)
 	}
 }
