@@ -205,6 +205,10 @@ var attackTrial = []attack{
 		[]string{"TestReserved"}},
 	{"28c", "slow creates in four objects of one namespace hold every applier handler and drift scan slot for an hour",
 		[]string{"TestConsume_namespaceShareAttack", "TestApplier_namespaceShareAttack", "TestService_namespaceShareAttack"}},
+	{"28d", "the same out-of-band change made twice is corrected once: the second correction's plan id equals the first's",
+		[]string{"TestLoop_outOfBandDrift", "TestSpentApproval"}},
+	{"28e", "a ResourceObserved over max_payload leaves its object Pending, and lava up then observes every object at every scan",
+		[]string{"TestRun_observedOverMaxPayload", "TestSource_restartLooksAgainOnlyAtFailures"}},
 }
 
 var (
