@@ -61,7 +61,7 @@ func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources ma
 	if err != nil {
 		return nil, err
 	}
-	sess := newSession(r.pool, cfg, sources, ev.funcs)
+	sess := newSession(r.pool, cfg, sources, ev.funcs, stateKeys(prior))
 	defer sess.close()
 	if missing := sess.missing(ctx, prior); len(missing) > 0 {
 		return nil, &MissingProvidersError{Sources: missing, Dir: r.pool.mirror.Dir}
@@ -185,7 +185,11 @@ func (r *Runner) apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 	if err != nil {
 		return nil, err
 	}
-	sess := newSession(r.pool, cfg, sources, ev.funcs)
+	also := stateKeys(st)
+	for _, c := range plan.Changes {
+		also = append(also, c.ProviderKey)
+	}
+	sess := newSession(r.pool, cfg, sources, ev.funcs, also)
 	defer sess.close()
 	if len(plan.Moves) > 0 {
 		moved, done := applyMoves(st, plan.Moves)

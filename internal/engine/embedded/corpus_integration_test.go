@@ -183,7 +183,7 @@ type tofuStateJSON struct {
 func (c *corpusChain) stateValues(cfg *Config, what string) map[string]map[string]json.RawMessage {
 	t := c.t
 	t.Helper()
-	sess := newSession(c.h.r.pool, cfg, nil, Functions())
+	sess := newSession(c.h.r.pool, cfg, nil, Functions(), nil)
 	defer sess.close()
 	out := map[string]map[string]json.RawMessage{}
 	for _, r := range c.h.state.Resources {

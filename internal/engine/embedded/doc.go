@@ -42,7 +42,14 @@
 // store; it keeps provider processes warm in a [Pool] until [Engine.Close]. Each provider
 // process gets the parent-death signal (internal/platform/childproc), so a service that is
 // killed without closing its engine leaves none running. A provider package of the mirror
-// starts only as the mirror held it when the pool was made (providers.Pins). With
+// starts only as the mirror held it when the pool was made (providers.Pins). A
+// [ProcessBudget] ([Options.MaxProcesses], default [DefaultMaxProcesses], or one shared by the
+// engines of a process) bounds the provider processes running at once across every operation,
+// leased or warm: an operation takes its share, one process per provider configuration it may
+// use, before its first provider starts, waiting first in, first out until its context ends,
+// and never waits while it holds one; a new process past the budget first stops the least
+// recently used idle ones; an operation using more configurations than the budget fails with
+// engine.ErrEvaluationLimit (docs/design/0043-provider-process-budget.md). With
 // [Options.FileAccess] every plan and drift scan first holds the configuration's file paths
 // and import ids to the tenant policy's roots with the providers' schemas
 // (engine.FileAccess, docs/design/0022-file-access-from-schemas.md). [Runner] is the

@@ -44,6 +44,14 @@ type Options struct {
 	MaxWarm int
 	// IdleTimeout stops provider processes idle for longer (0: keep them until evicted).
 	IdleTimeout time.Duration
+	// MaxProcesses bounds the provider processes running at once across every operation,
+	// leased or warm (default [DefaultMaxProcesses]): an operation waits for its share
+	// before its first process starts, and one that may use more provider configurations
+	// than the whole budget fails ([ProcessBudget]). Ignored when Processes is set.
+	MaxProcesses int
+	// Processes, when not nil, is a budget this engine shares with others of the process
+	// (lava up's applier and drift scanner); nil: one of MaxProcesses of its own.
+	Processes *ProcessBudget
 	// Parallelism bounds concurrent resource operations per plan or apply (default 10).
 	Parallelism int
 	// Logger receives resource addresses and actions, never values (default: discard).
@@ -144,6 +152,11 @@ func New(opts Options) *Engine {
 	}
 	pool := NewPool(Mirror{Dir: opts.ProviderDir}, opts.Installer, opts.MaxWarm)
 	pool.SetIdleTimeout(opts.IdleTimeout)
+	procs := opts.Processes
+	if procs == nil {
+		procs = NewProcessBudget(opts.MaxProcesses, opts.Logger)
+	}
+	pool.SetBudget(procs)
 	if opts.ProviderHost != nil {
 		pool.SetHost(opts.ProviderHost)
 	}

@@ -81,6 +81,13 @@ func newEnvMirror(t testing.TB, level slog.Level, mirror string) *env {
 // newEnvHost is newEnvMirror with the engine's providers started by host (nil: in this process).
 func newEnvHost(t testing.TB, level slog.Level, mirror string, host ProviderHost) *env {
 	t.Helper()
+	return newEnvOptions(t, level, Options{ProviderDir: mirror, ProviderHost: host})
+}
+
+// newEnvOptions is newEnvAt with the engine's options opts, its store, artifacts and logger
+// the environment's.
+func newEnvOptions(t testing.TB, level slog.Level, opts Options) *env {
+	t.Helper()
 	tools := tofutest.Tofu(t)
 	_, js := tofutest.JetStream(t)
 	kv := tofutest.StateBucket(t, js)
@@ -88,7 +95,8 @@ func newEnvHost(t testing.TB, level slog.Level, mirror string, host ProviderHost
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	store := state.NewStore(kv, art, state.Options{Logger: log})
-	eng := New(Options{Store: store, Artifacts: art, ProviderDir: mirror, Logger: log, ProviderHost: host})
+	opts.Store, opts.Artifacts, opts.Logger = store, art, log
+	eng := New(opts)
 	t.Cleanup(func() { _ = eng.Close() })
 	return &env{t: t, tools: tools, store: store, art: art, eng: eng, logs: logs, key: state.Key{Namespace: "demo", Name: "files"}}
 }

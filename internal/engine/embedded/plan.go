@@ -339,10 +339,7 @@ func (p *planner) planOrphan(ctx context.Context, addr string, sr *StateResource
 	if sr == nil {
 		return nil
 	}
-	pkey := localFromStateProvider(sr.Provider)
-	if alias := stateProviderAlias(sr.Provider); alias != "" {
-		pkey += "." + alias
-	}
+	pkey := stateProviderKey(sr.Provider)
 	rm := p.cfg.removedFor(addr)
 	for _, in := range sr.Instances {
 		key := normalizeKey(in.IndexKey)
@@ -400,6 +397,16 @@ func priorSensitivePaths(s *Schema, prior cty.Value, in StateInstance) []cty.Pat
 		return paths
 	}
 	return append(paths, recorded...)
+}
+
+// stateProviderKey is the provider configuration ("local", "local.alias") of a state
+// provider address (provider["HOST/NS/TYPE"], with ".alias").
+func stateProviderKey(p string) string {
+	key := localFromStateProvider(p)
+	if alias := stateProviderAlias(p); alias != "" {
+		key += "." + alias
+	}
+	return key
 }
 
 // stateProviderAlias returns the alias of provider["..."].alias, if any.

@@ -19,8 +19,9 @@ var ErrPoolClosed = errors.New("embedded: provider pool closed")
 // Pool keeps configured provider processes warm between operations, keyed by provider
 // address, version and configuration digest (a provider process is configured once). At most
 // MaxWarm idle processes are kept; the least recently used idle ones beyond that are shut
-// down. Processes in use are never stopped, so the bound is soft while work is in flight.
-// Safe for concurrent use.
+// down. Processes in use are never stopped. With a [ProcessBudget] ([Pool.SetBudget]) the
+// processes running at once, in use or idle, are bounded across every operation: a new one
+// first stops the least recently used idle ones. Safe for concurrent use.
 type Pool struct {
 	mirror Mirror
 	// installer installs providers the mirror lacks (nil: the mirror only).
@@ -30,6 +31,8 @@ type Pool struct {
 	startTimeout time.Duration
 	// host starts the processes when not nil ([Pool.SetHost]).
 	host ProviderHost
+	// budget bounds the processes running at once when not nil ([Pool.SetBudget]).
+	budget *ProcessBudget
 
 	mu      sync.Mutex
 	closed  bool
@@ -133,7 +136,9 @@ func (l *Lease) Exited() bool { return l.proc.exited() }
 // credentials, nil for none): a warm one if the pool has one for (addr, version, configKey,
 // creds.Key()), whose token file is then rewritten with creds' token, else a new one on which
 // configure runs once. A process started with one object's credentials is never handed out for
-// other credentials. version "" means the newest in the mirror. The error wraps
+// other credentials. version "" means the newest in the mirror. With a budget
+// ([Pool.SetBudget]) a new process past it waits, until ctx ends, for an idle one to stop:
+// Get takes no share of the budget, as an operation does. The error wraps
 // [ErrProviderNotFound] when the mirror has no such provider.
 func (p *Pool) Get(ctx context.Context, addr ProviderAddr, version, configKey string, creds *credentials.Provider, configure func(context.Context, Client) error) (*Lease, error) {
 	exe, found, _, err := p.find(ctx, addr, version, nil)
@@ -185,21 +190,10 @@ func (p *Pool) get(ctx context.Context, addr ProviderAddr, exe, found, configKey
 		p.entries[key] = e
 		p.mu.Unlock()
 
-		// Every new process: the package found is checked against the mirror's pins right
-		// before it starts (the object's lock was checked by the session).
-		if e.err = p.pins.Verify(addr.String(), found, filepath.Dir(exe)); e.err == nil {
-			p.mu.Lock()
-			p.starts++
-			p.mu.Unlock()
-			if p.host != nil {
-				e.proc, e.err = startHosted(ctx, p.host, namespaceFrom(ctx), exe, creds)
-			} else {
-				e.proc, e.err = startProvider(exe, p.startTimeout, creds)
-			}
-		}
+		p.start(ctx, e, addr, exe, found, creds)
 		if e.err == nil {
 			if cerr := configure(ctx, e.proc); cerr != nil {
-				e.proc.kill()
+				p.stop(e.proc)
 				e.proc, e.err = nil, fmt.Errorf("%s: %w", addr, cerr)
 			}
 		}
@@ -213,6 +207,80 @@ func (p *Pool) get(ctx context.Context, addr ProviderAddr, exe, found, configKey
 		}
 		return &Lease{Client: e.proc, Addr: addr, Version: found, pool: p, entry: e, proc: e.proc}, nil
 	}
+}
+
+// start starts e's process (e.proc, or e.err): the package found is checked against the
+// mirror's pins right before it starts (the object's lock was checked by the session), and
+// the process is counted in the budget, waiting for room until ctx ends.
+func (p *Pool) start(ctx context.Context, e *poolEntry, addr ProviderAddr, exe, found string, creds *credentials.Provider) {
+	if e.err = p.pins.Verify(addr.String(), found, filepath.Dir(exe)); e.err != nil {
+		return
+	}
+	if p.budget != nil {
+		if e.err = p.budget.claim(ctx); e.err != nil {
+			e.err = fmt.Errorf("%s: wait for room among the %d provider processes this service runs at once: %w", addr, p.budget.max, e.err)
+			return
+		}
+	}
+	p.mu.Lock()
+	p.starts++
+	p.mu.Unlock()
+	if p.host != nil {
+		e.proc, e.err = startHosted(ctx, p.host, namespaceFrom(ctx), exe, creds)
+	} else {
+		e.proc, e.err = startProvider(exe, p.startTimeout, creds)
+	}
+	if e.err != nil && p.budget != nil {
+		p.budget.free(1)
+	}
+}
+
+// stop shuts procs down and uncounts them from the budget once they have exited.
+func (p *Pool) stop(procs ...*process) {
+	for _, k := range procs {
+		k.kill()
+	}
+	if p.budget != nil {
+		p.budget.free(len(procs))
+	}
+}
+
+// oldestIdle is when the least recently used idle process was last released; false when the
+// pool has none.
+func (p *Pool) oldestIdle() (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.oldestIdleLocked()
+	if e == nil {
+		return time.Time{}, false
+	}
+	return e.lastUse, true
+}
+
+// evictOldest stops the least recently used idle process, if the pool still has one.
+func (p *Pool) evictOldest() {
+	p.mu.Lock()
+	e := p.oldestIdleLocked()
+	if e == nil {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.entries, e.key)
+	proc := e.proc
+	e.proc = nil
+	p.mu.Unlock()
+	p.stop(proc)
+}
+
+// oldestIdleLocked is the idle entry released longest ago (nil: none); p.mu held.
+func (p *Pool) oldestIdleLocked() *poolEntry {
+	var oldest *poolEntry
+	for _, e := range p.entries {
+		if e.refs == 0 && e.proc != nil && (oldest == nil || e.lastUse.Before(oldest.lastUse)) {
+			oldest = e
+		}
+	}
+	return oldest
 }
 
 // drop removes the entry from the map (it is no longer handed out).
@@ -249,9 +317,7 @@ func (p *Pool) release(e *poolEntry) {
 		}
 	}
 	p.mu.Unlock()
-	for _, k := range kill {
-		k.kill()
-	}
+	p.stop(kill...)
 }
 
 // SetHost makes the pool start its provider processes through host (nil: in process); call
@@ -260,6 +326,17 @@ func (p *Pool) SetHost(host ProviderHost) {
 	p.mu.Lock()
 	p.host = host
 	p.mu.Unlock()
+}
+
+// SetBudget makes the pool count its processes in b, which other pools may share, and start
+// one past it only after stopping idle ones or waiting for room; call it before the first
+// [Pool.Get]. Operations take their share of b before their first process starts
+// ([ProcessBudget]).
+func (p *Pool) SetBudget(b *ProcessBudget) {
+	p.mu.Lock()
+	p.budget = b
+	p.mu.Unlock()
+	b.attach(p)
 }
 
 // SetIdleTimeout makes the pool stop processes idle for longer than d (checked whenever a
@@ -276,9 +353,7 @@ func (p *Pool) Prune() {
 	p.mu.Lock()
 	kill := p.pruneLocked(time.Now())
 	p.mu.Unlock()
-	for _, k := range kill {
-		k.kill()
-	}
+	p.stop(kill...)
 }
 
 // pruneLocked removes idle entries past the idle timeout; p.mu held.
@@ -331,8 +406,6 @@ func (p *Pool) Close() error {
 		delete(p.entries, k)
 	}
 	p.mu.Unlock()
-	for _, k := range kill {
-		k.kill()
-	}
+	p.stop(kill...)
 	return nil
 }

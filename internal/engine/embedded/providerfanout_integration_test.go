@@ -16,10 +16,17 @@ import (
 // local_file under dir.
 func aliasDoc(t *testing.T, dir string, n int) string {
 	t.Helper()
+	return aliasDocNamed(t, dir, "a", n)
+}
+
+// aliasDocNamed is aliasDoc with the aliases named prefix0, prefix1, ... (configurations of
+// other names are other provider processes).
+func aliasDocNamed(t *testing.T, dir, prefix string, n int) string {
+	t.Helper()
 	var provs []any
 	files := map[string]any{}
 	for i := range n {
-		a := fmt.Sprintf("a%d", i)
+		a := fmt.Sprintf("%s%d", prefix, i)
 		provs = append(provs, map[string]any{"alias": a})
 		files["f"+a] = map[string]any{"filename": filepath.Join(dir, a+".txt"), "content": "x", "provider": "local." + a}
 	}

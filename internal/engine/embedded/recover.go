@@ -39,7 +39,11 @@ func (r *Runner) recoverIntents(ctx context.Context, cfg *Config, st *State, int
 	if err != nil {
 		return out, err
 	}
-	sess := newSession(r.pool, cfg, sources, ev.funcs)
+	also := stateKeys(st)
+	for _, in := range intents {
+		also = append(also, stateProviderKey(in.Provider))
+	}
+	sess := newSession(r.pool, cfg, sources, ev.funcs, also)
 	defer sess.close()
 	work := st
 	for _, in := range intents {
@@ -147,11 +151,7 @@ type foundObject struct {
 // provider cannot look it up (no identity schema for the type now, or one of another version);
 // found is false when the provider reports no such object.
 func (r *Runner) findByIdentity(ctx context.Context, sess *session, in state.Intent) (obj foundObject, found, ok bool, err error) {
-	pkey := localFromStateProvider(in.Provider)
-	if alias := stateProviderAlias(in.Provider); alias != "" {
-		pkey += "." + alias
-	}
-	client, _, err := sess.provider(ctx, pkey)
+	client, _, err := sess.provider(ctx, stateProviderKey(in.Provider))
 	if err != nil {
 		return obj, false, false, err
 	}

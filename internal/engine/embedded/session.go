@@ -25,17 +25,23 @@ import (
 )
 
 // session holds one operation's providers: leased lazily from the pool, configured from the
-// configuration's provider blocks, released together.
+// configuration's provider blocks, released together. Before its first provider process it
+// takes its share of the pool's process budget ([ProcessBudget]), returned by close.
 type session struct {
 	pool    *Pool
 	cfg     *Config
 	sources map[string]string
 	// funcs are the operation's functions (its budget's), for provider configurations.
 	funcs map[string]function.Function
+	// also are the provider configurations the operation may use besides cfg's.
+	also []string
 
 	mu       sync.Mutex
 	leases   map[string]*Lease
 	versions map[string]string // provider address -> version
+	// shared are the provider configurations the session's share of the process budget
+	// counts (nil: no share taken yet).
+	shared map[string]bool
 
 	findMu sync.Mutex
 	finds  map[string]foundPackage // by address and constraint: what the operation found
@@ -47,8 +53,71 @@ type foundPackage struct {
 	known        []string
 }
 
-func newSession(pool *Pool, cfg *Config, sources map[string]string, funcs map[string]function.Function) *session {
-	return &session{pool: pool, cfg: cfg, sources: sources, funcs: funcs, leases: map[string]*Lease{}, versions: map[string]string{}, finds: map[string]foundPackage{}}
+// newSession returns the session of an operation over cfg. also are the provider
+// configurations ("local", "local.alias") it may use besides those cfg declares and its
+// resources use: those of the objects in its state, of its plan's changes, of interrupted
+// creates ([stateKeys]); they count in its share of the process budget.
+func newSession(pool *Pool, cfg *Config, sources map[string]string, funcs map[string]function.Function, also []string) *session {
+	return &session{pool: pool, cfg: cfg, sources: sources, funcs: funcs, also: also, leases: map[string]*Lease{}, versions: map[string]string{}, finds: map[string]foundPackage{}}
+}
+
+// stateKeys are the provider configurations of st's objects (nil: none).
+func stateKeys(st *State) []string {
+	if st == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(st.Resources))
+	for _, r := range st.Resources {
+		keys = append(keys, stateProviderKey(r.Provider))
+	}
+	return keys
+}
+
+// configurations are the provider configurations the operation may start a process for:
+// those cfg declares, those its resources use and s.also, without the built-in provider.
+func (s *session) configurations() map[string]bool {
+	keys := map[string]bool{}
+	add := func(key string) {
+		if addr, err := s.addrOf(providerLocal(key)); err == nil && addr != BuiltinAddr() {
+			keys[key] = true
+		}
+	}
+	for key := range s.cfg.Providers {
+		add(key)
+	}
+	for _, rc := range s.cfg.Resources {
+		add(rc.ProviderKey)
+	}
+	for _, key := range s.also {
+		add(key)
+	}
+	return keys
+}
+
+// reserve makes sure the session's share of the process budget counts key before a process
+// for it starts (s.mu held): the first time, a share of every configuration the operation
+// may use, waiting for it until ctx ends; a configuration that share missed only if the
+// budget has room now, since an operation holding processes never waits.
+func (s *session) reserve(ctx context.Context, key string) error {
+	b := s.pool.budget
+	if b == nil || s.shared[key] {
+		return nil
+	}
+	if s.shared == nil {
+		keys := s.configurations()
+		keys[key] = true
+		if err := b.reserve(ctx, len(keys)); err != nil {
+			return err
+		}
+		s.shared = keys
+		return nil
+	}
+	if !b.tryReserve(1) {
+		return fmt.Errorf("provider configuration %q is past the operation's share of %d provider processes, and the %d this service runs at once (--max-provider-processes) are in use",
+			key, len(s.shared), b.max)
+	}
+	s.shared[key] = true
+	return nil
 }
 
 // find is [Pool.find], once per address and constraint in an operation: the missing-provider
@@ -237,6 +306,9 @@ func (s *session) provider(ctx context.Context, key string) (Client, ProviderAdd
 			return nil, addr, err
 		}
 	}
+	if err := s.reserve(ctx, key); err != nil {
+		return nil, addr, err
+	}
 	// The package started is the one verified against the lock above.
 	l, err := s.pool.get(ctx, addr, exe, found, hex.EncodeToString(sum[:]), credentialsFrom(ctx), configure)
 	if err != nil {
@@ -294,6 +366,10 @@ func (s *session) close() {
 	for k, l := range s.leases {
 		l.Release()
 		delete(s.leases, k)
+	}
+	if len(s.shared) > 0 {
+		s.pool.budget.unreserve(len(s.shared))
+		s.shared = nil
 	}
 }
 

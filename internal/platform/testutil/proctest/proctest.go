@@ -22,22 +22,85 @@ import (
 // that exits while it is read is left out. A /proc that cannot be listed fails tb.
 func Children(tb testing.TB) []int {
 	tb.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
+	var out []int
+	if err := eachChild(func(pid int, _ procfs.ProcStat) { out = append(out, pid) }); err != nil {
 		tb.Fatal(err)
 	}
+	return out
+}
+
+// eachChild calls fn with the pid and /proc/PID/stat of every process whose parent is this
+// process; a process that exits while it is read is left out. The error is the listing's.
+func eachChild(fn func(pid int, st procfs.ProcStat)) error {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return err
+	}
 	self := os.Getpid()
-	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		if st, err := stat(pid); err == nil && st.PPID == self {
-			out = append(out, pid)
+			fn(pid, st)
 		}
 	}
-	return out
+	return nil
+}
+
+// PeakChildren runs fn and returns the largest number of live children of this process
+// named comm (/proc/PID/stat's command name, at most 15 bytes: "terraform-provi" for every
+// terraform-provider-*) running at once while fn ran, polled every 5 ms: a child that lives
+// less than that can be missed, so the figure is at most the true peak. Zombies are not
+// counted.
+// A /proc that cannot be listed fails tb.
+func PeakChildren(tb testing.TB, comm string, fn func()) int {
+	tb.Helper()
+	count := func() (int, error) {
+		n := 0
+		err := eachChild(func(_ int, st procfs.ProcStat) {
+			if st.Comm == comm && st.State != "Z" {
+				n++
+			}
+		})
+		return n, err
+	}
+	peak, err := count()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	var pollErr error
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				n, err := count()
+				if err != nil {
+					pollErr = err
+					return
+				}
+				peak = max(peak, n)
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	if pollErr != nil {
+		tb.Fatal(pollErr)
+	}
+	n, err := count()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return max(peak, n)
 }
 
 // Environ is the environment of process pid, from /proc/PID/environ, as name -> value. The
