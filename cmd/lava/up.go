@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lava-operator/lava/internal/engine/embedded"
 	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/up"
 )
@@ -100,10 +101,7 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	f.StringArrayVarP(&o.Paths, "filename", "f", nil, "manifest file or directory (repeatable)")
 	kubeFlags(f, &o)
 	f.StringVar(&o.StateDir, "state-dir", ".lava", "directory for the NATS store, resource status, keys and logs")
-	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
-	o.Install.RegisterFlags(f)
-	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, offered before it is built)")
-	f.StringVar(&o.TerraformBin, "terraform-bin", "", "Terraform binary for engine terraform (default $LAVA_TERRAFORM_BIN)")
+	engineFlags(f, &o)
 	f.StringVar(&o.NATSAddr, "nats-addr", "127.0.0.1:0", "address of the embedded NATS server (port 0: a free one, written to <state-dir>/nats.url)")
 	f.BoolVar(&o.Once, "once", false, "exit when every resource settled, printing the final table")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "with --once: give up (exit 1) after this long")
@@ -113,6 +111,16 @@ Ctrl-C stops every service cleanly and exits 0.`,
 	runnerFlags(f, &o)
 	f.StringVar(&o.FileRoot, "file-root", "", "without --policy: the directory, created with mode 0700, below which each namespace gets its own file root, DIR/NAMESPACE (default "+up.DemoDir+")")
 	return cmd
+}
+
+// engineFlags adds lava up's flags for the engines to f: the provider mirror and installer, the
+// CLI binaries and the embedded engine's provider process budget.
+func engineFlags(f *pflag.FlagSet, o *up.Options) {
+	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
+	o.Install.RegisterFlags(f)
+	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, offered before it is built)")
+	f.StringVar(&o.TerraformBin, "terraform-bin", "", "Terraform binary for engine terraform (default $LAVA_TERRAFORM_BIN)")
+	f.IntVar(&o.MaxProviderProcesses, "max-provider-processes", embedded.DefaultMaxProcesses, "embedded engine: provider processes running at once, the applier's and drift's together, in use or kept warm: an operation waits for its share before its first provider starts, and one using more provider configurations than this fails")
 }
 
 // runnerFlags adds lava up's flags for provider runners to f (docs/design/0038-provider-runner.md).

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/lava-operator/lava/internal/engine"
+	"github.com/lava-operator/lava/internal/engine/embedded"
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/runner"
 	"github.com/lava-operator/lava/internal/lang/policy"
@@ -78,6 +79,9 @@ type session struct {
 	// namespace applied when the kernel cannot sandbox them ("": every namespace).
 	host          *runner.Host
 	onlyNamespace string
+	// processes is the provider process budget the applier's and drift's embedded engines
+	// share (Options.MaxProviderProcesses), made by the first engines call.
+	processes *embedded.ProcessBudget
 }
 
 // close stops what the steps started: the phase consumer, the connection, the NATS server,
@@ -303,12 +307,17 @@ func flagDefaults[T any, P interface {
 }
 
 // engines is e (an engine service's flag defaults) with lava up's provider mirror, installer,
-// CLI binaries, policy and protected directories, and the workspaces under
-// <state-dir>/work/<service>.
+// CLI binaries, policy and protected directories, the workspaces under
+// <state-dir>/work/<service>, and the provider process budget every engine service of lava up
+// shares.
 func (s *session) engines(e engines.Options, service string) engines.Options {
 	o := s.o
 	e.ProviderDir, e.Install, e.TofuBin, e.TerraformBin = o.ProviderDir, o.Install, o.TofuBin, o.TerraformBin
 	e.WorkDir, e.Policy, e.ProtectedDirs = filepath.Join(o.StateDir, DirWork, service), s.policy, s.protected
+	if s.processes == nil {
+		s.processes = embedded.NewProcessBudget(o.MaxProviderProcesses, s.log)
+	}
+	e.ProviderProcesses = s.processes
 	if s.host != nil {
 		e.ProviderHost = s.host
 	}

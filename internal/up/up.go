@@ -154,6 +154,10 @@ type Options struct {
 	// own process (docs/design/0038-provider-runner.md).
 	ProviderRunner       bool
 	RunnerUID, RunnerGID int
+	// MaxProviderProcesses bounds the embedded engine's provider processes running at once in
+	// lava up, the applier's and drift's together (one embedded.ProcessBudget; <= 0:
+	// embedded.DefaultMaxProcesses).
+	MaxProviderProcesses int
 }
 
 // Result is what a run ended with.

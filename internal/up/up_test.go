@@ -15,7 +15,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/manifest"
+	"github.com/lava-operator/lava/internal/platform/bus"
 )
 
 func TestSettled(t *testing.T) {
@@ -383,5 +385,18 @@ func TestOneLine_escapesControls(t *testing.T) {
 	}
 	if got := oneLine("\x1b[31m"+strings.Repeat("x", 300), 10); got != `\x1b[31mxxxx…` {
 		t.Errorf("cut then escaped: %q", got)
+	}
+}
+
+// TestSession_enginesShareProcessBudget: lava up runs the applier and drift in one process,
+// so their embedded engines share one provider process budget (--max-provider-processes
+// bounds lava up, not each service).
+func TestSession_enginesShareProcessBudget(t *testing.T) {
+	t.Parallel()
+	s := &session{o: Options{StateDir: t.TempDir(), MaxProviderProcesses: 5}}
+	a := s.engines(engines.Options{}, bus.ServiceApplier)
+	d := s.engines(engines.Options{}, bus.ServiceDrift)
+	if a.ProviderProcesses == nil || a.ProviderProcesses != d.ProviderProcesses {
+		t.Errorf("applier's budget %p, drift's %p; want one, shared", a.ProviderProcesses, d.ProviderProcesses)
 	}
 }

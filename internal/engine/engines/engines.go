@@ -48,6 +48,13 @@ type Options struct {
 	// ProviderHost, when not nil, starts the embedded engine's providers in runners
 	// (embedded.Options.ProviderHost); nil: as the engine's own children.
 	ProviderHost embedded.ProviderHost
+	// MaxProviderProcesses bounds the embedded engine's provider processes running at once
+	// across all its operations (embedded.Options.MaxProcesses; 0:
+	// embedded.DefaultMaxProcesses). Ignored when ProviderProcesses is set.
+	MaxProviderProcesses int
+	// ProviderProcesses, when not nil, is a budget of provider processes the embedded engine
+	// shares with the other engine sets of the process (`lava up`: the applier's and drift's).
+	ProviderProcesses *embedded.ProcessBudget
 	// CLIMaxMemoryBytes bounds each CLI process's data (tofu.Config.MaxMemoryBytes; 0:
 	// tofu.DefaultMaxMemoryBytes, negative: none), CLIMaxCPUSeconds its CPU time
 	// (tofu.Config.MaxCPUSeconds).
@@ -163,7 +170,8 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		}
 	}
 	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log,
-		FileAccess: files, ProviderHost: o.ProviderHost, ArtifactQuota: o.ArtifactQuota})
+		FileAccess: files, ProviderHost: o.ProviderHost, ArtifactQuota: o.ArtifactQuota,
+		MaxProcesses: o.MaxProviderProcesses, Processes: o.ProviderProcesses})
 	s.closers = append(s.closers, func() { _ = emb.Close() })
 	s.Engines[string(v1alpha1.EngineEmbedded)] = emb
 	if o.TofuBin == "" && o.TerraformBin == "" {

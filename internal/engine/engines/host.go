@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/internal/engine/embedded"
 	"github.com/lava-operator/lava/internal/engine/tofu"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/platform/identity"
@@ -27,9 +28,9 @@ type Host struct {
 	// suffix per process.
 	Holder string
 	// Engines configures the engines: --provider-dir, --policy-file, --tofu-bin,
-	// --terraform-bin, --cli-config-file, --work-dir and the provider installer's flags
-	// (providers.Options.RegisterFlags). The service sets Process (and the applier State)
-	// before it opens them.
+	// --terraform-bin, --cli-config-file, --work-dir, --max-provider-processes and the
+	// provider installer's flags (providers.Options.RegisterFlags). The service sets Process
+	// (and the applier State) before it opens them.
 	Engines Options
 	// NoKube (--no-kube) runs without Kubernetes access; [Host.Complete] then leaves Kube nil.
 	NoKube bool
@@ -59,6 +60,7 @@ func (h *Host) Register(fs *pflag.FlagSet) {
 	h.Engines.Install.RegisterFlags(fs)
 	fs.Int64Var(&h.Engines.CLIMaxMemoryBytes, "cli-max-memory-bytes", tofu.DefaultMaxMemoryBytes, "data (heap) limit of each tofu/terraform process and of each provider it starts, in bytes (RLIMIT_DATA; negative: none): OpenTofu evaluates tenants' expressions with no budget of its own")
 	fs.Int64Var(&h.Engines.CLIMaxCPUSeconds, "cli-max-cpu-seconds", tofu.DefaultMaxCPUSeconds, "CPU time limit of each tofu/terraform process and of each provider it starts, in seconds (RLIMIT_CPU, killed at the limit; negative: none)")
+	fs.IntVar(&h.Engines.MaxProviderProcesses, "max-provider-processes", embedded.DefaultMaxProcesses, "embedded engine: provider processes running at once across all operations, in use or kept warm (each takes tens to hundreds of MB): an operation waits for its share before its first provider starts, and one using more provider configurations than this fails")
 	fs.StringVar(&h.Engines.CLIConfigFile, "cli-config-file", "", "CLI configuration for tofu/terraform (default: providers only from --provider-dir)")
 	fs.StringVar(&h.Engines.WorkDir, "work-dir", "", "directory for per-operation workspaces and the plugin cache (default: a temporary directory)")
 	fs.BoolVar(&h.NoKube, "no-kube", false, "run without Kubernetes access (resources with spec.providerEnvFrom then fail; the applier stores no sensitive outputs)")

@@ -21,7 +21,7 @@ func TestHost_Register(t *testing.T) {
 	want := map[string]string{
 		"holder": "", "provider-dir": "/var/lib/lava/providers", "policy-file": "", "tofu-bin": "", "terraform-bin": "",
 		"provider-cache-dir": "", "provider-network-mirror": "", "provider-ca-file": "", "cli-config-file": "", "cli-max-memory-bytes": "4294967296", "cli-max-cpu-seconds": "120", "work-dir": "",
-		"no-kube": "false", "kube-api-qps": "50", "kube-api-burst": "100",
+		"max-provider-processes": "32", "no-kube": "false", "kube-api-qps": "50", "kube-api-burst": "100",
 		"impersonate": "true", "default-service-account": "", "allow-own-identity": "false",
 		"provider-token-audience": "", "provider-token-expiry": "1h0m0s", "gcp-workload-identity-provider": "", "azure-tenant-id": "",
 	}

@@ -22,6 +22,10 @@
 - name: LAVA_TOFU_BIN
   value: {{ . | quote }}
 {{- end }}
+{{- with .maxProviderProcesses }}
+- name: LAVA_MAX_PROVIDER_PROCESSES
+  value: {{ . | quote }}
+{{- end }}
 - name: HOME
   value: /tmp
 {{- end -}}
