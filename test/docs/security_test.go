@@ -209,6 +209,8 @@ var attackTrial = []attack{
 		[]string{"TestLoop_outOfBandDrift", "TestSpentApproval"}},
 	{"28e", "a ResourceObserved over max_payload leaves its object Pending, and lava up then observes every object at every scan",
 		[]string{"TestRun_observedOverMaxPayload", "TestSource_restartLooksAgainOnlyAtFailures"}},
+	{"28f", "four plans of 16 aliased provider configurations each hold 64 provider processes in one applier",
+		[]string{"TestEngine_processBudgetAcrossOperations", "TestEngine_processBudgetOperationOverBudget"}},
 }
 
 var (
