@@ -245,8 +245,11 @@ func Settled(o v1alpha1.LavaArchitecture) bool {
 	return false
 }
 
+// phaseOf is o's phase for its current generation: Pending while the status is still the
+// previous generation's (a spec change not yet observed; not a deletion, which the API server
+// also counts as a generation), else status.phase.
 func phaseOf(o v1alpha1.LavaArchitecture) v1alpha1.Phase {
-	if o.Status.Phase == "" {
+	if o.Status.Phase == "" || o.DeletionTimestamp == nil && o.Status.ObservedGeneration < o.Generation {
 		return v1alpha1.PhasePending
 	}
 	return o.Status.Phase
@@ -267,12 +270,16 @@ func planText(o v1alpha1.LavaArchitecture) string {
 	return fmt.Sprintf("+%d ~%d -%d", p.Add, p.Change, p.Destroy)
 }
 
-// resourcesOf is the rendered resource count, with the last plan's summary.
+// resourcesOf is the rendered resource count, with the last plan's summary; a Pending row
+// shows neither the count nor the summary of a previous generation's plan.
 func resourcesOf(o v1alpha1.LavaArchitecture) string {
 	if o.Status.Render == nil {
 		return "-"
 	}
 	s := fmt.Sprint(o.Status.Render.ResourceCount)
+	if phaseOf(o) == v1alpha1.PhasePending {
+		return s
+	}
 	if p := planText(o); p != "" {
 		s += " (" + p + ")"
 	}

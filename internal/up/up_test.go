@@ -101,7 +101,7 @@ func TestDisplayUpdate_fileErrorsAreNotResources(t *testing.T) {
 	d := NewDisplay(&b, false, func() time.Time { return now })
 	o := v1alpha1.LavaArchitecture{}
 	o.Namespace, o.Name, o.Generation = "default", "a", 1
-	o.Status.Phase = v1alpha1.PhaseApplied
+	o.Status.Phase, o.Status.ObservedGeneration = v1alpha1.PhaseApplied, 1
 	bad := &manifest.FileError{File: "/m/bad.yaml", Err: os.ErrInvalid}
 	for range 3 {
 		d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}, FileErrors: []*manifest.FileError{bad}})
@@ -127,7 +127,7 @@ func TestDisplayUpdate_samePhaseOtherReason(t *testing.T) {
 	d := NewDisplay(&b, false, func() time.Time { return now })
 	o := v1alpha1.LavaArchitecture{}
 	o.Namespace, o.Name, o.Generation = "default", "a", 1
-	o.Status.Phase = v1alpha1.PhasePending
+	o.Status.Phase, o.Status.ObservedGeneration = v1alpha1.PhasePending, 1
 	for _, reason := range []string{"Progressing", "AwaitingSynthesis"} {
 		o.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason}}
 		d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
@@ -136,6 +136,31 @@ func TestDisplayUpdate_samePhaseOtherReason(t *testing.T) {
 	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
 	want := "00:00:00 default/a                    gen 1  Pending      -\n" +
 		"00:00:00 default/a                    gen 1  Synthesized  -\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("non-tty output (-want +got):\n%s", diff)
+	}
+}
+
+// TestDisplayUpdate_specChange: after a spec change, until the status is the new
+// generation's, the row is Pending without the previous generation's plan summary (before, it
+// read "gen 2 Applied 1 (+1 ~0 -0)": the new generation beside the old phase and create).
+func TestDisplayUpdate_specChange(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	d := NewDisplay(&b, false, func() time.Time { return now })
+	o := v1alpha1.LavaArchitecture{}
+	o.Namespace, o.Name, o.Generation = "default", "a", 1
+	o.Status.Phase, o.Status.ObservedGeneration = v1alpha1.PhaseApplied, 1
+	o.Status.Render, o.Status.Plan = &v1alpha1.RenderRecord{ResourceCount: 1}, &v1alpha1.PlanSummary{Add: 1}
+	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
+	o.Generation = 2
+	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
+	o.Status.ObservedGeneration, o.Status.Plan = 2, &v1alpha1.PlanSummary{Change: 1}
+	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
+	want := "00:00:00 default/a                    gen 1  Applied      1 (+1 ~0 -0)\n" +
+		"00:00:00 default/a                    gen 2  Pending      1\n" +
+		"00:00:00 default/a                    gen 2  Applied      1 (+0 ~1 -0)\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("non-tty output (-want +got):\n%s", diff)
 	}
