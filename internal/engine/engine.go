@@ -63,6 +63,12 @@ type Target struct {
 	// state at all). It enters the plan id ([PlanRecord.ComputePlanID]), so a plan against a
 	// wiped state never reuses the id of a plan approved or applied before.
 	RegressedFrom string `json:"regressedFrom,omitempty"`
+	// RepeatedAfter, set only for a plan, is the newest applied plan id of the object when the
+	// plan's id without it is one already applied: the same drift corrected again is the same
+	// plan against the same state (a correction leaves the state body the last apply left at
+	// the same serial). It enters the plan id ([PlanRecord.ComputePlanID]), so such a plan has
+	// an id no approval named before: an approval by id is spent by its apply.
+	RepeatedAfter string `json:"repeatedAfter,omitempty"`
 	// Redact lists secret values (binding values from Secrets) that must not appear in any
 	// error text; engines add the sensitive values they learn themselves.
 	Redact []string `json:"-"`

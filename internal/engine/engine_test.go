@@ -101,6 +101,61 @@ func TestPlanID(t *testing.T) {
 	}
 }
 
+// TestPlanRecord_OwnID: a plan whose id was applied already gets an id of its own per newest
+// applied plan, the id ComputePlanID gives its record (so a held plan recomputes to it), and
+// is still refused as stale against another state; a plan held since its id was applied, or
+// since another apply, no longer has its own id.
+func TestPlanRecord_OwnID(t *testing.T) {
+	t.Parallel()
+	rec := engine.PlanRecord{Target: engine.Target{RenderedDigest: "r"}, BindingsDigest: "b", Engine: "tofu",
+		EngineVersion: "1.12.6", StateSerial: 3, StateLineage: "L", StateDigest: "d",
+		Resources: []engine.ResourceAction{{Address: "testkit_file.f", Action: engine.ActionUpdate}}}
+	rec.PlanID = rec.ComputePlanID()
+	first := rec.PlanID
+
+	rec.OwnID([]string{"p0"})
+	if rec.PlanID != first || rec.Target.RepeatedAfter != "" || !rec.HasOwnID([]string{"p0"}) {
+		t.Fatalf("a first plan changed its id: %s after %q, want %s", rec.PlanID, rec.Target.RepeatedAfter, first)
+	}
+	if rec.HasOwnID([]string{"p0", first}) {
+		t.Error("a plan held since its id was applied has its own id")
+	}
+
+	second := rec
+	second.OwnID([]string{"p0", first})
+	if second.PlanID == first || second.Target.RepeatedAfter != first || second.PlanID != engine.RepeatedPlanID(first, first) {
+		t.Fatalf("repeated plan id %s after %q: want RepeatedPlanID(%s, %s)", second.PlanID, second.Target.RepeatedAfter, first, first)
+	}
+	if second.ComputePlanID() != second.PlanID || !second.HasOwnID([]string{"p0", first}) {
+		t.Error("a repeated plan's record does not recompute to its id")
+	}
+	if second.HasOwnID([]string{"p0", first, second.PlanID}) {
+		t.Error("a repeated plan held since its id was applied has its own id")
+	}
+
+	third := rec
+	third.OwnID([]string{"p0", first, second.PlanID})
+	if third.PlanID == first || third.PlanID == second.PlanID || third.Target.RepeatedAfter != second.PlanID {
+		t.Fatalf("third plan id %s after %q: want one of its own after %s", third.PlanID, third.Target.RepeatedAfter, second.PlanID)
+	}
+	if second.HasOwnID([]string{"p0", first, "p9"}) {
+		t.Error("a repeated plan made before another apply has its own id")
+	}
+
+	rec.Target.RegressedFrom = "p0"
+	rec.PlanID = rec.ComputePlanID()
+	regressed := rec.PlanID
+	rec.OwnID([]string{"p0", regressed})
+	if rec.PlanID != engine.RepeatedPlanID(regressed, regressed) || rec.PlanID == engine.RegressedPlanID(regressed, regressed) {
+		t.Errorf("repeated regressed plan id %s: want RepeatedPlanID of the regressed id", rec.PlanID)
+	}
+
+	stale := engine.Stale(&second, state.Record{Serial: 4, Lineage: "L", Digest: "d2"})
+	if stale == nil || stale.PlanID != second.PlanID {
+		t.Errorf("a repeated plan against another state: %v, want stale naming %s", stale, second.PlanID)
+	}
+}
+
 func TestStale(t *testing.T) {
 	plan := &engine.PlanRecord{PlanID: "p", StateSerial: 3, StateLineage: "L", StateDigest: "d"}
 	if err := engine.Stale(plan, state.Record{Serial: 3, Lineage: "L", Digest: "d"}); err != nil {

@@ -93,17 +93,19 @@ func PlanID(in PlanIDInput) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// regressedDomain starts the input of [RegressedPlanID].
-const regressedDomain = "lava.plan-id.regressed.v1"
+// Domains of the ids [derivedPlanID] makes.
+const (
+	regressedDomain = "lava.plan-id.regressed.v1"
+	repeatedDomain  = "lava.plan-id.repeated.v1"
+)
 
-// RegressedPlanID is the id of a plan made against a state that regressed since the apply of
-// plan lastApplied: lowercase hex BLAKE3-256 over str(regressedDomain) str(planID)
-// str(lastApplied), with str as in [PlanID]. The same configuration planned against an empty
-// state before the first apply and after a wipe thus gets two different ids.
-func RegressedPlanID(planID, lastApplied string) string {
+// derivedPlanID is the id a plan of id planID gets of its own after the apply of plan
+// lastApplied: lowercase hex BLAKE3-256 over str(domain) str(planID) str(lastApplied), with str
+// as in [PlanID].
+func derivedPlanID(domain, planID, lastApplied string) string {
 	h := blake3.New(32, nil)
 	var n [8]byte
-	for _, s := range []string{regressedDomain, planID, lastApplied} {
+	for _, s := range []string{domain, planID, lastApplied} {
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		_, _ = h.Write(n[:])
 		_, _ = h.Write([]byte(s))
@@ -111,9 +113,35 @@ func RegressedPlanID(planID, lastApplied string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// ComputePlanID returns [PlanID] of a record's fields, or [RegressedPlanID] of it when
-// Target.RegressedFrom is set.
+// RegressedPlanID is the id of a plan made against a state that regressed since the apply of
+// plan lastApplied: lowercase hex BLAKE3-256 over str(regressedDomain) str(planID)
+// str(lastApplied), with str as in [PlanID]. The same configuration planned against an empty
+// state before the first apply and after a wipe thus gets two different ids.
+func RegressedPlanID(planID, lastApplied string) string {
+	return derivedPlanID(regressedDomain, planID, lastApplied)
+}
+
+// RepeatedPlanID is the id of a plan whose id planID was applied already, made after the apply
+// of plan lastApplied (the object's newest applied plan): lowercase hex BLAKE3-256 over
+// str(repeatedDomain) str(planID) str(lastApplied), with str as in [PlanID]. The same drift
+// corrected a second and a third time thus gets two ids of their own, neither the first
+// correction's, whose approval its apply spent.
+func RepeatedPlanID(planID, lastApplied string) string {
+	return derivedPlanID(repeatedDomain, planID, lastApplied)
+}
+
+// ComputePlanID returns [PlanID] of a record's fields; of that, [RegressedPlanID] when
+// Target.RegressedFrom is set; of that, [RepeatedPlanID] when Target.RepeatedAfter is set.
 func (p *PlanRecord) ComputePlanID() string {
+	id := p.unrepeatedID()
+	if p.Target.RepeatedAfter != "" {
+		return RepeatedPlanID(id, p.Target.RepeatedAfter)
+	}
+	return id
+}
+
+// unrepeatedID is [PlanRecord.ComputePlanID] without Target.RepeatedAfter.
+func (p *PlanRecord) unrepeatedID() string {
 	id := PlanID(PlanIDInput{RenderedDigest: p.Target.RenderedDigest, BindingsDigest: p.BindingsDigest,
 		Engine: p.Engine, EngineVersion: p.EngineVersion, ProviderVersions: p.ProviderVersions,
 		StateSerial: p.StateSerial, StateLineage: p.StateLineage, StateDigest: p.StateDigest,
@@ -122,6 +150,28 @@ func (p *PlanRecord) ComputePlanID() string {
 		return RegressedPlanID(id, p.Target.RegressedFrom)
 	}
 	return id
+}
+
+// OwnID gives p the id it has after the applies of the object's plans (applied: their ids,
+// oldest first): Target.RepeatedAfter is the newest of them when p's id without it is among
+// them, else "", and PlanID is [PlanRecord.ComputePlanID] of that. A plan that repeats an
+// applied one thus gets an id of its own, one per newest applied plan, which no approval named
+// before.
+func (p *PlanRecord) OwnID(applied []string) {
+	p.Target.RepeatedAfter = ""
+	if id := p.unrepeatedID(); slices.Contains(applied, id) {
+		p.Target.RepeatedAfter = applied[len(applied)-1]
+	}
+	p.PlanID = p.ComputePlanID()
+}
+
+// HasOwnID reports whether p's PlanID is the one [PlanRecord.OwnID] gives it with applied:
+// false for a plan held since its own id was applied, or since another plan was applied after
+// the one it repeats, and for a record whose id is not that of its fields.
+func (p *PlanRecord) HasOwnID(applied []string) bool {
+	c := *p
+	c.OwnID(applied)
+	return c.PlanID == p.PlanID
 }
 
 // planIDPattern is the form of a plan id: [PlanID]'s BLAKE3-256 digest in lower-case hexadecimal.

@@ -22,6 +22,7 @@ import (
 	"github.com/lava-operator/lava/internal/lang/planpolicy"
 	"github.com/lava-operator/lava/internal/pipeline"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/readmodel"
 )
 
 func TestClassify(t *testing.T) {
@@ -209,7 +210,7 @@ func TestApprovedPlan(t *testing.T) {
 
 // TestSpentApproval: a plan approved by its id is applied once (its id among the applied ones
 // is an approval spent); a plan applied under auto, or one that changes nothing under manual, is
-// applied whatever its id, as the same drift corrected twice gives the same id twice.
+// not refused by it.
 func TestSpentApproval(t *testing.T) {
 	t.Parallel()
 	plan := &engine.PlanRecord{PlanID: "p", HasChanges: true}
@@ -230,6 +231,42 @@ func TestSpentApproval(t *testing.T) {
 			t.Parallel()
 			if got := spentApproval(input{approve: tt.approve}, plan, tt.applied); got != tt.want {
 				t.Errorf("spentApproval = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWork_sameInputs_repetition: a held plan is the plan to apply only while it has its own
+// id after the record's applies (engine.PlanRecord.HasOwnID): not once its id was applied (an
+// approval of it is spent; planned again, it gets an id of its own), nor, for a repetition of
+// an applied plan, once another plan was applied after the one it repeats.
+func TestWork_sameInputs_repetition(t *testing.T) {
+	t.Parallel()
+	in := input{artifactDigest: "a", bindingsDigest: "b", engine: "embedded"}
+	held := &engine.PlanRecord{Target: engine.Target{RenderedDigest: "a"}, BindingsDigest: "b", Engine: "embedded",
+		StateSerial: 1, StateLineage: "L", StateDigest: "d", Resources: []engine.ResourceAction{{Address: "testkit_file.f", Action: engine.ActionUpdate}}}
+	held.OwnID([]string{"p0"})
+	first := held.PlanID
+	repeat := *held
+	repeat.OwnID([]string{"p0", first})
+	tests := []struct {
+		name    string
+		held    *engine.PlanRecord
+		applied []string
+		want    bool
+	}{
+		{"first, not applied", held, []string{"p0"}, true},
+		{"first, applied since", held, []string{"p0", first}, false},
+		{"repetition", &repeat, []string{"p0", first}, true},
+		{"repetition, applied since", &repeat, []string{"p0", first, repeat.PlanID}, false},
+		{"repetition, another apply since", &repeat, []string{"p0", first, "p2"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := &work{rec: &readmodel.Record{Applied: tt.applied}}
+			if got := w.sameInputs(tt.held, in); got != tt.want {
+				t.Errorf("sameInputs = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -20,14 +20,19 @@
 // (state.Store.Forget keeps history).
 //
 // An approval by plan id is spent by its apply: a plan approved by its id whose id was applied
-// already is not applied again. Any other plan is applied whatever its id: it was made by the
-// handling that applies it, against the infrastructure as it is then. The same id comes back
-// when the same drift is corrected twice: a correction restores the state body the last apply
-// left at the same serial (the engines, as Terraform, write no new serial for an unchanged
-// body), so the second correction is the same plan against the same state, and skipping it
-// as applied left the object Reconverging with the drift in place. Keeping the applied ids for
-// every plan protected nothing more: the record that holds them is written together with the
-// handled event ids, so a redelivery is caught by those first.
+// already is not applied again. The same plan comes back when the same drift is corrected
+// twice: a correction restores the state body the last apply left at the same serial (the
+// engines, as Terraform, write no new serial for an unchanged body), so the second correction
+// is the same plan against the same state. Such a plan, one whose id is among the record's
+// applied ids, gets an id of its own (engine.PlanRecord.OwnID: it carries the newest applied id
+// as engine.Target.RepeatedAfter, and its id is engine.RepeatedPlanID of the two), so it is
+// applied under auto and, under manual or a plan rule, held under an id the object can be
+// approved by; under the applied id it was held under an approval spent already, and setting
+// approvePlan to that id again changed nothing. A held plan is applied only while it still has
+// that id (engine.PlanRecord.HasOwnID): one held since its id, or another plan after the one
+// it repeats, was applied is planned again. Skipping every applied id, not only an approval's,
+// would protect nothing more: the record that holds them is written together with the handled
+// event ids, so a redelivery is caught by those first.
 //
 // # Approval
 //

@@ -520,10 +520,12 @@ func (w *work) engineNames() []string {
 	return names
 }
 
-// sameInputs reports whether a held plan was made from in's configuration.
+// sameInputs reports whether a held plan was made from in's configuration, and after the
+// applies of the record (engine.PlanRecord.HasOwnID): a held plan whose id was applied since,
+// or that repeats an applied plan and was made before another apply, is planned again.
 func (w *work) sameInputs(held *engine.PlanRecord, in input) bool {
 	return held.Target.RenderedDigest == in.artifactDigest && held.BindingsDigest == in.bindingsDigest && held.Engine == in.engine &&
-		held.Target.RegressedFrom == in.regressedFrom
+		held.Target.RegressedFrom == in.regressedFrom && held.HasOwnID(w.rec.Applied)
 }
 
 // orphaned refuses to plan against a state a deleted object of the same name left with
@@ -640,12 +642,19 @@ func (w *work) fresh(ctx context.Context, plan *engine.PlanRecord) (bool, error)
 // plan runs the engine's plan, observed; review asks for its reviewable body (`lava plan
 // show`, and the values plan rules read): every plan unless the policy is auto, every plan
 // against a regressed state, every plan whose rules read values, and a plan a rule holds.
+// A plan whose id was applied already gets an id of its own (engine.PlanRecord.OwnID of the
+// record's applied plan ids): the same drift corrected again is the same plan against the
+// same state, and the approval of its id was spent by the first apply.
 func (w *work) plan(ctx context.Context, eng engine.Engine, in input, review bool) (*engine.PlanRecord, error) {
 	start := w.s.cfg.Now()
 	p, err := eng.Plan(ctx, engine.PlanRequest{Target: in.target(ctx, w), BindingsDigest: in.bindingsDigest, Review: review,
 		Speculative: in.speculative})
 	w.observe(OpPlan, start, err)
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	p.OwnID(w.rec.Applied)
+	return p, nil
 }
 
 // observe records an engine operation in the metrics and the Observe hook.
@@ -664,7 +673,7 @@ func (w *work) observe(op string, start time.Time, err error) {
 
 // apply applies a recorded, approved plan and publishes Applied; planned is the Planned event's
 // envelope. A plan approved by its id whose id was applied already is not applied again
-// ([spentApproval]); any other plan is applied whatever its id.
+// ([spentApproval]).
 func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRecord, in input, planned *lavav1.Envelope, attempt int32) error {
 	if spentApproval(in, plan, w.rec.Applied) {
 		w.log.Info("plan already applied under its approval; not applying it again", "plan_id", plan.PlanID)
@@ -752,13 +761,12 @@ func (w *work) apply(ctx context.Context, eng engine.Engine, plan *engine.PlanRe
 }
 
 // spentApproval reports whether plan is approved by its id (in.approve) and that id is among
-// applied (the record's applied plan ids): an approval by id applies its plan once. A plan
-// applied without an approval of its id is made by the handling that applies it, against the
-// infrastructure as it is then, and is applied whatever its id: the same drift corrected twice
-// is the same plan, with the same id, twice, since a correction leaves the state body the last
-// apply left at the same serial (the engines, as Terraform, write no new serial for an
-// unchanged body). A redelivered message never reaches a plan: its event id is among the
-// record's handled ones ([Service.Handle]).
+// applied (the record's applied plan ids): an approval by id applies its plan once. A plan the
+// applier makes never has an applied id ([work.plan] gives a repetition an id of its own) and a
+// held plan whose id was applied since it was made is planned again ([work.sameInputs]); this
+// is the check at the apply itself. A plan applied without an approval of its id is made by the
+// handling that applies it, against the infrastructure as it is then. A redelivered message
+// never reaches a plan: its event id is among the record's handled ones ([Service.Handle]).
 func spentApproval(in input, plan *engine.PlanRecord, applied []string) bool {
 	return in.approve == plan.PlanID && slices.Contains(applied, plan.PlanID)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -173,12 +174,21 @@ func fileDoc(path string, extra map[string]any) []byte {
 }
 
 // start publishes what the watcher and synth would for a new resource: ResourceObserved (the
-// drift interval and the remediation policy) and Synthesized (the Terraform JSON).
+// drift interval and the remediation policy) and Synthesized (the Terraform JSON) under
+// approvePlan auto.
 func (l *loop) start(name string, doc []byte, policy *lavav1.RemediationPolicy) {
+	l.t.Helper()
+	l.generation(name, 1, doc, policy, v1alpha1.ApprovePlanAuto)
+}
+
+// generation publishes what the watcher and synth would for generation gen of a resource:
+// ResourceObserved (the drift interval and the remediation policy) and Synthesized (the
+// Terraform JSON, spec.approvePlan approve).
+func (l *loop) generation(name string, gen int64, doc []byte, policy *lavav1.RemediationPolicy, approve string) {
 	l.t.Helper()
 	ctx := l.t.Context()
 	uid := "uid-" + name
-	obs := &lavav1.ResourceObserved{Envelope: envelope("loop", name, uid, 1, "lava.v1.ResourceObserved", eventid.GenerationTrigger(1)),
+	obs := &lavav1.ResourceObserved{Envelope: envelope("loop", name, uid, gen, "lava.v1.ResourceObserved", eventid.GenerationTrigger(gen)),
 		Spec: &lavav1.ArchitectureSpec{Engine: l.engine, DriftInterval: durationpb.New(time.Second)}, Remediation: policy,
 		Dependencies: &lavav1.DependencyState{Ready: true}, Labels: map[string]string{"team": "infra"}}
 	if _, err := l.pub.PublishEvent(ctx, obs); err != nil {
@@ -188,11 +198,11 @@ func (l *loop) start(name string, doc []byte, policy *lavav1.RemediationPolicy) 
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	env := envelope("loop", name, uid, 1, "lava.v1.Synthesized", eventid.CauseTrigger(obs.GetEnvelope().GetEventId()))
+	env := envelope("loop", name, uid, gen, "lava.v1.Synthesized", eventid.CauseTrigger(obs.GetEnvelope().GetEventId()))
 	env.CorrelationId = obs.GetEnvelope().GetEventId()
 	syn := &lavav1.Synthesized{Envelope: env, Render: &lavav1.RenderRecord{TerraformJsonDigest: digest, BindingsDigest: "none", ResourceCount: 1},
 		Gate: &lavav1.GateVerdict{Passed: true}, ArtifactDigest: digest, ArtifactSizeBytes: int64(len(doc)),
-		Providers: []*lavav1.ProviderRequirement{{Name: "testkit", Source: "example/testkit"}}, Engine: l.engine, ApprovePlan: "auto"}
+		Providers: []*lavav1.ProviderRequirement{{Name: "testkit", Source: "example/testkit"}}, Engine: l.engine, ApprovePlan: approve}
 	if _, err := l.pub.PublishEvent(ctx, syn); err != nil {
 		l.t.Fatal(err)
 	}
@@ -276,8 +286,9 @@ func phaseIs(p lavav1.Phase) func(*lavav1.TickReported) bool {
 }
 
 // TestLoop_outOfBandDrift drives drift, viggy and the applier against the real testkit
-// provider: a content change is found and auto-corrected, a mode change (replacement) holds
-// for approval, a tag change under Alert records Drifted and raises an anomaly, a clean scan
+// provider: a content change is found and auto-corrected, and so is the same change made
+// again; under approvePlan manual each repetition of a change is held under an id of its own
+// and applied when approved by it; a mode change (replacement) holds for approval, a tag change under Alert records Drifted and raises an anomaly, a clean scan
 // goes back to Applied.
 func TestLoop_outOfBandDrift(t *testing.T) {
 	for _, eng := range []lavav1.Engine{lavav1.Engine_ENGINE_EMBEDDED, lavav1.Engine_ENGINE_TOFU} {
@@ -326,7 +337,8 @@ func outOfBandDrift(t *testing.T, eng lavav1.Engine) {
 	t.Run("the same functional drift made twice is auto-corrected twice", func(t *testing.T) {
 		// A correction restores the state body the last apply left, at the same serial (both
 		// engines, as Terraform, write no new serial for an unchanged body), so the second
-		// correction is the same plan, with the same id, as the first.
+		// correction is the same plan as the first (under an id of its own,
+		// engine.PlanRecord.OwnID).
 		path := filepath.Join(dir, "twice.txt")
 		l.start("twice", fileDoc(path, nil), nil)
 		await(l, "twice", 0, 2*time.Minute, func(*lavav1.Applied) bool { return true })
@@ -349,6 +361,45 @@ func outOfBandDrift(t *testing.T, eng lavav1.Engine) {
 			await(l, "twice", after, time.Minute, func(tr *lavav1.TickReported) bool {
 				return tr.GetFinalPhase() == lavav1.Phase_PHASE_APPLIED && tr.GetEnvelope().GetTrigger() == eventid.CauseTrigger(clean.GetEnvelope().GetEventId())
 			})
+		}
+	})
+
+	t.Run("the same functional drift under manual approval is held under a new id each time", func(t *testing.T) {
+		// Each correction is the same plan against the same state (see above); an approval by
+		// id is spent by its apply, so a repetition must be held under an id no approval
+		// named yet (engine.PlanRecord.OwnID), or the object awaits an approval nobody can
+		// give.
+		path := filepath.Join(dir, "manual.txt")
+		doc := fileDoc(path, nil)
+		l.generation("manual", 1, doc, nil, v1alpha1.ApprovePlanManual)
+		first := await(l, "manual", 0, 2*time.Minute, func(p *lavav1.Planned) bool { return p.GetAwaitingApproval() })
+		l.generation("manual", 2, doc, nil, first.GetPlanId())
+		await(l, "manual", 0, 2*time.Minute, func(a *lavav1.Applied) bool { return a.GetPlanId() == first.GetPlanId() })
+		spent := []string{first.GetPlanId()}
+		for i := range 3 {
+			from := l.since()
+			if err := os.WriteFile(path, []byte("changed out of band\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			await(l, "manual", from, time.Minute, func(ev *lavav1.DriftScanned) bool {
+				return hasFinding(ev, "content", lavav1.Severity_SEVERITY_FUNCTIONAL)
+			})
+			held := await(l, "manual", from, 2*time.Minute, func(p *lavav1.Planned) bool { return p.GetAwaitingApproval() })
+			if slices.Contains(spent, held.GetPlanId()) {
+				t.Fatalf("correction %d held under %s, an id whose approval an apply spent (%v): nothing can approve it", i+1, held.GetPlanId(), spent)
+			}
+			if b, _ := os.ReadFile(path); string(b) != "changed out of band\n" {
+				t.Fatalf("correction %d applied before its approval: file %q", i+1, b)
+			}
+			l.generation("manual", int64(3+i), doc, nil, held.GetPlanId())
+			applied := await(l, "manual", from, 2*time.Minute, func(a *lavav1.Applied) bool { return a.GetPlanId() == held.GetPlanId() })
+			if b, _ := os.ReadFile(path); string(b) != "hello\n" {
+				t.Fatalf("file after correction %d: %q", i+1, b)
+			}
+			t.Logf("correction %d: plan %s, state serial %d", i+1, applied.GetPlanId(), applied.GetStateSerial())
+			spent = append(spent, held.GetPlanId())
+			after := l.since()
+			await(l, "manual", after, time.Minute, func(ev *lavav1.DriftScanned) bool { return len(ev.GetFindings()) == 0 })
 		}
 	})
 
