@@ -23,11 +23,11 @@ const (
 	ConditionGated = "Gated"
 
 	// ConditionPlanned (normal-true): a plan exists for the rendered JSON (status.plan). False
-	// with ReasonPlanFailed.
+	// with ReasonPlanFailed or ReasonStepTimeout.
 	ConditionPlanned = "Planned"
 
-	// ConditionApplied (normal-true): the last plan was applied. False with ReasonApplyFailed
-	// or ReasonProviderUnavailable.
+	// ConditionApplied (normal-true): the last plan was applied. False with ReasonApplyFailed,
+	// ReasonProviderUnavailable or ReasonStepTimeout.
 	ConditionApplied = "Applied"
 
 	// ConditionDrifted (abnormal-true): the last drift scan found differences between the
@@ -168,6 +168,11 @@ const (
 	ReasonEngineUnavailable = "EngineUnavailable"
 	// ReasonPlanStale: the state changed since the plan was made; it is planned again.
 	ReasonPlanStale = "PlanStale"
+	// ReasonStepTimeout: an engine step (a plan, apply or destroy) ran past its timeout (the
+	// applier's --plan-timeout, --apply-timeout, --destroy-timeout), such as a provider call
+	// to an endpoint that never answers; the message names the step and the timeout (Failed,
+	// retryable). An apply or destroy stopped so keeps what it did in the state.
+	ReasonStepTimeout = "StepTimeout"
 	// ReasonLocked: a stage found the resource's state locked by a live holder (Failed,
 	// retryable). viggy retries the same attempt after a backoff without spending the retry
 	// budget; a lock whose holder's lease is gone is taken over at once (docs/operations.md).

@@ -114,10 +114,12 @@ Ctrl-C stops every service cleanly and exits 0.`,
 }
 
 // engineFlags adds lava up's flags for the engines to f: the provider mirror and installer, the
-// CLI binaries and the embedded engine's provider process budget.
+// CLI binaries, the step timeouts the applier declares (engine.Timeouts.RegisterFlags) and the
+// embedded engine's provider process budget.
 func engineFlags(f *pflag.FlagSet, o *up.Options) {
 	f.StringVar(&o.ProviderDir, "providers", "", "provider mirror directory (default $LAVA_TOFU_DIR/providers or ~/.cache/lava/tools/tofu-v1.12.6/providers)")
 	o.Install.RegisterFlags(f)
+	o.Timeouts.RegisterFlags(f)
 	f.StringVar(&o.TofuBin, "tofu-bin", "", "OpenTofu binary for engine tofu (default: bin/tofu next to the mirror, offered before it is built)")
 	f.StringVar(&o.TerraformBin, "terraform-bin", "", "Terraform binary for engine terraform (default $LAVA_TERRAFORM_BIN)")
 	f.IntVar(&o.MaxProviderProcesses, "max-provider-processes", embedded.DefaultMaxProcesses, "embedded engine: provider processes running at once, the applier's and drift's together, in use or kept warm: an operation waits for its share before its first provider starts, and one using more provider configurations than this fails")

@@ -4,8 +4,9 @@
 // destroy, scan for drift and read outputs. It also holds what engines share: the plan id,
 // the provider requirements derived from a rendered JSON, drift severity classification, the
 // tenant policy's file-access check with the provider schemas ([FileAccess],
-// docs/design/0022-file-access-from-schemas.md) and the typed errors
-// ([ErrProviderUnavailable], [ErrPlanStale], [ErrLocked], [ErrPolicyRejected]).
+// docs/design/0022-file-access-from-schemas.md), the step timeouts of both engine families
+// ([Timeouts], [StepTimeoutError]) and the typed errors ([ErrProviderUnavailable],
+// [ErrPlanStale], [ErrLocked], [ErrPolicyRejected], [ErrStepTimeout]).
 //
 // State lives in engine/state (docs/architecture.md section 5), so a resource can move between engines and
 // any replica can continue an operation another one started.

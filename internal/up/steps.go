@@ -307,12 +307,13 @@ func flagDefaults[T any, P interface {
 }
 
 // engines is e (an engine service's flag defaults) with lava up's provider mirror, installer,
-// CLI binaries, policy and protected directories, the workspaces under
+// CLI binaries, step timeouts, policy and protected directories, the workspaces under
 // <state-dir>/work/<service>, and the provider process budget every engine service of lava up
 // shares.
 func (s *session) engines(e engines.Options, service string) engines.Options {
 	o := s.o
 	e.ProviderDir, e.Install, e.TofuBin, e.TerraformBin = o.ProviderDir, o.Install, o.TofuBin, o.TerraformBin
+	e.Timeouts = o.Timeouts
 	e.WorkDir, e.Policy, e.ProtectedDirs = filepath.Join(o.StateDir, DirWork, service), s.policy, s.protected
 	if s.processes == nil {
 		s.processes = embedded.NewProcessBudget(o.MaxProviderProcesses, s.log)

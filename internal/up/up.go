@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/providers"
 	"github.com/lava-operator/lava/internal/engine/runner"
 	"github.com/lava-operator/lava/internal/lang/policy"
@@ -121,6 +122,10 @@ type Options struct {
 	// Install configures installing the providers ProviderDir lacks (embedded engine; empty
 	// CacheDir: none).
 	Install providers.Options
+	// Timeouts bound each engine step of the applier (--plan-timeout, --apply-timeout,
+	// --destroy-timeout; zero fields: engine.Timeouts' defaults); drift's scans keep its
+	// --scan-timeout.
+	Timeouts engine.Timeouts
 	// TofuBin enables the tofu engine ("" : the tofu next to the mirror, offered before it
 	// exists: see [Environment]).
 	// TerraformBin enables the terraform engine ("" : $LAVA_TERRAFORM_BIN when set).

@@ -15,9 +15,12 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/manifest"
 	"github.com/lava-operator/lava/internal/platform/bus"
+	"github.com/lava-operator/lava/internal/service/applier"
+	"github.com/lava-operator/lava/internal/service/drift"
 )
 
 func TestSettled(t *testing.T) {
@@ -423,5 +426,20 @@ func TestSession_enginesShareProcessBudget(t *testing.T) {
 	d := s.engines(engines.Options{}, bus.ServiceDrift)
 	if a.ProviderProcesses == nil || a.ProviderProcesses != d.ProviderProcesses {
 		t.Errorf("applier's budget %p, drift's %p; want one, shared", a.ProviderProcesses, d.ProviderProcesses)
+	}
+}
+
+// TestSession_enginesTimeouts: lava up's --plan-timeout, --apply-timeout and --destroy-timeout
+// reach the engines of the applier and of drift, over the services' flag defaults.
+func TestSession_enginesTimeouts(t *testing.T) {
+	t.Parallel()
+	s := &session{o: Options{Timeouts: engine.Timeouts{Plan: time.Minute, Apply: 2 * time.Minute, Destroy: 3 * time.Minute}}}
+	for _, e := range []engine.Timeouts{
+		s.engines(flagDefaults[applier.Options]().Engines, "applier").Timeouts,
+		s.engines(flagDefaults[drift.Options]().Engines, "drift").Timeouts,
+	} {
+		if e != s.o.Timeouts {
+			t.Errorf("engines' timeouts %+v, want lava up's %+v", e, s.o.Timeouts)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/state"
 )
 
@@ -25,6 +26,9 @@ type Runner struct {
 	pool        *Pool
 	parallelism int
 	log         *slog.Logger
+	// stopGrace is how long an apply's provider call, asked to stop when the operation ends,
+	// is waited for before it is abandoned ([stopOnCancel]): engine.InterruptGrace.
+	stopGrace time.Duration
 }
 
 // NewRunner returns a runner. parallelism bounds concurrent provider calls per operation
@@ -36,7 +40,7 @@ func NewRunner(pool *Pool, parallelism int, log *slog.Logger) *Runner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{pool: pool, parallelism: parallelism, log: log}
+	return &Runner{pool: pool, parallelism: parallelism, log: log, stopGrace: engine.InterruptGrace}
 }
 
 // MissingProvidersError lists providers the mirror does not have.
@@ -62,7 +66,7 @@ func (r *Runner) Plan(ctx context.Context, cfg *Config, prior *State, sources ma
 		return nil, err
 	}
 	sess := newSession(r.pool, cfg, sources, ev.funcs, stateKeys(prior))
-	defer sess.close()
+	defer sess.close(ctx)
 	if missing := sess.missing(ctx, prior); len(missing) > 0 {
 		return nil, &MissingProvidersError{Sources: missing, Dir: r.pool.mirror.Dir}
 	}
@@ -190,7 +194,7 @@ func (r *Runner) apply(ctx context.Context, cfg *Config, plan *Plan, prior *Stat
 		also = append(also, c.ProviderKey)
 	}
 	sess := newSession(r.pool, cfg, sources, ev.funcs, also)
-	defer sess.close()
+	defer sess.close(ctx)
 	if len(plan.Moves) > 0 {
 		moved, done := applyMoves(st, plan.Moves)
 		if len(done) != len(plan.Moves) {
@@ -377,7 +381,7 @@ func (a *applier) destroy(ctx context.Context, c *Change, deposedKey string) err
 		priv = res.PlannedPrivate
 	}
 	a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", "delete"))
-	callCtx, done := stopOnCancel(ctx, client)
+	callCtx, done := stopOnCancel(ctx, client, a.r.stopGrace)
 	newVal, _, err := client.ApplyResourceChange(callCtx, c.Type, c.Prior, null, null, priv)
 	done()
 	if err != nil {
@@ -528,7 +532,7 @@ func (a *applier) applyResource(ctx context.Context, rc *ResourceConfig, changes
 			}
 		}
 		a.r.log.Debug("apply", slog.String("resource", c.Addr), slog.String("action", string(c.Action)))
-		callCtx, done := stopOnCancel(ctx, client)
+		callCtx, done := stopOnCancel(ctx, client, a.r.stopGrace)
 		newVal, newPriv, aerr := client.ApplyResourceChange(callCtx, rc.Type, prior, res.Planned, config, res.PlannedPrivate)
 		done()
 		if aerr != nil {
@@ -880,22 +884,34 @@ func (a *applier) revealsSecret(b []byte) bool {
 }
 
 // stopOnCancel returns a context for an ApplyResourceChange call that is not cancelled with
-// ctx: when ctx ends, the provider is asked to stop (StopProvider) instead, so that it returns
-// what it has done and the state records it, as Terraform does. Call done when the call
-// returns.
-func stopOnCancel(ctx context.Context, client Client) (context.Context, func()) {
-	callCtx := context.WithoutCancel(ctx)
+// ctx: when ctx ends (cancelled, or at the operation's step timeout), the provider is asked to
+// stop (StopProvider) instead, so that it returns what it has done and the state records it,
+// as Terraform does. A call that has not returned grace after ctx ended (a provider that
+// ignores StopProvider: a request to an endpoint that never answers) is abandoned: its context
+// is cancelled and its answer lost, which a create's intent, recorded before it, covers (the
+// next operation finds the object or reports it); the session then stops the process
+// ([session.close]). Call done when the call returns.
+func stopOnCancel(ctx context.Context, client Client, grace time.Duration) (context.Context, func()) {
+	callCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
 	finished := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
-			stopCtx, cancel := context.WithTimeout(callCtx, 10*time.Second)
-			_ = client.Stop(stopCtx)
-			cancel()
+		case <-finished:
+			return
+		}
+		giveUp := time.NewTimer(grace)
+		defer giveUp.Stop()
+		stopCtx, cancel := context.WithTimeout(callCtx, 10*time.Second)
+		_ = client.Stop(stopCtx)
+		cancel()
+		select {
+		case <-giveUp.C:
+			abandon()
 		case <-finished:
 		}
 	}()
-	return callCtx, func() { close(finished) }
+	return callCtx, func() { close(finished); abandon() }
 }
 
 // orNull is b, or JSON null when b is empty.

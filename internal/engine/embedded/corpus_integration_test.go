@@ -184,7 +184,7 @@ func (c *corpusChain) stateValues(cfg *Config, what string) map[string]map[strin
 	t := c.t
 	t.Helper()
 	sess := newSession(c.h.r.pool, cfg, nil, Functions(), nil)
-	defer sess.close()
+	defer sess.close(t.Context())
 	out := map[string]map[string]json.RawMessage{}
 	for _, r := range c.h.state.Resources {
 		prefix := r.Type + "." + r.Name

@@ -55,6 +55,17 @@
 // (engine.FileAccess, docs/design/0022-file-access-from-schemas.md). [Runner] is the
 // same machinery without the stores (configuration and state values in, state out).
 //
+// # Time
+//
+// Each operation runs under its step timeout (Options.Timeouts, engine.Timeouts: a plan and a
+// drift scan by Plan, an apply by Apply, a destroy by Destroy). At the timeout a plan's
+// provider calls are cancelled; an apply's or destroy's provider is asked to stop
+// (StopProvider), as on cancellation, so what it did is saved, and a call that ignores the stop
+// is abandoned engine.InterruptGrace later, its create intent kept ([stopOnCancel]). The
+// providers of an operation that ended so are stopped, not kept warm. The error is a
+// *engine.StepTimeoutError naming the step and the timeout; docs/embedded-engine.md, "Step
+// timeouts".
+//
 // # Expressions
 //
 // The configuration is parsed with hcl/v2's JSON syntax ([ParseConfig]); each expression is

@@ -13,11 +13,13 @@ import (
 // Updates and replacements are reported per attribute (observed = the refreshed value,
 // declared = the planned one); creations, deletions and objects deleted out of band as "*".
 // Sensitive values are [engine.Redacted]. The tofu engine classifies its plan the same way
-// (one [engine.PlanFindings]).
+// (one [engine.PlanFindings]). The scan is bounded by Options.Timeouts.Plan.
 func (e *Engine) ScanDrift(ctx context.Context, req engine.DriftRequest) (*engine.DriftReport, error) {
-	secrets := map[string]bool{}
-	rep, err := e.scanDrift(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, false), req.Credentials), req, secrets)
-	return rep, stepError("drift", err, req.Redact, secrets)
+	return bounded(ctx, "drift", e.opts.Timeouts.Plan, func(ctx context.Context) (*engine.DriftReport, error) {
+		secrets := map[string]bool{}
+		rep, err := e.scanDrift(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, false), req.Credentials), req, secrets)
+		return rep, stepError("drift", err, req.Redact, secrets)
+	})
 }
 
 func (e *Engine) scanDrift(ctx context.Context, req engine.DriftRequest, secrets map[string]bool) (*engine.DriftReport, error) {

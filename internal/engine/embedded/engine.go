@@ -71,6 +71,12 @@ type Options struct {
 	// against the resource's namespace; a plan past it fails with the
 	// *bus.QuotaExceededError (nil: no quota).
 	ArtifactQuota *bus.ArtifactQuota
+	// Timeouts bound each operation: Plan a plan (refresh and data source reads included) and
+	// a drift scan, Apply an apply, Destroy a destroy (zero fields: engine.Timeouts'
+	// defaults; Init and Show are the CLI engines'). Past it the operation fails with a
+	// *engine.StepTimeoutError ([engine.ErrStepTimeout]); an apply or destroy stops as a
+	// cancelled one does ([stopOnCancel]).
+	Timeouts engine.Timeouts
 }
 
 // Engine is the embedded engine: [engine.Engine] over in-process provider calls. Close it to
@@ -150,6 +156,7 @@ func New(opts Options) *Engine {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	opts.Timeouts = opts.Timeouts.WithDefaults()
 	pool := NewPool(Mirror{Dir: opts.ProviderDir}, opts.Installer, opts.MaxWarm)
 	pool.SetIdleTimeout(opts.IdleTimeout)
 	procs := opts.Processes
@@ -161,6 +168,24 @@ func New(opts Options) *Engine {
 		pool.SetHost(opts.ProviderHost)
 	}
 	return &Engine{opts: opts, pool: pool, runner: NewRunner(pool, opts.Parallelism, opts.Logger)}
+}
+
+// bounded runs op (an operation of step, "plan", "apply", "destroy" or "drift") under the
+// step's timeout d. When d ends op, its error (already redacted: [stepError]) becomes a
+// *engine.StepError of step wrapping a *engine.StepTimeoutError that carries it; an error
+// of ctx's own end, or of op alone, is returned as it is, and so is a success.
+func bounded[T any](ctx context.Context, step string, d time.Duration, op func(context.Context) (T, error)) (T, error) {
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	res, err := op(sctx)
+	if err == nil || ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		return res, err
+	}
+	inner := err
+	if se, ok := err.(*engine.StepError); ok {
+		inner = se.Err
+	}
+	return res, &engine.StepError{Step: step, Err: &engine.StepTimeoutError{Engine: "embedded", Step: step, After: d, Err: inner}}
 }
 
 // Name returns "embedded".
@@ -406,11 +431,13 @@ func operationSecrets(redact []string, secrets map[string]bool) []string {
 	return setKeys(all)
 }
 
-// Plan implements [engine.Engine].
+// Plan implements [engine.Engine], bounded by Options.Timeouts.Plan.
 func (e *Engine) Plan(ctx context.Context, req engine.PlanRequest) (*engine.PlanRecord, error) {
-	secrets := map[string]bool{}
-	rec, err := e.plan(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, req.Speculative), req.Credentials), req, secrets)
-	return rec, stepError("plan", err, req.Redact, secrets)
+	return bounded(ctx, "plan", e.opts.Timeouts.Plan, func(ctx context.Context) (*engine.PlanRecord, error) {
+		secrets := map[string]bool{}
+		rec, err := e.plan(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, req.Speculative), req.Credentials), req, secrets)
+		return rec, stepError("plan", err, req.Redact, secrets)
+	})
 }
 
 // storePlan puts a plan's artifact body into the artifact store and keeps the plan p for its
@@ -629,15 +656,17 @@ func retrySave(ctx context.Context, log *slog.Logger, put func() error) error {
 	}
 }
 
-// Apply implements [engine.Engine].
+// Apply implements [engine.Engine], bounded by Options.Timeouts.Apply.
 func (e *Engine) Apply(ctx context.Context, req engine.ApplyRequest) (*engine.ApplyResult, error) {
-	secrets := map[string]bool{}
-	lockKey := state.Key{}
-	if req.Plan != nil {
-		lockKey = req.Plan.Target.Key
-	}
-	res, err := e.apply(withCredentials(withProviderLock(ctx, e.opts.Store, lockKey, false), req.Credentials), req, secrets)
-	return res, stepError("apply", err, req.Redact, secrets)
+	return bounded(ctx, "apply", e.opts.Timeouts.Apply, func(ctx context.Context) (*engine.ApplyResult, error) {
+		secrets := map[string]bool{}
+		lockKey := state.Key{}
+		if req.Plan != nil {
+			lockKey = req.Plan.Target.Key
+		}
+		res, err := e.apply(withCredentials(withProviderLock(ctx, e.opts.Store, lockKey, false), req.Credentials), req, secrets)
+		return res, stepError("apply", err, req.Redact, secrets)
+	})
 }
 
 func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map[string]bool) (*engine.ApplyResult, error) {
@@ -716,11 +745,13 @@ func (e *Engine) apply(ctx context.Context, req engine.ApplyRequest, secrets map
 	return res, nil
 }
 
-// Destroy implements [engine.Engine].
+// Destroy implements [engine.Engine], bounded by Options.Timeouts.Destroy.
 func (e *Engine) Destroy(ctx context.Context, req engine.DestroyRequest) (*engine.DestroyResult, error) {
-	secrets := map[string]bool{}
-	res, err := e.destroy(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, false), req.Credentials), req, secrets)
-	return res, stepError("destroy", err, req.Redact, secrets)
+	return bounded(ctx, "destroy", e.opts.Timeouts.Destroy, func(ctx context.Context) (*engine.DestroyResult, error) {
+		secrets := map[string]bool{}
+		res, err := e.destroy(withCredentials(withProviderLock(ctx, e.opts.Store, req.Key, false), req.Credentials), req, secrets)
+		return res, stepError("destroy", err, req.Redact, secrets)
+	})
 }
 
 func (e *Engine) destroy(ctx context.Context, req engine.DestroyRequest, secrets map[string]bool) (*engine.DestroyResult, error) {

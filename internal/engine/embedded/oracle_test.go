@@ -43,7 +43,7 @@ func (e *env) tofuEngine() *tofu.Engine {
 		PluginCacheDir: filepath.Join(e.t.TempDir(), "plugins"), WorkDir: e.t.TempDir(),
 		BackendURL: "http://" + ln.Addr().String(), BackendPassword: "pw",
 		Store: e.store, Artifacts: e.art,
-		Timeouts: tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+		Timeouts: engine.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 		Logger:   debugLogger(),
 	})
 	if err != nil {

@@ -44,7 +44,7 @@ func (r *Runner) recoverIntents(ctx context.Context, cfg *Config, st *State, int
 		also = append(also, stateProviderKey(in.Provider))
 	}
 	sess := newSession(r.pool, cfg, sources, ev.funcs, also)
-	defer sess.close()
+	defer sess.close(ctx)
 	work := st
 	for _, in := range intents {
 		if hasObject(work, in) {

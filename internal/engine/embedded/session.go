@@ -360,10 +360,18 @@ func (s *session) providerVersions() map[string]string {
 	return out
 }
 
-func (s *session) close() {
+// close releases the session's providers. When ctx, the operation's, has ended (cancelled, or
+// at its step timeout), they are not kept warm: each process is stopped once no operation
+// holds it, for it may still run a call the operation abandoned (a read that never returns,
+// a create past its stop grace) or have been told to stop (StopProvider).
+func (s *session) close(ctx context.Context) {
+	ended := ctx.Err() != nil
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, l := range s.leases {
+		if ended {
+			l.pool.drop(l.entry)
+		}
 		l.Release()
 		delete(s.leases, k)
 	}

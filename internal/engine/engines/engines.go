@@ -41,8 +41,10 @@ type Options struct {
 	// WorkDir holds per-operation workspaces and the shared plugin caches (default: a new
 	// temporary directory "lava-<Process>-*").
 	WorkDir string
-	// Timeouts per CLI step (zero values take engine/tofu's defaults).
-	Timeouts tofu.Timeouts
+	// Timeouts bound each step of every engine of the set: the embedded engine's plan,
+	// drift scan, apply and destroy, and each CLI command (--plan-timeout, --apply-timeout,
+	// --destroy-timeout; zero fields: engine.Timeouts' defaults).
+	Timeouts engine.Timeouts
 	// LockTimeout is how long the CLIs retry a held state lock (0: they do not).
 	LockTimeout time.Duration
 	// ProviderHost, when not nil, starts the embedded engine's providers in runners
@@ -170,7 +172,7 @@ func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logg
 		}
 	}
 	emb := embedded.New(embedded.Options{Store: s.Store, Artifacts: art, ProviderDir: o.ProviderDir, Installer: installer, Logger: log,
-		FileAccess: files, ProviderHost: o.ProviderHost, ArtifactQuota: o.ArtifactQuota,
+		FileAccess: files, ProviderHost: o.ProviderHost, ArtifactQuota: o.ArtifactQuota, Timeouts: o.Timeouts,
 		MaxProcesses: o.MaxProviderProcesses, Processes: o.ProviderProcesses})
 	s.closers = append(s.closers, func() { _ = emb.Close() })
 	s.Engines[string(v1alpha1.EngineEmbedded)] = emb

@@ -30,7 +30,8 @@ type Host struct {
 	// Engines configures the engines: --provider-dir, --policy-file, --tofu-bin,
 	// --terraform-bin, --cli-config-file, --work-dir, --max-provider-processes and the
 	// provider installer's flags (providers.Options.RegisterFlags). The service sets Process
-	// (and the applier State) before it opens them.
+	// (and the applier State and its step timeouts, engine.Timeouts.RegisterFlags) before it
+	// opens them.
 	Engines Options
 	// NoKube (--no-kube) runs without Kubernetes access; [Host.Complete] then leaves Kube nil.
 	NoKube bool

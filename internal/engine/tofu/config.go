@@ -13,28 +13,6 @@ import (
 	"github.com/lava-operator/lava/internal/engine/state"
 )
 
-// Timeouts bound each CLI step; zero values take the defaults in brackets.
-type Timeouts struct {
-	Init    time.Duration // [2m]
-	Plan    time.Duration // [10m]
-	Show    time.Duration // [2m]
-	Apply   time.Duration // [30m]
-	Destroy time.Duration // [30m]
-}
-
-func (t *Timeouts) defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&t.Init, 2*time.Minute)
-	def(&t.Plan, 10*time.Minute)
-	def(&t.Show, 2*time.Minute)
-	def(&t.Apply, 30*time.Minute)
-	def(&t.Destroy, 30*time.Minute)
-}
-
 // Config configures an [Engine].
 type Config struct {
 	// Name is the engine name, "tofu" or "terraform" (default: the binary's base name).
@@ -80,8 +58,9 @@ type Config struct {
 	Store *state.Store
 	// Artifacts holds rendered JSON, plan files and state bodies.
 	Artifacts state.Artifacts
-	// Timeouts per step.
-	Timeouts Timeouts
+	// Timeouts bound each CLI step: init, plan (and a drift scan's), show and providers
+	// schema, apply, destroy (zero fields: engine.Timeouts' defaults).
+	Timeouts engine.Timeouts
 	// LockTimeout is how long the CLI retries a held state lock (-lock-timeout; 0: fail at once).
 	LockTimeout time.Duration
 	// TailBytes bounds the output tail kept in errors (default 2048).
@@ -152,7 +131,7 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	c.Timeouts.defaults()
+	c.Timeouts = c.Timeouts.WithDefaults()
 	return nil
 }
 

@@ -22,4 +22,8 @@
 // applier). Every plan, apply and destroy of the object first waits for such an orphaned run
 // (its pid and start time are recorded) and stores its errored.tfstate when that is safe, else
 // keeps it aside as conflict-<time>.tfstate (docs/design/0019-tofu-apply-survives-a-dead-applier.md).
+//
+// Each CLI step runs under its timeout (Config.Timeouts, the engine.Timeouts the embedded
+// engine shares); a step past it fails with a *engine.StepTimeoutError, an apply or destroy
+// after SIGINT and engine.InterruptGrace (then SIGKILL).
 package tofu

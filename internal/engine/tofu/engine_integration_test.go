@@ -428,7 +428,9 @@ func TestEngine_blockCases(t *testing.T) {
 }
 
 // TestEngine_Apply_timeout bounds a wedged apply: the step times out with a StepError wrapping
-// context.DeadlineExceeded, the CLI is interrupted gracefully and releases the lock.
+// the *engine.StepTimeoutError the embedded engine returns too (engine.ErrStepTimeout, which the
+// applier reports as StepTimeout, and context.DeadlineExceeded), the CLI is interrupted
+// gracefully and releases the lock.
 func TestEngine_Apply_timeout(t *testing.T) {
 	h := newHarness(t, harnessOpts{applyTimeout: 3 * time.Second})
 	dir := t.TempDir()
@@ -437,8 +439,11 @@ func TestEngine_Apply_timeout(t *testing.T) {
 	start := time.Now()
 	_, err := h.eng.Apply(t.Context(), engine.ApplyRequest{Plan: p})
 	var se *engine.StepError
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &se) || se.Step != "apply" {
-		t.Fatalf("wedged apply: %v, want a StepError of apply wrapping DeadlineExceeded", err)
+	var te *engine.StepTimeoutError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &se) || se.Step != "apply" || !errors.Is(err, engine.ErrStepTimeout) ||
+		!errors.As(err, &te) || te.Engine != "tofu" || te.Step != "apply" || te.After != 3*time.Second ||
+		!strings.HasPrefix(err.Error(), "apply: tofu apply timed out after 3s") {
+		t.Fatalf("wedged apply: %v, want a StepError of apply wrapping the tofu apply's StepTimeoutError after 3s", err)
 	}
 	if d := time.Since(start); d > time.Minute {
 		t.Fatalf("a 3s apply timeout returned after %s", d)

@@ -95,7 +95,7 @@ func (h *harness) replica() *tofu.Engine {
 		Store:           h.store,
 		Artifacts:       h.art,
 		LockTimeout:     o.lockTimeout,
-		Timeouts:        tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+		Timeouts:        engine.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 		FileAccess:      o.files,
 		MaxMemoryBytes:  o.maxMemory,
 		MaxCPUSeconds:   o.maxCPU,

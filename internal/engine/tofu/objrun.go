@@ -53,8 +53,8 @@ const orphanPoll = 200 * time.Millisecond
 
 // interruptGrace is how long a timed-out mutating run is given to stop after SIGINT (to
 // finish its in-flight provider calls and write its state) before its process group is
-// SIGKILLed: terraform-exec's default WaitDelay.
-const interruptGrace = 60 * time.Second
+// SIGKILLed: engine.InterruptGrace, terraform-exec's default WaitDelay.
+const interruptGrace = engine.InterruptGrace
 
 // objectDir is an object's directory under WorkDir, locked by this operation.
 type objectDir struct {

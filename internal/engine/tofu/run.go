@@ -348,8 +348,7 @@ func (r *run) classify(ctx context.Context, name string, timeout time.Duration, 
 	tail := engine.Tail(r.red.Redact(out), r.e.cfg.TailBytes)
 	switch {
 	case errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		return &engine.StepError{Step: name, Tail: tail,
-			Err: fmt.Errorf("%s %s timed out after %s: %w", r.e.cfg.Name, name, timeout, context.DeadlineExceeded)}
+		return &engine.StepError{Step: name, Tail: tail, Err: &engine.StepTimeoutError{Engine: r.e.cfg.Name, Step: name, After: timeout}}
 	case ctx.Err() != nil:
 		return &engine.StepError{Step: name, Tail: tail, Err: fmt.Errorf("%s %s: %w", r.e.cfg.Name, name, ctx.Err())}
 	case checksumRe.MatchString(text):

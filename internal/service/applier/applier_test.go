@@ -48,6 +48,14 @@ func TestClassify(t *testing.T) {
 		{"evaluation limit", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan", Err: fmt.Errorf("output o: %w", engine.ErrEvaluationLimit)}, v1alpha1.ReasonPlanFailed, false},
 		{"apply", lavav1.Stage_STAGE_APPLY, &engine.StepError{Step: "apply", Err: errors.New("boom"), Tail: "tail"}, v1alpha1.ReasonApplyFailed, true},
 		{"destroy", lavav1.Stage_STAGE_DESTROY, errors.New("boom"), v1alpha1.ReasonDestroyFailed, true},
+		// Both engine families' step timeouts: the tofu engine's (a CLI step, its output tail)
+		// and the embedded engine's (what the provider answered once asked to stop).
+		{"tofu apply timeout", lavav1.Stage_STAGE_APPLY, &engine.StepError{Step: "apply", Tail: "tail",
+			Err: &engine.StepTimeoutError{Engine: "tofu", Step: "apply", After: 30 * time.Minute}}, v1alpha1.ReasonStepTimeout, true},
+		{"embedded plan timeout", lavav1.Stage_STAGE_PLAN, &engine.StepError{Step: "plan",
+			Err: &engine.StepTimeoutError{Engine: "embedded", Step: "plan", After: 10 * time.Minute, Err: errors.New("readResource: context deadline exceeded")}}, v1alpha1.ReasonStepTimeout, true},
+		{"embedded destroy timeout", lavav1.Stage_STAGE_DESTROY, &engine.StepError{Step: "destroy",
+			Err: &engine.StepTimeoutError{Engine: "embedded", Step: "destroy", After: time.Minute}}, v1alpha1.ReasonStepTimeout, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

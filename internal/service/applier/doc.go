@@ -93,7 +93,9 @@
 //
 // Engine failures are published as Failed with the stage (PLAN, APPLY, DESTROY), a CamelCase
 // reason (ProviderUnavailable, PlanFailed, ApplyFailed, DestroyFailed, PlanStale, Locked,
-// EngineUnavailable), the redacted output tail as message and whether a retry may succeed:
+// EngineUnavailable, StepTimeout: a step past --plan-timeout, --apply-timeout or
+// --destroy-timeout, engine.ErrStepTimeout), the redacted output tail as message and whether a
+// retry may succeed:
 // each is a pipeline.Failure, whose kind (terminal, retryable, waiting) gives the event's
 // retryable, as for synth.
 // Infrastructure errors (NATS, KV) nak the message instead. Sensitive outputs go only to the

@@ -49,6 +49,8 @@ func classify(stage lavav1.Stage, err error) *pipeline.Failure {
 		f.Reason, f.Kind = v1alpha1.ReasonPolicyRejected, pipeline.FailureTerminal
 	case errors.As(err, new(*bus.QuotaExceededError)):
 		f.Reason = v1alpha1.ReasonArtifactQuotaExceeded
+	case errors.Is(err, engine.ErrStepTimeout):
+		f.Reason = v1alpha1.ReasonStepTimeout
 	case stage == lavav1.Stage_STAGE_PLAN:
 		f.Reason = v1alpha1.ReasonPlanFailed
 	case stage == lavav1.Stage_STAGE_APPLY:

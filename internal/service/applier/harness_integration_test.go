@@ -24,9 +24,9 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
-	"github.com/lava-operator/lava/internal/engine/tofu"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/lang/policy"
 	"github.com/lava-operator/lava/internal/platform/bus"
@@ -246,7 +246,7 @@ func (h *harness) startApplier(o applierOpts) *replica {
 	js := h.jetStreamAs(bus.ServiceApplier)
 	set, err := applier.OpenEngines(t.Context(), js, engines.Options{
 		ProviderDir: mirror, TofuBin: h.tools.Bin, CLIConfigFile: cliConfig, WorkDir: o.workDir,
-		Timeouts:         tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
+		Timeouts:         engine.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute},
 		CLIMaxCPUSeconds: o.cliMaxCPU, ArtifactQuota: &bus.ArtifactQuota{Bytes: o.artifactQuota},
 	}, o.lockTTL, h.log)
 	if err != nil {

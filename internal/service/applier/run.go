@@ -82,6 +82,7 @@ type Options struct {
 // Flags defines the applier's flags on fs: engines.Host's and its own.
 func (o *Options) Flags(fs *pflag.FlagSet) {
 	o.Host.Register(fs)
+	o.Engines.Timeouts.RegisterFlags(fs)
 	fs.DurationVar(&o.Engines.LockTimeout, "lock-timeout", 0, "how long tofu/terraform retry a held state lock")
 	fs.DurationVar(&o.LockTTL, "lock-ttl", state.DefaultLockTTL, "age after which a state lock whose holder is not tied to a lease can be taken over (a lease-tied holder's lock is taken over as soon as its lease is gone)")
 	fs.StringVar(&o.Engines.BackendAddr, "backend-addr", "127.0.0.1:0", "loopback address of the Terraform http state backend")

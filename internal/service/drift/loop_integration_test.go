@@ -25,8 +25,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/engines"
-	"github.com/lava-operator/lava/internal/engine/tofu"
 	lavav1 "github.com/lava-operator/lava/internal/gen/lava/v1"
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
@@ -93,7 +93,7 @@ func newLoop(t *testing.T, eng lavav1.Engine) *loop {
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	log := slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	timeouts := tofu.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute}
+	timeouts := engine.Timeouts{Init: time.Minute, Plan: 2 * time.Minute, Apply: 2 * time.Minute, Destroy: 2 * time.Minute}
 
 	// The applier.
 	aSet, err := applier.OpenEngines(t.Context(), js, engines.Options{ProviderDir: mirror, TofuBin: tools.Bin,
