@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/lava-operator/lava/api/v1alpha1"
 )
 
@@ -38,10 +40,29 @@ func TestUp_providerRunner(t *testing.T) {
 		[]byte(strings.ReplaceAll(string(b), "/tmp/lava-demo/demo", root+"/demo")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// An object of engine tofu: OpenTofu starts its providers itself, outside the runners, so
+	// with runners it is not offered (an attack trial ran a kubernetes provider's exec plugin
+	// as root through it and read the NATS admin seed and the signing key).
+	tb, err := os.ReadFile("../../examples/tofu-files.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(manifests, "tofu-files.yaml"),
+		[]byte(strings.ReplaceAll(string(tb), "/tmp/lava-demo/demo", root+"/demo")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stateDir := filepath.Join(t.TempDir(), "state")
 	out := upOnce(t, manifests, stateDir, "--file-root", root, "--provider-runner")
-	if !strings.Contains(out, "providers run in runners as uid 65534 (Landlock ABI v") {
-		t.Errorf("lava up did not say it runs providers in runners:\n%s", out)
+	if !strings.Contains(out, "providers run in runners as uid 65534 (Landlock ABI v") ||
+		!strings.Contains(out, "engines tofu and terraform are not offered") {
+		t.Errorf("lava up did not say it runs providers in runners, and offers no tofu:\n%s", out)
+	}
+	if o, ok := object(t, stateDir, "demo", "tofu-greetings"); !ok || o.Status.Phase != v1alpha1.PhaseFailed ||
+		!strings.Contains(meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady).Message, `engine "tofu" is not available`) {
+		t.Errorf("demo/tofu-greetings: %+v, want Failed, engine tofu not available", o.Status)
+	}
+	if _, err := os.Stat(filepath.Join(root, "demo", "hello-from-tofu.txt")); !os.IsNotExist(err) {
+		t.Errorf("hello-from-tofu.txt: %v, want none: OpenTofu applied outside the runners", err)
 	}
 	o, ok := object(t, stateDir, "demo", "greetings")
 	if !ok || o.Status.Phase != v1alpha1.PhaseApplied {

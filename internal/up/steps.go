@@ -313,6 +313,11 @@ func flagDefaults[T any, P interface {
 func (s *session) engines(e engines.Options, service string) engines.Options {
 	o := s.o
 	e.ProviderDir, e.Install, e.TofuBin, e.TerraformBin = o.ProviderDir, o.Install, o.TofuBin, o.TerraformBin
+	if o.ProviderRunner {
+		// OpenTofu and Terraform run their providers themselves, outside any runner: with
+		// runners on, they are not offered (an object naming them fails EngineUnavailable).
+		e.TofuBin, e.TerraformBin = "", ""
+	}
 	e.Timeouts = o.Timeouts
 	e.WorkDir, e.Policy, e.ProtectedDirs = filepath.Join(o.StateDir, DirWork, service), s.policy, s.protected
 	if s.processes == nil {
@@ -360,6 +365,7 @@ func (s *session) startRunners(denied ...net.Listener) error {
 		s.display.Println(fmt.Sprintf("lava up: not root: runners run as this user (uid %d), not as uid %d; their Landlock rules still apply", os.Geteuid(), o.RunnerUID))
 	}
 	s.display.Println(fmt.Sprintf("lava up: providers run in runners as uid %d (Landlock ABI v%d)", max(uid, os.Geteuid()), abi))
+	s.display.Println("lava up: engines tofu and terraform are not offered: they start their providers themselves, outside the runners")
 	for _, m := range missing {
 		s.display.Println("lava up: " + m)
 	}

@@ -212,6 +212,8 @@ var attackTrial = []attack{
 		[]string{"TestRun_observedOverMaxPayload", "TestSource_restartLooksAgainOnlyAtFailures"}},
 	{"28f", "four plans of 16 aliased provider configurations each hold 64 provider processes in one applier",
 		[]string{"TestEngine_processBudgetAcrossOperations", "TestEngine_processBudgetOperationOverBudget"}},
+	{"29a", "lava up --provider-runner with engine tofu: a kubeconfig exec plugin runs as root outside the runners and copies the admin seed",
+		[]string{"TestUp_providerRunner"}},
 }
 
 var (
