@@ -235,6 +235,13 @@ func (s *Service) Handle(ctx context.Context, m *bus.Message) error {
 			"generation", env.GetGeneration(), "event_id", env.GetEventId())
 		switch ev := m.Event.(type) {
 		case *lavav1.Synthesized:
+			// A newer generation was observed: this one's configuration is no longer the
+			// object's, and the newer one's Synthesized follows. Planning it anyway let
+			// spec edits queue one slow apply per superseded generation.
+			if newer := w.observed(ctx).GetEnvelope().GetGeneration(); newer > env.GetGeneration() {
+				w.log.Info("superseded by a newer generation; not planned", "observed_generation", newer)
+				break
+			}
 			err = w.synthesized(ctx, ev, 1)
 		case *lavav1.ReapplyRequested:
 			err = w.reapply(ctx, ev)

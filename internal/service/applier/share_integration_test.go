@@ -60,3 +60,37 @@ func TestApplier_namespaceShareAttack(t *testing.T) {
 		t.Fatalf("%d of the attacker's creates had started when the victim's object was applied, want its share of 2", n)
 	}
 }
+
+// TestApplier_supersededGenerationAttack: spec edits of one object, each a generation of its
+// own, queued one Synthesized after another; the applier planned and applied every superseded
+// generation in turn (an attack trial queued 90 of them, each a slow create, ahead of another
+// tenant's object). A Synthesized whose generation is older than the object's newest observed
+// one is not planned: only the newest generation is applied.
+func TestApplier_supersededGenerationAttack(t *testing.T) {
+	h := newHarness(t)
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	for i, dir := range dirs {
+		h.observe("attacker", "edited", int64(i+1), &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: kitSource}},
+			Bindings: map[string]string{"dir": dir}, Engine: lavav1.Engine_ENGINE_EMBEDDED})
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(events[*lavav1.Synthesized](h, "attacker", "edited")) < len(dirs) {
+		if time.Now().After(deadline) {
+			t.Fatalf("synth did not render the %d generations:\n%s", len(dirs), h.describe("attacker", "edited"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// One worker: the Synthesized events are handled in stream order, oldest first.
+	h.startApplier(applierOpts{testkit: true, concurrency: 1})
+	await(h, "attacker", "edited", 2*time.Minute, gen[*lavav1.Applied](3))
+	for _, p := range events[*lavav1.Planned](h, "attacker", "edited") {
+		if g := p.GetEnvelope().GetGeneration(); g != 3 {
+			t.Errorf("generation %d was planned, superseded by generation 3", g)
+		}
+	}
+	for _, dir := range dirs[:2] {
+		if n := creates(t, filepath.Join(dir, "a.txt")); n != 0 {
+			t.Errorf("%s/a.txt created %d times by a superseded generation", dir, n)
+		}
+	}
+}
