@@ -8,7 +8,9 @@
 //
 // Every handler runs under the resource's lease in lava-leases, taken without waiting: a lease
 // held by another replica naks the message with delay, so two replicas never plan, apply or
-// destroy one resource at once. Generations older than the applier's watermark are dropped, and a Synthesized older than the object's newest ResourceObserved is not planned (the newer generation's follows).
+// destroy one resource at once. Generations older than the applier's watermark are dropped,
+// and a Synthesized older than the object's newest ResourceObserved is not planned (the newer
+// generation's follows).
 // Per resource the applier keeps a [readmodel.Record] in lava-state (key "applier.<ns>.<name>",
 // written here with a compare-and-set under the lease; the type and its read live in
 // internal/readmodel, which `lava state show` and `lava plan show` use): the plan held for
