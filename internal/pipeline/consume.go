@@ -47,6 +47,9 @@ type Consumer struct {
 	// run at once, and the next namespace in turn gets a free worker (the service's
 	// --max-concurrency-per-namespace). 0: no share. Not with OrderKey.
 	MaxPerNamespace int
+	// Coalesce, with MaxPerNamespace, names the subjects whose newest message supersedes an
+	// older one waiting for a worker (bus.ConsumeOptions.Coalesce; the applier: bus.IsSynthesized).
+	Coalesce func(subject string) bool
 	// OrderKey, if set, keeps the messages of one key in stream order in this process
 	// (bus.ConsumeOptions.OrderKey).
 	OrderKey func(subject string) string
@@ -79,7 +82,7 @@ func (c Consumer) Options(stream string) bus.ConsumeOptions {
 		fair = bus.NamespaceKey
 	}
 	return bus.ConsumeOptions{
-		Stream: stream, Consumer: durable, Concurrency: c.Concurrency, FairKey: fair, MaxPerKey: c.MaxPerNamespace,
+		Stream: stream, Consumer: durable, Concurrency: c.Concurrency, FairKey: fair, MaxPerKey: c.MaxPerNamespace, Coalesce: c.Coalesce,
 		DrainTimeout: c.DrainTimeout, NakBackoff: c.NakBackoff, OrderKey: c.OrderKey,
 		Logger: c.Logger, Metrics: c.Metrics,
 		OnPoison: PoisonReporter(pub, c.Service, c.Logger, c.OnPoison),

@@ -215,7 +215,7 @@ var attackTrial = []attack{
 	{"29a", "lava up --provider-runner with engine tofu: a kubeconfig exec plugin runs as root outside the runners and copies the admin seed",
 		[]string{"TestUp_providerRunner"}},
 	{"29b", "spec edits of one object queue a slow plan and apply per superseded generation ahead of other tenants",
-		[]string{"TestApplier_supersededGenerationAttack"}},
+		[]string{"TestApplier_supersededGenerationAttack", "TestConsume_coalescedEditsAttack"}},
 }
 
 var (

@@ -185,6 +185,12 @@ type ConsumeOptions struct {
 	// messages wait. Pulled messages wait in this process (with heartbeats, up to Backlog)
 	// instead of in the pull. Not with OrderKey. Nil: any worker takes the next message.
 	FairKey func(subject string) string
+	// Coalesce, with FairKey, names the subjects whose newest message supersedes an older one
+	// waiting for a worker (a resource's Synthesized: only its newest render matters): the
+	// message later in the stream takes the waiting one's place, and the other is acked
+	// without running the handler (result "superseded"), so a flood of one resource's
+	// events holds one place in the backlog. Nil: none.
+	Coalesce func(subject string) bool
 	// MaxPerKey is how many handlers one FairKey key may run at once. Default
 	// [DefaultMaxPerKey] of Concurrency.
 	MaxPerKey int
@@ -353,7 +359,7 @@ func (c *consumer) startWorkers(hctx context.Context) *workerPool {
 	o := c.opts
 	p := &workerPool{c: c, queues: make([]chan jetstream.Msg, 1), hbDone: make(chan struct{})}
 	if o.FairKey != nil {
-		p.queues, p.fair = nil, newFairQueue(o.FairKey, o.MaxPerKey, o.Backlog)
+		p.queues, p.fair = nil, newFairQueue(o.FairKey, o.Coalesce, o.MaxPerKey, o.Backlog)
 		for range o.Concurrency {
 			p.workers.Go(func() {
 				for {
@@ -439,9 +445,14 @@ func (p *workerPool) dispatch(ctx context.Context, m jetstream.Msg) {
 	// Heartbeats start now: waiting for a worker counts against the ack wait too.
 	c.track(m)
 	if p.fair != nil {
-		if !p.fair.put(ctx, m) {
+		ok, superseded := p.fair.put(ctx, m)
+		switch {
+		case !ok:
 			c.untrack(m)
 			c.drainNak(m)
+		case superseded != nil:
+			c.untrack(superseded)
+			c.supersededAck(superseded)
 		}
 		return
 	}
@@ -594,6 +605,16 @@ func (c *consumer) heartbeat(done <-chan struct{}) {
 			}
 		}
 	}
+}
+
+// supersededAck acks m, which a later message of its subject replaced before a worker took it
+// ([ConsumeOptions].Coalesce).
+func (c *consumer) supersededAck(m jetstream.Msg) {
+	if err := m.Ack(); err != nil {
+		c.opts.Logger.Warn("bus: ack of a superseded message", "stream", c.opts.Stream, "consumer", c.opts.Consumer, "error", err)
+		return
+	}
+	c.opts.Metrics.message(c.opts.Stream, c.opts.Consumer, ResultSuperseded)
 }
 
 func (c *consumer) drainNak(m jetstream.Msg) {

@@ -7,6 +7,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// IsSynthesized is a [ConsumeOptions].Coalesce: a resource's Synthesized phase subject, whose
+// newest message is the render that matters.
+func IsSynthesized(subject string) bool {
+	s, err := ParseSubject(subject)
+	return err == nil && s.Kind == KindPhase && s.Event == EventSynthesized
+}
+
 // NamespaceKey is the [ConsumeOptions].FairKey that shares a service's handlers between
 // namespaces: the namespace of a resource, phase, command or receipt subject; "" for a subject
 // that names none (anomalies), which therefore share one key.
@@ -29,6 +36,7 @@ func DefaultMaxPerKey(concurrency int) int { return max(1, (concurrency+1)/2) }
 // it blocks (the pull callback, and so the client's pull, waits for a worker).
 type fairQueue struct {
 	key       func(subject string) string
+	coalesce  func(subject string) bool
 	maxPerKey int
 	backlog   int
 
@@ -42,23 +50,54 @@ type fairQueue struct {
 	closed  bool
 }
 
-func newFairQueue(key func(string) string, maxPerKey, backlog int) *fairQueue {
-	q := &fairQueue{key: key, maxPerKey: maxPerKey, backlog: backlog,
+func newFairQueue(key func(string) string, coalesce func(string) bool, maxPerKey, backlog int) *fairQueue {
+	q := &fairQueue{key: key, coalesce: coalesce, maxPerKey: maxPerKey, backlog: backlog,
 		waiting: map[string][]jetstream.Msg{}, running: map[string]int{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
 
 // put adds m to its key's FIFO, waiting while backlog messages wait already; false when ctx
-// ended or the queue closed first (the caller naks m).
-func (q *fairQueue) put(ctx context.Context, m jetstream.Msg) bool {
+// ended or the queue closed first (the caller naks m). When m's subject coalesces and a
+// message of the same subject waits, the later of the two in the stream takes the waiting
+// one's place and the other is returned as superseded (the caller acks it), with ok true.
+func (q *fairQueue) put(ctx context.Context, m jetstream.Msg) (ok bool, superseded jetstream.Msg) {
+	k := q.key(m.Subject())
+	if q.coalesce != nil && q.coalesce(m.Subject()) {
+		q.mu.Lock()
+		for i, w := range q.waiting[k] {
+			if w.Subject() != m.Subject() {
+				continue
+			}
+			if streamSeq(w) > streamSeq(m) {
+				m, w = w, m
+			}
+			q.waiting[k][i] = m
+			q.mu.Unlock()
+			return true, w
+		}
+		q.mu.Unlock()
+	}
+	return q.add(ctx, k, m), nil
+}
+
+// streamSeq is m's sequence in its stream (0 when its metadata does not parse).
+func streamSeq(m jetstream.Msg) uint64 {
+	md, err := m.Metadata()
+	if err != nil {
+		return 0
+	}
+	return md.Sequence.Stream
+}
+
+// add appends m to key k's FIFO as [fairQueue.put] does.
+func (q *fairQueue) add(ctx context.Context, k string, m jetstream.Msg) bool {
 	stop := context.AfterFunc(ctx, func() {
 		q.mu.Lock()
 		q.cond.Broadcast()
 		q.mu.Unlock()
 	})
 	defer stop()
-	k := q.key(m.Subject())
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.n >= q.backlog && !q.closed && ctx.Err() == nil {

@@ -102,6 +102,61 @@ func TestConsume_namespaceShareAttack(t *testing.T) {
 	}
 }
 
+// An attack: one object's spec edited again and again, each edit a generation and a
+// Synthesized; they waited behind the namespace's slow handlers and filled the backlog, so the
+// pull stopped for every namespace. With Coalesce, the object's newest Synthesized replaces a
+// waiting older one, which is acked unhandled: the edits hold one place, and the handler sees
+// only the newest.
+func TestConsume_coalescedEditsAttack(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	release := make(chan struct{})
+	seen := make(chan int64, 16)
+	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
+		o.Concurrency, o.MaxPerKey = 1, 1
+		o.FairKey, o.Coalesce = bus.NamespaceKey, bus.IsSynthesized
+	}), func(hctx context.Context, m *bus.Message) error {
+		if m.Envelope.GetResource().GetName() == "slow" {
+			<-release
+			return nil
+		}
+		seen <- m.Envelope.GetGeneration()
+		return nil
+	})
+	pub := bus.NewPublisher(js)
+	if _, err := pub.PublishEvent(ctx, synthesized("attacker", "slow", 1, genTrigger(1))); err != nil {
+		t.Fatal(err)
+	}
+	for g := range int64(5) {
+		if _, err := pub.PublishEvent(ctx, synthesized("attacker", "edited", g+1, genTrigger(g+1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the superseded edits acked", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 2 && info.NumPending == 0
+	})
+	close(release)
+	select {
+	case g := <-seen:
+		if g != 5 {
+			t.Fatalf("the handler got generation %d first, want only the newest, 5", g)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the newest edit was not handled")
+	}
+	select {
+	case g := <-seen:
+		t.Fatalf("the handler got generation %d too: a superseded edit ran", g)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
 // FairKey and OrderKey together are refused: a key's order and a key's share are two
 // schedules of one worker pool.
 func TestConsume_fairKeyWithOrderKeyRefused(t *testing.T) {

@@ -24,6 +24,9 @@ const (
 	// ResultMaxDeliveriesExpired: the last allowed delivery expired unacked (reported from
 	// the server's advisory).
 	ResultMaxDeliveriesExpired = "max_deliveries_expired"
+	// ResultSuperseded: acked unhandled, replaced while it waited for a worker by a later
+	// message of its subject ([ConsumeOptions].Coalesce).
+	ResultSuperseded = "superseded"
 )
 
 // Metrics are the bus's Prometheus metrics. One Metrics may be shared by every consumer and
