@@ -97,14 +97,19 @@ func TestTable_andProgress(t *testing.T) {
 	}
 }
 
+// pipedDisplay is a display without a terminal at 00:00:00, writing into b, and the object
+// default/a of generation 1, observed, in phase p.
+func pipedDisplay(p v1alpha1.Phase) (d *Display, b *strings.Builder, o v1alpha1.LavaArchitecture) {
+	b = &strings.Builder{}
+	d = NewDisplay(b, false, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) })
+	o.Namespace, o.Name, o.Generation = "default", "a", 1
+	o.Status.Phase, o.Status.ObservedGeneration = p, 1
+	return d, b, o
+}
+
 func TestDisplayUpdate_fileErrorsAreNotResources(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var b strings.Builder
-	d := NewDisplay(&b, false, func() time.Time { return now })
-	o := v1alpha1.LavaArchitecture{}
-	o.Namespace, o.Name, o.Generation = "default", "a", 1
-	o.Status.Phase, o.Status.ObservedGeneration = v1alpha1.PhaseApplied, 1
+	d, b, o := pipedDisplay(v1alpha1.PhaseApplied)
 	bad := &manifest.FileError{File: "/m/bad.yaml", Err: os.ErrInvalid}
 	for range 3 {
 		d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}, FileErrors: []*manifest.FileError{bad}})
@@ -125,12 +130,7 @@ func TestDisplayUpdate_fileErrorsAreNotResources(t *testing.T) {
 // finalizer added, then waiting for synth) is one line, not two; a change of phase is a line.
 func TestDisplayUpdate_samePhaseOtherReason(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var b strings.Builder
-	d := NewDisplay(&b, false, func() time.Time { return now })
-	o := v1alpha1.LavaArchitecture{}
-	o.Namespace, o.Name, o.Generation = "default", "a", 1
-	o.Status.Phase, o.Status.ObservedGeneration = v1alpha1.PhasePending, 1
+	d, b, o := pipedDisplay(v1alpha1.PhasePending)
 	for _, reason := range []string{"Progressing", "AwaitingSynthesis"} {
 		o.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason}}
 		d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
@@ -149,12 +149,7 @@ func TestDisplayUpdate_samePhaseOtherReason(t *testing.T) {
 // read "gen 2 Applied 1 (+1 ~0 -0)": the new generation beside the old phase and create).
 func TestDisplayUpdate_specChange(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var b strings.Builder
-	d := NewDisplay(&b, false, func() time.Time { return now })
-	o := v1alpha1.LavaArchitecture{}
-	o.Namespace, o.Name, o.Generation = "default", "a", 1
-	o.Status.Phase, o.Status.ObservedGeneration = v1alpha1.PhaseApplied, 1
+	d, b, o := pipedDisplay(v1alpha1.PhaseApplied)
 	o.Status.Render, o.Status.Plan = &v1alpha1.RenderRecord{ResourceCount: 1}, &v1alpha1.PlanSummary{Add: 1}
 	d.Update(Snapshot{Objects: []v1alpha1.LavaArchitecture{o}})
 	o.Generation = 2
