@@ -173,12 +173,16 @@ func New(opts Options) *Engine {
 // bounded runs op (an operation of step, "plan", "apply", "destroy" or "drift") under the
 // step's timeout d. When d ends op, its error (already redacted: [stepError]) becomes a
 // *engine.StepError of step wrapping a *engine.StepTimeoutError that carries it; an error
-// of ctx's own end, or of op alone, is returned as it is, and so is a success.
+// of ctx's own end, or of op alone, is returned as it is, and so is a success. The timeout
+// cancels op's context (bus.CancelAfter) rather than giving it a deadline: under a deadline,
+// nats.go's jetstream waits for a lost reply until the deadline instead of its 5 s request
+// timeout, so a state or artifact read sent as a NATS server died held the plan for the
+// whole step timeout.
 func bounded[T any](ctx context.Context, step string, d time.Duration, op func(context.Context) (T, error)) (T, error) {
-	sctx, cancel := context.WithTimeout(ctx, d)
+	sctx, cancel := bus.CancelAfter(ctx, d)
 	defer cancel()
 	res, err := op(sctx)
-	if err == nil || ctx.Err() != nil || !errors.Is(sctx.Err(), context.DeadlineExceeded) {
+	if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(sctx), context.DeadlineExceeded) {
 		return res, err
 	}
 	inner := err
