@@ -42,12 +42,14 @@ type Consumer struct {
 	// SCHEMA without resource" (bus.Permanent: terminated and reported as poison). The
 	// applier, drift and viggy set it.
 	Resource bool
-	// MaxPerNamespace, when set, shares the handlers between namespaces
-	// (bus.ConsumeOptions.FairKey bus.NamespaceKey): at most MaxPerNamespace of one namespace
-	// run at once, and the next namespace in turn gets a free worker (the service's
-	// --max-concurrency-per-namespace). 0: no share. Not with OrderKey.
+	// ShareNamespaces shares the handlers between namespaces (bus.ConsumeOptions.FairKey
+	// bus.NamespaceKey): at most MaxPerNamespace of one namespace run at once, and the next
+	// namespace in turn gets a free worker. Not with OrderKey.
+	ShareNamespaces bool
+	// MaxPerNamespace is the handlers one namespace may hold with ShareNamespaces (the
+	// service's --max-concurrency-per-namespace). 0: bus.DefaultMaxPerKey of the concurrency.
 	MaxPerNamespace int
-	// Coalesce, with MaxPerNamespace, names the subjects whose newest message supersedes an
+	// Coalesce, with ShareNamespaces, names the subjects whose newest message supersedes an
 	// older one waiting for a worker (bus.ConsumeOptions.Coalesce; the applier: bus.IsSynthesized).
 	Coalesce func(subject string) bool
 	// OrderKey, if set, keeps the messages of one key in stream order in this process
@@ -66,7 +68,7 @@ type Consumer struct {
 
 // Options returns the bus.ConsumeOptions of c's durable consumer on stream: Consumer Durable
 // (or Service), OnPoison the [PoisonReporter] of Service (chained with c.OnPoison), FairKey
-// bus.NamespaceKey when MaxPerNamespace is set, and c's
+// bus.NamespaceKey with ShareNamespaces, and c's
 // concurrency, drain timeout, redelivery schedule, order key, logger and metrics.
 func (c Consumer) Options(stream string) bus.ConsumeOptions {
 	durable := c.Durable
@@ -78,7 +80,7 @@ func (c Consumer) Options(stream string) bus.ConsumeOptions {
 		pub = bus.NewPublisher(c.JS)
 	}
 	var fair func(string) string
-	if c.MaxPerNamespace > 0 {
+	if c.ShareNamespaces {
 		fair = bus.NamespaceKey
 	}
 	return bus.ConsumeOptions{

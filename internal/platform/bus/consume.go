@@ -191,8 +191,8 @@ type ConsumeOptions struct {
 	// without running the handler (result "superseded"), so a flood of one resource's
 	// events holds one place in the backlog. Nil: none.
 	Coalesce func(subject string) bool
-	// MaxPerKey is how many handlers one FairKey key may run at once. Default
-	// [DefaultMaxPerKey] of Concurrency.
+	// MaxPerKey is how many handlers one FairKey key may run at once, at most Concurrency.
+	// Default [DefaultMaxPerKey] of Concurrency.
 	MaxPerKey int
 	// Backlog is how many pulled messages may wait for a worker with FairKey; past it the pull
 	// waits, and what the server has not delivered waits there in stream order. Default
@@ -239,8 +239,11 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = max(info.Config.AckWait/3, 10*time.Millisecond)
 	}
-	if o.FairKey != nil && o.MaxPerKey <= 0 {
-		o.MaxPerKey = DefaultMaxPerKey(o.Concurrency)
+	if o.FairKey != nil {
+		if o.MaxPerKey <= 0 {
+			o.MaxPerKey = DefaultMaxPerKey(o.Concurrency)
+		}
+		o.MaxPerKey = min(o.MaxPerKey, o.Concurrency)
 	}
 	if o.FairKey != nil && o.Backlog <= 0 {
 		o.Backlog = DefaultBacklog

@@ -48,11 +48,20 @@ func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js}
 // Encode returns the NATS message Lava publishes ev as on subject: [EncodeMessage] with the
 // envelope's event_id as the message id. Errors: [ErrNoEventID], and those of EncodeMessage.
 func Encode(subject string, ev Event) (*nats.Msg, error) {
+	m, err := eventHeaders(subject, ev)
+	if err != nil {
+		return nil, err
+	}
+	return m, marshalBody(m, ev)
+}
+
+// eventHeaders is [Encode]'s message without its body.
+func eventHeaders(subject string, ev Event) (*nats.Msg, error) {
 	id := ev.GetEnvelope().GetEventId()
 	if id == "" {
 		return nil, fmt.Errorf("%w (%s on %s)", ErrNoEventID, ev.ProtoReflect().Descriptor().FullName(), subject)
 	}
-	return EncodeMessage(subject, ev, id)
+	return encodeHeaders(subject, ev, id)
 }
 
 // EncodeMessage returns the NATS message for any protobuf message: protojson on
@@ -60,6 +69,16 @@ func Encode(subject string, ev Event) (*nats.Msg, error) {
 // always; "Nats-Msg-Id" set to msgID. It fails for an invalid subject (wrapping
 // [ErrInvalidSubject]), an empty msgID (wrapping [ErrNoEventID]) or a marshal failure.
 func EncodeMessage(subject string, msg proto.Message, msgID string) (*nats.Msg, error) {
+	m, err := encodeHeaders(subject, msg, msgID)
+	if err != nil {
+		return nil, err
+	}
+	return m, marshalBody(m, msg)
+}
+
+// encodeHeaders is [EncodeMessage]'s message without its body: its subject and headers, after
+// the subject and msgID checks.
+func encodeHeaders(subject string, msg proto.Message, msgID string) (*nats.Msg, error) {
 	if _, err := ParseSubject(subject); err != nil {
 		return nil, err
 	}
@@ -70,19 +89,31 @@ func EncodeMessage(subject string, msg proto.Message, msgID string) (*nats.Msg, 
 	m := nats.NewMsg(subject)
 	m.Header.Set(HeaderSchema, string(name))
 	m.Header.Set(jetstream.MsgIDHeader, msgID)
-	var err error
-	if strings.HasPrefix(subject, PrefixAnomaly) {
+	if isJSON(subject) {
 		m.Header.Set(HeaderContentType, ContentTypeJSON)
-		m.Data, err = protojson.Marshal(msg)
 	} else {
 		m.Header.Set(HeaderContentType, ContentTypeProto)
-		m.Data, err = proto.Marshal(msg)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bus: marshal %s: %w", name, err)
 	}
 	return m, nil
 }
+
+// marshalBody sets m's body to msg, protojson or binary protobuf as m's subject calls for.
+func marshalBody(m *nats.Msg, msg proto.Message) error {
+	var err error
+	if isJSON(m.Subject) {
+		m.Data, err = protojson.Marshal(msg)
+	} else {
+		m.Data, err = proto.Marshal(msg)
+	}
+	if err != nil {
+		return fmt.Errorf("bus: marshal %s: %w", msg.ProtoReflect().Descriptor().FullName(), err)
+	}
+	return nil
+}
+
+// isJSON reports whether messages on subject are protojson (the anomaly subjects), not binary
+// protobuf.
+func isJSON(subject string) bool { return strings.HasPrefix(subject, PrefixAnomaly) }
 
 // Publish encodes ev as [Encode] does and publishes it, waiting for the stream's ack. A
 // re-publish of the same event_id inside the stream's duplicate window is stored once
@@ -117,11 +148,20 @@ func (p *Publisher) publish(ctx context.Context, m *nats.Msg, opts []jetstream.P
 // before knowing the event can be published (the watcher folds Observed first) asks this
 // before publishing. Errors: those of [Encode].
 func (p *Publisher) Fits(subject string, ev Event) error {
-	m, err := Encode(subject, ev)
+	m, err := eventHeaders(subject, ev)
 	if err != nil {
 		return err
 	}
-	if limit, size := p.js.Conn().MaxPayload(), payloadSize(m); limit > 0 && size > limit {
+	size := payloadSize(m)
+	if isJSON(subject) {
+		if err := marshalBody(m, ev); err != nil {
+			return err
+		}
+		size = payloadSize(m)
+	} else {
+		size += int64(proto.Size(ev)) // a binary body's size without marshalling it
+	}
+	if limit := p.js.Conn().MaxPayload(); limit > 0 && size > limit {
 		return &PayloadTooLargeError{Subject: subject, Size: size, Max: limit}
 	}
 	return nil

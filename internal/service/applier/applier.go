@@ -192,7 +192,7 @@ func (s *Service) Run(ctx context.Context) error {
 	g.Go(func() error { return s.collectLoop(gctx) })
 	g.Go(func() error {
 		return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceApplier, Resource: true, Concurrency: s.cfg.Concurrency,
-			MaxPerNamespace: s.cfg.MaxPerNamespace, Coalesce: bus.IsSynthesized, DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+			ShareNamespaces: true, MaxPerNamespace: s.cfg.MaxPerNamespace, Coalesce: bus.IsSynthesized, DrainTimeout: s.cfg.DrainTimeout, NakBackoff: s.cfg.NakBackoff, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
 		}.Consume(gctx, s.Handle, bus.StreamPhases, bus.StreamResources, bus.StreamCommands)
 	})
 	return g.Wait()

@@ -23,7 +23,6 @@ import (
 	"github.com/lava-operator/lava/internal/platform/bus"
 	"github.com/lava-operator/lava/internal/platform/eventid"
 	"github.com/lava-operator/lava/internal/platform/identity"
-	"github.com/lava-operator/lava/internal/platform/svc"
 	"github.com/lava-operator/lava/internal/platform/telemetry/logattr"
 )
 
@@ -56,7 +55,7 @@ type Config struct {
 	Concurrency int
 	// MaxPerNamespace is how many of the Concurrency handlers one namespace may hold at once
 	// (--max-concurrency-per-namespace); the others go to other namespaces' messages in turn
-	// (bus.ConsumeOptions.FairKey). 0: half of Concurrency, rounded up (svc.MaxPerNamespace).
+	// (bus.ConsumeOptions.FairKey). 0: half of Concurrency, rounded up (bus.DefaultMaxPerKey).
 	MaxPerNamespace int
 	// DrainTimeout bounds in-flight work after shutdown starts (default 30s).
 	DrainTimeout time.Duration
@@ -132,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // (LAVA_COMMANDS) with the durable consumer "synth" until ctx is cancelled, then drains.
 func (s *Service) Run(ctx context.Context) error {
 	return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceSynth, Concurrency: s.cfg.Concurrency,
-		MaxPerNamespace: svc.MaxPerNamespace(s.cfg.MaxPerNamespace, s.cfg.Concurrency), DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+		ShareNamespaces: true, MaxPerNamespace: s.cfg.MaxPerNamespace, DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
 	}.Consume(ctx, s.Handle, bus.StreamResources, bus.StreamCommands)
 }
 
