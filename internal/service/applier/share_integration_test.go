@@ -69,16 +69,19 @@ func TestApplier_namespaceShareAttack(t *testing.T) {
 func TestApplier_supersededGenerationAttack(t *testing.T) {
 	h := newHarness(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	// Each generation is observed once synth rendered the one before: synth drops a generation
+	// older than one it already took (its watermark), so three observations at once may render
+	// only the newest, and the attack needs three Synthesized queued.
 	for i, dir := range dirs {
 		h.observe("attacker", "edited", int64(i+1), &lavav1.ArchitectureSpec{Source: &lavav1.Source{Kind: &lavav1.Source_Inline{Inline: kitSource}},
 			Bindings: map[string]string{"dir": dir}, Engine: lavav1.Engine_ENGINE_EMBEDDED})
-	}
-	deadline := time.Now().Add(time.Minute)
-	for len(events[*lavav1.Synthesized](h, "attacker", "edited")) < len(dirs) {
-		if time.Now().After(deadline) {
-			t.Fatalf("synth did not render the %d generations:\n%s", len(dirs), h.describe("attacker", "edited"))
+		deadline := time.Now().Add(time.Minute)
+		for len(events[*lavav1.Synthesized](h, "attacker", "edited")) < i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("synth did not render generation %d in 1m:\n%s", i+1, h.describe("attacker", "edited"))
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	// One worker: the Synthesized events are handled in stream order, oldest first.
 	h.startApplier(applierOpts{testkit: true, concurrency: 1})
