@@ -50,7 +50,8 @@ type Consumer struct {
 	// service's --max-concurrency-per-namespace). 0: bus.DefaultMaxPerKey of the concurrency.
 	MaxPerNamespace int
 	// Coalesce, with ShareNamespaces, names the subjects whose newest message supersedes an
-	// older one waiting for a worker (bus.ConsumeOptions.Coalesce; the applier: bus.IsSynthesized).
+	// older one waiting for a worker (bus.ConsumeOptions.Coalesce; the applier: bus.IsSynthesized;
+	// synth: bus.IsObserved).
 	Coalesce func(subject string) bool
 	// OrderKey, if set, keeps the messages of one key in stream order in this process
 	// (bus.ConsumeOptions.OrderKey).

@@ -214,8 +214,8 @@ var attackTrial = []attack{
 		[]string{"TestEngine_processBudgetAcrossOperations", "TestEngine_processBudgetOperationOverBudget"}},
 	{"29a", "lava up --provider-runner with engine tofu: a kubeconfig exec plugin runs as root outside the runners and copies the admin seed",
 		[]string{"TestUp_providerRunner"}},
-	{"29b", "spec edits of one object queue a slow plan and apply per superseded generation ahead of other tenants",
-		[]string{"TestApplier_supersededGenerationAttack", "TestConsume_coalescedEditsAttack"}},
+	{"29b", "spec edits of one object, or more slow objects of one namespace than the applier consumer's backlog, stop the pull for every namespace",
+		[]string{"TestApplier_supersededGenerationAttack", "TestConsume_coalescedEditsAttack", "TestApplier_namespaceFloodAttack", "TestConsume_namespaceFloodAttack"}},
 }
 
 var (

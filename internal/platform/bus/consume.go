@@ -182,8 +182,9 @@ type ConsumeOptions struct {
 	// ([NamespaceKey]: the namespace), at most MaxPerKey handlers of one key run at once, and
 	// a free worker takes the oldest waiting message of the next key in turn, so one key's
 	// long handlers (a tenant's slow provider calls) never hold every worker while other keys'
-	// messages wait. Pulled messages wait in this process (with heartbeats, up to Backlog)
-	// instead of in the pull. Not with OrderKey. Nil: any worker takes the next message.
+	// messages wait. Pulled messages wait in this process, with heartbeats, instead of in the
+	// pull (up to Backlog messages and BacklogBytes). Not with OrderKey. Nil: any worker takes
+	// the next message.
 	FairKey func(subject string) string
 	// Coalesce, with FairKey, names the subjects whose newest message supersedes an older one
 	// waiting for a worker (a resource's Synthesized: only its newest render matters): the
@@ -195,9 +196,15 @@ type ConsumeOptions struct {
 	// Default [DefaultMaxPerKey] of Concurrency.
 	MaxPerKey int
 	// Backlog is how many pulled messages may wait for a worker with FairKey; past it the pull
-	// waits, and what the server has not delivered waits there in stream order. Default
-	// [DefaultBacklog].
+	// waits, and what the server has not delivered waits there in stream order. Default (and
+	// at most) the consumer's MaxAckPending (TopologyOptions.MaxAckPending, 1000): the server
+	// then stops delivering before the backlog is full, so the pull never waits on a count and
+	// every delivered message gets its heartbeats.
 	Backlog int
+	// BacklogBytes bounds the bytes of the messages waiting with FairKey (their subjects,
+	// headers and bodies); past it the pull waits. A single message larger than it is let in
+	// when nothing else waits. Default [DefaultBacklogBytes].
+	BacklogBytes int
 	// AckSync makes each ack wait for the server's confirmation (up to 2s) before the worker
 	// takes the next message. By default acks are sent without waiting (and flushed before
 	// Consume returns): faster, and a lost ack only means a redelivery the idempotent handler
@@ -206,10 +213,10 @@ type ConsumeOptions struct {
 	AckSync bool
 }
 
-// DefaultBacklog is [ConsumeOptions].Backlog when it is not set: messages small enough (the
-// events carry references, bodies are in the object store) that 64 waiting cost little, and
-// each gets a heartbeat every third of the ack wait.
-const DefaultBacklog = 64
+// DefaultBacklogBytes is [ConsumeOptions].BacklogBytes when it is not set: 64 MiB, 64
+// messages of the bus' 1 MiB payload limit, or a full backlog of events that carry references
+// (bodies are in the object store).
+const DefaultBacklogBytes = 64 << 20
 
 // ackSyncTimeout bounds a synchronous ack.
 const ackSyncTimeout = 2 * time.Second
@@ -245,8 +252,16 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 		}
 		o.MaxPerKey = min(o.MaxPerKey, o.Concurrency)
 	}
-	if o.FairKey != nil && o.Backlog <= 0 {
-		o.Backlog = DefaultBacklog
+	if o.FairKey != nil {
+		if pending := info.Config.MaxAckPending; pending > 0 && (o.Backlog <= 0 || o.Backlog > pending) {
+			o.Backlog = pending
+		}
+		if o.Backlog <= 0 {
+			o.Backlog = defaultMaxAckPending
+		}
+		if o.BacklogBytes <= 0 {
+			o.BacklogBytes = DefaultBacklogBytes
+		}
 	}
 	if o.Types == nil {
 		o.Types = protoregistry.GlobalTypes
@@ -362,7 +377,7 @@ func (c *consumer) startWorkers(hctx context.Context) *workerPool {
 	o := c.opts
 	p := &workerPool{c: c, queues: make([]chan jetstream.Msg, 1), hbDone: make(chan struct{})}
 	if o.FairKey != nil {
-		p.queues, p.fair = nil, newFairQueue(o.FairKey, o.Coalesce, o.MaxPerKey, o.Backlog)
+		p.queues, p.fair = nil, newFairQueue(o.FairKey, o.Coalesce, o.MaxPerKey, o.Backlog, o.BacklogBytes)
 		for range o.Concurrency {
 			p.workers.Go(func() {
 				for {

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"encoding/hex"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,4 +22,26 @@ func KeyedDigestForTest(data, key []byte) string {
 	_, _ = h.Write([]byte(keyedArtifactDomain + "\x00"))
 	_, _ = h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// FairQueueForTest is the queue of a [ConsumeOptions].FairKey consumer, keyed by
+// [NamespaceKey], to check its bounds on real messages.
+type FairQueueForTest struct{ q *fairQueue }
+
+// NewFairQueueForTest returns a queue with the given share and bounds.
+func NewFairQueueForTest(maxPerKey, backlog, backlogBytes int) FairQueueForTest {
+	return FairQueueForTest{newFairQueue(NamespaceKey, nil, maxPerKey, backlog, backlogBytes)}
+}
+
+// Put adds m, waiting while the queue is full; false when ctx ended first.
+func (f FairQueueForTest) Put(ctx context.Context, m jetstream.Msg) bool {
+	ok, _ := f.q.put(ctx, m)
+	return ok
+}
+
+// Take returns the next message a worker would run, and ends its run at once.
+func (f FairQueueForTest) Take() jetstream.Msg {
+	m, key, _ := f.q.take()
+	f.q.done(key)
+	return m
 }

@@ -14,6 +14,14 @@ func IsSynthesized(subject string) bool {
 	return err == nil && s.Kind == KindPhase && s.Event == EventSynthesized
 }
 
+// IsObserved is a [ConsumeOptions].Coalesce: a resource's ResourceObserved subject, whose
+// newest message is the object as it is now (an older generation is dropped by synth's
+// watermark anyway).
+func IsObserved(subject string) bool {
+	s, err := ParseSubject(subject)
+	return err == nil && s.Kind == KindResource && s.Event == EventObserved
+}
+
 // NamespaceKey is the [ConsumeOptions].FairKey that shares a service's handlers between
 // namespaces: the namespace of a resource, phase, command or receipt subject; "" for a subject
 // that names none (anomalies), which therefore share one key.
@@ -32,13 +40,15 @@ func DefaultMaxPerKey(concurrency int) int { return max(1, (concurrency+1)/2) }
 // fairQueue holds the messages a fair consumer ([ConsumeOptions].FairKey) pulled and has not
 // started, one FIFO per key, and hands them to workers: a worker takes the oldest message of
 // the next key, in turn, that runs fewer than maxPerKey handlers. Messages of a key at its
-// share wait while the other keys' messages run. At most backlog messages wait; a put past
-// it blocks (the pull callback, and so the client's pull, waits for a worker).
+// share wait while the other keys' messages run. At most backlog messages of at most
+// backlogBytes in all wait; a put past either blocks (the pull callback, and so the client's
+// pull, waits for a worker). A message larger than backlogBytes is let in when nothing waits.
 type fairQueue struct {
-	key       func(subject string) string
-	coalesce  func(subject string) bool
-	maxPerKey int
-	backlog   int
+	key          func(subject string) string
+	coalesce     func(subject string) bool
+	maxPerKey    int
+	backlog      int
+	backlogBytes int
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -46,12 +56,14 @@ type fairQueue struct {
 	// turn is the keys with waiting messages, in the order they are served.
 	turn    []string
 	running map[string]int
-	n       int
-	closed  bool
+	// n and bytes are the count and the size ([msgSize]) of the waiting messages.
+	n      int
+	bytes  int
+	closed bool
 }
 
-func newFairQueue(key func(string) string, coalesce func(string) bool, maxPerKey, backlog int) *fairQueue {
-	q := &fairQueue{key: key, coalesce: coalesce, maxPerKey: maxPerKey, backlog: backlog,
+func newFairQueue(key func(string) string, coalesce func(string) bool, maxPerKey, backlog, backlogBytes int) *fairQueue {
+	q := &fairQueue{key: key, coalesce: coalesce, maxPerKey: maxPerKey, backlog: backlog, backlogBytes: backlogBytes,
 		waiting: map[string][]jetstream.Msg{}, running: map[string]int{}}
 	q.cond = sync.NewCond(&q.mu)
 	return q
@@ -73,6 +85,7 @@ func (q *fairQueue) put(ctx context.Context, m jetstream.Msg) (ok bool, supersed
 				m, w = w, m
 			}
 			q.waiting[k][i] = m
+			q.bytes += msgSize(m) - msgSize(w)
 			q.mu.Unlock()
 			return true, w
 		}
@@ -90,6 +103,18 @@ func streamSeq(m jetstream.Msg) uint64 {
 	return md.Sequence.Stream
 }
 
+// msgSize is what m holds in memory, near enough: its subject, headers and body.
+func msgSize(m jetstream.Msg) int {
+	n := len(m.Subject()) + len(m.Data())
+	for k, vs := range m.Headers() {
+		n += len(k)
+		for _, v := range vs {
+			n += len(v)
+		}
+	}
+	return n
+}
+
 // add appends m to key k's FIFO as [fairQueue.put] does.
 func (q *fairQueue) add(ctx context.Context, k string, m jetstream.Msg) bool {
 	stop := context.AfterFunc(ctx, func() {
@@ -100,7 +125,8 @@ func (q *fairQueue) add(ctx context.Context, k string, m jetstream.Msg) bool {
 	defer stop()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.n >= q.backlog && !q.closed && ctx.Err() == nil {
+	size := msgSize(m)
+	for (q.n >= q.backlog || q.n > 0 && q.bytes+size > q.backlogBytes) && !q.closed && ctx.Err() == nil {
 		q.cond.Wait()
 	}
 	if q.closed || ctx.Err() != nil {
@@ -111,6 +137,7 @@ func (q *fairQueue) add(ctx context.Context, k string, m jetstream.Msg) bool {
 	}
 	q.waiting[k] = append(q.waiting[k], m)
 	q.n++
+	q.bytes += size
 	q.cond.Broadcast()
 	return true
 }
@@ -138,6 +165,7 @@ func (q *fairQueue) take() (m jetstream.Msg, key string, ok bool) {
 			}
 			q.running[k]++
 			q.n--
+			q.bytes -= msgSize(m)
 			q.cond.Broadcast()
 			return m, k, true
 		}
@@ -165,7 +193,7 @@ func (q *fairQueue) close() []jetstream.Msg {
 	for _, k := range q.turn {
 		left = append(left, q.waiting[k]...)
 	}
-	q.waiting, q.turn, q.n = map[string][]jetstream.Msg{}, nil, 0
+	q.waiting, q.turn, q.n, q.bytes = map[string][]jetstream.Msg{}, nil, 0, 0
 	q.cond.Broadcast()
 	return left
 }

@@ -2,9 +2,12 @@ package bus_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lava-operator/lava/internal/platform/bus"
 )
@@ -180,5 +183,143 @@ func TestNamespaceKey(t *testing.T) {
 		if got := bus.NamespaceKey(subject); got != want {
 			t.Errorf("NamespaceKey(%q) = %q, want %q", subject, got, want)
 		}
+	}
+}
+
+// An attack: one namespace's messages, more than the old backlog of 64, whose handlers never
+// end, come first in the stream. The backlog is the consumer's MaxAckPending, so the pull
+// never waits on them: another namespace's message published after all of them runs at once,
+// and every one of the attacker's waiting messages gets its heartbeats, so none is delivered
+// again after the ack wait (a message left in the client's pull buffer would be, and would
+// reach MaxDeliver).
+func TestConsume_namespaceFloodAttack(t *testing.T) {
+	t.Parallel()
+	const ackWait = 2 * time.Second
+	topo := testTopology
+	topo.BackOff = []time.Duration{ackWait}
+	_, js := startBus(t, topo)
+	ctx := t.Context()
+	release := make(chan struct{})
+	var (
+		mu      sync.Mutex
+		started = map[string]int{}
+	)
+	victim := make(chan struct{}, 1)
+	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
+		o.Concurrency = 4
+		o.FairKey = bus.NamespaceKey
+		o.MaxPerKey = 2
+		o.DrainTimeout = 100 * time.Millisecond
+	}), func(hctx context.Context, m *bus.Message) error {
+		if m.Envelope.GetResource().GetNamespace() == "victim" {
+			victim <- struct{}{}
+			return nil
+		}
+		mu.Lock()
+		started[m.Envelope.GetResource().GetName()]++
+		mu.Unlock()
+		select {
+		case <-release:
+			return nil
+		case <-hctx.Done():
+			return hctx.Err()
+		}
+	})
+	defer close(release)
+	const flood = 150
+	pub := bus.NewPublisher(js)
+	for i := range flood {
+		if _, err := pub.PublishEvent(ctx, synthesized("attacker", "slow-"+itoa(i), 1, genTrigger(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the flood delivered", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == flood
+	})
+	if _, err := pub.PublishEvent(ctx, synthesized("victim", "fast", 1, genTrigger(1))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-victim:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the other namespace's message waited behind %d of the attacker's", flood)
+	}
+	time.Sleep(3 * ackWait)
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumRedelivered != 0 {
+		t.Fatalf("%d of the waiting messages were delivered again after the ack wait: they got no heartbeats", info.NumRedelivered)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(started) != 2 {
+		t.Fatalf("%d of the attacker's handlers started, want its share of 2", len(started))
+	}
+}
+
+// The backlog's byte bound: messages wait while their bytes fit; a message that does not fit
+// waits for a worker to take one; one larger than the bound is let in when nothing waits.
+func TestFairQueue_backlogBytes(t *testing.T) {
+	t.Parallel()
+	_, js := startBus(t, testTopology)
+	ctx := t.Context()
+	pub := bus.NewPublisher(js)
+	for i := range 3 {
+		if _, err := pub.PublishEvent(ctx, synthesized("a", "obj-"+itoa(i), 1, genTrigger(1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := js.Consumer(ctx, bus.StreamPhases, bus.ServiceApplier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	if len(msgs) != 3 {
+		t.Fatalf("fetched %d messages, want 3", len(msgs))
+	}
+	size := len(msgs[0].Subject()) + len(msgs[0].Data())
+	for k, vs := range msgs[0].Headers() {
+		size += len(k) + len(strings.Join(vs, ""))
+	}
+	full := func(q bus.FairQueueForTest, m jetstream.Msg) bool {
+		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		return !q.Put(ctx, m)
+	}
+
+	q := bus.NewFairQueueForTest(1, 100, 2*size+size/2)
+	if full(q, msgs[0]) || full(q, msgs[1]) {
+		t.Fatal("two messages did not fit in a bound of two and a half")
+	}
+	if !full(q, msgs[2]) {
+		t.Fatal("a third message was let in past the byte bound")
+	}
+	if got := q.Take(); got != msgs[0] {
+		t.Fatal("the oldest message was not taken first")
+	}
+	if full(q, msgs[2]) {
+		t.Fatal("the third message did not fit once one was taken")
+	}
+
+	small := bus.NewFairQueueForTest(1, 100, 1)
+	if full(small, msgs[0]) {
+		t.Fatal("a message larger than the bound was refused with nothing waiting")
+	}
+	if !full(small, msgs[1]) {
+		t.Fatal("a second message was let in past the byte bound")
 	}
 }

@@ -115,6 +115,9 @@ type TopologyOptions struct {
 	AnomalyWindow time.Duration
 }
 
+// defaultMaxAckPending is [TopologyOptions].MaxAckPending when unset.
+const defaultMaxAckPending = 1000
+
 // DefaultAnomalyWindow is [TopologyOptions].AnomalyWindow when unset.
 const DefaultAnomalyWindow = 10 * time.Minute
 
@@ -147,7 +150,7 @@ func (o TopologyOptions) withDefaults() TopologyOptions {
 		o.BackOff = o.BackOff[:o.MaxDeliver]
 	}
 	if o.MaxAckPending <= 0 {
-		o.MaxAckPending = 1000
+		o.MaxAckPending = defaultMaxAckPending
 	}
 	if o.AnomalyWindow <= 0 {
 		o.AnomalyWindow = DefaultAnomalyWindow

@@ -24,19 +24,30 @@ const slowKitSource = `(deflava-architecture slow
 // would) are planned first. They hold at most their namespace's share of the applier's four
 // handlers (two); another namespace's object, observed after them, is applied while they are
 // still creating.
-func TestApplier_namespaceShareAttack(t *testing.T) {
+func TestApplier_namespaceShareAttack(t *testing.T) { slowNamespaceAttack(t, 4) }
+
+// TestApplier_namespaceFloodAttack is the same with more slow objects than the consumer's
+// first backlog held (64): a later trial's 72 filled it, the pull stopped, and another
+// tenant's object waited for the attacker's creates. The backlog is the consumer's
+// MaxAckPending now, so the victim's object is applied while the attacker's wait.
+func TestApplier_namespaceFloodAttack(t *testing.T) { slowNamespaceAttack(t, 80) }
+
+// slowNamespaceAttack observes `objects` slow objects of namespace "attacker" whose creates
+// take ten minutes, waits for two creates to start, then checks that an object of namespace
+// "victim" observed after them is applied while no other attacker create has started.
+func slowNamespaceAttack(t *testing.T, objects int) {
 	h := newHarness(t)
 	h.startApplier(applierOpts{testkit: true, concurrency: 4, drainTimeout: time.Second})
 	dir := t.TempDir()
 	started := func() (n int) {
-		for i := range 4 {
+		for i := range objects {
 			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("slow-%d", i), "a.txt.create-started")); err == nil {
 				n++
 			}
 		}
 		return n
 	}
-	for i := range 4 {
+	for i := range objects {
 		sub := filepath.Join(dir, fmt.Sprintf("slow-%d", i))
 		if err := os.Mkdir(sub, 0o755); err != nil {
 			t.Fatal(err)
@@ -46,9 +57,9 @@ func TestApplier_namespaceShareAttack(t *testing.T) {
 			Bindings: map[string]string{"dir": sub, "delay": "600000"}, Engine: lavav1.Engine_ENGINE_EMBEDDED})
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for started() < 2 {
+	for started() < 2 || len(events[*lavav1.Synthesized](h, "attacker", fmt.Sprintf("slow-%d", objects-1))) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of the attacker's creates started in 2m, want 2:\n%s", started(), h.describe("attacker", "slow-0"))
+			t.Fatalf("%d of the attacker's creates started in 2m, want 2, and its last object rendered:\n%s", started(), h.describe("attacker", "slow-0"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

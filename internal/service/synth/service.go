@@ -128,10 +128,12 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 }
 
 // Run consumes ResourceObserved (LAVA_RESOURCES) and synth-stage RetryRequested
-// (LAVA_COMMANDS) with the durable consumer "synth" until ctx is cancelled, then drains.
+// (LAVA_COMMANDS) with the durable consumer "synth" until ctx is cancelled, then drains. The
+// handlers are shared between namespaces (Config.MaxPerNamespace), and a resource's newest
+// ResourceObserved replaces an older one still waiting for a handler (bus.IsObserved).
 func (s *Service) Run(ctx context.Context) error {
 	return pipeline.Consumer{JS: s.cfg.JS, Service: bus.ServiceSynth, Concurrency: s.cfg.Concurrency,
-		ShareNamespaces: true, MaxPerNamespace: s.cfg.MaxPerNamespace, DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
+		ShareNamespaces: true, MaxPerNamespace: s.cfg.MaxPerNamespace, Coalesce: bus.IsObserved, DrainTimeout: s.cfg.DrainTimeout, Logger: s.cfg.Logger, Metrics: s.cfg.BusMetrics,
 	}.Consume(ctx, s.Handle, bus.StreamResources, bus.StreamCommands)
 }
 
