@@ -359,17 +359,107 @@ func TestRunner_importReadsSeed(t *testing.T) {
 // only (not in the state directory, not in /tmp), and connects to a TCP port on the loopback
 // but not to NATS's.
 func TestRunner_kubernetesExecAttack(t *testing.T) {
+	s := newSandbox(t, kubernetesMirror(t))
+	probe := newExecProbe(t, s)
+	doc, err := json.Marshal(map[string]any{
+		"terraform": map[string]any{"required_providers": map[string]any{
+			"kubernetes": map[string]any{"source": "hashicorp/kubernetes", "version": "1.13.4"}}},
+		"provider": map[string]any{"kubernetes": map[string]any{"host": "https://127.0.0.1:1", "insecure": true, "load_config_file": false,
+			"exec": []any{map[string]any{"api_version": "client.authentication.k8s.io/v1beta1", "command": "sh", "args": []string{"-c", probe.script}}}}},
+		"data": kubernetesConfigMapRead,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.plan(t, state.Key{Namespace: "tenant", Name: "exec"}, string(doc), map[string]string{"kubernetes": "hashicorp/kubernetes"})
+	t.Logf("plan: %v", err)
+	probe.check(t)
+}
+
+// TestRunner_credentialFileChainAttack is the credential chain of docs/security.md, "Provider
+// runners": a provider setting that names a file whose content names a command (AWS's
+// credential_process in a shared config file; here hashicorp/kubernetes 1.13.4's config_path,
+// a kubeconfig whose user has an exec plugin). The tenant's first object writes the file with
+// testkit_file under its write root, applied in the runner; its second reads a data source
+// with the provider pointed at that file. The command runs in the runner under the same rules
+// as the exec attack's.
+func TestRunner_credentialFileChainAttack(t *testing.T) {
+	s := newSandbox(t, tofutest.MergeMirrors(t, kubernetesMirror(t), tofutest.TestkitMirror(t, tofutest.Tofu(t))))
+	probe := newExecProbe(t, s)
+	kubeconfig, err := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Config", "current-context": "c",
+		"clusters": []any{map[string]any{"name": "c", "cluster": map[string]any{"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": true}}},
+		"contexts": []any{map[string]any{"name": "c", "context": map[string]any{"cluster": "c", "user": "u"}}},
+		"users": []any{map[string]any{"name": "u", "user": map[string]any{"exec": map[string]any{
+			"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "sh", "args": []string{"-c", probe.script}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(s.root, "kubeconfig")
+	write, err := json.Marshal(map[string]any{"resource": map[string]any{"testkit_file": map[string]any{"kubeconfig": map[string]any{
+		"filename": file, "content": string(kubeconfig)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.plan(t, state.Key{Namespace: "tenant", Name: "writes"}, string(write), testkit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.eng.Apply(t.Context(), engine.ApplyRequest{Plan: rec, Holder: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the first object did not write the kubeconfig: %v", err)
+	}
+	read, err := json.Marshal(map[string]any{
+		"terraform": map[string]any{"required_providers": map[string]any{
+			"kubernetes": map[string]any{"source": "hashicorp/kubernetes", "version": "1.13.4"}}},
+		"provider": map[string]any{"kubernetes": map[string]any{"load_config_file": true, "config_path": file}},
+		"data":     kubernetesConfigMapRead,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.plan(t, state.Key{Namespace: "tenant", Name: "reads"}, string(read), map[string]string{"kubernetes": "hashicorp/kubernetes"})
+	t.Logf("plan: %v", err)
+	probe.check(t)
+}
+
+// kubernetesConfigMapRead is a data source of hashicorp/kubernetes whose read calls the API
+// server, so the provider's credentials (and their exec plugin) are used at plan time.
+var kubernetesConfigMapRead = map[string]any{"kubernetes_config_map": map[string]any{"x": map[string]any{
+	"metadata": []any{map[string]any{"name": "x", "namespace": "default"}}}}}
+
+// kubernetesMirror is $LAVA_KUBERNETES_MIRROR merged with the test's OpenTofu mirror; the
+// test fails when it does not hold hashicorp/kubernetes 1.13.4.
+func kubernetesMirror(t *testing.T) string {
+	t.Helper()
 	tools := tofutest.Tofu(t)
 	dir := os.Getenv("LAVA_KUBERNETES_MIRROR")
 	if _, err := os.Stat(filepath.Join(dir, "registry.opentofu.org/hashicorp/kubernetes/1.13.4")); dir == "" || err != nil {
 		t.Fatalf("$LAVA_KUBERNETES_MIRROR (%q) does not hold hashicorp/kubernetes 1.13.4: run `make tools-kubernetes-providers`", dir)
 	}
-	s := newSandbox(t, tofutest.MergeMirrors(t, tools.Mirror, dir))
+	return tofutest.MergeMirrors(t, tools.Mirror, dir)
+}
+
+// execProbe is a tenant's shell command that tries what a provider's command must not do in a
+// runner and writes each result ("ok" or "denied") to a file of its name under the write root.
+type execProbe struct {
+	s      *sandbox
+	script string
+	tmp    string
+}
+
+// newExecProbe writes the probe's MPTCP client (this test binary) under s's write root and
+// listens on another loopback port for the probe to reach.
+func newExecProbe(t *testing.T, s *sandbox) *execProbe {
+	t.Helper()
 	other, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Close()
+	t.Cleanup(func() { _ = other.Close() })
 	go func() {
 		for {
 			c, err := other.Accept()
@@ -402,24 +492,18 @@ r connectOther bash -c 'echo > /dev/tcp/127.0.0.1/%[7]d'
 r connectNATSMPTCP env %[8]s=127.0.0.1:%[6]d %[1]s/mptcp
 r connectOtherMPTCP env %[8]s=127.0.0.1:%[7]d %[1]s/mptcp
 echo '{}'`, s.root, s.seed, s.signing, s.stateDir, tmp, s.natsPort, other.Addr().(*net.TCPAddr).Port, envMPTCP)
-	doc, err := json.Marshal(map[string]any{
-		"terraform": map[string]any{"required_providers": map[string]any{
-			"kubernetes": map[string]any{"source": "hashicorp/kubernetes", "version": "1.13.4"}}},
-		"provider": map[string]any{"kubernetes": map[string]any{"host": "https://127.0.0.1:1", "insecure": true, "load_config_file": false,
-			"exec": []any{map[string]any{"api_version": "client.authentication.k8s.io/v1beta1", "command": "sh", "args": []string{"-c", script}}}}},
-		"data": map[string]any{"kubernetes_config_map": map[string]any{"x": map[string]any{
-			"metadata": []any{map[string]any{"name": "x", "namespace": "default"}}}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.plan(t, state.Key{Namespace: "tenant", Name: "exec"}, string(doc), map[string]string{"kubernetes": "hashicorp/kubernetes"})
-	t.Logf("plan: %v", err)
+	return &execProbe{s: s, script: script, tmp: tmp}
+}
+
+// check fails t unless the probe ran as the runner user, read no secret, wrote under the
+// write root only and reached the other port but not NATS's.
+func (p *execProbe) check(t *testing.T) {
+	t.Helper()
 	want := map[string]string{"uid": strconv.Itoa(runnerUID), "readSeed": "denied", "readSigning": "denied", "writeState": "denied",
 		"writeTmp": "denied", "writeRoot": "ok", "connectNATS": "denied", "connectOther": "ok",
 		"connectNATSMPTCP": "denied", "connectOtherMPTCP": "ok"}
 	for name, w := range want {
-		b, err := os.ReadFile(filepath.Join(s.root, name))
+		b, err := os.ReadFile(filepath.Join(p.s.root, name))
 		if err != nil {
 			t.Errorf("%s: the command left no result (did it run?): %v", name, err)
 			continue
@@ -428,11 +512,11 @@ echo '{}'`, s.root, s.seed, s.signing, s.stateDir, tmp, s.natsPort, other.Addr()
 			t.Errorf("%s = %s, want %s", name, got, w)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(s.stateDir, "planted")); err == nil {
+	if _, err := os.Stat(filepath.Join(p.s.stateDir, "planted")); err == nil {
 		t.Error("the command wrote into the state directory")
 	}
-	if _, err := os.Stat(tmp); err == nil {
-		t.Errorf("the command wrote %s", tmp)
+	if _, err := os.Stat(p.tmp); err == nil {
+		t.Errorf("the command wrote %s", p.tmp)
 	}
 }
 
