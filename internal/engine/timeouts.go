@@ -63,9 +63,27 @@ func (t Timeouts) WithDefaults() Timeouts {
 // t.Plan, t.Apply and t.Destroy, with their defaults (the applier and `lava up`; drift bounds
 // a scan by its own --scan-timeout).
 func (t *Timeouts) RegisterFlags(fs *pflag.FlagSet) {
-	fs.DurationVar(&t.Plan, "plan-timeout", DefaultPlanTimeout, "how long one plan may run in every engine, refresh and data source reads included; past it the plan fails StepTimeout (keep it below the handler deadline, 1h)")
-	fs.DurationVar(&t.Apply, "apply-timeout", DefaultApplyTimeout, "how long one apply may run in every engine; past it the providers are asked to stop, what they did is saved, and the apply fails StepTimeout (keep it below the handler deadline, 1h)")
-	fs.DurationVar(&t.Destroy, "destroy-timeout", DefaultDestroyTimeout, "how long one destroy may run in every engine; past it as for --apply-timeout (keep it below the handler deadline, 1h)")
+	fs.DurationVar(&t.Plan, "plan-timeout", DefaultPlanTimeout, "how long one plan may run in every engine, refresh and data source reads included; past it the plan fails StepTimeout (with the others, it must end before the handler deadline, 1h: checked at start)")
+	fs.DurationVar(&t.Apply, "apply-timeout", DefaultApplyTimeout, "how long one apply may run in every engine; past it the providers are asked to stop, what they did is saved, and the apply fails StepTimeout (with the others, it must end before the handler deadline, 1h: checked at start)")
+	fs.DurationVar(&t.Destroy, "destroy-timeout", DefaultDestroyTimeout, "how long one destroy may run in every engine; past it as for --apply-timeout (with the others, it must end before the handler deadline, 1h: checked at start)")
+}
+
+// Check returns an error when the steps one handler of the applier runs could outlast
+// handler, its deadline (bus.DefaultHandlerTimeout): a handler plans and applies, or plans
+// twice (a plan a rule holds is planned again with its review body), or destroys; a CLI
+// engine's plan is init, plan and show, its destroy init and destroy; each step may take its
+// [InterruptGrace] after its timeout. A handler abandoned at its deadline is terminated as
+// poison, so a step timeout that does not end the step before it would never be reported as
+// StepTimeout. Zero fields count as their defaults.
+func (t Timeouts) Check(handler time.Duration) error {
+	t = t.WithDefaults()
+	plan := t.Init + t.Plan + t.Show + InterruptGrace
+	longest := max(2*plan, plan+t.Apply+InterruptGrace, t.Init+t.Destroy+InterruptGrace)
+	if longest >= handler {
+		return fmt.Errorf("engine: the step timeouts (plan %s, apply %s, destroy %s) let one handler run its steps for up to %s, not below the handler deadline of %s: lower --plan-timeout, --apply-timeout or --destroy-timeout",
+			t.Plan, t.Apply, t.Destroy, longest, handler)
+	}
+	return nil
 }
 
 // ErrStepTimeout reports an engine step that ran past its timeout ([Timeouts]); the error is a

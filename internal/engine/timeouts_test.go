@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,33 @@ func TestStepTimeoutError(t *testing.T) {
 	}
 	if got := (&engine.StepTimeoutError{Engine: "tofu", Step: "plan", After: 10 * time.Minute}).Error(); got != "tofu plan timed out after 10m0s" {
 		t.Errorf("without a report: %q", got)
+	}
+}
+
+// TestTimeouts_Check: the defaults fit a handler's hour (plan and apply: 14m + 30m and two
+// graces); an apply, a destroy or two plans that could outlast it are refused, naming the
+// flags; zero fields count as their defaults.
+func TestTimeouts_Check(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		to   engine.Timeouts
+		ok   bool
+	}{
+		{"defaults", engine.Timeouts{}, true},
+		{"apply of 2h", engine.Timeouts{Apply: 2 * time.Hour}, false},
+		{"apply just fitting", engine.Timeouts{Apply: 43 * time.Minute}, true},
+		{"plan and apply at the deadline", engine.Timeouts{Apply: 44 * time.Minute}, false},
+		{"destroy of 57m", engine.Timeouts{Destroy: 57 * time.Minute}, false},
+		{"two plans of 25m, at the deadline", engine.Timeouts{Plan: 25 * time.Minute, Apply: time.Minute}, false},
+		{"two plans of 24m", engine.Timeouts{Plan: 24 * time.Minute, Apply: time.Minute}, true},
+	} {
+		err := tc.to.Check(time.Hour)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Check = %v, want ok %v", tc.name, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--apply-timeout") {
+			t.Errorf("%s: the error names no flag: %v", tc.name, err)
+		}
 	}
 }

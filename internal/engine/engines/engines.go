@@ -135,11 +135,14 @@ func ServeBackend(store *state.Store, addr string, limits httpserver.Limits, log
 
 // Open binds the state store (the lava-state bucket and the artifact store, which the
 // topology must hold: bus.EnsureTopology) and builds the engines of o on it, with the
-// loopback backend when a CLI engine is offered. Errors name o.Process and what failed
-// (binding a bucket, the backend, the work directory, a CLI engine); nothing is left running
-// after an error.
+// loopback backend when a CLI engine is offered. Errors name o.Process and what failed (step
+// timeouts a handler's deadline cuts short, engine.Timeouts.Check; binding a bucket, the
+// backend, the work directory, a CLI engine); nothing is left running after an error.
 func Open(ctx context.Context, js jetstream.JetStream, o Options, log *slog.Logger) (*Set, error) {
 	wrap := func(format string, a ...any) error { return fmt.Errorf(o.Process+": "+format, a...) }
+	if err := o.Timeouts.Check(bus.DefaultHandlerTimeout); err != nil {
+		return nil, wrap("%w", err)
+	}
 	kv, err := js.KeyValue(ctx, bus.BucketState)
 	if err != nil {
 		return nil, wrap("bind %s: %w", bus.BucketState, err)

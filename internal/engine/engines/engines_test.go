@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lava-operator/lava/internal/engine"
 	"github.com/lava-operator/lava/internal/engine/engines"
 	"github.com/lava-operator/lava/internal/engine/state"
 	"github.com/lava-operator/lava/internal/lang/policy"
@@ -20,7 +21,8 @@ import (
 )
 
 // TestOpen: without a CLI binary the set is the embedded engine on the store, with no
-// backend; a CLI binary that does not exist fails, naming the process and the engine.
+// backend; a CLI binary that does not exist fails, naming the process and the engine; step
+// timeouts a handler's deadline would cut short are refused.
 func TestOpen(t *testing.T) {
 	t.Parallel()
 	srv := natstest.RunJetStream(t)
@@ -31,6 +33,10 @@ func TestOpen(t *testing.T) {
 	}
 	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := engines.Open(t.Context(), js, engines.Options{Process: "applier", Timeouts: engine.Timeouts{Apply: 2 * time.Hour}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "applier: engine: the step timeouts") {
+		t.Fatalf("Open with an apply timeout past the handler deadline: %v", err)
 	}
 	set, err := engines.Open(t.Context(), js, engines.Options{Process: "drift"}, nil)
 	if err != nil {

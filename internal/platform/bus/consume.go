@@ -213,6 +213,9 @@ type ConsumeOptions struct {
 	AckSync bool
 }
 
+// DefaultHandlerTimeout is [ConsumeOptions].HandlerTimeout when it is not set: one hour.
+const DefaultHandlerTimeout = time.Hour
+
 // DefaultBacklogBytes is [ConsumeOptions].BacklogBytes when it is not set: 64 MiB, 64
 // messages of the bus' 1 MiB payload limit, or a full backlog of events that carry references
 // (bodies are in the object store).
@@ -238,7 +241,7 @@ func (o ConsumeOptions) withDefaults(info *jetstream.ConsumerInfo) ConsumeOption
 		o.DrainTimeout = 30 * time.Second
 	}
 	if o.HandlerTimeout <= 0 {
-		o.HandlerTimeout = time.Hour
+		o.HandlerTimeout = DefaultHandlerTimeout
 	}
 	if o.HandlerGrace <= 0 {
 		o.HandlerGrace = 30 * time.Second
