@@ -48,7 +48,7 @@ spec:
 // (PolicyRejected, naming team-a's root) and team-b's file keeps its content, while each
 // namespace's own write applies. lava up creates --file-root and the namespaces' roots with
 // mode 0700, and refuses to start on a --file-root that is a symbolic link or open to others,
-// or with --policy. (Before: one root, /tmp/lava-demo, for every namespace, in world-writable
+// or with --policy; a namespace whose root is a planted file is an error of its documents. (Before: one root, /tmp/lava-demo, for every namespace, in world-writable
 // /tmp.)
 func TestUp_namespaceFileRootAttacks(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "files")
@@ -80,6 +80,23 @@ func TestUp_namespaceFileRootAttacks(t *testing.T) {
 		if st, err := os.Lstat(d); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v (%v), want a directory with mode 0700", d, st, err)
 		}
+	}
+
+	// A namespace's root planted as a file: its document is an error of its file, at its
+	// position, and --once ends at once instead of waiting for an object that is never planned.
+	planted := filepath.Join(root, "team-c")
+	if err := os.WriteFile(planted, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third := t.TempDir()
+	if err := os.WriteFile(filepath.Join(third, "c.yaml"), []byte("apiVersion: lava.pleme.io/v1alpha1\nkind: LavaArchitecture\nmetadata: {name: c, namespace: team-c}\n"+
+		"spec:\n  source:\n    inline: |\n      (deflava-architecture c\n        :resources ((terraform-data \"d\" :input \"c\")))\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runLava(t, "", "up", "--once", "-f", third, "--state-dir", filepath.Join(t.TempDir(), "state"),
+		"--providers", t.TempDir(), "--timeout", "1m", "--file-root", root)
+	if want := "c.yaml:3:12: not applied: file root " + planted[:20]; code == exitOK || !strings.Contains(stdout, want) || strings.Contains(stderr, "not settled") {
+		t.Errorf("lava up with team-c's root a file: exit %d, stdout %q, stderr %q; want a failure naming %q, not a timeout", code, stdout, stderr, want)
 	}
 
 	// A --file-root planted as a link to a directory someone else controls, one open to

@@ -307,9 +307,11 @@ func (s *Source) ScanNow(ctx context.Context) error {
 // while the object's file cannot be read. With all set, every object is observed again (a
 // restarted process publishes nothing for a generation already published: the event id is
 // the same), at this scan or, when the manifests cannot be read, at the next scan that reads
-// them. An object whose observation fails (an error of its own: its namespace's file root, a
-// status file or NATS error) is observed again at the next scan, alone: its error is returned
-// (joined with the others) but does not make the next scans look at every object again.
+// them. A document whose namespace's file root is refused (not a directory, a symbolic link,
+// another user's) is an error of its file at its position, and its object, if any, is kept
+// as it is. An object whose observation fails (an error of its own: a status file or NATS
+// error) is observed again at the next scan, alone: its error is returned (joined with the
+// others) but does not make the next scans look at every object again.
 func (s *Source) Scan(ctx context.Context, all bool) error {
 	s.scanMu.Lock()
 	defer s.scanMu.Unlock()
@@ -355,6 +357,14 @@ func (s *Source) Scan(ctx context.Context, all bool) error {
 	s.retry = map[string]bool{}
 	for _, m := range ms {
 		owner, err := s.upsert(ctx, m, all || retry[m.Key()])
+		var rootErr *fileRootError
+		if errors.As(err, &rootErr) {
+			// The document's error, at its position; an object from before keeps its spec
+			// and stays (refusing to apply is not a reason to destroy).
+			ferrs = append(ferrs, &manifest.FileError{File: m.File, Key: m.Key(), Err: &manifest.PosError{Line: m.Line, Col: m.Col, Msg: rootErr.Error()}})
+			want[m.Key()] = true
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", m.Key(), err))
 			s.retry[m.Key()] = true
@@ -432,6 +442,11 @@ func fileID(p string) string {
 // nothing and returns that file ([fileID]): the document is not this object's.
 func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) (otherOwner string, err error) {
 	key, id := m.Key(), fileID(m.File)
+	// Before the object is created or changed: a namespace without a usable file root has no
+	// object to plan, and its document says why (a *[fileRootError]).
+	if err := s.namespaceDir(m.Object.Namespace); err != nil {
+		return "", err
+	}
 	s.mu.Lock()
 	cur := s.objs[key]
 	var obj *v1alpha1.LavaArchitecture
@@ -491,14 +506,23 @@ func (s *Source) upsert(ctx context.Context, m manifest.Manifest, all bool) (oth
 	if changed && s.cfg.OnChange != nil {
 		s.cfg.OnChange()
 	}
-	if err := s.namespaceDir(obj.Namespace); err != nil {
-		return "", err
-	}
 	return "", s.submit(ctx, obj)
 }
 
+// fileRootError is a namespace's file root that [ensurePrivateDir] refused (not a directory, a
+// symbolic link, another user's, open to others): an error of each document of that
+// namespace, at its position, until the directory is fixed.
+type fileRootError struct{ err error }
+
+func (e *fileRootError) Error() string {
+	return "not applied: " + strings.TrimPrefix(e.err.Error(), "up: ")
+}
+
+func (e *fileRootError) Unwrap() error { return e.err }
+
 // namespaceDir creates the file root of namespace below [SourceConfig].FileRoot (mode 0700,
-// [ensurePrivateDir]), once per Source; nothing without a FileRoot.
+// [ensurePrivateDir]), once per Source; nothing without a FileRoot. A refused directory is a
+// *[fileRootError], tried again at the next call.
 func (s *Source) namespaceDir(namespace string) error {
 	if s.cfg.FileRoot == "" {
 		return nil
@@ -514,7 +538,7 @@ func (s *Source) namespaceDir(namespace string) error {
 		k = k.forRunner(0o700, s.cfg.RunnerUID, s.cfg.RunnerGID)
 	}
 	if err := ensurePrivateDir(filepath.Join(s.cfg.FileRoot, namespace), k); err != nil {
-		return err
+		return &fileRootError{err}
 	}
 	s.mu.Lock()
 	if s.nsDirs == nil {

@@ -339,30 +339,30 @@ func TestSource_readsOnlyChangedFiles(t *testing.T) {
 
 // TestSource_restartLooksAgainOnlyAtFailures: after a restart (a new Source over an earlier
 // one's status directory, run by Run), the first scan observes every object; an object whose
-// observation fails at every scan (its namespace's file root is a file, not a directory) is
-// looked at again at each later scan alone, and an object whose ResourceObserved is over the
+// status file cannot be written at any scan (its namespace's status directory is a file) is
+// tried again at each later scan alone, and an object whose ResourceObserved is over the
 // bus's max_payload (a 20 KB inline source on a server of 16 KiB) is Failed with the sizes at
-// once, not looked at again. Four objects, then one a scan. (Before: a failed object kept Run
-// in its first scan's mode, every object observed again at every scan, once a second: about
-// 29 % of a core.)
+// once, not looked at again. Three objects looked at, then none; the failing one tried at
+// every scan. (Before: a failed object kept Run in its first scan's mode, every object
+// observed again at every scan, once a second: about 29 % of a core.)
 func TestSource_restartLooksAgainOnlyAtFailures(t *testing.T) {
 	js := natstest.Run(t, natstest.Config{MaxPayload: 16 << 10}).JetStream()
 	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dir, roots := t.TempDir(), t.TempDir()
+	dir, status := t.TempDir(), t.TempDir()
 	writeManifest(t, dir, "a.yaml", doc("team-a", "one", "1"), doc("team-a", "two", "2"), doc("team-a", "big", strings.Repeat("x", 20_000)))
 	writeManifest(t, dir, "b.yaml", doc("team-b", "app", "b"))
-	if err := os.WriteFile(filepath.Join(roots, "team-b"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(status, "team-b"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := SourceConfig{JS: js, Paths: []string{dir}, StatusDir: t.TempDir(), FileRoot: roots}
+	cfg := SourceConfig{JS: js, Paths: []string{dir}, StatusDir: status}
 	before, err := NewSource(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := before.Scan(t.Context(), false); err == nil || !strings.Contains(err.Error(), "team-b/app: up: file root "+filepath.Join(roots, "team-b")+" is not a directory") {
-		t.Fatalf("scan before the restart: %v, want team-b/app's file root refused", err)
+	if err := before.Scan(t.Context(), false); err == nil || !strings.Contains(err.Error(), "team-b/app: up: mkdir "+filepath.Join(status, "team-b")) {
+		t.Fatalf("scan before the restart: %v, want team-b/app's status file refused", err)
 	}
 
 	src, err := NewSource(t.Context(), cfg)
@@ -388,8 +388,8 @@ func TestSource_restartLooksAgainOnlyAtFailures(t *testing.T) {
 	if err := src.ScanNow(ctx); err == nil || !strings.Contains(err.Error(), "team-b/app") {
 		t.Errorf("third scan: %v, want team-b/app's error", err)
 	}
-	if d := looked() - n; n != 5 || d != 1 {
-		t.Errorf("objects looked at: %d in the first two scans, %d in the third; want 5 (all four, then team-b/app) and 1 (team-b/app)", n, d)
+	if d := looked() - n; n != 3 || d != 0 {
+		t.Errorf("objects looked at: %d in the first two scans, %d in the third; want 3 (team-a's, once) and 0 (team-b/app is tried, and fails before it is looked at)", n, d)
 	}
 	for _, name := range []string{"one", "two"} {
 		if got := observed(t, js, "team-a", name); got != 1 {
@@ -411,5 +411,59 @@ func TestSource_restartLooksAgainOnlyAtFailures(t *testing.T) {
 	// Refused again after the restart, at another time: the same sizes, so the same status.
 	if was := objectOf(before, "team-a/big"); was == nil || !equality.Semantic.DeepEqual(was.Status, o.Status) {
 		t.Errorf("team-a/big's status changed at the restart:\n%+v\nthen\n%+v", was, o.Status)
+	}
+}
+
+// TestSource_namespaceFileRootRefused: a namespace whose file root below --file-root is not a
+// usable directory (here a regular file planted in its place) creates no object: its document
+// is an error of its file at its position, naming the directory and what to do, while another
+// namespace's document applies. Once the directory is usable the object is created. (Before:
+// the object was created and never observed, Pending until `lava up --once` timed out.)
+func TestSource_namespaceFileRootRefused(t *testing.T) {
+	dir, root := t.TempDir(), t.TempDir()
+	if err := os.Chmod(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(root, "team-c")
+	if err := os.WriteFile(planted, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := writeManifest(t, dir, "m.yaml", doc("team-a", "ok", "a"), doc("team-c", "x", "c"))
+	js := natstest.RunJetStream(t).JetStream()
+	if err := bus.EnsureTopology(t.Context(), js, bus.TopologyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewSource(t.Context(), SourceConfig{JS: js, Paths: []string{dir}, StatusDir: t.TempDir(), FileRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan(t, src)
+	if objectOf(src, "team-c/x") != nil || observed(t, js, "team-c", "x") != 0 {
+		t.Fatal("an object of the namespace whose file root is refused was created or observed")
+	}
+	if objectOf(src, "team-a/ok") == nil || observed(t, js, "team-a", "ok") != 1 {
+		t.Fatal("the other namespace's object was not created and observed once")
+	}
+	ferrs, _ := src.FileErrors()
+	want := file + ":12:12: " // metadata.name of the second document
+	var found bool
+	for _, fe := range ferrs {
+		msg := fe.Error()
+		found = found || fe.Key == "team-c/x" && strings.HasPrefix(msg, want) &&
+			strings.Contains(msg, "file root "+planted+" is not a directory") && strings.Contains(msg, "--file-root")
+	}
+	if !found {
+		t.Fatalf("file errors %v: none for team-c/x at %s naming %s as not a directory", ferrs, want, planted)
+	}
+
+	if err := os.Remove(planted); err != nil {
+		t.Fatal(err)
+	}
+	scan(t, src)
+	if objectOf(src, "team-c/x") == nil || observed(t, js, "team-c", "x") != 1 {
+		t.Fatal("with the directory usable the object was not created and observed")
+	}
+	if ferrs, _ := src.FileErrors(); len(ferrs) != 0 {
+		t.Errorf("file errors left: %v", ferrs)
 	}
 }
