@@ -176,9 +176,7 @@ func TestConsume_poison(t *testing.T) {
 func TestConsume_drainFinishesInFlightAndNaksTheRest(t *testing.T) {
 	t.Parallel()
 	const ackWait = 3 * time.Second
-	topo := testTopology
-	topo.BackOff = []time.Duration{ackWait}
-	_, js := startBus(t, topo)
+	js := startBusAckWait(t, ackWait)
 	ctx := t.Context()
 	pub := bus.NewPublisher(js)
 	for i := range 3 {

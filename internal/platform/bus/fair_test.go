@@ -20,9 +20,7 @@ import (
 func TestConsume_namespaceShareAttack(t *testing.T) {
 	t.Parallel()
 	const ackWait = 3 * time.Second
-	topo := testTopology
-	topo.BackOff = []time.Duration{ackWait}
-	_, js := startBus(t, topo)
+	js := startBusAckWait(t, ackWait)
 	ctx := t.Context()
 	release := make(chan struct{})
 	var (
@@ -31,12 +29,7 @@ func TestConsume_namespaceShareAttack(t *testing.T) {
 		most    = map[string]int{}
 	)
 	victim := make(chan struct{}, 1)
-	stop := runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
-		o.Concurrency = 4
-		o.FairKey = bus.NamespaceKey
-		o.MaxPerKey = 2
-		o.DrainTimeout = 100 * time.Millisecond
-	}), func(hctx context.Context, m *bus.Message) error {
+	stop := runConsume(t, js, sharedPhases(), func(hctx context.Context, m *bus.Message) error {
 		ns := m.Envelope.GetResource().GetNamespace()
 		if ns == "victim" {
 			victim <- struct{}{}
@@ -173,6 +166,16 @@ func TestConsume_fairKeyWithOrderKeyRefused(t *testing.T) {
 	}
 }
 
+// sharedPhases is the applier's consumer on LAVA_PHASES with four workers shared between
+// namespaces, two at most each, and a drain of 100ms.
+func sharedPhases() bus.ConsumeOptions {
+	return applierPhases(func(o *bus.ConsumeOptions) {
+		o.Concurrency, o.MaxPerKey = 4, 2
+		o.FairKey = bus.NamespaceKey
+		o.DrainTimeout = 100 * time.Millisecond
+	})
+}
+
 func TestNamespaceKey(t *testing.T) {
 	for subject, want := range map[string]string{
 		bus.PhaseSubject("team-a", "web", "synthesized"):   "team-a",
@@ -195,9 +198,7 @@ func TestNamespaceKey(t *testing.T) {
 func TestConsume_namespaceFloodAttack(t *testing.T) {
 	t.Parallel()
 	const ackWait = 2 * time.Second
-	topo := testTopology
-	topo.BackOff = []time.Duration{ackWait}
-	_, js := startBus(t, topo)
+	js := startBusAckWait(t, ackWait)
 	ctx := t.Context()
 	release := make(chan struct{})
 	var (
@@ -205,12 +206,7 @@ func TestConsume_namespaceFloodAttack(t *testing.T) {
 		started = map[string]int{}
 	)
 	victim := make(chan struct{}, 1)
-	runConsume(t, js, applierPhases(func(o *bus.ConsumeOptions) {
-		o.Concurrency = 4
-		o.FairKey = bus.NamespaceKey
-		o.MaxPerKey = 2
-		o.DrainTimeout = 100 * time.Millisecond
-	}), func(hctx context.Context, m *bus.Message) error {
+	runConsume(t, js, sharedPhases(), func(hctx context.Context, m *bus.Message) error {
 		if m.Envelope.GetResource().GetNamespace() == "victim" {
 			victim <- struct{}{}
 			return nil

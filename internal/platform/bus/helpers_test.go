@@ -22,6 +22,16 @@ var testTopology = bus.TopologyOptions{
 	LeaseTTL:   2 * time.Second,
 }
 
+// startBusAckWait is [startBus] with testTopology whose ack wait (the first redelivery delay)
+// is ackWait.
+func startBusAckWait(t *testing.T, ackWait time.Duration) jetstream.JetStream {
+	t.Helper()
+	topo := testTopology
+	topo.BackOff = []time.Duration{ackWait}
+	_, js := startBus(t, topo)
+	return js
+}
+
 // startBus starts an in-process server and creates the topology.
 func startBus(t *testing.T, opts bus.TopologyOptions) (*natstest.Server, jetstream.JetStream) {
 	t.Helper()
