@@ -103,6 +103,17 @@ func (b *Binary) Running() bool {
 	return b.cmd != nil
 }
 
+// PID is the server process's id (a new one after [Binary.Restart]), for reading its CPU time
+// or memory from /proc; 0 while it is stopped ([Binary.Stop], [Binary.Kill]).
+func (b *Binary) PID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
 func (b *Binary) launch() {
 	b.tb.Helper()
 	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)

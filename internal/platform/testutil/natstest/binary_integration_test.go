@@ -4,6 +4,10 @@ package natstest_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +37,33 @@ func TestRunBinary_restartKeepsStreams(t *testing.T) {
 	}
 	if info.State.Msgs != 1 {
 		t.Fatalf("after restart the stream holds %d messages, want 1", info.State.Msgs)
+	}
+}
+
+// TestBinary_PID: the pid is the running nats-server's (its /proc/PID/comm), a new one after a
+// restart, and 0 once the server is stopped.
+func TestBinary_PID(t *testing.T) {
+	t.Parallel()
+	b := natstest.RunBinary(t, t.TempDir())
+	comm := func(pid int) string {
+		t.Helper()
+		c, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(c))
+	}
+	first := b.PID()
+	if c := comm(first); c != "nats-server" {
+		t.Fatalf("PID %d is %q, want nats-server", first, c)
+	}
+	b.Restart()
+	if second := b.PID(); second == first || comm(second) != "nats-server" {
+		t.Fatalf("after a restart PID is %d (%q), want a new nats-server (before: %d)", second, comm(second), first)
+	}
+	b.Stop()
+	if pid := b.PID(); pid != 0 {
+		t.Fatalf("after Stop PID is %d, want 0", pid)
 	}
 }
 
