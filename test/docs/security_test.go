@@ -216,6 +216,12 @@ var attackTrial = []attack{
 		[]string{"TestUp_providerRunner"}},
 	{"29b", "spec edits of one object, or more slow objects of one namespace than the applier consumer's backlog, stop the pull for every namespace",
 		[]string{"TestApplier_supersededGenerationAttack", "TestConsume_coalescedEditsAttack", "TestApplier_namespaceFloodAttack", "TestConsume_namespaceFloodAttack"}},
+	{"30a", "one namespace's objects of 16 provider configurations and slow creates hold the whole provider process budget",
+		[]string{"TestProcessBudget_namespaceShare", "TestEngine_processBudgetNamespaceShareAttack"}},
+	{"30b", "rsadecrypt with a huge key runs uninterruptible for minutes per call, past every timeout",
+		[]string{"TestEvaluationLimits_attacks"}},
+	{"30c", "base64gunzip of a gzip bomb failing inside try is charged nothing",
+		[]string{"TestEvaluationLimits_attacks"}},
 }
 
 var (

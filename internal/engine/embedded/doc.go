@@ -47,7 +47,7 @@
 // engines of a process) bounds the provider processes running at once across every operation,
 // leased or warm: an operation takes its share, one process per provider configuration it may
 // use, before its first provider starts, waiting first in, first out until its context ends,
-// and never waits while it holds one; a new process past the budget first stops the least
+// and never waits while it holds one; one namespace's operations hold at most half the budget; a new process past the budget first stops the least
 // recently used idle ones; an operation using more configurations than the budget fails with
 // engine.ErrEvaluationLimit (docs/design/0043-provider-process-budget.md). With
 // [Options.FileAccess] every plan and drift scan first holds the configuration's file paths

@@ -313,10 +313,10 @@ var (
 		}
 		out, err := io.ReadAll(io.LimitReader(r, MaxValueBytes+1)) // more is refused (MaxValueBytes)
 		if err != nil {
-			return cty.NilVal, fmt.Errorf("failed to gunzip: %w", err)
+			return cty.NilVal, &workError{fmt.Errorf("failed to gunzip: %w", err), int64(len(out))}
 		}
 		if !utf8.Valid(out) {
-			return cty.NilVal, errors.New("the result of decoding the provided string is not valid UTF-8")
+			return cty.NilVal, &workError{errors.New("the result of decoding the provided string is not valid UTF-8"), int64(len(out))}
 		}
 		return cty.StringVal(string(out)), nil
 	}, cty.String)

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math"
@@ -69,6 +70,16 @@ const (
 	// bcryptElements is what a bcrypt hash counts per unit of 2^cost against the element
 	// budget: at the default cost 10 one plan or apply hashes up to 64 strings.
 	bcryptElements = 16
+	// MaxRSAKeyBits is the largest RSA key rsadecrypt accepts, judged by its DER encoding's
+	// size before it is parsed: a private-key operation takes time in about the cube of the
+	// key's size and cannot be interrupted (a 32,768-bit key took 46 s of CPU, one of
+	// 262,144 bits fits in a 1 MiB source and would take about an hour). The keys OpenTofu's
+	// users decrypt with (Windows passwords: 2048 or 4096 bits) are far smaller.
+	MaxRSAKeyBits = 8192
+	// rsaElements is what one rsadecrypt with a key of MaxRSAKeyBits counts against the
+	// element budget (a smaller key: by the cube of its size), so one plan or apply decrypts
+	// with at most 8 such keys, or 512 of 2048 bits: a few seconds of CPU in all.
+	rsaElements = EvalElements / 8
 )
 
 // LimitError is an evaluation refused because it would exceed one of the limits above: Func
@@ -665,6 +676,12 @@ func (b *budget) guard(sh *guardShape) function.Function {
 				return cty.NilVal, serr
 			}
 			if err != nil {
+				var w *workError
+				if errors.As(err, &w) {
+					if cerr := b.charge(name, 0, w.bytes); cerr != nil {
+						return cty.NilVal, cerr
+					}
+				}
 				return v, err
 			}
 			if err := b.value(name, v); err != nil {
@@ -858,6 +875,7 @@ var prechecks = map[string]precheck{
 	"matchkeys": func(b *budget, name string, args []cty.Value) error {
 		return b.charge(name, mulSat(collLen(args, 1), collLen(args, 2)), 0)
 	},
+	"rsadecrypt": rsaKeyPrecheck,
 	"bcrypt": func(b *budget, name string, args []cty.Value) error {
 		cost := int64(10)
 		if len(args) > 1 {
@@ -876,6 +894,39 @@ var prechecks = map[string]precheck{
 		return b.charge(name, bcryptElements<<cost, 0)
 	},
 }
+
+// rsaKeyPrecheck refuses rsadecrypt's key (args[1], PEM) when its DER encoding is larger than a
+// key of [MaxRSAKeyBits] (a PKCS #1 or PKCS #8 private key holds its modulus and private
+// exponent and five values of half their size: about 4.5 times the modulus' bytes), and
+// charges the decryption by the cube of the key's size ([rsaElements]).
+func rsaKeyPrecheck(b *budget, name string, args []cty.Value) error {
+	if len(args) < 2 || args[1] == cty.NilVal || args[1].Type() != cty.String {
+		return nil
+	}
+	blk, _ := pem.Decode([]byte(args[1].AsString()))
+	if blk == nil {
+		return nil // the function says what is wrong with the key
+	}
+	bits := int64(len(blk.Bytes)) * 8 * 2 / 9
+	const slack = 1024 // the encoding's headers, and the exponents' leading bytes
+	if bits > MaxRSAKeyBits+slack {
+		return b.fail(&LimitError{Func: name, Reason: fmt.Sprintf("the key's encoding (%d bytes) is that of a key of about %d bits, more than %d, the largest accepted",
+			len(blk.Bytes), bits, MaxRSAKeyBits)})
+	}
+	r := float64(bits) / MaxRSAKeyBits
+	return b.charge(name, max(1, int64(float64(rsaElements)*r*r*r)), 0)
+}
+
+// workError is a function's error that carries what the call built before it failed (the
+// bytes base64gunzip decompressed before it found them not UTF-8): the guard charges them,
+// so that a call that fails inside try or can is not free to repeat ([budget.guard]).
+type workError struct {
+	err   error
+	bytes int64
+}
+
+func (e *workError) Error() string { return e.err.Error() }
+func (e *workError) Unwrap() error { return e.err }
 
 // bcryptCost refuses a bcrypt cost above [MaxBcryptCost].
 func bcryptCost(cost int64) error {

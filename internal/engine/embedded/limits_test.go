@@ -1,8 +1,12 @@
 package embedded
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -64,6 +68,27 @@ func outputDoc(t *testing.T, expr string, locals map[string]string) string {
 }
 
 // mixedTuple is a local holding a tuple of 100,001 elements, numbers and strings in turn.
+// hugePEM is an RSA PRIVATE KEY block of 40,000 bytes, the size of a key of about 71,000 bits
+// (its content is no key: it is refused before it is parsed).
+var hugePEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: bytes.Repeat([]byte{0x30}, 40000)}))
+
+// gzipBomb is base64 of a gzip stream of 16 MiB less 16 bytes of 0xff (not UTF-8), about 22 KB.
+func gzipBomb(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(bytes.Repeat([]byte{0xff}, 16<<20-16)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
 const mixedTuple = `${jsondecode("[${replace(format("%050000d", 0), "0", "1,\"a\",")}0]")}`
 
 // TestEvaluationLimits_attacks: expressions that, evaluated as OpenTofu evaluates them, ask
@@ -209,6 +234,16 @@ func TestEvaluationLimits_attacks(t *testing.T) {
 			"a": `${split("", format("%100000s", ""))}`,
 			"b": `${split("", format("%100000s", ""))}`},
 			"this plan or apply would build or visit more than 1048576 elements"},
+		// A private-key operation takes time in about the cube of the key's size and cannot be
+		// interrupted: a fake PKCS #1 key of 65,536 bits ran for minutes per call, past the
+		// plan timeout, again at every retry (an attack trial). Refused by its encoding's size
+		// before it is parsed.
+		{"rsadecrypt with a huge key", `rsadecrypt("AAAA", local.k)`, map[string]string{"k": hugePEM},
+			"rsadecrypt: the key's encoding (40000 bytes) is that of a key of about 71111 bits, more than 8192"},
+		// A gzip bomb whose 16 MiB are not UTF-8: each call failed inside try after
+		// decompressing them, and was charged nothing (1,000 calls: 115 s of CPU from 22 KB).
+		{"base64gunzip failing inside try", `length([for i in range(100) : try(base64gunzip(local.g), "z")])`, map[string]string{"g": gzipBomb(t)},
+			"base64gunzip: this plan or apply would build or read more than 134217728 bytes of text"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/lava-operator/lava/internal/engine"
 )
 
@@ -35,11 +33,25 @@ const DefaultMaxProcesses = 32
 // operation starts within its share finds room, after the least recently used idle (warm)
 // processes are stopped. An operation that may use more configurations than the whole budget
 // fails at once ([engine.ErrEvaluationLimit]) instead of waiting for room that never comes.
+//
+// One namespace's operations hold at most half the budget (rounded up) at once: a tenant's
+// slow operations (creates that take minutes, each with many provider configurations) cannot
+// take every process while another tenant's plan waits for one. An operation of a namespace
+// that holds nothing may take more than half, up to the budget, so a budget smaller than twice
+// [engine.MaxProviderConfigurations] still runs every operation; at the default budget half is
+// [engine.MaxProviderConfigurations] and no operation needs that. An operation waiting for its
+// namespace's share does not hold up those behind it of other namespaces.
 // docs/design/0043-provider-process-budget.md. Safe for concurrent use.
 type ProcessBudget struct {
-	max    int
-	shares *semaphore.Weighted
-	log    *slog.Logger
+	max int
+	log *slog.Logger
+
+	// resMu guards the reservations: used in all, held per namespace, and the operations
+	// waiting for theirs, in the order they asked.
+	resMu   sync.Mutex
+	used    int
+	held    map[string]int
+	waiters []*budgetWaiter
 
 	mu sync.Mutex
 	// running counts the processes started or starting and not yet stopped.
@@ -48,6 +60,14 @@ type ProcessBudget struct {
 	stopped chan struct{}
 	// pools are the pools whose idle processes make room.
 	pools []*Pool
+}
+
+// budgetWaiter is an operation waiting for its share: n processes for namespace ns; ready is
+// closed when they are reserved.
+type budgetWaiter struct {
+	ns    string
+	n     int
+	ready chan struct{}
 }
 
 // NewProcessBudget returns a budget of max provider processes at once (<= 0 means
@@ -60,7 +80,7 @@ func NewProcessBudget(max int, log *slog.Logger) *ProcessBudget {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ProcessBudget{max: max, shares: semaphore.NewWeighted(int64(max)), log: log, stopped: make(chan struct{})}
+	return &ProcessBudget{max: max, log: log, held: map[string]int{}, stopped: make(chan struct{})}
 }
 
 // attach makes p's idle processes count in the budget and make room in it.
@@ -70,36 +90,115 @@ func (b *ProcessBudget) attach(p *Pool) {
 	b.mu.Unlock()
 }
 
-// reserve takes an operation's share of n processes, waiting first-in, first-out for it until
-// ctx ends (the error then wraps ctx's). n above the budget fails at once, wrapping
-// [engine.ErrEvaluationLimit].
-func (b *ProcessBudget) reserve(ctx context.Context, n int) error {
+// perNamespace is the share of the budget one namespace holds at most: half, rounded up.
+func (b *ProcessBudget) perNamespace() int { return (b.max + 1) / 2 }
+
+// underShare reports whether namespace ns may reserve n more processes as far as its own share
+// goes (resMu held): within half the budget, or any n when it holds none.
+func (b *ProcessBudget) underShare(ns string, n int) bool {
+	h := b.held[ns]
+	return h == 0 || h+n <= b.perNamespace()
+}
+
+// take reserves n processes for ns (resMu held).
+func (b *ProcessBudget) take(ns string, n int) {
+	b.used += n
+	b.held[ns] += n
+}
+
+// grant reserves the shares of the waiters that fit, in order (resMu held): a waiter over its
+// namespace's share is passed over; the first that does not fit the budget stops the others
+// behind it, so a large operation is not kept waiting by a stream of small ones.
+func (b *ProcessBudget) grant() {
+	kept := b.waiters[:0]
+	blocked := false
+	for _, w := range b.waiters {
+		switch {
+		case blocked || !b.underShare(w.ns, w.n):
+			kept = append(kept, w)
+		case b.used+w.n > b.max:
+			blocked = true
+			kept = append(kept, w)
+		default:
+			b.take(w.ns, w.n)
+			close(w.ready)
+		}
+	}
+	clear(b.waiters[len(kept):])
+	b.waiters = kept
+}
+
+// reserve takes an operation's share of n processes for namespace ns, waiting first-in,
+// first-out for it until ctx ends (the error then wraps ctx's). n above the budget fails at
+// once, wrapping [engine.ErrEvaluationLimit].
+func (b *ProcessBudget) reserve(ctx context.Context, ns string, n int) error {
 	if n > b.max {
 		return fmt.Errorf("%w: the operation uses %d provider configurations, more than the %d provider processes this service runs at once (--max-provider-processes): each configuration is a provider process of its own, held for the whole operation",
 			engine.ErrEvaluationLimit, n, b.max)
 	}
-	if b.shares.TryAcquire(int64(n)) {
+	w := &budgetWaiter{ns: ns, n: n, ready: make(chan struct{})}
+	b.resMu.Lock()
+	b.waiters = append(b.waiters, w)
+	b.grant()
+	b.resMu.Unlock()
+	select {
+	case <-w.ready:
 		return nil
+	default:
 	}
-	attrs := []any{slog.Int("processes", n), slog.Int("max_provider_processes", b.max)}
+	attrs := []any{slog.Int("processes", n), slog.Int("max_provider_processes", b.max), slog.Int("namespace_share", b.perNamespace())}
 	if l := providerLockFrom(ctx); l != nil {
 		attrs = append(attrs, slog.String("namespace", l.key.Namespace), slog.String("name", l.key.Name))
 	}
 	b.log.Warn("provider process budget in use: the operation waits for its share", attrs...)
 	start := time.Now()
-	if err := b.shares.Acquire(ctx, int64(n)); err != nil {
-		return fmt.Errorf("wait for %d of the %d provider processes this service runs at once (--max-provider-processes): %w", n, b.max, err)
+	select {
+	case <-w.ready:
+		b.log.Info("provider process budget: the operation got its share", append(attrs, slog.Duration("waited", time.Since(start)))...)
+		return nil
+	case <-ctx.Done():
 	}
-	b.log.Info("provider process budget: the operation got its share", append(attrs, slog.Duration("waited", time.Since(start)))...)
-	return nil
+	b.resMu.Lock()
+	select {
+	case <-w.ready: // granted meanwhile: given back
+		b.used -= n
+		b.held[ns] -= n
+	default:
+		b.waiters = slices.DeleteFunc(b.waiters, func(o *budgetWaiter) bool { return o == w })
+	}
+	b.grant()
+	b.resMu.Unlock()
+	return fmt.Errorf("wait for %d of the %d provider processes this service runs at once (--max-provider-processes; one namespace at most %d): %w", n, b.max, b.perNamespace(), ctx.Err())
 }
 
-// tryReserve takes n more processes for an operation that holds a share already, only if
-// they are free now (an operation holding processes never waits).
-func (b *ProcessBudget) tryReserve(n int) bool { return b.shares.TryAcquire(int64(n)) }
+// tryReserve takes n more processes for ns, for an operation that holds a share already, only
+// if they are free now and no operation of a namespace under its share waits for them (an
+// operation holding processes never waits).
+func (b *ProcessBudget) tryReserve(ns string, n int) bool {
+	b.resMu.Lock()
+	defer b.resMu.Unlock()
+	for _, w := range b.waiters {
+		if b.underShare(w.ns, w.n) {
+			return false
+		}
+	}
+	if b.used+n > b.max || b.held[ns]+n > b.perNamespace() {
+		return false
+	}
+	b.take(ns, n)
+	return true
+}
 
-// unreserve returns n processes of an operation's share.
-func (b *ProcessBudget) unreserve(n int) { b.shares.Release(int64(n)) }
+// unreserve returns n processes of an operation's share for ns.
+func (b *ProcessBudget) unreserve(ns string, n int) {
+	b.resMu.Lock()
+	defer b.resMu.Unlock()
+	b.used -= n
+	if b.held[ns] -= n; b.held[ns] <= 0 {
+		delete(b.held, ns)
+	}
+	b.grant()
+}
 
 // claim counts a process about to start: at once while fewer than the budget run, else after
 // stopping the least recently used idle process of the budget's pools, or after a process

@@ -96,7 +96,7 @@ func TestEngine_processBudgetWaitEndsWithContext(t *testing.T) {
 		t.Fatal("the engine has no process budget")
 	}
 	// Operations holding the whole budget.
-	if err := b.reserve(t.Context(), 4); err != nil {
+	if err := b.reserve(t.Context(), "others", 4); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -108,7 +108,7 @@ func TestEngine_processBudgetWaitEndsWithContext(t *testing.T) {
 	if n := e.eng.Pool().Starts(); n != 0 {
 		t.Errorf("%d provider processes started, want none", n)
 	}
-	b.unreserve(4)
+	b.unreserve("others", 4)
 	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: target}); err != nil {
 		t.Errorf("plan once the budget is free: %v", err)
 	}
@@ -139,5 +139,40 @@ func TestEngine_processBudgetShared(t *testing.T) {
 	}
 	if wa, wb := a.eng.Pool().Warm(), b.eng.Pool().Warm(); wa != 0 || wb != budget {
 		t.Errorf("warm: engine a %d, engine b %d; want a's idle processes stopped for b's %d", wa, wb, budget)
+	}
+}
+
+// TestEngine_processBudgetNamespaceShareAttack: one namespace whose operations hold provider
+// processes for minutes (two objects of 16 configurations, each a create of 15 minutes, held
+// all 32 processes, and another tenant's plan waited for one until its plan timeout: found by
+// an attack trial) holds at most half the budget. Here, with a budget of 8, namespace hog
+// holds 4 (its share); its next plan of 4 configurations waits for its own share, while
+// namespace victim's plan of 4 runs at once. Checked to fail without the share: hog's second
+// plan took the other 4 and ran.
+func TestEngine_processBudgetNamespaceShareAttack(t *testing.T) {
+	e := newEnvOptions(t, slog.LevelDebug, Options{ProviderDir: tofutest.Tofu(t).Mirror, MaxProcesses: 8})
+	b := e.eng.Pool().budget
+	if err := b.reserve(t.Context(), "hog", 4); err != nil { // hog's running operation
+		t.Fatal(err)
+	}
+	defer b.unreserve("hog", 4)
+	dir := t.TempDir()
+	in := func(ns, name string) engine.Target {
+		o := *e
+		o.key = state.Key{Namespace: ns, Name: name}
+		return o.target(aliasDocNamed(t, dir, name, 4))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	hog := make(chan error, 1)
+	go func() {
+		_, err := e.eng.Plan(ctx, engine.PlanRequest{Target: in("hog", "second")})
+		hog <- err
+	}()
+	if _, err := e.eng.Plan(t.Context(), engine.PlanRequest{Target: in("victim", "own")}); err != nil {
+		t.Fatalf("the other namespace's plan: %v", err)
+	}
+	if err := <-hog; !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "one namespace at most 4") {
+		t.Errorf("hog's second plan: %v; want it to wait for its namespace's share until its context ended", err)
 	}
 }

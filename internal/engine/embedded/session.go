@@ -42,6 +42,8 @@ type session struct {
 	// shared are the provider configurations the session's share of the process budget
 	// counts (nil: no share taken yet).
 	shared map[string]bool
+	// sharedNS is the namespace the share is reserved for (the operation's object's).
+	sharedNS string
 
 	findMu sync.Mutex
 	finds  map[string]foundPackage // by address and constraint: what the operation found
@@ -106,14 +108,15 @@ func (s *session) reserve(ctx context.Context, key string) error {
 	if s.shared == nil {
 		keys := s.configurations()
 		keys[key] = true
-		if err := b.reserve(ctx, len(keys)); err != nil {
+		ns := namespaceFrom(ctx)
+		if err := b.reserve(ctx, ns, len(keys)); err != nil {
 			return err
 		}
-		s.shared = keys
+		s.shared, s.sharedNS = keys, ns
 		return nil
 	}
-	if !b.tryReserve(1) {
-		return fmt.Errorf("provider configuration %q is past the operation's share of %d provider processes, and the %d this service runs at once (--max-provider-processes) are in use",
+	if !b.tryReserve(s.sharedNS, 1) {
+		return fmt.Errorf("provider configuration %q is past the operation's share of %d provider processes, and the %d this service runs at once (--max-provider-processes) are in use, or its namespace holds its share of them (half)",
 			key, len(s.shared), b.max)
 	}
 	s.shared[key] = true
@@ -376,7 +379,7 @@ func (s *session) close(ctx context.Context) {
 		delete(s.leases, k)
 	}
 	if len(s.shared) > 0 {
-		s.pool.budget.unreserve(len(s.shared))
+		s.pool.budget.unreserve(s.sharedNS, len(s.shared))
 		s.shared = nil
 	}
 }
