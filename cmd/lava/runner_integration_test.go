@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,12 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/lava-operator/lava/api/v1alpha1"
+	"github.com/lava-operator/lava/internal/up"
 )
 
 // TestUp_providerRunner: `lava up --once --provider-runner` applies the local-files example
-// with its providers in a runner as nobody: it says so at start, the object is Applied, the
-// files belong to uid 65534 in the namespace's directory (owned by 65534, below a file root of
-// mode 0711). lava up runs as root here; the runner is this test binary (TestMain).
+// with its providers in a runner as the default runner user (up.DefaultRunnerUID): it says so
+// at start, the object is Applied, the files belong to that uid in the namespace's directory
+// (owned by it, below a file root of mode 0711). lava up runs as root here; the runner is this test binary (TestMain).
 func TestUp_providerRunner(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("lava up --provider-runner switches users: run this test as root")
@@ -53,7 +55,7 @@ func TestUp_providerRunner(t *testing.T) {
 	}
 	stateDir := filepath.Join(t.TempDir(), "state")
 	out := upOnce(t, manifests, stateDir, "--file-root", root, "--provider-runner")
-	if !strings.Contains(out, "providers run in runners as uid 65534 (Landlock ABI v") ||
+	if !strings.Contains(out, fmt.Sprintf("providers run in runners as uid %d (Landlock ABI v", up.DefaultRunnerUID)) ||
 		!strings.Contains(out, "engines tofu and terraform are not offered") {
 		t.Errorf("lava up did not say it runs providers in runners, and offers no tofu:\n%s", out)
 	}
@@ -68,7 +70,7 @@ func TestUp_providerRunner(t *testing.T) {
 	if !ok || o.Status.Phase != v1alpha1.PhaseApplied {
 		t.Fatalf("demo/greetings: %+v, want Applied", o.Status)
 	}
-	for p, uid := range map[string]uint32{filepath.Join(root, "demo"): 65534, filepath.Join(root, "demo", "hello-ana.txt"): 65534, root: 0} {
+	for p, uid := range map[string]uint32{filepath.Join(root, "demo"): up.DefaultRunnerUID, filepath.Join(root, "demo", "hello-ana.txt"): up.DefaultRunnerUID, root: 0} {
 		st, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

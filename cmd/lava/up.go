@@ -128,8 +128,8 @@ func engineFlags(f *pflag.FlagSet, o *up.Options) {
 // runnerFlags adds lava up's flags for provider runners to f (docs/design/0038-provider-runner.md).
 func runnerFlags(f *pflag.FlagSet, o *up.Options) {
 	f.BoolVar(&o.ProviderRunner, "provider-runner", false, "run the embedded engine's providers in runner processes (lava runner) under --runner-uid, with Landlock rules: no read of the state directory, writes only below the namespace's directory of the file root, no connection to NATS or the RPC ports (without Landlock: only namespace demo is applied); engines tofu and terraform are then not offered")
-	f.IntVar(&o.RunnerUID, "runner-uid", 65534, "with --provider-runner: the unprivileged user runners run as")
-	f.IntVar(&o.RunnerGID, "runner-gid", 65534, "with --provider-runner: the group runners run as")
+	f.IntVar(&o.RunnerUID, "runner-uid", up.DefaultRunnerUID, "with --provider-runner: the unprivileged user runners run as, which no other process may use (lava up refuses to start when one does)")
+	f.IntVar(&o.RunnerGID, "runner-gid", up.DefaultRunnerUID, "with --provider-runner: the group runners run as")
 }
 
 // kubeFlags adds lava up's flags for --kubeconfig to f: the cluster, its namespaces and rate

@@ -363,6 +363,8 @@ func (s *session) startRunners(denied ...net.Listener) error {
 	uid := s.runnerUID()
 	if uid < 0 {
 		s.display.Println(fmt.Sprintf("lava up: not root: runners run as this user (uid %d), not as uid %d; their Landlock rules still apply", os.Geteuid(), o.RunnerUID))
+	} else if err := runnerUIDInUse(uid); err != nil {
+		return err
 	}
 	s.display.Println(fmt.Sprintf("lava up: providers run in runners as uid %d (Landlock ABI v%d)", max(uid, os.Geteuid()), abi))
 	s.display.Println("lava up: engines tofu and terraform are not offered: they start their providers themselves, outside the runners")

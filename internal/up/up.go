@@ -156,7 +156,8 @@ type Options struct {
 	FileRoot string
 	// ProviderRunner starts the embedded engine's providers in runner processes (`lava
 	// runner`) under RunnerUID and RunnerGID, with Landlock rules, instead of in lava up's
-	// own process (docs/design/0038-provider-runner.md).
+	// own process (docs/design/0038-provider-runner.md). Run as root, lava up refuses to start
+	// when another process already runs as RunnerUID.
 	ProviderRunner       bool
 	RunnerUID, RunnerGID int
 	// MaxProviderProcesses bounds the embedded engine's provider processes running at once in
@@ -164,6 +165,12 @@ type Options struct {
 	// embedded.DefaultMaxProcesses).
 	MaxProviderProcesses int
 }
+
+// DefaultRunnerUID is the default of [Options].RunnerUID and RunnerGID (`--runner-uid`,
+// `--runner-gid`): the first uid of the range systemd allocates to its dynamic users
+// (61184-65519), which no account of a usual host has, rather than 65534 (nobody), which
+// other daemons of the host run as.
+const DefaultRunnerUID = 61184
 
 // Result is what a run ended with.
 type Result struct {

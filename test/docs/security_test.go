@@ -222,6 +222,8 @@ var attackTrial = []attack{
 		[]string{"TestEvaluationLimits_attacks"}},
 	{"30c", "base64gunzip of a gzip bomb failing inside try is charged nothing",
 		[]string{"TestEvaluationLimits_attacks"}},
+	{"30d", "lava up --provider-runner's runners ran as nobody, whom other processes of the host share",
+		[]string{"TestRunnerUIDInUse"}},
 }
 
 var (
