@@ -33,7 +33,13 @@ func TestRun_providerRunnerWithoutLandlock(t *testing.T) {
 	run := func(runners bool) (Result, string) {
 		t.Helper()
 		var out bytes.Buffer
-		res, err := Run(t.Context(), Options{Paths: []string{manifests}, StateDir: stateDir, FileRoot: files, Once: true,
+		root := files
+		if runners {
+			// Its own file root: the namespaces' directories of a run without runners belong to
+			// lava up's user, and a runner's must belong to the runner user.
+			root += "-runners"
+		}
+		res, err := Run(t.Context(), Options{Paths: []string{manifests}, StateDir: stateDir, FileRoot: root, Once: true,
 			Timeout: 2 * time.Minute, Interval: 100 * time.Millisecond, ProviderRunner: runners, Stdout: &out})
 		if err != nil {
 			t.Fatalf("Run: %v\n%s", err, out.String())

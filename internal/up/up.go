@@ -155,9 +155,9 @@ type Options struct {
 	// others ([ensurePrivateDir]). It cannot be combined with PolicyFile.
 	FileRoot string
 	// ProviderRunner starts the embedded engine's providers in runner processes (`lava
-	// runner`) under RunnerUID and RunnerGID, with Landlock rules, instead of in lava up's
-	// own process (docs/design/0038-provider-runner.md). Run as root, lava up refuses to start
-	// when another process already runs as RunnerUID.
+	// runner`) under RunnerUID and RunnerGID (<= 0: [DefaultRunnerUID]), with Landlock rules,
+	// instead of in lava up's own process (docs/design/0038-provider-runner.md). Run as root,
+	// lava up refuses to start when another process already runs as RunnerUID.
 	ProviderRunner       bool
 	RunnerUID, RunnerGID int
 	// MaxProviderProcesses bounds the embedded engine's provider processes running at once in
@@ -305,6 +305,12 @@ func ready(snap Snapshot) bool {
 func (o *Options) defaults() error {
 	if o.StateDir == "" {
 		o.StateDir = ".lava"
+	}
+	if o.RunnerUID <= 0 {
+		o.RunnerUID = DefaultRunnerUID // never root: zero is an unset field here
+	}
+	if o.RunnerGID <= 0 {
+		o.RunnerGID = DefaultRunnerUID
 	}
 	if o.ProviderDir == "" {
 		o.ProviderDir = DefaultProviderDir()
