@@ -35,6 +35,7 @@ import (
 	"github.com/lava-operator/lava/internal/platform/natsauth"
 	"github.com/lava-operator/lava/internal/platform/testutil/natstest"
 	"github.com/lava-operator/lava/internal/platform/testutil/tofutest"
+	"github.com/lava-operator/lava/internal/readmodel"
 	"github.com/lava-operator/lava/internal/service/applier"
 	"github.com/lava-operator/lava/internal/service/synth"
 )
@@ -385,4 +386,25 @@ func (h *harness) stateOf(r *replica, ns, name string) state.Record {
 		h.t.Fatalf("state of %s/%s: %v", ns, name, err)
 	}
 	return rec
+}
+
+// record returns the applier's record of ns/name once ok holds for it, reading it again for up
+// to 30 s: a handler saves the record after it published its events, so a test that saw an
+// event may read the record before it is saved. On timeout the test fails with the last read.
+func (h *harness) record(ns, name string, ok func(*readmodel.Record) bool) *readmodel.Record {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec, err := readmodel.Load(h.t.Context(), h.js, ns, name)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if ok(rec) {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the applier's record of %s/%s after 30s: %+v", ns, name, rec)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -30,16 +30,7 @@ func TestApplier_killedApplyHoldsNextPlan(t *testing.T) {
 		t.Fatalf("Failed %v %s retryable=%v %q; want a final apply failure saying the state lacks terraform_data.made",
 			f.GetStage(), f.GetReason(), f.GetRetryable(), f.GetMessage())
 	}
-	// The handler saves the record after it published Failed.
-	var rec *readmodel.Record
-	eventuallyH(t, 30*time.Second, "the applier's record of the killed apply", func() bool {
-		r, err := readmodel.Load(t.Context(), h.js, ns, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec = r
-		return r.Interrupted != nil
-	})
+	rec := h.record(ns, name, func(r *readmodel.Record) bool { return r.Interrupted != nil })
 	if rec.Interrupted.PlanID != f.GetPlanId() {
 		t.Fatalf("the applier's record after the killed apply: interrupted %+v, want plan %s", rec.Interrupted, f.GetPlanId())
 	}

@@ -72,10 +72,10 @@ func testPlanRules(t *testing.T, eng lavav1.Engine) {
 	if !held.GetAwaitingApproval() || !strings.HasPrefix(held.GetPlanPolicy(), want) {
 		t.Fatalf("Planned awaiting %v, plan_policy %q; want awaiting, %q", held.GetAwaitingApproval(), held.GetPlanPolicy(), want)
 	}
-	rec, err := readmodel.Load(t.Context(), h.js, ns, name)
-	if err != nil || rec.Held == nil || rec.Held.PlanID != held.GetPlanId() || rec.Held.ReviewDigest == "" ||
+	rec := h.record(ns, name, func(r *readmodel.Record) bool { return r.Held != nil })
+	if rec.Held.PlanID != held.GetPlanId() || rec.Held.ReviewDigest == "" ||
 		rec.Held.Policy == nil || rec.Held.Policy.Verdict != planpolicy.RequireApproval {
-		t.Fatalf("applier record held %+v, %v: want the plan with its review body and verdict", rec.Held, err)
+		t.Fatalf("applier record held %+v: want the plan with its review body and verdict", rec.Held)
 	}
 	time.Sleep(time.Second)
 	if n := len(events[*lavav1.Applied](h, ns, name)); n != 1 {

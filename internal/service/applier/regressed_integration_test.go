@@ -296,9 +296,8 @@ func TestApplier_lostOrRegressedStateHeldForApproval(t *testing.T) {
 			}
 		}
 		// `lava plan show` can show it: the held plan has its review body, under auto too.
-		if rec, err := readmodel.Load(t.Context(), h.js, ns, c.name); err != nil || rec.Held == nil ||
-			rec.Held.PlanID != p.GetPlanId() || rec.Held.ReviewDigest == "" {
-			t.Errorf("%s: the applier's record holds %+v (%v), want plan %s with a review body", c.name, rec.Held, err, p.GetPlanId())
+		if rec := h.record(ns, c.name, func(r *readmodel.Record) bool { return r.Held != nil }); rec.Held.PlanID != p.GetPlanId() || rec.Held.ReviewDigest == "" {
+			t.Errorf("%s: the applier's record holds %+v, want plan %s with a review body", c.name, rec.Held, p.GetPlanId())
 		}
 		st := h.statusOf(ns, c.name)
 		sr := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionStateRegressed)

@@ -59,9 +59,9 @@ func testReviewThenStateChanges(t *testing.T, eng lavav1.Engine) {
 	}
 
 	// The review body: what `lava plan show` prints.
-	rec, err := readmodel.Load(t.Context(), h.js, ns, name)
-	if err != nil || rec.Held == nil || rec.Held.PlanID != held.GetPlanId() || rec.Held.ReviewDigest == "" {
-		t.Fatalf("applier record %+v, %v: want the held plan with a review body", rec.Held, err)
+	rec := h.record(ns, name, func(r *readmodel.Record) bool { return r.Held != nil })
+	if rec.Held.PlanID != held.GetPlanId() || rec.Held.ReviewDigest == "" {
+		t.Fatalf("applier record %+v: want the held plan with a review body", rec.Held)
 	}
 	arts, err := bus.NewArtifacts(t.Context(), h.js)
 	if err != nil {
