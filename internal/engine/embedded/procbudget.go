@@ -161,8 +161,7 @@ func (b *ProcessBudget) reserve(ctx context.Context, ns string, n int) error {
 	b.resMu.Lock()
 	select {
 	case <-w.ready: // granted meanwhile: given back
-		b.used -= n
-		b.held[ns] -= n
+		b.give(ns, n)
 	default:
 		b.waiters = slices.DeleteFunc(b.waiters, func(o *budgetWaiter) bool { return o == w })
 	}
@@ -193,11 +192,16 @@ func (b *ProcessBudget) tryReserve(ns string, n int) bool {
 func (b *ProcessBudget) unreserve(ns string, n int) {
 	b.resMu.Lock()
 	defer b.resMu.Unlock()
+	b.give(ns, n)
+	b.grant()
+}
+
+// give returns n processes of ns's reservations (resMu held): [ProcessBudget.take] undone.
+func (b *ProcessBudget) give(ns string, n int) {
 	b.used -= n
 	if b.held[ns] -= n; b.held[ns] <= 0 {
 		delete(b.held, ns)
 	}
-	b.grant()
 }
 
 // claim counts a process about to start: at once while fewer than the budget run, else after
